@@ -1,0 +1,386 @@
+//! The resolved layout IR: what the generator and every tool consume.
+//!
+//! Every field has an absolute bit offset counted from the most significant bit of byte 0 of
+//! its structure and a width in bits: the numbering `mlx5_ifc.h` uses, so any structure can be
+//! compared with the kernel header field by field. Types are resolved to the item they name.
+//! Spans are kept (not serialized) so the checks can point back into the spec.
+
+use crate::source::Span;
+pub use crate::syntax::{Access, Count};
+use serde::Serialize;
+use std::collections::HashMap;
+
+/// The whole compilation.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Ir {
+    /// One per spec file, in load order.
+    pub modules: Vec<Module>,
+    /// Named constants.
+    pub constants: Vec<Constant>,
+    /// Enumerations.
+    pub enums: Vec<Enum>,
+    /// Structures and register blocks.
+    pub structs: Vec<Struct>,
+    /// Unions.
+    pub unions: Vec<Union>,
+    /// Commands.
+    pub commands: Vec<Command>,
+    /// Name lookup, rebuilt by [`Ir::reindex`]; the first definition of a name wins.
+    #[serde(skip)]
+    pub index: HashMap<String, Item>,
+}
+
+/// What a type name refers to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Item {
+    /// `structs[i]`.
+    Struct(usize),
+    /// `unions[i]`.
+    Union(usize),
+    /// `enums[i]`.
+    Enum(usize),
+}
+
+/// A spec file.
+#[derive(Debug, Clone, Serialize)]
+pub struct Module {
+    /// Module name (file stem).
+    pub name: String,
+    /// Path as loaded.
+    pub path: String,
+    /// What the file covers.
+    pub doc: Option<String>,
+}
+
+/// A named constant.
+#[derive(Debug, Clone, Serialize)]
+pub struct Constant {
+    /// Name.
+    pub name: String,
+    /// Module index.
+    pub module: usize,
+    /// Value.
+    pub value: u64,
+    /// Meaning.
+    pub doc: Option<String>,
+    /// Where the name was written.
+    #[serde(skip)]
+    pub span: Span,
+}
+
+/// An enumeration.
+#[derive(Debug, Clone, Serialize)]
+pub struct Enum {
+    /// Name.
+    pub name: String,
+    /// Module index.
+    pub module: usize,
+    /// Meaning.
+    pub doc: Option<String>,
+    /// Declared width in bits.
+    pub width: Option<u64>,
+    /// Enumerators in spec order.
+    pub values: Vec<EnumValue>,
+    /// Where the name was written.
+    #[serde(skip)]
+    pub span: Span,
+    /// Where the width was written.
+    #[serde(skip)]
+    pub width_span: Option<Span>,
+}
+
+/// One enumerator.
+#[derive(Debug, Clone, Serialize)]
+pub struct EnumValue {
+    /// Name.
+    pub name: String,
+    /// Value.
+    pub value: u64,
+    /// Meaning.
+    pub doc: Option<String>,
+    /// Where the name was written.
+    #[serde(skip)]
+    pub span: Span,
+    /// Where the value was written.
+    #[serde(skip)]
+    pub value_span: Span,
+}
+
+/// A structure or register block.
+#[derive(Debug, Clone, Serialize)]
+pub struct Struct {
+    /// Name.
+    pub name: String,
+    /// Module index.
+    pub module: usize,
+    /// Meaning.
+    pub doc: Option<String>,
+    /// Size in bytes.
+    pub size: u64,
+    /// True for an MMIO register block.
+    pub register_block: bool,
+    /// Fields sorted by bit offset (ties keep spec order).
+    pub fields: Vec<Field>,
+    /// Where the name was written.
+    #[serde(skip)]
+    pub span: Span,
+    /// Where the size was written.
+    #[serde(skip)]
+    pub size_span: Span,
+}
+
+/// What a field holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", content = "name", rename_all = "lowercase")]
+pub enum FieldType {
+    /// An unsigned number.
+    Uint,
+    /// One bit.
+    Bool,
+    /// Opaque bytes (addresses, GIDs, strings).
+    Bytes,
+    /// A number with named values.
+    Enum(String),
+    /// A nested structure.
+    Struct(String),
+    /// A nested union.
+    Union(String),
+}
+
+impl FieldType {
+    /// The name used in tables and JSON: `uint`, `bool`, `bytes` or the named type.
+    pub fn name(&self) -> &str {
+        match self {
+            FieldType::Uint => "uint",
+            FieldType::Bool => "bool",
+            FieldType::Bytes => "bytes",
+            FieldType::Enum(n) | FieldType::Struct(n) | FieldType::Union(n) => n,
+        }
+    }
+
+    /// The kind used in JSON: `uint`, `bool`, `bytes`, `enum`, `struct` or `union`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            FieldType::Uint => "uint",
+            FieldType::Bool => "bool",
+            FieldType::Bytes => "bytes",
+            FieldType::Enum(_) => "enum",
+            FieldType::Struct(_) => "struct",
+            FieldType::Union(_) => "union",
+        }
+    }
+}
+
+/// Where a field's parts were written, for diagnostics.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FieldSpans {
+    /// The field name.
+    pub name: Span,
+    /// The `at:` value.
+    pub at: Span,
+    /// The `type:` value, if written.
+    pub ty: Option<Span>,
+    /// The `count:` value, if written.
+    pub count: Option<Span>,
+}
+
+/// One field (or array of fields).
+#[derive(Debug, Clone, Serialize)]
+pub struct Field {
+    /// Name.
+    pub name: String,
+    /// Absolute offset of the (first element's) most significant bit.
+    pub bit_offset: u64,
+    /// Width of one element in bits.
+    pub width: u64,
+    /// What it holds.
+    #[serde(rename = "type")]
+    pub ty: FieldType,
+    /// The type as written (`u16`, `uint`, ...), when written.
+    pub type_name: Option<String>,
+    /// Array count, for arrays.
+    pub count: Option<ArrayCount>,
+    /// Meaning.
+    pub doc: Option<String>,
+    /// Access rights, for register-block fields.
+    pub access: Option<Access>,
+    /// The position as written in the spec.
+    pub position: String,
+    /// Where things were written.
+    #[serde(skip)]
+    pub spans: FieldSpans,
+}
+
+/// An array's length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ArrayCount {
+    /// A fixed number of elements.
+    Fixed(u64),
+    /// Fills the buffer after the fixed part.
+    Trailing,
+}
+
+impl Field {
+    /// Bits the field occupies inside the fixed part (a trailing array occupies none).
+    pub fn span_bits(&self) -> u64 {
+        match self.count {
+            None => self.width,
+            Some(ArrayCount::Fixed(n)) => self.width.saturating_mul(n),
+            Some(ArrayCount::Trailing) => 0,
+        }
+    }
+
+    /// One past the last bit occupied in the fixed part.
+    pub fn end_bit(&self) -> u64 {
+        self.bit_offset.saturating_add(self.span_bits())
+    }
+}
+
+/// A union.
+#[derive(Debug, Clone, Serialize)]
+pub struct Union {
+    /// Name.
+    pub name: String,
+    /// Module index.
+    pub module: usize,
+    /// Meaning.
+    pub doc: Option<String>,
+    /// Size in bytes.
+    pub size: u64,
+    /// The field that picks the member, when known.
+    pub selector: Option<Selector>,
+    /// Members in spec order.
+    pub members: Vec<UnionMember>,
+    /// Where the name was written.
+    #[serde(skip)]
+    pub span: Span,
+    /// Where the size was written.
+    #[serde(skip)]
+    pub size_span: Span,
+}
+
+/// The field that picks a union member: `(value >> shift) == member.when`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Selector {
+    /// The structure that holds the field.
+    pub structure: String,
+    /// Dotted path of the field inside that structure.
+    pub field: String,
+    /// Absolute bit offset of the field in the structure.
+    pub bit_offset: u64,
+    /// Its width.
+    pub width: u64,
+    /// Right shift applied before comparing.
+    pub shift: u64,
+    /// Where the selector's field was written.
+    #[serde(skip)]
+    pub span: Span,
+}
+
+/// One union member.
+#[derive(Debug, Clone, Serialize)]
+pub struct UnionMember {
+    /// Name.
+    pub name: String,
+    /// The struct it is read as.
+    #[serde(rename = "type")]
+    pub ty: String,
+    /// The selector value that picks it.
+    pub when: Option<u64>,
+    /// Meaning.
+    pub doc: Option<String>,
+    /// Where the name was written.
+    #[serde(skip)]
+    pub span: Span,
+    /// Where the type was written.
+    #[serde(skip)]
+    pub ty_span: Span,
+    /// Where `when` was written.
+    #[serde(skip)]
+    pub when_span: Option<Span>,
+}
+
+/// A command.
+#[derive(Debug, Clone, Serialize)]
+pub struct Command {
+    /// Name.
+    pub name: String,
+    /// Module index.
+    pub module: usize,
+    /// Meaning.
+    pub doc: Option<String>,
+    /// Opcode.
+    pub opcode: u64,
+    /// Input mailbox layout.
+    pub input: String,
+    /// Output mailbox layout.
+    pub output: String,
+    /// Named op_mod values.
+    pub op_mods: Vec<OpMod>,
+    /// Where the name was written.
+    #[serde(skip)]
+    pub span: Span,
+    /// Where the opcode was written.
+    #[serde(skip)]
+    pub opcode_span: Span,
+}
+
+/// A named op_mod value.
+#[derive(Debug, Clone, Serialize)]
+pub struct OpMod {
+    /// Name.
+    pub name: String,
+    /// Value.
+    pub value: u64,
+    /// Where the name was written.
+    #[serde(skip)]
+    pub span: Span,
+}
+
+impl Ir {
+    /// Rebuilds the name index after items were added.
+    pub fn reindex(&mut self) {
+        let mut index = HashMap::new();
+        let items = self
+            .structs
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (&s.name, Item::Struct(i)))
+            .chain(self.unions.iter().enumerate().map(|(i, u)| (&u.name, Item::Union(i))))
+            .chain(self.enums.iter().enumerate().map(|(i, e)| (&e.name, Item::Enum(i))));
+        for (name, item) in items {
+            index.entry(name.clone()).or_insert(item);
+        }
+        self.index = index;
+    }
+
+    /// Looks up a structure or register block by name.
+    pub fn find_struct(&self, name: &str) -> Option<&Struct> {
+        match self.index.get(name) {
+            Some(Item::Struct(i)) => self.structs.get(*i),
+            _ => None,
+        }
+    }
+
+    /// Looks up a union by name.
+    pub fn find_union(&self, name: &str) -> Option<&Union> {
+        match self.index.get(name) {
+            Some(Item::Union(i)) => self.unions.get(*i),
+            _ => None,
+        }
+    }
+
+    /// Looks up an enum by name.
+    pub fn find_enum(&self, name: &str) -> Option<&Enum> {
+        match self.index.get(name) {
+            Some(Item::Enum(i)) => self.enums.get(*i),
+            _ => None,
+        }
+    }
+
+    /// Looks up a command by name.
+    pub fn find_command(&self, name: &str) -> Option<&Command> {
+        self.commands.iter().find(|c| c.name == name)
+    }
+}

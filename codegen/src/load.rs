@@ -1,0 +1,648 @@
+//! Reading spec files: YAML with a position on every node, then the spec's shape.
+//!
+//! YAML is parsed by `marked-yaml`, which keeps the line and column of every node (serde_yaml
+//! has no API for positions and is no longer maintained). The shape is then read by hand
+//! rather than by `#[derive(Deserialize)]` so that one bad entry does not hide the rest: each
+//! problem becomes a diagnostic and reading goes on with the next entry.
+
+use crate::diag::{Diagnostic, Diagnostics};
+use crate::position::Position;
+use crate::source::{SourceMap, Span};
+use crate::syntax::*;
+use marked_yaml::types::{MarkedMappingNode, MarkedScalarNode};
+use marked_yaml::{LoadError, LoaderOptions, Node};
+use std::path::{Path, PathBuf};
+
+/// Spec files found under a directory: every `*.yaml` / `*.yml`, recursively, sorted.
+pub fn spec_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d)? {
+            let path = entry?.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if matches!(
+                path.extension().and_then(|e| e.to_str()),
+                Some("yaml" | "yml")
+            ) {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Parses one file's text. Problems go to `diags`; whatever could be read is returned.
+pub fn parse_file(sources: &SourceMap, file: usize, diags: &mut Diagnostics) -> SpecFile {
+    let text = &sources.files[file].text;
+    let mut spec = SpecFile {
+        file,
+        ..SpecFile::default()
+    };
+    if text.lines().all(|l| {
+        let t = l.trim();
+        t.is_empty() || t.starts_with('#') || t == "---"
+    }) {
+        return spec;
+    }
+    let options = LoaderOptions::default().error_on_duplicate_keys(true);
+    let root = match marked_yaml::parse_yaml_with_options(file, text, options) {
+        Ok(n) => n,
+        Err(e) => {
+            diags.push(load_error(sources, file, e));
+            return spec;
+        }
+    };
+    let mut r = Reader {
+        sources,
+        file,
+        diags,
+    };
+    r.file(&root, &mut spec);
+    spec
+}
+
+fn load_error(sources: &SourceMap, file: usize, e: LoadError) -> Diagnostic {
+    let r = Reader::span_at(sources, file, None);
+    match e {
+        LoadError::DuplicateKey(inner) => {
+            let first = Reader::span_at(sources, file, inner.prev_key.span().start().copied());
+            let second = Reader::span_at(sources, file, inner.key.span().start().copied());
+            Diagnostic::error(
+                "duplicate-key",
+                second,
+                format!("`{}` is defined twice in the same mapping", inner.key.as_str()),
+            )
+            .with_note(first, "first defined here")
+            .with_hint("rename one of them; the rest of this file is not checked until then")
+        }
+        LoadError::ScanError(m, se) => Diagnostic::error(
+            "yaml",
+            Reader::span_at(sources, file, Some(m)),
+            format!("YAML syntax error: {}", se.info()),
+        ),
+        LoadError::TopLevelMustBeMapping(m) => Diagnostic::error(
+            "yaml",
+            Reader::span_at(sources, file, Some(m)),
+            "a spec file must be a mapping with keys such as `structs:` and `enums:`",
+        ),
+        LoadError::UnexpectedAnchor(m) => Diagnostic::error(
+            "yaml",
+            Reader::span_at(sources, file, Some(m)),
+            "YAML anchors and aliases are not supported in specs",
+        )
+        .with_hint("write the value out; shared layouts belong in their own struct"),
+        LoadError::UnexpectedTag(m) => Diagnostic::error(
+            "yaml",
+            Reader::span_at(sources, file, Some(m)),
+            "YAML tags (`!name`) are not supported in specs",
+        ),
+        LoadError::MappingKeyMustBeScalar(m) => Diagnostic::error(
+            "yaml",
+            Reader::span_at(sources, file, Some(m)),
+            "mapping keys must be plain names",
+        ),
+        other => Diagnostic::error("yaml", r, format!("YAML error: {other}")),
+    }
+}
+
+/// Walks the node tree of one file.
+struct Reader<'a> {
+    sources: &'a SourceMap,
+    file: usize,
+    diags: &'a mut Diagnostics,
+}
+
+/// Keys allowed in each kind of mapping.
+const FILE_KEYS: &[&str] = &[
+    "doc",
+    "constants",
+    "enums",
+    "structs",
+    "registers",
+    "unions",
+    "commands",
+];
+const STRUCT_KEYS: &[&str] = &["size", "doc", "fields"];
+const FIELD_KEYS: &[&str] = &["at", "type", "count", "doc", "access"];
+const ENUM_KEYS: &[&str] = &["doc", "width", "values"];
+const VALUE_KEYS: &[&str] = &["value", "doc"];
+const UNION_KEYS: &[&str] = &["size", "doc", "selector", "members"];
+const SELECTOR_KEYS: &[&str] = &["field", "shift"];
+const MEMBER_KEYS: &[&str] = &["type", "when", "doc"];
+const COMMAND_KEYS: &[&str] = &["opcode", "in", "out", "doc", "op_mod"];
+
+impl<'a> Reader<'a> {
+    /// Converts a marker into a span, measuring the token under it for the caret.
+    fn span_at(sources: &SourceMap, file: usize, m: Option<marked_yaml::Marker>) -> Span {
+        let Some(m) = m else {
+            return Span {
+                file,
+                line: 1,
+                col: 1,
+                len: 1,
+            };
+        };
+        let line = m.line() as u32;
+        let col = m.column().max(1) as u32;
+        let len = sources
+            .files
+            .get(file)
+            .and_then(|f| f.line(line))
+            .map(|l| token_len(l, col as usize))
+            .unwrap_or(1);
+        Span {
+            file,
+            line,
+            col,
+            len,
+        }
+    }
+
+    fn span(&self, s: &marked_yaml::Span) -> Span {
+        Self::span_at(self.sources, self.file, s.start().copied())
+    }
+
+    fn node_span(&self, n: &Node) -> Span {
+        self.span(n.span())
+    }
+
+    fn err(&mut self, code: &'static str, span: Span, msg: impl Into<String>, path: &str) {
+        self.diags
+            .push(Diagnostic::error(code, span, msg).with_path(path));
+    }
+
+    fn mapping<'n>(&mut self, node: &'n Node, what: &str, path: &str) -> Option<&'n MarkedMappingNode> {
+        match node {
+            Node::Mapping(m) => Some(m),
+            Node::Scalar(s) if s.as_str().is_empty() => None,
+            _ => {
+                let span = self.node_span(node);
+                self.err(
+                    "shape",
+                    span,
+                    format!("{what} must be a mapping (`key: value` lines), found {}", kind(node)),
+                    path,
+                );
+                None
+            }
+        }
+    }
+
+    fn scalar<'n>(&mut self, node: &'n Node, what: &str, path: &str) -> Option<&'n MarkedScalarNode> {
+        match node {
+            Node::Scalar(s) => Some(s),
+            _ => {
+                let span = self.node_span(node);
+                self.err("shape", span, format!("{what} must be a single value, found {}", kind(node)), path);
+                None
+            }
+        }
+    }
+
+    fn string(&mut self, node: &Node, what: &str, path: &str) -> Option<Spanned<String>> {
+        let s = self.scalar(node, what, path)?;
+        Some(Spanned {
+            value: s.as_str().to_string(),
+            span: self.span(s.span()),
+        })
+    }
+
+    fn uint(&mut self, node: &Node, what: &str, path: &str) -> Option<Spanned<u64>> {
+        let s = self.scalar(node, what, path)?;
+        let span = self.span(s.span());
+        match crate::num::parse_uint(s.as_str()) {
+            Ok(v) => Some(Spanned { value: v, span }),
+            Err(m) => {
+                self.err("number", span, format!("{what}: {m}"), path);
+                None
+            }
+        }
+    }
+
+    fn doc(&mut self, node: Option<&Node>, path: &str) -> Option<String> {
+        let n = node?;
+        self.scalar(n, "`doc`", path).map(|s| s.as_str().trim().to_string())
+    }
+
+    fn name(&self, key: &MarkedScalarNode) -> Spanned<String> {
+        Spanned {
+            value: key.as_str().to_string(),
+            span: self.span(key.span()),
+        }
+    }
+
+    /// Reports keys outside `allowed`, suggesting the nearest allowed one.
+    fn check_keys(&mut self, map: &MarkedMappingNode, allowed: &[&str], what: &str, path: &str) {
+        for key in map.keys() {
+            let k = key.as_str();
+            if allowed.contains(&k) {
+                continue;
+            }
+            let span = self.span(key.span());
+            let mut d = Diagnostic::error("unknown-key", span, format!("unknown key `{k}` in {what}"))
+                .with_path(format!("{path}.{k}"));
+            d = match suggest(k, allowed) {
+                Some(s) => d.with_hint(format!("did you mean `{s}`?")),
+                None if k.contains(' ') => d.with_hint(
+                    "this looks like text cut at a comma: inside `{ ... }` a comma starts a new key, so quote text that contains commas",
+                ),
+                None => d.with_hint(format!("allowed keys: {}", allowed.join(", "))),
+            };
+            self.diags.push(d);
+        }
+    }
+
+    /// A required key: reports its absence at `owner`.
+    fn required<'n>(&mut self, map: &'n MarkedMappingNode, key: &str, owner: Span, what: &str, path: &str) -> Option<&'n Node> {
+        let n = map.get_node(key);
+        if n.is_none() {
+            self.err("missing-key", owner, format!("{what} has no `{key}`"), path);
+        }
+        n
+    }
+
+    fn file(&mut self, root: &Node, spec: &mut SpecFile) {
+        let Some(top) = self.mapping(root, "a spec file", "") else {
+            return;
+        };
+        self.check_keys(top, FILE_KEYS, "a spec file", "");
+        spec.doc = self.doc(top.get_node("doc"), "doc");
+        self.section(top, "constants", |r, name, node, path| {
+            if let Some(c) = r.constant(name, node, path) {
+                spec.constants.push(c);
+            }
+        });
+        let mut enums = Vec::new();
+        self.section(top, "enums", |r, name, node, path| {
+            if let Some(e) = r.enumeration(name, node, path) {
+                enums.push(e);
+            }
+        });
+        spec.enums = enums;
+        let mut structs = Vec::new();
+        for (section, register_block) in [("structs", false), ("registers", true)] {
+            self.section(top, section, |r, name, node, path| {
+                if let Some(s) = r.structure(name, node, path, register_block) {
+                    structs.push(s);
+                }
+            });
+        }
+        spec.structs = structs;
+        let mut unions = Vec::new();
+        self.section(top, "unions", |r, name, node, path| {
+            if let Some(u) = r.union(name, node, path) {
+                unions.push(u);
+            }
+        });
+        spec.unions = unions;
+        let mut commands = Vec::new();
+        self.section(top, "commands", |r, name, node, path| {
+            if let Some(c) = r.command(name, node, path) {
+                commands.push(c);
+            }
+        });
+        spec.commands = commands;
+    }
+
+    fn section(
+        &mut self,
+        top: &MarkedMappingNode,
+        key: &str,
+        mut each: impl FnMut(&mut Self, Spanned<String>, &Node, String),
+    ) {
+        let Some(node) = top.get_node(key) else { return };
+        let Some(map) = self.mapping(node, &format!("`{key}`"), key) else {
+            return;
+        };
+        for (k, v) in map.iter() {
+            let name = self.name(k);
+            let path = format!("{key}.{}", name.value);
+            each(self, name, v, path);
+        }
+    }
+
+    fn constant(&mut self, name: Spanned<String>, node: &Node, path: String) -> Option<ConstDecl> {
+        let (value, doc) = self.value_and_doc(node, name.span, "constant", &path)?;
+        Some(ConstDecl { name, value, doc })
+    }
+
+    /// `name: 3` or `name: { value: 3, doc: ... }`.
+    fn value_and_doc(&mut self, node: &Node, owner: Span, what: &str, path: &str) -> Option<(Spanned<u64>, Option<String>)> {
+        if let Node::Mapping(m) = node {
+            self.check_keys(m, VALUE_KEYS, what, path);
+            let doc = self.doc(m.get_node("doc"), path);
+            let v = self.required(m, "value", owner, &format!("`{}`", path), path)?;
+            let value = self.uint(v, &format!("{what} value"), &format!("{path}.value"))?;
+            Some((value, doc))
+        } else {
+            Some((self.uint(node, &format!("{what} value"), path)?, None))
+        }
+    }
+
+    fn enumeration(&mut self, name: Spanned<String>, node: &Node, path: String) -> Option<EnumDecl> {
+        let map = self.mapping(node, &format!("enum `{}`", name.value), &path)?;
+        self.check_keys(map, ENUM_KEYS, "an enum", &path);
+        let doc = self.doc(map.get_node("doc"), &path);
+        let width = map
+            .get_node("width")
+            .and_then(|w| self.uint(w, "enum width", &format!("{path}.width")));
+        let mut values = Vec::new();
+        if let Some(vs) = self.required(map, "values", name.span, &format!("enum `{}`", name.value), &path) {
+            if let Some(vm) = self.mapping(vs, "`values`", &format!("{path}.values")) {
+                for (k, v) in vm.iter() {
+                    let vname = self.name(k);
+                    let vpath = format!("{path}.values.{}", vname.value);
+                    if let Some((value, vdoc)) = self.value_and_doc(v, vname.span, "enum", &vpath) {
+                        values.push(EnumValueDecl {
+                            name: vname,
+                            value,
+                            doc: vdoc,
+                        });
+                    }
+                }
+            }
+        }
+        Some(EnumDecl {
+            name,
+            doc,
+            width,
+            values,
+        })
+    }
+
+    fn structure(&mut self, name: Spanned<String>, node: &Node, path: String, register_block: bool) -> Option<StructDecl> {
+        let what = if register_block { "register block" } else { "struct" };
+        let map = self.mapping(node, &format!("{what} `{}`", name.value), &path)?;
+        self.check_keys(map, STRUCT_KEYS, &format!("a {what}"), &path);
+        let doc = self.doc(map.get_node("doc"), &path);
+        let size = self
+            .required(map, "size", name.span, &format!("{what} `{}`", name.value), &path)
+            .and_then(|n| self.uint(n, "size", &format!("{path}.size")));
+        let mut fields = Vec::new();
+        if let Some(fnode) = map.get_node("fields") {
+            if let Some(fmap) = self.mapping(fnode, "`fields`", &format!("{path}.fields")) {
+                for (k, v) in fmap.iter() {
+                    let fname = self.name(k);
+                    let fpath = format!("{path}.fields.{}", fname.value);
+                    if let Some(f) = self.field(fname, v, &fpath, register_block) {
+                        fields.push(f);
+                    }
+                }
+            }
+        }
+        Some(StructDecl {
+            name,
+            register_block,
+            size,
+            doc,
+            fields,
+        })
+    }
+
+    fn field(&mut self, name: Spanned<String>, node: &Node, path: &str, register_block: bool) -> Option<FieldDecl> {
+        // Shorthand: `name: "0x3c[31:16]"`.
+        if let Node::Scalar(s) = node {
+            let at = self.position(s, &format!("{path}.at"))?;
+            return Some(FieldDecl {
+                name,
+                at,
+                ty: None,
+                count: None,
+                doc: None,
+                access: None,
+            });
+        }
+        let map = self.mapping(node, &format!("field `{}`", name.value), path)?;
+        self.check_keys(map, FIELD_KEYS, "a field", path);
+        let doc = self.doc(map.get_node("doc"), path);
+        let ty = map
+            .get_node("type")
+            .and_then(|n| self.string(n, "`type`", &format!("{path}.type")));
+        let count = map.get_node("count").and_then(|n| {
+            let s = self.scalar(n, "`count`", &format!("{path}.count"))?;
+            let span = self.span(s.span());
+            if s.as_str() == "trailing" {
+                return Some(Spanned {
+                    value: Count::Trailing,
+                    span,
+                });
+            }
+            match crate::num::parse_uint(s.as_str()) {
+                Ok(v) => Some(Spanned {
+                    value: Count::Fixed(v),
+                    span,
+                }),
+                Err(m) => {
+                    self.diags.push(
+                        Diagnostic::error("number", span, format!("`count`: {m}"))
+                            .with_path(format!("{path}.count"))
+                            .with_hint("write a number of elements, or `trailing` for an array that fills the rest of the buffer"),
+                    );
+                    None
+                }
+            }
+        });
+        let access = map.get_node("access").and_then(|n| {
+            let s = self.string(n, "`access`", &format!("{path}.access"))?;
+            let value = match s.value.as_str() {
+                "ro" => Access::Ro,
+                "rw" => Access::Rw,
+                "wo" => Access::Wo,
+                other => {
+                    self.diags.push(
+                        Diagnostic::error("access", s.span, format!("unknown access `{other}`"))
+                            .with_path(format!("{path}.access"))
+                            .with_hint("use `ro`, `rw` or `wo`"),
+                    );
+                    return None;
+                }
+            };
+            if !register_block {
+                self.diags.push(
+                    Diagnostic::error("access", s.span, "`access` applies only to fields of register blocks")
+                        .with_path(format!("{path}.access"))
+                        .with_hint("move the struct under `registers:` or drop `access`"),
+                );
+            }
+            Some(Spanned { value, span: s.span })
+        });
+        let at_node = self.required(map, "at", name.span, &format!("field `{}`", name.value), path)?;
+        let at_scalar = self.scalar(at_node, "`at`", &format!("{path}.at"))?;
+        let at = self.position(at_scalar, &format!("{path}.at"))?;
+        Some(FieldDecl {
+            name,
+            at,
+            ty,
+            count,
+            doc,
+            access,
+        })
+    }
+
+    /// Parses a position, mapping grammar errors to the exact column in the file.
+    fn position(&mut self, s: &MarkedScalarNode, path: &str) -> Option<Spanned<Position>> {
+        let span = self.span(s.span());
+        let text = s.as_str();
+        match Position::parse(text) {
+            Ok(p) => Some(Spanned { value: p, span }),
+            Err(e) => {
+                // The marker points at the opening quote of a quoted scalar.
+                let quoted = self
+                    .sources
+                    .files
+                    .get(self.file)
+                    .and_then(|f| f.line(span.line))
+                    .and_then(|l| l.chars().nth(span.col as usize - 1))
+                    .is_some_and(|c| c == '"' || c == '\'');
+                let leading = if quoted { 1 } else { 0 };
+                let at = span.shifted(leading + e.offset as u32, e.len.max(1) as u32);
+                let mut d = Diagnostic::error("position", at, e.message).with_path(path);
+                if let Some(h) = e.hint {
+                    d = d.with_hint(h);
+                }
+                self.diags.push(d);
+                None
+            }
+        }
+    }
+
+    fn union(&mut self, name: Spanned<String>, node: &Node, path: String) -> Option<UnionDecl> {
+        let map = self.mapping(node, &format!("union `{}`", name.value), &path)?;
+        self.check_keys(map, UNION_KEYS, "a union", &path);
+        let doc = self.doc(map.get_node("doc"), &path);
+        let size = self
+            .required(map, "size", name.span, &format!("union `{}`", name.value), &path)
+            .and_then(|n| self.uint(n, "size", &format!("{path}.size")));
+        let selector = map.get_node("selector").and_then(|n| {
+            let spath = format!("{path}.selector");
+            let sm = self.mapping(n, "`selector`", &spath)?;
+            self.check_keys(sm, SELECTOR_KEYS, "a selector", &spath);
+            let span = self.node_span(n);
+            let field = self.required(sm, "field", span, "`selector`", &spath)?;
+            let field = self.string(field, "`field`", &format!("{spath}.field"))?;
+            let shift = sm
+                .get_node("shift")
+                .and_then(|s| self.uint(s, "`shift`", &format!("{spath}.shift")));
+            Some(SelectorDecl { field, shift, span })
+        });
+        let mut members = Vec::new();
+        if let Some(mnode) = self.required(map, "members", name.span, &format!("union `{}`", name.value), &path) {
+            if let Some(mmap) = self.mapping(mnode, "`members`", &format!("{path}.members")) {
+                for (k, v) in mmap.iter() {
+                    let mname = self.name(k);
+                    let mpath = format!("{path}.members.{}", mname.value);
+                    if let Some(m) = self.member(mname, v, &mpath) {
+                        members.push(m);
+                    }
+                }
+            }
+        }
+        Some(UnionDecl {
+            name,
+            size,
+            doc,
+            selector,
+            members,
+        })
+    }
+
+    fn member(&mut self, name: Spanned<String>, node: &Node, path: &str) -> Option<MemberDecl> {
+        if let Node::Scalar(_) = node {
+            let ty = self.string(node, "member type", path)?;
+            return Some(MemberDecl {
+                name,
+                ty,
+                when: None,
+                doc: None,
+            });
+        }
+        let map = self.mapping(node, &format!("member `{}`", name.value), path)?;
+        self.check_keys(map, MEMBER_KEYS, "a union member", path);
+        let doc = self.doc(map.get_node("doc"), path);
+        let when = map
+            .get_node("when")
+            .and_then(|n| self.string(n, "`when`", &format!("{path}.when")));
+        let ty = self.required(map, "type", name.span, &format!("member `{}`", name.value), path)?;
+        let ty = self.string(ty, "`type`", &format!("{path}.type"))?;
+        Some(MemberDecl { name, ty, when, doc })
+    }
+
+    fn command(&mut self, name: Spanned<String>, node: &Node, path: String) -> Option<CommandDecl> {
+        let map = self.mapping(node, &format!("command `{}`", name.value), &path)?;
+        self.check_keys(map, COMMAND_KEYS, "a command", &path);
+        let what = format!("command `{}`", name.value);
+        let doc = self.doc(map.get_node("doc"), &path);
+        let opcode = self
+            .required(map, "opcode", name.span, &what, &path)
+            .and_then(|n| self.uint(n, "opcode", &format!("{path}.opcode")));
+        let input = self
+            .required(map, "in", name.span, &what, &path)
+            .and_then(|n| self.string(n, "`in`", &format!("{path}.in")));
+        let output = self
+            .required(map, "out", name.span, &what, &path)
+            .and_then(|n| self.string(n, "`out`", &format!("{path}.out")));
+        let mut op_mods = Vec::new();
+        if let Some(n) = map.get_node("op_mod") {
+            if let Some(m) = self.mapping(n, "`op_mod`", &format!("{path}.op_mod")) {
+                for (k, v) in m.iter() {
+                    let oname = self.name(k);
+                    if let Some(val) = self.uint(v, "op_mod value", &format!("{path}.op_mod.{}", oname.value)) {
+                        op_mods.push((oname, val));
+                    }
+                }
+            }
+        }
+        Some(CommandDecl {
+            name,
+            doc,
+            opcode,
+            input,
+            output,
+            op_mods,
+        })
+    }
+}
+
+fn kind(n: &Node) -> &'static str {
+    match n {
+        Node::Scalar(_) => "a single value",
+        Node::Mapping(_) => "a mapping",
+        Node::Sequence(_) => "a list",
+    }
+}
+
+/// The closest allowed word, if it is close enough to be a likely typo.
+pub fn suggest<'s>(word: &str, allowed: &[&'s str]) -> Option<&'s str> {
+    allowed
+        .iter()
+        .map(|a| (strsim::levenshtein(word, a), *a))
+        .filter(|(d, a)| *d <= 2.max(a.len() / 3))
+        .min()
+        .map(|(_, a)| a)
+}
+
+/// Length of the YAML token starting at 1-based `col` of `line`: a quoted string through its
+/// closing quote, otherwise up to a flow delimiter, a comment or the end of the line.
+fn token_len(line: &str, col: usize) -> u32 {
+    let chars: Vec<char> = line.chars().skip(col.saturating_sub(1)).collect();
+    let Some(&first) = chars.first() else { return 1 };
+    if first == '"' || first == '\'' {
+        let close = chars[1..].iter().position(|&c| c == first);
+        return close.map(|i| i as u32 + 2).unwrap_or(chars.len() as u32);
+    }
+    let mut n = 0;
+    for (i, &c) in chars.iter().enumerate() {
+        if matches!(c, ',' | '}' | ']') || (c == '#' && i > 0 && chars[i - 1] == ' ') {
+            break;
+        }
+        if c == ':' && chars.get(i + 1).is_none_or(|n| *n == ' ') {
+            break;
+        }
+        n = i + 1;
+    }
+    let token: String = chars[..n].iter().collect();
+    token.trim_end().chars().count().max(1) as u32
+}

@@ -1,0 +1,168 @@
+//! `prmc`: the PRM spec compiler's command line.
+
+use clap::{Parser, Subcommand, ValueEnum};
+use prm_codegen::Compilation;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "prmc", version, about = "Checks PRM layout specs and shows their resolved layouts")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Copy, Clone, PartialEq, Eq, ValueEnum)]
+enum Format {
+    /// `file:line:col: error: message` with the source line and a caret.
+    Human,
+    /// One JSON document on stdout.
+    Json,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Checks every spec file under SPEC_DIR and reports all problems.
+    ///
+    /// Exit status: 0 when there are no errors, 1 when there are, 2 on a usage error.
+    Check {
+        /// Directory of `*.yaml` spec files.
+        #[arg(default_value = "spec")]
+        spec_dir: PathBuf,
+        /// Output format for diagnostics.
+        #[arg(long, value_enum, default_value_t = Format::Human)]
+        format: Format,
+    },
+    /// Prints one structure as a PRM-style table, reserved gaps included.
+    Show {
+        /// The structure, register block or union to show.
+        name: String,
+        /// Directory of `*.yaml` spec files.
+        #[arg(long, default_value = "spec")]
+        spec: PathBuf,
+    },
+    /// Prints every structure's resolved layout.
+    Layout {
+        /// Print the JSON contract (the only format so far; see docs/spec-format.md).
+        #[arg(long)]
+        json: bool,
+        /// Directory of `*.yaml` spec files.
+        #[arg(long, default_value = "spec")]
+        spec: PathBuf,
+        /// Only this structure.
+        name: Option<String>,
+    },
+    /// Writes a synthetic spec (for benchmarks) into OUT_DIR.
+    #[command(hide = true)]
+    Synth {
+        /// Where to write.
+        out_dir: PathBuf,
+        /// Number of structures.
+        #[arg(long, default_value_t = 700)]
+        structs: usize,
+        /// Number of fields in all.
+        #[arg(long, default_value_t = 12000)]
+        fields: usize,
+        /// Number of files.
+        #[arg(long, default_value_t = 20)]
+        files: usize,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli.command) {
+        Ok(code) => code,
+        Err(message) => {
+            eprintln!("prmc: error: {message}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn compile(dir: &Path) -> Result<Compilation, String> {
+    if !dir.is_dir() {
+        return Err(format!("spec directory `{}` does not exist", dir.display()));
+    }
+    prm_codegen::compile_dir(dir).map_err(|e| format!("cannot read `{}`: {e}", dir.display()))
+}
+
+/// Compiles and, on errors, prints them and returns exit status 1.
+fn compile_clean(dir: &Path) -> Result<Result<Compilation, ExitCode>, String> {
+    let c = compile(dir)?;
+    if c.is_ok() {
+        if !c.diagnostics.is_empty() {
+            eprint!("{}", c.render_human());
+        }
+        Ok(Ok(c))
+    } else {
+        eprint!("{}", c.render_human());
+        Ok(Err(ExitCode::from(1)))
+    }
+}
+
+fn run(command: Command) -> Result<ExitCode, String> {
+    match command {
+        Command::Check { spec_dir, format } => {
+            let c = compile(&spec_dir)?;
+            match format {
+                Format::Human => eprint!("{}", c.render_human()),
+                Format::Json => print!("{}", c.render_json()),
+            }
+            Ok(if c.is_ok() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+        }
+        Command::Show { name, spec } => {
+            let c = match compile_clean(&spec)? {
+                Ok(c) => c,
+                Err(code) => return Ok(code),
+            };
+            if let Some(s) = c.ir.find_struct(&name) {
+                print!("{}", prm_codegen::show::table(&c.ir, s));
+                return Ok(ExitCode::SUCCESS);
+            }
+            if let Some(u) = c.ir.find_union(&name) {
+                print!("{}", prm_codegen::show::union_table(&c.ir, u));
+                return Ok(ExitCode::SUCCESS);
+            }
+            let names: Vec<&str> = c
+                .ir
+                .structs
+                .iter()
+                .map(|s| s.name.as_str())
+                .chain(c.ir.unions.iter().map(|u| u.name.as_str()))
+                .collect();
+            let hint = prm_codegen::load::suggest(&name, &names)
+                .map(|s| format!(" (did you mean `{s}`?)"))
+                .unwrap_or_default();
+            Err(format!("no structure or union named `{name}` in `{}`{hint}", spec.display()))
+        }
+        Command::Layout { json: _, spec, name } => {
+            let c = match compile_clean(&spec)? {
+                Ok(c) => c,
+                Err(code) => return Ok(code),
+            };
+            let text = match name {
+                None => prm_codegen::layout::to_json(&c.ir),
+                Some(n) => {
+                    let s = c
+                        .ir
+                        .find_struct(&n)
+                        .ok_or_else(|| format!("no structure named `{n}` in `{}`", spec.display()))?;
+                    serde_json::to_string_pretty(&prm_codegen::layout::struct_layout(&c.ir, s))
+                        .map_err(|e| e.to_string())?
+                        + "\n"
+                }
+            };
+            print!("{text}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Synth { out_dir, structs, fields, files } => {
+            std::fs::create_dir_all(&out_dir).map_err(|e| format!("{}: {e}", out_dir.display()))?;
+            for (name, text) in prm_codegen::synth::synthetic_spec(structs, fields, files) {
+                let path = out_dir.join(name);
+                std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}

@@ -1,0 +1,40 @@
+//! A name is defined once: types (structures, register blocks, unions, enums) share one
+//! namespace across all files, as do commands and constants.
+
+use crate::diag::{Diagnostic, Diagnostics};
+use crate::ir::Ir;
+use crate::source::Span;
+use std::collections::HashMap;
+
+/// Runs the check.
+pub fn run(ir: &Ir, diags: &mut Diagnostics) {
+    let types = ir
+        .structs
+        .iter()
+        .map(|s| (s.name.as_str(), s.span, if s.register_block { "register block" } else { "struct" }))
+        .chain(ir.unions.iter().map(|u| (u.name.as_str(), u.span, "union")))
+        .chain(ir.enums.iter().map(|e| (e.name.as_str(), e.span, "enum")));
+    report(types, "type", diags);
+    report(ir.commands.iter().map(|c| (c.name.as_str(), c.span, "command")), "command", diags);
+    report(ir.constants.iter().map(|c| (c.name.as_str(), c.span, "constant")), "constant", diags);
+}
+
+fn report<'a>(items: impl Iterator<Item = (&'a str, Span, &'static str)>, namespace: &str, diags: &mut Diagnostics) {
+    let mut seen: HashMap<&str, (Span, &str)> = HashMap::new();
+    for (name, span, kind) in items {
+        match seen.get(name) {
+            Some(&(first, first_kind)) => diags.push(
+                Diagnostic::error(
+                    "duplicate-name",
+                    span,
+                    format!("{kind} `{name}` reuses a {namespace} name already defined as a {first_kind}"),
+                )
+                .with_note(first, "first defined here")
+                .with_hint("names are global across all spec files; rename one of them"),
+            ),
+            None => {
+                seen.insert(name, (span, kind));
+            }
+        }
+    }
+}
