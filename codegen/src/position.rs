@@ -105,10 +105,10 @@ impl Position {
                 let byte_col = col(&byte_p);
                 let byte_len = byte_p.as_str().chars().count();
                 let byte = num(byte_p)?;
-                let hi_p = it.next().expect("grammar: hi");
+                let hi_p = it.find(|p| p.as_rule() == Rule::bit_hi).expect("grammar: hi");
                 let (hi_col, hi_len) = (col(&hi_p), hi_p.as_str().len());
                 let hi = bit_number(hi_p.as_str(), hi_col)?;
-                let (lo, lo_col, lo_len) = match it.next() {
+                let (lo, lo_col, lo_len) = match it.find(|p| p.as_rule() == Rule::bit_lo) {
                     Some(p) => (bit_number(p.as_str(), col(&p))?, col(&p), p.as_str().len()),
                     None => (hi, hi_col, hi_len),
                 };
@@ -220,7 +220,9 @@ fn rule_name(r: &Rule) -> &'static str {
         Rule::bit_hi | Rule::bit_lo => "a bit number",
         Rule::range_op => "`..`",
         Rule::EOI => "the end",
-        Rule::bits => "`[`",
+        Rule::open => "`[`",
+        Rule::colon => "`:`",
+        Rule::close => "`]`",
         _ => "a position",
     }
 }
@@ -282,7 +284,7 @@ mod tests {
         assert!(e.message.contains("reversed"), "{e:?}");
         let e = Position::parse("0x3d[7:0]").unwrap_err();
         assert_eq!(e.offset, 0);
-        assert_eq!(e.hint.as_deref(), Some("the same bits are `0x3c[23:16]`"));
+        assert_eq!(e.hint.as_deref(), Some("the same bits are `0x40[31:24]`"));
         let e = Position::parse("0x20..0x10").unwrap_err();
         assert_eq!(e.offset, 6);
         assert!(Position::parse("").is_err());
