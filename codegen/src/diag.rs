@@ -174,13 +174,13 @@ fn write_snippet(out: &mut String, span: Span, sources: &SourceMap) {
     let num = span.line.to_string();
     let pad = " ".repeat(num.len());
     // Tabs would misplace the caret; show them as single spaces.
-    let shown: String = line.chars().map(|c| if c == '\t' { ' ' } else { c }).collect();
+    let shown: String = line
+        .chars()
+        .map(|c| if c == '\t' { ' ' } else { c })
+        .collect();
     let width = shown.chars().count() as u32;
     let col = span.col.max(1);
-    let len = span
-        .len
-        .max(1)
-        .min(width.saturating_sub(col - 1).max(1));
+    let len = span.len.max(1).min(width.saturating_sub(col - 1).max(1));
     let _ = writeln!(out, " {num} | {shown}");
     let _ = writeln!(
         out,

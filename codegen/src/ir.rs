@@ -124,9 +124,14 @@ pub struct Struct {
     /// Where the name was written.
     #[serde(skip)]
     pub span: Span,
-    /// Where the size was written.
+    /// Where the size was written; `None` when the size is missing (already reported), in
+    /// which case `size` is only an estimate and size checks are skipped.
     #[serde(skip)]
-    pub size_span: Span,
+    pub size_span: Option<Span>,
+    /// True when some field could not be read or resolved (already reported): checks that
+    /// look for a field's absence skip such structures rather than report it twice.
+    #[serde(skip)]
+    pub incomplete: bool,
 }
 
 /// What a field holds.
@@ -250,6 +255,9 @@ pub struct Union {
     pub size: u64,
     /// The field that picks the member, when known.
     pub selector: Option<Selector>,
+    /// True when the spec declares a selector, even one that did not resolve.
+    #[serde(skip)]
+    pub selector_declared: bool,
     /// Members in spec order.
     pub members: Vec<UnionMember>,
     /// Where the name was written.
@@ -347,8 +355,18 @@ impl Ir {
             .iter()
             .enumerate()
             .map(|(i, s)| (&s.name, Item::Struct(i)))
-            .chain(self.unions.iter().enumerate().map(|(i, u)| (&u.name, Item::Union(i))))
-            .chain(self.enums.iter().enumerate().map(|(i, e)| (&e.name, Item::Enum(i))));
+            .chain(
+                self.unions
+                    .iter()
+                    .enumerate()
+                    .map(|(i, u)| (&u.name, Item::Union(i))),
+            )
+            .chain(
+                self.enums
+                    .iter()
+                    .enumerate()
+                    .map(|(i, e)| (&e.name, Item::Enum(i))),
+            );
         for (name, item) in items {
             index.entry(name.clone()).or_insert(item);
         }

@@ -160,7 +160,9 @@ fn expand(ir: &Ir, s: &Struct, prefix: &str, base: u64, depth: usize, out: &mut 
             FieldType::Union(t) => {
                 let Some(u) = ir.find_union(t) else { continue };
                 for m in &u.members {
-                    let Some(inner) = ir.find_struct(&m.ty) else { continue };
+                    let Some(inner) = ir.find_struct(&m.ty) else {
+                        continue;
+                    };
                     let mname = format!("{name}.{}", m.name);
                     out.push(FieldLayout {
                         name: mname.clone(),

@@ -21,8 +21,8 @@ pub mod passes;
 pub mod position;
 pub mod show;
 pub mod source;
-pub mod synth;
 pub mod syntax;
+pub mod synth;
 
 use diag::Diagnostics;
 use ir::Ir;
@@ -91,4 +91,3 @@ pub fn compile_sources(files: Vec<(PathBuf, String)>) -> Compilation {
 pub fn compile_str(path: &str, text: &str) -> Compilation {
     compile_sources(vec![(PathBuf::from(path), text.to_string())])
 }
-

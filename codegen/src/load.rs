@@ -73,7 +73,10 @@ fn load_error(sources: &SourceMap, file: usize, e: LoadError) -> Diagnostic {
             Diagnostic::error(
                 "duplicate-key",
                 second,
-                format!("`{}` is defined twice in the same mapping", inner.key.as_str()),
+                format!(
+                    "`{}` is defined twice in the same mapping",
+                    inner.key.as_str()
+                ),
             )
             .with_note(first, "first defined here")
             .with_hint("rename one of them; the rest of this file is not checked until then")
@@ -174,7 +177,12 @@ impl<'a> Reader<'a> {
             .push(Diagnostic::error(code, span, msg).with_path(path));
     }
 
-    fn mapping<'n>(&mut self, node: &'n Node, what: &str, path: &str) -> Option<&'n MarkedMappingNode> {
+    fn mapping<'n>(
+        &mut self,
+        node: &'n Node,
+        what: &str,
+        path: &str,
+    ) -> Option<&'n MarkedMappingNode> {
         match node {
             Node::Mapping(m) => Some(m),
             Node::Scalar(s) if s.as_str().is_empty() => None,
@@ -183,7 +191,10 @@ impl<'a> Reader<'a> {
                 self.err(
                     "shape",
                     span,
-                    format!("{what} must be a mapping (`key: value` lines), found {}", kind(node)),
+                    format!(
+                        "{what} must be a mapping (`key: value` lines), found {}",
+                        kind(node)
+                    ),
                     path,
                 );
                 None
@@ -191,12 +202,22 @@ impl<'a> Reader<'a> {
         }
     }
 
-    fn scalar<'n>(&mut self, node: &'n Node, what: &str, path: &str) -> Option<&'n MarkedScalarNode> {
+    fn scalar<'n>(
+        &mut self,
+        node: &'n Node,
+        what: &str,
+        path: &str,
+    ) -> Option<&'n MarkedScalarNode> {
         match node {
             Node::Scalar(s) => Some(s),
             _ => {
                 let span = self.node_span(node);
-                self.err("shape", span, format!("{what} must be a single value, found {}", kind(node)), path);
+                self.err(
+                    "shape",
+                    span,
+                    format!("{what} must be a single value, found {}", kind(node)),
+                    path,
+                );
                 None
             }
         }
@@ -222,9 +243,28 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// A size in bytes, bounded by [`crate::position::MAX_BYTES`].
+    fn size(&mut self, node: &Node, path: &str) -> Option<Spanned<u64>> {
+        let v = self.uint(node, "size", path)?;
+        if v.value > crate::position::MAX_BYTES {
+            self.err(
+                "number",
+                v.span,
+                format!(
+                    "size 0x{:x} is beyond the 16 MiB a layout may span",
+                    v.value
+                ),
+                path,
+            );
+            return None;
+        }
+        Some(v)
+    }
+
     fn doc(&mut self, node: Option<&Node>, path: &str) -> Option<String> {
         let n = node?;
-        self.scalar(n, "`doc`", path).map(|s| s.as_str().trim().to_string())
+        self.scalar(n, "`doc`", path)
+            .map(|s| s.as_str().trim().to_string())
     }
 
     fn name(&self, key: &MarkedScalarNode) -> Spanned<String> {
@@ -242,8 +282,9 @@ impl<'a> Reader<'a> {
                 continue;
             }
             let span = self.span(key.span());
-            let mut d = Diagnostic::error("unknown-key", span, format!("unknown key `{k}` in {what}"))
-                .with_path(format!("{path}.{k}"));
+            let mut d =
+                Diagnostic::error("unknown-key", span, format!("unknown key `{k}` in {what}"))
+                    .with_path(format!("{path}.{k}"));
             d = match suggest(k, allowed) {
                 Some(s) => d.with_hint(format!("did you mean `{s}`?")),
                 None if k.contains(' ') => d.with_hint(
@@ -256,7 +297,14 @@ impl<'a> Reader<'a> {
     }
 
     /// A required key: reports its absence at `owner`.
-    fn required<'n>(&mut self, map: &'n MarkedMappingNode, key: &str, owner: Span, what: &str, path: &str) -> Option<&'n Node> {
+    fn required<'n>(
+        &mut self,
+        map: &'n MarkedMappingNode,
+        key: &str,
+        owner: Span,
+        what: &str,
+        path: &str,
+    ) -> Option<&'n Node> {
         let n = map.get_node(key);
         if n.is_none() {
             self.err("missing-key", owner, format!("{what} has no `{key}`"), path);
@@ -313,7 +361,9 @@ impl<'a> Reader<'a> {
         key: &str,
         mut each: impl FnMut(&mut Self, Spanned<String>, &Node, String),
     ) {
-        let Some(node) = top.get_node(key) else { return };
+        let Some(node) = top.get_node(key) else {
+            return;
+        };
         let Some(map) = self.mapping(node, &format!("`{key}`"), key) else {
             return;
         };
@@ -330,7 +380,13 @@ impl<'a> Reader<'a> {
     }
 
     /// `name: 3` or `name: { value: 3, doc: ... }`.
-    fn value_and_doc(&mut self, node: &Node, owner: Span, what: &str, path: &str) -> Option<(Spanned<u64>, Option<String>)> {
+    fn value_and_doc(
+        &mut self,
+        node: &Node,
+        owner: Span,
+        what: &str,
+        path: &str,
+    ) -> Option<(Spanned<u64>, Option<String>)> {
         if let Node::Mapping(m) = node {
             self.check_keys(m, VALUE_KEYS, what, path);
             let doc = self.doc(m.get_node("doc"), path);
@@ -342,7 +398,12 @@ impl<'a> Reader<'a> {
         }
     }
 
-    fn enumeration(&mut self, name: Spanned<String>, node: &Node, path: String) -> Option<EnumDecl> {
+    fn enumeration(
+        &mut self,
+        name: Spanned<String>,
+        node: &Node,
+        path: String,
+    ) -> Option<EnumDecl> {
         let map = self.mapping(node, &format!("enum `{}`", name.value), &path)?;
         self.check_keys(map, ENUM_KEYS, "an enum", &path);
         let doc = self.doc(map.get_node("doc"), &path);
@@ -350,7 +411,13 @@ impl<'a> Reader<'a> {
             .get_node("width")
             .and_then(|w| self.uint(w, "enum width", &format!("{path}.width")));
         let mut values = Vec::new();
-        if let Some(vs) = self.required(map, "values", name.span, &format!("enum `{}`", name.value), &path) {
+        if let Some(vs) = self.required(
+            map,
+            "values",
+            name.span,
+            &format!("enum `{}`", name.value),
+            &path,
+        ) {
             if let Some(vm) = self.mapping(vs, "`values`", &format!("{path}.values")) {
                 for (k, v) in vm.iter() {
                     let vname = self.name(k);
@@ -373,24 +440,45 @@ impl<'a> Reader<'a> {
         })
     }
 
-    fn structure(&mut self, name: Spanned<String>, node: &Node, path: String, register_block: bool) -> Option<StructDecl> {
-        let what = if register_block { "register block" } else { "struct" };
+    fn structure(
+        &mut self,
+        name: Spanned<String>,
+        node: &Node,
+        path: String,
+        register_block: bool,
+    ) -> Option<StructDecl> {
+        let what = if register_block {
+            "register block"
+        } else {
+            "struct"
+        };
         let map = self.mapping(node, &format!("{what} `{}`", name.value), &path)?;
         self.check_keys(map, STRUCT_KEYS, &format!("a {what}"), &path);
         let doc = self.doc(map.get_node("doc"), &path);
         let size = self
-            .required(map, "size", name.span, &format!("{what} `{}`", name.value), &path)
-            .and_then(|n| self.uint(n, "size", &format!("{path}.size")));
+            .required(
+                map,
+                "size",
+                name.span,
+                &format!("{what} `{}`", name.value),
+                &path,
+            )
+            .and_then(|n| self.size(n, &format!("{path}.size")));
         let mut fields = Vec::new();
+        let mut incomplete = false;
         if let Some(fnode) = map.get_node("fields") {
-            if let Some(fmap) = self.mapping(fnode, "`fields`", &format!("{path}.fields")) {
-                for (k, v) in fmap.iter() {
-                    let fname = self.name(k);
-                    let fpath = format!("{path}.fields.{}", fname.value);
-                    if let Some(f) = self.field(fname, v, &fpath, register_block) {
-                        fields.push(f);
+            match self.mapping(fnode, "`fields`", &format!("{path}.fields")) {
+                Some(fmap) => {
+                    for (k, v) in fmap.iter() {
+                        let fname = self.name(k);
+                        let fpath = format!("{path}.fields.{}", fname.value);
+                        match self.field(fname, v, &fpath, register_block) {
+                            Some(f) => fields.push(f),
+                            None => incomplete = true,
+                        }
                     }
                 }
+                None => incomplete = !matches!(fnode, Node::Scalar(s) if s.as_str().is_empty()),
             }
         }
         Some(StructDecl {
@@ -399,10 +487,17 @@ impl<'a> Reader<'a> {
             size,
             doc,
             fields,
+            incomplete,
         })
     }
 
-    fn field(&mut self, name: Spanned<String>, node: &Node, path: &str, register_block: bool) -> Option<FieldDecl> {
+    fn field(
+        &mut self,
+        name: Spanned<String>,
+        node: &Node,
+        path: &str,
+        register_block: bool,
+    ) -> Option<FieldDecl> {
         // Shorthand: `name: "0x3c[31:16]"`.
         if let Node::Scalar(s) = node {
             let at = self.position(s, &format!("{path}.at"))?;
@@ -462,14 +557,27 @@ impl<'a> Reader<'a> {
             };
             if !register_block {
                 self.diags.push(
-                    Diagnostic::error("access", s.span, "`access` applies only to fields of register blocks")
-                        .with_path(format!("{path}.access"))
-                        .with_hint("move the struct under `registers:` or drop `access`"),
+                    Diagnostic::error(
+                        "access",
+                        s.span,
+                        "`access` applies only to fields of register blocks",
+                    )
+                    .with_path(format!("{path}.access"))
+                    .with_hint("move the struct under `registers:` or drop `access`"),
                 );
             }
-            Some(Spanned { value, span: s.span })
+            Some(Spanned {
+                value,
+                span: s.span,
+            })
         });
-        let at_node = self.required(map, "at", name.span, &format!("field `{}`", name.value), path)?;
+        let at_node = self.required(
+            map,
+            "at",
+            name.span,
+            &format!("field `{}`", name.value),
+            path,
+        )?;
         let at_scalar = self.scalar(at_node, "`at`", &format!("{path}.at"))?;
         let at = self.position(at_scalar, &format!("{path}.at"))?;
         Some(FieldDecl {
@@ -514,8 +622,14 @@ impl<'a> Reader<'a> {
         self.check_keys(map, UNION_KEYS, "a union", &path);
         let doc = self.doc(map.get_node("doc"), &path);
         let size = self
-            .required(map, "size", name.span, &format!("union `{}`", name.value), &path)
-            .and_then(|n| self.uint(n, "size", &format!("{path}.size")));
+            .required(
+                map,
+                "size",
+                name.span,
+                &format!("union `{}`", name.value),
+                &path,
+            )
+            .and_then(|n| self.size(n, &format!("{path}.size")));
         let selector = map.get_node("selector").and_then(|n| {
             let spath = format!("{path}.selector");
             let sm = self.mapping(n, "`selector`", &spath)?;
@@ -529,7 +643,13 @@ impl<'a> Reader<'a> {
             Some(SelectorDecl { field, shift, span })
         });
         let mut members = Vec::new();
-        if let Some(mnode) = self.required(map, "members", name.span, &format!("union `{}`", name.value), &path) {
+        if let Some(mnode) = self.required(
+            map,
+            "members",
+            name.span,
+            &format!("union `{}`", name.value),
+            &path,
+        ) {
             if let Some(mmap) = self.mapping(mnode, "`members`", &format!("{path}.members")) {
                 for (k, v) in mmap.iter() {
                     let mname = self.name(k);
@@ -565,9 +685,20 @@ impl<'a> Reader<'a> {
         let when = map
             .get_node("when")
             .and_then(|n| self.string(n, "`when`", &format!("{path}.when")));
-        let ty = self.required(map, "type", name.span, &format!("member `{}`", name.value), path)?;
+        let ty = self.required(
+            map,
+            "type",
+            name.span,
+            &format!("member `{}`", name.value),
+            path,
+        )?;
         let ty = self.string(ty, "`type`", &format!("{path}.type"))?;
-        Some(MemberDecl { name, ty, when, doc })
+        Some(MemberDecl {
+            name,
+            ty,
+            when,
+            doc,
+        })
     }
 
     fn command(&mut self, name: Spanned<String>, node: &Node, path: String) -> Option<CommandDecl> {
@@ -589,7 +720,9 @@ impl<'a> Reader<'a> {
             if let Some(m) = self.mapping(n, "`op_mod`", &format!("{path}.op_mod")) {
                 for (k, v) in m.iter() {
                     let oname = self.name(k);
-                    if let Some(val) = self.uint(v, "op_mod value", &format!("{path}.op_mod.{}", oname.value)) {
+                    if let Some(val) =
+                        self.uint(v, "op_mod value", &format!("{path}.op_mod.{}", oname.value))
+                    {
                         op_mods.push((oname, val));
                     }
                 }
@@ -628,7 +761,9 @@ pub fn suggest<'s>(word: &str, allowed: &[&'s str]) -> Option<&'s str> {
 /// closing quote, otherwise up to a flow delimiter, a comment or the end of the line.
 fn token_len(line: &str, col: usize) -> u32 {
     let chars: Vec<char> = line.chars().skip(col.saturating_sub(1)).collect();
-    let Some(&first) = chars.first() else { return 1 };
+    let Some(&first) = chars.first() else {
+        return 1;
+    };
     if first == '"' || first == '\'' {
         let close = chars[1..].iter().position(|&c| c == first);
         return close.map(|i| i as u32 + 2).unwrap_or(chars.len() as u32);

@@ -10,7 +10,7 @@ use crate::ir::*;
 use crate::load::suggest;
 use crate::position::Position;
 use crate::source::SourceMap;
-use crate::syntax::{self, SpecFile, Spanned};
+use crate::syntax::{self, Spanned, SpecFile};
 use std::collections::HashMap;
 
 /// Built-in type names a field may use.
@@ -19,7 +19,8 @@ pub const BUILTIN_TYPES: &[&str] = &["uint", "u8", "u16", "u32", "u64", "bool", 
 /// What a name resolves to while lowering, with the width it implies.
 #[derive(Clone, Copy)]
 enum Declared {
-    Struct(u64),
+    /// A structure; its size is unknown when the spec omits it.
+    Struct(Option<u64>),
     Union(u64),
     Enum(Option<u64>),
 }
@@ -41,12 +42,16 @@ pub fn lower(sources: &SourceMap, files: &[SpecFile], diags: &mut Diagnostics) -
     let mut declared: HashMap<&str, Declared> = HashMap::new();
     for f in files {
         for s in &f.structs {
-            let size = s.size.as_ref().map_or(0, |s| s.value);
-            declared.entry(&s.name.value).or_insert(Declared::Struct(size));
+            let size = s.size.as_ref().map(|s| s.value);
+            declared
+                .entry(&s.name.value)
+                .or_insert(Declared::Struct(size));
         }
         for u in &f.unions {
             let size = u.size.as_ref().map_or(0, |s| s.value);
-            declared.entry(&u.name.value).or_insert(Declared::Union(size));
+            declared
+                .entry(&u.name.value)
+                .or_insert(Declared::Union(size));
         }
         for e in &f.enums {
             declared
@@ -92,26 +97,45 @@ pub fn lower(sources: &SourceMap, files: &[SpecFile], diags: &mut Diagnostics) -
             });
         }
         for s in &f.structs {
-            let Some(size) = &s.size else { continue };
-            let what = if s.register_block { "registers" } else { "structs" };
-            let mut fields: Vec<Field> = s
-                .fields
-                .iter()
-                .filter_map(|fd| {
-                    let path = format!("{what}.{}.fields.{}", s.name.value, fd.name.value);
-                    lower_field(fd, &declared, &type_names, &path, diags)
-                })
-                .collect();
+            let what = if s.register_block {
+                "registers"
+            } else {
+                "structs"
+            };
+            let mut incomplete = s.incomplete;
+            let mut fields: Vec<Field> = Vec::with_capacity(s.fields.len());
+            for fd in &s.fields {
+                let path = format!("{what}.{}.fields.{}", s.name.value, fd.name.value);
+                match lower_field(fd, &declared, &type_names, &path, diags) {
+                    Some(f) => fields.push(f),
+                    None => incomplete = true,
+                }
+            }
             fields.sort_by_key(|f| f.bit_offset);
+            // Without a declared size, assume the fields' extent so no check reports a
+            // second problem for the missing size.
+            let size = match &s.size {
+                Some(size) => size.value,
+                None => {
+                    fields
+                        .iter()
+                        .map(Field::end_bit)
+                        .max()
+                        .unwrap_or(0)
+                        .div_ceil(32)
+                        * 4
+                }
+            };
             ir.structs.push(Struct {
                 name: s.name.value.clone(),
                 module,
                 doc: s.doc.clone(),
-                size: size.value,
+                size,
                 register_block: s.register_block,
                 fields,
                 span: s.name.span,
-                size_span: size.span,
+                size_span: s.size.as_ref().map(|s| s.span),
+                incomplete,
             });
         }
     }
@@ -169,7 +193,12 @@ fn lower_field(
             "bool" => (FieldType::Bool, None),
             "bytes" => (FieldType::Bytes, None),
             name => match declared.get(name) {
-                Some(Declared::Struct(size)) => (FieldType::Struct(name.into()), Some(size * 8)),
+                Some(Declared::Struct(Some(size))) => {
+                    (FieldType::Struct(name.into()), Some(size * 8))
+                }
+                // The struct's missing size is reported there; a bare offset cannot be sized.
+                Some(Declared::Struct(None)) if fd.at.value.bit_span().is_none() => return None,
+                Some(Declared::Struct(None)) => (FieldType::Struct(name.into()), None),
                 Some(Declared::Union(size)) => (FieldType::Union(name.into()), Some(size * 8)),
                 Some(Declared::Enum(w)) => (FieldType::Enum(name.into()), *w),
                 None => {
@@ -195,7 +224,7 @@ fn lower_field(
                     )
                     .with_path(format!("{path}.at"))
                     .with_hint(format!(
-                        "write the bits, e.g. `0x{byte:x}[31:0]`, a byte range, or a sized type such as u32"
+                        "write the bits, e.g. `0x{byte:02x}[31:0]`, a byte range, or a sized type such as u32"
                     )),
                 );
                 return None;
@@ -237,7 +266,11 @@ fn position_text(p: &Position) -> String {
 
 /// Finds `a.b.c` inside a structure, following nested structs; returns the absolute offset and
 /// the field.
-pub fn find_field_path<'a>(ir: &'a Ir, structure: &'a Struct, path: &str) -> Option<(u64, &'a Field)> {
+pub fn find_field_path<'a>(
+    ir: &'a Ir,
+    structure: &'a Struct,
+    path: &str,
+) -> Option<(u64, &'a Field)> {
     let mut base = 0u64;
     let mut current = structure;
     let mut parts = path.split('.').peekable();
@@ -334,19 +367,31 @@ fn lower_union(
                 if let Ok(v) = crate::num::parse_uint(&w.value) {
                     return Some(v);
                 }
+                if u.selector.is_some() && selector.is_none() {
+                    // The selector itself did not resolve (reported); do not pile on.
+                    return None;
+                }
                 if let Some(e) = selector_enum {
                     if let Some(v) = e.values.iter().find(|v| v.name == w.value) {
                         return Some(v.value);
                     }
                     let names: Vec<&str> = e.values.iter().map(|v| v.name.as_str()).collect();
-                    diags.push(unknown(&format!("value of enum `{}`", e.name), w, &names, &format!("{mpath}.when")));
+                    diags.push(unknown(
+                        &format!("value of enum `{}`", e.name),
+                        w,
+                        &names,
+                        &format!("{mpath}.when"),
+                    ));
                     return None;
                 }
                 diags.push(
                     Diagnostic::error(
                         "unknown-reference",
                         w.span,
-                        format!("`when: {}` is neither a number nor a value of the selector's enum", w.value),
+                        format!(
+                            "`when: {}` is neither a number nor a value of the selector's enum",
+                            w.value
+                        ),
                     )
                     .with_path(format!("{mpath}.when")),
                 );
@@ -369,25 +414,37 @@ fn lower_union(
         doc: u.doc.clone(),
         size: size.value,
         selector,
+        selector_declared: u.selector.is_some(),
         members,
         span: u.name.span,
         size_span: size.span,
     }
 }
 
-fn lower_command(ir: &Ir, module: usize, c: &syntax::CommandDecl, diags: &mut Diagnostics) -> Option<Command> {
+fn lower_command(
+    ir: &Ir,
+    module: usize,
+    c: &syntax::CommandDecl,
+    diags: &mut Diagnostics,
+) -> Option<Command> {
     let path = format!("commands.{}", c.name.value);
     let struct_names: Vec<&str> = ir.structs.iter().map(|s| s.name.as_str()).collect();
     let mut ok = true;
     for (key, layout) in [("in", &c.input), ("out", &c.output)] {
         if let Some(l) = layout {
             if ir.find_struct(&l.value).is_none() {
-                diags.push(unknown("structure", l, &struct_names, &format!("{path}.{key}")));
+                diags.push(unknown(
+                    "structure",
+                    l,
+                    &struct_names,
+                    &format!("{path}.{key}"),
+                ));
                 ok = false;
             }
         }
     }
-    let (Some(opcode), Some(input), Some(output), true) = (&c.opcode, &c.input, &c.output, ok) else {
+    let (Some(opcode), Some(input), Some(output), true) = (&c.opcode, &c.input, &c.output, ok)
+    else {
         return None;
     };
     Some(Command {

@@ -6,7 +6,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "prmc", version, about = "Checks PRM layout specs and shows their resolved layouts")]
+#[command(
+    name = "prmc",
+    version,
+    about = "Checks PRM layout specs and shows their resolved layouts"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -109,7 +113,11 @@ fn run(command: Command) -> Result<ExitCode, String> {
                 Format::Human => eprint!("{}", c.render_human()),
                 Format::Json => print!("{}", c.render_json()),
             }
-            Ok(if c.is_ok() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+            Ok(if c.is_ok() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
         }
         Command::Show { name, spec } => {
             let c = match compile_clean(&spec)? {
@@ -124,19 +132,25 @@ fn run(command: Command) -> Result<ExitCode, String> {
                 print!("{}", prm_codegen::show::union_table(&c.ir, u));
                 return Ok(ExitCode::SUCCESS);
             }
-            let names: Vec<&str> = c
-                .ir
-                .structs
-                .iter()
-                .map(|s| s.name.as_str())
-                .chain(c.ir.unions.iter().map(|u| u.name.as_str()))
-                .collect();
+            let names: Vec<&str> =
+                c.ir.structs
+                    .iter()
+                    .map(|s| s.name.as_str())
+                    .chain(c.ir.unions.iter().map(|u| u.name.as_str()))
+                    .collect();
             let hint = prm_codegen::load::suggest(&name, &names)
                 .map(|s| format!(" (did you mean `{s}`?)"))
                 .unwrap_or_default();
-            Err(format!("no structure or union named `{name}` in `{}`{hint}", spec.display()))
+            Err(format!(
+                "no structure or union named `{name}` in `{}`{hint}",
+                spec.display()
+            ))
         }
-        Command::Layout { json: _, spec, name } => {
+        Command::Layout {
+            json: _,
+            spec,
+            name,
+        } => {
             let c = match compile_clean(&spec)? {
                 Ok(c) => c,
                 Err(code) => return Ok(code),
@@ -144,10 +158,9 @@ fn run(command: Command) -> Result<ExitCode, String> {
             let text = match name {
                 None => prm_codegen::layout::to_json(&c.ir),
                 Some(n) => {
-                    let s = c
-                        .ir
-                        .find_struct(&n)
-                        .ok_or_else(|| format!("no structure named `{n}` in `{}`", spec.display()))?;
+                    let s = c.ir.find_struct(&n).ok_or_else(|| {
+                        format!("no structure named `{n}` in `{}`", spec.display())
+                    })?;
                     serde_json::to_string_pretty(&prm_codegen::layout::struct_layout(&c.ir, s))
                         .map_err(|e| e.to_string())?
                         + "\n"
@@ -156,7 +169,12 @@ fn run(command: Command) -> Result<ExitCode, String> {
             print!("{text}");
             Ok(ExitCode::SUCCESS)
         }
-        Command::Synth { out_dir, structs, fields, files } => {
+        Command::Synth {
+            out_dir,
+            structs,
+            fields,
+            files,
+        } => {
             std::fs::create_dir_all(&out_dir).map_err(|e| format!("{}: {e}", out_dir.display()))?;
             for (name, text) in prm_codegen::synth::synthetic_spec(structs, fields, files) {
                 let path = out_dir.join(name);

@@ -57,10 +57,15 @@ pub struct PositionError {
 /// Largest bit number accepted inside `[...]` (a 1024-bit word; PRM fields stay far below).
 const MAX_BIT: u32 = 1023;
 
+/// Largest byte offset or size a layout may use (16 MiB; the PRM's largest layouts are a few
+/// KiB). Keeps every bit computation far from overflow.
+pub const MAX_BYTES: u64 = 1 << 24;
+
 impl Position {
     /// Parses the PRM notation.
     pub fn parse(text: &str) -> Result<Position, PositionError> {
-        let pairs = PositionParser::parse(Rule::position, text).map_err(|e| syntax_error(text, e))?;
+        let pairs =
+            PositionParser::parse(Rule::position, text).map_err(|e| syntax_error(text, e))?;
         let Some(top) = pairs.into_iter().next() else {
             return Err(plain(0, text.len().max(1), "empty position"));
         };
@@ -70,12 +75,23 @@ impl Position {
         let col = |p: &pest::iterators::Pair<Rule>| text[..p.as_span().start()].chars().count();
         let num = |p: pest::iterators::Pair<Rule>| -> Result<u64, PositionError> {
             let c = col(&p);
-            crate::num::parse_uint(p.as_str())
-                .map_err(|m| plain(c, p.as_str().chars().count(), m))
+            let len = p.as_str().chars().count();
+            match crate::num::parse_uint(p.as_str()) {
+                Ok(v) if v <= MAX_BYTES => Ok(v),
+                Ok(v) => Err(plain(
+                    c,
+                    len,
+                    format!("byte offset 0x{v:x} is beyond the 16 MiB a layout may span"),
+                )),
+                Err(m) => Err(plain(c, len, m)),
+            }
         };
         match form.as_rule() {
             Rule::offset => {
-                let n = form.into_inner().next().expect("grammar: offset has a number");
+                let n = form
+                    .into_inner()
+                    .next()
+                    .expect("grammar: offset has a number");
                 Ok(Position::Offset { byte: num(n)? })
             }
             Rule::bytes => {
@@ -88,7 +104,9 @@ impl Position {
                 let start = num(start_p)?;
                 let mut end = num(end_p)?;
                 if op.as_str() == "..=" {
-                    end = end.checked_add(1).ok_or_else(|| plain(end_col, end_len, "byte range end is too large"))?;
+                    end = end
+                        .checked_add(1)
+                        .ok_or_else(|| plain(end_col, end_len, "byte range end is too large"))?;
                 }
                 if end <= start {
                     return Err(plain(
@@ -105,7 +123,9 @@ impl Position {
                 let byte_col = col(&byte_p);
                 let byte_len = byte_p.as_str().chars().count();
                 let byte = num(byte_p)?;
-                let hi_p = it.find(|p| p.as_rule() == Rule::bit_hi).expect("grammar: hi");
+                let hi_p = it
+                    .find(|p| p.as_rule() == Rule::bit_hi)
+                    .expect("grammar: hi");
                 let (hi_col, hi_len) = (col(&hi_p), hi_p.as_str().len());
                 let hi = bit_number(hi_p.as_str(), hi_col)?;
                 let (lo, lo_col, lo_len) = match it.find(|p| p.as_rule() == Rule::bit_lo) {
@@ -116,12 +136,18 @@ impl Position {
                     return Err(PositionError {
                         offset: hi_col,
                         len: lo_col + lo_len - hi_col,
-                        message: format!("bit range [{hi}:{lo}] is reversed: the PRM writes the high bit first"),
+                        message: format!(
+                            "bit range [{hi}:{lo}] is reversed: the PRM writes the high bit first"
+                        ),
                         hint: Some(format!("write [{lo}:{hi}]")),
                     });
                 }
                 if byte % 4 != 0 {
-                    let p = Position::Bits { byte: byte & !3, hi, lo };
+                    let p = Position::Bits {
+                        byte: byte & !3,
+                        hi,
+                        lo,
+                    };
                     let hint = p.bit_span().and_then(|(start, _)| {
                         let start = start + (byte % 4) * 8;
                         let width = u64::from(hi - lo + 1);
@@ -171,7 +197,11 @@ impl Position {
 fn bit_number(s: &str, col: usize) -> Result<u32, PositionError> {
     match s.parse::<u32>() {
         Ok(v) if v <= MAX_BIT => Ok(v),
-        _ => Err(plain(col, s.len(), format!("bit number {s} is out of range (at most {MAX_BIT})"))),
+        _ => Err(plain(
+            col,
+            s.len(),
+            format!("bit number {s} is out of range (at most {MAX_BIT})"),
+        )),
     }
 }
 
@@ -209,7 +239,8 @@ fn syntax_error(text: &str, e: pest::error::Error<Rule>) -> PositionError {
         len: 1,
         message,
         hint: Some(
-            "positions look like `0x3c[31:16]`, `0x3c[0]`, `0x10[63:0]`, `0x20..0x30` or `0x10`".into(),
+            "positions look like `0x3c[31:16]`, `0x3c[0]`, `0x10[63:0]`, `0x20..0x30` or `0x10`"
+                .into(),
         ),
     }
 }
@@ -250,7 +281,11 @@ pub fn prm_notation(bit_offset: u64, width: u64) -> Option<String> {
         return Some(format!("0x{:02x}[63:0]", dword * 4));
     }
     if bit_offset % 8 == 0 && width % 8 == 0 {
-        return Some(format!("0x{:02x}..0x{:02x}", bit_offset / 8, (bit_offset + width) / 8));
+        return Some(format!(
+            "0x{:02x}..0x{:02x}",
+            bit_offset / 8,
+            (bit_offset + width) / 8
+        ));
     }
     None
 }
@@ -293,7 +328,14 @@ mod tests {
 
     #[test]
     fn notation_round_trips() {
-        for (off, w) in [(0x51, 4), (0, 32), (0x80, 64), (0x100, 128), (0x1f, 1), (0x48, 48)] {
+        for (off, w) in [
+            (0x51, 4),
+            (0, 32),
+            (0x80, 64),
+            (0x100, 128),
+            (0x1f, 1),
+            (0x48, 48),
+        ] {
             let text = prm_notation(off, w).unwrap();
             assert_eq!(span(&text), (off, w), "{text}");
         }

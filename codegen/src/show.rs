@@ -79,7 +79,10 @@ pub fn table(ir: &Ir, s: &Struct) -> String {
             Some(ArrayCount::Fixed(n)) => (format!("{}[{n}]", f.name), format!("{n}×{}", f.width)),
             Some(ArrayCount::Trailing) => (format!("{}[]", f.name), format!("n×{}", f.width)),
         };
-        let mut ty = f.type_name.clone().unwrap_or_else(|| f.ty.name().to_string());
+        let mut ty = f
+            .type_name
+            .clone()
+            .unwrap_or_else(|| f.ty.name().to_string());
         if let Some(a) = f.access {
             ty.push_str(match a {
                 crate::ir::Access::Ro => " (ro)",
@@ -94,7 +97,12 @@ pub fn table(ir: &Ir, s: &Struct) -> String {
             name,
             width,
             ty,
-            doc: f.doc.as_deref().and_then(|d| d.lines().next()).unwrap_or("").to_string(),
+            doc: f
+                .doc
+                .as_deref()
+                .and_then(|d| d.lines().next())
+                .unwrap_or("")
+                .to_string(),
         });
         covered = covered.max(f.end_bit());
     }
@@ -104,9 +112,17 @@ pub fn table(ir: &Ir, s: &Struct) -> String {
     }
 
     let mut out = String::new();
-    let kind = if s.register_block { "register block" } else { "struct" };
+    let kind = if s.register_block {
+        "register block"
+    } else {
+        "struct"
+    };
     let module = ir.modules.get(s.module).map_or("", |m| m.path.as_str());
-    let _ = writeln!(out, "{kind} {}: 0x{:x} bytes ({} bits), {module}", s.name, s.size, size_bits);
+    let _ = writeln!(
+        out,
+        "{kind} {}: 0x{:x} bytes ({} bits), {module}",
+        s.name, s.size, size_bits
+    );
     if let Some(doc) = &s.doc {
         for line in doc.lines() {
             let _ = writeln!(out, "  {line}");
@@ -146,25 +162,64 @@ pub fn table(ir: &Ir, s: &Struct) -> String {
 pub fn union_table(ir: &Ir, u: &crate::ir::Union) -> String {
     let mut out = String::new();
     let module = ir.modules.get(u.module).map_or("", |m| m.path.as_str());
-    let _ = writeln!(out, "union {}: 0x{:x} bytes ({} bits), {module}", u.name, u.size, u.size * 8);
+    let _ = writeln!(
+        out,
+        "union {}: 0x{:x} bytes ({} bits), {module}",
+        u.name,
+        u.size,
+        u.size * 8
+    );
     if let Some(doc) = &u.doc {
         for line in doc.lines() {
             let _ = writeln!(out, "  {line}");
         }
     }
     if let Some(sel) = &u.selector {
-        let shift = if sel.shift > 0 { format!(" >> {}", sel.shift) } else { String::new() };
+        let shift = if sel.shift > 0 {
+            format!(" >> {}", sel.shift)
+        } else {
+            String::new()
+        };
         let _ = writeln!(out, "  selected by {}.{}{shift}", sel.structure, sel.field);
     }
     out.push('\n');
-    let wn = u.members.iter().map(|m| m.name.len()).chain([6]).max().unwrap_or(6);
-    let wt = u.members.iter().map(|m| m.ty.len()).chain([4]).max().unwrap_or(4);
-    let _ = writeln!(out, "{:<wn$}  {:<wt$}  {:>8}  {:>6}  doc", "member", "type", "bytes", "when");
+    let wn = u
+        .members
+        .iter()
+        .map(|m| m.name.len())
+        .chain([6])
+        .max()
+        .unwrap_or(6);
+    let wt = u
+        .members
+        .iter()
+        .map(|m| m.ty.len())
+        .chain([4])
+        .max()
+        .unwrap_or(4);
+    let _ = writeln!(
+        out,
+        "{:<wn$}  {:<wt$}  {:>8}  {:>6}  doc",
+        "member", "type", "bytes", "when"
+    );
     for m in &u.members {
         let size = ir.find_struct(&m.ty).map_or(0, |s| s.size);
-        let when = m.when.map(|w| format!("0x{w:x}")).unwrap_or_else(|| "-".into());
-        let doc = m.doc.as_deref().and_then(|d| d.lines().next()).unwrap_or("");
-        let text = format!("{:<wn$}  {:<wt$}  {:>8}  {:>6}  {doc}", m.name, m.ty, format!("0x{size:x}"), when);
+        let when = m
+            .when
+            .map(|w| format!("0x{w:x}"))
+            .unwrap_or_else(|| "-".into());
+        let doc = m
+            .doc
+            .as_deref()
+            .and_then(|d| d.lines().next())
+            .unwrap_or("");
+        let text = format!(
+            "{:<wn$}  {:<wt$}  {:>8}  {:>6}  {doc}",
+            m.name,
+            m.ty,
+            format!("0x{size:x}"),
+            when
+        );
         let _ = writeln!(out, "{}", text.trim_end());
     }
     out

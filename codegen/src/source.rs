@@ -39,15 +39,23 @@ pub struct SourceFile {
     pub module: String,
     /// The whole text.
     pub text: String,
+    /// Byte offset where each line starts, so a line is found without rescanning the file.
+    line_starts: Vec<usize>,
 }
 
 impl SourceFile {
     /// The text of 1-based `line`, without its line terminator.
     pub fn line(&self, line: u32) -> Option<&str> {
-        self.text
-            .lines()
-            .nth((line as usize).checked_sub(1)?)
-            .map(|l| l.strip_suffix('\r').unwrap_or(l))
+        let i = (line as usize).checked_sub(1)?;
+        let start = *self.line_starts.get(i)?;
+        let end = self
+            .line_starts
+            .get(i + 1)
+            .copied()
+            .unwrap_or(self.text.len());
+        let l = self.text.get(start..end)?;
+        let l = l.strip_suffix('\n').unwrap_or(l);
+        Some(l.strip_suffix('\r').unwrap_or(l))
     }
 }
 
@@ -65,10 +73,15 @@ impl SourceMap {
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
+        let line_starts = std::iter::once(0)
+            .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+            .filter(|&i| i < text.len() || i == 0)
+            .collect();
         self.files.push(SourceFile {
             path: path.to_path_buf(),
             module,
             text,
+            line_starts,
         });
         self.files.len() - 1
     }

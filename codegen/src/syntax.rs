@@ -82,6 +82,8 @@ pub struct StructDecl {
     pub doc: Option<String>,
     /// Fields in spec order.
     pub fields: Vec<FieldDecl>,
+    /// True when some field could not be read (its problem is already reported).
+    pub incomplete: bool,
 }
 
 /// Access rights of a register-block field.

@@ -49,7 +49,9 @@ pub fn synthetic_spec(structs: usize, fields: usize, files: usize) -> Vec<(Strin
     for (i, (_, text)) in out.iter_mut().enumerate() {
         let _ = writeln!(text, "doc: Synthetic spec file {i} for benchmarks.");
         if i == 0 {
-            text.push_str("enums:\n  synth_kind:\n    width: 4\n    values: { a: 0, b: 1, c: 2, d: 15 }\n");
+            text.push_str(
+                "enums:\n  synth_kind:\n    width: 4\n    values: { a: 0, b: 1, c: 2, d: 15 }\n",
+            );
         }
         text.push_str("structs:\n");
     }
@@ -61,11 +63,17 @@ pub fn synthetic_spec(structs: usize, fields: usize, files: usize) -> Vec<(Strin
         let (list, mut size) = fields_of(own);
         let mut body = String::new();
         for (name, at, ty) in &list {
-            let _ = writeln!(body, "      {name}: {{ at: \"{at}\"{ty}, doc: Field {name} of structure {s}. }}");
+            let _ = writeln!(
+                body,
+                "      {name}: {{ at: \"{at}\"{ty}, doc: Field {name} of structure {s}. }}"
+            );
         }
         if nests {
             let base = s - s % 10;
-            let _ = writeln!(body, "      nested: {{ at: \"0x{size:x}\", type: synth_s{base} }}");
+            let _ = writeln!(
+                body,
+                "      nested: {{ at: \"0x{size:x}\", type: synth_s{base} }}"
+            );
             size += group_base_size;
         } else {
             group_base_size = size;

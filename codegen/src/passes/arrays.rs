@@ -13,12 +13,16 @@ pub fn run(ir: &Ir, diags: &mut Diagnostics) {
             let count_span = f.spans.count.unwrap_or(f.spans.at);
             match f.count {
                 Some(ArrayCount::Fixed(0)) => diags.push(
-                    Diagnostic::error("array", count_span, format!("array `{}` has no elements", f.name))
-                        .with_path(format!("{path}.count"))
-                        .with_hint("use `count: trailing` for an array that follows the fixed part"),
+                    Diagnostic::error(
+                        "array",
+                        count_span,
+                        format!("array `{}` has no elements", f.name),
+                    )
+                    .with_path(format!("{path}.count"))
+                    .with_hint("use `count: trailing` for an array that follows the fixed part"),
                 ),
                 Some(ArrayCount::Trailing) => {
-                    if f.bit_offset != s.size * 8 {
+                    if s.size_span.is_some() && f.bit_offset != s.size * 8 {
                         diags.push(
                             Diagnostic::error(
                                 "array",
@@ -37,9 +41,13 @@ pub fn run(ir: &Ir, diags: &mut Diagnostics) {
                     }
                     if let Some(first) = trailing.replace(f.spans.name) {
                         diags.push(
-                            Diagnostic::error("array", f.spans.name, format!("`{}` is a second trailing array in `{}`", f.name, s.name))
-                                .with_path(path)
-                                .with_note(first, "the first trailing array"),
+                            Diagnostic::error(
+                                "array",
+                                f.spans.name,
+                                format!("`{}` is a second trailing array in `{}`", f.name, s.name),
+                            )
+                            .with_path(path)
+                            .with_note(first, "the first trailing array"),
                         );
                     }
                 }

@@ -5,7 +5,11 @@ use crate::ir::{ArrayCount, Ir};
 
 /// Runs the check.
 pub fn run(ir: &Ir, diags: &mut Diagnostics) {
-    for s in &ir.structs {
+    for s in ir.structs.iter() {
+        // Without a declared size (reported by the loader) there is nothing to exceed.
+        let Some(size_span) = s.size_span else {
+            continue;
+        };
         let size_bits = s.size.saturating_mul(8);
         for f in &s.fields {
             // A trailing array starts at the end of the fixed part; `array` checks where.
@@ -26,7 +30,7 @@ pub fn run(ir: &Ir, diags: &mut Diagnostics) {
                         ),
                     )
                     .with_path(format!("{}.fields.{}.at", super::struct_path(s), f.name))
-                    .with_note(s.size_span, "the size is set here")
+                    .with_note(size_span, "the size is set here")
                     .with_hint("check the byte offset, or grow the structure's size"),
                 );
             }

@@ -8,7 +8,15 @@ use crate::diag::{Diagnostic, Diagnostics};
 use crate::ir::{FieldType, Ir, Struct};
 
 /// Finds a field by name at an absolute offset and width, looking into nested structures.
-fn has_field(ir: &Ir, s: &Struct, base: u64, name: &str, offset: u64, width: u64, depth: u32) -> bool {
+fn has_field(
+    ir: &Ir,
+    s: &Struct,
+    base: u64,
+    name: &str,
+    offset: u64,
+    width: u64,
+    depth: u32,
+) -> bool {
     s.fields.iter().any(|f| {
         let at = base + f.bit_offset;
         if f.name == name && at == offset && f.width == width && f.count.is_none() {
@@ -28,11 +36,27 @@ pub fn run(ir: &Ir, diags: &mut Diagnostics) {
     for c in &ir.commands {
         let path = format!("commands.{}", c.name);
         let required = [
-            (&c.input, "in", [("opcode", 0u64, 16u64, "0x00[31:16]"), ("op_mod", 0x30, 16, "0x04[15:0]")]),
-            (&c.output, "out", [("status", 0, 8, "0x00[31:24]"), ("syndrome", 0x20, 32, "0x04[31:0]")]),
+            (
+                &c.input,
+                "in",
+                [
+                    ("opcode", 0u64, 16u64, "0x00[31:16]"),
+                    ("op_mod", 0x30, 16, "0x04[15:0]"),
+                ],
+            ),
+            (
+                &c.output,
+                "out",
+                [
+                    ("status", 0, 8, "0x00[31:24]"),
+                    ("syndrome", 0x20, 32, "0x04[31:0]"),
+                ],
+            ),
         ];
         for (layout, key, fields) in required {
-            let Some(s) = ir.find_struct(layout) else { continue };
+            let Some(s) = ir.find_struct(layout).filter(|s| !s.incomplete) else {
+                continue;
+            };
             for (name, offset, width, at) in fields {
                 if !has_field(ir, s, 0, name, offset, width, 0) {
                     diags.push(
@@ -50,8 +74,12 @@ pub fn run(ir: &Ir, diags: &mut Diagnostics) {
         }
         for m in c.op_mods.iter().filter(|m| m.value > 0xffff) {
             diags.push(
-                Diagnostic::error("command-header", m.span, format!("op_mod `{}` = 0x{:x} does not fit 16 bits", m.name, m.value))
-                    .with_path(format!("{path}.op_mod.{}", m.name)),
+                Diagnostic::error(
+                    "command-header",
+                    m.span,
+                    format!("op_mod `{}` = 0x{:x} does not fit 16 bits", m.name, m.value),
+                )
+                .with_path(format!("{path}.op_mod.{}", m.name)),
             );
         }
     }

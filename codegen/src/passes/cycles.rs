@@ -11,6 +11,7 @@ struct Edge<'a> {
     to: &'a str,
     via: &'a str,
     span: Span,
+    path: String,
 }
 
 /// Runs the check.
@@ -20,14 +21,24 @@ pub fn run(ir: &Ir, diags: &mut Diagnostics) {
         let edges = graph.entry(&s.name).or_default();
         for f in &s.fields {
             if let FieldType::Struct(t) | FieldType::Union(t) = &f.ty {
-                edges.push(Edge { to: t, via: &f.name, span: f.spans.ty.unwrap_or(f.spans.at) });
+                edges.push(Edge {
+                    to: t,
+                    via: &f.name,
+                    span: f.spans.ty.unwrap_or(f.spans.at),
+                    path: format!("{}.fields.{}.type", super::struct_path(s), f.name),
+                });
             }
         }
     }
     for u in &ir.unions {
         let edges = graph.entry(&u.name).or_default();
         for m in &u.members {
-            edges.push(Edge { to: &m.ty, via: &m.name, span: m.ty_span });
+            edges.push(Edge {
+                to: &m.ty,
+                via: &m.name,
+                span: m.ty_span,
+                path: format!("unions.{}.members.{}.type", u.name, m.name),
+            });
         }
     }
     let mut names: Vec<&str> = graph.keys().copied().collect();
@@ -70,6 +81,7 @@ pub fn run(ir: &Ir, diags: &mut Diagnostics) {
                                 cycle.join(" → ")
                             ),
                         )
+                        .with_path(edge.path.clone())
                         .with_hint("a structure cannot nest itself; refer to it by address or handle instead"),
                     );
                 }

@@ -11,15 +11,44 @@ pub fn run(ir: &Ir, diags: &mut Diagnostics) {
     let types = ir
         .structs
         .iter()
-        .map(|s| (s.name.as_str(), s.span, if s.register_block { "register block" } else { "struct" }))
+        .map(|s| {
+            (
+                s.name.as_str(),
+                s.span,
+                if s.register_block {
+                    "register block"
+                } else {
+                    "struct"
+                },
+            )
+        })
         .chain(ir.unions.iter().map(|u| (u.name.as_str(), u.span, "union")))
         .chain(ir.enums.iter().map(|e| (e.name.as_str(), e.span, "enum")));
     report(types, "type", diags);
-    report(ir.commands.iter().map(|c| (c.name.as_str(), c.span, "command")), "command", diags);
-    report(ir.constants.iter().map(|c| (c.name.as_str(), c.span, "constant")), "constant", diags);
+    report(
+        ir.commands
+            .iter()
+            .map(|c| (c.name.as_str(), c.span, "command")),
+        "command",
+        diags,
+    );
+    report(
+        ir.constants
+            .iter()
+            .map(|c| (c.name.as_str(), c.span, "constant")),
+        "constant",
+        diags,
+    );
 }
 
-fn report<'a>(items: impl Iterator<Item = (&'a str, Span, &'static str)>, namespace: &str, diags: &mut Diagnostics) {
+fn report<'a>(
+    items: impl Iterator<Item = (&'a str, Span, &'static str)>,
+    namespace: &str,
+    diags: &mut Diagnostics,
+) {
+    // The definition written first (by file, line, column) is the original.
+    let mut items: Vec<_> = items.collect();
+    items.sort_by_key(|&(_, span, _)| span);
     let mut seen: HashMap<&str, (Span, &str)> = HashMap::new();
     for (name, span, kind) in items {
         match seen.get(name) {
@@ -27,8 +56,12 @@ fn report<'a>(items: impl Iterator<Item = (&'a str, Span, &'static str)>, namesp
                 Diagnostic::error(
                     "duplicate-name",
                     span,
-                    format!("{kind} `{name}` reuses a {namespace} name already defined as a {first_kind}"),
+                    format!(
+                        "{kind} `{name}` reuses a {namespace} name already defined as {} {first_kind}",
+                        if first_kind.starts_with(['a', 'e', 'i', 'o', 'u']) { "an" } else { "a" }
+                    ),
                 )
+                .with_path(format!("{}.{name}", section(kind)))
                 .with_note(first, "first defined here")
                 .with_hint("names are global across all spec files; rename one of them"),
             ),
@@ -36,5 +69,17 @@ fn report<'a>(items: impl Iterator<Item = (&'a str, Span, &'static str)>, namesp
                 seen.insert(name, (span, kind));
             }
         }
+    }
+}
+
+/// The top-level key a kind of item is declared under.
+fn section(kind: &str) -> &'static str {
+    match kind {
+        "struct" => "structs",
+        "register block" => "registers",
+        "union" => "unions",
+        "enum" => "enums",
+        "command" => "commands",
+        _ => "constants",
     }
 }

@@ -16,7 +16,10 @@ pub fn run(ir: &Ir, diags: &mut Diagnostics) {
                 Diagnostic::error(
                     "enum-fit",
                     v.value_span,
-                    format!("`{}.{}` = 0x{:x} does not fit the enum's {width} bits", e.name, v.name, v.value),
+                    format!(
+                        "`{}.{}` = 0x{:x} does not fit the enum's {width} bits",
+                        e.name, v.name, v.value
+                    ),
                 )
                 .with_path(format!("enums.{}.values.{}", e.name, v.name)),
             );
@@ -24,8 +27,12 @@ pub fn run(ir: &Ir, diags: &mut Diagnostics) {
     }
     for s in &ir.structs {
         for f in &s.fields {
-            let FieldType::Enum(name) = &f.ty else { continue };
-            let Some(e) = ir.find_enum(name) else { continue };
+            let FieldType::Enum(name) = &f.ty else {
+                continue;
+            };
+            let Some(e) = ir.find_enum(name) else {
+                continue;
+            };
             let path = format!("{}.fields.{}", super::struct_path(s), f.name);
             if let (Some(w), Some(ws)) = (e.width, e.width_span) {
                 if w != f.width {
@@ -33,7 +40,10 @@ pub fn run(ir: &Ir, diags: &mut Diagnostics) {
                         Diagnostic::error(
                             "enum-fit",
                             f.spans.at,
-                            format!("`{}` is {} bits wide but enum `{}` is declared {w} bits", f.name, f.width, e.name),
+                            format!(
+                                "`{}` is {} bits wide but enum `{}` is declared {w} bits",
+                                f.name, f.width, e.name
+                            ),
                         )
                         .with_path(format!("{path}.at"))
                         .with_note(ws, "the enum's width is declared here"),

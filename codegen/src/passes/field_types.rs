@@ -15,12 +15,20 @@ pub fn run(ir: &Ir, diags: &mut Diagnostics) {
                     "a bool is one bit, e.g. `0x00[31]`; use uint for wider flags".to_string(),
                 )),
                 FieldType::Bytes if f.bit_offset % 8 != 0 || f.width % 8 != 0 => Some((
-                    format!("`{}` holds bytes but is not made of whole bytes (bit 0x{:x}, {} bits)", f.name, f.bit_offset, f.width),
-                    "byte fields start and end on byte boundaries; use uint for bit fields".to_string(),
+                    format!(
+                        "`{}` holds bytes but is not made of whole bytes (bit 0x{:x}, {} bits)",
+                        f.name, f.bit_offset, f.width
+                    ),
+                    "byte fields start and end on byte boundaries; use uint for bit fields"
+                        .to_string(),
                 )),
                 FieldType::Uint | FieldType::Enum(_) if f.width > 64 => Some((
-                    format!("`{}` is {} bits wide, too wide for a number", f.name, f.width),
-                    "use `type: bytes` for opaque data, or an array (`count:`) of smaller elements".to_string(),
+                    format!(
+                        "`{}` is {} bits wide, too wide for a number",
+                        f.name, f.width
+                    ),
+                    "use `type: bytes` for opaque data, or an array (`count:`) of smaller elements"
+                        .to_string(),
                 )),
                 FieldType::Uint => match f.type_name.as_deref() {
                     Some(t @ ("u8" | "u16" | "u32" | "u64")) => {

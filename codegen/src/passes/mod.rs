@@ -34,21 +34,81 @@ pub struct Pass {
 
 /// Every check, in the order they run.
 pub const PASSES: &[Pass] = &[
-    Pass { name: "duplicate-name", summary: "a name is defined once per namespace", run: duplicates::run },
-    Pass { name: "naming", summary: "names are snake_case", run: naming::run },
-    Pass { name: "size-alignment", summary: "structure and union sizes are non-zero multiples of 4 bytes", run: struct_size::run },
-    Pass { name: "field-type", summary: "a field's width suits its type", run: field_types::run },
-    Pass { name: "out-of-bounds", summary: "fields lie inside their structure", run: bounds::run },
-    Pass { name: "overlap", summary: "fields of a structure do not share bits", run: overlap::run },
-    Pass { name: "dword-boundary", summary: "fields stay inside one dword unless whole aligned dwords", run: dword_boundary::run },
-    Pass { name: "array", summary: "array counts and trailing arrays are well formed", run: arrays::run },
-    Pass { name: "enum-fit", summary: "enum values fit the fields that use them", run: enum_fit::run },
-    Pass { name: "nested-span", summary: "a nested structure's span equals that structure's size", run: nested_span::run },
-    Pass { name: "cycle", summary: "structures do not contain themselves", run: cycles::run },
-    Pass { name: "union", summary: "union members fit and selector values are distinct", run: unions::run },
-    Pass { name: "duplicate-opcode", summary: "each opcode belongs to one command", run: opcodes::run },
-    Pass { name: "command-header", summary: "command layouts carry the PRM's common header", run: commands::run },
-    Pass { name: "reserved-name", summary: "reserved_at_X names match their real offset", run: reserved_names::run },
+    Pass {
+        name: "duplicate-name",
+        summary: "a name is defined once per namespace",
+        run: duplicates::run,
+    },
+    Pass {
+        name: "naming",
+        summary: "names are snake_case",
+        run: naming::run,
+    },
+    Pass {
+        name: "size-alignment",
+        summary: "structure and union sizes are non-zero multiples of 4 bytes",
+        run: struct_size::run,
+    },
+    Pass {
+        name: "field-type",
+        summary: "a field's width suits its type",
+        run: field_types::run,
+    },
+    Pass {
+        name: "out-of-bounds",
+        summary: "fields lie inside their structure",
+        run: bounds::run,
+    },
+    Pass {
+        name: "overlap",
+        summary: "fields of a structure do not share bits",
+        run: overlap::run,
+    },
+    Pass {
+        name: "dword-boundary",
+        summary: "fields stay inside one dword unless whole aligned dwords",
+        run: dword_boundary::run,
+    },
+    Pass {
+        name: "array",
+        summary: "array counts and trailing arrays are well formed",
+        run: arrays::run,
+    },
+    Pass {
+        name: "enum-fit",
+        summary: "enum values fit the fields that use them",
+        run: enum_fit::run,
+    },
+    Pass {
+        name: "nested-span",
+        summary: "a nested structure's span equals that structure's size",
+        run: nested_span::run,
+    },
+    Pass {
+        name: "cycle",
+        summary: "structures do not contain themselves",
+        run: cycles::run,
+    },
+    Pass {
+        name: "union",
+        summary: "union members fit and selector values are distinct",
+        run: unions::run,
+    },
+    Pass {
+        name: "duplicate-opcode",
+        summary: "each opcode belongs to one command",
+        run: opcodes::run,
+    },
+    Pass {
+        name: "command-header",
+        summary: "command layouts carry the PRM's common header",
+        run: commands::run,
+    },
+    Pass {
+        name: "reserved-name",
+        summary: "reserved_at_X names match their real offset",
+        run: reserved_names::run,
+    },
 ];
 
 /// Runs every check.
@@ -60,7 +120,11 @@ pub fn run_all(ir: &Ir, diags: &mut Diagnostics) {
 
 /// `structs.x` or `registers.x`, the YAML path prefix of a structure.
 pub(crate) fn struct_path(s: &crate::ir::Struct) -> String {
-    let section = if s.register_block { "registers" } else { "structs" };
+    let section = if s.register_block {
+        "registers"
+    } else {
+        "structs"
+    };
     format!("{section}.{}", s.name)
 }
 

@@ -34,7 +34,11 @@ pub fn to_snake_case(name: &str) -> String {
             prev_lower = false;
         }
     }
-    let mut s: String = out.split('_').filter(|p| !p.is_empty()).collect::<Vec<_>>().join("_");
+    let mut s: String = out
+        .split('_')
+        .filter(|p| !p.is_empty())
+        .collect::<Vec<_>>()
+        .join("_");
     if !s.starts_with(|c: char| c.is_ascii_lowercase()) {
         s.insert_str(0, "n_");
     }
@@ -43,40 +47,71 @@ pub fn to_snake_case(name: &str) -> String {
 
 /// Runs the check.
 pub fn run(ir: &Ir, diags: &mut Diagnostics) {
-    let mut check = |kind: &str, name: &str, span: Span| {
+    let mut check = |kind: &str, name: &str, span: Span, path: String| {
         if !is_snake_case(name) {
             diags.push(
-                Diagnostic::error("naming", span, format!("{kind} name `{name}` is not snake_case"))
-                    .with_hint(format!("write `{}`", to_snake_case(name))),
+                Diagnostic::error(
+                    "naming",
+                    span,
+                    format!("{kind} name `{name}` is not snake_case"),
+                )
+                .with_path(path)
+                .with_hint(format!("write `{}`", to_snake_case(name))),
             );
         }
     };
     for s in &ir.structs {
-        check(if s.register_block { "register block" } else { "struct" }, &s.name, s.span);
+        let path = super::struct_path(s);
+        let kind = if s.register_block {
+            "register block"
+        } else {
+            "struct"
+        };
+        check(kind, &s.name, s.span, path.clone());
         for f in &s.fields {
-            check("field", &f.name, f.spans.name);
+            check(
+                "field",
+                &f.name,
+                f.spans.name,
+                format!("{path}.fields.{}", f.name),
+            );
         }
     }
     for u in &ir.unions {
-        check("union", &u.name, u.span);
+        check("union", &u.name, u.span, format!("unions.{}", u.name));
         for m in &u.members {
-            check("union member", &m.name, m.span);
+            check(
+                "union member",
+                &m.name,
+                m.span,
+                format!("unions.{}.members.{}", u.name, m.name),
+            );
         }
     }
     for e in &ir.enums {
-        check("enum", &e.name, e.span);
+        check("enum", &e.name, e.span, format!("enums.{}", e.name));
         for v in &e.values {
-            check("enum value", &v.name, v.span);
+            check(
+                "enum value",
+                &v.name,
+                v.span,
+                format!("enums.{}.values.{}", e.name, v.name),
+            );
         }
     }
     for c in &ir.commands {
-        check("command", &c.name, c.span);
+        check("command", &c.name, c.span, format!("commands.{}", c.name));
         for m in &c.op_mods {
-            check("op_mod", &m.name, m.span);
+            check(
+                "op_mod",
+                &m.name,
+                m.span,
+                format!("commands.{}.op_mod.{}", c.name, m.name),
+            );
         }
     }
     for c in &ir.constants {
-        check("constant", &c.name, c.span);
+        check("constant", &c.name, c.span, format!("constants.{}", c.name));
     }
 }
 

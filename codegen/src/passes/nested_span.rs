@@ -9,7 +9,10 @@ pub fn run(ir: &Ir, diags: &mut Diagnostics) {
         for f in &s.fields {
             let (kind, size, decl) = match &f.ty {
                 FieldType::Struct(t) => match ir.find_struct(t) {
-                    Some(n) => ("struct", n.size, n.size_span),
+                    Some(n) => match n.size_span {
+                        Some(span) => ("struct", n.size, span),
+                        None => continue,
+                    },
                     None => continue,
                 },
                 FieldType::Union(t) => match ir.find_union(t) {
@@ -32,7 +35,9 @@ pub fn run(ir: &Ir, diags: &mut Diagnostics) {
                     )
                     .with_path(format!("{}.fields.{}.at", super::struct_path(s), f.name))
                     .with_note(decl, format!("`{}` has its size set here", f.ty.name()))
-                    .with_hint("write just the start offset (e.g. `0x10`) and the type gives the span"),
+                    .with_hint(
+                        "write just the start offset (e.g. `0x10`) and the type gives the span",
+                    ),
                 );
             }
         }

@@ -10,8 +10,15 @@ pub fn run(ir: &Ir, diags: &mut Diagnostics) {
     for c in &ir.commands {
         if c.opcode > 0xffff {
             diags.push(
-                Diagnostic::error("duplicate-opcode", c.opcode_span, format!("opcode 0x{:x} of `{}` does not fit 16 bits", c.opcode, c.name))
-                    .with_path(format!("commands.{}.opcode", c.name)),
+                Diagnostic::error(
+                    "duplicate-opcode",
+                    c.opcode_span,
+                    format!(
+                        "opcode 0x{:x} of `{}` does not fit 16 bits",
+                        c.opcode, c.name
+                    ),
+                )
+                .with_path(format!("commands.{}.opcode", c.name)),
             );
         }
         if let Some(first) = seen.insert(c.opcode, c) {
@@ -19,7 +26,10 @@ pub fn run(ir: &Ir, diags: &mut Diagnostics) {
                 Diagnostic::error(
                     "duplicate-opcode",
                     c.opcode_span,
-                    format!("opcode 0x{:x} of `{}` is already used by `{}`", c.opcode, c.name, first.name),
+                    format!(
+                        "opcode 0x{:x} of `{}` is already used by `{}`",
+                        c.opcode, c.name, first.name
+                    ),
                 )
                 .with_path(format!("commands.{}.opcode", c.name))
                 .with_note(first.opcode_span, format!("`{}` uses it here", first.name)),

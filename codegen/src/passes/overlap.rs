@@ -9,7 +9,11 @@ pub fn run(ir: &Ir, diags: &mut Diagnostics) {
     for s in &ir.structs {
         // Fields are sorted by offset: sweep, remembering the field that reaches furthest.
         let mut furthest: Option<&Field> = None;
-        for f in s.fields.iter().filter(|f| f.count != Some(ArrayCount::Trailing)) {
+        for f in s
+            .fields
+            .iter()
+            .filter(|f| f.count != Some(ArrayCount::Trailing))
+        {
             if let Some(prev) = furthest {
                 if f.bit_offset < prev.end_bit() && f.span_bits() > 0 {
                     let end = f.end_bit().min(prev.end_bit());

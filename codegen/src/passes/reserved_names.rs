@@ -8,7 +8,9 @@ use crate::ir::Ir;
 pub fn run(ir: &Ir, diags: &mut Diagnostics) {
     for s in &ir.structs {
         for f in &s.fields {
-            let Some(hex) = f.name.strip_prefix("reserved_at_") else { continue };
+            let Some(hex) = f.name.strip_prefix("reserved_at_") else {
+                continue;
+            };
             let named = u64::from_str_radix(hex, 16).ok();
             if named != Some(f.bit_offset) {
                 let what = match named {
@@ -19,10 +21,16 @@ pub fn run(ir: &Ir, diags: &mut Diagnostics) {
                     Diagnostic::error(
                         "reserved-name",
                         f.spans.name,
-                        format!("`{}` {what} but the field starts at bit 0x{:x}", f.name, f.bit_offset),
+                        format!(
+                            "`{}` {what} but the field starts at bit 0x{:x}",
+                            f.name, f.bit_offset
+                        ),
                     )
                     .with_path(format!("{}.fields.{}", super::struct_path(s), f.name))
-                    .with_hint(format!("rename it `reserved_at_{:x}` (or drop it: gaps are reserved anyway)", f.bit_offset)),
+                    .with_hint(format!(
+                        "rename it `reserved_at_{:x}` (or drop it: gaps are reserved anyway)",
+                        f.bit_offset
+                    )),
                 );
             }
         }

@@ -46,21 +46,38 @@ pub fn run(ir: &Ir, diags: &mut Diagnostics) {
                             Diagnostic::error(
                                 "union",
                                 ws,
-                                format!("members `{other}` and `{}` are both selected by 0x{when:x}", m.name),
+                                format!(
+                                    "members `{other}` and `{}` are both selected by 0x{when:x}",
+                                    m.name
+                                ),
                             )
                             .with_path(format!("{mpath}.when")),
                         );
                     }
                 }
                 (Some(_), None, _) => diags.push(
-                    Diagnostic::error("union", m.span, format!("member `{}` has no `when`, but union `{}` has a selector", m.name, u.name))
-                        .with_path(mpath)
-                        .with_hint("give the selector value that picks this member"),
+                    Diagnostic::error(
+                        "union",
+                        m.span,
+                        format!(
+                            "member `{}` has no `when`, but union `{}` has a selector",
+                            m.name, u.name
+                        ),
+                    )
+                    .with_path(mpath)
+                    .with_hint("give the selector value that picks this member"),
                 ),
-                (None, Some(_), Some(ws)) => diags.push(
-                    Diagnostic::error("union", ws, format!("member `{}` has `when`, but union `{}` has no selector", m.name, u.name))
-                        .with_path(format!("{mpath}.when"))
-                        .with_hint("add `selector: { field: struct.field }` to the union"),
+                (None, Some(_), Some(ws)) if !u.selector_declared => diags.push(
+                    Diagnostic::error(
+                        "union",
+                        ws,
+                        format!(
+                            "member `{}` has `when`, but union `{}` has no selector",
+                            m.name, u.name
+                        ),
+                    )
+                    .with_path(format!("{mpath}.when"))
+                    .with_hint("add `selector: { field: struct.field }` to the union"),
                 ),
                 _ => {}
             }

@@ -1,0 +1,100 @@
+//! Bounded property tests: no input, however malformed, makes the compiler panic, and every
+//! diagnostic points at a real place in its file.
+
+use prm_codegen::position::Position;
+use proptest::prelude::*;
+
+/// Pieces of spec syntax, so random sequences reach deep into the loader and the checks.
+const TOKENS: &[&str] = &[
+    "structs:\n",
+    "registers:\n",
+    "enums:\n",
+    "unions:\n",
+    "commands:\n",
+    "constants:\n",
+    "  a:\n",
+    "  b:\n",
+    "    size: 0x10\n",
+    "    size: 7\n",
+    "    fields:\n",
+    "    values: { x: 1, y: 0x1f }\n",
+    "    members:\n",
+    "      m: { type: a, when: 0 }\n",
+    "    selector: { field: a.f, shift: 1 }\n",
+    "      f: \"0x00[31:16]\"\n",
+    "      g: { at: \"0x04[63:0]\", type: u64 }\n",
+    "      h: { at: \"0x00\", type: b }\n",
+    "      i: { at: \"0x10\", type: u8, count: trailing }\n",
+    "      j: { at: \"0x08..0x0c\", count: 3 }\n",
+    "      k: { at: \"0x3c[0\" }\n",
+    "  c: { opcode: 0x1, in: a, out: b }\n",
+    "      reserved_at_7: \"0x00[3:0]\"\n",
+    "      l: { at: \"0x0c[7:4]\", type: e, access: ro }\n",
+    "  e:\n",
+    "    width: 2\n",
+    "doc: text\n",
+    "- item\n",
+    "  ",
+    ":",
+    "{",
+    "}",
+    "[",
+    "]",
+    "\"",
+    "'",
+    "&x ",
+    "*x ",
+    "!tag ",
+    "#c\n",
+    "\t",
+    "0x",
+    "..",
+    "\u{feff}",
+    "é",
+    "\n",
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 1500, ..ProptestConfig::default() })]
+
+    #[test]
+    fn arbitrary_text_never_panics(text in "\\PC{0,400}") {
+        let c = prm_codegen::compile_str("fuzz.yaml", &text);
+        let _ = c.render_human();
+        let _ = c.render_json();
+    }
+
+    #[test]
+    fn token_soup_never_panics(parts in proptest::collection::vec(proptest::sample::select(TOKENS), 0..60)) {
+        let text: String = parts.concat();
+        let c = prm_codegen::compile_str("soup.yaml", &text);
+        let _ = c.render_human();
+        let _ = c.render_json();
+        for d in c.diagnostics.iter() {
+            prop_assert!(d.span.line >= 1 && d.span.col >= 1, "{:?}", d);
+            let lines = text.lines().count().max(1) as u32;
+            prop_assert!(d.span.line <= lines + 1, "{:?} in {} lines", d, lines);
+        }
+        if c.is_ok() {
+            let _ = prm_codegen::layout::to_json(&c.ir);
+            for s in &c.ir.structs {
+                let _ = prm_codegen::show::table(&c.ir, s);
+            }
+        }
+    }
+
+    #[test]
+    fn positions_never_panic(text in "[0-9a-fx_\\[\\]:.= ]{0,24}|\\PC{0,24}") {
+        if let Ok(p) = Position::parse(&text) {
+            let _ = p.bit_span();
+        }
+    }
+
+    #[test]
+    fn prm_notation_round_trips(bit in 0u64..0x4000, width in 1u64..200) {
+        if let Some(text) = prm_codegen::position::prm_notation(bit, width) {
+            let p = Position::parse(&text).unwrap();
+            prop_assert_eq!(p.bit_span(), Some((bit, width)), "{}", text);
+        }
+    }
+}
