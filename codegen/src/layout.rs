@@ -6,7 +6,7 @@
 //! paths with absolute offsets, so a consumer can look up `qpc.primary_address_path.pkey_index`
 //! directly, as the kernel's `MLX5_GET` does.
 
-use crate::ir::{ArrayCount, Field, FieldType, Ir, Struct};
+use crate::ir::{Access, ArrayCount, Field, FieldType, Ir, Struct, Union};
 use serde::Serialize;
 
 /// Version of the JSON layout contract.
@@ -24,6 +24,60 @@ pub struct Layout {
     pub structs: Vec<StructLayout>,
     /// Unions.
     pub unions: Vec<UnionLayout>,
+    /// Enumerations.
+    pub enums: Vec<EnumLayout>,
+    /// Commands.
+    pub commands: Vec<CommandLayout>,
+    /// Named constants.
+    pub constants: Vec<NamedValue>,
+}
+
+/// A name and a number (enumerators, op_mod values, constants).
+#[derive(Debug, Serialize)]
+pub struct NamedValue {
+    /// Name.
+    pub name: String,
+    /// Value.
+    pub value: u64,
+}
+
+/// One enumeration.
+#[derive(Debug, Serialize)]
+pub struct EnumLayout {
+    /// Name.
+    pub name: String,
+    /// Declared width in bits, if any.
+    pub width: Option<u64>,
+    /// Enumerators in spec order.
+    pub values: Vec<NamedValue>,
+}
+
+/// One command.
+#[derive(Debug, Serialize)]
+pub struct CommandLayout {
+    /// Name.
+    pub name: String,
+    /// Opcode.
+    pub opcode: u64,
+    /// Input layout (a structure name).
+    #[serde(rename = "in")]
+    pub input: String,
+    /// Output layout (a structure name).
+    #[serde(rename = "out")]
+    pub output: String,
+    /// Named op_mod values.
+    pub op_mod: Vec<NamedValue>,
+}
+
+/// The field that selects a union's member.
+#[derive(Debug, Serialize)]
+pub struct SelectorLayout {
+    /// Structure holding the field.
+    pub structure: String,
+    /// Dotted path of the field in that structure.
+    pub field: String,
+    /// Right shift applied before comparing with `when`.
+    pub shift: u64,
 }
 
 /// One structure.
@@ -35,7 +89,7 @@ pub struct StructLayout {
     pub size_bits: u64,
     /// True for an MMIO register block.
     pub register_block: bool,
-    /// Fields and expanded nested fields, by offset.
+    /// Fields by offset; each nested structure's or union's expansion follows its entry.
     pub fields: Vec<FieldLayout>,
 }
 
@@ -63,6 +117,9 @@ pub struct FieldLayout {
     /// Arrays: the element's kind.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub element_kind: Option<&'static str>,
+    /// Register blocks: `ro`, `rw` or `wo`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub access: Option<Access>,
 }
 
 /// One union.
@@ -72,6 +129,8 @@ pub struct UnionLayout {
     pub name: String,
     /// Size in bits.
     pub size_bits: u64,
+    /// The field that picks the member, if the spec names one.
+    pub selector: Option<SelectorLayout>,
     /// Members.
     pub members: Vec<MemberLayout>,
 }
@@ -93,21 +152,76 @@ pub fn layout(ir: &Ir) -> Layout {
     Layout {
         format_version: FORMAT_VERSION,
         structs: ir.structs.iter().map(|s| struct_layout(ir, s)).collect(),
-        unions: ir
-            .unions
+        unions: ir.unions.iter().map(union_layout).collect(),
+        enums: ir
+            .enums
             .iter()
-            .map(|u| UnionLayout {
-                name: u.name.clone(),
-                size_bits: u.size * 8,
-                members: u
-                    .members
-                    .iter()
-                    .map(|m| MemberLayout {
-                        name: m.name.clone(),
-                        ty: m.ty.clone(),
-                        when: m.when,
-                    })
-                    .collect(),
+            .map(|e| EnumLayout {
+                name: e.name.clone(),
+                width: e.width,
+                values: e.values.iter().map(|v| named(&v.name, v.value)).collect(),
+            })
+            .collect(),
+        commands: ir
+            .commands
+            .iter()
+            .map(|c| CommandLayout {
+                name: c.name.clone(),
+                opcode: c.opcode,
+                input: c.input.clone(),
+                output: c.output.clone(),
+                op_mod: c.op_mods.iter().map(|m| named(&m.name, m.value)).collect(),
+            })
+            .collect(),
+        constants: ir
+            .constants
+            .iter()
+            .map(|c| named(&c.name, c.value))
+            .collect(),
+    }
+}
+
+/// The document restricted to one structure or union, `None` when there is no such item.
+pub fn layout_of(ir: &Ir, name: &str) -> Option<Layout> {
+    let structs: Vec<_> = ir
+        .find_struct(name)
+        .map(|s| struct_layout(ir, s))
+        .into_iter()
+        .collect();
+    let unions: Vec<_> = ir.find_union(name).map(union_layout).into_iter().collect();
+    (!structs.is_empty() || !unions.is_empty()).then(|| Layout {
+        format_version: FORMAT_VERSION,
+        structs,
+        unions,
+        enums: Vec::new(),
+        commands: Vec::new(),
+        constants: Vec::new(),
+    })
+}
+
+fn named(name: &str, value: u64) -> NamedValue {
+    NamedValue {
+        name: name.to_string(),
+        value,
+    }
+}
+
+fn union_layout(u: &Union) -> UnionLayout {
+    UnionLayout {
+        name: u.name.clone(),
+        size_bits: u.size * 8,
+        selector: u.selector.as_ref().map(|s| SelectorLayout {
+            structure: s.structure.clone(),
+            field: s.field.clone(),
+            shift: s.shift,
+        }),
+        members: u
+            .members
+            .iter()
+            .map(|m| MemberLayout {
+                name: m.name.clone(),
+                ty: m.ty.clone(),
+                when: m.when,
             })
             .collect(),
     }
@@ -140,6 +254,7 @@ fn entry(f: &Field, name: String, base: u64) -> FieldLayout {
         count,
         element_width,
         element_kind,
+        access: f.access,
     }
 }
 
@@ -173,6 +288,7 @@ fn expand(ir: &Ir, s: &Struct, prefix: &str, base: u64, depth: usize, out: &mut 
                         count: None,
                         element_width: None,
                         element_kind: None,
+                        access: None,
                     });
                     expand(ir, inner, &format!("{mname}."), at, depth + 1, out);
                 }
@@ -185,4 +301,27 @@ fn expand(ir: &Ir, s: &Struct, prefix: &str, base: u64, depth: usize, out: &mut 
 /// The document as pretty-printed JSON.
 pub fn to_json(ir: &Ir) -> String {
     serde_json::to_string_pretty(&layout(ir)).expect("layout serializes") + "\n"
+}
+
+/// One line per field, tab-separated (`struct field bit_offset width kind type`), for grep and
+/// awk.
+pub fn to_text(doc: &Layout) -> String {
+    let mut out = String::new();
+    for s in &doc.structs {
+        for f in &s.fields {
+            out.push_str(&format!(
+                "{}\t{}\t0x{:x}\t{}\t{}\t{}\n",
+                s.name, f.name, f.bit_offset, f.width, f.kind, f.ty
+            ));
+        }
+    }
+    for u in &doc.unions {
+        for m in &u.members {
+            out.push_str(&format!(
+                "{}\t{}\t0x0\t{}\tmember\t{}\n",
+                u.name, m.name, u.size_bits, m.ty
+            ));
+        }
+    }
+    out
 }

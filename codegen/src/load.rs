@@ -720,9 +720,8 @@ impl<'a> Reader<'a> {
             if let Some(m) = self.mapping(n, "`op_mod`", &format!("{path}.op_mod")) {
                 for (k, v) in m.iter() {
                     let oname = self.name(k);
-                    if let Some(val) =
-                        self.uint(v, "op_mod value", &format!("{path}.op_mod.{}", oname.value))
-                    {
+                    let opath = format!("{path}.op_mod.{}", oname.value);
+                    if let Some((val, _doc)) = self.value_and_doc(v, oname.span, "op_mod", &opath) {
                         op_mods.push((oname, val));
                     }
                 }

@@ -39,6 +39,34 @@ pub fn lower(sources: &SourceMap, files: &[SpecFile], diags: &mut Diagnostics) -
         ..Ir::default()
     };
 
+    // Each file becomes a module named after its stem; two files may not share one.
+    let mut stems: HashMap<&str, usize> = HashMap::new();
+    for f in files {
+        let source = &sources.files[f.file];
+        if let Some(&first) = stems.get(source.module.as_str()) {
+            diags.push(
+                Diagnostic::error(
+                    "module-name",
+                    crate::source::Span {
+                        file: f.file,
+                        line: 1,
+                        col: 1,
+                        len: 1,
+                    },
+                    format!(
+                        "`{}` and `{}` would both become module `{}`",
+                        sources.files[first].path.display(),
+                        source.path.display(),
+                        source.module
+                    ),
+                )
+                .with_hint("spec files are modules named after their file name; rename one"),
+            );
+        } else {
+            stems.insert(&source.module, f.file);
+        }
+    }
+
     let mut declared: HashMap<&str, Declared> = HashMap::new();
     for f in files {
         for s in &f.structs {
@@ -216,16 +244,29 @@ fn lower_field(
             };
             let Some(w) = implied_width else {
                 let ty_name = fd.ty.as_ref().map_or("uint", |t| t.value.as_str());
-                diags.push(
-                    Diagnostic::error(
-                        "position-width",
-                        fd.at.span,
-                        format!("`{}` gives only a byte offset, and type `{ty_name}` does not fix a width", fd.name.value),
+                let example = if byte % 4 == 0 {
+                    format!("0x{byte:02x}[31:0]")
+                } else {
+                    format!("0x{byte:02x}..0x{:02x}", byte + 4)
+                };
+                let (message, hint) = if ty_name == "bool" {
+                    (
+                        format!(
+                            "`{}` gives only a byte offset; a bool needs the bit it lives in",
+                            fd.name.value
+                        ),
+                        format!("write the bit, e.g. `0x{:02x}[31]`", byte & !3),
                     )
-                    .with_path(format!("{path}.at"))
-                    .with_hint(format!(
-                        "write the bits, e.g. `0x{byte:02x}[31:0]`, a byte range, or a sized type such as u32"
-                    )),
+                } else {
+                    (
+                        format!("`{}` gives only a byte offset, and type `{ty_name}` does not fix a width", fd.name.value),
+                        format!("write the bits, e.g. `{example}`, or a sized type such as u32"),
+                    )
+                };
+                diags.push(
+                    Diagnostic::error("position-width", fd.at.span, message)
+                        .with_path(format!("{path}.at"))
+                        .with_hint(hint),
                 );
                 return None;
             };

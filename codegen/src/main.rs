@@ -45,15 +45,16 @@ enum Command {
         #[arg(long, default_value = "spec")]
         spec: PathBuf,
     },
-    /// Prints every structure's resolved layout.
+    /// Prints every structure's resolved layout, one field per line (tab-separated:
+    /// struct, field, bit offset, width, kind, type), or as JSON with --json.
     Layout {
-        /// Print the JSON contract (the only format so far; see docs/spec-format.md).
+        /// Print the JSON contract documented in docs/spec-format.md.
         #[arg(long)]
         json: bool,
         /// Directory of `*.yaml` spec files.
         #[arg(long, default_value = "spec")]
         spec: PathBuf,
-        /// Only this structure.
+        /// Only this structure or union.
         name: Option<String>,
     },
     /// Writes a synthetic spec (for benchmarks) into OUT_DIR.
@@ -88,7 +89,15 @@ fn compile(dir: &Path) -> Result<Compilation, String> {
     if !dir.is_dir() {
         return Err(format!("spec directory `{}` does not exist", dir.display()));
     }
-    prm_codegen::compile_dir(dir).map_err(|e| format!("cannot read `{}`: {e}", dir.display()))
+    let c = prm_codegen::compile_dir(dir)
+        .map_err(|e| format!("cannot read `{}`: {e}", dir.display()))?;
+    if c.sources.files.is_empty() {
+        return Err(format!(
+            "no spec files (*.yaml, *.yml) under `{}`",
+            dir.display()
+        ));
+    }
+    Ok(c)
 }
 
 /// Compiles and, on errors, prints them and returns exit status 1.
@@ -146,27 +155,23 @@ fn run(command: Command) -> Result<ExitCode, String> {
                 spec.display()
             ))
         }
-        Command::Layout {
-            json: _,
-            spec,
-            name,
-        } => {
+        Command::Layout { json, spec, name } => {
             let c = match compile_clean(&spec)? {
                 Ok(c) => c,
                 Err(code) => return Ok(code),
             };
-            let text = match name {
-                None => prm_codegen::layout::to_json(&c.ir),
-                Some(n) => {
-                    let s = c.ir.find_struct(&n).ok_or_else(|| {
-                        format!("no structure named `{n}` in `{}`", spec.display())
-                    })?;
-                    serde_json::to_string_pretty(&prm_codegen::layout::struct_layout(&c.ir, s))
-                        .map_err(|e| e.to_string())?
-                        + "\n"
-                }
+            let doc = match name {
+                None => prm_codegen::layout::layout(&c.ir),
+                Some(n) => prm_codegen::layout::layout_of(&c.ir, &n).ok_or_else(|| {
+                    format!("no structure or union named `{n}` in `{}`", spec.display())
+                })?,
             };
-            print!("{text}");
+            if json {
+                let text = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
+                println!("{text}");
+            } else {
+                print!("{}", prm_codegen::layout::to_text(&doc));
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Synth {

@@ -143,23 +143,32 @@ impl Position {
                     });
                 }
                 if byte % 4 != 0 {
-                    let p = Position::Bits {
-                        byte: byte & !3,
-                        hi,
-                        lo,
+                    // Bits 7..0 after an odd byte offset almost always mean bits of that byte;
+                    // wider ranges read as a dword starting there.
+                    let width = u64::from(hi - lo + 1);
+                    let (start, reading) = if hi < 8 {
+                        (
+                            byte * 8 + 7 - u64::from(hi),
+                            format!("bits {hi}..{lo} of byte 0x{byte:x}"),
+                        )
+                    } else {
+                        let p = Position::Bits {
+                            byte: byte & !3,
+                            hi,
+                            lo,
+                        };
+                        let start = p.bit_span().map_or(0, |(s, _)| s) + (byte % 4) * 8;
+                        (start, format!("a dword starting at byte 0x{byte:x}"))
                     };
-                    let hint = p.bit_span().and_then(|(start, _)| {
-                        let start = start + (byte % 4) * 8;
-                        let width = u64::from(hi - lo + 1);
-                        prm_notation(start, width)
-                    });
+                    let hint = prm_notation(start, width)
+                        .map(|n| format!("read as {reading}, that is `{n}`"));
                     return Err(PositionError {
                         offset: byte_col,
                         len: byte_len,
                         message: format!(
                             "bit positions are counted in a dword, so the byte offset must be a multiple of 4 (0x{byte:x} is not)"
                         ),
-                        hint: hint.map(|h| format!("the same bits are `{h}`")),
+                        hint,
                     });
                 }
                 Ok(Position::Bits { byte, hi, lo })
@@ -247,7 +256,7 @@ fn syntax_error(text: &str, e: pest::error::Error<Rule>) -> PositionError {
 
 fn rule_name(r: &Rule) -> &'static str {
     match r {
-        Rule::number | Rule::hex | Rule::dec | Rule::bin => "a number",
+        Rule::number | Rule::hex | Rule::dec | Rule::bin | Rule::oct => "a number",
         Rule::bit_hi | Rule::bit_lo => "a bit number",
         Rule::range_op => "`..`",
         Rule::EOI => "the end",
@@ -319,7 +328,15 @@ mod tests {
         assert!(e.message.contains("reversed"), "{e:?}");
         let e = Position::parse("0x3d[7:0]").unwrap_err();
         assert_eq!(e.offset, 0);
-        assert_eq!(e.hint.as_deref(), Some("the same bits are `0x40[31:24]`"));
+        assert_eq!(
+            e.hint.as_deref(),
+            Some("read as bits 7..0 of byte 0x3d, that is `0x3c[23:16]`")
+        );
+        let e = Position::parse("0x3e[15:0]").unwrap_err();
+        assert_eq!(
+            e.hint.as_deref(),
+            Some("read as a dword starting at byte 0x3e, that is `0x40[31:16]`")
+        );
         let e = Position::parse("0x20..0x10").unwrap_err();
         assert_eq!(e.offset, 6);
         assert!(Position::parse("").is_err());

@@ -69,3 +69,13 @@ fn every_cross_file_reference_resolves() {
     );
     assert_eq!(c.ir.find_command("query_toy_cap").unwrap().opcode, 0x100);
 }
+
+#[test]
+fn two_files_may_not_make_one_module() {
+    let c = prm_codegen::compile_sources(vec![
+        ("a/cq.yaml".into(), "doc: one\n".into()),
+        ("b/cq.yaml".into(), "doc: two\n".into()),
+    ]);
+    let codes: Vec<&str> = c.diagnostics.iter().map(|d| d.code).collect();
+    assert_eq!(codes, ["module-name"], "{}", c.render_human());
+}

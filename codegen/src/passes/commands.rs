@@ -2,7 +2,7 @@
 //! `opcode` at bit 0 and has the 16-bit `op_mod` at byte 4 bits 15..0; every output starts
 //! with the 8-bit `status` and has the 32-bit `syndrome` at byte 4. The device reads and
 //! writes these fields for every command, so a layout without them cannot be a command.
-//! Named op_mod values must fit the op_mod field.
+//! Opcodes and named op_mod values must fit their 16-bit fields.
 
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::ir::{FieldType, Ir, Struct};
@@ -71,6 +71,19 @@ pub fn run(ir: &Ir, diags: &mut Diagnostics) {
                     );
                 }
             }
+        }
+        if c.opcode > 0xffff {
+            diags.push(
+                Diagnostic::error(
+                    "command-header",
+                    c.opcode_span,
+                    format!(
+                        "opcode 0x{:x} of `{}` does not fit the 16-bit opcode field",
+                        c.opcode, c.name
+                    ),
+                )
+                .with_path(format!("{path}.opcode")),
+            );
         }
         for m in c.op_mods.iter().filter(|m| m.value > 0xffff) {
             diags.push(

@@ -1,4 +1,4 @@
-//! Each opcode belongs to one command, and fits the 16-bit opcode field.
+//! Each opcode belongs to one command.
 
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::ir::Ir;
@@ -8,19 +8,6 @@ use std::collections::HashMap;
 pub fn run(ir: &Ir, diags: &mut Diagnostics) {
     let mut seen: HashMap<u64, &crate::ir::Command> = HashMap::new();
     for c in &ir.commands {
-        if c.opcode > 0xffff {
-            diags.push(
-                Diagnostic::error(
-                    "duplicate-opcode",
-                    c.opcode_span,
-                    format!(
-                        "opcode 0x{:x} of `{}` does not fit 16 bits",
-                        c.opcode, c.name
-                    ),
-                )
-                .with_path(format!("commands.{}.opcode", c.name)),
-            );
-        }
         if let Some(first) = seen.insert(c.opcode, c) {
             diags.push(
                 Diagnostic::error(

@@ -55,7 +55,7 @@ pub fn run(ir: &Ir, diags: &mut Diagnostics) {
                         );
                     }
                 }
-                (Some(_), None, _) => diags.push(
+                (Some(_), None, None) => diags.push(
                     Diagnostic::error(
                         "union",
                         m.span,
