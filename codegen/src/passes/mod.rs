@@ -128,7 +128,10 @@ pub(crate) fn struct_path(s: &crate::ir::Struct) -> String {
     format!("{section}.{}", s.name)
 }
 
-/// Formats a bit range for messages: `bits 0x1e0..0x1e4`.
+/// Formats a bit range for messages in both numberings: `` `0x3c[7:4]` (bits 0x1e0..0x1e4) ``.
 pub(crate) fn bits(start: u64, end: u64) -> String {
-    format!("bits 0x{start:x}..0x{end:x}")
+    match crate::position::prm_notation(start, end.saturating_sub(start)) {
+        Some(n) => format!("`{n}` (bits 0x{start:x}..0x{end:x})"),
+        None => format!("bits 0x{start:x}..0x{end:x}"),
+    }
 }
