@@ -48,6 +48,8 @@ pub struct Module {
     pub name: String,
     /// Path as loaded.
     pub path: String,
+    /// Path relative to the spec directory (the path as loaded when compiled from memory).
+    pub relative: String,
     /// What the file covers.
     pub doc: Option<String>,
 }

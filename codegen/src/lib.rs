@@ -12,6 +12,7 @@
 //! Nothing in the pipeline panics on bad input: problems are diagnostics.
 
 pub mod diag;
+pub mod gen;
 pub mod ir;
 pub mod layout;
 pub mod load;
@@ -65,7 +66,13 @@ pub fn compile_dir(dir: &Path) -> std::io::Result<Compilation> {
             .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
         files.push((path, text));
     }
-    Ok(compile_sources(files))
+    let mut c = compile_sources(files);
+    for m in &mut c.ir.modules {
+        if let Ok(rel) = std::path::Path::new(&m.path).strip_prefix(dir) {
+            m.relative = rel.display().to_string();
+        }
+    }
+    Ok(c)
 }
 
 /// Compiles in-memory spec files given as `(path, text)`.

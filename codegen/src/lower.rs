@@ -33,6 +33,7 @@ pub fn lower(sources: &SourceMap, files: &[SpecFile], diags: &mut Diagnostics) -
             .map(|f| Module {
                 name: sources.files[f.file].module.clone(),
                 path: sources.files[f.file].path.display().to_string(),
+                relative: sources.files[f.file].path.display().to_string(),
                 doc: f.doc.clone(),
             })
             .collect(),

@@ -57,6 +57,22 @@ enum Command {
         /// Only this structure or union.
         name: Option<String>,
     },
+    /// Generates Rust views from the specs (the checked-in `mlx5-prm/src/generated`).
+    Gen {
+        /// Directory of `*.yaml` spec files.
+        #[arg(default_value = "spec")]
+        spec_dir: PathBuf,
+        /// Output directory (one file per spec file, plus `mod.rs`).
+        #[arg(long, default_value = "mlx5-prm/src/generated")]
+        out: PathBuf,
+        /// Write nothing; exit 1 when the output directory differs from a fresh generation.
+        #[arg(long)]
+        check: bool,
+        /// Path of the crate that provides the runtime: `crate` inside mlx5-prm,
+        /// `::mlx5_prm` for another crate.
+        #[arg(long, default_value = "crate")]
+        runtime: String,
+    },
     /// Writes a synthetic spec (for benchmarks) into OUT_DIR.
     #[command(hide = true)]
     Synth {
@@ -172,6 +188,43 @@ fn run(command: Command) -> Result<ExitCode, String> {
             } else {
                 print!("{}", prm_codegen::layout::to_text(&doc));
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Gen {
+            spec_dir,
+            out,
+            check,
+            runtime,
+        } => {
+            let c = match compile_clean(&spec_dir)? {
+                Ok(c) => c,
+                Err(code) => return Ok(code),
+            };
+            let mut config = prm_codegen::gen::Config::for_mlx5_prm();
+            if runtime != "crate" {
+                config = config.runtime_crate(&runtime);
+            }
+            let files = config.generate(&c.ir).map_err(|e| e.to_string())?;
+            if check {
+                let differ = prm_codegen::gen::drift(&files, &out).map_err(|e| e.to_string())?;
+                if differ.is_empty() {
+                    eprintln!("prmc: {} is up to date", out.display());
+                    return Ok(ExitCode::SUCCESS);
+                }
+                for d in &differ {
+                    eprintln!("prmc: out of date: {}", out.join(d).display());
+                }
+                eprintln!("prmc: run `{}`", prm_codegen::gen::REGENERATE);
+                return Ok(ExitCode::from(1));
+            }
+            let written = prm_codegen::gen::write_files(&files, &out).map_err(|e| e.to_string())?;
+            let lines: usize = files.iter().map(|f| f.contents.lines().count()).sum();
+            eprintln!(
+                "prmc: {} files, {lines} lines in {} ({} changed)",
+                files.len(),
+                out.display(),
+                written.len()
+            );
             Ok(ExitCode::SUCCESS)
         }
         Command::Synth {

@@ -54,7 +54,7 @@ pub fn run(ir: &Ir, diags: &mut Diagnostics) {
                                 "dword-boundary",
                                 f.spans.at,
                                 format!(
-                                    "{what} crosses the dword boundary at byte 0x{:x} ({})",
+                                    "{what} crosses the dword boundary at byte 0x{:x}: {}",
                                     (start / 32 + 1) * 4,
                                     super::bits(start, start + f.width)
                                 ),

@@ -1,0 +1,210 @@
+//! Emits one view per union: an accessor per member, and, where the spec names a selector,
+//! `select` (by the selector's raw value) and `select_by` (from the structure that holds the
+//! selector) returning the member the selector picks.
+
+use super::module::Ctx;
+use super::names::{camel, camel_with, method, snake};
+use crate::ir::{FieldType, Ir, Union};
+use proc_macro2::{Literal, TokenStream};
+use quote::quote;
+
+/// Everything generated for one union.
+pub fn emit(ctx: &Ctx, ir: &Ir, u: &Union) -> TokenStream {
+    let rt = &ctx.rt;
+    let krate = &ctx.krate;
+    let ty = camel(&u.name);
+    let name = &u.name;
+    let size = Literal::usize_unsuffixed(u.size as usize);
+    let mut doc: Vec<String> = u
+        .doc
+        .as_deref()
+        .map(|d| d.lines().map(|l| format!(" {l}")).collect())
+        .unwrap_or_default();
+    if !doc.is_empty() {
+        doc.push(String::new());
+    }
+    doc.push(format!(
+        " PRM union `{name}`: 0x{:x} bytes, read as one of its members.",
+        u.size
+    ));
+    if let Some(sel) = &u.selector {
+        let shift = if sel.shift > 0 {
+            format!(" >> {}", sel.shift)
+        } else {
+            String::new()
+        };
+        doc.push(format!(
+            " The member is picked by `{}.{}{shift}`.",
+            sel.structure, sel.field
+        ));
+    }
+
+    let mut members = Vec::new();
+    for m in &u.members {
+        let Some(st) = ir.find_struct(&m.ty) else {
+            continue;
+        };
+        let mty = camel(&m.ty);
+        let get = snake(&m.name);
+        let get_mut = method("", &m.name, "_mut");
+        let len = Literal::usize_unsuffixed(st.size as usize);
+        let mdoc: Vec<String> = m
+            .doc
+            .as_deref()
+            .map(|d| d.lines().map(|l| format!(" {l}")).collect())
+            .unwrap_or_default();
+        let when = match m.when {
+            Some(w) => format!(" Selected by 0x{w:x}."),
+            None => String::new(),
+        };
+        let adoc = format!(" The bytes read as `{}`.{when}", m.ty);
+        members.push((
+            quote! {
+                #(#[doc = #mdoc])*
+                #[doc = #adoc]
+                #[inline]
+                pub fn #get(&self) -> #mty<B::Sub<'_>> { #mty::new_unchecked(self.buf.sub(0, #len)) }
+            },
+            quote! {
+                #[doc = #adoc]
+                #[inline]
+                pub fn #get_mut(&mut self) -> #mty<B::SubMut<'_>> { #mty::new_unchecked(self.buf.sub_mut(0, #len)) }
+            },
+        ));
+    }
+    let (getters, setters): (Vec<_>, Vec<_>) = members.into_iter().unzip();
+
+    let selection = u.selector.as_ref().map(|sel| {
+        let refty = camel_with(&u.name, "Ref");
+        let shift = Literal::u32_unsuffixed(sel.shift as u32);
+        let mut variants = Vec::new();
+        let mut arms = Vec::new();
+        let mut arms_mut = Vec::new();
+        for m in &u.members {
+            let (Some(w), Some(_)) = (m.when, ir.find_struct(&m.ty)) else { continue };
+            let v = camel(&m.name);
+            let mty = camel(&m.ty);
+            let get = snake(&m.name);
+            let get_mut = method("", &m.name, "_mut");
+            let w = format!("0x{w:x}").parse::<TokenStream>().expect("hex");
+            variants.push(quote!(#v(#mty<S>)));
+            arms.push(quote!(#w => Ok(#refty::#v(self.#get()))));
+            arms_mut.push(quote!(#w => Ok(#refty::#v(self.#get_mut()))));
+        }
+        let refdoc = format!(" The member of `{}` a selector value picks.", u.name);
+        // `select_by`: read the selector from its structure, following nested sub-views.
+        let select_by = ir.find_struct(&sel.structure).and_then(|st| {
+            let sty = camel(&st.name);
+            let mut chain = quote!(selector);
+            let mut current = st;
+            let parts: Vec<&str> = sel.field.split('.').collect();
+            for (i, part) in parts.iter().enumerate() {
+                let f = current.fields.iter().find(|f| f.name == *part)?;
+                let id = snake(part);
+                if i + 1 == parts.len() {
+                    chain = match &f.ty {
+                        FieldType::Enum(_) => {
+                            let raw = method("", part, "_raw");
+                            quote!(#chain.#raw())
+                        }
+                        FieldType::Uint | FieldType::Bool => quote!(#chain.#id()),
+                        _ => return None,
+                    };
+                } else {
+                    let FieldType::Struct(t) = &f.ty else { return None };
+                    chain = quote!(#chain.#id());
+                    current = ir.find_struct(t)?;
+                }
+            }
+            let bdoc = format!(" The member that `{}.{}` in `selector` picks.", sel.structure, sel.field);
+            Some(quote! {
+                #[doc = #bdoc]
+                #[inline]
+                pub fn select_by<S: #rt::Bytes>(&self, selector: &#sty<S>) -> ::core::result::Result<#refty<B::Sub<'_>>, #rt::UnknownValue> {
+                    self.select(u64::from(#chain))
+                }
+            })
+        });
+        let sdoc = format!(
+            " The member that `selector` (the raw value of `{}.{}`) picks, or an error carrying the value when no member has it.",
+            sel.structure, sel.field
+        );
+        (
+            quote! {
+                #[doc = #refdoc]
+                #[derive(Clone, Copy, PartialEq, Eq)]
+                pub enum #refty<S> {
+                    #(#[allow(missing_docs)] #variants),*
+                }
+            },
+            quote! {
+                #[doc = #sdoc]
+                #[inline]
+                pub fn select(&self, selector: u64) -> ::core::result::Result<#refty<B::Sub<'_>>, #rt::UnknownValue> {
+                    match selector >> #shift {
+                        #(#arms,)*
+                        _ => Err(#rt::UnknownValue { enumeration: #name, raw: selector }),
+                    }
+                }
+                #select_by
+            },
+            quote! {
+                #[doc = #sdoc]
+                #[inline]
+                pub fn select_mut(&mut self, selector: u64) -> ::core::result::Result<#refty<B::SubMut<'_>>, #rt::UnknownValue> {
+                    match selector >> #shift {
+                        #(#arms_mut,)*
+                        _ => Err(#rt::UnknownValue { enumeration: #name, raw: selector }),
+                    }
+                }
+            },
+        )
+    });
+    let (ref_enum, select, select_mut) = match selection {
+        Some((a, b, c)) => (a, b, c),
+        None => (quote!(), quote!(), quote!()),
+    };
+
+    let debug_impl = match &ctx.debug_cfg {
+        None => quote!(),
+        Some(cfg) => {
+            quote! {
+                #cfg
+                impl<B: #rt::Bytes> ::core::fmt::Debug for #ty<B> {
+                    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                        let mut head = [0u8; 16];
+                        let n = head.len().min(self.buf.len());
+                        self.buf.read_bytes(0, &mut head[..n]);
+                        f.debug_struct(stringify!(#ty))
+                            .field("bytes", &self.buf.len())
+                            .field("head", &#rt::fmt::HexBytes(&head[..n]))
+                            .finish()
+                    }
+                }
+            }
+        }
+    };
+
+    quote! {
+        #(#[doc = #doc])*
+        #[derive(Clone, Copy, PartialEq, Eq)]
+        pub struct #ty<B = [u8; #size]> {
+            buf: B,
+        }
+
+        #krate::__prm_view!(#ty, #name, #size);
+
+        impl<B: #rt::Bytes> #ty<B> {
+            #(#getters)*
+            #select
+        }
+
+        impl<B: #rt::BytesMut> #ty<B> {
+            #(#setters)*
+            #select_mut
+        }
+
+        #ref_enum
+        #debug_impl
+    }
+}

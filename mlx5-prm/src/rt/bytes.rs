@@ -1,0 +1,139 @@
+//! Storage for views: anything that holds the bytes of a layout.
+//!
+//! Driver-owned buffers (`[u8; N]`, `&[u8]`, `&mut [u8]`, `Vec<u8>`, ...) get the traits
+//! through their `AsRef<[u8]>` / `AsMut<[u8]>` implementations, the smoltcp `Packet<T>`
+//! pattern. Memory the device may write at any time implements them through
+//! [`DeviceBytes`](super::DeviceBytes), which never forms a Rust reference to those bytes.
+//!
+//! Offsets are byte offsets from the start of the storage. An access beyond the end panics,
+//! as slice indexing does; views check the length once, when they are constructed.
+
+/// Read access to the bytes of a layout.
+pub trait Bytes {
+    /// A sub-range of this storage (for nested structures).
+    type Sub<'a>: Bytes
+    where
+        Self: 'a;
+
+    /// Length in bytes.
+    fn len(&self) -> usize;
+
+    /// True when the storage holds no bytes.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The byte at `at`.
+    fn read_u8(&self, at: usize) -> u8;
+
+    /// The big-endian dword at `at`.
+    fn read_be32(&self, at: usize) -> u32;
+
+    /// The big-endian 64-bit quantity at `at`.
+    fn read_be64(&self, at: usize) -> u64 {
+        (u64::from(self.read_be32(at)) << 32) | u64::from(self.read_be32(at + 4))
+    }
+
+    /// Copies `out.len()` bytes starting at `at` into `out`.
+    fn read_bytes(&self, at: usize, out: &mut [u8]);
+
+    /// Bytes `at .. at + len` as storage of their own.
+    fn sub(&self, at: usize, len: usize) -> Self::Sub<'_>;
+}
+
+/// Write access to the bytes of a layout.
+pub trait BytesMut: Bytes {
+    /// A writable sub-range of this storage (for nested structures).
+    type SubMut<'a>: BytesMut
+    where
+        Self: 'a;
+
+    /// Writes the byte at `at`.
+    fn write_u8(&mut self, at: usize, value: u8);
+
+    /// Writes the big-endian dword at `at`.
+    fn write_be32(&mut self, at: usize, value: u32);
+
+    /// Writes the big-endian 64-bit quantity at `at`.
+    fn write_be64(&mut self, at: usize, value: u64) {
+        self.write_be32(at, (value >> 32) as u32);
+        self.write_be32(at + 4, value as u32);
+    }
+
+    /// Copies `data` into the storage starting at `at`.
+    fn write_bytes(&mut self, at: usize, data: &[u8]);
+
+    /// Bytes `at .. at + len` as writable storage of their own.
+    fn sub_mut(&mut self, at: usize, len: usize) -> Self::SubMut<'_>;
+}
+
+impl<T: AsRef<[u8]> + ?Sized> Bytes for T {
+    type Sub<'a>
+        = &'a [u8]
+    where
+        Self: 'a;
+
+    #[inline(always)]
+    fn len(&self) -> usize {
+        self.as_ref().len()
+    }
+
+    #[inline(always)]
+    fn read_u8(&self, at: usize) -> u8 {
+        self.as_ref()[at]
+    }
+
+    #[inline(always)]
+    fn read_be32(&self, at: usize) -> u32 {
+        let b = &self.as_ref()[at..at + 4];
+        u32::from_be_bytes([b[0], b[1], b[2], b[3]])
+    }
+
+    #[inline(always)]
+    fn read_be64(&self, at: usize) -> u64 {
+        let b = &self.as_ref()[at..at + 8];
+        u64::from_be_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])
+    }
+
+    #[inline(always)]
+    fn read_bytes(&self, at: usize, out: &mut [u8]) {
+        out.copy_from_slice(&self.as_ref()[at..at + out.len()]);
+    }
+
+    #[inline(always)]
+    fn sub(&self, at: usize, len: usize) -> &[u8] {
+        &self.as_ref()[at..at + len]
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]> + ?Sized> BytesMut for T {
+    type SubMut<'a>
+        = &'a mut [u8]
+    where
+        Self: 'a;
+
+    #[inline(always)]
+    fn write_u8(&mut self, at: usize, value: u8) {
+        self.as_mut()[at] = value;
+    }
+
+    #[inline(always)]
+    fn write_be32(&mut self, at: usize, value: u32) {
+        self.as_mut()[at..at + 4].copy_from_slice(&value.to_be_bytes());
+    }
+
+    #[inline(always)]
+    fn write_be64(&mut self, at: usize, value: u64) {
+        self.as_mut()[at..at + 8].copy_from_slice(&value.to_be_bytes());
+    }
+
+    #[inline(always)]
+    fn write_bytes(&mut self, at: usize, data: &[u8]) {
+        self.as_mut()[at..at + data.len()].copy_from_slice(data);
+    }
+
+    #[inline(always)]
+    fn sub_mut(&mut self, at: usize, len: usize) -> &mut [u8] {
+        &mut self.as_mut()[at..at + len]
+    }
+}

@@ -1,0 +1,138 @@
+//! Memory the device may write while the driver reads it: completion and event rings,
+//! doorbell records, command queue entries.
+//!
+//! Forming a `&[u8]` or `&mut [u8]` to such memory would promise the compiler that nothing
+//! else changes it, which the device breaks. [`DeviceBytes`] holds a raw pointer instead and
+//! touches the memory only with volatile reads and writes of whole aligned dwords (or single
+//! bytes), so every access really happens, in program order, and no reference is ever
+//! created. Ordering against the device (the owner-bit rule, doorbells) still needs the
+//! barriers of the driver's backend; volatile access alone does not order.
+
+use super::{Bytes, BytesMut};
+use core::marker::PhantomData;
+use core::ptr::NonNull;
+
+/// A window onto device-shared memory, usable as the storage of any generated view.
+#[derive(Debug, Clone, Copy)]
+pub struct DeviceBytes<'a> {
+    ptr: NonNull<u8>,
+    len: usize,
+    _memory: PhantomData<&'a core::cell::UnsafeCell<[u8]>>,
+}
+
+impl<'a> DeviceBytes<'a> {
+    /// A window of `len` bytes at `ptr`.
+    ///
+    /// # Safety
+    ///
+    /// For all of `'a`, `ptr .. ptr + len` must be valid for volatile reads and writes (mapped
+    /// DMA memory, for instance) and must not be accessed through Rust references by anyone.
+    /// `ptr` must not be null.
+    pub unsafe fn new(ptr: *mut u8, len: usize) -> Self {
+        DeviceBytes {
+            // SAFETY: the caller promises a valid, hence non-null, pointer.
+            ptr: unsafe { NonNull::new_unchecked(ptr) },
+            len,
+            _memory: PhantomData,
+        }
+    }
+
+    /// The first byte's address.
+    pub fn as_ptr(&self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+
+    /// The address of byte `at`, after checking that `at .. at + n` is inside the window.
+    #[inline(always)]
+    fn at(&self, at: usize, n: usize) -> *mut u8 {
+        assert!(
+            at <= self.len && n <= self.len - at,
+            "device memory access {at}+{n} beyond a {}-byte window",
+            self.len
+        );
+        // SAFETY: in bounds, checked above.
+        unsafe { self.ptr.as_ptr().add(at) }
+    }
+}
+
+impl Bytes for DeviceBytes<'_> {
+    type Sub<'b>
+        = DeviceBytes<'b>
+    where
+        Self: 'b;
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    #[inline(always)]
+    fn read_u8(&self, at: usize) -> u8 {
+        let p = self.at(at, 1);
+        // SAFETY: in bounds; `new`'s contract makes it valid for volatile reads.
+        unsafe { p.read_volatile() }
+    }
+
+    #[inline(always)]
+    fn read_be32(&self, at: usize) -> u32 {
+        let p = self.at(at, 4);
+        if (p as usize) % 4 == 0 {
+            // SAFETY: in bounds, aligned, valid for volatile reads.
+            u32::from_be(unsafe { (p as *const u32).read_volatile() })
+        } else {
+            let mut b = [0u8; 4];
+            self.read_bytes(at, &mut b);
+            u32::from_be_bytes(b)
+        }
+    }
+
+    fn read_bytes(&self, at: usize, out: &mut [u8]) {
+        let p = self.at(at, out.len());
+        for (i, o) in out.iter_mut().enumerate() {
+            // SAFETY: in bounds (checked for the whole range), valid for volatile reads.
+            *o = unsafe { p.add(i).read_volatile() };
+        }
+    }
+
+    fn sub(&self, at: usize, len: usize) -> DeviceBytes<'_> {
+        let p = self.at(at, len);
+        // SAFETY: a sub-range of a valid window, for a shorter lifetime.
+        unsafe { DeviceBytes::new(p, len) }
+    }
+}
+
+impl BytesMut for DeviceBytes<'_> {
+    type SubMut<'b>
+        = DeviceBytes<'b>
+    where
+        Self: 'b;
+
+    #[inline(always)]
+    fn write_u8(&mut self, at: usize, value: u8) {
+        let p = self.at(at, 1);
+        // SAFETY: in bounds, valid for volatile writes.
+        unsafe { p.write_volatile(value) }
+    }
+
+    #[inline(always)]
+    fn write_be32(&mut self, at: usize, value: u32) {
+        let p = self.at(at, 4);
+        if (p as usize) % 4 == 0 {
+            // SAFETY: in bounds, aligned, valid for volatile writes.
+            unsafe { (p as *mut u32).write_volatile(value.to_be()) }
+        } else {
+            self.write_bytes(at, &value.to_be_bytes());
+        }
+    }
+
+    fn write_bytes(&mut self, at: usize, data: &[u8]) {
+        let p = self.at(at, data.len());
+        for (i, d) in data.iter().enumerate() {
+            // SAFETY: in bounds (checked for the whole range), valid for volatile writes.
+            unsafe { p.add(i).write_volatile(*d) }
+        }
+    }
+
+    fn sub_mut(&mut self, at: usize, len: usize) -> DeviceBytes<'_> {
+        self.sub(at, len)
+    }
+}

@@ -1,0 +1,34 @@
+//! The hand-written runtime that generated code builds on (the role svd2rust's `generic.rs`
+//! plays): byte storage traits, big-endian bit access, device-shared memory, MMIO register
+//! access, command typing and errors. Nothing here is specific to one layout; the generated
+//! modules only supply offsets, widths and names.
+
+mod access;
+mod bytes;
+mod command;
+mod device;
+mod error;
+pub mod fmt;
+mod mmio;
+#[cfg(feature = "reflect")]
+pub mod reflect;
+mod view;
+
+pub use access::*;
+pub use bytes::{Bytes, BytesMut};
+pub use command::{output_status, output_syndrome, Command, OpMod};
+pub use device::DeviceBytes;
+pub use error::{LayoutError, Overflow, UnknownValue};
+pub use mmio::{Mmio32, MmioBytes, MmioPtr, RegisterFile};
+pub use view::{check_len, View};
+
+/// A field's place in its layout: the facts `mlx5_ifc.h` encodes, as constants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Field {
+    /// The field's name as the spec writes it.
+    pub name: &'static str,
+    /// Absolute MSB-first bit offset from the start of the layout (of element 0 for arrays).
+    pub bit_offset: usize,
+    /// Width in bits (of one element for arrays).
+    pub width: u32,
+}

@@ -1,0 +1,115 @@
+//! The trait every generated structure view implements, for code generic over layouts (a
+//! command interface, a hex-dump decoder).
+
+use super::{Bytes, LayoutError};
+
+/// A typed view of one layout over storage `B`.
+pub trait View<B: Bytes>: Sized {
+    /// The layout's name as the spec writes it.
+    const NAME: &'static str;
+    /// Size of the fixed part in bytes.
+    const SIZE: usize;
+
+    /// Wraps `buf`, checking it holds at least [`Self::SIZE`] bytes.
+    fn new_checked(buf: B) -> Result<Self, LayoutError>;
+    /// Wraps `buf` without checking its length; accessors past its end panic.
+    fn new_unchecked(buf: B) -> Self;
+    /// The storage back.
+    fn into_inner(self) -> B;
+    /// The storage.
+    fn storage(&self) -> &B;
+    /// The storage, mutably.
+    fn storage_mut(&mut self) -> &mut B;
+}
+
+/// Checks that `buf` can hold `size` bytes of layout `name`.
+#[inline]
+pub fn check_len<B: Bytes>(name: &'static str, size: usize, buf: &B) -> Result<(), LayoutError> {
+    if buf.len() < size {
+        Err(LayoutError {
+            layout: name,
+            needed: size,
+            actual: buf.len(),
+        })
+    } else {
+        Ok(())
+    }
+}
+
+/// The constructors and trait implementations every generated view shares; generated code
+/// invokes it once per layout so the boilerplate lives here, once.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __prm_view {
+    ($ty:ident, $name:literal, $size:literal) => {
+        impl<B: $crate::rt::Bytes> $ty<B> {
+            /// Wraps `buf`, checking that it holds the whole fixed part of the layout.
+            #[inline]
+            pub fn new_checked(buf: B) -> ::core::result::Result<Self, $crate::rt::LayoutError> {
+                $crate::rt::check_len($name, $size, &buf)?;
+                Ok(Self { buf })
+            }
+
+            /// Wraps `buf` without checking its length; accessors past its end panic.
+            #[inline]
+            pub const fn new_unchecked(buf: B) -> Self {
+                Self { buf }
+            }
+
+            /// The storage back.
+            #[inline]
+            pub fn into_inner(self) -> B {
+                self.buf
+            }
+
+            /// The storage.
+            #[inline]
+            pub fn storage(&self) -> &B {
+                &self.buf
+            }
+
+            /// The storage, mutably.
+            #[inline]
+            pub fn storage_mut(&mut self) -> &mut B {
+                &mut self.buf
+            }
+        }
+
+        impl<B: $crate::rt::Bytes> $crate::rt::View<B> for $ty<B> {
+            const NAME: &'static str = $name;
+            const SIZE: usize = $size;
+            fn new_checked(buf: B) -> ::core::result::Result<Self, $crate::rt::LayoutError> {
+                Self::new_checked(buf)
+            }
+            fn new_unchecked(buf: B) -> Self {
+                Self { buf }
+            }
+            fn into_inner(self) -> B {
+                self.buf
+            }
+            fn storage(&self) -> &B {
+                &self.buf
+            }
+            fn storage_mut(&mut self) -> &mut B {
+                &mut self.buf
+            }
+        }
+
+        impl $ty<[u8; $size]> {
+            /// Size of the fixed part in bytes.
+            pub const SIZE: usize = $size;
+
+            /// An owned, zeroed instance.
+            #[inline]
+            pub const fn zeroed() -> Self {
+                Self { buf: [0; $size] }
+            }
+        }
+
+        impl ::core::default::Default for $ty<[u8; $size]> {
+            fn default() -> Self {
+                Self::zeroed()
+            }
+        }
+    };
+}
