@@ -426,7 +426,7 @@ impl FieldCode {
                             readable,
                             writable,
                             quote!(u64::from(v.#get())),
-                            quote!(v.#set(x != 0)),
+                            quote!(v.#set(x & 1 != 0)),
                         ));
                     }
                     FieldType::Enum(e) => {
@@ -613,11 +613,7 @@ impl FieldCode {
                 } else {
                     quote!(v as #raw_t)
                 };
-                let conv_set = if is_bool {
-                    quote!(u64::from(v))
-                } else {
-                    quote!(u64::from(v))
-                };
+                let conv_set = quote!(u64::from(v));
                 let max = if f.width >= 64 {
                     u64::MAX
                 } else {

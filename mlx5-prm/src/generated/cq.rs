@@ -33,13 +33,17 @@ impl CqeSize {
     }
     /// The value for a raw number, or an error carrying the number.
     #[inline]
-    pub const fn try_from_raw(raw: u64) -> ::core::result::Result<Self, crate::rt::UnknownValue> {
+    pub const fn try_from_raw(
+        raw: u64,
+    ) -> ::core::result::Result<Self, crate::rt::UnknownValue> {
         match Self::from_raw(raw) {
             Some(v) => Ok(v),
-            None => Err(crate::rt::UnknownValue {
-                enumeration: "cqe_size",
-                raw,
-            }),
+            None => {
+                Err(crate::rt::UnknownValue {
+                    enumeration: "cqe_size",
+                    raw,
+                })
+            }
         }
     }
     /// The raw number.
@@ -98,13 +102,17 @@ impl CqPeriodMode {
     }
     /// The value for a raw number, or an error carrying the number.
     #[inline]
-    pub const fn try_from_raw(raw: u64) -> ::core::result::Result<Self, crate::rt::UnknownValue> {
+    pub const fn try_from_raw(
+        raw: u64,
+    ) -> ::core::result::Result<Self, crate::rt::UnknownValue> {
         match Self::from_raw(raw) {
             Some(v) => Ok(v),
-            None => Err(crate::rt::UnknownValue {
-                enumeration: "cq_period_mode",
-                raw,
-            }),
+            None => {
+                Err(crate::rt::UnknownValue {
+                    enumeration: "cq_period_mode",
+                    raw,
+                })
+            }
         }
     }
     /// The raw number.
@@ -374,7 +382,9 @@ impl<B: crate::rt::Bytes> Cqc<B> {
     ///
     /// Returns `Err` with the raw number when the value is not one the enum names.
     #[inline]
-    pub fn cq_period_mode(&self) -> ::core::result::Result<CqPeriodMode, crate::rt::UnknownValue> {
+    pub fn cq_period_mode(
+        &self,
+    ) -> ::core::result::Result<CqPeriodMode, crate::rt::UnknownValue> {
         CqPeriodMode::try_from_raw(u64::from(self.cq_period_mode_raw()))
     }
     /// `cq_period_mode` as a raw number.
@@ -495,7 +505,10 @@ impl<B: crate::rt::BytesMut> Cqc<B> {
     }
     /// Writes `status`, or returns an error if `v` does not fit its 4 bits.
     #[inline]
-    pub fn try_set_status(&mut self, v: u8) -> ::core::result::Result<(), crate::rt::Overflow> {
+    pub fn try_set_status(
+        &mut self,
+        v: u8,
+    ) -> ::core::result::Result<(), crate::rt::Overflow> {
         if u64::from(v) > 0xf {
             return Err(crate::rt::Overflow {
                 field: "status",
@@ -538,7 +551,10 @@ impl<B: crate::rt::BytesMut> Cqc<B> {
     }
     /// Writes `cqe_sz` as a raw number, or returns an error if `v` does not fit its 3 bits.
     #[inline]
-    pub fn try_set_cqe_sz_raw(&mut self, v: u8) -> ::core::result::Result<(), crate::rt::Overflow> {
+    pub fn try_set_cqe_sz_raw(
+        &mut self,
+        v: u8,
+    ) -> ::core::result::Result<(), crate::rt::Overflow> {
         if u64::from(v) > 0x7 {
             return Err(crate::rt::Overflow {
                 field: "cqe_sz",
@@ -584,8 +600,7 @@ impl<B: crate::rt::BytesMut> Cqc<B> {
     #[inline]
     pub fn set_cq_period_mode_raw(&mut self, v: u8) {
         debug_assert!(
-            u64::from(v) <= 0x3,
-            "value too wide for `cq_period_mode` (2 bits)"
+            u64::from(v) <= 0x3, "value too wide for `cq_period_mode` (2 bits)"
         );
         crate::rt::set32(&mut self.buf, 0, 15, 0x3, u32::from(v))
     }
@@ -619,8 +634,7 @@ impl<B: crate::rt::BytesMut> Cqc<B> {
     #[inline]
     pub fn set_mini_cqe_res_format(&mut self, v: u8) {
         debug_assert!(
-            u64::from(v) <= 0x3,
-            "value too wide for `mini_cqe_res_format` (2 bits)"
+            u64::from(v) <= 0x3, "value too wide for `mini_cqe_res_format` (2 bits)"
         );
         crate::rt::set32(&mut self.buf, 0, 12, 0x3, u32::from(v))
     }
@@ -651,7 +665,10 @@ impl<B: crate::rt::BytesMut> Cqc<B> {
     }
     /// Writes `st`, or returns an error if `v` does not fit its 4 bits.
     #[inline]
-    pub fn try_set_st(&mut self, v: u8) -> ::core::result::Result<(), crate::rt::Overflow> {
+    pub fn try_set_st(
+        &mut self,
+        v: u8,
+    ) -> ::core::result::Result<(), crate::rt::Overflow> {
         if u64::from(v) > 0xf {
             return Err(crate::rt::Overflow {
                 field: "st",
@@ -669,8 +686,7 @@ impl<B: crate::rt::BytesMut> Cqc<B> {
     #[inline]
     pub fn set_cqe_compression_layout(&mut self, v: u8) {
         debug_assert!(
-            u64::from(v) <= 0x3,
-            "value too wide for `cqe_compression_layout` (2 bits)"
+            u64::from(v) <= 0x3, "value too wide for `cqe_compression_layout` (2 bits)"
         );
         crate::rt::set32(&mut self.buf, 0, 0, 0x3, u32::from(v))
     }
@@ -696,10 +712,7 @@ impl<B: crate::rt::BytesMut> Cqc<B> {
     /// Bits beyond the field's width are dropped (a `debug_assert!` catches them in debug builds).
     #[inline]
     pub fn set_page_offset(&mut self, v: u8) {
-        debug_assert!(
-            u64::from(v) <= 0x3f,
-            "value too wide for `page_offset` (6 bits)"
-        );
+        debug_assert!(u64::from(v) <= 0x3f, "value too wide for `page_offset` (6 bits)");
         crate::rt::set32(&mut self.buf, 8, 6, 0x3f, u32::from(v))
     }
     /// Writes `page_offset`, or returns an error if `v` does not fit its 6 bits.
@@ -724,10 +737,7 @@ impl<B: crate::rt::BytesMut> Cqc<B> {
     /// Bits beyond the field's width are dropped (a `debug_assert!` catches them in debug builds).
     #[inline]
     pub fn set_log_cq_size(&mut self, v: u8) {
-        debug_assert!(
-            u64::from(v) <= 0x1f,
-            "value too wide for `log_cq_size` (5 bits)"
-        );
+        debug_assert!(u64::from(v) <= 0x1f, "value too wide for `log_cq_size` (5 bits)");
         crate::rt::set32(&mut self.buf, 12, 24, 0x1f, u32::from(v))
     }
     /// Writes `log_cq_size`, or returns an error if `v` does not fit its 5 bits.
@@ -753,14 +763,16 @@ impl<B: crate::rt::BytesMut> Cqc<B> {
     #[inline]
     pub fn set_uar_page(&mut self, v: u32) {
         debug_assert!(
-            u64::from(v) <= 0xffffff,
-            "value too wide for `uar_page` (24 bits)"
+            u64::from(v) <= 0xffffff, "value too wide for `uar_page` (24 bits)"
         );
         crate::rt::set32(&mut self.buf, 12, 0, 0xffffff, u32::from(v))
     }
     /// Writes `uar_page`, or returns an error if `v` does not fit its 24 bits.
     #[inline]
-    pub fn try_set_uar_page(&mut self, v: u32) -> ::core::result::Result<(), crate::rt::Overflow> {
+    pub fn try_set_uar_page(
+        &mut self,
+        v: u32,
+    ) -> ::core::result::Result<(), crate::rt::Overflow> {
         if u64::from(v) > 0xffffff {
             return Err(crate::rt::Overflow {
                 field: "uar_page",
@@ -777,15 +789,15 @@ impl<B: crate::rt::BytesMut> Cqc<B> {
     /// Bits beyond the field's width are dropped (a `debug_assert!` catches them in debug builds).
     #[inline]
     pub fn set_cq_period(&mut self, v: u16) {
-        debug_assert!(
-            u64::from(v) <= 0xfff,
-            "value too wide for `cq_period` (12 bits)"
-        );
+        debug_assert!(u64::from(v) <= 0xfff, "value too wide for `cq_period` (12 bits)");
         crate::rt::set32(&mut self.buf, 16, 16, 0xfff, u32::from(v))
     }
     /// Writes `cq_period`, or returns an error if `v` does not fit its 12 bits.
     #[inline]
-    pub fn try_set_cq_period(&mut self, v: u16) -> ::core::result::Result<(), crate::rt::Overflow> {
+    pub fn try_set_cq_period(
+        &mut self,
+        v: u16,
+    ) -> ::core::result::Result<(), crate::rt::Overflow> {
         if u64::from(v) > 0xfff {
             return Err(crate::rt::Overflow {
                 field: "cq_period",
@@ -817,8 +829,7 @@ impl<B: crate::rt::BytesMut> Cqc<B> {
     #[inline]
     pub fn set_log_page_size(&mut self, v: u8) {
         debug_assert!(
-            u64::from(v) <= 0x1f,
-            "value too wide for `log_page_size` (5 bits)"
+            u64::from(v) <= 0x1f, "value too wide for `log_page_size` (5 bits)"
         );
         crate::rt::set32(&mut self.buf, 24, 24, 0x1f, u32::from(v))
     }
@@ -873,8 +884,7 @@ impl<B: crate::rt::BytesMut> Cqc<B> {
     #[inline]
     pub fn set_last_solicit_index(&mut self, v: u32) {
         debug_assert!(
-            u64::from(v) <= 0xffffff,
-            "value too wide for `last_solicit_index` (24 bits)"
+            u64::from(v) <= 0xffffff, "value too wide for `last_solicit_index` (24 bits)"
         );
         crate::rt::set32(&mut self.buf, 36, 0, 0xffffff, u32::from(v))
     }
@@ -901,8 +911,7 @@ impl<B: crate::rt::BytesMut> Cqc<B> {
     #[inline]
     pub fn set_consumer_counter(&mut self, v: u32) {
         debug_assert!(
-            u64::from(v) <= 0xffffff,
-            "value too wide for `consumer_counter` (24 bits)"
+            u64::from(v) <= 0xffffff, "value too wide for `consumer_counter` (24 bits)"
         );
         crate::rt::set32(&mut self.buf, 40, 0, 0xffffff, u32::from(v))
     }
@@ -929,8 +938,7 @@ impl<B: crate::rt::BytesMut> Cqc<B> {
     #[inline]
     pub fn set_producer_counter(&mut self, v: u32) {
         debug_assert!(
-            u64::from(v) <= 0xffffff,
-            "value too wide for `producer_counter` (24 bits)"
+            u64::from(v) <= 0xffffff, "value too wide for `producer_counter` (24 bits)"
         );
         crate::rt::set32(&mut self.buf, 44, 0, 0xffffff, u32::from(v))
     }
@@ -969,10 +977,7 @@ impl<B: crate::rt::Bytes> ::core::fmt::Debug for Cqc<B> {
         d.field("cc", &self.cc());
         d.field("scqe_break_moderation_en", &self.scqe_break_moderation_en());
         d.field("oi", &self.oi());
-        d.field(
-            "cq_period_mode",
-            &crate::rt::fmt::EnumValue(self.cq_period_mode()),
-        );
+        d.field("cq_period_mode", &crate::rt::fmt::EnumValue(self.cq_period_mode()));
         d.field("cqe_comp_en", &self.cqe_comp_en());
         d.field(
             "mini_cqe_res_format",
@@ -983,31 +988,16 @@ impl<B: crate::rt::Bytes> ::core::fmt::Debug for Cqc<B> {
             "cqe_compression_layout",
             &crate::rt::fmt::Hex(u64::from(self.cqe_compression_layout())),
         );
-        d.field(
-            "page_offset",
-            &crate::rt::fmt::Hex(u64::from(self.page_offset())),
-        );
-        d.field(
-            "log_cq_size",
-            &crate::rt::fmt::Hex(u64::from(self.log_cq_size())),
-        );
+        d.field("page_offset", &crate::rt::fmt::Hex(u64::from(self.page_offset())));
+        d.field("log_cq_size", &crate::rt::fmt::Hex(u64::from(self.log_cq_size())));
         d.field("uar_page", &crate::rt::fmt::Hex(u64::from(self.uar_page())));
-        d.field(
-            "cq_period",
-            &crate::rt::fmt::Hex(u64::from(self.cq_period())),
-        );
-        d.field(
-            "cq_max_count",
-            &crate::rt::fmt::Hex(u64::from(self.cq_max_count())),
-        );
+        d.field("cq_period", &crate::rt::fmt::Hex(u64::from(self.cq_period())));
+        d.field("cq_max_count", &crate::rt::fmt::Hex(u64::from(self.cq_max_count())));
         d.field(
             "c_eqn_or_apu_element",
             &crate::rt::fmt::Hex(u64::from(self.c_eqn_or_apu_element())),
         );
-        d.field(
-            "log_page_size",
-            &crate::rt::fmt::Hex(u64::from(self.log_page_size())),
-        );
+        d.field("log_page_size", &crate::rt::fmt::Hex(u64::from(self.log_page_size())));
         d.field(
             "last_notified_index",
             &crate::rt::fmt::Hex(u64::from(self.last_notified_index())),
@@ -1082,7 +1072,7 @@ pub const CQC_ACCESS: crate::rt::reflect::LayoutAccess = crate::rt::reflect::Lay
             }),
             set: Some(|b: &mut [u8], _i: usize, x: u64| {
                 let mut v = Cqc::new_unchecked(b);
-                v.set_dbr_umem_valid(x != 0);
+                v.set_dbr_umem_valid(x & 1 != 0);
             }),
         },
         crate::rt::reflect::FieldAccess {
@@ -1097,7 +1087,7 @@ pub const CQC_ACCESS: crate::rt::reflect::LayoutAccess = crate::rt::reflect::Lay
             }),
             set: Some(|b: &mut [u8], _i: usize, x: u64| {
                 let mut v = Cqc::new_unchecked(b);
-                v.set_apu_cq(x != 0);
+                v.set_apu_cq(x & 1 != 0);
             }),
         },
         crate::rt::reflect::FieldAccess {
@@ -1127,7 +1117,7 @@ pub const CQC_ACCESS: crate::rt::reflect::LayoutAccess = crate::rt::reflect::Lay
             }),
             set: Some(|b: &mut [u8], _i: usize, x: u64| {
                 let mut v = Cqc::new_unchecked(b);
-                v.set_cc(x != 0);
+                v.set_cc(x & 1 != 0);
             }),
         },
         crate::rt::reflect::FieldAccess {
@@ -1142,7 +1132,7 @@ pub const CQC_ACCESS: crate::rt::reflect::LayoutAccess = crate::rt::reflect::Lay
             }),
             set: Some(|b: &mut [u8], _i: usize, x: u64| {
                 let mut v = Cqc::new_unchecked(b);
-                v.set_scqe_break_moderation_en(x != 0);
+                v.set_scqe_break_moderation_en(x & 1 != 0);
             }),
         },
         crate::rt::reflect::FieldAccess {
@@ -1157,7 +1147,7 @@ pub const CQC_ACCESS: crate::rt::reflect::LayoutAccess = crate::rt::reflect::Lay
             }),
             set: Some(|b: &mut [u8], _i: usize, x: u64| {
                 let mut v = Cqc::new_unchecked(b);
-                v.set_oi(x != 0);
+                v.set_oi(x & 1 != 0);
             }),
         },
         crate::rt::reflect::FieldAccess {
@@ -1187,7 +1177,7 @@ pub const CQC_ACCESS: crate::rt::reflect::LayoutAccess = crate::rt::reflect::Lay
             }),
             set: Some(|b: &mut [u8], _i: usize, x: u64| {
                 let mut v = Cqc::new_unchecked(b);
-                v.set_cqe_comp_en(x != 0);
+                v.set_cqe_comp_en(x & 1 != 0);
             }),
         },
         crate::rt::reflect::FieldAccess {
@@ -1520,10 +1510,11 @@ impl<B: crate::rt::Bytes> CreateCqIn<B> {
     /// Every element, in order.
     #[inline]
     pub fn pas_iter(&self) -> impl Iterator<Item = u64> + '_ {
-        (0..self.pas_len()).map(move |i| {
-            let v = crate::rt::get_bits(&self.buf, 2176 + i * 64, 64);
-            v as u64
-        })
+        (0..self.pas_len())
+            .map(move |i| {
+                let v = crate::rt::get_bits(&self.buf, 2176 + i * 64, 64);
+                v as u64
+            })
     }
 }
 impl<B: crate::rt::BytesMut> CreateCqIn<B> {
@@ -1564,7 +1555,11 @@ impl<B: crate::rt::BytesMut> CreateCqIn<B> {
     ///
     /// Writes element `i`; returns an error when `i` is past the end. Bits beyond the element's width are dropped (a `debug_assert!` catches them in debug builds).
     #[inline]
-    pub fn set_pas(&mut self, i: usize, v: u64) -> ::core::result::Result<(), crate::rt::Overflow> {
+    pub fn set_pas(
+        &mut self,
+        i: usize,
+        v: u64,
+    ) -> ::core::result::Result<(), crate::rt::Overflow> {
         let len = self.pas_len();
         if i >= len {
             return Err(crate::rt::Overflow {
@@ -1589,13 +1584,11 @@ impl<B: crate::rt::Bytes> ::core::fmt::Debug for CreateCqIn<B> {
         d.field("cq_umem_valid", &self.cq_umem_valid());
         d.field(
             "pas",
-            &crate::rt::fmt::With(|f| {
-                crate::rt::fmt::list(
-                    f,
-                    self.pas_len(),
-                    self.pas_iter().map(|v| crate::rt::fmt::Hex(u64::from(v))),
-                )
-            }),
+            &crate::rt::fmt::With(|f| crate::rt::fmt::list(
+                f,
+                self.pas_len(),
+                self.pas_iter().map(|v| crate::rt::fmt::Hex(u64::from(v))),
+            )),
         );
         let reserved = crate::rt::fmt::ReservedSet {
             buf: &self.buf,
@@ -1661,87 +1654,87 @@ impl<B: crate::rt::Bytes> ::core::fmt::Debug for CreateCqIn<B> {
 }
 #[cfg(feature = "reflect")]
 /// Every field of `create_cq_in` with its accessors, for generic tools and tests.
-pub const CREATE_CQ_IN_ACCESS: crate::rt::reflect::LayoutAccess =
-    crate::rt::reflect::LayoutAccess {
-        name: "create_cq_in",
-        size: 272,
-        fields: &[
-            crate::rt::reflect::FieldAccess {
-                name: "opcode",
-                bit_offset: 0,
-                width: 16,
-                count: 1,
-                trailing: false,
-                get: Some(|b: &[u8], _i: usize| -> u64 {
-                    let v = CreateCqIn::new_unchecked(b);
-                    u64::from(v.opcode())
-                }),
-                set: Some(|b: &mut [u8], _i: usize, x: u64| {
-                    let mut v = CreateCqIn::new_unchecked(b);
-                    v.set_opcode((x & 0xffff) as u16);
-                }),
-            },
-            crate::rt::reflect::FieldAccess {
-                name: "uid",
-                bit_offset: 16,
-                width: 16,
-                count: 1,
-                trailing: false,
-                get: Some(|b: &[u8], _i: usize| -> u64 {
-                    let v = CreateCqIn::new_unchecked(b);
-                    u64::from(v.uid())
-                }),
-                set: Some(|b: &mut [u8], _i: usize, x: u64| {
-                    let mut v = CreateCqIn::new_unchecked(b);
-                    v.set_uid((x & 0xffff) as u16);
-                }),
-            },
-            crate::rt::reflect::FieldAccess {
-                name: "op_mod",
-                bit_offset: 48,
-                width: 16,
-                count: 1,
-                trailing: false,
-                get: Some(|b: &[u8], _i: usize| -> u64 {
-                    let v = CreateCqIn::new_unchecked(b);
-                    u64::from(v.op_mod())
-                }),
-                set: Some(|b: &mut [u8], _i: usize, x: u64| {
-                    let mut v = CreateCqIn::new_unchecked(b);
-                    v.set_op_mod((x & 0xffff) as u16);
-                }),
-            },
-            crate::rt::reflect::FieldAccess {
-                name: "cq_umem_valid",
-                bit_offset: 736,
-                width: 1,
-                count: 1,
-                trailing: false,
-                get: Some(|b: &[u8], _i: usize| -> u64 {
-                    let v = CreateCqIn::new_unchecked(b);
-                    u64::from(v.cq_umem_valid())
-                }),
-                set: Some(|b: &mut [u8], _i: usize, x: u64| {
-                    let mut v = CreateCqIn::new_unchecked(b);
-                    v.set_cq_umem_valid(x != 0);
-                }),
-            },
-            crate::rt::reflect::FieldAccess {
-                name: "pas",
-                bit_offset: 2176,
-                width: 64,
-                count: 0,
-                trailing: true,
-                get: Some(|b: &[u8], i: usize| -> u64 {
-                    CreateCqIn::new_unchecked(b).pas(i).map_or(0, u64::from)
-                }),
-                set: Some(|b: &mut [u8], i: usize, x: u64| {
-                    let _ =
-                        CreateCqIn::new_unchecked(b).set_pas(i, (x & 0xffffffffffffffff) as u64);
-                }),
-            },
-        ],
-        nested: &[crate::rt::reflect::NestedAccess {
+pub const CREATE_CQ_IN_ACCESS: crate::rt::reflect::LayoutAccess = crate::rt::reflect::LayoutAccess {
+    name: "create_cq_in",
+    size: 272,
+    fields: &[
+        crate::rt::reflect::FieldAccess {
+            name: "opcode",
+            bit_offset: 0,
+            width: 16,
+            count: 1,
+            trailing: false,
+            get: Some(|b: &[u8], _i: usize| -> u64 {
+                let v = CreateCqIn::new_unchecked(b);
+                u64::from(v.opcode())
+            }),
+            set: Some(|b: &mut [u8], _i: usize, x: u64| {
+                let mut v = CreateCqIn::new_unchecked(b);
+                v.set_opcode((x & 0xffff) as u16);
+            }),
+        },
+        crate::rt::reflect::FieldAccess {
+            name: "uid",
+            bit_offset: 16,
+            width: 16,
+            count: 1,
+            trailing: false,
+            get: Some(|b: &[u8], _i: usize| -> u64 {
+                let v = CreateCqIn::new_unchecked(b);
+                u64::from(v.uid())
+            }),
+            set: Some(|b: &mut [u8], _i: usize, x: u64| {
+                let mut v = CreateCqIn::new_unchecked(b);
+                v.set_uid((x & 0xffff) as u16);
+            }),
+        },
+        crate::rt::reflect::FieldAccess {
+            name: "op_mod",
+            bit_offset: 48,
+            width: 16,
+            count: 1,
+            trailing: false,
+            get: Some(|b: &[u8], _i: usize| -> u64 {
+                let v = CreateCqIn::new_unchecked(b);
+                u64::from(v.op_mod())
+            }),
+            set: Some(|b: &mut [u8], _i: usize, x: u64| {
+                let mut v = CreateCqIn::new_unchecked(b);
+                v.set_op_mod((x & 0xffff) as u16);
+            }),
+        },
+        crate::rt::reflect::FieldAccess {
+            name: "cq_umem_valid",
+            bit_offset: 736,
+            width: 1,
+            count: 1,
+            trailing: false,
+            get: Some(|b: &[u8], _i: usize| -> u64 {
+                let v = CreateCqIn::new_unchecked(b);
+                u64::from(v.cq_umem_valid())
+            }),
+            set: Some(|b: &mut [u8], _i: usize, x: u64| {
+                let mut v = CreateCqIn::new_unchecked(b);
+                v.set_cq_umem_valid(x & 1 != 0);
+            }),
+        },
+        crate::rt::reflect::FieldAccess {
+            name: "pas",
+            bit_offset: 2176,
+            width: 64,
+            count: 0,
+            trailing: true,
+            get: Some(|b: &[u8], i: usize| -> u64 {
+                CreateCqIn::new_unchecked(b).pas(i).map_or(0, u64::from)
+            }),
+            set: Some(|b: &mut [u8], i: usize, x: u64| {
+                let _ = CreateCqIn::new_unchecked(b)
+                    .set_pas(i, (x & 0xffffffffffffffff) as u64);
+            }),
+        },
+    ],
+    nested: &[
+        crate::rt::reflect::NestedAccess {
             name: "cq_context",
             byte_offset: 16,
             size: 64,
@@ -1750,8 +1743,9 @@ pub const CREATE_CQ_IN_ACCESS: crate::rt::reflect::LayoutAccess =
                 let sub = v.cq_context();
                 sub.storage().as_ptr() as usize - b.as_ptr() as usize
             },
-        }],
-    };
+        },
+    ],
+};
 /// Output of CREATE_CQ.
 ///
 /// PRM layout `create_cq_out`: 0x10 bytes.
@@ -1780,7 +1774,11 @@ impl CreateCqOut<[u8; 16]> {
         width: 24,
     };
     /// The position of every field of `create_cq_out`, by offset.
-    pub const FIELDS: &'static [crate::rt::Field] = &[Self::STATUS, Self::SYNDROME, Self::CQN];
+    pub const FIELDS: &'static [crate::rt::Field] = &[
+        Self::STATUS,
+        Self::SYNDROME,
+        Self::CQN,
+    ];
 }
 impl<B: crate::rt::Bytes> CreateCqOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -1822,15 +1820,15 @@ impl<B: crate::rt::BytesMut> CreateCqOut<B> {
     /// Bits beyond the field's width are dropped (a `debug_assert!` catches them in debug builds).
     #[inline]
     pub fn set_cqn(&mut self, v: u32) {
-        debug_assert!(
-            u64::from(v) <= 0xffffff,
-            "value too wide for `cqn` (24 bits)"
-        );
+        debug_assert!(u64::from(v) <= 0xffffff, "value too wide for `cqn` (24 bits)");
         crate::rt::set32(&mut self.buf, 8, 0, 0xffffff, u32::from(v))
     }
     /// Writes `cqn`, or returns an error if `v` does not fit its 24 bits.
     #[inline]
-    pub fn try_set_cqn(&mut self, v: u32) -> ::core::result::Result<(), crate::rt::Overflow> {
+    pub fn try_set_cqn(
+        &mut self,
+        v: u32,
+    ) -> ::core::result::Result<(), crate::rt::Overflow> {
         if u64::from(v) > 0xffffff {
             return Err(crate::rt::Overflow {
                 field: "cqn",
@@ -1861,59 +1859,58 @@ impl<B: crate::rt::Bytes> ::core::fmt::Debug for CreateCqOut<B> {
 }
 #[cfg(feature = "reflect")]
 /// Every field of `create_cq_out` with its accessors, for generic tools and tests.
-pub const CREATE_CQ_OUT_ACCESS: crate::rt::reflect::LayoutAccess =
-    crate::rt::reflect::LayoutAccess {
-        name: "create_cq_out",
-        size: 16,
-        fields: &[
-            crate::rt::reflect::FieldAccess {
-                name: "status",
-                bit_offset: 0,
-                width: 8,
-                count: 1,
-                trailing: false,
-                get: Some(|b: &[u8], _i: usize| -> u64 {
-                    let v = CreateCqOut::new_unchecked(b);
-                    u64::from(v.status())
-                }),
-                set: Some(|b: &mut [u8], _i: usize, x: u64| {
-                    let mut v = CreateCqOut::new_unchecked(b);
-                    v.set_status((x & 0xff) as u8);
-                }),
-            },
-            crate::rt::reflect::FieldAccess {
-                name: "syndrome",
-                bit_offset: 32,
-                width: 32,
-                count: 1,
-                trailing: false,
-                get: Some(|b: &[u8], _i: usize| -> u64 {
-                    let v = CreateCqOut::new_unchecked(b);
-                    u64::from(v.syndrome())
-                }),
-                set: Some(|b: &mut [u8], _i: usize, x: u64| {
-                    let mut v = CreateCqOut::new_unchecked(b);
-                    v.set_syndrome((x & 0xffffffff) as u32);
-                }),
-            },
-            crate::rt::reflect::FieldAccess {
-                name: "cqn",
-                bit_offset: 72,
-                width: 24,
-                count: 1,
-                trailing: false,
-                get: Some(|b: &[u8], _i: usize| -> u64 {
-                    let v = CreateCqOut::new_unchecked(b);
-                    u64::from(v.cqn())
-                }),
-                set: Some(|b: &mut [u8], _i: usize, x: u64| {
-                    let mut v = CreateCqOut::new_unchecked(b);
-                    v.set_cqn((x & 0xffffff) as u32);
-                }),
-            },
-        ],
-        nested: &[],
-    };
+pub const CREATE_CQ_OUT_ACCESS: crate::rt::reflect::LayoutAccess = crate::rt::reflect::LayoutAccess {
+    name: "create_cq_out",
+    size: 16,
+    fields: &[
+        crate::rt::reflect::FieldAccess {
+            name: "status",
+            bit_offset: 0,
+            width: 8,
+            count: 1,
+            trailing: false,
+            get: Some(|b: &[u8], _i: usize| -> u64 {
+                let v = CreateCqOut::new_unchecked(b);
+                u64::from(v.status())
+            }),
+            set: Some(|b: &mut [u8], _i: usize, x: u64| {
+                let mut v = CreateCqOut::new_unchecked(b);
+                v.set_status((x & 0xff) as u8);
+            }),
+        },
+        crate::rt::reflect::FieldAccess {
+            name: "syndrome",
+            bit_offset: 32,
+            width: 32,
+            count: 1,
+            trailing: false,
+            get: Some(|b: &[u8], _i: usize| -> u64 {
+                let v = CreateCqOut::new_unchecked(b);
+                u64::from(v.syndrome())
+            }),
+            set: Some(|b: &mut [u8], _i: usize, x: u64| {
+                let mut v = CreateCqOut::new_unchecked(b);
+                v.set_syndrome((x & 0xffffffff) as u32);
+            }),
+        },
+        crate::rt::reflect::FieldAccess {
+            name: "cqn",
+            bit_offset: 72,
+            width: 24,
+            count: 1,
+            trailing: false,
+            get: Some(|b: &[u8], _i: usize| -> u64 {
+                let v = CreateCqOut::new_unchecked(b);
+                u64::from(v.cqn())
+            }),
+            set: Some(|b: &mut [u8], _i: usize, x: u64| {
+                let mut v = CreateCqOut::new_unchecked(b);
+                v.set_cqn((x & 0xffffff) as u32);
+            }),
+        },
+    ],
+    nested: &[],
+};
 /// Input of DESTROY_CQ.
 ///
 /// PRM layout `destroy_cq_in`: 0x10 bytes.
@@ -1948,8 +1945,12 @@ impl DestroyCqIn<[u8; 16]> {
         width: 24,
     };
     /// The position of every field of `destroy_cq_in`, by offset.
-    pub const FIELDS: &'static [crate::rt::Field] =
-        &[Self::OPCODE, Self::UID, Self::OP_MOD, Self::CQN];
+    pub const FIELDS: &'static [crate::rt::Field] = &[
+        Self::OPCODE,
+        Self::UID,
+        Self::OP_MOD,
+        Self::CQN,
+    ];
 }
 impl<B: crate::rt::Bytes> DestroyCqIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -2003,15 +2004,15 @@ impl<B: crate::rt::BytesMut> DestroyCqIn<B> {
     /// Bits beyond the field's width are dropped (a `debug_assert!` catches them in debug builds).
     #[inline]
     pub fn set_cqn(&mut self, v: u32) {
-        debug_assert!(
-            u64::from(v) <= 0xffffff,
-            "value too wide for `cqn` (24 bits)"
-        );
+        debug_assert!(u64::from(v) <= 0xffffff, "value too wide for `cqn` (24 bits)");
         crate::rt::set32(&mut self.buf, 8, 0, 0xffffff, u32::from(v))
     }
     /// Writes `cqn`, or returns an error if `v` does not fit its 24 bits.
     #[inline]
-    pub fn try_set_cqn(&mut self, v: u32) -> ::core::result::Result<(), crate::rt::Overflow> {
+    pub fn try_set_cqn(
+        &mut self,
+        v: u32,
+    ) -> ::core::result::Result<(), crate::rt::Overflow> {
         if u64::from(v) > 0xffffff {
             return Err(crate::rt::Overflow {
                 field: "cqn",
@@ -2043,74 +2044,73 @@ impl<B: crate::rt::Bytes> ::core::fmt::Debug for DestroyCqIn<B> {
 }
 #[cfg(feature = "reflect")]
 /// Every field of `destroy_cq_in` with its accessors, for generic tools and tests.
-pub const DESTROY_CQ_IN_ACCESS: crate::rt::reflect::LayoutAccess =
-    crate::rt::reflect::LayoutAccess {
-        name: "destroy_cq_in",
-        size: 16,
-        fields: &[
-            crate::rt::reflect::FieldAccess {
-                name: "opcode",
-                bit_offset: 0,
-                width: 16,
-                count: 1,
-                trailing: false,
-                get: Some(|b: &[u8], _i: usize| -> u64 {
-                    let v = DestroyCqIn::new_unchecked(b);
-                    u64::from(v.opcode())
-                }),
-                set: Some(|b: &mut [u8], _i: usize, x: u64| {
-                    let mut v = DestroyCqIn::new_unchecked(b);
-                    v.set_opcode((x & 0xffff) as u16);
-                }),
-            },
-            crate::rt::reflect::FieldAccess {
-                name: "uid",
-                bit_offset: 16,
-                width: 16,
-                count: 1,
-                trailing: false,
-                get: Some(|b: &[u8], _i: usize| -> u64 {
-                    let v = DestroyCqIn::new_unchecked(b);
-                    u64::from(v.uid())
-                }),
-                set: Some(|b: &mut [u8], _i: usize, x: u64| {
-                    let mut v = DestroyCqIn::new_unchecked(b);
-                    v.set_uid((x & 0xffff) as u16);
-                }),
-            },
-            crate::rt::reflect::FieldAccess {
-                name: "op_mod",
-                bit_offset: 48,
-                width: 16,
-                count: 1,
-                trailing: false,
-                get: Some(|b: &[u8], _i: usize| -> u64 {
-                    let v = DestroyCqIn::new_unchecked(b);
-                    u64::from(v.op_mod())
-                }),
-                set: Some(|b: &mut [u8], _i: usize, x: u64| {
-                    let mut v = DestroyCqIn::new_unchecked(b);
-                    v.set_op_mod((x & 0xffff) as u16);
-                }),
-            },
-            crate::rt::reflect::FieldAccess {
-                name: "cqn",
-                bit_offset: 72,
-                width: 24,
-                count: 1,
-                trailing: false,
-                get: Some(|b: &[u8], _i: usize| -> u64 {
-                    let v = DestroyCqIn::new_unchecked(b);
-                    u64::from(v.cqn())
-                }),
-                set: Some(|b: &mut [u8], _i: usize, x: u64| {
-                    let mut v = DestroyCqIn::new_unchecked(b);
-                    v.set_cqn((x & 0xffffff) as u32);
-                }),
-            },
-        ],
-        nested: &[],
-    };
+pub const DESTROY_CQ_IN_ACCESS: crate::rt::reflect::LayoutAccess = crate::rt::reflect::LayoutAccess {
+    name: "destroy_cq_in",
+    size: 16,
+    fields: &[
+        crate::rt::reflect::FieldAccess {
+            name: "opcode",
+            bit_offset: 0,
+            width: 16,
+            count: 1,
+            trailing: false,
+            get: Some(|b: &[u8], _i: usize| -> u64 {
+                let v = DestroyCqIn::new_unchecked(b);
+                u64::from(v.opcode())
+            }),
+            set: Some(|b: &mut [u8], _i: usize, x: u64| {
+                let mut v = DestroyCqIn::new_unchecked(b);
+                v.set_opcode((x & 0xffff) as u16);
+            }),
+        },
+        crate::rt::reflect::FieldAccess {
+            name: "uid",
+            bit_offset: 16,
+            width: 16,
+            count: 1,
+            trailing: false,
+            get: Some(|b: &[u8], _i: usize| -> u64 {
+                let v = DestroyCqIn::new_unchecked(b);
+                u64::from(v.uid())
+            }),
+            set: Some(|b: &mut [u8], _i: usize, x: u64| {
+                let mut v = DestroyCqIn::new_unchecked(b);
+                v.set_uid((x & 0xffff) as u16);
+            }),
+        },
+        crate::rt::reflect::FieldAccess {
+            name: "op_mod",
+            bit_offset: 48,
+            width: 16,
+            count: 1,
+            trailing: false,
+            get: Some(|b: &[u8], _i: usize| -> u64 {
+                let v = DestroyCqIn::new_unchecked(b);
+                u64::from(v.op_mod())
+            }),
+            set: Some(|b: &mut [u8], _i: usize, x: u64| {
+                let mut v = DestroyCqIn::new_unchecked(b);
+                v.set_op_mod((x & 0xffff) as u16);
+            }),
+        },
+        crate::rt::reflect::FieldAccess {
+            name: "cqn",
+            bit_offset: 72,
+            width: 24,
+            count: 1,
+            trailing: false,
+            get: Some(|b: &[u8], _i: usize| -> u64 {
+                let v = DestroyCqIn::new_unchecked(b);
+                u64::from(v.cqn())
+            }),
+            set: Some(|b: &mut [u8], _i: usize, x: u64| {
+                let mut v = DestroyCqIn::new_unchecked(b);
+                v.set_cqn((x & 0xffffff) as u32);
+            }),
+        },
+    ],
+    nested: &[],
+};
 /// Output of DESTROY_CQ.
 ///
 /// PRM layout `destroy_cq_out`: 0x10 bytes.
@@ -2181,44 +2181,43 @@ impl<B: crate::rt::Bytes> ::core::fmt::Debug for DestroyCqOut<B> {
 }
 #[cfg(feature = "reflect")]
 /// Every field of `destroy_cq_out` with its accessors, for generic tools and tests.
-pub const DESTROY_CQ_OUT_ACCESS: crate::rt::reflect::LayoutAccess =
-    crate::rt::reflect::LayoutAccess {
-        name: "destroy_cq_out",
-        size: 16,
-        fields: &[
-            crate::rt::reflect::FieldAccess {
-                name: "status",
-                bit_offset: 0,
-                width: 8,
-                count: 1,
-                trailing: false,
-                get: Some(|b: &[u8], _i: usize| -> u64 {
-                    let v = DestroyCqOut::new_unchecked(b);
-                    u64::from(v.status())
-                }),
-                set: Some(|b: &mut [u8], _i: usize, x: u64| {
-                    let mut v = DestroyCqOut::new_unchecked(b);
-                    v.set_status((x & 0xff) as u8);
-                }),
-            },
-            crate::rt::reflect::FieldAccess {
-                name: "syndrome",
-                bit_offset: 32,
-                width: 32,
-                count: 1,
-                trailing: false,
-                get: Some(|b: &[u8], _i: usize| -> u64 {
-                    let v = DestroyCqOut::new_unchecked(b);
-                    u64::from(v.syndrome())
-                }),
-                set: Some(|b: &mut [u8], _i: usize, x: u64| {
-                    let mut v = DestroyCqOut::new_unchecked(b);
-                    v.set_syndrome((x & 0xffffffff) as u32);
-                }),
-            },
-        ],
-        nested: &[],
-    };
+pub const DESTROY_CQ_OUT_ACCESS: crate::rt::reflect::LayoutAccess = crate::rt::reflect::LayoutAccess {
+    name: "destroy_cq_out",
+    size: 16,
+    fields: &[
+        crate::rt::reflect::FieldAccess {
+            name: "status",
+            bit_offset: 0,
+            width: 8,
+            count: 1,
+            trailing: false,
+            get: Some(|b: &[u8], _i: usize| -> u64 {
+                let v = DestroyCqOut::new_unchecked(b);
+                u64::from(v.status())
+            }),
+            set: Some(|b: &mut [u8], _i: usize, x: u64| {
+                let mut v = DestroyCqOut::new_unchecked(b);
+                v.set_status((x & 0xff) as u8);
+            }),
+        },
+        crate::rt::reflect::FieldAccess {
+            name: "syndrome",
+            bit_offset: 32,
+            width: 32,
+            count: 1,
+            trailing: false,
+            get: Some(|b: &[u8], _i: usize| -> u64 {
+                let v = DestroyCqOut::new_unchecked(b);
+                u64::from(v.syndrome())
+            }),
+            set: Some(|b: &mut [u8], _i: usize, x: u64| {
+                let mut v = DestroyCqOut::new_unchecked(b);
+                v.set_syndrome((x & 0xffffffff) as u32);
+            }),
+        },
+    ],
+    nested: &[],
+};
 /// The commands of this module, typed by opcode (see the runtime's `Command`).
 pub mod cmd {
     #[allow(unused_imports)]

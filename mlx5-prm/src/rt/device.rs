@@ -13,7 +13,9 @@ use core::marker::PhantomData;
 use core::ptr::NonNull;
 
 /// A window onto device-shared memory, usable as the storage of any generated view.
-#[derive(Debug, Clone, Copy)]
+///
+/// Not `Copy`: a second handle onto the same bytes is made explicitly, with `clone`.
+#[derive(Debug, Clone)]
 pub struct DeviceBytes<'a> {
     ptr: NonNull<u8>,
     len: usize,
