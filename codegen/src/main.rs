@@ -242,3 +242,8 @@ fn run(command: Command) -> Result<ExitCode, String> {
         }
     }
 }
+
+// Code generation allocates millions of small token trees; mimalloc roughly halves the time
+// glibc's allocator spends on them.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;

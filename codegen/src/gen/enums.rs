@@ -81,7 +81,7 @@ pub fn emit(ctx: &Ctx, e: &Enum) -> TokenStream {
 
             /// The value for a raw number, if the enum names it.
             #[inline]
-            pub const fn from_raw(raw: u64) -> ::core::option::Option<Self> {
+            pub const fn from_raw(raw: u64) -> Option<Self> {
                 match raw {
                     #(#arms,)*
                     _ => None,
@@ -90,7 +90,7 @@ pub fn emit(ctx: &Ctx, e: &Enum) -> TokenStream {
 
             /// The value for a raw number, or an error carrying the number.
             #[inline]
-            pub const fn try_from_raw(raw: u64) -> ::core::result::Result<Self, #rt::UnknownValue> {
+            pub const fn try_from_raw(raw: u64) -> Result<Self, #rt::UnknownValue> {
                 match Self::from_raw(raw) {
                     Some(v) => Ok(v),
                     None => Err(#rt::UnknownValue { enumeration: #name, raw }),
@@ -119,7 +119,7 @@ pub fn emit(ctx: &Ctx, e: &Enum) -> TokenStream {
 
         impl ::core::convert::TryFrom<u64> for #ty {
             type Error = #rt::UnknownValue;
-            fn try_from(raw: u64) -> ::core::result::Result<Self, Self::Error> {
+            fn try_from(raw: u64) -> Result<Self, Self::Error> {
                 Self::try_from_raw(raw)
             }
         }

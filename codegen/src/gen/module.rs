@@ -10,8 +10,10 @@ use std::path::PathBuf;
 
 /// What every emitter needs to know about the target crate.
 pub struct Ctx {
-    /// Path of the runtime module (`crate::rt`).
+    /// How generated modules name the runtime: `rt`, imported at the top of each module.
     pub rt: TokenStream,
+    /// The runtime's full path (`crate::rt`), for code outside the modules.
+    pub rt_full: TokenStream,
     /// Path of the crate providing the view macro (`crate`).
     pub krate: TokenStream,
     /// The attribute to put on `Debug` implementations (empty when unconditional); `None`
@@ -33,7 +35,8 @@ impl Ctx {
             Emit::Feature(f) => Some(quote!(#[cfg(feature = #f)])),
         };
         Ctx {
-            rt: quote!(#krate::rt),
+            rt: quote!(rt),
+            rt_full: quote!(#krate::rt),
             krate,
             debug_cfg: cfg(&config.debug),
             reflect_cfg: cfg(&config.reflect),
@@ -41,10 +44,58 @@ impl Ctx {
     }
 }
 
+/// Module names the generated code defines or imports itself.
+const RESERVED_MODULES: &[&str] = &["rt", "cmd"];
+
+/// Prelude names the generated code uses unqualified; a spec type may not shadow them.
+const RESERVED_TYPES: &[&str] = &[
+    "Result",
+    "Option",
+    "Some",
+    "None",
+    "Ok",
+    "Err",
+    "Iterator",
+    "Default",
+    "Clone",
+    "Copy",
+    "From",
+    "Into",
+    "TryFrom",
+    "Sized",
+    "Send",
+    "Sync",
+    "Drop",
+    "Fn",
+    "FnMut",
+    "FnOnce",
+    "PartialEq",
+    "Eq",
+    "Vec",
+    "String",
+    "Box",
+];
+
 /// Rejects specs whose items would get the same Rust name in the generated code.
 pub fn check_names(ir: &Ir) -> Result<(), GenError> {
     use super::names::{camel, camel_with};
-    let mut seen: HashMap<String, String> = HashMap::new();
+    for m in &ir.modules {
+        if RESERVED_MODULES.contains(&m.name.as_str()) {
+            return Err(GenError::NameClash(format!(
+                "spec file `{}` would become module `{}`, a name the generated code uses itself; rename the file",
+                m.path, m.name
+            )));
+        }
+    }
+    let mut seen: HashMap<String, String> = RESERVED_TYPES
+        .iter()
+        .map(|t| {
+            (
+                t.to_string(),
+                "a name from Rust's prelude that generated code relies on".to_string(),
+            )
+        })
+        .collect();
     let mut add = |rust: String, what: String| -> Result<(), GenError> {
         match seen.insert(rust.clone(), what.clone()) {
             Some(first) => Err(GenError::NameClash(format!(
@@ -103,110 +154,183 @@ fn format(tokens: TokenStream) -> Result<String, GenError> {
     Ok(prettyplease::unparse(&file))
 }
 
+/// One spec module, generated and formatted.
+struct ModuleText {
+    /// Module name.
+    ident: String,
+    /// The formatted file (multi-file mode) or `pub mod name { ... }` item (single-file mode).
+    text: String,
+    /// True when the module has a `cmd` submodule.
+    has_commands: bool,
+    /// Names of its reflection tables.
+    reflect: Vec<String>,
+}
+
+/// Generates one module. Runs on a worker thread: token streams are not `Send`, so each
+/// worker builds its own [`Ctx`] and hands back only text.
+fn module_text(config: &Config, ir: &Ir, index: usize) -> Result<ModuleText, GenError> {
+    let ctx = Ctx::new(config);
+    let m = &ir.modules[index];
+    let mod_ident = super::names::snake(&m.name);
+    let enums = ir
+        .enums
+        .iter()
+        .filter(|e| e.module == index)
+        .map(|e| super::enums::emit(&ctx, e));
+    let structs = ir
+        .structs
+        .iter()
+        .filter(|s| s.module == index)
+        .map(|s| super::structs::emit(&ctx, ir, s));
+    let unions = ir
+        .unions
+        .iter()
+        .filter(|u| u.module == index)
+        .map(|u| super::unions::emit(&ctx, ir, u));
+    let constants = ir.constants.iter().filter(|c| c.module == index).map(|c| {
+        let name = super::names::shouty(&c.name);
+        let value = format!("0x{:x}", c.value)
+            .parse::<TokenStream>()
+            .expect("hex");
+        let doc = doc_lines(c.doc.as_deref());
+        let spec = format!(" PRM constant `{}`.", c.name);
+        quote!(#(#[doc = #doc])* #[doc = #spec] pub const #name: u64 = #value;)
+    });
+    let commands: Vec<_> = ir
+        .commands
+        .iter()
+        .filter(|c| c.module == index)
+        .map(|c| super::commands::emit(&ctx, c))
+        .collect();
+    let has_commands = !commands.is_empty();
+    let rt = &ctx.rt_full;
+    let cmd = if has_commands {
+        quote! {
+            /// The commands of this module, typed by opcode (see the runtime's `Command`).
+            pub mod cmd {
+                #[allow(unused_imports)]
+                use #rt;
+                #(#commands)*
+            }
+        }
+    } else {
+        quote!()
+    };
+    let reflect = if ctx.reflect_cfg.is_some() {
+        ir.structs
+            .iter()
+            .filter(|s| s.module == index)
+            .map(|s| super::names::shouty(&format!("{}_access", s.name)).to_string())
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let doc = doc_lines(m.doc.as_deref());
+    let body = quote! {
+        #[allow(unused_imports)]
+        use super::*;
+        #[allow(unused_imports)]
+        use #rt::{self, Bytes as _, BytesMut as _};
+        #(#constants)*
+        #(#enums)*
+        #(#structs)*
+        #(#unions)*
+        #cmd
+    };
+    let text = if config.single_file {
+        format(quote! {
+            #(#[doc = #doc])*
+            pub mod #mod_ident {
+                #body
+            }
+        })?
+    } else {
+        let source = format!("`{}` in the spec directory", m.relative);
+        let mut text = preamble(config, &source);
+        text.push_str(&format(quote!(#(#![doc = #doc])* #body))?);
+        text
+    };
+    Ok(ModuleText {
+        ident: mod_ident.to_string(),
+        text,
+        has_commands,
+        reflect,
+    })
+}
+
+fn doc_lines(doc: Option<&str>) -> Vec<String> {
+    doc.map(|d| d.lines().map(|l| format!(" {l}")).collect())
+        .unwrap_or_default()
+}
+
+/// Generates every module, spread over the machine's cores, in spec order.
+fn all_modules(config: &Config, ir: &Ir) -> Result<Vec<ModuleText>, GenError> {
+    let n = ir.modules.len();
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |p| p.get())
+        .clamp(1, n.max(1));
+    let results: Vec<Vec<(usize, Result<ModuleText, GenError>)>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|w| {
+                scope.spawn(move || {
+                    (w..n)
+                        .step_by(workers)
+                        .map(|i| (i, module_text(config, ir, i)))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("generator thread"))
+            .collect()
+    });
+    let mut flat: Vec<(usize, Result<ModuleText, GenError>)> =
+        results.into_iter().flatten().collect();
+    flat.sort_by_key(|(i, _)| *i);
+    flat.into_iter().map(|(_, r)| r).collect()
+}
+
 /// Generates every file.
 pub fn files(config: &Config, ir: &Ir) -> Result<Vec<GeneratedFile>, GenError> {
     let ctx = Ctx::new(config);
+    let modules = all_modules(config, ir)?;
     let mut out = Vec::new();
-    let mut mods = Vec::new();
-    let mut cmd_mods = Vec::new();
-    let mut reflect_items = Vec::new();
-    let mut inline = Vec::new();
-    for (index, m) in ir.modules.iter().enumerate() {
-        let mod_ident = super::names::snake(&m.name);
-        let enums = ir
-            .enums
-            .iter()
-            .filter(|e| e.module == index)
-            .map(|e| super::enums::emit(&ctx, e));
-        let structs = ir
-            .structs
-            .iter()
-            .filter(|s| s.module == index)
-            .map(|s| super::structs::emit(&ctx, ir, s));
-        let unions = ir
-            .unions
-            .iter()
-            .filter(|u| u.module == index)
-            .map(|u| super::unions::emit(&ctx, ir, u));
-        let constants = ir.constants.iter().filter(|c| c.module == index).map(|c| {
-            let name = super::names::shouty(&c.name);
-            let value = format!("0x{:x}", c.value)
-                .parse::<TokenStream>()
-                .expect("hex");
-            let doc: Vec<String> = c
-                .doc
-                .as_deref()
-                .map(|d| d.lines().map(|l| format!(" {l}")).collect())
-                .unwrap_or_default();
-            let spec = format!(" PRM constant `{}`.", c.name);
-            quote!(#(#[doc = #doc])* #[doc = #spec] pub const #name: u64 = #value;)
-        });
-        let commands: Vec<_> = ir
-            .commands
-            .iter()
-            .filter(|c| c.module == index)
-            .map(|c| super::commands::emit(&ctx, c))
-            .collect();
-        let cmd = if commands.is_empty() {
-            quote!()
-        } else {
-            cmd_mods.push(mod_ident.clone());
-            let rt = &ctx.rt;
-            quote! {
-                /// The commands of this module, typed by opcode (see the runtime's `Command`).
-                pub mod cmd {
-                    #[allow(unused_imports)]
-                    use #rt;
-                    #(#commands)*
-                }
-            }
-        };
-        if ctx.reflect_cfg.is_some() {
-            for s in ir.structs.iter().filter(|s| s.module == index) {
-                let r = super::names::shouty(&format!("{}_access", s.name));
-                reflect_items.push(quote!(#mod_ident::#r));
-            }
-        }
-        let doc: Vec<String> = m
-            .doc
-            .as_deref()
-            .map(|d| d.lines().map(|l| format!(" {l}")).collect())
-            .unwrap_or_default();
-        let rt = &ctx.rt;
-        let body = quote! {
-            #[allow(unused_imports)]
-            use super::*;
-            #[allow(unused_imports)]
-            use #rt::{self, Bytes as _, BytesMut as _};
-            #(#constants)*
-            #(#enums)*
-            #(#structs)*
-            #(#unions)*
-            #cmd
-        };
+    let mut inline = String::new();
+    for m in &modules {
         if config.single_file {
-            inline.push(quote! {
-                #(#[doc = #doc])*
-                pub mod #mod_ident {
-                    #body
-                }
-            });
+            inline.push_str(&m.text);
+            inline.push('\n');
         } else {
-            let tokens = quote!(#(#![doc = #doc])* #body);
-            let source = format!("`{}` in the spec directory", m.relative);
-            let mut text = preamble(config, &source);
-            text.push_str(&format(tokens)?);
             out.push(GeneratedFile {
-                path: PathBuf::from(format!("{}.rs", m.name)),
-                contents: text,
+                path: PathBuf::from(format!("{}.rs", m.ident)),
+                contents: m.text.clone(),
             });
         }
-        mods.push(mod_ident);
     }
-
+    let ident = |s: &str| {
+        syn::parse_str::<syn::Ident>(s)
+            .unwrap_or_else(|_| syn::Ident::new_raw(s, proc_macro2::Span::call_site()))
+    };
+    let mods: Vec<syn::Ident> = modules.iter().map(|m| ident(&m.ident)).collect();
+    let cmd_mods: Vec<syn::Ident> = modules
+        .iter()
+        .filter(|m| m.has_commands)
+        .map(|m| ident(&m.ident))
+        .collect();
+    let reflect_items: Vec<TokenStream> = modules
+        .iter()
+        .flat_map(|m| {
+            let module = ident(&m.ident);
+            m.reflect.iter().map(move |r| {
+                let r = ident(r);
+                quote!(#module::#r)
+            })
+        })
+        .collect();
     let reflect = match &ctx.reflect_cfg {
         Some(cfg) => {
-            let rt = &ctx.rt;
+            let rt = &ctx.rt_full;
             quote! {
                 /// Every layout's reflection table, in spec order.
                 #cfg
@@ -216,7 +340,7 @@ pub fn files(config: &Config, ir: &Ir) -> Result<Vec<GeneratedFile>, GenError> {
         None => quote!(),
     };
     let declarations = if config.single_file {
-        quote!(#(#inline)*)
+        quote!()
     } else {
         quote! {
             //! Generated bindings: one module per spec file, all re-exported here.
@@ -235,6 +359,7 @@ pub fn files(config: &Config, ir: &Ir) -> Result<Vec<GeneratedFile>, GenError> {
         #reflect
     };
     let mut text = preamble(config, "the spec directory");
+    text.push_str(&inline);
     text.push_str(&format(tokens)?);
     out.push(GeneratedFile {
         path: PathBuf::from(if config.single_file {

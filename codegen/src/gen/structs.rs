@@ -144,7 +144,7 @@ pub fn emit(ctx: &Ctx, ir: &Ir, s: &Struct) -> TokenStream {
         let width = Literal::u32_unsuffixed(f.width as u32);
         consts.push(quote! {
             #[doc = concat!(" Position of `", #fname, "`.")]
-            pub const #cname: #rt::Field = #rt::Field { name: #fname, bit_offset: #bit, width: #width };
+            pub const #cname: #rt::Field = #rt::Field::new(#fname, #bit, #width);
         });
         const_names.push(cname);
 
@@ -368,40 +368,37 @@ impl FieldCode {
                 let max_l = format!("0x{max:x}").parse::<TokenStream>().expect("hex");
                 let natural = matches!(f.width, 8 | 16 | 32 | 64);
                 // Setter of the raw number, with overflow handling when the type is wider.
-                let raw_setters = |set_name: &proc_macro2::Ident,
-                                   try_name: &proc_macro2::Ident,
-                                   extra_doc: &str| {
-                    let body = write_raw(quote!(v));
+                let raw_setters = |set_name: &proc_macro2::Ident, try_name: &proc_macro2::Ident| {
                     let mut out = Vec::new();
-                    let sdoc = format!(" Writes `{fname}`{extra_doc}.");
                     if natural {
+                        let body = write_raw(quote!(v));
                         out.push(quote! {
                             #wdoc
-                            #[doc = ""]
-                            #[doc = #sdoc]
                             #[inline]
                             pub fn #set_name(&mut self, v: #raw_t) { #body }
                         });
                     } else {
-                        let msg = format!("value too wide for `{fname}` ({} bits)", f.width);
-                        let tdoc = format!(" Writes `{fname}`{extra_doc}, or returns an error if `v` does not fit its {} bits.", f.width);
+                        let body = if f.access == Some(Access::Wo) {
+                            let body = write_raw(quote!(v));
+                            quote!(debug_assert!(u64::from(v) <= #max_l); #body)
+                        } else {
+                            quote!(#rt::set32_narrow(&mut self.buf, #byte_l, #shift_l, #mask_l, u32::from(v), #fname))
+                        };
+                        let ddoc = format!(
+                            " Bits beyond its {} are dropped (a `debug_assert!` in debug builds).",
+                            f.width
+                        );
+                        let tdoc = format!(" Writes `{fname}`, or returns an error if `v` does not fit its {} bits.", f.width);
                         out.push(quote! {
                             #wdoc
-                            #[doc = ""]
-                            #[doc = #sdoc]
-                            #[doc = " Bits beyond the field's width are dropped (a `debug_assert!` catches them in debug builds)."]
+                            #[doc = #ddoc]
                             #[inline]
-                            pub fn #set_name(&mut self, v: #raw_t) {
-                                debug_assert!(u64::from(v) <= #max_l, #msg);
-                                #body
-                            }
+                            pub fn #set_name(&mut self, v: #raw_t) { #body }
                             #[doc = #tdoc]
                             #[inline]
-                            pub fn #try_name(&mut self, v: #raw_t) -> ::core::result::Result<(), #rt::Overflow> {
-                                if u64::from(v) > #max_l {
-                                    return Err(#rt::Overflow { field: #fname, value: u64::from(v), max: #max_l });
-                                }
-                                #body;
+                            pub fn #try_name(&mut self, v: #raw_t) -> Result<(), #rt::Overflow> {
+                                #rt::check_fits(#fname, u64::from(v), #max_l)?;
+                                self.#set_name(v);
                                 Ok(())
                             }
                         });
@@ -415,8 +412,7 @@ impl FieldCode {
                         }
                         if writable {
                             let body = write_raw(quote!(u8::from(v)));
-                            let sdoc = format!(" Writes `{fname}`.");
-                            setters.push(quote! { #wdoc #[doc = ""] #[doc = #sdoc] #[inline] pub fn #set(&mut self, v: bool) { #body } });
+                            setters.push(quote! { #wdoc #[inline] pub fn #set(&mut self, v: bool) { #body } });
                         }
                         debug = Some(quote!(self.#get()));
                         reflect_field = Some(reflect_scalar(
@@ -441,7 +437,7 @@ impl FieldCode {
                                 #[doc = ""]
                                 #[doc = " Returns `Err` with the raw number when the value is not one the enum names."]
                                 #[inline]
-                                pub fn #get(&self) -> ::core::result::Result<#ety, #rt::UnknownValue> {
+                                pub fn #get(&self) -> Result<#ety, #rt::UnknownValue> {
                                     #ety::try_from_raw(u64::from(self.#raw()))
                                 }
                                 #[doc = #rdoc]
@@ -450,15 +446,12 @@ impl FieldCode {
                             });
                         }
                         if writable {
-                            let sdoc = format!(" Writes `{fname}`.");
                             setters.push(quote! {
                                 #wdoc
-                                #[doc = ""]
-                                #[doc = #sdoc]
                                 #[inline]
                                 pub fn #set(&mut self, v: #ety) { self.#set_raw(v.raw() as #raw_t) }
                             });
-                            setters.extend(raw_setters(&set_raw, &try_raw, " as a raw number"));
+                            setters.extend(raw_setters(&set_raw, &try_raw));
                         }
                         debug = Some(quote!(#rt::fmt::EnumValue(self.#get())));
                         let m = max_l.clone();
@@ -478,9 +471,9 @@ impl FieldCode {
                         }
                         if writable {
                             let try_set = method("try_set_", fname, "");
-                            setters.extend(raw_setters(&set, &try_set, ""));
+                            setters.extend(raw_setters(&set, &try_set));
                         }
-                        debug = Some(quote!(#rt::fmt::Hex(u64::from(self.#get()))));
+                        debug = Some(quote!(#rt::fmt::Hex(self.#get().into())));
                         let m = max_l.clone();
                         reflect_field = Some(reflect_scalar(
                             ctx,
@@ -509,11 +502,8 @@ impl FieldCode {
                     });
                 }
                 if writable {
-                    let sdoc = format!(" Writes `{fname}`.");
                     setters.push(quote! {
                         #wdoc
-                        #[doc = ""]
-                        #[doc = #sdoc]
                         #[inline]
                         pub fn #set(&mut self, v: &[u8; #n]) { self.buf.write_bytes(#at, v) }
                     });
@@ -626,7 +616,7 @@ impl FieldCode {
                         #[doc = ""]
                         #[doc = " Element `i`, or `None` past the end."]
                         #[inline]
-                        pub fn #get(&self, i: usize) -> ::core::option::Option<#elem_t> {
+                        pub fn #get(&self, i: usize) -> Option<#elem_t> {
                             if i >= self.#len_fn() {
                                 return None;
                             }
@@ -655,7 +645,7 @@ impl FieldCode {
                         #[doc = ""]
                         #[doc = " Writes element `i`; returns an error when `i` is past the end. Bits beyond the element's width are dropped (a `debug_assert!` catches them in debug builds)."]
                         #[inline]
-                        pub fn #set(&mut self, i: usize, v: #elem_t) -> ::core::result::Result<(), #rt::Overflow> {
+                        pub fn #set(&mut self, i: usize, v: #elem_t) -> Result<(), #rt::Overflow> {
                             let len = self.#len_fn();
                             if i >= len {
                                 return Err(#rt::Overflow { field: #fname, value: i as u64, max: len.saturating_sub(1) as u64 });
@@ -708,7 +698,7 @@ impl FieldCode {
                         #[doc = ""]
                         #[doc = " Element `i`, or `None` past the end."]
                         #[inline]
-                        pub fn #get(&self, i: usize) -> ::core::option::Option<[u8; #n]> {
+                        pub fn #get(&self, i: usize) -> Option<[u8; #n]> {
                             if i >= self.#len_fn() {
                                 return None;
                             }
@@ -729,7 +719,7 @@ impl FieldCode {
                         #[doc = ""]
                         #[doc = " Writes element `i`; returns an error when `i` is past the end."]
                         #[inline]
-                        pub fn #set(&mut self, i: usize, v: &[u8; #n]) -> ::core::result::Result<(), #rt::Overflow> {
+                        pub fn #set(&mut self, i: usize, v: &[u8; #n]) -> Result<(), #rt::Overflow> {
                             let len = self.#len_fn();
                             if i >= len {
                                 return Err(#rt::Overflow { field: #fname, value: i as u64, max: len.saturating_sub(1) as u64 });
@@ -753,7 +743,7 @@ impl FieldCode {
                     #[doc = ""]
                     #[doc = " Element `i`, or `None` past the end."]
                     #[inline]
-                    pub fn #get(&self, i: usize) -> ::core::option::Option<#nty<B::Sub<'_>>> {
+                    pub fn #get(&self, i: usize) -> Option<#nty<B::Sub<'_>>> {
                         if i >= self.#len_fn() {
                             return None;
                         }
@@ -771,7 +761,7 @@ impl FieldCode {
                         #[doc = ""]
                         #[doc = " Element `i`, writable, or `None` past the end."]
                         #[inline]
-                        pub fn #get_mut(&mut self, i: usize) -> ::core::option::Option<#nty<B::SubMut<'_>>> {
+                        pub fn #get_mut(&mut self, i: usize) -> Option<#nty<B::SubMut<'_>>> {
                             if i >= self.#len_fn() {
                                 return None;
                             }
@@ -818,12 +808,12 @@ fn reflect_scalar(
     let bit = usize_lit(f.bit_offset);
     let w = Literal::u32_unsuffixed(f.width as u32);
     let get_fn = if readable {
-        quote!(Some(|b: &[u8], _i: usize| -> u64 { let v = #ty::new_unchecked(b); #get }))
+        quote!(Some(|b, _| { let v = #ty::new_unchecked(b); #get }))
     } else {
         quote!(None)
     };
     let set_fn = if writable {
-        quote!(Some(|b: &mut [u8], _i: usize, x: u64| { let mut v = #ty::new_unchecked(b); #set; }))
+        quote!(Some(|b, _, x| { let mut v = #ty::new_unchecked(b); #set; }))
     } else {
         quote!(None)
     };
@@ -860,9 +850,10 @@ fn reflect_nested_entry(
 /// Documentation for a setter: a pointer to the getter, or the full text when there is none.
 fn setter_doc(name: &str, readable: bool, doc: &TokenStream) -> TokenStream {
     if readable {
-        let text = format!(" See [`Self::{}`].", super::names::snake(name));
+        let text = format!(" Writes [`Self::{}`].", super::names::snake(name));
         quote!(#[doc = #text])
     } else {
-        doc.clone()
+        let text = format!(" Writes `{name}`.");
+        quote!(#doc #[doc = ""] #[doc = #text])
     }
 }

@@ -120,7 +120,7 @@ pub fn emit(ctx: &Ctx, ir: &Ir, u: &Union) -> TokenStream {
             Some(quote! {
                 #[doc = #bdoc]
                 #[inline]
-                pub fn select_by<S: #rt::Bytes>(&self, selector: &#sty<S>) -> ::core::result::Result<#refty<B::Sub<'_>>, #rt::UnknownValue> {
+                pub fn select_by<S: #rt::Bytes>(&self, selector: &#sty<S>) -> Result<#refty<B::Sub<'_>>, #rt::UnknownValue> {
                     self.select(u64::from(#chain))
                 }
             })
@@ -140,7 +140,7 @@ pub fn emit(ctx: &Ctx, ir: &Ir, u: &Union) -> TokenStream {
             quote! {
                 #[doc = #sdoc]
                 #[inline]
-                pub fn select(&self, selector: u64) -> ::core::result::Result<#refty<B::Sub<'_>>, #rt::UnknownValue> {
+                pub fn select(&self, selector: u64) -> Result<#refty<B::Sub<'_>>, #rt::UnknownValue> {
                     match selector >> #shift {
                         #(#arms,)*
                         _ => Err(#rt::UnknownValue { enumeration: #name, raw: selector }),
@@ -151,7 +151,7 @@ pub fn emit(ctx: &Ctx, ir: &Ir, u: &Union) -> TokenStream {
             quote! {
                 #[doc = #sdoc]
                 #[inline]
-                pub fn select_mut(&mut self, selector: u64) -> ::core::result::Result<#refty<B::SubMut<'_>>, #rt::UnknownValue> {
+                pub fn select_mut(&mut self, selector: u64) -> Result<#refty<B::SubMut<'_>>, #rt::UnknownValue> {
                     match selector >> #shift {
                         #(#arms_mut,)*
                         _ => Err(#rt::UnknownValue { enumeration: #name, raw: selector }),

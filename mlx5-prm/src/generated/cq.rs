@@ -24,7 +24,7 @@ impl CqeSize {
     pub const ALL: &'static [Self] = &[Self::Bytes64, Self::Bytes128];
     /// The value for a raw number, if the enum names it.
     #[inline]
-    pub const fn from_raw(raw: u64) -> ::core::option::Option<Self> {
+    pub const fn from_raw(raw: u64) -> Option<Self> {
         match raw {
             0x0 => Some(Self::Bytes64),
             0x1 => Some(Self::Bytes128),
@@ -33,13 +33,11 @@ impl CqeSize {
     }
     /// The value for a raw number, or an error carrying the number.
     #[inline]
-    pub const fn try_from_raw(
-        raw: u64,
-    ) -> ::core::result::Result<Self, crate::rt::UnknownValue> {
+    pub const fn try_from_raw(raw: u64) -> Result<Self, rt::UnknownValue> {
         match Self::from_raw(raw) {
             Some(v) => Ok(v),
             None => {
-                Err(crate::rt::UnknownValue {
+                Err(rt::UnknownValue {
                     enumeration: "cqe_size",
                     raw,
                 })
@@ -65,8 +63,8 @@ impl CqeSize {
     }
 }
 impl ::core::convert::TryFrom<u64> for CqeSize {
-    type Error = crate::rt::UnknownValue;
-    fn try_from(raw: u64) -> ::core::result::Result<Self, Self::Error> {
+    type Error = rt::UnknownValue;
+    fn try_from(raw: u64) -> Result<Self, Self::Error> {
         Self::try_from_raw(raw)
     }
 }
@@ -93,7 +91,7 @@ impl CqPeriodMode {
     pub const ALL: &'static [Self] = &[Self::UponEvent, Self::UponCqe];
     /// The value for a raw number, if the enum names it.
     #[inline]
-    pub const fn from_raw(raw: u64) -> ::core::option::Option<Self> {
+    pub const fn from_raw(raw: u64) -> Option<Self> {
         match raw {
             0x0 => Some(Self::UponEvent),
             0x1 => Some(Self::UponCqe),
@@ -102,13 +100,11 @@ impl CqPeriodMode {
     }
     /// The value for a raw number, or an error carrying the number.
     #[inline]
-    pub const fn try_from_raw(
-        raw: u64,
-    ) -> ::core::result::Result<Self, crate::rt::UnknownValue> {
+    pub const fn try_from_raw(raw: u64) -> Result<Self, rt::UnknownValue> {
         match Self::from_raw(raw) {
             Some(v) => Ok(v),
             None => {
-                Err(crate::rt::UnknownValue {
+                Err(rt::UnknownValue {
                     enumeration: "cq_period_mode",
                     raw,
                 })
@@ -134,8 +130,8 @@ impl CqPeriodMode {
     }
 }
 impl ::core::convert::TryFrom<u64> for CqPeriodMode {
-    type Error = crate::rt::UnknownValue;
-    fn try_from(raw: u64) -> ::core::result::Result<Self, Self::Error> {
+    type Error = rt::UnknownValue;
+    fn try_from(raw: u64) -> Result<Self, Self::Error> {
         Self::try_from_raw(raw)
     }
 }
@@ -154,151 +150,79 @@ pub struct Cqc<B = [u8; 64]> {
 crate::__prm_view!(Cqc, "cqc", 64);
 impl Cqc<[u8; 64]> {
     #[doc = concat!(" Position of `", "status", "`.")]
-    pub const STATUS: crate::rt::Field = crate::rt::Field {
-        name: "status",
-        bit_offset: 0,
-        width: 4,
-    };
+    pub const STATUS: rt::Field = rt::Field::new("status", 0, 4);
     #[doc = concat!(" Position of `", "dbr_umem_valid", "`.")]
-    pub const DBR_UMEM_VALID: crate::rt::Field = crate::rt::Field {
-        name: "dbr_umem_valid",
-        bit_offset: 6,
-        width: 1,
-    };
+    pub const DBR_UMEM_VALID: rt::Field = rt::Field::new("dbr_umem_valid", 6, 1);
     #[doc = concat!(" Position of `", "apu_cq", "`.")]
-    pub const APU_CQ: crate::rt::Field = crate::rt::Field {
-        name: "apu_cq",
-        bit_offset: 7,
-        width: 1,
-    };
+    pub const APU_CQ: rt::Field = rt::Field::new("apu_cq", 7, 1);
     #[doc = concat!(" Position of `", "cqe_sz", "`.")]
-    pub const CQE_SZ: crate::rt::Field = crate::rt::Field {
-        name: "cqe_sz",
-        bit_offset: 8,
-        width: 3,
-    };
+    pub const CQE_SZ: rt::Field = rt::Field::new("cqe_sz", 8, 3);
     #[doc = concat!(" Position of `", "cc", "`.")]
-    pub const CC: crate::rt::Field = crate::rt::Field {
-        name: "cc",
-        bit_offset: 11,
-        width: 1,
-    };
+    pub const CC: rt::Field = rt::Field::new("cc", 11, 1);
     #[doc = concat!(" Position of `", "scqe_break_moderation_en", "`.")]
-    pub const SCQE_BREAK_MODERATION_EN: crate::rt::Field = crate::rt::Field {
-        name: "scqe_break_moderation_en",
-        bit_offset: 13,
-        width: 1,
-    };
+    pub const SCQE_BREAK_MODERATION_EN: rt::Field = rt::Field::new(
+        "scqe_break_moderation_en",
+        13,
+        1,
+    );
     #[doc = concat!(" Position of `", "oi", "`.")]
-    pub const OI: crate::rt::Field = crate::rt::Field {
-        name: "oi",
-        bit_offset: 14,
-        width: 1,
-    };
+    pub const OI: rt::Field = rt::Field::new("oi", 14, 1);
     #[doc = concat!(" Position of `", "cq_period_mode", "`.")]
-    pub const CQ_PERIOD_MODE: crate::rt::Field = crate::rt::Field {
-        name: "cq_period_mode",
-        bit_offset: 15,
-        width: 2,
-    };
+    pub const CQ_PERIOD_MODE: rt::Field = rt::Field::new("cq_period_mode", 15, 2);
     #[doc = concat!(" Position of `", "cqe_comp_en", "`.")]
-    pub const CQE_COMP_EN: crate::rt::Field = crate::rt::Field {
-        name: "cqe_comp_en",
-        bit_offset: 17,
-        width: 1,
-    };
+    pub const CQE_COMP_EN: rt::Field = rt::Field::new("cqe_comp_en", 17, 1);
     #[doc = concat!(" Position of `", "mini_cqe_res_format", "`.")]
-    pub const MINI_CQE_RES_FORMAT: crate::rt::Field = crate::rt::Field {
-        name: "mini_cqe_res_format",
-        bit_offset: 18,
-        width: 2,
-    };
+    pub const MINI_CQE_RES_FORMAT: rt::Field = rt::Field::new(
+        "mini_cqe_res_format",
+        18,
+        2,
+    );
     #[doc = concat!(" Position of `", "st", "`.")]
-    pub const ST: crate::rt::Field = crate::rt::Field {
-        name: "st",
-        bit_offset: 20,
-        width: 4,
-    };
+    pub const ST: rt::Field = rt::Field::new("st", 20, 4);
     #[doc = concat!(" Position of `", "cqe_compression_layout", "`.")]
-    pub const CQE_COMPRESSION_LAYOUT: crate::rt::Field = crate::rt::Field {
-        name: "cqe_compression_layout",
-        bit_offset: 30,
-        width: 2,
-    };
+    pub const CQE_COMPRESSION_LAYOUT: rt::Field = rt::Field::new(
+        "cqe_compression_layout",
+        30,
+        2,
+    );
     #[doc = concat!(" Position of `", "page_offset", "`.")]
-    pub const PAGE_OFFSET: crate::rt::Field = crate::rt::Field {
-        name: "page_offset",
-        bit_offset: 84,
-        width: 6,
-    };
+    pub const PAGE_OFFSET: rt::Field = rt::Field::new("page_offset", 84, 6);
     #[doc = concat!(" Position of `", "log_cq_size", "`.")]
-    pub const LOG_CQ_SIZE: crate::rt::Field = crate::rt::Field {
-        name: "log_cq_size",
-        bit_offset: 99,
-        width: 5,
-    };
+    pub const LOG_CQ_SIZE: rt::Field = rt::Field::new("log_cq_size", 99, 5);
     #[doc = concat!(" Position of `", "uar_page", "`.")]
-    pub const UAR_PAGE: crate::rt::Field = crate::rt::Field {
-        name: "uar_page",
-        bit_offset: 104,
-        width: 24,
-    };
+    pub const UAR_PAGE: rt::Field = rt::Field::new("uar_page", 104, 24);
     #[doc = concat!(" Position of `", "cq_period", "`.")]
-    pub const CQ_PERIOD: crate::rt::Field = crate::rt::Field {
-        name: "cq_period",
-        bit_offset: 132,
-        width: 12,
-    };
+    pub const CQ_PERIOD: rt::Field = rt::Field::new("cq_period", 132, 12);
     #[doc = concat!(" Position of `", "cq_max_count", "`.")]
-    pub const CQ_MAX_COUNT: crate::rt::Field = crate::rt::Field {
-        name: "cq_max_count",
-        bit_offset: 144,
-        width: 16,
-    };
+    pub const CQ_MAX_COUNT: rt::Field = rt::Field::new("cq_max_count", 144, 16);
     #[doc = concat!(" Position of `", "c_eqn_or_apu_element", "`.")]
-    pub const C_EQN_OR_APU_ELEMENT: crate::rt::Field = crate::rt::Field {
-        name: "c_eqn_or_apu_element",
-        bit_offset: 160,
-        width: 32,
-    };
+    pub const C_EQN_OR_APU_ELEMENT: rt::Field = rt::Field::new(
+        "c_eqn_or_apu_element",
+        160,
+        32,
+    );
     #[doc = concat!(" Position of `", "log_page_size", "`.")]
-    pub const LOG_PAGE_SIZE: crate::rt::Field = crate::rt::Field {
-        name: "log_page_size",
-        bit_offset: 195,
-        width: 5,
-    };
+    pub const LOG_PAGE_SIZE: rt::Field = rt::Field::new("log_page_size", 195, 5);
     #[doc = concat!(" Position of `", "last_notified_index", "`.")]
-    pub const LAST_NOTIFIED_INDEX: crate::rt::Field = crate::rt::Field {
-        name: "last_notified_index",
-        bit_offset: 264,
-        width: 24,
-    };
+    pub const LAST_NOTIFIED_INDEX: rt::Field = rt::Field::new(
+        "last_notified_index",
+        264,
+        24,
+    );
     #[doc = concat!(" Position of `", "last_solicit_index", "`.")]
-    pub const LAST_SOLICIT_INDEX: crate::rt::Field = crate::rt::Field {
-        name: "last_solicit_index",
-        bit_offset: 296,
-        width: 24,
-    };
+    pub const LAST_SOLICIT_INDEX: rt::Field = rt::Field::new(
+        "last_solicit_index",
+        296,
+        24,
+    );
     #[doc = concat!(" Position of `", "consumer_counter", "`.")]
-    pub const CONSUMER_COUNTER: crate::rt::Field = crate::rt::Field {
-        name: "consumer_counter",
-        bit_offset: 328,
-        width: 24,
-    };
+    pub const CONSUMER_COUNTER: rt::Field = rt::Field::new("consumer_counter", 328, 24);
     #[doc = concat!(" Position of `", "producer_counter", "`.")]
-    pub const PRODUCER_COUNTER: crate::rt::Field = crate::rt::Field {
-        name: "producer_counter",
-        bit_offset: 360,
-        width: 24,
-    };
+    pub const PRODUCER_COUNTER: rt::Field = rt::Field::new("producer_counter", 360, 24);
     #[doc = concat!(" Position of `", "dbr_addr", "`.")]
-    pub const DBR_ADDR: crate::rt::Field = crate::rt::Field {
-        name: "dbr_addr",
-        bit_offset: 448,
-        width: 64,
-    };
+    pub const DBR_ADDR: rt::Field = rt::Field::new("dbr_addr", 448, 64);
     /// The position of every field of `cqc`, by offset.
-    pub const FIELDS: &'static [crate::rt::Field] = &[
+    pub const FIELDS: &'static [rt::Field] = &[
         Self::STATUS,
         Self::DBR_UMEM_VALID,
         Self::APU_CQ,
@@ -325,131 +249,129 @@ impl Cqc<[u8; 64]> {
         Self::DBR_ADDR,
     ];
 }
-impl<B: crate::rt::Bytes> Cqc<B> {
+impl<B: rt::Bytes> Cqc<B> {
     /// CQ state reported by QUERY_CQ (0 = OK; overflow and write failure otherwise).
     ///
     /// PRM `0x00[31:28]`: bit offset 0x0, 4 bits.
     #[inline]
     pub fn status(&self) -> u8 {
-        crate::rt::get32(&self.buf, 0, 28, 0xf) as u8
+        rt::get32(&self.buf, 0, 28, 0xf) as u8
     }
     /// The doorbell record lives in a registered user memory object.
     ///
     /// PRM `0x00[25]`: bit offset 0x6, 1 bit.
     #[inline]
     pub fn dbr_umem_valid(&self) -> bool {
-        crate::rt::get32(&self.buf, 0, 25, 0x1) as u8 != 0
+        rt::get32(&self.buf, 0, 25, 0x1) as u8 != 0
     }
     /// PRM `0x00[24]`: bit offset 0x7, 1 bit.
     #[inline]
     pub fn apu_cq(&self) -> bool {
-        crate::rt::get32(&self.buf, 0, 24, 0x1) as u8 != 0
+        rt::get32(&self.buf, 0, 24, 0x1) as u8 != 0
     }
     /// PRM `0x00[23:21]`: bit offset 0x8, 3 bits; type `cqe_size`.
     ///
     /// Returns `Err` with the raw number when the value is not one the enum names.
     #[inline]
-    pub fn cqe_sz(&self) -> ::core::result::Result<CqeSize, crate::rt::UnknownValue> {
+    pub fn cqe_sz(&self) -> Result<CqeSize, rt::UnknownValue> {
         CqeSize::try_from_raw(u64::from(self.cqe_sz_raw()))
     }
     /// `cqe_sz` as a raw number.
     #[inline]
     pub fn cqe_sz_raw(&self) -> u8 {
-        crate::rt::get32(&self.buf, 0, 21, 0x7) as u8
+        rt::get32(&self.buf, 0, 21, 0x7) as u8
     }
     /// Collapsed CQ; every completion overwrites entry 0.
     ///
     /// PRM `0x00[20]`: bit offset 0xb, 1 bit.
     #[inline]
     pub fn cc(&self) -> bool {
-        crate::rt::get32(&self.buf, 0, 20, 0x1) as u8 != 0
+        rt::get32(&self.buf, 0, 20, 0x1) as u8 != 0
     }
     /// A solicited completion fires the event at once despite moderation.
     ///
     /// PRM `0x00[18]`: bit offset 0xd, 1 bit.
     #[inline]
     pub fn scqe_break_moderation_en(&self) -> bool {
-        crate::rt::get32(&self.buf, 0, 18, 0x1) as u8 != 0
+        rt::get32(&self.buf, 0, 18, 0x1) as u8 != 0
     }
     /// Overrun ignore; the device never reports CQ overflow.
     ///
     /// PRM `0x00[17]`: bit offset 0xe, 1 bit.
     #[inline]
     pub fn oi(&self) -> bool {
-        crate::rt::get32(&self.buf, 0, 17, 0x1) as u8 != 0
+        rt::get32(&self.buf, 0, 17, 0x1) as u8 != 0
     }
     /// PRM `0x00[16:15]`: bit offset 0xf, 2 bits; type `cq_period_mode`.
     ///
     /// Returns `Err` with the raw number when the value is not one the enum names.
     #[inline]
-    pub fn cq_period_mode(
-        &self,
-    ) -> ::core::result::Result<CqPeriodMode, crate::rt::UnknownValue> {
+    pub fn cq_period_mode(&self) -> Result<CqPeriodMode, rt::UnknownValue> {
         CqPeriodMode::try_from_raw(u64::from(self.cq_period_mode_raw()))
     }
     /// `cq_period_mode` as a raw number.
     #[inline]
     pub fn cq_period_mode_raw(&self) -> u8 {
-        crate::rt::get32(&self.buf, 0, 15, 0x3) as u8
+        rt::get32(&self.buf, 0, 15, 0x3) as u8
     }
     /// CQE compression enable.
     ///
     /// PRM `0x00[14]`: bit offset 0x11, 1 bit.
     #[inline]
     pub fn cqe_comp_en(&self) -> bool {
-        crate::rt::get32(&self.buf, 0, 14, 0x1) as u8 != 0
+        rt::get32(&self.buf, 0, 14, 0x1) as u8 != 0
     }
     /// PRM `0x00[13:12]`: bit offset 0x12, 2 bits.
     #[inline]
     pub fn mini_cqe_res_format(&self) -> u8 {
-        crate::rt::get32(&self.buf, 0, 12, 0x3) as u8
+        rt::get32(&self.buf, 0, 12, 0x3) as u8
     }
     /// Event state (armed, fired) of the CQ.
     ///
     /// PRM `0x00[11:8]`: bit offset 0x14, 4 bits.
     #[inline]
     pub fn st(&self) -> u8 {
-        crate::rt::get32(&self.buf, 0, 8, 0xf) as u8
+        rt::get32(&self.buf, 0, 8, 0xf) as u8
     }
     /// PRM `0x00[1:0]`: bit offset 0x1e, 2 bits.
     #[inline]
     pub fn cqe_compression_layout(&self) -> u8 {
-        crate::rt::get32(&self.buf, 0, 0, 0x3) as u8
+        rt::get32(&self.buf, 0, 0, 0x3) as u8
     }
     /// Offset of the ring inside its first page, in 64-byte units.
     ///
     /// PRM `0x08[11:6]`: bit offset 0x54, 6 bits.
     #[inline]
     pub fn page_offset(&self) -> u8 {
-        crate::rt::get32(&self.buf, 8, 6, 0x3f) as u8
+        rt::get32(&self.buf, 8, 6, 0x3f) as u8
     }
     /// Log2 of the number of entries.
     ///
     /// PRM `0x0c[28:24]`: bit offset 0x63, 5 bits.
     #[inline]
     pub fn log_cq_size(&self) -> u8 {
-        crate::rt::get32(&self.buf, 12, 24, 0x1f) as u8
+        rt::get32(&self.buf, 12, 24, 0x1f) as u8
     }
     /// UAR page whose doorbell arms this CQ.
     ///
     /// PRM `0x0c[23:0]`: bit offset 0x68, 24 bits.
     #[inline]
     pub fn uar_page(&self) -> u32 {
-        crate::rt::get32(&self.buf, 12, 0, 0xffffff) as u32
+        rt::get32(&self.buf, 12, 0, 0xffffff) as u32
     }
     /// Moderation period in microseconds.
     ///
     /// PRM `0x10[27:16]`: bit offset 0x84, 12 bits.
     #[inline]
     pub fn cq_period(&self) -> u16 {
-        crate::rt::get32(&self.buf, 16, 16, 0xfff) as u16
+        rt::get32(&self.buf, 16, 16, 0xfff) as u16
     }
     /// Moderation count; completions before an event is forced.
     ///
     /// PRM `0x10[15:0]`: bit offset 0x90, 16 bits.
     #[inline]
     pub fn cq_max_count(&self) -> u16 {
-        crate::rt::get32(&self.buf, 16, 0, 0xffff) as u16
+        rt::get32(&self.buf, 16, 0, 0xffff) as u16
     }
     /// Number of the EQ that receives this CQ's completion events.
     ///
@@ -463,559 +385,358 @@ impl<B: crate::rt::Bytes> Cqc<B> {
     /// PRM `0x18[28:24]`: bit offset 0xc3, 5 bits.
     #[inline]
     pub fn log_page_size(&self) -> u8 {
-        crate::rt::get32(&self.buf, 24, 24, 0x1f) as u8
+        rt::get32(&self.buf, 24, 24, 0x1f) as u8
     }
     /// PRM `0x20[23:0]`: bit offset 0x108, 24 bits.
     #[inline]
     pub fn last_notified_index(&self) -> u32 {
-        crate::rt::get32(&self.buf, 32, 0, 0xffffff) as u32
+        rt::get32(&self.buf, 32, 0, 0xffffff) as u32
     }
     /// PRM `0x24[23:0]`: bit offset 0x128, 24 bits.
     #[inline]
     pub fn last_solicit_index(&self) -> u32 {
-        crate::rt::get32(&self.buf, 36, 0, 0xffffff) as u32
+        rt::get32(&self.buf, 36, 0, 0xffffff) as u32
     }
     /// PRM `0x28[23:0]`: bit offset 0x148, 24 bits.
     #[inline]
     pub fn consumer_counter(&self) -> u32 {
-        crate::rt::get32(&self.buf, 40, 0, 0xffffff) as u32
+        rt::get32(&self.buf, 40, 0, 0xffffff) as u32
     }
     /// PRM `0x2c[23:0]`: bit offset 0x168, 24 bits.
     #[inline]
     pub fn producer_counter(&self) -> u32 {
-        crate::rt::get32(&self.buf, 44, 0, 0xffffff) as u32
+        rt::get32(&self.buf, 44, 0, 0xffffff) as u32
     }
     /// IO address of the CQ doorbell record (8-byte aligned).
     ///
     /// PRM `0x38[63:0]`: bit offset 0x1c0, 64 bits.
     #[inline]
     pub fn dbr_addr(&self) -> u64 {
-        crate::rt::get64(&self.buf, 56)
+        rt::get64(&self.buf, 56)
     }
 }
-impl<B: crate::rt::BytesMut> Cqc<B> {
-    /// See [`Self::status`].
-    ///
-    /// Writes `status`.
-    /// Bits beyond the field's width are dropped (a `debug_assert!` catches them in debug builds).
+impl<B: rt::BytesMut> Cqc<B> {
+    /// Writes [`Self::status`].
+    /// Bits beyond its 4 are dropped (a `debug_assert!` in debug builds).
     #[inline]
     pub fn set_status(&mut self, v: u8) {
-        debug_assert!(u64::from(v) <= 0xf, "value too wide for `status` (4 bits)");
-        crate::rt::set32(&mut self.buf, 0, 28, 0xf, u32::from(v))
+        rt::set32_narrow(&mut self.buf, 0, 28, 0xf, u32::from(v), "status")
     }
     /// Writes `status`, or returns an error if `v` does not fit its 4 bits.
     #[inline]
-    pub fn try_set_status(
-        &mut self,
-        v: u8,
-    ) -> ::core::result::Result<(), crate::rt::Overflow> {
-        if u64::from(v) > 0xf {
-            return Err(crate::rt::Overflow {
-                field: "status",
-                value: u64::from(v),
-                max: 0xf,
-            });
-        }
-        crate::rt::set32(&mut self.buf, 0, 28, 0xf, u32::from(v));
+    pub fn try_set_status(&mut self, v: u8) -> Result<(), rt::Overflow> {
+        rt::check_fits("status", u64::from(v), 0xf)?;
+        self.set_status(v);
         Ok(())
     }
-    /// See [`Self::dbr_umem_valid`].
-    ///
-    /// Writes `dbr_umem_valid`.
+    /// Writes [`Self::dbr_umem_valid`].
     #[inline]
     pub fn set_dbr_umem_valid(&mut self, v: bool) {
-        crate::rt::set32(&mut self.buf, 0, 25, 0x1, u32::from(u8::from(v)))
+        rt::set32(&mut self.buf, 0, 25, 0x1, u32::from(u8::from(v)))
     }
-    /// See [`Self::apu_cq`].
-    ///
-    /// Writes `apu_cq`.
+    /// Writes [`Self::apu_cq`].
     #[inline]
     pub fn set_apu_cq(&mut self, v: bool) {
-        crate::rt::set32(&mut self.buf, 0, 24, 0x1, u32::from(u8::from(v)))
+        rt::set32(&mut self.buf, 0, 24, 0x1, u32::from(u8::from(v)))
     }
-    /// See [`Self::cqe_sz`].
-    ///
-    /// Writes `cqe_sz`.
+    /// Writes [`Self::cqe_sz`].
     #[inline]
     pub fn set_cqe_sz(&mut self, v: CqeSize) {
         self.set_cqe_sz_raw(v.raw() as u8)
     }
-    /// See [`Self::cqe_sz`].
-    ///
-    /// Writes `cqe_sz` as a raw number.
-    /// Bits beyond the field's width are dropped (a `debug_assert!` catches them in debug builds).
+    /// Writes [`Self::cqe_sz`].
+    /// Bits beyond its 3 are dropped (a `debug_assert!` in debug builds).
     #[inline]
     pub fn set_cqe_sz_raw(&mut self, v: u8) {
-        debug_assert!(u64::from(v) <= 0x7, "value too wide for `cqe_sz` (3 bits)");
-        crate::rt::set32(&mut self.buf, 0, 21, 0x7, u32::from(v))
+        rt::set32_narrow(&mut self.buf, 0, 21, 0x7, u32::from(v), "cqe_sz")
     }
-    /// Writes `cqe_sz` as a raw number, or returns an error if `v` does not fit its 3 bits.
+    /// Writes `cqe_sz`, or returns an error if `v` does not fit its 3 bits.
     #[inline]
-    pub fn try_set_cqe_sz_raw(
-        &mut self,
-        v: u8,
-    ) -> ::core::result::Result<(), crate::rt::Overflow> {
-        if u64::from(v) > 0x7 {
-            return Err(crate::rt::Overflow {
-                field: "cqe_sz",
-                value: u64::from(v),
-                max: 0x7,
-            });
-        }
-        crate::rt::set32(&mut self.buf, 0, 21, 0x7, u32::from(v));
+    pub fn try_set_cqe_sz_raw(&mut self, v: u8) -> Result<(), rt::Overflow> {
+        rt::check_fits("cqe_sz", u64::from(v), 0x7)?;
+        self.set_cqe_sz_raw(v);
         Ok(())
     }
-    /// See [`Self::cc`].
-    ///
-    /// Writes `cc`.
+    /// Writes [`Self::cc`].
     #[inline]
     pub fn set_cc(&mut self, v: bool) {
-        crate::rt::set32(&mut self.buf, 0, 20, 0x1, u32::from(u8::from(v)))
+        rt::set32(&mut self.buf, 0, 20, 0x1, u32::from(u8::from(v)))
     }
-    /// See [`Self::scqe_break_moderation_en`].
-    ///
-    /// Writes `scqe_break_moderation_en`.
+    /// Writes [`Self::scqe_break_moderation_en`].
     #[inline]
     pub fn set_scqe_break_moderation_en(&mut self, v: bool) {
-        crate::rt::set32(&mut self.buf, 0, 18, 0x1, u32::from(u8::from(v)))
+        rt::set32(&mut self.buf, 0, 18, 0x1, u32::from(u8::from(v)))
     }
-    /// See [`Self::oi`].
-    ///
-    /// Writes `oi`.
+    /// Writes [`Self::oi`].
     #[inline]
     pub fn set_oi(&mut self, v: bool) {
-        crate::rt::set32(&mut self.buf, 0, 17, 0x1, u32::from(u8::from(v)))
+        rt::set32(&mut self.buf, 0, 17, 0x1, u32::from(u8::from(v)))
     }
-    /// See [`Self::cq_period_mode`].
-    ///
-    /// Writes `cq_period_mode`.
+    /// Writes [`Self::cq_period_mode`].
     #[inline]
     pub fn set_cq_period_mode(&mut self, v: CqPeriodMode) {
         self.set_cq_period_mode_raw(v.raw() as u8)
     }
-    /// See [`Self::cq_period_mode`].
-    ///
-    /// Writes `cq_period_mode` as a raw number.
-    /// Bits beyond the field's width are dropped (a `debug_assert!` catches them in debug builds).
+    /// Writes [`Self::cq_period_mode`].
+    /// Bits beyond its 2 are dropped (a `debug_assert!` in debug builds).
     #[inline]
     pub fn set_cq_period_mode_raw(&mut self, v: u8) {
-        debug_assert!(
-            u64::from(v) <= 0x3, "value too wide for `cq_period_mode` (2 bits)"
-        );
-        crate::rt::set32(&mut self.buf, 0, 15, 0x3, u32::from(v))
+        rt::set32_narrow(&mut self.buf, 0, 15, 0x3, u32::from(v), "cq_period_mode")
     }
-    /// Writes `cq_period_mode` as a raw number, or returns an error if `v` does not fit its 2 bits.
+    /// Writes `cq_period_mode`, or returns an error if `v` does not fit its 2 bits.
     #[inline]
-    pub fn try_set_cq_period_mode_raw(
-        &mut self,
-        v: u8,
-    ) -> ::core::result::Result<(), crate::rt::Overflow> {
-        if u64::from(v) > 0x3 {
-            return Err(crate::rt::Overflow {
-                field: "cq_period_mode",
-                value: u64::from(v),
-                max: 0x3,
-            });
-        }
-        crate::rt::set32(&mut self.buf, 0, 15, 0x3, u32::from(v));
+    pub fn try_set_cq_period_mode_raw(&mut self, v: u8) -> Result<(), rt::Overflow> {
+        rt::check_fits("cq_period_mode", u64::from(v), 0x3)?;
+        self.set_cq_period_mode_raw(v);
         Ok(())
     }
-    /// See [`Self::cqe_comp_en`].
-    ///
-    /// Writes `cqe_comp_en`.
+    /// Writes [`Self::cqe_comp_en`].
     #[inline]
     pub fn set_cqe_comp_en(&mut self, v: bool) {
-        crate::rt::set32(&mut self.buf, 0, 14, 0x1, u32::from(u8::from(v)))
+        rt::set32(&mut self.buf, 0, 14, 0x1, u32::from(u8::from(v)))
     }
-    /// See [`Self::mini_cqe_res_format`].
-    ///
-    /// Writes `mini_cqe_res_format`.
-    /// Bits beyond the field's width are dropped (a `debug_assert!` catches them in debug builds).
+    /// Writes [`Self::mini_cqe_res_format`].
+    /// Bits beyond its 2 are dropped (a `debug_assert!` in debug builds).
     #[inline]
     pub fn set_mini_cqe_res_format(&mut self, v: u8) {
-        debug_assert!(
-            u64::from(v) <= 0x3, "value too wide for `mini_cqe_res_format` (2 bits)"
-        );
-        crate::rt::set32(&mut self.buf, 0, 12, 0x3, u32::from(v))
+        rt::set32_narrow(&mut self.buf, 0, 12, 0x3, u32::from(v), "mini_cqe_res_format")
     }
     /// Writes `mini_cqe_res_format`, or returns an error if `v` does not fit its 2 bits.
     #[inline]
-    pub fn try_set_mini_cqe_res_format(
-        &mut self,
-        v: u8,
-    ) -> ::core::result::Result<(), crate::rt::Overflow> {
-        if u64::from(v) > 0x3 {
-            return Err(crate::rt::Overflow {
-                field: "mini_cqe_res_format",
-                value: u64::from(v),
-                max: 0x3,
-            });
-        }
-        crate::rt::set32(&mut self.buf, 0, 12, 0x3, u32::from(v));
+    pub fn try_set_mini_cqe_res_format(&mut self, v: u8) -> Result<(), rt::Overflow> {
+        rt::check_fits("mini_cqe_res_format", u64::from(v), 0x3)?;
+        self.set_mini_cqe_res_format(v);
         Ok(())
     }
-    /// See [`Self::st`].
-    ///
-    /// Writes `st`.
-    /// Bits beyond the field's width are dropped (a `debug_assert!` catches them in debug builds).
+    /// Writes [`Self::st`].
+    /// Bits beyond its 4 are dropped (a `debug_assert!` in debug builds).
     #[inline]
     pub fn set_st(&mut self, v: u8) {
-        debug_assert!(u64::from(v) <= 0xf, "value too wide for `st` (4 bits)");
-        crate::rt::set32(&mut self.buf, 0, 8, 0xf, u32::from(v))
+        rt::set32_narrow(&mut self.buf, 0, 8, 0xf, u32::from(v), "st")
     }
     /// Writes `st`, or returns an error if `v` does not fit its 4 bits.
     #[inline]
-    pub fn try_set_st(
-        &mut self,
-        v: u8,
-    ) -> ::core::result::Result<(), crate::rt::Overflow> {
-        if u64::from(v) > 0xf {
-            return Err(crate::rt::Overflow {
-                field: "st",
-                value: u64::from(v),
-                max: 0xf,
-            });
-        }
-        crate::rt::set32(&mut self.buf, 0, 8, 0xf, u32::from(v));
+    pub fn try_set_st(&mut self, v: u8) -> Result<(), rt::Overflow> {
+        rt::check_fits("st", u64::from(v), 0xf)?;
+        self.set_st(v);
         Ok(())
     }
-    /// See [`Self::cqe_compression_layout`].
-    ///
-    /// Writes `cqe_compression_layout`.
-    /// Bits beyond the field's width are dropped (a `debug_assert!` catches them in debug builds).
+    /// Writes [`Self::cqe_compression_layout`].
+    /// Bits beyond its 2 are dropped (a `debug_assert!` in debug builds).
     #[inline]
     pub fn set_cqe_compression_layout(&mut self, v: u8) {
-        debug_assert!(
-            u64::from(v) <= 0x3, "value too wide for `cqe_compression_layout` (2 bits)"
-        );
-        crate::rt::set32(&mut self.buf, 0, 0, 0x3, u32::from(v))
+        rt::set32_narrow(
+            &mut self.buf,
+            0,
+            0,
+            0x3,
+            u32::from(v),
+            "cqe_compression_layout",
+        )
     }
     /// Writes `cqe_compression_layout`, or returns an error if `v` does not fit its 2 bits.
     #[inline]
-    pub fn try_set_cqe_compression_layout(
-        &mut self,
-        v: u8,
-    ) -> ::core::result::Result<(), crate::rt::Overflow> {
-        if u64::from(v) > 0x3 {
-            return Err(crate::rt::Overflow {
-                field: "cqe_compression_layout",
-                value: u64::from(v),
-                max: 0x3,
-            });
-        }
-        crate::rt::set32(&mut self.buf, 0, 0, 0x3, u32::from(v));
+    pub fn try_set_cqe_compression_layout(&mut self, v: u8) -> Result<(), rt::Overflow> {
+        rt::check_fits("cqe_compression_layout", u64::from(v), 0x3)?;
+        self.set_cqe_compression_layout(v);
         Ok(())
     }
-    /// See [`Self::page_offset`].
-    ///
-    /// Writes `page_offset`.
-    /// Bits beyond the field's width are dropped (a `debug_assert!` catches them in debug builds).
+    /// Writes [`Self::page_offset`].
+    /// Bits beyond its 6 are dropped (a `debug_assert!` in debug builds).
     #[inline]
     pub fn set_page_offset(&mut self, v: u8) {
-        debug_assert!(u64::from(v) <= 0x3f, "value too wide for `page_offset` (6 bits)");
-        crate::rt::set32(&mut self.buf, 8, 6, 0x3f, u32::from(v))
+        rt::set32_narrow(&mut self.buf, 8, 6, 0x3f, u32::from(v), "page_offset")
     }
     /// Writes `page_offset`, or returns an error if `v` does not fit its 6 bits.
     #[inline]
-    pub fn try_set_page_offset(
-        &mut self,
-        v: u8,
-    ) -> ::core::result::Result<(), crate::rt::Overflow> {
-        if u64::from(v) > 0x3f {
-            return Err(crate::rt::Overflow {
-                field: "page_offset",
-                value: u64::from(v),
-                max: 0x3f,
-            });
-        }
-        crate::rt::set32(&mut self.buf, 8, 6, 0x3f, u32::from(v));
+    pub fn try_set_page_offset(&mut self, v: u8) -> Result<(), rt::Overflow> {
+        rt::check_fits("page_offset", u64::from(v), 0x3f)?;
+        self.set_page_offset(v);
         Ok(())
     }
-    /// See [`Self::log_cq_size`].
-    ///
-    /// Writes `log_cq_size`.
-    /// Bits beyond the field's width are dropped (a `debug_assert!` catches them in debug builds).
+    /// Writes [`Self::log_cq_size`].
+    /// Bits beyond its 5 are dropped (a `debug_assert!` in debug builds).
     #[inline]
     pub fn set_log_cq_size(&mut self, v: u8) {
-        debug_assert!(u64::from(v) <= 0x1f, "value too wide for `log_cq_size` (5 bits)");
-        crate::rt::set32(&mut self.buf, 12, 24, 0x1f, u32::from(v))
+        rt::set32_narrow(&mut self.buf, 12, 24, 0x1f, u32::from(v), "log_cq_size")
     }
     /// Writes `log_cq_size`, or returns an error if `v` does not fit its 5 bits.
     #[inline]
-    pub fn try_set_log_cq_size(
-        &mut self,
-        v: u8,
-    ) -> ::core::result::Result<(), crate::rt::Overflow> {
-        if u64::from(v) > 0x1f {
-            return Err(crate::rt::Overflow {
-                field: "log_cq_size",
-                value: u64::from(v),
-                max: 0x1f,
-            });
-        }
-        crate::rt::set32(&mut self.buf, 12, 24, 0x1f, u32::from(v));
+    pub fn try_set_log_cq_size(&mut self, v: u8) -> Result<(), rt::Overflow> {
+        rt::check_fits("log_cq_size", u64::from(v), 0x1f)?;
+        self.set_log_cq_size(v);
         Ok(())
     }
-    /// See [`Self::uar_page`].
-    ///
-    /// Writes `uar_page`.
-    /// Bits beyond the field's width are dropped (a `debug_assert!` catches them in debug builds).
+    /// Writes [`Self::uar_page`].
+    /// Bits beyond its 24 are dropped (a `debug_assert!` in debug builds).
     #[inline]
     pub fn set_uar_page(&mut self, v: u32) {
-        debug_assert!(
-            u64::from(v) <= 0xffffff, "value too wide for `uar_page` (24 bits)"
-        );
-        crate::rt::set32(&mut self.buf, 12, 0, 0xffffff, u32::from(v))
+        rt::set32_narrow(&mut self.buf, 12, 0, 0xffffff, u32::from(v), "uar_page")
     }
     /// Writes `uar_page`, or returns an error if `v` does not fit its 24 bits.
     #[inline]
-    pub fn try_set_uar_page(
-        &mut self,
-        v: u32,
-    ) -> ::core::result::Result<(), crate::rt::Overflow> {
-        if u64::from(v) > 0xffffff {
-            return Err(crate::rt::Overflow {
-                field: "uar_page",
-                value: u64::from(v),
-                max: 0xffffff,
-            });
-        }
-        crate::rt::set32(&mut self.buf, 12, 0, 0xffffff, u32::from(v));
+    pub fn try_set_uar_page(&mut self, v: u32) -> Result<(), rt::Overflow> {
+        rt::check_fits("uar_page", u64::from(v), 0xffffff)?;
+        self.set_uar_page(v);
         Ok(())
     }
-    /// See [`Self::cq_period`].
-    ///
-    /// Writes `cq_period`.
-    /// Bits beyond the field's width are dropped (a `debug_assert!` catches them in debug builds).
+    /// Writes [`Self::cq_period`].
+    /// Bits beyond its 12 are dropped (a `debug_assert!` in debug builds).
     #[inline]
     pub fn set_cq_period(&mut self, v: u16) {
-        debug_assert!(u64::from(v) <= 0xfff, "value too wide for `cq_period` (12 bits)");
-        crate::rt::set32(&mut self.buf, 16, 16, 0xfff, u32::from(v))
+        rt::set32_narrow(&mut self.buf, 16, 16, 0xfff, u32::from(v), "cq_period")
     }
     /// Writes `cq_period`, or returns an error if `v` does not fit its 12 bits.
     #[inline]
-    pub fn try_set_cq_period(
-        &mut self,
-        v: u16,
-    ) -> ::core::result::Result<(), crate::rt::Overflow> {
-        if u64::from(v) > 0xfff {
-            return Err(crate::rt::Overflow {
-                field: "cq_period",
-                value: u64::from(v),
-                max: 0xfff,
-            });
-        }
-        crate::rt::set32(&mut self.buf, 16, 16, 0xfff, u32::from(v));
+    pub fn try_set_cq_period(&mut self, v: u16) -> Result<(), rt::Overflow> {
+        rt::check_fits("cq_period", u64::from(v), 0xfff)?;
+        self.set_cq_period(v);
         Ok(())
     }
-    /// See [`Self::cq_max_count`].
-    ///
-    /// Writes `cq_max_count`.
+    /// Writes [`Self::cq_max_count`].
     #[inline]
     pub fn set_cq_max_count(&mut self, v: u16) {
-        crate::rt::set32(&mut self.buf, 16, 0, 0xffff, u32::from(v))
+        rt::set32(&mut self.buf, 16, 0, 0xffff, u32::from(v))
     }
-    /// See [`Self::c_eqn_or_apu_element`].
-    ///
-    /// Writes `c_eqn_or_apu_element`.
+    /// Writes [`Self::c_eqn_or_apu_element`].
     #[inline]
     pub fn set_c_eqn_or_apu_element(&mut self, v: u32) {
         self.buf.write_be32(20, v)
     }
-    /// See [`Self::log_page_size`].
-    ///
-    /// Writes `log_page_size`.
-    /// Bits beyond the field's width are dropped (a `debug_assert!` catches them in debug builds).
+    /// Writes [`Self::log_page_size`].
+    /// Bits beyond its 5 are dropped (a `debug_assert!` in debug builds).
     #[inline]
     pub fn set_log_page_size(&mut self, v: u8) {
-        debug_assert!(
-            u64::from(v) <= 0x1f, "value too wide for `log_page_size` (5 bits)"
-        );
-        crate::rt::set32(&mut self.buf, 24, 24, 0x1f, u32::from(v))
+        rt::set32_narrow(&mut self.buf, 24, 24, 0x1f, u32::from(v), "log_page_size")
     }
     /// Writes `log_page_size`, or returns an error if `v` does not fit its 5 bits.
     #[inline]
-    pub fn try_set_log_page_size(
-        &mut self,
-        v: u8,
-    ) -> ::core::result::Result<(), crate::rt::Overflow> {
-        if u64::from(v) > 0x1f {
-            return Err(crate::rt::Overflow {
-                field: "log_page_size",
-                value: u64::from(v),
-                max: 0x1f,
-            });
-        }
-        crate::rt::set32(&mut self.buf, 24, 24, 0x1f, u32::from(v));
+    pub fn try_set_log_page_size(&mut self, v: u8) -> Result<(), rt::Overflow> {
+        rt::check_fits("log_page_size", u64::from(v), 0x1f)?;
+        self.set_log_page_size(v);
         Ok(())
     }
-    /// See [`Self::last_notified_index`].
-    ///
-    /// Writes `last_notified_index`.
-    /// Bits beyond the field's width are dropped (a `debug_assert!` catches them in debug builds).
+    /// Writes [`Self::last_notified_index`].
+    /// Bits beyond its 24 are dropped (a `debug_assert!` in debug builds).
     #[inline]
     pub fn set_last_notified_index(&mut self, v: u32) {
-        debug_assert!(
-            u64::from(v) <= 0xffffff,
-            "value too wide for `last_notified_index` (24 bits)"
-        );
-        crate::rt::set32(&mut self.buf, 32, 0, 0xffffff, u32::from(v))
+        rt::set32_narrow(
+            &mut self.buf,
+            32,
+            0,
+            0xffffff,
+            u32::from(v),
+            "last_notified_index",
+        )
     }
     /// Writes `last_notified_index`, or returns an error if `v` does not fit its 24 bits.
     #[inline]
-    pub fn try_set_last_notified_index(
-        &mut self,
-        v: u32,
-    ) -> ::core::result::Result<(), crate::rt::Overflow> {
-        if u64::from(v) > 0xffffff {
-            return Err(crate::rt::Overflow {
-                field: "last_notified_index",
-                value: u64::from(v),
-                max: 0xffffff,
-            });
-        }
-        crate::rt::set32(&mut self.buf, 32, 0, 0xffffff, u32::from(v));
+    pub fn try_set_last_notified_index(&mut self, v: u32) -> Result<(), rt::Overflow> {
+        rt::check_fits("last_notified_index", u64::from(v), 0xffffff)?;
+        self.set_last_notified_index(v);
         Ok(())
     }
-    /// See [`Self::last_solicit_index`].
-    ///
-    /// Writes `last_solicit_index`.
-    /// Bits beyond the field's width are dropped (a `debug_assert!` catches them in debug builds).
+    /// Writes [`Self::last_solicit_index`].
+    /// Bits beyond its 24 are dropped (a `debug_assert!` in debug builds).
     #[inline]
     pub fn set_last_solicit_index(&mut self, v: u32) {
-        debug_assert!(
-            u64::from(v) <= 0xffffff, "value too wide for `last_solicit_index` (24 bits)"
-        );
-        crate::rt::set32(&mut self.buf, 36, 0, 0xffffff, u32::from(v))
+        rt::set32_narrow(
+            &mut self.buf,
+            36,
+            0,
+            0xffffff,
+            u32::from(v),
+            "last_solicit_index",
+        )
     }
     /// Writes `last_solicit_index`, or returns an error if `v` does not fit its 24 bits.
     #[inline]
-    pub fn try_set_last_solicit_index(
-        &mut self,
-        v: u32,
-    ) -> ::core::result::Result<(), crate::rt::Overflow> {
-        if u64::from(v) > 0xffffff {
-            return Err(crate::rt::Overflow {
-                field: "last_solicit_index",
-                value: u64::from(v),
-                max: 0xffffff,
-            });
-        }
-        crate::rt::set32(&mut self.buf, 36, 0, 0xffffff, u32::from(v));
+    pub fn try_set_last_solicit_index(&mut self, v: u32) -> Result<(), rt::Overflow> {
+        rt::check_fits("last_solicit_index", u64::from(v), 0xffffff)?;
+        self.set_last_solicit_index(v);
         Ok(())
     }
-    /// See [`Self::consumer_counter`].
-    ///
-    /// Writes `consumer_counter`.
-    /// Bits beyond the field's width are dropped (a `debug_assert!` catches them in debug builds).
+    /// Writes [`Self::consumer_counter`].
+    /// Bits beyond its 24 are dropped (a `debug_assert!` in debug builds).
     #[inline]
     pub fn set_consumer_counter(&mut self, v: u32) {
-        debug_assert!(
-            u64::from(v) <= 0xffffff, "value too wide for `consumer_counter` (24 bits)"
-        );
-        crate::rt::set32(&mut self.buf, 40, 0, 0xffffff, u32::from(v))
+        rt::set32_narrow(
+            &mut self.buf,
+            40,
+            0,
+            0xffffff,
+            u32::from(v),
+            "consumer_counter",
+        )
     }
     /// Writes `consumer_counter`, or returns an error if `v` does not fit its 24 bits.
     #[inline]
-    pub fn try_set_consumer_counter(
-        &mut self,
-        v: u32,
-    ) -> ::core::result::Result<(), crate::rt::Overflow> {
-        if u64::from(v) > 0xffffff {
-            return Err(crate::rt::Overflow {
-                field: "consumer_counter",
-                value: u64::from(v),
-                max: 0xffffff,
-            });
-        }
-        crate::rt::set32(&mut self.buf, 40, 0, 0xffffff, u32::from(v));
+    pub fn try_set_consumer_counter(&mut self, v: u32) -> Result<(), rt::Overflow> {
+        rt::check_fits("consumer_counter", u64::from(v), 0xffffff)?;
+        self.set_consumer_counter(v);
         Ok(())
     }
-    /// See [`Self::producer_counter`].
-    ///
-    /// Writes `producer_counter`.
-    /// Bits beyond the field's width are dropped (a `debug_assert!` catches them in debug builds).
+    /// Writes [`Self::producer_counter`].
+    /// Bits beyond its 24 are dropped (a `debug_assert!` in debug builds).
     #[inline]
     pub fn set_producer_counter(&mut self, v: u32) {
-        debug_assert!(
-            u64::from(v) <= 0xffffff, "value too wide for `producer_counter` (24 bits)"
-        );
-        crate::rt::set32(&mut self.buf, 44, 0, 0xffffff, u32::from(v))
+        rt::set32_narrow(
+            &mut self.buf,
+            44,
+            0,
+            0xffffff,
+            u32::from(v),
+            "producer_counter",
+        )
     }
     /// Writes `producer_counter`, or returns an error if `v` does not fit its 24 bits.
     #[inline]
-    pub fn try_set_producer_counter(
-        &mut self,
-        v: u32,
-    ) -> ::core::result::Result<(), crate::rt::Overflow> {
-        if u64::from(v) > 0xffffff {
-            return Err(crate::rt::Overflow {
-                field: "producer_counter",
-                value: u64::from(v),
-                max: 0xffffff,
-            });
-        }
-        crate::rt::set32(&mut self.buf, 44, 0, 0xffffff, u32::from(v));
+    pub fn try_set_producer_counter(&mut self, v: u32) -> Result<(), rt::Overflow> {
+        rt::check_fits("producer_counter", u64::from(v), 0xffffff)?;
+        self.set_producer_counter(v);
         Ok(())
     }
-    /// See [`Self::dbr_addr`].
-    ///
-    /// Writes `dbr_addr`.
+    /// Writes [`Self::dbr_addr`].
     #[inline]
     pub fn set_dbr_addr(&mut self, v: u64) {
-        crate::rt::set64(&mut self.buf, 56, v)
+        rt::set64(&mut self.buf, 56, v)
     }
 }
 #[cfg(feature = "debug")]
-impl<B: crate::rt::Bytes> ::core::fmt::Debug for Cqc<B> {
+impl<B: rt::Bytes> ::core::fmt::Debug for Cqc<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
         let mut d = f.debug_struct(stringify!(Cqc));
-        d.field("status", &crate::rt::fmt::Hex(u64::from(self.status())));
+        d.field("status", &rt::fmt::Hex(self.status().into()));
         d.field("dbr_umem_valid", &self.dbr_umem_valid());
         d.field("apu_cq", &self.apu_cq());
-        d.field("cqe_sz", &crate::rt::fmt::EnumValue(self.cqe_sz()));
+        d.field("cqe_sz", &rt::fmt::EnumValue(self.cqe_sz()));
         d.field("cc", &self.cc());
         d.field("scqe_break_moderation_en", &self.scqe_break_moderation_en());
         d.field("oi", &self.oi());
-        d.field("cq_period_mode", &crate::rt::fmt::EnumValue(self.cq_period_mode()));
+        d.field("cq_period_mode", &rt::fmt::EnumValue(self.cq_period_mode()));
         d.field("cqe_comp_en", &self.cqe_comp_en());
-        d.field(
-            "mini_cqe_res_format",
-            &crate::rt::fmt::Hex(u64::from(self.mini_cqe_res_format())),
-        );
-        d.field("st", &crate::rt::fmt::Hex(u64::from(self.st())));
+        d.field("mini_cqe_res_format", &rt::fmt::Hex(self.mini_cqe_res_format().into()));
+        d.field("st", &rt::fmt::Hex(self.st().into()));
         d.field(
             "cqe_compression_layout",
-            &crate::rt::fmt::Hex(u64::from(self.cqe_compression_layout())),
+            &rt::fmt::Hex(self.cqe_compression_layout().into()),
         );
-        d.field("page_offset", &crate::rt::fmt::Hex(u64::from(self.page_offset())));
-        d.field("log_cq_size", &crate::rt::fmt::Hex(u64::from(self.log_cq_size())));
-        d.field("uar_page", &crate::rt::fmt::Hex(u64::from(self.uar_page())));
-        d.field("cq_period", &crate::rt::fmt::Hex(u64::from(self.cq_period())));
-        d.field("cq_max_count", &crate::rt::fmt::Hex(u64::from(self.cq_max_count())));
+        d.field("page_offset", &rt::fmt::Hex(self.page_offset().into()));
+        d.field("log_cq_size", &rt::fmt::Hex(self.log_cq_size().into()));
+        d.field("uar_page", &rt::fmt::Hex(self.uar_page().into()));
+        d.field("cq_period", &rt::fmt::Hex(self.cq_period().into()));
+        d.field("cq_max_count", &rt::fmt::Hex(self.cq_max_count().into()));
         d.field(
             "c_eqn_or_apu_element",
-            &crate::rt::fmt::Hex(u64::from(self.c_eqn_or_apu_element())),
+            &rt::fmt::Hex(self.c_eqn_or_apu_element().into()),
         );
-        d.field("log_page_size", &crate::rt::fmt::Hex(u64::from(self.log_page_size())));
-        d.field(
-            "last_notified_index",
-            &crate::rt::fmt::Hex(u64::from(self.last_notified_index())),
-        );
-        d.field(
-            "last_solicit_index",
-            &crate::rt::fmt::Hex(u64::from(self.last_solicit_index())),
-        );
-        d.field(
-            "consumer_counter",
-            &crate::rt::fmt::Hex(u64::from(self.consumer_counter())),
-        );
-        d.field(
-            "producer_counter",
-            &crate::rt::fmt::Hex(u64::from(self.producer_counter())),
-        );
-        d.field("dbr_addr", &crate::rt::fmt::Hex(u64::from(self.dbr_addr())));
-        let reserved = crate::rt::fmt::ReservedSet {
+        d.field("log_page_size", &rt::fmt::Hex(self.log_page_size().into()));
+        d.field("last_notified_index", &rt::fmt::Hex(self.last_notified_index().into()));
+        d.field("last_solicit_index", &rt::fmt::Hex(self.last_solicit_index().into()));
+        d.field("consumer_counter", &rt::fmt::Hex(self.consumer_counter().into()));
+        d.field("producer_counter", &rt::fmt::Hex(self.producer_counter().into()));
+        d.field("dbr_addr", &rt::fmt::Hex(self.dbr_addr().into()));
+        let reserved = rt::fmt::ReservedSet {
             buf: &self.buf,
             masks: &[
                 (0, 0xc0800fc),
@@ -1041,366 +762,366 @@ impl<B: crate::rt::Bytes> ::core::fmt::Debug for Cqc<B> {
 }
 #[cfg(feature = "reflect")]
 /// Every field of `cqc` with its accessors, for generic tools and tests.
-pub const CQC_ACCESS: crate::rt::reflect::LayoutAccess = crate::rt::reflect::LayoutAccess {
+pub const CQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "cqc",
     size: 64,
     fields: &[
-        crate::rt::reflect::FieldAccess {
+        rt::reflect::FieldAccess {
             name: "status",
             bit_offset: 0,
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b: &[u8], _i: usize| -> u64 {
+            get: Some(|b, _| {
                 let v = Cqc::new_unchecked(b);
                 u64::from(v.status())
             }),
-            set: Some(|b: &mut [u8], _i: usize, x: u64| {
+            set: Some(|b, _, x| {
                 let mut v = Cqc::new_unchecked(b);
                 v.set_status((x & 0xf) as u8);
             }),
         },
-        crate::rt::reflect::FieldAccess {
+        rt::reflect::FieldAccess {
             name: "dbr_umem_valid",
             bit_offset: 6,
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b: &[u8], _i: usize| -> u64 {
+            get: Some(|b, _| {
                 let v = Cqc::new_unchecked(b);
                 u64::from(v.dbr_umem_valid())
             }),
-            set: Some(|b: &mut [u8], _i: usize, x: u64| {
+            set: Some(|b, _, x| {
                 let mut v = Cqc::new_unchecked(b);
                 v.set_dbr_umem_valid(x & 1 != 0);
             }),
         },
-        crate::rt::reflect::FieldAccess {
+        rt::reflect::FieldAccess {
             name: "apu_cq",
             bit_offset: 7,
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b: &[u8], _i: usize| -> u64 {
+            get: Some(|b, _| {
                 let v = Cqc::new_unchecked(b);
                 u64::from(v.apu_cq())
             }),
-            set: Some(|b: &mut [u8], _i: usize, x: u64| {
+            set: Some(|b, _, x| {
                 let mut v = Cqc::new_unchecked(b);
                 v.set_apu_cq(x & 1 != 0);
             }),
         },
-        crate::rt::reflect::FieldAccess {
+        rt::reflect::FieldAccess {
             name: "cqe_sz",
             bit_offset: 8,
             width: 3,
             count: 1,
             trailing: false,
-            get: Some(|b: &[u8], _i: usize| -> u64 {
+            get: Some(|b, _| {
                 let v = Cqc::new_unchecked(b);
                 u64::from(v.cqe_sz_raw())
             }),
-            set: Some(|b: &mut [u8], _i: usize, x: u64| {
+            set: Some(|b, _, x| {
                 let mut v = Cqc::new_unchecked(b);
                 v.set_cqe_sz_raw((x & 0x7) as u8);
             }),
         },
-        crate::rt::reflect::FieldAccess {
+        rt::reflect::FieldAccess {
             name: "cc",
             bit_offset: 11,
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b: &[u8], _i: usize| -> u64 {
+            get: Some(|b, _| {
                 let v = Cqc::new_unchecked(b);
                 u64::from(v.cc())
             }),
-            set: Some(|b: &mut [u8], _i: usize, x: u64| {
+            set: Some(|b, _, x| {
                 let mut v = Cqc::new_unchecked(b);
                 v.set_cc(x & 1 != 0);
             }),
         },
-        crate::rt::reflect::FieldAccess {
+        rt::reflect::FieldAccess {
             name: "scqe_break_moderation_en",
             bit_offset: 13,
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b: &[u8], _i: usize| -> u64 {
+            get: Some(|b, _| {
                 let v = Cqc::new_unchecked(b);
                 u64::from(v.scqe_break_moderation_en())
             }),
-            set: Some(|b: &mut [u8], _i: usize, x: u64| {
+            set: Some(|b, _, x| {
                 let mut v = Cqc::new_unchecked(b);
                 v.set_scqe_break_moderation_en(x & 1 != 0);
             }),
         },
-        crate::rt::reflect::FieldAccess {
+        rt::reflect::FieldAccess {
             name: "oi",
             bit_offset: 14,
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b: &[u8], _i: usize| -> u64 {
+            get: Some(|b, _| {
                 let v = Cqc::new_unchecked(b);
                 u64::from(v.oi())
             }),
-            set: Some(|b: &mut [u8], _i: usize, x: u64| {
+            set: Some(|b, _, x| {
                 let mut v = Cqc::new_unchecked(b);
                 v.set_oi(x & 1 != 0);
             }),
         },
-        crate::rt::reflect::FieldAccess {
+        rt::reflect::FieldAccess {
             name: "cq_period_mode",
             bit_offset: 15,
             width: 2,
             count: 1,
             trailing: false,
-            get: Some(|b: &[u8], _i: usize| -> u64 {
+            get: Some(|b, _| {
                 let v = Cqc::new_unchecked(b);
                 u64::from(v.cq_period_mode_raw())
             }),
-            set: Some(|b: &mut [u8], _i: usize, x: u64| {
+            set: Some(|b, _, x| {
                 let mut v = Cqc::new_unchecked(b);
                 v.set_cq_period_mode_raw((x & 0x3) as u8);
             }),
         },
-        crate::rt::reflect::FieldAccess {
+        rt::reflect::FieldAccess {
             name: "cqe_comp_en",
             bit_offset: 17,
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b: &[u8], _i: usize| -> u64 {
+            get: Some(|b, _| {
                 let v = Cqc::new_unchecked(b);
                 u64::from(v.cqe_comp_en())
             }),
-            set: Some(|b: &mut [u8], _i: usize, x: u64| {
+            set: Some(|b, _, x| {
                 let mut v = Cqc::new_unchecked(b);
                 v.set_cqe_comp_en(x & 1 != 0);
             }),
         },
-        crate::rt::reflect::FieldAccess {
+        rt::reflect::FieldAccess {
             name: "mini_cqe_res_format",
             bit_offset: 18,
             width: 2,
             count: 1,
             trailing: false,
-            get: Some(|b: &[u8], _i: usize| -> u64 {
+            get: Some(|b, _| {
                 let v = Cqc::new_unchecked(b);
                 u64::from(v.mini_cqe_res_format())
             }),
-            set: Some(|b: &mut [u8], _i: usize, x: u64| {
+            set: Some(|b, _, x| {
                 let mut v = Cqc::new_unchecked(b);
                 v.set_mini_cqe_res_format((x & 0x3) as u8);
             }),
         },
-        crate::rt::reflect::FieldAccess {
+        rt::reflect::FieldAccess {
             name: "st",
             bit_offset: 20,
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b: &[u8], _i: usize| -> u64 {
+            get: Some(|b, _| {
                 let v = Cqc::new_unchecked(b);
                 u64::from(v.st())
             }),
-            set: Some(|b: &mut [u8], _i: usize, x: u64| {
+            set: Some(|b, _, x| {
                 let mut v = Cqc::new_unchecked(b);
                 v.set_st((x & 0xf) as u8);
             }),
         },
-        crate::rt::reflect::FieldAccess {
+        rt::reflect::FieldAccess {
             name: "cqe_compression_layout",
             bit_offset: 30,
             width: 2,
             count: 1,
             trailing: false,
-            get: Some(|b: &[u8], _i: usize| -> u64 {
+            get: Some(|b, _| {
                 let v = Cqc::new_unchecked(b);
                 u64::from(v.cqe_compression_layout())
             }),
-            set: Some(|b: &mut [u8], _i: usize, x: u64| {
+            set: Some(|b, _, x| {
                 let mut v = Cqc::new_unchecked(b);
                 v.set_cqe_compression_layout((x & 0x3) as u8);
             }),
         },
-        crate::rt::reflect::FieldAccess {
+        rt::reflect::FieldAccess {
             name: "page_offset",
             bit_offset: 84,
             width: 6,
             count: 1,
             trailing: false,
-            get: Some(|b: &[u8], _i: usize| -> u64 {
+            get: Some(|b, _| {
                 let v = Cqc::new_unchecked(b);
                 u64::from(v.page_offset())
             }),
-            set: Some(|b: &mut [u8], _i: usize, x: u64| {
+            set: Some(|b, _, x| {
                 let mut v = Cqc::new_unchecked(b);
                 v.set_page_offset((x & 0x3f) as u8);
             }),
         },
-        crate::rt::reflect::FieldAccess {
+        rt::reflect::FieldAccess {
             name: "log_cq_size",
             bit_offset: 99,
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b: &[u8], _i: usize| -> u64 {
+            get: Some(|b, _| {
                 let v = Cqc::new_unchecked(b);
                 u64::from(v.log_cq_size())
             }),
-            set: Some(|b: &mut [u8], _i: usize, x: u64| {
+            set: Some(|b, _, x| {
                 let mut v = Cqc::new_unchecked(b);
                 v.set_log_cq_size((x & 0x1f) as u8);
             }),
         },
-        crate::rt::reflect::FieldAccess {
+        rt::reflect::FieldAccess {
             name: "uar_page",
             bit_offset: 104,
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b: &[u8], _i: usize| -> u64 {
+            get: Some(|b, _| {
                 let v = Cqc::new_unchecked(b);
                 u64::from(v.uar_page())
             }),
-            set: Some(|b: &mut [u8], _i: usize, x: u64| {
+            set: Some(|b, _, x| {
                 let mut v = Cqc::new_unchecked(b);
                 v.set_uar_page((x & 0xffffff) as u32);
             }),
         },
-        crate::rt::reflect::FieldAccess {
+        rt::reflect::FieldAccess {
             name: "cq_period",
             bit_offset: 132,
             width: 12,
             count: 1,
             trailing: false,
-            get: Some(|b: &[u8], _i: usize| -> u64 {
+            get: Some(|b, _| {
                 let v = Cqc::new_unchecked(b);
                 u64::from(v.cq_period())
             }),
-            set: Some(|b: &mut [u8], _i: usize, x: u64| {
+            set: Some(|b, _, x| {
                 let mut v = Cqc::new_unchecked(b);
                 v.set_cq_period((x & 0xfff) as u16);
             }),
         },
-        crate::rt::reflect::FieldAccess {
+        rt::reflect::FieldAccess {
             name: "cq_max_count",
             bit_offset: 144,
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b: &[u8], _i: usize| -> u64 {
+            get: Some(|b, _| {
                 let v = Cqc::new_unchecked(b);
                 u64::from(v.cq_max_count())
             }),
-            set: Some(|b: &mut [u8], _i: usize, x: u64| {
+            set: Some(|b, _, x| {
                 let mut v = Cqc::new_unchecked(b);
                 v.set_cq_max_count((x & 0xffff) as u16);
             }),
         },
-        crate::rt::reflect::FieldAccess {
+        rt::reflect::FieldAccess {
             name: "c_eqn_or_apu_element",
             bit_offset: 160,
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b: &[u8], _i: usize| -> u64 {
+            get: Some(|b, _| {
                 let v = Cqc::new_unchecked(b);
                 u64::from(v.c_eqn_or_apu_element())
             }),
-            set: Some(|b: &mut [u8], _i: usize, x: u64| {
+            set: Some(|b, _, x| {
                 let mut v = Cqc::new_unchecked(b);
                 v.set_c_eqn_or_apu_element((x & 0xffffffff) as u32);
             }),
         },
-        crate::rt::reflect::FieldAccess {
+        rt::reflect::FieldAccess {
             name: "log_page_size",
             bit_offset: 195,
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b: &[u8], _i: usize| -> u64 {
+            get: Some(|b, _| {
                 let v = Cqc::new_unchecked(b);
                 u64::from(v.log_page_size())
             }),
-            set: Some(|b: &mut [u8], _i: usize, x: u64| {
+            set: Some(|b, _, x| {
                 let mut v = Cqc::new_unchecked(b);
                 v.set_log_page_size((x & 0x1f) as u8);
             }),
         },
-        crate::rt::reflect::FieldAccess {
+        rt::reflect::FieldAccess {
             name: "last_notified_index",
             bit_offset: 264,
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b: &[u8], _i: usize| -> u64 {
+            get: Some(|b, _| {
                 let v = Cqc::new_unchecked(b);
                 u64::from(v.last_notified_index())
             }),
-            set: Some(|b: &mut [u8], _i: usize, x: u64| {
+            set: Some(|b, _, x| {
                 let mut v = Cqc::new_unchecked(b);
                 v.set_last_notified_index((x & 0xffffff) as u32);
             }),
         },
-        crate::rt::reflect::FieldAccess {
+        rt::reflect::FieldAccess {
             name: "last_solicit_index",
             bit_offset: 296,
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b: &[u8], _i: usize| -> u64 {
+            get: Some(|b, _| {
                 let v = Cqc::new_unchecked(b);
                 u64::from(v.last_solicit_index())
             }),
-            set: Some(|b: &mut [u8], _i: usize, x: u64| {
+            set: Some(|b, _, x| {
                 let mut v = Cqc::new_unchecked(b);
                 v.set_last_solicit_index((x & 0xffffff) as u32);
             }),
         },
-        crate::rt::reflect::FieldAccess {
+        rt::reflect::FieldAccess {
             name: "consumer_counter",
             bit_offset: 328,
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b: &[u8], _i: usize| -> u64 {
+            get: Some(|b, _| {
                 let v = Cqc::new_unchecked(b);
                 u64::from(v.consumer_counter())
             }),
-            set: Some(|b: &mut [u8], _i: usize, x: u64| {
+            set: Some(|b, _, x| {
                 let mut v = Cqc::new_unchecked(b);
                 v.set_consumer_counter((x & 0xffffff) as u32);
             }),
         },
-        crate::rt::reflect::FieldAccess {
+        rt::reflect::FieldAccess {
             name: "producer_counter",
             bit_offset: 360,
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b: &[u8], _i: usize| -> u64 {
+            get: Some(|b, _| {
                 let v = Cqc::new_unchecked(b);
                 u64::from(v.producer_counter())
             }),
-            set: Some(|b: &mut [u8], _i: usize, x: u64| {
+            set: Some(|b, _, x| {
                 let mut v = Cqc::new_unchecked(b);
                 v.set_producer_counter((x & 0xffffff) as u32);
             }),
         },
-        crate::rt::reflect::FieldAccess {
+        rt::reflect::FieldAccess {
             name: "dbr_addr",
             bit_offset: 448,
             width: 64,
             count: 1,
             trailing: false,
-            get: Some(|b: &[u8], _i: usize| -> u64 {
+            get: Some(|b, _| {
                 let v = Cqc::new_unchecked(b);
                 u64::from(v.dbr_addr())
             }),
-            set: Some(|b: &mut [u8], _i: usize, x: u64| {
+            set: Some(|b, _, x| {
                 let mut v = Cqc::new_unchecked(b);
                 v.set_dbr_addr((x & 0xffffffffffffffff) as u64);
             }),
@@ -1418,43 +1139,19 @@ pub struct CreateCqIn<B = [u8; 272]> {
 crate::__prm_view!(CreateCqIn, "create_cq_in", 272);
 impl CreateCqIn<[u8; 272]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
-    pub const OPCODE: crate::rt::Field = crate::rt::Field {
-        name: "opcode",
-        bit_offset: 0,
-        width: 16,
-    };
+    pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
     #[doc = concat!(" Position of `", "uid", "`.")]
-    pub const UID: crate::rt::Field = crate::rt::Field {
-        name: "uid",
-        bit_offset: 16,
-        width: 16,
-    };
+    pub const UID: rt::Field = rt::Field::new("uid", 16, 16);
     #[doc = concat!(" Position of `", "op_mod", "`.")]
-    pub const OP_MOD: crate::rt::Field = crate::rt::Field {
-        name: "op_mod",
-        bit_offset: 48,
-        width: 16,
-    };
+    pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
     #[doc = concat!(" Position of `", "cq_context", "`.")]
-    pub const CQ_CONTEXT: crate::rt::Field = crate::rt::Field {
-        name: "cq_context",
-        bit_offset: 128,
-        width: 512,
-    };
+    pub const CQ_CONTEXT: rt::Field = rt::Field::new("cq_context", 128, 512);
     #[doc = concat!(" Position of `", "cq_umem_valid", "`.")]
-    pub const CQ_UMEM_VALID: crate::rt::Field = crate::rt::Field {
-        name: "cq_umem_valid",
-        bit_offset: 736,
-        width: 1,
-    };
+    pub const CQ_UMEM_VALID: rt::Field = rt::Field::new("cq_umem_valid", 736, 1);
     #[doc = concat!(" Position of `", "pas", "`.")]
-    pub const PAS: crate::rt::Field = crate::rt::Field {
-        name: "pas",
-        bit_offset: 2176,
-        width: 64,
-    };
+    pub const PAS: rt::Field = rt::Field::new("pas", 2176, 64);
     /// The position of every field of `create_cq_in`, by offset.
-    pub const FIELDS: &'static [crate::rt::Field] = &[
+    pub const FIELDS: &'static [rt::Field] = &[
         Self::OPCODE,
         Self::UID,
         Self::OP_MOD,
@@ -1463,21 +1160,21 @@ impl CreateCqIn<[u8; 272]> {
         Self::PAS,
     ];
 }
-impl<B: crate::rt::Bytes> CreateCqIn<B> {
+impl<B: rt::Bytes> CreateCqIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
     #[inline]
     pub fn opcode(&self) -> u16 {
-        crate::rt::get32(&self.buf, 0, 16, 0xffff) as u16
+        rt::get32(&self.buf, 0, 16, 0xffff) as u16
     }
     /// PRM `0x00[15:0]`: bit offset 0x10, 16 bits.
     #[inline]
     pub fn uid(&self) -> u16 {
-        crate::rt::get32(&self.buf, 0, 0, 0xffff) as u16
+        rt::get32(&self.buf, 0, 0, 0xffff) as u16
     }
     /// PRM `0x04[15:0]`: bit offset 0x30, 16 bits.
     #[inline]
     pub fn op_mod(&self) -> u16 {
-        crate::rt::get32(&self.buf, 4, 0, 0xffff) as u16
+        rt::get32(&self.buf, 4, 0, 0xffff) as u16
     }
     /// PRM `0x10..0x50`: bit offset 0x80, 512 bits; type `cqc`.
     #[inline]
@@ -1487,7 +1184,7 @@ impl<B: crate::rt::Bytes> CreateCqIn<B> {
     /// PRM `0x5c[31]`: bit offset 0x2e0, 1 bit.
     #[inline]
     pub fn cq_umem_valid(&self) -> bool {
-        crate::rt::get32(&self.buf, 92, 31, 0x1) as u8 != 0
+        rt::get32(&self.buf, 92, 31, 0x1) as u8 != 0
     }
     /// Number of elements of `pas` the buffer holds after the fixed part.
     #[inline]
@@ -1500,11 +1197,11 @@ impl<B: crate::rt::Bytes> CreateCqIn<B> {
     ///
     /// Element `i`, or `None` past the end.
     #[inline]
-    pub fn pas(&self, i: usize) -> ::core::option::Option<u64> {
+    pub fn pas(&self, i: usize) -> Option<u64> {
         if i >= self.pas_len() {
             return None;
         }
-        let v = crate::rt::get_bits(&self.buf, 2176 + i * 64, 64);
+        let v = rt::get_bits(&self.buf, 2176 + i * 64, 64);
         Some(v as u64)
     }
     /// Every element, in order.
@@ -1512,85 +1209,73 @@ impl<B: crate::rt::Bytes> CreateCqIn<B> {
     pub fn pas_iter(&self) -> impl Iterator<Item = u64> + '_ {
         (0..self.pas_len())
             .map(move |i| {
-                let v = crate::rt::get_bits(&self.buf, 2176 + i * 64, 64);
+                let v = rt::get_bits(&self.buf, 2176 + i * 64, 64);
                 v as u64
             })
     }
 }
-impl<B: crate::rt::BytesMut> CreateCqIn<B> {
-    /// See [`Self::opcode`].
-    ///
-    /// Writes `opcode`.
+impl<B: rt::BytesMut> CreateCqIn<B> {
+    /// Writes [`Self::opcode`].
     #[inline]
     pub fn set_opcode(&mut self, v: u16) {
-        crate::rt::set32(&mut self.buf, 0, 16, 0xffff, u32::from(v))
+        rt::set32(&mut self.buf, 0, 16, 0xffff, u32::from(v))
     }
-    /// See [`Self::uid`].
-    ///
-    /// Writes `uid`.
+    /// Writes [`Self::uid`].
     #[inline]
     pub fn set_uid(&mut self, v: u16) {
-        crate::rt::set32(&mut self.buf, 0, 0, 0xffff, u32::from(v))
+        rt::set32(&mut self.buf, 0, 0, 0xffff, u32::from(v))
     }
-    /// See [`Self::op_mod`].
-    ///
-    /// Writes `op_mod`.
+    /// Writes [`Self::op_mod`].
     #[inline]
     pub fn set_op_mod(&mut self, v: u16) {
-        crate::rt::set32(&mut self.buf, 4, 0, 0xffff, u32::from(v))
+        rt::set32(&mut self.buf, 4, 0, 0xffff, u32::from(v))
     }
-    /// See [`Self::cq_context`].
+    /// Writes [`Self::cq_context`].
     #[inline]
     pub fn cq_context_mut(&mut self) -> Cqc<B::SubMut<'_>> {
         Cqc::new_unchecked(self.buf.sub_mut(16, 64))
     }
-    /// See [`Self::cq_umem_valid`].
-    ///
-    /// Writes `cq_umem_valid`.
+    /// Writes [`Self::cq_umem_valid`].
     #[inline]
     pub fn set_cq_umem_valid(&mut self, v: bool) {
-        crate::rt::set32(&mut self.buf, 92, 31, 0x1, u32::from(u8::from(v)))
+        rt::set32(&mut self.buf, 92, 31, 0x1, u32::from(u8::from(v)))
     }
-    /// See [`Self::pas`].
+    /// Writes [`Self::pas`].
     ///
     /// Writes element `i`; returns an error when `i` is past the end. Bits beyond the element's width are dropped (a `debug_assert!` catches them in debug builds).
     #[inline]
-    pub fn set_pas(
-        &mut self,
-        i: usize,
-        v: u64,
-    ) -> ::core::result::Result<(), crate::rt::Overflow> {
+    pub fn set_pas(&mut self, i: usize, v: u64) -> Result<(), rt::Overflow> {
         let len = self.pas_len();
         if i >= len {
-            return Err(crate::rt::Overflow {
+            return Err(rt::Overflow {
                 field: "pas",
                 value: i as u64,
                 max: len.saturating_sub(1) as u64,
             });
         }
         let v = u64::from(v);
-        crate::rt::set_bits(&mut self.buf, 2176 + i * 64, 64, v);
+        rt::set_bits(&mut self.buf, 2176 + i * 64, 64, v);
         Ok(())
     }
 }
 #[cfg(feature = "debug")]
-impl<B: crate::rt::Bytes> ::core::fmt::Debug for CreateCqIn<B> {
+impl<B: rt::Bytes> ::core::fmt::Debug for CreateCqIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
         let mut d = f.debug_struct(stringify!(CreateCqIn));
-        d.field("opcode", &crate::rt::fmt::Hex(u64::from(self.opcode())));
-        d.field("uid", &crate::rt::fmt::Hex(u64::from(self.uid())));
-        d.field("op_mod", &crate::rt::fmt::Hex(u64::from(self.op_mod())));
+        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
+        d.field("uid", &rt::fmt::Hex(self.uid().into()));
+        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
         d.field("cq_context", &self.cq_context());
         d.field("cq_umem_valid", &self.cq_umem_valid());
         d.field(
             "pas",
-            &crate::rt::fmt::With(|f| crate::rt::fmt::list(
+            &rt::fmt::With(|f| rt::fmt::list(
                 f,
                 self.pas_len(),
-                self.pas_iter().map(|v| crate::rt::fmt::Hex(u64::from(v))),
+                self.pas_iter().map(|v| rt::fmt::Hex(u64::from(v))),
             )),
         );
-        let reserved = crate::rt::fmt::ReservedSet {
+        let reserved = rt::fmt::ReservedSet {
             buf: &self.buf,
             masks: &[
                 (4, 0xffff0000),
@@ -1654,71 +1339,71 @@ impl<B: crate::rt::Bytes> ::core::fmt::Debug for CreateCqIn<B> {
 }
 #[cfg(feature = "reflect")]
 /// Every field of `create_cq_in` with its accessors, for generic tools and tests.
-pub const CREATE_CQ_IN_ACCESS: crate::rt::reflect::LayoutAccess = crate::rt::reflect::LayoutAccess {
+pub const CREATE_CQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "create_cq_in",
     size: 272,
     fields: &[
-        crate::rt::reflect::FieldAccess {
+        rt::reflect::FieldAccess {
             name: "opcode",
             bit_offset: 0,
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b: &[u8], _i: usize| -> u64 {
+            get: Some(|b, _| {
                 let v = CreateCqIn::new_unchecked(b);
                 u64::from(v.opcode())
             }),
-            set: Some(|b: &mut [u8], _i: usize, x: u64| {
+            set: Some(|b, _, x| {
                 let mut v = CreateCqIn::new_unchecked(b);
                 v.set_opcode((x & 0xffff) as u16);
             }),
         },
-        crate::rt::reflect::FieldAccess {
+        rt::reflect::FieldAccess {
             name: "uid",
             bit_offset: 16,
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b: &[u8], _i: usize| -> u64 {
+            get: Some(|b, _| {
                 let v = CreateCqIn::new_unchecked(b);
                 u64::from(v.uid())
             }),
-            set: Some(|b: &mut [u8], _i: usize, x: u64| {
+            set: Some(|b, _, x| {
                 let mut v = CreateCqIn::new_unchecked(b);
                 v.set_uid((x & 0xffff) as u16);
             }),
         },
-        crate::rt::reflect::FieldAccess {
+        rt::reflect::FieldAccess {
             name: "op_mod",
             bit_offset: 48,
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b: &[u8], _i: usize| -> u64 {
+            get: Some(|b, _| {
                 let v = CreateCqIn::new_unchecked(b);
                 u64::from(v.op_mod())
             }),
-            set: Some(|b: &mut [u8], _i: usize, x: u64| {
+            set: Some(|b, _, x| {
                 let mut v = CreateCqIn::new_unchecked(b);
                 v.set_op_mod((x & 0xffff) as u16);
             }),
         },
-        crate::rt::reflect::FieldAccess {
+        rt::reflect::FieldAccess {
             name: "cq_umem_valid",
             bit_offset: 736,
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b: &[u8], _i: usize| -> u64 {
+            get: Some(|b, _| {
                 let v = CreateCqIn::new_unchecked(b);
                 u64::from(v.cq_umem_valid())
             }),
-            set: Some(|b: &mut [u8], _i: usize, x: u64| {
+            set: Some(|b, _, x| {
                 let mut v = CreateCqIn::new_unchecked(b);
                 v.set_cq_umem_valid(x & 1 != 0);
             }),
         },
-        crate::rt::reflect::FieldAccess {
+        rt::reflect::FieldAccess {
             name: "pas",
             bit_offset: 2176,
             width: 64,
@@ -1734,7 +1419,7 @@ pub const CREATE_CQ_IN_ACCESS: crate::rt::reflect::LayoutAccess = crate::rt::ref
         },
     ],
     nested: &[
-        crate::rt::reflect::NestedAccess {
+        rt::reflect::NestedAccess {
             name: "cq_context",
             byte_offset: 16,
             size: 64,
@@ -1756,35 +1441,19 @@ pub struct CreateCqOut<B = [u8; 16]> {
 crate::__prm_view!(CreateCqOut, "create_cq_out", 16);
 impl CreateCqOut<[u8; 16]> {
     #[doc = concat!(" Position of `", "status", "`.")]
-    pub const STATUS: crate::rt::Field = crate::rt::Field {
-        name: "status",
-        bit_offset: 0,
-        width: 8,
-    };
+    pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
     #[doc = concat!(" Position of `", "syndrome", "`.")]
-    pub const SYNDROME: crate::rt::Field = crate::rt::Field {
-        name: "syndrome",
-        bit_offset: 32,
-        width: 32,
-    };
+    pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     #[doc = concat!(" Position of `", "cqn", "`.")]
-    pub const CQN: crate::rt::Field = crate::rt::Field {
-        name: "cqn",
-        bit_offset: 72,
-        width: 24,
-    };
+    pub const CQN: rt::Field = rt::Field::new("cqn", 72, 24);
     /// The position of every field of `create_cq_out`, by offset.
-    pub const FIELDS: &'static [crate::rt::Field] = &[
-        Self::STATUS,
-        Self::SYNDROME,
-        Self::CQN,
-    ];
+    pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME, Self::CQN];
 }
-impl<B: crate::rt::Bytes> CreateCqOut<B> {
+impl<B: rt::Bytes> CreateCqOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
     #[inline]
     pub fn status(&self) -> u8 {
-        crate::rt::get32(&self.buf, 0, 24, 0xff) as u8
+        rt::get32(&self.buf, 0, 24, 0xff) as u8
     }
     /// PRM `0x04[31:0]`: bit offset 0x20, 32 bits.
     #[inline]
@@ -1796,58 +1465,42 @@ impl<B: crate::rt::Bytes> CreateCqOut<B> {
     /// PRM `0x08[23:0]`: bit offset 0x48, 24 bits.
     #[inline]
     pub fn cqn(&self) -> u32 {
-        crate::rt::get32(&self.buf, 8, 0, 0xffffff) as u32
+        rt::get32(&self.buf, 8, 0, 0xffffff) as u32
     }
 }
-impl<B: crate::rt::BytesMut> CreateCqOut<B> {
-    /// See [`Self::status`].
-    ///
-    /// Writes `status`.
+impl<B: rt::BytesMut> CreateCqOut<B> {
+    /// Writes [`Self::status`].
     #[inline]
     pub fn set_status(&mut self, v: u8) {
-        crate::rt::set32(&mut self.buf, 0, 24, 0xff, u32::from(v))
+        rt::set32(&mut self.buf, 0, 24, 0xff, u32::from(v))
     }
-    /// See [`Self::syndrome`].
-    ///
-    /// Writes `syndrome`.
+    /// Writes [`Self::syndrome`].
     #[inline]
     pub fn set_syndrome(&mut self, v: u32) {
         self.buf.write_be32(4, v)
     }
-    /// See [`Self::cqn`].
-    ///
-    /// Writes `cqn`.
-    /// Bits beyond the field's width are dropped (a `debug_assert!` catches them in debug builds).
+    /// Writes [`Self::cqn`].
+    /// Bits beyond its 24 are dropped (a `debug_assert!` in debug builds).
     #[inline]
     pub fn set_cqn(&mut self, v: u32) {
-        debug_assert!(u64::from(v) <= 0xffffff, "value too wide for `cqn` (24 bits)");
-        crate::rt::set32(&mut self.buf, 8, 0, 0xffffff, u32::from(v))
+        rt::set32_narrow(&mut self.buf, 8, 0, 0xffffff, u32::from(v), "cqn")
     }
     /// Writes `cqn`, or returns an error if `v` does not fit its 24 bits.
     #[inline]
-    pub fn try_set_cqn(
-        &mut self,
-        v: u32,
-    ) -> ::core::result::Result<(), crate::rt::Overflow> {
-        if u64::from(v) > 0xffffff {
-            return Err(crate::rt::Overflow {
-                field: "cqn",
-                value: u64::from(v),
-                max: 0xffffff,
-            });
-        }
-        crate::rt::set32(&mut self.buf, 8, 0, 0xffffff, u32::from(v));
+    pub fn try_set_cqn(&mut self, v: u32) -> Result<(), rt::Overflow> {
+        rt::check_fits("cqn", u64::from(v), 0xffffff)?;
+        self.set_cqn(v);
         Ok(())
     }
 }
 #[cfg(feature = "debug")]
-impl<B: crate::rt::Bytes> ::core::fmt::Debug for CreateCqOut<B> {
+impl<B: rt::Bytes> ::core::fmt::Debug for CreateCqOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
         let mut d = f.debug_struct(stringify!(CreateCqOut));
-        d.field("status", &crate::rt::fmt::Hex(u64::from(self.status())));
-        d.field("syndrome", &crate::rt::fmt::Hex(u64::from(self.syndrome())));
-        d.field("cqn", &crate::rt::fmt::Hex(u64::from(self.cqn())));
-        let reserved = crate::rt::fmt::ReservedSet {
+        d.field("status", &rt::fmt::Hex(self.status().into()));
+        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
+        d.field("cqn", &rt::fmt::Hex(self.cqn().into()));
+        let reserved = rt::fmt::ReservedSet {
             buf: &self.buf,
             masks: &[(0, 0xffffff), (8, 0xff000000), (12, 0xffffffff)],
         };
@@ -1859,51 +1512,51 @@ impl<B: crate::rt::Bytes> ::core::fmt::Debug for CreateCqOut<B> {
 }
 #[cfg(feature = "reflect")]
 /// Every field of `create_cq_out` with its accessors, for generic tools and tests.
-pub const CREATE_CQ_OUT_ACCESS: crate::rt::reflect::LayoutAccess = crate::rt::reflect::LayoutAccess {
+pub const CREATE_CQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "create_cq_out",
     size: 16,
     fields: &[
-        crate::rt::reflect::FieldAccess {
+        rt::reflect::FieldAccess {
             name: "status",
             bit_offset: 0,
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b: &[u8], _i: usize| -> u64 {
+            get: Some(|b, _| {
                 let v = CreateCqOut::new_unchecked(b);
                 u64::from(v.status())
             }),
-            set: Some(|b: &mut [u8], _i: usize, x: u64| {
+            set: Some(|b, _, x| {
                 let mut v = CreateCqOut::new_unchecked(b);
                 v.set_status((x & 0xff) as u8);
             }),
         },
-        crate::rt::reflect::FieldAccess {
+        rt::reflect::FieldAccess {
             name: "syndrome",
             bit_offset: 32,
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b: &[u8], _i: usize| -> u64 {
+            get: Some(|b, _| {
                 let v = CreateCqOut::new_unchecked(b);
                 u64::from(v.syndrome())
             }),
-            set: Some(|b: &mut [u8], _i: usize, x: u64| {
+            set: Some(|b, _, x| {
                 let mut v = CreateCqOut::new_unchecked(b);
                 v.set_syndrome((x & 0xffffffff) as u32);
             }),
         },
-        crate::rt::reflect::FieldAccess {
+        rt::reflect::FieldAccess {
             name: "cqn",
             bit_offset: 72,
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b: &[u8], _i: usize| -> u64 {
+            get: Some(|b, _| {
                 let v = CreateCqOut::new_unchecked(b);
                 u64::from(v.cqn())
             }),
-            set: Some(|b: &mut [u8], _i: usize, x: u64| {
+            set: Some(|b, _, x| {
                 let mut v = CreateCqOut::new_unchecked(b);
                 v.set_cqn((x & 0xffffff) as u32);
             }),
@@ -1921,118 +1574,84 @@ pub struct DestroyCqIn<B = [u8; 16]> {
 crate::__prm_view!(DestroyCqIn, "destroy_cq_in", 16);
 impl DestroyCqIn<[u8; 16]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
-    pub const OPCODE: crate::rt::Field = crate::rt::Field {
-        name: "opcode",
-        bit_offset: 0,
-        width: 16,
-    };
+    pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
     #[doc = concat!(" Position of `", "uid", "`.")]
-    pub const UID: crate::rt::Field = crate::rt::Field {
-        name: "uid",
-        bit_offset: 16,
-        width: 16,
-    };
+    pub const UID: rt::Field = rt::Field::new("uid", 16, 16);
     #[doc = concat!(" Position of `", "op_mod", "`.")]
-    pub const OP_MOD: crate::rt::Field = crate::rt::Field {
-        name: "op_mod",
-        bit_offset: 48,
-        width: 16,
-    };
+    pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
     #[doc = concat!(" Position of `", "cqn", "`.")]
-    pub const CQN: crate::rt::Field = crate::rt::Field {
-        name: "cqn",
-        bit_offset: 72,
-        width: 24,
-    };
+    pub const CQN: rt::Field = rt::Field::new("cqn", 72, 24);
     /// The position of every field of `destroy_cq_in`, by offset.
-    pub const FIELDS: &'static [crate::rt::Field] = &[
+    pub const FIELDS: &'static [rt::Field] = &[
         Self::OPCODE,
         Self::UID,
         Self::OP_MOD,
         Self::CQN,
     ];
 }
-impl<B: crate::rt::Bytes> DestroyCqIn<B> {
+impl<B: rt::Bytes> DestroyCqIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
     #[inline]
     pub fn opcode(&self) -> u16 {
-        crate::rt::get32(&self.buf, 0, 16, 0xffff) as u16
+        rt::get32(&self.buf, 0, 16, 0xffff) as u16
     }
     /// PRM `0x00[15:0]`: bit offset 0x10, 16 bits.
     #[inline]
     pub fn uid(&self) -> u16 {
-        crate::rt::get32(&self.buf, 0, 0, 0xffff) as u16
+        rt::get32(&self.buf, 0, 0, 0xffff) as u16
     }
     /// PRM `0x04[15:0]`: bit offset 0x30, 16 bits.
     #[inline]
     pub fn op_mod(&self) -> u16 {
-        crate::rt::get32(&self.buf, 4, 0, 0xffff) as u16
+        rt::get32(&self.buf, 4, 0, 0xffff) as u16
     }
     /// The CQ to destroy.
     ///
     /// PRM `0x08[23:0]`: bit offset 0x48, 24 bits.
     #[inline]
     pub fn cqn(&self) -> u32 {
-        crate::rt::get32(&self.buf, 8, 0, 0xffffff) as u32
+        rt::get32(&self.buf, 8, 0, 0xffffff) as u32
     }
 }
-impl<B: crate::rt::BytesMut> DestroyCqIn<B> {
-    /// See [`Self::opcode`].
-    ///
-    /// Writes `opcode`.
+impl<B: rt::BytesMut> DestroyCqIn<B> {
+    /// Writes [`Self::opcode`].
     #[inline]
     pub fn set_opcode(&mut self, v: u16) {
-        crate::rt::set32(&mut self.buf, 0, 16, 0xffff, u32::from(v))
+        rt::set32(&mut self.buf, 0, 16, 0xffff, u32::from(v))
     }
-    /// See [`Self::uid`].
-    ///
-    /// Writes `uid`.
+    /// Writes [`Self::uid`].
     #[inline]
     pub fn set_uid(&mut self, v: u16) {
-        crate::rt::set32(&mut self.buf, 0, 0, 0xffff, u32::from(v))
+        rt::set32(&mut self.buf, 0, 0, 0xffff, u32::from(v))
     }
-    /// See [`Self::op_mod`].
-    ///
-    /// Writes `op_mod`.
+    /// Writes [`Self::op_mod`].
     #[inline]
     pub fn set_op_mod(&mut self, v: u16) {
-        crate::rt::set32(&mut self.buf, 4, 0, 0xffff, u32::from(v))
+        rt::set32(&mut self.buf, 4, 0, 0xffff, u32::from(v))
     }
-    /// See [`Self::cqn`].
-    ///
-    /// Writes `cqn`.
-    /// Bits beyond the field's width are dropped (a `debug_assert!` catches them in debug builds).
+    /// Writes [`Self::cqn`].
+    /// Bits beyond its 24 are dropped (a `debug_assert!` in debug builds).
     #[inline]
     pub fn set_cqn(&mut self, v: u32) {
-        debug_assert!(u64::from(v) <= 0xffffff, "value too wide for `cqn` (24 bits)");
-        crate::rt::set32(&mut self.buf, 8, 0, 0xffffff, u32::from(v))
+        rt::set32_narrow(&mut self.buf, 8, 0, 0xffffff, u32::from(v), "cqn")
     }
     /// Writes `cqn`, or returns an error if `v` does not fit its 24 bits.
     #[inline]
-    pub fn try_set_cqn(
-        &mut self,
-        v: u32,
-    ) -> ::core::result::Result<(), crate::rt::Overflow> {
-        if u64::from(v) > 0xffffff {
-            return Err(crate::rt::Overflow {
-                field: "cqn",
-                value: u64::from(v),
-                max: 0xffffff,
-            });
-        }
-        crate::rt::set32(&mut self.buf, 8, 0, 0xffffff, u32::from(v));
+    pub fn try_set_cqn(&mut self, v: u32) -> Result<(), rt::Overflow> {
+        rt::check_fits("cqn", u64::from(v), 0xffffff)?;
+        self.set_cqn(v);
         Ok(())
     }
 }
 #[cfg(feature = "debug")]
-impl<B: crate::rt::Bytes> ::core::fmt::Debug for DestroyCqIn<B> {
+impl<B: rt::Bytes> ::core::fmt::Debug for DestroyCqIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
         let mut d = f.debug_struct(stringify!(DestroyCqIn));
-        d.field("opcode", &crate::rt::fmt::Hex(u64::from(self.opcode())));
-        d.field("uid", &crate::rt::fmt::Hex(u64::from(self.uid())));
-        d.field("op_mod", &crate::rt::fmt::Hex(u64::from(self.op_mod())));
-        d.field("cqn", &crate::rt::fmt::Hex(u64::from(self.cqn())));
-        let reserved = crate::rt::fmt::ReservedSet {
+        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
+        d.field("uid", &rt::fmt::Hex(self.uid().into()));
+        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
+        d.field("cqn", &rt::fmt::Hex(self.cqn().into()));
+        let reserved = rt::fmt::ReservedSet {
             buf: &self.buf,
             masks: &[(4, 0xffff0000), (8, 0xff000000), (12, 0xffffffff)],
         };
@@ -2044,66 +1663,66 @@ impl<B: crate::rt::Bytes> ::core::fmt::Debug for DestroyCqIn<B> {
 }
 #[cfg(feature = "reflect")]
 /// Every field of `destroy_cq_in` with its accessors, for generic tools and tests.
-pub const DESTROY_CQ_IN_ACCESS: crate::rt::reflect::LayoutAccess = crate::rt::reflect::LayoutAccess {
+pub const DESTROY_CQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "destroy_cq_in",
     size: 16,
     fields: &[
-        crate::rt::reflect::FieldAccess {
+        rt::reflect::FieldAccess {
             name: "opcode",
             bit_offset: 0,
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b: &[u8], _i: usize| -> u64 {
+            get: Some(|b, _| {
                 let v = DestroyCqIn::new_unchecked(b);
                 u64::from(v.opcode())
             }),
-            set: Some(|b: &mut [u8], _i: usize, x: u64| {
+            set: Some(|b, _, x| {
                 let mut v = DestroyCqIn::new_unchecked(b);
                 v.set_opcode((x & 0xffff) as u16);
             }),
         },
-        crate::rt::reflect::FieldAccess {
+        rt::reflect::FieldAccess {
             name: "uid",
             bit_offset: 16,
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b: &[u8], _i: usize| -> u64 {
+            get: Some(|b, _| {
                 let v = DestroyCqIn::new_unchecked(b);
                 u64::from(v.uid())
             }),
-            set: Some(|b: &mut [u8], _i: usize, x: u64| {
+            set: Some(|b, _, x| {
                 let mut v = DestroyCqIn::new_unchecked(b);
                 v.set_uid((x & 0xffff) as u16);
             }),
         },
-        crate::rt::reflect::FieldAccess {
+        rt::reflect::FieldAccess {
             name: "op_mod",
             bit_offset: 48,
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b: &[u8], _i: usize| -> u64 {
+            get: Some(|b, _| {
                 let v = DestroyCqIn::new_unchecked(b);
                 u64::from(v.op_mod())
             }),
-            set: Some(|b: &mut [u8], _i: usize, x: u64| {
+            set: Some(|b, _, x| {
                 let mut v = DestroyCqIn::new_unchecked(b);
                 v.set_op_mod((x & 0xffff) as u16);
             }),
         },
-        crate::rt::reflect::FieldAccess {
+        rt::reflect::FieldAccess {
             name: "cqn",
             bit_offset: 72,
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b: &[u8], _i: usize| -> u64 {
+            get: Some(|b, _| {
                 let v = DestroyCqIn::new_unchecked(b);
                 u64::from(v.cqn())
             }),
-            set: Some(|b: &mut [u8], _i: usize, x: u64| {
+            set: Some(|b, _, x| {
                 let mut v = DestroyCqIn::new_unchecked(b);
                 v.set_cqn((x & 0xffffff) as u32);
             }),
@@ -2121,25 +1740,17 @@ pub struct DestroyCqOut<B = [u8; 16]> {
 crate::__prm_view!(DestroyCqOut, "destroy_cq_out", 16);
 impl DestroyCqOut<[u8; 16]> {
     #[doc = concat!(" Position of `", "status", "`.")]
-    pub const STATUS: crate::rt::Field = crate::rt::Field {
-        name: "status",
-        bit_offset: 0,
-        width: 8,
-    };
+    pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
     #[doc = concat!(" Position of `", "syndrome", "`.")]
-    pub const SYNDROME: crate::rt::Field = crate::rt::Field {
-        name: "syndrome",
-        bit_offset: 32,
-        width: 32,
-    };
+    pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `destroy_cq_out`, by offset.
-    pub const FIELDS: &'static [crate::rt::Field] = &[Self::STATUS, Self::SYNDROME];
+    pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
 }
-impl<B: crate::rt::Bytes> DestroyCqOut<B> {
+impl<B: rt::Bytes> DestroyCqOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
     #[inline]
     pub fn status(&self) -> u8 {
-        crate::rt::get32(&self.buf, 0, 24, 0xff) as u8
+        rt::get32(&self.buf, 0, 24, 0xff) as u8
     }
     /// PRM `0x04[31:0]`: bit offset 0x20, 32 bits.
     #[inline]
@@ -2147,29 +1758,25 @@ impl<B: crate::rt::Bytes> DestroyCqOut<B> {
         self.buf.read_be32(4)
     }
 }
-impl<B: crate::rt::BytesMut> DestroyCqOut<B> {
-    /// See [`Self::status`].
-    ///
-    /// Writes `status`.
+impl<B: rt::BytesMut> DestroyCqOut<B> {
+    /// Writes [`Self::status`].
     #[inline]
     pub fn set_status(&mut self, v: u8) {
-        crate::rt::set32(&mut self.buf, 0, 24, 0xff, u32::from(v))
+        rt::set32(&mut self.buf, 0, 24, 0xff, u32::from(v))
     }
-    /// See [`Self::syndrome`].
-    ///
-    /// Writes `syndrome`.
+    /// Writes [`Self::syndrome`].
     #[inline]
     pub fn set_syndrome(&mut self, v: u32) {
         self.buf.write_be32(4, v)
     }
 }
 #[cfg(feature = "debug")]
-impl<B: crate::rt::Bytes> ::core::fmt::Debug for DestroyCqOut<B> {
+impl<B: rt::Bytes> ::core::fmt::Debug for DestroyCqOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
         let mut d = f.debug_struct(stringify!(DestroyCqOut));
-        d.field("status", &crate::rt::fmt::Hex(u64::from(self.status())));
-        d.field("syndrome", &crate::rt::fmt::Hex(u64::from(self.syndrome())));
-        let reserved = crate::rt::fmt::ReservedSet {
+        d.field("status", &rt::fmt::Hex(self.status().into()));
+        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
+        let reserved = rt::fmt::ReservedSet {
             buf: &self.buf,
             masks: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
         };
@@ -2181,36 +1788,36 @@ impl<B: crate::rt::Bytes> ::core::fmt::Debug for DestroyCqOut<B> {
 }
 #[cfg(feature = "reflect")]
 /// Every field of `destroy_cq_out` with its accessors, for generic tools and tests.
-pub const DESTROY_CQ_OUT_ACCESS: crate::rt::reflect::LayoutAccess = crate::rt::reflect::LayoutAccess {
+pub const DESTROY_CQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "destroy_cq_out",
     size: 16,
     fields: &[
-        crate::rt::reflect::FieldAccess {
+        rt::reflect::FieldAccess {
             name: "status",
             bit_offset: 0,
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b: &[u8], _i: usize| -> u64 {
+            get: Some(|b, _| {
                 let v = DestroyCqOut::new_unchecked(b);
                 u64::from(v.status())
             }),
-            set: Some(|b: &mut [u8], _i: usize, x: u64| {
+            set: Some(|b, _, x| {
                 let mut v = DestroyCqOut::new_unchecked(b);
                 v.set_status((x & 0xff) as u8);
             }),
         },
-        crate::rt::reflect::FieldAccess {
+        rt::reflect::FieldAccess {
             name: "syndrome",
             bit_offset: 32,
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b: &[u8], _i: usize| -> u64 {
+            get: Some(|b, _| {
                 let v = DestroyCqOut::new_unchecked(b);
                 u64::from(v.syndrome())
             }),
-            set: Some(|b: &mut [u8], _i: usize, x: u64| {
+            set: Some(|b, _, x| {
                 let mut v = DestroyCqOut::new_unchecked(b);
                 v.set_syndrome((x & 0xffffffff) as u32);
             }),
@@ -2227,23 +1834,23 @@ pub mod cmd {
     /// PRM command `create_cq`: opcode 0x400, input [`CreateCqIn`](super::CreateCqIn), output [`CreateCqOut`](super::CreateCqOut).
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
     pub struct CreateCq;
-    impl crate::rt::Command for CreateCq {
+    impl rt::Command for CreateCq {
         const NAME: &'static str = "create_cq";
         const OPCODE: u16 = 0x400;
         type OpMod = u16;
-        type Input<B: crate::rt::Bytes> = super::CreateCqIn<B>;
-        type Output<B: crate::rt::Bytes> = super::CreateCqOut<B>;
+        type Input<B: rt::Bytes> = super::CreateCqIn<B>;
+        type Output<B: rt::Bytes> = super::CreateCqOut<B>;
     }
     /// Destroys a completion queue.
     ///
     /// PRM command `destroy_cq`: opcode 0x401, input [`DestroyCqIn`](super::DestroyCqIn), output [`DestroyCqOut`](super::DestroyCqOut).
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
     pub struct DestroyCq;
-    impl crate::rt::Command for DestroyCq {
+    impl rt::Command for DestroyCq {
         const NAME: &'static str = "destroy_cq";
         const OPCODE: u16 = 0x401;
         type OpMod = u16;
-        type Input<B: crate::rt::Bytes> = super::DestroyCqIn<B>;
-        type Output<B: crate::rt::Bytes> = super::DestroyCqOut<B>;
+        type Input<B: rt::Bytes> = super::DestroyCqIn<B>;
+        type Output<B: rt::Bytes> = super::DestroyCqOut<B>;
     }
 }

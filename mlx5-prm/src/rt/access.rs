@@ -77,3 +77,33 @@ pub fn set_bits<S: BytesMut + ?Sized>(s: &mut S, bit: usize, width: u32, value: 
 pub const fn fits(value: u64, width: u32) -> bool {
     width >= 64 || value >> width == 0
 }
+
+/// [`set32`] for a field narrower than its type: in debug builds, asserts that `value` fits
+/// `mask` first (release builds drop the extra bits, as the PRM's accessors do).
+#[inline(always)]
+#[track_caller]
+pub fn set32_narrow<S: BytesMut + ?Sized>(
+    s: &mut S,
+    at: usize,
+    shift: u32,
+    mask: u32,
+    value: u32,
+    field: &'static str,
+) {
+    debug_assert!(
+        value <= mask,
+        "value 0x{value:x} too wide for `{field}` (max 0x{mask:x})"
+    );
+    set32(s, at, shift, mask, value)
+}
+
+/// `Ok` when `value` is at most `max`, else the [`Overflow`](super::Overflow) error
+/// `try_set_*` accessors return.
+#[inline]
+pub fn check_fits(field: &'static str, value: u64, max: u64) -> Result<(), super::Overflow> {
+    if value > max {
+        Err(super::Overflow { field, value, max })
+    } else {
+        Ok(())
+    }
+}

@@ -32,3 +32,14 @@ pub struct Field {
     /// Width in bits (of one element for arrays).
     pub width: u32,
 }
+
+impl Field {
+    /// A field of `width` bits at MSB-first `bit_offset`.
+    pub const fn new(name: &'static str, bit_offset: usize, width: u32) -> Field {
+        Field {
+            name,
+            bit_offset,
+            width,
+        }
+    }
+}
