@@ -21,6 +21,25 @@
 //! writes ([`rt::DeviceBytes`], volatile access, no references), or a register block
 //! ([`rt::MmioBytes`], 32-bit big-endian accesses only). Commands are typed by opcode through
 //! [`rt::Command`].
+//!
+//! ```
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use mlx5_prm::cmd::CreateCq;
+//! use mlx5_prm::rt::Command;
+//! use mlx5_prm::{CqeSize, Cqc};
+//!
+//! let mut buf = [0u8; 0x110 + 8]; // fixed part + one page address
+//! let mut input = CreateCq::input(&mut buf[..], 0)?; // a CreateCqIn; opcode 0x400 written
+//! input.cq_context_mut().set_cqe_sz(CqeSize::Bytes64); // typed enum
+//! input.cq_context_mut().try_set_log_cq_size(12)?; // Err(Overflow) if it does not fit
+//! input.set_pas(0, 0x1_2345_6000)?; // trailing array sized by the buffer
+//! assert_eq!(input.cq_context().log_cq_size(), 12);
+//! let ctx: Cqc = Cqc::zeroed(); // owned form, [u8; 64]
+//! assert_eq!(ctx.log_cq_size(), 0);
+//! assert_eq!(Cqc::LOG_CQ_SIZE.bit_offset, 0x63); // field positions as constants
+//! # Ok(())
+//! # }
+//! ```
 #![no_std]
 #![deny(unsafe_op_in_unsafe_fn)]
 

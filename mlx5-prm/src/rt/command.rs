@@ -2,6 +2,37 @@
 //! [`Command`], which ties its opcode, input layout, output layout and op_mod values together,
 //! so one command's input cannot be built in another's buffer nor its output read as the wrong
 //! layout.
+//!
+//! ```
+//! use mlx5_prm::cmd::CreateCq;
+//! use mlx5_prm::rt::Command;
+//!
+//! let mut buf = [0u8; 0x110];
+//! let mut input = CreateCq::input(&mut buf[..], 0).unwrap(); // a `CreateCqIn`
+//! input.cq_context_mut().set_log_cq_size(6);
+//! assert_eq!(input.opcode(), CreateCq::OPCODE);
+//! ```
+//!
+//! Another command's input type does not fit:
+//!
+//! ```compile_fail
+//! use mlx5_prm::cmd::{CreateCq, DestroyCq};
+//! use mlx5_prm::rt::Command;
+//!
+//! let mut buf = [0u8; 0x110];
+//! let input: <DestroyCq as Command>::Input<&mut [u8]> = CreateCq::input(&mut buf[..], 0).unwrap();
+//! ```
+//!
+//! Nor is one command's output read as another's:
+//!
+//! ```compile_fail
+//! use mlx5_prm::cmd::CreateCq;
+//! use mlx5_prm::rt::Command;
+//! use mlx5_prm::DestroyCqOut;
+//!
+//! let buf = [0u8; 0x10];
+//! let out: DestroyCqOut<&[u8]> = CreateCq::output(&buf[..]).unwrap();
+//! ```
 
 use super::{Bytes, BytesMut, LayoutError, View};
 
