@@ -13,6 +13,7 @@
 
 pub mod diag;
 pub mod gen;
+pub mod import;
 pub mod ir;
 pub mod layout;
 pub mod load;

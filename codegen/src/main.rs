@@ -73,6 +73,19 @@ enum Command {
         #[arg(long, default_value = "crate")]
         runtime: String,
     },
+    /// Imports kernel-style `mlx5_ifc.h` headers as spec YAML (one file per header, following
+    /// `#include "..."`), for cross-checks and scale tests.
+    Import {
+        /// Header files.
+        #[arg(required = true)]
+        headers: Vec<PathBuf>,
+        /// Output directory.
+        #[arg(long)]
+        out: PathBuf,
+        /// Show the warnings (layouts written in another form than the header's).
+        #[arg(long)]
+        verbose: bool,
+    },
     /// Writes a synthetic spec (for benchmarks) into OUT_DIR.
     #[command(hide = true)]
     Synth {
@@ -226,6 +239,41 @@ fn run(command: Command) -> Result<ExitCode, String> {
                 written.len()
             );
             Ok(ExitCode::SUCCESS)
+        }
+        Command::Import {
+            headers,
+            out,
+            verbose,
+        } => {
+            let imp = prm_codegen::import::import(&headers).map_err(|e| e.to_string())?;
+            let errors = imp.diagnostics.error_count();
+            if verbose || errors > 0 {
+                for d in imp.diagnostics.sorted() {
+                    if verbose || d.severity == prm_codegen::diag::Severity::Error {
+                        eprint!("{}", prm_codegen::diag::render_human(d, &imp.sources));
+                    }
+                }
+            }
+            std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+            for (name, text) in &imp.files {
+                let path = out.join(name);
+                std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+            }
+            eprintln!(
+                "prmc: imported {} layouts, {} fields from {} header(s) into {} ({} errors, {} warnings{})",
+                imp.layouts,
+                imp.fields,
+                imp.sources.files.len(),
+                out.display(),
+                errors,
+                imp.diagnostics.warning_count(),
+                if verbose { "" } else { "; --verbose shows them" }
+            );
+            Ok(if errors > 0 {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            })
         }
         Command::Synth {
             out_dir,

@@ -166,96 +166,22 @@ struct ModuleText {
     reflect: Vec<String>,
 }
 
-/// Generates one module. Runs on a worker thread: token streams are not `Send`, so each
-/// worker builds its own [`Ctx`] and hands back only text.
-fn module_text(config: &Config, ir: &Ir, index: usize) -> Result<ModuleText, GenError> {
-    let ctx = Ctx::new(config);
-    let m = &ir.modules[index];
-    let mod_ident = super::names::snake(&m.name);
-    let enums = ir
-        .enums
-        .iter()
-        .filter(|e| e.module == index)
-        .map(|e| super::enums::emit(&ctx, e));
-    let structs = ir
-        .structs
-        .iter()
-        .filter(|s| s.module == index)
-        .map(|s| super::structs::emit(&ctx, ir, s));
-    let unions = ir
-        .unions
-        .iter()
-        .filter(|u| u.module == index)
-        .map(|u| super::unions::emit(&ctx, ir, u));
-    let constants = ir.constants.iter().filter(|c| c.module == index).map(|c| {
-        let name = super::names::shouty(&c.name);
-        let value = format!("0x{:x}", c.value)
-            .parse::<TokenStream>()
-            .expect("hex");
-        let doc = doc_lines(c.doc.as_deref());
-        let spec = format!(" PRM constant `{}`.", c.name);
-        quote!(#(#[doc = #doc])* #[doc = #spec] pub const #name: u64 = #value;)
-    });
-    let commands: Vec<_> = ir
-        .commands
-        .iter()
-        .filter(|c| c.module == index)
-        .map(|c| super::commands::emit(&ctx, c))
-        .collect();
-    let has_commands = !commands.is_empty();
-    let rt = &ctx.rt_full;
-    let cmd = if has_commands {
-        quote! {
-            /// The commands of this module, typed by opcode (see the runtime's `Command`).
-            pub mod cmd {
-                #[allow(unused_imports)]
-                use #rt;
-                #(#commands)*
-            }
+/// One unit of generation work: an item that is emitted and formatted on its own.
+#[derive(Clone, Copy)]
+enum Work {
+    Enum(usize),
+    Struct(usize),
+    Union(usize),
+}
+
+impl Work {
+    fn module(self, ir: &Ir) -> usize {
+        match self {
+            Work::Enum(i) => ir.enums[i].module,
+            Work::Struct(i) => ir.structs[i].module,
+            Work::Union(i) => ir.unions[i].module,
         }
-    } else {
-        quote!()
-    };
-    let reflect = if ctx.reflect_cfg.is_some() {
-        ir.structs
-            .iter()
-            .filter(|s| s.module == index)
-            .map(|s| super::names::shouty(&format!("{}_access", s.name)).to_string())
-            .collect()
-    } else {
-        Vec::new()
-    };
-    let doc = doc_lines(m.doc.as_deref());
-    let body = quote! {
-        #[allow(unused_imports)]
-        use super::*;
-        #[allow(unused_imports)]
-        use #rt::{self, Bytes as _, BytesMut as _};
-        #(#constants)*
-        #(#enums)*
-        #(#structs)*
-        #(#unions)*
-        #cmd
-    };
-    let text = if config.single_file {
-        format(quote! {
-            #(#[doc = #doc])*
-            pub mod #mod_ident {
-                #body
-            }
-        })?
-    } else {
-        let source = format!("`{}` in the spec directory", m.relative);
-        let mut text = preamble(config, &source);
-        text.push_str(&format(quote!(#(#![doc = #doc])* #body))?);
-        text
-    };
-    Ok(ModuleText {
-        ident: mod_ident.to_string(),
-        text,
-        has_commands,
-        reflect,
-    })
+    }
 }
 
 fn doc_lines(doc: Option<&str>) -> Vec<String> {
@@ -263,19 +189,29 @@ fn doc_lines(doc: Option<&str>) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Generates every module, spread over the machine's cores, in spec order.
-fn all_modules(config: &Config, ir: &Ir) -> Result<Vec<ModuleText>, GenError> {
-    let n = ir.modules.len();
+/// Emits and formats every item, spread over the machine's cores. Token streams are not
+/// `Send`, so each worker builds its own [`Ctx`] and hands back only text. Returns the text of
+/// `work[i]` at index `i`.
+fn format_items(config: &Config, ir: &Ir, work: &[Work]) -> Result<Vec<String>, GenError> {
+    let n = work.len();
     let workers = std::thread::available_parallelism()
         .map_or(1, |p| p.get())
         .clamp(1, n.max(1));
-    let results: Vec<Vec<(usize, Result<ModuleText, GenError>)>> = std::thread::scope(|scope| {
+    let results: Vec<Vec<(usize, Result<String, GenError>)>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..workers)
             .map(|w| {
                 scope.spawn(move || {
+                    let ctx = Ctx::new(config);
                     (w..n)
                         .step_by(workers)
-                        .map(|i| (i, module_text(config, ir, i)))
+                        .map(|i| {
+                            let tokens = match work[i] {
+                                Work::Enum(e) => super::enums::emit(&ctx, &ir.enums[e]),
+                                Work::Struct(s) => super::structs::emit(&ctx, ir, &ir.structs[s]),
+                                Work::Union(u) => super::unions::emit(&ctx, ir, &ir.unions[u]),
+                            };
+                            (i, format(tokens))
+                        })
                         .collect::<Vec<_>>()
                 })
             })
@@ -285,10 +221,112 @@ fn all_modules(config: &Config, ir: &Ir) -> Result<Vec<ModuleText>, GenError> {
             .map(|h| h.join().expect("generator thread"))
             .collect()
     });
-    let mut flat: Vec<(usize, Result<ModuleText, GenError>)> =
-        results.into_iter().flatten().collect();
+    let mut flat: Vec<(usize, Result<String, GenError>)> = results.into_iter().flatten().collect();
     flat.sort_by_key(|(i, _)| *i);
     flat.into_iter().map(|(_, r)| r).collect()
+}
+
+/// Generates every module: items in parallel, then each module assembled in spec order.
+fn all_modules(config: &Config, ir: &Ir) -> Result<Vec<ModuleText>, GenError> {
+    let ctx = Ctx::new(config);
+    let work: Vec<Work> = (0..ir.enums.len())
+        .map(Work::Enum)
+        .chain((0..ir.structs.len()).map(Work::Struct))
+        .chain((0..ir.unions.len()).map(Work::Union))
+        .collect();
+    let texts = format_items(config, ir, &work)?;
+    let mut modules = Vec::new();
+    for (index, m) in ir.modules.iter().enumerate() {
+        let mod_ident = super::names::snake(&m.name);
+        let constants = ir.constants.iter().filter(|c| c.module == index).map(|c| {
+            let name = super::names::shouty(&c.name);
+            let value = format!("0x{:x}", c.value)
+                .parse::<TokenStream>()
+                .expect("hex");
+            let doc = doc_lines(c.doc.as_deref());
+            let spec = format!(" PRM constant `{}`.", c.name);
+            quote!(#(#[doc = #doc])* #[doc = #spec] pub const #name: u64 = #value;)
+        });
+        let commands: Vec<_> = ir
+            .commands
+            .iter()
+            .filter(|c| c.module == index)
+            .map(|c| super::commands::emit(&ctx, c))
+            .collect();
+        let has_commands = !commands.is_empty();
+        let rt = &ctx.rt_full;
+        let cmd = if has_commands {
+            quote! {
+                /// The commands of this module, typed by opcode (see the runtime's `Command`).
+                pub mod cmd {
+                    #[allow(unused_imports)]
+                    use #rt;
+                    #(#commands)*
+                }
+            }
+        } else {
+            quote!()
+        };
+        let reflect = if ctx.reflect_cfg.is_some() {
+            ir.structs
+                .iter()
+                .filter(|s| s.module == index)
+                .map(|s| super::names::shouty(&format!("{}_access", s.name)).to_string())
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let doc = doc_lines(m.doc.as_deref());
+        let head = quote! {
+            #[allow(unused_imports)]
+            use super::*;
+            #[allow(unused_imports)]
+            use #rt::{self, Bytes as _, BytesMut as _};
+            #(#constants)*
+        };
+        let mut items = String::new();
+        for (w, text) in work.iter().zip(&texts) {
+            if w.module(ir) == index {
+                items.push_str(text);
+            }
+        }
+        let tail = format(cmd)?;
+        let text = if config.single_file {
+            let mut body = format(head)?;
+            body.push_str(&items);
+            body.push_str(&tail);
+            let mut t = String::new();
+            for line in doc_lines(m.doc.as_deref()) {
+                t.push_str(&format!("///{line}\n"));
+            }
+            t.push_str(&format!("pub mod {mod_ident} {{\n"));
+            for line in body.lines() {
+                if line.is_empty() {
+                    t.push('\n');
+                } else {
+                    t.push_str("    ");
+                    t.push_str(line);
+                    t.push('\n');
+                }
+            }
+            t.push_str("}\n");
+            t
+        } else {
+            let source = format!("`{}` in the spec directory", m.relative);
+            let mut t = preamble(config, &source);
+            t.push_str(&format(quote!(#(#![doc = #doc])* #head))?);
+            t.push_str(&items);
+            t.push_str(&tail);
+            t
+        };
+        modules.push(ModuleText {
+            ident: mod_ident.to_string(),
+            text,
+            has_commands,
+            reflect,
+        });
+    }
+    Ok(modules)
 }
 
 /// Generates every file.

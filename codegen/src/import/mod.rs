@@ -1,0 +1,352 @@
+//! `prmc import`: reads headers written in the style of the Linux kernel's `mlx5_ifc.h`
+//! (`struct mlx5_ifc_X_bits { u8 field[0xN]; ... };`, one C byte per PRM bit) with a pest
+//! grammar, lays the structures out, and writes them as spec YAML in the PRM notation.
+//!
+//! The output is a faithful transcription, used to cross-check the hand-written spec and to
+//! test the toolchain at the scale of the whole PRM; it is generated when needed, never
+//! committed. Reserved members become gaps; layouts the spec language cannot express are
+//! reported and written in the nearest form it can (see [`emit`]).
+
+pub mod emit;
+pub mod expr;
+
+use crate::diag::{Diagnostic, Diagnostics};
+use crate::source::{SourceMap, Span};
+use pest::iterators::Pair;
+use pest::Parser;
+use pest_derive::Parser;
+use std::path::{Path, PathBuf};
+
+#[derive(Parser)]
+#[grammar = "import/header.pest"]
+struct HeaderParser;
+
+/// A structure or union definition from a header.
+#[derive(Debug, Clone)]
+pub struct Def {
+    /// True for `union`.
+    pub union: bool,
+    /// The C tag (`mlx5_ifc_cqc_bits`).
+    pub tag: String,
+    /// The spec name (`cqc`).
+    pub name: String,
+    /// Members in declaration order.
+    pub members: Vec<Member>,
+    /// Where the definition starts.
+    pub span: Span,
+}
+
+/// A member of a definition.
+#[derive(Debug, Clone)]
+pub enum Member {
+    /// `u8 name[d0][d1]...;` (`None` for an empty or zero dimension).
+    Field {
+        /// Name as written.
+        name: String,
+        /// Dimensions.
+        dims: Vec<Option<u64>>,
+        /// Where.
+        span: Span,
+    },
+    /// `struct tag name[count];`
+    Nested {
+        /// True for a union.
+        union: bool,
+        /// The C tag.
+        tag: String,
+        /// Member name.
+        name: String,
+        /// `None`: not an array; `Some(None)`: flexible array; `Some(Some(n))`: n elements.
+        count: Option<Option<u64>>,
+        /// Where.
+        span: Span,
+    },
+    /// `union { ... } name;` or `struct { ... };`
+    Inline {
+        /// True for a union.
+        union: bool,
+        /// Members.
+        members: Vec<Member>,
+        /// Member name, if any.
+        name: Option<String>,
+        /// Where.
+        span: Span,
+    },
+    /// Something that is not a layout member.
+    Bad {
+        /// The text.
+        text: String,
+        /// Where.
+        span: Span,
+    },
+}
+
+/// The spec name for a C tag: `mlx5_ifc_cqc_bits` → `cqc`; other tags lose only the prefix.
+pub fn spec_name(tag: &str) -> String {
+    let t = tag.strip_prefix("mlx5_ifc_").unwrap_or(tag);
+    t.strip_suffix("_bits").unwrap_or(t).to_string()
+}
+
+fn span_of(sources: &SourceMap, file: usize, pair: &Pair<Rule>) -> Span {
+    let (line, col) = pair.line_col();
+    let len = pair
+        .as_str()
+        .lines()
+        .next()
+        .map_or(1, |l| l.chars().count()) as u32;
+    let _ = sources;
+    Span {
+        file,
+        line: line as u32,
+        col: col as u32,
+        len: len.max(1),
+    }
+}
+
+fn members(
+    sources: &SourceMap,
+    file: usize,
+    body: Pair<Rule>,
+    defines: &expr::Defines,
+    diags: &mut Diagnostics,
+) -> Vec<Member> {
+    body.into_inner()
+        .map(|m| {
+            let span = span_of(sources, file, &m);
+            match m.as_rule() {
+                Rule::field => {
+                    let mut it = m.into_inner();
+                    let name = it
+                        .next()
+                        .map(|p| p.as_str().to_string())
+                        .unwrap_or_default();
+                    let dims = it
+                        .map(|d| dimension(sources, file, d, defines, diags))
+                        .collect();
+                    Member::Field { name, dims, span }
+                }
+                Rule::nested => {
+                    let mut it = m.into_inner();
+                    let union = it.next().is_some_and(|k| k.as_str() == "union");
+                    let tag = it
+                        .next()
+                        .map(|p| p.as_str().to_string())
+                        .unwrap_or_default();
+                    let name = it
+                        .next()
+                        .map(|p| p.as_str().to_string())
+                        .unwrap_or_default();
+                    let count = it
+                        .next()
+                        .map(|d| dimension(sources, file, d, defines, diags));
+                    Member::Nested {
+                        union,
+                        tag,
+                        name,
+                        count,
+                        span,
+                    }
+                }
+                Rule::inline => {
+                    let mut it = m.into_inner();
+                    let union = it.next().is_some_and(|k| k.as_str() == "union");
+                    let inner = it
+                        .next()
+                        .map(|b| members(sources, file, b, defines, diags))
+                        .unwrap_or_default();
+                    let name = it.next().map(|p| p.as_str().to_string());
+                    Member::Inline {
+                        union,
+                        members: inner,
+                        name,
+                        span,
+                    }
+                }
+                _ => Member::Bad {
+                    text: m.as_str().split_whitespace().collect::<Vec<_>>().join(" "),
+                    span,
+                },
+            }
+        })
+        .collect()
+}
+
+/// The value of `[expr]`; `None` for `[]` or `[0]` (a flexible array).
+fn dimension(
+    sources: &SourceMap,
+    file: usize,
+    d: Pair<Rule>,
+    defines: &expr::Defines,
+    diags: &mut Diagnostics,
+) -> Option<u64> {
+    let span = span_of(sources, file, &d);
+    let text = d.into_inner().next()?.as_str().trim().to_string();
+    match expr::evaluate(&text, defines) {
+        Ok(v) => (v > 0).then_some(v),
+        Err(e) => {
+            diags.push(Diagnostic::error(
+                "import",
+                span,
+                format!("array size `{text}`: {e}"),
+            ));
+            None
+        }
+    }
+}
+
+fn has_bad(members: &[Member]) -> bool {
+    members.iter().any(|m| match m {
+        Member::Bad { .. } => true,
+        Member::Inline { members, .. } => has_bad(members),
+        _ => false,
+    })
+}
+
+fn report_bad(members: &[Member], tag: &str, diags: &mut Diagnostics) {
+    for m in members {
+        match m {
+            Member::Bad { text, span } => diags.push(
+                Diagnostic::error("import", *span, format!("cannot read `{text}` in `{tag}`"))
+                    .with_hint("layout members are `u8 name[0xN];`, `struct mlx5_ifc_X_bits name;` or an inline union"),
+            ),
+            Member::Inline { members, .. } => report_bad(members, tag, diags),
+            _ => {}
+        }
+    }
+}
+
+/// Parses one header already in `sources`; appends its layout definitions to `defs`. Returns
+/// the quoted `#include` paths it names.
+pub fn parse_header(
+    sources: &SourceMap,
+    file: usize,
+    defs: &mut Vec<Def>,
+    defines: &mut expr::Defines,
+    diags: &mut Diagnostics,
+) -> Vec<String> {
+    let text = &sources.files[file].text;
+    let parsed = match HeaderParser::parse(Rule::file, text) {
+        Ok(mut p) => p.next().expect("grammar: file"),
+        Err(e) => {
+            let (line, col) = match e.line_col {
+                pest::error::LineColLocation::Pos(p) | pest::error::LineColLocation::Span(p, _) => {
+                    p
+                }
+            };
+            diags.push(Diagnostic::error(
+                "import",
+                Span {
+                    file,
+                    line: line as u32,
+                    col: col as u32,
+                    len: 1,
+                },
+                "cannot read this header here (unbalanced braces?)",
+            ));
+            return Vec::new();
+        }
+    };
+    let mut includes = Vec::new();
+    for item in parsed.into_inner() {
+        match item.as_rule() {
+            Rule::preproc => {
+                expr::record_define(item.as_str(), defines);
+                let t = item.as_str().trim_start_matches('#').trim_start();
+                if let Some(rest) = t.strip_prefix("include") {
+                    let rest = rest.trim();
+                    if let Some(path) = rest.strip_prefix('"').and_then(|r| r.split('"').next()) {
+                        includes.push(path.to_string());
+                    }
+                }
+            }
+            Rule::layout => {
+                let span = span_of(sources, file, &item);
+                let mut it = item.into_inner();
+                let union = it.next().is_some_and(|k| k.as_str() == "union");
+                let tag = it
+                    .next()
+                    .map(|p| p.as_str().to_string())
+                    .unwrap_or_default();
+                let body = match it.next() {
+                    Some(b) => members(sources, file, b, defines, diags),
+                    None => continue,
+                };
+                // Only `mlx5_ifc_*` tags are layouts; other structures are the driver's own C.
+                if !tag.starts_with("mlx5_ifc_") {
+                    continue;
+                }
+                if has_bad(&body) {
+                    // A `_bits` structure must be a layout: say what could not be read. Other
+                    // `mlx5_ifc_*` structures with C members are helpers, skipped quietly.
+                    if tag.ends_with("_bits") {
+                        report_bad(&body, &tag, diags);
+                    }
+                    continue;
+                }
+                defs.push(Def {
+                    union,
+                    name: spec_name(&tag),
+                    tag,
+                    members: body,
+                    span,
+                });
+            }
+            _ => {}
+        }
+    }
+    includes
+}
+
+/// The result of importing headers.
+#[derive(Debug, Default)]
+pub struct Import {
+    /// The headers read (for rendering diagnostics).
+    pub sources: SourceMap,
+    /// Problems: errors for what could not be read, warnings for layouts written in another
+    /// form than the header's.
+    pub diagnostics: Diagnostics,
+    /// One spec file per header: `(file name, YAML text)`.
+    pub files: Vec<(String, String)>,
+    /// Number of structures and unions written.
+    pub layouts: usize,
+    /// Number of fields written.
+    pub fields: usize,
+}
+
+/// Imports `headers` and the headers they `#include "..."` (found next to the includer).
+pub fn import(headers: &[PathBuf]) -> std::io::Result<Import> {
+    let mut out = Import::default();
+    let mut defs = Vec::new();
+    let mut defines = expr::Defines::new();
+    let mut queue: Vec<PathBuf> = headers.to_vec();
+    let mut seen: Vec<PathBuf> = Vec::new();
+    while let Some(path) = queue.pop() {
+        let canon = path.canonicalize().unwrap_or_else(|_| path.clone());
+        if seen.contains(&canon) {
+            continue;
+        }
+        seen.push(canon);
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+        let file = out.sources.add(&path, text);
+        let includes = parse_header(
+            &out.sources,
+            file,
+            &mut defs,
+            &mut defines,
+            &mut out.diagnostics,
+        );
+        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        for inc in includes {
+            let p = dir.join(&inc);
+            if p.exists() {
+                queue.push(p);
+            }
+        }
+    }
+    let emitted = emit::emit(&out.sources, &defs, &mut out.diagnostics);
+    out.layouts = emitted.layouts;
+    out.fields = emitted.fields;
+    out.files = emitted.files;
+    Ok(out)
+}
