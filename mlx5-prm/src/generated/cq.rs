@@ -1825,6 +1825,1020 @@ pub const DESTROY_CQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
     ],
     nested: &[],
 };
+/// TODO
+///
+/// PRM layout `query_cq_in`: 0x10 bytes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct QueryCqIn<B = [u8; 16]> {
+    buf: B,
+}
+crate::__prm_view!(QueryCqIn, "query_cq_in", 16);
+impl QueryCqIn<[u8; 16]> {
+    #[doc = concat!(" Position of `", "opcode", "`.")]
+    pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
+    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
+    #[doc = concat!(" Position of `", "cqn", "`.")]
+    pub const CQN: rt::Field = rt::Field::new("cqn", 72, 24);
+    /// The position of every field of `query_cq_in`, by offset.
+    pub const FIELDS: &'static [rt::Field] = &[Self::OPCODE, Self::OP_MOD, Self::CQN];
+}
+impl<B: rt::Bytes> QueryCqIn<B> {
+    /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
+    #[inline]
+    pub fn opcode(&self) -> u16 {
+        rt::get32(&self.buf, 0, 16, 0xffff) as u16
+    }
+    /// PRM `0x04[15:0]`: bit offset 0x30, 16 bits.
+    #[inline]
+    pub fn op_mod(&self) -> u16 {
+        rt::get32(&self.buf, 4, 0, 0xffff) as u16
+    }
+    /// PRM `0x08[23:0]`: bit offset 0x48, 24 bits.
+    #[inline]
+    pub fn cqn(&self) -> u32 {
+        rt::get32(&self.buf, 8, 0, 0xffffff) as u32
+    }
+}
+impl<B: rt::BytesMut> QueryCqIn<B> {
+    /// Writes [`Self::opcode`].
+    #[inline]
+    pub fn set_opcode(&mut self, v: u16) {
+        rt::set32(&mut self.buf, 0, 16, 0xffff, u32::from(v))
+    }
+    /// Writes [`Self::op_mod`].
+    #[inline]
+    pub fn set_op_mod(&mut self, v: u16) {
+        rt::set32(&mut self.buf, 4, 0, 0xffff, u32::from(v))
+    }
+    /// Writes [`Self::cqn`].
+    /// Bits beyond its 24 are dropped (a `debug_assert!` in debug builds).
+    #[inline]
+    pub fn set_cqn(&mut self, v: u32) {
+        rt::set32_narrow(&mut self.buf, 8, 0, 0xffffff, u32::from(v), "cqn")
+    }
+    /// Writes `cqn`, or returns an error if `v` does not fit its 24 bits.
+    #[inline]
+    pub fn try_set_cqn(&mut self, v: u32) -> Result<(), rt::Overflow> {
+        rt::check_fits("cqn", u64::from(v), 0xffffff)?;
+        self.set_cqn(v);
+        Ok(())
+    }
+}
+#[cfg(feature = "debug")]
+impl<B: rt::Bytes> ::core::fmt::Debug for QueryCqIn<B> {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let mut d = f.debug_struct(stringify!(QueryCqIn));
+        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
+        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
+        d.field("cqn", &rt::fmt::Hex(self.cqn().into()));
+        let reserved = rt::fmt::ReservedSet {
+            buf: &self.buf,
+            masks: &[(0, 0xffff), (4, 0xffff0000), (8, 0xff000000), (12, 0xffffffff)],
+        };
+        if reserved.any() {
+            d.field("reserved_bits_set", &reserved);
+        }
+        d.finish()
+    }
+}
+#[cfg(feature = "reflect")]
+/// Every field of `query_cq_in` with its accessors, for generic tools and tests.
+pub const QUERY_CQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
+    name: "query_cq_in",
+    size: 16,
+    fields: &[
+        rt::reflect::FieldAccess {
+            name: "opcode",
+            bit_offset: 0,
+            width: 16,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = QueryCqIn::new_unchecked(b);
+                u64::from(v.opcode())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = QueryCqIn::new_unchecked(b);
+                v.set_opcode((x & 0xffff) as u16);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "op_mod",
+            bit_offset: 48,
+            width: 16,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = QueryCqIn::new_unchecked(b);
+                u64::from(v.op_mod())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = QueryCqIn::new_unchecked(b);
+                v.set_op_mod((x & 0xffff) as u16);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "cqn",
+            bit_offset: 72,
+            width: 24,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = QueryCqIn::new_unchecked(b);
+                u64::from(v.cqn())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = QueryCqIn::new_unchecked(b);
+                v.set_cqn((x & 0xffffff) as u32);
+            }),
+        },
+    ],
+    nested: &[],
+};
+/// TODO
+///
+/// PRM layout `query_cq_out`: 0x110 bytes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct QueryCqOut<B = [u8; 272]> {
+    buf: B,
+}
+crate::__prm_view!(QueryCqOut, "query_cq_out", 272);
+impl QueryCqOut<[u8; 272]> {
+    #[doc = concat!(" Position of `", "status", "`.")]
+    pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
+    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
+    #[doc = concat!(" Position of `", "cq_context", "`.")]
+    pub const CQ_CONTEXT: rt::Field = rt::Field::new("cq_context", 128, 512);
+    #[doc = concat!(" Position of `", "pas", "`.")]
+    pub const PAS: rt::Field = rt::Field::new("pas", 2176, 64);
+    /// The position of every field of `query_cq_out`, by offset.
+    pub const FIELDS: &'static [rt::Field] = &[
+        Self::STATUS,
+        Self::SYNDROME,
+        Self::CQ_CONTEXT,
+        Self::PAS,
+    ];
+}
+impl<B: rt::Bytes> QueryCqOut<B> {
+    /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
+    #[inline]
+    pub fn status(&self) -> u8 {
+        rt::get32(&self.buf, 0, 24, 0xff) as u8
+    }
+    /// PRM `0x04[31:0]`: bit offset 0x20, 32 bits.
+    #[inline]
+    pub fn syndrome(&self) -> u32 {
+        self.buf.read_be32(4)
+    }
+    /// PRM `0x10..0x50`: bit offset 0x80, 512 bits; type `cqc`.
+    #[inline]
+    pub fn cq_context(&self) -> Cqc<B::Sub<'_>> {
+        Cqc::new_unchecked(self.buf.sub(16, 64))
+    }
+    /// Number of elements of `pas` the buffer holds after the fixed part.
+    #[inline]
+    pub fn pas_len(&self) -> usize {
+        (self.buf.len() * 8).saturating_sub(2176) / 64
+    }
+    /// PRM `0x110[63:0]`: bit offset 0x880, 64 bits per element, as many as the buffer holds.
+    ///
+    /// Element `i`, or `None` past the end.
+    #[inline]
+    pub fn pas(&self, i: usize) -> Option<u64> {
+        if i >= self.pas_len() {
+            return None;
+        }
+        let v = rt::get_bits(&self.buf, 2176 + i * 64, 64);
+        Some(v as u64)
+    }
+    /// Every element, in order.
+    #[inline]
+    pub fn pas_iter(&self) -> impl Iterator<Item = u64> + '_ {
+        (0..self.pas_len())
+            .map(move |i| {
+                let v = rt::get_bits(&self.buf, 2176 + i * 64, 64);
+                v as u64
+            })
+    }
+}
+impl<B: rt::BytesMut> QueryCqOut<B> {
+    /// Writes [`Self::status`].
+    #[inline]
+    pub fn set_status(&mut self, v: u8) {
+        rt::set32(&mut self.buf, 0, 24, 0xff, u32::from(v))
+    }
+    /// Writes [`Self::syndrome`].
+    #[inline]
+    pub fn set_syndrome(&mut self, v: u32) {
+        self.buf.write_be32(4, v)
+    }
+    /// Writes [`Self::cq_context`].
+    #[inline]
+    pub fn cq_context_mut(&mut self) -> Cqc<B::SubMut<'_>> {
+        Cqc::new_unchecked(self.buf.sub_mut(16, 64))
+    }
+    /// Writes [`Self::pas`].
+    ///
+    /// Writes element `i`; returns an error when `i` is past the end. Bits beyond the element's width are dropped (a `debug_assert!` catches them in debug builds).
+    #[inline]
+    pub fn set_pas(&mut self, i: usize, v: u64) -> Result<(), rt::Overflow> {
+        let len = self.pas_len();
+        if i >= len {
+            return Err(rt::Overflow {
+                field: "pas",
+                value: i as u64,
+                max: len.saturating_sub(1) as u64,
+            });
+        }
+        let v = u64::from(v);
+        rt::set_bits(&mut self.buf, 2176 + i * 64, 64, v);
+        Ok(())
+    }
+}
+#[cfg(feature = "debug")]
+impl<B: rt::Bytes> ::core::fmt::Debug for QueryCqOut<B> {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let mut d = f.debug_struct(stringify!(QueryCqOut));
+        d.field("status", &rt::fmt::Hex(self.status().into()));
+        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
+        d.field("cq_context", &self.cq_context());
+        d.field(
+            "pas",
+            &rt::fmt::With(|f| rt::fmt::list(
+                f,
+                self.pas_len(),
+                self.pas_iter().map(|v| rt::fmt::Hex(u64::from(v))),
+            )),
+        );
+        let reserved = rt::fmt::ReservedSet {
+            buf: &self.buf,
+            masks: &[
+                (0, 0xffffff),
+                (8, 0xffffffff),
+                (12, 0xffffffff),
+                (80, 0xffffffff),
+                (84, 0xffffffff),
+                (88, 0xffffffff),
+                (92, 0xffffffff),
+                (96, 0xffffffff),
+                (100, 0xffffffff),
+                (104, 0xffffffff),
+                (108, 0xffffffff),
+                (112, 0xffffffff),
+                (116, 0xffffffff),
+                (120, 0xffffffff),
+                (124, 0xffffffff),
+                (128, 0xffffffff),
+                (132, 0xffffffff),
+                (136, 0xffffffff),
+                (140, 0xffffffff),
+                (144, 0xffffffff),
+                (148, 0xffffffff),
+                (152, 0xffffffff),
+                (156, 0xffffffff),
+                (160, 0xffffffff),
+                (164, 0xffffffff),
+                (168, 0xffffffff),
+                (172, 0xffffffff),
+                (176, 0xffffffff),
+                (180, 0xffffffff),
+                (184, 0xffffffff),
+                (188, 0xffffffff),
+                (192, 0xffffffff),
+                (196, 0xffffffff),
+                (200, 0xffffffff),
+                (204, 0xffffffff),
+                (208, 0xffffffff),
+                (212, 0xffffffff),
+                (216, 0xffffffff),
+                (220, 0xffffffff),
+                (224, 0xffffffff),
+                (228, 0xffffffff),
+                (232, 0xffffffff),
+                (236, 0xffffffff),
+                (240, 0xffffffff),
+                (244, 0xffffffff),
+                (248, 0xffffffff),
+                (252, 0xffffffff),
+                (256, 0xffffffff),
+                (260, 0xffffffff),
+                (264, 0xffffffff),
+                (268, 0xffffffff),
+            ],
+        };
+        if reserved.any() {
+            d.field("reserved_bits_set", &reserved);
+        }
+        d.finish()
+    }
+}
+#[cfg(feature = "reflect")]
+/// Every field of `query_cq_out` with its accessors, for generic tools and tests.
+pub const QUERY_CQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
+    name: "query_cq_out",
+    size: 272,
+    fields: &[
+        rt::reflect::FieldAccess {
+            name: "status",
+            bit_offset: 0,
+            width: 8,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = QueryCqOut::new_unchecked(b);
+                u64::from(v.status())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = QueryCqOut::new_unchecked(b);
+                v.set_status((x & 0xff) as u8);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "syndrome",
+            bit_offset: 32,
+            width: 32,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = QueryCqOut::new_unchecked(b);
+                u64::from(v.syndrome())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = QueryCqOut::new_unchecked(b);
+                v.set_syndrome((x & 0xffffffff) as u32);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "pas",
+            bit_offset: 2176,
+            width: 64,
+            count: 0,
+            trailing: true,
+            get: Some(|b: &[u8], i: usize| -> u64 {
+                QueryCqOut::new_unchecked(b).pas(i).map_or(0, u64::from)
+            }),
+            set: Some(|b: &mut [u8], i: usize, x: u64| {
+                let _ = QueryCqOut::new_unchecked(b)
+                    .set_pas(i, (x & 0xffffffffffffffff) as u64);
+            }),
+        },
+    ],
+    nested: &[
+        rt::reflect::NestedAccess {
+            name: "cq_context",
+            byte_offset: 16,
+            size: 64,
+            view_offset: |b: &[u8]| -> usize {
+                let v = QueryCqOut::new_unchecked(b);
+                let sub = v.cq_context();
+                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+            },
+        },
+    ],
+};
+/// TODO
+///
+/// PRM layout `modify_cq_in`: 0x110 bytes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct ModifyCqIn<B = [u8; 272]> {
+    buf: B,
+}
+crate::__prm_view!(ModifyCqIn, "modify_cq_in", 272);
+impl ModifyCqIn<[u8; 272]> {
+    #[doc = concat!(" Position of `", "opcode", "`.")]
+    pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
+    #[doc = concat!(" Position of `", "uid", "`.")]
+    pub const UID: rt::Field = rt::Field::new("uid", 16, 16);
+    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
+    #[doc = concat!(" Position of `", "cqn", "`.")]
+    pub const CQN: rt::Field = rt::Field::new("cqn", 72, 24);
+    #[doc = concat!(" Position of `", "modify_field_select_resize_field_select", "`.")]
+    pub const MODIFY_FIELD_SELECT_RESIZE_FIELD_SELECT: rt::Field = rt::Field::new(
+        "modify_field_select_resize_field_select",
+        96,
+        32,
+    );
+    #[doc = concat!(" Position of `", "cq_context", "`.")]
+    pub const CQ_CONTEXT: rt::Field = rt::Field::new("cq_context", 128, 512);
+    #[doc = concat!(" Position of `", "cq_umem_valid", "`.")]
+    pub const CQ_UMEM_VALID: rt::Field = rt::Field::new("cq_umem_valid", 736, 1);
+    #[doc = concat!(" Position of `", "pas", "`.")]
+    pub const PAS: rt::Field = rt::Field::new("pas", 2176, 64);
+    /// The position of every field of `modify_cq_in`, by offset.
+    pub const FIELDS: &'static [rt::Field] = &[
+        Self::OPCODE,
+        Self::UID,
+        Self::OP_MOD,
+        Self::CQN,
+        Self::MODIFY_FIELD_SELECT_RESIZE_FIELD_SELECT,
+        Self::CQ_CONTEXT,
+        Self::CQ_UMEM_VALID,
+        Self::PAS,
+    ];
+}
+impl<B: rt::Bytes> ModifyCqIn<B> {
+    /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
+    #[inline]
+    pub fn opcode(&self) -> u16 {
+        rt::get32(&self.buf, 0, 16, 0xffff) as u16
+    }
+    /// PRM `0x00[15:0]`: bit offset 0x10, 16 bits.
+    #[inline]
+    pub fn uid(&self) -> u16 {
+        rt::get32(&self.buf, 0, 0, 0xffff) as u16
+    }
+    /// PRM `0x04[15:0]`: bit offset 0x30, 16 bits.
+    #[inline]
+    pub fn op_mod(&self) -> u16 {
+        rt::get32(&self.buf, 4, 0, 0xffff) as u16
+    }
+    /// PRM `0x08[23:0]`: bit offset 0x48, 24 bits.
+    #[inline]
+    pub fn cqn(&self) -> u32 {
+        rt::get32(&self.buf, 8, 0, 0xffffff) as u32
+    }
+    /// PRM `0x0c[31:0]`: bit offset 0x60, 32 bits; type `modify_field_select_resize_field_select_auto`.
+    #[inline]
+    pub fn modify_field_select_resize_field_select(
+        &self,
+    ) -> ModifyFieldSelectResizeFieldSelectAuto<B::Sub<'_>> {
+        ModifyFieldSelectResizeFieldSelectAuto::new_unchecked(self.buf.sub(12, 4))
+    }
+    /// PRM `0x10..0x50`: bit offset 0x80, 512 bits; type `cqc`.
+    #[inline]
+    pub fn cq_context(&self) -> Cqc<B::Sub<'_>> {
+        Cqc::new_unchecked(self.buf.sub(16, 64))
+    }
+    /// PRM `0x5c[31]`: bit offset 0x2e0, 1 bit.
+    #[inline]
+    pub fn cq_umem_valid(&self) -> bool {
+        rt::get32(&self.buf, 92, 31, 0x1) as u8 != 0
+    }
+    /// Number of elements of `pas` the buffer holds after the fixed part.
+    #[inline]
+    pub fn pas_len(&self) -> usize {
+        (self.buf.len() * 8).saturating_sub(2176) / 64
+    }
+    /// PRM `0x110[63:0]`: bit offset 0x880, 64 bits per element, as many as the buffer holds.
+    ///
+    /// Element `i`, or `None` past the end.
+    #[inline]
+    pub fn pas(&self, i: usize) -> Option<u64> {
+        if i >= self.pas_len() {
+            return None;
+        }
+        let v = rt::get_bits(&self.buf, 2176 + i * 64, 64);
+        Some(v as u64)
+    }
+    /// Every element, in order.
+    #[inline]
+    pub fn pas_iter(&self) -> impl Iterator<Item = u64> + '_ {
+        (0..self.pas_len())
+            .map(move |i| {
+                let v = rt::get_bits(&self.buf, 2176 + i * 64, 64);
+                v as u64
+            })
+    }
+}
+impl<B: rt::BytesMut> ModifyCqIn<B> {
+    /// Writes [`Self::opcode`].
+    #[inline]
+    pub fn set_opcode(&mut self, v: u16) {
+        rt::set32(&mut self.buf, 0, 16, 0xffff, u32::from(v))
+    }
+    /// Writes [`Self::uid`].
+    #[inline]
+    pub fn set_uid(&mut self, v: u16) {
+        rt::set32(&mut self.buf, 0, 0, 0xffff, u32::from(v))
+    }
+    /// Writes [`Self::op_mod`].
+    #[inline]
+    pub fn set_op_mod(&mut self, v: u16) {
+        rt::set32(&mut self.buf, 4, 0, 0xffff, u32::from(v))
+    }
+    /// Writes [`Self::cqn`].
+    /// Bits beyond its 24 are dropped (a `debug_assert!` in debug builds).
+    #[inline]
+    pub fn set_cqn(&mut self, v: u32) {
+        rt::set32_narrow(&mut self.buf, 8, 0, 0xffffff, u32::from(v), "cqn")
+    }
+    /// Writes `cqn`, or returns an error if `v` does not fit its 24 bits.
+    #[inline]
+    pub fn try_set_cqn(&mut self, v: u32) -> Result<(), rt::Overflow> {
+        rt::check_fits("cqn", u64::from(v), 0xffffff)?;
+        self.set_cqn(v);
+        Ok(())
+    }
+    /// Writes [`Self::modify_field_select_resize_field_select`].
+    #[inline]
+    pub fn modify_field_select_resize_field_select_mut(
+        &mut self,
+    ) -> ModifyFieldSelectResizeFieldSelectAuto<B::SubMut<'_>> {
+        ModifyFieldSelectResizeFieldSelectAuto::new_unchecked(self.buf.sub_mut(12, 4))
+    }
+    /// Writes [`Self::cq_context`].
+    #[inline]
+    pub fn cq_context_mut(&mut self) -> Cqc<B::SubMut<'_>> {
+        Cqc::new_unchecked(self.buf.sub_mut(16, 64))
+    }
+    /// Writes [`Self::cq_umem_valid`].
+    #[inline]
+    pub fn set_cq_umem_valid(&mut self, v: bool) {
+        rt::set32(&mut self.buf, 92, 31, 0x1, u32::from(u8::from(v)))
+    }
+    /// Writes [`Self::pas`].
+    ///
+    /// Writes element `i`; returns an error when `i` is past the end. Bits beyond the element's width are dropped (a `debug_assert!` catches them in debug builds).
+    #[inline]
+    pub fn set_pas(&mut self, i: usize, v: u64) -> Result<(), rt::Overflow> {
+        let len = self.pas_len();
+        if i >= len {
+            return Err(rt::Overflow {
+                field: "pas",
+                value: i as u64,
+                max: len.saturating_sub(1) as u64,
+            });
+        }
+        let v = u64::from(v);
+        rt::set_bits(&mut self.buf, 2176 + i * 64, 64, v);
+        Ok(())
+    }
+}
+#[cfg(feature = "debug")]
+impl<B: rt::Bytes> ::core::fmt::Debug for ModifyCqIn<B> {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let mut d = f.debug_struct(stringify!(ModifyCqIn));
+        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
+        d.field("uid", &rt::fmt::Hex(self.uid().into()));
+        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
+        d.field("cqn", &rt::fmt::Hex(self.cqn().into()));
+        d.field(
+            "modify_field_select_resize_field_select",
+            &self.modify_field_select_resize_field_select(),
+        );
+        d.field("cq_context", &self.cq_context());
+        d.field("cq_umem_valid", &self.cq_umem_valid());
+        d.field(
+            "pas",
+            &rt::fmt::With(|f| rt::fmt::list(
+                f,
+                self.pas_len(),
+                self.pas_iter().map(|v| rt::fmt::Hex(u64::from(v))),
+            )),
+        );
+        let reserved = rt::fmt::ReservedSet {
+            buf: &self.buf,
+            masks: &[
+                (4, 0xffff0000),
+                (8, 0xff000000),
+                (80, 0xffffffff),
+                (84, 0xffffffff),
+                (88, 0xffffffff),
+                (92, 0x7fffffff),
+                (96, 0xffffffff),
+                (100, 0xffffffff),
+                (104, 0xffffffff),
+                (108, 0xffffffff),
+                (112, 0xffffffff),
+                (116, 0xffffffff),
+                (120, 0xffffffff),
+                (124, 0xffffffff),
+                (128, 0xffffffff),
+                (132, 0xffffffff),
+                (136, 0xffffffff),
+                (140, 0xffffffff),
+                (144, 0xffffffff),
+                (148, 0xffffffff),
+                (152, 0xffffffff),
+                (156, 0xffffffff),
+                (160, 0xffffffff),
+                (164, 0xffffffff),
+                (168, 0xffffffff),
+                (172, 0xffffffff),
+                (176, 0xffffffff),
+                (180, 0xffffffff),
+                (184, 0xffffffff),
+                (188, 0xffffffff),
+                (192, 0xffffffff),
+                (196, 0xffffffff),
+                (200, 0xffffffff),
+                (204, 0xffffffff),
+                (208, 0xffffffff),
+                (212, 0xffffffff),
+                (216, 0xffffffff),
+                (220, 0xffffffff),
+                (224, 0xffffffff),
+                (228, 0xffffffff),
+                (232, 0xffffffff),
+                (236, 0xffffffff),
+                (240, 0xffffffff),
+                (244, 0xffffffff),
+                (248, 0xffffffff),
+                (252, 0xffffffff),
+                (256, 0xffffffff),
+                (260, 0xffffffff),
+                (264, 0xffffffff),
+                (268, 0xffffffff),
+            ],
+        };
+        if reserved.any() {
+            d.field("reserved_bits_set", &reserved);
+        }
+        d.finish()
+    }
+}
+#[cfg(feature = "reflect")]
+/// Every field of `modify_cq_in` with its accessors, for generic tools and tests.
+pub const MODIFY_CQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
+    name: "modify_cq_in",
+    size: 272,
+    fields: &[
+        rt::reflect::FieldAccess {
+            name: "opcode",
+            bit_offset: 0,
+            width: 16,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = ModifyCqIn::new_unchecked(b);
+                u64::from(v.opcode())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = ModifyCqIn::new_unchecked(b);
+                v.set_opcode((x & 0xffff) as u16);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "uid",
+            bit_offset: 16,
+            width: 16,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = ModifyCqIn::new_unchecked(b);
+                u64::from(v.uid())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = ModifyCqIn::new_unchecked(b);
+                v.set_uid((x & 0xffff) as u16);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "op_mod",
+            bit_offset: 48,
+            width: 16,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = ModifyCqIn::new_unchecked(b);
+                u64::from(v.op_mod())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = ModifyCqIn::new_unchecked(b);
+                v.set_op_mod((x & 0xffff) as u16);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "cqn",
+            bit_offset: 72,
+            width: 24,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = ModifyCqIn::new_unchecked(b);
+                u64::from(v.cqn())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = ModifyCqIn::new_unchecked(b);
+                v.set_cqn((x & 0xffffff) as u32);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "cq_umem_valid",
+            bit_offset: 736,
+            width: 1,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = ModifyCqIn::new_unchecked(b);
+                u64::from(v.cq_umem_valid())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = ModifyCqIn::new_unchecked(b);
+                v.set_cq_umem_valid(x & 1 != 0);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "pas",
+            bit_offset: 2176,
+            width: 64,
+            count: 0,
+            trailing: true,
+            get: Some(|b: &[u8], i: usize| -> u64 {
+                ModifyCqIn::new_unchecked(b).pas(i).map_or(0, u64::from)
+            }),
+            set: Some(|b: &mut [u8], i: usize, x: u64| {
+                let _ = ModifyCqIn::new_unchecked(b)
+                    .set_pas(i, (x & 0xffffffffffffffff) as u64);
+            }),
+        },
+    ],
+    nested: &[
+        rt::reflect::NestedAccess {
+            name: "modify_field_select_resize_field_select",
+            byte_offset: 12,
+            size: 4,
+            view_offset: |b: &[u8]| -> usize {
+                let v = ModifyCqIn::new_unchecked(b);
+                let sub = v.modify_field_select_resize_field_select();
+                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+            },
+        },
+        rt::reflect::NestedAccess {
+            name: "cq_context",
+            byte_offset: 16,
+            size: 64,
+            view_offset: |b: &[u8]| -> usize {
+                let v = ModifyCqIn::new_unchecked(b);
+                let sub = v.cq_context();
+                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+            },
+        },
+    ],
+};
+/// TODO
+///
+/// PRM layout `modify_field_select`: 0x4 bytes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct ModifyFieldSelect<B = [u8; 4]> {
+    buf: B,
+}
+crate::__prm_view!(ModifyFieldSelect, "modify_field_select", 4);
+impl ModifyFieldSelect<[u8; 4]> {
+    #[doc = concat!(" Position of `", "modify_field_select", "`.")]
+    pub const MODIFY_FIELD_SELECT: rt::Field = rt::Field::new(
+        "modify_field_select",
+        0,
+        32,
+    );
+    /// The position of every field of `modify_field_select`, by offset.
+    pub const FIELDS: &'static [rt::Field] = &[Self::MODIFY_FIELD_SELECT];
+}
+impl<B: rt::Bytes> ModifyFieldSelect<B> {
+    /// PRM `0x00[31:0]`: bit offset 0x0, 32 bits.
+    #[inline]
+    pub fn modify_field_select(&self) -> u32 {
+        self.buf.read_be32(0)
+    }
+}
+impl<B: rt::BytesMut> ModifyFieldSelect<B> {
+    /// Writes [`Self::modify_field_select`].
+    #[inline]
+    pub fn set_modify_field_select(&mut self, v: u32) {
+        self.buf.write_be32(0, v)
+    }
+}
+#[cfg(feature = "debug")]
+impl<B: rt::Bytes> ::core::fmt::Debug for ModifyFieldSelect<B> {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let mut d = f.debug_struct(stringify!(ModifyFieldSelect));
+        d.field("modify_field_select", &rt::fmt::Hex(self.modify_field_select().into()));
+        d.finish()
+    }
+}
+#[cfg(feature = "reflect")]
+/// Every field of `modify_field_select` with its accessors, for generic tools and tests.
+pub const MODIFY_FIELD_SELECT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
+    name: "modify_field_select",
+    size: 4,
+    fields: &[
+        rt::reflect::FieldAccess {
+            name: "modify_field_select",
+            bit_offset: 0,
+            width: 32,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = ModifyFieldSelect::new_unchecked(b);
+                u64::from(v.modify_field_select())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = ModifyFieldSelect::new_unchecked(b);
+                v.set_modify_field_select((x & 0xffffffff) as u32);
+            }),
+        },
+    ],
+    nested: &[],
+};
+/// TODO
+///
+/// PRM layout `resize_field_select`: 0x4 bytes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct ResizeFieldSelect<B = [u8; 4]> {
+    buf: B,
+}
+crate::__prm_view!(ResizeFieldSelect, "resize_field_select", 4);
+impl ResizeFieldSelect<[u8; 4]> {
+    #[doc = concat!(" Position of `", "resize_field_select", "`.")]
+    pub const RESIZE_FIELD_SELECT: rt::Field = rt::Field::new(
+        "resize_field_select",
+        0,
+        32,
+    );
+    /// The position of every field of `resize_field_select`, by offset.
+    pub const FIELDS: &'static [rt::Field] = &[Self::RESIZE_FIELD_SELECT];
+}
+impl<B: rt::Bytes> ResizeFieldSelect<B> {
+    /// PRM `0x00[31:0]`: bit offset 0x0, 32 bits.
+    #[inline]
+    pub fn resize_field_select(&self) -> u32 {
+        self.buf.read_be32(0)
+    }
+}
+impl<B: rt::BytesMut> ResizeFieldSelect<B> {
+    /// Writes [`Self::resize_field_select`].
+    #[inline]
+    pub fn set_resize_field_select(&mut self, v: u32) {
+        self.buf.write_be32(0, v)
+    }
+}
+#[cfg(feature = "debug")]
+impl<B: rt::Bytes> ::core::fmt::Debug for ResizeFieldSelect<B> {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let mut d = f.debug_struct(stringify!(ResizeFieldSelect));
+        d.field("resize_field_select", &rt::fmt::Hex(self.resize_field_select().into()));
+        d.finish()
+    }
+}
+#[cfg(feature = "reflect")]
+/// Every field of `resize_field_select` with its accessors, for generic tools and tests.
+pub const RESIZE_FIELD_SELECT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
+    name: "resize_field_select",
+    size: 4,
+    fields: &[
+        rt::reflect::FieldAccess {
+            name: "resize_field_select",
+            bit_offset: 0,
+            width: 32,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = ResizeFieldSelect::new_unchecked(b);
+                u64::from(v.resize_field_select())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = ResizeFieldSelect::new_unchecked(b);
+                v.set_resize_field_select((x & 0xffffffff) as u32);
+            }),
+        },
+    ],
+    nested: &[],
+};
+/// TODO
+///
+/// PRM layout `modify_cq_out`: 0x10 bytes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct ModifyCqOut<B = [u8; 16]> {
+    buf: B,
+}
+crate::__prm_view!(ModifyCqOut, "modify_cq_out", 16);
+impl ModifyCqOut<[u8; 16]> {
+    #[doc = concat!(" Position of `", "status", "`.")]
+    pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
+    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
+    /// The position of every field of `modify_cq_out`, by offset.
+    pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
+}
+impl<B: rt::Bytes> ModifyCqOut<B> {
+    /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
+    #[inline]
+    pub fn status(&self) -> u8 {
+        rt::get32(&self.buf, 0, 24, 0xff) as u8
+    }
+    /// PRM `0x04[31:0]`: bit offset 0x20, 32 bits.
+    #[inline]
+    pub fn syndrome(&self) -> u32 {
+        self.buf.read_be32(4)
+    }
+}
+impl<B: rt::BytesMut> ModifyCqOut<B> {
+    /// Writes [`Self::status`].
+    #[inline]
+    pub fn set_status(&mut self, v: u8) {
+        rt::set32(&mut self.buf, 0, 24, 0xff, u32::from(v))
+    }
+    /// Writes [`Self::syndrome`].
+    #[inline]
+    pub fn set_syndrome(&mut self, v: u32) {
+        self.buf.write_be32(4, v)
+    }
+}
+#[cfg(feature = "debug")]
+impl<B: rt::Bytes> ::core::fmt::Debug for ModifyCqOut<B> {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let mut d = f.debug_struct(stringify!(ModifyCqOut));
+        d.field("status", &rt::fmt::Hex(self.status().into()));
+        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
+        let reserved = rt::fmt::ReservedSet {
+            buf: &self.buf,
+            masks: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
+        };
+        if reserved.any() {
+            d.field("reserved_bits_set", &reserved);
+        }
+        d.finish()
+    }
+}
+#[cfg(feature = "reflect")]
+/// Every field of `modify_cq_out` with its accessors, for generic tools and tests.
+pub const MODIFY_CQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
+    name: "modify_cq_out",
+    size: 16,
+    fields: &[
+        rt::reflect::FieldAccess {
+            name: "status",
+            bit_offset: 0,
+            width: 8,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = ModifyCqOut::new_unchecked(b);
+                u64::from(v.status())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = ModifyCqOut::new_unchecked(b);
+                v.set_status((x & 0xff) as u8);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "syndrome",
+            bit_offset: 32,
+            width: 32,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = ModifyCqOut::new_unchecked(b);
+                u64::from(v.syndrome())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = ModifyCqOut::new_unchecked(b);
+                v.set_syndrome((x & 0xffffffff) as u32);
+            }),
+        },
+    ],
+    nested: &[],
+};
+/// TODO
+///
+/// PRM union `modify_field_select_resize_field_select_auto`: 0x4 bytes, read as one of its members.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct ModifyFieldSelectResizeFieldSelectAuto<B = [u8; 4]> {
+    buf: B,
+}
+crate::__prm_view!(
+    ModifyFieldSelectResizeFieldSelectAuto,
+    "modify_field_select_resize_field_select_auto", 4
+);
+impl<B: rt::Bytes> ModifyFieldSelectResizeFieldSelectAuto<B> {
+    /// The bytes read as `modify_field_select`.
+    #[inline]
+    pub fn modify_field_select(&self) -> ModifyFieldSelect<B::Sub<'_>> {
+        ModifyFieldSelect::new_unchecked(self.buf.sub(0, 4))
+    }
+    /// The bytes read as `resize_field_select`.
+    #[inline]
+    pub fn resize_field_select(&self) -> ResizeFieldSelect<B::Sub<'_>> {
+        ResizeFieldSelect::new_unchecked(self.buf.sub(0, 4))
+    }
+}
+impl<B: rt::BytesMut> ModifyFieldSelectResizeFieldSelectAuto<B> {
+    /// The bytes read as `modify_field_select`.
+    #[inline]
+    pub fn modify_field_select_mut(&mut self) -> ModifyFieldSelect<B::SubMut<'_>> {
+        ModifyFieldSelect::new_unchecked(self.buf.sub_mut(0, 4))
+    }
+    /// The bytes read as `resize_field_select`.
+    #[inline]
+    pub fn resize_field_select_mut(&mut self) -> ResizeFieldSelect<B::SubMut<'_>> {
+        ResizeFieldSelect::new_unchecked(self.buf.sub_mut(0, 4))
+    }
+}
+#[cfg(feature = "debug")]
+impl<B: rt::Bytes> ::core::fmt::Debug for ModifyFieldSelectResizeFieldSelectAuto<B> {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let mut head = [0u8; 16];
+        let n = head.len().min(self.buf.len());
+        self.buf.read_bytes(0, &mut head[..n]);
+        f.debug_struct(stringify!(ModifyFieldSelectResizeFieldSelectAuto))
+            .field("bytes", &self.buf.len())
+            .field("head", &rt::fmt::HexBytes(&head[..n]))
+            .finish()
+    }
+}
 /// The commands of this module, typed by opcode (see the runtime's `Command`).
 pub mod cmd {
     #[allow(unused_imports)]
@@ -1852,5 +2866,29 @@ pub mod cmd {
         type OpMod = u16;
         type Input<B: rt::Bytes> = super::DestroyCqIn<B>;
         type Output<B: rt::Bytes> = super::DestroyCqOut<B>;
+    }
+    /// TODO
+    ///
+    /// PRM command `query_cq`: opcode 0x402, input [`QueryCqIn`](super::QueryCqIn), output [`QueryCqOut`](super::QueryCqOut).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    pub struct QueryCq;
+    impl rt::Command for QueryCq {
+        const NAME: &'static str = "query_cq";
+        const OPCODE: u16 = 0x402;
+        type OpMod = u16;
+        type Input<B: rt::Bytes> = super::QueryCqIn<B>;
+        type Output<B: rt::Bytes> = super::QueryCqOut<B>;
+    }
+    /// TODO
+    ///
+    /// PRM command `modify_cq`: opcode 0x403, input [`ModifyCqIn`](super::ModifyCqIn), output [`ModifyCqOut`](super::ModifyCqOut).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    pub struct ModifyCq;
+    impl rt::Command for ModifyCq {
+        const NAME: &'static str = "modify_cq";
+        const OPCODE: u16 = 0x403;
+        type OpMod = u16;
+        type Input<B: rt::Bytes> = super::ModifyCqIn<B>;
+        type Output<B: rt::Bytes> = super::ModifyCqOut<B>;
     }
 }

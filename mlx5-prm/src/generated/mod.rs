@@ -2,18 +2,210 @@
 // To change it, edit the spec and run `cargo run -p prm-codegen -- gen spec --out mlx5-prm/src/generated`.
 
 //! Generated bindings: one module per spec file, all re-exported here.
+pub mod access_reg;
+pub mod caps;
 pub mod cq;
+pub mod eq;
+pub mod flow;
+pub mod hca;
+pub mod mkey;
+pub mod qp;
+pub mod tir;
+pub mod vport;
+pub mod wq;
+pub use access_reg::*;
+pub use caps::*;
 pub use cq::*;
+pub use eq::*;
+pub use flow::*;
+pub use hca::*;
+pub use mkey::*;
+pub use qp::*;
+pub use tir::*;
+pub use vport::*;
+pub use wq::*;
 /// Every command, typed by opcode.
 pub mod cmd {
+    pub use super::caps::cmd::*;
     pub use super::cq::cmd::*;
+    pub use super::eq::cmd::*;
+    pub use super::flow::cmd::*;
+    pub use super::hca::cmd::*;
+    pub use super::mkey::cmd::*;
+    pub use super::qp::cmd::*;
+    pub use super::tir::cmd::*;
+    pub use super::vport::cmd::*;
+    pub use super::wq::cmd::*;
 }
 /// Every layout's reflection table, in spec order.
 #[cfg(feature = "reflect")]
 pub const ALL_LAYOUTS: &[crate::rt::reflect::LayoutAccess] = &[
+    access_reg::PAOS_REG_ACCESS,
+    access_reg::PTYS_REG_ACCESS,
+    access_reg::PMTU_REG_ACCESS,
+    access_reg::PPCNT_REG_ACCESS,
+    access_reg::ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS,
+    access_reg::ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS,
+    access_reg::MCIA_REG_ACCESS,
+    caps::QUERY_HCA_CAP_IN_ACCESS,
+    caps::QUERY_HCA_CAP_OUT_ACCESS,
+    caps::CMD_HCA_CAP_ACCESS,
+    caps::PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS,
+    caps::ROCE_CAP_ACCESS,
+    caps::SET_HCA_CAP_IN_ACCESS,
+    caps::SET_HCA_CAP_OUT_ACCESS,
     cq::CQC_ACCESS,
     cq::CREATE_CQ_IN_ACCESS,
     cq::CREATE_CQ_OUT_ACCESS,
     cq::DESTROY_CQ_IN_ACCESS,
     cq::DESTROY_CQ_OUT_ACCESS,
+    cq::QUERY_CQ_IN_ACCESS,
+    cq::QUERY_CQ_OUT_ACCESS,
+    cq::MODIFY_CQ_IN_ACCESS,
+    cq::MODIFY_FIELD_SELECT_ACCESS,
+    cq::RESIZE_FIELD_SELECT_ACCESS,
+    cq::MODIFY_CQ_OUT_ACCESS,
+    eq::CREATE_EQ_IN_ACCESS,
+    eq::EQC_ACCESS,
+    eq::CREATE_EQ_OUT_ACCESS,
+    eq::DESTROY_EQ_IN_ACCESS,
+    eq::DESTROY_EQ_OUT_ACCESS,
+    eq::QUERY_EQ_IN_ACCESS,
+    eq::QUERY_EQ_OUT_ACCESS,
+    flow::CREATE_FLOW_TABLE_IN_ACCESS,
+    flow::FLOW_TABLE_CONTEXT_ACCESS,
+    flow::CREATE_FLOW_TABLE_OUT_ACCESS,
+    flow::CREATE_FLOW_GROUP_IN_ACCESS,
+    flow::FTE_MATCH_PARAM_ACCESS,
+    flow::FTE_MATCH_SET_LYR_2_4_ACCESS,
+    flow::IPV6_LAYOUT_ACCESS,
+    flow::IPV4_LAYOUT_ACCESS,
+    flow::FTE_MATCH_SET_MISC_ACCESS,
+    flow::NVGRE_KEY_ACCESS,
+    flow::GRE_KEY_KEY_ACCESS,
+    flow::FTE_MATCH_SET_MISC2_ACCESS,
+    flow::FTE_MATCH_MPLS_ACCESS,
+    flow::FTE_MATCH_SET_MISC3_ACCESS,
+    flow::FTE_MATCH_SET_MISC4_ACCESS,
+    flow::FTE_MATCH_SET_MISC5_ACCESS,
+    flow::CREATE_FLOW_GROUP_OUT_ACCESS,
+    flow::SET_FTE_IN_ACCESS,
+    flow::FLOW_CONTEXT_ACCESS,
+    flow::VLAN_ACCESS,
+    flow::EXECUTE_ASO_ACCESS,
+    flow::EXE_ASO_CTRL_FLOW_METER_ACCESS,
+    flow::EXTENDED_DEST_FORMAT_ACCESS,
+    flow::DEST_FORMAT_STRUCT_ACCESS,
+    flow::FLOW_COUNTER_LIST_ACCESS,
+    flow::SET_FTE_OUT_ACCESS,
+    flow::SET_FLOW_TABLE_ROOT_IN_ACCESS,
+    flow::SET_FLOW_TABLE_ROOT_OUT_ACCESS,
+    hca::ENABLE_HCA_IN_ACCESS,
+    hca::ENABLE_HCA_OUT_ACCESS,
+    hca::DISABLE_HCA_IN_ACCESS,
+    hca::DISABLE_HCA_OUT_ACCESS,
+    hca::QUERY_ISSI_IN_ACCESS,
+    hca::QUERY_ISSI_OUT_ACCESS,
+    hca::SET_ISSI_IN_ACCESS,
+    hca::SET_ISSI_OUT_ACCESS,
+    hca::QUERY_PAGES_IN_ACCESS,
+    hca::QUERY_PAGES_OUT_ACCESS,
+    hca::MANAGE_PAGES_IN_ACCESS,
+    hca::MANAGE_PAGES_OUT_ACCESS,
+    hca::QUERY_ADAPTER_IN_ACCESS,
+    hca::QUERY_ADAPTER_OUT_ACCESS,
+    hca::QUERY_ADAPTER_PARAM_BLOCK_ACCESS,
+    hca::INIT_HCA_IN_ACCESS,
+    hca::INIT_HCA_OUT_ACCESS,
+    hca::TEARDOWN_HCA_IN_ACCESS,
+    hca::TEARDOWN_HCA_OUT_ACCESS,
+    hca::SET_DRIVER_VERSION_IN_ACCESS,
+    hca::SET_DRIVER_VERSION_OUT_ACCESS,
+    hca::ACCESS_REGISTER_IN_ACCESS,
+    hca::ACCESS_REGISTER_OUT_ACCESS,
+    hca::ALLOC_UAR_IN_ACCESS,
+    hca::ALLOC_UAR_OUT_ACCESS,
+    hca::DEALLOC_UAR_IN_ACCESS,
+    hca::DEALLOC_UAR_OUT_ACCESS,
+    hca::ALLOC_PD_IN_ACCESS,
+    hca::ALLOC_PD_OUT_ACCESS,
+    hca::DEALLOC_PD_IN_ACCESS,
+    hca::DEALLOC_PD_OUT_ACCESS,
+    hca::ALLOC_TRANSPORT_DOMAIN_IN_ACCESS,
+    hca::ALLOC_TRANSPORT_DOMAIN_OUT_ACCESS,
+    hca::DEALLOC_TRANSPORT_DOMAIN_IN_ACCESS,
+    hca::DEALLOC_TRANSPORT_DOMAIN_OUT_ACCESS,
+    hca::QUERY_SPECIAL_CONTEXTS_IN_ACCESS,
+    hca::QUERY_SPECIAL_CONTEXTS_OUT_ACCESS,
+    mkey::CREATE_MKEY_IN_ACCESS,
+    mkey::MKC_ACCESS,
+    mkey::CREATE_MKEY_OUT_ACCESS,
+    mkey::DESTROY_MKEY_IN_ACCESS,
+    mkey::DESTROY_MKEY_OUT_ACCESS,
+    mkey::QUERY_MKEY_IN_ACCESS,
+    mkey::QUERY_MKEY_OUT_ACCESS,
+    qp::CREATE_QP_IN_ACCESS,
+    qp::QPC_ACCESS,
+    qp::ADS_ACCESS,
+    qp::CREATE_QP_OUT_ACCESS,
+    qp::DESTROY_QP_IN_ACCESS,
+    qp::DESTROY_QP_OUT_ACCESS,
+    qp::QUERY_QP_IN_ACCESS,
+    qp::QUERY_QP_OUT_ACCESS,
+    qp::RST2INIT_QP_IN_ACCESS,
+    qp::RST2INIT_QP_OUT_ACCESS,
+    qp::INIT2INIT_QP_IN_ACCESS,
+    qp::INIT2INIT_QP_OUT_ACCESS,
+    qp::INIT2RTR_QP_IN_ACCESS,
+    qp::INIT2RTR_QP_OUT_ACCESS,
+    qp::RTR2RTS_QP_IN_ACCESS,
+    qp::RTR2RTS_QP_OUT_ACCESS,
+    qp::RTS2RTS_QP_IN_ACCESS,
+    qp::RTS2RTS_QP_OUT_ACCESS,
+    qp::QP_2ERR_IN_ACCESS,
+    qp::QP_2ERR_OUT_ACCESS,
+    qp::QP_2RST_IN_ACCESS,
+    qp::QP_2RST_OUT_ACCESS,
+    tir::CREATE_TIS_IN_ACCESS,
+    tir::TISC_ACCESS,
+    tir::CREATE_TIS_OUT_ACCESS,
+    tir::DESTROY_TIS_IN_ACCESS,
+    tir::DESTROY_TIS_OUT_ACCESS,
+    tir::CREATE_TIR_IN_ACCESS,
+    tir::TIRC_ACCESS,
+    tir::RX_HASH_FIELD_SELECT_ACCESS,
+    tir::CREATE_TIR_OUT_ACCESS,
+    tir::DESTROY_TIR_IN_ACCESS,
+    tir::DESTROY_TIR_OUT_ACCESS,
+    tir::CREATE_RQT_IN_ACCESS,
+    tir::RQTC_ACCESS,
+    tir::RQ_NUM_ACCESS,
+    tir::CREATE_RQT_OUT_ACCESS,
+    tir::DESTROY_RQT_IN_ACCESS,
+    tir::DESTROY_RQT_OUT_ACCESS,
+    vport::QUERY_VPORT_STATE_IN_ACCESS,
+    vport::QUERY_VPORT_STATE_OUT_ACCESS,
+    vport::QUERY_NIC_VPORT_CONTEXT_IN_ACCESS,
+    vport::QUERY_NIC_VPORT_CONTEXT_OUT_ACCESS,
+    vport::NIC_VPORT_CONTEXT_ACCESS,
+    vport::MAC_ADDRESS_LAYOUT_ACCESS,
+    vport::MODIFY_NIC_VPORT_CONTEXT_IN_ACCESS,
+    vport::MODIFY_NIC_VPORT_FIELD_SELECT_ACCESS,
+    vport::MODIFY_NIC_VPORT_CONTEXT_OUT_ACCESS,
+    wq::CREATE_SQ_IN_ACCESS,
+    wq::SQC_ACCESS,
+    wq::WQ_ACCESS,
+    wq::CMD_PAS_ACCESS,
+    wq::CREATE_SQ_OUT_ACCESS,
+    wq::MODIFY_SQ_IN_ACCESS,
+    wq::MODIFY_SQ_OUT_ACCESS,
+    wq::DESTROY_SQ_IN_ACCESS,
+    wq::DESTROY_SQ_OUT_ACCESS,
+    wq::CREATE_RQ_IN_ACCESS,
+    wq::RQC_ACCESS,
+    wq::CREATE_RQ_OUT_ACCESS,
+    wq::MODIFY_RQ_IN_ACCESS,
+    wq::MODIFY_RQ_OUT_ACCESS,
+    wq::DESTROY_RQ_IN_ACCESS,
+    wq::DESTROY_RQ_OUT_ACCESS,
 ];
