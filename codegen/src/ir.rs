@@ -25,6 +25,8 @@ pub struct Ir {
     pub unions: Vec<Union>,
     /// Commands.
     pub commands: Vec<Command>,
+    /// State machines.
+    pub state_machines: Vec<StateMachine>,
     /// Name lookup, rebuilt by [`Ir::reindex`]; the first definition of a name wins.
     #[serde(skip)]
     pub index: HashMap<String, Item>,
@@ -403,4 +405,64 @@ impl Ir {
     pub fn find_command(&self, name: &str) -> Option<&Command> {
         self.commands.iter().find(|c| c.name == name)
     }
+}
+
+/// A field reached by a dotted path from a structure, resolved to its absolute position.
+#[derive(Debug, Clone, Serialize)]
+pub struct FieldRef {
+    /// The path as written (`qpc.primary_address_path.pkey_index`).
+    pub path: String,
+    /// Absolute MSB-first bit offset from the start of the structure.
+    pub bit_offset: u64,
+    /// Width in bits (the whole span, for a nested structure).
+    pub width: u64,
+    /// Where the path was written.
+    #[serde(skip)]
+    pub span: Span,
+}
+
+/// A state machine over the values of an enum.
+#[derive(Debug, Clone, Serialize)]
+pub struct StateMachine {
+    /// Name.
+    pub name: String,
+    /// Module index.
+    pub module: usize,
+    /// Meaning.
+    pub doc: Option<String>,
+    /// The enum whose values are the states.
+    pub states: String,
+    /// Where the device reports the state: structure name and field.
+    pub state_field: Option<(String, FieldRef)>,
+    /// The input field holding the optional-parameter mask.
+    pub mask_field: Option<String>,
+    /// Named mask bits.
+    pub optional_bits: Vec<OpMod>,
+    /// Transitions in spec order.
+    pub transitions: Vec<Transition>,
+    /// Where the name was written.
+    #[serde(skip)]
+    pub span: Span,
+}
+
+/// One transition.
+#[derive(Debug, Clone, Serialize)]
+pub struct Transition {
+    /// Name.
+    pub name: String,
+    /// Meaning.
+    pub doc: Option<String>,
+    /// Source states (enum value names); empty means any state.
+    pub from: Vec<String>,
+    /// Target state.
+    pub to: String,
+    /// The command.
+    pub command: String,
+    /// Fields of the command's input the transition requires.
+    pub requires: Vec<FieldRef>,
+    /// Fields it may set, with the mask bit that says they are given.
+    pub optional: Vec<(FieldRef, OpMod)>,
+    /// Where the name was written.
+    #[serde(skip)]
+    pub span: Span,
 }

@@ -30,6 +30,52 @@ pub struct Layout {
     pub commands: Vec<CommandLayout>,
     /// Named constants.
     pub constants: Vec<NamedValue>,
+    /// State machines.
+    pub state_machines: Vec<StateMachineLayout>,
+}
+
+/// One state machine.
+#[derive(Debug, Serialize)]
+pub struct StateMachineLayout {
+    /// Name.
+    pub name: String,
+    /// The enum of its states.
+    pub states: String,
+    /// The input field holding the optional-parameter mask.
+    pub mask_field: Option<String>,
+    /// Transitions.
+    pub transitions: Vec<TransitionLayout>,
+}
+
+/// One transition.
+#[derive(Debug, Serialize)]
+pub struct TransitionLayout {
+    /// Name.
+    pub name: String,
+    /// Source states; empty means any.
+    pub from: Vec<String>,
+    /// Target state.
+    pub to: String,
+    /// The command.
+    pub command: String,
+    /// Required input fields.
+    pub requires: Vec<PathLayout>,
+    /// Optional input fields with their mask bits.
+    pub optional: Vec<PathLayout>,
+}
+
+/// An input field of a transition.
+#[derive(Debug, Serialize)]
+pub struct PathLayout {
+    /// Dotted path in the command's input.
+    pub path: String,
+    /// Absolute bit offset in the input.
+    pub bit_offset: u64,
+    /// Width in bits.
+    pub width: u64,
+    /// Optional fields: the mask bit's name and value.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mask: Option<NamedValue>,
 }
 
 /// A name and a number (enumerators, op_mod values, constants).
@@ -178,6 +224,40 @@ pub fn layout(ir: &Ir) -> Layout {
             .iter()
             .map(|c| named(&c.name, c.value))
             .collect(),
+        state_machines: ir
+            .state_machines
+            .iter()
+            .map(|m| StateMachineLayout {
+                name: m.name.clone(),
+                states: m.states.clone(),
+                mask_field: m.mask_field.clone(),
+                transitions: m
+                    .transitions
+                    .iter()
+                    .map(|t| TransitionLayout {
+                        name: t.name.clone(),
+                        from: t.from.clone(),
+                        to: t.to.clone(),
+                        command: t.command.clone(),
+                        requires: t.requires.iter().map(|r| path_layout(r, None)).collect(),
+                        optional: t
+                            .optional
+                            .iter()
+                            .map(|(r, b)| path_layout(r, Some(named(&b.name, b.value))))
+                            .collect(),
+                    })
+                    .collect(),
+            })
+            .collect(),
+    }
+}
+
+fn path_layout(r: &crate::ir::FieldRef, mask: Option<NamedValue>) -> PathLayout {
+    PathLayout {
+        path: r.path.clone(),
+        bit_offset: r.bit_offset,
+        width: r.width,
+        mask,
     }
 }
 
@@ -196,6 +276,7 @@ pub fn layout_of(ir: &Ir, name: &str) -> Option<Layout> {
         enums: Vec::new(),
         commands: Vec::new(),
         constants: Vec::new(),
+        state_machines: Vec::new(),
     })
 }
 

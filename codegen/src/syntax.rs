@@ -32,6 +32,8 @@ pub struct SpecFile {
     pub unions: Vec<UnionDecl>,
     /// `commands:`.
     pub commands: Vec<CommandDecl>,
+    /// `state_machines:`.
+    pub state_machines: Vec<StateMachineDecl>,
 }
 
 /// A named constant.
@@ -178,4 +180,43 @@ pub struct CommandDecl {
     pub output: Option<Spanned<String>>,
     /// Named op_mod values.
     pub op_mods: Vec<(Spanned<String>, Spanned<u64>)>,
+}
+
+/// A state machine: which command moves an object between which states, and which context
+/// fields each move requires or may set.
+#[derive(Debug, Clone)]
+pub struct StateMachineDecl {
+    /// Name.
+    pub name: Spanned<String>,
+    /// Meaning.
+    pub doc: Option<String>,
+    /// The enum whose values are the states.
+    pub states: Option<Spanned<String>>,
+    /// `struct.field` where the device reports the current state.
+    pub state_field: Option<Spanned<String>>,
+    /// The field of a transition command's input that holds the optional-parameter mask.
+    pub mask_field: Option<Spanned<String>>,
+    /// Names of the mask's bits.
+    pub optional_bits: Vec<(Spanned<String>, Spanned<u64>)>,
+    /// The transitions.
+    pub transitions: Vec<TransitionDecl>,
+}
+
+/// One transition of a state machine.
+#[derive(Debug, Clone)]
+pub struct TransitionDecl {
+    /// Name.
+    pub name: Spanned<String>,
+    /// Meaning.
+    pub doc: Option<String>,
+    /// Source states; empty means any state.
+    pub from: Vec<Spanned<String>>,
+    /// Target state.
+    pub to: Option<Spanned<String>>,
+    /// The command that performs it.
+    pub command: Option<Spanned<String>>,
+    /// Field paths (in the command's input) the transition requires.
+    pub requires: Vec<Spanned<String>>,
+    /// Field paths it may set, each with the name of its optional-parameter mask bit.
+    pub optional: Vec<(Spanned<String>, Spanned<String>)>,
 }

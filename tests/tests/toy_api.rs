@@ -107,3 +107,36 @@ fn register_blocks_use_dword_accesses_only() {
     assert!(!log.iter().any(|&(k, off, _)| k == 'r' && off == 0x08));
     assert!(log.iter().all(|&(_, off, _)| off % 4 == 0));
 }
+
+#[test]
+fn state_machines_are_tables_of_transitions() {
+    let sm = TOY_LINK_STATE_MACHINE;
+    let up = sm.between(ToyLinkState::Down, ToyLinkState::Up).unwrap();
+    assert_eq!(
+        (up.name, up.command, up.opcode),
+        ("bring_up", "toy_link_up", 0x200)
+    );
+    assert_eq!(up.requires[0].path, "port.up");
+    // port at 0x10 (bit 0x80); up is 0x00[0] of it: bit 31 after that.
+    assert_eq!(
+        (up.requires[0].bit_offset, up.requires[0].width),
+        (0x80 + 31, 1)
+    );
+    assert_eq!(up.allowed_mask(), TOY_LINK_OPT_SPEED | TOY_LINK_OPT_LANES);
+    assert_eq!(sm.mask_field.unwrap().bit_offset, 0x40);
+    // `reset` starts anywhere; `take_down` only from up or error, and is preferred there.
+    assert_eq!(
+        sm.between(ToyLinkState::Up, ToyLinkState::Down)
+            .unwrap()
+            .name,
+        "take_down"
+    );
+    assert_eq!(
+        sm.between(ToyLinkState::Down, ToyLinkState::Down)
+            .unwrap()
+            .name,
+        "reset"
+    );
+    assert!(sm.between(ToyLinkState::Up, ToyLinkState::Error).is_none());
+    assert_eq!(sm.by_opcode(0x202).unwrap().name, "reset");
+}

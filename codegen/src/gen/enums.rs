@@ -119,7 +119,7 @@ pub fn emit(ctx: &Ctx, e: &Enum) -> TokenStream {
 
         impl ::core::convert::TryFrom<u64> for #ty {
             type Error = #rt::UnknownValue;
-            fn try_from(raw: u64) -> Result<Self, Self::Error> {
+            fn try_from(raw: u64) -> Result<Self, #rt::UnknownValue> {
                 Self::try_from_raw(raw)
             }
         }

@@ -12,6 +12,7 @@ pub mod commands;
 pub mod enums;
 pub mod module;
 pub mod names;
+pub mod state_machines;
 pub mod structs;
 pub mod unions;
 

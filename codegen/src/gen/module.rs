@@ -290,7 +290,12 @@ fn all_modules(config: &Config, ir: &Ir) -> Result<Vec<ModuleText>, GenError> {
                 items.push_str(text);
             }
         }
-        let tail = format(cmd)?;
+        let machines = ir
+            .state_machines
+            .iter()
+            .filter(|sm| sm.module == index)
+            .map(|sm| super::state_machines::emit(&ctx, ir, sm));
+        let tail = format(quote!(#(#machines)* #cmd))?;
         let text = if config.single_file {
             let mut body = format(head)?;
             body.push_str(&items);

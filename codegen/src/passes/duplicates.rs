@@ -39,6 +39,13 @@ pub fn run(ir: &Ir, diags: &mut Diagnostics) {
         "constant",
         diags,
     );
+    report(
+        ir.state_machines
+            .iter()
+            .map(|m| (m.name.as_str(), m.span, "state machine")),
+        "state machine",
+        diags,
+    );
 }
 
 fn report<'a>(
@@ -80,6 +87,7 @@ fn section(kind: &str) -> &'static str {
         "union" => "unions",
         "enum" => "enums",
         "command" => "commands",
+        "state machine" => "state_machines",
         _ => "constants",
     }
 }

@@ -19,6 +19,7 @@ pub mod nested_span;
 pub mod opcodes;
 pub mod overlap;
 pub mod reserved_names;
+pub mod state_machines;
 pub mod struct_size;
 pub mod unions;
 
@@ -108,6 +109,11 @@ pub const PASSES: &[Pass] = &[
         name: "reserved-name",
         summary: "reserved_at_X names match their real offset",
         run: reserved_names::run,
+    },
+    Pass {
+        name: "state-machine",
+        summary: "state machines name distinct mask bits that fit the mask field",
+        run: state_machines::run,
     },
 ];
 

@@ -113,6 +113,30 @@ pub fn run(ir: &Ir, diags: &mut Diagnostics) {
     for c in &ir.constants {
         check("constant", &c.name, c.span, format!("constants.{}", c.name));
     }
+    for m in &ir.state_machines {
+        check(
+            "state machine",
+            &m.name,
+            m.span,
+            format!("state_machines.{}", m.name),
+        );
+        for t in &m.transitions {
+            check(
+                "transition",
+                &t.name,
+                t.span,
+                format!("state_machines.{}.transitions.{}", m.name, t.name),
+            );
+        }
+        for b in &m.optional_bits {
+            check(
+                "mask bit",
+                &b.name,
+                b.span,
+                format!("state_machines.{}.optional_bits.{}", m.name, b.name),
+            );
+        }
+    }
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ pub mod fmt;
 mod mmio;
 #[cfg(feature = "reflect")]
 pub mod reflect;
+pub mod sm;
 mod view;
 
 pub use access::*;
