@@ -1,0 +1,182 @@
+//! The spec against an independent source: the Linux kernel's `mlx5_ifc.h`. The header is
+//! imported with `prmc import`, and every structure of `spec/` that the header also defines is
+//! compared field by field (name, bit offset, width). Every intended difference is listed with
+//! its reason in `tests/kernel_differences.yaml`; the test fails on any other difference and on
+//! a listed difference that no longer occurs.
+//!
+//! The header comes from Debian's `linux-headers-*-common` (installed by `scripts/test`) or
+//! from the path in `MLX5_IFC_H`.
+
+use prm_codegen::ir::{ArrayCount, Ir, Struct};
+use serde::Deserialize;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+
+fn header() -> PathBuf {
+    if let Some(p) = std::env::var_os("MLX5_IFC_H") {
+        return PathBuf::from(p);
+    }
+    let mut found: Vec<PathBuf> = std::fs::read_dir("/usr/src")
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path().join("include/linux/mlx5/mlx5_ifc.h"))
+        .filter(|p| p.exists())
+        .collect();
+    found.sort();
+    found.pop().unwrap_or_else(|| {
+        panic!(
+            "the kernel's mlx5_ifc.h is not installed: `scripts/test` installs Debian's \
+             linux-headers-*-common package, or set MLX5_IFC_H to a copy of the header"
+        )
+    })
+}
+
+/// The kernel header, imported and compiled like a spec.
+fn kernel() -> Ir {
+    let imp = prm_codegen::import::import(&[header()]).expect("header readable");
+    assert_eq!(imp.diagnostics.error_count(), 0, "importing the header failed");
+    let c = prm_codegen::compile_sources(imp.files.into_iter().map(|(n, t)| (PathBuf::from(n), t)).collect());
+    assert!(c.is_ok(), "the imported header does not check:\n{}", c.render_human());
+    c.ir
+}
+
+/// `tests/kernel_differences.yaml`.
+#[derive(Debug, Deserialize)]
+struct ListFile {
+    differences: Vec<Listed>,
+}
+
+/// One intended difference, as listed in `tests/kernel_differences.yaml`.
+#[derive(Debug, Deserialize)]
+struct Listed {
+    layout: String,
+    field: String,
+    kind: String,
+    reason: String,
+}
+
+/// What a field looks like for the comparison: `(bit offset, width of one element, count)`.
+fn shape(f: &prm_codegen::ir::Field) -> (u64, u64, String) {
+    let count = match f.count {
+        None => "1".to_string(),
+        Some(ArrayCount::Fixed(n)) => n.to_string(),
+        Some(ArrayCount::Trailing) => "trailing".into(),
+    };
+    // Byte strings compare by their whole span: the kernel writes them as [N][0x8].
+    if matches!(f.ty, prm_codegen::ir::FieldType::Bytes) && f.count.is_none() {
+        return (f.bit_offset, f.width, count);
+    }
+    (f.bit_offset, f.width, count)
+}
+
+fn normalise(s: &Struct) -> BTreeMap<String, (u64, u64, String)> {
+    s.fields.iter().map(|f| (f.name.clone(), shape(f))).collect()
+}
+
+/// `(layout, field, kind) -> detail` for every difference found.
+fn differences(spec: &Ir, kernel: &Ir) -> (BTreeMap<(String, String, String), String>, usize, usize) {
+    let mut out = BTreeMap::new();
+    let (mut layouts, mut fields) = (0, 0);
+    for s in &spec.structs {
+        let Some(k) = kernel.find_struct(&s.name) else { continue };
+        layouts += 1;
+        if s.size != k.size {
+            out.insert(
+                (s.name.clone(), "*".into(), "size".into()),
+                format!("spec 0x{:x} bytes, header 0x{:x}", s.size, k.size),
+            );
+        }
+        let (ours, theirs) = (normalise(s), normalise(k));
+        for (name, shape) in &theirs {
+            match ours.get(name) {
+                None => {
+                    out.insert((s.name.clone(), name.clone(), "missing".into()), format!("header has it at {shape:?}"));
+                }
+                Some(o) if o != shape => {
+                    out.insert(
+                        (s.name.clone(), name.clone(), "position".into()),
+                        format!("spec (bit, width, count) {o:?}, header {shape:?}"),
+                    );
+                }
+                Some(_) => fields += 1,
+            }
+        }
+        for (name, shape) in &ours {
+            if !theirs.contains_key(name) {
+                out.insert((s.name.clone(), name.clone(), "extra".into()), format!("spec has it at {shape:?}"));
+            }
+        }
+    }
+    for u in &spec.unions {
+        let Some(k) = kernel.find_union(&u.name) else { continue };
+        layouts += 1;
+        if u.size != k.size {
+            out.insert((u.name.clone(), "*".into(), "size".into()), format!("spec 0x{:x}, header 0x{:x}", u.size, k.size));
+        }
+        let theirs: BTreeMap<&str, &str> = k.members.iter().map(|m| (m.name.as_str(), m.ty.as_str())).collect();
+        for m in &u.members {
+            match theirs.get(m.name.as_str()) {
+                Some(t) if *t == m.ty => fields += 1,
+                Some(t) => {
+                    out.insert((u.name.clone(), m.name.clone(), "position".into()), format!("spec type {}, header {t}", m.ty));
+                }
+                None => {
+                    out.insert((u.name.clone(), m.name.clone(), "extra".into()), "not a member in the header".into());
+                }
+            }
+        }
+        let ours: BTreeSet<&str> = u.members.iter().map(|m| m.name.as_str()).collect();
+        let left_out: Vec<&str> = theirs.keys().filter(|n| !ours.contains(*n)).copied().collect();
+        if !left_out.is_empty() {
+            out.insert((u.name.clone(), "*".into(), "members".into()), format!("header members not in the spec: {}", left_out.join(", ")));
+        }
+    }
+    (out, layouts, fields)
+}
+
+#[test]
+fn spec_matches_the_kernel_header() {
+    let kernel = kernel();
+    let spec = prm_codegen::compile_dir(&prm_tests::spec_dir()).unwrap();
+    assert!(spec.is_ok(), "{}", spec.render_human());
+    let (found, layouts, fields) = differences(&spec.ir, &kernel);
+
+    let listed_path = prm_tests::workspace_root().join("tests/kernel_differences.yaml");
+    let text = std::fs::read_to_string(&listed_path).unwrap();
+    let listed: Vec<Listed> = marked_yaml::from_yaml::<ListFile>(0, &text)
+        .unwrap_or_else(|e| panic!("{}: {e}", listed_path.display()))
+        .differences;
+    let mut problems = Vec::new();
+    for l in &listed {
+        if l.reason.trim().is_empty() {
+            problems.push(format!("{}.{} ({}): listed without a reason", l.layout, l.field, l.kind));
+        }
+        if !found.contains_key(&(l.layout.clone(), l.field.clone(), l.kind.clone())) {
+            problems.push(format!("{}.{} ({}): listed, but the spec and the header now agree: remove it", l.layout, l.field, l.kind));
+        }
+    }
+    for ((layout, field, kind), detail) in &found {
+        if !listed.iter().any(|l| &l.layout == layout && &l.field == field && &l.kind == kind) {
+            problems.push(format!(
+                "{layout}.{field} ({kind}): {detail}\n    fix the spec, or list it: - {{ layout: {layout}, field: \"{field}\", kind: {kind}, reason: ... }}"
+            ));
+        }
+    }
+    let not_in_header: Vec<&str> = spec
+        .ir
+        .structs
+        .iter()
+        .filter(|s| kernel.find_struct(&s.name).is_none())
+        .map(|s| s.name.as_str())
+        .collect();
+    eprintln!(
+        "compared {layouts} layouts and {fields} matching fields with {}; {} listed differences; \
+         not in the header (checked against other sources): {}",
+        header().display(),
+        listed.len(),
+        not_in_header.join(", ")
+    );
+    assert!(problems.is_empty(), "{} problem(s):\n{}", problems.len(), problems.join("\n"));
+    assert!(layouts > 0 && fields > 0, "nothing was compared");
+}
