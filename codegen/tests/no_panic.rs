@@ -54,6 +54,41 @@ const TOKENS: &[&str] = &[
     "\n",
 ];
 
+/// Pieces of `mlx5_ifc.h` syntax for the importer.
+const HEADER_TOKENS: &[&str] = &[
+    "struct mlx5_ifc_a_bits {\n",
+    "union mlx5_ifc_b_bits {\n",
+    "struct {\n",
+    "union {\n",
+    "};\n",
+    "} x;\n",
+    "\tu8 f[0x20];\n",
+    "\tu8 g[0x4];\n",
+    "\tu8 reserved_at_0[0x1c];\n",
+    "\tu8 arr[4][0x8];\n",
+    "\tu8 tail[][0x40];\n",
+    "\tu8 z[0][0x20];\n",
+    "\tu8 big[0x7f];\n",
+    "\tstruct mlx5_ifc_a_bits n;\n",
+    "\tunion mlx5_ifc_b_bits u[2];\n",
+    "\tu8 d[N];\n",
+    "#define N (1 + 2)\n",
+    "#define M N*N\n",
+    "enum { X = 1, };\n",
+    "int y;\n",
+    "/* c */",
+    "// c\n",
+    "{",
+    "}",
+    ";",
+    "[",
+    "]",
+    "0x",
+    "\\\n",
+    "\tu8 q[0xffffffffffffffff];\n",
+    "\tu8 w[N << 70];\n",
+];
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 1500, ..ProptestConfig::default() })]
 
@@ -81,6 +116,18 @@ proptest! {
                 let _ = prm_codegen::show::table(&c.ir, s);
             }
         }
+    }
+
+    #[test]
+    fn header_import_never_panics(parts in proptest::collection::vec(proptest::sample::select(HEADER_TOKENS), 0..80)) {
+        let text: String = parts.concat();
+        let imp = prm_codegen::import::import_sources(vec![("fuzz.h".into(), text)]);
+        for d in imp.diagnostics.iter() {
+            let _ = prm_codegen::diag::render_human(d, &imp.sources);
+        }
+        // Whatever the importer writes must load without a panic too.
+        let files = imp.files.into_iter().map(|(n, t)| (n.into(), t)).collect();
+        let _ = prm_codegen::compile_sources(files).render_human();
     }
 
     #[test]

@@ -350,3 +350,26 @@ pub fn import(headers: &[PathBuf]) -> std::io::Result<Import> {
     out.files = emitted.files;
     Ok(out)
 }
+
+/// Imports headers given as `(path, text)`, without following `#include`s (for tests and
+/// fuzzing).
+pub fn import_sources(files: Vec<(PathBuf, String)>) -> Import {
+    let mut out = Import::default();
+    let mut defs = Vec::new();
+    let mut defines = expr::Defines::new();
+    for (path, text) in files {
+        let file = out.sources.add(&path, text);
+        parse_header(
+            &out.sources,
+            file,
+            &mut defs,
+            &mut defines,
+            &mut out.diagnostics,
+        );
+    }
+    let emitted = emit::emit(&out.sources, &defs, &mut out.diagnostics);
+    out.layouts = emitted.layouts;
+    out.fields = emitted.fields;
+    out.files = emitted.files;
+    out
+}
