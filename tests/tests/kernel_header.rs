@@ -35,9 +35,22 @@ fn header() -> PathBuf {
 /// The kernel header, imported and compiled like a spec.
 fn kernel() -> Ir {
     let imp = prm_codegen::import::import(&[header()]).expect("header readable");
-    assert_eq!(imp.diagnostics.error_count(), 0, "importing the header failed");
-    let c = prm_codegen::compile_sources(imp.files.into_iter().map(|(n, t)| (PathBuf::from(n), t)).collect());
-    assert!(c.is_ok(), "the imported header does not check:\n{}", c.render_human());
+    assert_eq!(
+        imp.diagnostics.error_count(),
+        0,
+        "importing the header failed"
+    );
+    let c = prm_codegen::compile_sources(
+        imp.files
+            .into_iter()
+            .map(|(n, t)| (PathBuf::from(n), t))
+            .collect(),
+    );
+    assert!(
+        c.is_ok(),
+        "the imported header does not check:\n{}",
+        c.render_human()
+    );
     c.ir
 }
 
@@ -71,15 +84,23 @@ fn shape(f: &prm_codegen::ir::Field) -> (u64, u64, String) {
 }
 
 fn normalise(s: &Struct) -> BTreeMap<String, (u64, u64, String)> {
-    s.fields.iter().map(|f| (f.name.clone(), shape(f))).collect()
+    s.fields
+        .iter()
+        .map(|f| (f.name.clone(), shape(f)))
+        .collect()
 }
 
 /// `(layout, field, kind) -> detail` for every difference found.
-fn differences(spec: &Ir, kernel: &Ir) -> (BTreeMap<(String, String, String), String>, usize, usize) {
+fn differences(
+    spec: &Ir,
+    kernel: &Ir,
+) -> (BTreeMap<(String, String, String), String>, usize, usize) {
     let mut out = BTreeMap::new();
     let (mut layouts, mut fields) = (0, 0);
     for s in &spec.structs {
-        let Some(k) = kernel.find_struct(&s.name) else { continue };
+        let Some(k) = kernel.find_struct(&s.name) else {
+            continue;
+        };
         layouts += 1;
         if s.size != k.size {
             out.insert(
@@ -91,7 +112,10 @@ fn differences(spec: &Ir, kernel: &Ir) -> (BTreeMap<(String, String, String), St
         for (name, shape) in &theirs {
             match ours.get(name) {
                 None => {
-                    out.insert((s.name.clone(), name.clone(), "missing".into()), format!("header has it at {shape:?}"));
+                    out.insert(
+                        (s.name.clone(), name.clone(), "missing".into()),
+                        format!("header has it at {shape:?}"),
+                    );
                 }
                 Some(o) if o != shape => {
                     out.insert(
@@ -104,32 +128,57 @@ fn differences(spec: &Ir, kernel: &Ir) -> (BTreeMap<(String, String, String), St
         }
         for (name, shape) in &ours {
             if !theirs.contains_key(name) {
-                out.insert((s.name.clone(), name.clone(), "extra".into()), format!("spec has it at {shape:?}"));
+                out.insert(
+                    (s.name.clone(), name.clone(), "extra".into()),
+                    format!("spec has it at {shape:?}"),
+                );
             }
         }
     }
     for u in &spec.unions {
-        let Some(k) = kernel.find_union(&u.name) else { continue };
+        let Some(k) = kernel.find_union(&u.name) else {
+            continue;
+        };
         layouts += 1;
         if u.size != k.size {
-            out.insert((u.name.clone(), "*".into(), "size".into()), format!("spec 0x{:x}, header 0x{:x}", u.size, k.size));
+            out.insert(
+                (u.name.clone(), "*".into(), "size".into()),
+                format!("spec 0x{:x}, header 0x{:x}", u.size, k.size),
+            );
         }
-        let theirs: BTreeMap<&str, &str> = k.members.iter().map(|m| (m.name.as_str(), m.ty.as_str())).collect();
+        let theirs: BTreeMap<&str, &str> = k
+            .members
+            .iter()
+            .map(|m| (m.name.as_str(), m.ty.as_str()))
+            .collect();
         for m in &u.members {
             match theirs.get(m.name.as_str()) {
                 Some(t) if *t == m.ty => fields += 1,
                 Some(t) => {
-                    out.insert((u.name.clone(), m.name.clone(), "position".into()), format!("spec type {}, header {t}", m.ty));
+                    out.insert(
+                        (u.name.clone(), m.name.clone(), "position".into()),
+                        format!("spec type {}, header {t}", m.ty),
+                    );
                 }
                 None => {
-                    out.insert((u.name.clone(), m.name.clone(), "extra".into()), "not a member in the header".into());
+                    out.insert(
+                        (u.name.clone(), m.name.clone(), "extra".into()),
+                        "not a member in the header".into(),
+                    );
                 }
             }
         }
         let ours: BTreeSet<&str> = u.members.iter().map(|m| m.name.as_str()).collect();
-        let left_out: Vec<&str> = theirs.keys().filter(|n| !ours.contains(*n)).copied().collect();
+        let left_out: Vec<&str> = theirs
+            .keys()
+            .filter(|n| !ours.contains(*n))
+            .copied()
+            .collect();
         if !left_out.is_empty() {
-            out.insert((u.name.clone(), "*".into(), "members".into()), format!("header members not in the spec: {}", left_out.join(", ")));
+            out.insert(
+                (u.name.clone(), "*".into(), "members".into()),
+                format!("header members not in the spec: {}", left_out.join(", ")),
+            );
         }
     }
     (out, layouts, fields)
@@ -150,14 +199,23 @@ fn spec_matches_the_kernel_header() {
     let mut problems = Vec::new();
     for l in &listed {
         if l.reason.trim().is_empty() {
-            problems.push(format!("{}.{} ({}): listed without a reason", l.layout, l.field, l.kind));
+            problems.push(format!(
+                "{}.{} ({}): listed without a reason",
+                l.layout, l.field, l.kind
+            ));
         }
         if !found.contains_key(&(l.layout.clone(), l.field.clone(), l.kind.clone())) {
-            problems.push(format!("{}.{} ({}): listed, but the spec and the header now agree: remove it", l.layout, l.field, l.kind));
+            problems.push(format!(
+                "{}.{} ({}): listed, but the spec and the header now agree: remove it",
+                l.layout, l.field, l.kind
+            ));
         }
     }
     for ((layout, field, kind), detail) in &found {
-        if !listed.iter().any(|l| &l.layout == layout && &l.field == field && &l.kind == kind) {
+        if !listed
+            .iter()
+            .any(|l| &l.layout == layout && &l.field == field && &l.kind == kind)
+        {
             problems.push(format!(
                 "{layout}.{field} ({kind}): {detail}\n    fix the spec, or list it: - {{ layout: {layout}, field: \"{field}\", kind: {kind}, reason: ... }}"
             ));
@@ -177,6 +235,11 @@ fn spec_matches_the_kernel_header() {
         listed.len(),
         not_in_header.join(", ")
     );
-    assert!(problems.is_empty(), "{} problem(s):\n{}", problems.len(), problems.join("\n"));
+    assert!(
+        problems.is_empty(),
+        "{} problem(s):\n{}",
+        problems.len(),
+        problems.join("\n")
+    );
     assert!(layouts > 0 && fields > 0, "nothing was compared");
 }
