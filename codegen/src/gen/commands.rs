@@ -20,7 +20,7 @@ pub fn emit(ctx: &Ctx, c: &Command) -> TokenStream {
     let mut doc: Vec<String> = c
         .doc
         .as_deref()
-        .map(|d| d.lines().map(|l| format!(" {l}")).collect())
+        .map(|d| d.lines().map(super::names::doc_line).collect())
         .unwrap_or_default();
     if !doc.is_empty() {
         doc.push(String::new());

@@ -7,7 +7,7 @@ use proc_macro2::TokenStream;
 use quote::quote;
 
 fn doc_lines(doc: Option<&str>) -> Vec<String> {
-    doc.map(|d| d.lines().map(|l| format!(" {l}")).collect())
+    doc.map(|d| d.lines().map(super::names::doc_line).collect())
         .unwrap_or_default()
 }
 

@@ -65,3 +65,30 @@ pub fn uint_type(width: u64) -> Ident {
     };
     Ident::new(t, Span::call_site())
 }
+
+/// One line of spec documentation as a rustdoc line: a leading space, and square brackets
+/// outside code spans escaped, so that text like `0x04[30]` is not taken for a link.
+pub fn doc_line(line: &str) -> String {
+    let mut out = String::with_capacity(line.len() + 1);
+    out.push(' ');
+    let mut in_code = false;
+    for c in line.chars() {
+        match c {
+            '`' => {
+                in_code = !in_code;
+                out.push(c);
+            }
+            '[' | ']' if !in_code => {
+                out.push('\\');
+                out.push(c);
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// True for names that must be written as raw identifiers (`r#type`).
+pub fn is_keyword(name: &str) -> bool {
+    KEYWORDS.contains(&name)
+}

@@ -29,7 +29,7 @@ pub fn emit(ctx: &Ctx, ir: &Ir, m: &StateMachine) -> TokenStream {
     let mut doc: Vec<String> = m
         .doc
         .as_deref()
-        .map(|d| d.lines().map(|l| format!(" {l}")).collect())
+        .map(|d| d.lines().map(super::names::doc_line).collect())
         .unwrap_or_default();
     if !doc.is_empty() {
         doc.push(String::new());

@@ -64,7 +64,7 @@ fn field_doc(f: &Field, ir: &Ir) -> TokenStream {
     let mut lines: Vec<String> = f
         .doc
         .as_deref()
-        .map(|d| d.lines().map(|l| format!(" {l}")).collect())
+        .map(|d| d.lines().map(super::names::doc_line).collect())
         .unwrap_or_default();
     if !lines.is_empty() {
         lines.push(String::new());
@@ -107,7 +107,7 @@ pub fn emit(ctx: &Ctx, ir: &Ir, s: &Struct) -> TokenStream {
     let mut doc: Vec<String> = s
         .doc
         .as_deref()
-        .map(|d| d.lines().map(|l| format!(" {l}")).collect())
+        .map(|d| d.lines().map(super::names::doc_line).collect())
         .unwrap_or_default();
     if !doc.is_empty() {
         doc.push(String::new());
@@ -850,7 +850,12 @@ fn reflect_nested_entry(
 /// Documentation for a setter: a pointer to the getter, or the full text when there is none.
 fn setter_doc(name: &str, readable: bool, doc: &TokenStream) -> TokenStream {
     if readable {
-        let text = format!(" Writes [`Self::{}`].", super::names::snake(name));
+        // Intra-doc links cannot name raw identifiers: keywords get plain text.
+        let text = if super::names::is_keyword(name) {
+            format!(" Writes `{name}` (see its getter).")
+        } else {
+            format!(" Writes [`Self::{}`].", super::names::snake(name))
+        };
         quote!(#[doc = #text])
     } else {
         let text = format!(" Writes `{name}`.");

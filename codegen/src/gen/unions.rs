@@ -18,7 +18,7 @@ pub fn emit(ctx: &Ctx, ir: &Ir, u: &Union) -> TokenStream {
     let mut doc: Vec<String> = u
         .doc
         .as_deref()
-        .map(|d| d.lines().map(|l| format!(" {l}")).collect())
+        .map(|d| d.lines().map(super::names::doc_line).collect())
         .unwrap_or_default();
     if !doc.is_empty() {
         doc.push(String::new());
@@ -51,7 +51,7 @@ pub fn emit(ctx: &Ctx, ir: &Ir, u: &Union) -> TokenStream {
         let mdoc: Vec<String> = m
             .doc
             .as_deref()
-            .map(|d| d.lines().map(|l| format!(" {l}")).collect())
+            .map(|d| d.lines().map(super::names::doc_line).collect())
             .unwrap_or_default();
         let when = match m.when {
             Some(w) => format!(" Selected by 0x{w:x}."),

@@ -6,7 +6,714 @@
 use super::*;
 #[allow(unused_imports)]
 use crate::rt::{self, Bytes as _, BytesMut as _};
-/// TODO
+/// Capability page types of QUERY_HCA_CAP and SET_HCA_CAP. The command's op_mod carries the type shifted left by one; for a query, bit 0 then picks current (1) or maximum (0) values.
+///
+/// PRM enum `hca_cap_type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum HcaCapType {
+    /// General device capabilities (cmd_hca_cap).
+    General = 0x0,
+    /// Ethernet offloads (per_protocol_networking_offload_caps).
+    EthernetOffloads = 0x1,
+    /// On-demand paging.
+    Odp = 0x2,
+    /// Atomic operations.
+    Atomic = 0x3,
+    /// RoCE (roce_cap).
+    Roce = 0x4,
+    /// IPoIB offloads.
+    IpoibOffloads = 0x5,
+    /// Enhanced IPoIB offloads.
+    IpoibEnhancedOffloads = 0x6,
+    /// NIC flow tables.
+    FlowTable = 0x7,
+    /// E-switch flow tables.
+    EswitchFlowTable = 0x8,
+    /// E-switch.
+    Eswitch = 0x9,
+    /// Vector calculation offload.
+    VectorCalc = 0xb,
+    /// Quality of service and rate limiting.
+    Qos = 0xc,
+    /// Debug features.
+    Debug = 0xd,
+    /// On-device memory.
+    DevMem = 0xf,
+    /// TLS offload.
+    Tls = 0x11,
+    /// virtio (vDPA) emulation.
+    VdpaEmulation = 0x13,
+    /// Device events.
+    DevEvent = 0x14,
+    /// IPsec offload.
+    Ipsec = 0x15,
+    /// Header-data split and packet merge on receive (SHAMPO).
+    Shampo = 0x1d,
+    /// MACsec offload.
+    Macsec = 0x1f,
+    /// Second page of general capabilities.
+    General2 = 0x20,
+    /// LAG port selection.
+    PortSelection = 0x25,
+    /// Advanced virtualization.
+    AdvVirtualization = 0x26,
+}
+impl HcaCapType {
+    /// The enum's name as the spec writes it.
+    pub const NAME: &'static str = "hca_cap_type";
+    /// Every value, in spec order.
+    pub const ALL: &'static [Self] = &[
+        Self::General,
+        Self::EthernetOffloads,
+        Self::Odp,
+        Self::Atomic,
+        Self::Roce,
+        Self::IpoibOffloads,
+        Self::IpoibEnhancedOffloads,
+        Self::FlowTable,
+        Self::EswitchFlowTable,
+        Self::Eswitch,
+        Self::VectorCalc,
+        Self::Qos,
+        Self::Debug,
+        Self::DevMem,
+        Self::Tls,
+        Self::VdpaEmulation,
+        Self::DevEvent,
+        Self::Ipsec,
+        Self::Shampo,
+        Self::Macsec,
+        Self::General2,
+        Self::PortSelection,
+        Self::AdvVirtualization,
+    ];
+    /// The value for a raw number, if the enum names it.
+    #[inline]
+    pub const fn from_raw(raw: u64) -> Option<Self> {
+        match raw {
+            0x0 => Some(Self::General),
+            0x1 => Some(Self::EthernetOffloads),
+            0x2 => Some(Self::Odp),
+            0x3 => Some(Self::Atomic),
+            0x4 => Some(Self::Roce),
+            0x5 => Some(Self::IpoibOffloads),
+            0x6 => Some(Self::IpoibEnhancedOffloads),
+            0x7 => Some(Self::FlowTable),
+            0x8 => Some(Self::EswitchFlowTable),
+            0x9 => Some(Self::Eswitch),
+            0xb => Some(Self::VectorCalc),
+            0xc => Some(Self::Qos),
+            0xd => Some(Self::Debug),
+            0xf => Some(Self::DevMem),
+            0x11 => Some(Self::Tls),
+            0x13 => Some(Self::VdpaEmulation),
+            0x14 => Some(Self::DevEvent),
+            0x15 => Some(Self::Ipsec),
+            0x1d => Some(Self::Shampo),
+            0x1f => Some(Self::Macsec),
+            0x20 => Some(Self::General2),
+            0x25 => Some(Self::PortSelection),
+            0x26 => Some(Self::AdvVirtualization),
+            _ => None,
+        }
+    }
+    /// The value for a raw number, or an error carrying the number.
+    #[inline]
+    pub const fn try_from_raw(raw: u64) -> Result<Self, rt::UnknownValue> {
+        match Self::from_raw(raw) {
+            Some(v) => Ok(v),
+            None => {
+                Err(rt::UnknownValue {
+                    enumeration: "hca_cap_type",
+                    raw,
+                })
+            }
+        }
+    }
+    /// The raw number.
+    #[inline]
+    pub const fn raw(self) -> u8 {
+        self as u8
+    }
+    /// The value's name as the spec writes it.
+    pub const fn spec_name(self) -> &'static str {
+        const NAMES: &[&str] = &[
+            "general",
+            "ethernet_offloads",
+            "odp",
+            "atomic",
+            "roce",
+            "ipoib_offloads",
+            "ipoib_enhanced_offloads",
+            "flow_table",
+            "eswitch_flow_table",
+            "eswitch",
+            "vector_calc",
+            "qos",
+            "debug",
+            "dev_mem",
+            "tls",
+            "vdpa_emulation",
+            "dev_event",
+            "ipsec",
+            "shampo",
+            "macsec",
+            "general_2",
+            "port_selection",
+            "adv_virtualization",
+        ];
+        let mut i = 0;
+        while i < Self::ALL.len() {
+            if Self::ALL[i] as u64 == self as u64 {
+                return NAMES[i];
+            }
+            i += 1;
+        }
+        ""
+    }
+}
+impl ::core::convert::TryFrom<u64> for HcaCapType {
+    type Error = rt::UnknownValue;
+    fn try_from(raw: u64) -> Result<Self, rt::UnknownValue> {
+        Self::try_from_raw(raw)
+    }
+}
+impl ::core::convert::From<HcaCapType> for u8 {
+    fn from(v: HcaCapType) -> u8 {
+        v.raw()
+    }
+}
+/// Link layer of the device's ports (cmd_hca_cap.port_type).
+///
+/// PRM enum `hca_port_type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum HcaPortType {
+    /// InfiniBand.
+    Ib = 0x0,
+    /// Ethernet.
+    Ethernet = 0x1,
+}
+impl HcaPortType {
+    /// The enum's name as the spec writes it.
+    pub const NAME: &'static str = "hca_port_type";
+    /// Every value, in spec order.
+    pub const ALL: &'static [Self] = &[Self::Ib, Self::Ethernet];
+    /// The value for a raw number, if the enum names it.
+    #[inline]
+    pub const fn from_raw(raw: u64) -> Option<Self> {
+        match raw {
+            0x0 => Some(Self::Ib),
+            0x1 => Some(Self::Ethernet),
+            _ => None,
+        }
+    }
+    /// The value for a raw number, or an error carrying the number.
+    #[inline]
+    pub const fn try_from_raw(raw: u64) -> Result<Self, rt::UnknownValue> {
+        match Self::from_raw(raw) {
+            Some(v) => Ok(v),
+            None => {
+                Err(rt::UnknownValue {
+                    enumeration: "hca_port_type",
+                    raw,
+                })
+            }
+        }
+    }
+    /// The raw number.
+    #[inline]
+    pub const fn raw(self) -> u8 {
+        self as u8
+    }
+    /// The value's name as the spec writes it.
+    pub const fn spec_name(self) -> &'static str {
+        const NAMES: &[&str] = &["ib", "ethernet"];
+        let mut i = 0;
+        while i < Self::ALL.len() {
+            if Self::ALL[i] as u64 == self as u64 {
+                return NAMES[i];
+            }
+            i += 1;
+        }
+        ""
+    }
+}
+impl ::core::convert::TryFrom<u64> for HcaPortType {
+    type Error = rt::UnknownValue;
+    fn try_from(raw: u64) -> Result<Self, rt::UnknownValue> {
+        Self::try_from_raw(raw)
+    }
+}
+impl ::core::convert::From<HcaPortType> for u8 {
+    fn from(v: HcaPortType) -> u8 {
+        v.raw()
+    }
+}
+/// Checksum mode of the command interface (cmd_hca_cap.cmdif_checksum).
+///
+/// PRM enum `hca_cmdif_checksum`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum HcaCmdifChecksum {
+    /// No checksums; what drivers set.
+    Disabled = 0x0,
+    /// The mode the device starts in.
+    InitialState = 0x1,
+    /// Command entries and mailboxes carry checksums.
+    Enabled = 0x3,
+}
+impl HcaCmdifChecksum {
+    /// The enum's name as the spec writes it.
+    pub const NAME: &'static str = "hca_cmdif_checksum";
+    /// Every value, in spec order.
+    pub const ALL: &'static [Self] = &[
+        Self::Disabled,
+        Self::InitialState,
+        Self::Enabled,
+    ];
+    /// The value for a raw number, if the enum names it.
+    #[inline]
+    pub const fn from_raw(raw: u64) -> Option<Self> {
+        match raw {
+            0x0 => Some(Self::Disabled),
+            0x1 => Some(Self::InitialState),
+            0x3 => Some(Self::Enabled),
+            _ => None,
+        }
+    }
+    /// The value for a raw number, or an error carrying the number.
+    #[inline]
+    pub const fn try_from_raw(raw: u64) -> Result<Self, rt::UnknownValue> {
+        match Self::from_raw(raw) {
+            Some(v) => Ok(v),
+            None => {
+                Err(rt::UnknownValue {
+                    enumeration: "hca_cmdif_checksum",
+                    raw,
+                })
+            }
+        }
+    }
+    /// The raw number.
+    #[inline]
+    pub const fn raw(self) -> u8 {
+        self as u8
+    }
+    /// The value's name as the spec writes it.
+    pub const fn spec_name(self) -> &'static str {
+        const NAMES: &[&str] = &["disabled", "initial_state", "enabled"];
+        let mut i = 0;
+        while i < Self::ALL.len() {
+            if Self::ALL[i] as u64 == self as u64 {
+                return NAMES[i];
+            }
+            i += 1;
+        }
+        ""
+    }
+}
+impl ::core::convert::TryFrom<u64> for HcaCmdifChecksum {
+    type Error = rt::UnknownValue;
+    fn try_from(raw: u64) -> Result<Self, rt::UnknownValue> {
+        Self::try_from_raw(raw)
+    }
+}
+impl ::core::convert::From<HcaCmdifChecksum> for u8 {
+    fn from(v: HcaCmdifChecksum) -> u8 {
+        v.raw()
+    }
+}
+/// Fence a driver must use after a UMR WQE before the changed memory is used (cmd_hca_cap.umr_fence).
+///
+/// PRM enum `hca_umr_fence`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum HcaUmrFence {
+    /// A strong fence is needed.
+    Strong = 0x0,
+    /// A small fence is enough.
+    Small = 0x1,
+    /// No fence is needed.
+    None = 0x2,
+}
+impl HcaUmrFence {
+    /// The enum's name as the spec writes it.
+    pub const NAME: &'static str = "hca_umr_fence";
+    /// Every value, in spec order.
+    pub const ALL: &'static [Self] = &[Self::Strong, Self::Small, Self::None];
+    /// The value for a raw number, if the enum names it.
+    #[inline]
+    pub const fn from_raw(raw: u64) -> Option<Self> {
+        match raw {
+            0x0 => Some(Self::Strong),
+            0x1 => Some(Self::Small),
+            0x2 => Some(Self::None),
+            _ => None,
+        }
+    }
+    /// The value for a raw number, or an error carrying the number.
+    #[inline]
+    pub const fn try_from_raw(raw: u64) -> Result<Self, rt::UnknownValue> {
+        match Self::from_raw(raw) {
+            Some(v) => Ok(v),
+            None => {
+                Err(rt::UnknownValue {
+                    enumeration: "hca_umr_fence",
+                    raw,
+                })
+            }
+        }
+    }
+    /// The raw number.
+    #[inline]
+    pub const fn raw(self) -> u8 {
+        self as u8
+    }
+    /// The value's name as the spec writes it.
+    pub const fn spec_name(self) -> &'static str {
+        const NAMES: &[&str] = &["strong", "small", "none"];
+        let mut i = 0;
+        while i < Self::ALL.len() {
+            if Self::ALL[i] as u64 == self as u64 {
+                return NAMES[i];
+            }
+            i += 1;
+        }
+        ""
+    }
+}
+impl ::core::convert::TryFrom<u64> for HcaUmrFence {
+    type Error = rt::UnknownValue;
+    fn try_from(raw: u64) -> Result<Self, rt::UnknownValue> {
+        Self::try_from_raw(raw)
+    }
+}
+impl ::core::convert::From<HcaUmrFence> for u8 {
+    fn from(v: HcaUmrFence) -> u8 {
+        v.raw()
+    }
+}
+/// Encoded size of the P_Key table (cmd_hca_cap.pkey_table_size).
+///
+/// PRM enum `hca_pkey_table_size`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum HcaPkeyTableSize {
+    Entries128 = 0x0,
+    Entries256 = 0x1,
+    Entries512 = 0x2,
+    Entries1k = 0x3,
+    Entries2k = 0x4,
+    Entries4k = 0x5,
+}
+impl HcaPkeyTableSize {
+    /// The enum's name as the spec writes it.
+    pub const NAME: &'static str = "hca_pkey_table_size";
+    /// Every value, in spec order.
+    pub const ALL: &'static [Self] = &[
+        Self::Entries128,
+        Self::Entries256,
+        Self::Entries512,
+        Self::Entries1k,
+        Self::Entries2k,
+        Self::Entries4k,
+    ];
+    /// The value for a raw number, if the enum names it.
+    #[inline]
+    pub const fn from_raw(raw: u64) -> Option<Self> {
+        match raw {
+            0x0 => Some(Self::Entries128),
+            0x1 => Some(Self::Entries256),
+            0x2 => Some(Self::Entries512),
+            0x3 => Some(Self::Entries1k),
+            0x4 => Some(Self::Entries2k),
+            0x5 => Some(Self::Entries4k),
+            _ => None,
+        }
+    }
+    /// The value for a raw number, or an error carrying the number.
+    #[inline]
+    pub const fn try_from_raw(raw: u64) -> Result<Self, rt::UnknownValue> {
+        match Self::from_raw(raw) {
+            Some(v) => Ok(v),
+            None => {
+                Err(rt::UnknownValue {
+                    enumeration: "hca_pkey_table_size",
+                    raw,
+                })
+            }
+        }
+    }
+    /// The raw number.
+    #[inline]
+    pub const fn raw(self) -> u8 {
+        self as u8
+    }
+    /// The value's name as the spec writes it.
+    pub const fn spec_name(self) -> &'static str {
+        const NAMES: &[&str] = &[
+            "entries_128",
+            "entries_256",
+            "entries_512",
+            "entries_1k",
+            "entries_2k",
+            "entries_4k",
+        ];
+        let mut i = 0;
+        while i < Self::ALL.len() {
+            if Self::ALL[i] as u64 == self as u64 {
+                return NAMES[i];
+            }
+            i += 1;
+        }
+        ""
+    }
+}
+impl ::core::convert::TryFrom<u64> for HcaPkeyTableSize {
+    type Error = rt::UnknownValue;
+    fn try_from(raw: u64) -> Result<Self, rt::UnknownValue> {
+        Self::try_from_raw(raw)
+    }
+}
+impl ::core::convert::From<HcaPkeyTableSize> for u8 {
+    fn from(v: HcaPkeyTableSize) -> u8 {
+        v.raw()
+    }
+}
+/// Encoded size of the GID table (cmd_hca_cap.gid_table_size).
+///
+/// PRM enum `hca_gid_table_size`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum HcaGidTableSize {
+    Entries8 = 0x0,
+    Entries16 = 0x1,
+    Entries32 = 0x2,
+    Entries64 = 0x3,
+    Entries128 = 0x4,
+}
+impl HcaGidTableSize {
+    /// The enum's name as the spec writes it.
+    pub const NAME: &'static str = "hca_gid_table_size";
+    /// Every value, in spec order.
+    pub const ALL: &'static [Self] = &[
+        Self::Entries8,
+        Self::Entries16,
+        Self::Entries32,
+        Self::Entries64,
+        Self::Entries128,
+    ];
+    /// The value for a raw number, if the enum names it.
+    #[inline]
+    pub const fn from_raw(raw: u64) -> Option<Self> {
+        match raw {
+            0x0 => Some(Self::Entries8),
+            0x1 => Some(Self::Entries16),
+            0x2 => Some(Self::Entries32),
+            0x3 => Some(Self::Entries64),
+            0x4 => Some(Self::Entries128),
+            _ => None,
+        }
+    }
+    /// The value for a raw number, or an error carrying the number.
+    #[inline]
+    pub const fn try_from_raw(raw: u64) -> Result<Self, rt::UnknownValue> {
+        match Self::from_raw(raw) {
+            Some(v) => Ok(v),
+            None => {
+                Err(rt::UnknownValue {
+                    enumeration: "hca_gid_table_size",
+                    raw,
+                })
+            }
+        }
+    }
+    /// The raw number.
+    #[inline]
+    pub const fn raw(self) -> u8 {
+        self as u8
+    }
+    /// The value's name as the spec writes it.
+    pub const fn spec_name(self) -> &'static str {
+        const NAMES: &[&str] = &[
+            "entries_8",
+            "entries_16",
+            "entries_32",
+            "entries_64",
+            "entries_128",
+        ];
+        let mut i = 0;
+        while i < Self::ALL.len() {
+            if Self::ALL[i] as u64 == self as u64 {
+                return NAMES[i];
+            }
+            i += 1;
+        }
+        ""
+    }
+}
+impl ::core::convert::TryFrom<u64> for HcaGidTableSize {
+    type Error = rt::UnknownValue;
+    fn try_from(raw: u64) -> Result<Self, rt::UnknownValue> {
+        Self::try_from_raw(raw)
+    }
+}
+impl ::core::convert::From<HcaGidTableSize> for u8 {
+    fn from(v: HcaGidTableSize) -> u8 {
+        v.raw()
+    }
+}
+/// Timestamp formats a queue type can report in its completions.
+///
+/// PRM enum `hca_ts_format_cap`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum HcaTsFormatCap {
+    /// Only the free-running device clock.
+    FreeRunning = 0x0,
+    /// Only real (wall-clock) time.
+    RealTime = 0x1,
+    /// Either format; each queue picks one.
+    FreeRunningAndRealTime = 0x2,
+}
+impl HcaTsFormatCap {
+    /// The enum's name as the spec writes it.
+    pub const NAME: &'static str = "hca_ts_format_cap";
+    /// Every value, in spec order.
+    pub const ALL: &'static [Self] = &[
+        Self::FreeRunning,
+        Self::RealTime,
+        Self::FreeRunningAndRealTime,
+    ];
+    /// The value for a raw number, if the enum names it.
+    #[inline]
+    pub const fn from_raw(raw: u64) -> Option<Self> {
+        match raw {
+            0x0 => Some(Self::FreeRunning),
+            0x1 => Some(Self::RealTime),
+            0x2 => Some(Self::FreeRunningAndRealTime),
+            _ => None,
+        }
+    }
+    /// The value for a raw number, or an error carrying the number.
+    #[inline]
+    pub const fn try_from_raw(raw: u64) -> Result<Self, rt::UnknownValue> {
+        match Self::from_raw(raw) {
+            Some(v) => Ok(v),
+            None => {
+                Err(rt::UnknownValue {
+                    enumeration: "hca_ts_format_cap",
+                    raw,
+                })
+            }
+        }
+    }
+    /// The raw number.
+    #[inline]
+    pub const fn raw(self) -> u8 {
+        self as u8
+    }
+    /// The value's name as the spec writes it.
+    pub const fn spec_name(self) -> &'static str {
+        const NAMES: &[&str] = &[
+            "free_running",
+            "real_time",
+            "free_running_and_real_time",
+        ];
+        let mut i = 0;
+        while i < Self::ALL.len() {
+            if Self::ALL[i] as u64 == self as u64 {
+                return NAMES[i];
+            }
+            i += 1;
+        }
+        ""
+    }
+}
+impl ::core::convert::TryFrom<u64> for HcaTsFormatCap {
+    type Error = rt::UnknownValue;
+    fn try_from(raw: u64) -> Result<Self, rt::UnknownValue> {
+        Self::try_from_raw(raw)
+    }
+}
+impl ::core::convert::From<HcaTsFormatCap> for u8 {
+    fn from(v: HcaTsFormatCap) -> u8 {
+        v.raw()
+    }
+}
+/// What a send WQE must carry inline before the data pointer (per_protocol_networking_offload_caps.wqe_inline_mode).
+///
+/// PRM enum `eth_wqe_inline_mode_cap`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum EthWqeInlineModeCap {
+    /// At least the L2 headers.
+    L2 = 0x0,
+    /// The minimum set in the NIC vport context (min_wqe_inline_mode).
+    VportContext = 0x1,
+    /// Nothing needs to be inlined.
+    NotRequired = 0x2,
+}
+impl EthWqeInlineModeCap {
+    /// The enum's name as the spec writes it.
+    pub const NAME: &'static str = "eth_wqe_inline_mode_cap";
+    /// Every value, in spec order.
+    pub const ALL: &'static [Self] = &[Self::L2, Self::VportContext, Self::NotRequired];
+    /// The value for a raw number, if the enum names it.
+    #[inline]
+    pub const fn from_raw(raw: u64) -> Option<Self> {
+        match raw {
+            0x0 => Some(Self::L2),
+            0x1 => Some(Self::VportContext),
+            0x2 => Some(Self::NotRequired),
+            _ => None,
+        }
+    }
+    /// The value for a raw number, or an error carrying the number.
+    #[inline]
+    pub const fn try_from_raw(raw: u64) -> Result<Self, rt::UnknownValue> {
+        match Self::from_raw(raw) {
+            Some(v) => Ok(v),
+            None => {
+                Err(rt::UnknownValue {
+                    enumeration: "eth_wqe_inline_mode_cap",
+                    raw,
+                })
+            }
+        }
+    }
+    /// The raw number.
+    #[inline]
+    pub const fn raw(self) -> u8 {
+        self as u8
+    }
+    /// The value's name as the spec writes it.
+    pub const fn spec_name(self) -> &'static str {
+        const NAMES: &[&str] = &["l2", "vport_context", "not_required"];
+        let mut i = 0;
+        while i < Self::ALL.len() {
+            if Self::ALL[i] as u64 == self as u64 {
+                return NAMES[i];
+            }
+            i += 1;
+        }
+        ""
+    }
+}
+impl ::core::convert::TryFrom<u64> for EthWqeInlineModeCap {
+    type Error = rt::UnknownValue;
+    fn try_from(raw: u64) -> Result<Self, rt::UnknownValue> {
+        Self::try_from_raw(raw)
+    }
+}
+impl ::core::convert::From<EthWqeInlineModeCap> for u8 {
+    fn from(v: EthWqeInlineModeCap) -> u8 {
+        v.raw()
+    }
+}
+/// Input of QUERY_HCA_CAP. op_mod selects the capability page (bits 15:1) and whether the device's maximum (bit 0 clear) or current (bit 0 set) values are returned.
 ///
 /// PRM layout `query_hca_cap_in`: 0x10 bytes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -37,16 +744,22 @@ impl<B: rt::Bytes> QueryHcaCapIn<B> {
     pub fn opcode(&self) -> u16 {
         rt::get32(&self.buf, 0, 16, 0xffff) as u16
     }
+    /// Capability type in bits 15:1; bit 0 set returns the current values, clear returns the maximum.
+    ///
     /// PRM `0x04[15:0]`: bit offset 0x30, 16 bits.
     #[inline]
     pub fn op_mod(&self) -> u16 {
         rt::get32(&self.buf, 4, 0, 0xffff) as u16
     }
+    /// Query the function named by function_id instead of the issuing one (function managers only).
+    ///
     /// PRM `0x08[31]`: bit offset 0x40, 1 bit.
     #[inline]
     pub fn other_function(&self) -> bool {
         rt::get32(&self.buf, 8, 31, 0x1) as u8 != 0
     }
+    /// Function whose capabilities are queried when other_function is set.
+    ///
     /// PRM `0x08[15:0]`: bit offset 0x50, 16 bits.
     #[inline]
     pub fn function_id(&self) -> u16 {
@@ -162,7 +875,7 @@ pub const QUERY_HCA_CAP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
     ],
     nested: &[],
 };
-/// TODO
+/// Output of QUERY_HCA_CAP: one 4 KiB capability page at byte 0x10, laid out as the member of hca_cap_union that the query's op_mod selects.
 ///
 /// PRM layout `query_hca_cap_out`: 0x1010 bytes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -195,6 +908,8 @@ impl<B: rt::Bytes> QueryHcaCapOut<B> {
     pub fn syndrome(&self) -> u32 {
         self.buf.read_be32(4)
     }
+    /// The capability page; its layout depends on the capability type in op_mod.
+    ///
     /// PRM `0x10..0x1010`: bit offset 0x80, 32768 bits; type `hca_cap_union`.
     #[inline]
     pub fn capability(&self) -> HcaCapUnion<B::Sub<'_>> {
@@ -285,7 +1000,7 @@ pub const QUERY_HCA_CAP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
         },
     ],
 };
-/// TODO
+/// General device capabilities (capability type 0), the page every driver reads first. Queried for the maximum and current values during bring-up; a driver changes a few of them with SET_HCA_CAP before INIT_HCA. log_max_* fields hold the base-2 log of a limit.
 ///
 /// PRM layout `cmd_hca_cap`: 0x100 bytes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -1652,6 +2367,8 @@ impl<B: rt::Bytes> CmdHcaCap<B> {
     pub fn vhca_resource_manager(&self) -> bool {
         rt::get32(&self.buf, 0, 0, 0x1) as u8 != 0
     }
+    /// The second general capability page (type 0x20) exists and may be queried.
+    ///
     /// PRM `0x04[31]`: bit offset 0x20, 1 bit.
     #[inline]
     pub fn hca_cap_2(&self) -> bool {
@@ -1692,21 +2409,29 @@ impl<B: rt::Bytes> CmdHcaCap<B> {
     pub fn event_on_vhca_state_invalid(&self) -> bool {
         rt::get32(&self.buf, 4, 24, 0x1) as u8 != 0
     }
+    /// ID of this function (virtual HCA) inside the device; other commands name functions by it.
+    ///
     /// PRM `0x04[15:0]`: bit offset 0x30, 16 bits.
     #[inline]
     pub fn vhca_id(&self) -> u16 {
         rt::get32(&self.buf, 4, 0, 0xffff) as u16
     }
+    /// Log2 of the largest number of WQEs in one shared receive queue.
+    ///
     /// PRM `0x10[31:24]`: bit offset 0x80, 8 bits.
     #[inline]
     pub fn log_max_srq_sz(&self) -> u8 {
         rt::get32(&self.buf, 16, 24, 0xff) as u8
     }
+    /// Log2 of the largest number of WQEs in one QP work queue.
+    ///
     /// PRM `0x10[23:16]`: bit offset 0x88, 8 bits.
     #[inline]
     pub fn log_max_qp_sz(&self) -> u8 {
         rt::get32(&self.buf, 16, 16, 0xff) as u8
     }
+    /// Extra event types can be subscribed to (used for events delivered to user space).
+    ///
     /// PRM `0x10[15]`: bit offset 0x90, 1 bit.
     #[inline]
     pub fn event_cap(&self) -> bool {
@@ -1722,6 +2447,8 @@ impl<B: rt::Bytes> CmdHcaCap<B> {
     pub fn prio_tag_required(&self) -> bool {
         rt::get32(&self.buf, 16, 7, 0x1) as u8 != 0
     }
+    /// Log2 of the number of QPs the device supports; a driver may lower the current value with SET_HCA_CAP.
+    ///
     /// PRM `0x10[4:0]`: bit offset 0x9b, 5 bits.
     #[inline]
     pub fn log_max_qp(&self) -> u8 {
@@ -1737,6 +2464,8 @@ impl<B: rt::Bytes> CmdHcaCap<B> {
     pub fn reg_c_preserve(&self) -> bool {
         rt::get32(&self.buf, 20, 22, 0x1) as u8 != 0
     }
+    /// Log2 of the number of shared receive queues.
+    ///
     /// PRM `0x14[20:16]`: bit offset 0xab, 5 bits.
     #[inline]
     pub fn log_max_srq(&self) -> u8 {
@@ -1762,6 +2491,8 @@ impl<B: rt::Bytes> CmdHcaCap<B> {
     pub fn max_sgl_for_optimized_performance(&self) -> u8 {
         rt::get32(&self.buf, 24, 24, 0xff) as u8
     }
+    /// Log2 of the largest number of entries in one CQ (cqc.log_cq_size may not exceed it).
+    ///
     /// PRM `0x18[23:16]`: bit offset 0xc8, 8 bits.
     #[inline]
     pub fn log_max_cq_sz(&self) -> u8 {
@@ -1787,11 +2518,15 @@ impl<B: rt::Bytes> CmdHcaCap<B> {
     pub fn virtio_blk_device_emualtion_manager(&self) -> bool {
         rt::get32(&self.buf, 24, 5, 0x1) as u8 != 0
     }
+    /// Log2 of the number of CQs.
+    ///
     /// PRM `0x18[4:0]`: bit offset 0xdb, 5 bits.
     #[inline]
     pub fn log_max_cq(&self) -> u8 {
         rt::get32(&self.buf, 24, 0, 0x1f) as u8
     }
+    /// Log2 of the largest number of entries in one EQ.
+    ///
     /// PRM `0x1c[31:24]`: bit offset 0xe0, 8 bits.
     #[inline]
     pub fn log_max_eq_sz(&self) -> u8 {
@@ -1807,21 +2542,29 @@ impl<B: rt::Bytes> CmdHcaCap<B> {
     pub fn relaxed_ordering_read(&self) -> bool {
         rt::get32(&self.buf, 28, 22, 0x1) as u8 != 0
     }
+    /// Log2 of the number of memory keys.
+    ///
     /// PRM `0x1c[21:16]`: bit offset 0xea, 6 bits.
     #[inline]
     pub fn log_max_mkey(&self) -> u8 {
         rt::get32(&self.buf, 28, 16, 0x3f) as u8
     }
+    /// QUERY_SPECIAL_CONTEXTS returns a usable dump_fill_mkey.
+    ///
     /// PRM `0x1c[7]`: bit offset 0xf8, 1 bit.
     #[inline]
     pub fn dump_fill_mkey(&self) -> bool {
         rt::get32(&self.buf, 28, 7, 0x1) as u8 != 0
     }
+    /// TEARDOWN_HCA accepts the prepare_fast_teardown profile.
+    ///
     /// PRM `0x1c[4]`: bit offset 0xfb, 1 bit.
     #[inline]
     pub fn fast_teardown(&self) -> bool {
         rt::get32(&self.buf, 28, 4, 0x1) as u8 != 0
     }
+    /// Log2 of the number of EQs. Ignored when max_num_eqs is non-zero.
+    ///
     /// PRM `0x1c[3:0]`: bit offset 0xfc, 4 bits.
     #[inline]
     pub fn log_max_eq(&self) -> u8 {
@@ -1837,11 +2580,15 @@ impl<B: rt::Bytes> CmdHcaCap<B> {
     pub fn fixed_buffer_size(&self) -> bool {
         rt::get32(&self.buf, 32, 23, 0x1) as u8 != 0
     }
+    /// Log2 of the largest memory region or window, in bytes.
+    ///
     /// PRM `0x20[22:16]`: bit offset 0x109, 7 bits.
     #[inline]
     pub fn log_max_mrw_sz(&self) -> u8 {
         rt::get32(&self.buf, 32, 16, 0x7f) as u8
     }
+    /// TEARDOWN_HCA accepts the force_close profile.
+    ///
     /// PRM `0x20[15]`: bit offset 0x110, 1 bit.
     #[inline]
     pub fn force_teardown(&self) -> bool {
@@ -1857,11 +2604,15 @@ impl<B: rt::Bytes> CmdHcaCap<B> {
     pub fn umr_extended_translation_offset(&self) -> bool {
         rt::get32(&self.buf, 32, 7, 0x1) as u8 != 0
     }
+    /// QUERY_SPECIAL_CONTEXTS returns a usable null_mkey.
+    ///
     /// PRM `0x20[6]`: bit offset 0x119, 1 bit.
     #[inline]
     pub fn null_mkey(&self) -> bool {
         rt::get32(&self.buf, 32, 6, 0x1) as u8 != 0
     }
+    /// Log2 of the longest KLM list an indirect memory key may hold.
+    ///
     /// PRM `0x20[5:0]`: bit offset 0x11a, 6 bits.
     #[inline]
     pub fn log_max_klm_list_size(&self) -> u8 {
@@ -1887,6 +2638,8 @@ impl<B: rt::Bytes> CmdHcaCap<B> {
     pub fn log_max_ra_res_dc(&self) -> u8 {
         rt::get32(&self.buf, 36, 0, 0x3f) as u8
     }
+    /// The device can ask for all of a function's pages back in one page-request event.
+    ///
     /// PRM `0x28[26]`: bit offset 0x145, 1 bit.
     #[inline]
     pub fn release_all_pages(&self) -> bool {
@@ -1902,11 +2655,15 @@ impl<B: rt::Bytes> CmdHcaCap<B> {
     pub fn roce_accl(&self) -> bool {
         rt::get32(&self.buf, 40, 22, 0x1) as u8 != 0
     }
+    /// Log2 of the RDMA read and atomic operations a QP may have outstanding as requester.
+    ///
     /// PRM `0x28[21:16]`: bit offset 0x14a, 6 bits.
     #[inline]
     pub fn log_max_ra_req_qp(&self) -> u8 {
         rt::get32(&self.buf, 40, 16, 0x3f) as u8
     }
+    /// Log2 of the RDMA read and atomic operations a QP accepts at once as responder.
+    ///
     /// PRM `0x28[5:0]`: bit offset 0x15a, 6 bits.
     #[inline]
     pub fn log_max_ra_res_qp(&self) -> u8 {
@@ -1932,6 +2689,8 @@ impl<B: rt::Bytes> CmdHcaCap<B> {
     pub fn start_pad(&self) -> bool {
         rt::get32(&self.buf, 44, 28, 0x1) as u8 != 0
     }
+    /// The device can work with a 128-byte host cache line; a driver sets it on such hosts.
+    ///
     /// PRM `0x2c[27]`: bit offset 0x164, 1 bit.
     #[inline]
     pub fn cache_line_128byte(&self) -> bool {
@@ -1957,9 +2716,18 @@ impl<B: rt::Bytes> CmdHcaCap<B> {
     pub fn qcam_reg(&self) -> bool {
         rt::get32(&self.buf, 44, 16, 0x1) as u8 != 0
     }
-    /// PRM `0x2c[15:0]`: bit offset 0x170, 16 bits.
+    /// Size of each port's GID table, as an encoded value (see the enum).
+    ///
+    /// PRM `0x2c[15:0]`: bit offset 0x170, 16 bits; type `hca_gid_table_size`.
+    ///
+    /// Returns `Err` with the raw number when the value is not one the enum names.
     #[inline]
-    pub fn gid_table_size(&self) -> u16 {
+    pub fn gid_table_size(&self) -> Result<HcaGidTableSize, rt::UnknownValue> {
+        HcaGidTableSize::try_from_raw(u64::from(self.gid_table_size_raw()))
+    }
+    /// `gid_table_size` as a raw number.
+    #[inline]
+    pub fn gid_table_size_raw(&self) -> u16 {
         rt::get32(&self.buf, 44, 0, 0xffff) as u16
     }
     /// PRM `0x30[31]`: bit offset 0x180, 1 bit.
@@ -1997,11 +2765,22 @@ impl<B: rt::Bytes> CmdHcaCap<B> {
     pub fn max_qp_cnt(&self) -> u16 {
         rt::get32(&self.buf, 48, 16, 0x3ff) as u16
     }
-    /// PRM `0x30[15:0]`: bit offset 0x190, 16 bits.
+    /// Size of each port's P_Key table, as an encoded value (see the enum).
+    ///
+    /// PRM `0x30[15:0]`: bit offset 0x190, 16 bits; type `hca_pkey_table_size`.
+    ///
+    /// Returns `Err` with the raw number when the value is not one the enum names.
     #[inline]
-    pub fn pkey_table_size(&self) -> u16 {
+    pub fn pkey_table_size(&self) -> Result<HcaPkeyTableSize, rt::UnknownValue> {
+        HcaPkeyTableSize::try_from_raw(u64::from(self.pkey_table_size_raw()))
+    }
+    /// `pkey_table_size` as a raw number.
+    #[inline]
+    pub fn pkey_table_size_raw(&self) -> u16 {
         rt::get32(&self.buf, 48, 0, 0xffff) as u16
     }
+    /// This function manages the vports of its group; on an Ethernet PF that makes it the vport (e-switch) manager.
+    ///
     /// PRM `0x34[31]`: bit offset 0x1a0, 1 bit.
     #[inline]
     pub fn vport_group_manager(&self) -> bool {
@@ -2032,11 +2811,15 @@ impl<B: rt::Bytes> CmdHcaCap<B> {
     pub fn ets(&self) -> bool {
         rt::get32(&self.buf, 52, 26, 0x1) as u8 != 0
     }
+    /// NIC receive and transmit flow tables are supported.
+    ///
     /// PRM `0x34[25]`: bit offset 0x1a6, 1 bit.
     #[inline]
     pub fn nic_flow_table(&self) -> bool {
         rt::get32(&self.buf, 52, 25, 0x1) as u8 != 0
     }
+    /// This function may configure the embedded switch.
+    ///
     /// PRM `0x34[24]`: bit offset 0x1a7, 1 bit.
     #[inline]
     pub fn eswitch_manager(&self) -> bool {
@@ -2087,11 +2870,22 @@ impl<B: rt::Bytes> CmdHcaCap<B> {
     pub fn beacon_led(&self) -> bool {
         rt::get32(&self.buf, 52, 10, 0x1) as u8 != 0
     }
-    /// PRM `0x34[9:8]`: bit offset 0x1b6, 2 bits.
+    /// Link layer of the ports.
+    ///
+    /// PRM `0x34[9:8]`: bit offset 0x1b6, 2 bits; type `hca_port_type`.
+    ///
+    /// Returns `Err` with the raw number when the value is not one the enum names.
     #[inline]
-    pub fn port_type(&self) -> u8 {
+    pub fn port_type(&self) -> Result<HcaPortType, rt::UnknownValue> {
+        HcaPortType::try_from_raw(u64::from(self.port_type_raw()))
+    }
+    /// `port_type` as a raw number.
+    #[inline]
+    pub fn port_type_raw(&self) -> u8 {
         rt::get32(&self.buf, 52, 8, 0x3) as u8
     }
+    /// Number of physical ports of this function.
+    ///
     /// PRM `0x34[7:0]`: bit offset 0x1b8, 8 bits.
     #[inline]
     pub fn num_ports(&self) -> u8 {
@@ -2107,11 +2901,15 @@ impl<B: rt::Bytes> CmdHcaCap<B> {
     pub fn pps_modify(&self) -> bool {
         rt::get32(&self.buf, 56, 29, 0x1) as u8 != 0
     }
+    /// Log2 of the largest message, in bytes, a QP can send or receive.
+    ///
     /// PRM `0x38[28:24]`: bit offset 0x1c3, 5 bits.
     #[inline]
     pub fn log_max_msg(&self) -> u8 {
         rt::get32(&self.buf, 56, 24, 0x1f) as u8
     }
+    /// Number of traffic classes the ports support.
+    ///
     /// PRM `0x38[19:16]`: bit offset 0x1cc, 4 bits.
     #[inline]
     pub fn max_tc(&self) -> u8 {
@@ -2127,6 +2925,8 @@ impl<B: rt::Bytes> CmdHcaCap<B> {
     pub fn dcbx(&self) -> bool {
         rt::get32(&self.buf, 56, 14, 0x1) as u8 != 0
     }
+    /// The device can raise general notification events.
+    ///
     /// PRM `0x38[13]`: bit offset 0x1d2, 1 bit.
     #[inline]
     pub fn general_notification_event(&self) -> bool {
@@ -2197,6 +2997,8 @@ impl<B: rt::Bytes> CmdHcaCap<B> {
     pub fn init2_lag_tx_port_affinity(&self) -> bool {
         rt::get32(&self.buf, 60, 7, 0x1) as u8 != 0
     }
+    /// CQE format version. The maximum value is the newest the device knows; the current value is the one in use (0 is the original layout).
+    ///
     /// PRM `0x3c[3:0]`: bit offset 0x1fc, 4 bits.
     #[inline]
     pub fn cqe_version(&self) -> u8 {
@@ -2207,6 +3009,8 @@ impl<B: rt::Bytes> CmdHcaCap<B> {
     pub fn compact_address_vector(&self) -> bool {
         rt::get32(&self.buf, 64, 31, 0x1) as u8 != 0
     }
+    /// Receive queues may use multi-packet (striding) WQEs.
+    ///
     /// PRM `0x40[30]`: bit offset 0x201, 1 bit.
     #[inline]
     pub fn striding_rq(&self) -> bool {
@@ -2242,9 +3046,18 @@ impl<B: rt::Bytes> CmdHcaCap<B> {
     pub fn umr_indirect_mkey_disabled(&self) -> bool {
         rt::get32(&self.buf, 64, 22, 0x1) as u8 != 0
     }
-    /// PRM `0x40[21:20]`: bit offset 0x20a, 2 bits.
+    /// Fence level needed before reusing memory set up by a UMR WQE.
+    ///
+    /// PRM `0x40[21:20]`: bit offset 0x20a, 2 bits; type `hca_umr_fence`.
+    ///
+    /// Returns `Err` with the raw number when the value is not one the enum names.
     #[inline]
-    pub fn umr_fence(&self) -> u8 {
+    pub fn umr_fence(&self) -> Result<HcaUmrFence, rt::UnknownValue> {
+        HcaUmrFence::try_from_raw(u64::from(self.umr_fence_raw()))
+    }
+    /// `umr_fence` as a raw number.
+    #[inline]
+    pub fn umr_fence_raw(&self) -> u8 {
         rt::get32(&self.buf, 64, 20, 0x3) as u8
     }
     /// PRM `0x40[19]`: bit offset 0x20c, 1 bit.
@@ -2252,14 +3065,25 @@ impl<B: rt::Bytes> CmdHcaCap<B> {
     pub fn dc_req_scat_data_cqe(&self) -> bool {
         rt::get32(&self.buf, 64, 19, 0x1) as u8 != 0
     }
+    /// The device can drain outstanding work when a signature error occurs; drivers enable it when supported.
+    ///
     /// PRM `0x40[16]`: bit offset 0x20f, 1 bit.
     #[inline]
     pub fn drain_sigerr(&self) -> bool {
         rt::get32(&self.buf, 64, 16, 0x1) as u8 != 0
     }
-    /// PRM `0x40[15:14]`: bit offset 0x210, 2 bits.
+    /// Whether command entries and mailboxes carry checksums; drivers set it to disabled.
+    ///
+    /// PRM `0x40[15:14]`: bit offset 0x210, 2 bits; type `hca_cmdif_checksum`.
+    ///
+    /// Returns `Err` with the raw number when the value is not one the enum names.
     #[inline]
-    pub fn cmdif_checksum(&self) -> u8 {
+    pub fn cmdif_checksum(&self) -> Result<HcaCmdifChecksum, rt::UnknownValue> {
+        HcaCmdifChecksum::try_from_raw(u64::from(self.cmdif_checksum_raw()))
+    }
+    /// `cmdif_checksum` as a raw number.
+    #[inline]
+    pub fn cmdif_checksum_raw(&self) -> u8 {
         rt::get32(&self.buf, 64, 14, 0x3) as u8
     }
     /// PRM `0x40[13]`: bit offset 0x212, 1 bit.
@@ -2292,41 +3116,57 @@ impl<B: rt::Bytes> CmdHcaCap<B> {
     pub fn rf(&self) -> bool {
         rt::get32(&self.buf, 64, 6, 0x1) as u8 != 0
     }
+    /// Dynamically connected transport targets are supported.
+    ///
     /// PRM `0x40[5]`: bit offset 0x21a, 1 bit.
     #[inline]
     pub fn dct(&self) -> bool {
         rt::get32(&self.buf, 64, 5, 0x1) as u8 != 0
     }
+    /// The QoS capability page (type 0xc) is valid.
+    ///
     /// PRM `0x40[4]`: bit offset 0x21b, 1 bit.
     #[inline]
     pub fn qos(&self) -> bool {
         rt::get32(&self.buf, 64, 4, 0x1) as u8 != 0
     }
+    /// The Ethernet offload capability page (type 1) is valid.
+    ///
     /// PRM `0x40[3]`: bit offset 0x21c, 1 bit.
     #[inline]
     pub fn eth_net_offloads(&self) -> bool {
         rt::get32(&self.buf, 64, 3, 0x1) as u8 != 0
     }
+    /// RoCE is supported and the RoCE capability page (type 4) is valid.
+    ///
     /// PRM `0x40[2]`: bit offset 0x21d, 1 bit.
     #[inline]
     pub fn roce(&self) -> bool {
         rt::get32(&self.buf, 64, 2, 0x1) as u8 != 0
     }
+    /// Atomic operations are supported and the atomic capability page (type 3) is valid.
+    ///
     /// PRM `0x40[1]`: bit offset 0x21e, 1 bit.
     #[inline]
     pub fn atomic(&self) -> bool {
         rt::get32(&self.buf, 64, 1, 0x1) as u8 != 0
     }
+    /// CQs may be created with overrun ignore (cqc.oi).
+    ///
     /// PRM `0x44[31]`: bit offset 0x220, 1 bit.
     #[inline]
     pub fn cq_oi(&self) -> bool {
         rt::get32(&self.buf, 68, 31, 0x1) as u8 != 0
     }
+    /// MODIFY_CQ can resize a CQ.
+    ///
     /// PRM `0x44[30]`: bit offset 0x221, 1 bit.
     #[inline]
     pub fn cq_resize(&self) -> bool {
         rt::get32(&self.buf, 68, 30, 0x1) as u8 != 0
     }
+    /// CQ event moderation (cq_period and cq_max_count) is supported.
+    ///
     /// PRM `0x44[29]`: bit offset 0x222, 1 bit.
     #[inline]
     pub fn cq_moderation(&self) -> bool {
@@ -2337,6 +3177,8 @@ impl<B: rt::Bytes> CmdHcaCap<B> {
     pub fn cq_eq_remap(&self) -> bool {
         rt::get32(&self.buf, 68, 25, 0x1) as u8 != 0
     }
+    /// On-demand paging is supported; the ODP capability page (type 2) is valid.
+    ///
     /// PRM `0x44[24]`: bit offset 0x227, 1 bit.
     #[inline]
     pub fn pg(&self) -> bool {
@@ -2352,6 +3194,8 @@ impl<B: rt::Bytes> CmdHcaCap<B> {
     pub fn scqe_break_moderation(&self) -> bool {
         rt::get32(&self.buf, 68, 21, 0x1) as u8 != 0
     }
+    /// The CQ moderation timer may restart on each CQE (cq_period_mode upon_cqe).
+    ///
     /// PRM `0x44[20]`: bit offset 0x22b, 1 bit.
     #[inline]
     pub fn cq_period_start_from_cqe(&self) -> bool {
@@ -2402,26 +3246,36 @@ impl<B: rt::Bytes> CmdHcaCap<B> {
     pub fn set_deth_sqpn(&self) -> bool {
         rt::get32(&self.buf, 68, 7, 0x1) as u8 != 0
     }
+    /// The XRC transport is supported.
+    ///
     /// PRM `0x44[3]`: bit offset 0x23c, 1 bit.
     #[inline]
     pub fn xrc(&self) -> bool {
         rt::get32(&self.buf, 68, 3, 0x1) as u8 != 0
     }
+    /// The UD transport is supported.
+    ///
     /// PRM `0x44[2]`: bit offset 0x23d, 1 bit.
     #[inline]
     pub fn ud(&self) -> bool {
         rt::get32(&self.buf, 68, 2, 0x1) as u8 != 0
     }
+    /// The UC transport is supported.
+    ///
     /// PRM `0x44[1]`: bit offset 0x23e, 1 bit.
     #[inline]
     pub fn uc(&self) -> bool {
         rt::get32(&self.buf, 68, 1, 0x1) as u8 != 0
     }
+    /// The RC transport is supported.
+    ///
     /// PRM `0x44[0]`: bit offset 0x23f, 1 bit.
     #[inline]
     pub fn rc(&self) -> bool {
         rt::get32(&self.buf, 68, 0, 0x1) as u8 != 0
     }
+    /// UAR pages may be 4 KiB regardless of the host page size; the driver enables this on hosts with larger pages.
+    ///
     /// PRM `0x48[31]`: bit offset 0x240, 1 bit.
     #[inline]
     pub fn uar_4k(&self) -> bool {
@@ -2437,6 +3291,8 @@ impl<B: rt::Bytes> CmdHcaCap<B> {
     pub fn regexp_params(&self) -> bool {
         rt::get32(&self.buf, 72, 22, 0x1) as u8 != 0
     }
+    /// Log2 of the size of the UAR area in BAR 0.
+    ///
     /// PRM `0x48[21:16]`: bit offset 0x24a, 6 bits.
     #[inline]
     pub fn uar_sz(&self) -> u8 {
@@ -2447,21 +3303,29 @@ impl<B: rt::Bytes> CmdHcaCap<B> {
     pub fn port_selection_cap(&self) -> bool {
         rt::get32(&self.buf, 72, 15, 0x1) as u8 != 0
     }
+    /// User memory objects may be registered with uid 0 (kernel ownership).
+    ///
     /// PRM `0x48[13]`: bit offset 0x252, 1 bit.
     #[inline]
     pub fn umem_uid_0(&self) -> bool {
         rt::get32(&self.buf, 72, 13, 0x1) as u8 != 0
     }
+    /// Log2 of the smallest page size, in bytes, the device accepts for memory translation.
+    ///
     /// PRM `0x48[7:0]`: bit offset 0x258, 8 bits.
     #[inline]
     pub fn log_pg_sz(&self) -> u8 {
         rt::get32(&self.buf, 72, 0, 0xff) as u8
     }
+    /// BlueFlame registers are available in UAR pages.
+    ///
     /// PRM `0x4c[31]`: bit offset 0x260, 1 bit.
     #[inline]
     pub fn bf(&self) -> bool {
         rt::get32(&self.buf, 76, 31, 0x1) as u8 != 0
     }
+    /// The device accepts SET_DRIVER_VERSION.
+    ///
     /// PRM `0x4c[30]`: bit offset 0x261, 1 bit.
     #[inline]
     pub fn driver_version(&self) -> bool {
@@ -2472,11 +3336,15 @@ impl<B: rt::Bytes> CmdHcaCap<B> {
     pub fn pad_tx_eth_packet(&self) -> bool {
         rt::get32(&self.buf, 76, 29, 0x1) as u8 != 0
     }
+    /// The mkey-by-name feature; drivers turn it on when the maximum value allows it.
+    ///
     /// PRM `0x4c[25]`: bit offset 0x266, 1 bit.
     #[inline]
     pub fn mkey_by_name(&self) -> bool {
         rt::get32(&self.buf, 76, 25, 0x1) as u8 != 0
     }
+    /// Log2 of a BlueFlame register's size in bytes (usually 9, 512 bytes); each register has two halves used alternately.
+    ///
     /// PRM `0x4c[20:16]`: bit offset 0x26b, 5 bits.
     #[inline]
     pub fn log_bf_reg_size(&self) -> u8 {
@@ -2502,21 +3370,29 @@ impl<B: rt::Bytes> CmdHcaCap<B> {
     pub fn lag_master(&self) -> bool {
         rt::get32(&self.buf, 76, 4, 0x1) as u8 != 0
     }
+    /// Number of ports that can be bonded in a link aggregation group.
+    ///
     /// PRM `0x4c[3:0]`: bit offset 0x27c, 4 bits.
     #[inline]
     pub fn num_lag_ports(&self) -> u8 {
         rt::get32(&self.buf, 76, 0, 0xf) as u8
     }
+    /// Largest send WQE, in bytes.
+    ///
     /// PRM `0x50[15:0]`: bit offset 0x290, 16 bits.
     #[inline]
     pub fn max_wqe_sz_sq(&self) -> u16 {
         rt::get32(&self.buf, 80, 0, 0xffff) as u16
     }
+    /// Largest receive WQE, in bytes.
+    ///
     /// PRM `0x54[15:0]`: bit offset 0x2b0, 16 bits.
     #[inline]
     pub fn max_wqe_sz_rq(&self) -> u16 {
         rt::get32(&self.buf, 84, 0, 0xffff) as u16
     }
+    /// Upper 16 bits of the number of flow counters; the lower bits are in max_flow_counter_15_0.
+    ///
     /// PRM `0x58[31:16]`: bit offset 0x2c0, 16 bits.
     #[inline]
     pub fn max_flow_counter_31_16(&self) -> u16 {
@@ -2527,6 +3403,8 @@ impl<B: rt::Bytes> CmdHcaCap<B> {
     pub fn max_wqe_sz_sq_dc(&self) -> u16 {
         rt::get32(&self.buf, 88, 0, 0xffff) as u16
     }
+    /// Largest number of QPs attached to one multicast group.
+    ///
     /// PRM `0x5c[24:0]`: bit offset 0x2e7, 25 bits.
     #[inline]
     pub fn max_qp_mcg(&self) -> u32 {
@@ -2537,21 +3415,29 @@ impl<B: rt::Bytes> CmdHcaCap<B> {
     pub fn flow_counter_bulk_alloc(&self) -> u8 {
         rt::get32(&self.buf, 96, 8, 0xff) as u8
     }
+    /// Log2 of the number of multicast groups.
+    ///
     /// PRM `0x60[7:0]`: bit offset 0x318, 8 bits.
     #[inline]
     pub fn log_max_mcg(&self) -> u8 {
         rt::get32(&self.buf, 96, 0, 0xff) as u8
     }
+    /// Log2 of the number of transport domains.
+    ///
     /// PRM `0x64[28:24]`: bit offset 0x323, 5 bits.
     #[inline]
     pub fn log_max_transport_domain(&self) -> u8 {
         rt::get32(&self.buf, 100, 24, 0x1f) as u8
     }
+    /// Log2 of the number of protection domains.
+    ///
     /// PRM `0x64[20:16]`: bit offset 0x32b, 5 bits.
     #[inline]
     pub fn log_max_pd(&self) -> u8 {
         rt::get32(&self.buf, 100, 16, 0x1f) as u8
     }
+    /// Log2 of the number of XRC domains.
+    ///
     /// PRM `0x64[4:0]`: bit offset 0x33b, 5 bits.
     #[inline]
     pub fn log_max_xrcd(&self) -> u8 {
@@ -2587,31 +3473,43 @@ impl<B: rt::Bytes> CmdHcaCap<B> {
     pub fn quota_exceeded_count(&self) -> bool {
         rt::get32(&self.buf, 104, 25, 0x1) as u8 != 0
     }
+    /// Log2 of the most flow counters allocated by one command.
+    ///
     /// PRM `0x68[23:16]`: bit offset 0x348, 8 bits.
     #[inline]
     pub fn log_max_flow_counter_bulk(&self) -> u8 {
         rt::get32(&self.buf, 104, 16, 0xff) as u8
     }
+    /// Lower 16 bits of the number of flow counters.
+    ///
     /// PRM `0x68[15:0]`: bit offset 0x350, 16 bits.
     #[inline]
     pub fn max_flow_counter_15_0(&self) -> u16 {
         rt::get32(&self.buf, 104, 0, 0xffff) as u16
     }
+    /// Log2 of the number of receive queue (RQ) objects.
+    ///
     /// PRM `0x6c[28:24]`: bit offset 0x363, 5 bits.
     #[inline]
     pub fn log_max_rq(&self) -> u8 {
         rt::get32(&self.buf, 108, 24, 0x1f) as u8
     }
+    /// Log2 of the number of send queue (SQ) objects.
+    ///
     /// PRM `0x6c[20:16]`: bit offset 0x36b, 5 bits.
     #[inline]
     pub fn log_max_sq(&self) -> u8 {
         rt::get32(&self.buf, 108, 16, 0x1f) as u8
     }
+    /// Log2 of the number of TIRs.
+    ///
     /// PRM `0x6c[12:8]`: bit offset 0x373, 5 bits.
     #[inline]
     pub fn log_max_tir(&self) -> u8 {
         rt::get32(&self.buf, 108, 8, 0x1f) as u8
     }
+    /// Log2 of the number of TISes.
+    ///
     /// PRM `0x6c[4:0]`: bit offset 0x37b, 5 bits.
     #[inline]
     pub fn log_max_tis(&self) -> u8 {
@@ -2622,21 +3520,29 @@ impl<B: rt::Bytes> CmdHcaCap<B> {
     pub fn basic_cyclic_rcv_wqe(&self) -> bool {
         rt::get32(&self.buf, 112, 31, 0x1) as u8 != 0
     }
+    /// Log2 of the number of receive memory pools.
+    ///
     /// PRM `0x70[28:24]`: bit offset 0x383, 5 bits.
     #[inline]
     pub fn log_max_rmp(&self) -> u8 {
         rt::get32(&self.buf, 112, 24, 0x1f) as u8
     }
+    /// Log2 of the number of RQ tables.
+    ///
     /// PRM `0x70[20:16]`: bit offset 0x38b, 5 bits.
     #[inline]
     pub fn log_max_rqt(&self) -> u8 {
         rt::get32(&self.buf, 112, 16, 0x1f) as u8
     }
+    /// Log2 of the largest number of entries in one RQ table (the RSS indirection table).
+    ///
     /// PRM `0x70[12:8]`: bit offset 0x393, 5 bits.
     #[inline]
     pub fn log_max_rqt_size(&self) -> u8 {
         rt::get32(&self.buf, 112, 8, 0x1f) as u8
     }
+    /// Log2 of the number of TISes one SQ may use.
+    ///
     /// PRM `0x70[4:0]`: bit offset 0x39b, 5 bits.
     #[inline]
     pub fn log_max_tis_per_sq(&self) -> u8 {
@@ -2657,11 +3563,15 @@ impl<B: rt::Bytes> CmdHcaCap<B> {
     pub fn log_max_current_uc_list_wr_supported(&self) -> bool {
         rt::get32(&self.buf, 116, 29, 0x1) as u8 != 0
     }
+    /// Log2 of the largest stride, in bytes, of a striding RQ.
+    ///
     /// PRM `0x74[28:24]`: bit offset 0x3a3, 5 bits.
     #[inline]
     pub fn log_max_stride_sz_rq(&self) -> u8 {
         rt::get32(&self.buf, 116, 24, 0x1f) as u8
     }
+    /// Log2 of the smallest stride, in bytes, of a striding RQ.
+    ///
     /// PRM `0x74[20:16]`: bit offset 0x3ab, 5 bits.
     #[inline]
     pub fn log_min_stride_sz_rq(&self) -> u8 {
@@ -2697,21 +3607,29 @@ impl<B: rt::Bytes> CmdHcaCap<B> {
     pub fn log_max_hairpin_num_packets(&self) -> u8 {
         rt::get32(&self.buf, 120, 8, 0x1f) as u8
     }
+    /// Log2 of the largest number of WQEs in one RQ or SQ object.
+    ///
     /// PRM `0x78[4:0]`: bit offset 0x3db, 5 bits.
     #[inline]
     pub fn log_max_wq_sz(&self) -> u8 {
         rt::get32(&self.buf, 120, 0, 0x1f) as u8
     }
+    /// The device reports NIC vport context changes as events.
+    ///
     /// PRM `0x7c[31]`: bit offset 0x3e0, 1 bit.
     #[inline]
     pub fn nic_vport_change_event(&self) -> bool {
         rt::get32(&self.buf, 124, 31, 0x1) as u8 != 0
     }
+    /// Unicast local loopback can be disabled in the NIC vport context.
+    ///
     /// PRM `0x7c[30]`: bit offset 0x3e1, 1 bit.
     #[inline]
     pub fn disable_local_lb_uc(&self) -> bool {
         rt::get32(&self.buf, 124, 30, 0x1) as u8 != 0
     }
+    /// Multicast local loopback can be disabled in the NIC vport context.
+    ///
     /// PRM `0x7c[29]`: bit offset 0x3e2, 1 bit.
     #[inline]
     pub fn disable_local_lb_mc(&self) -> bool {
@@ -2727,34 +3645,60 @@ impl<B: rt::Bytes> CmdHcaCap<B> {
     pub fn vhca_state(&self) -> bool {
         rt::get32(&self.buf, 124, 21, 0x1) as u8 != 0
     }
+    /// Log2 of the longest VLAN list a NIC vport context may hold.
+    ///
     /// PRM `0x7c[20:16]`: bit offset 0x3eb, 5 bits.
     #[inline]
     pub fn log_max_vlan_list(&self) -> u8 {
         rt::get32(&self.buf, 124, 16, 0x1f) as u8
     }
+    /// Log2 of the longest multicast MAC list a NIC vport context may hold.
+    ///
     /// PRM `0x7c[12:8]`: bit offset 0x3f3, 5 bits.
     #[inline]
     pub fn log_max_current_mc_list(&self) -> u8 {
         rt::get32(&self.buf, 124, 8, 0x1f) as u8
     }
+    /// Log2 of the longest unicast MAC list a NIC vport context may hold.
+    ///
     /// PRM `0x7c[4:0]`: bit offset 0x3fb, 5 bits.
     #[inline]
     pub fn log_max_current_uc_list(&self) -> u8 {
         rt::get32(&self.buf, 124, 0, 0x1f) as u8
     }
+    /// Bitmap of the general object types CREATE_GENERAL_OBJECT supports; bit n is type n.
+    ///
     /// PRM `0x80[63:0]`: bit offset 0x400, 64 bits.
     #[inline]
     pub fn general_obj_types(&self) -> u64 {
         rt::get64(&self.buf, 128)
     }
-    /// PRM `0x88[31:30]`: bit offset 0x440, 2 bits.
+    /// Timestamp formats SQs can put in completions.
+    ///
+    /// PRM `0x88[31:30]`: bit offset 0x440, 2 bits; type `hca_ts_format_cap`.
+    ///
+    /// Returns `Err` with the raw number when the value is not one the enum names.
     #[inline]
-    pub fn sq_ts_format(&self) -> u8 {
+    pub fn sq_ts_format(&self) -> Result<HcaTsFormatCap, rt::UnknownValue> {
+        HcaTsFormatCap::try_from_raw(u64::from(self.sq_ts_format_raw()))
+    }
+    /// `sq_ts_format` as a raw number.
+    #[inline]
+    pub fn sq_ts_format_raw(&self) -> u8 {
         rt::get32(&self.buf, 136, 30, 0x3) as u8
     }
-    /// PRM `0x88[29:28]`: bit offset 0x442, 2 bits.
+    /// Timestamp formats RQs can put in completions.
+    ///
+    /// PRM `0x88[29:28]`: bit offset 0x442, 2 bits; type `hca_ts_format_cap`.
+    ///
+    /// Returns `Err` with the raw number when the value is not one the enum names.
     #[inline]
-    pub fn rq_ts_format(&self) -> u8 {
+    pub fn rq_ts_format(&self) -> Result<HcaTsFormatCap, rt::UnknownValue> {
+        HcaTsFormatCap::try_from_raw(u64::from(self.rq_ts_format_raw()))
+    }
+    /// `rq_ts_format` as a raw number.
+    #[inline]
+    pub fn rq_ts_format_raw(&self) -> u8 {
         rt::get32(&self.buf, 136, 28, 0x3) as u8
     }
     /// PRM `0x88[27:24]`: bit offset 0x444, 4 bits.
@@ -2772,6 +3716,8 @@ impl<B: rt::Bytes> CmdHcaCap<B> {
     pub fn ats(&self) -> bool {
         rt::get32(&self.buf, 140, 30, 0x1) as u8 != 0
     }
+    /// Log2 of the number of user contexts (uid values); 0 means user contexts are unsupported.
+    ///
     /// PRM `0x8c[28:24]`: bit offset 0x463, 5 bits.
     #[inline]
     pub fn log_max_uctx(&self) -> u8 {
@@ -2782,11 +3728,15 @@ impl<B: rt::Bytes> CmdHcaCap<B> {
     pub fn ipsec_offload(&self) -> bool {
         rt::get32(&self.buf, 140, 21, 0x1) as u8 != 0
     }
+    /// Log2 of the number of registered user memory objects.
+    ///
     /// PRM `0x8c[20:16]`: bit offset 0x46b, 5 bits.
     #[inline]
     pub fn log_max_umem(&self) -> u8 {
         rt::get32(&self.buf, 140, 16, 0x1f) as u8
     }
+    /// Number of EQs supported; when non-zero it replaces 1 << log_max_eq.
+    ///
     /// PRM `0x8c[15:0]`: bit offset 0x470, 16 bits.
     #[inline]
     pub fn max_num_eqs(&self) -> u16 {
@@ -2807,21 +3757,29 @@ impl<B: rt::Bytes> CmdHcaCap<B> {
     pub fn log_max_l2_table(&self) -> u8 {
         rt::get32(&self.buf, 144, 24, 0x1f) as u8
     }
+    /// Log2 of the UAR page size in 4 KiB units. A driver sets it to the host page shift minus 12 (0 for 4 KiB pages).
+    ///
     /// PRM `0x90[15:0]`: bit offset 0x490, 16 bits.
     #[inline]
     pub fn log_uar_page_sz(&self) -> u16 {
         rt::get32(&self.buf, 144, 0, 0xffff) as u16
     }
+    /// Frequency of the device clock that stamps completions, in MHz.
+    ///
     /// PRM `0x98[31:0]`: bit offset 0x4c0, 32 bits.
     #[inline]
     pub fn device_frequency_mhz(&self) -> u32 {
         self.buf.read_be32(152)
     }
+    /// Frequency of the device clock, in kHz, for a finer conversion of timestamps.
+    ///
     /// PRM `0x9c[31:0]`: bit offset 0x4e0, 32 bits.
     #[inline]
     pub fn device_frequency_khz(&self) -> u32 {
         self.buf.read_be32(156)
     }
+    /// Number of UARs that share one UAR page of the size set by log_uar_page_sz.
+    ///
     /// PRM `0xa4[31:0]`: bit offset 0x520, 32 bits.
     #[inline]
     pub fn num_of_uars_per_page(&self) -> u32 {
@@ -2882,6 +3840,8 @@ impl<B: rt::Bytes> CmdHcaCap<B> {
     pub fn cqe_compression_128(&self) -> bool {
         rt::get32(&self.buf, 180, 1, 0x1) as u8 != 0
     }
+    /// CQs may use CQE compression.
+    ///
     /// PRM `0xb4[0]`: bit offset 0x5bf, 1 bit.
     #[inline]
     pub fn cqe_compression(&self) -> bool {
@@ -2892,6 +3852,8 @@ impl<B: rt::Bytes> CmdHcaCap<B> {
     pub fn cqe_compression_timeout(&self) -> u16 {
         rt::get32(&self.buf, 184, 16, 0xffff) as u16
     }
+    /// Most CQEs that can be compressed into one session.
+    ///
     /// PRM `0xb8[15:0]`: bit offset 0x5d0, 16 bits.
     #[inline]
     pub fn cqe_compression_max_num(&self) -> u16 {
@@ -2932,11 +3894,15 @@ impl<B: rt::Bytes> CmdHcaCap<B> {
     pub fn affiliate_nic_vport_criteria(&self) -> u8 {
         rt::get32(&self.buf, 192, 24, 0xff) as u8
     }
+    /// Physical port this function sits on, counted from 1; meaningful in multi-port setups.
+    ///
     /// PRM `0xc0[23:16]`: bit offset 0x608, 8 bits.
     #[inline]
     pub fn native_port_num(&self) -> u8 {
         rt::get32(&self.buf, 192, 16, 0xff) as u8
     }
+    /// Number of ports this function (vHCA) exposes; drivers raise it for multi-port RoCE.
+    ///
     /// PRM `0xc0[15:8]`: bit offset 0x610, 8 bits.
     #[inline]
     pub fn num_vhca_ports(&self) -> u8 {
@@ -2947,6 +3913,8 @@ impl<B: rt::Bytes> CmdHcaCap<B> {
     pub fn flex_parser_id_gtpu_teid(&self) -> u8 {
         rt::get32(&self.buf, 192, 4, 0xf) as u8
     }
+    /// INIT_HCA accepts a software owner ID.
+    ///
     /// PRM `0xc0[1]`: bit offset 0x61e, 1 bit.
     #[inline]
     pub fn sw_owner_id(&self) -> bool {
@@ -3526,7 +4494,12 @@ impl<B: rt::BytesMut> CmdHcaCap<B> {
     }
     /// Writes [`Self::gid_table_size`].
     #[inline]
-    pub fn set_gid_table_size(&mut self, v: u16) {
+    pub fn set_gid_table_size(&mut self, v: HcaGidTableSize) {
+        self.set_gid_table_size_raw(v.raw() as u16)
+    }
+    /// Writes [`Self::gid_table_size`].
+    #[inline]
+    pub fn set_gid_table_size_raw(&mut self, v: u16) {
         rt::set32(&mut self.buf, 44, 0, 0xffff, u32::from(v))
     }
     /// Writes [`Self::out_of_seq_cnt`].
@@ -3574,7 +4547,12 @@ impl<B: rt::BytesMut> CmdHcaCap<B> {
     }
     /// Writes [`Self::pkey_table_size`].
     #[inline]
-    pub fn set_pkey_table_size(&mut self, v: u16) {
+    pub fn set_pkey_table_size(&mut self, v: HcaPkeyTableSize) {
+        self.set_pkey_table_size_raw(v.raw() as u16)
+    }
+    /// Writes [`Self::pkey_table_size`].
+    #[inline]
+    pub fn set_pkey_table_size_raw(&mut self, v: u16) {
         rt::set32(&mut self.buf, 48, 0, 0xffff, u32::from(v))
     }
     /// Writes [`Self::vport_group_manager`].
@@ -3671,16 +4649,21 @@ impl<B: rt::BytesMut> CmdHcaCap<B> {
         rt::set32(&mut self.buf, 52, 10, 0x1, u32::from(u8::from(v)))
     }
     /// Writes [`Self::port_type`].
+    #[inline]
+    pub fn set_port_type(&mut self, v: HcaPortType) {
+        self.set_port_type_raw(v.raw() as u8)
+    }
+    /// Writes [`Self::port_type`].
     /// Bits beyond its 2 are dropped (a `debug_assert!` in debug builds).
     #[inline]
-    pub fn set_port_type(&mut self, v: u8) {
+    pub fn set_port_type_raw(&mut self, v: u8) {
         rt::set32_narrow(&mut self.buf, 52, 8, 0x3, u32::from(v), "port_type")
     }
     /// Writes `port_type`, or returns an error if `v` does not fit its 2 bits.
     #[inline]
-    pub fn try_set_port_type(&mut self, v: u8) -> Result<(), rt::Overflow> {
+    pub fn try_set_port_type_raw(&mut self, v: u8) -> Result<(), rt::Overflow> {
         rt::check_fits("port_type", u64::from(v), 0x3)?;
-        self.set_port_type(v);
+        self.set_port_type_raw(v);
         Ok(())
     }
     /// Writes [`Self::num_ports`].
@@ -3858,16 +4841,21 @@ impl<B: rt::BytesMut> CmdHcaCap<B> {
         rt::set32(&mut self.buf, 64, 22, 0x1, u32::from(u8::from(v)))
     }
     /// Writes [`Self::umr_fence`].
+    #[inline]
+    pub fn set_umr_fence(&mut self, v: HcaUmrFence) {
+        self.set_umr_fence_raw(v.raw() as u8)
+    }
+    /// Writes [`Self::umr_fence`].
     /// Bits beyond its 2 are dropped (a `debug_assert!` in debug builds).
     #[inline]
-    pub fn set_umr_fence(&mut self, v: u8) {
+    pub fn set_umr_fence_raw(&mut self, v: u8) {
         rt::set32_narrow(&mut self.buf, 64, 20, 0x3, u32::from(v), "umr_fence")
     }
     /// Writes `umr_fence`, or returns an error if `v` does not fit its 2 bits.
     #[inline]
-    pub fn try_set_umr_fence(&mut self, v: u8) -> Result<(), rt::Overflow> {
+    pub fn try_set_umr_fence_raw(&mut self, v: u8) -> Result<(), rt::Overflow> {
         rt::check_fits("umr_fence", u64::from(v), 0x3)?;
-        self.set_umr_fence(v);
+        self.set_umr_fence_raw(v);
         Ok(())
     }
     /// Writes [`Self::dc_req_scat_data_cqe`].
@@ -3881,16 +4869,21 @@ impl<B: rt::BytesMut> CmdHcaCap<B> {
         rt::set32(&mut self.buf, 64, 16, 0x1, u32::from(u8::from(v)))
     }
     /// Writes [`Self::cmdif_checksum`].
+    #[inline]
+    pub fn set_cmdif_checksum(&mut self, v: HcaCmdifChecksum) {
+        self.set_cmdif_checksum_raw(v.raw() as u8)
+    }
+    /// Writes [`Self::cmdif_checksum`].
     /// Bits beyond its 2 are dropped (a `debug_assert!` in debug builds).
     #[inline]
-    pub fn set_cmdif_checksum(&mut self, v: u8) {
+    pub fn set_cmdif_checksum_raw(&mut self, v: u8) {
         rt::set32_narrow(&mut self.buf, 64, 14, 0x3, u32::from(v), "cmdif_checksum")
     }
     /// Writes `cmdif_checksum`, or returns an error if `v` does not fit its 2 bits.
     #[inline]
-    pub fn try_set_cmdif_checksum(&mut self, v: u8) -> Result<(), rt::Overflow> {
+    pub fn try_set_cmdif_checksum_raw(&mut self, v: u8) -> Result<(), rt::Overflow> {
         rt::check_fits("cmdif_checksum", u64::from(v), 0x3)?;
-        self.set_cmdif_checksum(v);
+        self.set_cmdif_checksum_raw(v);
         Ok(())
     }
     /// Writes [`Self::sigerr_cqe`].
@@ -4698,29 +5691,39 @@ impl<B: rt::BytesMut> CmdHcaCap<B> {
         rt::set64(&mut self.buf, 128, v)
     }
     /// Writes [`Self::sq_ts_format`].
+    #[inline]
+    pub fn set_sq_ts_format(&mut self, v: HcaTsFormatCap) {
+        self.set_sq_ts_format_raw(v.raw() as u8)
+    }
+    /// Writes [`Self::sq_ts_format`].
     /// Bits beyond its 2 are dropped (a `debug_assert!` in debug builds).
     #[inline]
-    pub fn set_sq_ts_format(&mut self, v: u8) {
+    pub fn set_sq_ts_format_raw(&mut self, v: u8) {
         rt::set32_narrow(&mut self.buf, 136, 30, 0x3, u32::from(v), "sq_ts_format")
     }
     /// Writes `sq_ts_format`, or returns an error if `v` does not fit its 2 bits.
     #[inline]
-    pub fn try_set_sq_ts_format(&mut self, v: u8) -> Result<(), rt::Overflow> {
+    pub fn try_set_sq_ts_format_raw(&mut self, v: u8) -> Result<(), rt::Overflow> {
         rt::check_fits("sq_ts_format", u64::from(v), 0x3)?;
-        self.set_sq_ts_format(v);
+        self.set_sq_ts_format_raw(v);
         Ok(())
+    }
+    /// Writes [`Self::rq_ts_format`].
+    #[inline]
+    pub fn set_rq_ts_format(&mut self, v: HcaTsFormatCap) {
+        self.set_rq_ts_format_raw(v.raw() as u8)
     }
     /// Writes [`Self::rq_ts_format`].
     /// Bits beyond its 2 are dropped (a `debug_assert!` in debug builds).
     #[inline]
-    pub fn set_rq_ts_format(&mut self, v: u8) {
+    pub fn set_rq_ts_format_raw(&mut self, v: u8) {
         rt::set32_narrow(&mut self.buf, 136, 28, 0x3, u32::from(v), "rq_ts_format")
     }
     /// Writes `rq_ts_format`, or returns an error if `v` does not fit its 2 bits.
     #[inline]
-    pub fn try_set_rq_ts_format(&mut self, v: u8) -> Result<(), rt::Overflow> {
+    pub fn try_set_rq_ts_format_raw(&mut self, v: u8) -> Result<(), rt::Overflow> {
         rt::check_fits("rq_ts_format", u64::from(v), 0x3)?;
-        self.set_rq_ts_format(v);
+        self.set_rq_ts_format_raw(v);
         Ok(())
     }
     /// Writes [`Self::steering_format_version`].
@@ -5582,7 +6585,7 @@ impl<B: rt::Bytes> ::core::fmt::Debug for CmdHcaCap<B> {
         d.field("vnic_env_int_rq_oob", &self.vnic_env_int_rq_oob());
         d.field("sbcam_reg", &self.sbcam_reg());
         d.field("qcam_reg", &self.qcam_reg());
-        d.field("gid_table_size", &rt::fmt::Hex(self.gid_table_size().into()));
+        d.field("gid_table_size", &rt::fmt::EnumValue(self.gid_table_size()));
         d.field("out_of_seq_cnt", &self.out_of_seq_cnt());
         d.field("vport_counters", &self.vport_counters());
         d.field("retransmission_q_counters", &self.retransmission_q_counters());
@@ -5590,7 +6593,7 @@ impl<B: rt::Bytes> ::core::fmt::Debug for CmdHcaCap<B> {
         d.field("modify_rq_counter_set_id", &self.modify_rq_counter_set_id());
         d.field("rq_delay_drop", &self.rq_delay_drop());
         d.field("max_qp_cnt", &rt::fmt::Hex(self.max_qp_cnt().into()));
-        d.field("pkey_table_size", &rt::fmt::Hex(self.pkey_table_size().into()));
+        d.field("pkey_table_size", &rt::fmt::EnumValue(self.pkey_table_size()));
         d.field("vport_group_manager", &self.vport_group_manager());
         d.field("vhca_group_manager", &self.vhca_group_manager());
         d.field("ib_virt", &self.ib_virt());
@@ -5608,7 +6611,7 @@ impl<B: rt::Bytes> ::core::fmt::Debug for CmdHcaCap<B> {
         d.field("ports_check", &self.ports_check());
         d.field("disable_link_up", &self.disable_link_up());
         d.field("beacon_led", &self.beacon_led());
-        d.field("port_type", &rt::fmt::Hex(self.port_type().into()));
+        d.field("port_type", &rt::fmt::EnumValue(self.port_type()));
         d.field("num_ports", &rt::fmt::Hex(self.num_ports().into()));
         d.field("pps", &self.pps());
         d.field("pps_modify", &self.pps_modify());
@@ -5642,10 +6645,10 @@ impl<B: rt::Bytes> ::core::fmt::Debug for CmdHcaCap<B> {
         );
         d.field("umr_modify_atomic_disabled", &self.umr_modify_atomic_disabled());
         d.field("umr_indirect_mkey_disabled", &self.umr_indirect_mkey_disabled());
-        d.field("umr_fence", &rt::fmt::Hex(self.umr_fence().into()));
+        d.field("umr_fence", &rt::fmt::EnumValue(self.umr_fence()));
         d.field("dc_req_scat_data_cqe", &self.dc_req_scat_data_cqe());
         d.field("drain_sigerr", &self.drain_sigerr());
-        d.field("cmdif_checksum", &rt::fmt::Hex(self.cmdif_checksum().into()));
+        d.field("cmdif_checksum", &rt::fmt::EnumValue(self.cmdif_checksum()));
         d.field("sigerr_cqe", &self.sigerr_cqe());
         d.field("wq_signature", &self.wq_signature());
         d.field("sctr_data_cqe", &self.sctr_data_cqe());
@@ -5791,8 +6794,8 @@ impl<B: rt::Bytes> ::core::fmt::Debug for CmdHcaCap<B> {
             &rt::fmt::Hex(self.log_max_current_uc_list().into()),
         );
         d.field("general_obj_types", &rt::fmt::Hex(self.general_obj_types().into()));
-        d.field("sq_ts_format", &rt::fmt::Hex(self.sq_ts_format().into()));
-        d.field("rq_ts_format", &rt::fmt::Hex(self.rq_ts_format().into()));
+        d.field("sq_ts_format", &rt::fmt::EnumValue(self.sq_ts_format()));
+        d.field("rq_ts_format", &rt::fmt::EnumValue(self.rq_ts_format()));
         d.field(
             "steering_format_version",
             &rt::fmt::Hex(self.steering_format_version().into()),
@@ -6984,11 +7987,11 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             trailing: false,
             get: Some(|b, _| {
                 let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.gid_table_size())
+                u64::from(v.gid_table_size_raw())
             }),
             set: Some(|b, _, x| {
                 let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_gid_table_size((x & 0xffff) as u16);
+                v.set_gid_table_size_raw((x & 0xffff) as u16);
             }),
         },
         rt::reflect::FieldAccess {
@@ -7104,11 +8107,11 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             trailing: false,
             get: Some(|b, _| {
                 let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.pkey_table_size())
+                u64::from(v.pkey_table_size_raw())
             }),
             set: Some(|b, _, x| {
                 let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_pkey_table_size((x & 0xffff) as u16);
+                v.set_pkey_table_size_raw((x & 0xffff) as u16);
             }),
         },
         rt::reflect::FieldAccess {
@@ -7374,11 +8377,11 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             trailing: false,
             get: Some(|b, _| {
                 let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.port_type())
+                u64::from(v.port_type_raw())
             }),
             set: Some(|b, _, x| {
                 let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_port_type((x & 0x3) as u8);
+                v.set_port_type_raw((x & 0x3) as u8);
             }),
         },
         rt::reflect::FieldAccess {
@@ -7839,11 +8842,11 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             trailing: false,
             get: Some(|b, _| {
                 let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.umr_fence())
+                u64::from(v.umr_fence_raw())
             }),
             set: Some(|b, _, x| {
                 let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_umr_fence((x & 0x3) as u8);
+                v.set_umr_fence_raw((x & 0x3) as u8);
             }),
         },
         rt::reflect::FieldAccess {
@@ -7884,11 +8887,11 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             trailing: false,
             get: Some(|b, _| {
                 let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.cmdif_checksum())
+                u64::from(v.cmdif_checksum_raw())
             }),
             set: Some(|b, _, x| {
                 let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_cmdif_checksum((x & 0x3) as u8);
+                v.set_cmdif_checksum_raw((x & 0x3) as u8);
             }),
         },
         rt::reflect::FieldAccess {
@@ -9354,11 +10357,11 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             trailing: false,
             get: Some(|b, _| {
                 let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.sq_ts_format())
+                u64::from(v.sq_ts_format_raw())
             }),
             set: Some(|b, _, x| {
                 let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_sq_ts_format((x & 0x3) as u8);
+                v.set_sq_ts_format_raw((x & 0x3) as u8);
             }),
         },
         rt::reflect::FieldAccess {
@@ -9369,11 +10372,11 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             trailing: false,
             get: Some(|b, _| {
                 let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.rq_ts_format())
+                u64::from(v.rq_ts_format_raw())
             }),
             set: Some(|b, _, x| {
                 let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_rq_ts_format((x & 0x3) as u8);
+                v.set_rq_ts_format_raw((x & 0x3) as u8);
             }),
         },
         rt::reflect::FieldAccess {
@@ -10399,7 +11402,7 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
     ],
     nested: &[],
 };
-/// TODO
+/// Ethernet offload capabilities (capability type 1): checksum, VLAN, LSO, LRO, RSS, inline and tunnel offloads. Valid when the general capability eth_net_offloads is set; an Ethernet driver reads it to decide which offloads to enable.
 ///
 /// PRM layout `per_protocol_networking_offload_caps`: 0x100 bytes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -10598,54 +11601,81 @@ impl PerProtocolNetworkingOffloadCaps<[u8; 256]> {
     ];
 }
 impl<B: rt::Bytes> PerProtocolNetworkingOffloadCaps<B> {
+    /// The device checksums outgoing packets and validates incoming ones (L3 and L4).
+    ///
     /// PRM `0x00[31]`: bit offset 0x0, 1 bit.
     #[inline]
     pub fn csum_cap(&self) -> bool {
         rt::get32(&self.buf, 0, 31, 0x1) as u8 != 0
     }
+    /// VLAN offloads on receive (tag stripping) are supported.
+    ///
     /// PRM `0x00[30]`: bit offset 0x1, 1 bit.
     #[inline]
     pub fn vlan_cap(&self) -> bool {
         rt::get32(&self.buf, 0, 30, 0x1) as u8 != 0
     }
+    /// Large receive offload (LRO) is supported on TIRs.
+    ///
     /// PRM `0x00[29]`: bit offset 0x2, 1 bit.
     #[inline]
     pub fn lro_cap(&self) -> bool {
         rt::get32(&self.buf, 0, 29, 0x1) as u8 != 0
     }
+    /// LRO may merge TCP segments that have PSH set.
+    ///
     /// PRM `0x00[28]`: bit offset 0x3, 1 bit.
     #[inline]
     pub fn lro_psh_flag(&self) -> bool {
         rt::get32(&self.buf, 0, 28, 0x1) as u8 != 0
     }
+    /// LRO may merge TCP segments that carry the timestamp option.
+    ///
     /// PRM `0x00[27]`: bit offset 0x4, 1 bit.
     #[inline]
     pub fn lro_time_stamp(&self) -> bool {
         rt::get32(&self.buf, 0, 27, 0x1) as u8 != 0
     }
+    /// A send WQE may ask the device to insert a VLAN tag.
+    ///
     /// PRM `0x00[24]`: bit offset 0x7, 1 bit.
     #[inline]
     pub fn wqe_vlan_insert(&self) -> bool {
         rt::get32(&self.buf, 0, 24, 0x1) as u8 != 0
     }
+    /// The self-loopback blocking setting of a TIR can be changed.
+    ///
     /// PRM `0x00[23]`: bit offset 0x8, 1 bit.
     #[inline]
     pub fn self_lb_en_modifiable(&self) -> bool {
         rt::get32(&self.buf, 0, 23, 0x1) as u8 != 0
     }
+    /// Log2 of the largest LSO (TSO) payload, in bytes.
+    ///
     /// PRM `0x00[20:16]`: bit offset 0xb, 5 bits.
     #[inline]
     pub fn max_lso_cap(&self) -> u8 {
         rt::get32(&self.buf, 0, 16, 0x1f) as u8
     }
+    /// Support for multi-packet send WQEs (several packets in one WQE); 0 means none.
+    ///
     /// PRM `0x00[15:14]`: bit offset 0x10, 2 bits.
     #[inline]
     pub fn multi_pkt_send_wqe(&self) -> u8 {
         rt::get32(&self.buf, 0, 14, 0x3) as u8
     }
-    /// PRM `0x00[13:12]`: bit offset 0x12, 2 bits.
+    /// How many packet headers a send WQE must carry inline.
+    ///
+    /// PRM `0x00[13:12]`: bit offset 0x12, 2 bits; type `eth_wqe_inline_mode_cap`.
+    ///
+    /// Returns `Err` with the raw number when the value is not one the enum names.
     #[inline]
-    pub fn wqe_inline_mode(&self) -> u8 {
+    pub fn wqe_inline_mode(&self) -> Result<EthWqeInlineModeCap, rt::UnknownValue> {
+        EthWqeInlineModeCap::try_from_raw(u64::from(self.wqe_inline_mode_raw()))
+    }
+    /// `wqe_inline_mode` as a raw number.
+    #[inline]
+    pub fn wqe_inline_mode_raw(&self) -> u8 {
         rt::get32(&self.buf, 0, 12, 0x3) as u8
     }
     /// PRM `0x00[11:8]`: bit offset 0x14, 4 bits.
@@ -10658,16 +11688,22 @@ impl<B: rt::Bytes> PerProtocolNetworkingOffloadCaps<B> {
     pub fn reg_umr_sq(&self) -> bool {
         rt::get32(&self.buf, 0, 7, 0x1) as u8 != 0
     }
+    /// Received packets may keep their FCS in the scattered data.
+    ///
     /// PRM `0x00[6]`: bit offset 0x19, 1 bit.
     #[inline]
     pub fn scatter_fcs(&self) -> bool {
         rt::get32(&self.buf, 0, 6, 0x1) as u8 != 0
     }
+    /// The enhanced multi-packet send WQE format is supported.
+    ///
     /// PRM `0x00[5]`: bit offset 0x1a, 1 bit.
     #[inline]
     pub fn enhanced_multi_pkt_send_wqe(&self) -> bool {
         rt::get32(&self.buf, 0, 5, 0x1) as u8 != 0
     }
+    /// LSO of tunnelled packets can keep the outer IP ID constant.
+    ///
     /// PRM `0x00[4]`: bit offset 0x1b, 1 bit.
     #[inline]
     pub fn tunnel_lso_const_out_ip_id(&self) -> bool {
@@ -10683,16 +11719,22 @@ impl<B: rt::Bytes> PerProtocolNetworkingOffloadCaps<B> {
     pub fn tunnel_lro_vxlan(&self) -> bool {
         rt::get32(&self.buf, 0, 2, 0x1) as u8 != 0
     }
+    /// Checksum and LSO offloads work for GRE-encapsulated packets.
+    ///
     /// PRM `0x00[1]`: bit offset 0x1e, 1 bit.
     #[inline]
     pub fn tunnel_stateless_gre(&self) -> bool {
         rt::get32(&self.buf, 0, 1, 0x1) as u8 != 0
     }
+    /// Checksum and LSO offloads work for VXLAN-encapsulated packets.
+    ///
     /// PRM `0x00[0]`: bit offset 0x1f, 1 bit.
     #[inline]
     pub fn tunnel_stateless_vxlan(&self) -> bool {
         rt::get32(&self.buf, 0, 0, 0x1) as u8 != 0
     }
+    /// Software parser offsets in the send WQE are supported (offloads for tunnels the device cannot parse).
+    ///
     /// PRM `0x04[31]`: bit offset 0x20, 1 bit.
     #[inline]
     pub fn swp(&self) -> bool {
@@ -10758,6 +11800,8 @@ impl<B: rt::Bytes> PerProtocolNetworkingOffloadCaps<B> {
     pub fn tunnel_stateless_ip_over_ip_tx(&self) -> bool {
         rt::get32(&self.buf, 4, 18, 0x1) as u8 != 0
     }
+    /// Number of UDP destination ports that can be registered as VXLAN.
+    ///
     /// PRM `0x04[15:8]`: bit offset 0x30, 8 bits.
     #[inline]
     pub fn max_vxlan_udp_ports(&self) -> u8 {
@@ -10773,6 +11817,8 @@ impl<B: rt::Bytes> PerProtocolNetworkingOffloadCaps<B> {
     pub fn tunnel_stateless_geneve_rx(&self) -> bool {
         rt::get32(&self.buf, 4, 0, 0x1) as u8 != 0
     }
+    /// Smallest MSS, in bytes, that LRO handles.
+    ///
     /// PRM `0x08[15:0]`: bit offset 0x50, 16 bits.
     #[inline]
     pub fn lro_min_mss_size(&self) -> u16 {
@@ -10783,6 +11829,8 @@ impl<B: rt::Bytes> PerProtocolNetworkingOffloadCaps<B> {
     pub fn lro_timer_supported_periods_len(&self) -> usize {
         4
     }
+    /// The four LRO session timeouts the device offers, in microseconds; a TIR picks one.
+    ///
     /// PRM `0x30[31:0]`: bit offset 0x180, 32 bits per element, 4 elements.
     ///
     /// Element `i`, or `None` past the end.
@@ -10867,16 +11915,21 @@ impl<B: rt::BytesMut> PerProtocolNetworkingOffloadCaps<B> {
         Ok(())
     }
     /// Writes [`Self::wqe_inline_mode`].
+    #[inline]
+    pub fn set_wqe_inline_mode(&mut self, v: EthWqeInlineModeCap) {
+        self.set_wqe_inline_mode_raw(v.raw() as u8)
+    }
+    /// Writes [`Self::wqe_inline_mode`].
     /// Bits beyond its 2 are dropped (a `debug_assert!` in debug builds).
     #[inline]
-    pub fn set_wqe_inline_mode(&mut self, v: u8) {
+    pub fn set_wqe_inline_mode_raw(&mut self, v: u8) {
         rt::set32_narrow(&mut self.buf, 0, 12, 0x3, u32::from(v), "wqe_inline_mode")
     }
     /// Writes `wqe_inline_mode`, or returns an error if `v` does not fit its 2 bits.
     #[inline]
-    pub fn try_set_wqe_inline_mode(&mut self, v: u8) -> Result<(), rt::Overflow> {
+    pub fn try_set_wqe_inline_mode_raw(&mut self, v: u8) -> Result<(), rt::Overflow> {
         rt::check_fits("wqe_inline_mode", u64::from(v), 0x3)?;
-        self.set_wqe_inline_mode(v);
+        self.set_wqe_inline_mode_raw(v);
         Ok(())
     }
     /// Writes [`Self::rss_ind_tbl_cap`].
@@ -11052,7 +12105,7 @@ impl<B: rt::Bytes> ::core::fmt::Debug for PerProtocolNetworkingOffloadCaps<B> {
         d.field("self_lb_en_modifiable", &self.self_lb_en_modifiable());
         d.field("max_lso_cap", &rt::fmt::Hex(self.max_lso_cap().into()));
         d.field("multi_pkt_send_wqe", &rt::fmt::Hex(self.multi_pkt_send_wqe().into()));
-        d.field("wqe_inline_mode", &rt::fmt::Hex(self.wqe_inline_mode().into()));
+        d.field("wqe_inline_mode", &rt::fmt::EnumValue(self.wqe_inline_mode()));
         d.field("rss_ind_tbl_cap", &rt::fmt::Hex(self.rss_ind_tbl_cap().into()));
         d.field("reg_umr_sq", &self.reg_umr_sq());
         d.field("scatter_fcs", &self.scatter_fcs());
@@ -11324,11 +12377,11 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             trailing: false,
             get: Some(|b, _| {
                 let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.wqe_inline_mode())
+                u64::from(v.wqe_inline_mode_raw())
             }),
             set: Some(|b, _, x| {
                 let mut v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                v.set_wqe_inline_mode((x & 0x3) as u8);
+                v.set_wqe_inline_mode_raw((x & 0x3) as u8);
             }),
         },
         rt::reflect::FieldAccess {
@@ -11740,7 +12793,7 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
     ],
     nested: &[],
 };
-/// TODO
+/// RoCE capabilities (capability type 4): supported RoCE versions and address types, UDP ports and the RoCE address table. Valid when the general capability roce is set.
 ///
 /// PRM layout `roce_cap`: 0x100 bytes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -11820,51 +12873,78 @@ impl<B: rt::Bytes> RoceCap<B> {
     pub fn roce_apm(&self) -> bool {
         rt::get32(&self.buf, 0, 31, 0x1) as u8 != 0
     }
+    /// Software may choose the UDP source port of RoCEv2 QPs; a driver enables it when supported.
+    ///
     /// PRM `0x00[27]`: bit offset 0x4, 1 bit.
     #[inline]
     pub fn sw_r_roce_src_udp_port(&self) -> bool {
         rt::get32(&self.buf, 0, 27, 0x1) as u8 != 0
     }
+    /// RC QPs may use force loopback while RoCE is disabled.
+    ///
     /// PRM `0x00[26]`: bit offset 0x5, 1 bit.
     #[inline]
     pub fn fl_rc_qp_when_roce_disabled(&self) -> bool {
         rt::get32(&self.buf, 0, 26, 0x1) as u8 != 0
     }
+    /// RC QPs may use force loopback while RoCE is enabled.
+    ///
     /// PRM `0x00[25]`: bit offset 0x6, 1 bit.
     #[inline]
     pub fn fl_rc_qp_when_roce_enabled(&self) -> bool {
         rt::get32(&self.buf, 0, 25, 0x1) as u8 != 0
     }
-    /// PRM `0x00[1:0]`: bit offset 0x1e, 2 bits.
+    /// Timestamp formats RoCE QPs can put in completions.
+    ///
+    /// PRM `0x00[1:0]`: bit offset 0x1e, 2 bits; type `hca_ts_format_cap`.
+    ///
+    /// Returns `Err` with the raw number when the value is not one the enum names.
     #[inline]
-    pub fn qp_ts_format(&self) -> u8 {
+    pub fn qp_ts_format(&self) -> Result<HcaTsFormatCap, rt::UnknownValue> {
+        HcaTsFormatCap::try_from_raw(u64::from(self.qp_ts_format_raw()))
+    }
+    /// `qp_ts_format` as a raw number.
+    #[inline]
+    pub fn qp_ts_format_raw(&self) -> u8 {
         rt::get32(&self.buf, 0, 0, 0x3) as u8
     }
+    /// Bitmap of supported RoCE network headers; bit 1 is IPv4 and bit 2 is IPv6.
+    ///
     /// PRM `0x10[19:16]`: bit offset 0x8c, 4 bits.
     #[inline]
     pub fn l3_type(&self) -> u8 {
         rt::get32(&self.buf, 16, 16, 0xf) as u8
     }
+    /// Bitmap of supported RoCE versions; bit 0 is RoCE v1 and bit 2 is RoCE v2.
+    ///
     /// PRM `0x10[7:0]`: bit offset 0x98, 8 bits.
     #[inline]
     pub fn roce_version(&self) -> u8 {
         rt::get32(&self.buf, 16, 0, 0xff) as u8
     }
+    /// UDP destination port of RoCEv2 packets (4791 unless changed).
+    ///
     /// PRM `0x14[15:0]`: bit offset 0xb0, 16 bits.
     #[inline]
     pub fn r_roce_dest_udp_port(&self) -> u16 {
         rt::get32(&self.buf, 20, 0, 0xffff) as u16
     }
+    /// Highest UDP source port the device uses for RoCEv2.
+    ///
     /// PRM `0x18[31:16]`: bit offset 0xc0, 16 bits.
     #[inline]
     pub fn r_roce_max_src_udp_port(&self) -> u16 {
         rt::get32(&self.buf, 24, 16, 0xffff) as u16
     }
+    /// Lowest UDP source port the device uses for RoCEv2.
+    ///
     /// PRM `0x18[15:0]`: bit offset 0xd0, 16 bits.
     #[inline]
     pub fn r_roce_min_src_udp_port(&self) -> u16 {
         rt::get32(&self.buf, 24, 0, 0xffff) as u16
     }
+    /// Entries in each port's RoCE address (GID) table.
+    ///
     /// PRM `0x1c[15:0]`: bit offset 0xf0, 16 bits.
     #[inline]
     pub fn roce_address_table_size(&self) -> u16 {
@@ -11893,16 +12973,21 @@ impl<B: rt::BytesMut> RoceCap<B> {
         rt::set32(&mut self.buf, 0, 25, 0x1, u32::from(u8::from(v)))
     }
     /// Writes [`Self::qp_ts_format`].
+    #[inline]
+    pub fn set_qp_ts_format(&mut self, v: HcaTsFormatCap) {
+        self.set_qp_ts_format_raw(v.raw() as u8)
+    }
+    /// Writes [`Self::qp_ts_format`].
     /// Bits beyond its 2 are dropped (a `debug_assert!` in debug builds).
     #[inline]
-    pub fn set_qp_ts_format(&mut self, v: u8) {
+    pub fn set_qp_ts_format_raw(&mut self, v: u8) {
         rt::set32_narrow(&mut self.buf, 0, 0, 0x3, u32::from(v), "qp_ts_format")
     }
     /// Writes `qp_ts_format`, or returns an error if `v` does not fit its 2 bits.
     #[inline]
-    pub fn try_set_qp_ts_format(&mut self, v: u8) -> Result<(), rt::Overflow> {
+    pub fn try_set_qp_ts_format_raw(&mut self, v: u8) -> Result<(), rt::Overflow> {
         rt::check_fits("qp_ts_format", u64::from(v), 0x3)?;
-        self.set_qp_ts_format(v);
+        self.set_qp_ts_format_raw(v);
         Ok(())
     }
     /// Writes [`Self::l3_type`].
@@ -11952,7 +13037,7 @@ impl<B: rt::Bytes> ::core::fmt::Debug for RoceCap<B> {
         d.field("sw_r_roce_src_udp_port", &self.sw_r_roce_src_udp_port());
         d.field("fl_rc_qp_when_roce_disabled", &self.fl_rc_qp_when_roce_disabled());
         d.field("fl_rc_qp_when_roce_enabled", &self.fl_rc_qp_when_roce_enabled());
-        d.field("qp_ts_format", &rt::fmt::Hex(self.qp_ts_format().into()));
+        d.field("qp_ts_format", &rt::fmt::EnumValue(self.qp_ts_format()));
         d.field("l3_type", &rt::fmt::Hex(self.l3_type().into()));
         d.field("roce_version", &rt::fmt::Hex(self.roce_version().into()));
         d.field(
@@ -12119,11 +13204,11 @@ pub const ROCE_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             trailing: false,
             get: Some(|b, _| {
                 let v = RoceCap::new_unchecked(b);
-                u64::from(v.qp_ts_format())
+                u64::from(v.qp_ts_format_raw())
             }),
             set: Some(|b, _, x| {
                 let mut v = RoceCap::new_unchecked(b);
-                v.set_qp_ts_format((x & 0x3) as u8);
+                v.set_qp_ts_format_raw((x & 0x3) as u8);
             }),
         },
         rt::reflect::FieldAccess {
@@ -12219,7 +13304,7 @@ pub const ROCE_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
     ],
     nested: &[],
 };
-/// TODO
+/// Input of SET_HCA_CAP: a whole capability page, normally the current values as queried with a few fields changed. op_mod bits 15:1 carry the capability type and bit 0 is clear.
 ///
 /// PRM layout `set_hca_cap_in`: 0x1010 bytes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -12253,21 +13338,29 @@ impl<B: rt::Bytes> SetHcaCapIn<B> {
     pub fn opcode(&self) -> u16 {
         rt::get32(&self.buf, 0, 16, 0xffff) as u16
     }
+    /// Capability type shifted left by one; bit 0 is clear.
+    ///
     /// PRM `0x04[15:0]`: bit offset 0x30, 16 bits.
     #[inline]
     pub fn op_mod(&self) -> u16 {
         rt::get32(&self.buf, 4, 0, 0xffff) as u16
     }
+    /// Set the capabilities of the function named by function_id instead of the issuing one.
+    ///
     /// PRM `0x08[31]`: bit offset 0x40, 1 bit.
     #[inline]
     pub fn other_function(&self) -> bool {
         rt::get32(&self.buf, 8, 31, 0x1) as u8 != 0
     }
+    /// Function whose capabilities are set when other_function is set.
+    ///
     /// PRM `0x08[15:0]`: bit offset 0x50, 16 bits.
     #[inline]
     pub fn function_id(&self) -> u16 {
         rt::get32(&self.buf, 8, 0, 0xffff) as u16
     }
+    /// The capability page to apply; fields the driver does not change keep their queried current values.
+    ///
     /// PRM `0x10..0x1010`: bit offset 0x80, 32768 bits; type `hca_cap_union`.
     #[inline]
     pub fn capability(&self) -> HcaCapUnion<B::Sub<'_>> {
@@ -12400,7 +13493,7 @@ pub const SET_HCA_CAP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
         },
     ],
 };
-/// TODO
+/// Output of SET_HCA_CAP (status only).
 ///
 /// PRM layout `set_hca_cap_out`: 0x10 bytes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -12495,51 +13588,121 @@ pub const SET_HCA_CAP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
     ],
     nested: &[],
 };
-/// TODO
+/// The 4 KiB capability page carried by QUERY_HCA_CAP and SET_HCA_CAP. The member follows the capability type in op_mod bits 15:1; only the general, Ethernet-offload and RoCE pages are described here.
 ///
 /// PRM union `hca_cap_union`: 0x1000 bytes, read as one of its members.
+/// The member is picked by `query_hca_cap_in.op_mod >> 1`.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct HcaCapUnion<B = [u8; 4096]> {
     buf: B,
 }
 crate::__prm_view!(HcaCapUnion, "hca_cap_union", 4096);
 impl<B: rt::Bytes> HcaCapUnion<B> {
-    /// The bytes read as `cmd_hca_cap`.
+    /// General capabilities.
+    /// The bytes read as `cmd_hca_cap`. Selected by 0x0.
     #[inline]
     pub fn cmd_hca_cap(&self) -> CmdHcaCap<B::Sub<'_>> {
         CmdHcaCap::new_unchecked(self.buf.sub(0, 256))
     }
-    /// The bytes read as `per_protocol_networking_offload_caps`.
+    /// Ethernet offload capabilities.
+    /// The bytes read as `per_protocol_networking_offload_caps`. Selected by 0x1.
     #[inline]
     pub fn per_protocol_networking_offload_caps(
         &self,
     ) -> PerProtocolNetworkingOffloadCaps<B::Sub<'_>> {
         PerProtocolNetworkingOffloadCaps::new_unchecked(self.buf.sub(0, 256))
     }
-    /// The bytes read as `roce_cap`.
+    /// RoCE capabilities.
+    /// The bytes read as `roce_cap`. Selected by 0x4.
     #[inline]
     pub fn roce_cap(&self) -> RoceCap<B::Sub<'_>> {
         RoceCap::new_unchecked(self.buf.sub(0, 256))
     }
+    /// The member that `selector` (the raw value of `query_hca_cap_in.op_mod`) picks, or an error carrying the value when no member has it.
+    #[inline]
+    pub fn select(
+        &self,
+        selector: u64,
+    ) -> Result<HcaCapUnionRef<B::Sub<'_>>, rt::UnknownValue> {
+        match selector >> 1 {
+            0x0 => Ok(HcaCapUnionRef::CmdHcaCap(self.cmd_hca_cap())),
+            0x1 => {
+                Ok(
+                    HcaCapUnionRef::PerProtocolNetworkingOffloadCaps(
+                        self.per_protocol_networking_offload_caps(),
+                    ),
+                )
+            }
+            0x4 => Ok(HcaCapUnionRef::RoceCap(self.roce_cap())),
+            _ => {
+                Err(rt::UnknownValue {
+                    enumeration: "hca_cap_union",
+                    raw: selector,
+                })
+            }
+        }
+    }
+    /// The member that `query_hca_cap_in.op_mod` in `selector` picks.
+    #[inline]
+    pub fn select_by<S: rt::Bytes>(
+        &self,
+        selector: &QueryHcaCapIn<S>,
+    ) -> Result<HcaCapUnionRef<B::Sub<'_>>, rt::UnknownValue> {
+        self.select(u64::from(selector.op_mod()))
+    }
 }
 impl<B: rt::BytesMut> HcaCapUnion<B> {
-    /// The bytes read as `cmd_hca_cap`.
+    /// The bytes read as `cmd_hca_cap`. Selected by 0x0.
     #[inline]
     pub fn cmd_hca_cap_mut(&mut self) -> CmdHcaCap<B::SubMut<'_>> {
         CmdHcaCap::new_unchecked(self.buf.sub_mut(0, 256))
     }
-    /// The bytes read as `per_protocol_networking_offload_caps`.
+    /// The bytes read as `per_protocol_networking_offload_caps`. Selected by 0x1.
     #[inline]
     pub fn per_protocol_networking_offload_caps_mut(
         &mut self,
     ) -> PerProtocolNetworkingOffloadCaps<B::SubMut<'_>> {
         PerProtocolNetworkingOffloadCaps::new_unchecked(self.buf.sub_mut(0, 256))
     }
-    /// The bytes read as `roce_cap`.
+    /// The bytes read as `roce_cap`. Selected by 0x4.
     #[inline]
     pub fn roce_cap_mut(&mut self) -> RoceCap<B::SubMut<'_>> {
         RoceCap::new_unchecked(self.buf.sub_mut(0, 256))
     }
+    /// The member that `selector` (the raw value of `query_hca_cap_in.op_mod`) picks, or an error carrying the value when no member has it.
+    #[inline]
+    pub fn select_mut(
+        &mut self,
+        selector: u64,
+    ) -> Result<HcaCapUnionRef<B::SubMut<'_>>, rt::UnknownValue> {
+        match selector >> 1 {
+            0x0 => Ok(HcaCapUnionRef::CmdHcaCap(self.cmd_hca_cap_mut())),
+            0x1 => {
+                Ok(
+                    HcaCapUnionRef::PerProtocolNetworkingOffloadCaps(
+                        self.per_protocol_networking_offload_caps_mut(),
+                    ),
+                )
+            }
+            0x4 => Ok(HcaCapUnionRef::RoceCap(self.roce_cap_mut())),
+            _ => {
+                Err(rt::UnknownValue {
+                    enumeration: "hca_cap_union",
+                    raw: selector,
+                })
+            }
+        }
+    }
+}
+/// The member of `hca_cap_union` a selector value picks.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum HcaCapUnionRef<S> {
+    #[allow(missing_docs)]
+    CmdHcaCap(CmdHcaCap<S>),
+    #[allow(missing_docs)]
+    PerProtocolNetworkingOffloadCaps(PerProtocolNetworkingOffloadCaps<S>),
+    #[allow(missing_docs)]
+    RoceCap(RoceCap<S>),
 }
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for HcaCapUnion<B> {
@@ -12557,7 +13720,7 @@ impl<B: rt::Bytes> ::core::fmt::Debug for HcaCapUnion<B> {
 pub mod cmd {
     #[allow(unused_imports)]
     use crate::rt;
-    /// TODO
+    /// Reads one capability page, either the device's maximum values or the values currently in force for the function.
     ///
     /// PRM command `query_hca_cap`: opcode 0x100, input [`QueryHcaCapIn`](super::QueryHcaCapIn), output [`QueryHcaCapOut`](super::QueryHcaCapOut).
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -12565,11 +13728,41 @@ pub mod cmd {
     impl rt::Command for QueryHcaCap {
         const NAME: &'static str = "query_hca_cap";
         const OPCODE: u16 = 0x100;
-        type OpMod = u16;
+        type OpMod = QueryHcaCapOpMod;
         type Input<B: rt::Bytes> = super::QueryHcaCapIn<B>;
         type Output<B: rt::Bytes> = super::QueryHcaCapOut<B>;
     }
-    /// TODO
+    /// The op_mod values of `query_hca_cap`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    #[repr(u16)]
+    pub enum QueryHcaCapOpMod {
+        /// op_mod `general_max` = 0x0.
+        GeneralMax = 0x0,
+        /// op_mod `general_cur` = 0x1.
+        GeneralCur = 0x1,
+        /// op_mod `ethernet_offloads_max` = 0x2.
+        EthernetOffloadsMax = 0x2,
+        /// op_mod `ethernet_offloads_cur` = 0x3.
+        EthernetOffloadsCur = 0x3,
+        /// op_mod `odp_max` = 0x4.
+        OdpMax = 0x4,
+        /// op_mod `odp_cur` = 0x5.
+        OdpCur = 0x5,
+        /// op_mod `atomic_max` = 0x6.
+        AtomicMax = 0x6,
+        /// op_mod `atomic_cur` = 0x7.
+        AtomicCur = 0x7,
+        /// op_mod `roce_max` = 0x8.
+        RoceMax = 0x8,
+        /// op_mod `roce_cur` = 0x9.
+        RoceCur = 0x9,
+    }
+    impl rt::OpMod for QueryHcaCapOpMod {
+        fn raw(self) -> u16 {
+            self as u16
+        }
+    }
+    /// Writes the current values of one capability page, turning optional features on or off within the maximum values. Used during bring-up before INIT_HCA.
     ///
     /// PRM command `set_hca_cap`: opcode 0x109, input [`SetHcaCapIn`](super::SetHcaCapIn), output [`SetHcaCapOut`](super::SetHcaCapOut).
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -12577,8 +13770,28 @@ pub mod cmd {
     impl rt::Command for SetHcaCap {
         const NAME: &'static str = "set_hca_cap";
         const OPCODE: u16 = 0x109;
-        type OpMod = u16;
+        type OpMod = SetHcaCapOpMod;
         type Input<B: rt::Bytes> = super::SetHcaCapIn<B>;
         type Output<B: rt::Bytes> = super::SetHcaCapOut<B>;
+    }
+    /// The op_mod values of `set_hca_cap`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    #[repr(u16)]
+    pub enum SetHcaCapOpMod {
+        /// op_mod `general` = 0x0.
+        General = 0x0,
+        /// op_mod `odp` = 0x4.
+        Odp = 0x4,
+        /// op_mod `atomic` = 0x6.
+        Atomic = 0x6,
+        /// op_mod `roce` = 0x8.
+        Roce = 0x8,
+        /// op_mod `port_selection` = 0x4a.
+        PortSelection = 0x4a,
+    }
+    impl rt::OpMod for SetHcaCapOpMod {
+        fn raw(self) -> u16 {
+            self as u16
+        }
     }
 }

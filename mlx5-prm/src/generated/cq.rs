@@ -64,7 +64,7 @@ impl CqeSize {
 }
 impl ::core::convert::TryFrom<u64> for CqeSize {
     type Error = rt::UnknownValue;
-    fn try_from(raw: u64) -> Result<Self, Self::Error> {
+    fn try_from(raw: u64) -> Result<Self, rt::UnknownValue> {
         Self::try_from_raw(raw)
     }
 }
@@ -131,7 +131,7 @@ impl CqPeriodMode {
 }
 impl ::core::convert::TryFrom<u64> for CqPeriodMode {
     type Error = rt::UnknownValue;
-    fn try_from(raw: u64) -> Result<Self, Self::Error> {
+    fn try_from(raw: u64) -> Result<Self, rt::UnknownValue> {
         Self::try_from_raw(raw)
     }
 }
@@ -338,7 +338,7 @@ impl<B: rt::Bytes> Cqc<B> {
     pub fn cqe_compression_layout(&self) -> u8 {
         rt::get32(&self.buf, 0, 0, 0x3) as u8
     }
-    /// Offset of the ring inside its first page, in 64-byte units.
+    /// Offset of the ring inside its first page, in 1/64ths of the page size (64 bytes with 4 KiB pages).
     ///
     /// PRM `0x08[11:6]`: bit offset 0x54, 6 bits.
     #[inline]
@@ -1825,7 +1825,7 @@ pub const DESTROY_CQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
     ],
     nested: &[],
 };
-/// TODO
+/// Input of QUERY_CQ. Names the CQ whose context the driver wants to read back.
 ///
 /// PRM layout `query_cq_in`: 0x10 bytes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -1854,6 +1854,8 @@ impl<B: rt::Bytes> QueryCqIn<B> {
     pub fn op_mod(&self) -> u16 {
         rt::get32(&self.buf, 4, 0, 0xffff) as u16
     }
+    /// The CQ to query.
+    ///
     /// PRM `0x08[23:0]`: bit offset 0x48, 24 bits.
     #[inline]
     pub fn cqn(&self) -> u32 {
@@ -1956,7 +1958,7 @@ pub const QUERY_CQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
     ],
     nested: &[],
 };
-/// TODO
+/// Output of QUERY_CQ: the CQ's current context (state, moderation, counters) followed by the page list of its ring.
 ///
 /// PRM layout `query_cq_out`: 0x110 bytes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -1992,6 +1994,8 @@ impl<B: rt::Bytes> QueryCqOut<B> {
     pub fn syndrome(&self) -> u32 {
         self.buf.read_be32(4)
     }
+    /// Current CQ context as the device holds it.
+    ///
     /// PRM `0x10..0x50`: bit offset 0x80, 512 bits; type `cqc`.
     #[inline]
     pub fn cq_context(&self) -> Cqc<B::Sub<'_>> {
@@ -2002,6 +2006,8 @@ impl<B: rt::Bytes> QueryCqOut<B> {
     pub fn pas_len(&self) -> usize {
         (self.buf.len() * 8).saturating_sub(2176) / 64
     }
+    /// IO addresses of the ring's pages.
+    ///
     /// PRM `0x110[63:0]`: bit offset 0x880, 64 bits per element, as many as the buffer holds.
     ///
     /// Element `i`, or `None` past the end.
@@ -2198,7 +2204,7 @@ pub const QUERY_CQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
         },
     ],
 };
-/// TODO
+/// Input of MODIFY_CQ. With op_mod 0 it changes the context fields picked by modify_field_select (moderation, overrun ignore, EQ). With op_mod 1 it resizes the ring, taking the fields picked by resize_field_select and the new page list.
 ///
 /// PRM layout `modify_cq_in`: 0x110 bytes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -2250,16 +2256,22 @@ impl<B: rt::Bytes> ModifyCqIn<B> {
     pub fn uid(&self) -> u16 {
         rt::get32(&self.buf, 0, 0, 0xffff) as u16
     }
+    /// 0 changes context fields, 1 resizes the CQ ring.
+    ///
     /// PRM `0x04[15:0]`: bit offset 0x30, 16 bits.
     #[inline]
     pub fn op_mod(&self) -> u16 {
         rt::get32(&self.buf, 4, 0, 0xffff) as u16
     }
+    /// The CQ to change.
+    ///
     /// PRM `0x08[23:0]`: bit offset 0x48, 24 bits.
     #[inline]
     pub fn cqn(&self) -> u32 {
         rt::get32(&self.buf, 8, 0, 0xffffff) as u32
     }
+    /// Bit mask of the context fields the command applies; its meaning follows op_mod.
+    ///
     /// PRM `0x0c[31:0]`: bit offset 0x60, 32 bits; type `modify_field_select_resize_field_select_auto`.
     #[inline]
     pub fn modify_field_select_resize_field_select(
@@ -2267,11 +2279,15 @@ impl<B: rt::Bytes> ModifyCqIn<B> {
     ) -> ModifyFieldSelectResizeFieldSelectAuto<B::Sub<'_>> {
         ModifyFieldSelectResizeFieldSelectAuto::new_unchecked(self.buf.sub(12, 4))
     }
+    /// New values; only the selected fields are used.
+    ///
     /// PRM `0x10..0x50`: bit offset 0x80, 512 bits; type `cqc`.
     #[inline]
     pub fn cq_context(&self) -> Cqc<B::Sub<'_>> {
         Cqc::new_unchecked(self.buf.sub(16, 64))
     }
+    /// The new ring lives in a registered user memory object.
+    ///
     /// PRM `0x5c[31]`: bit offset 0x2e0, 1 bit.
     #[inline]
     pub fn cq_umem_valid(&self) -> bool {
@@ -2282,6 +2298,8 @@ impl<B: rt::Bytes> ModifyCqIn<B> {
     pub fn pas_len(&self) -> usize {
         (self.buf.len() * 8).saturating_sub(2176) / 64
     }
+    /// IO addresses of the new ring's pages (resize only).
+    ///
     /// PRM `0x110[63:0]`: bit offset 0x880, 64 bits per element, as many as the buffer holds.
     ///
     /// Element `i`, or `None` past the end.
@@ -2569,7 +2587,7 @@ pub const MODIFY_CQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
         },
     ],
 };
-/// TODO
+/// Field mask of MODIFY_CQ when op_mod is 0 (change context fields in place).
 ///
 /// PRM layout `modify_field_select`: 0x4 bytes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -2588,6 +2606,8 @@ impl ModifyFieldSelect<[u8; 4]> {
     pub const FIELDS: &'static [rt::Field] = &[Self::MODIFY_FIELD_SELECT];
 }
 impl<B: rt::Bytes> ModifyFieldSelect<B> {
+    /// One bit per cqc field to update. Bit 0 (0x1) cq_period, bit 1 (0x2) cq_max_count, bit 2 (0x4) oi, bit 3 (0x8) c_eqn. Other bits are reserved.
+    ///
     /// PRM `0x00[31:0]`: bit offset 0x0, 32 bits.
     #[inline]
     pub fn modify_field_select(&self) -> u32 {
@@ -2633,7 +2653,7 @@ pub const MODIFY_FIELD_SELECT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
     ],
     nested: &[],
 };
-/// TODO
+/// Field mask of MODIFY_CQ when op_mod is 1 (resize the ring).
 ///
 /// PRM layout `resize_field_select`: 0x4 bytes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -2652,6 +2672,8 @@ impl ResizeFieldSelect<[u8; 4]> {
     pub const FIELDS: &'static [rt::Field] = &[Self::RESIZE_FIELD_SELECT];
 }
 impl<B: rt::Bytes> ResizeFieldSelect<B> {
+    /// One bit per ring-geometry field taken from the new cqc. Bit 0 (0x1) log_cq_size, bit 1 (0x2) page_offset, bit 2 (0x4) log_page_size. Other bits are reserved.
+    ///
     /// PRM `0x00[31:0]`: bit offset 0x0, 32 bits.
     #[inline]
     pub fn resize_field_select(&self) -> u32 {
@@ -2697,7 +2719,7 @@ pub const RESIZE_FIELD_SELECT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
     ],
     nested: &[],
 };
-/// TODO
+/// Output of MODIFY_CQ.
 ///
 /// PRM layout `modify_cq_out`: 0x10 bytes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -2792,9 +2814,10 @@ pub const MODIFY_CQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
     ],
     nested: &[],
 };
-/// TODO
+/// The field mask word of MODIFY_CQ. Its meaning depends on MODIFY_CQ's op_mod, 0 for a change in place and 1 for a resize.
 ///
 /// PRM union `modify_field_select_resize_field_select_auto`: 0x4 bytes, read as one of its members.
+/// The member is picked by `modify_cq_in.op_mod`.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct ModifyFieldSelectResizeFieldSelectAuto<B = [u8; 4]> {
     buf: B,
@@ -2804,28 +2827,113 @@ crate::__prm_view!(
     "modify_field_select_resize_field_select_auto", 4
 );
 impl<B: rt::Bytes> ModifyFieldSelectResizeFieldSelectAuto<B> {
-    /// The bytes read as `modify_field_select`.
+    /// Fields to change in place.
+    /// The bytes read as `modify_field_select`. Selected by 0x0.
     #[inline]
     pub fn modify_field_select(&self) -> ModifyFieldSelect<B::Sub<'_>> {
         ModifyFieldSelect::new_unchecked(self.buf.sub(0, 4))
     }
-    /// The bytes read as `resize_field_select`.
+    /// Ring geometry of a resize.
+    /// The bytes read as `resize_field_select`. Selected by 0x1.
     #[inline]
     pub fn resize_field_select(&self) -> ResizeFieldSelect<B::Sub<'_>> {
         ResizeFieldSelect::new_unchecked(self.buf.sub(0, 4))
     }
+    /// The member that `selector` (the raw value of `modify_cq_in.op_mod`) picks, or an error carrying the value when no member has it.
+    #[inline]
+    pub fn select(
+        &self,
+        selector: u64,
+    ) -> Result<
+        ModifyFieldSelectResizeFieldSelectAutoRef<B::Sub<'_>>,
+        rt::UnknownValue,
+    > {
+        match selector >> 0 {
+            0x0 => {
+                Ok(
+                    ModifyFieldSelectResizeFieldSelectAutoRef::ModifyFieldSelect(
+                        self.modify_field_select(),
+                    ),
+                )
+            }
+            0x1 => {
+                Ok(
+                    ModifyFieldSelectResizeFieldSelectAutoRef::ResizeFieldSelect(
+                        self.resize_field_select(),
+                    ),
+                )
+            }
+            _ => {
+                Err(rt::UnknownValue {
+                    enumeration: "modify_field_select_resize_field_select_auto",
+                    raw: selector,
+                })
+            }
+        }
+    }
+    /// The member that `modify_cq_in.op_mod` in `selector` picks.
+    #[inline]
+    pub fn select_by<S: rt::Bytes>(
+        &self,
+        selector: &ModifyCqIn<S>,
+    ) -> Result<
+        ModifyFieldSelectResizeFieldSelectAutoRef<B::Sub<'_>>,
+        rt::UnknownValue,
+    > {
+        self.select(u64::from(selector.op_mod()))
+    }
 }
 impl<B: rt::BytesMut> ModifyFieldSelectResizeFieldSelectAuto<B> {
-    /// The bytes read as `modify_field_select`.
+    /// The bytes read as `modify_field_select`. Selected by 0x0.
     #[inline]
     pub fn modify_field_select_mut(&mut self) -> ModifyFieldSelect<B::SubMut<'_>> {
         ModifyFieldSelect::new_unchecked(self.buf.sub_mut(0, 4))
     }
-    /// The bytes read as `resize_field_select`.
+    /// The bytes read as `resize_field_select`. Selected by 0x1.
     #[inline]
     pub fn resize_field_select_mut(&mut self) -> ResizeFieldSelect<B::SubMut<'_>> {
         ResizeFieldSelect::new_unchecked(self.buf.sub_mut(0, 4))
     }
+    /// The member that `selector` (the raw value of `modify_cq_in.op_mod`) picks, or an error carrying the value when no member has it.
+    #[inline]
+    pub fn select_mut(
+        &mut self,
+        selector: u64,
+    ) -> Result<
+        ModifyFieldSelectResizeFieldSelectAutoRef<B::SubMut<'_>>,
+        rt::UnknownValue,
+    > {
+        match selector >> 0 {
+            0x0 => {
+                Ok(
+                    ModifyFieldSelectResizeFieldSelectAutoRef::ModifyFieldSelect(
+                        self.modify_field_select_mut(),
+                    ),
+                )
+            }
+            0x1 => {
+                Ok(
+                    ModifyFieldSelectResizeFieldSelectAutoRef::ResizeFieldSelect(
+                        self.resize_field_select_mut(),
+                    ),
+                )
+            }
+            _ => {
+                Err(rt::UnknownValue {
+                    enumeration: "modify_field_select_resize_field_select_auto",
+                    raw: selector,
+                })
+            }
+        }
+    }
+}
+/// The member of `modify_field_select_resize_field_select_auto` a selector value picks.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum ModifyFieldSelectResizeFieldSelectAutoRef<S> {
+    #[allow(missing_docs)]
+    ModifyFieldSelect(ModifyFieldSelect<S>),
+    #[allow(missing_docs)]
+    ResizeFieldSelect(ResizeFieldSelect<S>),
 }
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for ModifyFieldSelectResizeFieldSelectAuto<B> {
@@ -2867,7 +2975,7 @@ pub mod cmd {
         type Input<B: rt::Bytes> = super::DestroyCqIn<B>;
         type Output<B: rt::Bytes> = super::DestroyCqOut<B>;
     }
-    /// TODO
+    /// Reads back the context and page list of a CQ.
     ///
     /// PRM command `query_cq`: opcode 0x402, input [`QueryCqIn`](super::QueryCqIn), output [`QueryCqOut`](super::QueryCqOut).
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -2879,7 +2987,7 @@ pub mod cmd {
         type Input<B: rt::Bytes> = super::QueryCqIn<B>;
         type Output<B: rt::Bytes> = super::QueryCqOut<B>;
     }
-    /// TODO
+    /// Changes selected fields of a CQ's context or resizes its ring.
     ///
     /// PRM command `modify_cq`: opcode 0x403, input [`ModifyCqIn`](super::ModifyCqIn), output [`ModifyCqOut`](super::ModifyCqOut).
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -2887,8 +2995,22 @@ pub mod cmd {
     impl rt::Command for ModifyCq {
         const NAME: &'static str = "modify_cq";
         const OPCODE: u16 = 0x403;
-        type OpMod = u16;
+        type OpMod = ModifyCqOpMod;
         type Input<B: rt::Bytes> = super::ModifyCqIn<B>;
         type Output<B: rt::Bytes> = super::ModifyCqOut<B>;
+    }
+    /// The op_mod values of `modify_cq`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    #[repr(u16)]
+    pub enum ModifyCqOpMod {
+        /// op_mod `modify_cq` = 0x0.
+        ModifyCq = 0x0,
+        /// op_mod `resize_cq` = 0x1.
+        ResizeCq = 0x1,
+    }
+    impl rt::OpMod for ModifyCqOpMod {
+        fn raw(self) -> u16 {
+            self as u16
+        }
     }
 }

@@ -6,7 +6,85 @@
 use super::*;
 #[allow(unused_imports)]
 use crate::rt::{self, Bytes as _, BytesMut as _};
-/// TODO
+/// How TEARDOWN_HCA shuts the device down (teardown_hca_in.profile).
+///
+/// PRM enum `teardown_hca_profile`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum TeardownHcaProfile {
+    /// Orderly shutdown; the firmware finishes its own cleanup before it answers.
+    GracefulClose = 0x0,
+    /// Immediate shutdown without waiting for outstanding work. Only when the general capability force_teardown is set; the driver sends it in polling mode.
+    ForceClose = 0x1,
+    /// First step of the fast path (capability fast_teardown). Afterwards the driver sets the init segment's nic_interface to DISABLED and polls until the device reports it.
+    PrepareFastTeardown = 0x2,
+}
+impl TeardownHcaProfile {
+    /// The enum's name as the spec writes it.
+    pub const NAME: &'static str = "teardown_hca_profile";
+    /// Every value, in spec order.
+    pub const ALL: &'static [Self] = &[
+        Self::GracefulClose,
+        Self::ForceClose,
+        Self::PrepareFastTeardown,
+    ];
+    /// The value for a raw number, if the enum names it.
+    #[inline]
+    pub const fn from_raw(raw: u64) -> Option<Self> {
+        match raw {
+            0x0 => Some(Self::GracefulClose),
+            0x1 => Some(Self::ForceClose),
+            0x2 => Some(Self::PrepareFastTeardown),
+            _ => None,
+        }
+    }
+    /// The value for a raw number, or an error carrying the number.
+    #[inline]
+    pub const fn try_from_raw(raw: u64) -> Result<Self, rt::UnknownValue> {
+        match Self::from_raw(raw) {
+            Some(v) => Ok(v),
+            None => {
+                Err(rt::UnknownValue {
+                    enumeration: "teardown_hca_profile",
+                    raw,
+                })
+            }
+        }
+    }
+    /// The raw number.
+    #[inline]
+    pub const fn raw(self) -> u8 {
+        self as u8
+    }
+    /// The value's name as the spec writes it.
+    pub const fn spec_name(self) -> &'static str {
+        const NAMES: &[&str] = &[
+            "graceful_close",
+            "force_close",
+            "prepare_fast_teardown",
+        ];
+        let mut i = 0;
+        while i < Self::ALL.len() {
+            if Self::ALL[i] as u64 == self as u64 {
+                return NAMES[i];
+            }
+            i += 1;
+        }
+        ""
+    }
+}
+impl ::core::convert::TryFrom<u64> for TeardownHcaProfile {
+    type Error = rt::UnknownValue;
+    fn try_from(raw: u64) -> Result<Self, rt::UnknownValue> {
+        Self::try_from_raw(raw)
+    }
+}
+impl ::core::convert::From<TeardownHcaProfile> for u8 {
+    fn from(v: TeardownHcaProfile) -> u8 {
+        v.raw()
+    }
+}
+/// Input of ENABLE_HCA; names the function to enable.
 ///
 /// PRM layout `enable_hca_in`: 0x10 bytes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -46,11 +124,15 @@ impl<B: rt::Bytes> EnableHcaIn<B> {
     pub fn op_mod(&self) -> u16 {
         rt::get32(&self.buf, 4, 0, 0xffff) as u16
     }
+    /// The target function belongs to the embedded CPU (SmartNIC Arm side). A driver copies the init segment's embedded_cpu bit here when enabling itself.
+    ///
     /// PRM `0x08[31]`: bit offset 0x40, 1 bit.
     #[inline]
     pub fn embedded_cpu_function(&self) -> bool {
         rt::get32(&self.buf, 8, 31, 0x1) as u8 != 0
     }
+    /// Function to enable. 0 means the issuing function itself; other values name functions it manages, such as its VFs.
+    ///
     /// PRM `0x08[15:0]`: bit offset 0x50, 16 bits.
     #[inline]
     pub fn function_id(&self) -> u16 {
@@ -166,7 +248,7 @@ pub const ENABLE_HCA_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
     ],
     nested: &[],
 };
-/// TODO
+/// Output of ENABLE_HCA (status only).
 ///
 /// PRM layout `enable_hca_out`: 0xc bytes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -261,7 +343,7 @@ pub const ENABLE_HCA_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
     ],
     nested: &[],
 };
-/// TODO
+/// Input of DISABLE_HCA; names the function to disable.
 ///
 /// PRM layout `disable_hca_in`: 0x10 bytes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -301,11 +383,15 @@ impl<B: rt::Bytes> DisableHcaIn<B> {
     pub fn op_mod(&self) -> u16 {
         rt::get32(&self.buf, 4, 0, 0xffff) as u16
     }
+    /// The target function belongs to the embedded CPU.
+    ///
     /// PRM `0x08[31]`: bit offset 0x40, 1 bit.
     #[inline]
     pub fn embedded_cpu_function(&self) -> bool {
         rt::get32(&self.buf, 8, 31, 0x1) as u8 != 0
     }
+    /// Function to disable; 0 is the issuing function.
+    ///
     /// PRM `0x08[15:0]`: bit offset 0x50, 16 bits.
     #[inline]
     pub fn function_id(&self) -> u16 {
@@ -421,7 +507,7 @@ pub const DISABLE_HCA_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
     ],
     nested: &[],
 };
-/// TODO
+/// Output of DISABLE_HCA (status only).
 ///
 /// PRM layout `disable_hca_out`: 0xc bytes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -516,7 +602,7 @@ pub const DISABLE_HCA_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
     ],
     nested: &[],
 };
-/// TODO
+/// Input of QUERY_ISSI (header only).
 ///
 /// PRM layout `query_issi_in`: 0x10 bytes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -611,7 +697,7 @@ pub const QUERY_ISSI_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
     ],
     nested: &[],
 };
-/// TODO
+/// Output of QUERY_ISSI: the ISSI in force and the bitmap of supported ones. If the command itself fails, drivers assume the firmware only knows ISSI 0.
 ///
 /// PRM layout `query_issi_out`: 0x70 bytes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -651,11 +737,15 @@ impl<B: rt::Bytes> QueryIssiOut<B> {
     pub fn syndrome(&self) -> u32 {
         self.buf.read_be32(4)
     }
+    /// The ISSI currently in use (0 until SET_ISSI changes it).
+    ///
     /// PRM `0x08[15:0]`: bit offset 0x50, 16 bits.
     #[inline]
     pub fn current_issi(&self) -> u16 {
         rt::get32(&self.buf, 8, 0, 0xffff) as u16
     }
+    /// Low 32 bits of the supported-ISSI bitmap; bit n (counted from the least significant bit) set means ISSI n is supported. Drivers check bit 1.
+    ///
     /// PRM `0x6c[31:0]`: bit offset 0x360, 32 bits.
     #[inline]
     pub fn supported_issi_dw0(&self) -> u32 {
@@ -798,7 +888,7 @@ pub const QUERY_ISSI_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
     ],
     nested: &[],
 };
-/// TODO
+/// Input of SET_ISSI.
 ///
 /// PRM layout `set_issi_in`: 0x10 bytes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -831,6 +921,8 @@ impl<B: rt::Bytes> SetIssiIn<B> {
     pub fn op_mod(&self) -> u16 {
         rt::get32(&self.buf, 4, 0, 0xffff) as u16
     }
+    /// The ISSI to use from now on; must be one the firmware reported as supported.
+    ///
     /// PRM `0x08[15:0]`: bit offset 0x50, 16 bits.
     #[inline]
     pub fn current_issi(&self) -> u16 {
@@ -925,7 +1017,7 @@ pub const SET_ISSI_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
     ],
     nested: &[],
 };
-/// TODO
+/// Output of SET_ISSI (status only).
 ///
 /// PRM layout `set_issi_out`: 0x10 bytes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -1020,7 +1112,7 @@ pub const SET_ISSI_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
     ],
     nested: &[],
 };
-/// TODO
+/// Input of QUERY_PAGES; op_mod picks the stage (boot, init or regular).
 ///
 /// PRM layout `query_pages_in`: 0x10 bytes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -1060,11 +1152,15 @@ impl<B: rt::Bytes> QueryPagesIn<B> {
     pub fn op_mod(&self) -> u16 {
         rt::get32(&self.buf, 4, 0, 0xffff) as u16
     }
+    /// The function asked about belongs to the embedded CPU.
+    ///
     /// PRM `0x08[31]`: bit offset 0x40, 1 bit.
     #[inline]
     pub fn embedded_cpu_function(&self) -> bool {
         rt::get32(&self.buf, 8, 31, 0x1) as u8 != 0
     }
+    /// Function whose page needs are queried; 0 is the issuing function.
+    ///
     /// PRM `0x08[15:0]`: bit offset 0x50, 16 bits.
     #[inline]
     pub fn function_id(&self) -> u16 {
@@ -1180,7 +1276,7 @@ pub const QUERY_PAGES_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
     ],
     nested: &[],
 };
-/// TODO
+/// Output of QUERY_PAGES; the driver follows it with MANAGE_PAGES for the count it reports.
 ///
 /// PRM layout `query_pages_out`: 0x10 bytes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -1223,16 +1319,22 @@ impl<B: rt::Bytes> QueryPagesOut<B> {
     pub fn syndrome(&self) -> u32 {
         self.buf.read_be32(4)
     }
+    /// The answer is for an embedded-CPU function.
+    ///
     /// PRM `0x08[31]`: bit offset 0x40, 1 bit.
     #[inline]
     pub fn embedded_cpu_function(&self) -> bool {
         rt::get32(&self.buf, 8, 31, 0x1) as u8 != 0
     }
+    /// The function the page count applies to.
+    ///
     /// PRM `0x08[15:0]`: bit offset 0x50, 16 bits.
     #[inline]
     pub fn function_id(&self) -> u16 {
         rt::get32(&self.buf, 8, 0, 0xffff) as u16
     }
+    /// Number of 4 KiB pages, as a signed 32-bit value. Positive means the firmware wants that many more pages; negative means it has that many to give back.
+    ///
     /// PRM `0x0c[31:0]`: bit offset 0x60, 32 bits.
     #[inline]
     pub fn num_pages(&self) -> u32 {
@@ -1369,7 +1471,7 @@ pub const QUERY_PAGES_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
     ],
     nested: &[],
 };
-/// TODO
+/// Input of MANAGE_PAGES. For a give, the page addresses follow the fixed part, so the input grows by 8 bytes per page and mostly travels in mailboxes.
 ///
 /// PRM layout `manage_pages_in`: 0x10 bytes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -1415,16 +1517,22 @@ impl<B: rt::Bytes> ManagePagesIn<B> {
     pub fn op_mod(&self) -> u16 {
         rt::get32(&self.buf, 4, 0, 0xffff) as u16
     }
+    /// The target function belongs to the embedded CPU.
+    ///
     /// PRM `0x08[31]`: bit offset 0x40, 1 bit.
     #[inline]
     pub fn embedded_cpu_function(&self) -> bool {
         rt::get32(&self.buf, 8, 31, 0x1) as u8 != 0
     }
+    /// Function that receives or returns the pages; 0 is the issuing function.
+    ///
     /// PRM `0x08[15:0]`: bit offset 0x50, 16 bits.
     #[inline]
     pub fn function_id(&self) -> u16 {
         rt::get32(&self.buf, 8, 0, 0xffff) as u16
     }
+    /// Give: the number of entries in pas. Take: the number of pages the driver asks the firmware to return.
+    ///
     /// PRM `0x0c[31:0]`: bit offset 0x60, 32 bits.
     #[inline]
     pub fn input_num_entries(&self) -> u32 {
@@ -1435,6 +1543,8 @@ impl<B: rt::Bytes> ManagePagesIn<B> {
     pub fn pas_len(&self) -> usize {
         (self.buf.len() * 8).saturating_sub(128) / 64
     }
+    /// Give only. Bus addresses of the pages handed over, one 4 KiB-aligned page each.
+    ///
     /// PRM `0x10[63:0]`: bit offset 0x80, 64 bits per element, as many as the buffer holds.
     ///
     /// Element `i`, or `None` past the end.
@@ -1625,7 +1735,7 @@ pub const MANAGE_PAGES_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
     ],
     nested: &[],
 };
-/// TODO
+/// Output of MANAGE_PAGES; only a take returns page addresses.
 ///
 /// PRM layout `manage_pages_out`: 0x10 bytes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -1665,6 +1775,8 @@ impl<B: rt::Bytes> ManagePagesOut<B> {
     pub fn syndrome(&self) -> u32 {
         self.buf.read_be32(4)
     }
+    /// Take: how many pages the firmware returned in pas. Never more than requested; a larger value means a corrupt reply.
+    ///
     /// PRM `0x08[31:0]`: bit offset 0x40, 32 bits.
     #[inline]
     pub fn output_num_entries(&self) -> u32 {
@@ -1675,6 +1787,8 @@ impl<B: rt::Bytes> ManagePagesOut<B> {
     pub fn pas_len(&self) -> usize {
         (self.buf.len() * 8).saturating_sub(128) / 64
     }
+    /// Take only. Bus addresses of the returned pages.
+    ///
     /// PRM `0x10[63:0]`: bit offset 0x80, 64 bits per element, as many as the buffer holds.
     ///
     /// Element `i`, or `None` past the end.
@@ -1823,7 +1937,7 @@ pub const MANAGE_PAGES_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
     ],
     nested: &[],
 };
-/// TODO
+/// Input of QUERY_ADAPTER (header only).
 ///
 /// PRM layout `query_adapter_in`: 0x10 bytes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -1918,7 +2032,7 @@ pub const QUERY_ADAPTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
     ],
     nested: &[],
 };
-/// TODO
+/// Output of QUERY_ADAPTER; the data sits in the parameter block at byte 0x10.
 ///
 /// PRM layout `query_adapter_out`: 0x110 bytes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -2045,7 +2159,7 @@ pub const QUERY_ADAPTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
         },
     ],
 };
-/// TODO
+/// Adapter identity returned by QUERY_ADAPTER: vendor IDs, vendor-specific data and the board's PSID, which drivers report as the board ID.
 ///
 /// PRM layout `query_adapter_param_block`: 0x100 bytes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -2071,16 +2185,22 @@ impl QueryAdapterParamBlock<[u8; 256]> {
     ];
 }
 impl<B: rt::Bytes> QueryAdapterParamBlock<B> {
+    /// IEEE OUI of the adapter's vendor.
+    ///
     /// PRM `0x18[23:0]`: bit offset 0xc8, 24 bits.
     #[inline]
     pub fn ieee_vendor_id(&self) -> u32 {
         rt::get32(&self.buf, 24, 0, 0xffffff) as u32
     }
+    /// Vendor ID that tells how to read the vendor-specific data.
+    ///
     /// PRM `0x1c[15:0]`: bit offset 0xf0, 16 bits.
     #[inline]
     pub fn vsd_vendor_id(&self) -> u16 {
         rt::get32(&self.buf, 28, 0, 0xffff) as u16
     }
+    /// Vendor-specific data (208 bytes).
+    ///
     /// PRM `0x20..0xf0`: bit offset 0x100, 1664 bits.
     #[inline]
     pub fn vsd(&self) -> [u8; 208] {
@@ -2088,6 +2208,8 @@ impl<B: rt::Bytes> QueryAdapterParamBlock<B> {
         self.buf.read_bytes(32, &mut out);
         out
     }
+    /// PSID (parameter-set ID) of the board as a 16-byte ASCII string, padded with NULs; identifies the board model and its firmware configuration.
+    ///
     /// PRM `0xf0..0x100`: bit offset 0x780, 128 bits.
     #[inline]
     pub fn vsd_contd_psid(&self) -> [u8; 16] {
@@ -2192,7 +2314,7 @@ pub const QUERY_ADAPTER_PARAM_BLOCK_ACCESS: rt::reflect::LayoutAccess = rt::refl
     ],
     nested: &[],
 };
-/// TODO
+/// Input of INIT_HCA.
 ///
 /// PRM layout `init_hca_in`: 0x20 bytes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -2228,6 +2350,8 @@ impl<B: rt::Bytes> InitHcaIn<B> {
     pub fn op_mod(&self) -> u16 {
         rt::get32(&self.buf, 4, 0, 0xffff) as u16
     }
+    /// Software-chosen ID for this function (vHCA); only meaningful when the device supports it.
+    ///
     /// PRM `0x0c[29:16]`: bit offset 0x62, 14 bits.
     #[inline]
     pub fn sw_vhca_id(&self) -> u16 {
@@ -2238,6 +2362,8 @@ impl<B: rt::Bytes> InitHcaIn<B> {
     pub fn sw_owner_id_len(&self) -> usize {
         4
     }
+    /// 128-bit ID of the software instance that owns the function, written only when the general capability sw_owner_id is set; lets firmware tell driver instances apart.
+    ///
     /// PRM `0x10[31:0]`: bit offset 0x80, 32 bits per element, 4 elements.
     ///
     /// Element `i`, or `None` past the end.
@@ -2394,7 +2520,7 @@ pub const INIT_HCA_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
     ],
     nested: &[],
 };
-/// TODO
+/// Output of INIT_HCA (status only).
 ///
 /// PRM layout `init_hca_out`: 0x10 bytes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -2489,7 +2615,7 @@ pub const INIT_HCA_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
     ],
     nested: &[],
 };
-/// TODO
+/// Input of TEARDOWN_HCA.
 ///
 /// PRM layout `teardown_hca_in`: 0x10 bytes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -2522,9 +2648,18 @@ impl<B: rt::Bytes> TeardownHcaIn<B> {
     pub fn op_mod(&self) -> u16 {
         rt::get32(&self.buf, 4, 0, 0xffff) as u16
     }
-    /// PRM `0x08[15:0]`: bit offset 0x50, 16 bits.
+    /// Which teardown flavour to run.
+    ///
+    /// PRM `0x08[15:0]`: bit offset 0x50, 16 bits; type `teardown_hca_profile`.
+    ///
+    /// Returns `Err` with the raw number when the value is not one the enum names.
     #[inline]
-    pub fn profile(&self) -> u16 {
+    pub fn profile(&self) -> Result<TeardownHcaProfile, rt::UnknownValue> {
+        TeardownHcaProfile::try_from_raw(u64::from(self.profile_raw()))
+    }
+    /// `profile` as a raw number.
+    #[inline]
+    pub fn profile_raw(&self) -> u16 {
         rt::get32(&self.buf, 8, 0, 0xffff) as u16
     }
 }
@@ -2541,7 +2676,12 @@ impl<B: rt::BytesMut> TeardownHcaIn<B> {
     }
     /// Writes [`Self::profile`].
     #[inline]
-    pub fn set_profile(&mut self, v: u16) {
+    pub fn set_profile(&mut self, v: TeardownHcaProfile) {
+        self.set_profile_raw(v.raw() as u16)
+    }
+    /// Writes [`Self::profile`].
+    #[inline]
+    pub fn set_profile_raw(&mut self, v: u16) {
         rt::set32(&mut self.buf, 8, 0, 0xffff, u32::from(v))
     }
 }
@@ -2551,7 +2691,7 @@ impl<B: rt::Bytes> ::core::fmt::Debug for TeardownHcaIn<B> {
         let mut d = f.debug_struct(stringify!(TeardownHcaIn));
         d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
         d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("profile", &rt::fmt::Hex(self.profile().into()));
+        d.field("profile", &rt::fmt::EnumValue(self.profile()));
         let reserved = rt::fmt::ReservedSet {
             buf: &self.buf,
             masks: &[(0, 0xffff), (4, 0xffff0000), (8, 0xffff0000), (12, 0xffffffff)],
@@ -2606,17 +2746,17 @@ pub const TEARDOWN_HCA_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             trailing: false,
             get: Some(|b, _| {
                 let v = TeardownHcaIn::new_unchecked(b);
-                u64::from(v.profile())
+                u64::from(v.profile_raw())
             }),
             set: Some(|b, _, x| {
                 let mut v = TeardownHcaIn::new_unchecked(b);
-                v.set_profile((x & 0xffff) as u16);
+                v.set_profile_raw((x & 0xffff) as u16);
             }),
         },
     ],
     nested: &[],
 };
-/// TODO
+/// Output of TEARDOWN_HCA.
 ///
 /// PRM layout `teardown_hca_out`: 0x10 bytes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -2649,6 +2789,8 @@ impl<B: rt::Bytes> TeardownHcaOut<B> {
     pub fn syndrome(&self) -> u32 {
         self.buf.read_be32(4)
     }
+    /// Result of a forced teardown; clear means it succeeded and set means it failed.
+    ///
     /// PRM `0x0c[0]`: bit offset 0x7f, 1 bit.
     #[inline]
     pub fn state(&self) -> bool {
@@ -2743,7 +2885,7 @@ pub const TEARDOWN_HCA_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
     ],
     nested: &[],
 };
-/// TODO
+/// Input of SET_DRIVER_VERSION.
 ///
 /// PRM layout `set_driver_version_in`: 0x50 bytes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -2776,6 +2918,8 @@ impl<B: rt::Bytes> SetDriverVersionIn<B> {
     pub fn op_mod(&self) -> u16 {
         rt::get32(&self.buf, 4, 0, 0xffff) as u16
     }
+    /// Free-form ASCII description of the driver and its version, up to 64 bytes, NUL-padded.
+    ///
     /// PRM `0x10..0x50`: bit offset 0x80, 512 bits.
     #[inline]
     pub fn driver_version(&self) -> [u8; 64] {
@@ -2857,7 +3001,7 @@ pub const SET_DRIVER_VERSION_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
     ],
     nested: &[],
 };
-/// TODO
+/// Output of SET_DRIVER_VERSION (status only).
 ///
 /// PRM layout `set_driver_version_out`: 0x10 bytes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -2952,7 +3096,7 @@ pub const SET_DRIVER_VERSION_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
     ],
     nested: &[],
 };
-/// TODO
+/// Input of ACCESS_REG; for a write, the register contents follow the fixed part.
 ///
 /// PRM layout `access_register_in`: 0x10 bytes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -2991,11 +3135,15 @@ impl<B: rt::Bytes> AccessRegisterIn<B> {
     pub fn op_mod(&self) -> u16 {
         rt::get32(&self.buf, 4, 0, 0xffff) as u16
     }
+    /// Which register to access, by its 16-bit ID (for example 0x5006 PAOS, 0x5003 PMTU, 0x7004 host endianness).
+    ///
     /// PRM `0x08[15:0]`: bit offset 0x50, 16 bits.
     #[inline]
     pub fn register_id(&self) -> u16 {
         rt::get32(&self.buf, 8, 0, 0xffff) as u16
     }
+    /// Register-specific extra argument; 0 for most registers.
+    ///
     /// PRM `0x0c[31:0]`: bit offset 0x60, 32 bits.
     #[inline]
     pub fn argument(&self) -> u32 {
@@ -3006,6 +3154,8 @@ impl<B: rt::Bytes> AccessRegisterIn<B> {
     pub fn register_data_len(&self) -> usize {
         (self.buf.len() * 8).saturating_sub(128) / 32
     }
+    /// The register's layout as big-endian dwords. A write carries the new contents; a read sends a buffer of the register's size.
+    ///
     /// PRM `0x10[31:0]`: bit offset 0x80, 32 bits per element, as many as the buffer holds.
     ///
     /// Element `i`, or `None` past the end.
@@ -3175,7 +3325,7 @@ pub const ACCESS_REGISTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
     ],
     nested: &[],
 };
-/// TODO
+/// Output of ACCESS_REG.
 ///
 /// PRM layout `access_register_out`: 0x10 bytes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -3213,6 +3363,8 @@ impl<B: rt::Bytes> AccessRegisterOut<B> {
     pub fn register_data_len(&self) -> usize {
         (self.buf.len() * 8).saturating_sub(128) / 32
     }
+    /// The register's contents after a read.
+    ///
     /// PRM `0x10[31:0]`: bit offset 0x80, 32 bits per element, as many as the buffer holds.
     ///
     /// Element `i`, or `None` past the end.
@@ -3340,7 +3492,7 @@ pub const ACCESS_REGISTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
     ],
     nested: &[],
 };
-/// TODO
+/// Input of ALLOC_UAR (header only).
 ///
 /// PRM layout `alloc_uar_in`: 0x10 bytes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -3463,7 +3615,7 @@ pub const ALLOC_UAR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
     ],
     nested: &[],
 };
-/// TODO
+/// Output of ALLOC_UAR.
 ///
 /// PRM layout `alloc_uar_out`: 0x10 bytes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -3492,6 +3644,8 @@ impl<B: rt::Bytes> AllocUarOut<B> {
     pub fn syndrome(&self) -> u32 {
         self.buf.read_be32(4)
     }
+    /// Index of the new UAR page inside BAR 0. With 4 KiB UARs the page starts at BAR 0 + index * 4 KiB. EQ, CQ and SQ contexts name this index (uar_page).
+    ///
     /// PRM `0x08[23:0]`: bit offset 0x48, 24 bits.
     #[inline]
     pub fn uar(&self) -> u32 {
@@ -3594,7 +3748,7 @@ pub const ALLOC_UAR_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
     ],
     nested: &[],
 };
-/// TODO
+/// Input of DEALLOC_UAR.
 ///
 /// PRM layout `dealloc_uar_in`: 0x10 bytes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -3635,6 +3789,8 @@ impl<B: rt::Bytes> DeallocUarIn<B> {
     pub fn op_mod(&self) -> u16 {
         rt::get32(&self.buf, 4, 0, 0xffff) as u16
     }
+    /// Index of the UAR page to release.
+    ///
     /// PRM `0x08[23:0]`: bit offset 0x48, 24 bits.
     #[inline]
     pub fn uar(&self) -> u32 {
@@ -3758,7 +3914,7 @@ pub const DEALLOC_UAR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
     ],
     nested: &[],
 };
-/// TODO
+/// Output of DEALLOC_UAR (status only).
 ///
 /// PRM layout `dealloc_uar_out`: 0x10 bytes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -3853,7 +4009,7 @@ pub const DEALLOC_UAR_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
     ],
     nested: &[],
 };
-/// TODO
+/// Input of ALLOC_PD (header only).
 ///
 /// PRM layout `alloc_pd_in`: 0x10 bytes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -3976,7 +4132,7 @@ pub const ALLOC_PD_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
     ],
     nested: &[],
 };
-/// TODO
+/// Output of ALLOC_PD.
 ///
 /// PRM layout `alloc_pd_out`: 0x10 bytes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -4005,6 +4161,8 @@ impl<B: rt::Bytes> AllocPdOut<B> {
     pub fn syndrome(&self) -> u32 {
         self.buf.read_be32(4)
     }
+    /// Number of the new protection domain (24 bits); memory keys and QP contexts refer to it.
+    ///
     /// PRM `0x08[23:0]`: bit offset 0x48, 24 bits.
     #[inline]
     pub fn pd(&self) -> u32 {
@@ -4107,7 +4265,7 @@ pub const ALLOC_PD_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
     ],
     nested: &[],
 };
-/// TODO
+/// Input of DEALLOC_PD.
 ///
 /// PRM layout `dealloc_pd_in`: 0x10 bytes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -4148,6 +4306,8 @@ impl<B: rt::Bytes> DeallocPdIn<B> {
     pub fn op_mod(&self) -> u16 {
         rt::get32(&self.buf, 4, 0, 0xffff) as u16
     }
+    /// The protection domain to release; nothing may still use it.
+    ///
     /// PRM `0x08[23:0]`: bit offset 0x48, 24 bits.
     #[inline]
     pub fn pd(&self) -> u32 {
@@ -4271,7 +4431,7 @@ pub const DEALLOC_PD_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
     ],
     nested: &[],
 };
-/// TODO
+/// Output of DEALLOC_PD (status only).
 ///
 /// PRM layout `dealloc_pd_out`: 0x10 bytes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -4366,7 +4526,7 @@ pub const DEALLOC_PD_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
     ],
     nested: &[],
 };
-/// TODO
+/// Input of ALLOC_TRANSPORT_DOMAIN (header only).
 ///
 /// PRM layout `alloc_transport_domain_in`: 0x10 bytes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -4489,7 +4649,7 @@ pub const ALLOC_TRANSPORT_DOMAIN_IN_ACCESS: rt::reflect::LayoutAccess = rt::refl
     ],
     nested: &[],
 };
-/// TODO
+/// Output of ALLOC_TRANSPORT_DOMAIN.
 ///
 /// PRM layout `alloc_transport_domain_out`: 0x10 bytes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -4522,6 +4682,8 @@ impl<B: rt::Bytes> AllocTransportDomainOut<B> {
     pub fn syndrome(&self) -> u32 {
         self.buf.read_be32(4)
     }
+    /// Number of the new transport domain (24 bits); TIR and TIS contexts refer to it.
+    ///
     /// PRM `0x08[23:0]`: bit offset 0x48, 24 bits.
     #[inline]
     pub fn transport_domain(&self) -> u32 {
@@ -4624,7 +4786,7 @@ pub const ALLOC_TRANSPORT_DOMAIN_OUT_ACCESS: rt::reflect::LayoutAccess = rt::ref
     ],
     nested: &[],
 };
-/// TODO
+/// Input of DEALLOC_TRANSPORT_DOMAIN.
 ///
 /// PRM layout `dealloc_transport_domain_in`: 0x10 bytes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -4665,6 +4827,8 @@ impl<B: rt::Bytes> DeallocTransportDomainIn<B> {
     pub fn op_mod(&self) -> u16 {
         rt::get32(&self.buf, 4, 0, 0xffff) as u16
     }
+    /// The transport domain to release.
+    ///
     /// PRM `0x08[23:0]`: bit offset 0x48, 24 bits.
     #[inline]
     pub fn transport_domain(&self) -> u32 {
@@ -4788,7 +4952,7 @@ pub const DEALLOC_TRANSPORT_DOMAIN_IN_ACCESS: rt::reflect::LayoutAccess = rt::re
     ],
     nested: &[],
 };
-/// TODO
+/// Output of DEALLOC_TRANSPORT_DOMAIN (status only).
 ///
 /// PRM layout `dealloc_transport_domain_out`: 0x10 bytes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -4883,7 +5047,7 @@ pub const DEALLOC_TRANSPORT_DOMAIN_OUT_ACCESS: rt::reflect::LayoutAccess = rt::r
     ],
     nested: &[],
 };
-/// TODO
+/// Input of QUERY_SPECIAL_CONTEXTS (header only).
 ///
 /// PRM layout `query_special_contexts_in`: 0x10 bytes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -4978,7 +5142,7 @@ pub const QUERY_SPECIAL_CONTEXTS_IN_ACCESS: rt::reflect::LayoutAccess = rt::refl
     ],
     nested: &[],
 };
-/// TODO
+/// Output of QUERY_SPECIAL_CONTEXTS, the device-wide reserved memory keys.
 ///
 /// PRM layout `query_special_contexts_out`: 0x20 bytes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -5017,16 +5181,22 @@ impl<B: rt::Bytes> QuerySpecialContextsOut<B> {
     pub fn syndrome(&self) -> u32 {
         self.buf.read_be32(4)
     }
+    /// Key whose scatter entries discard received data; valid when the capability dump_fill_mkey is set.
+    ///
     /// PRM `0x08[31:0]`: bit offset 0x40, 32 bits.
     #[inline]
     pub fn dump_fill_mkey(&self) -> u32 {
         self.buf.read_be32(8)
     }
+    /// The reserved local key the firmware sets aside for the function's own use.
+    ///
     /// PRM `0x0c[31:0]`: bit offset 0x60, 32 bits.
     #[inline]
     pub fn resd_lkey(&self) -> u32 {
         self.buf.read_be32(12)
     }
+    /// Key that stands for "no memory" in scatter or translation entries; valid when the capability null_mkey is set.
+    ///
     /// PRM `0x10[31:0]`: bit offset 0x80, 32 bits.
     #[inline]
     pub fn null_mkey(&self) -> u32 {
@@ -5167,7 +5337,7 @@ pub const QUERY_SPECIAL_CONTEXTS_OUT_ACCESS: rt::reflect::LayoutAccess = rt::ref
 pub mod cmd {
     #[allow(unused_imports)]
     use crate::rt;
-    /// TODO
+    /// Turns a PCI function on inside the device. It is the first command after the command queue is up and the init segment no longer reports initializing.
     ///
     /// PRM command `enable_hca`: opcode 0x104, input [`EnableHcaIn`](super::EnableHcaIn), output [`EnableHcaOut`](super::EnableHcaOut).
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -5179,7 +5349,7 @@ pub mod cmd {
         type Input<B: rt::Bytes> = super::EnableHcaIn<B>;
         type Output<B: rt::Bytes> = super::EnableHcaOut<B>;
     }
-    /// TODO
+    /// Turns a function off again; the last command of a full teardown, after the pages are reclaimed.
     ///
     /// PRM command `disable_hca`: opcode 0x105, input [`DisableHcaIn`](super::DisableHcaIn), output [`DisableHcaOut`](super::DisableHcaOut).
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -5191,7 +5361,7 @@ pub mod cmd {
         type Input<B: rt::Bytes> = super::DisableHcaIn<B>;
         type Output<B: rt::Bytes> = super::DisableHcaOut<B>;
     }
-    /// TODO
+    /// Reports the interface step sequence IDs (ISSI) the firmware supports and the one in force.
     ///
     /// PRM command `query_issi`: opcode 0x10a, input [`QueryIssiIn`](super::QueryIssiIn), output [`QueryIssiOut`](super::QueryIssiOut).
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -5203,7 +5373,7 @@ pub mod cmd {
         type Input<B: rt::Bytes> = super::QueryIssiIn<B>;
         type Output<B: rt::Bytes> = super::QueryIssiOut<B>;
     }
-    /// TODO
+    /// Selects the ISSI the driver will speak. Sent right after QUERY_ISSI; current drivers pick ISSI 1 when the firmware offers it.
     ///
     /// PRM command `set_issi`: opcode 0x10b, input [`SetIssiIn`](super::SetIssiIn), output [`SetIssiOut`](super::SetIssiOut).
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -5215,7 +5385,7 @@ pub mod cmd {
         type Input<B: rt::Bytes> = super::SetIssiIn<B>;
         type Output<B: rt::Bytes> = super::SetIssiOut<B>;
     }
-    /// TODO
+    /// Asks how many 4 KiB pages of host memory the firmware needs for a stage of bring-up (op_mod boot or init) or for normal operation (regular).
     ///
     /// PRM command `query_pages`: opcode 0x107, input [`QueryPagesIn`](super::QueryPagesIn), output [`QueryPagesOut`](super::QueryPagesOut).
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -5223,11 +5393,27 @@ pub mod cmd {
     impl rt::Command for QueryPages {
         const NAME: &'static str = "query_pages";
         const OPCODE: u16 = 0x107;
-        type OpMod = u16;
+        type OpMod = QueryPagesOpMod;
         type Input<B: rt::Bytes> = super::QueryPagesIn<B>;
         type Output<B: rt::Bytes> = super::QueryPagesOut<B>;
     }
-    /// TODO
+    /// The op_mod values of `query_pages`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    #[repr(u16)]
+    pub enum QueryPagesOpMod {
+        /// op_mod `boot` = 0x1.
+        Boot = 0x1,
+        /// op_mod `init` = 0x2.
+        Init = 0x2,
+        /// op_mod `regular` = 0x3.
+        Regular = 0x3,
+    }
+    impl rt::OpMod for QueryPagesOpMod {
+        fn raw(self) -> u16 {
+            self as u16
+        }
+    }
+    /// Hands 4 KiB host pages to the firmware or takes them back, as requested by QUERY_PAGES or by page-request events.
     ///
     /// PRM command `manage_pages`: opcode 0x108, input [`ManagePagesIn`](super::ManagePagesIn), output [`ManagePagesOut`](super::ManagePagesOut).
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -5235,11 +5421,27 @@ pub mod cmd {
     impl rt::Command for ManagePages {
         const NAME: &'static str = "manage_pages";
         const OPCODE: u16 = 0x108;
-        type OpMod = u16;
+        type OpMod = ManagePagesOpMod;
         type Input<B: rt::Bytes> = super::ManagePagesIn<B>;
         type Output<B: rt::Bytes> = super::ManagePagesOut<B>;
     }
-    /// TODO
+    /// The op_mod values of `manage_pages`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    #[repr(u16)]
+    pub enum ManagePagesOpMod {
+        /// op_mod `alloc_fail` = 0x0.
+        AllocFail = 0x0,
+        /// op_mod `give` = 0x1.
+        Give = 0x1,
+        /// op_mod `take` = 0x2.
+        Take = 0x2,
+    }
+    impl rt::OpMod for ManagePagesOpMod {
+        fn raw(self) -> u16 {
+            self as u16
+        }
+    }
+    /// Reads adapter identification such as the vendor ID and the board's PSID string.
     ///
     /// PRM command `query_adapter`: opcode 0x101, input [`QueryAdapterIn`](super::QueryAdapterIn), output [`QueryAdapterOut`](super::QueryAdapterOut).
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -5251,7 +5453,7 @@ pub mod cmd {
         type Input<B: rt::Bytes> = super::QueryAdapterIn<B>;
         type Output<B: rt::Bytes> = super::QueryAdapterOut<B>;
     }
-    /// TODO
+    /// Moves the function to the initialized state once the capabilities are set and the init pages are given; objects (EQs, CQs, QPs) can be created afterwards.
     ///
     /// PRM command `init_hca`: opcode 0x102, input [`InitHcaIn`](super::InitHcaIn), output [`InitHcaOut`](super::InitHcaOut).
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -5263,7 +5465,7 @@ pub mod cmd {
         type Input<B: rt::Bytes> = super::InitHcaIn<B>;
         type Output<B: rt::Bytes> = super::InitHcaOut<B>;
     }
-    /// TODO
+    /// Undoes INIT_HCA, in the style that profile selects; pages are reclaimed afterwards.
     ///
     /// PRM command `teardown_hca`: opcode 0x103, input [`TeardownHcaIn`](super::TeardownHcaIn), output [`TeardownHcaOut`](super::TeardownHcaOut).
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -5275,7 +5477,7 @@ pub mod cmd {
         type Input<B: rt::Bytes> = super::TeardownHcaIn<B>;
         type Output<B: rt::Bytes> = super::TeardownHcaOut<B>;
     }
-    /// TODO
+    /// Tells the firmware which driver is running, as a text string. Sent after INIT_HCA and only when the general capability driver_version is set.
     ///
     /// PRM command `set_driver_version`: opcode 0x10d, input [`SetDriverVersionIn`](super::SetDriverVersionIn), output [`SetDriverVersionOut`](super::SetDriverVersionOut).
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -5287,7 +5489,7 @@ pub mod cmd {
         type Input<B: rt::Bytes> = super::SetDriverVersionIn<B>;
         type Output<B: rt::Bytes> = super::SetDriverVersionOut<B>;
     }
-    /// TODO
+    /// Reads or writes one device register (port, management or host registers) by register ID.
     ///
     /// PRM command `access_register`: opcode 0x805, input [`AccessRegisterIn`](super::AccessRegisterIn), output [`AccessRegisterOut`](super::AccessRegisterOut).
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -5295,11 +5497,25 @@ pub mod cmd {
     impl rt::Command for AccessRegister {
         const NAME: &'static str = "access_register";
         const OPCODE: u16 = 0x805;
-        type OpMod = u16;
+        type OpMod = AccessRegisterOpMod;
         type Input<B: rt::Bytes> = super::AccessRegisterIn<B>;
         type Output<B: rt::Bytes> = super::AccessRegisterOut<B>;
     }
-    /// TODO
+    /// The op_mod values of `access_register`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    #[repr(u16)]
+    pub enum AccessRegisterOpMod {
+        /// op_mod `write` = 0x0.
+        Write = 0x0,
+        /// op_mod `read` = 0x1.
+        Read = 0x1,
+    }
+    impl rt::OpMod for AccessRegisterOpMod {
+        fn raw(self) -> u16 {
+            self as u16
+        }
+    }
+    /// Allocates a UAR page, the doorbell page a driver rings for its EQs, CQs and send queues.
     ///
     /// PRM command `alloc_uar`: opcode 0x802, input [`AllocUarIn`](super::AllocUarIn), output [`AllocUarOut`](super::AllocUarOut).
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -5311,7 +5527,7 @@ pub mod cmd {
         type Input<B: rt::Bytes> = super::AllocUarIn<B>;
         type Output<B: rt::Bytes> = super::AllocUarOut<B>;
     }
-    /// TODO
+    /// Releases a UAR page allocated by ALLOC_UAR.
     ///
     /// PRM command `dealloc_uar`: opcode 0x803, input [`DeallocUarIn`](super::DeallocUarIn), output [`DeallocUarOut`](super::DeallocUarOut).
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -5323,7 +5539,7 @@ pub mod cmd {
         type Input<B: rt::Bytes> = super::DeallocUarIn<B>;
         type Output<B: rt::Bytes> = super::DeallocUarOut<B>;
     }
-    /// TODO
+    /// Allocates a protection domain, which ties memory keys to the queues allowed to use them.
     ///
     /// PRM command `alloc_pd`: opcode 0x800, input [`AllocPdIn`](super::AllocPdIn), output [`AllocPdOut`](super::AllocPdOut).
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -5335,7 +5551,7 @@ pub mod cmd {
         type Input<B: rt::Bytes> = super::AllocPdIn<B>;
         type Output<B: rt::Bytes> = super::AllocPdOut<B>;
     }
-    /// TODO
+    /// Releases a protection domain.
     ///
     /// PRM command `dealloc_pd`: opcode 0x801, input [`DeallocPdIn`](super::DeallocPdIn), output [`DeallocPdOut`](super::DeallocPdOut).
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -5347,7 +5563,7 @@ pub mod cmd {
         type Input<B: rt::Bytes> = super::DeallocPdIn<B>;
         type Output<B: rt::Bytes> = super::DeallocPdOut<B>;
     }
-    /// TODO
+    /// Allocates a transport domain, the group that TIRs and TISes of one Ethernet user belong to.
     ///
     /// PRM command `alloc_transport_domain`: opcode 0x816, input [`AllocTransportDomainIn`](super::AllocTransportDomainIn), output [`AllocTransportDomainOut`](super::AllocTransportDomainOut).
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -5359,7 +5575,7 @@ pub mod cmd {
         type Input<B: rt::Bytes> = super::AllocTransportDomainIn<B>;
         type Output<B: rt::Bytes> = super::AllocTransportDomainOut<B>;
     }
-    /// TODO
+    /// Releases a transport domain.
     ///
     /// PRM command `dealloc_transport_domain`: opcode 0x817, input [`DeallocTransportDomainIn`](super::DeallocTransportDomainIn), output [`DeallocTransportDomainOut`](super::DeallocTransportDomainOut).
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -5371,7 +5587,7 @@ pub mod cmd {
         type Input<B: rt::Bytes> = super::DeallocTransportDomainIn<B>;
         type Output<B: rt::Bytes> = super::DeallocTransportDomainOut<B>;
     }
-    /// TODO
+    /// Returns the device's reserved memory keys (the reserved lkey, and the dump/fill and null keys).
     ///
     /// PRM command `query_special_contexts`: opcode 0x203, input [`QuerySpecialContextsIn`](super::QuerySpecialContextsIn), output [`QuerySpecialContextsOut`](super::QuerySpecialContextsOut).
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]

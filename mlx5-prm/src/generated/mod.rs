@@ -4,26 +4,40 @@
 //! Generated bindings: one module per spec file, all re-exported here.
 pub mod access_reg;
 pub mod caps;
+pub mod cmd_if;
 pub mod cq;
+pub mod cqe;
 pub mod eq;
+pub mod eqe;
 pub mod flow;
 pub mod hca;
+pub mod init_seg;
 pub mod mkey;
 pub mod qp;
+pub mod qp_states;
 pub mod tir;
+pub mod uar;
 pub mod vport;
 pub mod wq;
+pub mod wqe;
 pub use access_reg::*;
 pub use caps::*;
+pub use cmd_if::*;
 pub use cq::*;
+pub use cqe::*;
 pub use eq::*;
+pub use eqe::*;
 pub use flow::*;
 pub use hca::*;
+pub use init_seg::*;
 pub use mkey::*;
 pub use qp::*;
+pub use qp_states::*;
 pub use tir::*;
+pub use uar::*;
 pub use vport::*;
 pub use wq::*;
+pub use wqe::*;
 /// Every command, typed by opcode.
 pub mod cmd {
     pub use super::caps::cmd::*;
@@ -54,6 +68,10 @@ pub const ALL_LAYOUTS: &[crate::rt::reflect::LayoutAccess] = &[
     caps::ROCE_CAP_ACCESS,
     caps::SET_HCA_CAP_IN_ACCESS,
     caps::SET_HCA_CAP_OUT_ACCESS,
+    cmd_if::CMD_QUEUE_ENTRY_ACCESS,
+    cmd_if::CMD_IF_BOX_ACCESS,
+    cmd_if::CMD_IN_ACCESS,
+    cmd_if::CMD_OUT_ACCESS,
     cq::CQC_ACCESS,
     cq::CREATE_CQ_IN_ACCESS,
     cq::CREATE_CQ_OUT_ACCESS,
@@ -65,6 +83,8 @@ pub const ALL_LAYOUTS: &[crate::rt::reflect::LayoutAccess] = &[
     cq::MODIFY_FIELD_SELECT_ACCESS,
     cq::RESIZE_FIELD_SELECT_ACCESS,
     cq::MODIFY_CQ_OUT_ACCESS,
+    cqe::CQE64_ACCESS,
+    cqe::ERR_CQE_ACCESS,
     eq::CREATE_EQ_IN_ACCESS,
     eq::EQC_ACCESS,
     eq::CREATE_EQ_OUT_ACCESS,
@@ -72,6 +92,20 @@ pub const ALL_LAYOUTS: &[crate::rt::reflect::LayoutAccess] = &[
     eq::DESTROY_EQ_OUT_ACCESS,
     eq::QUERY_EQ_IN_ACCESS,
     eq::QUERY_EQ_OUT_ACCESS,
+    eqe::EQE_ACCESS,
+    eqe::COMP_EVENT_ACCESS,
+    eqe::DCT_EVENTS_ACCESS,
+    eqe::QP_EVENTS_ACCESS,
+    eqe::WQE_ASSOCIATED_PAGE_FAULT_EVENT_ACCESS,
+    eqe::RDMA_PAGE_FAULT_EVENT_ACCESS,
+    eqe::CQ_ERROR_ACCESS,
+    eqe::DROPPED_PACKET_LOGGED_ACCESS,
+    eqe::PORT_STATE_CHANGE_EVENT_ACCESS,
+    eqe::GPIO_EVENT_ACCESS,
+    eqe::DB_BF_CONGESTION_EVENT_ACCESS,
+    eqe::STALL_VL_EVENT_ACCESS,
+    eqe::CMD_INTER_COMP_EVENT_ACCESS,
+    eqe::PAGES_REQ_EVENT_ACCESS,
     flow::CREATE_FLOW_TABLE_IN_ACCESS,
     flow::FLOW_TABLE_CONTEXT_ACCESS,
     flow::CREATE_FLOW_TABLE_OUT_ACCESS,
@@ -137,6 +171,8 @@ pub const ALL_LAYOUTS: &[crate::rt::reflect::LayoutAccess] = &[
     hca::DEALLOC_TRANSPORT_DOMAIN_OUT_ACCESS,
     hca::QUERY_SPECIAL_CONTEXTS_IN_ACCESS,
     hca::QUERY_SPECIAL_CONTEXTS_OUT_ACCESS,
+    init_seg::HEALTH_BUFFER_ACCESS,
+    init_seg::INITIAL_SEG_ACCESS,
     mkey::CREATE_MKEY_IN_ACCESS,
     mkey::MKC_ACCESS,
     mkey::CREATE_MKEY_OUT_ACCESS,
@@ -183,6 +219,9 @@ pub const ALL_LAYOUTS: &[crate::rt::reflect::LayoutAccess] = &[
     tir::CREATE_RQT_OUT_ACCESS,
     tir::DESTROY_RQT_IN_ACCESS,
     tir::DESTROY_RQT_OUT_ACCESS,
+    uar::CQ_DOORBELL_RECORD_ACCESS,
+    uar::QP_DOORBELL_RECORD_ACCESS,
+    uar::UAR_PAGE_ACCESS,
     vport::QUERY_VPORT_STATE_IN_ACCESS,
     vport::QUERY_VPORT_STATE_OUT_ACCESS,
     vport::QUERY_NIC_VPORT_CONTEXT_IN_ACCESS,
@@ -208,4 +247,12 @@ pub const ALL_LAYOUTS: &[crate::rt::reflect::LayoutAccess] = &[
     wq::MODIFY_RQ_OUT_ACCESS,
     wq::DESTROY_RQ_IN_ACCESS,
     wq::DESTROY_RQ_OUT_ACCESS,
+    wqe::WQE_CTRL_SEG_ACCESS,
+    wqe::WQE_ETH_SEG_ACCESS,
+    wqe::WQE_DATA_SEG_ACCESS,
+    wqe::WQE_RADDR_SEG_ACCESS,
+    wqe::WQE_ATOMIC_SEG_ACCESS,
+    wqe::WQE_MASKED_ATOMIC_SEG_ACCESS,
+    wqe::WQE_INLINE_SEG_ACCESS,
+    wqe::RECV_WQE_ACCESS,
 ];
