@@ -1,5 +1,32 @@
-//! A user-space mlx5 driver built on the generated `mlx5-prm` types: HCA initialization, the
-//! command interface, event, completion and work queues, and the data path.
+//! A user-space driver for NVIDIA ConnectX (mlx5) adapters, built on the generated
+//! `mlx5-prm` types.
 //!
-//! The same code runs against the device model (`mlx5-sim`) and, through a VFIO backend, on
-//! real hardware. It lands with the bring-up and data-path issues.
+//! - [`backend`]: the seam to a device (MMIO, DMA memory, events, barriers); the device model
+//!   (`mlx5-sim`, feature `sim`, on by default) is one backend, VFIO on real hardware another;
+//! - [`cmd`]: the command interface (queue, mailboxes, ownership, typed errors);
+//! - [`pages`]: firmware pages;
+//! - [`eq`]: the asynchronous event queue;
+//! - [`hca`]: bring-up and teardown, and the [`Hca`] handle that owns it all.
+//!
+//! ```
+//! # #[cfg(feature = "sim")] {
+//! use mlx5_driver::backend::sim::SimBackend;
+//! use mlx5_driver::{Hca, HcaConfig};
+//!
+//! let (backend, device) = SimBackend::new(mlx5_sim::Config::default());
+//! let hca = Hca::bring_up(backend, &HcaConfig::default()).unwrap();
+//! assert!(hca.info().caps().log_max_qp() > 0);
+//! hca.teardown().unwrap();
+//! assert_eq!(device.pages_held(), 0);
+//! # }
+//! ```
+
+pub mod backend;
+pub mod cmd;
+pub mod eq;
+pub mod error;
+pub mod hca;
+pub mod pages;
+
+pub use error::{Error, Result};
+pub use hca::{DeviceInfo, Hca, HcaConfig};

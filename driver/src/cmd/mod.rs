@@ -1,0 +1,286 @@
+//! The command interface: one 4 KiB page of command queue entries, inline data plus chained
+//! mailboxes, the ownership hand-off, completion with a deadline, and typed errors.
+//!
+//! Commands run one at a time (the driver is synchronous). Regular commands use slot 0 and
+//! page-management commands the last slot, as Linux does, so a page request served while a
+//! regular command is outstanding never shares its entry.
+
+mod mailbox;
+mod trace;
+
+use crate::backend::{Backend, Barriers, DmaAlloc, DmaBuf, Events, Mmio, Regs};
+use crate::error::{Error, Result};
+use mailbox::Chain;
+use mlx5_prm::rt::{Bytes, BytesMut, Command, MmioBytes, OpMod, View};
+use mlx5_prm::{CmdDeliveryStatus, CmdQueueEntry, CmdQueueEntryType, CmdStatus, InitialSeg};
+use std::time::{Duration, Instant};
+
+/// Bytes of input and output carried in the entry itself.
+const INLINE: usize = mlx5_prm::CMD_INLINE_DATA_SIZE as usize;
+/// The command interface revision this driver implements.
+pub const CMD_IF_REV: u16 = mlx5_prm::CMD_IF_REV as u16;
+/// Byte offset of the command doorbell in the initialization segment.
+const DOORBELL: usize = 0x18;
+
+/// What a finished command looked like, for callers that record the sequence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Executed {
+    /// Command name as the spec writes it.
+    pub command: &'static str,
+    /// Opcode.
+    pub opcode: u16,
+    /// op_mod.
+    pub op_mod: u16,
+    /// How long it took, doorbell to ownership.
+    pub elapsed: Duration,
+}
+
+/// The command queue.
+pub struct CmdQueue {
+    page: DmaBuf,
+    log_size: u8,
+    log_stride: u8,
+    token: u8,
+    timeout: Duration,
+    mailboxes: Vec<DmaBuf>,
+    /// Buffers the device may still own (a command that timed out): never reused or freed
+    /// while the device could write them.
+    quarantine: Vec<DmaBuf>,
+    /// Slots whose command never completed: the device still owns them.
+    stuck: u32,
+    history: Vec<Executed>,
+}
+
+impl CmdQueue {
+    /// Reads the queue geometry, allocates the page and tells the device where it is.
+    pub fn new<B: Backend>(be: &B, timeout: Duration) -> Result<CmdQueue> {
+        let seg = InitialSeg::new_unchecked(MmioBytes::new(Regs(be.mmio()), 0x400c));
+        let rev = seg.cmd_interface_rev();
+        if rev != CMD_IF_REV {
+            return Err(Error::CmdInterfaceRevision {
+                found: rev,
+                expected: CMD_IF_REV,
+            });
+        }
+        let (log_size, log_stride) = (seg.log_cmdq_size(), seg.log_cmdq_stride());
+        // The PRM allows at most 32 entries, each at least 64 bytes, all in one 4 KiB page.
+        if log_size > 5 || log_stride < 6 || log_size + log_stride > 12 {
+            return Err(Error::CmdQueueGeometry {
+                log_size,
+                log_stride,
+            });
+        }
+        let page = be.dma().alloc(4096, 4096)?;
+        let iova = page.iova();
+        let mut seg = InitialSeg::new_unchecked(MmioBytes::new(Regs(be.mmio()), 0x400c));
+        seg.set_cmdq_phy_addr_63_32((iova >> 32) as u32);
+        // Writing the low word (with nic_interface 0 = full driver) completes the address.
+        be.mmio().write32(0x14, iova as u32 & !0xfff);
+        B::Barriers::to_device();
+        Ok(CmdQueue {
+            page,
+            log_size,
+            log_stride,
+            token: 0,
+            timeout,
+            mailboxes: Vec::new(),
+            quarantine: Vec::new(),
+            stuck: 0,
+            history: Vec::new(),
+        })
+    }
+
+    /// Gives every DMA buffer back. Call after the device has stopped using the queue (after
+    /// DISABLE_HCA, or on a device that never became ready).
+    pub fn release<B: Backend>(self, be: &B) {
+        let dma = be.dma();
+        dma.free(self.page);
+        for b in self.mailboxes.into_iter().chain(self.quarantine) {
+            dma.free(b);
+        }
+    }
+
+    /// Every command executed so far.
+    pub fn history(&self) -> &[Executed] {
+        &self.history
+    }
+
+    /// The per-command deadline.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// The slot for a command: the last one for page management, the first free one of the
+    /// others otherwise; slots stuck with a command that never completed are skipped.
+    fn slot(&self, opcode: u16) -> Option<usize> {
+        let n = 1usize << self.log_size;
+        let free = |s: &usize| self.stuck & (1 << s) == 0;
+        let page_slot = n - 1;
+        if opcode == mlx5_prm::cmd::ManagePages::OPCODE && free(&page_slot) {
+            return Some(page_slot);
+        }
+        (0..n).find(free)
+    }
+
+    fn next_token(&mut self) -> u8 {
+        self.token = self.token.wrapping_add(1);
+        if self.token == 0 {
+            self.token = 1;
+        }
+        self.token
+    }
+
+    /// Runs command `C`: builds its input with `fill` (the opcode and op_mod are already
+    /// written; `extra_in` bytes follow the fixed part, for trailing arrays), and returns the
+    /// output bytes (the fixed part plus `extra_out`), after checking the status.
+    pub fn run<C, B, F>(
+        &mut self,
+        be: &B,
+        op_mod: C::OpMod,
+        extra_in: usize,
+        extra_out: usize,
+        fill: F,
+    ) -> Result<Vec<u8>>
+    where
+        C: Command,
+        B: Backend,
+        F: FnOnce(&mut C::Input<&mut [u8]>),
+    {
+        let in_len = <C::Input<&mut [u8]> as View<&mut [u8]>>::SIZE + extra_in;
+        let out_len = <C::Output<&[u8]> as View<&[u8]>>::SIZE + extra_out;
+        let mut input = vec![0u8; in_len];
+        {
+            let mut view = C::input(&mut input[..], op_mod)?;
+            fill(&mut view);
+        }
+        self.exec(be, C::NAME, C::OPCODE, op_mod.raw(), &input, out_len)
+    }
+
+    /// Runs one command given as raw input bytes; returns `out_len` output bytes.
+    pub fn exec<B: Backend>(
+        &mut self,
+        be: &B,
+        name: &'static str,
+        opcode: u16,
+        op_mod: u16,
+        input: &[u8],
+        out_len: usize,
+    ) -> Result<Vec<u8>> {
+        let slot = self.slot(opcode).ok_or(Error::CommandTimeout {
+            command: name,
+            opcode,
+            timeout: Duration::ZERO,
+        })?;
+        let token = self.next_token();
+        trace::dump(name, "in", input);
+
+        let in_chain = Chain::build(
+            be,
+            &mut self.mailboxes,
+            input.len().saturating_sub(INLINE),
+            token,
+        )?;
+        let out_chain = Chain::build(
+            be,
+            &mut self.mailboxes,
+            out_len.saturating_sub(INLINE),
+            token,
+        )?;
+        in_chain.write_data(&input[input.len().min(INLINE)..]);
+
+        let at = slot << self.log_stride;
+        let mut entry = CmdQueueEntry::new_unchecked(self.page.slice(at, 64));
+        entry.storage_mut().write_bytes(0, &[0u8; 64]);
+        entry.set_type(CmdQueueEntryType::PcieCmdIfTransport);
+        entry.set_input_length(input.len() as u32);
+        entry.set_output_length(out_len as u32);
+        let mut inline = [0u8; INLINE];
+        inline[..input.len().min(INLINE)].copy_from_slice(&input[..input.len().min(INLINE)]);
+        entry.set_command_input_inline_data(&inline);
+        let (hi, lo) = in_chain.head();
+        entry.set_input_mailbox_pointer_63_32(hi);
+        entry.set_input_mailbox_pointer_31_9(lo >> 9);
+        let (hi, lo) = out_chain.head();
+        entry.set_output_mailbox_pointer_63_32(hi);
+        entry.set_output_mailbox_pointer_31_9(lo >> 9);
+        entry.set_token(token);
+        entry.set_ownership(true);
+        // The signature makes the XOR of all 64 bytes 0xff.
+        let mut all = [0u8; 64];
+        entry.storage().read_bytes(0, &mut all);
+        let xor = all.iter().fold(0u8, |a, b| a ^ b);
+        entry.set_signature(!xor);
+
+        // Everything above must reach memory before the device sees the doorbell.
+        B::Barriers::to_device();
+        let start = Instant::now();
+        be.mmio().write32(DOORBELL, 1 << slot);
+
+        let deadline = start + self.timeout;
+        loop {
+            if !entry.ownership() {
+                break;
+            }
+            if Instant::now() >= deadline {
+                // The device still owns the entry and may write the mailboxes later: keep them
+                // out of reuse.
+                let (a, b) = (in_chain.into_buffers(), out_chain.into_buffers());
+                self.quarantine.extend(a.into_iter().chain(b));
+                self.stuck |= 1 << slot;
+                return Err(Error::CommandTimeout {
+                    command: name,
+                    opcode,
+                    timeout: self.timeout,
+                });
+            }
+            be.events()
+                .wait(deadline.min(Instant::now() + Duration::from_micros(50)));
+        }
+        B::Barriers::from_device();
+        let elapsed = start.elapsed();
+
+        let delivery = entry.status_raw();
+        let mut output = vec![0u8; out_len];
+        let inline_out = entry.command_output_inline_data();
+        let n = out_len.min(INLINE);
+        output[..n].copy_from_slice(&inline_out[..n]);
+        let read = out_chain.read_data(&mut output[n..], token);
+        self.mailboxes.extend(in_chain.into_buffers());
+        self.mailboxes.extend(out_chain.into_buffers());
+        self.history.push(Executed {
+            command: name,
+            opcode,
+            op_mod,
+            elapsed,
+        });
+
+        if delivery != 0 {
+            return Err(Error::Delivery {
+                command: name,
+                opcode,
+                status: delivery,
+                status_name: CmdDeliveryStatus::from_raw(u64::from(delivery))
+                    .map_or("unknown", |s| s.spec_name()),
+            });
+        }
+        read.map_err(|what| Error::BadDeviceValue {
+            command: name,
+            what,
+        })?;
+        trace::dump(name, "out", &output);
+        let status = output.first().copied().unwrap_or(0xff);
+        let syndrome = u32::from_be_bytes([output[4], output[5], output[6], output[7]]);
+        if status != 0 {
+            return Err(Error::Command {
+                command: name,
+                opcode,
+                op_mod,
+                status,
+                status_name: CmdStatus::from_raw(u64::from(status))
+                    .map_or("unknown", |s| s.spec_name()),
+                syndrome,
+            });
+        }
+        Ok(output)
+    }
+}

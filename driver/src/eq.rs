@@ -1,0 +1,183 @@
+//! The asynchronous event queue: a ring of 64-byte EQEs the device writes, read by the
+//! owner-bit rule, and armed through the EQ doorbell of a UAR page.
+
+use crate::backend::{Backend, Barriers, DmaAlloc, DmaBuf, Mmio};
+use crate::cmd::CmdQueue;
+use crate::error::Result;
+use mlx5_prm::cmd::{CreateEq, DestroyEq};
+use mlx5_prm::rt::{Bytes, View};
+use mlx5_prm::{CreateEqOut, Eqe, EventType, PagesReqEvent, PortStateChangeEvent};
+
+/// Bytes per EQE.
+const EQE: usize = 64;
+/// Offset of the EQ doorbell that updates the consumer index and re-arms the EQ.
+const ARM_DOORBELL: usize = 0x40;
+
+/// An event the driver acts on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    /// The device wants `n` more pages (positive) or returns `-n` (negative).
+    PageRequest {
+        /// The function concerned.
+        function_id: u16,
+        /// Signed page count.
+        num_pages: i32,
+    },
+    /// A port changed state; `sub_type` is the new state (the PRM's port change subtype).
+    PortChange {
+        /// Port number, from 1.
+        port: u8,
+        /// The event's sub-type.
+        sub_type: u8,
+    },
+    /// Commands completed (slot bitmask).
+    CommandCompletion {
+        /// Completed slots.
+        vector: u32,
+    },
+    /// Any other event, by type.
+    Other {
+        /// The raw event type.
+        event_type: u8,
+    },
+}
+
+/// An EQ and its ring.
+pub struct EventQueue {
+    ring: DmaBuf,
+    log_size: u8,
+    eqn: u8,
+    uar_offset: usize,
+    consumer: u32,
+}
+
+impl EventQueue {
+    /// Creates an EQ of `1 << log_size` entries on UAR page `uar` that receives `events`.
+    pub fn create<B: Backend>(
+        be: &B,
+        cmdq: &mut CmdQueue,
+        uar: u32,
+        log_size: u8,
+        events: &[EventType],
+    ) -> Result<EventQueue> {
+        let bytes = (EQE << log_size).max(4096);
+        let ring = be.dma().alloc(bytes, 4096)?;
+        // Owner bits start at 1: on the first pass the device writes 0 into valid entries.
+        for i in 0..(1usize << log_size) {
+            let mut e = Eqe::new_unchecked(ring.slice(i * EQE, EQE));
+            e.set_owner(true);
+        }
+        let pages: Vec<u64> = (0..bytes / 4096)
+            .map(|p| ring.iova() + (p * 4096) as u64)
+            .collect();
+        let mask = events.iter().fold(0u64, |m, e| m | 1u64 << e.raw());
+        let result = cmdq.run::<CreateEq, _, _>(be, 0, pages.len() * 8, 0, |i| {
+            let mut ctx = i.eq_context_entry_mut();
+            ctx.set_log_eq_size(log_size);
+            ctx.set_uar_page(uar);
+            ctx.set_log_page_size(0);
+            let _ = i.set_event_bitmask(0, mask);
+            for (k, p) in pages.iter().enumerate() {
+                let _ = i.set_pas(k, *p);
+            }
+        });
+        let out = match result {
+            Ok(out) => out,
+            Err(e) => {
+                be.dma().free(ring);
+                return Err(e);
+            }
+        };
+        let eqn = CreateEqOut::new_checked(&out[..])?.eq_number();
+        let eq = EventQueue {
+            ring,
+            log_size,
+            eqn,
+            uar_offset: uar as usize * 4096,
+            consumer: 0,
+        };
+        eq.arm(be);
+        Ok(eq)
+    }
+
+    /// The EQ number.
+    pub fn eqn(&self) -> u8 {
+        self.eqn
+    }
+
+    /// Tells the device how far the driver has read and asks for the next interrupt.
+    pub fn arm<B: Backend>(&self, be: &B) {
+        B::Barriers::to_device();
+        be.mmio().write32(
+            self.uar_offset + ARM_DOORBELL,
+            (u32::from(self.eqn) << 24) | (self.consumer & 0xff_ffff),
+        );
+    }
+
+    /// Reads every EQE the device has written since the last call, then re-arms.
+    pub fn poll<B: Backend>(&mut self, be: &B) -> Vec<Event> {
+        let mut events = Vec::new();
+        let n = 1u32 << self.log_size;
+        loop {
+            let at = (self.consumer & (n - 1)) as usize * EQE;
+            let eqe = Eqe::new_unchecked(self.ring.slice(at, EQE));
+            // Valid when the owner bit equals the pass parity of the consumer index.
+            let pass = (self.consumer >> self.log_size) & 1 == 1;
+            if eqe.owner() != pass {
+                break;
+            }
+            B::Barriers::from_device();
+            let data = eqe.storage().sub(0x20, 0x1c);
+            let event = match eqe.event_type() {
+                Ok(EventType::PageRequest) => {
+                    let p = PagesReqEvent::new_unchecked(data);
+                    Event::PageRequest {
+                        function_id: p.function_id(),
+                        num_pages: p.num_pages() as i32,
+                    }
+                }
+                Ok(EventType::PortChange) => Event::PortChange {
+                    port: PortStateChangeEvent::new_unchecked(data).port_num(),
+                    sub_type: eqe.event_sub_type(),
+                },
+                Ok(EventType::Cmd) => Event::CommandCompletion {
+                    vector: data.read_be32(0),
+                },
+                _ => Event::Other {
+                    event_type: eqe.event_type_raw(),
+                },
+            };
+            events.push(event);
+            self.consumer = self.consumer.wrapping_add(1);
+        }
+        if !events.is_empty() {
+            self.arm(be);
+        }
+        events
+    }
+
+    /// Destroys the EQ and frees its ring. If DESTROY_EQ fails the device may still write the
+    /// ring, so the queue comes back with the error, to be freed once the function is
+    /// disabled ([`EventQueue::forget`]).
+    pub fn destroy<B: Backend>(
+        self,
+        be: &B,
+        cmdq: &mut CmdQueue,
+    ) -> std::result::Result<(), (crate::Error, EventQueue)> {
+        let eqn = self.eqn;
+        match cmdq.run::<DestroyEq, _, _>(be, 0, 0, 0, |i| i.set_eq_number(eqn)) {
+            Ok(_) => {
+                be.dma().free(self.ring);
+                Ok(())
+            }
+            Err(e) => Err((e, self)),
+        }
+    }
+
+    /// Frees the ring after the device was disabled (it can no longer write it).
+    pub fn forget<B: Backend>(self, be: &B) {
+        be.dma().free(self.ring);
+    }
+}
+
+const _: () = assert!(<Eqe<[u8; 64]> as View<[u8; 64]>>::SIZE == EQE);

@@ -1,0 +1,115 @@
+//! Driver errors. Each names what failed and keeps the device's own words: for commands the
+//! command's name, opcode, status and syndrome.
+
+use mlx5_prm::CmdStatus;
+use std::time::Duration;
+
+/// Everything that can go wrong talking to the device.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Firmware kept the initializing bit set past the deadline.
+    #[error("firmware not ready after {waited:?} (initializing bit still set)")]
+    FirmwareNotReady {
+        /// How long the driver waited.
+        waited: Duration,
+    },
+    /// The device speaks a command interface revision this driver does not.
+    #[error("command interface revision {found} is not supported (need {expected})")]
+    CmdInterfaceRevision {
+        /// Revision the device reports.
+        found: u16,
+        /// Revision the driver implements.
+        expected: u16,
+    },
+    /// The device's command queue geometry is outside what the PRM allows.
+    #[error("command queue geometry not supported: log size {log_size}, log stride {log_stride}")]
+    CmdQueueGeometry {
+        /// log2 of the number of entries.
+        log_size: u8,
+        /// log2 of the entry stride.
+        log_stride: u8,
+    },
+    /// A command completed with a non-zero status.
+    #[error("{command} (opcode 0x{opcode:x}, op_mod 0x{op_mod:x}) failed: status 0x{status:02x} ({status_name}), syndrome 0x{syndrome:08x}")]
+    Command {
+        /// The command's name as the spec writes it.
+        command: &'static str,
+        /// Its opcode.
+        opcode: u16,
+        /// Its op_mod.
+        op_mod: u16,
+        /// The status byte.
+        status: u8,
+        /// The status's PRM name, or "unknown".
+        status_name: &'static str,
+        /// The firmware's syndrome.
+        syndrome: u32,
+    },
+    /// The device refused the command entry itself (delivery status in the entry).
+    #[error("{command} (opcode 0x{opcode:x}) was not delivered: delivery status 0x{status:02x} ({status_name})")]
+    Delivery {
+        /// The command's name.
+        command: &'static str,
+        /// Its opcode.
+        opcode: u16,
+        /// The delivery status.
+        status: u8,
+        /// Its PRM name, or "unknown".
+        status_name: &'static str,
+    },
+    /// A command did not complete before its deadline.
+    #[error("{command} (opcode 0x{opcode:x}) did not complete within {timeout:?}")]
+    CommandTimeout {
+        /// The command's name.
+        command: &'static str,
+        /// Its opcode.
+        opcode: u16,
+        /// The deadline that passed.
+        timeout: Duration,
+    },
+    /// The device returned something the driver cannot trust (a count beyond what was asked,
+    /// an output too short for its layout...).
+    #[error("{command}: the device returned an invalid value: {what}")]
+    BadDeviceValue {
+        /// The command or structure concerned.
+        command: &'static str,
+        /// What was wrong.
+        what: String,
+    },
+    /// DMA memory could not be allocated.
+    #[error("DMA allocation of {len} bytes failed: {reason}")]
+    Dma {
+        /// Bytes asked for.
+        len: usize,
+        /// Why.
+        reason: String,
+    },
+    /// The device reported a firmware error in its health buffer.
+    #[error("device health error: syndrome 0x{syndrome:02x}")]
+    Health {
+        /// The health syndrome.
+        syndrome: u8,
+    },
+    /// A layout did not fit its buffer (a driver bug: sizes come from the generated types).
+    #[error(transparent)]
+    Layout(#[from] mlx5_prm::rt::LayoutError),
+}
+
+impl Error {
+    /// The command status, for command errors.
+    pub fn status(&self) -> Option<u8> {
+        match self {
+            Error::Command { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+
+    /// The status as the spec's enum, for command errors with a known status.
+    pub fn cmd_status(&self) -> Option<CmdStatus> {
+        self.status()
+            .and_then(|s| CmdStatus::from_raw(u64::from(s)))
+    }
+}
+
+/// A specialised result.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
