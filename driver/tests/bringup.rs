@@ -11,9 +11,16 @@ use mlx5_prm::rt::Command;
 use mlx5_sim::{Config, Mode};
 
 fn run(mode: Mode) {
-    let (backend, device) = SimBackend::new(Config { mode, ..Config::default() });
+    let (backend, device) = SimBackend::new(Config {
+        mode,
+        ..Config::default()
+    });
     let hca = Hca::bring_up(backend, &HcaConfig::default()).expect("bring-up");
-    let sent: Vec<(u16, u16)> = device.commands().iter().map(|c| (c.opcode, c.op_mod)).collect();
+    let sent: Vec<(u16, u16)> = device
+        .commands()
+        .iter()
+        .map(|c| (c.opcode, c.op_mod))
+        .collect();
     assert_eq!(sent, bring_up_sequence());
     assert!(device.commands().iter().all(|c| c.status == 0));
     let caps = hca.info().caps();
@@ -23,13 +30,32 @@ fn run(mode: Mode) {
     assert!(hca.pages_held() > 0);
     hca.teardown().expect("teardown");
     assert_eq!(device.pages_held(), 0, "every firmware page comes back");
-    let after: Vec<u16> = device.commands().iter().skip(sent.len()).map(|c| c.opcode).collect();
+    let after: Vec<u16> = device
+        .commands()
+        .iter()
+        .skip(sent.len())
+        .map(|c| c.opcode)
+        .collect();
     let take = ManagePages::OPCODE;
     assert_eq!(
-        after.iter().copied().filter(|&o| o != take).collect::<Vec<_>>(),
-        [DeallocTransportDomain::OPCODE, DeallocPd::OPCODE, DestroyEq::OPCODE, DeallocUar::OPCODE, TeardownHca::OPCODE, DisableHca::OPCODE]
+        after
+            .iter()
+            .copied()
+            .filter(|&o| o != take)
+            .collect::<Vec<_>>(),
+        [
+            DeallocTransportDomain::OPCODE,
+            DeallocPd::OPCODE,
+            DestroyEq::OPCODE,
+            DeallocUar::OPCODE,
+            TeardownHca::OPCODE,
+            DisableHca::OPCODE
+        ]
     );
-    assert!(after.contains(&take), "pages are taken back before DISABLE_HCA");
+    assert!(
+        after.contains(&take),
+        "pages are taken back before DISABLE_HCA"
+    );
     assert_eq!(device.dma().allocated(), 0, "every DMA buffer is freed");
 }
 
@@ -50,7 +76,10 @@ fn dropping_the_handle_tears_down() {
         let _hca = Hca::bring_up(backend, &HcaConfig::default()).unwrap();
     }
     assert_eq!(device.pages_held(), 0);
-    assert_eq!(device.commands().last().map(|c| c.opcode), Some(DisableHca::OPCODE));
+    assert_eq!(
+        device.commands().last().map(|c| c.opcode),
+        Some(DisableHca::OPCODE)
+    );
 }
 
 #[test]

@@ -25,15 +25,29 @@ fn every_bring_up_command_failing_is_reported_and_cleaned_up() {
     opcodes.dedup();
     for mode in [Mode::Inline, Mode::Threaded] {
         for &opcode in &opcodes {
-            let (backend, device) = SimBackend::new(Config { mode, ..Config::default() });
+            let (backend, device) = SimBackend::new(Config {
+                mode,
+                ..Config::default()
+            });
             device.faults().fail_command(opcode, 0x03, 0x1234_5678);
             let err = match Hca::bring_up(backend, &quick()) {
                 Ok(_) => panic!("bring-up succeeded although 0x{opcode:x} fails"),
                 Err(e) => e,
             };
             match &err {
-                Error::Command { opcode: o, status, syndrome, status_name, command, .. } => {
-                    assert_eq!((*o, *status, *syndrome), (opcode, 0x03, 0x1234_5678), "{err}");
+                Error::Command {
+                    opcode: o,
+                    status,
+                    syndrome,
+                    status_name,
+                    command,
+                    ..
+                } => {
+                    assert_eq!(
+                        (*o, *status, *syndrome),
+                        (opcode, 0x03, 0x1234_5678),
+                        "{err}"
+                    );
                     assert_eq!(*status_name, "bad_param");
                     assert!(!command.is_empty());
                 }
@@ -41,7 +55,11 @@ fn every_bring_up_command_failing_is_reported_and_cleaned_up() {
             }
             assert!(err.to_string().contains("syndrome 0x12345678"), "{err}");
             device.faults().clear();
-            assert_eq!(device.pages_held(), 0, "0x{opcode:x} failing left firmware pages behind");
+            assert_eq!(
+                device.pages_held(),
+                0,
+                "0x{opcode:x} failing left firmware pages behind"
+            );
         }
     }
 }
@@ -53,22 +71,32 @@ fn a_command_that_never_completes_times_out() {
     for &opcode in &opcodes {
         let (backend, device) = SimBackend::new(Config::default());
         device.faults().never_complete(opcode);
-        let err = Hca::bring_up(backend, &quick()).err().expect("bring-up must fail");
+        let err = Hca::bring_up(backend, &quick())
+            .err()
+            .expect("bring-up must fail");
         assert!(
-            matches!(err, Error::CommandTimeout { opcode: o, .. } if o == opcode) || opcode == ManagePages::OPCODE,
+            matches!(err, Error::CommandTimeout { opcode: o, .. } if o == opcode)
+                || opcode == ManagePages::OPCODE,
             "0x{opcode:x}: {err}"
         );
         // A stuck MANAGE_PAGES also blocks taking pages back; every other command leaves the
         // page path free, so the device ends with none.
         if opcode != ManagePages::OPCODE {
-            assert_eq!(device.pages_held(), 0, "0x{opcode:x} hanging left firmware pages behind");
+            assert_eq!(
+                device.pages_held(),
+                0,
+                "0x{opcode:x} hanging left firmware pages behind"
+            );
         }
     }
 }
 
 #[test]
 fn firmware_that_never_gets_ready() {
-    let (backend, device) = SimBackend::new(Config { fw_ready: FwReady::Never, ..Config::default() });
+    let (backend, device) = SimBackend::new(Config {
+        fw_ready: FwReady::Never,
+        ..Config::default()
+    });
     let err = Hca::bring_up(backend, &quick()).err().expect("must fail");
     assert!(matches!(err, Error::FirmwareNotReady { .. }), "{err}");
     assert!(device.commands().is_empty());
@@ -76,7 +104,10 @@ fn firmware_that_never_gets_ready() {
 
 #[test]
 fn firmware_slow_to_get_ready_is_waited_for() {
-    let (backend, device) = SimBackend::new(Config { fw_ready: FwReady::AfterPolls(20), ..Config::default() });
+    let (backend, device) = SimBackend::new(Config {
+        fw_ready: FwReady::AfterPolls(20),
+        ..Config::default()
+    });
     let hca = Hca::bring_up(backend, &HcaConfig::default()).expect("bring-up after 20 polls");
     hca.teardown().unwrap();
     assert_eq!(device.pages_held(), 0);
@@ -88,7 +119,10 @@ fn a_health_syndrome_is_reported() {
     let hca = Hca::bring_up(backend, &quick()).unwrap();
     assert!(hca.check_health().is_ok());
     device.set_health_syndrome(0x5);
-    assert!(matches!(hca.check_health(), Err(Error::Health { syndrome: 0x5 })));
+    assert!(matches!(
+        hca.check_health(),
+        Err(Error::Health { syndrome: 0x5 })
+    ));
     // Commands no longer complete: teardown fails, but without a panic.
     assert!(hca.teardown().is_err());
 }

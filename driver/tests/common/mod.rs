@@ -28,4 +28,3 @@ pub fn bring_up_sequence() -> Vec<(u16, u16)> {
         (QuerySpecialContexts::OPCODE, 0),
     ]
 }
-
