@@ -12,7 +12,7 @@
 //! did the same way, so no firmware page is left behind.
 
 use crate::backend::{Backend, Mmio, Regs};
-use crate::cmd::{CmdQueue, Executed};
+use crate::cmd::{CmdQueue, EventSink, Executed};
 use crate::eq::{Event, EventQueue};
 use crate::error::{Error, Result};
 use crate::pages::Pages;
@@ -86,6 +86,8 @@ pub struct Hca<B: Backend> {
     /// What is up, for teardown in reverse.
     done: Done,
     events: Vec<Event>,
+    /// Events read while waiting for command completions, not handled yet.
+    pending: Vec<Event>,
 }
 
 /// Which steps completed.
@@ -144,6 +146,7 @@ impl<B: Backend> Hca<B> {
             eq: None,
             done: Done::default(),
             events: Vec::new(),
+            pending: Vec::new(),
         };
         match hca.up(config) {
             Ok(()) => Ok(hca),
@@ -156,7 +159,8 @@ impl<B: Backend> Hca<B> {
         }
     }
 
-    /// Runs command `C` with no trailing data; returns its output bytes.
+    /// Runs command `C` with no trailing data; returns its output bytes. Once the async EQ
+    /// exists, completion comes by event (other events are kept for [`Hca::poll_events`]).
     pub fn run<C: Command>(
         &mut self,
         op_mod: C::OpMod,
@@ -167,7 +171,16 @@ impl<B: Backend> Hca<B> {
             .cmdq
             .as_mut()
             .expect("command queue exists until teardown");
-        cmdq.run::<C, B, _>(be, op_mod, 0, 0, fill)
+        let sink = self.eq.as_mut().map(|eq| EventSink {
+            eq,
+            stash: &mut self.pending,
+        });
+        cmdq.run_with::<C, B, _>(be, sink, op_mod, 0, 0, fill)
+    }
+
+    /// True when commands complete by event (the async EQ exists).
+    pub fn event_mode(&self) -> bool {
+        self.eq.is_some()
     }
 
     fn up(&mut self, config: &HcaConfig) -> Result<()> {
@@ -234,7 +247,11 @@ impl<B: Backend> Hca<B> {
             cmdq,
             self.info.uar,
             config.eq_log_size,
-            &[EventType::PageRequest, EventType::PortChange],
+            &[
+                EventType::PageRequest,
+                EventType::PortChange,
+                EventType::Cmd,
+            ],
         )?;
         self.info.eqn = eq.eqn();
         self.eq = Some(eq);
@@ -346,20 +363,36 @@ impl<B: Backend> Hca<B> {
     }
 
     /// Reads new events and serves page requests. Returns the events seen (all of them,
-    /// including the page requests already served).
+    /// including the page requests already served, and events met while waiting for command
+    /// completions).
     pub fn poll_events(&mut self) -> Result<Vec<Event>> {
-        let events = match self.eq.as_mut() {
-            Some(eq) => eq.poll(&self.be),
-            None => return Ok(Vec::new()),
-        };
-        for e in &events {
-            if let Event::PageRequest { num_pages, .. } = *e {
-                let (be, cmdq) = (&self.be, self.cmdq.as_mut().expect("command queue"));
-                self.pages.apply(be, cmdq, num_pages)?;
-            }
+        let mut events = std::mem::take(&mut self.pending);
+        match self.eq.as_mut() {
+            Some(eq) => events.extend(eq.poll(&self.be)),
+            None => return Ok(events),
         }
+        let mut served = 0;
+        while served < events.len() {
+            if let Event::PageRequest { num_pages, .. } = events[served] {
+                self.apply_pages(num_pages)?;
+                // Commands sent meanwhile may have met more events.
+                events.append(&mut self.pending);
+            }
+            served += 1;
+        }
+        events.retain(|e| !matches!(e, Event::CommandCompletion { .. }));
         self.events.extend(events.iter().copied());
         Ok(events)
+    }
+
+    fn apply_pages(&mut self, n: i32) -> Result<()> {
+        let be = &self.be;
+        let cmdq = self.cmdq.as_mut().expect("command queue");
+        let sink = self.eq.as_mut().map(|eq| EventSink {
+            eq,
+            stash: &mut self.pending,
+        });
+        self.pages.apply_with(be, cmdq, sink, n)
     }
 
     /// The health syndrome the device reports (0 when healthy).

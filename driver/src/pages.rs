@@ -3,7 +3,7 @@
 //! events later) and takes every one back at teardown.
 
 use crate::backend::{Backend, DmaAlloc, DmaBuf};
-use crate::cmd::CmdQueue;
+use crate::cmd::{CmdQueue, EventSink};
 use crate::error::{Error, Result};
 use mlx5_prm::cmd::{ManagePages, ManagePagesOpMod, QueryPages, QueryPagesOpMod};
 use mlx5_prm::rt::{Command, View};
@@ -43,15 +43,38 @@ impl Pages {
 
     /// Gives `n` pages (positive) or takes `-n` back (negative), as a page request asks.
     pub fn apply<B: Backend>(&mut self, be: &B, cmdq: &mut CmdQueue, n: i32) -> Result<()> {
+        self.apply_with(be, cmdq, None, n)
+    }
+
+    /// [`Pages::apply`], with command completions by event through `sink`.
+    pub fn apply_with<B: Backend>(
+        &mut self,
+        be: &B,
+        cmdq: &mut CmdQueue,
+        mut sink: Option<EventSink<'_>>,
+        n: i32,
+    ) -> Result<()> {
         match n {
-            n if n > 0 => self.give(be, cmdq, n as usize),
-            n if n < 0 => self.take(be, cmdq, n.unsigned_abs() as usize).map(|_| ()),
+            n if n > 0 => self.give_with(be, cmdq, &mut sink, n as usize),
+            n if n < 0 => self
+                .take_with(be, cmdq, &mut sink, n.unsigned_abs() as usize)
+                .map(|_| ()),
             _ => Ok(()),
         }
     }
 
     /// Allocates `n` pages and gives them to the device.
     pub fn give<B: Backend>(&mut self, be: &B, cmdq: &mut CmdQueue, n: usize) -> Result<()> {
+        self.give_with(be, cmdq, &mut None, n)
+    }
+
+    fn give_with<B: Backend>(
+        &mut self,
+        be: &B,
+        cmdq: &mut CmdQueue,
+        sink: &mut Option<EventSink<'_>>,
+        n: usize,
+    ) -> Result<()> {
         let mut left = n;
         while left > 0 {
             let count = left.min(CHUNK);
@@ -64,8 +87,9 @@ impl Pages {
                             be.dma().free(p);
                         }
                         // Tell firmware the pages will not come, so it stops waiting for them.
-                        let _ = cmdq.run::<ManagePages, _, _>(
+                        let _ = cmdq.run_with::<ManagePages, _, _>(
                             be,
+                            sink.as_mut().map(EventSink::reborrow),
                             ManagePagesOpMod::AllocFail,
                             0,
                             0,
@@ -78,13 +102,19 @@ impl Pages {
                 }
             }
             let addrs: Vec<u64> = batch.iter().map(DmaBuf::iova).collect();
-            let result =
-                cmdq.run::<ManagePages, _, _>(be, ManagePagesOpMod::Give, count * 8, 0, |i| {
+            let result = cmdq.run_with::<ManagePages, _, _>(
+                be,
+                sink.as_mut().map(EventSink::reborrow),
+                ManagePagesOpMod::Give,
+                count * 8,
+                0,
+                |i| {
                     i.set_input_num_entries(count as u32);
                     for (k, a) in addrs.iter().enumerate() {
                         let _ = i.set_pas(k, *a);
                     }
-                });
+                },
+            );
             match result {
                 Ok(_) => {
                     for p in batch {
@@ -106,13 +136,29 @@ impl Pages {
     /// Takes up to `n` pages back and frees them; returns how many came back. Addresses the
     /// device returns must be pages it was given.
     pub fn take<B: Backend>(&mut self, be: &B, cmdq: &mut CmdQueue, n: usize) -> Result<usize> {
+        self.take_with(be, cmdq, &mut None, n)
+    }
+
+    fn take_with<B: Backend>(
+        &mut self,
+        be: &B,
+        cmdq: &mut CmdQueue,
+        sink: &mut Option<EventSink<'_>>,
+        n: usize,
+    ) -> Result<usize> {
         let mut total = 0;
         while total < n {
             let ask = (n - total).min(CHUNK);
-            let out =
-                cmdq.run::<ManagePages, _, _>(be, ManagePagesOpMod::Take, 0, ask * 8, |i| {
+            let out = cmdq.run_with::<ManagePages, _, _>(
+                be,
+                sink.as_mut().map(EventSink::reborrow),
+                ManagePagesOpMod::Take,
+                0,
+                ask * 8,
+                |i| {
                     i.set_input_num_entries(ask as u32);
-                })?;
+                },
+            )?;
             let view = ManagePagesOut::new_checked(&out[..])?;
             let got = view.output_num_entries() as usize;
             if got > ask {

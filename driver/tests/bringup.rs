@@ -70,6 +70,20 @@ fn threaded_bring_up_and_teardown() {
 }
 
 #[test]
+fn commands_complete_by_event_once_the_eq_exists() {
+    let (backend, device) = SimBackend::new(Config::default());
+    let mut hca = Hca::bring_up(backend, &HcaConfig::default()).unwrap();
+    assert!(hca.event_mode());
+    let before = device.commands().len();
+    hca.run::<QueryAdapter>(0, |_| {})
+        .expect("completes by event");
+    assert_eq!(device.commands().len(), before + 1);
+    // Completion events are consumed by the command path, not reported as events.
+    assert!(hca.poll_events().unwrap().is_empty());
+    hca.teardown().unwrap();
+}
+
+#[test]
 fn dropping_the_handle_tears_down() {
     let (backend, device) = SimBackend::new(Config::default());
     {

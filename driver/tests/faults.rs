@@ -48,7 +48,7 @@ fn every_bring_up_command_failing_is_reported_and_cleaned_up() {
                         (opcode, 0x03, 0x1234_5678),
                         "{err}"
                     );
-                    assert_eq!(*status_name, "bad_param");
+                    assert_eq!(*status_name, "bad_param_err");
                     assert!(!command.is_empty());
                 }
                 other => panic!("0x{opcode:x}: unexpected error {other}"),

@@ -1,7 +1,85 @@
-//! A software model of an mlx5 adapter that behaves as the PRM says the hardware does: the
-//! initialization segment, the command interface, firmware pages, queues and the data path.
+//! A software model of an mlx5 (ConnectX) adapter that behaves as the PRM says the hardware
+//! does: the initialization segment, the command interface with its mailboxes, firmware pages,
+//! capabilities, the objects of the control path (EQs, CQs, mkeys, QPs, SQs, RQs, TIS/TIR/RQT,
+//! flow tables, vports) and events.
 //!
-//! It is the default device for every test and demo in this workspace, since the team has no
-//! ConnectX card, and a product of its own for anyone testing a driver without hardware. The
-//! model is built on the same generated `mlx5-prm` types as the driver; it lands with the
-//! bring-up issue.
+//! It is the default device for every test and demo in this workspace, since no one here has a
+//! ConnectX card, and a product of its own: a device to test a driver against without
+//! hardware, which answers every misuse with the PRM's status and a syndrome naming the check
+//! that failed ([`syndrome`]). It is written from the device's side on the same generated
+//! `mlx5-prm` types as the driver, so the two meet only at the PRM's byte layouts.
+//!
+//! ```
+//! use mlx5_sim::{Config, Device};
+//!
+//! let dev = Device::new(Config::default());
+//! assert_eq!(dev.read32(0x04) >> 16, 5); // cmd_interface_rev
+//! assert_eq!(dev.read32(0x1fc) >> 31, 0); // not initializing
+//! let cmdq = dev.dma().alloc(4096, 4096).unwrap();
+//! dev.write32(0x10, (cmdq.iova >> 32) as u32);
+//! dev.write32(0x14, cmdq.iova as u32);
+//! ```
+//!
+//! The driver reaches the device through [`Device::read32`], [`Device::write32`] and
+//! [`Device::write64`] (BAR 0) and memory from [`Device::dma`]; a test also plays firmware and
+//! link through [`Device::request_pages`], [`Device::raise_port_change`],
+//! [`Device::set_health_syndrome`] and [`Device::faults`].
+
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
+
+mod bar;
+mod bits;
+mod caps;
+mod cmdq;
+mod config;
+mod device;
+// The one module that handles raw host memory (see its documentation for the argument).
+#[allow(unsafe_code)]
+mod dma;
+mod events;
+mod exec;
+mod fail;
+mod faults;
+mod inventory;
+mod mailbox;
+mod model;
+mod pages;
+mod pas;
+mod record;
+mod regs;
+pub mod syndrome;
+mod table;
+mod worker;
+
+pub use bar::{BAR_SIZE, FIRST_UAR, UAR_PAGE_SIZE};
+pub use caps::{Caps, SetRule, Settable};
+pub use config::{Config, Faults, FwReady, Mode};
+pub use device::Device;
+pub use dma::{DmaError, DmaRegion, DmaSpace, DEFAULT_DMA_LIMIT, DMA_PAGE_SIZE, IOVA_BASE};
+pub use exec::handles::RESD_LKEY;
+pub use exec::hca::PSID;
+pub use faults::FaultInjector;
+pub use inventory::Objects;
+pub use record::CommandRecord;
+pub use regs::{FW_REV, LOG_CMDQ_SIZE, LOG_CMDQ_STRIDE};
+
+/// Opcodes of every command the model executes.
+pub fn supported_opcodes() -> impl Iterator<Item = u16> {
+    exec::opcodes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shareable<T: Send + Sync>() {}
+
+    #[test]
+    fn handles_cross_threads() {
+        shareable::<Device>();
+        shareable::<DmaSpace>();
+        shareable::<DmaRegion>();
+        shareable::<FaultInjector>();
+    }
+}

@@ -9,6 +9,7 @@ mod mailbox;
 mod trace;
 
 use crate::backend::{Backend, Barriers, DmaAlloc, DmaBuf, Events, Mmio, Regs};
+use crate::eq::{Event, EventQueue};
 use crate::error::{Error, Result};
 use mailbox::Chain;
 use mlx5_prm::rt::{Bytes, BytesMut, Command, MmioBytes, OpMod, View};
@@ -33,6 +34,24 @@ pub struct Executed {
     pub op_mod: u16,
     /// How long it took, doorbell to ownership.
     pub elapsed: Duration,
+}
+
+/// Where command completions arrive in event mode, and where other events met meanwhile go.
+pub struct EventSink<'a> {
+    /// The EQ subscribed to command-completion events.
+    pub eq: &'a mut EventQueue,
+    /// Events that are not command completions, for the caller to handle.
+    pub stash: &'a mut Vec<Event>,
+}
+
+impl EventSink<'_> {
+    /// The same sink for a shorter borrow (to pass it to several commands in turn).
+    pub fn reborrow(&mut self) -> EventSink<'_> {
+        EventSink {
+            eq: self.eq,
+            stash: self.stash,
+        }
+    }
 }
 
 /// The command queue.
@@ -146,6 +165,27 @@ impl CmdQueue {
         B: Backend,
         F: FnOnce(&mut C::Input<&mut [u8]>),
     {
+        self.run_with::<C, B, F>(be, None, op_mod, extra_in, extra_out, fill)
+    }
+
+    /// [`CmdQueue::run`], waiting for completion through `events` when given: the command
+    /// completion EQE names the slot, then the entry is read. Other events met while waiting
+    /// are kept in the sink for the caller.
+    #[allow(clippy::too_many_arguments)]
+    pub fn run_with<C, B, F>(
+        &mut self,
+        be: &B,
+        events: Option<EventSink<'_>>,
+        op_mod: C::OpMod,
+        extra_in: usize,
+        extra_out: usize,
+        fill: F,
+    ) -> Result<Vec<u8>>
+    where
+        C: Command,
+        B: Backend,
+        F: FnOnce(&mut C::Input<&mut [u8]>),
+    {
         let in_len = <C::Input<&mut [u8]> as View<&mut [u8]>>::SIZE + extra_in;
         let out_len = <C::Output<&[u8]> as View<&[u8]>>::SIZE + extra_out;
         let mut input = vec![0u8; in_len];
@@ -153,13 +193,23 @@ impl CmdQueue {
             let mut view = C::input(&mut input[..], op_mod)?;
             fill(&mut view);
         }
-        self.exec(be, C::NAME, C::OPCODE, op_mod.raw(), &input, out_len)
+        self.exec(
+            be,
+            events,
+            C::NAME,
+            C::OPCODE,
+            op_mod.raw(),
+            &input,
+            out_len,
+        )
     }
 
     /// Runs one command given as raw input bytes; returns `out_len` output bytes.
+    #[allow(clippy::too_many_arguments)]
     pub fn exec<B: Backend>(
         &mut self,
         be: &B,
+        mut events: Option<EventSink<'_>>,
         name: &'static str,
         opcode: u16,
         op_mod: u16,
@@ -211,15 +261,46 @@ impl CmdQueue {
         let xor = all.iter().fold(0u8, |a, b| a ^ b);
         entry.set_signature(!xor);
 
+        // In event mode, completions of earlier commands still in the EQ must not be taken for
+        // this one's: read them out first (other events are kept).
+        if let Some(sink) = events.as_mut() {
+            for e in sink.eq.poll(be) {
+                if !matches!(e, Event::CommandCompletion { .. }) {
+                    sink.stash.push(e);
+                }
+            }
+        }
+
         // Everything above must reach memory before the device sees the doorbell.
         B::Barriers::to_device();
         let start = Instant::now();
         be.mmio().write32(DOORBELL, 1 << slot);
 
         let deadline = start + self.timeout;
+        let mut announced = false;
         loop {
-            if !entry.ownership() {
-                break;
+            match events.as_mut() {
+                // Event mode: the completion EQE for this slot comes first; the entry is read
+                // once it has been seen.
+                Some(sink) => {
+                    for e in sink.eq.poll(be) {
+                        match e {
+                            Event::CommandCompletion { vector } if vector & (1 << slot) != 0 => {
+                                announced = true
+                            }
+                            Event::CommandCompletion { .. } => {}
+                            other => sink.stash.push(other),
+                        }
+                    }
+                    if announced && !entry.ownership() {
+                        break;
+                    }
+                }
+                None => {
+                    if !entry.ownership() {
+                        break;
+                    }
+                }
             }
             if Instant::now() >= deadline {
                 // The device still owns the entry and may write the mailboxes later: keep them
@@ -282,5 +363,81 @@ impl CmdQueue {
             });
         }
         Ok(output)
+    }
+}
+
+#[cfg(all(test, feature = "sim"))]
+mod tests {
+    use super::*;
+    use crate::backend::sim::SimBackend;
+    use mlx5_prm::cmd::{EnableHca, QueryHcaCap, QueryHcaCapOpMod, QueryIssi};
+    use mlx5_prm::QueryHcaCapOut;
+
+    fn queue() -> (SimBackend, std::sync::Arc<mlx5_sim::Device>, CmdQueue) {
+        let (be, dev) = SimBackend::new(mlx5_sim::Config::default());
+        let q = CmdQueue::new(&be, Duration::from_millis(100)).unwrap();
+        (be, dev, q)
+    }
+
+    #[test]
+    fn tokens_roll_over_without_zero() {
+        let (be, _dev, mut q) = queue();
+        q.token = 0xfe;
+        assert_eq!(q.next_token(), 0xff);
+        assert_eq!(q.next_token(), 1);
+        q.release(&be);
+    }
+
+    #[test]
+    fn page_commands_use_the_last_slot_and_stuck_slots_are_skipped() {
+        let (be, _dev, mut q) = queue();
+        let last = (1usize << q.log_size) - 1;
+        assert_eq!(q.slot(mlx5_prm::cmd::ManagePages::OPCODE), Some(last));
+        assert_eq!(q.slot(EnableHca::OPCODE), Some(0));
+        q.stuck = 1;
+        assert_eq!(q.slot(EnableHca::OPCODE), Some(1));
+        q.stuck = u32::MAX;
+        assert_eq!(q.slot(EnableHca::OPCODE), None);
+        q.stuck = 0;
+        q.release(&be);
+    }
+
+    #[test]
+    fn outputs_longer_than_the_inline_part_come_through_mailboxes() {
+        let (be, dev, mut q) = queue();
+        q.run::<EnableHca, _, _>(&be, 0, 0, 0, |_| {}).unwrap();
+        // QUERY_HCA_CAP's output is 0x1010 bytes: 16 inline, the rest in 8 chained blocks.
+        let out = q
+            .run::<QueryHcaCap, _, _>(&be, QueryHcaCapOpMod::GeneralMax, 0, 0, |_| {})
+            .unwrap();
+        assert_eq!(out.len(), 0x1010);
+        let view = QueryHcaCapOut::new_checked(&out[..]).unwrap();
+        let union = view.capability();
+        assert_eq!(union.cmd_hca_cap().log_max_qp(), 18);
+        assert_eq!(q.mailboxes.len(), 8, "the blocks are kept for reuse");
+        assert!(dev.commands().iter().all(|c| c.status == 0));
+        q.release(&be);
+    }
+
+    #[test]
+    fn a_status_becomes_a_typed_error() {
+        let (be, dev, mut q) = queue();
+        // QUERY_ISSI before ENABLE_HCA is allowed; an unknown opcode is not.
+        q.run::<QueryIssi, _, _>(&be, 0, 0, 0, |_| {}).unwrap();
+        let err = q
+            .exec(
+                &be,
+                None,
+                "nonsense",
+                0x7fff,
+                0,
+                &[0x7f, 0xff, 0, 0, 0, 0, 0, 0],
+                16,
+            )
+            .unwrap_err();
+        assert_eq!(err.status(), Some(0x2), "{err}");
+        assert!(err.to_string().contains("nonsense (opcode 0x7fff"), "{err}");
+        assert_eq!(dev.commands().last().map(|c| c.status), Some(0x2));
+        q.release(&be);
     }
 }

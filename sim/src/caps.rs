@@ -1,0 +1,239 @@
+//! The capability profile: the maximum and current values of the three capability pages the
+//! model answers QUERY_HCA_CAP for (general, Ethernet offloads, RoCE), and which fields
+//! SET_HCA_CAP may change.
+//!
+//! Pages are kept as the generated owned views, so a test builds a profile with the same typed
+//! setters a driver reads it with (`caps.general_max.set_log_max_qp(10)`).
+
+use mlx5_prm::rt::{self, Field};
+use mlx5_prm::{
+    CmdHcaCap, EthWqeInlineModeCap, HcaCmdifChecksum, HcaGidTableSize, HcaPkeyTableSize,
+    HcaPortType, HcaTsFormatCap, PerProtocolNetworkingOffloadCaps, RoceCap,
+};
+
+/// What SET_HCA_CAP accepts for a settable field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SetRule {
+    /// Any value up to the field's maximum value (for a flag: set only if the maximum is set).
+    AtMostMax,
+    /// One of these values.
+    OneOf(&'static [u64]),
+}
+
+/// A field SET_HCA_CAP may change, by its generated position constant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Settable {
+    /// The field (`CmdHcaCap::LOG_MAX_QP`, ...).
+    pub field: Field,
+    /// What values it takes.
+    pub rule: SetRule,
+}
+
+impl Settable {
+    /// A field settable up to its maximum.
+    pub const fn at_most_max(field: Field) -> Settable {
+        Settable {
+            field,
+            rule: SetRule::AtMostMax,
+        }
+    }
+
+    /// Reads the field from a capability page image.
+    pub fn get(&self, page: &[u8]) -> u64 {
+        rt::get_bits(page, self.field.bit_offset, self.field.width)
+    }
+
+    /// Writes the field into a capability page image.
+    pub fn set(&self, page: &mut [u8], value: u64) {
+        rt::set_bits(page, self.field.bit_offset, self.field.width, value)
+    }
+
+    /// True when `value` is acceptable given the page of maximum values.
+    pub fn allows(&self, value: u64, max_page: &[u8]) -> bool {
+        match self.rule {
+            SetRule::AtMostMax => value <= self.get(max_page),
+            SetRule::OneOf(values) => values.contains(&value),
+        }
+    }
+}
+
+/// Capability values: the device's maxima, the values in force after reset, and what
+/// SET_HCA_CAP may change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caps {
+    /// General capabilities (type 0), maximum values.
+    pub general_max: CmdHcaCap,
+    /// General capabilities, current values after reset.
+    pub general_cur: CmdHcaCap,
+    /// Ethernet offload capabilities (type 1), maximum values.
+    pub eth_max: PerProtocolNetworkingOffloadCaps,
+    /// Ethernet offload capabilities, current values.
+    pub eth_cur: PerProtocolNetworkingOffloadCaps,
+    /// RoCE capabilities (type 4), maximum values.
+    pub roce_max: RoceCap,
+    /// RoCE capabilities, current values.
+    pub roce_cur: RoceCap,
+    /// General fields SET_HCA_CAP may change; it leaves the others as they are.
+    pub general_settable: Vec<Settable>,
+    /// RoCE fields SET_HCA_CAP may change.
+    pub roce_settable: Vec<Settable>,
+}
+
+/// The UAR page size the model's BAR layout implements (UAR n at n * 4 KiB): log 0.
+const LOG_UAR_PAGE_SZ: u16 = 0;
+
+impl Caps {
+    /// A ConnectX-5-like profile: one Ethernet port with RoCE, 2^18 QPs, 2^24 CQs, 2^8 EQs,
+    /// 2^23 PDs, 2^24 mkeys, 4 KiB UAR pages, 512-byte BlueFlame registers, CQE version 1.
+    ///
+    /// Values a real ConnectX-5 reports that the model does not need are left at zero; the
+    /// current values equal the maxima except for the features Linux turns on with
+    /// SET_HCA_CAP (command checksums start in their initial state; drain_sigerr,
+    /// mkey_by_name, release_all_pages, cache_line_128byte and uar_4k start off).
+    pub fn connectx5() -> Caps {
+        let mut g = CmdHcaCap::zeroed();
+        g.set_log_max_srq_sz(15);
+        g.set_log_max_qp_sz(15);
+        g.set_log_max_qp(18);
+        g.set_log_max_srq(23);
+        g.set_log_max_cq_sz(22);
+        g.set_log_max_cq(24);
+        g.set_log_max_eq_sz(22);
+        g.set_log_max_mkey(24);
+        g.set_log_max_eq(8);
+        g.set_fast_teardown(true);
+        g.set_force_teardown(true);
+        g.set_log_max_klm_list_size(16);
+        g.set_log_max_ra_req_qp(4);
+        g.set_log_max_ra_res_qp(4);
+        g.set_release_all_pages(true);
+        g.set_cache_line_128byte(true);
+        g.set_gid_table_size(HcaGidTableSize::Entries128);
+        g.set_pkey_table_size(HcaPkeyTableSize::Entries128);
+        g.set_nic_flow_table(true);
+        g.set_port_type(HcaPortType::Ethernet);
+        g.set_num_ports(1);
+        g.set_log_max_msg(30);
+        g.set_max_tc(8);
+        g.set_cqe_version(1);
+        g.set_drain_sigerr(true);
+        g.set_cmdif_checksum(HcaCmdifChecksum::Enabled);
+        g.set_eth_net_offloads(true);
+        g.set_roce(true);
+        g.set_atomic(true);
+        g.set_cq_oi(true);
+        g.set_cq_resize(true);
+        g.set_cq_moderation(true);
+        g.set_cq_eq_remap(true);
+        g.set_rc(true);
+        g.set_uc(true);
+        g.set_ud(true);
+        g.set_xrc(true);
+        g.set_uar_4k(true);
+        g.set_umem_uid_0(true);
+        g.set_log_pg_sz(12);
+        g.set_bf(true);
+        g.set_driver_version(true);
+        g.set_mkey_by_name(true);
+        g.set_log_bf_reg_size(9);
+        g.set_max_wqe_sz_sq(960);
+        g.set_max_wqe_sz_rq(512);
+        g.set_log_max_transport_domain(20);
+        g.set_log_max_pd(23);
+        g.set_log_max_rq(20);
+        g.set_log_max_sq(20);
+        g.set_log_max_tir(20);
+        g.set_log_max_tis(20);
+        g.set_log_max_rqt(20);
+        g.set_log_max_rqt_size(16);
+        g.set_log_max_tis_per_sq(3);
+        g.set_log_max_wq_sz(16);
+        g.set_log_max_current_mc_list(12);
+        g.set_log_max_current_uc_list(10);
+        g.set_sq_ts_format(HcaTsFormatCap::FreeRunning);
+        g.set_rq_ts_format(HcaTsFormatCap::FreeRunning);
+        g.set_max_num_eqs(256);
+        g.set_log_uar_page_sz(LOG_UAR_PAGE_SZ);
+        g.set_device_frequency_khz(156_250);
+        g.set_num_of_uars_per_page(1);
+        g.set_num_vhca_ports(1);
+        g.set_sw_owner_id(true);
+
+        let mut cur = g;
+        cur.set_cmdif_checksum(HcaCmdifChecksum::InitialState);
+        cur.set_drain_sigerr(false);
+        cur.set_mkey_by_name(false);
+        cur.set_release_all_pages(false);
+        cur.set_cache_line_128byte(false);
+        cur.set_uar_4k(false);
+
+        let mut eth = PerProtocolNetworkingOffloadCaps::zeroed();
+        eth.set_csum_cap(true);
+        eth.set_vlan_cap(true);
+        eth.set_lro_cap(true);
+        eth.set_lro_psh_flag(true);
+        eth.set_lro_time_stamp(true);
+        eth.set_wqe_vlan_insert(true);
+        eth.set_self_lb_en_modifiable(true);
+        eth.set_max_lso_cap(18);
+        eth.set_wqe_inline_mode(EthWqeInlineModeCap::NotRequired);
+        eth.set_rss_ind_tbl_cap(8);
+        eth.set_scatter_fcs(true);
+        eth.set_tunnel_stateless_gre(true);
+        eth.set_tunnel_stateless_vxlan(true);
+        eth.set_swp(true);
+        eth.set_swp_csum(true);
+        eth.set_swp_lso(true);
+        eth.set_max_vxlan_udp_ports(4);
+        eth.set_lro_min_mss_size(1);
+        for (i, period) in [8, 16, 32, 1024].into_iter().enumerate() {
+            let _ = eth.set_lro_timer_supported_periods(i, period);
+        }
+
+        let mut roce = RoceCap::zeroed();
+        roce.set_sw_r_roce_src_udp_port(true);
+        roce.set_fl_rc_qp_when_roce_enabled(true);
+        roce.set_qp_ts_format(HcaTsFormatCap::FreeRunning);
+        roce.set_l3_type(0x6);
+        roce.set_roce_version(0x5);
+        roce.set_r_roce_dest_udp_port(4791);
+        roce.set_r_roce_max_src_udp_port(0xffff);
+        roce.set_r_roce_min_src_udp_port(0xc000);
+        roce.set_roce_address_table_size(256);
+        let mut roce_cur = roce;
+        roce_cur.set_sw_r_roce_src_udp_port(false);
+
+        Caps {
+            general_max: g,
+            general_cur: cur,
+            eth_max: eth,
+            eth_cur: eth,
+            roce_max: roce,
+            roce_cur,
+            general_settable: vec![
+                Settable::at_most_max(CmdHcaCap::PKEY_TABLE_SIZE),
+                Settable::at_most_max(CmdHcaCap::LOG_MAX_QP),
+                Settable {
+                    field: CmdHcaCap::CMDIF_CHECKSUM,
+                    rule: SetRule::OneOf(&[0, 1, 3]),
+                },
+                Settable::at_most_max(CmdHcaCap::DRAIN_SIGERR),
+                Settable::at_most_max(CmdHcaCap::UAR_4K),
+                Settable::at_most_max(CmdHcaCap::LOG_UAR_PAGE_SZ),
+                Settable::at_most_max(CmdHcaCap::CACHE_LINE_128BYTE),
+                Settable::at_most_max(CmdHcaCap::RELEASE_ALL_PAGES),
+                Settable::at_most_max(CmdHcaCap::MKEY_BY_NAME),
+                Settable::at_most_max(CmdHcaCap::ROCE),
+                Settable::at_most_max(CmdHcaCap::NUM_VHCA_PORTS),
+                Settable::at_most_max(CmdHcaCap::DISABLE_LINK_UP),
+            ],
+            roce_settable: vec![Settable::at_most_max(RoceCap::SW_R_ROCE_SRC_UDP_PORT)],
+        }
+    }
+}
+
+impl Default for Caps {
+    fn default() -> Self {
+        Caps::connectx5()
+    }
+}

@@ -1,0 +1,350 @@
+//! Host memory that the driver allocates for the device, addressed by IO virtual address
+//! (IOVA): what IOMMU-mapped DMA memory is on real hardware.
+//!
+//! The driver gets a region's host address (`va`, for its own accesses) and its IOVA (what it
+//! writes into command entries, contexts and page lists). The model reaches the memory only
+//! through the IOVA, by [`DmaSpace::window`], which returns `None` for any byte that is not
+//! mapped, as an IOMMU would fault. IOVAs start at [`IOVA_BASE`], far from any host address,
+//! and every region is followed by an unmapped guard page, so a driver that passes a virtual
+//! address where an IOVA belongs, or overruns a buffer, is caught instead of silently working.
+//!
+//! This is the only module of the crate with `unsafe` code: it owns the raw host memory and
+//! hands out [`DeviceBytes`] windows onto it.
+//!
+//! Soundness rests on one rule: host memory is returned to the allocator only when the
+//! `DmaSpace` itself is dropped. [`DmaSpace::free`] unmaps a region at once (no new window
+//! can reach it, and its IOVAs are never reused) but keeps its memory until then, so a window
+//! taken just before a racing `free` (a driver bug, which real hardware turns into a DMA after
+//! free) still points at live memory. Every window borrows the `DmaSpace`, so none outlives
+//! the memory.
+
+use mlx5_prm::rt::DeviceBytes;
+use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::ptr::NonNull;
+use std::sync::{Mutex, MutexGuard};
+
+/// The first IOVA handed out. Far above typical user-space heap addresses only by convention;
+/// what matters is that IOVAs and host addresses of the same region always differ.
+pub const IOVA_BASE: u64 = 0x1_0000_0000;
+
+/// Granule of every allocation: the 4 KiB page of the PRM (`MLX5_ADAPTER_PAGE_SIZE`).
+pub const DMA_PAGE_SIZE: usize = 4096;
+
+/// Default cap on the bytes one `DmaSpace` maps at a time, so that a runaway driver fails an
+/// allocation instead of exhausting the machine.
+pub const DEFAULT_DMA_LIMIT: usize = 1 << 30;
+
+/// Largest alignment `alloc` accepts (1 GiB, the largest page a PRM page list describes).
+const MAX_ALIGN: usize = 1 << 30;
+
+/// Why a DMA allocation, free or access failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DmaError {
+    /// `alloc` was asked for zero bytes.
+    ZeroLength,
+    /// The alignment is not a power of two, or is larger than 1 GiB.
+    BadAlign(usize),
+    /// The allocation would exceed the space's limit, or the host allocator failed.
+    Exhausted {
+        /// Bytes asked for (after rounding up to whole pages).
+        requested: usize,
+        /// Bytes still available under the limit.
+        available: usize,
+    },
+    /// No mapped region covers this IOVA (for `free`: no region starts there).
+    NotMapped(u64),
+}
+
+impl fmt::Display for DmaError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DmaError::ZeroLength => write!(f, "DMA allocation of zero bytes"),
+            DmaError::BadAlign(a) => {
+                write!(f, "DMA alignment {a:#x} is not a power of two up to 1 GiB")
+            }
+            DmaError::Exhausted {
+                requested,
+                available,
+            } => write!(
+                f,
+                "DMA allocation of {requested:#x} bytes exceeds the {available:#x} bytes left"
+            ),
+            DmaError::NotMapped(iova) => write!(f, "IOVA {iova:#x} is not mapped"),
+        }
+    }
+}
+
+impl std::error::Error for DmaError {}
+
+/// One allocation: its host address, IOVA and length in bytes (a whole number of pages).
+///
+/// `DmaRegion` is plain data, `Send` and `Sync`: it only describes memory owned by its
+/// [`DmaSpace`] and performs no access itself. Whoever dereferences `va` must keep to the rules
+/// of device-shared memory: the memory stays valid until the `DmaSpace` is dropped; it may be
+/// written by the device at any time, so it must be accessed with volatile or atomic accesses
+/// (for instance through [`DeviceBytes`]), never through a Rust reference.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DmaRegion {
+    /// Host address of the first byte, for the driver's own accesses.
+    pub va: *mut u8,
+    /// IO virtual address of the first byte: what the device is told.
+    pub iova: u64,
+    /// Length in bytes, the requested length rounded up to whole 4 KiB pages.
+    pub len: usize,
+}
+
+// SAFETY: a `DmaRegion` is an address and a length. It grants no access by itself; the rules
+// for dereferencing `va` (documented on the type) do not depend on the thread that holds it.
+unsafe impl Send for DmaRegion {}
+// SAFETY: as for `Send`; sharing the description shares no memory access.
+unsafe impl Sync for DmaRegion {}
+
+/// One block of host memory and where it is mapped.
+struct Block {
+    ptr: NonNull<u8>,
+    layout: Layout,
+    iova: u64,
+}
+
+// SAFETY: a `Block` owns its allocation exclusively (it is only ever freed by the `DmaSpace`
+// that allocated it), and nothing in it is tied to the thread that allocated it.
+unsafe impl Send for Block {}
+
+struct Inner {
+    /// Mapped blocks by first IOVA.
+    mapped: BTreeMap<u64, Block>,
+    /// Unmapped blocks whose memory is kept until the space is dropped (see the module doc).
+    retired: Vec<Block>,
+    /// Next free IOVA; only grows, so IOVAs are never reused.
+    next_iova: u64,
+    /// Bytes currently mapped.
+    mapped_bytes: usize,
+}
+
+/// Host memory addressed by IOVA: what IOMMU-mapped DMA memory is for real hardware.
+pub struct DmaSpace {
+    inner: Mutex<Inner>,
+    limit: usize,
+}
+
+impl fmt::Debug for DmaSpace {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let inner = self.lock();
+        f.debug_struct("DmaSpace")
+            .field("regions", &inner.mapped.len())
+            .field("allocated", &inner.mapped_bytes)
+            .field("limit", &self.limit)
+            .finish()
+    }
+}
+
+impl Default for DmaSpace {
+    fn default() -> Self {
+        DmaSpace::new(DEFAULT_DMA_LIMIT)
+    }
+}
+
+impl DmaSpace {
+    /// An empty space that maps at most `limit` bytes at a time.
+    pub fn new(limit: usize) -> DmaSpace {
+        DmaSpace {
+            inner: Mutex::new(Inner {
+                mapped: BTreeMap::new(),
+                retired: Vec::new(),
+                next_iova: IOVA_BASE,
+                mapped_bytes: 0,
+            }),
+            limit,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // The lock guards plain bookkeeping that is consistent between statements, so a
+        // panic elsewhere while it was held leaves nothing half-done.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Allocates `len` bytes of zeroed memory, rounded up to whole 4 KiB pages, with host
+    /// address and IOVA both aligned to `align` (at least 4 KiB).
+    pub fn alloc(&self, len: usize, align: usize) -> Result<DmaRegion, DmaError> {
+        if len == 0 {
+            return Err(DmaError::ZeroLength);
+        }
+        if !align.is_power_of_two() || align > MAX_ALIGN {
+            return Err(DmaError::BadAlign(align));
+        }
+        let align = align.max(DMA_PAGE_SIZE);
+        let mut inner = self.lock();
+        let available = self.limit.saturating_sub(inner.mapped_bytes);
+        let size = match len.checked_next_multiple_of(DMA_PAGE_SIZE) {
+            Some(size) if size <= available => size,
+            _ => {
+                return Err(DmaError::Exhausted {
+                    requested: len,
+                    available,
+                })
+            }
+        };
+        let layout = Layout::from_size_align(size, align).map_err(|_| DmaError::BadAlign(align))?;
+        // SAFETY: `layout` has a non-zero size.
+        let ptr = unsafe { alloc_zeroed(layout) };
+        let Some(ptr) = NonNull::new(ptr) else {
+            return Err(DmaError::Exhausted {
+                requested: size,
+                available,
+            });
+        };
+        let iova = inner.next_iova.next_multiple_of(align as u64);
+        // One unmapped guard page after every region.
+        inner.next_iova = iova + size as u64 + DMA_PAGE_SIZE as u64;
+        inner.mapped_bytes += size;
+        inner.mapped.insert(iova, Block { ptr, layout, iova });
+        Ok(DmaRegion {
+            va: ptr.as_ptr(),
+            iova,
+            len: size,
+        })
+    }
+
+    /// Unmaps the region that starts at `iova`. Its IOVAs are never handed out again; its
+    /// host memory stays allocated until the space is dropped (see the module doc).
+    pub fn free(&self, iova: u64) -> Result<(), DmaError> {
+        let mut inner = self.lock();
+        let block = inner
+            .mapped
+            .remove(&iova)
+            .ok_or(DmaError::NotMapped(iova))?;
+        inner.mapped_bytes -= block.layout.size();
+        inner.retired.push(block);
+        Ok(())
+    }
+
+    /// Device-side access to `len` bytes at `iova`, or `None` if any of them is unmapped (or
+    /// `len` is 0). A window never spans two regions.
+    pub fn window(&self, iova: u64, len: usize) -> Option<DeviceBytes<'_>> {
+        if len == 0 {
+            return None;
+        }
+        let inner = self.lock();
+        let (_, block) = inner.mapped.range(..=iova).next_back()?;
+        let offset = usize::try_from(iova - block.iova).ok()?;
+        let end = offset.checked_add(len)?;
+        if end > block.layout.size() {
+            return None;
+        }
+        // SAFETY: `offset + len` lies inside the block (checked above), whose memory stays
+        // allocated until `self` is dropped (blocks are only retired, never freed, before
+        // that), so it is valid for volatile reads and writes for the window's lifetime,
+        // which borrows `self`. This crate never forms references to DMA memory, and the
+        // driver is bound to the same rule by `DmaRegion`'s contract.
+        Some(unsafe { DeviceBytes::new(block.ptr.as_ptr().add(offset), len) })
+    }
+
+    /// Copies `out.len()` bytes at `iova` into `out`.
+    pub fn read(&self, iova: u64, out: &mut [u8]) -> Result<(), DmaError> {
+        use mlx5_prm::rt::Bytes;
+        if out.is_empty() {
+            return Ok(());
+        }
+        let w = self
+            .window(iova, out.len())
+            .ok_or(DmaError::NotMapped(iova))?;
+        w.read_bytes(0, out);
+        Ok(())
+    }
+
+    /// Copies `data` to `iova`.
+    pub fn write(&self, iova: u64, data: &[u8]) -> Result<(), DmaError> {
+        use mlx5_prm::rt::BytesMut;
+        if data.is_empty() {
+            return Ok(());
+        }
+        let mut w = self
+            .window(iova, data.len())
+            .ok_or(DmaError::NotMapped(iova))?;
+        w.write_bytes(0, data);
+        Ok(())
+    }
+
+    /// True when every byte of `iova .. iova + len` is mapped.
+    pub fn is_mapped(&self, iova: u64, len: usize) -> bool {
+        self.window(iova, len).is_some()
+    }
+
+    /// Bytes currently mapped.
+    pub fn allocated(&self) -> usize {
+        self.lock().mapped_bytes
+    }
+
+    /// Number of regions currently mapped.
+    pub fn regions(&self) -> usize {
+        self.lock().mapped.len()
+    }
+}
+
+impl Drop for DmaSpace {
+    fn drop(&mut self) {
+        let inner = self.inner.get_mut().unwrap_or_else(|e| e.into_inner());
+        let blocks = std::mem::take(&mut inner.mapped)
+            .into_values()
+            .chain(inner.retired.drain(..));
+        for block in blocks {
+            // SAFETY: `block.ptr` came from `alloc_zeroed(block.layout)` and is freed exactly
+            // once, here. No window outlives `self` (windows borrow it).
+            unsafe { dealloc(block.ptr.as_ptr(), block.layout) };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mlx5_prm::rt::{Bytes, BytesMut};
+
+    #[test]
+    fn regions_are_zeroed_aligned_and_guarded() {
+        let dma = DmaSpace::default();
+        let a = dma.alloc(100, 1 << 16).unwrap();
+        assert_eq!(a.len, 4096);
+        assert_eq!(a.iova % (1 << 16), 0);
+        assert_eq!(a.va as usize % (1 << 16), 0);
+        assert_ne!(a.iova, a.va as u64);
+        let w = dma.window(a.iova, 4096).unwrap();
+        assert!((0..4096).all(|i| w.read_u8(i) == 0));
+        assert!(dma.window(a.iova + 4095, 2).is_none(), "guard page");
+        assert!(dma.window(a.iova - 1, 1).is_none());
+        assert_eq!(dma.allocated(), 4096);
+    }
+
+    #[test]
+    fn free_unmaps_and_never_reuses() {
+        let dma = DmaSpace::default();
+        let a = dma.alloc(4096, 4096).unwrap();
+        dma.window(a.iova, 8).unwrap().write_be64(0, 7);
+        dma.free(a.iova).unwrap();
+        assert!(dma.window(a.iova, 1).is_none());
+        assert_eq!(dma.free(a.iova), Err(DmaError::NotMapped(a.iova)));
+        let b = dma.alloc(4096, 4096).unwrap();
+        assert!(b.iova > a.iova);
+        assert_eq!(dma.allocated(), 4096);
+    }
+
+    #[test]
+    fn bad_requests() {
+        let dma = DmaSpace::new(8192);
+        assert_eq!(dma.alloc(0, 4096), Err(DmaError::ZeroLength));
+        assert_eq!(dma.alloc(1, 3), Err(DmaError::BadAlign(3)));
+        assert!(matches!(
+            dma.alloc(3 * 4096, 4096),
+            Err(DmaError::Exhausted { .. })
+        ));
+        assert!(matches!(
+            dma.alloc(usize::MAX, 4096),
+            Err(DmaError::Exhausted { .. })
+        ));
+        assert!(dma.window(u64::MAX, 16).is_none());
+        assert!(dma.window(0, 16).is_none());
+    }
+}

@@ -1,0 +1,307 @@
+//! Flow steering of the NIC receive and transmit namespaces: CREATE_FLOW_TABLE,
+//! CREATE_FLOW_GROUP, SET_FLOW_TABLE_ENTRY and SET_FLOW_TABLE_ROOT. The model checks the
+//! structure (types, ranges, overlaps, references to TIRs and tables) and keeps it; it does not
+//! match packets yet.
+
+use super::{out, Ctx, Req};
+use crate::fail::{ensure, Fail, Outcome};
+use crate::syndrome as s;
+use crate::table::{Table, TableErrors};
+use mlx5_prm::cmd;
+use mlx5_prm::{
+    CreateFlowGroupIn, CreateFlowGroupOut, CreateFlowTableIn, CreateFlowTableOut, DestFormatStruct,
+    FlowContext, FlowDestinationType, FlowTableMissAction, FlowTableType, SetFlowTableRootIn,
+    SetFteIn,
+};
+use std::collections::BTreeMap;
+
+/// Largest log_size of a table.
+const MAX_LOG_SIZE: u8 = 24;
+/// Most tables and groups the model keeps.
+const MAX_TABLES: u64 = 1 << 16;
+const MAX_GROUPS: u64 = 1 << 20;
+/// match_criteria_enable bits: the seven parts of fte_match_param.
+const CRITERIA_PARTS: u8 = 0x7f;
+/// Actions the model accepts: allow, drop, forward to the destination list, count.
+const ACTION_ALLOW: u16 = 0x1;
+const ACTION_DROP: u16 = 0x2;
+const ACTION_FWD: u16 = 0x4;
+const ACTION_COUNT: u16 = 0x8;
+/// Byte offset of the destination list in SET_FTE's input.
+const DESTINATIONS: usize =
+    (SetFteIn::FLOW_CONTEXT.bit_offset + FlowContext::DESTINATION.bit_offset) / 8;
+/// Bytes per destination or counter entry, plain and extended.
+const DEST_SIZE: usize = 8;
+const EXT_DEST_SIZE: usize = 16;
+
+/// One flow table.
+#[derive(Debug, Clone)]
+pub(crate) struct FlowTable {
+    pub table_type: u8,
+    pub log_size: u8,
+    pub entries: BTreeMap<u32, Fte>,
+}
+
+/// One flow group: an index range of a table sharing a match mask.
+#[derive(Debug, Clone)]
+pub(crate) struct FlowGroup {
+    pub table: u32,
+    pub start: u32,
+    pub end: u32,
+}
+
+/// A destination of an entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Dest {
+    Tir(u32),
+    Table(u32),
+}
+
+/// One flow table entry. The group, action and flow tag are kept for packet steering, which
+/// the data path will read; the control path only needs the destinations.
+#[derive(Debug, Clone)]
+#[allow(dead_code)]
+pub(crate) struct Fte {
+    pub group: u32,
+    pub action: u16,
+    pub flow_tag: u32,
+    pub dests: Vec<Dest>,
+}
+
+/// Every table and group, and the root table of each type.
+#[derive(Debug)]
+pub(crate) struct FlowTables {
+    pub tables: Table<FlowTable>,
+    pub groups: Table<FlowGroup>,
+    pub roots: BTreeMap<u8, u32>,
+}
+
+impl Default for FlowTables {
+    fn default() -> Self {
+        FlowTables {
+            tables: Table::new(
+                1,
+                0xff_ffff,
+                TableErrors {
+                    unknown: s::FT_UNKNOWN,
+                    busy: s::FT_UNKNOWN,
+                    limit: s::FT_LIMIT,
+                },
+            ),
+            groups: Table::new(
+                1,
+                u32::MAX,
+                TableErrors {
+                    unknown: s::FG_UNKNOWN,
+                    busy: s::FG_UNKNOWN,
+                    limit: s::FG_LIMIT,
+                },
+            ),
+            roots: BTreeMap::new(),
+        }
+    }
+}
+
+/// The table type, if it is one of the NIC namespaces.
+fn nic_type(t: Result<FlowTableType, mlx5_prm::rt::UnknownValue>) -> Outcome<u8> {
+    match t {
+        Ok(t @ (FlowTableType::NicRx | FlowTableType::NicTx)) => Ok(t.raw()),
+        _ => Err(Fail::bad_param(s::FT_BAD_TYPE)),
+    }
+}
+
+/// Table `id`, which must be of type `ty`.
+fn table_of(flow: &FlowTables, id: u32, ty: u8, syndrome: u32) -> Outcome<&FlowTable> {
+    match flow.tables.get(id) {
+        Ok(t) if t.table_type == ty => Ok(t),
+        _ => Err(Fail::bad_res(syndrome)),
+    }
+}
+
+/// CREATE_FLOW_TABLE.
+pub(super) fn create_table(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
+    let input = CreateFlowTableIn::new_unchecked(req.input);
+    ensure(!input.other_vport(), Fail::bad_param(s::OTHER_FUNCTION))?;
+    let ty = nic_type(input.table_type())?;
+    let ctx = input.flow_table_context();
+    ensure(
+        ctx.log_size() <= MAX_LOG_SIZE,
+        Fail::bad_param(s::FT_BAD_SIZE),
+    )?;
+    let flow = &mut cx.m.flow;
+    let miss = match ctx.table_miss_action() {
+        Ok(FlowTableMissAction::Default) => None,
+        Ok(FlowTableMissAction::Fwd) => {
+            let id = ctx.table_miss_id();
+            table_of(flow, id, ty, s::FT_MISS_TABLE_UNKNOWN)?;
+            Some(id)
+        }
+        _ => return Err(Fail::bad_param(s::FT_BAD_MISS_ACTION)),
+    };
+    let table = FlowTable {
+        table_type: ty,
+        log_size: ctx.log_size(),
+        entries: BTreeMap::new(),
+    };
+    let id = flow.tables.insert(table, MAX_TABLES)?;
+    if let Some(miss) = miss {
+        flow.tables.hold(miss);
+    }
+    let mut o = out::<cmd::CreateFlowTable>(0);
+    CreateFlowTableOut::new_unchecked(&mut o[..]).set_table_id(id);
+    Ok(o)
+}
+
+/// CREATE_FLOW_GROUP: a non-empty range inside the table, overlapping no other group.
+pub(super) fn create_group(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
+    let input = CreateFlowGroupIn::new_unchecked(req.input);
+    ensure(!input.other_vport(), Fail::bad_param(s::OTHER_FUNCTION))?;
+    let ty = nic_type(input.table_type())?;
+    let flow = &mut cx.m.flow;
+    let table_id = input.table_id();
+    let table = table_of(flow, table_id, ty, s::FT_UNKNOWN)?;
+    let (start, end) = (input.start_flow_index(), input.end_flow_index());
+    ensure(
+        start <= end && u64::from(end) < 1u64 << table.log_size,
+        Fail::bad_param(s::FG_BAD_RANGE),
+    )?;
+    let overlaps = flow
+        .groups
+        .iter()
+        .any(|(_, g)| g.table == table_id && g.start <= end && start <= g.end);
+    ensure(!overlaps, Fail::bad_param(s::FG_OVERLAP))?;
+    let criteria_enable = input.match_criteria_enable();
+    ensure(
+        criteria_enable & !CRITERIA_PARTS == 0,
+        Fail::bad_param(s::FG_BAD_CRITERIA),
+    )?;
+    let group = FlowGroup {
+        table: table_id,
+        start,
+        end,
+    };
+    let id = flow.groups.insert(group, MAX_GROUPS)?;
+    flow.tables.hold(table_id);
+    let mut o = out::<cmd::CreateFlowGroup>(0);
+    CreateFlowGroupOut::new_unchecked(&mut o[..]).set_group_id(id);
+    Ok(o)
+}
+
+/// Reads and checks the destination and counter lists of a SET_FTE input.
+fn destinations(cx: &Ctx<'_>, input: &[u8], fc: &FlowContext<&[u8]>, ty: u8) -> Outcome<Vec<Dest>> {
+    let stride = if fc.extended_destination() {
+        EXT_DEST_SIZE
+    } else {
+        DEST_SIZE
+    };
+    let (ndest, ncount) = (
+        fc.destination_list_size() as usize,
+        fc.flow_counter_list_size() as usize,
+    );
+    let fits = (ndest + ncount)
+        .checked_mul(stride)
+        .and_then(|n| n.checked_add(DESTINATIONS))
+        .is_some_and(|end| end <= input.len());
+    ensure(fits, Fail::inp_len(s::FTE_LIST_SHORT))?;
+    let mut dests = Vec::with_capacity(ndest);
+    for i in 0..ndest {
+        let at = DESTINATIONS + i * stride;
+        let d = DestFormatStruct::new_unchecked(&input[at..at + DEST_SIZE]);
+        let id = d.destination_id();
+        dests.push(match d.destination_type() {
+            Ok(FlowDestinationType::Tir) => {
+                cx.m.tirs.check(id, s::FTE_DEST_UNKNOWN)?;
+                Dest::Tir(id)
+            }
+            Ok(FlowDestinationType::FlowTable) => {
+                table_of(&cx.m.flow, id, ty, s::FTE_DEST_UNKNOWN)?;
+                Dest::Table(id)
+            }
+            _ => return Err(Fail::bad_param(s::FTE_DEST_BAD_TYPE)),
+        });
+    }
+    // The model has no flow counters, so any counter in the list is unknown.
+    ensure(ncount == 0, Fail::bad_res(s::FTE_COUNTER_UNKNOWN))?;
+    Ok(dests)
+}
+
+fn hold(cx: &mut Ctx<'_>, dests: &[Dest]) {
+    for d in dests {
+        match *d {
+            Dest::Tir(id) => cx.m.tirs.hold(id),
+            Dest::Table(id) => cx.m.flow.tables.hold(id),
+        }
+    }
+}
+
+fn release(cx: &mut Ctx<'_>, dests: &[Dest]) {
+    for d in dests {
+        match *d {
+            Dest::Tir(id) => cx.m.tirs.release(id),
+            Dest::Table(id) => cx.m.flow.tables.release(id),
+        }
+    }
+}
+
+/// SET_FLOW_TABLE_ENTRY: op_mod 0 writes a new entry, 1 replaces an existing one.
+pub(super) fn set_entry(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
+    let input = SetFteIn::new_unchecked(req.input);
+    ensure(!input.other_vport(), Fail::bad_param(s::OTHER_FUNCTION))?;
+    let ty = nic_type(input.table_type())?;
+    let table_id = input.table_id();
+    let index = input.flow_index();
+    let fc = input.flow_context();
+    let group_id = fc.group_id();
+    let table = table_of(&cx.m.flow, table_id, ty, s::FT_UNKNOWN)?;
+    let exists = table.entries.contains_key(&index);
+    let group = match cx.m.flow.groups.get(group_id) {
+        Ok(g) if g.table == table_id => g,
+        _ => return Err(Fail::bad_res(s::FG_UNKNOWN)),
+    };
+    ensure(
+        (group.start..=group.end).contains(&index),
+        Fail::bad_param(s::FTE_INDEX_OUTSIDE_GROUP),
+    )?;
+    match req.op_mod {
+        0 => ensure(!exists, Fail::bad_param(s::FTE_EXISTS))?,
+        _ => ensure(exists, Fail::bad_param(s::FTE_NOT_FOUND))?,
+    }
+    let action = fc.action();
+    let known = ACTION_ALLOW | ACTION_DROP | ACTION_FWD | ACTION_COUNT;
+    let fwd = action & ACTION_FWD != 0;
+    ensure(
+        action & !known == 0 && fwd == (fc.destination_list_size() > 0),
+        Fail::bad_param(s::FTE_BAD_ACTION),
+    )?;
+    let dests = destinations(cx, req.input, &fc, ty)?;
+    let entry = Fte {
+        group: group_id,
+        action,
+        flow_tag: fc.flow_tag(),
+        dests,
+    };
+    hold(cx, &entry.dests);
+    let table = cx.m.flow.tables.get_mut(table_id)?;
+    if let Some(old) = table.entries.insert(index, entry) {
+        release(cx, &old.dests);
+    }
+    Ok(out::<cmd::SetFte>(0))
+}
+
+/// SET_FLOW_TABLE_ROOT: the table where steering of its type starts.
+pub(super) fn set_root(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
+    let input = SetFlowTableRootIn::new_unchecked(req.input);
+    ensure(
+        !input.other_vport() && !input.table_of_other_vport(),
+        Fail::bad_param(s::OTHER_FUNCTION),
+    )?;
+    let ty = nic_type(input.table_type())?;
+    let id = input.table_id();
+    let flow = &mut cx.m.flow;
+    table_of(flow, id, ty, s::FT_UNKNOWN)?;
+    flow.tables.hold(id);
+    if let Some(old) = flow.roots.insert(ty, id) {
+        flow.tables.release(old);
+    }
+    Ok(out::<cmd::SetFlowTableRoot>(0))
+}

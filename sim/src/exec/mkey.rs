@@ -1,0 +1,81 @@
+//! Memory keys: CREATE_MKEY, DESTROY_MKEY and QUERY_MKEY. The model keeps the context and the
+//! translation entries the create carried; it does not translate addresses yet.
+
+use super::{out, Ctx, Req};
+use crate::fail::{ensure, Fail, Outcome};
+use crate::model::Model;
+use crate::syndrome as s;
+use mlx5_prm::cmd;
+use mlx5_prm::{CreateMkeyIn, CreateMkeyOut, DestroyMkeyIn, Mkc, QueryMkeyIn, QueryMkeyOut};
+
+/// Offset of the translation entries in the create input and the query output.
+const TRANSLATIONS: usize = 0x110;
+/// Bytes of translations QUERY_MKEY returns.
+const QUERY_TRANSLATIONS: usize = 0x20;
+/// Access modes the model accepts: PA, MTT, KLM, KSM.
+const MAX_ACCESS_MODE: u8 = 3;
+
+/// One memory key.
+#[derive(Debug, Clone)]
+pub(crate) struct Mkey {
+    pub ctx: Mkc,
+    /// Translation entries (octwords) given at creation.
+    pub translations: Vec<u8>,
+}
+
+/// CREATE_MKEY: the PD must exist; the input must carry translations_octword_actual_size
+/// octwords of translations.
+pub(super) fn create(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
+    let input = CreateMkeyIn::new_unchecked(req.input);
+    let ctx = input.memory_key_mkey_entry();
+    let mode = (ctx.access_mode_4_2() << 2) | ctx.access_mode_1_0();
+    ensure(
+        mode <= MAX_ACCESS_MODE,
+        Fail::bad_param(s::MKEY_BAD_ACCESS_MODE),
+    )?;
+    let pd = ctx.pd();
+    cx.m.pds.check(pd, s::MKEY_PD_UNKNOWN)?;
+    let octwords = input.translations_octword_actual_size() as usize;
+    let translations = octwords
+        .checked_mul(16)
+        .and_then(|n| req.input.get(TRANSLATIONS..TRANSLATIONS.checked_add(n)?))
+        .ok_or(Fail::inp_len(s::MKEY_TRANSLATIONS_SHORT))?
+        .to_vec();
+    let mut stored = Mkc::zeroed();
+    stored.storage_mut().copy_from_slice(ctx.storage());
+    let limit = Model::limit(cx.m.gen().log_max_mkey());
+    let index = cx.m.mkeys.insert(
+        Mkey {
+            ctx: stored,
+            translations,
+        },
+        limit,
+    )?;
+    cx.m.pds.hold(pd);
+    let mut o = out::<cmd::CreateMkey>(0);
+    CreateMkeyOut::new_unchecked(&mut o[..]).set_mkey_index(index);
+    Ok(o)
+}
+
+/// DESTROY_MKEY.
+pub(super) fn destroy(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
+    let mkey =
+        cx.m.mkeys
+            .remove(DestroyMkeyIn::new_unchecked(req.input).mkey_index())?;
+    cx.m.pds.release(mkey.ctx.pd());
+    Ok(out::<cmd::DestroyMkey>(0))
+}
+
+/// QUERY_MKEY: the context and the first translation entries.
+pub(super) fn query(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
+    let index = QueryMkeyIn::new_unchecked(req.input).mkey_index();
+    let mkey = cx.m.mkeys.get(index)?;
+    let mut o = out::<cmd::QueryMkey>(0);
+    let mut v = QueryMkeyOut::new_unchecked(&mut o[..]);
+    v.memory_key_mkey_entry_mut()
+        .storage_mut()
+        .copy_from_slice(mkey.ctx.storage());
+    let n = mkey.translations.len().min(QUERY_TRANSLATIONS);
+    o[TRANSLATIONS..TRANSLATIONS + n].copy_from_slice(&mkey.translations[..n]);
+    Ok(o)
+}

@@ -1,0 +1,270 @@
+//! Ethernet send and receive queues: CREATE/MODIFY/DESTROY_SQ and _RQ. Both are created in
+//! RST and move RST → RDY → ERR → RST; MODIFY names the state the queue is in (checked, else
+//! BAD_RES_STATE) and the state to move to (in the context).
+
+use super::{eq::ring_offset, out, Ctx, Req};
+use crate::fail::{ensure, Fail, Outcome};
+use crate::model::Model;
+use crate::pas::{check_dbr, PageList, PasErrors};
+use crate::syndrome as s;
+use mlx5_prm::cmd;
+use mlx5_prm::rt;
+use mlx5_prm::{
+    CreateRqIn, CreateRqOut, CreateSqIn, CreateSqOut, DestroyRqIn, DestroySqIn, ModifyRqIn,
+    ModifySqIn, RqMemType, RqState, Rqc, SqState, Sqc, Wq, WqType,
+};
+
+/// Byte offset of the wq inside the create inputs (the same for SQ and RQ: context at 0x20,
+/// wq at context + 0x30). Its page list trails the input, past what the nested `wq()` view
+/// covers, so the model reads it over the rest of the input.
+const WQ: usize = (CreateSqIn::CTX.bit_offset + Sqc::WQ.bit_offset) / 8;
+/// Byte offset of the wq's page list inside the wq.
+const WQ_PAS: usize = Wq::PAS.bit_offset / 8;
+/// log2 of the SQ stride: 64-byte WQE basic blocks.
+const SQ_LOG_STRIDE: u8 = 6;
+/// MODIFY_SQ bitmask bit: packet_pacing_rate_limit_index.
+const SQ_MODIFY_RATE_LIMIT: u64 = 0x1;
+/// MODIFY_RQ bitmask bits: vsd, scatter_fcs, counter_set_id.
+const RQ_MODIFY_VSD: u64 = 0x2;
+const RQ_MODIFY_SCATTER_FCS: u64 = 0x4;
+const RQ_MODIFY_COUNTER_SET: u64 = 0x8;
+
+/// One send queue.
+#[derive(Debug, Clone)]
+pub(crate) struct Sq {
+    pub ctx: Sqc,
+    /// The ring, for the data path (which executes WQEs from it).
+    #[allow(dead_code)]
+    pub ring: PageList,
+    pub cqn: u32,
+    pub tis: Option<u32>,
+    pub pd: u32,
+    pub uar: u32,
+}
+
+/// One receive queue.
+#[derive(Debug, Clone)]
+pub(crate) struct Rq {
+    pub ctx: Rqc,
+    /// The ring, for the data path (which fills its WQEs' buffers).
+    #[allow(dead_code)]
+    pub ring: PageList,
+    pub cqn: u32,
+    pub pd: u32,
+}
+
+/// The ring described by the wq of a create input: geometry and page list.
+fn ring(cx: &Ctx<'_>, input: &[u8], log_stride: u8, errors: PasErrors) -> Outcome<PageList> {
+    let wq = Wq::new_unchecked(&input[WQ..]);
+    let first = WQ + WQ_PAS;
+    let count = input.len().saturating_sub(first) / 8;
+    let pas = (0..count).map(|i| rt::get64(input, first + i * 8));
+    PageList::new(
+        cx.dma,
+        count,
+        pas,
+        wq.log_wq_pg_sz(),
+        ring_offset(wq.page_offset(), wq.log_wq_pg_sz()),
+        1u64 << (u32::from(wq.log_wq_sz()) + u32::from(log_stride)),
+        errors,
+    )
+}
+
+/// CREATE_SQ: cyclic ring of 64-byte blocks, completing into a CQ, sending through a TIS.
+pub(super) fn create_sq(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
+    let input = CreateSqIn::new_unchecked(req.input);
+    let ctx = input.ctx();
+    let wq = ctx.wq();
+    ensure(
+        ctx.state() == Ok(SqState::Rst),
+        Fail::bad_param(s::SQ_CREATE_NOT_RST),
+    )?;
+    ensure(
+        wq.wq_type() == Ok(WqType::Cyclic)
+            && wq.log_wq_stride() == SQ_LOG_STRIDE
+            && wq.log_wq_sz() <= cx.m.gen().log_max_wq_sz(),
+        Fail::bad_param(s::SQ_BAD_WQ),
+    )?;
+    let cqn = ctx.cqn();
+    cx.m.cqs.check(cqn, s::SQ_CQ_UNKNOWN)?;
+    let tis = match ctx.tis_lst_sz() {
+        0 => None,
+        1 => Some(ctx.tis_num_0()),
+        _ => return Err(Fail::bad_param(s::SQ_BAD_TIS_LIST)),
+    };
+    if let Some(tis) = tis {
+        cx.m.tises.check(tis, s::SQ_TIS_UNKNOWN)?;
+    }
+    let (pd, uar) = (wq.pd(), wq.uar_page());
+    cx.m.pds.check(pd, s::SQ_PD_UNKNOWN)?;
+    cx.m.uars.check(uar, s::SQ_UAR_UNKNOWN)?;
+    let errors = PasErrors {
+        short: s::SQ_PAS_SHORT,
+        unaligned: s::SQ_PAS_UNALIGNED,
+        unmapped: s::SQ_PAS_UNMAPPED,
+    };
+    let ring = ring(cx, req.input, SQ_LOG_STRIDE, errors)?;
+    check_dbr(cx.dma, wq.dbr_addr(), 4, 4, s::SQ_DBR_BAD)?;
+    let mut stored = Sqc::zeroed();
+    stored.storage_mut().copy_from_slice(ctx.storage());
+    let limit = Model::limit(cx.m.gen().log_max_sq());
+    let sq = Sq {
+        ctx: stored,
+        ring,
+        cqn,
+        tis,
+        pd,
+        uar,
+    };
+    let sqn = cx.m.sqs.insert(sq, limit)?;
+    cx.m.cqs.hold(cqn);
+    cx.m.pds.hold(pd);
+    cx.m.uars.hold(uar);
+    if let Some(tis) = tis {
+        cx.m.tises.hold(tis);
+    }
+    let mut o = out::<cmd::CreateSq>(0);
+    CreateSqOut::new_unchecked(&mut o[..]).set_sqn(sqn);
+    Ok(o)
+}
+
+/// The moves of the SQ and RQ state machines (RST 0, RDY 1, ERR 3).
+fn may_move(from: u8, to: u8) -> bool {
+    matches!((from, to), (0, 1) | (1, 1) | (1, 3) | (1, 0) | (3, 0))
+}
+
+/// MODIFY_SQ: a state move and, under modify_bitmask bit 0, the rate limit index.
+pub(super) fn modify_sq(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
+    let input = ModifySqIn::new_unchecked(req.input);
+    let sq = cx.m.sqs.get_mut(input.sqn())?;
+    let cur = sq.ctx.state_raw();
+    ensure(
+        input.sq_state_raw() == cur,
+        Fail::bad_res_state(s::SQ_STATE_MISMATCH),
+    )?;
+    let new = input
+        .ctx()
+        .state()
+        .map_err(|_| Fail::bad_res_state(s::SQ_BAD_TRANSITION))?;
+    ensure(
+        may_move(cur, new.raw()),
+        Fail::bad_res_state(s::SQ_BAD_TRANSITION),
+    )?;
+    let bits = input.modify_bitmask();
+    ensure(
+        bits & !SQ_MODIFY_RATE_LIMIT == 0,
+        Fail::bad_param(s::SQ_BAD_BITMASK),
+    )?;
+    if bits & SQ_MODIFY_RATE_LIMIT != 0 {
+        sq.ctx
+            .set_packet_pacing_rate_limit_index(input.ctx().packet_pacing_rate_limit_index());
+    }
+    sq.ctx.set_state(new);
+    Ok(out::<cmd::ModifySq>(0))
+}
+
+/// DESTROY_SQ, in any state.
+pub(super) fn destroy_sq(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
+    let sq =
+        cx.m.sqs
+            .remove(DestroySqIn::new_unchecked(req.input).sqn())?;
+    cx.m.cqs.release(sq.cqn);
+    cx.m.pds.release(sq.pd);
+    cx.m.uars.release(sq.uar);
+    if let Some(tis) = sq.tis {
+        cx.m.tises.release(tis);
+    }
+    Ok(out::<cmd::DestroySq>(0))
+}
+
+/// CREATE_RQ: a cyclic (or cyclic striding) ring of its own, completing into a CQ.
+pub(super) fn create_rq(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
+    let input = CreateRqIn::new_unchecked(req.input);
+    let ctx = input.ctx();
+    let wq = ctx.wq();
+    ensure(
+        ctx.state() == Ok(RqState::Rst),
+        Fail::bad_param(s::RQ_CREATE_NOT_RST),
+    )?;
+    ensure(
+        ctx.mem_rq_type() == Ok(RqMemType::MemoryRqInline),
+        Fail::bad_param(s::RQ_BAD_MEM_TYPE),
+    )?;
+    ensure(
+        matches!(wq.wq_type(), Ok(WqType::Cyclic | WqType::CyclicStridingRq))
+            && (4..=15).contains(&wq.log_wq_stride())
+            && wq.log_wq_sz() <= cx.m.gen().log_max_wq_sz(),
+        Fail::bad_param(s::RQ_BAD_WQ),
+    )?;
+    let cqn = ctx.cqn();
+    cx.m.cqs.check(cqn, s::RQ_CQ_UNKNOWN)?;
+    let pd = wq.pd();
+    cx.m.pds.check(pd, s::RQ_PD_UNKNOWN)?;
+    let errors = PasErrors {
+        short: s::RQ_PAS_SHORT,
+        unaligned: s::RQ_PAS_UNALIGNED,
+        unmapped: s::RQ_PAS_UNMAPPED,
+    };
+    let ring = ring(cx, req.input, wq.log_wq_stride(), errors)?;
+    check_dbr(cx.dma, wq.dbr_addr(), 4, 4, s::RQ_DBR_BAD)?;
+    let mut stored = Rqc::zeroed();
+    stored.storage_mut().copy_from_slice(ctx.storage());
+    let limit = Model::limit(cx.m.gen().log_max_rq());
+    let rqn = cx.m.rqs.insert(
+        Rq {
+            ctx: stored,
+            ring,
+            cqn,
+            pd,
+        },
+        limit,
+    )?;
+    cx.m.cqs.hold(cqn);
+    cx.m.pds.hold(pd);
+    let mut o = out::<cmd::CreateRq>(0);
+    CreateRqOut::new_unchecked(&mut o[..]).set_rqn(rqn);
+    Ok(o)
+}
+
+/// MODIFY_RQ: a state move and the fields modify_bitmask selects.
+pub(super) fn modify_rq(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
+    let input = ModifyRqIn::new_unchecked(req.input);
+    let rq = cx.m.rqs.get_mut(input.rqn())?;
+    let cur = rq.ctx.state_raw();
+    ensure(
+        input.rq_state_raw() == cur,
+        Fail::bad_res_state(s::RQ_STATE_MISMATCH),
+    )?;
+    let new_ctx = input.ctx();
+    let new = new_ctx
+        .state()
+        .map_err(|_| Fail::bad_res_state(s::RQ_BAD_TRANSITION))?;
+    ensure(
+        may_move(cur, new.raw()),
+        Fail::bad_res_state(s::RQ_BAD_TRANSITION),
+    )?;
+    let bits = input.modify_bitmask();
+    let known = RQ_MODIFY_VSD | RQ_MODIFY_SCATTER_FCS | RQ_MODIFY_COUNTER_SET;
+    ensure(bits & !known == 0, Fail::bad_param(s::RQ_BAD_BITMASK))?;
+    if bits & RQ_MODIFY_VSD != 0 {
+        rq.ctx.set_vsd(new_ctx.vsd());
+    }
+    if bits & RQ_MODIFY_SCATTER_FCS != 0 {
+        rq.ctx.set_scatter_fcs(new_ctx.scatter_fcs());
+    }
+    if bits & RQ_MODIFY_COUNTER_SET != 0 {
+        rq.ctx.set_counter_set_id(new_ctx.counter_set_id());
+    }
+    rq.ctx.set_state(new);
+    Ok(out::<cmd::ModifyRq>(0))
+}
+
+/// DESTROY_RQ: fails while a TIR or RQT points at it.
+pub(super) fn destroy_rq(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
+    let rq =
+        cx.m.rqs
+            .remove(DestroyRqIn::new_unchecked(req.input).rqn())?;
+    cx.m.cqs.release(rq.cqn);
+    cx.m.pds.release(rq.pd);
+    Ok(out::<cmd::DestroyRq>(0))
+}

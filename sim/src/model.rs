@@ -1,0 +1,251 @@
+//! The device's mutable state behind the command interface: the function's life cycle,
+//! capabilities in force, firmware pages, every object table, the port and vport, and the
+//! command log. One lock guards it all, so every command executes atomically.
+
+use crate::bar;
+use crate::caps::Caps;
+use crate::config::Config;
+use crate::events::Eq;
+use crate::exec::{
+    cq::Cq,
+    flow::FlowTables,
+    mkey::Mkey,
+    qp::Qp,
+    tir::{Rqt, Tir, Tis},
+    wq::{Rq, Sq},
+};
+use crate::pages::PagePool;
+use crate::record::CommandRecord;
+use crate::syndrome as s;
+use crate::table::{Table, TableErrors};
+use mlx5_prm::CmdHcaCap;
+use std::collections::BTreeMap;
+
+/// Where the function is in its life cycle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Hca {
+    /// After reset or DISABLE_HCA.
+    Disabled,
+    /// After ENABLE_HCA (or TEARDOWN_HCA): pages and capabilities can be negotiated.
+    Enabled,
+    /// After INIT_HCA: objects can be created.
+    Initialized,
+}
+
+/// The Ethernet port and the function's NIC vport.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Port {
+    /// The link (cable, peer) is up.
+    pub link_up: bool,
+    /// PAOS admin_status: the driver wants the port up.
+    pub admin_up: bool,
+    /// PMTU admin_mtu (bytes, whole L2 frame).
+    pub admin_mtu: u16,
+    /// PTYS eth_proto_admin.
+    pub eth_proto_admin: u32,
+    /// NIC vport context fields.
+    pub vport_mtu: u16,
+    pub roce_en: bool,
+    pub min_wqe_inline_mode: u8,
+    pub promisc: (bool, bool, bool),
+    pub disable_local_lb: (bool, bool),
+    pub mac: u64,
+    pub node_guid: u64,
+    pub port_guid: u64,
+    /// PAOS event generation mode (e).
+    pub paos_events: u8,
+}
+
+/// Largest MTU the port takes (PMTU max_mtu).
+pub(crate) const PORT_MAX_MTU: u16 = 9978;
+/// Link modes the port supports (PTYS eth_proto_capability): 10G, 25G, 40G, 50G and 100G
+/// copper and optics, as bit positions of the Ethernet protocol mask.
+pub(crate) const ETH_PROTO_CAPABILITY: u32 = (1 << 6)
+    | (1 << 12)
+    | (1 << 13)
+    | (1 << 18)
+    | (1 << 20)
+    | (1 << 21)
+    | (1 << 27)
+    | (1 << 29)
+    | (1 << 30);
+/// The mode the link runs at while up: 100GBASE-CR4.
+pub(crate) const ETH_PROTO_OPER: u32 = 1 << 20;
+
+impl Port {
+    fn new() -> Port {
+        Port {
+            link_up: true,
+            admin_up: true,
+            admin_mtu: 1522,
+            eth_proto_admin: ETH_PROTO_CAPABILITY,
+            vport_mtu: 1500,
+            roce_en: false,
+            min_wqe_inline_mode: 0,
+            promisc: (false, false, false),
+            disable_local_lb: (false, false),
+            // A locally administered unicast address: 02:4d:4c:58:35:00 ("MLX5").
+            mac: 0x0000_024d_4c58_3500,
+            node_guid: 0x024d_4cff_fe58_3500,
+            port_guid: 0x024d_4cff_fe58_3500,
+            paos_events: 0,
+        }
+    }
+
+    /// The operational state: up when both the driver and the link want it.
+    pub fn oper_up(&self) -> bool {
+        self.link_up && self.admin_up
+    }
+}
+
+/// Doorbell values last written to one UAR page, kept for inspection and for the data path.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct UarState {
+    /// Last 64-bit CQ doorbell (high dword sn/cmd/ci, low dword cqn).
+    pub cq_doorbell: Option<u64>,
+    /// High dword of a 64-bit doorbell written as two 32-bit halves, until the low one comes.
+    pub pending_high: Option<u32>,
+    /// Last BlueFlame / send doorbell (first 8 bytes of the control segment).
+    pub bf_doorbell: Option<u64>,
+}
+
+/// Handle ranges of the object tables. The ranges differ per kind so that a driver that
+/// passes one kind's number where another belongs gets BAD_RES instead of a silent match.
+pub(crate) mod handles {
+    pub const PD: (u32, u32) = (0x11, 0xff_ffff);
+    pub const TD: (u32, u32) = (0x21, 0xff_ffff);
+    pub const EQ: (u32, u32) = (0, 0xff);
+    pub const CQ: (u32, u32) = (0x401, 0xff_ffff);
+    pub const MKEY: (u32, u32) = (0x801, 0xff_ffff);
+    pub const QP: (u32, u32) = (0xc02, 0xff_ffff);
+    pub const SQ: (u32, u32) = (0x1001, 0xff_ffff);
+    pub const RQ: (u32, u32) = (0x1401, 0xff_ffff);
+    pub const TIS: (u32, u32) = (0x1801, 0xff_ffff);
+    pub const TIR: (u32, u32) = (0x1c01, 0xff_ffff);
+    pub const RQT: (u32, u32) = (0x2001, 0xff_ffff);
+}
+
+fn table<T>(range: (u32, u32), unknown: u32, busy: u32, limit: u32) -> Table<T> {
+    Table::new(
+        range.0,
+        range.1,
+        TableErrors {
+            unknown,
+            busy,
+            limit,
+        },
+    )
+}
+
+/// All mutable device state.
+pub(crate) struct Model {
+    pub hca: Hca,
+    pub issi: u16,
+    /// The profile the device was built with (maxima, reset values, settable fields).
+    pub profile: Caps,
+    /// Capability pages in force: general, Ethernet offloads, RoCE.
+    pub cur: Caps,
+    pub pages: PagePool,
+    pub uars: Table<()>,
+    pub pds: Table<()>,
+    pub tds: Table<()>,
+    pub eqs: Table<Eq>,
+    pub cqs: Table<Cq>,
+    pub mkeys: Table<Mkey>,
+    pub qps: Table<Qp>,
+    pub sqs: Table<Sq>,
+    pub rqs: Table<Rq>,
+    pub tises: Table<Tis>,
+    pub tirs: Table<Tir>,
+    pub rqts: Table<Rqt>,
+    pub flow: FlowTables,
+    pub port: Port,
+    pub driver_version: Option<[u8; 64]>,
+    pub uar_state: BTreeMap<u32, UarState>,
+    /// Interrupts raised, by MSI-X vector.
+    pub interrupts: BTreeMap<u16, u64>,
+    /// Device DMA accesses that hit unmapped memory (a driver bug on real hardware).
+    pub dma_faults: u64,
+    pub records: Vec<CommandRecord>,
+}
+
+impl Model {
+    pub fn new(config: &Config) -> Model {
+        Model {
+            hca: Hca::Disabled,
+            issi: 0,
+            profile: config.caps.clone(),
+            cur: config.caps.clone(),
+            pages: PagePool::new(config.boot_pages, config.init_pages, config.regular_pages),
+            uars: table(
+                (bar::FIRST_UAR, bar::LAST_UAR),
+                s::UAR_UNKNOWN,
+                s::UAR_BUSY,
+                s::UAR_EXHAUSTED,
+            ),
+            pds: table(handles::PD, s::PD_UNKNOWN, s::PD_BUSY, s::PD_LIMIT),
+            tds: table(handles::TD, s::TD_UNKNOWN, s::TD_BUSY, s::TD_LIMIT),
+            eqs: table(handles::EQ, s::EQ_UNKNOWN, s::EQ_BUSY, s::EQ_LIMIT),
+            cqs: table(handles::CQ, s::CQ_UNKNOWN, s::CQ_BUSY, s::CQ_LIMIT),
+            mkeys: table(
+                handles::MKEY,
+                s::MKEY_UNKNOWN,
+                s::MKEY_UNKNOWN,
+                s::MKEY_LIMIT,
+            ),
+            qps: table(handles::QP, s::QP_UNKNOWN, s::QP_UNKNOWN, s::QP_LIMIT),
+            sqs: table(handles::SQ, s::SQ_UNKNOWN, s::SQ_UNKNOWN, s::SQ_LIMIT),
+            rqs: table(handles::RQ, s::RQ_UNKNOWN, s::RQ_BUSY, s::RQ_LIMIT),
+            tises: table(handles::TIS, s::TIS_UNKNOWN, s::TIS_BUSY, s::TIS_LIMIT),
+            tirs: table(handles::TIR, s::TIR_UNKNOWN, s::TIR_BUSY, s::TIR_LIMIT),
+            rqts: table(handles::RQT, s::RQT_UNKNOWN, s::RQT_BUSY, s::RQT_LIMIT),
+            flow: FlowTables::default(),
+            port: Port::new(),
+            driver_version: None,
+            uar_state: BTreeMap::new(),
+            interrupts: BTreeMap::new(),
+            dma_faults: 0,
+            records: Vec::new(),
+        }
+    }
+
+    /// General capabilities in force.
+    pub fn gen(&self) -> &CmdHcaCap {
+        &self.cur.general_cur
+    }
+
+    /// `1 << log` as a count limit (saturating for absurd logs).
+    pub fn limit(log: u8) -> u64 {
+        1u64.checked_shl(log.into()).unwrap_or(u64::MAX)
+    }
+
+    /// Drops every object, as TEARDOWN_HCA does; pages stay where they are.
+    pub fn drop_objects(&mut self) {
+        self.flow = FlowTables::default();
+        self.rqts.clear();
+        self.tirs.clear();
+        self.tises.clear();
+        self.sqs.clear();
+        self.rqs.clear();
+        self.qps.clear();
+        self.mkeys.clear();
+        self.cqs.clear();
+        self.eqs.clear();
+        self.tds.clear();
+        self.pds.clear();
+        self.uars.clear();
+        self.uar_state.clear();
+    }
+
+    /// Back to the reset state of a disabled function (DISABLE_HCA); held pages stay held so a
+    /// leak remains visible in `pages_held`.
+    pub fn reset_function(&mut self) {
+        self.drop_objects();
+        self.hca = Hca::Disabled;
+        self.issi = 0;
+        self.cur = self.profile.clone();
+        self.port = Port::new();
+        self.driver_version = None;
+        self.pages.reset_demand();
+    }
+}
