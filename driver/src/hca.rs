@@ -178,6 +178,27 @@ impl<B: Backend> Hca<B> {
         cmdq.run_with::<C, B, _>(be, sink, op_mod, 0, 0, fill)
     }
 
+    /// Runs command `C` with `extra_in` bytes of trailing input (page lists) and `extra_out`
+    /// bytes of trailing output.
+    pub fn run_extra<C: Command>(
+        &mut self,
+        op_mod: C::OpMod,
+        extra_in: usize,
+        extra_out: usize,
+        fill: impl FnOnce(&mut C::Input<&mut [u8]>),
+    ) -> Result<Vec<u8>> {
+        let be = &self.be;
+        let cmdq = self
+            .cmdq
+            .as_mut()
+            .expect("command queue exists until teardown");
+        let sink = self.eq.as_mut().map(|eq| EventSink {
+            eq,
+            stash: &mut self.pending,
+        });
+        cmdq.run_with::<C, B, _>(be, sink, op_mod, extra_in, extra_out, fill)
+    }
+
     /// True when commands complete by event (the async EQ exists).
     pub fn event_mode(&self) -> bool {
         self.eq.is_some()

@@ -6,6 +6,7 @@
 //! - [`cmd`]: the command interface (queue, mailboxes, ownership, typed errors);
 //! - [`pages`]: firmware pages;
 //! - [`eq`]: the asynchronous event queue;
+//! - [`cq`]: completion queues (owner-bit polling, doorbell record, arming);
 //! - [`hca`]: bring-up and teardown, and the [`Hca`] handle that owns it all.
 //!
 //! ```
@@ -23,6 +24,7 @@
 
 pub mod backend;
 pub mod cmd;
+pub mod cq;
 pub mod eq;
 pub mod error;
 pub mod hca;
