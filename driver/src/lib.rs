@@ -7,6 +7,7 @@
 //! - [`pages`]: firmware pages;
 //! - [`eq`]: the asynchronous event queue;
 //! - [`cq`]: completion queues (owner-bit polling, doorbell record, arming);
+//! - [`qp`]: reliable-connected QPs with the state machine enforced by the type system;
 //! - [`hca`]: bring-up and teardown, and the [`Hca`] handle that owns it all.
 //!
 //! ```
@@ -29,6 +30,7 @@ pub mod eq;
 pub mod error;
 pub mod hca;
 pub mod pages;
+pub mod qp;
 
 pub use error::{Error, Result};
 pub use hca::{DeviceInfo, Hca, HcaConfig};
