@@ -7,7 +7,9 @@
 //! - [`pages`]: firmware pages;
 //! - [`eq`]: the asynchronous event queue;
 //! - [`cq`]: completion queues (owner-bit polling, doorbell record, arming);
-//! - [`qp`]: reliable-connected QPs with the state machine enforced by the type system;
+//! - [`mr`]: memory regions (mkeys) and the ownership of posted buffers;
+//! - [`qp`]: reliable-connected QPs with the state machine enforced by the type system, and
+//!   their work requests;
 //! - [`hca`]: bring-up and teardown, and the [`Hca`] handle that owns it all.
 //!
 //! ```
@@ -29,6 +31,7 @@ pub mod cq;
 pub mod eq;
 pub mod error;
 pub mod hca;
+pub mod mr;
 pub mod pages;
 pub mod qp;
 

@@ -14,14 +14,22 @@
 //! }
 //! ```
 
-use crate::backend::{Backend, DmaAlloc, DmaBuf};
+use crate::backend::{Backend, Barriers, DmaAlloc, DmaBuf, Mmio};
+use crate::cq::Completion;
 use crate::error::{Error, Result};
 use crate::hca::Hca;
+use crate::mr::Region;
 use mlx5_prm::cmd::*;
+use mlx5_prm::rt::{Bytes, BytesMut};
 use mlx5_prm::rt::{Command, View};
+use mlx5_prm::{
+    CqeOpcode, QpDoorbellRecord, RecvWqe, SendOpcode, WqeAtomicSeg, WqeCompletionMode, WqeCtrlSeg,
+    WqeDataSeg, WqeRaddrSeg,
+};
 use mlx5_prm::{
     CreateQpOut, QpMtu, QpPmState, QpRqType, QpServiceType, QueryQpOut, QP_STATE_MACHINE,
 };
+use std::collections::VecDeque;
 use std::marker::PhantomData;
 
 /// The QP is in RESET.
@@ -127,7 +135,99 @@ pub struct Qp<S> {
     buf: DmaBuf,
     dbrec: DmaBuf,
     config: QpConfig,
+    work: Work,
     _state: PhantomData<S>,
+}
+
+/// The rings' producer counters and the work requests the device holds.
+struct Work {
+    uar_offset: usize,
+    /// Send WQEBBs posted (wraps at 16 bits in the doorbell record).
+    sq_pi: u32,
+    /// Receive WQEs posted.
+    rq_pi: u32,
+    /// Which half of BlueFlame register 0 the next doorbell goes to.
+    bf_half: usize,
+    sends: VecDeque<PostedSend>,
+    recvs: VecDeque<PostedRecv>,
+}
+
+struct PostedSend {
+    id: u64,
+    wqe_index: u16,
+    region: Option<Region>,
+}
+
+struct PostedRecv {
+    id: u64,
+    region: Region,
+}
+
+/// A remote buffer: its address and key at the peer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RemoteAddr {
+    /// The peer's IO address.
+    pub addr: u64,
+    /// The peer's remote key.
+    pub rkey: u32,
+}
+
+/// What a send work request does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SendOp {
+    /// SEND the local region to the peer's next receive.
+    Send,
+    /// SEND with immediate data.
+    SendImm(u32),
+    /// RDMA WRITE the local region to the peer.
+    Write(RemoteAddr),
+    /// RDMA WRITE with immediate data (consumes a receive at the peer).
+    WriteImm(RemoteAddr, u32),
+    /// RDMA READ from the peer into the local region.
+    Read(RemoteAddr),
+    /// Atomic compare-and-swap of 8 bytes at the peer; the old value lands in the local region.
+    CompareSwap {
+        /// The peer's 8 bytes.
+        remote: RemoteAddr,
+        /// Expected value.
+        compare: u64,
+        /// New value.
+        swap: u64,
+    },
+    /// Atomic fetch-and-add of 8 bytes at the peer; the old value lands in the local region.
+    FetchAdd {
+        /// The peer's 8 bytes.
+        remote: RemoteAddr,
+        /// Value to add.
+        add: u64,
+    },
+}
+
+/// A send work request.
+#[derive(Debug)]
+pub struct SendRequest {
+    /// The caller's identifier, returned with the completion.
+    pub id: u64,
+    /// The operation.
+    pub op: SendOp,
+    /// The local buffer: the data to send or write, or where read data or the old atomic value
+    /// lands. Ownership passes to the QP until the completion.
+    pub region: Option<Region>,
+    /// Bytes of `region` to use (from its start); `None` for all of it.
+    pub len: Option<usize>,
+    /// Ask for a completion (unsignaled requests complete silently, with the next signaled one).
+    pub signaled: bool,
+}
+
+/// A finished work request: its identifier, its buffer back, and how it ended.
+#[derive(Debug)]
+pub struct Done {
+    /// The caller's identifier.
+    pub id: u64,
+    /// The buffer, back in the caller's hands.
+    pub region: Option<Region>,
+    /// The completion (`None` for unsignaled requests finished by a later one).
+    pub completion: Option<Completion>,
 }
 
 impl<S> Qp<S> {
@@ -147,8 +247,88 @@ impl<S> Qp<S> {
             buf: self.buf,
             dbrec: self.dbrec,
             config: self.config,
+            work: self.work,
             _state: PhantomData,
         }
+    }
+
+    fn rq_bytes(&self) -> usize {
+        (1usize << self.config.log_rq_size) * (16usize << self.config.log_rq_stride)
+    }
+
+    /// Hands a completion of this QP to it: returns the finished work requests (a signaled
+    /// send also finishes the unsignaled ones posted before it) with their buffers. Values the
+    /// device wrote are checked: a completion for a WQE the QP does not have outstanding is an
+    /// error, not a guess.
+    pub fn complete(&mut self, c: Completion) -> Result<Vec<Done>> {
+        if c.qpn != self.qpn {
+            return Err(Error::BadDeviceValue {
+                command: "cqe",
+                what: format!(
+                    "completion for QP 0x{:x} handed to QP 0x{:x}",
+                    c.qpn, self.qpn
+                ),
+            });
+        }
+        let requester = c.opcode == CqeOpcode::Req.raw() || c.opcode == CqeOpcode::ReqErr.raw();
+        if requester {
+            let Some(pos) = self
+                .work
+                .sends
+                .iter()
+                .position(|p| p.wqe_index == c.wqe_counter)
+            else {
+                return Err(Error::BadDeviceValue {
+                    command: "cqe",
+                    what: format!(
+                        "send completion for WQE {} which is not outstanding",
+                        c.wqe_counter
+                    ),
+                });
+            };
+            let mut done: Vec<Done> = self
+                .work
+                .sends
+                .drain(..=pos)
+                .map(|p| Done {
+                    id: p.id,
+                    region: p.region,
+                    completion: None,
+                })
+                .collect();
+            if let Some(last) = done.last_mut() {
+                last.completion = Some(c);
+            }
+            Ok(done)
+        } else {
+            // Receives complete in the order they were posted.
+            let Some(p) = self.work.recvs.pop_front() else {
+                return Err(Error::BadDeviceValue {
+                    command: "cqe",
+                    what: "receive completion with no receive outstanding".into(),
+                });
+            };
+            if c.status.is_ok() && c.byte_cnt as usize > p.region.len() {
+                return Err(Error::BadDeviceValue {
+                    command: "cqe",
+                    what: format!(
+                        "received {} bytes into a {}-byte buffer",
+                        c.byte_cnt,
+                        p.region.len()
+                    ),
+                });
+            }
+            Ok(vec![Done {
+                id: p.id,
+                region: Some(p.region),
+                completion: Some(c),
+            }])
+        }
+    }
+
+    /// Sends outstanding and receives posted.
+    pub fn outstanding(&self) -> (usize, usize) {
+        (self.work.sends.len(), self.work.recvs.len())
     }
 
     /// Runs a transition command; on failure the QP comes back unchanged.
@@ -271,6 +451,14 @@ impl Qp<Reset> {
             buf,
             dbrec,
             config,
+            work: Work {
+                uar_offset: uar as usize * 4096,
+                sq_pi: 0,
+                rq_pi: 0,
+                bf_half: 0,
+                sends: VecDeque::new(),
+                recvs: VecDeque::new(),
+            },
             _state: PhantomData,
         })
     }
@@ -349,4 +537,338 @@ impl Qp<Rtr> {
     }
 }
 
+/// States in which receives may be posted (INIT and later, short of ERROR).
+pub trait AcceptsReceives {}
+impl AcceptsReceives for Init {}
+impl AcceptsReceives for Rtr {}
+impl AcceptsReceives for Rts {}
+
+/// Bytes per send WQE basic block.
+const WQEBB: usize = 64;
+/// Byte offset of BlueFlame register 0 in a UAR page; its two halves alternate.
+const BF_OFFSET: usize = 0x800;
+/// Size of one BlueFlame half.
+const BF_HALF: usize = 0x100;
+
+impl<S: AcceptsReceives> Qp<S> {
+    /// Posts a receive into `region` (ownership passes to the QP until its completion).
+    pub fn post_recv<B: Backend>(
+        &mut self,
+        _backend: &B,
+        id: u64,
+        region: Region,
+    ) -> std::result::Result<(), (Error, Region)> {
+        let entries = 1usize << self.config.log_rq_size;
+        if self.work.recvs.len() >= entries {
+            return Err((
+                Error::BadDeviceValue {
+                    command: "post_recv",
+                    what: format!("receive queue full ({entries} posted)"),
+                },
+                region,
+            ));
+        }
+        let stride = 16usize << self.config.log_rq_stride;
+        let at = (self.work.rq_pi as usize & (entries - 1)) * stride;
+        let mut wqe = RecvWqe::new_unchecked(self.buf.slice(at, stride));
+        wqe.storage_mut().write_bytes(0, &vec![0u8; stride]);
+        let mut seg = WqeDataSeg::new_unchecked(self.buf.slice(at, 16));
+        seg.set_byte_count(region.len() as u32);
+        seg.set_lkey(region.lkey());
+        seg.set_addr(region.addr());
+        if stride > 16 {
+            // The scatter list ends at a segment with the invalid key.
+            let mut end = WqeDataSeg::new_unchecked(self.buf.slice(at + 16, 16));
+            end.set_lkey(mlx5_prm::INVALID_LKEY as u32);
+        }
+        self.work.rq_pi = self.work.rq_pi.wrapping_add(1);
+        self.work.recvs.push_back(PostedRecv { id, region });
+        // The WQE must be visible before the counter that hands it over.
+        B::Barriers::to_device();
+        QpDoorbellRecord::new_unchecked(self.dbrec.slice(0, 8))
+            .set_receive_counter(self.work.rq_pi as u16);
+        Ok(())
+    }
+}
+
+impl Qp<Rts> {
+    /// Posts a send work request: writes the WQE, then the doorbell record, then rings the
+    /// doorbell with the WQE's first 8 bytes (the PRM's order, with a to-device barrier before
+    /// each hand-over). On error the region comes back.
+    pub fn post_send<B: Backend>(
+        &mut self,
+        be: &B,
+        req: SendRequest,
+    ) -> std::result::Result<(), (Error, Option<Region>)> {
+        let entries = 1usize << self.config.log_sq_size;
+        if self.work.sends.len() >= entries {
+            return Err((
+                Error::BadDeviceValue {
+                    command: "post_send",
+                    what: format!("send queue full ({entries} outstanding)"),
+                },
+                req.region,
+            ));
+        }
+        let (opcode, imm) = match req.op {
+            SendOp::Send => (SendOpcode::Send, 0),
+            SendOp::SendImm(i) => (SendOpcode::SendImm, i),
+            SendOp::Write(_) => (SendOpcode::RdmaWrite, 0),
+            SendOp::WriteImm(_, i) => (SendOpcode::RdmaWriteImm, i),
+            SendOp::Read(_) => (SendOpcode::RdmaRead, 0),
+            SendOp::CompareSwap { .. } => (SendOpcode::AtomicCs, 0),
+            SendOp::FetchAdd { .. } => (SendOpcode::AtomicFa, 0),
+        };
+        let index = self.work.sq_pi as u16;
+        let at = self.rq_bytes() + (self.work.sq_pi as usize & (entries - 1)) * WQEBB;
+        self.buf.slice(at, WQEBB).write_bytes(0, &[0u8; WQEBB]);
+        let mut ds = 1u8; // the control segment
+        let mut seg_at = at + 16;
+        let remote = match req.op {
+            SendOp::Write(r) | SendOp::WriteImm(r, _) | SendOp::Read(r) => Some(r),
+            SendOp::CompareSwap { remote, .. } | SendOp::FetchAdd { remote, .. } => Some(remote),
+            _ => None,
+        };
+        if let Some(r) = remote {
+            let mut raddr = WqeRaddrSeg::new_unchecked(self.buf.slice(seg_at, 16));
+            raddr.set_raddr(r.addr);
+            raddr.set_rkey(r.rkey);
+            seg_at += 16;
+            ds += 1;
+        }
+        match req.op {
+            SendOp::CompareSwap { compare, swap, .. } => {
+                let mut a = WqeAtomicSeg::new_unchecked(self.buf.slice(seg_at, 16));
+                a.set_swap_add(swap);
+                a.set_compare(compare);
+                seg_at += 16;
+                ds += 1;
+            }
+            SendOp::FetchAdd { add, .. } => {
+                let mut a = WqeAtomicSeg::new_unchecked(self.buf.slice(seg_at, 16));
+                a.set_swap_add(add);
+                seg_at += 16;
+                ds += 1;
+            }
+            _ => {}
+        }
+        if let Some(region) = &req.region {
+            let len = req.len.unwrap_or(region.len()).min(region.len());
+            let mut data = WqeDataSeg::new_unchecked(self.buf.slice(seg_at, 16));
+            data.set_byte_count(len as u32);
+            data.set_lkey(region.lkey());
+            data.set_addr(region.addr());
+            ds += 1;
+        }
+        let mut ctrl = WqeCtrlSeg::new_unchecked(self.buf.slice(at, 16));
+        ctrl.set_opcode(opcode);
+        ctrl.set_wqe_index(index);
+        ctrl.set_qpn(self.qpn);
+        ctrl.set_ds(ds);
+        ctrl.set_ce(if req.signaled {
+            WqeCompletionMode::CqUpdate
+        } else {
+            WqeCompletionMode::OnError
+        });
+        ctrl.set_imm(imm);
+
+        self.work.sq_pi = self.work.sq_pi.wrapping_add(1);
+        self.work.sends.push_back(PostedSend {
+            id: req.id,
+            wqe_index: index,
+            region: req.region,
+        });
+
+        // WQE → barrier → doorbell record → barrier → UAR doorbell (first 8 bytes of the WQE).
+        B::Barriers::to_device();
+        QpDoorbellRecord::new_unchecked(self.dbrec.slice(0, 8))
+            .set_send_counter(self.work.sq_pi as u16);
+        B::Barriers::to_device();
+        let first = self.buf.slice(at, 8).read_be64(0);
+        be.mmio().write64(
+            self.work.uar_offset + BF_OFFSET + self.work.bf_half * BF_HALF,
+            first,
+        );
+        self.work.bf_half ^= 1;
+        Ok(())
+    }
+}
+
 const _: () = assert!(<CreateQpOut<[u8; 16]> as View<[u8; 16]>>::SIZE == 16);
+
+#[cfg(all(test, feature = "sim"))]
+mod tests {
+    use super::*;
+    use crate::backend::sim::SimBackend;
+    use crate::cq::Cq;
+    use crate::mr::{Access, Region};
+    use crate::HcaConfig;
+    use mlx5_prm::rt::Bytes;
+
+    /// Brings a QP to RTS on the model (control path only) and returns everything.
+    fn rts() -> (
+        Hca<SimBackend>,
+        std::sync::Arc<mlx5_sim::Device>,
+        Cq,
+        Qp<Rts>,
+    ) {
+        let (be, dev) = SimBackend::new(mlx5_sim::Config::default());
+        let mut hca = Hca::bring_up(be, &HcaConfig::default()).unwrap();
+        let eqn = hca.info().eqn;
+        let cq = Cq::create(&mut hca, 6, eqn).unwrap();
+        let config = QpConfig {
+            log_sq_size: 4,
+            log_rq_size: 4,
+            log_rq_stride: 1,
+            send_cq: cq.cqn(),
+            recv_cq: cq.cqn(),
+        };
+        let qp = Qp::create(&mut hca, config).unwrap();
+        let qpn = qp.qpn();
+        let qp = qp
+            .to_init(
+                &mut hca,
+                &InitParams {
+                    port: 1,
+                    pkey_index: 0,
+                    access: RemoteAccess::default(),
+                },
+            )
+            .map_err(|(e, _)| e)
+            .unwrap();
+        let rtr = RtrParams {
+            mtu: QpMtu::Mtu1k,
+            log_msg_max: 20,
+            remote_qpn: qpn,
+            next_rcv_psn: 0,
+            log_rra_max: 1,
+            min_rnr_nak: 1,
+            path: RocePath {
+                rmac: [2, 0, 0, 0, 0, 1],
+                rgid: [0; 16],
+                src_addr_index: 0,
+                hop_limit: 64,
+                port: 1,
+            },
+        };
+        let qp = qp.to_rtr(&mut hca, &rtr).map_err(|(e, _)| e).unwrap();
+        let rts = RtsParams {
+            next_send_psn: 0,
+            retry_count: 7,
+            rnr_retry: 7,
+            log_sra_max: 1,
+            ack_timeout: 14,
+        };
+        let qp = qp.to_rts(&mut hca, &rts).map_err(|(e, _)| e).unwrap();
+        (hca, dev, cq, qp)
+    }
+
+    #[test]
+    fn a_send_wqe_is_laid_out_as_the_prm_says_and_rung_in_order() {
+        let (mut hca, dev, _cq, mut qp) = rts();
+        let region = Region::register(
+            &mut hca,
+            256,
+            Access {
+                local_write: true,
+                ..Access::default()
+            },
+        )
+        .unwrap();
+        let (lkey, addr) = (region.lkey(), region.addr());
+        let remote = RemoteAddr {
+            addr: 0x1234_5000,
+            rkey: 0x77,
+        };
+        qp.post_send(
+            hca.backend(),
+            SendRequest {
+                id: 7,
+                op: SendOp::Write(remote),
+                region: Some(region),
+                len: Some(100),
+                signaled: true,
+            },
+        )
+        .map_err(|(e, _)| e)
+        .unwrap();
+        let at = qp.rq_bytes();
+        let ctrl = WqeCtrlSeg::new_unchecked(qp.buf.slice(at, 16));
+        assert_eq!(ctrl.opcode(), Ok(SendOpcode::RdmaWrite));
+        assert_eq!((ctrl.wqe_index(), ctrl.qpn(), ctrl.ds()), (0, qp.qpn(), 3));
+        assert_eq!(ctrl.ce(), Ok(WqeCompletionMode::CqUpdate));
+        let raddr = WqeRaddrSeg::new_unchecked(qp.buf.slice(at + 16, 16));
+        assert_eq!((raddr.raddr(), raddr.rkey()), (0x1234_5000, 0x77));
+        let data = WqeDataSeg::new_unchecked(qp.buf.slice(at + 32, 16));
+        assert_eq!(
+            (data.byte_count(), data.lkey(), data.addr()),
+            (100, lkey, addr)
+        );
+        // The doorbell record holds the new producer counter; the UAR write carries the WQE's
+        // first 8 bytes.
+        assert_eq!(qp.dbrec.slice(0, 8).read_be32(4) & 0xffff, 1);
+        assert_eq!(
+            dev.last_send_doorbell(hca.info().uar),
+            Some(qp.buf.slice(at, 8).read_be64(0))
+        );
+        assert_eq!(qp.outstanding(), (1, 0));
+    }
+
+    #[test]
+    fn completions_are_checked_before_buffers_come_back() {
+        let (mut hca, _dev, _cq, mut qp) = rts();
+        for id in 0..3 {
+            let region = Region::register(&mut hca, 64, Access::default()).unwrap();
+            let req = SendRequest {
+                id,
+                op: SendOp::Send,
+                region: Some(region),
+                len: None,
+                signaled: id == 2,
+            };
+            qp.post_send(hca.backend(), req)
+                .map_err(|(e, _)| e)
+                .unwrap();
+        }
+        let c = Completion {
+            opcode: CqeOpcode::Req.raw(),
+            qpn: qp.qpn(),
+            wqe_counter: 9,
+            byte_cnt: 0,
+            immediate: 0,
+            status: Ok(()),
+        };
+        assert!(
+            qp.complete(c).is_err(),
+            "a WQE index that is not outstanding is refused"
+        );
+        let other = Completion {
+            qpn: qp.qpn() + 1,
+            wqe_counter: 2,
+            ..c
+        };
+        assert!(
+            qp.complete(other).is_err(),
+            "another QP's completion is refused"
+        );
+        // The signaled third request finishes the two unsignaled ones before it.
+        let done = qp
+            .complete(Completion {
+                wqe_counter: 2,
+                ..c
+            })
+            .unwrap();
+        assert_eq!(done.iter().map(|d| d.id).collect::<Vec<_>>(), [0, 1, 2]);
+        assert!(done.iter().all(|d| d.region.is_some()));
+        assert!(done[2].completion.is_some() && done[0].completion.is_none());
+        assert_eq!(qp.outstanding(), (0, 0));
+        let recv = Completion {
+            opcode: CqeOpcode::RespSend.raw(),
+            ..c
+        };
+        assert!(
+            qp.complete(recv).is_err(),
+            "a receive completion with nothing posted is refused"
+        );
+    }
+}
