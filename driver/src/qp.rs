@@ -129,14 +129,19 @@ pub struct RtsParams {
     pub ack_timeout: u8,
 }
 
-/// A queue pair in state `S`.
+/// A queue pair in state `S`. (Boxed inside, so moving it between states is cheap.)
 pub struct Qp<S> {
+    inner: Box<Inner>,
+    _state: PhantomData<S>,
+}
+
+/// What a QP is, whatever its state.
+struct Inner {
     qpn: u32,
     buf: DmaBuf,
     dbrec: DmaBuf,
     config: QpConfig,
     work: Work,
-    _state: PhantomData<S>,
 }
 
 /// The rings' producer counters and the work requests the device holds.
@@ -233,27 +238,23 @@ pub struct Done {
 impl<S> Qp<S> {
     /// The QP number.
     pub fn qpn(&self) -> u32 {
-        self.qpn
+        self.inner.qpn
     }
 
     /// The configuration it was created with.
     pub fn config(&self) -> &QpConfig {
-        &self.config
+        &self.inner.config
     }
 
     fn into_state<T>(self) -> Qp<T> {
         Qp {
-            qpn: self.qpn,
-            buf: self.buf,
-            dbrec: self.dbrec,
-            config: self.config,
-            work: self.work,
+            inner: self.inner,
             _state: PhantomData,
         }
     }
 
     fn rq_bytes(&self) -> usize {
-        (1usize << self.config.log_rq_size) * (16usize << self.config.log_rq_stride)
+        (1usize << self.inner.config.log_rq_size) * (16usize << self.inner.config.log_rq_stride)
     }
 
     /// Hands a completion of this QP to it: returns the finished work requests (a signaled
@@ -261,18 +262,19 @@ impl<S> Qp<S> {
     /// device wrote are checked: a completion for a WQE the QP does not have outstanding is an
     /// error, not a guess.
     pub fn complete(&mut self, c: Completion) -> Result<Vec<Done>> {
-        if c.qpn != self.qpn {
+        if c.qpn != self.inner.qpn {
             return Err(Error::BadDeviceValue {
                 command: "cqe",
                 what: format!(
                     "completion for QP 0x{:x} handed to QP 0x{:x}",
-                    c.qpn, self.qpn
+                    c.qpn, self.inner.qpn
                 ),
             });
         }
         let requester = c.opcode == CqeOpcode::Req.raw() || c.opcode == CqeOpcode::ReqErr.raw();
         if requester {
             let Some(pos) = self
+                .inner
                 .work
                 .sends
                 .iter()
@@ -287,6 +289,7 @@ impl<S> Qp<S> {
                 });
             };
             let mut done: Vec<Done> = self
+                .inner
                 .work
                 .sends
                 .drain(..=pos)
@@ -302,7 +305,7 @@ impl<S> Qp<S> {
             Ok(done)
         } else {
             // Receives complete in the order they were posted.
-            let Some(p) = self.work.recvs.pop_front() else {
+            let Some(p) = self.inner.work.recvs.pop_front() else {
                 return Err(Error::BadDeviceValue {
                     command: "cqe",
                     what: "receive completion with no receive outstanding".into(),
@@ -328,7 +331,7 @@ impl<S> Qp<S> {
 
     /// Sends outstanding and receives posted.
     pub fn outstanding(&self) -> (usize, usize) {
-        (self.work.sends.len(), self.work.recvs.len())
+        (self.inner.work.sends.len(), self.inner.work.recvs.len())
     }
 
     /// Runs a transition command; on failure the QP comes back unchanged.
@@ -357,7 +360,7 @@ impl<S> Qp<S> {
         self,
         hca: &mut Hca<B>,
     ) -> std::result::Result<Qp<ErrorState>, (Error, Qp<S>)> {
-        let qpn = self.qpn;
+        let qpn = self.inner.qpn;
         self.transition::<Qp2err, ErrorState, B>(hca, |i| i.set_qpn(qpn))
     }
 
@@ -366,13 +369,13 @@ impl<S> Qp<S> {
         self,
         hca: &mut Hca<B>,
     ) -> std::result::Result<Qp<Reset>, (Error, Qp<S>)> {
-        let qpn = self.qpn;
+        let qpn = self.inner.qpn;
         self.transition::<Qp2rst, Reset, B>(hca, |i| i.set_qpn(qpn))
     }
 
     /// The state the device reports (QUERY_QP).
     pub fn query_state<B: Backend>(&self, hca: &mut Hca<B>) -> Result<mlx5_prm::QpState> {
-        let qpn = self.qpn;
+        let qpn = self.inner.qpn;
         let out = hca.run::<QueryQp>(0, |i| i.set_qpn(qpn))?;
         let view = QueryQpOut::new_checked(&out[..])?;
         let ctx = view.qpc();
@@ -384,12 +387,13 @@ impl<S> Qp<S> {
 
     /// Destroys the QP and frees its buffers; on failure the QP comes back with the error.
     pub fn destroy<B: Backend>(self, hca: &mut Hca<B>) -> std::result::Result<(), (Error, Qp<S>)> {
-        let qpn = self.qpn;
+        let qpn = self.inner.qpn;
         match hca.run::<DestroyQp>(0, |i| i.set_qpn(qpn)) {
             Ok(_) => {
                 let be = hca.backend();
-                be.dma().free(self.buf);
-                be.dma().free(self.dbrec);
+                let inner = *self.inner;
+                be.dma().free(inner.buf);
+                be.dma().free(inner.dbrec);
                 Ok(())
             }
             Err(e) => Err((e, self)),
@@ -447,18 +451,20 @@ impl Qp<Reset> {
         };
         let qpn = CreateQpOut::new_checked(&out[..])?.qpn();
         Ok(Qp {
-            qpn,
-            buf,
-            dbrec,
-            config,
-            work: Work {
-                uar_offset: uar as usize * 4096,
-                sq_pi: 0,
-                rq_pi: 0,
-                bf_half: 0,
-                sends: VecDeque::new(),
-                recvs: VecDeque::new(),
-            },
+            inner: Box::new(Inner {
+                qpn,
+                buf,
+                dbrec,
+                config,
+                work: Work {
+                    uar_offset: uar as usize * 4096,
+                    sq_pi: 0,
+                    rq_pi: 0,
+                    bf_half: 0,
+                    sends: VecDeque::new(),
+                    recvs: VecDeque::new(),
+                },
+            }),
             _state: PhantomData,
         })
     }
@@ -469,7 +475,7 @@ impl Qp<Reset> {
         hca: &mut Hca<B>,
         p: &InitParams,
     ) -> std::result::Result<Qp<Init>, (Error, Qp<Reset>)> {
-        let qpn = self.qpn;
+        let qpn = self.inner.qpn;
         self.transition::<Rst2initQp, Init, B>(hca, |i| {
             i.set_qpn(qpn);
             let mut q = i.qpc_mut();
@@ -491,7 +497,7 @@ impl Qp<Init> {
         hca: &mut Hca<B>,
         p: &RtrParams,
     ) -> std::result::Result<Qp<Rtr>, (Error, Qp<Init>)> {
-        let qpn = self.qpn;
+        let qpn = self.inner.qpn;
         self.transition::<Init2rtrQp, Rtr, B>(hca, |i| {
             i.set_qpn(qpn);
             let mut q = i.qpc_mut();
@@ -524,7 +530,7 @@ impl Qp<Rtr> {
         hca: &mut Hca<B>,
         p: &RtsParams,
     ) -> std::result::Result<Qp<Rts>, (Error, Qp<Rtr>)> {
-        let qpn = self.qpn;
+        let qpn = self.inner.qpn;
         self.transition::<Rtr2rtsQp, Rts, B>(hca, |i| {
             i.set_qpn(qpn);
             let mut q = i.qpc_mut();
@@ -558,8 +564,8 @@ impl<S: AcceptsReceives> Qp<S> {
         id: u64,
         region: Region,
     ) -> std::result::Result<(), (Error, Region)> {
-        let entries = 1usize << self.config.log_rq_size;
-        if self.work.recvs.len() >= entries {
+        let entries = 1usize << self.inner.config.log_rq_size;
+        if self.inner.work.recvs.len() >= entries {
             return Err((
                 Error::BadDeviceValue {
                     command: "post_recv",
@@ -568,25 +574,25 @@ impl<S: AcceptsReceives> Qp<S> {
                 region,
             ));
         }
-        let stride = 16usize << self.config.log_rq_stride;
-        let at = (self.work.rq_pi as usize & (entries - 1)) * stride;
-        let mut wqe = RecvWqe::new_unchecked(self.buf.slice(at, stride));
+        let stride = 16usize << self.inner.config.log_rq_stride;
+        let at = (self.inner.work.rq_pi as usize & (entries - 1)) * stride;
+        let mut wqe = RecvWqe::new_unchecked(self.inner.buf.slice(at, stride));
         wqe.storage_mut().write_bytes(0, &vec![0u8; stride]);
-        let mut seg = WqeDataSeg::new_unchecked(self.buf.slice(at, 16));
+        let mut seg = WqeDataSeg::new_unchecked(self.inner.buf.slice(at, 16));
         seg.set_byte_count(region.len() as u32);
         seg.set_lkey(region.lkey());
         seg.set_addr(region.addr());
         if stride > 16 {
             // The scatter list ends at a segment with the invalid key.
-            let mut end = WqeDataSeg::new_unchecked(self.buf.slice(at + 16, 16));
+            let mut end = WqeDataSeg::new_unchecked(self.inner.buf.slice(at + 16, 16));
             end.set_lkey(mlx5_prm::INVALID_LKEY as u32);
         }
-        self.work.rq_pi = self.work.rq_pi.wrapping_add(1);
-        self.work.recvs.push_back(PostedRecv { id, region });
+        self.inner.work.rq_pi = self.inner.work.rq_pi.wrapping_add(1);
+        self.inner.work.recvs.push_back(PostedRecv { id, region });
         // The WQE must be visible before the counter that hands it over.
         B::Barriers::to_device();
-        QpDoorbellRecord::new_unchecked(self.dbrec.slice(0, 8))
-            .set_receive_counter(self.work.rq_pi as u16);
+        QpDoorbellRecord::new_unchecked(self.inner.dbrec.slice(0, 8))
+            .set_receive_counter(self.inner.work.rq_pi as u16);
         Ok(())
     }
 }
@@ -600,8 +606,8 @@ impl Qp<Rts> {
         be: &B,
         req: SendRequest,
     ) -> std::result::Result<(), (Error, Option<Region>)> {
-        let entries = 1usize << self.config.log_sq_size;
-        if self.work.sends.len() >= entries {
+        let entries = 1usize << self.inner.config.log_sq_size;
+        if self.inner.work.sends.len() >= entries {
             return Err((
                 Error::BadDeviceValue {
                     command: "post_send",
@@ -619,9 +625,12 @@ impl Qp<Rts> {
             SendOp::CompareSwap { .. } => (SendOpcode::AtomicCs, 0),
             SendOp::FetchAdd { .. } => (SendOpcode::AtomicFa, 0),
         };
-        let index = self.work.sq_pi as u16;
-        let at = self.rq_bytes() + (self.work.sq_pi as usize & (entries - 1)) * WQEBB;
-        self.buf.slice(at, WQEBB).write_bytes(0, &[0u8; WQEBB]);
+        let index = self.inner.work.sq_pi as u16;
+        let at = self.rq_bytes() + (self.inner.work.sq_pi as usize & (entries - 1)) * WQEBB;
+        self.inner
+            .buf
+            .slice(at, WQEBB)
+            .write_bytes(0, &[0u8; WQEBB]);
         let mut ds = 1u8; // the control segment
         let mut seg_at = at + 16;
         let remote = match req.op {
@@ -630,7 +639,7 @@ impl Qp<Rts> {
             _ => None,
         };
         if let Some(r) = remote {
-            let mut raddr = WqeRaddrSeg::new_unchecked(self.buf.slice(seg_at, 16));
+            let mut raddr = WqeRaddrSeg::new_unchecked(self.inner.buf.slice(seg_at, 16));
             raddr.set_raddr(r.addr);
             raddr.set_rkey(r.rkey);
             seg_at += 16;
@@ -638,14 +647,14 @@ impl Qp<Rts> {
         }
         match req.op {
             SendOp::CompareSwap { compare, swap, .. } => {
-                let mut a = WqeAtomicSeg::new_unchecked(self.buf.slice(seg_at, 16));
+                let mut a = WqeAtomicSeg::new_unchecked(self.inner.buf.slice(seg_at, 16));
                 a.set_swap_add(swap);
                 a.set_compare(compare);
                 seg_at += 16;
                 ds += 1;
             }
             SendOp::FetchAdd { add, .. } => {
-                let mut a = WqeAtomicSeg::new_unchecked(self.buf.slice(seg_at, 16));
+                let mut a = WqeAtomicSeg::new_unchecked(self.inner.buf.slice(seg_at, 16));
                 a.set_swap_add(add);
                 seg_at += 16;
                 ds += 1;
@@ -654,16 +663,16 @@ impl Qp<Rts> {
         }
         if let Some(region) = &req.region {
             let len = req.len.unwrap_or(region.len()).min(region.len());
-            let mut data = WqeDataSeg::new_unchecked(self.buf.slice(seg_at, 16));
+            let mut data = WqeDataSeg::new_unchecked(self.inner.buf.slice(seg_at, 16));
             data.set_byte_count(len as u32);
             data.set_lkey(region.lkey());
             data.set_addr(region.addr());
             ds += 1;
         }
-        let mut ctrl = WqeCtrlSeg::new_unchecked(self.buf.slice(at, 16));
+        let mut ctrl = WqeCtrlSeg::new_unchecked(self.inner.buf.slice(at, 16));
         ctrl.set_opcode(opcode);
         ctrl.set_wqe_index(index);
-        ctrl.set_qpn(self.qpn);
+        ctrl.set_qpn(self.inner.qpn);
         ctrl.set_ds(ds);
         ctrl.set_ce(if req.signaled {
             WqeCompletionMode::CqUpdate
@@ -672,8 +681,8 @@ impl Qp<Rts> {
         });
         ctrl.set_imm(imm);
 
-        self.work.sq_pi = self.work.sq_pi.wrapping_add(1);
-        self.work.sends.push_back(PostedSend {
+        self.inner.work.sq_pi = self.inner.work.sq_pi.wrapping_add(1);
+        self.inner.work.sends.push_back(PostedSend {
             id: req.id,
             wqe_index: index,
             region: req.region,
@@ -681,15 +690,15 @@ impl Qp<Rts> {
 
         // WQE → barrier → doorbell record → barrier → UAR doorbell (first 8 bytes of the WQE).
         B::Barriers::to_device();
-        QpDoorbellRecord::new_unchecked(self.dbrec.slice(0, 8))
-            .set_send_counter(self.work.sq_pi as u16);
+        QpDoorbellRecord::new_unchecked(self.inner.dbrec.slice(0, 8))
+            .set_send_counter(self.inner.work.sq_pi as u16);
         B::Barriers::to_device();
-        let first = self.buf.slice(at, 8).read_be64(0);
+        let first = self.inner.buf.slice(at, 8).read_be64(0);
         be.mmio().write64(
-            self.work.uar_offset + BF_OFFSET + self.work.bf_half * BF_HALF,
+            self.inner.work.uar_offset + BF_OFFSET + self.inner.work.bf_half * BF_HALF,
             first,
         );
-        self.work.bf_half ^= 1;
+        self.inner.work.bf_half ^= 1;
         Ok(())
     }
 }
@@ -793,23 +802,23 @@ mod tests {
         .map_err(|(e, _)| e)
         .unwrap();
         let at = qp.rq_bytes();
-        let ctrl = WqeCtrlSeg::new_unchecked(qp.buf.slice(at, 16));
+        let ctrl = WqeCtrlSeg::new_unchecked(qp.inner.buf.slice(at, 16));
         assert_eq!(ctrl.opcode(), Ok(SendOpcode::RdmaWrite));
         assert_eq!((ctrl.wqe_index(), ctrl.qpn(), ctrl.ds()), (0, qp.qpn(), 3));
         assert_eq!(ctrl.ce(), Ok(WqeCompletionMode::CqUpdate));
-        let raddr = WqeRaddrSeg::new_unchecked(qp.buf.slice(at + 16, 16));
+        let raddr = WqeRaddrSeg::new_unchecked(qp.inner.buf.slice(at + 16, 16));
         assert_eq!((raddr.raddr(), raddr.rkey()), (0x1234_5000, 0x77));
-        let data = WqeDataSeg::new_unchecked(qp.buf.slice(at + 32, 16));
+        let data = WqeDataSeg::new_unchecked(qp.inner.buf.slice(at + 32, 16));
         assert_eq!(
             (data.byte_count(), data.lkey(), data.addr()),
             (100, lkey, addr)
         );
         // The doorbell record holds the new producer counter; the UAR write carries the WQE's
         // first 8 bytes.
-        assert_eq!(qp.dbrec.slice(0, 8).read_be32(4) & 0xffff, 1);
+        assert_eq!(qp.inner.dbrec.slice(0, 8).read_be32(4) & 0xffff, 1);
         assert_eq!(
             dev.last_send_doorbell(hca.info().uar),
-            Some(qp.buf.slice(at, 8).read_be64(0))
+            Some(qp.inner.buf.slice(at, 8).read_be64(0))
         );
         assert_eq!(qp.outstanding(), (1, 0));
     }
