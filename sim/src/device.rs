@@ -5,6 +5,7 @@
 use crate::bar::{self, uar, Target};
 use crate::cmdq::{self, Served};
 use crate::config::{Config, Mode};
+use crate::datapath::{self, Side};
 use crate::dma::{DmaSpace, DEFAULT_DMA_LIMIT};
 use crate::events::{self, Posted};
 use crate::faults::FaultInjector;
@@ -12,16 +13,37 @@ use crate::inventory::Objects;
 use crate::model::Model;
 use crate::record::CommandRecord;
 use crate::regs::{RegWrite, Regs};
-use crate::worker::Worker;
+use crate::wire::Link;
+use crate::worker::{Job, Worker};
 use mlx5_prm::rt::Mmio32;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+
+/// Numbers devices, to lock two of them in a fixed order.
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// Everything the driver's thread and the firmware thread share.
 pub(crate) struct Core {
+    id: u64,
     regs: Mutex<Regs>,
     model: Mutex<Model>,
     dma: Arc<DmaSpace>,
     faults: FaultInjector,
+    /// The device at the other end of the wire: where remote QPNs resolve.
+    peer: Mutex<Option<Weak<Core>>>,
+    /// Where transmitted frames go.
+    link: Mutex<Option<Arc<dyn Link>>>,
+    /// Transmitted frames come back into this device instead of going to the link.
+    loopback: AtomicBool,
+}
+
+/// What a UAR write was, for the work that follows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum UarWrite {
+    /// A send doorbell (or BlueFlame copy): its queue has run.
+    Send,
+    /// Anything else.
+    Other,
 }
 
 /// Locks a mutex, recovering it if a panic poisoned it: the model's state is consistent
@@ -37,6 +59,126 @@ impl Core {
 
     fn model(&self) -> MutexGuard<'_, Model> {
         lock(&self.model)
+    }
+
+    /// Sets (or clears) the device whose QPs remote QPNs name.
+    pub(crate) fn set_peer(&self, peer: Option<Weak<Core>>) {
+        *lock(&self.peer) = peer;
+    }
+
+    /// Sets (or clears) the link transmitted frames go to.
+    pub(crate) fn set_link(&self, link: Option<Arc<dyn Link>>) {
+        *lock(&self.link) = link;
+    }
+
+    /// The peer device, if a wire connects one (other than this device itself).
+    fn peer(&self) -> Option<Arc<Core>> {
+        lock(&self.peer)
+            .as_ref()
+            .and_then(Weak::upgrade)
+            .filter(|p| p.id != self.id)
+    }
+
+    /// Runs `f` on this device's locked side and, when a wire connects one, the peer's (the
+    /// two locked lower id first, so two devices working on each other never deadlock). The
+    /// frames SQs sent meanwhile go out once both locks are released.
+    fn sides<R>(&self, f: impl for<'a> FnOnce(&mut Side<'a>, Option<&mut Side<'a>>) -> R) -> R {
+        let peer = self.peer();
+        let (r, mine, theirs) = match &peer {
+            None => {
+                let mut m = self.model();
+                let r = f(
+                    &mut Side {
+                        m: &mut m,
+                        dma: &self.dma,
+                    },
+                    None,
+                );
+                (r, std::mem::take(&mut m.outbox), Vec::new())
+            }
+            Some(p) => {
+                let (mut a, mut b) = if self.id < p.id {
+                    let a = self.model();
+                    (a, p.model())
+                } else {
+                    let b = p.model();
+                    (self.model(), b)
+                };
+                let r = f(
+                    &mut Side {
+                        m: &mut a,
+                        dma: &self.dma,
+                    },
+                    Some(&mut Side {
+                        m: &mut b,
+                        dma: &p.dma,
+                    }),
+                );
+                (
+                    r,
+                    std::mem::take(&mut a.outbox),
+                    std::mem::take(&mut b.outbox),
+                )
+            }
+        };
+        self.transmit(mine);
+        if let Some(p) = peer {
+            p.transmit(theirs);
+        }
+        r
+    }
+
+    /// Puts frames on the port: back into this device in loopback, else to the link (or
+    /// nowhere without one).
+    fn transmit(&self, frames: Vec<Vec<u8>>) {
+        if frames.is_empty() {
+            return;
+        }
+        if self.loopback.load(Ordering::Relaxed) {
+            for f in &frames {
+                self.receive_frame(f);
+            }
+            return;
+        }
+        let link = lock(&self.link).clone();
+        if let Some(link) = link {
+            for f in &frames {
+                link.transmit(f);
+            }
+        }
+    }
+
+    /// A frame arrives at the port.
+    pub(crate) fn receive_frame(&self, frame: &[u8]) -> bool {
+        let mut m = self.model();
+        datapath::eth::receive(
+            &mut Side {
+                m: &mut m,
+                dma: &self.dma,
+            },
+            frame,
+        )
+    }
+
+    /// The device's own work (see [`datapath::kick`]), on this device and its peer.
+    pub(crate) fn kick(&self) {
+        self.sides(|a, b| match b {
+            Some(b) => {
+                datapath::kick(a, Some(&mut *b));
+                datapath::kick(b, Some(a));
+            }
+            None => datapath::kick(a, None),
+        });
+    }
+
+    /// True while the device (or its peer) has work of its own pending.
+    pub(crate) fn busy(&self) -> bool {
+        datapath::busy(&self.model()) || self.peer().is_some_and(|p| datapath::busy(&p.model()))
+    }
+
+    /// A send doorbell for queue `qn` through UAR page `uar`, with the BlueFlame copy.
+    fn send_doorbell(&self, uar: u32, qn: u32, bf: Option<&[u8]>) {
+        self.sides(|a, b| datapath::doorbell(a, b, uar, qn, bf));
     }
 
     /// Serves the command queue entries whose bits are set in `vector`, lowest first. Nothing
@@ -73,10 +215,10 @@ impl Core {
 
     /// A 32-bit write into UAR page `index`: an EQ doorbell, or one half of a 64-bit
     /// doorbell written as two dwords (high first), as 32-bit hosts do.
-    fn uar_write32(&self, index: u32, offset: usize, value: u32) {
+    pub(crate) fn uar_write32(&self, index: u32, offset: usize, value: u32) -> UarWrite {
         let mut m = self.model();
         if !m.uars.contains(index) {
-            return;
+            return UarWrite::Other;
         }
         match offset {
             uar::EQ_ARM => events::eq_doorbell(&mut m, index, value, true),
@@ -87,24 +229,63 @@ impl Core {
                     state.pending_high = Some(value);
                 } else if let Some(high) = state.pending_high.take() {
                     let full = (u64::from(high) << 32) | u64::from(value);
-                    doorbell64(&mut m, index, o - 4, full);
+                    drop(m);
+                    return self.uar_write64(index, o - 4, full);
                 }
             }
             _ => {}
         }
+        UarWrite::Other
     }
 
-    /// A 64-bit write into UAR page `index`.
-    fn uar_write64(&self, index: u32, offset: usize, value: u64) {
-        if is_doorbell64(offset) {
-            let mut m = self.model();
-            if m.uars.contains(index) {
-                doorbell64(&mut m, index, offset, value);
-            }
-        } else {
+    /// A 64-bit write into UAR page `index`: the CQ arm doorbell, or a send doorbell at the
+    /// start of a BlueFlame register half (value: the first 8 bytes of the last WQE's control
+    /// segment). Other 64-bit writes into the BlueFlame registers (the rest of a copy written
+    /// word by word) carry nothing the device uses.
+    pub(crate) fn uar_write64(&self, index: u32, offset: usize, value: u64) -> UarWrite {
+        if !is_doorbell64(offset) {
             self.uar_write32(index, offset, (value >> 32) as u32);
-            self.uar_write32(index, offset + 4, value as u32);
+            return self.uar_write32(index, offset + 4, value as u32);
         }
+        let mut m = self.model();
+        if !m.uars.contains(index) {
+            return UarWrite::Other;
+        }
+        if offset == uar::CQ_DOORBELL {
+            m.uar_state.entry(index).or_default().cq_doorbell = Some(value);
+            datapath::cq::arm(&mut m, &self.dma, index, value);
+            return UarWrite::Other;
+        }
+        if !is_send_doorbell(&m, offset) {
+            return UarWrite::Other;
+        }
+        m.uar_state.entry(index).or_default().bf_doorbell = Some(value);
+        drop(m);
+        self.send_doorbell(index, (value as u32) >> 8, None);
+        UarWrite::Send
+    }
+
+    /// A BlueFlame copy: a whole WQE written at the start of a BlueFlame register half. It
+    /// rings the doorbell like its first 8 bytes would, and the device executes the copy
+    /// instead of reading the WQE from the ring when it is the next WQE due.
+    pub(crate) fn uar_block(&self, index: u32, offset: usize, data: &[u64]) -> UarWrite {
+        let Some(&first) = data.first() else {
+            return UarWrite::Other;
+        };
+        let mut m = self.model();
+        if !m.uars.contains(index) || !is_send_doorbell(&m, offset) {
+            return UarWrite::Other;
+        }
+        let room = bf_half(&m) / 8;
+        m.uar_state.entry(index).or_default().bf_doorbell = Some(first);
+        drop(m);
+        let bytes: Vec<u8> = data
+            .iter()
+            .take(room)
+            .flat_map(|w| w.to_be_bytes())
+            .collect();
+        self.send_doorbell(index, (first as u32) >> 8, Some(&bytes));
+        UarWrite::Send
     }
 }
 
@@ -114,21 +295,15 @@ fn is_doorbell64(offset: usize) -> bool {
     offset == uar::CQ_DOORBELL || offset >= uar::BF_START
 }
 
-/// A complete 64-bit doorbell: recorded per UAR page; the CQ doorbell (low dword = cqn) also
-/// arms the CQ if it rings through this page.
-fn doorbell64(m: &mut Model, index: u32, offset: usize, value: u64) {
-    let state = m.uar_state.entry(index).or_default();
-    if offset == uar::CQ_DOORBELL {
-        state.cq_doorbell = Some(value);
-        let cqn = (value & 0xff_ffff) as u32;
-        if let Ok(cq) = m.cqs.get_mut(cqn) {
-            if cq.uar == index {
-                cq.armed = true;
-            }
-        }
-    } else {
-        state.bf_doorbell = Some(value);
-    }
+/// Bytes in one half of a BlueFlame register (half of 1 << log_bf_reg_size).
+fn bf_half(m: &Model) -> usize {
+    (1usize << m.gen().log_bf_reg_size().clamp(7, 11)) / 2
+}
+
+/// True for the start of a BlueFlame register half: 0x800 + k × half, inside the page.
+fn is_send_doorbell(m: &Model, offset: usize) -> bool {
+    (uar::BF_START..bar::UAR_PAGE_SIZE).contains(&offset)
+        && (offset - uar::BF_START) % bf_half(m) == 0
 }
 
 /// A software ConnectX adapter: BAR 0, DMA memory and the firmware behind them.
@@ -159,10 +334,14 @@ impl Device {
     pub fn new(config: Config) -> Arc<Device> {
         let timer_khz = config.caps.general_cur.device_frequency_khz().max(1);
         let core = Arc::new(Core {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             regs: Mutex::new(Regs::new(config.fw_ready, timer_khz)),
             model: Mutex::new(Model::new(&config)),
             dma: Arc::new(DmaSpace::new(DEFAULT_DMA_LIMIT)),
             faults: FaultInjector::new(&config.faults),
+            peer: Mutex::new(None),
+            link: Mutex::new(None),
+            loopback: AtomicBool::new(false),
         });
         let worker = (config.mode == Mode::Threaded).then(|| Worker::spawn(core.clone()));
         Arc::new(Device {
@@ -192,34 +371,147 @@ impl Device {
     /// command doorbell (0x18), or a doorbell of a UAR page (EQ at +0x40 arm and +0x48 update,
     /// `eqn << 24 | consumer index`). Writes to read-only, unused or out-of-range offsets are
     /// dropped.
+    ///
+    /// In threaded mode UAR writes are queued to the firmware thread, in order with command
+    /// doorbells. Every write also lets the device do its own pending work (RNR retries,
+    /// flushes, moderation timers), see [`Device::tick`].
     pub fn write32(&self, offset: usize, value: u32) {
         match bar::decode(offset, 4) {
             Some(Target::InitSeg(off)) => {
                 let action = self.core.regs().write(off, value);
                 if let RegWrite::Doorbell(vector) = action {
                     match &self.worker {
-                        Some(worker) => worker.doorbell(vector),
+                        Some(worker) => worker.send(Job::Doorbell(vector)),
                         None => self.core.ring(vector),
                     }
                 }
+                self.after_write(UarWrite::Other);
             }
-            Some(Target::Uar { index, offset }) => self.core.uar_write32(index, offset, value),
+            Some(Target::Uar { index, offset }) => match &self.worker {
+                Some(worker) => worker.send(Job::Uar32(index, offset, value)),
+                None => {
+                    let w = self.core.uar_write32(index, offset, value);
+                    self.after_write(w);
+                }
+            },
             Some(Target::Hole) | None => {}
         }
     }
 
-    /// A 64-bit BAR 0 write: the CQ arm doorbell at UAR + 0x20 (high dword sn/cmd/ci, low
-    /// dword cqn) and send doorbells at UAR + 0x800 and up are recorded per UAR page (the CQ
-    /// doorbell also arms the CQ); elsewhere it acts as two 32-bit writes, high dword first.
+    /// A 64-bit BAR 0 write. In a UAR page: the CQ arm doorbell at +0x20 (high dword
+    /// `sn << 28 | cmd << 24 | ci`, low dword cqn) arms the CQ; a write at the start of a
+    /// BlueFlame register half (+0x800 + k × 0x100) is a send doorbell whose value is the
+    /// first 8 bytes of the last WQE's control segment (`opmod_idx_opcode << 32 | qpn_ds`):
+    /// the QP or SQ it names runs up to the send counter of its doorbell record. Elsewhere it
+    /// acts as two 32-bit writes, high dword first.
     pub fn write64(&self, offset: usize, value: u64) {
         match bar::decode(offset, 8) {
-            Some(Target::Uar { index, offset }) => self.core.uar_write64(index, offset, value),
+            Some(Target::Uar { index, offset }) => match &self.worker {
+                Some(worker) => worker.send(Job::Uar64(index, offset, value)),
+                None => {
+                    let w = self.core.uar_write64(index, offset, value);
+                    self.after_write(w);
+                }
+            },
             Some(Target::InitSeg(off)) => {
                 self.write32(off, (value >> 32) as u32);
                 self.write32(off + 4, value as u32);
             }
             Some(Target::Hole) | None => {}
         }
+    }
+
+    /// A BlueFlame copy: `data` (a whole WQE, each `u64` the big-endian value of 8 bytes,
+    /// as [`Device::write64`] takes them) written at the start of a BlueFlame register half
+    /// (`offset` = UAR page + 0x800 + k × 0x100). It rings the send doorbell like its first
+    /// word alone would; when the WQE is the next one due, the device executes it from the
+    /// copy (as if read from the ring). Words past the register half are ignored; anywhere
+    /// else the write is dropped.
+    pub fn write_block(&self, offset: usize, data: &[u64]) {
+        if let Some(Target::Uar { index, offset }) = bar::decode(offset, 8) {
+            match &self.worker {
+                Some(worker) => worker.send(Job::Block(index, offset, data.to_vec())),
+                None => {
+                    let w = self.core.uar_block(index, offset, data);
+                    self.after_write(w);
+                }
+            }
+        }
+    }
+
+    /// After an inline write: the device's own pending work, unless the write was a send
+    /// doorbell (which already ran its queue).
+    fn after_write(&self, w: UarWrite) {
+        if w == UarWrite::Other {
+            self.core.kick();
+        }
+    }
+
+    /// Lets the device do the work it does on its own, as time passes on real hardware:
+    /// retry sends waiting on receiver-not-ready (one retry each, against qpc.rnr_retry),
+    /// complete receives posted to queues in ERR with flush errors, and fire completion
+    /// events whose moderation period (cq_period) has passed. Covers the wired peer too.
+    /// Any BAR write does the same; in threaded mode the firmware thread also does it every
+    /// millisecond while such work is pending.
+    pub fn tick(&self) {
+        self.core.kick();
+    }
+
+    /// Attaches the link that frames transmitted by the SQs go to (replacing a wire's).
+    pub fn attach_link(&self, link: Arc<dyn Link>) {
+        self.core.set_link(Some(link));
+    }
+
+    /// Detaches the link: transmitted frames go nowhere (they are still counted).
+    pub fn detach_link(&self) {
+        self.core.set_link(None);
+    }
+
+    /// Internal loopback: with `on`, transmitted frames come back into this device's receive
+    /// path instead of going to the link.
+    pub fn loopback(&self, on: bool) {
+        self.core.loopback.store(on, Ordering::Relaxed);
+    }
+
+    /// A frame arrives at the port from outside: steered from the NIC receive root flow table
+    /// (entries matched in index order under their group's mask, on the outer L2-L4 headers)
+    /// to a TIR, its RQ (or the first RQ of its RQT), the RQ's next receive WQE and a CQE on
+    /// the RQ's CQ. Returns false, and counts the frame in [`Device::rx_dropped`], when the
+    /// port is down, nothing matches, the RQ is not ready or has no receive WQE posted, or the
+    /// frame does not fit.
+    pub fn receive_frame(&self, frame: &[u8]) -> bool {
+        self.core.receive_frame(frame)
+    }
+
+    /// Frames the SQs transmitted.
+    pub fn tx_frames(&self) -> u64 {
+        self.core.model().stats.tx_frames
+    }
+
+    /// Frames received and delivered to an RQ.
+    pub fn rx_frames(&self) -> u64 {
+        self.core.model().stats.rx_frames
+    }
+
+    /// Frames received and dropped.
+    pub fn rx_dropped(&self) -> u64 {
+        self.core.model().stats.rx_dropped
+    }
+
+    /// Send doorbells (and BlueFlame copies) that named no QP or SQ of the UAR page they were
+    /// written to, and were ignored.
+    pub fn ignored_doorbells(&self) -> u64 {
+        self.core.model().stats.doorbells_ignored
+    }
+
+    /// CQEs the device had to drop: CQ gone, in error (overflow) or unreachable.
+    pub fn dropped_cqes(&self) -> u64 {
+        self.core.model().stats.cqes_dropped
+    }
+
+    /// The core, for the wire.
+    pub(crate) fn core(&self) -> &Arc<Core> {
+        &self.core
     }
 
     /// The memory the driver allocates for the device.
@@ -266,8 +558,8 @@ impl Device {
         self.core.regs().set_health_syndrome(syndrome);
     }
 
-    /// Waits until the firmware thread has served every doorbell rung so far (immediate in
-    /// inline mode).
+    /// Waits until the firmware thread has served every doorbell and UAR write so far
+    /// (immediate in inline mode).
     pub fn sync(&self) {
         if let Some(worker) = &self.worker {
             worker.sync();
@@ -307,7 +599,8 @@ impl Device {
         self.core.model().dma_faults
     }
 
-    /// The last 64-bit CQ doorbell written to UAR page `uar`.
+    /// The last 64-bit CQ doorbell written to UAR page `uar` (in threaded mode, once served:
+    /// see [`Device::sync`]).
     pub fn last_cq_doorbell(&self, uar: u32) -> Option<u64> {
         self.core
             .model()
@@ -316,7 +609,7 @@ impl Device {
             .and_then(|s| s.cq_doorbell)
     }
 
-    /// The last send (BlueFlame) doorbell written to UAR page `uar`.
+    /// The last send doorbell (or first word of a BlueFlame copy) written to UAR page `uar`.
     pub fn last_send_doorbell(&self, uar: u32) -> Option<u64> {
         self.core
             .model()

@@ -1,7 +1,11 @@
 //! A software model of an mlx5 (ConnectX) adapter that behaves as the PRM says the hardware
 //! does: the initialization segment, the command interface with its mailboxes, firmware pages,
 //! capabilities, the objects of the control path (EQs, CQs, mkeys, QPs, SQs, RQs, TIS/TIR/RQT,
-//! flow tables, vports) and events.
+//! flow tables, vports) and events, and the data path: send queues run on send doorbells and
+//! BlueFlame copies up to the counter of their doorbell record, RC QPs send, write, read and
+//! do atomics on their peer (on the same device or across a [`Wire`]), Ethernet SQs put frames
+//! on the port ([`Link`]), received frames are steered through the flow tables to RQs, and
+//! CQEs land in CQ rings with completion events for armed CQs.
 //!
 //! It is the default device for every test and demo in this workspace, since no one here has a
 //! ConnectX card, and a product of its own: a device to test a driver against without
@@ -20,10 +24,12 @@
 //! dev.write32(0x14, cmdq.iova as u32);
 //! ```
 //!
-//! The driver reaches the device through [`Device::read32`], [`Device::write32`] and
-//! [`Device::write64`] (BAR 0) and memory from [`Device::dma`]; a test also plays firmware and
-//! link through [`Device::request_pages`], [`Device::raise_port_change`],
-//! [`Device::set_health_syndrome`] and [`Device::faults`].
+//! The driver reaches the device through [`Device::read32`], [`Device::write32`],
+//! [`Device::write64`] and [`Device::write_block`] (BAR 0) and memory from [`Device::dma`]; a
+//! test also plays firmware and link through [`Device::request_pages`],
+//! [`Device::raise_port_change`], [`Device::set_health_syndrome`], [`Device::faults`],
+//! [`Device::receive_frame`], [`Device::attach_link`], [`Wire::connect`] and
+//! [`Device::tick`].
 
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
@@ -33,6 +39,7 @@ mod bits;
 mod caps;
 mod cmdq;
 mod config;
+mod datapath;
 mod device;
 // The one module that handles raw host memory (see its documentation for the argument).
 #[allow(unsafe_code)]
@@ -50,6 +57,7 @@ mod record;
 mod regs;
 pub mod syndrome;
 mod table;
+mod wire;
 mod worker;
 
 pub use bar::{BAR_SIZE, FIRST_UAR, UAR_PAGE_SIZE};
@@ -63,6 +71,7 @@ pub use faults::FaultInjector;
 pub use inventory::Objects;
 pub use record::CommandRecord;
 pub use regs::{FW_REV, LOG_CMDQ_SIZE, LOG_CMDQ_STRIDE};
+pub use wire::{Link, Wire};
 
 /// Opcodes of every command the model executes.
 pub fn supported_opcodes() -> impl Iterator<Item = u16> {
@@ -81,5 +90,6 @@ mod tests {
         shareable::<DmaSpace>();
         shareable::<DmaRegion>();
         shareable::<FaultInjector>();
+        shareable::<Wire>();
     }
 }

@@ -109,6 +109,21 @@ pub(crate) struct UarState {
     pub bf_doorbell: Option<u64>,
 }
 
+/// Counters of the data path.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct DataStats {
+    /// Frames SQs sent (whether or not anything was at the other end).
+    pub tx_frames: u64,
+    /// Frames received and delivered to at least one RQ.
+    pub rx_frames: u64,
+    /// Frames received and dropped: port down, no steering match, no receive WQE, ...
+    pub rx_dropped: u64,
+    /// Send doorbells naming no queue of the UAR page they were written to.
+    pub doorbells_ignored: u64,
+    /// CQEs not written because the CQ was gone, in error or full.
+    pub cqes_dropped: u64,
+}
+
 /// Handle ranges of the object tables. The ranges differ per kind so that a driver that
 /// passes one kind's number where another belongs gets BAD_RES instead of a silent match.
 pub(crate) mod handles {
@@ -167,6 +182,10 @@ pub(crate) struct Model {
     /// Device DMA accesses that hit unmapped memory (a driver bug on real hardware).
     pub dma_faults: u64,
     pub records: Vec<CommandRecord>,
+    /// Data path counters.
+    pub stats: DataStats,
+    /// Frames the SQs sent while the model was locked, delivered to the link once it is not.
+    pub outbox: Vec<Vec<u8>>,
 }
 
 impl Model {
@@ -206,6 +225,8 @@ impl Model {
             interrupts: BTreeMap::new(),
             dma_faults: 0,
             records: Vec::new(),
+            stats: DataStats::default(),
+            outbox: Vec::new(),
         }
     }
 

@@ -245,7 +245,8 @@ syndromes! {
     SQ_PAS_UNALIGNED = 0x5e0b_0009;
     /// SQ page not mapped DMA memory (BAD_PARAM).
     SQ_PAS_UNMAPPED = 0x5e0b_000a;
-    /// SQ doorbell record not 4-byte aligned or not mapped (BAD_PARAM).
+    /// SQ doorbell record not 4-byte aligned or its 8 bytes not mapped (the send counter is
+    /// the record's second dword) (BAD_PARAM).
     SQ_DBR_BAD = 0x5e0b_000b;
     /// CREATE_SQ with a state other than RST (BAD_PARAM).
     SQ_CREATE_NOT_RST = 0x5e0b_000c;

@@ -79,8 +79,10 @@ impl DmaAlloc for SimBackend {
 
 impl Events for SimBackend {
     fn wait(&self, deadline: Instant) {
-        // Inline: the model has already done its work by the time a doorbell write returns.
+        // Inline: the model has done the work a doorbell asked for before the write returned;
+        // what it does by itself (RNR retries, moderation timers) runs on `tick`.
         // Threaded: give the model's thread a moment.
+        self.dev.tick();
         if self.threaded {
             let now = Instant::now();
             if deadline > now {

@@ -34,6 +34,16 @@ pub(crate) struct Cq {
     pub uar: u32,
     /// Armed by a CQ doorbell: the next completion raises an event.
     pub armed: bool,
+    /// Armed for solicited (and error) completions only (arm command 1).
+    pub arm_solicited: bool,
+    /// CQEs written so far (the owner bit of CQE p is (p >> log_cq_size) & 1).
+    pub producer: u32,
+    /// Index of the last solicited or error CQE written.
+    pub last_solicited: Option<u32>,
+    /// Completions since the CQ was armed that have not raised their event yet (moderation).
+    pub unreported: u32,
+    /// When the oldest of them was written.
+    pub unreported_since: Option<std::time::Instant>,
 }
 
 /// Bytes per CQE for cqe_sz (64, or 128 with the CQE in the second half).
@@ -90,6 +100,11 @@ pub(super) fn create(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
         eqn,
         uar,
         armed: false,
+        arm_solicited: false,
+        producer: 0,
+        last_solicited: None,
+        unreported: 0,
+        unreported_since: None,
     };
     let cqn = cx.m.cqs.insert(cq, limit)?;
     cx.m.eqs.hold(eqn);
@@ -120,6 +135,7 @@ pub(super) fn query(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
     let mut ctx = v.cq_context_mut();
     ctx.storage_mut().copy_from_slice(cq.ctx.storage());
     ctx.set_st(if cq.armed { 0x9 } else { 0xa });
+    ctx.set_producer_counter(cq.producer & 0xff_ffff);
     for (i, &p) in pages.iter().take(n).enumerate() {
         let _ = v.set_pas(i, p);
     }

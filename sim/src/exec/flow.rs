@@ -1,7 +1,7 @@
 //! Flow steering of the NIC receive and transmit namespaces: CREATE_FLOW_TABLE,
 //! CREATE_FLOW_GROUP, SET_FLOW_TABLE_ENTRY and SET_FLOW_TABLE_ROOT. The model checks the
-//! structure (types, ranges, overlaps, references to TIRs and tables) and keeps it; it does not
-//! match packets yet.
+//! structure (types, ranges, overlaps, references to TIRs and tables) and keeps it, with the
+//! match criteria and values the data path steers received frames by.
 
 use super::{out, Ctx, Req};
 use crate::fail::{ensure, Fail, Outcome};
@@ -21,11 +21,11 @@ const MAX_LOG_SIZE: u8 = 24;
 const MAX_TABLES: u64 = 1 << 16;
 const MAX_GROUPS: u64 = 1 << 20;
 /// match_criteria_enable bits: the seven parts of fte_match_param.
-const CRITERIA_PARTS: u8 = 0x7f;
+pub(crate) const CRITERIA_PARTS: u8 = 0x7f;
 /// Actions the model accepts: allow, drop, forward to the destination list, count.
 const ACTION_ALLOW: u16 = 0x1;
-const ACTION_DROP: u16 = 0x2;
-const ACTION_FWD: u16 = 0x4;
+pub(crate) const ACTION_DROP: u16 = 0x2;
+pub(crate) const ACTION_FWD: u16 = 0x4;
 const ACTION_COUNT: u16 = 0x8;
 /// Byte offset of the destination list in SET_FTE's input.
 const DESTINATIONS: usize =
@@ -33,6 +33,22 @@ const DESTINATIONS: usize =
 /// Bytes per destination or counter entry, plain and extended.
 const DEST_SIZE: usize = 8;
 const EXT_DEST_SIZE: usize = 16;
+/// Byte offset and length of the match criteria in CREATE_FLOW_GROUP's input, and of the
+/// match value in SET_FTE's.
+const CRITERIA: usize = CreateFlowGroupIn::MATCH_CRITERIA.bit_offset / 8;
+const MATCH_VALUE: usize =
+    (SetFteIn::FLOW_CONTEXT.bit_offset + FlowContext::MATCH_VALUE.bit_offset) / 8;
+const MATCH_LEN: usize = FlowContext::MATCH_VALUE.width as usize / 8;
+
+/// The `MATCH_LEN` bytes at `at` of an input (zeros past its end).
+fn match_bytes(input: &[u8], at: usize) -> Vec<u8> {
+    let mut v = vec![0u8; MATCH_LEN];
+    if let Some(src) = input.get(at..) {
+        let n = src.len().min(MATCH_LEN);
+        v[..n].copy_from_slice(&src[..n]);
+    }
+    v
+}
 
 /// One flow table.
 #[derive(Debug, Clone)]
@@ -40,6 +56,8 @@ pub(crate) struct FlowTable {
     pub table_type: u8,
     pub log_size: u8,
     pub entries: BTreeMap<u32, Fte>,
+    /// Where frames that match no entry go (table_miss_action fwd); `None`: dropped.
+    pub miss: Option<u32>,
 }
 
 /// One flow group: an index range of a table sharing a match mask.
@@ -48,6 +66,10 @@ pub(crate) struct FlowGroup {
     pub table: u32,
     pub start: u32,
     pub end: u32,
+    /// match_criteria_enable: which parts of the match parameter the mask covers.
+    pub criteria_enable: u8,
+    /// The match criteria (fte_match_param, 512 bytes): the mask of the group's entries.
+    pub criteria: Vec<u8>,
 }
 
 /// A destination of an entry.
@@ -57,15 +79,15 @@ pub(crate) enum Dest {
     Table(u32),
 }
 
-/// One flow table entry. The group, action and flow tag are kept for packet steering, which
-/// the data path will read; the control path only needs the destinations.
+/// One flow table entry.
 #[derive(Debug, Clone)]
-#[allow(dead_code)]
 pub(crate) struct Fte {
     pub group: u32,
     pub action: u16,
     pub flow_tag: u32,
     pub dests: Vec<Dest>,
+    /// The match value (fte_match_param, 512 bytes).
+    pub value: Vec<u8>,
 }
 
 /// Every table and group, and the root table of each type.
@@ -142,6 +164,7 @@ pub(super) fn create_table(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
         table_type: ty,
         log_size: ctx.log_size(),
         entries: BTreeMap::new(),
+        miss,
     };
     let id = flow.tables.insert(table, MAX_TABLES)?;
     if let Some(miss) = miss {
@@ -179,6 +202,8 @@ pub(super) fn create_group(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
         table: table_id,
         start,
         end,
+        criteria_enable,
+        criteria: match_bytes(req.input, CRITERIA),
     };
     let id = flow.groups.insert(group, MAX_GROUPS)?;
     flow.tables.hold(table_id);
@@ -279,6 +304,7 @@ pub(super) fn set_entry(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
         action,
         flow_tag: fc.flow_tag(),
         dests,
+        value: match_bytes(req.input, MATCH_VALUE),
     };
     hold(cx, &entry.dests);
     let table = cx.m.flow.tables.get_mut(table_id)?;

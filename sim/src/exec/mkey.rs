@@ -1,5 +1,6 @@
 //! Memory keys: CREATE_MKEY, DESTROY_MKEY and QUERY_MKEY. The model keeps the context and the
-//! translation entries the create carried; it does not translate addresses yet.
+//! translation entries the create carried; the data path translates through them
+//! (`datapath::mem`).
 
 use super::{out, Ctx, Req};
 use crate::fail::{ensure, Fail, Outcome};

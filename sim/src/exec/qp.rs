@@ -39,6 +39,15 @@ pub(crate) struct Qp {
     pub cqn_snd: Option<u32>,
     pub cqn_rcv: Option<u32>,
     pub uar: u32,
+    /// Byte offset of the send queue in the buffer (the receive queue comes first).
+    pub sq_base: u64,
+    /// Data path: WQEBB counter of the next send WQE to execute (16 bits, like the driver's).
+    pub sq_ci: u16,
+    /// Data path: receive WQEs consumed.
+    pub rq_ci: u16,
+    /// Data path: receiver-not-ready retries left for the WQE at the head of the send queue
+    /// (7: forever), while it waits for a receive at the responder.
+    pub rnr: Option<u8>,
 }
 
 /// Reads a QP context out of `input`.
@@ -110,6 +119,10 @@ pub(super) fn create(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
         cqn_snd,
         cqn_rcv,
         uar,
+        sq_base: rq_bytes,
+        sq_ci: 0,
+        rq_ci: 0,
+        rnr: None,
     };
     let qpn = cx.m.qps.insert(qp, limit)?;
     cx.m.pds.hold(pd);
@@ -143,7 +156,10 @@ pub(super) fn query(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
     let n = pages.len().min(req.out_len.saturating_sub(fixed) / 8);
     let mut o = out::<cmd::QueryQp>(n * 8);
     let mut v = QueryQpOut::new_unchecked(&mut o[..]);
-    v.qpc_mut().storage_mut().copy_from_slice(qp.ctx.storage());
+    let mut ctx = v.qpc_mut();
+    ctx.storage_mut().copy_from_slice(qp.ctx.storage());
+    ctx.set_hw_sq_wqebb_counter(qp.sq_ci);
+    ctx.set_hw_rq_counter(qp.rq_ci.into());
     for (i, &p) in pages.iter().take(n).enumerate() {
         let _ = v.set_pas(i, p);
     }
@@ -245,7 +261,17 @@ pub(super) fn transition(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
         )?;
     }
     ctx.set_state(t.to);
-    cx.m.qps.get_mut(qpn)?.ctx = ctx;
+    let qp = cx.m.qps.get_mut(qpn)?;
+    qp.ctx = ctx;
+    match t.to {
+        QpState::Rst => {
+            qp.sq_ci = 0;
+            qp.rq_ci = 0;
+            qp.rnr = None;
+        }
+        QpState::Err => crate::datapath::qp_to_err(cx.m, cx.dma, qpn),
+        _ => {}
+    }
     // Every transition output is the 16-byte header with ece = 0.
     let size = <mlx5_prm::Rst2initQpOut<&[u8]> as View<&[u8]>>::SIZE;
     Ok(vec![0; size])

@@ -34,12 +34,13 @@ const RQ_MODIFY_COUNTER_SET: u64 = 0x8;
 pub(crate) struct Sq {
     pub ctx: Sqc,
     /// The ring, for the data path (which executes WQEs from it).
-    #[allow(dead_code)]
     pub ring: PageList,
     pub cqn: u32,
     pub tis: Option<u32>,
     pub pd: u32,
     pub uar: u32,
+    /// Data path: WQEBB counter of the next WQE to execute.
+    pub ci: u16,
 }
 
 /// One receive queue.
@@ -47,10 +48,11 @@ pub(crate) struct Sq {
 pub(crate) struct Rq {
     pub ctx: Rqc,
     /// The ring, for the data path (which fills its WQEs' buffers).
-    #[allow(dead_code)]
     pub ring: PageList,
     pub cqn: u32,
     pub pd: u32,
+    /// Data path: receive WQEs consumed.
+    pub ci: u16,
 }
 
 /// The ring described by the wq of a create input: geometry and page list.
@@ -104,7 +106,8 @@ pub(super) fn create_sq(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
         unmapped: s::SQ_PAS_UNMAPPED,
     };
     let ring = ring(cx, req.input, SQ_LOG_STRIDE, errors)?;
-    check_dbr(cx.dma, wq.dbr_addr(), 4, 4, s::SQ_DBR_BAD)?;
+    // The device reads the send counter from the record's second dword.
+    check_dbr(cx.dma, wq.dbr_addr(), 8, 4, s::SQ_DBR_BAD)?;
     let mut stored = Sqc::zeroed();
     stored.storage_mut().copy_from_slice(ctx.storage());
     let limit = Model::limit(cx.m.gen().log_max_sq());
@@ -115,6 +118,7 @@ pub(super) fn create_sq(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
         tis,
         pd,
         uar,
+        ci: 0,
     };
     let sqn = cx.m.sqs.insert(sq, limit)?;
     cx.m.cqs.hold(cqn);
@@ -160,6 +164,11 @@ pub(super) fn modify_sq(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
             .set_packet_pacing_rate_limit_index(input.ctx().packet_pacing_rate_limit_index());
     }
     sq.ctx.set_state(new);
+    match new {
+        SqState::Rst => sq.ci = 0,
+        SqState::Err => crate::datapath::sq_to_err(cx.m, cx.dma, input.sqn()),
+        _ => {}
+    }
     Ok(out::<cmd::ModifySq>(0))
 }
 
@@ -216,6 +225,7 @@ pub(super) fn create_rq(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
             ring,
             cqn,
             pd,
+            ci: 0,
         },
         limit,
     )?;
@@ -256,6 +266,11 @@ pub(super) fn modify_rq(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
         rq.ctx.set_counter_set_id(new_ctx.counter_set_id());
     }
     rq.ctx.set_state(new);
+    match new {
+        RqState::Rst => rq.ci = 0,
+        RqState::Err => crate::datapath::rq_to_err(cx.m, cx.dma, input.rqn()),
+        _ => {}
+    }
     Ok(out::<cmd::ModifyRq>(0))
 }
 

@@ -4,6 +4,9 @@
 
 #![allow(dead_code)]
 
+pub mod dp;
+pub mod eth;
+
 use mlx5_prm::rt::{Bytes, Command, View};
 use mlx5_prm::{cmd, CmdIfBox, CmdQueueEntry};
 use mlx5_sim::{Config, Device, DmaRegion, Mode};

@@ -1,0 +1,273 @@
+//! Memory keys on the data path: turning an (lkey or rkey, address, length) triple into IOVA
+//! extents after the checks the PRM puts on every access (the key exists and its tag matches,
+//! same PD as the queue, the range inside the region, the access right), and moving bytes
+//! between those extents and the model.
+//!
+//! Translation follows the key's access mode: PA uses addresses as IOVAs; MTT maps equal pages
+//! of `1 << mkc.log_page_size` bytes (log in bytes, not relative to 4 KiB), entry i for the
+//! i-th page counted from `start_addr` rounded down to the page size, the entry's low bits
+//! (Linux puts read/write flags there) ignored. KLM and KSM keys are not modelled and refuse
+//! every access. The reserved lkey ([`RESD_LKEY`]) is a PA key for local accesses of queues
+//! whose context sets `rlky`.
+
+use crate::dma::DmaSpace;
+use crate::exec::handles::RESD_LKEY;
+use crate::model::Model;
+
+/// Every access an mkey grants separately.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// Gather of a send (mkc.lr).
+    LocalRead,
+    /// Scatter of a receive or of a read response (mkc.lw).
+    LocalWrite,
+    /// Incoming RDMA read (mkc.rr).
+    RemoteRead,
+    /// Incoming RDMA write (mkc.rw).
+    RemoteWrite,
+    /// Incoming atomic (mkc.a).
+    RemoteAtomic,
+}
+
+impl Access {
+    fn local(self) -> bool {
+        matches!(self, Access::LocalRead | Access::LocalWrite)
+    }
+}
+
+/// A key check that failed (all map to one CQE syndrome; the variant is for debugging).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum KeyError {
+    /// No such key, a stale tag, a free key, or the reserved key where it is not allowed.
+    Unknown,
+    /// The key belongs to another PD.
+    Pd,
+    /// The range leaves the region.
+    Range,
+    /// The key does not grant the access.
+    Rights,
+    /// The access mode is not modelled (KLM, KSM, ...) or the page size is absurd.
+    Mode,
+    /// The range needs translation entries the key was not given.
+    Translation,
+}
+
+/// A run of contiguous IOVAs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Extent {
+    pub iova: u64,
+    pub len: u64,
+}
+
+/// Who is accessing: the queue's PD and whether its context allows the reserved lkey.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Accessor {
+    pub pd: u32,
+    pub rlky: bool,
+}
+
+/// Smallest MTT page the model accepts (log2 bytes).
+const MIN_LOG_MTT_PAGE: u8 = 12;
+
+/// Checks `key` for `access` of `len` bytes at `addr` and returns where they live. A zero
+/// length needs no key at all (as for zero-length RDMA, whose key is not validated).
+pub(crate) fn resolve(
+    m: &Model,
+    key: u32,
+    who: Accessor,
+    addr: u64,
+    len: u64,
+    access: Access,
+) -> Result<Vec<Extent>, KeyError> {
+    if len == 0 {
+        return Ok(Vec::new());
+    }
+    let end = addr.checked_add(len).ok_or(KeyError::Range)?;
+    if key == RESD_LKEY {
+        return if access.local() && who.rlky {
+            Ok(vec![Extent { iova: addr, len }])
+        } else {
+            Err(KeyError::Unknown)
+        };
+    }
+    let mkey = m.mkeys.get(key >> 8).map_err(|_| KeyError::Unknown)?;
+    let c = &mkey.ctx;
+    if c.mkey_7_0() != (key & 0xff) as u8 || c.free() {
+        return Err(KeyError::Unknown);
+    }
+    if c.pd() != who.pd {
+        return Err(KeyError::Pd);
+    }
+    if !c.length64() {
+        let start = c.start_addr();
+        let limit = start.checked_add(c.len()).ok_or(KeyError::Range)?;
+        if addr < start || end > limit {
+            return Err(KeyError::Range);
+        }
+    }
+    let granted = match access {
+        Access::LocalRead => c.lr(),
+        Access::LocalWrite => c.lw(),
+        Access::RemoteRead => c.rr(),
+        Access::RemoteWrite => c.rw(),
+        Access::RemoteAtomic => c.a(),
+    };
+    if !granted {
+        return Err(KeyError::Rights);
+    }
+    match (c.access_mode_4_2(), c.access_mode_1_0()) {
+        (0, 0) => Ok(vec![Extent { iova: addr, len }]),
+        (0, 1) => mtt(
+            &mkey.translations,
+            c.start_addr(),
+            c.log_page_size(),
+            addr,
+            len,
+        ),
+        _ => Err(KeyError::Mode),
+    }
+}
+
+/// Translates through an MTT whose entry i maps page i of the region.
+fn mtt(
+    table: &[u8],
+    start: u64,
+    log_page: u8,
+    addr: u64,
+    len: u64,
+) -> Result<Vec<Extent>, KeyError> {
+    if !(MIN_LOG_MTT_PAGE..=40).contains(&log_page) {
+        return Err(KeyError::Mode);
+    }
+    let page = 1u64 << log_page;
+    let base = start & !(page - 1);
+    let mut offset = addr.checked_sub(base).ok_or(KeyError::Range)?;
+    let mut left = len;
+    let mut out: Vec<Extent> = Vec::new();
+    while left > 0 {
+        let index = usize::try_from(offset >> log_page).map_err(|_| KeyError::Translation)?;
+        let at = index.checked_mul(8).ok_or(KeyError::Translation)?;
+        let entry = table
+            .get(at..at + 8)
+            .ok_or(KeyError::Translation)?
+            .try_into()
+            .map(u64::from_be_bytes)
+            .map_err(|_| KeyError::Translation)?;
+        let within = offset & (page - 1);
+        let n = left.min(page - within);
+        let iova = (entry & !(page - 1)) + within;
+        match out.last_mut() {
+            Some(last) if last.iova.checked_add(last.len) == Some(iova) => last.len += n,
+            _ => out.push(Extent { iova, len: n }),
+        }
+        offset += n;
+        left -= n;
+    }
+    Ok(out)
+}
+
+/// Bytes per DMA access: accesses never cross a 4 KiB boundary (regions are whole pages).
+const CHUNK: u64 = 4096;
+
+/// The pieces of `extents`, each inside one 4 KiB page: (iova, length).
+fn chunks(extents: &[Extent]) -> impl Iterator<Item = (u64, usize)> + '_ {
+    extents.iter().flat_map(|e| {
+        let mut at = e.iova;
+        let end = e.iova.saturating_add(e.len);
+        std::iter::from_fn(move || {
+            if at >= end {
+                return None;
+            }
+            let n = (CHUNK - at % CHUNK).min(end - at);
+            let piece = (at, n as usize);
+            at += n;
+            Some(piece)
+        })
+    })
+}
+
+/// Appends the bytes of `extents` to `out`; false (and `out` partly filled) when a byte is not
+/// mapped.
+pub(crate) fn read(dma: &DmaSpace, extents: &[Extent], out: &mut Vec<u8>) -> bool {
+    for (iova, n) in chunks(extents) {
+        let at = out.len();
+        out.resize(at + n, 0);
+        if dma.read(iova, &mut out[at..]).is_err() {
+            return false;
+        }
+    }
+    true
+}
+
+/// Writes `data` over `extents` (which must cover at least `data.len()` bytes); false without
+/// writing anything when a byte is not mapped.
+pub(crate) fn write(dma: &DmaSpace, extents: &[Extent], data: &[u8]) -> bool {
+    let mut pieces = Vec::new();
+    let mut left = data.len();
+    for (iova, n) in chunks(extents) {
+        if left == 0 {
+            break;
+        }
+        let n = n.min(left);
+        if !dma.is_mapped(iova, n) {
+            return false;
+        }
+        pieces.push((iova, n));
+        left -= n;
+    }
+    let mut at = 0;
+    for (iova, n) in pieces {
+        if dma.write(iova, &data[at..at + n]).is_err() {
+            return false;
+        }
+        at += n;
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mtt_pages_follow_the_table() {
+        let mut table = Vec::new();
+        for page in [0x5000u64 | 3, 0x9000, 0x2000] {
+            table.extend_from_slice(&page.to_be_bytes());
+        }
+        // Region starting 0x100 into a 4 KiB page.
+        let e = mtt(&table, 0x7000_0100, 12, 0x7000_0f00, 0x1200).unwrap();
+        assert_eq!(
+            e,
+            vec![
+                Extent {
+                    iova: 0x5f00,
+                    len: 0x100
+                },
+                Extent {
+                    iova: 0x9000,
+                    len: 0x1000
+                },
+                Extent {
+                    iova: 0x2000,
+                    len: 0x100
+                },
+            ]
+        );
+        assert_eq!(
+            mtt(&table, 0x7000_0000, 12, 0x7000_2f00, 0x200),
+            Err(KeyError::Translation)
+        );
+        assert_eq!(mtt(&table, 0, 3, 0, 8), Err(KeyError::Mode));
+    }
+
+    #[test]
+    fn chunks_stop_at_page_boundaries() {
+        let e = [Extent {
+            iova: 0xff0,
+            len: 0x1020,
+        }];
+        let c: Vec<_> = chunks(&e).collect();
+        assert_eq!(c, vec![(0xff0, 0x10), (0x1000, 0x1000), (0x2000, 0x10)]);
+    }
+}

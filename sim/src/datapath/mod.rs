@@ -1,0 +1,143 @@
+//! The data path: what the device does between commands. Send doorbells (and BlueFlame
+//! copies) make it run send queues up to the counter the driver published in the doorbell
+//! record; RC WQEs act on the peer QP's memory and receive queue; Ethernet SQs put frames on
+//! the port, and frames from the port are steered to RQs; completions go to CQ rings with
+//! events for armed CQs.
+//!
+//! Everything here works on a [`Side`]: one device's model and memory, locked. An RC
+//! operation whose peer QP lives on the device at the other end of a [`Wire`](crate::Wire)
+//! works on two sides, locked in a fixed order by the caller.
+
+pub(crate) mod cq;
+pub(crate) mod eth;
+pub(crate) mod mem;
+pub(crate) mod rc;
+pub(crate) mod rq;
+pub(crate) mod sendq;
+
+use crate::dma::DmaSpace;
+use crate::model::Model;
+use mlx5_prm::{QpState, RqState, SqState};
+use std::time::Instant;
+
+/// One device's state and memory, locked for the data path.
+pub(crate) struct Side<'a> {
+    pub m: &'a mut Model,
+    pub dma: &'a DmaSpace,
+}
+
+/// The side the peer QP of an RC operation lives on: the other device when a wire connects
+/// one, else this one.
+pub(crate) fn peer<'s, 'a>(
+    local: &'s mut Side<'a>,
+    remote: &'s mut Option<&mut Side<'a>>,
+) -> &'s mut Side<'a> {
+    match remote {
+        Some(r) => r,
+        None => local,
+    }
+}
+
+/// A send doorbell through UAR page `uar` for queue `qn` (the control segment's QP or SQ
+/// number): runs that queue if it exists and rings through this page; otherwise the
+/// doorbell is ignored and counted.
+pub(crate) fn doorbell<'a>(
+    local: &mut Side<'a>,
+    remote: Option<&mut Side<'a>>,
+    uar: u32,
+    qn: u32,
+    bf: Option<&[u8]>,
+) {
+    if let Ok(qp) = local.m.qps.get(qn) {
+        if qp.uar == uar {
+            rc::run(local, remote, qn, bf);
+            return;
+        }
+    } else if let Ok(sq) = local.m.sqs.get(qn) {
+        if sq.uar == uar {
+            eth::run(local, qn, bf);
+            return;
+        }
+    }
+    local.m.stats.doorbells_ignored += 1;
+}
+
+/// Work the device does on its own: retry sends stalled on receiver-not-ready, flush queues
+/// in error (receives posted to a QP or RQ in ERR complete with flush errors), and fire
+/// completion events whose moderation period has passed.
+pub(crate) fn kick<'a>(local: &mut Side<'a>, mut remote: Option<&mut Side<'a>>) {
+    let qps: Vec<(u32, bool)> = local
+        .m
+        .qps
+        .iter()
+        .filter_map(|(n, q)| match q.ctx.state() {
+            Ok(QpState::Err) => Some((n, true)),
+            Ok(QpState::Rts) if q.rnr.is_some() => Some((n, false)),
+            _ => None,
+        })
+        .collect();
+    for (qpn, in_error) in qps {
+        if in_error {
+            rq::flush(local, rq::Target::Qp(qpn));
+            let dbr = local.m.qps.get(qpn).map(|q| q.ctx.dbr_addr());
+            if dbr.is_ok_and(|dbr| sendq::counter(local.dma, dbr).is_some()) {
+                rc::run(local, None, qpn, None);
+            }
+        } else {
+            rc::run(local, remote.as_deref_mut(), qpn, None);
+        }
+    }
+    // Queues in ERR whose doorbell record is gone (freed before the queue was destroyed) are
+    // left alone rather than counted as a DMA fault at every look.
+    let sqs: Vec<u32> = local
+        .m
+        .sqs
+        .iter()
+        .filter(|(_, s)| {
+            s.ctx.state() == Ok(SqState::Err)
+                && sendq::counter(local.dma, s.ctx.wq().dbr_addr()).is_some()
+        })
+        .map(|(n, _)| n)
+        .collect();
+    for sqn in sqs {
+        eth::run(local, sqn, None);
+    }
+    let rqs: Vec<u32> = local
+        .m
+        .rqs
+        .iter()
+        .filter(|(_, r)| r.ctx.state() == Ok(RqState::Err))
+        .map(|(n, _)| n)
+        .collect();
+    for rqn in rqs {
+        rq::flush(local, rq::Target::Rq(rqn));
+    }
+    cq::timers(local.m, local.dma, Instant::now());
+}
+
+/// True while the device has work of its own pending (see [`kick`]), so that the firmware
+/// thread of threaded mode wakes up for it.
+pub(crate) fn busy(m: &Model) -> bool {
+    m.qps
+        .iter()
+        .any(|(_, q)| q.rnr.is_some() || q.ctx.state() == Ok(QpState::Err))
+        || m.sqs.iter().any(|(_, s)| s.ctx.state() == Ok(SqState::Err))
+        || m.rqs.iter().any(|(_, r)| r.ctx.state() == Ok(RqState::Err))
+        || cq::timer_pending(m)
+}
+
+/// A QP command moved QP `qpn` to ERR: what is posted completes with flush errors.
+pub(crate) fn qp_to_err(m: &mut Model, dma: &DmaSpace, qpn: u32) {
+    let mut side = Side { m, dma };
+    rc::set_err(&mut side, qpn, true);
+}
+
+/// MODIFY_SQ moved SQ `sqn` to ERR.
+pub(crate) fn sq_to_err(m: &mut Model, dma: &DmaSpace, sqn: u32) {
+    eth::run(&mut Side { m, dma }, sqn, None);
+}
+
+/// MODIFY_RQ moved RQ `rqn` to ERR.
+pub(crate) fn rq_to_err(m: &mut Model, dma: &DmaSpace, rqn: u32) {
+    rq::flush(&mut Side { m, dma }, rq::Target::Rq(rqn));
+}

@@ -1,0 +1,640 @@
+//! Send queues of RC QPs: executing WQEs against the peer QP (on this device, or on the device
+//! at the other end of the [`Wire`](crate::Wire)), requester and responder CQEs, the errors of
+//! the PRM with their effect on both QPs, receiver-not-ready retries, and flushing in ERR.
+//!
+//! A WQE runs only while its QP is in RTS; in ERR every WQE completes with a flush error CQE
+//! (whatever its completion mode: errors are always reported); in the other states the
+//! doorbell is ignored and the WQEs wait for a later doorbell.
+
+use super::mem::{self, Access, Accessor};
+use super::rq::{self, ScatterError, Target};
+use super::sendq::{self, Piece, DS};
+use super::{cq, peer, Side};
+use crate::events;
+use mlx5_prm::rt::Bytes as _;
+use mlx5_prm::{CqeOpcode, CqeSyndrome, EventType, QpEvents, QpServiceType, QpState, SendOpcode};
+
+/// The control segment's completion mode that asks for a CQE on success (2) and the one that
+/// also asks for an event (3).
+const CE_ALWAYS: u8 = 2;
+/// rnr_retry value that retries forever.
+const RNR_INFINITE: u8 = 7;
+
+/// What became of one WQE.
+enum Step {
+    /// Completed (successfully or not): the consumer moves past it.
+    Next,
+    /// Stalled on receiver-not-ready: it stays at the head of the queue.
+    Stall,
+}
+
+/// Why a WQE failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fault {
+    /// The requester's own error (local length, protection, operation).
+    Local(CqeSyndrome),
+    /// The responder refused; `responder_err` moves the responder QP to ERR too.
+    Remote {
+        syndrome: CqeSyndrome,
+        responder_err: bool,
+    },
+    /// No receive WQE posted at the responder.
+    Rnr,
+}
+
+type Exec = Result<u32, Fault>;
+
+/// The requester QP's fields a WQE needs.
+#[derive(Debug, Clone, Copy)]
+struct Requester {
+    qpn: u32,
+    who: Accessor,
+    remote_qpn: u32,
+    max_msg: u64,
+}
+
+/// The responder QP's fields.
+#[derive(Debug, Clone, Copy)]
+struct Responder {
+    qpn: u32,
+    who: Accessor,
+    rre: bool,
+    rwe: bool,
+    rae: bool,
+}
+
+/// Runs the send queue of QP `qpn` from the device's consumer counter up to the send counter
+/// of the doorbell record, at most one ring's worth of WQEBBs. `bf` is a BlueFlame copy of the
+/// WQE the doorbell announced: it is executed instead of the ring's copy when it is the next
+/// WQE due.
+pub(crate) fn run<'a>(
+    local: &mut Side<'a>,
+    mut remote: Option<&mut Side<'a>>,
+    qpn: u32,
+    bf: Option<&[u8]>,
+) {
+    let mut bf = bf;
+    let mut done: u32 = 0;
+    loop {
+        let Ok(qp) = local.m.qps.get(qpn) else {
+            return;
+        };
+        let Some(ring) = &qp.buf else {
+            return;
+        };
+        if qp.ctx.no_sq() {
+            return;
+        }
+        let flushing = match qp.ctx.state() {
+            Ok(QpState::Rts) => false,
+            Ok(QpState::Err) => true,
+            _ => return,
+        };
+        let log = qp.ctx.log_sq_size();
+        let size = 1u32 << log.min(16);
+        let Some(pc) = sendq::counter(local.dma, qp.ctx.dbr_addr()) else {
+            local.m.dma_faults += 1;
+            return;
+        };
+        let ci = qp.sq_ci;
+        let pending = pc.wrapping_sub(ci);
+        if pending == 0 || u32::from(pending) > size || done >= size {
+            return;
+        }
+        let copy = bf
+            .take()
+            .filter(|b| sendq::index_of(b) == Some(ci) && b.len() >= sendq::ds(b).max(1) * DS);
+        let wqe = match copy {
+            Some(b) => Some(b.to_vec()),
+            None => sendq::read(local.dma, ring, qp.sq_base, log, ci),
+        };
+        let Some(wqe) = wqe else {
+            local.m.dma_faults += 1;
+            return;
+        };
+        let step = if flushing {
+            flush_one(local, qpn, &wqe, ci);
+            Step::Next
+        } else {
+            execute(local, remote.as_deref_mut(), qpn, &wqe, ci)
+        };
+        match step {
+            Step::Next => {
+                let n = sendq::wqebbs(&wqe);
+                match local.m.qps.get_mut(qpn) {
+                    // Unless a flush of this very queue already moved past it.
+                    Ok(qp) if qp.sq_ci == ci => qp.sq_ci = ci.wrapping_add(n),
+                    _ => {}
+                }
+                done += u32::from(n);
+            }
+            Step::Stall => return,
+        }
+    }
+}
+
+/// Completes one WQE of a QP in ERR with a flush error.
+fn flush_one(local: &mut Side<'_>, qpn: u32, wqe: &[u8], index: u16) {
+    let Some(cqn) = local.m.qps.get(qpn).ok().and_then(|q| q.cqn_snd) else {
+        return;
+    };
+    let e = cq::err_cqe(
+        CqeOpcode::ReqErr,
+        CqeSyndrome::WrFlushErr,
+        qpn,
+        index,
+        sendq::opcode(wqe),
+    );
+    cq::post(local, cqn, e);
+}
+
+/// Moves QP `qpn` to ERR: posted receives complete with flush errors, and (with `flush_sq`)
+/// posted sends too. The requester whose WQE failed flushes its own send queue as its loop
+/// goes on.
+pub(crate) fn set_err(side: &mut Side<'_>, qpn: u32, flush_sq: bool) {
+    let Ok(qp) = side.m.qps.get_mut(qpn) else {
+        return;
+    };
+    qp.ctx.set_state(QpState::Err);
+    qp.rnr = None;
+    rq::flush(side, Target::Qp(qpn));
+    if flush_sq {
+        run(side, None, qpn, None);
+    }
+}
+
+/// Executes one WQE of an RTS QP.
+fn execute<'a>(
+    local: &mut Side<'a>,
+    mut remote: Option<&mut Side<'a>>,
+    qpn: u32,
+    wqe: &[u8],
+    index: u16,
+) -> Step {
+    let Ok(qp) = local.m.qps.get(qpn) else {
+        return Step::Next;
+    };
+    let req = Requester {
+        qpn,
+        who: Accessor {
+            pd: qp.pd,
+            rlky: qp.ctx.rlky(),
+        },
+        remote_qpn: qp.ctx.remote_qpn(),
+        max_msg: 1u64 << local.m.gen().log_max_msg().min(31),
+    };
+    let rc = qp.ctx.st() == Ok(QpServiceType::Rc);
+    let ctrl = &wqe[..DS];
+    let opcode = ctrl[3];
+    let end = sendq::ds(wqe) * DS;
+    let fm_ce_se = ctrl[11];
+    let ce = (fm_ce_se >> 2) & 0x3;
+    let se = fm_ce_se & 0x2 != 0;
+    let imm = ctrl.read_be32(12);
+    let msg = Message {
+        opcode,
+        imm,
+        se,
+        end,
+    };
+    let result = if !rc || end < DS {
+        Err(Fault::Local(CqeSyndrome::LocalQpOpErr))
+    } else {
+        match SendOpcode::from_raw(opcode.into()) {
+            Some(SendOpcode::Nop) => Ok(0),
+            Some(SendOpcode::Send | SendOpcode::SendImm | SendOpcode::SendInval) => {
+                send(local, remote.as_deref_mut(), &req, wqe, &msg)
+            }
+            Some(SendOpcode::RdmaWrite | SendOpcode::RdmaWriteImm) => {
+                write(local, remote.as_deref_mut(), &req, wqe, &msg)
+            }
+            Some(SendOpcode::RdmaRead) => read(local, remote.as_deref_mut(), &req, wqe, &msg),
+            Some(op @ (SendOpcode::AtomicCs | SendOpcode::AtomicFa)) => atomic(
+                local,
+                remote.as_deref_mut(),
+                &req,
+                wqe,
+                &msg,
+                op == SendOpcode::AtomicCs,
+            ),
+            _ => Err(Fault::Local(CqeSyndrome::LocalQpOpErr)),
+        }
+    };
+    let cqn = local.m.qps.get(qpn).ok().and_then(|q| q.cqn_snd);
+    let fault = match result {
+        Ok(byte_cnt) => {
+            if let Ok(qp) = local.m.qps.get_mut(qpn) {
+                qp.rnr = None;
+            }
+            if ce >= CE_ALWAYS {
+                if let Some(cqn) = cqn {
+                    let mut c = cq::cqe(CqeOpcode::Req, qpn, index);
+                    c.set_s_wqe_opcode(opcode);
+                    c.set_byte_cnt(byte_cnt);
+                    cq::post(local, cqn, *c.storage());
+                }
+            }
+            return Step::Next;
+        }
+        Err(Fault::Rnr) => match rnr(local, qpn) {
+            Some(fault) => fault,
+            None => return Step::Stall,
+        },
+        Err(f) => f,
+    };
+    let syndrome = match fault {
+        Fault::Local(s) | Fault::Remote { syndrome: s, .. } => s,
+        Fault::Rnr => CqeSyndrome::RnrRetryExcErr,
+    };
+    if let Some(cqn) = cqn {
+        let e = cq::err_cqe(CqeOpcode::ReqErr, syndrome, qpn, index, opcode);
+        cq::post(local, cqn, e);
+    }
+    set_err(local, qpn, false);
+    if let Fault::Remote {
+        syndrome,
+        responder_err: true,
+    } = fault
+    {
+        let same_qp = remote.is_none() && req.remote_qpn == qpn;
+        let side = peer(local, &mut remote);
+        if side.m.qps.contains(req.remote_qpn) {
+            set_err(side, req.remote_qpn, !same_qp);
+            responder_event(side, req.remote_qpn, syndrome);
+        }
+    }
+    Step::Next
+}
+
+/// The affiliated event of a responder QP that a request put in ERR without a completion of
+/// its own: a local access violation (bad rkey or rights) or an invalid request, for an EQ
+/// subscribed to it.
+fn responder_event(side: &mut Side<'_>, qpn: u32, syndrome: CqeSyndrome) {
+    let event = match syndrome {
+        CqeSyndrome::RemoteAccessErr => EventType::WqAccessError,
+        _ => EventType::WqInvalReqError,
+    };
+    let mut data = [0u8; 28];
+    let mut ev = QpEvents::new_unchecked(&mut data[..]);
+    ev.set_type(0);
+    ev.set_qpn_rqn_sqn(qpn & 0xff_ffff);
+    events::post(side.m, side.dma, event.raw(), 0, &data);
+}
+
+/// Receiver-not-ready: counts one more try against qpc.rnr_retry (7 retries forever). Returns
+/// the fault to report when the retries are exhausted, `None` while the WQE should wait.
+fn rnr(local: &mut Side<'_>, qpn: u32) -> Option<Fault> {
+    let qp = local.m.qps.get_mut(qpn).ok()?;
+    let left = match qp.rnr {
+        None => qp.ctx.rnr_retry(),
+        Some(RNR_INFINITE) => RNR_INFINITE,
+        Some(n) => n.saturating_sub(1),
+    };
+    if left == 0 {
+        qp.rnr = None;
+        Some(Fault::Local(CqeSyndrome::RnrRetryExcErr))
+    } else {
+        qp.rnr = Some(left);
+        None
+    }
+}
+
+/// The control segment's fields an operation needs.
+struct Message {
+    opcode: u8,
+    imm: u32,
+    se: bool,
+    /// DS count × 16: where the WQE's segments end.
+    end: usize,
+}
+
+/// The responder QP, if it can take requests (RC in RTR or RTS). A responder that cannot
+/// answer leaves the requester to time out: transport retry exceeded.
+fn responder(side: &Side<'_>, qpn: u32) -> Result<Responder, Fault> {
+    let gone = Fault::Remote {
+        syndrome: CqeSyndrome::TransportRetryExcErr,
+        responder_err: false,
+    };
+    let qp = side.m.qps.get(qpn).map_err(|_| gone)?;
+    let ready = matches!(qp.ctx.state(), Ok(QpState::Rtr | QpState::Rts));
+    if qp.ctx.st() != Ok(QpServiceType::Rc) || !ready {
+        return Err(gone);
+    }
+    Ok(Responder {
+        qpn,
+        who: Accessor {
+            pd: qp.pd,
+            rlky: qp.ctx.rlky(),
+        },
+        rre: qp.ctx.rre(),
+        rwe: qp.ctx.rwe(),
+        rae: qp.ctx.rae(),
+    })
+}
+
+const fn remote_access(responder_err: bool) -> Fault {
+    Fault::Remote {
+        syndrome: CqeSyndrome::RemoteAccessErr,
+        responder_err,
+    }
+}
+
+/// Reads the gather list of `wqe[start..msg.end]` through the requester's keys.
+fn gather(
+    local: &mut Side<'_>,
+    req: &Requester,
+    wqe: &[u8],
+    start: usize,
+    end: usize,
+) -> Result<Vec<u8>, Fault> {
+    let pieces =
+        sendq::gather_list(wqe, start, end).ok_or(Fault::Local(CqeSyndrome::LocalQpOpErr))?;
+    let total: u64 = pieces
+        .iter()
+        .map(|p| match p {
+            Piece::Inline(r) => r.len() as u64,
+            Piece::Data { len, .. } => u64::from(*len),
+        })
+        .sum();
+    if total > req.max_msg {
+        return Err(Fault::Local(CqeSyndrome::LocalLengthErr));
+    }
+    let mut data = Vec::new();
+    for p in pieces {
+        match p {
+            Piece::Inline(r) => data.extend_from_slice(&wqe[r]),
+            Piece::Data { len, lkey, addr } => {
+                let e = mem::resolve(local.m, lkey, req.who, addr, len.into(), Access::LocalRead)
+                    .map_err(|_| Fault::Local(CqeSyndrome::LocalProtErr))?;
+                if !mem::read(local.dma, &e, &mut data) {
+                    local.m.dma_faults += 1;
+                    return Err(Fault::Local(CqeSyndrome::LocalProtErr));
+                }
+            }
+        }
+    }
+    Ok(data)
+}
+
+/// The local scatter list of a read or atomic: data segments up to an invalid-lkey entry.
+fn scatter_list(wqe: &[u8], start: usize, end: usize) -> Result<Vec<rq::Sge>, Fault> {
+    let bad = Fault::Local(CqeSyndrome::LocalQpOpErr);
+    let mut out = Vec::new();
+    for p in sendq::gather_list(wqe, start, end).ok_or(bad)? {
+        match p {
+            Piece::Inline(_) => return Err(bad),
+            Piece::Data { lkey, .. } if u64::from(lkey) == mlx5_prm::INVALID_LKEY => break,
+            Piece::Data { len, lkey, addr } => out.push(rq::Sge { len, lkey, addr }),
+        }
+    }
+    Ok(out)
+}
+
+/// The remote address segment at byte 16: (raddr, rkey).
+fn raddr(wqe: &[u8], msg: &Message) -> Result<(u64, u32), Fault> {
+    if msg.end < 2 * DS {
+        return Err(Fault::Local(CqeSyndrome::LocalQpOpErr));
+    }
+    Ok((wqe.read_be64(DS), wqe.read_be32(DS + 8)))
+}
+
+/// What the responder reports for an incoming message that consumes a receive WQE.
+struct Incoming<'d> {
+    opcode: CqeOpcode,
+    /// The data to scatter (none for RDMA write with immediate).
+    data: Option<&'d [u8]>,
+    byte_cnt: u32,
+    imm: Option<u32>,
+    se: bool,
+    src_qpn: u32,
+    /// The responder is the requester itself (a QP connected to itself): its send queue is
+    /// flushed by the requester's own loop, not here.
+    is_requester: bool,
+}
+
+/// The responder's side of a message that needs a receive WQE.
+fn deliver(side: &mut Side<'_>, r: &Responder, msg: Incoming<'_>) -> Result<(), Fault> {
+    let t = Target::Qp(r.qpn);
+    if !rq::exists(side.m, t) {
+        return Err(Fault::Remote {
+            syndrome: CqeSyndrome::RemoteInvalReqErr,
+            responder_err: true,
+        });
+    }
+    let posted = rq::peek(side.m, side.dma, t).ok_or(Fault::Rnr)?;
+    if let Some(data) = msg.data {
+        if let Err(e) = rq::scatter(side.m, side.dma, r.who, &posted.sges, data) {
+            // The responder completes the receive in error and goes to ERR; the requester
+            // hears an invalid request (too long) or a remote operational error.
+            let (local, remote) = match e {
+                ScatterError::TooLong => {
+                    (CqeSyndrome::LocalLengthErr, CqeSyndrome::RemoteInvalReqErr)
+                }
+                ScatterError::Protection => (CqeSyndrome::LocalProtErr, CqeSyndrome::RemoteOpErr),
+            };
+            rq::fail(side, t, posted.index, local);
+            set_err(side, r.qpn, !msg.is_requester);
+            return Err(Fault::Remote {
+                syndrome: remote,
+                responder_err: false,
+            });
+        }
+    }
+    rq::consume(side.m, t);
+    let Some(cqn) = rq::cqn(side.m, t) else {
+        return Ok(());
+    };
+    let mut c = cq::cqe(msg.opcode, r.qpn, posted.index);
+    c.set_byte_cnt(msg.byte_cnt);
+    c.set_rqpn(msg.src_qpn & 0xff_ffff);
+    c.set_se(msg.se);
+    if let Some(imm) = msg.imm {
+        c.set_immediate(imm);
+    }
+    cq::post(side, cqn, *c.storage());
+    Ok(())
+}
+
+/// SEND, SEND_IMM, SEND_INVAL: the gathered message lands in the responder's next receive.
+fn send<'a>(
+    local: &mut Side<'a>,
+    mut remote: Option<&mut Side<'a>>,
+    req: &Requester,
+    wqe: &[u8],
+    msg: &Message,
+) -> Exec {
+    let data = gather(local, req, wqe, DS, msg.end)?;
+    let is_requester = remote.is_none() && req.remote_qpn == req.qpn;
+    let side = peer(local, &mut remote);
+    let r = responder(side, req.remote_qpn)?;
+    let (opcode, imm) = match SendOpcode::from_raw(msg.opcode.into()) {
+        Some(SendOpcode::SendImm) => (CqeOpcode::RespSendImm, Some(msg.imm)),
+        Some(SendOpcode::SendInval) => (CqeOpcode::RespSendInv, Some(msg.imm)),
+        _ => (CqeOpcode::RespSend, None),
+    };
+    let len = data.len() as u32;
+    deliver(
+        side,
+        &r,
+        Incoming {
+            opcode,
+            data: Some(&data),
+            byte_cnt: len,
+            imm,
+            se: msg.se,
+            src_qpn: req.qpn,
+            is_requester,
+        },
+    )?;
+    Ok(len)
+}
+
+/// RDMA_WRITE, RDMA_WRITE_IMM: the gathered data goes to raddr through the rkey; with
+/// immediate, a receive WQE is consumed too.
+fn write<'a>(
+    local: &mut Side<'a>,
+    mut remote: Option<&mut Side<'a>>,
+    req: &Requester,
+    wqe: &[u8],
+    msg: &Message,
+) -> Exec {
+    let (addr, rkey) = raddr(wqe, msg)?;
+    let data = gather(local, req, wqe, 2 * DS, msg.end)?;
+    let with_imm = msg.opcode == SendOpcode::RdmaWriteImm.raw();
+    let is_requester = remote.is_none() && req.remote_qpn == req.qpn;
+    let side = peer(local, &mut remote);
+    let r = responder(side, req.remote_qpn)?;
+    if !r.rwe {
+        return Err(remote_access(true));
+    }
+    let e = mem::resolve(
+        side.m,
+        rkey,
+        r.who,
+        addr,
+        data.len() as u64,
+        Access::RemoteWrite,
+    )
+    .map_err(|_| remote_access(true))?;
+    if with_imm {
+        let t = Target::Qp(r.qpn);
+        if rq::exists(side.m, t) && rq::peek(side.m, side.dma, t).is_none() {
+            return Err(Fault::Rnr);
+        }
+    }
+    if !mem::write(side.dma, &e, &data) {
+        side.m.dma_faults += 1;
+        return Err(remote_access(true));
+    }
+    if with_imm {
+        deliver(
+            side,
+            &r,
+            Incoming {
+                opcode: CqeOpcode::RespWrImm,
+                data: None,
+                byte_cnt: data.len() as u32,
+                imm: Some(msg.imm),
+                se: msg.se,
+                src_qpn: req.qpn,
+                is_requester,
+            },
+        )?;
+    }
+    Ok(0)
+}
+
+/// RDMA_READ: raddr through the rkey into the local scatter list; the requester CQE carries
+/// the length (the sum of the scatter list).
+fn read<'a>(
+    local: &mut Side<'a>,
+    mut remote: Option<&mut Side<'a>>,
+    req: &Requester,
+    wqe: &[u8],
+    msg: &Message,
+) -> Exec {
+    let (addr, rkey) = raddr(wqe, msg)?;
+    let sges = scatter_list(wqe, 2 * DS, msg.end)?;
+    let len: u64 = sges.iter().map(|s| u64::from(s.len)).sum();
+    if len > req.max_msg {
+        return Err(Fault::Local(CqeSyndrome::LocalLengthErr));
+    }
+    let dest = rq::extents(local.m, req.who, &sges, len)
+        .map_err(|_| Fault::Local(CqeSyndrome::LocalProtErr))?;
+    let side = peer(local, &mut remote);
+    let r = responder(side, req.remote_qpn)?;
+    if !r.rre {
+        return Err(remote_access(true));
+    }
+    let e = mem::resolve(side.m, rkey, r.who, addr, len, Access::RemoteRead)
+        .map_err(|_| remote_access(true))?;
+    let mut data = Vec::new();
+    if !mem::read(side.dma, &e, &mut data) {
+        side.m.dma_faults += 1;
+        return Err(remote_access(true));
+    }
+    if !mem::write(local.dma, &dest, &data) {
+        local.m.dma_faults += 1;
+        return Err(Fault::Local(CqeSyndrome::LocalProtErr));
+    }
+    Ok(len as u32)
+}
+
+/// ATOMIC_CS, ATOMIC_FA on the 8 bytes at raddr (big-endian, 8-byte aligned); the original
+/// value goes to the local scatter list (big-endian).
+fn atomic<'a>(
+    local: &mut Side<'a>,
+    mut remote: Option<&mut Side<'a>>,
+    req: &Requester,
+    wqe: &[u8],
+    msg: &Message,
+    compare_swap: bool,
+) -> Exec {
+    let (addr, rkey) = raddr(wqe, msg)?;
+    if msg.end < 3 * DS {
+        return Err(Fault::Local(CqeSyndrome::LocalQpOpErr));
+    }
+    let (swap_add, compare) = (wqe.read_be64(2 * DS), wqe.read_be64(2 * DS + 8));
+    let sges = scatter_list(wqe, 3 * DS, msg.end)?;
+    let dest = rq::extents(local.m, req.who, &sges, 8).map_err(|e| match e {
+        ScatterError::TooLong => Fault::Local(CqeSyndrome::LocalLengthErr),
+        ScatterError::Protection => Fault::Local(CqeSyndrome::LocalProtErr),
+    })?;
+    let side = peer(local, &mut remote);
+    let r = responder(side, req.remote_qpn)?;
+    if addr % 8 != 0 {
+        return Err(Fault::Remote {
+            syndrome: CqeSyndrome::RemoteInvalReqErr,
+            responder_err: true,
+        });
+    }
+    if !r.rae {
+        return Err(remote_access(true));
+    }
+    let e = mem::resolve(side.m, rkey, r.who, addr, 8, Access::RemoteAtomic)
+        .map_err(|_| remote_access(true))?;
+    let mut old = Vec::new();
+    if !mem::read(side.dma, &e, &mut old) || old.len() != 8 {
+        side.m.dma_faults += 1;
+        return Err(remote_access(true));
+    }
+    let original = old.read_be64(0);
+    let new = if compare_swap {
+        if original == compare {
+            swap_add
+        } else {
+            original
+        }
+    } else {
+        original.wrapping_add(swap_add)
+    };
+    if !mem::write(side.dma, &e, &new.to_be_bytes()) {
+        side.m.dma_faults += 1;
+        return Err(remote_access(true));
+    }
+    if !mem::write(local.dma, &dest, &original.to_be_bytes()) {
+        local.m.dma_faults += 1;
+        return Err(Fault::Local(CqeSyndrome::LocalProtErr));
+    }
+    Ok(8)
+}

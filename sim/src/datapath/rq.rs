@@ -1,0 +1,237 @@
+//! Receive queues, of QPs (the RQ part at the start of the QP buffer) and RQ objects: the
+//! device learns how many receive WQEs were posted from the receive counter in dword 0 of the
+//! doorbell record (there is no receive doorbell), reads the next WQE's scatter list when a
+//! message needs it, scatters the data, and consumes it.
+
+use super::mem::{self, Accessor, Extent, KeyError};
+use super::{cq, Side};
+use crate::dma::DmaSpace;
+use crate::model::Model;
+use crate::pas::PageList;
+use mlx5_prm::rt::Bytes as _;
+use mlx5_prm::{CqeOpcode, CqeSyndrome, RqState, INVALID_LKEY};
+
+/// A receive queue: a QP's or an RQ object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Target {
+    Qp(u32),
+    Rq(u32),
+}
+
+/// One scatter entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Sge {
+    pub len: u32,
+    pub lkey: u32,
+    pub addr: u64,
+}
+
+/// A posted receive WQE.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Posted {
+    /// Its index (the receive counter value it was posted at, 16 bits).
+    pub index: u16,
+    pub sges: Vec<Sge>,
+}
+
+/// Where a receive queue lives and who owns it.
+struct Ring<'a> {
+    ring: &'a PageList,
+    log_size: u8,
+    log_stride: u8,
+    dbr: u64,
+    ci: u16,
+    cqn: u32,
+}
+
+fn ring(m: &Model, t: Target) -> Option<Ring<'_>> {
+    match t {
+        Target::Qp(qpn) => {
+            let qp = m.qps.get(qpn).ok()?;
+            Some(Ring {
+                ring: qp.buf.as_ref()?,
+                log_size: qp.ctx.log_rq_size(),
+                log_stride: qp.ctx.log_rq_stride() + 4,
+                dbr: qp.ctx.dbr_addr(),
+                ci: qp.rq_ci,
+                cqn: qp.cqn_rcv?,
+            })
+        }
+        Target::Rq(rqn) => {
+            let rq = m.rqs.get(rqn).ok()?;
+            let wq = rq.ctx.wq();
+            Some(Ring {
+                ring: &rq.ring,
+                log_size: wq.log_wq_sz(),
+                log_stride: wq.log_wq_stride(),
+                dbr: wq.dbr_addr(),
+                ci: rq.ci,
+                cqn: rq.cqn,
+            })
+        }
+    }
+}
+
+/// True when the queue exists and has a receive queue at all.
+pub(crate) fn exists(m: &Model, t: Target) -> bool {
+    ring(m, t).is_some()
+}
+
+/// Receive WQEs posted and not yet consumed: receive counter − consumer, 0 when the counter
+/// cannot be read or claims more than the ring holds.
+fn outstanding(dma: &DmaSpace, r: &Ring<'_>) -> Option<u16> {
+    let pc = dma.window(r.dbr, 4)?.read_be32(0) as u16;
+    let n = pc.wrapping_sub(r.ci);
+    (u32::from(n) <= 1u32 << r.log_size.min(16)).then_some(n)
+}
+
+/// The next posted receive WQE, without consuming it.
+pub(crate) fn peek(m: &mut Model, dma: &DmaSpace, t: Target) -> Option<Posted> {
+    let r = ring(m, t)?;
+    let Some(n) = outstanding(dma, &r) else {
+        m.dma_faults += 1;
+        return None;
+    };
+    if n == 0 {
+        return None;
+    }
+    let size = 1u64 << r.log_size.min(16);
+    let stride = 1u64 << r.log_stride.min(16);
+    let base = u64::from(r.ci) % size * stride;
+    let mut sges = Vec::new();
+    for k in 0..stride / 16 {
+        let mut seg = [0u8; 16];
+        let ok = r
+            .ring
+            .addr(base + k * 16, 16)
+            .is_some_and(|a| dma.read(a, &mut seg).is_ok());
+        if !ok {
+            m.dma_faults += 1;
+            return None;
+        }
+        let lkey = seg.read_be32(4);
+        if u64::from(lkey) == INVALID_LKEY {
+            break;
+        }
+        sges.push(Sge {
+            len: seg.read_be32(0) & 0x7fff_ffff,
+            lkey,
+            addr: seg.read_be64(8),
+        });
+    }
+    Some(Posted { index: r.ci, sges })
+}
+
+/// Consumes the next receive WQE.
+pub(crate) fn consume(m: &mut Model, t: Target) {
+    match t {
+        Target::Qp(qpn) => {
+            if let Ok(qp) = m.qps.get_mut(qpn) {
+                qp.rq_ci = qp.rq_ci.wrapping_add(1);
+            }
+        }
+        Target::Rq(rqn) => {
+            if let Ok(rq) = m.rqs.get_mut(rqn) {
+                rq.ci = rq.ci.wrapping_add(1);
+            }
+        }
+    }
+}
+
+/// The receive CQ of the queue.
+pub(crate) fn cqn(m: &Model, t: Target) -> Option<u32> {
+    ring(m, t).map(|r| r.cqn)
+}
+
+/// Why a scatter failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ScatterError {
+    /// The data is longer than the scatter list.
+    TooLong,
+    /// A key refused the write, or the memory is not mapped.
+    Protection,
+}
+
+/// Extents for the first `len` bytes of a scatter list, each entry checked for local write.
+pub(crate) fn extents(
+    m: &Model,
+    who: Accessor,
+    sges: &[Sge],
+    len: u64,
+) -> Result<Vec<Extent>, ScatterError> {
+    let capacity: u64 = sges.iter().map(|s| u64::from(s.len)).sum();
+    if len > capacity {
+        return Err(ScatterError::TooLong);
+    }
+    let mut out = Vec::new();
+    let mut left = len;
+    for s in sges {
+        if left == 0 {
+            break;
+        }
+        let n = left.min(u64::from(s.len));
+        let e = mem::resolve(m, s.lkey, who, s.addr, n, mem::Access::LocalWrite)
+            .map_err(|_: KeyError| ScatterError::Protection)?;
+        out.extend(e);
+        left -= n;
+    }
+    Ok(out)
+}
+
+/// Writes `data` through a scatter list.
+pub(crate) fn scatter(
+    m: &mut Model,
+    dma: &DmaSpace,
+    who: Accessor,
+    sges: &[Sge],
+    data: &[u8],
+) -> Result<(), ScatterError> {
+    let e = extents(m, who, sges, data.len() as u64)?;
+    if mem::write(dma, &e, data) {
+        Ok(())
+    } else {
+        m.dma_faults += 1;
+        Err(ScatterError::Protection)
+    }
+}
+
+/// Completes every posted receive WQE of `t` with a flush error (the queue is in error).
+pub(crate) fn flush(side: &mut Side<'_>, t: Target) {
+    let Some(r) = ring(side.m, t) else {
+        return;
+    };
+    let Some(n) = outstanding(side.dma, &r) else {
+        return;
+    };
+    let (cqn, ci) = (r.cqn, r.ci);
+    let qn = match t {
+        Target::Qp(n) | Target::Rq(n) => n,
+    };
+    for k in 0..n {
+        let index = ci.wrapping_add(k);
+        let e = cq::err_cqe(CqeOpcode::RespErr, CqeSyndrome::WrFlushErr, qn, index, 0);
+        cq::post(side, cqn, e);
+        consume(side.m, t);
+    }
+}
+
+/// Consumes the next WQE with an error CQE (the receive failed) on the queue's CQ.
+pub(crate) fn fail(side: &mut Side<'_>, t: Target, index: u16, syndrome: CqeSyndrome) {
+    let Some(cqn) = cqn(side.m, t) else {
+        return;
+    };
+    let qn = match t {
+        Target::Qp(n) | Target::Rq(n) => n,
+    };
+    consume(side.m, t);
+    let e = cq::err_cqe(CqeOpcode::RespErr, syndrome, qn, index, 0);
+    cq::post(side, cqn, e);
+}
+
+/// Moves RQ object `rqn` to ERR and flushes what is posted.
+pub(crate) fn rq_error(side: &mut Side<'_>, rqn: u32) {
+    if let Ok(rq) = side.m.rqs.get_mut(rqn) {
+        rq.ctx.set_state(RqState::Err);
+    }
+    flush(side, Target::Rq(rqn));
+}

@@ -1,0 +1,145 @@
+//! Send queues as rings of 64-byte WQE basic blocks: the producer counter the driver publishes
+//! in dword 1 of the doorbell record, reading a WQE (which may wrap around the end of the
+//! ring), and parsing its gather list.
+
+use crate::dma::DmaSpace;
+use crate::pas::PageList;
+use mlx5_prm::rt::Bytes as _;
+use std::ops::Range;
+
+/// Bytes per WQEBB.
+pub(crate) const WQEBB: u64 = mlx5_prm::SEND_WQE_BB;
+/// Bytes per DS unit.
+pub(crate) const DS: usize = mlx5_prm::SEND_WQE_DS as usize;
+
+/// The send counter: dword 1 (byte 4) of the doorbell record, low 16 bits.
+pub(crate) fn counter(dma: &DmaSpace, dbr: u64) -> Option<u16> {
+    let at = dbr.checked_add(4)?;
+    Some(dma.window(at, 4)?.read_be32(0) as u16)
+}
+
+/// The DS count of a WQE (control segment byte 7, bits 5:0).
+pub(crate) fn ds(wqe: &[u8]) -> usize {
+    usize::from(wqe.get(7).copied().unwrap_or(0) & 0x3f)
+}
+
+/// WQEBBs a WQE occupies (at least one, even for a malformed DS of 0).
+pub(crate) fn wqebbs(wqe: &[u8]) -> u16 {
+    (ds(wqe).div_ceil(4) as u16).max(1)
+}
+
+/// The wqe_index of a control segment.
+pub(crate) fn index_of(wqe: &[u8]) -> Option<u16> {
+    Some(u16::from_be_bytes([*wqe.get(1)?, *wqe.get(2)?]))
+}
+
+/// The opcode of a control segment.
+pub(crate) fn opcode(wqe: &[u8]) -> u8 {
+    wqe.get(3).copied().unwrap_or(0)
+}
+
+/// Reads the WQE at WQEBB counter `index` of a ring of 2^`log_size` blocks that starts `base`
+/// bytes into `ring`: its first block, then as many more as its DS count needs, wrapping at
+/// the end of the ring. The result holds whole blocks (at least DS × 16 bytes).
+pub(crate) fn read(
+    dma: &DmaSpace,
+    ring: &PageList,
+    base: u64,
+    log_size: u8,
+    index: u16,
+) -> Option<Vec<u8>> {
+    let size = 1u64 << log_size.min(16);
+    let block = |k: u64, out: &mut [u8]| {
+        let slot = (u64::from(index) + k) % size;
+        ring.addr(base + slot * WQEBB, WQEBB)
+            .is_some_and(|a| dma.read(a, out).is_ok())
+    };
+    let mut wqe = vec![0u8; WQEBB as usize];
+    if !block(0, &mut wqe) {
+        return None;
+    }
+    let n = u64::from(wqebbs(&wqe));
+    wqe.resize((n * WQEBB) as usize, 0);
+    for k in 1..n {
+        let at = (k * WQEBB) as usize;
+        if !block(k, &mut wqe[at..at + WQEBB as usize]) {
+            return None;
+        }
+    }
+    Some(wqe)
+}
+
+/// One element of a gather list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Piece {
+    /// Inline data: these bytes of the WQE.
+    Inline(Range<usize>),
+    /// A data segment.
+    Data { len: u32, lkey: u32, addr: u64 },
+}
+
+/// Parses the data and inline segments of `wqe[start..end]`. An inline segment is a word with
+/// bit 31 set and the byte count in bits 30:0, the data right after it, padded to 16 bytes;
+/// data segments of length 0 are skipped. `None` when a segment overruns the WQE.
+pub(crate) fn gather_list(wqe: &[u8], start: usize, end: usize) -> Option<Vec<Piece>> {
+    let end = end.min(wqe.len());
+    let mut pieces = Vec::new();
+    let mut p = start;
+    while p + 4 <= end {
+        let word = wqe.read_be32(p);
+        if word & 0x8000_0000 != 0 {
+            let len = (word & 0x7fff_ffff) as usize;
+            let data = p + 4;
+            if len > end - data {
+                return None;
+            }
+            if len > 0 {
+                pieces.push(Piece::Inline(data..data + len));
+            }
+            p += (4 + len).div_ceil(DS) * DS;
+        } else {
+            if p + DS > end {
+                return None;
+            }
+            if word > 0 {
+                pieces.push(Piece::Data {
+                    len: word,
+                    lkey: wqe.read_be32(p + 4),
+                    addr: wqe.read_be64(p + 8),
+                });
+            }
+            p += DS;
+        }
+    }
+    Some(pieces)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gather_lists_mix_inline_and_data() {
+        let mut w = vec![0u8; 96];
+        // Inline of 13 bytes at 16 (padded to 32 bytes), then a data segment at 48.
+        w[16..20].copy_from_slice(&(0x8000_0000u32 | 13).to_be_bytes());
+        w[48..52].copy_from_slice(&100u32.to_be_bytes());
+        w[52..56].copy_from_slice(&0x1234u32.to_be_bytes());
+        w[56..64].copy_from_slice(&0xabcdu64.to_be_bytes());
+        let l = gather_list(&w, 16, 64).unwrap();
+        assert_eq!(
+            l,
+            vec![
+                Piece::Inline(20..33),
+                Piece::Data {
+                    len: 100,
+                    lkey: 0x1234,
+                    addr: 0xabcd
+                }
+            ]
+        );
+        // An inline segment longer than the WQE.
+        w[16..20].copy_from_slice(&(0x8000_0000u32 | 200).to_be_bytes());
+        assert_eq!(gather_list(&w, 16, 64), None);
+    }
+}
