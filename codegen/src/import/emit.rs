@@ -58,6 +58,10 @@ struct Emitter<'a> {
     fields: usize,
 }
 
+/// The largest layout the spec language allows (16 MiB), in bits: sizes beyond it are errors,
+/// which also keeps every offset computation far from overflow.
+const MAX_BITS: u64 = crate::position::MAX_BYTES * 8;
+
 fn is_reserved(name: &str) -> bool {
     name.starts_with("reserved")
 }
@@ -113,14 +117,35 @@ impl<'a> Emitter<'a> {
         let mut total = 0u64;
         for m in members {
             let w = self.member_width(m)?;
-            total = if union { total.max(w) } else { total + w };
+            total = if union {
+                total.max(w)
+            } else {
+                total.checked_add(w)?
+            };
+            if total > MAX_BITS {
+                return None;
+            }
         }
         Some(total)
     }
 
     fn member_width(&mut self, m: &Member) -> Option<u64> {
         match m {
-            Member::Field { dims, .. } => Some(dims.iter().map(|d| d.unwrap_or(0)).product()),
+            Member::Field { dims, span, .. } => {
+                let w = dims
+                    .iter()
+                    .try_fold(1u64, |a, d| a.checked_mul(d.unwrap_or(0)));
+                match w.filter(|&w| w <= MAX_BITS) {
+                    Some(w) => Some(w),
+                    None => {
+                        self.error(
+                            *span,
+                            "array larger than the 16 MiB a layout may span".into(),
+                        );
+                        None
+                    }
+                }
+            }
             Member::Nested {
                 tag, count, span, ..
             } => {
@@ -129,10 +154,20 @@ impl<'a> Emitter<'a> {
                     return None;
                 };
                 let s = self.def_size(idx)?;
-                Some(match count {
-                    None => s,
-                    Some(n) => s * n.unwrap_or(0),
-                })
+                let w = match count {
+                    None => Some(s),
+                    Some(n) => s.checked_mul(n.unwrap_or(0)),
+                };
+                match w.filter(|&w| w <= MAX_BITS) {
+                    Some(w) => Some(w),
+                    None => {
+                        self.error(
+                            *span,
+                            "array larger than the 16 MiB a layout may span".into(),
+                        );
+                        None
+                    }
+                }
             }
             Member::Inline { union, members, .. } => self.members_size(members, *union),
             Member::Bad { .. } => None,
@@ -253,7 +288,7 @@ impl<'a> Emitter<'a> {
                 },
                 Member::Bad { .. } => return None,
             }
-            off += width;
+            off = off.checked_add(width).filter(|&o| o <= MAX_BITS)?;
         }
         Some(off)
     }
