@@ -24,7 +24,7 @@ use mlx5_prm::rt::{Bytes, BytesMut};
 use mlx5_prm::rt::{Command, View};
 use mlx5_prm::{
     CqeOpcode, QpDoorbellRecord, RecvWqe, SendOpcode, WqeAtomicSeg, WqeCompletionMode, WqeCtrlSeg,
-    WqeDataSeg, WqeRaddrSeg,
+    WqeDataSeg, WqeInlineSeg, WqeRaddrSeg,
 };
 use mlx5_prm::{
     CreateQpOut, QpMtu, QpPmState, QpRqType, QpServiceType, QueryQpOut, QP_STATE_MACHINE,
@@ -153,6 +153,8 @@ struct Work {
     rq_pi: u32,
     /// Which half of BlueFlame register 0 the next doorbell goes to.
     bf_half: usize,
+    /// Copy single-WQEBB requests whole into the BlueFlame register (saves the device a read).
+    blueflame: bool,
     sends: VecDeque<PostedSend>,
     recvs: VecDeque<PostedRecv>,
 }
@@ -222,7 +224,15 @@ pub struct SendRequest {
     pub len: Option<usize>,
     /// Ask for a completion (unsignaled requests complete silently, with the next signaled one).
     pub signaled: bool,
+    /// Carry these bytes in the WQE itself instead of pointing at `region` (SEND and WRITE
+    /// only; at most [`MAX_INLINE`] bytes, or [`MAX_INLINE_RDMA`] for WRITE).
+    pub inline: Option<Vec<u8>>,
 }
+
+/// Most inline bytes a SEND carries in one WQEBB (64 − control 16 − inline header 4).
+pub const MAX_INLINE: usize = 44;
+/// Most inline bytes an RDMA WRITE carries in one WQEBB (the remote address takes 16 more).
+pub const MAX_INLINE_RDMA: usize = 28;
 
 /// A finished work request: its identifier, its buffer back, and how it ended.
 #[derive(Debug)]
@@ -327,6 +337,12 @@ impl<S> Qp<S> {
                 completion: Some(c),
             }])
         }
+    }
+
+    /// Turns BlueFlame copies on or off: with it on, a request that fits one WQEBB is copied
+    /// whole to the BlueFlame register instead of ringing with its first 8 bytes.
+    pub fn set_blueflame(&mut self, on: bool) {
+        self.inner.work.blueflame = on;
     }
 
     /// Sends outstanding and receives posted.
@@ -461,6 +477,7 @@ impl Qp<Reset> {
                     sq_pi: 0,
                     rq_pi: 0,
                     bf_half: 0,
+                    blueflame: false,
                     sends: VecDeque::new(),
                     recvs: VecDeque::new(),
                 },
@@ -661,7 +678,38 @@ impl Qp<Rts> {
             }
             _ => {}
         }
-        if let Some(region) = &req.region {
+        if let Some(data) = &req.inline {
+            let max = if remote.is_some() {
+                MAX_INLINE_RDMA
+            } else {
+                MAX_INLINE
+            };
+            let allowed = matches!(
+                req.op,
+                SendOp::Send | SendOp::SendImm(_) | SendOp::Write(_) | SendOp::WriteImm(..)
+            );
+            if data.len() > max || !allowed {
+                return Err((
+                    Error::BadDeviceValue {
+                        command: "post_send",
+                        what: format!(
+                            "{} inline bytes for {:?} (at most {max}, SEND or WRITE only)",
+                            data.len(),
+                            req.op
+                        ),
+                    },
+                    req.region,
+                ));
+            }
+            let mut hdr = WqeInlineSeg::new_unchecked(self.inner.buf.slice(seg_at, 4));
+            hdr.set_inline(true);
+            hdr.set_byte_count(data.len() as u16);
+            self.inner
+                .buf
+                .slice(seg_at + 4, data.len())
+                .write_bytes(0, data);
+            ds += (4 + data.len()).div_ceil(16) as u8;
+        } else if let Some(region) = &req.region {
             let len = req.len.unwrap_or(region.len()).min(region.len());
             let mut data = WqeDataSeg::new_unchecked(self.inner.buf.slice(seg_at, 16));
             data.set_byte_count(len as u32);
@@ -797,6 +845,7 @@ mod tests {
                 region: Some(region),
                 len: Some(100),
                 signaled: true,
+                inline: None,
             },
         )
         .map_err(|(e, _)| e)
@@ -834,6 +883,7 @@ mod tests {
                 region: Some(region),
                 len: None,
                 signaled: id == 2,
+                inline: None,
             };
             qp.post_send(hca.backend(), req)
                 .map_err(|(e, _)| e)

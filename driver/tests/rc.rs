@@ -114,6 +114,7 @@ impl Pair {
                     region,
                     len,
                     signaled: true,
+                    inline: None,
                 },
             )
             .map_err(|(e, _)| e)
@@ -223,6 +224,46 @@ fn every_operation(mode: Mode) {
     assert_eq!(resp.opcode, CqeOpcode::RespWrImm.raw(), "{resp:?}");
     assert_eq!(resp.immediate, 0xabcd);
     assert_eq!(read_bytes(&target, 3), b"imm");
+    for c in cs {
+        if c.qpn == p.b.qpn() {
+            assert_eq!(p.b.complete(c).unwrap()[0].id, 99);
+        } else {
+            p.a.complete(c).unwrap();
+        }
+    }
+
+    // Inline data, carried in the WQE itself, copied whole to the BlueFlame register.
+    p.a.set_blueflame(true);
+    let rx = p.region(64);
+    p.b.post_recv(p.hca.backend(), 100, rx)
+        .map_err(|(e, _)| e)
+        .unwrap();
+    let be = p.hca.backend();
+    let req = SendRequest {
+        id: 2,
+        op: SendOp::Send,
+        region: None,
+        len: None,
+        signaled: true,
+        inline: Some(b"inline hello".to_vec()),
+    };
+    p.a.post_send(be, req).map_err(|(e, _)| e).unwrap();
+    let cs = p.wait(2);
+    let resp = cs.iter().find(|c| c.qpn == p.b.qpn()).copied().unwrap();
+    assert!(resp.status.is_ok(), "{resp:?}");
+    assert_eq!(resp.byte_cnt, 12);
+    let rx = p.b.complete(resp).unwrap().pop().unwrap().region.unwrap();
+    assert_eq!(read_bytes(&rx, 12), b"inline hello");
+    p.a.set_blueflame(false);
+    let too_long = SendRequest {
+        id: 3,
+        op: SendOp::Send,
+        region: None,
+        len: None,
+        signaled: true,
+        inline: Some(vec![0; MAX_INLINE + 1]),
+    };
+    assert!(p.a.post_send(p.hca.backend(), too_long).is_err());
 
     // A wrong rkey: the remote access error, and the requester QP in ERR.
     let bad = RemoteAddr {

@@ -54,6 +54,9 @@ impl Mmio for SimBackend {
     fn write64(&self, offset: usize, value: u64) {
         self.dev.write64(offset, value)
     }
+    fn copy_wc(&self, offset: usize, data: &[u64]) {
+        self.dev.write_block(offset, data)
+    }
 }
 
 impl DmaAlloc for SimBackend {
