@@ -110,15 +110,15 @@ fn run(mode: Mode, steps: Vec<Step>) -> Result<(), TestCaseError> {
     let (mut sends, mut recvs): (VecDeque<u64>, VecDeque<u64>) = (VecDeque::new(), VecDeque::new());
     let mut seen = HashSet::new();
     let mut unsignaled_tail = 0usize;
-    let mut poll = |cq: &mut Cq,
-                    a: &mut Qp<Rts>,
-                    b: &mut Qp<Rts>,
-                    hca: &Hca<SimBackend>,
-                    max: usize,
-                    free: &mut Vec<Region>,
-                    sends: &mut VecDeque<u64>,
-                    recvs: &mut VecDeque<u64>,
-                    seen: &mut HashSet<u64>|
+    let poll = |cq: &mut Cq,
+                a: &mut Qp<Rts>,
+                b: &mut Qp<Rts>,
+                hca: &Hca<SimBackend>,
+                max: usize,
+                free: &mut Vec<Region>,
+                sends: &mut VecDeque<u64>,
+                recvs: &mut VecDeque<u64>,
+                seen: &mut HashSet<u64>|
      -> Result<(), TestCaseError> {
         let mut out = Vec::new();
         cq.poll(hca.backend(), max, &mut out);
@@ -205,12 +205,10 @@ fn run(mode: Mode, steps: Vec<Step>) -> Result<(), TestCaseError> {
         )
         .map_err(|(e, _)| TestCaseError::fail(e.to_string()))?;
         sends.push_back(next_send);
+        closed = true;
     }
     for _ in 0..1000 {
-        if sends.is_empty()
-            && recvs.len() <= recvs.len().saturating_sub(0)
-            && a.outstanding().0 == 0
-        {
+        if sends.is_empty() {
             break;
         }
         poll(
@@ -218,11 +216,10 @@ fn run(mode: Mode, steps: Vec<Step>) -> Result<(), TestCaseError> {
         )?;
         std::thread::yield_now();
     }
-    prop_assert!(
-        sends.is_empty() || unsignaled_tail > 0,
-        "sends never completed: {:?}",
-        sends
-    );
+    if closed {
+        prop_assert!(sends.is_empty(), "sends never completed: {:?}", sends);
+        prop_assert_eq!(a.outstanding().0, 0);
+    }
     Ok(())
 }
 
