@@ -11,12 +11,17 @@
 use crate::backend::{Backend, Barriers, DmaAlloc, DmaBuf, Mmio};
 use crate::error::{Error, Result};
 use crate::hca::Hca;
+use crate::ring::{dword_of, shift_of, Ring};
 use mlx5_prm::cmd::{CreateCq, DestroyCq};
 use mlx5_prm::rt::View;
 use mlx5_prm::{CqArmCmd, CqDoorbellRecord, Cqe64, CqeOpcode, CqeSyndrome, CreateCqOut, ErrCqe};
 
 /// Bytes per CQE slot.
 const CQE: usize = 64;
+/// The CQE dword holding opcode and owner (and wqe_counter).
+pub(crate) const OP_OWN: usize = dword_of(Cqe64::OWNER);
+const _: () = assert!(dword_of(Cqe64::OPCODE) == OP_OWN);
+const INVALID: u32 = CqeOpcode::Invalid.raw() as u32;
 /// Offset of the CQ arm doorbell in a UAR page.
 const ARM_DOORBELL: usize = 0x20;
 
@@ -74,6 +79,43 @@ pub struct Cq {
     consumer: u32,
     uar_offset: usize,
     arm_sn: u8,
+}
+
+/// A position in a CQ's ring, for hot poll loops (see [`Cq::cursor`]).
+#[derive(Clone, Copy)]
+pub(crate) struct Cursor {
+    cqes: Ring<CQE>,
+    consumer: u32,
+    log_size: u8,
+}
+
+impl Cursor {
+    /// True when the device has handed over the CQE here (owner rule, opcode not INVALID);
+    /// the from-device barrier is then done, so its other fields may be read with
+    /// [`Cursor::field`].
+    #[inline(always)]
+    pub(crate) fn ready<Br: Barriers>(&self) -> bool {
+        let word = self.cqes.read32::<OP_OWN>(self.consumer);
+        let owner = (word >> shift_of(Cqe64::OWNER)) & 1;
+        let opcode = (word >> shift_of(Cqe64::OPCODE)) & 0xf;
+        if owner != (self.consumer >> self.log_size) & 1 || opcode == INVALID {
+            return false;
+        }
+        Br::from_device();
+        true
+    }
+
+    /// The dword at byte `AT` of the CQE here (after [`Cursor::ready`]).
+    #[inline(always)]
+    pub(crate) fn field<const AT: usize>(&self) -> u32 {
+        self.cqes.read32::<AT>(self.consumer)
+    }
+
+    /// Moves to the next CQE.
+    #[inline(always)]
+    pub(crate) fn advance(&mut self) {
+        self.consumer = self.consumer.wrapping_add(1);
+    }
 }
 
 /// Writes opcode INVALID and owner 1 into every slot.
@@ -196,9 +238,49 @@ impl Cq {
         n
     }
 
+    /// A cursor at the consumer index, for a poll loop that keeps its state in registers;
+    /// hand it back with [`Cq::commit`].
+    #[inline(always)]
+    pub(crate) fn cursor(&self) -> Cursor {
+        Cursor {
+            // SAFETY: the cursor lives no longer than this borrow of the CQ, which holds
+            // the ring.
+            cqes: unsafe { Ring::over(&self.ring, 1 << self.log_size) },
+            consumer: self.consumer,
+            log_size: self.log_size,
+        }
+    }
+
+    /// Takes the cursor's position as the consumer index and, if it moved, publishes it.
+    #[inline(always)]
+    pub(crate) fn commit<B: Backend>(&mut self, c: Cursor) {
+        if c.consumer != self.consumer {
+            self.consumer = c.consumer;
+            self.publish::<B>();
+        }
+    }
+
+    /// Writes a CQE at the consumer index as the device would (owner bit for this pass), for
+    /// tests of how the driver treats values it must not trust.
+    #[cfg(test)]
+    pub(crate) fn forge(&self, fill: impl FnOnce(&mut Cqe64<mlx5_prm::rt::DeviceBytes<'_>>)) {
+        let mask = (1u32 << self.log_size) - 1;
+        let at = (self.consumer & mask) as usize * CQE;
+        let mut cqe = Cqe64::new_unchecked(self.ring.slice(at, CQE));
+        mlx5_prm::rt::BytesMut::write_bytes(cqe.storage_mut(), 0, &[0u8; CQE]);
+        fill(&mut cqe);
+        cqe.set_owner((self.consumer >> self.log_size) & 1 == 1);
+    }
+
+    /// The CQE at the consumer index, decoded (the slow path: error CQEs).
+    pub(crate) fn decode<B: Barriers>(&self) -> Option<Completion> {
+        read_cqe::<B>(&self.ring, self.log_size, self.consumer)
+    }
+
     /// Writes the consumer index to the doorbell record (the device reads it to know which
     /// slots it may overwrite).
-    fn publish<B: Backend>(&self) {
+    #[inline]
+    pub(crate) fn publish<B: Backend>(&self) {
         // The CQEs must be fully read before the device may reuse their slots.
         B::Barriers::to_device();
         let mut rec = CqDoorbellRecord::new_unchecked(self.dbrec.slice(0, 8));

@@ -90,6 +90,18 @@ pub enum Error {
         /// The health syndrome.
         syndrome: u8,
     },
+    /// A work request of a queue completed with an error CQE (the queue is now in error).
+    #[error("{queue} 0x{number:x}: work request {wqe_counter} failed: {error}")]
+    WorkRequest {
+        /// The kind of queue ("sq", "rq").
+        queue: &'static str,
+        /// Its number.
+        number: u32,
+        /// The WQE counter the error CQE names.
+        wqe_counter: u16,
+        /// The syndrome.
+        error: crate::cq::CqeError,
+    },
     /// A layout did not fit its buffer (a driver bug: sizes come from the generated types).
     #[error(transparent)]
     Layout(#[from] mlx5_prm::rt::LayoutError),

@@ -30,10 +30,12 @@ pub mod cmd;
 pub mod cq;
 pub mod eq;
 pub mod error;
+pub mod eth;
 pub mod hca;
 pub mod mr;
 pub mod pages;
 pub mod qp;
+mod ring;
 
 pub use error::{Error, Result};
 pub use hca::{DeviceInfo, Hca, HcaConfig};

@@ -115,6 +115,20 @@ impl Region {
         self.buf.slice(0, self.len)
     }
 
+    /// Bytes `at .. at + len` of the region.
+    ///
+    /// # Panics
+    ///
+    /// If the range is not inside the region.
+    pub fn slice(&self, at: usize, len: usize) -> DeviceBytes<'_> {
+        assert!(
+            at <= self.len && len <= self.len - at,
+            "region slice {at}+{len} beyond {}",
+            self.len
+        );
+        self.buf.slice(at, len)
+    }
+
     /// Destroys the key and frees the memory.
     pub fn deregister<B: Backend>(
         self,

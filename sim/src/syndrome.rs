@@ -346,13 +346,13 @@ syndromes! {
     FG_BAD_CRITERIA = 0x5e0d_0008;
     /// Too many flow groups (LIM).
     FG_LIMIT = 0x5e0d_0009;
-    /// SET_FTE names a group that does not exist in the table (BAD_RES).
+    /// SET_FTE or DESTROY_FLOW_GROUP names a group that does not exist in the table (BAD_RES).
     FG_UNKNOWN = 0x5e0d_000a;
     /// SET_FTE flow_index outside its group's range (BAD_PARAM).
     FTE_INDEX_OUTSIDE_GROUP = 0x5e0d_000b;
     /// SET_FTE op_mod 0 on an index that already holds an entry (BAD_PARAM).
     FTE_EXISTS = 0x5e0d_000c;
-    /// SET_FTE op_mod 1 (update) on an empty index (BAD_PARAM).
+    /// SET_FTE op_mod 1 (update) or DELETE_FTE on an empty index (BAD_PARAM).
     FTE_NOT_FOUND = 0x5e0d_000d;
     /// Actions the model does not implement, or forward without destinations (BAD_PARAM).
     FTE_BAD_ACTION = 0x5e0d_000e;
@@ -366,6 +366,13 @@ syndromes! {
     FTE_COUNTER_UNKNOWN = 0x5e0d_0012;
     /// table_miss_action other than default or fwd (BAD_PARAM).
     FT_BAD_MISS_ACTION = 0x5e0d_0013;
+    /// DESTROY_FLOW_GROUP while an entry of the table is still in the group (BAD_PARAM).
+    FG_NOT_EMPTY = 0x5e0d_0014;
+    /// DESTROY_FLOW_TABLE while the table still has flow groups or entries (BAD_PARAM).
+    FT_NOT_EMPTY = 0x5e0d_0015;
+    /// DESTROY_FLOW_TABLE of a table another table's miss or an entry of another table still
+    /// leads to (RES_BUSY).
+    FT_BUSY = 0x5e0d_0016;
 
     // ---- 0xe: vports ----
     /// MODIFY_NIC_VPORT_CONTEXT field_select bits the model does not know (BAD_PARAM).

@@ -108,6 +108,11 @@ impl<T> Table<T> {
         }
     }
 
+    /// Number of references to `h` (0 when it does not exist).
+    pub fn refs(&self, h: u32) -> u32 {
+        self.slots.get(&h).map_or(0, |s| s.refs)
+    }
+
     /// Removes `h`: BAD_RES if unknown, RES_BUSY if still referenced.
     pub fn remove(&mut self, h: u32) -> Outcome<T> {
         match self.slots.get(&h) {
@@ -151,8 +156,10 @@ mod tests {
         assert_eq!(t.insert("b", 8), Ok(11));
         assert_eq!(t.insert("c", 2).unwrap_err().syndrome, 3);
         t.hold(10);
+        assert_eq!(t.refs(10), 1);
         assert_eq!(t.remove(10).unwrap_err().syndrome, 2);
         t.release(10);
+        assert_eq!(t.refs(10), 0);
         assert_eq!(t.remove(10), Ok("a"));
         assert_eq!(t.remove(10).unwrap_err().syndrome, 1);
         assert_eq!(t.insert("c", 8), Ok(12));

@@ -7,10 +7,12 @@
 //! [`mlx5_prm::rt::DeviceBytes`].
 
 mod barrier;
+pub mod deferred;
 #[cfg(feature = "sim")]
 pub mod sim;
 
 pub use barrier::{Barriers, HostBarriers, SeqCstBarriers};
+pub use deferred::Deferred;
 
 use crate::error::Result;
 use mlx5_prm::rt::DeviceBytes;
@@ -97,15 +99,22 @@ impl DmaBuf {
     }
 
     /// Bytes `at .. at + len` of the buffer.
+    #[inline]
     pub fn slice(&self, at: usize, len: usize) -> DeviceBytes<'_> {
-        assert!(
-            at <= self.len && len <= self.len - at,
-            "DMA slice {at}+{len} beyond {}",
-            self.len
-        );
+        if !(at <= self.len && len <= self.len - at) {
+            slice_out_of_range(at, len, self.len);
+        }
         // SAFETY: a checked sub-range of a valid buffer.
         unsafe { DeviceBytes::new(self.va.as_ptr().add(at), len) }
     }
+}
+
+/// The panic of [`DmaBuf::slice`], out of line so the hot path stays small.
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn slice_out_of_range(at: usize, len: usize, buf: usize) -> ! {
+    panic!("DMA slice {at}+{len} beyond {buf}")
 }
 
 /// DMA memory: zeroed, page-aligned, mapped for the device.

@@ -9535,6 +9535,1128 @@ pub const SET_FLOW_TABLE_ROOT_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflec
     ],
     nested: &[],
 };
+/// Input of DESTROY_FLOW_TABLE, which names the table by its type and id.
+///
+/// PRM layout `destroy_flow_table_in`: 0x40 bytes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct DestroyFlowTableIn<B = [u8; 64]> {
+    buf: B,
+}
+crate::__prm_view!(DestroyFlowTableIn, "destroy_flow_table_in", 64);
+impl DestroyFlowTableIn<[u8; 64]> {
+    #[doc = concat!(" Position of `", "opcode", "`.")]
+    pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
+    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
+    #[doc = concat!(" Position of `", "other_vport", "`.")]
+    pub const OTHER_VPORT: rt::Field = rt::Field::new("other_vport", 64, 1);
+    #[doc = concat!(" Position of `", "vport_number", "`.")]
+    pub const VPORT_NUMBER: rt::Field = rt::Field::new("vport_number", 80, 16);
+    #[doc = concat!(" Position of `", "table_type", "`.")]
+    pub const TABLE_TYPE: rt::Field = rt::Field::new("table_type", 128, 8);
+    #[doc = concat!(" Position of `", "table_id", "`.")]
+    pub const TABLE_ID: rt::Field = rt::Field::new("table_id", 168, 24);
+    /// The position of every field of `destroy_flow_table_in`, by offset.
+    pub const FIELDS: &'static [rt::Field] = &[
+        Self::OPCODE,
+        Self::OP_MOD,
+        Self::OTHER_VPORT,
+        Self::VPORT_NUMBER,
+        Self::TABLE_TYPE,
+        Self::TABLE_ID,
+    ];
+}
+impl<B: rt::Bytes> DestroyFlowTableIn<B> {
+    /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
+    #[inline]
+    pub fn opcode(&self) -> u16 {
+        rt::get32(&self.buf, 0, 16, 0xffff) as u16
+    }
+    /// PRM `0x04[15:0]`: bit offset 0x30, 16 bits.
+    #[inline]
+    pub fn op_mod(&self) -> u16 {
+        rt::get32(&self.buf, 4, 0, 0xffff) as u16
+    }
+    /// The e-switch manager destroys a table of the vport in vport_number.
+    ///
+    /// PRM `0x08[31]`: bit offset 0x40, 1 bit.
+    #[inline]
+    pub fn other_vport(&self) -> bool {
+        rt::get32(&self.buf, 8, 31, 0x1) as u8 != 0
+    }
+    /// Target vport when other_vport is set.
+    ///
+    /// PRM `0x08[15:0]`: bit offset 0x50, 16 bits.
+    #[inline]
+    pub fn vport_number(&self) -> u16 {
+        rt::get32(&self.buf, 8, 0, 0xffff) as u16
+    }
+    /// Type (namespace) of the table to destroy.
+    ///
+    /// PRM `0x10[31:24]`: bit offset 0x80, 8 bits; type `flow_table_type`.
+    ///
+    /// Returns `Err` with the raw number when the value is not one the enum names.
+    #[inline]
+    pub fn table_type(&self) -> Result<FlowTableType, rt::UnknownValue> {
+        FlowTableType::try_from_raw(u64::from(self.table_type_raw()))
+    }
+    /// `table_type` as a raw number.
+    #[inline]
+    pub fn table_type_raw(&self) -> u8 {
+        rt::get32(&self.buf, 16, 24, 0xff) as u8
+    }
+    /// The table to destroy.
+    ///
+    /// PRM `0x14[23:0]`: bit offset 0xa8, 24 bits.
+    #[inline]
+    pub fn table_id(&self) -> u32 {
+        rt::get32(&self.buf, 20, 0, 0xffffff) as u32
+    }
+}
+impl<B: rt::BytesMut> DestroyFlowTableIn<B> {
+    /// Writes [`Self::opcode`].
+    #[inline]
+    pub fn set_opcode(&mut self, v: u16) {
+        rt::set32(&mut self.buf, 0, 16, 0xffff, u32::from(v))
+    }
+    /// Writes [`Self::op_mod`].
+    #[inline]
+    pub fn set_op_mod(&mut self, v: u16) {
+        rt::set32(&mut self.buf, 4, 0, 0xffff, u32::from(v))
+    }
+    /// Writes [`Self::other_vport`].
+    #[inline]
+    pub fn set_other_vport(&mut self, v: bool) {
+        rt::set32(&mut self.buf, 8, 31, 0x1, u32::from(u8::from(v)))
+    }
+    /// Writes [`Self::vport_number`].
+    #[inline]
+    pub fn set_vport_number(&mut self, v: u16) {
+        rt::set32(&mut self.buf, 8, 0, 0xffff, u32::from(v))
+    }
+    /// Writes [`Self::table_type`].
+    #[inline]
+    pub fn set_table_type(&mut self, v: FlowTableType) {
+        self.set_table_type_raw(v.raw() as u8)
+    }
+    /// Writes [`Self::table_type`].
+    #[inline]
+    pub fn set_table_type_raw(&mut self, v: u8) {
+        rt::set32(&mut self.buf, 16, 24, 0xff, u32::from(v))
+    }
+    /// Writes [`Self::table_id`].
+    /// Bits beyond its 24 are dropped (a `debug_assert!` in debug builds).
+    #[inline]
+    pub fn set_table_id(&mut self, v: u32) {
+        rt::set32_narrow(&mut self.buf, 20, 0, 0xffffff, u32::from(v), "table_id")
+    }
+    /// Writes `table_id`, or returns an error if `v` does not fit its 24 bits.
+    #[inline]
+    pub fn try_set_table_id(&mut self, v: u32) -> Result<(), rt::Overflow> {
+        rt::check_fits("table_id", u64::from(v), 0xffffff)?;
+        self.set_table_id(v);
+        Ok(())
+    }
+}
+#[cfg(feature = "debug")]
+impl<B: rt::Bytes> ::core::fmt::Debug for DestroyFlowTableIn<B> {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let mut d = f.debug_struct(stringify!(DestroyFlowTableIn));
+        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
+        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
+        d.field("other_vport", &self.other_vport());
+        d.field("vport_number", &rt::fmt::Hex(self.vport_number().into()));
+        d.field("table_type", &rt::fmt::EnumValue(self.table_type()));
+        d.field("table_id", &rt::fmt::Hex(self.table_id().into()));
+        let reserved = rt::fmt::ReservedSet {
+            buf: &self.buf,
+            masks: &[
+                (0, 0xffff),
+                (4, 0xffff0000),
+                (8, 0x7fff0000),
+                (12, 0xffffffff),
+                (16, 0xffffff),
+                (20, 0xff000000),
+                (24, 0xffffffff),
+                (28, 0xffffffff),
+                (32, 0xffffffff),
+                (36, 0xffffffff),
+                (40, 0xffffffff),
+                (44, 0xffffffff),
+                (48, 0xffffffff),
+                (52, 0xffffffff),
+                (56, 0xffffffff),
+                (60, 0xffffffff),
+            ],
+        };
+        if reserved.any() {
+            d.field("reserved_bits_set", &reserved);
+        }
+        d.finish()
+    }
+}
+#[cfg(feature = "reflect")]
+/// Every field of `destroy_flow_table_in` with its accessors, for generic tools and tests.
+pub const DESTROY_FLOW_TABLE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
+    name: "destroy_flow_table_in",
+    size: 64,
+    fields: &[
+        rt::reflect::FieldAccess {
+            name: "opcode",
+            bit_offset: 0,
+            width: 16,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = DestroyFlowTableIn::new_unchecked(b);
+                u64::from(v.opcode())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = DestroyFlowTableIn::new_unchecked(b);
+                v.set_opcode((x & 0xffff) as u16);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "op_mod",
+            bit_offset: 48,
+            width: 16,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = DestroyFlowTableIn::new_unchecked(b);
+                u64::from(v.op_mod())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = DestroyFlowTableIn::new_unchecked(b);
+                v.set_op_mod((x & 0xffff) as u16);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "other_vport",
+            bit_offset: 64,
+            width: 1,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = DestroyFlowTableIn::new_unchecked(b);
+                u64::from(v.other_vport())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = DestroyFlowTableIn::new_unchecked(b);
+                v.set_other_vport(x & 1 != 0);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "vport_number",
+            bit_offset: 80,
+            width: 16,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = DestroyFlowTableIn::new_unchecked(b);
+                u64::from(v.vport_number())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = DestroyFlowTableIn::new_unchecked(b);
+                v.set_vport_number((x & 0xffff) as u16);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "table_type",
+            bit_offset: 128,
+            width: 8,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = DestroyFlowTableIn::new_unchecked(b);
+                u64::from(v.table_type_raw())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = DestroyFlowTableIn::new_unchecked(b);
+                v.set_table_type_raw((x & 0xff) as u8);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "table_id",
+            bit_offset: 168,
+            width: 24,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = DestroyFlowTableIn::new_unchecked(b);
+                u64::from(v.table_id())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = DestroyFlowTableIn::new_unchecked(b);
+                v.set_table_id((x & 0xffffff) as u32);
+            }),
+        },
+    ],
+    nested: &[],
+};
+/// Output of DESTROY_FLOW_TABLE.
+///
+/// PRM layout `destroy_flow_table_out`: 0x10 bytes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct DestroyFlowTableOut<B = [u8; 16]> {
+    buf: B,
+}
+crate::__prm_view!(DestroyFlowTableOut, "destroy_flow_table_out", 16);
+impl DestroyFlowTableOut<[u8; 16]> {
+    #[doc = concat!(" Position of `", "status", "`.")]
+    pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
+    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
+    /// The position of every field of `destroy_flow_table_out`, by offset.
+    pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
+}
+impl<B: rt::Bytes> DestroyFlowTableOut<B> {
+    /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
+    #[inline]
+    pub fn status(&self) -> u8 {
+        rt::get32(&self.buf, 0, 24, 0xff) as u8
+    }
+    /// PRM `0x04[31:0]`: bit offset 0x20, 32 bits.
+    #[inline]
+    pub fn syndrome(&self) -> u32 {
+        self.buf.read_be32(4)
+    }
+}
+impl<B: rt::BytesMut> DestroyFlowTableOut<B> {
+    /// Writes [`Self::status`].
+    #[inline]
+    pub fn set_status(&mut self, v: u8) {
+        rt::set32(&mut self.buf, 0, 24, 0xff, u32::from(v))
+    }
+    /// Writes [`Self::syndrome`].
+    #[inline]
+    pub fn set_syndrome(&mut self, v: u32) {
+        self.buf.write_be32(4, v)
+    }
+}
+#[cfg(feature = "debug")]
+impl<B: rt::Bytes> ::core::fmt::Debug for DestroyFlowTableOut<B> {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let mut d = f.debug_struct(stringify!(DestroyFlowTableOut));
+        d.field("status", &rt::fmt::Hex(self.status().into()));
+        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
+        let reserved = rt::fmt::ReservedSet {
+            buf: &self.buf,
+            masks: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
+        };
+        if reserved.any() {
+            d.field("reserved_bits_set", &reserved);
+        }
+        d.finish()
+    }
+}
+#[cfg(feature = "reflect")]
+/// Every field of `destroy_flow_table_out` with its accessors, for generic tools and tests.
+pub const DESTROY_FLOW_TABLE_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
+    name: "destroy_flow_table_out",
+    size: 16,
+    fields: &[
+        rt::reflect::FieldAccess {
+            name: "status",
+            bit_offset: 0,
+            width: 8,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = DestroyFlowTableOut::new_unchecked(b);
+                u64::from(v.status())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = DestroyFlowTableOut::new_unchecked(b);
+                v.set_status((x & 0xff) as u8);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "syndrome",
+            bit_offset: 32,
+            width: 32,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = DestroyFlowTableOut::new_unchecked(b);
+                u64::from(v.syndrome())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = DestroyFlowTableOut::new_unchecked(b);
+                v.set_syndrome((x & 0xffffffff) as u32);
+            }),
+        },
+    ],
+    nested: &[],
+};
+/// Input of DESTROY_FLOW_GROUP, which names the group and the table it was created in.
+///
+/// PRM layout `destroy_flow_group_in`: 0x40 bytes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct DestroyFlowGroupIn<B = [u8; 64]> {
+    buf: B,
+}
+crate::__prm_view!(DestroyFlowGroupIn, "destroy_flow_group_in", 64);
+impl DestroyFlowGroupIn<[u8; 64]> {
+    #[doc = concat!(" Position of `", "opcode", "`.")]
+    pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
+    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
+    #[doc = concat!(" Position of `", "other_vport", "`.")]
+    pub const OTHER_VPORT: rt::Field = rt::Field::new("other_vport", 64, 1);
+    #[doc = concat!(" Position of `", "vport_number", "`.")]
+    pub const VPORT_NUMBER: rt::Field = rt::Field::new("vport_number", 80, 16);
+    #[doc = concat!(" Position of `", "table_type", "`.")]
+    pub const TABLE_TYPE: rt::Field = rt::Field::new("table_type", 128, 8);
+    #[doc = concat!(" Position of `", "table_id", "`.")]
+    pub const TABLE_ID: rt::Field = rt::Field::new("table_id", 168, 24);
+    #[doc = concat!(" Position of `", "group_id", "`.")]
+    pub const GROUP_ID: rt::Field = rt::Field::new("group_id", 192, 32);
+    /// The position of every field of `destroy_flow_group_in`, by offset.
+    pub const FIELDS: &'static [rt::Field] = &[
+        Self::OPCODE,
+        Self::OP_MOD,
+        Self::OTHER_VPORT,
+        Self::VPORT_NUMBER,
+        Self::TABLE_TYPE,
+        Self::TABLE_ID,
+        Self::GROUP_ID,
+    ];
+}
+impl<B: rt::Bytes> DestroyFlowGroupIn<B> {
+    /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
+    #[inline]
+    pub fn opcode(&self) -> u16 {
+        rt::get32(&self.buf, 0, 16, 0xffff) as u16
+    }
+    /// PRM `0x04[15:0]`: bit offset 0x30, 16 bits.
+    #[inline]
+    pub fn op_mod(&self) -> u16 {
+        rt::get32(&self.buf, 4, 0, 0xffff) as u16
+    }
+    /// The e-switch manager acts on the table of the vport in vport_number.
+    ///
+    /// PRM `0x08[31]`: bit offset 0x40, 1 bit.
+    #[inline]
+    pub fn other_vport(&self) -> bool {
+        rt::get32(&self.buf, 8, 31, 0x1) as u8 != 0
+    }
+    /// Target vport when other_vport is set.
+    ///
+    /// PRM `0x08[15:0]`: bit offset 0x50, 16 bits.
+    #[inline]
+    pub fn vport_number(&self) -> u16 {
+        rt::get32(&self.buf, 8, 0, 0xffff) as u16
+    }
+    /// Type of the table that holds the group.
+    ///
+    /// PRM `0x10[31:24]`: bit offset 0x80, 8 bits; type `flow_table_type`.
+    ///
+    /// Returns `Err` with the raw number when the value is not one the enum names.
+    #[inline]
+    pub fn table_type(&self) -> Result<FlowTableType, rt::UnknownValue> {
+        FlowTableType::try_from_raw(u64::from(self.table_type_raw()))
+    }
+    /// `table_type` as a raw number.
+    #[inline]
+    pub fn table_type_raw(&self) -> u8 {
+        rt::get32(&self.buf, 16, 24, 0xff) as u8
+    }
+    /// The table that holds the group.
+    ///
+    /// PRM `0x14[23:0]`: bit offset 0xa8, 24 bits.
+    #[inline]
+    pub fn table_id(&self) -> u32 {
+        rt::get32(&self.buf, 20, 0, 0xffffff) as u32
+    }
+    /// The group to destroy (the id CREATE_FLOW_GROUP returned).
+    ///
+    /// PRM `0x18[31:0]`: bit offset 0xc0, 32 bits.
+    #[inline]
+    pub fn group_id(&self) -> u32 {
+        self.buf.read_be32(24)
+    }
+}
+impl<B: rt::BytesMut> DestroyFlowGroupIn<B> {
+    /// Writes [`Self::opcode`].
+    #[inline]
+    pub fn set_opcode(&mut self, v: u16) {
+        rt::set32(&mut self.buf, 0, 16, 0xffff, u32::from(v))
+    }
+    /// Writes [`Self::op_mod`].
+    #[inline]
+    pub fn set_op_mod(&mut self, v: u16) {
+        rt::set32(&mut self.buf, 4, 0, 0xffff, u32::from(v))
+    }
+    /// Writes [`Self::other_vport`].
+    #[inline]
+    pub fn set_other_vport(&mut self, v: bool) {
+        rt::set32(&mut self.buf, 8, 31, 0x1, u32::from(u8::from(v)))
+    }
+    /// Writes [`Self::vport_number`].
+    #[inline]
+    pub fn set_vport_number(&mut self, v: u16) {
+        rt::set32(&mut self.buf, 8, 0, 0xffff, u32::from(v))
+    }
+    /// Writes [`Self::table_type`].
+    #[inline]
+    pub fn set_table_type(&mut self, v: FlowTableType) {
+        self.set_table_type_raw(v.raw() as u8)
+    }
+    /// Writes [`Self::table_type`].
+    #[inline]
+    pub fn set_table_type_raw(&mut self, v: u8) {
+        rt::set32(&mut self.buf, 16, 24, 0xff, u32::from(v))
+    }
+    /// Writes [`Self::table_id`].
+    /// Bits beyond its 24 are dropped (a `debug_assert!` in debug builds).
+    #[inline]
+    pub fn set_table_id(&mut self, v: u32) {
+        rt::set32_narrow(&mut self.buf, 20, 0, 0xffffff, u32::from(v), "table_id")
+    }
+    /// Writes `table_id`, or returns an error if `v` does not fit its 24 bits.
+    #[inline]
+    pub fn try_set_table_id(&mut self, v: u32) -> Result<(), rt::Overflow> {
+        rt::check_fits("table_id", u64::from(v), 0xffffff)?;
+        self.set_table_id(v);
+        Ok(())
+    }
+    /// Writes [`Self::group_id`].
+    #[inline]
+    pub fn set_group_id(&mut self, v: u32) {
+        self.buf.write_be32(24, v)
+    }
+}
+#[cfg(feature = "debug")]
+impl<B: rt::Bytes> ::core::fmt::Debug for DestroyFlowGroupIn<B> {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let mut d = f.debug_struct(stringify!(DestroyFlowGroupIn));
+        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
+        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
+        d.field("other_vport", &self.other_vport());
+        d.field("vport_number", &rt::fmt::Hex(self.vport_number().into()));
+        d.field("table_type", &rt::fmt::EnumValue(self.table_type()));
+        d.field("table_id", &rt::fmt::Hex(self.table_id().into()));
+        d.field("group_id", &rt::fmt::Hex(self.group_id().into()));
+        let reserved = rt::fmt::ReservedSet {
+            buf: &self.buf,
+            masks: &[
+                (0, 0xffff),
+                (4, 0xffff0000),
+                (8, 0x7fff0000),
+                (12, 0xffffffff),
+                (16, 0xffffff),
+                (20, 0xff000000),
+                (28, 0xffffffff),
+                (32, 0xffffffff),
+                (36, 0xffffffff),
+                (40, 0xffffffff),
+                (44, 0xffffffff),
+                (48, 0xffffffff),
+                (52, 0xffffffff),
+                (56, 0xffffffff),
+                (60, 0xffffffff),
+            ],
+        };
+        if reserved.any() {
+            d.field("reserved_bits_set", &reserved);
+        }
+        d.finish()
+    }
+}
+#[cfg(feature = "reflect")]
+/// Every field of `destroy_flow_group_in` with its accessors, for generic tools and tests.
+pub const DESTROY_FLOW_GROUP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
+    name: "destroy_flow_group_in",
+    size: 64,
+    fields: &[
+        rt::reflect::FieldAccess {
+            name: "opcode",
+            bit_offset: 0,
+            width: 16,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = DestroyFlowGroupIn::new_unchecked(b);
+                u64::from(v.opcode())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = DestroyFlowGroupIn::new_unchecked(b);
+                v.set_opcode((x & 0xffff) as u16);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "op_mod",
+            bit_offset: 48,
+            width: 16,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = DestroyFlowGroupIn::new_unchecked(b);
+                u64::from(v.op_mod())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = DestroyFlowGroupIn::new_unchecked(b);
+                v.set_op_mod((x & 0xffff) as u16);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "other_vport",
+            bit_offset: 64,
+            width: 1,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = DestroyFlowGroupIn::new_unchecked(b);
+                u64::from(v.other_vport())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = DestroyFlowGroupIn::new_unchecked(b);
+                v.set_other_vport(x & 1 != 0);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "vport_number",
+            bit_offset: 80,
+            width: 16,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = DestroyFlowGroupIn::new_unchecked(b);
+                u64::from(v.vport_number())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = DestroyFlowGroupIn::new_unchecked(b);
+                v.set_vport_number((x & 0xffff) as u16);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "table_type",
+            bit_offset: 128,
+            width: 8,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = DestroyFlowGroupIn::new_unchecked(b);
+                u64::from(v.table_type_raw())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = DestroyFlowGroupIn::new_unchecked(b);
+                v.set_table_type_raw((x & 0xff) as u8);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "table_id",
+            bit_offset: 168,
+            width: 24,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = DestroyFlowGroupIn::new_unchecked(b);
+                u64::from(v.table_id())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = DestroyFlowGroupIn::new_unchecked(b);
+                v.set_table_id((x & 0xffffff) as u32);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "group_id",
+            bit_offset: 192,
+            width: 32,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = DestroyFlowGroupIn::new_unchecked(b);
+                u64::from(v.group_id())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = DestroyFlowGroupIn::new_unchecked(b);
+                v.set_group_id((x & 0xffffffff) as u32);
+            }),
+        },
+    ],
+    nested: &[],
+};
+/// Output of DESTROY_FLOW_GROUP.
+///
+/// PRM layout `destroy_flow_group_out`: 0x10 bytes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct DestroyFlowGroupOut<B = [u8; 16]> {
+    buf: B,
+}
+crate::__prm_view!(DestroyFlowGroupOut, "destroy_flow_group_out", 16);
+impl DestroyFlowGroupOut<[u8; 16]> {
+    #[doc = concat!(" Position of `", "status", "`.")]
+    pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
+    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
+    /// The position of every field of `destroy_flow_group_out`, by offset.
+    pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
+}
+impl<B: rt::Bytes> DestroyFlowGroupOut<B> {
+    /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
+    #[inline]
+    pub fn status(&self) -> u8 {
+        rt::get32(&self.buf, 0, 24, 0xff) as u8
+    }
+    /// PRM `0x04[31:0]`: bit offset 0x20, 32 bits.
+    #[inline]
+    pub fn syndrome(&self) -> u32 {
+        self.buf.read_be32(4)
+    }
+}
+impl<B: rt::BytesMut> DestroyFlowGroupOut<B> {
+    /// Writes [`Self::status`].
+    #[inline]
+    pub fn set_status(&mut self, v: u8) {
+        rt::set32(&mut self.buf, 0, 24, 0xff, u32::from(v))
+    }
+    /// Writes [`Self::syndrome`].
+    #[inline]
+    pub fn set_syndrome(&mut self, v: u32) {
+        self.buf.write_be32(4, v)
+    }
+}
+#[cfg(feature = "debug")]
+impl<B: rt::Bytes> ::core::fmt::Debug for DestroyFlowGroupOut<B> {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let mut d = f.debug_struct(stringify!(DestroyFlowGroupOut));
+        d.field("status", &rt::fmt::Hex(self.status().into()));
+        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
+        let reserved = rt::fmt::ReservedSet {
+            buf: &self.buf,
+            masks: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
+        };
+        if reserved.any() {
+            d.field("reserved_bits_set", &reserved);
+        }
+        d.finish()
+    }
+}
+#[cfg(feature = "reflect")]
+/// Every field of `destroy_flow_group_out` with its accessors, for generic tools and tests.
+pub const DESTROY_FLOW_GROUP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
+    name: "destroy_flow_group_out",
+    size: 16,
+    fields: &[
+        rt::reflect::FieldAccess {
+            name: "status",
+            bit_offset: 0,
+            width: 8,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = DestroyFlowGroupOut::new_unchecked(b);
+                u64::from(v.status())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = DestroyFlowGroupOut::new_unchecked(b);
+                v.set_status((x & 0xff) as u8);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "syndrome",
+            bit_offset: 32,
+            width: 32,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = DestroyFlowGroupOut::new_unchecked(b);
+                u64::from(v.syndrome())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = DestroyFlowGroupOut::new_unchecked(b);
+                v.set_syndrome((x & 0xffffffff) as u32);
+            }),
+        },
+    ],
+    nested: &[],
+};
+/// Input of DELETE_FTE, which names the entry by its table and index.
+///
+/// PRM layout `delete_fte_in`: 0x40 bytes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct DeleteFteIn<B = [u8; 64]> {
+    buf: B,
+}
+crate::__prm_view!(DeleteFteIn, "delete_fte_in", 64);
+impl DeleteFteIn<[u8; 64]> {
+    #[doc = concat!(" Position of `", "opcode", "`.")]
+    pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
+    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
+    #[doc = concat!(" Position of `", "other_vport", "`.")]
+    pub const OTHER_VPORT: rt::Field = rt::Field::new("other_vport", 64, 1);
+    #[doc = concat!(" Position of `", "vport_number", "`.")]
+    pub const VPORT_NUMBER: rt::Field = rt::Field::new("vport_number", 80, 16);
+    #[doc = concat!(" Position of `", "table_type", "`.")]
+    pub const TABLE_TYPE: rt::Field = rt::Field::new("table_type", 128, 8);
+    #[doc = concat!(" Position of `", "table_id", "`.")]
+    pub const TABLE_ID: rt::Field = rt::Field::new("table_id", 168, 24);
+    #[doc = concat!(" Position of `", "flow_index", "`.")]
+    pub const FLOW_INDEX: rt::Field = rt::Field::new("flow_index", 256, 32);
+    /// The position of every field of `delete_fte_in`, by offset.
+    pub const FIELDS: &'static [rt::Field] = &[
+        Self::OPCODE,
+        Self::OP_MOD,
+        Self::OTHER_VPORT,
+        Self::VPORT_NUMBER,
+        Self::TABLE_TYPE,
+        Self::TABLE_ID,
+        Self::FLOW_INDEX,
+    ];
+}
+impl<B: rt::Bytes> DeleteFteIn<B> {
+    /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
+    #[inline]
+    pub fn opcode(&self) -> u16 {
+        rt::get32(&self.buf, 0, 16, 0xffff) as u16
+    }
+    /// PRM `0x04[15:0]`: bit offset 0x30, 16 bits.
+    #[inline]
+    pub fn op_mod(&self) -> u16 {
+        rt::get32(&self.buf, 4, 0, 0xffff) as u16
+    }
+    /// The e-switch manager acts on the table of the vport in vport_number.
+    ///
+    /// PRM `0x08[31]`: bit offset 0x40, 1 bit.
+    #[inline]
+    pub fn other_vport(&self) -> bool {
+        rt::get32(&self.buf, 8, 31, 0x1) as u8 != 0
+    }
+    /// Target vport when other_vport is set.
+    ///
+    /// PRM `0x08[15:0]`: bit offset 0x50, 16 bits.
+    #[inline]
+    pub fn vport_number(&self) -> u16 {
+        rt::get32(&self.buf, 8, 0, 0xffff) as u16
+    }
+    /// Type of the table that holds the entry.
+    ///
+    /// PRM `0x10[31:24]`: bit offset 0x80, 8 bits; type `flow_table_type`.
+    ///
+    /// Returns `Err` with the raw number when the value is not one the enum names.
+    #[inline]
+    pub fn table_type(&self) -> Result<FlowTableType, rt::UnknownValue> {
+        FlowTableType::try_from_raw(u64::from(self.table_type_raw()))
+    }
+    /// `table_type` as a raw number.
+    #[inline]
+    pub fn table_type_raw(&self) -> u8 {
+        rt::get32(&self.buf, 16, 24, 0xff) as u8
+    }
+    /// The table that holds the entry.
+    ///
+    /// PRM `0x14[23:0]`: bit offset 0xa8, 24 bits.
+    #[inline]
+    pub fn table_id(&self) -> u32 {
+        rt::get32(&self.buf, 20, 0, 0xffffff) as u32
+    }
+    /// Index of the entry to remove (the flow_index it was written at).
+    ///
+    /// PRM `0x20[31:0]`: bit offset 0x100, 32 bits.
+    #[inline]
+    pub fn flow_index(&self) -> u32 {
+        self.buf.read_be32(32)
+    }
+}
+impl<B: rt::BytesMut> DeleteFteIn<B> {
+    /// Writes [`Self::opcode`].
+    #[inline]
+    pub fn set_opcode(&mut self, v: u16) {
+        rt::set32(&mut self.buf, 0, 16, 0xffff, u32::from(v))
+    }
+    /// Writes [`Self::op_mod`].
+    #[inline]
+    pub fn set_op_mod(&mut self, v: u16) {
+        rt::set32(&mut self.buf, 4, 0, 0xffff, u32::from(v))
+    }
+    /// Writes [`Self::other_vport`].
+    #[inline]
+    pub fn set_other_vport(&mut self, v: bool) {
+        rt::set32(&mut self.buf, 8, 31, 0x1, u32::from(u8::from(v)))
+    }
+    /// Writes [`Self::vport_number`].
+    #[inline]
+    pub fn set_vport_number(&mut self, v: u16) {
+        rt::set32(&mut self.buf, 8, 0, 0xffff, u32::from(v))
+    }
+    /// Writes [`Self::table_type`].
+    #[inline]
+    pub fn set_table_type(&mut self, v: FlowTableType) {
+        self.set_table_type_raw(v.raw() as u8)
+    }
+    /// Writes [`Self::table_type`].
+    #[inline]
+    pub fn set_table_type_raw(&mut self, v: u8) {
+        rt::set32(&mut self.buf, 16, 24, 0xff, u32::from(v))
+    }
+    /// Writes [`Self::table_id`].
+    /// Bits beyond its 24 are dropped (a `debug_assert!` in debug builds).
+    #[inline]
+    pub fn set_table_id(&mut self, v: u32) {
+        rt::set32_narrow(&mut self.buf, 20, 0, 0xffffff, u32::from(v), "table_id")
+    }
+    /// Writes `table_id`, or returns an error if `v` does not fit its 24 bits.
+    #[inline]
+    pub fn try_set_table_id(&mut self, v: u32) -> Result<(), rt::Overflow> {
+        rt::check_fits("table_id", u64::from(v), 0xffffff)?;
+        self.set_table_id(v);
+        Ok(())
+    }
+    /// Writes [`Self::flow_index`].
+    #[inline]
+    pub fn set_flow_index(&mut self, v: u32) {
+        self.buf.write_be32(32, v)
+    }
+}
+#[cfg(feature = "debug")]
+impl<B: rt::Bytes> ::core::fmt::Debug for DeleteFteIn<B> {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let mut d = f.debug_struct(stringify!(DeleteFteIn));
+        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
+        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
+        d.field("other_vport", &self.other_vport());
+        d.field("vport_number", &rt::fmt::Hex(self.vport_number().into()));
+        d.field("table_type", &rt::fmt::EnumValue(self.table_type()));
+        d.field("table_id", &rt::fmt::Hex(self.table_id().into()));
+        d.field("flow_index", &rt::fmt::Hex(self.flow_index().into()));
+        let reserved = rt::fmt::ReservedSet {
+            buf: &self.buf,
+            masks: &[
+                (0, 0xffff),
+                (4, 0xffff0000),
+                (8, 0x7fff0000),
+                (12, 0xffffffff),
+                (16, 0xffffff),
+                (20, 0xff000000),
+                (24, 0xffffffff),
+                (28, 0xffffffff),
+                (36, 0xffffffff),
+                (40, 0xffffffff),
+                (44, 0xffffffff),
+                (48, 0xffffffff),
+                (52, 0xffffffff),
+                (56, 0xffffffff),
+                (60, 0xffffffff),
+            ],
+        };
+        if reserved.any() {
+            d.field("reserved_bits_set", &reserved);
+        }
+        d.finish()
+    }
+}
+#[cfg(feature = "reflect")]
+/// Every field of `delete_fte_in` with its accessors, for generic tools and tests.
+pub const DELETE_FTE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
+    name: "delete_fte_in",
+    size: 64,
+    fields: &[
+        rt::reflect::FieldAccess {
+            name: "opcode",
+            bit_offset: 0,
+            width: 16,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = DeleteFteIn::new_unchecked(b);
+                u64::from(v.opcode())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = DeleteFteIn::new_unchecked(b);
+                v.set_opcode((x & 0xffff) as u16);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "op_mod",
+            bit_offset: 48,
+            width: 16,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = DeleteFteIn::new_unchecked(b);
+                u64::from(v.op_mod())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = DeleteFteIn::new_unchecked(b);
+                v.set_op_mod((x & 0xffff) as u16);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "other_vport",
+            bit_offset: 64,
+            width: 1,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = DeleteFteIn::new_unchecked(b);
+                u64::from(v.other_vport())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = DeleteFteIn::new_unchecked(b);
+                v.set_other_vport(x & 1 != 0);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "vport_number",
+            bit_offset: 80,
+            width: 16,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = DeleteFteIn::new_unchecked(b);
+                u64::from(v.vport_number())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = DeleteFteIn::new_unchecked(b);
+                v.set_vport_number((x & 0xffff) as u16);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "table_type",
+            bit_offset: 128,
+            width: 8,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = DeleteFteIn::new_unchecked(b);
+                u64::from(v.table_type_raw())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = DeleteFteIn::new_unchecked(b);
+                v.set_table_type_raw((x & 0xff) as u8);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "table_id",
+            bit_offset: 168,
+            width: 24,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = DeleteFteIn::new_unchecked(b);
+                u64::from(v.table_id())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = DeleteFteIn::new_unchecked(b);
+                v.set_table_id((x & 0xffffff) as u32);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "flow_index",
+            bit_offset: 256,
+            width: 32,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = DeleteFteIn::new_unchecked(b);
+                u64::from(v.flow_index())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = DeleteFteIn::new_unchecked(b);
+                v.set_flow_index((x & 0xffffffff) as u32);
+            }),
+        },
+    ],
+    nested: &[],
+};
+/// Output of DELETE_FTE.
+///
+/// PRM layout `delete_fte_out`: 0x10 bytes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct DeleteFteOut<B = [u8; 16]> {
+    buf: B,
+}
+crate::__prm_view!(DeleteFteOut, "delete_fte_out", 16);
+impl DeleteFteOut<[u8; 16]> {
+    #[doc = concat!(" Position of `", "status", "`.")]
+    pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
+    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
+    /// The position of every field of `delete_fte_out`, by offset.
+    pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
+}
+impl<B: rt::Bytes> DeleteFteOut<B> {
+    /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
+    #[inline]
+    pub fn status(&self) -> u8 {
+        rt::get32(&self.buf, 0, 24, 0xff) as u8
+    }
+    /// PRM `0x04[31:0]`: bit offset 0x20, 32 bits.
+    #[inline]
+    pub fn syndrome(&self) -> u32 {
+        self.buf.read_be32(4)
+    }
+}
+impl<B: rt::BytesMut> DeleteFteOut<B> {
+    /// Writes [`Self::status`].
+    #[inline]
+    pub fn set_status(&mut self, v: u8) {
+        rt::set32(&mut self.buf, 0, 24, 0xff, u32::from(v))
+    }
+    /// Writes [`Self::syndrome`].
+    #[inline]
+    pub fn set_syndrome(&mut self, v: u32) {
+        self.buf.write_be32(4, v)
+    }
+}
+#[cfg(feature = "debug")]
+impl<B: rt::Bytes> ::core::fmt::Debug for DeleteFteOut<B> {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let mut d = f.debug_struct(stringify!(DeleteFteOut));
+        d.field("status", &rt::fmt::Hex(self.status().into()));
+        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
+        let reserved = rt::fmt::ReservedSet {
+            buf: &self.buf,
+            masks: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
+        };
+        if reserved.any() {
+            d.field("reserved_bits_set", &reserved);
+        }
+        d.finish()
+    }
+}
+#[cfg(feature = "reflect")]
+/// Every field of `delete_fte_out` with its accessors, for generic tools and tests.
+pub const DELETE_FTE_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
+    name: "delete_fte_out",
+    size: 16,
+    fields: &[
+        rt::reflect::FieldAccess {
+            name: "status",
+            bit_offset: 0,
+            width: 8,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = DeleteFteOut::new_unchecked(b);
+                u64::from(v.status())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = DeleteFteOut::new_unchecked(b);
+                v.set_status((x & 0xff) as u8);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "syndrome",
+            bit_offset: 32,
+            width: 32,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = DeleteFteOut::new_unchecked(b);
+                u64::from(v.syndrome())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = DeleteFteOut::new_unchecked(b);
+                v.set_syndrome((x & 0xffffffff) as u32);
+            }),
+        },
+    ],
+    nested: &[],
+};
 /// A 16-byte IP address slot of a match set, read as IPv6 or IPv4 depending on the packet's IP version.
 ///
 /// PRM union `ipv6_layout_ipv4_layout_auto`: 0x10 bytes, read as one of its members.
@@ -9761,5 +10883,41 @@ pub mod cmd {
         type OpMod = u16;
         type Input<B: rt::Bytes> = super::SetFlowTableRootIn<B>;
         type Output<B: rt::Bytes> = super::SetFlowTableRootOut<B>;
+    }
+    /// Frees a flow table. Its entries and groups must be gone first, and no other table or entry may still lead to it.
+    ///
+    /// PRM command `destroy_flow_table`: opcode 0x931, input [`DestroyFlowTableIn`](super::DestroyFlowTableIn), output [`DestroyFlowTableOut`](super::DestroyFlowTableOut).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    pub struct DestroyFlowTable;
+    impl rt::Command for DestroyFlowTable {
+        const NAME: &'static str = "destroy_flow_table";
+        const OPCODE: u16 = 0x931;
+        type OpMod = u16;
+        type Input<B: rt::Bytes> = super::DestroyFlowTableIn<B>;
+        type Output<B: rt::Bytes> = super::DestroyFlowTableOut<B>;
+    }
+    /// Frees a flow group of a table once none of its entries remains.
+    ///
+    /// PRM command `destroy_flow_group`: opcode 0x934, input [`DestroyFlowGroupIn`](super::DestroyFlowGroupIn), output [`DestroyFlowGroupOut`](super::DestroyFlowGroupOut).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    pub struct DestroyFlowGroup;
+    impl rt::Command for DestroyFlowGroup {
+        const NAME: &'static str = "destroy_flow_group";
+        const OPCODE: u16 = 0x934;
+        type OpMod = u16;
+        type Input<B: rt::Bytes> = super::DestroyFlowGroupIn<B>;
+        type Output<B: rt::Bytes> = super::DestroyFlowGroupOut<B>;
+    }
+    /// Removes the flow table entry at an index of a table; its index becomes free again.
+    ///
+    /// PRM command `delete_fte`: opcode 0x938, input [`DeleteFteIn`](super::DeleteFteIn), output [`DeleteFteOut`](super::DeleteFteOut).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    pub struct DeleteFte;
+    impl rt::Command for DeleteFte {
+        const NAME: &'static str = "delete_fte";
+        const OPCODE: u16 = 0x938;
+        type OpMod = u16;
+        type Input<B: rt::Bytes> = super::DeleteFteIn<B>;
+        type Output<B: rt::Bytes> = super::DeleteFteOut<B>;
     }
 }

@@ -47,14 +47,20 @@ impl<'a> DeviceBytes<'a> {
     /// The address of byte `at`, after checking that `at .. at + n` is inside the window.
     #[inline(always)]
     fn at(&self, at: usize, n: usize) -> *mut u8 {
-        assert!(
-            at <= self.len && n <= self.len - at,
-            "device memory access {at}+{n} beyond a {}-byte window",
-            self.len
-        );
+        if !(at <= self.len && n <= self.len - at) {
+            out_of_window(at, n, self.len);
+        }
         // SAFETY: in bounds, checked above.
         unsafe { self.ptr.as_ptr().add(at) }
     }
+}
+
+/// The panic of an access outside a window, kept out of line so accessors stay small.
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn out_of_window(at: usize, n: usize, len: usize) -> ! {
+    panic!("device memory access {at}+{n} beyond a {len}-byte window")
 }
 
 impl Bytes for DeviceBytes<'_> {
@@ -84,6 +90,19 @@ impl Bytes for DeviceBytes<'_> {
             let mut b = [0u8; 4];
             self.read_bytes(at, &mut b);
             u32::from_be_bytes(b)
+        }
+    }
+
+    /// One 8-byte access when aligned (the device sees the quantity whole), two dword
+    /// accesses otherwise.
+    #[inline(always)]
+    fn read_be64(&self, at: usize) -> u64 {
+        let p = self.at(at, 8);
+        if (p as usize) % 8 == 0 {
+            // SAFETY: in bounds, aligned, valid for volatile reads.
+            u64::from_be(unsafe { (p as *const u64).read_volatile() })
+        } else {
+            (u64::from(self.read_be32(at)) << 32) | u64::from(self.read_be32(at + 4))
         }
     }
 
@@ -123,6 +142,19 @@ impl BytesMut for DeviceBytes<'_> {
             unsafe { (p as *mut u32).write_volatile(value.to_be()) }
         } else {
             self.write_bytes(at, &value.to_be_bytes());
+        }
+    }
+
+    /// One 8-byte access when aligned, two dword accesses otherwise.
+    #[inline(always)]
+    fn write_be64(&mut self, at: usize, value: u64) {
+        let p = self.at(at, 8);
+        if (p as usize) % 8 == 0 {
+            // SAFETY: in bounds, aligned, valid for volatile writes.
+            unsafe { (p as *mut u64).write_volatile(value.to_be()) }
+        } else {
+            self.write_be32(at, (value >> 32) as u32);
+            self.write_be32(at + 4, value as u32);
         }
     }
 

@@ -1,5 +1,7 @@
 //! Flow steering of the NIC receive and transmit namespaces: CREATE_FLOW_TABLE,
-//! CREATE_FLOW_GROUP, SET_FLOW_TABLE_ENTRY and SET_FLOW_TABLE_ROOT. The model checks the
+//! CREATE_FLOW_GROUP, SET_FLOW_TABLE_ENTRY and SET_FLOW_TABLE_ROOT build it up;
+//! DELETE_FLOW_TABLE_ENTRY, DESTROY_FLOW_GROUP and DESTROY_FLOW_TABLE take it down again, in
+//! that order (an entry before its group, every group before its table). The model checks the
 //! structure (types, ranges, overlaps, references to TIRs and tables) and keeps it, with the
 //! match criteria and values the data path steers received frames by.
 
@@ -9,9 +11,9 @@ use crate::syndrome as s;
 use crate::table::{Table, TableErrors};
 use mlx5_prm::cmd;
 use mlx5_prm::{
-    CreateFlowGroupIn, CreateFlowGroupOut, CreateFlowTableIn, CreateFlowTableOut, DestFormatStruct,
-    FlowContext, FlowDestinationType, FlowTableMissAction, FlowTableType, SetFlowTableRootIn,
-    SetFteIn,
+    CreateFlowGroupIn, CreateFlowGroupOut, CreateFlowTableIn, CreateFlowTableOut, DeleteFteIn,
+    DestFormatStruct, DestroyFlowGroupIn, DestroyFlowTableIn, FlowContext, FlowDestinationType,
+    FlowTableMissAction, FlowTableType, SetFlowTableRootIn, SetFteIn,
 };
 use std::collections::BTreeMap;
 
@@ -106,7 +108,7 @@ impl Default for FlowTables {
                 0xff_ffff,
                 TableErrors {
                     unknown: s::FT_UNKNOWN,
-                    busy: s::FT_UNKNOWN,
+                    busy: s::FT_BUSY,
                     limit: s::FT_LIMIT,
                 },
             ),
@@ -330,4 +332,83 @@ pub(super) fn set_root(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
         flow.tables.release(old);
     }
     Ok(out::<cmd::SetFlowTableRoot>(0))
+}
+
+/// DELETE_FLOW_TABLE_ENTRY: removes the entry at flow_index and drops its references to the
+/// TIRs and tables it forwarded to, which may then be destroyed.
+pub(super) fn delete_entry(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
+    let input = DeleteFteIn::new_unchecked(req.input);
+    ensure(!input.other_vport(), Fail::bad_param(s::OTHER_FUNCTION))?;
+    let ty = nic_type(input.table_type())?;
+    let table_id = input.table_id();
+    let index = input.flow_index();
+    let table = table_of(&cx.m.flow, table_id, ty, s::FT_UNKNOWN)?;
+    ensure(
+        table.entries.contains_key(&index),
+        Fail::bad_param(s::FTE_NOT_FOUND),
+    )?;
+    let entry = cx.m.flow.tables.get_mut(table_id)?.entries.remove(&index);
+    if let Some(entry) = entry {
+        release(cx, &entry.dests);
+    }
+    Ok(out::<cmd::DeleteFte>(0))
+}
+
+/// DESTROY_FLOW_GROUP: the group must belong to the named table and hold no entry; its index
+/// range becomes free for a new group.
+pub(super) fn destroy_group(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
+    let input = DestroyFlowGroupIn::new_unchecked(req.input);
+    ensure(!input.other_vport(), Fail::bad_param(s::OTHER_FUNCTION))?;
+    let ty = nic_type(input.table_type())?;
+    let table_id = input.table_id();
+    let group_id = input.group_id();
+    let flow = &mut cx.m.flow;
+    let table = table_of(flow, table_id, ty, s::FT_UNKNOWN)?;
+    let group = match flow.groups.get(group_id) {
+        Ok(g) if g.table == table_id => g,
+        _ => return Err(Fail::bad_res(s::FG_UNKNOWN)),
+    };
+    let in_use = table
+        .entries
+        .iter()
+        .any(|(i, e)| e.group == group_id || (group.start..=group.end).contains(i));
+    ensure(!in_use, Fail::bad_param(s::FG_NOT_EMPTY))?;
+    flow.groups.remove(group_id)?;
+    flow.tables.release(table_id);
+    Ok(out::<cmd::DestroyFlowGroup>(0))
+}
+
+/// DESTROY_FLOW_TABLE: the table must have no groups (hence no entries) left, and no other
+/// table may lead to it (as its miss table or through an entry's destination).
+///
+/// The root table is a special case. The PRM gives no way to unset a root other than making
+/// another table the root, and a driver tearing steering down destroys its root table last.
+/// The model therefore lets DESTROY_FLOW_TABLE take the current root of its type when it is
+/// otherwise unused: the table stops being the root and its hold is released, and until
+/// SET_FLOW_TABLE_ROOT names a new one, steering of that type finds no root (received frames
+/// are dropped).
+pub(super) fn destroy_table(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
+    let input = DestroyFlowTableIn::new_unchecked(req.input);
+    ensure(!input.other_vport(), Fail::bad_param(s::OTHER_FUNCTION))?;
+    let ty = nic_type(input.table_type())?;
+    let id = input.table_id();
+    let flow = &mut cx.m.flow;
+    let table = table_of(flow, id, ty, s::FT_UNKNOWN)?;
+    let has_groups = flow.groups.iter().any(|(_, g)| g.table == id);
+    ensure(
+        !has_groups && table.entries.is_empty(),
+        Fail::bad_param(s::FT_NOT_EMPTY),
+    )?;
+    let is_root = flow.roots.get(&ty) == Some(&id);
+    let others = flow.tables.refs(id).saturating_sub(u32::from(is_root));
+    ensure(others == 0, Fail::busy(s::FT_BUSY))?;
+    if is_root {
+        flow.roots.remove(&ty);
+        flow.tables.release(id);
+    }
+    let table = flow.tables.remove(id)?;
+    if let Some(miss) = table.miss {
+        flow.tables.release(miss);
+    }
+    Ok(out::<cmd::DestroyFlowTable>(0))
 }

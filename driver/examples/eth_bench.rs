@@ -1,0 +1,125 @@
+//! Workloads for the Ethernet data-path figures (run by `scripts/bench-eth`).
+//!
+//! ```text
+//! eth_bench count tx|rx|fwd BATCH ROUNDS   one workload, for callgrind: only tx_batch and
+//!                                          rx_batch are measured (--toggle-collect), the
+//!                                          model's work runs outside them
+//! eth_bench mpps BATCH PACKETS             loopback through the model, wall-clock
+//! ```
+//!
+//! In `count`, doorbells are held by [`Deferred`] while the driver runs and released to the
+//! model between batches, so the instructions collected are the driver's own: writing WQEs,
+//! the doorbell record and the doorbell, reaping send CQEs and returning their buffers,
+//! polling receive CQEs, handing out packets and refilling the RQ.
+
+use mlx5_driver::backend::sim::SimBackend;
+use mlx5_driver::backend::Deferred;
+use mlx5_driver::eth::{EthConfig, EthQueues, Packet};
+use mlx5_driver::{Hca, HcaConfig};
+use std::time::Instant;
+
+fn usage() -> ! {
+    eprintln!("usage: eth_bench count tx|rx|fwd BATCH ROUNDS | eth_bench mpps BATCH PACKETS");
+    std::process::exit(2)
+}
+
+fn arg(args: &[String], i: usize) -> usize {
+    args.get(i)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or_else(|| usage())
+}
+
+const CONFIG: EthConfig = EthConfig {
+    log_sq_size: 9,
+    log_rq_size: 9,
+    buffers: 4096,
+    buf_size: 2048,
+    signal_every: 32,
+    inline_l2: false,
+    macs: Vec::new(),
+};
+
+/// A 60-byte frame (every frame is steered to the RQ: no MAC filter).
+fn frame() -> [u8; 60] {
+    let mut f = [0u8; 60];
+    f[..6].copy_from_slice(&[0x02, 0, 0, 0, 0, 1]);
+    f[12..14].copy_from_slice(&0x88b5u16.to_be_bytes());
+    f
+}
+
+fn count(direction: &str, batch: usize, rounds: usize) {
+    let (be, dev) = SimBackend::new(mlx5_sim::Config::default());
+    let mut hca = Hca::bring_up(Deferred::new(be), &HcaConfig::default()).expect("bring-up");
+    let mut eth = EthQueues::create(&mut hca, &CONFIG).expect("eth queues");
+    let be = hca.backend();
+    be.hold();
+    let f = frame();
+    let (mut pkts, mut out): (Vec<Packet>, Vec<Packet>) =
+        (Vec::with_capacity(batch), Vec::with_capacity(batch));
+    let mut moved = 0usize;
+    for _ in 0..rounds {
+        match direction {
+            "tx" => {
+                eth.alloc_batch(&mut pkts, batch);
+                pkts.iter_mut().for_each(|p| p.set_len(60));
+                moved += eth.tx_batch(be, &mut pkts).expect("tx");
+                be.release();
+            }
+            "rx" => {
+                for _ in 0..batch {
+                    dev.receive_frame(&f);
+                }
+                moved += eth.rx_batch(be, &mut out, batch).expect("rx");
+                eth.free_batch(&mut out);
+            }
+            "fwd" => {
+                for _ in 0..batch {
+                    dev.receive_frame(&f);
+                }
+                eth.rx_batch(be, &mut out, batch).expect("rx");
+                moved += eth.tx_batch(be, &mut out).expect("tx");
+                be.release();
+            }
+            _ => usage(),
+        }
+    }
+    assert_eq!(moved, batch * rounds, "every packet moved");
+    eprintln!("{direction}: {moved} packets");
+}
+
+fn mpps(batch: usize, packets: usize) {
+    let (be, dev) = SimBackend::new(mlx5_sim::Config::default());
+    let mut hca = Hca::bring_up(be, &HcaConfig::default()).expect("bring-up");
+    let mut eth = EthQueues::create(&mut hca, &CONFIG).expect("eth queues");
+    dev.loopback(true);
+    let be = hca.backend();
+    let (mut pkts, mut out) = (Vec::with_capacity(batch), Vec::with_capacity(batch));
+    let start = Instant::now();
+    let mut received = 0;
+    while received < packets {
+        eth.alloc_batch(&mut pkts, batch);
+        pkts.iter_mut().for_each(|p| p.set_len(60));
+        eth.tx_batch(be, &mut pkts).expect("tx");
+        eth.free_batch(&mut pkts);
+        received += eth.rx_batch(be, &mut out, batch).expect("rx");
+        eth.free_batch(&mut out);
+    }
+    let secs = start.elapsed().as_secs_f64();
+    println!(
+        "loopback batch {batch}: {received} packets in {secs:.3} s = {:.2} Mpps",
+        received as f64 / secs / 1e6
+    );
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("count") => count(
+            args.get(1).map_or_else(|| usage(), String::as_str),
+            arg(&args, 2),
+            arg(&args, 3),
+        ),
+        Some("mpps") => mpps(arg(&args, 1), arg(&args, 2)),
+        _ => usage(),
+    }
+}

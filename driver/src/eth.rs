@@ -1,0 +1,1090 @@
+//! Raw Ethernet queues in the style of ixy: one send queue (SQ, behind a TIS) and one receive
+//! queue (RQ, behind a direct TIR that a NIC receive flow table steers destination MACs to),
+//! a pool of fixed-size packet buffers in one registered region, and batch calls.
+//!
+//! The hot path is built for few instructions per packet:
+//!
+//! - every WQE slot is filled once at creation with what never changes (opcode, SQ number,
+//!   segment count, lkey, and whether the slot asks for a completion), so sending a packet
+//!   writes its WQE index, length and address and nothing else;
+//! - a completion is requested every [`EthConfig::signal_every`] packets (a fixed set of slots),
+//!   and one send CQE gives back all the buffers up to its WQE counter;
+//! - one doorbell per batch: WQEs → to-device barrier → doorbell record → barrier → the first 8
+//!   bytes of the batch's last WQE to the UAR, alternating the two BlueFlame halves;
+//! - received packets complete in ring order; the RQ is refilled from the pool and its doorbell
+//!   record written once per batch.
+//!
+//! Buffers are owned by [`Packet`] handles. A handle given to [`EthQueues::tx_batch`] moves
+//! into the queue and its buffer returns to the pool when the device reports it sent; a
+//! buffer in the RQ is handed out as a new handle only after its completion. So no handle
+//! ever names memory the device may still read or write:
+//!
+//! ```compile_fail
+//! # use mlx5_driver::eth::{EthQueues, Packet};
+//! # fn f(eth: &mut EthQueues, be: &mlx5_driver::backend::sim::SimBackend, p: Packet) {
+//! let mut batch = vec![p];
+//! eth.tx_batch(be, &mut batch).unwrap(); // the SQ owns the buffer now...
+//! let _ = eth.data(&p);                  // ...so the handle cannot be used (it moved)
+//! # }
+//! ```
+//!
+//! Values the device writes are checked before use: a send CQE must name a WQE that is
+//! outstanding, a receive CQE the next posted WQE, and a byte count must fit the buffer.
+
+use crate::backend::{Backend, Barriers, DmaAlloc, DmaBuf, Mmio};
+use crate::cq::Cq;
+use crate::error::{Error, Result};
+use crate::hca::Hca;
+use crate::mr::{Access, Region};
+use crate::ring::{dword_of, shift_of, Ring};
+use mlx5_prm::cmd::*;
+use mlx5_prm::rt::{Bytes, BytesMut, DeviceBytes};
+use mlx5_prm::{
+    Cqe64, CqeOpcode, CreateFlowGroupOut, CreateFlowTableOut, CreateRqIn, CreateRqOut, CreateSqIn,
+    CreateSqOut, CreateTirOut, CreateTisOut, DestFormatStruct, FlowContext, FlowDestinationType,
+    FlowTableType, QpDoorbellRecord, RqMemType, RqState, Rqc, SendOpcode, SetFteIn, SqState, Sqc,
+    TircDispType, Wq, WqType, WqeCompletionMode, WqeCtrlSeg, WqeDataSeg, WqeEthSeg,
+};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// Geometry and steering of an Ethernet queue pair.
+#[derive(Debug, Clone)]
+pub struct EthConfig {
+    /// log2 of the SQ's slots (one 64-byte WQE per packet).
+    pub log_sq_size: u8,
+    /// log2 of the RQ's slots (one 16-byte WQE per buffer).
+    pub log_rq_size: u8,
+    /// Packet buffers in the pool (shared by both directions).
+    pub buffers: u32,
+    /// Bytes per packet buffer (the largest frame).
+    pub buf_size: u32,
+    /// A send completion is requested every this many packets (a power of two, at most the
+    /// SQ's size). Sent buffers return to the pool in steps of this size.
+    pub signal_every: u16,
+    /// Copy the first 18 bytes (the L2 header, with room for a VLAN tag) of each frame into
+    /// the WQE. Needed when the device's `wqe_inline_mode` capability is `l2`; devices that
+    /// report `not_required` send faster without it.
+    pub inline_l2: bool,
+    /// Destination MACs steered to the RQ; empty steers every frame to it.
+    pub macs: Vec<[u8; 6]>,
+}
+
+impl Default for EthConfig {
+    fn default() -> Self {
+        EthConfig {
+            log_sq_size: 9,
+            log_rq_size: 9,
+            buffers: 4096,
+            buf_size: 2048,
+            signal_every: 32,
+            inline_l2: false,
+            macs: Vec::new(),
+        }
+    }
+}
+
+/// A packet buffer from an [`EthQueues`] pool, with the length of the frame it holds.
+/// Neither `Clone` nor `Copy`: the handle is the buffer's ownership.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Packet {
+    index: u32,
+    len: u32,
+    pool: u32,
+}
+
+impl Packet {
+    /// Length of the frame in bytes.
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    /// True for an empty packet.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Sets the frame's length (checked against the buffer size when sent).
+    pub fn set_len(&mut self, len: usize) {
+        self.len = u32::try_from(len).unwrap_or(u32::MAX);
+    }
+}
+
+/// Bytes per send WQE slot (one WQEBB).
+const WQEBB: usize = 64;
+/// Bytes per receive WQE slot (one data segment).
+const RQ_STRIDE: usize = 16;
+/// Bytes of L2 header copied into the WQE with [`EthConfig::inline_l2`].
+const INLINE_L2: usize = 18;
+/// Byte offset of BlueFlame register 0 in a UAR page, and the size of each of its halves.
+const BF_OFFSET: usize = 0x800;
+const BF_HALF: usize = 0x100;
+/// Byte offset of the send counter in an SQ's doorbell record (the receive counter is at 0).
+const SQ_DBR_SEND: usize = 4;
+/// Byte offset of the ring's page list in CREATE_SQ's and CREATE_RQ's input (context at 0x20,
+/// its wq at +0x30, the wq's pas at +0xc0).
+const WQ_PAS: usize = (CreateSqIn::CTX.bit_offset + Sqc::WQ.bit_offset + Wq::PAS.bit_offset) / 8;
+const _: () =
+    assert!(WQ_PAS == (CreateRqIn::CTX.bit_offset + Rqc::WQ.bit_offset + Wq::PAS.bit_offset) / 8);
+/// Byte offset of the destination list in SET_FTE's input.
+const FTE_DEST: usize =
+    (SetFteIn::FLOW_CONTEXT.bit_offset + FlowContext::DESTINATION.bit_offset) / 8;
+/// Where the hot path writes: the control segment's first dword (opmod, wqe_index, opcode),
+/// the data segment (after control and Ethernet segments, plus one unit of inline header with
+/// [`EthConfig::inline_l2`]), and its length and address.
+const CTRL_DW0: usize = dword_of(WqeCtrlSeg::WQE_INDEX);
+const WQE_INDEX_SHIFT: u32 = shift_of(WqeCtrlSeg::WQE_INDEX);
+const SEND: u32 = (SendOpcode::Send.raw() as u32) << shift_of(WqeCtrlSeg::OPCODE);
+const _: () =
+    assert!(dword_of(WqeCtrlSeg::OPCODE) == CTRL_DW0 && dword_of(WqeCtrlSeg::OPMOD) == CTRL_DW0);
+const DATA_PLAIN: usize = 32;
+const DATA_INLINE: usize = 48;
+const DATA_LEN: usize = dword_of(WqeDataSeg::BYTE_COUNT);
+const DATA_ADDR: usize = dword_of(WqeDataSeg::ADDR);
+/// The CQE dwords the hot path reads.
+const CQE_WQE_COUNTER: usize = dword_of(Cqe64::WQE_COUNTER);
+const CQE_BYTE_CNT: usize = dword_of(Cqe64::BYTE_CNT);
+const RESP_SEND: u32 = CqeOpcode::RespSend.raw() as u32;
+const REQ: u32 = CqeOpcode::Req.raw() as u32;
+/// The bits of the CQE's last dword that hold wqe_counter and opcode, and a receive
+/// completion's opcode in place.
+const COUNTER_AND_OPCODE: u32 =
+    (0xffff << shift_of(Cqe64::WQE_COUNTER)) | (0xf << shift_of(Cqe64::OPCODE));
+const RESP_SEND_BITS: u32 = RESP_SEND << shift_of(Cqe64::OPCODE);
+const _: () = assert!(dword_of(Cqe64::OPCODE) == CQE_WQE_COUNTER);
+/// Flow table action bit: forward to the destination list.
+const ACTION_FWD: u16 = 0x4;
+/// Tags telling pools apart, so a packet of one pool cannot be sent from another.
+static NEXT_POOL: AtomicU32 = AtomicU32::new(1);
+
+/// Fixed-size buffers in one registered region, and a stack of the free ones.
+struct Pool {
+    region: Region,
+    base: u64,
+    lkey: u32,
+    buf_size: u32,
+    count: u32,
+    tag: u32,
+    free: Vec<u32>,
+}
+
+/// The send side: ring, doorbell record, CQ, and the buffer in each outstanding slot.
+struct Tx {
+    sqn: u32,
+    /// Word access to `ring` (valid while `ring` is held).
+    wqes: Ring<WQEBB>,
+    ring: DmaBuf,
+    dbrec: DmaBuf,
+    cq: Cq,
+    mask: u32,
+    /// WQEs posted and reaped (free-running).
+    pi: u32,
+    ci: u32,
+    slots: Box<[u32]>,
+    uar_offset: usize,
+    bf_half: usize,
+    inline_l2: bool,
+}
+
+/// Copies the frame's first 18 bytes into the WQE at byte `at` of `ring`: two in the Ethernet
+/// segment, sixteen in the next unit.
+fn inline_header(ring: &DmaBuf, pool: &Pool, p: &Packet, at: usize) {
+    let mut hdr = [0u8; INLINE_L2];
+    pool.region
+        .slice((p.index * pool.buf_size) as usize, INLINE_L2)
+        .read_bytes(0, &mut hdr);
+    ring.slice(at + 16 + 14, 2).write_bytes(0, &hdr[..2]);
+    ring.slice(at + 32, 16).write_bytes(0, &hdr[2..]);
+}
+
+impl Tx {
+    /// The error an unexpected send CQE stands for.
+    #[cold]
+    fn error<Br: Barriers>(&self, opcode: u32, wqe_counter: u16) -> Error {
+        match self.cq.decode::<Br>().map(|c| c.status) {
+            Some(Err(error)) => Error::WorkRequest {
+                queue: "sq",
+                number: self.sqn,
+                wqe_counter,
+                error,
+            },
+            _ => invalid("send cqe", format!("opcode 0x{opcode:x} on an SQ's CQ")),
+        }
+    }
+}
+
+/// The receive side.
+struct Rx {
+    rqn: u32,
+    /// Word access to `ring` (valid while `ring` is held).
+    wqes: Ring<RQ_STRIDE>,
+    ring: DmaBuf,
+    dbrec: DmaBuf,
+    cq: Cq,
+    mask: u32,
+    pi: u32,
+    ci: u32,
+    slots: Box<[u32]>,
+}
+
+impl Rx {
+    /// The error an unexpected receive CQE stands for.
+    #[cold]
+    fn error<Br: Barriers>(&self, opcode: u32, wqe_counter: u16, len: u32, buf_size: u32) -> Error {
+        if opcode == u32::from(CqeOpcode::RespErr.raw()) {
+            if let Some(Err(error)) = self.cq.decode::<Br>().map(|c| c.status) {
+                return Error::WorkRequest {
+                    queue: "rq",
+                    number: self.rqn,
+                    wqe_counter,
+                    error,
+                };
+            }
+        }
+        invalid(
+            "receive cqe",
+            format!("opcode 0x{opcode:x}, {len} bytes into a {buf_size}-byte buffer"),
+        )
+    }
+}
+
+/// Device objects beyond the queues: transmit and receive interfaces and steering.
+struct Objects {
+    tisn: u32,
+    tirn: u32,
+    table: u32,
+    group: u32,
+    entries: u32,
+}
+
+/// An Ethernet SQ and RQ with their CQs, steering and buffer pool.
+pub struct EthQueues {
+    pool: Pool,
+    tx: Tx,
+    rx: Rx,
+    objects: Objects,
+}
+
+/// What [`EthQueues::create`] has made so far, undone in reverse on failure.
+enum Made {
+    Dma(DmaBuf),
+    Region(Region),
+    Cq(Cq),
+    Tis(u32),
+    Sq(u32),
+    Rq(u32),
+    Tir(u32),
+    Table(u32),
+    Group(u32, u32),
+    Fte(u32, u32),
+}
+
+fn undo<B: Backend>(hca: &mut Hca<B>, made: Vec<Made>) {
+    for m in made.into_iter().rev() {
+        // Best effort: memory is freed only once the object using it is gone.
+        let ok = match m {
+            Made::Dma(d) => {
+                hca.backend().dma().free(d);
+                true
+            }
+            Made::Region(r) => r.deregister(hca).is_ok(),
+            Made::Cq(c) => c.destroy(hca).is_ok(),
+            Made::Tis(n) => hca.run::<DestroyTis>(0, |i| i.set_tisn(n)).is_ok(),
+            Made::Sq(n) => hca.run::<DestroySq>(0, |i| i.set_sqn(n)).is_ok(),
+            Made::Rq(n) => hca.run::<DestroyRq>(0, |i| i.set_rqn(n)).is_ok(),
+            Made::Tir(n) => hca.run::<DestroyTir>(0, |i| i.set_tirn(n)).is_ok(),
+            Made::Table(t) => destroy_table(hca, t).is_ok(),
+            Made::Group(t, g) => destroy_group(hca, t, g).is_ok(),
+            Made::Fte(t, k) => delete_fte(hca, t, k).is_ok(),
+        };
+        if !ok {
+            log::warn!("eth: cleanup after a failed create left a device object behind");
+            return;
+        }
+    }
+}
+
+fn destroy_table<B: Backend>(hca: &mut Hca<B>, table: u32) -> Result<()> {
+    hca.run::<DestroyFlowTable>(0, |i| {
+        i.set_table_type(FlowTableType::NicRx);
+        i.set_table_id(table);
+    })
+    .map(drop)
+}
+
+fn destroy_group<B: Backend>(hca: &mut Hca<B>, table: u32, group: u32) -> Result<()> {
+    hca.run::<DestroyFlowGroup>(0, |i| {
+        i.set_table_type(FlowTableType::NicRx);
+        i.set_table_id(table);
+        i.set_group_id(group);
+    })
+    .map(drop)
+}
+
+fn delete_fte<B: Backend>(hca: &mut Hca<B>, table: u32, index: u32) -> Result<()> {
+    hca.run::<DeleteFte>(0, |i| {
+        i.set_table_type(FlowTableType::NicRx);
+        i.set_table_id(table);
+        i.set_flow_index(index);
+    })
+    .map(drop)
+}
+
+/// Allocates a work queue's ring (whole 4 KiB pages) and its doorbell record, onto the undo
+/// list; returns the ring's page addresses and the record's address.
+fn ring_and_record<B: Backend>(
+    hca: &Hca<B>,
+    bytes: usize,
+    made: &mut Vec<Made>,
+) -> Result<(Vec<u64>, u64)> {
+    let ring = hca.backend().dma().alloc(bytes.max(4096), 4096)?;
+    let pages = (0..ring.len() / 4096)
+        .map(|p| ring.iova() + (p * 4096) as u64)
+        .collect();
+    made.push(Made::Dma(ring));
+    let record = hca.backend().dma().alloc(64, 64)?;
+    let dbr = record.iova();
+    made.push(Made::Dma(record));
+    Ok((pages, dbr))
+}
+
+fn invalid(command: &'static str, what: String) -> Error {
+    Error::BadDeviceValue { command, what }
+}
+
+impl EthQueues {
+    /// Creates the queues, their CQs (completion events to the HCA's EQ), a TIS and a TIR in
+    /// the HCA's transport domain, a NIC receive root flow table steering `config.macs` to the
+    /// TIR, and the buffer pool; fills the RQ. On failure everything made so far is undone.
+    pub fn create<B: Backend>(hca: &mut Hca<B>, config: &EthConfig) -> Result<EthQueues> {
+        let mut made = Vec::new();
+        match Self::build(hca, config, &mut made) {
+            Ok(q) => Ok(q),
+            Err(e) => {
+                undo(hca, made);
+                Err(e)
+            }
+        }
+    }
+
+    fn check(config: &EthConfig) -> Result<()> {
+        let bad = |what: String| Err(invalid("eth config", what));
+        let sq = 1u32 << config.log_sq_size.min(31);
+        if !(1..=15).contains(&config.log_sq_size) || !(1..=15).contains(&config.log_rq_size) {
+            return bad("log_sq_size and log_rq_size must be 1..=15".into());
+        }
+        let every = u32::from(config.signal_every);
+        if !every.is_power_of_two() || every > sq {
+            return bad(format!(
+                "signal_every {every} must be a power of two no larger than the SQ ({sq})"
+            ));
+        }
+        if config.buf_size < 64 || config.buf_size > 1 << 16 || config.buffers == 0 {
+            return bad(format!(
+                "{} buffers of {} bytes (64..=65536 bytes each, at least one)",
+                config.buffers, config.buf_size
+            ));
+        }
+        if config.macs.len() > 1 << 16 {
+            return bad(format!("{} MACs (at most 65536)", config.macs.len()));
+        }
+        Ok(())
+    }
+
+    fn build<B: Backend>(
+        hca: &mut Hca<B>,
+        config: &EthConfig,
+        made: &mut Vec<Made>,
+    ) -> Result<EthQueues> {
+        Self::check(config)?;
+        let (pd, uar, td, eqn) = {
+            let info = hca.info();
+            (info.pd, info.uar, info.transport_domain, info.eqn)
+        };
+
+        // The buffer pool.
+        let bytes = config.buffers as usize * config.buf_size as usize;
+        let region = Region::register(
+            hca,
+            bytes,
+            Access {
+                local_write: true,
+                ..Access::default()
+            },
+        )?;
+        let (base, lkey) = (region.addr(), region.lkey());
+        made.push(Made::Region(region));
+
+        // Transmit: TIS, CQ, SQ (RST → RDY).
+        let out = hca.run::<CreateTis>(0, |i| i.ctx_mut().set_transport_domain(td))?;
+        let tisn = CreateTisOut::new_checked(&out[..])?.tisn();
+        made.push(Made::Tis(tisn));
+        let tx_cq = Cq::create(hca, config.log_sq_size, eqn)?;
+        let tx_cqn = tx_cq.cqn();
+        made.push(Made::Cq(tx_cq));
+        let sq_entries = 1usize << config.log_sq_size;
+        let (sq_pages, sq_dbr) = ring_and_record(hca, sq_entries * WQEBB, made)?;
+        let out = hca.run_extra::<CreateSq>(0, sq_pages.len() * 8, 0, |i| {
+            let mut c = i.ctx_mut();
+            c.set_state(SqState::Rst);
+            c.set_cqn(tx_cqn);
+            c.set_flush_in_error_en(true);
+            c.set_tis_lst_sz(1);
+            c.set_tis_num_0(tisn);
+            let mut w = c.wq_mut();
+            w.set_wq_type(WqType::Cyclic);
+            w.set_pd(pd);
+            w.set_uar_page(uar);
+            w.set_dbr_addr(sq_dbr);
+            w.set_log_wq_stride(6);
+            w.set_log_wq_pg_sz(0);
+            w.set_log_wq_sz(config.log_sq_size);
+            // The page list trails the input, past the end of the nested wq view.
+            let raw = i.storage_mut();
+            for (k, p) in sq_pages.iter().enumerate() {
+                raw.write_be64(WQ_PAS + k * 8, *p);
+            }
+        })?;
+        let sqn = CreateSqOut::new_checked(&out[..])?.sqn();
+        made.push(Made::Sq(sqn));
+        hca.run::<ModifySq>(0, |i| {
+            i.set_sqn(sqn);
+            i.set_sq_state(SqState::Rst);
+            i.ctx_mut().set_state(SqState::Rdy);
+        })?;
+
+        // Receive: CQ, RQ (RST → RDY), TIR.
+        let rx_cq = Cq::create(hca, config.log_rq_size, eqn)?;
+        let rx_cqn = rx_cq.cqn();
+        made.push(Made::Cq(rx_cq));
+        let rq_entries = 1usize << config.log_rq_size;
+        let (rq_pages, rq_dbr) = ring_and_record(hca, rq_entries * RQ_STRIDE, made)?;
+        let out = hca.run_extra::<CreateRq>(0, rq_pages.len() * 8, 0, |i| {
+            let mut c = i.ctx_mut();
+            c.set_state(RqState::Rst);
+            c.set_mem_rq_type(RqMemType::MemoryRqInline);
+            c.set_cqn(rx_cqn);
+            let mut w = c.wq_mut();
+            w.set_wq_type(WqType::Cyclic);
+            w.set_pd(pd);
+            w.set_dbr_addr(rq_dbr);
+            w.set_log_wq_stride(RQ_STRIDE.trailing_zeros() as u8);
+            w.set_log_wq_pg_sz(0);
+            w.set_log_wq_sz(config.log_rq_size);
+            // The page list trails the input, past the end of the nested wq view.
+            let raw = i.storage_mut();
+            for (k, p) in rq_pages.iter().enumerate() {
+                raw.write_be64(WQ_PAS + k * 8, *p);
+            }
+        })?;
+        let rqn = CreateRqOut::new_checked(&out[..])?.rqn();
+        made.push(Made::Rq(rqn));
+        hca.run::<ModifyRq>(0, |i| {
+            i.set_rqn(rqn);
+            i.set_rq_state(RqState::Rst);
+            i.ctx_mut().set_state(RqState::Rdy);
+        })?;
+        let out = hca.run::<CreateTir>(0, |i| {
+            let mut c = i.ctx_mut();
+            c.set_transport_domain(td);
+            c.set_disp_type(TircDispType::Direct);
+            c.set_inline_rqn(rqn);
+        })?;
+        let tirn = CreateTirOut::new_checked(&out[..])?.tirn();
+        made.push(Made::Tir(tirn));
+
+        // Steering: a root table with one group matching on the destination MAC (or on
+        // nothing, when every frame is wanted) and an entry per MAC forwarding to the TIR.
+        let entries = config.macs.len().max(1) as u32;
+        let log_size = entries.next_power_of_two().trailing_zeros() as u8;
+        let out = hca.run::<CreateFlowTable>(0, |i| {
+            i.set_table_type(FlowTableType::NicRx);
+            i.flow_table_context_mut().set_log_size(log_size);
+        })?;
+        let table = CreateFlowTableOut::new_checked(&out[..])?.table_id();
+        made.push(Made::Table(table));
+        let by_mac = !config.macs.is_empty();
+        let out = hca.run::<CreateFlowGroup>(0, |i| {
+            i.set_table_type(FlowTableType::NicRx);
+            i.set_table_id(table);
+            i.set_start_flow_index(0);
+            i.set_end_flow_index(entries - 1);
+            if by_mac {
+                i.set_match_criteria_enable(1); // outer headers
+                let mut c = i.match_criteria_mut();
+                let mut h = c.outer_headers_mut();
+                h.set_dmac_47_16(u32::MAX);
+                h.set_dmac_15_0(u16::MAX);
+            }
+        })?;
+        let group = CreateFlowGroupOut::new_checked(&out[..])?.group_id();
+        made.push(Made::Group(table, group));
+        for index in 0..entries {
+            let mac = config.macs.get(index as usize).copied();
+            hca.run_extra::<SetFte>(0, 16, 0, |i| {
+                i.set_table_type(FlowTableType::NicRx);
+                i.set_table_id(table);
+                i.set_flow_index(index);
+                let mut f = i.flow_context_mut();
+                f.set_group_id(group);
+                f.set_action(ACTION_FWD);
+                f.set_destination_list_size(1);
+                if let Some(mac) = mac {
+                    let mut v = f.match_value_mut();
+                    let mut h = v.outer_headers_mut();
+                    h.set_dmac_47_16(u32::from_be_bytes([mac[0], mac[1], mac[2], mac[3]]));
+                    h.set_dmac_15_0(u16::from_be_bytes([mac[4], mac[5]]));
+                }
+                // The destination list trails the input, past the nested flow context view.
+                let raw = i.storage_mut();
+                let mut d = DestFormatStruct::new_unchecked(&mut raw[FTE_DEST..FTE_DEST + 8]);
+                d.set_destination_type(FlowDestinationType::Tir);
+                d.set_destination_id(tirn);
+            })?;
+            made.push(Made::Fte(table, index));
+        }
+        hca.run::<SetFlowTableRoot>(0, |i| {
+            i.set_table_type(FlowTableType::NicRx);
+            i.set_table_id(table);
+        })?;
+
+        // Everything exists: take the resources back from the undo list.
+        let mut dma = Vec::new();
+        let (mut region, mut cqs) = (None, Vec::new());
+        for m in made.drain(..) {
+            match m {
+                Made::Dma(d) => dma.push(d),
+                Made::Region(r) => region = Some(r),
+                Made::Cq(c) => cqs.push(c),
+                _ => {}
+            }
+        }
+        let [sq_ring, sq_dbrec, rq_ring, rq_dbrec]: [DmaBuf; 4] = dma
+            .try_into()
+            .unwrap_or_else(|_| unreachable!("four DMA buffers were made"));
+        let [tx_cq, rx_cq]: [Cq; 2] = cqs
+            .try_into()
+            .unwrap_or_else(|_| unreachable!("two CQs were made"));
+        let region = region.unwrap_or_else(|| unreachable!("the pool was registered"));
+
+        let tag = NEXT_POOL.fetch_add(1, Ordering::Relaxed);
+        let pool = Pool {
+            region,
+            base,
+            lkey,
+            buf_size: config.buf_size,
+            count: config.buffers,
+            tag,
+            free: (0..config.buffers).rev().collect(),
+        };
+        let mut q = EthQueues {
+            tx: Tx {
+                sqn,
+                // SAFETY: the queues hold the ring until `destroy`, and the Ring goes with it.
+                wqes: unsafe { Ring::over(&sq_ring, sq_entries) },
+                ring: sq_ring,
+                dbrec: sq_dbrec,
+                cq: tx_cq,
+                mask: sq_entries as u32 - 1,
+                pi: 0,
+                ci: 0,
+                slots: vec![0; sq_entries].into_boxed_slice(),
+                uar_offset: uar as usize * 4096,
+                bf_half: 0,
+                inline_l2: config.inline_l2,
+            },
+            rx: Rx {
+                rqn,
+                // SAFETY: as for the SQ.
+                wqes: unsafe { Ring::over(&rq_ring, rq_entries) },
+                ring: rq_ring,
+                dbrec: rq_dbrec,
+                cq: rx_cq,
+                mask: rq_entries as u32 - 1,
+                pi: 0,
+                ci: 0,
+                slots: vec![0; rq_entries].into_boxed_slice(),
+            },
+            objects: Objects {
+                tisn,
+                tirn,
+                table,
+                group,
+                entries,
+            },
+            pool,
+        };
+        q.prefill(config.signal_every);
+        q.refill::<B>();
+        Ok(q)
+    }
+
+    /// Writes the parts of every WQE that never change.
+    fn prefill(&mut self, signal_every: u16) {
+        let every = u32::from(signal_every);
+        let ds = if self.tx.inline_l2 { 4 } else { 3 };
+        for slot in 0..=self.tx.mask {
+            let at = slot as usize * WQEBB;
+            let mut ctrl = WqeCtrlSeg::new_unchecked(self.tx.ring.slice(at, 16));
+            ctrl.set_opcode(SendOpcode::Send);
+            ctrl.set_qpn(self.tx.sqn);
+            ctrl.set_ds(ds);
+            ctrl.set_ce(if slot % every == every - 1 {
+                WqeCompletionMode::CqUpdate
+            } else {
+                WqeCompletionMode::OnError
+            });
+            if self.tx.inline_l2 {
+                WqeEthSeg::new_unchecked(self.tx.ring.slice(at + 16, 16))
+                    .set_inline_hdr_sz(INLINE_L2 as u16);
+            }
+            let data_at = at + 16 * (ds as usize - 1);
+            WqeDataSeg::new_unchecked(self.tx.ring.slice(data_at, 16)).set_lkey(self.pool.lkey);
+        }
+        for slot in 0..=self.rx.mask {
+            let mut d =
+                WqeDataSeg::new_unchecked(self.rx.ring.slice(slot as usize * RQ_STRIDE, 16));
+            d.set_byte_count(self.pool.buf_size);
+            d.set_lkey(self.pool.lkey);
+        }
+    }
+
+    /// The SQ number.
+    pub fn sqn(&self) -> u32 {
+        self.tx.sqn
+    }
+
+    /// The RQ number.
+    pub fn rqn(&self) -> u32 {
+        self.rx.rqn
+    }
+
+    /// The TIR the flow table forwards to.
+    pub fn tirn(&self) -> u32 {
+        self.objects.tirn
+    }
+
+    /// Buffers in the pool now (not posted, sent or handed out).
+    pub fn free_buffers(&self) -> usize {
+        self.pool.free.len()
+    }
+
+    /// Sends outstanding (posted, not yet reported sent) and receive buffers posted.
+    pub fn outstanding(&self) -> (usize, usize) {
+        (
+            self.tx.pi.wrapping_sub(self.tx.ci) as usize,
+            self.rx.pi.wrapping_sub(self.rx.ci) as usize,
+        )
+    }
+
+    /// Bytes per buffer.
+    pub fn buf_size(&self) -> usize {
+        self.pool.buf_size as usize
+    }
+
+    /// A free buffer from the pool, with length 0.
+    pub fn alloc(&mut self) -> Option<Packet> {
+        self.pool.free.pop().map(|index| Packet {
+            index,
+            len: 0,
+            pool: self.pool.tag,
+        })
+    }
+
+    /// Moves up to `n` free buffers into `out`; returns how many.
+    pub fn alloc_batch(&mut self, out: &mut Vec<Packet>, n: usize) -> usize {
+        let take = n.min(self.pool.free.len());
+        let tag = self.pool.tag;
+        let from = self.pool.free.len() - take;
+        out.extend(self.pool.free.drain(from..).map(|index| Packet {
+            index,
+            len: 0,
+            pool: tag,
+        }));
+        take
+    }
+
+    /// Gives a buffer back to the pool.
+    ///
+    /// # Panics
+    ///
+    /// If the packet belongs to another pool.
+    pub fn free(&mut self, p: Packet) {
+        self.own(&p);
+        self.pool.free.push(p.index);
+    }
+
+    /// Gives every buffer in `pkts` back to the pool.
+    pub fn free_batch(&mut self, pkts: &mut Vec<Packet>) {
+        for p in pkts.drain(..) {
+            self.free(p);
+        }
+    }
+
+    fn own(&self, p: &Packet) {
+        assert!(
+            p.pool == self.pool.tag && p.index < self.pool.count,
+            "packet of another pool"
+        );
+    }
+
+    /// The packet's frame (its first `len` bytes).
+    ///
+    /// # Panics
+    ///
+    /// If the packet belongs to another pool.
+    pub fn data(&self, p: &Packet) -> DeviceBytes<'_> {
+        self.own(p);
+        let len = (p.len.min(self.pool.buf_size)) as usize;
+        self.pool
+            .region
+            .slice((p.index * self.pool.buf_size) as usize, len)
+    }
+
+    /// Writes `frame` into the packet's buffer and sets its length.
+    ///
+    /// # Panics
+    ///
+    /// If the packet belongs to another pool.
+    pub fn write(&mut self, p: &mut Packet, frame: &[u8]) -> Result<()> {
+        self.own(p);
+        if frame.len() > self.pool.buf_size as usize {
+            return Err(invalid(
+                "eth write",
+                format!(
+                    "{}-byte frame in a {}-byte buffer",
+                    frame.len(),
+                    self.pool.buf_size
+                ),
+            ));
+        }
+        self.pool
+            .region
+            .slice((p.index * self.pool.buf_size) as usize, frame.len())
+            .write_bytes(0, frame);
+        p.len = frame.len() as u32;
+        Ok(())
+    }
+
+    /// Reaps send completions (returning sent buffers to the pool), then sends as many of
+    /// `pkts` as the SQ has room for, from the front, with one doorbell. Sent packets leave
+    /// `pkts`. Returns how many were sent.
+    ///
+    /// Errors: a send error CQE (the SQ is then in ERR; its buffers still come back), a CQE
+    /// naming a WQE that is not outstanding, or a packet that is not sendable (another pool's,
+    /// empty, or longer than a buffer); such a packet stays at the front of `pkts`, after the
+    /// ones before it were sent.
+    #[inline(never)]
+    pub fn tx_batch<B: Backend>(&mut self, be: &B, pkts: &mut Vec<Packet>) -> Result<usize> {
+        self.reap_tx::<B>()?;
+        let tx = &mut self.tx;
+        let room = (tx.mask + 1) - tx.pi.wrapping_sub(tx.ci);
+        let n = pkts.len().min(room as usize);
+        let (tag, buf_size) = (self.pool.tag, self.pool.buf_size);
+        let inline_l2 = tx.inline_l2;
+        let min = if inline_l2 { INLINE_L2 as u32 } else { 1 };
+        // The loop's state in locals, so the compiler keeps it in registers across the
+        // volatile stores.
+        let (wqes, mask, start) = (tx.wqes, tx.mask, tx.pi);
+        let (base, size) = (self.pool.base, u64::from(buf_size));
+        let slots = &mut tx.slots[..];
+        let mut pi = start;
+        for p in &pkts[..n] {
+            // Handles are made only by this pool with in-range indices, so the tag vouches
+            // for the index; the length is the caller's.
+            if p.pool != tag || p.len.wrapping_sub(min) > buf_size - min {
+                break;
+            }
+            let addr = base + u64::from(p.index) * size;
+            wqes.write32::<CTRL_DW0>(pi, ((pi & 0xffff) << WQE_INDEX_SHIFT) | SEND);
+            if inline_l2 {
+                inline_header(&tx.ring, &self.pool, p, (pi & mask) as usize * WQEBB);
+                wqes.write32::<{ DATA_INLINE + DATA_LEN }>(pi, p.len - INLINE_L2 as u32);
+                wqes.write64::<{ DATA_INLINE + DATA_ADDR }>(pi, addr + INLINE_L2 as u64);
+            } else {
+                wqes.write32::<{ DATA_PLAIN + DATA_LEN }>(pi, p.len);
+                wqes.write64::<{ DATA_PLAIN + DATA_ADDR }>(pi, addr);
+            }
+            // SAFETY: masked to the ring; `slots` has one entry per slot.
+            unsafe { *slots.get_unchecked_mut((pi & mask) as usize) = p.index };
+            pi = pi.wrapping_add(1);
+        }
+        tx.pi = pi;
+        let sent = pi.wrapping_sub(start) as usize;
+        if sent > 0 {
+            // The packets' handles end here: their buffers belong to the SQ now.
+            pkts.drain(..sent);
+            // WQEs → barrier → doorbell record → barrier → doorbell with the last WQE's
+            // first 8 bytes.
+            B::Barriers::to_device();
+            tx.dbrec.slice(SQ_DBR_SEND, 4).write_be32(0, pi & 0xffff);
+            B::Barriers::to_device();
+            let first = wqes.read64::<CTRL_DW0>(pi.wrapping_sub(1));
+            be.mmio()
+                .write64(tx.uar_offset + BF_OFFSET + tx.bf_half * BF_HALF, first);
+            tx.bf_half ^= 1;
+        }
+        if sent < n {
+            let p = &pkts[0];
+            return Err(invalid(
+                "tx_batch",
+                format!(
+                    "packet {} of {} bytes cannot be sent (pool {} of {}, {}..={} bytes)",
+                    p.index, p.len, p.pool, tag, min, buf_size
+                ),
+            ));
+        }
+        Ok(sent)
+    }
+
+    /// Returns the buffers of sent packets to the pool, one send CQE at a time.
+    #[inline(always)]
+    fn reap_tx<B: Backend>(&mut self) -> Result<()> {
+        let tx = &mut self.tx;
+        let mut cur = tx.cq.cursor();
+        let mut failure = None;
+        while cur.ready::<B::Barriers>() {
+            let word = cur.field::<CQE_WQE_COUNTER>();
+            let wqe_counter = (word >> shift_of(Cqe64::WQE_COUNTER)) as u16;
+            let opcode = (word >> shift_of(Cqe64::OPCODE)) & 0xf;
+            let outstanding = tx.pi.wrapping_sub(tx.ci);
+            let done = u32::from(wqe_counter.wrapping_sub(tx.ci as u16)) + 1;
+            if done > outstanding {
+                tx.cq.commit::<B>(cur);
+                return Err(invalid(
+                    "send cqe",
+                    format!(
+                        "WQE {wqe_counter} is not outstanding ({outstanding} from {})",
+                        tx.ci as u16
+                    ),
+                ));
+            }
+            if opcode != REQ && failure.is_none() {
+                tx.cq.commit::<B>(cur);
+                failure = Some(tx.error::<B::Barriers>(opcode, wqe_counter));
+            }
+            // The buffers of WQEs ci ..= wqe_counter, in one or two runs of the slot table.
+            let first = (tx.ci & tx.mask) as usize;
+            let end = first + done as usize;
+            let size = tx.slots.len();
+            if end <= size {
+                self.pool.free.extend_from_slice(&tx.slots[first..end]);
+            } else {
+                self.pool.free.extend_from_slice(&tx.slots[first..]);
+                self.pool.free.extend_from_slice(&tx.slots[..end - size]);
+            }
+            tx.ci = tx.ci.wrapping_add(done);
+            cur.advance();
+        }
+        tx.cq.commit::<B>(cur);
+        failure.map_or(Ok(()), Err)
+    }
+
+    /// Moves up to `max` received packets into `out` (in arrival order), then refills the RQ
+    /// from the pool with one doorbell record write. Returns how many were received.
+    ///
+    /// Errors: a receive error CQE (its buffer returns to the pool), or a CQE the driver cannot
+    /// trust (not the next posted WQE, or more bytes than a buffer holds).
+    #[inline(never)]
+    pub fn rx_batch<B: Backend>(
+        &mut self,
+        _be: &B,
+        out: &mut Vec<Packet>,
+        max: usize,
+    ) -> Result<usize> {
+        let rx = &mut self.rx;
+        let (tag, buf_size) = (self.pool.tag, self.pool.buf_size);
+        let mut cur = rx.cq.cursor();
+        let (mask, pi, slots) = (rx.mask, rx.pi, &rx.slots[..]);
+        let mut ci = rx.ci;
+        let mut failure = None;
+        // Packets go straight into reserved space (no capacity check per packet); the
+        // length is set once, after the loop, to cover exactly the slots written.
+        let want = max.min(slots.len());
+        out.reserve(want);
+        let room = &mut out.spare_capacity_mut()[..want];
+        for slot in room.iter_mut() {
+            if !cur.ready::<B::Barriers>() {
+                break;
+            }
+            let word = cur.field::<CQE_WQE_COUNTER>();
+            let len = cur.field::<CQE_BYTE_CNT>();
+            // SAFETY: masked to the ring; `slots` has one entry per slot.
+            let index = unsafe { *slots.get_unchecked((ci & mask) as usize) };
+            // One compare checks both the opcode and that the CQE is for the next WQE.
+            let expected = ((ci & 0xffff) << shift_of(Cqe64::WQE_COUNTER)) | RESP_SEND_BITS;
+            if word & COUNTER_AND_OPCODE != expected || len > buf_size || ci == pi {
+                let wqe_counter = (word >> shift_of(Cqe64::WQE_COUNTER)) as u16;
+                let opcode = (word >> shift_of(Cqe64::OPCODE)) & 0xf;
+                failure = Some((opcode, wqe_counter, len, index));
+                break;
+            }
+            slot.write(Packet {
+                index,
+                len,
+                pool: tag,
+            });
+            ci = ci.wrapping_add(1);
+            cur.advance();
+        }
+        let n = ci.wrapping_sub(rx.ci) as usize;
+        // SAFETY: the loop initialised the first n reserved slots past the old length.
+        unsafe { out.set_len(out.len() + n) };
+        rx.ci = ci;
+        let mut error = None;
+        if let Some((opcode, wqe_counter, len, index)) = failure {
+            error = Some(rx.error::<B::Barriers>(opcode, wqe_counter, len, buf_size));
+            if opcode == u32::from(CqeOpcode::RespErr.raw()) && wqe_counter == ci as u16 {
+                // The buffer holds nothing: back to the pool, and past the CQE.
+                cur.advance();
+                rx.ci = ci.wrapping_add(1);
+                self.pool.free.push(index);
+            }
+        }
+        rx.cq.commit::<B>(cur);
+        self.refill::<B>();
+        error.map_or(Ok(n), Err)
+    }
+
+    /// Posts free buffers to the RQ until it is full or the pool is empty; one doorbell
+    /// record write.
+    #[inline(always)]
+    fn refill<B: Backend>(&mut self) {
+        let rx = &mut self.rx;
+        let room = (rx.mask + 1) - rx.pi.wrapping_sub(rx.ci);
+        let take = (room as usize).min(self.pool.free.len());
+        if take == 0 {
+            return;
+        }
+        let from = self.pool.free.len() - take;
+        let (wqes, mask, slots) = (rx.wqes, rx.mask, &mut rx.slots[..]);
+        let (base, size) = (self.pool.base, u64::from(self.pool.buf_size));
+        let mut pi = rx.pi;
+        for &index in &self.pool.free[from..] {
+            wqes.write64::<DATA_ADDR>(pi, base + u64::from(index) * size);
+            // SAFETY: masked to the ring; `slots` has one entry per slot.
+            unsafe { *slots.get_unchecked_mut((pi & mask) as usize) = index };
+            pi = pi.wrapping_add(1);
+        }
+        rx.pi = pi;
+        self.pool.free.truncate(from);
+        B::Barriers::to_device();
+        QpDoorbellRecord::new_unchecked(rx.dbrec.slice(0, 8)).set_receive_counter(pi as u16);
+    }
+
+    /// Tears everything down: steering, TIR, RQ, SQ, TIS, CQs, rings and pool. Buffers still
+    /// in the queues are dropped with them. On failure the rest is left in place (the device
+    /// may still use it, so its memory is not freed) and the error returned.
+    pub fn destroy<B: Backend>(self, hca: &mut Hca<B>) -> Result<()> {
+        let EthQueues {
+            pool,
+            tx,
+            rx,
+            objects,
+        } = self;
+        let o = &objects;
+        for k in 0..o.entries {
+            delete_fte(hca, o.table, k)?;
+        }
+        destroy_group(hca, o.table, o.group)?;
+        destroy_table(hca, o.table)?;
+        hca.run::<DestroyTir>(0, |i| i.set_tirn(o.tirn))?;
+        hca.run::<DestroyRq>(0, |i| i.set_rqn(rx.rqn))?;
+        rx.cq.destroy(hca).map_err(|(e, _)| e)?;
+        hca.run::<DestroySq>(0, |i| i.set_sqn(tx.sqn))?;
+        tx.cq.destroy(hca).map_err(|(e, _)| e)?;
+        hca.run::<DestroyTis>(0, |i| i.set_tisn(o.tisn))?;
+        for d in [tx.ring, tx.dbrec, rx.ring, rx.dbrec] {
+            hca.backend().dma().free(d);
+        }
+        pool.region.deregister(hca).map_err(|(e, _)| e)?;
+        Ok(())
+    }
+}
+
+#[cfg(all(test, feature = "sim"))]
+mod tests {
+    use super::*;
+    use crate::backend::sim::SimBackend;
+    use crate::HcaConfig;
+    use mlx5_prm::CqeSyndrome;
+
+    fn eth() -> (Hca<SimBackend>, EthQueues) {
+        let (be, _dev) = SimBackend::new(mlx5_sim::Config::default());
+        let mut hca = Hca::bring_up(be, &HcaConfig::default()).unwrap();
+        let q = EthQueues::create(&mut hca, &EthConfig::default()).unwrap();
+        (hca, q)
+    }
+
+    /// Sends `n` 60-byte packets.
+    fn send(hca: &Hca<SimBackend>, q: &mut EthQueues, n: usize) {
+        let mut batch = Vec::new();
+        q.alloc_batch(&mut batch, n);
+        batch.iter_mut().for_each(|p| p.set_len(60));
+        assert_eq!(q.tx_batch(hca.backend(), &mut batch).unwrap(), n);
+    }
+
+    #[test]
+    fn a_receive_cqe_for_the_wrong_wqe_is_refused() {
+        let (hca, mut q) = eth();
+        q.rx.cq.forge(|c| {
+            c.set_opcode(CqeOpcode::RespSend);
+            c.set_wqe_counter(5);
+            c.set_byte_cnt(60);
+        });
+        let mut out = Vec::new();
+        let e = q.rx_batch(hca.backend(), &mut out, 8).unwrap_err();
+        assert!(matches!(e, Error::BadDeviceValue { .. }), "{e}");
+        assert!(out.is_empty(), "nothing handed out");
+    }
+
+    #[test]
+    fn a_receive_cqe_longer_than_the_buffer_is_refused() {
+        let (hca, mut q) = eth();
+        q.rx.cq.forge(|c| {
+            c.set_opcode(CqeOpcode::RespSend);
+            c.set_wqe_counter(0);
+            c.set_byte_cnt(4096);
+        });
+        let mut out = Vec::new();
+        assert!(q.rx_batch(hca.backend(), &mut out, 8).is_err());
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn a_send_cqe_for_a_wqe_not_outstanding_is_refused() {
+        let (hca, mut q) = eth();
+        send(&hca, &mut q, 3); // unsignaled: still outstanding
+        let free = q.free_buffers();
+        q.tx.cq.forge(|c| {
+            c.set_opcode(CqeOpcode::Req);
+            c.set_wqe_counter(7);
+        });
+        let e = q.tx_batch(hca.backend(), &mut Vec::new()).unwrap_err();
+        assert!(e.to_string().contains("not outstanding"), "{e}");
+        assert_eq!(q.free_buffers(), free, "no buffer freed on a bad CQE");
+    }
+
+    #[test]
+    fn a_send_error_cqe_is_a_typed_error_and_the_buffers_come_back() {
+        let (hca, mut q) = eth();
+        send(&hca, &mut q, 3);
+        let free = q.free_buffers();
+        q.tx.cq.forge(|c| {
+            c.set_opcode(CqeOpcode::ReqErr);
+            c.set_wqe_counter(2);
+            let mut e = mlx5_prm::ErrCqe::new_unchecked(c.storage_mut().sub_mut(0, 64));
+            e.set_syndrome(CqeSyndrome::LocalProtErr);
+        });
+        let e = q.tx_batch(hca.backend(), &mut Vec::new()).unwrap_err();
+        match e {
+            Error::WorkRequest {
+                queue: "sq",
+                wqe_counter: 2,
+                error,
+                ..
+            } => assert_eq!(error.syndrome, CqeSyndrome::LocalProtErr.raw()),
+            other => panic!("{other}"),
+        }
+        assert_eq!(q.free_buffers(), free + 3);
+    }
+}

@@ -1,0 +1,131 @@
+//! Word access to a ring of fixed-size slots in DMA memory, for the data path.
+//!
+//! The generated views check every access against their window and handle unaligned windows,
+//! which costs a few instructions per field; on the data path that is most of the budget. A
+//! [`Ring`] knows more: its memory is aligned and a whole number of slots long, a slot index is
+//! masked to the ring, and the offset inside a slot is a constant checked against the slot size
+//! at compile time. So each access here is one aligned volatile load or store, with the byte
+//! order conversion, and nothing else. Offsets come from the generated layouts' field
+//! constants ([`dword_of`], [`shift_of`]), never from hand-written numbers.
+
+use crate::backend::DmaBuf;
+use mlx5_prm::rt::Field;
+use std::ptr::NonNull;
+
+/// `SLOT`-byte slots over DMA memory. Holds a raw pointer: the owner keeps the [`DmaBuf`]
+/// alive (and unfreed) for as long as the ring is used. Copies are for hot loops (so the
+/// compiler keeps base and mask in registers); they live no longer than the owner's borrow.
+#[derive(Clone, Copy)]
+pub(crate) struct Ring<const SLOT: usize> {
+    base: NonNull<u8>,
+    mask: u32,
+}
+
+// SAFETY: like DmaBuf, an address range reached only through volatile operations by its one
+// owner.
+unsafe impl<const SLOT: usize> Send for Ring<SLOT> {}
+
+/// Byte offset of the dword holding `f` (a field inside one dword, or a 64-bit field).
+pub(crate) const fn dword_of(f: Field) -> usize {
+    f.bit_offset / 32 * 4
+}
+
+/// Left shift of `f` inside its dword.
+pub(crate) const fn shift_of(f: Field) -> u32 {
+    32 - (f.bit_offset % 32) as u32 - f.width
+}
+
+impl<const SLOT: usize> Ring<SLOT> {
+    /// A ring of `entries` (a power of two) slots at the start of `buf`.
+    ///
+    /// # Safety
+    ///
+    /// The caller must keep `buf` alive and unfreed while the ring is used.
+    ///
+    /// # Panics
+    ///
+    /// If `buf` is shorter than the ring, or not aligned to 8 bytes, or `entries` is not a
+    /// power of two.
+    pub(crate) unsafe fn over(buf: &DmaBuf, entries: usize) -> Ring<SLOT> {
+        const { assert!(SLOT.is_power_of_two() && SLOT >= 8) };
+        assert!(entries.is_power_of_two() && entries <= 1 << 24);
+        assert!(buf.len() >= entries * SLOT && buf.va().as_ptr() as usize % 8 == 0);
+        Ring {
+            base: buf.va(),
+            mask: entries as u32 - 1,
+        }
+    }
+
+    #[inline(always)]
+    fn at<const AT: usize, const N: usize>(&self, index: u32) -> *mut u8 {
+        const { assert!(AT % N == 0 && AT + N <= SLOT) };
+        let slot = (index & self.mask) as usize;
+        // SAFETY: slot <= mask, and `over` checked that the buffer holds mask + 1 slots.
+        unsafe { self.base.as_ptr().add(slot * SLOT + AT) }
+    }
+
+    /// Writes the big-endian dword at byte `AT` of slot `index` (masked).
+    #[inline(always)]
+    pub(crate) fn write32<const AT: usize>(&self, index: u32, value: u32) {
+        let p = self.at::<AT, 4>(index) as *mut u32;
+        // SAFETY: in the ring, 4-aligned (slot and AT are), valid for volatile writes.
+        unsafe { p.write_volatile(value.to_be()) }
+    }
+
+    /// Writes the big-endian 64-bit quantity at byte `AT` of slot `index` (masked).
+    #[inline(always)]
+    pub(crate) fn write64<const AT: usize>(&self, index: u32, value: u64) {
+        let p = self.at::<AT, 8>(index) as *mut u64;
+        // SAFETY: in the ring, 8-aligned, valid for volatile writes.
+        unsafe { p.write_volatile(value.to_be()) }
+    }
+
+    /// Reads the big-endian dword at byte `AT` of slot `index` (masked).
+    #[inline(always)]
+    pub(crate) fn read32<const AT: usize>(&self, index: u32) -> u32 {
+        let p = self.at::<AT, 4>(index) as *const u32;
+        // SAFETY: in the ring, 4-aligned, valid for volatile reads.
+        u32::from_be(unsafe { p.read_volatile() })
+    }
+
+    /// Reads the big-endian 64-bit quantity at byte `AT` of slot `index` (masked).
+    #[inline(always)]
+    pub(crate) fn read64<const AT: usize>(&self, index: u32) -> u64 {
+        let p = self.at::<AT, 8>(index) as *const u64;
+        // SAFETY: in the ring, 8-aligned, valid for volatile reads.
+        u64::from_be(unsafe { p.read_volatile() })
+    }
+}
+
+#[cfg(all(test, feature = "sim"))]
+mod tests {
+    use super::*;
+    use crate::backend::sim::SimBackend;
+    use crate::backend::{Backend, DmaAlloc};
+    use mlx5_prm::rt::Bytes;
+    use mlx5_prm::{Cqe64, WqeCtrlSeg, WqeDataSeg};
+
+    #[test]
+    fn offsets_from_field_constants_match_the_generated_accessors() {
+        let (be, _dev) = SimBackend::new(mlx5_sim::Config::default());
+        let buf = be.dma().alloc(4096, 4096).unwrap();
+        let ring: Ring<64> = unsafe { Ring::over(&buf, 64) };
+        const IDX: usize = dword_of(WqeCtrlSeg::WQE_INDEX);
+        const ADDR: usize = 32 + dword_of(WqeDataSeg::ADDR);
+        // Index 70 wraps to slot 6.
+        ring.write32::<IDX>(70, 0xbeef << shift_of(WqeCtrlSeg::WQE_INDEX));
+        ring.write64::<ADDR>(70, 0x1122_3344_5566_7788);
+        let ctrl = WqeCtrlSeg::new_unchecked(buf.slice(6 * 64, 16));
+        assert_eq!(ctrl.wqe_index(), 0xbeef);
+        let data = WqeDataSeg::new_unchecked(buf.slice(6 * 64 + 32, 16));
+        assert_eq!(data.addr(), 0x1122_3344_5566_7788);
+        assert_eq!(ring.read64::<ADDR>(6), 0x1122_3344_5566_7788);
+        assert_eq!(
+            dword_of(Cqe64::WQE_COUNTER),
+            60,
+            "wqe_counter shares the last dword with opcode and owner"
+        );
+        assert_eq!(buf.slice(6 * 64, 4).read_be32(0) >> 8, 0xbeef);
+        be.dma().free(buf);
+    }
+}
