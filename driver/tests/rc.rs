@@ -27,6 +27,44 @@ struct Pair {
     b: Qp<Rts>,
 }
 
+/// Takes a new QP through INIT and RTR to RTS, connected to QP `peer`.
+fn up(qp: Qp<Reset>, hca: &mut Hca<SimBackend>, peer: u32) -> Qp<Rts> {
+    let init = InitParams {
+        port: 1,
+        pkey_index: 0,
+        access: RemoteAccess {
+            read: true,
+            write: true,
+            atomic: true,
+        },
+    };
+    let rtr = RtrParams {
+        mtu: QpMtu::Mtu1k,
+        log_msg_max: 20,
+        remote_qpn: peer,
+        next_rcv_psn: 0,
+        log_rra_max: 2,
+        min_rnr_nak: 1,
+        path: RocePath {
+            rmac: [2, 0, 0, 0, 0, 1],
+            rgid: [0; 16],
+            src_addr_index: 0,
+            hop_limit: 64,
+            port: 1,
+        },
+    };
+    let rts = RtsParams {
+        next_send_psn: 0,
+        retry_count: 7,
+        rnr_retry: 7,
+        log_sra_max: 2,
+        ack_timeout: 14,
+    };
+    let qp = qp.to_init(hca, &init).map_err(|(e, _)| e).unwrap();
+    let qp = qp.to_rtr(hca, &rtr).map_err(|(e, _)| e).unwrap();
+    qp.to_rts(hca, &rts).map_err(|(e, _)| e).unwrap()
+}
+
 fn connect(mode: Mode) -> Pair {
     let (backend, _device) = SimBackend::new(Config {
         mode,
@@ -45,42 +83,6 @@ fn connect(mode: Mode) -> Pair {
     let a = Qp::create(&mut hca, config.clone()).unwrap();
     let b = Qp::create(&mut hca, config).unwrap();
     let (qa, qb) = (a.qpn(), b.qpn());
-    let up = |qp: Qp<Reset>, hca: &mut Hca<SimBackend>, peer: u32| -> Qp<Rts> {
-        let init = InitParams {
-            port: 1,
-            pkey_index: 0,
-            access: RemoteAccess {
-                read: true,
-                write: true,
-                atomic: true,
-            },
-        };
-        let rtr = RtrParams {
-            mtu: QpMtu::Mtu1k,
-            log_msg_max: 20,
-            remote_qpn: peer,
-            next_rcv_psn: 0,
-            log_rra_max: 2,
-            min_rnr_nak: 1,
-            path: RocePath {
-                rmac: [2, 0, 0, 0, 0, 1],
-                rgid: [0; 16],
-                src_addr_index: 0,
-                hop_limit: 64,
-                port: 1,
-            },
-        };
-        let rts = RtsParams {
-            next_send_psn: 0,
-            retry_count: 7,
-            rnr_retry: 7,
-            log_sra_max: 2,
-            ack_timeout: 14,
-        };
-        let qp = qp.to_init(hca, &init).map_err(|(e, _)| e).unwrap();
-        let qp = qp.to_rtr(hca, &rtr).map_err(|(e, _)| e).unwrap();
-        qp.to_rts(hca, &rts).map_err(|(e, _)| e).unwrap()
-    };
     let a = up(a, &mut hca, qb);
     let b = up(b, &mut hca, qa);
     Pair { hca, cq, a, b }
@@ -287,4 +289,109 @@ fn every_operation_inline() {
 #[test]
 fn every_operation_threaded() {
     every_operation(Mode::Threaded);
+}
+
+/// RC between QPs on two devices joined by an in-memory wire: SEND/RECV, RDMA WRITE and READ,
+/// and fetch-and-add cross it, inline and threaded.
+#[test]
+fn rc_across_a_wire_between_two_devices() {
+    for mode in [Mode::Inline, Mode::Threaded] {
+        let mut side = Vec::new();
+        let mut devices = Vec::new();
+        for _ in 0..2 {
+            let (be, dev) = SimBackend::new(Config {
+                mode,
+                ..Config::default()
+            });
+            let mut hca = Hca::bring_up(be, &HcaConfig::default()).unwrap();
+            let eqn = hca.info().eqn;
+            let cq = Cq::create(&mut hca, 6, eqn).unwrap();
+            let config = QpConfig {
+                log_sq_size: 4,
+                log_rq_size: 4,
+                log_rq_stride: 1,
+                send_cq: cq.cqn(),
+                recv_cq: cq.cqn(),
+            };
+            let qp = Qp::create(&mut hca, config).unwrap();
+            side.push((hca, cq, qp));
+            devices.push(dev);
+        }
+        let _wire = mlx5_sim::Wire::connect(&devices[0], &devices[1]);
+        let (mut hb, mut cqb, qb) = side.pop().unwrap();
+        let (mut ha, mut cqa, qa) = side.pop().unwrap();
+        let (na, nb) = (qa.qpn(), qb.qpn());
+        let mut a = up(qa, &mut ha, nb);
+        let mut b = up(qb, &mut hb, na);
+        let wait = |cq: &mut Cq, hca: &Hca<SimBackend>| -> Completion {
+            let mut out = Vec::new();
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while out.is_empty() && Instant::now() < deadline {
+                cq.poll(hca.backend(), 1, &mut out);
+                std::thread::yield_now();
+            }
+            let c = out.pop().expect("a completion");
+            assert!(c.status.is_ok(), "{c:?}");
+            c
+        };
+        let post = |qp: &mut Qp<Rts>, hca: &Hca<SimBackend>, op, region: Region, len| {
+            let req = SendRequest {
+                id: 0,
+                op,
+                region: Some(region),
+                len: Some(len),
+                signaled: true,
+                inline: None,
+            };
+            qp.post_send(hca.backend(), req)
+                .map_err(|(e, _)| e)
+                .unwrap();
+        };
+
+        // SEND from a (device 0) lands in b's receive (device 1).
+        let rx = Region::register(&mut hb, 256, ALL).unwrap();
+        b.post_recv(hb.backend(), 1, rx)
+            .map_err(|(e, _)| e)
+            .unwrap();
+        let tx = Region::register(&mut ha, 64, ALL).unwrap();
+        write_bytes(&tx, b"across the wire");
+        post(&mut a, &ha, SendOp::Send, tx, 15);
+        let c = wait(&mut cqb, &hb);
+        assert_eq!((c.qpn, c.byte_cnt), (nb, 15), "{mode:?}");
+        let rx = b.complete(c).unwrap().pop().unwrap().region.unwrap();
+        assert_eq!(read_bytes(&rx, 15), b"across the wire");
+        a.complete(wait(&mut cqa, &ha)).unwrap();
+
+        // RDMA WRITE, READ and fetch-and-add on device 1's memory from device 0.
+        let target = Region::register(&mut hb, 64, ALL).unwrap();
+        let remote = RemoteAddr {
+            addr: target.addr(),
+            rkey: target.rkey(),
+        };
+        let src = Region::register(&mut ha, 64, ALL).unwrap();
+        write_bytes(&src, &40u64.to_be_bytes());
+        post(&mut a, &ha, SendOp::Write(remote), src, 8);
+        a.complete(wait(&mut cqa, &ha)).unwrap();
+        assert_eq!(read_bytes(&target, 8), 40u64.to_be_bytes());
+        let old = Region::register(&mut ha, 8, ALL).unwrap();
+        post(&mut a, &ha, SendOp::FetchAdd { remote, add: 2 }, old, 8);
+        let old = a
+            .complete(wait(&mut cqa, &ha))
+            .unwrap()
+            .pop()
+            .unwrap()
+            .region
+            .unwrap();
+        assert_eq!(read_bytes(&old, 8), 40u64.to_be_bytes());
+        let dst = Region::register(&mut ha, 64, ALL).unwrap();
+        post(&mut a, &ha, SendOp::Read(remote), dst, 8);
+        let dst = a
+            .complete(wait(&mut cqa, &ha))
+            .unwrap()
+            .pop()
+            .unwrap()
+            .region
+            .unwrap();
+        assert_eq!(read_bytes(&dst, 8), 42u64.to_be_bytes(), "{mode:?}");
+    }
 }
