@@ -10,6 +10,8 @@
 //! - [`mr`]: memory regions (mkeys) and the ownership of posted buffers;
 //! - [`qp`]: reliable-connected QPs with the state machine enforced by the type system, and
 //!   their work requests;
+//! - [`eth`]: raw Ethernet queues (SQ, RQ, steering by MAC) with ixy-style batch calls and a
+//!   packet buffer pool whose handles carry ownership;
 //! - [`hca`]: bring-up and teardown, and the [`Hca`] handle that owns it all.
 //!
 //! ```
