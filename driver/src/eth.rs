@@ -19,7 +19,17 @@
 //! buffer in the RQ is handed out as a new handle only after its completion. So no handle
 //! ever names memory the device may still read or write:
 //!
-//! ```compile_fail
+//! Sending compiles; touching the sent packet afterwards does not:
+//!
+//! ```no_run
+//! # use mlx5_driver::eth::{EthQueues, Packet};
+//! # fn f(eth: &mut EthQueues, be: &mlx5_driver::backend::sim::SimBackend, p: Packet) {
+//! let mut batch = vec![p];
+//! eth.tx_batch(be, &mut batch).unwrap();
+//! # }
+//! ```
+//!
+//! ```compile_fail,E0382
 //! # use mlx5_driver::eth::{EthQueues, Packet};
 //! # fn f(eth: &mut EthQueues, be: &mlx5_driver::backend::sim::SimBackend, p: Packet) {
 //! let mut batch = vec![p];

@@ -6,7 +6,7 @@
 //! with the work request's completion. The device writes posted memory, so the type system
 //! keeps the program from touching it meanwhile:
 //!
-//! ```compile_fail
+//! ```compile_fail,E0382
 //! # use mlx5_driver::mr::Region;
 //! # fn post(_: Region) {}
 //! fn misuse(region: Region) {

@@ -6,7 +6,15 @@
 //! and returns the QP in its new state. Error and reset are reachable from any state. A failed
 //! transition gives the QP back, unchanged, with the error.
 //!
-//! ```compile_fail
+//! ```no_run
+//! # use mlx5_driver::qp::{Qp, Rtr};
+//! // From RTR, the move to RTS exists.
+//! fn step(qp: Qp<Rtr>, hca: &mut mlx5_driver::Hca<mlx5_driver::backend::sim::SimBackend>) {
+//!     let _ = qp.to_rts(hca, todo!());
+//! }
+//! ```
+//!
+//! ```compile_fail,E0599
 //! # use mlx5_driver::qp::{Qp, Reset, Rts};
 //! // A QP in RESET cannot be moved straight to RTS: there is no such method.
 //! fn skip(qp: Qp<Reset>, hca: &mut mlx5_driver::Hca<mlx5_driver::backend::sim::SimBackend>) {
