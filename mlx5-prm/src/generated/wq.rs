@@ -1787,7 +1787,7 @@ impl<B: rt::Bytes> Wq<B> {
     pub fn uar_page(&self) -> u32 {
         rt::get32(&self.buf, 12, 0, 0xffffff) as u32
     }
-    /// IO address of the queue's 32-bit doorbell record, where the driver publishes its producer counter (SQ in WQE blocks, RQ in WQEs).
+    /// IO address of the queue's doorbell record (8 bytes, like a QP's): an RQ's driver publishes its producer counter, in WQEs, in the first dword; an SQ's, in WQE blocks, in the second (address + 4), as the Linux driver lays it out.
     ///
     /// PRM `0x10[63:0]`: bit offset 0x80, 64 bits.
     #[inline]
