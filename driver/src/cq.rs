@@ -127,16 +127,11 @@ fn init_ring(ring: &DmaBuf, entries: usize) {
     }
 }
 
-/// Reads the CQE at `consumer`, if the device has written it (owner rule, not INVALID).
-fn read_cqe<B: Barriers>(ring: &DmaBuf, log_size: u8, consumer: u32) -> Option<Completion> {
+/// Decodes the CQE at `consumer`, which the caller found handed over (see [`Cursor::ready`]).
+fn decode_at(ring: &DmaBuf, log_size: u8, consumer: u32) -> Completion {
     let mask = (1u32 << log_size) - 1;
     let at = (consumer & mask) as usize * CQE;
     let cqe = Cqe64::new_unchecked(ring.slice(at, CQE));
-    let parity = (consumer >> log_size) & 1 == 1;
-    if cqe.owner() != parity || cqe.opcode_raw() == CqeOpcode::Invalid.raw() {
-        return None;
-    }
-    B::from_device();
     let opcode = cqe.opcode_raw();
     let status = if opcode == CqeOpcode::ReqErr.raw() || opcode == CqeOpcode::RespErr.raw() {
         let e = ErrCqe::new_unchecked(ring.slice(at, CQE));
@@ -147,14 +142,14 @@ fn read_cqe<B: Barriers>(ring: &DmaBuf, log_size: u8, consumer: u32) -> Option<C
     } else {
         Ok(())
     };
-    Some(Completion {
+    Completion {
         opcode,
         qpn: cqe.qpn(),
         wqe_counter: cqe.wqe_counter(),
         byte_cnt: cqe.byte_cnt(),
         immediate: cqe.immediate(),
         status,
-    })
+    }
 }
 
 impl Cq {
@@ -221,20 +216,14 @@ impl Cq {
     /// Moves up to `max` completions into `out`, then publishes the consumer index once.
     /// Returns how many were read.
     pub fn poll<B: Backend>(&mut self, _be: &B, max: usize, out: &mut Vec<Completion>) -> usize {
+        let mut cur = self.cursor();
         let mut n = 0;
-        while n < max {
-            match read_cqe::<B::Barriers>(&self.ring, self.log_size, self.consumer) {
-                Some(c) => {
-                    out.push(c);
-                    self.consumer = self.consumer.wrapping_add(1);
-                    n += 1;
-                }
-                None => break,
-            }
+        while n < max && cur.ready::<B::Barriers>() {
+            out.push(decode_at(&self.ring, self.log_size, cur.consumer));
+            cur.advance();
+            n += 1;
         }
-        if n > 0 {
-            self.publish::<B>();
-        }
+        self.commit::<B>(cur);
         n
     }
 
@@ -272,9 +261,11 @@ impl Cq {
         cqe.set_owner((self.consumer >> self.log_size) & 1 == 1);
     }
 
-    /// The CQE at the consumer index, decoded (the slow path: error CQEs).
+    /// The CQE at the consumer index, decoded, if handed over (the slow path: error CQEs).
     pub(crate) fn decode<B: Barriers>(&self) -> Option<Completion> {
-        read_cqe::<B>(&self.ring, self.log_size, self.consumer)
+        self.cursor()
+            .ready::<B>()
+            .then(|| decode_at(&self.ring, self.log_size, self.consumer))
     }
 
     /// Writes the consumer index to the doorbell record (the device reads it to know which
