@@ -41,8 +41,9 @@
 //! Values the device writes are checked before use: a send CQE must name a WQE that is
 //! outstanding, a receive CQE the next posted WQE, and a byte count must fit the buffer.
 
-use crate::backend::{Backend, Barriers, DmaAlloc, DmaBuf, Mmio};
+use crate::backend::{Backend, Barriers, DmaAlloc, DmaBuf};
 use crate::cq::Cq;
+use crate::doorbell::{SendDoorbell, WQEBB};
 use crate::error::{Error, Result};
 use crate::hca::Hca;
 use crate::mr::{Access, Region};
@@ -119,17 +120,10 @@ impl Packet {
     }
 }
 
-/// Bytes per send WQE slot (one WQEBB).
-const WQEBB: usize = 64;
 /// Bytes per receive WQE slot (one data segment).
 const RQ_STRIDE: usize = 16;
 /// Bytes of L2 header copied into the WQE with [`EthConfig::inline_l2`].
 const INLINE_L2: usize = 18;
-/// Byte offset of BlueFlame register 0 in a UAR page, and the size of each of its halves.
-const BF_OFFSET: usize = 0x800;
-const BF_HALF: usize = 0x100;
-/// Byte offset of the send counter in an SQ's doorbell record (the receive counter is at 0).
-const SQ_DBR_SEND: usize = 4;
 /// Byte offset of the ring's page list in CREATE_SQ's and CREATE_RQ's input (context at 0x20,
 /// its wq at +0x30, the wq's pas at +0xc0).
 const WQ_PAS: usize = (CreateSqIn::CTX.bit_offset + Sqc::WQ.bit_offset + Wq::PAS.bit_offset) / 8;
@@ -190,8 +184,7 @@ struct Tx {
     pi: u32,
     ci: u32,
     slots: Box<[u32]>,
-    uar_offset: usize,
-    bf_half: usize,
+    doorbell: SendDoorbell,
     inline_l2: bool,
 }
 
@@ -598,8 +591,7 @@ impl EthQueues {
                 pi: 0,
                 ci: 0,
                 slots: vec![0; sq_entries].into_boxed_slice(),
-                uar_offset: uar as usize * 4096,
-                bf_half: 0,
+                doorbell: SendDoorbell::new(uar),
                 inline_l2: config.inline_l2,
             },
             rx: Rx {
@@ -823,15 +815,14 @@ impl EthQueues {
         if sent > 0 {
             // The packets' handles end here: their buffers belong to the SQ now.
             pkts.drain(..sent);
-            // WQEs → barrier → doorbell record → barrier → doorbell with the last WQE's
-            // first 8 bytes.
-            B::Barriers::to_device();
-            tx.dbrec.slice(SQ_DBR_SEND, 4).write_be32(0, pi & 0xffff);
-            B::Barriers::to_device();
-            let first = wqes.read64::<CTRL_DW0>(pi.wrapping_sub(1));
-            be.mmio()
-                .write64(tx.uar_offset + BF_OFFSET + tx.bf_half * BF_HALF, first);
-            tx.bf_half ^= 1;
+            let last = (pi.wrapping_sub(1) & mask) as usize * WQEBB;
+            tx.doorbell.ring(
+                be,
+                tx.dbrec.slice(0, 8),
+                pi as u16,
+                tx.ring.slice(last, WQEBB),
+                false,
+            );
         }
         if sent < n {
             let p = &pkts[0];

@@ -30,6 +30,7 @@
 pub mod backend;
 pub mod cmd;
 pub mod cq;
+mod doorbell;
 pub mod eq;
 pub mod error;
 pub mod eth;

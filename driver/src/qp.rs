@@ -22,13 +22,14 @@
 //! }
 //! ```
 
-use crate::backend::{Backend, Barriers, DmaAlloc, DmaBuf, Mmio};
+use crate::backend::{Backend, Barriers, DmaAlloc, DmaBuf};
 use crate::cq::Completion;
+use crate::doorbell::{SendDoorbell, WQEBB};
 use crate::error::{Error, Result};
 use crate::hca::Hca;
 use crate::mr::Region;
 use mlx5_prm::cmd::*;
-use mlx5_prm::rt::{Bytes, BytesMut};
+use mlx5_prm::rt::BytesMut;
 use mlx5_prm::rt::{Command, View};
 use mlx5_prm::{
     CqeOpcode, QpDoorbellRecord, RecvWqe, SendOpcode, WqeAtomicSeg, WqeCompletionMode, WqeCtrlSeg,
@@ -154,13 +155,12 @@ struct Inner {
 
 /// The rings' producer counters and the work requests the device holds.
 struct Work {
-    uar_offset: usize,
+    /// The send doorbell (UAR page, next BlueFlame half).
+    doorbell: SendDoorbell,
     /// Send WQEBBs posted (wraps at 16 bits in the doorbell record).
     sq_pi: u32,
     /// Receive WQEs posted.
     rq_pi: u32,
-    /// Which half of BlueFlame register 0 the next doorbell goes to.
-    bf_half: usize,
     /// Copy single-WQEBB requests whole into the BlueFlame register (saves the device a read).
     blueflame: bool,
     sends: VecDeque<PostedSend>,
@@ -481,10 +481,9 @@ impl Qp<Reset> {
                 dbrec,
                 config,
                 work: Work {
-                    uar_offset: uar as usize * 4096,
+                    doorbell: SendDoorbell::new(uar),
                     sq_pi: 0,
                     rq_pi: 0,
-                    bf_half: 0,
                     blueflame: false,
                     sends: VecDeque::new(),
                     recvs: VecDeque::new(),
@@ -573,13 +572,6 @@ pub trait AcceptsReceives {}
 impl AcceptsReceives for Init {}
 impl AcceptsReceives for Rtr {}
 impl AcceptsReceives for Rts {}
-
-/// Bytes per send WQE basic block.
-const WQEBB: usize = 64;
-/// Byte offset of BlueFlame register 0 in a UAR page; its two halves alternate.
-const BF_OFFSET: usize = 0x800;
-/// Size of one BlueFlame half.
-const BF_HALF: usize = 0x100;
 
 impl<S: AcceptsReceives> Qp<S> {
     /// Posts a receive into `region` (ownership passes to the QP until its completion).
@@ -744,17 +736,16 @@ impl Qp<Rts> {
             region: req.region,
         });
 
-        // WQE → barrier → doorbell record → barrier → UAR doorbell (first 8 bytes of the WQE).
-        B::Barriers::to_device();
-        QpDoorbellRecord::new_unchecked(self.inner.dbrec.slice(0, 8))
-            .set_send_counter(self.inner.work.sq_pi as u16);
-        B::Barriers::to_device();
-        let first = self.inner.buf.slice(at, 8).read_be64(0);
-        be.mmio().write64(
-            self.inner.work.uar_offset + BF_OFFSET + self.inner.work.bf_half * BF_HALF,
-            first,
+        // A BlueFlame copy carries one basic block whole.
+        let copy = self.inner.work.blueflame && usize::from(ds) * 16 <= WQEBB;
+        let inner = &mut *self.inner;
+        inner.work.doorbell.ring(
+            be,
+            inner.dbrec.slice(0, 8),
+            inner.work.sq_pi as u16,
+            inner.buf.slice(at, WQEBB),
+            copy,
         );
-        self.inner.work.bf_half ^= 1;
         Ok(())
     }
 }

@@ -87,14 +87,6 @@ impl<const SLOT: usize> Ring<SLOT> {
         // SAFETY: in the ring, 4-aligned, valid for volatile reads.
         u32::from_be(unsafe { p.read_volatile() })
     }
-
-    /// Reads the big-endian 64-bit quantity at byte `AT` of slot `index` (masked).
-    #[inline(always)]
-    pub(crate) fn read64<const AT: usize>(&self, index: u32) -> u64 {
-        let p = self.at::<AT, 8>(index) as *const u64;
-        // SAFETY: in the ring, 8-aligned, valid for volatile reads.
-        u64::from_be(unsafe { p.read_volatile() })
-    }
 }
 
 #[cfg(all(test, feature = "sim"))]
@@ -119,7 +111,6 @@ mod tests {
         assert_eq!(ctrl.wqe_index(), 0xbeef);
         let data = WqeDataSeg::new_unchecked(buf.slice(6 * 64 + 32, 16));
         assert_eq!(data.addr(), 0x1122_3344_5566_7788);
-        assert_eq!(ring.read64::<ADDR>(6), 0x1122_3344_5566_7788);
         assert_eq!(
             dword_of(Cqe64::WQE_COUNTER),
             60,

@@ -235,6 +235,12 @@ fn every_operation(mode: Mode) {
     }
 
     // Inline data, carried in the WQE itself, copied whole to the BlueFlame register.
+    let device = p.hca.backend().device().clone();
+    assert_eq!(
+        device.blueflame_wqes(),
+        0,
+        "no copies before BlueFlame is on"
+    );
     p.a.set_blueflame(true);
     let rx = p.region(64);
     p.b.post_recv(p.hca.backend(), 100, rx)
@@ -256,6 +262,11 @@ fn every_operation(mode: Mode) {
     assert_eq!(resp.byte_cnt, 12);
     let rx = p.b.complete(resp).unwrap().pop().unwrap().region.unwrap();
     assert_eq!(read_bytes(&rx, 12), b"inline hello");
+    assert_eq!(
+        device.blueflame_wqes(),
+        1,
+        "the device ran the WQE from the copy"
+    );
     p.a.set_blueflame(false);
     let too_long = SendRequest {
         id: 3,

@@ -493,6 +493,11 @@ impl Device {
         self.core.model().stats.rx_frames
     }
 
+    /// WQEs the device executed from a BlueFlame copy instead of reading them from the ring.
+    pub fn blueflame_wqes(&self) -> u64 {
+        self.core.model().stats.blueflame_wqes
+    }
+
     /// Frames received and dropped.
     pub fn rx_dropped(&self) -> u64 {
         self.core.model().stats.rx_dropped

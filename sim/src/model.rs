@@ -122,6 +122,8 @@ pub(crate) struct DataStats {
     pub doorbells_ignored: u64,
     /// CQEs not written because the CQ was gone, in error or full.
     pub cqes_dropped: u64,
+    /// WQEs executed from a BlueFlame copy rather than read from the ring.
+    pub blueflame_wqes: u64,
 }
 
 /// Handle ranges of the object tables. The ranges differ per kind so that a driver that

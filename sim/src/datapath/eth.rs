@@ -58,7 +58,10 @@ pub(crate) fn run(side: &mut Side<'_>, sqn: u32, bf: Option<&[u8]>) {
             .take()
             .filter(|b| sendq::index_of(b) == Some(ci) && b.len() >= sendq::ds(b).max(1) * DS);
         let wqe = match copy {
-            Some(b) => Some(b.to_vec()),
+            Some(b) => {
+                side.m.stats.blueflame_wqes += 1;
+                Some(b.to_vec())
+            }
             None => sendq::read(side.dma, &sq.ring, 0, log, ci),
         };
         let Some(wqe) = wqe else {

@@ -105,7 +105,10 @@ pub(crate) fn run<'a>(
             .take()
             .filter(|b| sendq::index_of(b) == Some(ci) && b.len() >= sendq::ds(b).max(1) * DS);
         let wqe = match copy {
-            Some(b) => Some(b.to_vec()),
+            Some(b) => {
+                local.m.stats.blueflame_wqes += 1;
+                Some(b.to_vec())
+            }
             None => sendq::read(local.dma, ring, qp.sq_base, log, ci),
         };
         let Some(wqe) = wqe else {
