@@ -259,12 +259,27 @@ struct Objects {
     entries: u32,
 }
 
+/// Packet counts kept by [`EthQueues`] (updated once per batch), to compare with the device's
+/// own port counters or a peer's.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EthCounters {
+    /// Packets posted to the SQ by [`EthQueues::tx_batch`].
+    pub tx_packets: u64,
+    /// Packets handed out by [`EthQueues::rx_batch`].
+    pub rx_packets: u64,
+    /// Error or untrusted CQEs met on the send side.
+    pub tx_errors: u64,
+    /// Error or untrusted CQEs met on the receive side.
+    pub rx_errors: u64,
+}
+
 /// An Ethernet SQ and RQ with their CQs, steering and buffer pool.
 pub struct EthQueues {
     pool: Pool,
     tx: Tx,
     rx: Rx,
     objects: Objects,
+    counters: EthCounters,
 }
 
 /// What [`EthQueues::create`] has made so far, undone in reverse on failure.
@@ -614,6 +629,7 @@ impl EthQueues {
                 entries,
             },
             pool,
+            counters: EthCounters::default(),
         };
         q.prefill(config.signal_every);
         q.refill::<B>();
@@ -676,6 +692,11 @@ impl EthQueues {
             self.tx.pi.wrapping_sub(self.tx.ci) as usize,
             self.rx.pi.wrapping_sub(self.rx.ci) as usize,
         )
+    }
+
+    /// Packets sent and received so far, and errors met.
+    pub fn counters(&self) -> EthCounters {
+        self.counters
     }
 
     /// Bytes per buffer.
@@ -777,7 +798,10 @@ impl EthQueues {
     /// ones before it were sent.
     #[inline(never)]
     pub fn tx_batch<B: Backend>(&mut self, be: &B, pkts: &mut Vec<Packet>) -> Result<usize> {
-        self.reap_tx::<B>()?;
+        if let Err(e) = self.reap_tx::<B>() {
+            self.counters.tx_errors += 1;
+            return Err(e);
+        }
         let tx = &mut self.tx;
         let room = (tx.mask + 1) - tx.pi.wrapping_sub(tx.ci);
         let n = pkts.len().min(room as usize);
@@ -812,6 +836,7 @@ impl EthQueues {
         }
         tx.pi = pi;
         let sent = pi.wrapping_sub(start) as usize;
+        self.counters.tx_packets += sent as u64;
         if sent > 0 {
             // The packets' handles end here: their buffers belong to the SQ now.
             pkts.drain(..sent);
@@ -931,8 +956,10 @@ impl EthQueues {
         // SAFETY: the loop initialised the first n reserved slots past the old length.
         unsafe { out.set_len(out.len() + n) };
         rx.ci = ci;
+        self.counters.rx_packets += n as u64;
         let mut error = None;
         if let Some((opcode, wqe_counter, len, index)) = failure {
+            self.counters.rx_errors += 1;
             error = Some(rx.error::<B::Barriers>(opcode, wqe_counter, len, buf_size));
             if opcode == u32::from(CqeOpcode::RespErr.raw()) && wqe_counter == ci as u16 {
                 // The buffer holds nothing: back to the pool, and past the CQE.
@@ -981,6 +1008,7 @@ impl EthQueues {
             tx,
             rx,
             objects,
+            counters: _,
         } = self;
         let o = &objects;
         for k in 0..o.entries {

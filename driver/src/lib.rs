@@ -36,6 +36,8 @@ pub mod error;
 pub mod eth;
 pub mod hca;
 pub mod mr;
+#[cfg(feature = "smoltcp")]
+pub mod net;
 pub mod pages;
 pub mod qp;
 mod ring;

@@ -9,7 +9,9 @@ use mlx5_driver::eth::{EthConfig, EthQueues, Packet};
 use mlx5_driver::{Hca, HcaConfig};
 use mlx5_prm::rt::Bytes;
 use mlx5_sim::{Config, Device, Mode, Wire};
-use std::sync::Arc;
+use pcap_file::pcap::PcapReader;
+use std::io::Write;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const MAC_A: [u8; 6] = [0x02, 0, 0, 0, 0, 0xa];
@@ -53,9 +55,40 @@ fn receive<B: Backend>(
     }
 }
 
+/// A pcap capture's destination that the test can read back.
+#[derive(Clone, Default)]
+struct SharedBuf(Arc<Mutex<Vec<u8>>>);
+
+impl Write for SharedBuf {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The frames of a pcap stream (read by an independent pcap reader).
+fn pcap_frames(bytes: &[u8]) -> Vec<Vec<u8>> {
+    let mut reader = PcapReader::new(bytes).unwrap();
+    assert_eq!(reader.header().datalink, pcap_file::DataLink::ETHERNET);
+    let mut frames = Vec::new();
+    while let Some(p) = reader.next_packet() {
+        frames.push(p.unwrap().data.into_owned());
+    }
+    frames
+}
+
 fn loopback(mode: Mode, inline_l2: bool) {
     let (mut hca, dev) = up(mode);
     dev.loopback(true);
+    let capture = SharedBuf::default();
+    dev.capture(capture.clone()).unwrap();
+    assert_eq!(
+        dev.capture(SharedBuf::default()).unwrap_err().kind(),
+        std::io::ErrorKind::AlreadyExists
+    );
     let config = EthConfig {
         log_sq_size: 6,
         log_rq_size: 7,
@@ -92,6 +125,21 @@ fn loopback(mode: Mode, inline_l2: bool) {
     assert!(batch.is_empty());
     assert_eq!(dev.tx_frames(), u64::from(total));
     assert_eq!(dev.rx_frames(), u64::from(total));
+    // The capture holds each looped-back frame once, as sent.
+    assert_eq!(dev.stop_capture().unwrap(), u64::from(total));
+    let captured = pcap_frames(&capture.0.lock().unwrap());
+    assert_eq!(captured.len(), total as usize);
+    for (seq, f) in captured.iter().enumerate() {
+        let len = 60 + (seq * 37) % 1400;
+        assert_eq!(f, &frame(MAC_A, seq as u32, len), "captured frame {seq}");
+    }
+    assert_eq!(dev.stop_capture().unwrap(), 0, "no capture runs any more");
+    let counted = eth.counters();
+    assert_eq!(
+        (counted.tx_packets, counted.rx_packets),
+        (u64::from(total), u64::from(total))
+    );
+    assert_eq!((counted.tx_errors, counted.rx_errors), (0, 0));
     // Every buffer is accounted for: in the pool, posted to the RQ, or sent but not yet
     // reported (fewer than signal_every).
     let (tx_out, rx_posted) = eth.outstanding();
@@ -123,6 +171,9 @@ fn frames_cross_a_wire_and_are_steered_by_destination_mac() {
         let (mut ha, da) = up(mode);
         let (mut hb, db) = up(mode);
         let _wire = Wire::connect(&da, &db);
+        // B's port sees every frame that arrives, steered or not.
+        let capture = SharedBuf::default();
+        db.capture(capture.clone()).unwrap();
         let mut a = EthQueues::create(&mut ha, &EthConfig::default()).unwrap();
         let mut b = EthQueues::create(
             &mut hb,
@@ -149,6 +200,12 @@ fn frames_cross_a_wire_and_are_steered_by_destination_mac() {
             std::thread::yield_now();
         }
         assert_eq!(db.rx_dropped(), 5, "frames to another MAC are dropped");
+        assert_eq!(db.stop_capture().unwrap(), 15);
+        let captured = pcap_frames(&capture.0.lock().unwrap());
+        let expected: Vec<Vec<u8>> = (0..15)
+            .map(|seq| frame(if seq % 3 == 2 { MAC_A } else { MAC_B }, seq, 64))
+            .collect();
+        assert_eq!(captured, expected, "{mode:?}");
         b.free_batch(&mut rx);
         a.destroy(&mut ha).unwrap();
         b.destroy(&mut hb).unwrap();

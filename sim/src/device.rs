@@ -11,11 +11,15 @@ use crate::events::{self, Posted};
 use crate::faults::FaultInjector;
 use crate::inventory::Objects;
 use crate::model::Model;
+use crate::pcap::Capture;
 use crate::record::CommandRecord;
 use crate::regs::{RegWrite, Regs};
 use crate::wire::Link;
 use crate::worker::{Job, Worker};
 use mlx5_prm::rt::Mmio32;
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
@@ -35,6 +39,10 @@ pub(crate) struct Core {
     link: Mutex<Option<Arc<dyn Link>>>,
     /// Transmitted frames come back into this device instead of going to the link.
     loopback: AtomicBool,
+    /// The pcap capture of the port's frames, if one runs; `capturing` spares the data path
+    /// the lock when none does.
+    capture: Mutex<Option<Capture>>,
+    capturing: AtomicBool,
 }
 
 /// What a UAR write was, for the work that follows it.
@@ -134,9 +142,14 @@ impl Core {
         if frames.is_empty() {
             return;
         }
+        if self.capturing.load(Ordering::Relaxed) {
+            if let Some(c) = lock(&self.capture).as_mut() {
+                frames.iter().for_each(|f| c.record(f));
+            }
+        }
         if self.loopback.load(Ordering::Relaxed) {
             for f in &frames {
-                self.receive_frame(f);
+                self.deliver(f);
             }
             return;
         }
@@ -148,8 +161,18 @@ impl Core {
         }
     }
 
-    /// A frame arrives at the port.
+    /// A frame arrives at the port from outside (a capture records it).
     pub(crate) fn receive_frame(&self, frame: &[u8]) -> bool {
+        if self.capturing.load(Ordering::Relaxed) {
+            if let Some(c) = lock(&self.capture).as_mut() {
+                c.record(frame);
+            }
+        }
+        self.deliver(frame)
+    }
+
+    /// Steers a frame at the port to its RQ.
+    fn deliver(&self, frame: &[u8]) -> bool {
         let mut m = self.model();
         datapath::eth::receive(
             &mut Side {
@@ -342,6 +365,8 @@ impl Device {
             peer: Mutex::new(None),
             link: Mutex::new(None),
             loopback: AtomicBool::new(false),
+            capture: Mutex::new(None),
+            capturing: AtomicBool::new(false),
         });
         let worker = (config.mode == Mode::Threaded).then(|| Worker::spawn(core.clone()));
         Arc::new(Device {
@@ -467,6 +492,17 @@ impl Device {
         self.core.set_link(None);
     }
 
+    /// Detaches `link` if it is still the one attached (a later link or wire stays).
+    pub(crate) fn detach_this_link(&self, link: &Arc<dyn Link>) {
+        let mut slot = lock(&self.core.link);
+        if slot
+            .as_ref()
+            .is_some_and(|l| std::ptr::addr_eq(Arc::as_ptr(l), Arc::as_ptr(link)))
+        {
+            *slot = None;
+        }
+    }
+
     /// Internal loopback: with `on`, transmitted frames come back into this device's receive
     /// path instead of going to the link.
     pub fn loopback(&self, on: bool) {
@@ -481,6 +517,45 @@ impl Device {
     /// frame does not fit.
     pub fn receive_frame(&self, frame: &[u8]) -> bool {
         self.core.receive_frame(frame)
+    }
+
+    /// Starts recording every frame that crosses the port, both ways, to `out` in the pcap
+    /// format (see [`crate::pcap`]): frames the SQs transmit (once, also in loopback) and
+    /// frames that arrive from a link, a [`Wire`](crate::Wire) or [`Device::receive_frame`].
+    /// Fails if a capture is already running or the file header cannot be written.
+    pub fn capture(&self, out: impl Write + Send + 'static) -> io::Result<()> {
+        let mut slot = lock(&self.core.capture);
+        if slot.is_some() {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                "a capture is already running on this device; stop_capture ends it",
+            ));
+        }
+        *slot = Some(Capture::new(Box::new(out))?);
+        self.core.capturing.store(true, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// [`Device::capture`] to a new file at `path` (buffered; flushed by
+    /// [`Device::stop_capture`]).
+    pub fn capture_to_file(&self, path: impl AsRef<Path>) -> io::Result<()> {
+        let path = path.as_ref();
+        let file = File::create(path).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("creating capture {}: {e}", path.display()),
+            )
+        })?;
+        self.capture(BufWriter::new(file))
+    }
+
+    /// Ends the running capture and flushes it: the number of frames written, or the first
+    /// write error met while capturing (after which the capture stopped writing). Ok(0) when
+    /// no capture runs.
+    pub fn stop_capture(&self) -> io::Result<u64> {
+        let capture = lock(&self.core.capture).take();
+        self.core.capturing.store(false, Ordering::Relaxed);
+        capture.map_or(Ok(0), Capture::finish)
     }
 
     /// Frames the SQs transmitted.

@@ -53,10 +53,15 @@ mod mailbox;
 mod model;
 mod pages;
 mod pas;
+pub mod pcap;
 mod record;
 mod regs;
 pub mod syndrome;
 mod table;
+// TAP devices, namespaces and interface ioctls are system calls on raw descriptors.
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+pub mod tap;
 mod wire;
 mod worker;
 
