@@ -156,3 +156,32 @@ fn ping_and_udp_with_the_kernel_threaded() {
         check(&report, &frames);
     }
 }
+
+#[test]
+fn a_session_stopped_at_once_still_tears_everything_down() {
+    if !mlx5_sim::tap::available() {
+        eprintln!("skipped: /dev/net/tun does not exist, so no TAP device can be made here");
+        return;
+    }
+    let opts = Options {
+        count: 100,
+        udp: 100,
+        size: 56,
+        interval: Duration::from_millis(100),
+        mode: Mode::Inline,
+        pcap: None,
+        stop: Arc::new(AtomicBool::new(true)),
+    };
+    let started = std::time::Instant::now();
+    let report = session::run(&opts, &mut |_| {}).unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "a stop request is heeded"
+    );
+    assert!(report.pings.is_empty() && report.udp.is_empty());
+    assert!(report.kernel_pings.is_empty());
+    // Whatever crossed (nothing, or an ARP exchange) was counted alike on every side.
+    assert_eq!(report.model_tx, report.driver.tx_packets);
+    assert_eq!(report.kernel.rx_packets, report.tap_port.to_kernel);
+    assert_eq!(report.pcap_frames, None);
+}
