@@ -99,25 +99,14 @@ impl phy::RxToken for RxToken<'_> {
 }
 
 /// Room to build one frame, which is then sent with its own doorbell.
-pub struct TxToken<'a> {
+pub struct TxToken<'a, B: Backend> {
     eth: &'a mut EthQueues,
-    be: &'a dyn SendOne,
+    be: &'a B,
     frame: &'a mut Vec<u8>,
     error: &'a mut Option<Error>,
 }
 
-/// Sends one packet: the backend's part of [`TxToken`], without its type parameter.
-trait SendOne {
-    fn send(&self, eth: &mut EthQueues, pkts: &mut Vec<Packet>) -> crate::Result<usize>;
-}
-
-impl<B: Backend> SendOne for B {
-    fn send(&self, eth: &mut EthQueues, pkts: &mut Vec<Packet>) -> crate::Result<usize> {
-        eth.tx_batch(self, pkts)
-    }
-}
-
-impl phy::TxToken for TxToken<'_> {
+impl<B: Backend> phy::TxToken for TxToken<'_, B> {
     fn consume<R, F: FnOnce(&mut [u8]) -> R>(self, len: usize, f: F) -> R {
         self.frame.clear();
         self.frame.resize(len, 0);
@@ -136,7 +125,7 @@ impl phy::TxToken for TxToken<'_> {
             return r;
         }
         let mut pkts = vec![p];
-        if let Err(e) = self.be.send(self.eth, &mut pkts) {
+        if let Err(e) = self.eth.tx_batch(self.be, &mut pkts) {
             keep(self.error, e);
         }
         self.eth.free_batch(&mut pkts);
@@ -150,11 +139,11 @@ impl<B: Backend> phy::Device for Port<'_, B> {
     where
         Self: 'a;
     type TxToken<'a>
-        = TxToken<'a>
+        = TxToken<'a, B>
     where
         Self: 'a;
 
-    fn receive(&mut self, _: Instant) -> Option<(RxToken<'_>, TxToken<'_>)> {
+    fn receive(&mut self, _: Instant) -> Option<(RxToken<'_>, TxToken<'_, B>)> {
         if self.pending.is_empty() {
             match self.eth.rx_batch(self.be, &mut self.pending, RX_BATCH) {
                 Ok(_) => self.pending.reverse(),
@@ -183,7 +172,7 @@ impl<B: Backend> phy::Device for Port<'_, B> {
         ))
     }
 
-    fn transmit(&mut self, _: Instant) -> Option<TxToken<'_>> {
+    fn transmit(&mut self, _: Instant) -> Option<TxToken<'_, B>> {
         if !self.has_tx_buffer() {
             return None;
         }
