@@ -22,6 +22,10 @@ const CQE: usize = 64;
 pub(crate) const OP_OWN: usize = dword_of(Cqe64::OWNER);
 const _: () = assert!(dword_of(Cqe64::OPCODE) == OP_OWN);
 const INVALID: u32 = CqeOpcode::Invalid.raw() as u32;
+/// The doorbell record's consumer index, alone in its dword (but for reserved bits).
+const CI: mlx5_prm::rt::Field = CqDoorbellRecord::<[u8; 8]>::CONSUMER_INDEX;
+const CI_DWORD: usize = dword_of(CI);
+const _: () = assert!(CI.width == 24 && shift_of(CI) == 0);
 /// Offset of the CQ arm doorbell in a UAR page.
 const ARM_DOORBELL: usize = 0x20;
 
@@ -74,6 +78,9 @@ pub struct Completion {
 pub struct Cq {
     ring: DmaBuf,
     dbrec: DmaBuf,
+    /// Word access to `ring` and `dbrec` (valid while they are held).
+    cqes: Ring<CQE>,
+    record: Ring<8>,
     log_size: u8,
     cqn: u32,
     consumer: u32,
@@ -111,12 +118,49 @@ impl Cursor {
         self.cqes.read32::<AT>(self.consumer)
     }
 
+    /// True when the CQE here is handed over and its last dword (wqe_counter, signature,
+    /// opcode, format, se, owner), under `mask`, equals `expected`; the from-device barrier is
+    /// then done, as after [`Cursor::ready`]. `mask` must cover the owner bit and the opcode,
+    /// and `expected` hold this pass's owner parity ([`Cursor::parity`]) and an opcode other
+    /// than INVALID: then a match is a CQE handed over by the owner rule, and one load checks
+    /// ownership and the values in the same dword at once. `false` says nothing about why: the
+    /// CQE may not be handed over yet, or hold something else ([`Cursor::ready`] tells).
+    #[inline(always)]
+    pub(crate) fn matches<Br: Barriers>(&self, mask: u32, expected: u32) -> bool {
+        debug_assert!(mask & OWNER_OPCODE == OWNER_OPCODE);
+        debug_assert!((expected >> shift_of(Cqe64::OPCODE)) & 0xf != INVALID);
+        debug_assert!(expected & 1 == self.parity());
+        if self.cqes.read32::<OP_OWN>(self.consumer) & mask != expected {
+            return false;
+        }
+        Br::from_device();
+        true
+    }
+
+    /// The owner bit of a CQE handed over at this position: the parity of the pass over the
+    /// ring. It stays the same for [`Cursor::until_wrap`] positions.
+    #[inline(always)]
+    pub(crate) fn parity(&self) -> u32 {
+        (self.consumer >> self.log_size) & 1
+    }
+
+    /// Positions from here to the end of the ring (at least 1).
+    #[inline(always)]
+    pub(crate) fn until_wrap(&self) -> u32 {
+        let size = 1u32 << self.log_size;
+        size - (self.consumer & (size - 1))
+    }
+
     /// Moves to the next CQE.
     #[inline(always)]
     pub(crate) fn advance(&mut self) {
         self.consumer = self.consumer.wrapping_add(1);
     }
 }
+
+/// The owner bit and the opcode in the CQE's last dword.
+const OWNER_OPCODE: u32 = (1 << shift_of(Cqe64::OWNER)) | (0xf << shift_of(Cqe64::OPCODE));
+const _: () = assert!(shift_of(Cqe64::OWNER) == 0);
 
 /// Writes opcode INVALID and owner 1 into every slot.
 fn init_ring(ring: &DmaBuf, entries: usize) {
@@ -192,7 +236,15 @@ impl Cq {
             }
         };
         let cqn = CreateCqOut::new_checked(&out[..])?.cqn();
-        Ok(Cq {
+        Ok(Cq::from_parts(ring, dbrec, log_size, cqn, uar))
+    }
+
+    fn from_parts(ring: DmaBuf, dbrec: DmaBuf, log_size: u8, cqn: u32, uar: u32) -> Cq {
+        Cq {
+            // SAFETY: the Cq holds `ring` and `dbrec` until `destroy`, and the Rings go with it.
+            cqes: unsafe { Ring::over(&ring, 1 << log_size) },
+            // SAFETY: as above.
+            record: unsafe { Ring::over(&dbrec, 1) },
             ring,
             dbrec,
             log_size,
@@ -200,7 +252,7 @@ impl Cq {
             consumer: 0,
             uar_offset: uar as usize * 4096,
             arm_sn: 0,
-        })
+        }
     }
 
     /// The CQ number.
@@ -232,9 +284,7 @@ impl Cq {
     #[inline(always)]
     pub(crate) fn cursor(&self) -> Cursor {
         Cursor {
-            // SAFETY: the cursor lives no longer than this borrow of the CQ, which holds
-            // the ring.
-            cqes: unsafe { Ring::over(&self.ring, 1 << self.log_size) },
+            cqes: self.cqes,
             consumer: self.consumer,
             log_size: self.log_size,
         }
@@ -274,8 +324,9 @@ impl Cq {
     pub(crate) fn publish<B: Backend>(&self) {
         // The CQEs must be fully read before the device may reuse their slots.
         B::Barriers::to_device();
-        let mut rec = CqDoorbellRecord::new_unchecked(self.dbrec.slice(0, 8));
-        rec.set_consumer_index(self.consumer & 0xff_ffff);
+        // The consumer index fills its dword but for reserved bits.
+        self.record
+            .write32::<CI_DWORD>(0, (self.consumer & 0xff_ffff) << shift_of(CI));
     }
 
     /// Asks for a completion event on the next CQE (or the next solicited one).
@@ -363,7 +414,7 @@ mod tests {
             let ring = be.alloc((entries * CQE).max(4096), 4096).unwrap();
             let dbrec = be.alloc(64, 64).unwrap();
             init_ring(&ring, entries);
-            let mut cq = Cq { ring, dbrec, log_size, cqn: 1, consumer: 0, uar_offset: 0, arm_sn: 0 };
+            let mut cq = Cq::from_parts(ring, dbrec, log_size, 1, 0);
             let mut producer = Producer { index: 0 };
             let mut reference: VecDeque<u16> = VecDeque::new();
             let mut seq: u16 = 0;

@@ -42,7 +42,7 @@
 //! outstanding, a receive CQE the next posted WQE, and a byte count must fit the buffer.
 
 use crate::backend::{Backend, Barriers, DmaAlloc, DmaBuf};
-use crate::cq::Cq;
+use crate::cq::{Cq, Cursor};
 use crate::doorbell::{SendDoorbell, WQEBB};
 use crate::error::{Error, Result};
 use crate::hca::Hca;
@@ -140,6 +140,21 @@ const WQE_INDEX_SHIFT: u32 = shift_of(WqeCtrlSeg::WQE_INDEX);
 const SEND: u32 = (SendOpcode::Send.raw() as u32) << shift_of(WqeCtrlSeg::OPCODE);
 const _: () =
     assert!(dword_of(WqeCtrlSeg::OPCODE) == CTRL_DW0 && dword_of(WqeCtrlSeg::OPMOD) == CTRL_DW0);
+/// The byte where the control segment's 16-bit WQE index starts (the only part of the first
+/// dword that changes), and the dword itself for WQE `pi`.
+const CTRL_WQE_INDEX: usize = WqeCtrlSeg::WQE_INDEX.bit_offset / 8;
+const _: () =
+    assert!(WqeCtrlSeg::WQE_INDEX.bit_offset % 8 == 0 && WqeCtrlSeg::WQE_INDEX.width == 16);
+const fn ctrl_dw0(pi: u32) -> u32 {
+    ((pi & 0xffff) << WQE_INDEX_SHIFT) | SEND
+}
+const _: () = assert!(dword_of(WqeCtrlSeg::QPN) == 4 && dword_of(WqeCtrlSeg::DS) == 4);
+/// The RQ doorbell record's receive counter, alone in its dword (but for reserved bits).
+const RECEIVE_COUNTER_DWORD: usize = dword_of(QpDoorbellRecord::RECEIVE_COUNTER);
+const _: () = assert!(
+    QpDoorbellRecord::RECEIVE_COUNTER.width == 16
+        && shift_of(QpDoorbellRecord::RECEIVE_COUNTER) == 0
+);
 const DATA_PLAIN: usize = 32;
 const DATA_INLINE: usize = 48;
 const DATA_LEN: usize = dword_of(WqeDataSeg::BYTE_COUNT);
@@ -154,6 +169,8 @@ const REQ: u32 = CqeOpcode::Req.raw() as u32;
 const COUNTER_AND_OPCODE: u32 =
     (0xffff << shift_of(Cqe64::WQE_COUNTER)) | (0xf << shift_of(Cqe64::OPCODE));
 const RESP_SEND_BITS: u32 = RESP_SEND << shift_of(Cqe64::OPCODE);
+/// The bits a receive CQE's last dword is compared on: counter, opcode and owner.
+const COUNTER_OPCODE_OWNER: u32 = COUNTER_AND_OPCODE | (1 << shift_of(Cqe64::OWNER));
 const _: () = assert!(dword_of(Cqe64::OPCODE) == CQE_WQE_COUNTER);
 /// Flow table action bit: forward to the destination list.
 const ACTION_FWD: u16 = 0x4;
@@ -164,6 +181,9 @@ static NEXT_POOL: AtomicU32 = AtomicU32::new(1);
 struct Pool {
     region: Region,
     base: u64,
+    /// Each buffer's address as a WQE holds it (big-endian), so posting a buffer is one load
+    /// and one store.
+    wire: Box<[u64]>,
     lkey: u32,
     buf_size: u32,
     count: u32,
@@ -178,6 +198,8 @@ struct Tx {
     wqes: Ring<WQEBB>,
     ring: DmaBuf,
     dbrec: DmaBuf,
+    /// Word access to `dbrec` (valid while it is held).
+    record: Ring<8>,
     cq: Cq,
     mask: u32,
     /// WQEs posted and reaped (free-running).
@@ -186,6 +208,9 @@ struct Tx {
     slots: Box<[u32]>,
     doorbell: SendDoorbell,
     inline_l2: bool,
+    /// The second dword of every WQE's control segment (SQ number and segment count), the
+    /// doorbell's low half.
+    ctrl_dw1: u32,
 }
 
 /// Copies the frame's first 18 bytes into the WQE at byte `at` of `ring`: two in the Ethernet
@@ -197,6 +222,17 @@ fn inline_header(ring: &DmaBuf, pool: &Pool, p: &Packet, at: usize) {
         .read_bytes(0, &mut hdr);
     ring.slice(at + 16 + 14, 2).write_bytes(0, &hdr[..2]);
     ring.slice(at + 32, 16).write_bytes(0, &hdr[2..]);
+}
+
+impl Pool {
+    /// Buffer `index`'s address in the device's byte order.
+    #[inline(always)]
+    fn wire(&self, index: u32) -> u64 {
+        debug_assert!(index < self.count);
+        // SAFETY: every index the pool hands out, keeps free or finds in a handle with its tag
+        // is below `count`, the table's length (see `EthQueues::build`).
+        unsafe { *self.wire.get_unchecked(index as usize) }
+    }
 }
 
 impl Tx {
@@ -222,6 +258,8 @@ struct Rx {
     wqes: Ring<RQ_STRIDE>,
     ring: DmaBuf,
     dbrec: DmaBuf,
+    /// Word access to `dbrec` (valid while it is held).
+    record: Ring<8>,
     cq: Cq,
     mask: u32,
     pi: u32,
@@ -348,6 +386,16 @@ fn ring_and_record<B: Backend>(
     let dbr = record.iova();
     made.push(Made::Dma(record));
     Ok((pages, dbr))
+}
+
+/// 16-byte units in a send WQE: control, Ethernet and data segments, and one more for the
+/// inline header.
+fn ds(inline_l2: bool) -> u8 {
+    if inline_l2 {
+        4
+    } else {
+        3
+    }
 }
 
 fn invalid(command: &'static str, what: String) -> Error {
@@ -570,9 +618,14 @@ impl EthQueues {
         let region = region.unwrap_or_else(|| unreachable!("the pool was registered"));
 
         let tag = NEXT_POOL.fetch_add(1, Ordering::Relaxed);
+        let size = u64::from(config.buf_size);
         let pool = Pool {
             region,
             base,
+            // One entry per buffer: `Pool::wire` relies on it.
+            wire: (0..u64::from(config.buffers))
+                .map(|i| (base + i * size).to_be())
+                .collect(),
             lkey,
             buf_size: config.buf_size,
             count: config.buffers,
@@ -584,6 +637,8 @@ impl EthQueues {
                 sqn,
                 // SAFETY: the queues hold the ring until `destroy`, and the Ring goes with it.
                 wqes: unsafe { Ring::over(&sq_ring, sq_entries) },
+                // SAFETY: as for the ring.
+                record: unsafe { Ring::over(&sq_dbrec, 1) },
                 ring: sq_ring,
                 dbrec: sq_dbrec,
                 cq: tx_cq,
@@ -593,11 +648,15 @@ impl EthQueues {
                 slots: vec![0; sq_entries].into_boxed_slice(),
                 doorbell: SendDoorbell::new(uar),
                 inline_l2: config.inline_l2,
+                ctrl_dw1: (sqn << shift_of(WqeCtrlSeg::QPN))
+                    | (u32::from(ds(config.inline_l2)) << shift_of(WqeCtrlSeg::DS)),
             },
             rx: Rx {
                 rqn,
                 // SAFETY: as for the SQ.
                 wqes: unsafe { Ring::over(&rq_ring, rq_entries) },
+                // SAFETY: as for the ring.
+                record: unsafe { Ring::over(&rq_dbrec, 1) },
                 ring: rq_ring,
                 dbrec: rq_dbrec,
                 cq: rx_cq,
@@ -623,7 +682,7 @@ impl EthQueues {
     /// Writes the parts of every WQE that never change.
     fn prefill(&mut self, signal_every: u16) {
         let every = u32::from(signal_every);
-        let ds = if self.tx.inline_l2 { 4 } else { 3 };
+        let ds = ds(self.tx.inline_l2);
         for slot in 0..=self.tx.mask {
             let at = slot as usize * WQEBB;
             let mut ctrl = WqeCtrlSeg::new_unchecked(self.tx.ring.slice(at, 16));
@@ -778,63 +837,73 @@ impl EthQueues {
     #[inline(never)]
     pub fn tx_batch<B: Backend>(&mut self, be: &B, pkts: &mut Vec<Packet>) -> Result<usize> {
         self.reap_tx::<B>()?;
-        let tx = &mut self.tx;
+        let tx = &self.tx;
         let room = (tx.mask + 1) - tx.pi.wrapping_sub(tx.ci);
         let n = pkts.len().min(room as usize);
-        let (tag, buf_size) = (self.pool.tag, self.pool.buf_size);
-        let inline_l2 = tx.inline_l2;
-        let min = if inline_l2 { INLINE_L2 as u32 } else { 1 };
+        // One loop each way, so the usual one carries no inline-header branch.
+        let sent = if tx.inline_l2 {
+            self.post::<true>(&pkts[..n])
+        } else {
+            self.post::<false>(&pkts[..n])
+        };
+        if sent > 0 {
+            // The packets' handles end here: their buffers belong to the SQ now.
+            pkts.drain(..sent);
+            let tx = &mut self.tx;
+            // The last WQE's first 8 bytes: as `post` and `prefill` wrote them.
+            let first8 =
+                (u64::from(ctrl_dw0(tx.pi.wrapping_sub(1))) << 32) | u64::from(tx.ctrl_dw1);
+            tx.doorbell.ring_word(be, tx.record, tx.pi as u16, first8);
+        }
+        if sent < n {
+            let p = &pkts[0];
+            let min = if self.tx.inline_l2 { INLINE_L2 } else { 1 };
+            return Err(invalid(
+                "tx_batch",
+                format!(
+                    "packet {} of {} bytes cannot be sent (pool {} of {}, {}..={} bytes)",
+                    p.index, p.len, p.pool, self.pool.tag, min, self.pool.buf_size
+                ),
+            ));
+        }
+        Ok(sent)
+    }
+
+    /// Writes a WQE for each of `pkts` in turn, up to the first that is not sendable; returns
+    /// how many. The caller checked that the SQ has room for all of them.
+    #[inline(always)]
+    fn post<const INLINE: bool>(&mut self, pkts: &[Packet]) -> usize {
+        let (tx, pool) = (&mut self.tx, &self.pool);
+        let (tag, buf_size) = (pool.tag, pool.buf_size);
+        let min = if INLINE { INLINE_L2 as u32 } else { 1 };
         // The loop's state in locals, so the compiler keeps it in registers across the
         // volatile stores.
         let (wqes, mask, start) = (tx.wqes, tx.mask, tx.pi);
-        let (base, size) = (self.pool.base, u64::from(buf_size));
         let slots = &mut tx.slots[..];
         let mut pi = start;
-        for p in &pkts[..n] {
+        for p in pkts {
             // Handles are made only by this pool with in-range indices, so the tag vouches
             // for the index; the length is the caller's.
             if p.pool != tag || p.len.wrapping_sub(min) > buf_size - min {
                 break;
             }
-            let addr = base + u64::from(p.index) * size;
-            wqes.write32::<CTRL_DW0>(pi, ((pi & 0xffff) << WQE_INDEX_SHIFT) | SEND);
-            if inline_l2 {
-                inline_header(&tx.ring, &self.pool, p, (pi & mask) as usize * WQEBB);
+            // Opcode and opmod around the index are the prefilled ones.
+            wqes.write16::<CTRL_WQE_INDEX>(pi, pi as u16);
+            if INLINE {
+                let addr = pool.base + u64::from(p.index) * u64::from(buf_size);
+                inline_header(&tx.ring, pool, p, (pi & mask) as usize * WQEBB);
                 wqes.write32::<{ DATA_INLINE + DATA_LEN }>(pi, p.len - INLINE_L2 as u32);
                 wqes.write64::<{ DATA_INLINE + DATA_ADDR }>(pi, addr + INLINE_L2 as u64);
             } else {
                 wqes.write32::<{ DATA_PLAIN + DATA_LEN }>(pi, p.len);
-                wqes.write64::<{ DATA_PLAIN + DATA_ADDR }>(pi, addr);
+                wqes.write64_raw::<{ DATA_PLAIN + DATA_ADDR }>(pi, pool.wire(p.index));
             }
             // SAFETY: masked to the ring; `slots` has one entry per slot.
             unsafe { *slots.get_unchecked_mut((pi & mask) as usize) = p.index };
             pi = pi.wrapping_add(1);
         }
         tx.pi = pi;
-        let sent = pi.wrapping_sub(start) as usize;
-        if sent > 0 {
-            // The packets' handles end here: their buffers belong to the SQ now.
-            pkts.drain(..sent);
-            let last = (pi.wrapping_sub(1) & mask) as usize * WQEBB;
-            tx.doorbell.ring(
-                be,
-                tx.dbrec.slice(0, 8),
-                pi as u16,
-                tx.ring.slice(last, WQEBB),
-                false,
-            );
-        }
-        if sent < n {
-            let p = &pkts[0];
-            return Err(invalid(
-                "tx_batch",
-                format!(
-                    "packet {} of {} bytes cannot be sent (pool {} of {}, {}..={} bytes)",
-                    p.index, p.len, p.pool, tag, min, buf_size
-                ),
-            ));
-        }
-        Ok(sent)
+        pi.wrapping_sub(start) as usize
     }
 
     /// Returns the buffers of sent packets to the pool, one send CQE at a time.
@@ -895,55 +964,86 @@ impl EthQueues {
         let rx = &mut self.rx;
         let (tag, buf_size) = (self.pool.tag, self.pool.buf_size);
         let mut cur = rx.cq.cursor();
-        let (mask, pi, slots) = (rx.mask, rx.pi, &rx.slots[..]);
-        let mut ci = rx.ci;
-        let mut failure = None;
+        let (mask, start, slots) = (rx.mask, rx.ci, &rx.slots[..]);
+        // Only posted WQEs complete: checked once here for the batch, not per CQE.
+        let want = max.min(rx.pi.wrapping_sub(start) as usize);
         // Packets go straight into reserved space (no capacity check per packet); the
         // length is set once, after the loop, to cover exactly the slots written.
-        let want = max.min(slots.len());
         out.reserve(want);
         let room = &mut out.spare_capacity_mut()[..want];
-        for slot in room.iter_mut() {
-            if !cur.ready::<B::Barriers>() {
+        let mut n = 0;
+        let mut stopped = false;
+        // In runs that wrap neither the CQ nor the slot table: through a run the owner parity
+        // stays the same and the slots are consecutive.
+        while n < want {
+            let ci = start.wrapping_add(n as u32);
+            let first = (ci & mask) as usize;
+            let run = (want - n)
+                .min(cur.until_wrap() as usize)
+                .min(slots.len() - first);
+            // The last dword of the CQE for WQE ci: its counter, a receive completion's
+            // opcode, and this pass's owner bit; one compare checks all three.
+            let mut expected = (u32::from(ci as u16) << shift_of(Cqe64::WQE_COUNTER))
+                | RESP_SEND_BITS
+                | cur.parity();
+            let mut got = 0;
+            for (slot, &index) in room[n..n + run].iter_mut().zip(&slots[first..first + run]) {
+                if !cur.matches::<B::Barriers>(COUNTER_OPCODE_OWNER, expected) {
+                    break;
+                }
+                let len = cur.field::<CQE_BYTE_CNT>();
+                if len > buf_size {
+                    break;
+                }
+                slot.write(Packet {
+                    index,
+                    len,
+                    pool: tag,
+                });
+                expected = expected.wrapping_add(1 << shift_of(Cqe64::WQE_COUNTER));
+                cur.advance();
+                got += 1;
+            }
+            n += got;
+            if got < run {
+                stopped = true;
                 break;
             }
-            let word = cur.field::<CQE_WQE_COUNTER>();
-            let len = cur.field::<CQE_BYTE_CNT>();
-            // SAFETY: masked to the ring; `slots` has one entry per slot.
-            let index = unsafe { *slots.get_unchecked((ci & mask) as usize) };
-            // One compare checks both the opcode and that the CQE is for the next WQE.
-            let expected = ((ci & 0xffff) << shift_of(Cqe64::WQE_COUNTER)) | RESP_SEND_BITS;
-            if word & COUNTER_AND_OPCODE != expected || len > buf_size || ci == pi {
-                let wqe_counter = (word >> shift_of(Cqe64::WQE_COUNTER)) as u16;
-                let opcode = (word >> shift_of(Cqe64::OPCODE)) & 0xf;
-                failure = Some((opcode, wqe_counter, len, index));
-                break;
-            }
-            slot.write(Packet {
-                index,
-                len,
-                pool: tag,
-            });
-            ci = ci.wrapping_add(1);
-            cur.advance();
         }
-        let n = ci.wrapping_sub(rx.ci) as usize;
         // SAFETY: the loop initialised the first n reserved slots past the old length.
         unsafe { out.set_len(out.len() + n) };
-        rx.ci = ci;
-        let mut error = None;
-        if let Some((opcode, wqe_counter, len, index)) = failure {
-            error = Some(rx.error::<B::Barriers>(opcode, wqe_counter, len, buf_size));
-            if opcode == u32::from(CqeOpcode::RespErr.raw()) && wqe_counter == ci as u16 {
-                // The buffer holds nothing: back to the pool, and past the CQE.
-                cur.advance();
-                rx.ci = ci.wrapping_add(1);
-                self.pool.free.push(index);
-            }
-        }
-        rx.cq.commit::<B>(cur);
+        rx.ci = start.wrapping_add(n as u32);
+        // Short of `max`: usually because no more CQEs are handed over; otherwise the next
+        // one is refused (a bad one, or one with no WQE posted for it).
+        let error = if (stopped || n < max) && cur.ready::<B::Barriers>() {
+            Some(self.refuse_rx::<B>(&mut cur))
+        } else {
+            None
+        };
+        self.rx.cq.commit::<B>(cur);
         self.refill::<B>();
         error.map_or(Ok(n), Err)
+    }
+
+    /// The error a handed-over receive CQE at `cur` (consumer index `rx.ci`) stands for,
+    /// since it is not the next packet. A receive error CQE for the next posted WQE is
+    /// consumed, and its buffer (which holds nothing) goes back to the pool.
+    #[cold]
+    fn refuse_rx<B: Backend>(&mut self, cur: &mut Cursor) -> Error {
+        let rx = &mut self.rx;
+        let word = cur.field::<CQE_WQE_COUNTER>();
+        let len = cur.field::<CQE_BYTE_CNT>();
+        let wqe_counter = (word >> shift_of(Cqe64::WQE_COUNTER)) as u16;
+        let opcode = (word >> shift_of(Cqe64::OPCODE)) & 0xf;
+        let error = rx.error::<B::Barriers>(opcode, wqe_counter, len, self.pool.buf_size);
+        let posted = rx.pi != rx.ci;
+        if opcode == u32::from(CqeOpcode::RespErr.raw()) && wqe_counter == rx.ci as u16 && posted {
+            let index = rx.slots[(rx.ci & rx.mask) as usize];
+            cur.advance();
+            rx.ci = rx.ci.wrapping_add(1);
+            self.pool.free.push(index);
+        }
+        error
     }
 
     /// Posts free buffers to the RQ until it is full or the pool is empty; one doorbell
@@ -958,10 +1058,9 @@ impl EthQueues {
         }
         let from = self.pool.free.len() - take;
         let (wqes, mask, slots) = (rx.wqes, rx.mask, &mut rx.slots[..]);
-        let (base, size) = (self.pool.base, u64::from(self.pool.buf_size));
         let mut pi = rx.pi;
         for &index in &self.pool.free[from..] {
-            wqes.write64::<DATA_ADDR>(pi, base + u64::from(index) * size);
+            wqes.write64_raw::<DATA_ADDR>(pi, self.pool.wire(index));
             // SAFETY: masked to the ring; `slots` has one entry per slot.
             unsafe { *slots.get_unchecked_mut((pi & mask) as usize) = index };
             pi = pi.wrapping_add(1);
@@ -969,7 +1068,8 @@ impl EthQueues {
         rx.pi = pi;
         self.pool.free.truncate(from);
         B::Barriers::to_device();
-        QpDoorbellRecord::new_unchecked(rx.dbrec.slice(0, 8)).set_receive_counter(pi as u16);
+        rx.record
+            .write32::<RECEIVE_COUNTER_DWORD>(0, u32::from(pi as u16));
     }
 
     /// Tears everything down: steering, TIR, RQ, SQ, TIS, CQs, rings and pool. Buffers still

@@ -80,6 +80,26 @@ impl<const SLOT: usize> Ring<SLOT> {
         unsafe { p.write_volatile(value.to_be()) }
     }
 
+    /// Writes the big-endian 16-bit quantity at byte `AT` of slot `index` (masked); `AT` may
+    /// be odd (a 16-bit field in the middle of a dword).
+    #[inline(always)]
+    pub(crate) fn write16<const AT: usize>(&self, index: u32, value: u16) {
+        let p = self.at::<AT, 1>(index) as *mut [u8; 2];
+        const { assert!(AT + 2 <= SLOT) };
+        // SAFETY: in the ring (AT + 2 <= SLOT); a byte array needs no alignment; valid for
+        // volatile writes.
+        unsafe { p.write_volatile(value.to_be_bytes()) }
+    }
+
+    /// Stores `raw`, a 64-bit quantity already in the device's (big-endian) byte order, at
+    /// byte `AT` of slot `index` (masked).
+    #[inline(always)]
+    pub(crate) fn write64_raw<const AT: usize>(&self, index: u32, raw: u64) {
+        let p = self.at::<AT, 8>(index) as *mut u64;
+        // SAFETY: in the ring, 8-aligned, valid for volatile writes.
+        unsafe { p.write_volatile(raw) }
+    }
+
     /// Reads the big-endian dword at byte `AT` of slot `index` (masked).
     #[inline(always)]
     pub(crate) fn read32<const AT: usize>(&self, index: u32) -> u32 {
