@@ -11,7 +11,7 @@
 use crate::backend::{Backend, Barriers, DmaAlloc, DmaBuf, Mmio};
 use crate::error::{Error, Result};
 use crate::hca::Hca;
-use crate::ring::{dword_of, shift_of, Ring};
+use crate::ring::{dword_of, shift_of, Ring, Run};
 use mlx5_prm::cmd::{CreateCq, DestroyCq};
 use mlx5_prm::rt::View;
 use mlx5_prm::{CqArmCmd, CqDoorbellRecord, Cqe64, CqeOpcode, CqeSyndrome, CreateCqOut, ErrCqe};
@@ -118,25 +118,6 @@ impl Cursor {
         self.cqes.read32::<AT>(self.consumer)
     }
 
-    /// True when the CQE here is handed over and its last dword (wqe_counter, signature,
-    /// opcode, format, se, owner), under `mask`, equals `expected`; the from-device barrier is
-    /// then done, as after [`Cursor::ready`]. `mask` must cover the owner bit and the opcode,
-    /// and `expected` hold this pass's owner parity ([`Cursor::parity`]) and an opcode other
-    /// than INVALID: then a match is a CQE handed over by the owner rule, and one load checks
-    /// ownership and the values in the same dword at once. `false` says nothing about why: the
-    /// CQE may not be handed over yet, or hold something else ([`Cursor::ready`] tells).
-    #[inline(always)]
-    pub(crate) fn matches<Br: Barriers>(&self, mask: u32, expected: u32) -> bool {
-        debug_assert!(mask & OWNER_OPCODE == OWNER_OPCODE);
-        debug_assert!((expected >> shift_of(Cqe64::OPCODE)) & 0xf != INVALID);
-        debug_assert!(expected & 1 == self.parity());
-        if self.cqes.read32::<OP_OWN>(self.consumer) & mask != expected {
-            return false;
-        }
-        Br::from_device();
-        true
-    }
-
     /// The owner bit of a CQE handed over at this position: the parity of the pass over the
     /// ring. It stays the same for [`Cursor::until_wrap`] positions.
     #[inline(always)]
@@ -146,15 +127,74 @@ impl Cursor {
 
     /// Positions from here to the end of the ring (at least 1).
     #[inline(always)]
-    pub(crate) fn until_wrap(&self) -> u32 {
-        let size = 1u32 << self.log_size;
-        size - (self.consumer & (size - 1))
+    pub(crate) fn until_wrap(&self) -> usize {
+        self.cqes.until_wrap(self.consumer)
     }
 
     /// Moves to the next CQE.
     #[inline(always)]
     pub(crate) fn advance(&mut self) {
         self.consumer = self.consumer.wrapping_add(1);
+    }
+
+    /// Moves `n` CQEs on.
+    #[inline(always)]
+    pub(crate) fn advance_by(&mut self, n: u32) {
+        self.consumer = self.consumer.wrapping_add(n);
+    }
+
+    /// The `len` CQEs from here on, for a loop over them; they must not wrap the ring
+    /// ([`Cursor::until_wrap`]), so they share one owner parity.
+    ///
+    /// # Panics
+    ///
+    /// If they wrap.
+    #[inline(always)]
+    pub(crate) fn run(&self, len: usize) -> CqeRun {
+        CqeRun {
+            cqes: self.cqes.run(self.consumer, len),
+            parity: self.parity(),
+        }
+    }
+}
+
+/// CQEs from a [`Cursor`] on that do not wrap the ring (see [`Cursor::run`]).
+///
+/// [`CqeRun::matches_raw`] is the hot path's ownership check: it is handed over when
+/// [`Cursor::ready`] would say so (owner bit of this pass, opcode not INVALID) and, in the same
+/// load, its last dword (wqe_counter, signature, opcode, format, se, owner) under `mask` equals
+/// `expected`; the from-device barrier is then done, so its other fields may be read.
+/// `mask` must cover the owner bit and the opcode, and `expected` hold this pass's owner parity
+/// ([`Cursor::parity`]) and an opcode other than INVALID: then a match is a CQE handed over by
+/// the owner rule. `false` says nothing about why: the CQE may not be handed over yet, or hold
+/// something else ([`Cursor::ready`] tells).
+#[derive(Clone, Copy)]
+pub(crate) struct CqeRun {
+    cqes: Run<CQE>,
+    parity: u32,
+}
+
+impl CqeRun {
+    /// Whether the `k`-th CQE of the run is handed over and as expected (see [`CqeRun`]);
+    /// `mask` and `expected` are in the device's byte order (`to_be()` of the values meant),
+    /// which saves converting the CQE's dword.
+    #[inline(always)]
+    pub(crate) fn matches_raw<Br: Barriers>(&self, k: usize, mask: u32, expected: u32) -> bool {
+        let (mask_native, expected_native) = (u32::from_be(mask), u32::from_be(expected));
+        debug_assert!(mask_native & OWNER_OPCODE == OWNER_OPCODE);
+        debug_assert!((expected_native >> shift_of(Cqe64::OPCODE)) & 0xf != INVALID);
+        debug_assert!(expected_native & 1 == self.parity);
+        if self.cqes.read32_raw::<OP_OWN>(k) & mask != expected {
+            return false;
+        }
+        Br::from_device();
+        true
+    }
+
+    /// The dword at byte `AT` of the `k`-th CQE (after [`CqeRun::matches`] on it).
+    #[inline(always)]
+    pub(crate) fn field<const AT: usize>(&self, k: usize) -> u32 {
+        self.cqes.read32::<AT>(k)
     }
 }
 

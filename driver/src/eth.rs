@@ -56,6 +56,7 @@ use mlx5_prm::{
     FlowTableType, QpDoorbellRecord, RqMemType, RqState, Rqc, SendOpcode, SetFteIn, SqState, Sqc,
     TircDispType, Wq, WqType, WqeCompletionMode, WqeCtrlSeg, WqeDataSeg, WqeEthSeg,
 };
+use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 /// Geometry and steering of an Ethernet queue pair.
@@ -140,13 +141,23 @@ const WQE_INDEX_SHIFT: u32 = shift_of(WqeCtrlSeg::WQE_INDEX);
 const SEND: u32 = (SendOpcode::Send.raw() as u32) << shift_of(WqeCtrlSeg::OPCODE);
 const _: () =
     assert!(dword_of(WqeCtrlSeg::OPCODE) == CTRL_DW0 && dword_of(WqeCtrlSeg::OPMOD) == CTRL_DW0);
-/// The byte where the control segment's 16-bit WQE index starts (the only part of the first
-/// dword that changes), and the dword itself for WQE `pi`.
-const CTRL_WQE_INDEX: usize = WqeCtrlSeg::WQE_INDEX.bit_offset / 8;
-const _: () =
-    assert!(WqeCtrlSeg::WQE_INDEX.bit_offset % 8 == 0 && WqeCtrlSeg::WQE_INDEX.width == 16);
+/// The control segment's first dword for WQE `pi`.
 const fn ctrl_dw0(pi: u32) -> u32 {
     ((pi & 0xffff) << WQE_INDEX_SHIFT) | SEND
+}
+/// One more in the WQE index of a control segment's first dword in the device's byte order,
+/// as long as the index's low byte does not wrap (see [`until_byte_wraps`]).
+const CTRL_INDEX_ONE: u32 = (1u32 << WQE_INDEX_SHIFT).to_be();
+/// One more in the wqe_counter of a CQE's last dword in the device's byte order, likewise.
+const CQE_COUNTER_ONE: u32 = (1u32 << shift_of(Cqe64::WQE_COUNTER)).to_be();
+const _: () = assert!(WqeCtrlSeg::WQE_INDEX.width == 16 && Cqe64::WQE_COUNTER.width == 16);
+
+/// Counts from `index` until its low byte wraps: big-endian 16-bit counters (WQE index, CQE
+/// wqe_counter) held in a dword in the device's byte order go up by one with a plain add
+/// until then.
+#[inline(always)]
+fn until_byte_wraps(index: u32) -> usize {
+    256 - (index & 0xff) as usize
 }
 const _: () = assert!(dword_of(WqeCtrlSeg::QPN) == 4 && dword_of(WqeCtrlSeg::DS) == 4);
 /// The RQ doorbell record's receive counter, alone in its dword (but for reserved bits).
@@ -225,13 +236,14 @@ fn inline_header(ring: &DmaBuf, pool: &Pool, p: &Packet, at: usize) {
 }
 
 impl Pool {
-    /// Buffer `index`'s address in the device's byte order.
+    /// Buffer `index`'s address in the device's byte order, from the pool's `wire` table
+    /// (passed as a local, so hot loops keep it in a register).
     #[inline(always)]
-    fn wire(&self, index: u32) -> u64 {
-        debug_assert!(index < self.count);
+    fn wire(wire: &[u64], index: u32) -> u64 {
+        debug_assert!((index as usize) < wire.len());
         // SAFETY: every index the pool hands out, keeps free or finds in a handle with its tag
         // is below `count`, the table's length (see `EthQueues::build`).
-        unsafe { *self.wire.get_unchecked(index as usize) }
+        unsafe { *wire.get_unchecked(index as usize) }
     }
 }
 
@@ -675,7 +687,7 @@ impl EthQueues {
             pool,
         };
         q.prefill(config.signal_every);
-        q.refill::<B>();
+        q.refill::<B>(0);
         Ok(q)
     }
 
@@ -874,36 +886,57 @@ impl EthQueues {
     #[inline(always)]
     fn post<const INLINE: bool>(&mut self, pkts: &[Packet]) -> usize {
         let (tx, pool) = (&mut self.tx, &self.pool);
-        let (tag, buf_size) = (pool.tag, pool.buf_size);
+        let (tag, buf_size, wire) = (pool.tag, pool.buf_size, &pool.wire[..]);
         let min = if INLINE { INLINE_L2 as u32 } else { 1 };
         // The loop's state in locals, so the compiler keeps it in registers across the
         // volatile stores.
         let (wqes, mask, start) = (tx.wqes, tx.mask, tx.pi);
-        let slots = &mut tx.slots[..];
-        let mut pi = start;
-        for p in pkts {
-            // Handles are made only by this pool with in-range indices, so the tag vouches
-            // for the index; the length is the caller's.
-            if p.pool != tag || p.len.wrapping_sub(min) > buf_size - min {
+        let mut n = 0;
+        // In runs that do not wrap the SQ: consecutive slots.
+        while n < pkts.len() {
+            let pi = start.wrapping_add(n as u32);
+            let run = (pkts.len() - n)
+                .min(wqes.until_wrap(pi))
+                .min(until_byte_wraps(pi));
+            let ring = wqes.run(pi, run);
+            let first = (pi & mask) as usize;
+            let slots = &mut tx.slots[first..first + run];
+            let pkts = &pkts[n..n + run];
+            // The control segment's first dword (opmod, WQE index, opcode) in the device's byte
+            // order: within the run only the index's low byte changes, one add each time.
+            let mut ctrl = ctrl_dw0(pi).to_be();
+            let mut got = run;
+            for k in 0..run {
+                let p = &pkts[k];
+                // Handles are made only by this pool with in-range indices, so the tag
+                // vouches for the index; the length is the caller's.
+                if p.pool != tag || p.len.wrapping_sub(min) > buf_size - min {
+                    got = k;
+                    break;
+                }
+                ring.write32_raw::<CTRL_DW0>(k, ctrl);
+                ctrl = ctrl.wrapping_add(CTRL_INDEX_ONE);
+                if INLINE {
+                    let addr = pool.base + u64::from(p.index) * u64::from(buf_size);
+                    let at = (pi.wrapping_add(k as u32) & mask) as usize * WQEBB;
+                    inline_header(&tx.ring, pool, p, at);
+                    ring.write32::<{ DATA_INLINE + DATA_LEN }>(k, p.len - INLINE_L2 as u32);
+                    let addr = (addr + INLINE_L2 as u64).to_be();
+                    ring.write64_raw::<{ DATA_INLINE + DATA_ADDR }>(k, addr);
+                } else {
+                    ring.write32::<{ DATA_PLAIN + DATA_LEN }>(k, p.len);
+                    let addr = Pool::wire(wire, p.index);
+                    ring.write64_raw::<{ DATA_PLAIN + DATA_ADDR }>(k, addr);
+                }
+                slots[k] = p.index;
+            }
+            n += got;
+            if got < run {
                 break;
             }
-            // Opcode and opmod around the index are the prefilled ones.
-            wqes.write16::<CTRL_WQE_INDEX>(pi, pi as u16);
-            if INLINE {
-                let addr = pool.base + u64::from(p.index) * u64::from(buf_size);
-                inline_header(&tx.ring, pool, p, (pi & mask) as usize * WQEBB);
-                wqes.write32::<{ DATA_INLINE + DATA_LEN }>(pi, p.len - INLINE_L2 as u32);
-                wqes.write64::<{ DATA_INLINE + DATA_ADDR }>(pi, addr + INLINE_L2 as u64);
-            } else {
-                wqes.write32::<{ DATA_PLAIN + DATA_LEN }>(pi, p.len);
-                wqes.write64_raw::<{ DATA_PLAIN + DATA_ADDR }>(pi, pool.wire(p.index));
-            }
-            // SAFETY: masked to the ring; `slots` has one entry per slot.
-            unsafe { *slots.get_unchecked_mut((pi & mask) as usize) = p.index };
-            pi = pi.wrapping_add(1);
         }
-        tx.pi = pi;
-        pi.wrapping_sub(start) as usize
+        tx.pi = start.wrapping_add(n as u32);
+        n
     }
 
     /// Returns the buffers of sent packets to the pool, one send CQE at a time.
@@ -961,75 +994,137 @@ impl EthQueues {
         out: &mut Vec<Packet>,
         max: usize,
     ) -> Result<usize> {
-        let rx = &mut self.rx;
-        let (tag, buf_size) = (self.pool.tag, self.pool.buf_size);
-        let mut cur = rx.cq.cursor();
-        let (mask, start, slots) = (rx.mask, rx.ci, &rx.slots[..]);
+        let (pi, posted) = (self.rx.pi, self.rx.pi.wrapping_sub(self.rx.ci));
         // Only posted WQEs complete: checked once here for the batch, not per CQE.
-        let want = max.min(rx.pi.wrapping_sub(start) as usize);
+        let want = max.min(posted as usize);
         // Packets go straight into reserved space (no capacity check per packet); the
         // length is set once, after the loop, to cover exactly the slots written.
         out.reserve(want);
         let room = &mut out.spare_capacity_mut()[..want];
-        let mut n = 0;
-        let mut stopped = false;
-        // In runs that wrap neither the CQ nor the slot table: through a run the owner parity
-        // stays the same and the slots are consecutive.
-        while n < want {
-            let ci = start.wrapping_add(n as u32);
-            let first = (ci & mask) as usize;
-            let run = (want - n)
-                .min(cur.until_wrap() as usize)
-                .min(slots.len() - first);
-            // The last dword of the CQE for WQE ci: its counter, a receive completion's
-            // opcode, and this pass's owner bit; one compare checks all three.
-            let mut expected = (u32::from(ci as u16) << shift_of(Cqe64::WQE_COUNTER))
-                | RESP_SEND_BITS
-                | cur.parity();
-            let mut got = 0;
-            for (slot, &index) in room[n..n + run].iter_mut().zip(&slots[first..first + run]) {
-                if !cur.matches::<B::Barriers>(COUNTER_OPCODE_OWNER, expected) {
-                    break;
-                }
-                let len = cur.field::<CQE_BYTE_CNT>();
-                if len > buf_size {
-                    break;
-                }
-                slot.write(Packet {
-                    index,
-                    len,
-                    pool: tag,
-                });
-                expected = expected.wrapping_add(1 << shift_of(Cqe64::WQE_COUNTER));
-                cur.advance();
-                got += 1;
-            }
-            n += got;
-            if got < run {
-                stopped = true;
-                break;
-            }
-        }
-        // SAFETY: the loop initialised the first n reserved slots past the old length.
+        // The usual case: the RQ is full and the pool can replace every buffer handed out.
+        // Then each slot gets its new buffer as soon as its packet is taken (WQE ci + size,
+        // posted next, has the slot of WQE ci).
+        let (n, mut cur) = if posted == self.rx.mask + 1 && self.pool.free.len() >= want {
+            self.receive::<B::Barriers, true>(room)
+        } else {
+            self.receive::<B::Barriers, false>(room)
+        };
+        // SAFETY: `receive` initialised the first n slots of `room`, the reserved ones past
+        // the old length.
         unsafe { out.set_len(out.len() + n) };
-        rx.ci = start.wrapping_add(n as u32);
         // Short of `max`: usually because no more CQEs are handed over; otherwise the next
         // one is refused (a bad one, or one with no WQE posted for it).
-        let error = if (stopped || n < max) && cur.ready::<B::Barriers>() {
-            Some(self.refuse_rx::<B>(&mut cur))
-        } else {
-            None
-        };
+        let mut error = None;
+        if n < max && cur.ready::<B::Barriers>() {
+            let (e, c) = self.refuse_rx::<B>(cur);
+            (error, cur) = (Some(e), c);
+        }
         self.rx.cq.commit::<B>(cur);
-        self.refill::<B>();
+        self.refill::<B>(pi);
         error.map_or(Ok(n), Err)
     }
 
-    /// The error a handed-over receive CQE at `cur` (consumer index `rx.ci`) stands for,
-    /// since it is not the next packet. A receive error CQE for the next posted WQE is
-    /// consumed, and its buffer (which holds nothing) goes back to the pool.
+    /// Takes packets into `room` while their CQEs are handed over and valid; with `REPOST`
+    /// (the RQ is full and the pool holds a buffer for every slot of `room`), each packet's RQ
+    /// slot gets a fresh buffer at once. Returns how many, and the cursor past them (not yet
+    /// committed).
+    #[inline(always)]
+    fn receive<Br: Barriers, const REPOST: bool>(
+        &mut self,
+        room: &mut [MaybeUninit<Packet>],
+    ) -> (usize, Cursor) {
+        let mut cur = self.rx.cq.cursor();
+        let want = room.len();
+        // With REPOST, fresh buffers come from the top of the free stack.
+        let from = self.pool.free.len() - if REPOST { want } else { 0 };
+        // At most two runs (the batch is no longer than the ring); the second only if the
+        // first ended at the ring's end.
+        let (mut n, short) = self.receive_run::<Br, REPOST>(&mut cur, room, from);
+        if !short && n < want {
+            n += self
+                .receive_run::<Br, REPOST>(&mut cur, &mut room[n..], from + n)
+                .0;
+        }
+        if REPOST {
+            self.pool.free.drain(from..from + n);
+        }
+        (n, cur)
+    }
+
+    /// One run of [`EthQueues::receive`], from WQE `rx.ci` to the end of `room` or of the
+    /// rings, whichever is first: through a run, the owner parity stays the same and the slots
+    /// are consecutive. REPOST takes fresh buffers from `pool.free[fresh..]`. Returns how many
+    /// packets it took, and whether it stopped short of the run's end.
+    #[inline(always)]
+    fn receive_run<Br: Barriers, const REPOST: bool>(
+        &mut self,
+        cur: &mut Cursor,
+        room: &mut [MaybeUninit<Packet>],
+        fresh: usize,
+    ) -> (usize, bool) {
+        let (rx, pool) = (&mut self.rx, &self.pool);
+        let (tag, buf_size, wire) = (pool.tag, pool.buf_size, &pool.wire[..]);
+        let ci = rx.ci;
+        let run = room
+            .len()
+            .min(cur.until_wrap())
+            .min(rx.wqes.until_wrap(ci))
+            .min(until_byte_wraps(ci));
+        let (cqes, wqes) = (cur.run(run), rx.wqes.run(ci, run));
+        let first = (ci & rx.mask) as usize;
+        let slots = &mut rx.slots[first..first + run];
+        let room = &mut room[..run];
+        let fresh = if REPOST {
+            &pool.free[fresh..fresh + run]
+        } else {
+            &[][..]
+        };
+        // The last dword of the CQE for WQE ci: its counter, a receive completion's opcode,
+        // and this pass's owner bit; one compare checks all three. In the device's byte order,
+        // and the run stops before the counter's low byte wraps, so that the next CQE's is
+        // one add away.
+        let mut expected = ((u32::from(ci as u16) << shift_of(Cqe64::WQE_COUNTER))
+            | RESP_SEND_BITS
+            | cur.parity())
+        .to_be();
+        let mut got = run;
+        for k in 0..run {
+            if !cqes.matches_raw::<Br>(k, COUNTER_OPCODE_OWNER.to_be(), expected) {
+                got = k;
+                break;
+            }
+            let len = cqes.field::<CQE_BYTE_CNT>(k);
+            if len > buf_size {
+                got = k;
+                break;
+            }
+            room[k].write(Packet {
+                index: slots[k],
+                len,
+                pool: tag,
+            });
+            if REPOST {
+                slots[k] = fresh[k];
+                wqes.write64_raw::<DATA_ADDR>(k, Pool::wire(wire, fresh[k]));
+            }
+            expected = expected.wrapping_add(CQE_COUNTER_ONE);
+        }
+        cur.advance_by(got as u32);
+        rx.ci = ci.wrapping_add(got as u32);
+        if REPOST {
+            rx.pi = rx.pi.wrapping_add(got as u32);
+        }
+        (got, got < run)
+    }
+
+    /// The error a handed-over receive CQE at `cur` (at WQE `rx.ci`) stands for, since it is
+    /// not the next packet. A receive error CQE for the next posted WQE is consumed, and its
+    /// buffer (which holds nothing) goes back to the pool. Returns the cursor after it.
     #[cold]
-    fn refuse_rx<B: Backend>(&mut self, cur: &mut Cursor) -> Error {
+    fn refuse_rx<B: Backend>(&mut self, mut cur: Cursor) -> (Error, Cursor) {
+        // The packets before it are taken: publish them, so the CQ's own decoding of the
+        // error CQE looks at this one.
+        self.rx.cq.commit::<B>(cur);
         let rx = &mut self.rx;
         let word = cur.field::<CQE_WQE_COUNTER>();
         let len = cur.field::<CQE_BYTE_CNT>();
@@ -1043,33 +1138,34 @@ impl EthQueues {
             rx.ci = rx.ci.wrapping_add(1);
             self.pool.free.push(index);
         }
-        error
+        (error, cur)
     }
 
-    /// Posts free buffers to the RQ until it is full or the pool is empty; one doorbell
-    /// record write.
+    /// Posts free buffers to the RQ until it is full or the pool is empty; then, if the RQ's
+    /// producer counter moved since `pi0`, writes its doorbell record once.
     #[inline(always)]
-    fn refill<B: Backend>(&mut self) {
+    fn refill<B: Backend>(&mut self, pi0: u32) {
         let rx = &mut self.rx;
         let room = (rx.mask + 1) - rx.pi.wrapping_sub(rx.ci);
         let take = (room as usize).min(self.pool.free.len());
-        if take == 0 {
-            return;
+        if take > 0 {
+            let from = self.pool.free.len() - take;
+            let (wqes, mask, slots) = (rx.wqes, rx.mask, &mut rx.slots[..]);
+            let mut pi = rx.pi;
+            for &index in &self.pool.free[from..] {
+                wqes.write64_raw::<DATA_ADDR>(pi, Pool::wire(&self.pool.wire, index));
+                // SAFETY: masked to the ring; `slots` has one entry per slot.
+                unsafe { *slots.get_unchecked_mut((pi & mask) as usize) = index };
+                pi = pi.wrapping_add(1);
+            }
+            rx.pi = pi;
+            self.pool.free.truncate(from);
         }
-        let from = self.pool.free.len() - take;
-        let (wqes, mask, slots) = (rx.wqes, rx.mask, &mut rx.slots[..]);
-        let mut pi = rx.pi;
-        for &index in &self.pool.free[from..] {
-            wqes.write64_raw::<DATA_ADDR>(pi, self.pool.wire(index));
-            // SAFETY: masked to the ring; `slots` has one entry per slot.
-            unsafe { *slots.get_unchecked_mut((pi & mask) as usize) = index };
-            pi = pi.wrapping_add(1);
+        if rx.pi != pi0 {
+            B::Barriers::to_device();
+            rx.record
+                .write32::<RECEIVE_COUNTER_DWORD>(0, u32::from(rx.pi as u16));
         }
-        rx.pi = pi;
-        self.pool.free.truncate(from);
-        B::Barriers::to_device();
-        rx.record
-            .write32::<RECEIVE_COUNTER_DWORD>(0, u32::from(pi as u16));
     }
 
     /// Tears everything down: steering, TIR, RQ, SQ, TIS, CQs, rings and pool. Buffers still

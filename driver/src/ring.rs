@@ -72,25 +72,6 @@ impl<const SLOT: usize> Ring<SLOT> {
         unsafe { p.write_volatile(value.to_be()) }
     }
 
-    /// Writes the big-endian 64-bit quantity at byte `AT` of slot `index` (masked).
-    #[inline(always)]
-    pub(crate) fn write64<const AT: usize>(&self, index: u32, value: u64) {
-        let p = self.at::<AT, 8>(index) as *mut u64;
-        // SAFETY: in the ring, 8-aligned, valid for volatile writes.
-        unsafe { p.write_volatile(value.to_be()) }
-    }
-
-    /// Writes the big-endian 16-bit quantity at byte `AT` of slot `index` (masked); `AT` may
-    /// be odd (a 16-bit field in the middle of a dword).
-    #[inline(always)]
-    pub(crate) fn write16<const AT: usize>(&self, index: u32, value: u16) {
-        let p = self.at::<AT, 1>(index) as *mut [u8; 2];
-        const { assert!(AT + 2 <= SLOT) };
-        // SAFETY: in the ring (AT + 2 <= SLOT); a byte array needs no alignment; valid for
-        // volatile writes.
-        unsafe { p.write_volatile(value.to_be_bytes()) }
-    }
-
     /// Stores `raw`, a 64-bit quantity already in the device's (big-endian) byte order, at
     /// byte `AT` of slot `index` (masked).
     #[inline(always)]
@@ -106,6 +87,88 @@ impl<const SLOT: usize> Ring<SLOT> {
         let p = self.at::<AT, 4>(index) as *const u32;
         // SAFETY: in the ring, 4-aligned, valid for volatile reads.
         u32::from_be(unsafe { p.read_volatile() })
+    }
+
+    /// Slots from `index` (masked) to the end of the ring: at least 1.
+    #[inline(always)]
+    pub(crate) fn until_wrap(&self, index: u32) -> usize {
+        (self.mask - (index & self.mask)) as usize + 1
+    }
+
+    /// The `len` slots from `index` (masked) on, which must not wrap.
+    ///
+    /// # Panics
+    ///
+    /// If `len` is more than [`Ring::until_wrap`].
+    #[inline(always)]
+    pub(crate) fn run(&self, index: u32, len: usize) -> Run<SLOT> {
+        assert!(
+            len <= self.until_wrap(index),
+            "a run must not wrap the ring"
+        );
+        Run {
+            first: self.at::<0, 1>(index),
+            len,
+        }
+    }
+}
+
+/// Consecutive slots of a [`Ring`] that do not wrap, for loops over `0..len`: slot `k` is at a
+/// fixed stride from the first, so an access is one load or store with no masking, and its
+/// bounds check (`k < len`) is one the compiler removes in such a loop. Like the ring, it
+/// lives no longer than the owner's borrow.
+#[derive(Clone, Copy)]
+pub(crate) struct Run<const SLOT: usize> {
+    first: *mut u8,
+    len: usize,
+}
+
+impl<const SLOT: usize> Run<SLOT> {
+    #[inline(always)]
+    fn at<const AT: usize, const N: usize>(&self, k: usize) -> *mut u8 {
+        const { assert!(AT % N == 0 && AT + N <= SLOT) };
+        assert!(k < self.len, "past the end of a run");
+        // SAFETY: k < len, and `Ring::run` checked that the run's `len` slots are in the ring.
+        unsafe { self.first.add(k * SLOT + AT) }
+    }
+
+    /// Writes the big-endian dword at byte `AT` of slot `k`.
+    #[inline(always)]
+    pub(crate) fn write32<const AT: usize>(&self, k: usize, value: u32) {
+        let p = self.at::<AT, 4>(k) as *mut u32;
+        // SAFETY: in the ring, 4-aligned, valid for volatile writes.
+        unsafe { p.write_volatile(value.to_be()) }
+    }
+
+    /// Stores `raw`, a dword already in the device's (big-endian) byte order, at byte `AT`
+    /// of slot `k`.
+    #[inline(always)]
+    pub(crate) fn write32_raw<const AT: usize>(&self, k: usize, raw: u32) {
+        let p = self.at::<AT, 4>(k) as *mut u32;
+        // SAFETY: in the ring, 4-aligned, valid for volatile writes.
+        unsafe { p.write_volatile(raw) }
+    }
+
+    /// As [`Ring::write64_raw`].
+    #[inline(always)]
+    pub(crate) fn write64_raw<const AT: usize>(&self, k: usize, raw: u64) {
+        let p = self.at::<AT, 8>(k) as *mut u64;
+        // SAFETY: in the ring, 8-aligned, valid for volatile writes.
+        unsafe { p.write_volatile(raw) }
+    }
+
+    /// Reads the big-endian dword at byte `AT` of slot `k`.
+    #[inline(always)]
+    pub(crate) fn read32<const AT: usize>(&self, k: usize) -> u32 {
+        u32::from_be(self.read32_raw::<AT>(k))
+    }
+
+    /// Reads the dword at byte `AT` of slot `k` as it is, in the device's byte order.
+    #[inline(always)]
+    pub(crate) fn read32_raw<const AT: usize>(&self, k: usize) -> u32 {
+        let p = self.at::<AT, 4>(k) as *const u32;
+        // SAFETY: in the ring, 4-aligned, valid for volatile reads.
+        unsafe { p.read_volatile() }
     }
 }
 
@@ -126,7 +189,7 @@ mod tests {
         const ADDR: usize = 32 + dword_of(WqeDataSeg::ADDR);
         // Index 70 wraps to slot 6.
         ring.write32::<IDX>(70, 0xbeef << shift_of(WqeCtrlSeg::WQE_INDEX));
-        ring.write64::<ADDR>(70, 0x1122_3344_5566_7788);
+        ring.write64_raw::<ADDR>(70, 0x1122_3344_5566_7788u64.to_be());
         let ctrl = WqeCtrlSeg::new_unchecked(buf.slice(6 * 64, 16));
         assert_eq!(ctrl.wqe_index(), 0xbeef);
         let data = WqeDataSeg::new_unchecked(buf.slice(6 * 64 + 32, 16));
