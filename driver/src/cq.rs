@@ -184,7 +184,7 @@ impl CqeRun {
         debug_assert!(mask_native & OWNER_OPCODE == OWNER_OPCODE);
         debug_assert!((expected_native >> shift_of(Cqe64::OPCODE)) & 0xf != INVALID);
         debug_assert!(expected_native & 1 == self.parity);
-        if self.cqes.read32_raw::<OP_OWN>(k) & mask != expected {
+        if (self.cqes.read32_raw::<OP_OWN>(k) ^ expected) & mask != 0 {
             return false;
         }
         Br::from_device();

@@ -98,13 +98,34 @@ impl Default for EthConfig {
 /// A packet buffer from an [`EthQueues`] pool, with the length of the frame it holds.
 /// Neither `Clone` nor `Copy`: the handle is the buffer's ownership.
 #[derive(Debug, PartialEq, Eq)]
+#[repr(C)]
 pub struct Packet {
+    // `index` and `pool` side by side, in this order: together they are the buffer's `Id`,
+    // so making a handle from one is one 8-byte store.
     index: u32,
-    len: u32,
     pool: u32,
+    len: u32,
 }
 
+/// A buffer's identity inside the driver: its pool's tag in the high half, its index in the
+/// low half (see [`Pool::id`]).
+type Id = u64;
+
 impl Packet {
+    #[inline(always)]
+    fn from_id(id: Id, len: u32) -> Packet {
+        Packet {
+            index: id as u32,
+            pool: (id >> 32) as u32,
+            len,
+        }
+    }
+
+    #[inline(always)]
+    fn id(&self) -> Id {
+        u64::from(self.index) | (u64::from(self.pool) << 32)
+    }
+
     /// Length of the frame in bytes.
     pub fn len(&self) -> usize {
         self.len as usize
@@ -199,7 +220,8 @@ struct Pool {
     buf_size: u32,
     count: u32,
     tag: u32,
-    free: Vec<u32>,
+    /// The free buffers' ids.
+    free: Vec<Id>,
 }
 
 /// The send side: ring, doorbell record, CQ, and the buffer in each outstanding slot.
@@ -216,7 +238,8 @@ struct Tx {
     /// WQEs posted and reaped (free-running).
     pi: u32,
     ci: u32,
-    slots: Box<[u32]>,
+    /// The id of the buffer in each slot.
+    slots: Box<[Id]>,
     doorbell: SendDoorbell,
     inline_l2: bool,
     /// The second dword of every WQE's control segment (SQ number and segment count), the
@@ -236,14 +259,20 @@ fn inline_header(ring: &DmaBuf, pool: &Pool, p: &Packet, at: usize) {
 }
 
 impl Pool {
-    /// Buffer `index`'s address in the device's byte order, from the pool's `wire` table
-    /// (passed as a local, so hot loops keep it in a register).
+    /// Buffer `index`'s id.
+    fn id(&self, index: u32) -> Id {
+        u64::from(index) | (u64::from(self.tag) << 32)
+    }
+
+    /// The address, in the device's byte order, of the buffer with id `id`, from the pool's
+    /// `wire` table (passed as a local, so hot loops keep it in a register).
     #[inline(always)]
-    fn wire(wire: &[u64], index: u32) -> u64 {
-        debug_assert!((index as usize) < wire.len());
-        // SAFETY: every index the pool hands out, keeps free or finds in a handle with its tag
-        // is below `count`, the table's length (see `EthQueues::build`).
-        unsafe { *wire.get_unchecked(index as usize) }
+    fn wire(wire: &[u64], id: Id) -> u64 {
+        let index = id as u32 as usize;
+        debug_assert!(index < wire.len());
+        // SAFETY: every id the pool hands out, keeps free or finds in a handle with its tag
+        // has an index below `count`, the table's length (see `EthQueues::build`).
+        unsafe { *wire.get_unchecked(index) }
     }
 }
 
@@ -276,7 +305,8 @@ struct Rx {
     mask: u32,
     pi: u32,
     ci: u32,
-    slots: Box<[u32]>,
+    /// The id of the buffer in each slot.
+    slots: Box<[Id]>,
 }
 
 impl Rx {
@@ -631,7 +661,7 @@ impl EthQueues {
 
         let tag = NEXT_POOL.fetch_add(1, Ordering::Relaxed);
         let size = u64::from(config.buf_size);
-        let pool = Pool {
+        let mut pool = Pool {
             region,
             base,
             // One entry per buffer: `Pool::wire` relies on it.
@@ -642,8 +672,9 @@ impl EthQueues {
             buf_size: config.buf_size,
             count: config.buffers,
             tag,
-            free: (0..config.buffers).rev().collect(),
+            free: Vec::new(),
         };
+        pool.free = (0..config.buffers).rev().map(|i| pool.id(i)).collect();
         let mut q = EthQueues {
             tx: Tx {
                 sqn,
@@ -756,23 +787,19 @@ impl EthQueues {
 
     /// A free buffer from the pool, with length 0.
     pub fn alloc(&mut self) -> Option<Packet> {
-        self.pool.free.pop().map(|index| Packet {
-            index,
-            len: 0,
-            pool: self.pool.tag,
-        })
+        self.pool.free.pop().map(|id| Packet::from_id(id, 0))
     }
 
     /// Moves up to `n` free buffers into `out`; returns how many.
     pub fn alloc_batch(&mut self, out: &mut Vec<Packet>, n: usize) -> usize {
         let take = n.min(self.pool.free.len());
-        let tag = self.pool.tag;
         let from = self.pool.free.len() - take;
-        out.extend(self.pool.free.drain(from..).map(|index| Packet {
-            index,
-            len: 0,
-            pool: tag,
-        }));
+        out.extend(
+            self.pool
+                .free
+                .drain(from..)
+                .map(|id| Packet::from_id(id, 0)),
+        );
         take
     }
 
@@ -783,7 +810,7 @@ impl EthQueues {
     /// If the packet belongs to another pool.
     pub fn free(&mut self, p: Packet) {
         self.own(&p);
-        self.pool.free.push(p.index);
+        self.pool.free.push(p.id());
     }
 
     /// Gives every buffer in `pkts` back to the pool.
@@ -925,10 +952,10 @@ impl EthQueues {
                     ring.write64_raw::<{ DATA_INLINE + DATA_ADDR }>(k, addr);
                 } else {
                     ring.write32::<{ DATA_PLAIN + DATA_LEN }>(k, p.len);
-                    let addr = Pool::wire(wire, p.index);
+                    let addr = Pool::wire(wire, p.id());
                     ring.write64_raw::<{ DATA_PLAIN + DATA_ADDR }>(k, addr);
                 }
-                slots[k] = p.index;
+                slots[k] = p.id();
             }
             n += got;
             if got < run {
@@ -1046,7 +1073,12 @@ impl EthQueues {
                 .0;
         }
         if REPOST {
-            self.pool.free.drain(from..from + n);
+            let free = &mut self.pool.free;
+            if n == want {
+                free.truncate(from);
+            } else {
+                free.drain(from..from + n);
+            }
         }
         (n, cur)
     }
@@ -1063,11 +1095,12 @@ impl EthQueues {
         fresh: usize,
     ) -> (usize, bool) {
         let (rx, pool) = (&mut self.rx, &self.pool);
-        let (tag, buf_size, wire) = (pool.tag, pool.buf_size, &pool.wire[..]);
+        let (buf_size, wire) = (pool.buf_size, &pool.wire[..]);
         let ci = rx.ci;
+        // The CQ has the RQ's size and its consumer index is ci, so the RQ's end is the CQ's.
+        debug_assert!(cur.until_wrap() == rx.wqes.until_wrap(ci));
         let run = room
             .len()
-            .min(cur.until_wrap())
             .min(rx.wqes.until_wrap(ci))
             .min(until_byte_wraps(ci));
         let (cqes, wqes) = (cur.run(run), rx.wqes.run(ci, run));
@@ -1098,11 +1131,7 @@ impl EthQueues {
                 got = k;
                 break;
             }
-            room[k].write(Packet {
-                index: slots[k],
-                len,
-                pool: tag,
-            });
+            room[k].write(Packet::from_id(slots[k], len));
             if REPOST {
                 slots[k] = fresh[k];
                 wqes.write64_raw::<DATA_ADDR>(k, Pool::wire(wire, fresh[k]));
@@ -1133,10 +1162,10 @@ impl EthQueues {
         let error = rx.error::<B::Barriers>(opcode, wqe_counter, len, self.pool.buf_size);
         let posted = rx.pi != rx.ci;
         if opcode == u32::from(CqeOpcode::RespErr.raw()) && wqe_counter == rx.ci as u16 && posted {
-            let index = rx.slots[(rx.ci & rx.mask) as usize];
+            let id = rx.slots[(rx.ci & rx.mask) as usize];
             cur.advance();
             rx.ci = rx.ci.wrapping_add(1);
-            self.pool.free.push(index);
+            self.pool.free.push(id);
         }
         (error, cur)
     }
@@ -1152,10 +1181,10 @@ impl EthQueues {
             let from = self.pool.free.len() - take;
             let (wqes, mask, slots) = (rx.wqes, rx.mask, &mut rx.slots[..]);
             let mut pi = rx.pi;
-            for &index in &self.pool.free[from..] {
-                wqes.write64_raw::<DATA_ADDR>(pi, Pool::wire(&self.pool.wire, index));
+            for &id in &self.pool.free[from..] {
+                wqes.write64_raw::<DATA_ADDR>(pi, Pool::wire(&self.pool.wire, id));
                 // SAFETY: masked to the ring; `slots` has one entry per slot.
-                unsafe { *slots.get_unchecked_mut((pi & mask) as usize) = index };
+                unsafe { *slots.get_unchecked_mut((pi & mask) as usize) = id };
                 pi = pi.wrapping_add(1);
             }
             rx.pi = pi;
