@@ -93,7 +93,6 @@ pub struct Cq {
 pub(crate) struct Cursor {
     cqes: Ring<CQE>,
     consumer: u32,
-    log_size: u8,
 }
 
 impl Cursor {
@@ -102,14 +101,21 @@ impl Cursor {
     /// [`Cursor::field`].
     #[inline(always)]
     pub(crate) fn ready<Br: Barriers>(&self) -> bool {
+        self.ready_word::<Br>().is_some()
+    }
+
+    /// As [`Cursor::ready`], and the dword that told: the CQE's last (wqe_counter,
+    /// signature, opcode, format, se, owner), as read in the same load as the owner bit.
+    #[inline(always)]
+    pub(crate) fn ready_word<Br: Barriers>(&self) -> Option<u32> {
         let word = self.cqes.read32::<OP_OWN>(self.consumer);
         let owner = (word >> shift_of(Cqe64::OWNER)) & 1;
         let opcode = (word >> shift_of(Cqe64::OPCODE)) & 0xf;
-        if owner != (self.consumer >> self.log_size) & 1 || opcode == INVALID {
-            return false;
+        if owner != self.parity() || opcode == INVALID {
+            return None;
         }
         Br::from_device();
-        true
+        Some(word)
     }
 
     /// The dword at byte `AT` of the CQE here (after [`Cursor::ready`]).
@@ -122,7 +128,7 @@ impl Cursor {
     /// ring. It stays the same for [`Cursor::until_wrap`] positions.
     #[inline(always)]
     pub(crate) fn parity(&self) -> u32 {
-        (self.consumer >> self.log_size) & 1
+        u32::from(self.consumer & self.cqes.entries() != 0)
     }
 
     /// Positions from here to the end of the ring (at least 1).
@@ -326,7 +332,6 @@ impl Cq {
         Cursor {
             cqes: self.cqes,
             consumer: self.consumer,
-            log_size: self.log_size,
         }
     }
 
@@ -363,10 +368,10 @@ impl Cq {
     #[inline]
     pub(crate) fn publish<B: Backend>(&self) {
         // The CQEs must be fully read before the device may reuse their slots.
+        let ci = (self.consumer & 0xff_ffff) << shift_of(CI);
         B::Barriers::to_device();
         // The consumer index fills its dword but for reserved bits.
-        self.record
-            .write32::<CI_DWORD>(0, (self.consumer & 0xff_ffff) << shift_of(CI));
+        self.record.write32::<CI_DWORD>(0, ci);
     }
 
     /// Asks for a completion event on the next CQE (or the next solicited one).

@@ -167,18 +167,24 @@ const fn ctrl_dw0(pi: u32) -> u32 {
     ((pi & 0xffff) << WQE_INDEX_SHIFT) | SEND
 }
 /// One more in the WQE index of a control segment's first dword in the device's byte order,
-/// as long as the index's low byte does not wrap (see [`until_byte_wraps`]).
+/// as long as the index's low byte does not wrap (see [`run_left`]).
 const CTRL_INDEX_ONE: u32 = (1u32 << WQE_INDEX_SHIFT).to_be();
 /// One more in the wqe_counter of a CQE's last dword in the device's byte order, likewise.
 const CQE_COUNTER_ONE: u32 = (1u32 << shift_of(Cqe64::WQE_COUNTER)).to_be();
 const _: () = assert!(WqeCtrlSeg::WQE_INDEX.width == 16 && Cqe64::WQE_COUNTER.width == 16);
 
-/// Counts from `index` until its low byte wraps: big-endian 16-bit counters (WQE index, CQE
-/// wqe_counter) held in a dword in the device's byte order go up by one with a plain add
-/// until then.
+/// The hot loops go over runs of consecutive slots, which end where the ring wraps and where
+/// the index's low byte does: up to there, the big-endian 16-bit counters (WQE index, CQE
+/// wqe_counter) they keep in a dword in the device's byte order go up by one with a plain add.
+/// So a run ends at the next multiple of `run_mask + 1`, the ring's size but at most 256.
+fn run_mask(ring_mask: u32) -> u32 {
+    ring_mask.min(0xff)
+}
+
+/// Slots from `index` to the end of its run (see [`run_mask`]).
 #[inline(always)]
-fn until_byte_wraps(index: u32) -> usize {
-    256 - (index & 0xff) as usize
+fn run_left(run_mask: u32, index: u32) -> usize {
+    (run_mask - (index & run_mask)) as usize + 1
 }
 const _: () = assert!(dword_of(WqeCtrlSeg::QPN) == 4 && dword_of(WqeCtrlSeg::DS) == 4);
 /// The RQ doorbell record's receive counter, alone in its dword (but for reserved bits).
@@ -201,6 +207,7 @@ const REQ: u32 = CqeOpcode::Req.raw() as u32;
 const COUNTER_AND_OPCODE: u32 =
     (0xffff << shift_of(Cqe64::WQE_COUNTER)) | (0xf << shift_of(Cqe64::OPCODE));
 const RESP_SEND_BITS: u32 = RESP_SEND << shift_of(Cqe64::OPCODE);
+const REQ_BITS: u32 = REQ << shift_of(Cqe64::OPCODE);
 /// The bits a receive CQE's last dword is compared on: counter, opcode and owner.
 const COUNTER_OPCODE_OWNER: u32 = COUNTER_AND_OPCODE | (1 << shift_of(Cqe64::OWNER));
 const _: () = assert!(dword_of(Cqe64::OPCODE) == CQE_WQE_COUNTER);
@@ -235,6 +242,8 @@ struct Tx {
     record: Ring<8>,
     cq: Cq,
     mask: u32,
+    /// See [`run_mask`].
+    run_mask: u32,
     /// WQEs posted and reaped (free-running).
     pi: u32,
     ci: u32,
@@ -242,6 +251,8 @@ struct Tx {
     slots: Box<[Id]>,
     doorbell: SendDoorbell,
     inline_l2: bool,
+    /// [`EthConfig::signal_every`].
+    every: u32,
     /// The second dword of every WQE's control segment (SQ number and segment count), the
     /// doorbell's low half.
     ctrl_dw1: u32,
@@ -303,6 +314,8 @@ struct Rx {
     record: Ring<8>,
     cq: Cq,
     mask: u32,
+    /// See [`run_mask`].
+    run_mask: u32,
     pi: u32,
     ci: u32,
     /// The id of the buffer in each slot.
@@ -686,11 +699,13 @@ impl EthQueues {
                 dbrec: sq_dbrec,
                 cq: tx_cq,
                 mask: sq_entries as u32 - 1,
+                run_mask: run_mask(sq_entries as u32 - 1),
                 pi: 0,
                 ci: 0,
                 slots: vec![0; sq_entries].into_boxed_slice(),
                 doorbell: SendDoorbell::new(uar),
                 inline_l2: config.inline_l2,
+                every: u32::from(config.signal_every),
                 ctrl_dw1: (sqn << shift_of(WqeCtrlSeg::QPN))
                     | (u32::from(ds(config.inline_l2)) << shift_of(WqeCtrlSeg::DS)),
             },
@@ -704,6 +719,7 @@ impl EthQueues {
                 dbrec: rq_dbrec,
                 cq: rx_cq,
                 mask: rq_entries as u32 - 1,
+                run_mask: run_mask(rq_entries as u32 - 1),
                 pi: 0,
                 ci: 0,
                 slots: vec![0; rq_entries].into_boxed_slice(),
@@ -887,7 +903,11 @@ impl EthQueues {
         };
         if sent > 0 {
             // The packets' handles end here: their buffers belong to the SQ now.
-            pkts.drain(..sent);
+            if sent == pkts.len() {
+                pkts.clear();
+            } else {
+                pkts.drain(..sent);
+            }
             let tx = &mut self.tx;
             // The last WQE's first 8 bytes: as `post` and `prefill` wrote them.
             let first8 =
@@ -922,9 +942,7 @@ impl EthQueues {
         // In runs that do not wrap the SQ: consecutive slots.
         while n < pkts.len() {
             let pi = start.wrapping_add(n as u32);
-            let run = (pkts.len() - n)
-                .min(wqes.until_wrap(pi))
-                .min(until_byte_wraps(pi));
+            let run = (pkts.len() - n).min(run_left(tx.run_mask, pi));
             let ring = wqes.run(pi, run);
             let first = (pi & mask) as usize;
             let slots = &mut tx.slots[first..first + run];
@@ -972,8 +990,24 @@ impl EthQueues {
         let tx = &mut self.tx;
         let mut cur = tx.cq.cursor();
         let mut failure = None;
-        while cur.ready::<B::Barriers>() {
-            let word = cur.field::<CQE_WQE_COUNTER>();
+        let every = tx.every;
+        while let Some(word) = cur.ready_word::<B::Barriers>() {
+            // The usual CQE: a send completion for the next WQE that asked for one. With ci a
+            // multiple of `every`, that is WQE ci + every - 1 (see `prefill`), and its buffers
+            // are one run of the slot table (`every` divides the ring).
+            let usual = (tx.ci.wrapping_add(every - 1) << shift_of(Cqe64::WQE_COUNTER)) | REQ_BITS;
+            if word & COUNTER_AND_OPCODE == usual
+                && tx.ci & (every - 1) == 0
+                && tx.pi.wrapping_sub(tx.ci) >= every
+            {
+                let first = (tx.ci & tx.mask) as usize;
+                self.pool
+                    .free
+                    .extend_from_slice(&tx.slots[first..first + every as usize]);
+                tx.ci = tx.ci.wrapping_add(every);
+                cur.advance();
+                continue;
+            }
             let wqe_counter = (word >> shift_of(Cqe64::WQE_COUNTER)) as u16;
             let opcode = (word >> shift_of(Cqe64::OPCODE)) & 0xf;
             let outstanding = tx.pi.wrapping_sub(tx.ci);
@@ -1099,10 +1133,7 @@ impl EthQueues {
         let ci = rx.ci;
         // The CQ has the RQ's size and its consumer index is ci, so the RQ's end is the CQ's.
         debug_assert!(cur.until_wrap() == rx.wqes.until_wrap(ci));
-        let run = room
-            .len()
-            .min(rx.wqes.until_wrap(ci))
-            .min(until_byte_wraps(ci));
+        let run = room.len().min(run_left(rx.run_mask, ci));
         let (cqes, wqes) = (cur.run(run), rx.wqes.run(ci, run));
         let first = (ci & rx.mask) as usize;
         let slots = &mut rx.slots[first..first + run];

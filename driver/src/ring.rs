@@ -89,6 +89,12 @@ impl<const SLOT: usize> Ring<SLOT> {
         u32::from_be(unsafe { p.read_volatile() })
     }
 
+    /// Slots in the ring.
+    #[inline(always)]
+    pub(crate) fn entries(&self) -> u32 {
+        self.mask + 1
+    }
+
     /// Slots from `index` (masked) to the end of the ring: at least 1.
     #[inline(always)]
     pub(crate) fn until_wrap(&self, index: u32) -> usize {
