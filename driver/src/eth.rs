@@ -336,9 +336,13 @@ impl Rx {
                 };
             }
         }
+        let (next, posted) = (self.ci as u16, self.pi.wrapping_sub(self.ci));
         invalid(
             "receive cqe",
-            format!("opcode 0x{opcode:x}, {len} bytes into a {buf_size}-byte buffer"),
+            format!(
+                "opcode 0x{opcode:x} for WQE {wqe_counter} (next {next}, {posted} posted), \
+                 {len} bytes into a {buf_size}-byte buffer"
+            ),
         )
     }
 }
@@ -1074,11 +1078,10 @@ impl EthQueues {
         // the old length.
         unsafe { out.set_len(out.len() + n) };
         // Short of `max`: usually because no more CQEs are handed over; otherwise the next
-        // one is refused (a bad one, or one with no WQE posted for it).
+        // one is looked at again (it may have just arrived), and refused if bad.
         let mut error = None;
         if n < max && cur.ready::<B::Barriers>() {
-            let (e, c) = self.refuse_rx::<B>(cur);
-            (error, cur) = (Some(e), c);
+            (error, cur) = self.check_rx::<B>(cur);
         }
         self.rx.cq.commit::<B>(cur);
         self.refill::<B>(pi);
@@ -1177,28 +1180,34 @@ impl EthQueues {
         (got, got < run)
     }
 
-    /// The error a handed-over receive CQE at `cur` (at WQE `rx.ci`) stands for, since it is
-    /// not the next packet. A receive error CQE for the next posted WQE is consumed, and its
-    /// buffer (which holds nothing) goes back to the pool. Returns the cursor after it.
+    /// A receive CQE at `cur` (at WQE `rx.ci`), handed over, that the receive loop did not
+    /// take: a good one that arrived since the loop looked is left for the next call (no
+    /// error); any other is refused with the error it stands for, and a receive error CQE
+    /// for the next posted WQE is consumed, its buffer (which holds nothing) back to the
+    /// pool. Returns the cursor after what was consumed.
     #[cold]
-    fn refuse_rx<B: Backend>(&mut self, mut cur: Cursor) -> (Error, Cursor) {
-        // The packets before it are taken: publish them, so the CQ's own decoding of the
-        // error CQE looks at this one.
-        self.rx.cq.commit::<B>(cur);
+    fn check_rx<B: Backend>(&mut self, mut cur: Cursor) -> (Option<Error>, Cursor) {
         let rx = &mut self.rx;
         let word = cur.field::<CQE_WQE_COUNTER>();
         let len = cur.field::<CQE_BYTE_CNT>();
         let wqe_counter = (word >> shift_of(Cqe64::WQE_COUNTER)) as u16;
         let opcode = (word >> shift_of(Cqe64::OPCODE)) & 0xf;
-        let error = rx.error::<B::Barriers>(opcode, wqe_counter, len, self.pool.buf_size);
         let posted = rx.pi != rx.ci;
-        if opcode == u32::from(CqeOpcode::RespErr.raw()) && wqe_counter == rx.ci as u16 && posted {
+        let next = posted && wqe_counter == rx.ci as u16;
+        if next && opcode == RESP_SEND && len <= self.pool.buf_size {
+            return (None, cur);
+        }
+        // The packets before it are taken: publish them, so the CQ's own decoding of the
+        // error CQE looks at this one.
+        rx.cq.commit::<B>(cur);
+        let error = rx.error::<B::Barriers>(opcode, wqe_counter, len, self.pool.buf_size);
+        if opcode == u32::from(CqeOpcode::RespErr.raw()) && next {
             let id = rx.slots[(rx.ci & rx.mask) as usize];
             cur.advance();
             rx.ci = rx.ci.wrapping_add(1);
             self.pool.free.push(id);
         }
-        (error, cur)
+        (Some(error), cur)
     }
 
     /// Posts free buffers to the RQ until it is full or the pool is empty; then, if the RQ's
