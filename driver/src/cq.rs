@@ -348,12 +348,23 @@ impl Cq {
     /// tests of how the driver treats values it must not trust.
     #[cfg(test)]
     pub(crate) fn forge(&self, fill: impl FnOnce(&mut Cqe64<mlx5_prm::rt::DeviceBytes<'_>>)) {
+        self.forge_at(0, fill)
+    }
+
+    /// As [`Cq::forge`], `ahead` CQEs past the consumer index.
+    #[cfg(test)]
+    pub(crate) fn forge_at(
+        &self,
+        ahead: u32,
+        fill: impl FnOnce(&mut Cqe64<mlx5_prm::rt::DeviceBytes<'_>>),
+    ) {
+        let index = self.consumer.wrapping_add(ahead);
         let mask = (1u32 << self.log_size) - 1;
-        let at = (self.consumer & mask) as usize * CQE;
+        let at = (index & mask) as usize * CQE;
         let mut cqe = Cqe64::new_unchecked(self.ring.slice(at, CQE));
         mlx5_prm::rt::BytesMut::write_bytes(cqe.storage_mut(), 0, &[0u8; CQE]);
         fill(&mut cqe);
-        cqe.set_owner((self.consumer >> self.log_size) & 1 == 1);
+        cqe.set_owner((index >> self.log_size) & 1 == 1);
     }
 
     /// The CQE at the consumer index, decoded, if handed over (the slow path: error CQEs).
@@ -397,6 +408,9 @@ impl Cq {
 
     /// Destroys the CQ and frees its memory; on failure the memory is kept (the device may
     /// still write it) and the CQ comes back with the error.
+    // The CQ (about 100 bytes, with the word-access handles its hot path keeps) comes back
+    // whole on this rare path rather than boxed.
+    #[allow(clippy::result_large_err)]
     pub fn destroy<B: Backend>(self, hca: &mut Hca<B>) -> std::result::Result<(), (Error, Cq)> {
         let cqn = self.cqn;
         match hca.run::<DestroyCq>(0, |i| i.set_cqn(cqn)) {

@@ -323,10 +323,18 @@ struct Rx {
 }
 
 impl Rx {
-    /// The error an unexpected receive CQE stands for.
+    /// The error an unexpected receive CQE stands for; `next` says it names the next posted
+    /// WQE (a receive error for any other is a bad value, not that WQE's failure).
     #[cold]
-    fn error<Br: Barriers>(&self, opcode: u32, wqe_counter: u16, len: u32, buf_size: u32) -> Error {
-        if opcode == u32::from(CqeOpcode::RespErr.raw()) {
+    fn error<Br: Barriers>(
+        &self,
+        opcode: u32,
+        wqe_counter: u16,
+        len: u32,
+        buf_size: u32,
+        next: bool,
+    ) -> Error {
+        if opcode == u32::from(CqeOpcode::RespErr.raw()) && next {
             if let Some(Err(error)) = self.cq.decode::<Br>().map(|c| c.status) {
                 return Error::WorkRequest {
                     queue: "rq",
@@ -1200,7 +1208,7 @@ impl EthQueues {
         // The packets before it are taken: publish them, so the CQ's own decoding of the
         // error CQE looks at this one.
         rx.cq.commit::<B>(cur);
-        let error = rx.error::<B::Barriers>(opcode, wqe_counter, len, self.pool.buf_size);
+        let error = rx.error::<B::Barriers>(opcode, wqe_counter, len, self.pool.buf_size, next);
         if opcode == u32::from(CqeOpcode::RespErr.raw()) && next {
             let id = rx.slots[(rx.ci & rx.mask) as usize];
             cur.advance();
@@ -1352,5 +1360,86 @@ mod tests {
             other => panic!("{other}"),
         }
         assert_eq!(q.free_buffers(), free + 3);
+    }
+
+    #[test]
+    fn the_usual_send_cqe_is_refused_when_its_wqe_was_not_posted() {
+        let (hca, mut q) = eth();
+        send(&hca, &mut q, 3);
+        let free = q.free_buffers();
+        // What the fast path expects next (the WQE that asks for a completion, ci +
+        // signal_every - 1), but only 3 WQEs are outstanding.
+        q.tx.cq.forge(|c| {
+            c.set_opcode(CqeOpcode::Req);
+            c.set_wqe_counter(31);
+        });
+        let e = q.tx_batch(hca.backend(), &mut Vec::new()).unwrap_err();
+        assert!(e.to_string().contains("not outstanding"), "{e}");
+        assert_eq!(q.free_buffers(), free, "no buffer freed on a bad CQE");
+        assert_eq!(q.outstanding().0, 3);
+    }
+
+    /// A receive CQE `ahead` of the consumer index, for WQE `counter`.
+    fn receive_cqe(q: &EthQueues, ahead: u32, counter: u16, opcode: CqeOpcode, len: u32) {
+        q.rx.cq.forge_at(ahead, |c| {
+            c.set_opcode(opcode);
+            c.set_wqe_counter(counter);
+            c.set_byte_cnt(len);
+            if opcode == CqeOpcode::RespErr {
+                let mut e = mlx5_prm::ErrCqe::new_unchecked(c.storage_mut().sub_mut(0, 64));
+                e.set_syndrome(CqeSyndrome::LocalLengthErr);
+            }
+        });
+    }
+
+    #[test]
+    fn good_packets_before_a_receive_error_are_handed_out_and_its_buffer_comes_back() {
+        let (hca, mut q) = eth();
+        let free = q.free_buffers();
+        receive_cqe(&q, 0, 0, CqeOpcode::RespSend, 60);
+        receive_cqe(&q, 1, 1, CqeOpcode::RespSend, 61);
+        receive_cqe(&q, 2, 2, CqeOpcode::RespErr, 0);
+        let mut out = Vec::new();
+        match q.rx_batch(hca.backend(), &mut out, 8).unwrap_err() {
+            Error::WorkRequest {
+                queue: "rq",
+                wqe_counter: 2,
+                error,
+                ..
+            } => assert_eq!(error.syndrome, CqeSyndrome::LocalLengthErr.raw()),
+            other => panic!("{other}"),
+        }
+        assert_eq!(out.iter().map(Packet::len).collect::<Vec<_>>(), [60, 61]);
+        // Two buffers handed out; the error CQE's came back; the RQ is full again.
+        assert_eq!(q.outstanding().1, 512);
+        assert_eq!(q.free_buffers(), free - 2);
+        // Past the error CQE: nothing more.
+        assert_eq!(q.rx_batch(hca.backend(), &mut out, 8).unwrap(), 0);
+    }
+
+    #[test]
+    fn a_receive_cqe_with_no_wqe_posted_is_refused_and_frees_nothing() {
+        let (be, _dev) = SimBackend::new(mlx5_sim::Config::default());
+        let mut hca = Hca::bring_up(be, &HcaConfig::default()).unwrap();
+        let config = EthConfig {
+            buffers: 2,
+            ..EthConfig::default()
+        };
+        let mut q = EthQueues::create(&mut hca, &config).unwrap();
+        assert_eq!(q.outstanding().1, 2, "both buffers posted");
+        receive_cqe(&q, 0, 0, CqeOpcode::RespSend, 60);
+        receive_cqe(&q, 1, 1, CqeOpcode::RespSend, 60);
+        let mut out = Vec::new();
+        assert_eq!(q.rx_batch(hca.backend(), &mut out, 8).unwrap(), 2);
+        assert_eq!(q.outstanding().1, 0, "the pool is empty: nothing posted");
+        // A good-looking CQE and a receive error for the WQE that would come next: neither
+        // names a posted WQE.
+        for opcode in [CqeOpcode::RespSend, CqeOpcode::RespErr] {
+            receive_cqe(&q, 0, 2, opcode, 60);
+            let e = q.rx_batch(hca.backend(), &mut out, 8).unwrap_err();
+            assert!(e.to_string().contains("0 posted"), "{e}");
+            assert_eq!(out.len(), 2, "nothing more handed out");
+            assert_eq!(q.free_buffers(), 0, "no buffer freed twice");
+        }
     }
 }
