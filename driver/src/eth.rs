@@ -961,14 +961,13 @@ impl EthQueues {
             let pkts = &pkts[n..n + run];
             // The control segment's first dword (opmod, WQE index, opcode) in the device's byte
             // order: within the run only the index's low byte changes, one add each time.
-            let mut ctrl = ctrl_dw0(pi).to_be();
-            let mut got = run;
+            let first_ctrl = ctrl_dw0(pi).to_be();
+            let mut ctrl = first_ctrl;
             for k in 0..run {
                 let p = &pkts[k];
                 // Handles are made only by this pool with in-range indices, so the tag
                 // vouches for the index; the length is the caller's.
                 if p.pool != tag || p.len.wrapping_sub(min) > buf_size - min {
-                    got = k;
                     break;
                 }
                 ring.write32_raw::<CTRL_DW0>(k, ctrl);
@@ -987,6 +986,9 @@ impl EthQueues {
                 }
                 slots[k] = p.id();
             }
+            // How many were written, as the index in `ctrl` counted them (no carry, see
+            // `run_left`).
+            let got = (ctrl.wrapping_sub(first_ctrl) / CTRL_INDEX_ONE) as usize;
             n += got;
             if got < run {
                 break;
@@ -1109,13 +1111,18 @@ impl EthQueues {
         let want = room.len();
         // With REPOST, fresh buffers come from the top of the free stack.
         let from = self.pool.free.len() - if REPOST { want } else { 0 };
-        // At most two runs (the batch is no longer than the ring); the second only if the
-        // first ended at the ring's end.
-        let (mut n, short) = self.receive_run::<Br, REPOST>(&mut cur, room, from);
+        // Usually one run, sometimes two (past the end of a ring or of a counter's low byte);
+        // more (out of line) only for batches longer than 256.
+        let (mut n, mut short) = self.receive_run::<Br, REPOST>(&mut cur, room, from);
         if !short && n < want {
-            n += self
-                .receive_run::<Br, REPOST>(&mut cur, &mut room[n..], from + n)
-                .0;
+            let got;
+            (got, short) = self.receive_run::<Br, REPOST>(&mut cur, &mut room[n..], from + n);
+            n += got;
+            if !short && n < want {
+                let got;
+                (got, cur) = self.receive_more::<Br, REPOST>(cur, &mut room[n..], from + n);
+                n += got;
+            }
         }
         if REPOST {
             let free = &mut self.pool.free;
@@ -1123,6 +1130,28 @@ impl EthQueues {
                 free.truncate(from);
             } else {
                 free.drain(from..from + n);
+            }
+        }
+        (n, cur)
+    }
+
+    /// The runs of [`EthQueues::receive`] after the first: out of line, so that the first
+    /// (usually the only one) keeps its registers. Returns how many packets they took, and
+    /// the cursor past them.
+    #[cold]
+    #[inline(never)]
+    fn receive_more<Br: Barriers, const REPOST: bool>(
+        &mut self,
+        mut cur: Cursor,
+        room: &mut [MaybeUninit<Packet>],
+        fresh: usize,
+    ) -> (usize, Cursor) {
+        let mut n = 0;
+        while n < room.len() {
+            let (got, short) = self.receive_run::<Br, REPOST>(&mut cur, &mut room[n..], fresh + n);
+            n += got;
+            if short {
+                break;
             }
         }
         (n, cur)

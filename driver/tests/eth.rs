@@ -324,3 +324,42 @@ fn counters_wrap_past_16_bits() {
     eth.destroy(&mut hca).unwrap();
     hca.teardown().unwrap();
 }
+
+/// Batches longer than 256 (the hot loops go in runs of at most 256 slots): one tx_batch
+/// and one rx_batch move 600 packets, from the middle of 1024-slot rings.
+#[test]
+fn batches_longer_than_a_run() {
+    let (mut hca, dev) = up(Mode::Inline);
+    dev.loopback(true);
+    let config = EthConfig {
+        log_sq_size: 10,
+        log_rq_size: 10,
+        buffers: 4096,
+        signal_every: 8,
+        macs: vec![MAC_A],
+        ..EthConfig::default()
+    };
+    let mut eth = EthQueues::create(&mut hca, &config).unwrap();
+    let (mut batch, mut rx) = (Vec::new(), Vec::new());
+    let (mut seq, mut expected) = (0u32, 0u32);
+    for n in [250, 600] {
+        for _ in 0..n {
+            let mut p = eth.alloc().unwrap();
+            eth.write(&mut p, &frame(MAC_A, seq, 60)).unwrap();
+            batch.push(p);
+            seq += 1;
+        }
+        assert_eq!(eth.tx_batch(hca.backend(), &mut batch).unwrap(), n);
+        assert_eq!(eth.rx_batch(hca.backend(), &mut rx, n).unwrap(), n);
+        assert_eq!(rx.len(), n);
+        for p in rx.drain(..) {
+            let mut got = [0u8; 4];
+            eth.data(&p).read_bytes(14, &mut got);
+            assert_eq!(u32::from_be_bytes(got), expected);
+            expected += 1;
+            eth.free(p);
+        }
+    }
+    eth.destroy(&mut hca).unwrap();
+    hca.teardown().unwrap();
+}
