@@ -944,58 +944,81 @@ impl EthQueues {
     /// how many. The caller checked that the SQ has room for all of them.
     #[inline(always)]
     fn post<const INLINE: bool>(&mut self, pkts: &[Packet]) -> usize {
-        let (tx, pool) = (&mut self.tx, &self.pool);
-        let (tag, buf_size, wire) = (pool.tag, pool.buf_size, &pool.wire[..]);
-        let min = if INLINE { INLINE_L2 as u32 } else { 1 };
-        // The loop's state in locals, so the compiler keeps it in registers across the
-        // volatile stores.
-        let (wqes, mask, start) = (tx.wqes, tx.mask, tx.pi);
-        let mut n = 0;
-        // In runs that do not wrap the SQ: consecutive slots.
-        while n < pkts.len() {
-            let pi = start.wrapping_add(n as u32);
-            let run = (pkts.len() - n).min(run_left(tx.run_mask, pi));
-            let ring = wqes.run(pi, run);
-            let first = (pi & mask) as usize;
-            let slots = &mut tx.slots[first..first + run];
-            let pkts = &pkts[n..n + run];
-            // The control segment's first dword (opmod, WQE index, opcode) in the device's byte
-            // order: within the run only the index's low byte changes, one add each time.
-            let first_ctrl = ctrl_dw0(pi).to_be();
-            let mut ctrl = first_ctrl;
-            for k in 0..run {
-                let p = &pkts[k];
-                // Handles are made only by this pool with in-range indices, so the tag
-                // vouches for the index; the length is the caller's.
-                if p.pool != tag || p.len.wrapping_sub(min) > buf_size - min {
-                    break;
-                }
-                ring.write32_raw::<CTRL_DW0>(k, ctrl);
-                ctrl = ctrl.wrapping_add(CTRL_INDEX_ONE);
-                if INLINE {
-                    let addr = pool.base + u64::from(p.index) * u64::from(buf_size);
-                    let at = (pi.wrapping_add(k as u32) & mask) as usize * WQEBB;
-                    inline_header(&tx.ring, pool, p, at);
-                    ring.write32::<{ DATA_INLINE + DATA_LEN }>(k, p.len - INLINE_L2 as u32);
-                    let addr = (addr + INLINE_L2 as u64).to_be();
-                    ring.write64_raw::<{ DATA_INLINE + DATA_ADDR }>(k, addr);
-                } else {
-                    ring.write32::<{ DATA_PLAIN + DATA_LEN }>(k, p.len);
-                    let addr = Pool::wire(wire, p.id());
-                    ring.write64_raw::<{ DATA_PLAIN + DATA_ADDR }>(k, addr);
-                }
-                slots[k] = p.id();
-            }
-            // How many were written, as the index in `ctrl` counted them (no carry, see
-            // `run_left`).
-            let got = (ctrl.wrapping_sub(first_ctrl) / CTRL_INDEX_ONE) as usize;
+        // Usually one run, sometimes two (past the end of the ring or of the index's low
+        // byte); more (out of line) only for batches longer than 256.
+        let (mut n, mut short) = self.post_run::<INLINE>(pkts);
+        if !short && n < pkts.len() {
+            let got;
+            (got, short) = self.post_run::<INLINE>(&pkts[n..]);
             n += got;
-            if got < run {
+            if !short && n < pkts.len() {
+                n += self.post_more::<INLINE>(&pkts[n..]);
+            }
+        }
+        n
+    }
+
+    /// The runs of [`EthQueues::post`] after the second, out of line.
+    #[cold]
+    #[inline(never)]
+    fn post_more<const INLINE: bool>(&mut self, pkts: &[Packet]) -> usize {
+        let mut n = 0;
+        while n < pkts.len() {
+            let (got, short) = self.post_run::<INLINE>(&pkts[n..]);
+            n += got;
+            if short {
                 break;
             }
         }
-        tx.pi = start.wrapping_add(n as u32);
         n
+    }
+
+    /// One run of [`EthQueues::post`]: from WQE `tx.pi` to the end of `pkts` or of the run
+    /// (see [`run_mask`]). Returns how many it wrote, and whether it stopped at a packet that
+    /// is not sendable.
+    #[inline(always)]
+    fn post_run<const INLINE: bool>(&mut self, pkts: &[Packet]) -> (usize, bool) {
+        let (tx, pool) = (&mut self.tx, &self.pool);
+        let (tag, buf_size, wire) = (pool.tag, pool.buf_size, &pool.wire[..]);
+        let min = if INLINE { INLINE_L2 as u32 } else { 1 };
+        let pi = tx.pi;
+        let run = pkts.len().min(run_left(tx.run_mask, pi));
+        let ring = tx.wqes.run(pi, run);
+        let first = (pi & tx.mask) as usize;
+        let slots = &mut tx.slots[first..first + run];
+        let pkts = &pkts[..run];
+        // The control segment's first dword (opmod, WQE index, opcode) in the device's byte
+        // order: within the run only the index's low byte changes, one add each time.
+        let first_ctrl = ctrl_dw0(pi).to_be();
+        let mut ctrl = first_ctrl;
+        for k in 0..run {
+            let p = &pkts[k];
+            // Handles are made only by this pool with in-range indices, so the tag vouches
+            // for the index; the length is the caller's.
+            if p.pool != tag || p.len.wrapping_sub(min) > buf_size - min {
+                break;
+            }
+            ring.write32_raw::<CTRL_DW0>(k, ctrl);
+            ctrl = ctrl.wrapping_add(CTRL_INDEX_ONE);
+            if INLINE {
+                let addr = pool.base + u64::from(p.index) * u64::from(buf_size);
+                let at = (pi.wrapping_add(k as u32) & tx.mask) as usize * WQEBB;
+                inline_header(&tx.ring, pool, p, at);
+                ring.write32::<{ DATA_INLINE + DATA_LEN }>(k, p.len - INLINE_L2 as u32);
+                let addr = (addr + INLINE_L2 as u64).to_be();
+                ring.write64_raw::<{ DATA_INLINE + DATA_ADDR }>(k, addr);
+            } else {
+                ring.write32::<{ DATA_PLAIN + DATA_LEN }>(k, p.len);
+                let addr = Pool::wire(wire, p.id());
+                ring.write64_raw::<{ DATA_PLAIN + DATA_ADDR }>(k, addr);
+            }
+            slots[k] = p.id();
+        }
+        // How many were written, as the index in `ctrl` counted them (no carry, see
+        // `run_left`).
+        let got = (ctrl.wrapping_sub(first_ctrl) / CTRL_INDEX_ONE) as usize;
+        tx.pi = pi.wrapping_add(got as u32);
+        (got, got < run)
     }
 
     /// Returns the buffers of sent packets to the pool, one send CQE at a time.
