@@ -197,7 +197,7 @@ impl CqeRun {
         true
     }
 
-    /// The dword at byte `AT` of the `k`-th CQE (after [`CqeRun::matches`] on it).
+    /// The dword at byte `AT` of the `k`-th CQE (after [`CqeRun::matches_raw`] on it).
     #[inline(always)]
     pub(crate) fn field<const AT: usize>(&self, k: usize) -> u32 {
         self.cqes.read32::<AT>(k)
@@ -378,8 +378,8 @@ impl Cq {
     /// slots it may overwrite).
     #[inline]
     pub(crate) fn publish<B: Backend>(&self) {
-        // The CQEs must be fully read before the device may reuse their slots.
         let ci = (self.consumer & 0xff_ffff) << shift_of(CI);
+        // The CQEs must be fully read before the device may reuse their slots.
         B::Barriers::to_device();
         // The consumer index fills its dword but for reserved bits.
         self.record.write32::<CI_DWORD>(0, ci);

@@ -11,8 +11,14 @@
 //!   and one send CQE gives back all the buffers up to its WQE counter;
 //! - one doorbell per batch: WQEs → to-device barrier → doorbell record → barrier → the first 8
 //!   bytes of the batch's last WQE to the UAR, alternating the two BlueFlame halves;
-//! - received packets complete in ring order; the RQ is refilled from the pool and its doorbell
-//!   record written once per batch.
+//! - received packets complete in ring order; while the RQ is full, the slot of each packet
+//!   taken gets a fresh buffer from the pool at once (else the RQ is refilled after), and the
+//!   doorbell record is written once per batch;
+//! - the loops go over runs of consecutive ring slots (`run_mask`): no index masking, bounds
+//!   checked once per run, one compare per receive CQE for its owner bit, opcode and WQE
+//!   counter, and the 16-bit counters kept in the device's byte order;
+//! - a buffer's id (pool tag and index, as a [`Packet`] holds them) is one word in the free
+//!   list and the slot tables, and its address in a WQE comes from a table (`Pool::wire`).
 //!
 //! Buffers are owned by [`Packet`] handles. A handle given to [`EthQueues::tx_batch`] moves
 //! into the queue and its buffer returns to the pool when the device reports it sent; a

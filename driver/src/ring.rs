@@ -7,6 +7,9 @@
 //! at compile time. So each access here is one aligned volatile load or store, with the byte
 //! order conversion, and nothing else. Offsets come from the generated layouts' field
 //! constants ([`dword_of`], [`shift_of`]), never from hand-written numbers.
+//!
+//! A hot loop over consecutive slots takes a [`Run`] instead: slots that do not wrap, checked
+//! once ([`Ring::run`]), then addressed by their number in the run without masking.
 
 use crate::backend::DmaBuf;
 use mlx5_prm::rt::Field;
@@ -206,6 +209,28 @@ mod tests {
             "wqe_counter shares the last dword with opcode and owner"
         );
         assert_eq!(buf.slice(6 * 64, 4).read_be32(0) >> 8, 0xbeef);
+        be.dma().free(buf);
+    }
+
+    #[test]
+    fn a_run_addresses_the_ring_slots_it_covers_and_must_not_wrap() {
+        let (be, _dev) = SimBackend::new(mlx5_sim::Config::default());
+        let buf = be.dma().alloc(4096, 4096).unwrap();
+        let ring: Ring<64> = unsafe { Ring::over(&buf, 64) };
+        // Index 125 is slot 61: three slots to the end.
+        assert_eq!(ring.until_wrap(125), 3);
+        let run = ring.run(125, 3);
+        for k in 0..3 {
+            run.write32::<4>(k, 0x100 + k as u32);
+            run.write32_raw::<8>(k, (0x200 + k as u32).to_be());
+        }
+        for k in 0..3u32 {
+            assert_eq!(ring.read32::<4>(125 + k), 0x100 + k);
+            assert_eq!(ring.read32::<8>(125 + k), 0x200 + k);
+            assert_eq!(run.read32::<4>(k as usize), 0x100 + k);
+        }
+        let wraps = std::panic::catch_unwind(|| ring.run(125, 4));
+        assert!(wraps.is_err(), "a run past the ring's end is refused");
         be.dma().free(buf);
     }
 }
