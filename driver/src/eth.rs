@@ -168,6 +168,10 @@ const WQE_INDEX_SHIFT: u32 = shift_of(WqeCtrlSeg::WQE_INDEX);
 const SEND: u32 = (SendOpcode::Send.raw() as u32) << shift_of(WqeCtrlSeg::OPCODE);
 const _: () =
     assert!(dword_of(WqeCtrlSeg::OPCODE) == CTRL_DW0 && dword_of(WqeCtrlSeg::OPMOD) == CTRL_DW0);
+const DATA_PLAIN: usize = 32;
+const DATA_INLINE: usize = 48;
+const DATA_LEN: usize = dword_of(WqeDataSeg::BYTE_COUNT);
+const DATA_ADDR: usize = dword_of(WqeDataSeg::ADDR);
 /// The control segment's first dword for WQE `pi`.
 const fn ctrl_dw0(pi: u32) -> u32 {
     ((pi & 0xffff) << WQE_INDEX_SHIFT) | SEND
@@ -199,10 +203,6 @@ const _: () = assert!(
     QpDoorbellRecord::RECEIVE_COUNTER.width == 16
         && shift_of(QpDoorbellRecord::RECEIVE_COUNTER) == 0
 );
-const DATA_PLAIN: usize = 32;
-const DATA_INLINE: usize = 48;
-const DATA_LEN: usize = dword_of(WqeDataSeg::BYTE_COUNT);
-const DATA_ADDR: usize = dword_of(WqeDataSeg::ADDR);
 /// The CQE dwords the hot path reads.
 const CQE_WQE_COUNTER: usize = dword_of(Cqe64::WQE_COUNTER);
 const CQE_BYTE_CNT: usize = dword_of(Cqe64::BYTE_CNT);
