@@ -11,7 +11,7 @@
 use crate::backend::{Backend, Barriers, DmaAlloc, DmaBuf, Mmio};
 use crate::error::{Error, Result};
 use crate::hca::Hca;
-use crate::ring::{dword_of, shift_of, Ring};
+use crate::ring::{dword_of, shift_of, Ring, Run};
 use mlx5_prm::cmd::{CreateCq, DestroyCq};
 use mlx5_prm::rt::View;
 use mlx5_prm::{CqArmCmd, CqDoorbellRecord, Cqe64, CqeOpcode, CqeSyndrome, CreateCqOut, ErrCqe};
@@ -22,6 +22,10 @@ const CQE: usize = 64;
 pub(crate) const OP_OWN: usize = dword_of(Cqe64::OWNER);
 const _: () = assert!(dword_of(Cqe64::OPCODE) == OP_OWN);
 const INVALID: u32 = CqeOpcode::Invalid.raw() as u32;
+/// The doorbell record's consumer index, alone in its dword (but for reserved bits).
+const CI: mlx5_prm::rt::Field = CqDoorbellRecord::<[u8; 8]>::CONSUMER_INDEX;
+const CI_DWORD: usize = dword_of(CI);
+const _: () = assert!(CI.width == 24 && shift_of(CI) == 0);
 /// Offset of the CQ arm doorbell in a UAR page.
 const ARM_DOORBELL: usize = 0x20;
 
@@ -74,6 +78,9 @@ pub struct Completion {
 pub struct Cq {
     ring: DmaBuf,
     dbrec: DmaBuf,
+    /// Word access to `ring` and `dbrec` (valid while they are held).
+    cqes: Ring<CQE>,
+    record: Ring<8>,
     log_size: u8,
     cqn: u32,
     consumer: u32,
@@ -86,7 +93,6 @@ pub struct Cq {
 pub(crate) struct Cursor {
     cqes: Ring<CQE>,
     consumer: u32,
-    log_size: u8,
 }
 
 impl Cursor {
@@ -95,14 +101,21 @@ impl Cursor {
     /// [`Cursor::field`].
     #[inline(always)]
     pub(crate) fn ready<Br: Barriers>(&self) -> bool {
+        self.ready_word::<Br>().is_some()
+    }
+
+    /// As [`Cursor::ready`], and the dword that told: the CQE's last (wqe_counter,
+    /// signature, opcode, format, se, owner), as read in the same load as the owner bit.
+    #[inline(always)]
+    pub(crate) fn ready_word<Br: Barriers>(&self) -> Option<u32> {
         let word = self.cqes.read32::<OP_OWN>(self.consumer);
         let owner = (word >> shift_of(Cqe64::OWNER)) & 1;
         let opcode = (word >> shift_of(Cqe64::OPCODE)) & 0xf;
-        if owner != (self.consumer >> self.log_size) & 1 || opcode == INVALID {
-            return false;
+        if owner != self.parity() || opcode == INVALID {
+            return None;
         }
         Br::from_device();
-        true
+        Some(word)
     }
 
     /// The dword at byte `AT` of the CQE here (after [`Cursor::ready`]).
@@ -111,12 +124,89 @@ impl Cursor {
         self.cqes.read32::<AT>(self.consumer)
     }
 
+    /// The owner bit of a CQE handed over at this position: the parity of the pass over the
+    /// ring. It stays the same for [`Cursor::until_wrap`] positions.
+    #[inline(always)]
+    pub(crate) fn parity(&self) -> u32 {
+        u32::from(self.consumer & self.cqes.entries() != 0)
+    }
+
+    /// Positions from here to the end of the ring (at least 1).
+    #[inline(always)]
+    pub(crate) fn until_wrap(&self) -> usize {
+        self.cqes.until_wrap(self.consumer)
+    }
+
     /// Moves to the next CQE.
     #[inline(always)]
     pub(crate) fn advance(&mut self) {
         self.consumer = self.consumer.wrapping_add(1);
     }
+
+    /// Moves `n` CQEs on.
+    #[inline(always)]
+    pub(crate) fn advance_by(&mut self, n: u32) {
+        self.consumer = self.consumer.wrapping_add(n);
+    }
+
+    /// The `len` CQEs from here on, for a loop over them; they must not wrap the ring
+    /// ([`Cursor::until_wrap`]), so they share one owner parity.
+    ///
+    /// # Panics
+    ///
+    /// If they wrap.
+    #[inline(always)]
+    pub(crate) fn run(&self, len: usize) -> CqeRun {
+        CqeRun {
+            cqes: self.cqes.run(self.consumer, len),
+            parity: self.parity(),
+        }
+    }
 }
+
+/// CQEs from a [`Cursor`] on that do not wrap the ring (see [`Cursor::run`]).
+///
+/// [`CqeRun::matches_raw`] is the hot path's ownership check: it is handed over when
+/// [`Cursor::ready`] would say so (owner bit of this pass, opcode not INVALID) and, in the same
+/// load, its last dword (wqe_counter, signature, opcode, format, se, owner) under `mask` equals
+/// `expected`; the from-device barrier is then done, so its other fields may be read.
+/// `mask` must cover the owner bit and the opcode, and `expected` hold this pass's owner parity
+/// ([`Cursor::parity`]) and an opcode other than INVALID: then a match is a CQE handed over by
+/// the owner rule. `false` says nothing about why: the CQE may not be handed over yet, or hold
+/// something else ([`Cursor::ready`] tells).
+#[derive(Clone, Copy)]
+pub(crate) struct CqeRun {
+    cqes: Run<CQE>,
+    parity: u32,
+}
+
+impl CqeRun {
+    /// Whether the `k`-th CQE of the run is handed over and as expected (see [`CqeRun`]);
+    /// `mask` and `expected` are in the device's byte order (`to_be()` of the values meant),
+    /// which saves converting the CQE's dword.
+    #[inline(always)]
+    pub(crate) fn matches_raw<Br: Barriers>(&self, k: usize, mask: u32, expected: u32) -> bool {
+        let (mask_native, expected_native) = (u32::from_be(mask), u32::from_be(expected));
+        debug_assert!(mask_native & OWNER_OPCODE == OWNER_OPCODE);
+        debug_assert!((expected_native >> shift_of(Cqe64::OPCODE)) & 0xf != INVALID);
+        debug_assert!(expected_native & 1 == self.parity);
+        if (self.cqes.read32_raw::<OP_OWN>(k) ^ expected) & mask != 0 {
+            return false;
+        }
+        Br::from_device();
+        true
+    }
+
+    /// The dword at byte `AT` of the `k`-th CQE (after [`CqeRun::matches_raw`] on it).
+    #[inline(always)]
+    pub(crate) fn field<const AT: usize>(&self, k: usize) -> u32 {
+        self.cqes.read32::<AT>(k)
+    }
+}
+
+/// The owner bit and the opcode in the CQE's last dword.
+const OWNER_OPCODE: u32 = (1 << shift_of(Cqe64::OWNER)) | (0xf << shift_of(Cqe64::OPCODE));
+const _: () = assert!(shift_of(Cqe64::OWNER) == 0);
 
 /// Writes opcode INVALID and owner 1 into every slot.
 fn init_ring(ring: &DmaBuf, entries: usize) {
@@ -192,7 +282,15 @@ impl Cq {
             }
         };
         let cqn = CreateCqOut::new_checked(&out[..])?.cqn();
-        Ok(Cq {
+        Ok(Cq::from_parts(ring, dbrec, log_size, cqn, uar))
+    }
+
+    fn from_parts(ring: DmaBuf, dbrec: DmaBuf, log_size: u8, cqn: u32, uar: u32) -> Cq {
+        Cq {
+            // SAFETY: the Cq holds `ring` and `dbrec` until `destroy`, and the Rings go with it.
+            cqes: unsafe { Ring::over(&ring, 1 << log_size) },
+            // SAFETY: as above.
+            record: unsafe { Ring::over(&dbrec, 1) },
             ring,
             dbrec,
             log_size,
@@ -200,7 +298,7 @@ impl Cq {
             consumer: 0,
             uar_offset: uar as usize * 4096,
             arm_sn: 0,
-        })
+        }
     }
 
     /// The CQ number.
@@ -232,11 +330,8 @@ impl Cq {
     #[inline(always)]
     pub(crate) fn cursor(&self) -> Cursor {
         Cursor {
-            // SAFETY: the cursor lives no longer than this borrow of the CQ, which holds
-            // the ring.
-            cqes: unsafe { Ring::over(&self.ring, 1 << self.log_size) },
+            cqes: self.cqes,
             consumer: self.consumer,
-            log_size: self.log_size,
         }
     }
 
@@ -253,12 +348,23 @@ impl Cq {
     /// tests of how the driver treats values it must not trust.
     #[cfg(test)]
     pub(crate) fn forge(&self, fill: impl FnOnce(&mut Cqe64<mlx5_prm::rt::DeviceBytes<'_>>)) {
+        self.forge_at(0, fill)
+    }
+
+    /// As [`Cq::forge`], `ahead` CQEs past the consumer index.
+    #[cfg(test)]
+    pub(crate) fn forge_at(
+        &self,
+        ahead: u32,
+        fill: impl FnOnce(&mut Cqe64<mlx5_prm::rt::DeviceBytes<'_>>),
+    ) {
+        let index = self.consumer.wrapping_add(ahead);
         let mask = (1u32 << self.log_size) - 1;
-        let at = (self.consumer & mask) as usize * CQE;
+        let at = (index & mask) as usize * CQE;
         let mut cqe = Cqe64::new_unchecked(self.ring.slice(at, CQE));
         mlx5_prm::rt::BytesMut::write_bytes(cqe.storage_mut(), 0, &[0u8; CQE]);
         fill(&mut cqe);
-        cqe.set_owner((self.consumer >> self.log_size) & 1 == 1);
+        cqe.set_owner((index >> self.log_size) & 1 == 1);
     }
 
     /// The CQE at the consumer index, decoded, if handed over (the slow path: error CQEs).
@@ -272,10 +378,11 @@ impl Cq {
     /// slots it may overwrite).
     #[inline]
     pub(crate) fn publish<B: Backend>(&self) {
+        let ci = (self.consumer & 0xff_ffff) << shift_of(CI);
         // The CQEs must be fully read before the device may reuse their slots.
         B::Barriers::to_device();
-        let mut rec = CqDoorbellRecord::new_unchecked(self.dbrec.slice(0, 8));
-        rec.set_consumer_index(self.consumer & 0xff_ffff);
+        // The consumer index fills its dword but for reserved bits.
+        self.record.write32::<CI_DWORD>(0, ci);
     }
 
     /// Asks for a completion event on the next CQE (or the next solicited one).
@@ -301,6 +408,9 @@ impl Cq {
 
     /// Destroys the CQ and frees its memory; on failure the memory is kept (the device may
     /// still write it) and the CQ comes back with the error.
+    // The CQ (about 100 bytes, with the word-access handles its hot path keeps) comes back
+    // whole on this rare path rather than boxed.
+    #[allow(clippy::result_large_err)]
     pub fn destroy<B: Backend>(self, hca: &mut Hca<B>) -> std::result::Result<(), (Error, Cq)> {
         let cqn = self.cqn;
         match hca.run::<DestroyCq>(0, |i| i.set_cqn(cqn)) {
@@ -363,7 +473,7 @@ mod tests {
             let ring = be.alloc((entries * CQE).max(4096), 4096).unwrap();
             let dbrec = be.alloc(64, 64).unwrap();
             init_ring(&ring, entries);
-            let mut cq = Cq { ring, dbrec, log_size, cqn: 1, consumer: 0, uar_offset: 0, arm_sn: 0 };
+            let mut cq = Cq::from_parts(ring, dbrec, log_size, 1, 0);
             let mut producer = Producer { index: 0 };
             let mut reference: VecDeque<u16> = VecDeque::new();
             let mut seq: u16 = 0;

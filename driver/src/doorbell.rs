@@ -7,6 +7,7 @@
 //! (the device then need not read it from memory), followed by a write-combining flush.
 
 use crate::backend::{Backend, Barriers, Mmio};
+use crate::ring::{dword_of, shift_of, Ring};
 use mlx5_prm::rt::{Bytes, DeviceBytes};
 use mlx5_prm::QpDoorbellRecord;
 
@@ -17,6 +18,10 @@ const BF_OFFSET: usize = 0x800;
 const BF_HALF: usize = 0x100;
 /// Bytes in a UAR page.
 const UAR_PAGE: usize = 4096;
+/// The doorbell record's send counter, alone in its dword (but for reserved bits).
+const SEND_COUNTER: mlx5_prm::rt::Field = QpDoorbellRecord::<[u8; 8]>::SEND_COUNTER;
+const SEND_COUNTER_DWORD: usize = dword_of(SEND_COUNTER);
+const _: () = assert!(SEND_COUNTER.width == 16 && shift_of(SEND_COUNTER) == 0);
 
 /// Where a send queue rings, and which BlueFlame half is next.
 pub(crate) struct SendDoorbell {
@@ -60,6 +65,25 @@ impl SendDoorbell {
         } else {
             be.mmio().write64(at, last.read_be64(0));
         }
+        self.half ^= 1;
+    }
+
+    /// [`SendDoorbell::ring`] without the copy, for a caller that knows the last WQE's first
+    /// 8 bytes (`first8`, as [`Bytes::read_be64`] would read them): the same order, and the
+    /// counter written to `record` (the queue's doorbell record) as one dword.
+    #[inline(always)]
+    pub(crate) fn ring_word<B: Backend>(
+        &mut self,
+        be: &B,
+        record: Ring<8>,
+        counter: u16,
+        first8: u64,
+    ) {
+        B::Barriers::to_device();
+        record.write32::<SEND_COUNTER_DWORD>(0, u32::from(counter));
+        B::Barriers::to_device();
+        let at = self.uar_offset + BF_OFFSET + self.half * BF_HALF;
+        be.mmio().write64(at, first8);
         self.half ^= 1;
     }
 }

@@ -11,8 +11,14 @@
 //!   and one send CQE gives back all the buffers up to its WQE counter;
 //! - one doorbell per batch: WQEs → to-device barrier → doorbell record → barrier → the first 8
 //!   bytes of the batch's last WQE to the UAR, alternating the two BlueFlame halves;
-//! - received packets complete in ring order; the RQ is refilled from the pool and its doorbell
-//!   record written once per batch.
+//! - received packets complete in ring order; while the RQ is full, the slot of each packet
+//!   taken gets a fresh buffer from the pool at once (else the RQ is refilled after), and the
+//!   doorbell record is written once per batch;
+//! - the loops go over runs of consecutive ring slots (`run_mask`): no index masking, bounds
+//!   checked once per run, one compare per receive CQE for its owner bit, opcode and WQE
+//!   counter, and the 16-bit counters kept in the device's byte order;
+//! - a buffer's id (pool tag and index, as a [`Packet`] holds them) is one word in the free
+//!   list and the slot tables, and its address in a WQE comes from a table (`Pool::wire`).
 //!
 //! Buffers are owned by [`Packet`] handles. A handle given to [`EthQueues::tx_batch`] moves
 //! into the queue and its buffer returns to the pool when the device reports it sent; a
@@ -42,7 +48,7 @@
 //! outstanding, a receive CQE the next posted WQE, and a byte count must fit the buffer.
 
 use crate::backend::{Backend, Barriers, DmaAlloc, DmaBuf};
-use crate::cq::Cq;
+use crate::cq::{Cq, Cursor};
 use crate::doorbell::{SendDoorbell, WQEBB};
 use crate::error::{Error, Result};
 use crate::hca::Hca;
@@ -56,6 +62,7 @@ use mlx5_prm::{
     FlowTableType, QpDoorbellRecord, RqMemType, RqState, Rqc, SendOpcode, SetFteIn, SqState, Sqc,
     TircDispType, Wq, WqType, WqeCompletionMode, WqeCtrlSeg, WqeDataSeg, WqeEthSeg,
 };
+use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 /// Geometry and steering of an Ethernet queue pair.
@@ -97,13 +104,34 @@ impl Default for EthConfig {
 /// A packet buffer from an [`EthQueues`] pool, with the length of the frame it holds.
 /// Neither `Clone` nor `Copy`: the handle is the buffer's ownership.
 #[derive(Debug, PartialEq, Eq)]
+#[repr(C)]
 pub struct Packet {
+    // `index` and `pool` side by side, in this order: together they are the buffer's `Id`,
+    // so making a handle from one is one 8-byte store.
     index: u32,
-    len: u32,
     pool: u32,
+    len: u32,
 }
 
+/// A buffer's identity inside the driver: its pool's tag in the high half, its index in the
+/// low half (see [`Pool::id`]).
+type Id = u64;
+
 impl Packet {
+    #[inline(always)]
+    fn from_id(id: Id, len: u32) -> Packet {
+        Packet {
+            index: id as u32,
+            pool: (id >> 32) as u32,
+            len,
+        }
+    }
+
+    #[inline(always)]
+    fn id(&self) -> Id {
+        u64::from(self.index) | (u64::from(self.pool) << 32)
+    }
+
     /// Length of the frame in bytes.
     pub fn len(&self) -> usize {
         self.len as usize
@@ -144,6 +172,37 @@ const DATA_PLAIN: usize = 32;
 const DATA_INLINE: usize = 48;
 const DATA_LEN: usize = dword_of(WqeDataSeg::BYTE_COUNT);
 const DATA_ADDR: usize = dword_of(WqeDataSeg::ADDR);
+/// The control segment's first dword for WQE `pi`.
+const fn ctrl_dw0(pi: u32) -> u32 {
+    ((pi & 0xffff) << WQE_INDEX_SHIFT) | SEND
+}
+/// One more in the WQE index of a control segment's first dword in the device's byte order,
+/// as long as the index's low byte does not wrap (see [`run_left`]).
+const CTRL_INDEX_ONE: u32 = (1u32 << WQE_INDEX_SHIFT).to_be();
+/// One more in the wqe_counter of a CQE's last dword in the device's byte order, likewise.
+const CQE_COUNTER_ONE: u32 = (1u32 << shift_of(Cqe64::WQE_COUNTER)).to_be();
+const _: () = assert!(WqeCtrlSeg::WQE_INDEX.width == 16 && Cqe64::WQE_COUNTER.width == 16);
+
+/// The hot loops go over runs of consecutive slots, which end where the ring wraps and where
+/// the index's low byte does: up to there, the big-endian 16-bit counters (WQE index, CQE
+/// wqe_counter) they keep in a dword in the device's byte order go up by one with a plain add.
+/// So a run ends at the next multiple of `run_mask + 1`, the ring's size but at most 256.
+fn run_mask(ring_mask: u32) -> u32 {
+    ring_mask.min(0xff)
+}
+
+/// Slots from `index` to the end of its run (see [`run_mask`]).
+#[inline(always)]
+fn run_left(run_mask: u32, index: u32) -> usize {
+    (run_mask - (index & run_mask)) as usize + 1
+}
+const _: () = assert!(dword_of(WqeCtrlSeg::QPN) == 4 && dword_of(WqeCtrlSeg::DS) == 4);
+/// The RQ doorbell record's receive counter, alone in its dword (but for reserved bits).
+const RECEIVE_COUNTER_DWORD: usize = dword_of(QpDoorbellRecord::RECEIVE_COUNTER);
+const _: () = assert!(
+    QpDoorbellRecord::RECEIVE_COUNTER.width == 16
+        && shift_of(QpDoorbellRecord::RECEIVE_COUNTER) == 0
+);
 /// The CQE dwords the hot path reads.
 const CQE_WQE_COUNTER: usize = dword_of(Cqe64::WQE_COUNTER);
 const CQE_BYTE_CNT: usize = dword_of(Cqe64::BYTE_CNT);
@@ -154,6 +213,9 @@ const REQ: u32 = CqeOpcode::Req.raw() as u32;
 const COUNTER_AND_OPCODE: u32 =
     (0xffff << shift_of(Cqe64::WQE_COUNTER)) | (0xf << shift_of(Cqe64::OPCODE));
 const RESP_SEND_BITS: u32 = RESP_SEND << shift_of(Cqe64::OPCODE);
+const REQ_BITS: u32 = REQ << shift_of(Cqe64::OPCODE);
+/// The bits a receive CQE's last dword is compared on: counter, opcode and owner.
+const COUNTER_OPCODE_OWNER: u32 = COUNTER_AND_OPCODE | (1 << shift_of(Cqe64::OWNER));
 const _: () = assert!(dword_of(Cqe64::OPCODE) == CQE_WQE_COUNTER);
 /// Flow table action bit: forward to the destination list.
 const ACTION_FWD: u16 = 0x4;
@@ -164,11 +226,15 @@ static NEXT_POOL: AtomicU32 = AtomicU32::new(1);
 struct Pool {
     region: Region,
     base: u64,
+    /// Each buffer's address as a WQE holds it (big-endian), so posting a buffer is one load
+    /// and one store.
+    wire: Box<[u64]>,
     lkey: u32,
     buf_size: u32,
     count: u32,
     tag: u32,
-    free: Vec<u32>,
+    /// The free buffers' ids.
+    free: Vec<Id>,
 }
 
 /// The send side: ring, doorbell record, CQ, and the buffer in each outstanding slot.
@@ -178,14 +244,24 @@ struct Tx {
     wqes: Ring<WQEBB>,
     ring: DmaBuf,
     dbrec: DmaBuf,
+    /// Word access to `dbrec` (valid while it is held).
+    record: Ring<8>,
     cq: Cq,
     mask: u32,
+    /// See [`run_mask`].
+    run_mask: u32,
     /// WQEs posted and reaped (free-running).
     pi: u32,
     ci: u32,
-    slots: Box<[u32]>,
+    /// The id of the buffer in each slot.
+    slots: Box<[Id]>,
     doorbell: SendDoorbell,
     inline_l2: bool,
+    /// [`EthConfig::signal_every`].
+    every: u32,
+    /// The second dword of every WQE's control segment (SQ number and segment count), the
+    /// doorbell's low half.
+    ctrl_dw1: u32,
 }
 
 /// Copies the frame's first 18 bytes into the WQE at byte `at` of `ring`: two in the Ethernet
@@ -197,6 +273,24 @@ fn inline_header(ring: &DmaBuf, pool: &Pool, p: &Packet, at: usize) {
         .read_bytes(0, &mut hdr);
     ring.slice(at + 16 + 14, 2).write_bytes(0, &hdr[..2]);
     ring.slice(at + 32, 16).write_bytes(0, &hdr[2..]);
+}
+
+impl Pool {
+    /// Buffer `index`'s id.
+    fn id(&self, index: u32) -> Id {
+        u64::from(index) | (u64::from(self.tag) << 32)
+    }
+
+    /// The address, in the device's byte order, of the buffer with id `id`, from the pool's
+    /// `wire` table (passed as a local, so hot loops keep it in a register).
+    #[inline(always)]
+    fn wire(wire: &[u64], id: Id) -> u64 {
+        let index = id as u32 as usize;
+        debug_assert!(index < wire.len());
+        // SAFETY: every id the pool hands out, keeps free or finds in a handle with its tag
+        // has an index below `count`, the table's length (see `EthQueues::build`).
+        unsafe { *wire.get_unchecked(index) }
+    }
 }
 
 impl Tx {
@@ -222,18 +316,31 @@ struct Rx {
     wqes: Ring<RQ_STRIDE>,
     ring: DmaBuf,
     dbrec: DmaBuf,
+    /// Word access to `dbrec` (valid while it is held).
+    record: Ring<8>,
     cq: Cq,
     mask: u32,
+    /// See [`run_mask`].
+    run_mask: u32,
     pi: u32,
     ci: u32,
-    slots: Box<[u32]>,
+    /// The id of the buffer in each slot.
+    slots: Box<[Id]>,
 }
 
 impl Rx {
-    /// The error an unexpected receive CQE stands for.
+    /// The error an unexpected receive CQE stands for; `next` says it names the next posted
+    /// WQE (a receive error for any other is a bad value, not that WQE's failure).
     #[cold]
-    fn error<Br: Barriers>(&self, opcode: u32, wqe_counter: u16, len: u32, buf_size: u32) -> Error {
-        if opcode == u32::from(CqeOpcode::RespErr.raw()) {
+    fn error<Br: Barriers>(
+        &self,
+        opcode: u32,
+        wqe_counter: u16,
+        len: u32,
+        buf_size: u32,
+        next: bool,
+    ) -> Error {
+        if opcode == u32::from(CqeOpcode::RespErr.raw()) && next {
             if let Some(Err(error)) = self.cq.decode::<Br>().map(|c| c.status) {
                 return Error::WorkRequest {
                     queue: "rq",
@@ -243,9 +350,13 @@ impl Rx {
                 };
             }
         }
+        let (next, posted) = (self.ci as u16, self.pi.wrapping_sub(self.ci));
         invalid(
             "receive cqe",
-            format!("opcode 0x{opcode:x}, {len} bytes into a {buf_size}-byte buffer"),
+            format!(
+                "opcode 0x{opcode:x} for WQE {wqe_counter} (next {next}, {posted} posted), \
+                 {len} bytes into a {buf_size}-byte buffer"
+            ),
         )
     }
 }
@@ -363,6 +474,16 @@ fn ring_and_record<B: Backend>(
     let dbr = record.iova();
     made.push(Made::Dma(record));
     Ok((pages, dbr))
+}
+
+/// 16-byte units in a send WQE: control, Ethernet and data segments, and one more for the
+/// inline header.
+fn ds(inline_l2: bool) -> u8 {
+    if inline_l2 {
+        4
+    } else {
+        3
+    }
 }
 
 fn invalid(command: &'static str, what: String) -> Error {
@@ -585,38 +706,53 @@ impl EthQueues {
         let region = region.unwrap_or_else(|| unreachable!("the pool was registered"));
 
         let tag = NEXT_POOL.fetch_add(1, Ordering::Relaxed);
-        let pool = Pool {
+        let size = u64::from(config.buf_size);
+        let mut pool = Pool {
             region,
             base,
+            // One entry per buffer: `Pool::wire` relies on it.
+            wire: (0..u64::from(config.buffers))
+                .map(|i| (base + i * size).to_be())
+                .collect(),
             lkey,
             buf_size: config.buf_size,
             count: config.buffers,
             tag,
-            free: (0..config.buffers).rev().collect(),
+            free: Vec::new(),
         };
+        pool.free = (0..config.buffers).rev().map(|i| pool.id(i)).collect();
         let mut q = EthQueues {
             tx: Tx {
                 sqn,
                 // SAFETY: the queues hold the ring until `destroy`, and the Ring goes with it.
                 wqes: unsafe { Ring::over(&sq_ring, sq_entries) },
+                // SAFETY: as for the ring.
+                record: unsafe { Ring::over(&sq_dbrec, 1) },
                 ring: sq_ring,
                 dbrec: sq_dbrec,
                 cq: tx_cq,
                 mask: sq_entries as u32 - 1,
+                run_mask: run_mask(sq_entries as u32 - 1),
                 pi: 0,
                 ci: 0,
                 slots: vec![0; sq_entries].into_boxed_slice(),
                 doorbell: SendDoorbell::new(uar),
                 inline_l2: config.inline_l2,
+                every: u32::from(config.signal_every),
+                ctrl_dw1: (sqn << shift_of(WqeCtrlSeg::QPN))
+                    | (u32::from(ds(config.inline_l2)) << shift_of(WqeCtrlSeg::DS)),
             },
             rx: Rx {
                 rqn,
                 // SAFETY: as for the SQ.
                 wqes: unsafe { Ring::over(&rq_ring, rq_entries) },
+                // SAFETY: as for the ring.
+                record: unsafe { Ring::over(&rq_dbrec, 1) },
                 ring: rq_ring,
                 dbrec: rq_dbrec,
                 cq: rx_cq,
                 mask: rq_entries as u32 - 1,
+                run_mask: run_mask(rq_entries as u32 - 1),
                 pi: 0,
                 ci: 0,
                 slots: vec![0; rq_entries].into_boxed_slice(),
@@ -632,14 +768,14 @@ impl EthQueues {
             counters: EthCounters::default(),
         };
         q.prefill(config.signal_every);
-        q.refill::<B>();
+        q.refill::<B>(0);
         Ok(q)
     }
 
     /// Writes the parts of every WQE that never change.
     fn prefill(&mut self, signal_every: u16) {
         let every = u32::from(signal_every);
-        let ds = if self.tx.inline_l2 { 4 } else { 3 };
+        let ds = ds(self.tx.inline_l2);
         for slot in 0..=self.tx.mask {
             let at = slot as usize * WQEBB;
             let mut ctrl = WqeCtrlSeg::new_unchecked(self.tx.ring.slice(at, 16));
@@ -706,23 +842,19 @@ impl EthQueues {
 
     /// A free buffer from the pool, with length 0.
     pub fn alloc(&mut self) -> Option<Packet> {
-        self.pool.free.pop().map(|index| Packet {
-            index,
-            len: 0,
-            pool: self.pool.tag,
-        })
+        self.pool.free.pop().map(|id| Packet::from_id(id, 0))
     }
 
     /// Moves up to `n` free buffers into `out`; returns how many.
     pub fn alloc_batch(&mut self, out: &mut Vec<Packet>, n: usize) -> usize {
         let take = n.min(self.pool.free.len());
-        let tag = self.pool.tag;
         let from = self.pool.free.len() - take;
-        out.extend(self.pool.free.drain(from..).map(|index| Packet {
-            index,
-            len: 0,
-            pool: tag,
-        }));
+        out.extend(
+            self.pool
+                .free
+                .drain(from..)
+                .map(|id| Packet::from_id(id, 0)),
+        );
         take
     }
 
@@ -733,7 +865,7 @@ impl EthQueues {
     /// If the packet belongs to another pool.
     pub fn free(&mut self, p: Packet) {
         self.own(&p);
-        self.pool.free.push(p.index);
+        self.pool.free.push(p.id());
     }
 
     /// Gives every buffer in `pkts` back to the pool.
@@ -802,64 +934,122 @@ impl EthQueues {
             self.counters.tx_errors += 1;
             return Err(e);
         }
-        let tx = &mut self.tx;
+        let tx = &self.tx;
         let room = (tx.mask + 1) - tx.pi.wrapping_sub(tx.ci);
         let n = pkts.len().min(room as usize);
-        let (tag, buf_size) = (self.pool.tag, self.pool.buf_size);
-        let inline_l2 = tx.inline_l2;
-        let min = if inline_l2 { INLINE_L2 as u32 } else { 1 };
-        // The loop's state in locals, so the compiler keeps it in registers across the
-        // volatile stores.
-        let (wqes, mask, start) = (tx.wqes, tx.mask, tx.pi);
-        let (base, size) = (self.pool.base, u64::from(buf_size));
-        let slots = &mut tx.slots[..];
-        let mut pi = start;
-        for p in &pkts[..n] {
+        // One loop each way, so the usual one carries no inline-header branch.
+        let sent = if tx.inline_l2 {
+            self.post::<true>(&pkts[..n])
+        } else {
+            self.post::<false>(&pkts[..n])
+        };
+        self.counters.tx_packets += sent as u64;
+        if sent > 0 {
+            // The packets' handles end here: their buffers belong to the SQ now.
+            if sent == pkts.len() {
+                pkts.clear();
+            } else {
+                pkts.drain(..sent);
+            }
+            let tx = &mut self.tx;
+            // The last WQE's first 8 bytes: as `post` and `prefill` wrote them.
+            let first8 =
+                (u64::from(ctrl_dw0(tx.pi.wrapping_sub(1))) << 32) | u64::from(tx.ctrl_dw1);
+            tx.doorbell.ring_word(be, tx.record, tx.pi as u16, first8);
+        }
+        if sent < n {
+            let p = &pkts[0];
+            let min = if self.tx.inline_l2 { INLINE_L2 } else { 1 };
+            return Err(invalid(
+                "tx_batch",
+                format!(
+                    "packet {} of {} bytes cannot be sent (pool {} of {}, {}..={} bytes)",
+                    p.index, p.len, p.pool, self.pool.tag, min, self.pool.buf_size
+                ),
+            ));
+        }
+        Ok(sent)
+    }
+
+    /// Writes a WQE for each of `pkts` in turn, up to the first that is not sendable; returns
+    /// how many. The caller checked that the SQ has room for all of them.
+    #[inline(always)]
+    fn post<const INLINE: bool>(&mut self, pkts: &[Packet]) -> usize {
+        // Usually one run, sometimes two (past the end of the ring or of the index's low
+        // byte); more (out of line) only for batches longer than 256.
+        let (mut n, mut short) = self.post_run::<INLINE>(pkts);
+        if !short && n < pkts.len() {
+            let got;
+            (got, short) = self.post_run::<INLINE>(&pkts[n..]);
+            n += got;
+            if !short && n < pkts.len() {
+                n += self.post_more::<INLINE>(&pkts[n..]);
+            }
+        }
+        n
+    }
+
+    /// The runs of [`EthQueues::post`] after the second, out of line.
+    #[cold]
+    #[inline(never)]
+    fn post_more<const INLINE: bool>(&mut self, pkts: &[Packet]) -> usize {
+        let mut n = 0;
+        while n < pkts.len() {
+            let (got, short) = self.post_run::<INLINE>(&pkts[n..]);
+            n += got;
+            if short {
+                break;
+            }
+        }
+        n
+    }
+
+    /// One run of [`EthQueues::post`]: from WQE `tx.pi` to the end of `pkts` or of the run
+    /// (see [`run_mask`]). Returns how many it wrote, and whether it stopped at a packet that
+    /// is not sendable.
+    #[inline(always)]
+    fn post_run<const INLINE: bool>(&mut self, pkts: &[Packet]) -> (usize, bool) {
+        let (tx, pool) = (&mut self.tx, &self.pool);
+        let (tag, buf_size, wire) = (pool.tag, pool.buf_size, &pool.wire[..]);
+        let min = if INLINE { INLINE_L2 as u32 } else { 1 };
+        let pi = tx.pi;
+        let run = pkts.len().min(run_left(tx.run_mask, pi));
+        let ring = tx.wqes.run(pi, run);
+        let first = (pi & tx.mask) as usize;
+        let slots = &mut tx.slots[first..first + run];
+        let pkts = &pkts[..run];
+        // The control segment's first dword (opmod, WQE index, opcode) in the device's byte
+        // order: within the run only the index's low byte changes, one add each time.
+        let first_ctrl = ctrl_dw0(pi).to_be();
+        let mut ctrl = first_ctrl;
+        for k in 0..run {
+            let p = &pkts[k];
             // Handles are made only by this pool with in-range indices, so the tag vouches
             // for the index; the length is the caller's.
             if p.pool != tag || p.len.wrapping_sub(min) > buf_size - min {
                 break;
             }
-            let addr = base + u64::from(p.index) * size;
-            wqes.write32::<CTRL_DW0>(pi, ((pi & 0xffff) << WQE_INDEX_SHIFT) | SEND);
-            if inline_l2 {
-                inline_header(&tx.ring, &self.pool, p, (pi & mask) as usize * WQEBB);
-                wqes.write32::<{ DATA_INLINE + DATA_LEN }>(pi, p.len - INLINE_L2 as u32);
-                wqes.write64::<{ DATA_INLINE + DATA_ADDR }>(pi, addr + INLINE_L2 as u64);
+            ring.write32_raw::<CTRL_DW0>(k, ctrl);
+            ctrl = ctrl.wrapping_add(CTRL_INDEX_ONE);
+            if INLINE {
+                let addr = pool.base + u64::from(p.index) * u64::from(buf_size);
+                let at = (pi.wrapping_add(k as u32) & tx.mask) as usize * WQEBB;
+                inline_header(&tx.ring, pool, p, at);
+                ring.write32::<{ DATA_INLINE + DATA_LEN }>(k, p.len - INLINE_L2 as u32);
+                let addr = (addr + INLINE_L2 as u64).to_be();
+                ring.write64_raw::<{ DATA_INLINE + DATA_ADDR }>(k, addr);
             } else {
-                wqes.write32::<{ DATA_PLAIN + DATA_LEN }>(pi, p.len);
-                wqes.write64::<{ DATA_PLAIN + DATA_ADDR }>(pi, addr);
+                ring.write32::<{ DATA_PLAIN + DATA_LEN }>(k, p.len);
+                let addr = Pool::wire(wire, p.id());
+                ring.write64_raw::<{ DATA_PLAIN + DATA_ADDR }>(k, addr);
             }
-            // SAFETY: masked to the ring; `slots` has one entry per slot.
-            unsafe { *slots.get_unchecked_mut((pi & mask) as usize) = p.index };
-            pi = pi.wrapping_add(1);
+            slots[k] = p.id();
         }
-        tx.pi = pi;
-        let sent = pi.wrapping_sub(start) as usize;
-        self.counters.tx_packets += sent as u64;
-        if sent > 0 {
-            // The packets' handles end here: their buffers belong to the SQ now.
-            pkts.drain(..sent);
-            let last = (pi.wrapping_sub(1) & mask) as usize * WQEBB;
-            tx.doorbell.ring(
-                be,
-                tx.dbrec.slice(0, 8),
-                pi as u16,
-                tx.ring.slice(last, WQEBB),
-                false,
-            );
-        }
-        if sent < n {
-            let p = &pkts[0];
-            return Err(invalid(
-                "tx_batch",
-                format!(
-                    "packet {} of {} bytes cannot be sent (pool {} of {}, {}..={} bytes)",
-                    p.index, p.len, p.pool, tag, min, buf_size
-                ),
-            ));
-        }
-        Ok(sent)
+        // How many were written, as the index in `ctrl` counted them (no carry, see
+        // `run_left`).
+        let got = (ctrl.wrapping_sub(first_ctrl) / CTRL_INDEX_ONE) as usize;
+        tx.pi = pi.wrapping_add(got as u32);
+        (got, got < run)
     }
 
     /// Returns the buffers of sent packets to the pool, one send CQE at a time.
@@ -868,8 +1058,24 @@ impl EthQueues {
         let tx = &mut self.tx;
         let mut cur = tx.cq.cursor();
         let mut failure = None;
-        while cur.ready::<B::Barriers>() {
-            let word = cur.field::<CQE_WQE_COUNTER>();
+        let every = tx.every;
+        while let Some(word) = cur.ready_word::<B::Barriers>() {
+            // The usual CQE: a send completion for the next WQE that asked for one. With ci a
+            // multiple of `every`, that is WQE ci + every - 1 (see `prefill`), and its buffers
+            // are one run of the slot table (`every` divides the ring).
+            let usual = (tx.ci.wrapping_add(every - 1) << shift_of(Cqe64::WQE_COUNTER)) | REQ_BITS;
+            if word & COUNTER_AND_OPCODE == usual
+                && tx.ci & (every - 1) == 0
+                && tx.pi.wrapping_sub(tx.ci) >= every
+            {
+                let first = (tx.ci & tx.mask) as usize;
+                self.pool
+                    .free
+                    .extend_from_slice(&tx.slots[first..first + every as usize]);
+                tx.ci = tx.ci.wrapping_add(every);
+                cur.advance();
+                continue;
+            }
             let wqe_counter = (word >> shift_of(Cqe64::WQE_COUNTER)) as u16;
             let opcode = (word >> shift_of(Cqe64::OPCODE)) & 0xf;
             let outstanding = tx.pi.wrapping_sub(tx.ci);
@@ -917,86 +1123,211 @@ impl EthQueues {
         out: &mut Vec<Packet>,
         max: usize,
     ) -> Result<usize> {
-        let rx = &mut self.rx;
-        let (tag, buf_size) = (self.pool.tag, self.pool.buf_size);
-        let mut cur = rx.cq.cursor();
-        let (mask, pi, slots) = (rx.mask, rx.pi, &rx.slots[..]);
-        let mut ci = rx.ci;
-        let mut failure = None;
+        let (pi, posted) = (self.rx.pi, self.rx.pi.wrapping_sub(self.rx.ci));
+        // Only posted WQEs complete: checked once here for the batch, not per CQE.
+        let want = max.min(posted as usize);
         // Packets go straight into reserved space (no capacity check per packet); the
         // length is set once, after the loop, to cover exactly the slots written.
-        let want = max.min(slots.len());
         out.reserve(want);
         let room = &mut out.spare_capacity_mut()[..want];
-        for slot in room.iter_mut() {
-            if !cur.ready::<B::Barriers>() {
-                break;
-            }
-            let word = cur.field::<CQE_WQE_COUNTER>();
-            let len = cur.field::<CQE_BYTE_CNT>();
-            // SAFETY: masked to the ring; `slots` has one entry per slot.
-            let index = unsafe { *slots.get_unchecked((ci & mask) as usize) };
-            // One compare checks both the opcode and that the CQE is for the next WQE.
-            let expected = ((ci & 0xffff) << shift_of(Cqe64::WQE_COUNTER)) | RESP_SEND_BITS;
-            if word & COUNTER_AND_OPCODE != expected || len > buf_size || ci == pi {
-                let wqe_counter = (word >> shift_of(Cqe64::WQE_COUNTER)) as u16;
-                let opcode = (word >> shift_of(Cqe64::OPCODE)) & 0xf;
-                failure = Some((opcode, wqe_counter, len, index));
-                break;
-            }
-            slot.write(Packet {
-                index,
-                len,
-                pool: tag,
-            });
-            ci = ci.wrapping_add(1);
-            cur.advance();
-        }
-        let n = ci.wrapping_sub(rx.ci) as usize;
-        // SAFETY: the loop initialised the first n reserved slots past the old length.
+        // The usual case: the RQ is full and the pool can replace every buffer handed out.
+        // Then each slot gets its new buffer as soon as its packet is taken (WQE ci + size,
+        // posted next, has the slot of WQE ci).
+        let (n, mut cur) = if posted == self.rx.mask + 1 && self.pool.free.len() >= want {
+            self.receive::<B::Barriers, true>(room)
+        } else {
+            self.receive::<B::Barriers, false>(room)
+        };
+        // SAFETY: `receive` initialised the first n slots of `room`, the reserved ones past
+        // the old length.
         unsafe { out.set_len(out.len() + n) };
-        rx.ci = ci;
-        self.counters.rx_packets += n as u64;
+        // Short of `max`: usually because no more CQEs are handed over; otherwise the next
+        // one is looked at again (it may have just arrived), and refused if bad.
         let mut error = None;
-        if let Some((opcode, wqe_counter, len, index)) = failure {
-            self.counters.rx_errors += 1;
-            error = Some(rx.error::<B::Barriers>(opcode, wqe_counter, len, buf_size));
-            if opcode == u32::from(CqeOpcode::RespErr.raw()) && wqe_counter == ci as u16 {
-                // The buffer holds nothing: back to the pool, and past the CQE.
-                cur.advance();
-                rx.ci = ci.wrapping_add(1);
-                self.pool.free.push(index);
-            }
+        if n < max && cur.ready::<B::Barriers>() {
+            (error, cur) = self.check_rx::<B>(cur);
         }
-        rx.cq.commit::<B>(cur);
-        self.refill::<B>();
+        self.rx.cq.commit::<B>(cur);
+        self.refill::<B>(pi);
+        self.counters.rx_packets += n as u64;
+        self.counters.rx_errors += u64::from(error.is_some());
         error.map_or(Ok(n), Err)
     }
 
-    /// Posts free buffers to the RQ until it is full or the pool is empty; one doorbell
-    /// record write.
+    /// Takes packets into `room` while their CQEs are handed over and valid; with `REPOST`
+    /// (the RQ is full and the pool holds a buffer for every slot of `room`), each packet's RQ
+    /// slot gets a fresh buffer at once. Returns how many, and the cursor past them (not yet
+    /// committed).
     #[inline(always)]
-    fn refill<B: Backend>(&mut self) {
+    fn receive<Br: Barriers, const REPOST: bool>(
+        &mut self,
+        room: &mut [MaybeUninit<Packet>],
+    ) -> (usize, Cursor) {
+        let mut cur = self.rx.cq.cursor();
+        let want = room.len();
+        // With REPOST, fresh buffers come from the top of the free stack.
+        let from = self.pool.free.len() - if REPOST { want } else { 0 };
+        // Usually one run, sometimes two (past the end of a ring or of a counter's low byte);
+        // more (out of line) only for batches longer than 256.
+        let (mut n, mut short) = self.receive_run::<Br, REPOST>(&mut cur, room, from);
+        if !short && n < want {
+            let got;
+            (got, short) = self.receive_run::<Br, REPOST>(&mut cur, &mut room[n..], from + n);
+            n += got;
+            if !short && n < want {
+                let got;
+                (got, cur) = self.receive_more::<Br, REPOST>(cur, &mut room[n..], from + n);
+                n += got;
+            }
+        }
+        if REPOST {
+            let free = &mut self.pool.free;
+            if n == want {
+                free.truncate(from);
+            } else {
+                free.drain(from..from + n);
+            }
+        }
+        (n, cur)
+    }
+
+    /// The runs of [`EthQueues::receive`] after the first: out of line, so that the first
+    /// (usually the only one) keeps its registers. Returns how many packets they took, and
+    /// the cursor past them.
+    #[cold]
+    #[inline(never)]
+    fn receive_more<Br: Barriers, const REPOST: bool>(
+        &mut self,
+        mut cur: Cursor,
+        room: &mut [MaybeUninit<Packet>],
+        fresh: usize,
+    ) -> (usize, Cursor) {
+        let mut n = 0;
+        while n < room.len() {
+            let (got, short) = self.receive_run::<Br, REPOST>(&mut cur, &mut room[n..], fresh + n);
+            n += got;
+            if short {
+                break;
+            }
+        }
+        (n, cur)
+    }
+
+    /// One run of [`EthQueues::receive`], from WQE `rx.ci` to the end of `room` or of the
+    /// rings, whichever is first: through a run, the owner parity stays the same and the slots
+    /// are consecutive. REPOST takes fresh buffers from `pool.free[fresh..]`. Returns how many
+    /// packets it took, and whether it stopped short of the run's end.
+    #[inline(always)]
+    fn receive_run<Br: Barriers, const REPOST: bool>(
+        &mut self,
+        cur: &mut Cursor,
+        room: &mut [MaybeUninit<Packet>],
+        fresh: usize,
+    ) -> (usize, bool) {
+        let (rx, pool) = (&mut self.rx, &self.pool);
+        let (buf_size, wire) = (pool.buf_size, &pool.wire[..]);
+        let ci = rx.ci;
+        // The CQ has the RQ's size and its consumer index is ci, so the RQ's end is the CQ's.
+        debug_assert!(cur.until_wrap() == rx.wqes.until_wrap(ci));
+        let run = room.len().min(run_left(rx.run_mask, ci));
+        let (cqes, wqes) = (cur.run(run), rx.wqes.run(ci, run));
+        let first = (ci & rx.mask) as usize;
+        let slots = &mut rx.slots[first..first + run];
+        let room = &mut room[..run];
+        let fresh = if REPOST {
+            &pool.free[fresh..fresh + run]
+        } else {
+            &[][..]
+        };
+        // The last dword of the CQE for WQE ci: its counter, a receive completion's opcode,
+        // and this pass's owner bit; one compare checks all three. In the device's byte order,
+        // and the run stops before the counter's low byte wraps, so that the next CQE's is
+        // one add away.
+        let mut expected = ((u32::from(ci as u16) << shift_of(Cqe64::WQE_COUNTER))
+            | RESP_SEND_BITS
+            | cur.parity())
+        .to_be();
+        let mut got = run;
+        for k in 0..run {
+            if !cqes.matches_raw::<Br>(k, COUNTER_OPCODE_OWNER.to_be(), expected) {
+                got = k;
+                break;
+            }
+            let len = cqes.field::<CQE_BYTE_CNT>(k);
+            if len > buf_size {
+                got = k;
+                break;
+            }
+            room[k].write(Packet::from_id(slots[k], len));
+            if REPOST {
+                slots[k] = fresh[k];
+                wqes.write64_raw::<DATA_ADDR>(k, Pool::wire(wire, fresh[k]));
+            }
+            expected = expected.wrapping_add(CQE_COUNTER_ONE);
+        }
+        cur.advance_by(got as u32);
+        rx.ci = ci.wrapping_add(got as u32);
+        if REPOST {
+            rx.pi = rx.pi.wrapping_add(got as u32);
+        }
+        (got, got < run)
+    }
+
+    /// A receive CQE at `cur` (at WQE `rx.ci`), handed over, that the receive loop did not
+    /// take: a good one that arrived since the loop looked is left for the next call (no
+    /// error); any other is refused with the error it stands for, and a receive error CQE
+    /// for the next posted WQE is consumed, its buffer (which holds nothing) back to the
+    /// pool. Returns the cursor after what was consumed.
+    #[cold]
+    fn check_rx<B: Backend>(&mut self, mut cur: Cursor) -> (Option<Error>, Cursor) {
+        let rx = &mut self.rx;
+        let word = cur.field::<CQE_WQE_COUNTER>();
+        let len = cur.field::<CQE_BYTE_CNT>();
+        let wqe_counter = (word >> shift_of(Cqe64::WQE_COUNTER)) as u16;
+        let opcode = (word >> shift_of(Cqe64::OPCODE)) & 0xf;
+        let posted = rx.pi != rx.ci;
+        let next = posted && wqe_counter == rx.ci as u16;
+        if next && opcode == RESP_SEND && len <= self.pool.buf_size {
+            return (None, cur);
+        }
+        // The packets before it are taken: publish them, so the CQ's own decoding of the
+        // error CQE looks at this one.
+        rx.cq.commit::<B>(cur);
+        let error = rx.error::<B::Barriers>(opcode, wqe_counter, len, self.pool.buf_size, next);
+        if opcode == u32::from(CqeOpcode::RespErr.raw()) && next {
+            let id = rx.slots[(rx.ci & rx.mask) as usize];
+            cur.advance();
+            rx.ci = rx.ci.wrapping_add(1);
+            self.pool.free.push(id);
+        }
+        (Some(error), cur)
+    }
+
+    /// Posts free buffers to the RQ until it is full or the pool is empty; then, if the RQ's
+    /// producer counter moved since `pi0`, writes its doorbell record once.
+    #[inline(always)]
+    fn refill<B: Backend>(&mut self, pi0: u32) {
         let rx = &mut self.rx;
         let room = (rx.mask + 1) - rx.pi.wrapping_sub(rx.ci);
         let take = (room as usize).min(self.pool.free.len());
-        if take == 0 {
-            return;
+        if take > 0 {
+            let from = self.pool.free.len() - take;
+            let (wqes, mask, slots) = (rx.wqes, rx.mask, &mut rx.slots[..]);
+            let mut pi = rx.pi;
+            for &id in &self.pool.free[from..] {
+                wqes.write64_raw::<DATA_ADDR>(pi, Pool::wire(&self.pool.wire, id));
+                // SAFETY: masked to the ring; `slots` has one entry per slot.
+                unsafe { *slots.get_unchecked_mut((pi & mask) as usize) = id };
+                pi = pi.wrapping_add(1);
+            }
+            rx.pi = pi;
+            self.pool.free.truncate(from);
         }
-        let from = self.pool.free.len() - take;
-        let (wqes, mask, slots) = (rx.wqes, rx.mask, &mut rx.slots[..]);
-        let (base, size) = (self.pool.base, u64::from(self.pool.buf_size));
-        let mut pi = rx.pi;
-        for &index in &self.pool.free[from..] {
-            wqes.write64::<DATA_ADDR>(pi, base + u64::from(index) * size);
-            // SAFETY: masked to the ring; `slots` has one entry per slot.
-            unsafe { *slots.get_unchecked_mut((pi & mask) as usize) = index };
-            pi = pi.wrapping_add(1);
+        if rx.pi != pi0 {
+            B::Barriers::to_device();
+            rx.record
+                .write32::<RECEIVE_COUNTER_DWORD>(0, u32::from(rx.pi as u16));
         }
-        rx.pi = pi;
-        self.pool.free.truncate(from);
-        B::Barriers::to_device();
-        QpDoorbellRecord::new_unchecked(rx.dbrec.slice(0, 8)).set_receive_counter(pi as u16);
     }
 
     /// Tears everything down: steering, TIR, RQ, SQ, TIS, CQs, rings and pool. Buffers still
@@ -1115,5 +1446,86 @@ mod tests {
             other => panic!("{other}"),
         }
         assert_eq!(q.free_buffers(), free + 3);
+    }
+
+    #[test]
+    fn the_usual_send_cqe_is_refused_when_its_wqe_was_not_posted() {
+        let (hca, mut q) = eth();
+        send(&hca, &mut q, 3);
+        let free = q.free_buffers();
+        // What the fast path expects next (the WQE that asks for a completion, ci +
+        // signal_every - 1), but only 3 WQEs are outstanding.
+        q.tx.cq.forge(|c| {
+            c.set_opcode(CqeOpcode::Req);
+            c.set_wqe_counter(31);
+        });
+        let e = q.tx_batch(hca.backend(), &mut Vec::new()).unwrap_err();
+        assert!(e.to_string().contains("not outstanding"), "{e}");
+        assert_eq!(q.free_buffers(), free, "no buffer freed on a bad CQE");
+        assert_eq!(q.outstanding().0, 3);
+    }
+
+    /// A receive CQE `ahead` of the consumer index, for WQE `counter`.
+    fn receive_cqe(q: &EthQueues, ahead: u32, counter: u16, opcode: CqeOpcode, len: u32) {
+        q.rx.cq.forge_at(ahead, |c| {
+            c.set_opcode(opcode);
+            c.set_wqe_counter(counter);
+            c.set_byte_cnt(len);
+            if opcode == CqeOpcode::RespErr {
+                let mut e = mlx5_prm::ErrCqe::new_unchecked(c.storage_mut().sub_mut(0, 64));
+                e.set_syndrome(CqeSyndrome::LocalLengthErr);
+            }
+        });
+    }
+
+    #[test]
+    fn good_packets_before_a_receive_error_are_handed_out_and_its_buffer_comes_back() {
+        let (hca, mut q) = eth();
+        let free = q.free_buffers();
+        receive_cqe(&q, 0, 0, CqeOpcode::RespSend, 60);
+        receive_cqe(&q, 1, 1, CqeOpcode::RespSend, 61);
+        receive_cqe(&q, 2, 2, CqeOpcode::RespErr, 0);
+        let mut out = Vec::new();
+        match q.rx_batch(hca.backend(), &mut out, 8).unwrap_err() {
+            Error::WorkRequest {
+                queue: "rq",
+                wqe_counter: 2,
+                error,
+                ..
+            } => assert_eq!(error.syndrome, CqeSyndrome::LocalLengthErr.raw()),
+            other => panic!("{other}"),
+        }
+        assert_eq!(out.iter().map(Packet::len).collect::<Vec<_>>(), [60, 61]);
+        // Two buffers handed out; the error CQE's came back; the RQ is full again.
+        assert_eq!(q.outstanding().1, 512);
+        assert_eq!(q.free_buffers(), free - 2);
+        // Past the error CQE: nothing more.
+        assert_eq!(q.rx_batch(hca.backend(), &mut out, 8).unwrap(), 0);
+    }
+
+    #[test]
+    fn a_receive_cqe_with_no_wqe_posted_is_refused_and_frees_nothing() {
+        let (be, _dev) = SimBackend::new(mlx5_sim::Config::default());
+        let mut hca = Hca::bring_up(be, &HcaConfig::default()).unwrap();
+        let config = EthConfig {
+            buffers: 2,
+            ..EthConfig::default()
+        };
+        let mut q = EthQueues::create(&mut hca, &config).unwrap();
+        assert_eq!(q.outstanding().1, 2, "both buffers posted");
+        receive_cqe(&q, 0, 0, CqeOpcode::RespSend, 60);
+        receive_cqe(&q, 1, 1, CqeOpcode::RespSend, 60);
+        let mut out = Vec::new();
+        assert_eq!(q.rx_batch(hca.backend(), &mut out, 8).unwrap(), 2);
+        assert_eq!(q.outstanding().1, 0, "the pool is empty: nothing posted");
+        // A good-looking CQE and a receive error for the WQE that would come next: neither
+        // names a posted WQE.
+        for opcode in [CqeOpcode::RespSend, CqeOpcode::RespErr] {
+            receive_cqe(&q, 0, 2, opcode, 60);
+            let e = q.rx_batch(hca.backend(), &mut out, 8).unwrap_err();
+            assert!(e.to_string().contains("0 posted"), "{e}");
+            assert_eq!(out.len(), 2, "nothing more handed out");
+            assert_eq!(q.free_buffers(), 0, "no buffer freed twice");
+        }
     }
 }

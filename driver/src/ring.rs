@@ -7,6 +7,9 @@
 //! at compile time. So each access here is one aligned volatile load or store, with the byte
 //! order conversion, and nothing else. Offsets come from the generated layouts' field
 //! constants ([`dword_of`], [`shift_of`]), never from hand-written numbers.
+//!
+//! A hot loop over consecutive slots takes a [`Run`] instead: slots that do not wrap, checked
+//! once ([`Ring::run`]), then addressed by their number in the run without masking.
 
 use crate::backend::DmaBuf;
 use mlx5_prm::rt::Field;
@@ -72,12 +75,13 @@ impl<const SLOT: usize> Ring<SLOT> {
         unsafe { p.write_volatile(value.to_be()) }
     }
 
-    /// Writes the big-endian 64-bit quantity at byte `AT` of slot `index` (masked).
+    /// Stores `raw`, a 64-bit quantity already in the device's (big-endian) byte order, at
+    /// byte `AT` of slot `index` (masked).
     #[inline(always)]
-    pub(crate) fn write64<const AT: usize>(&self, index: u32, value: u64) {
+    pub(crate) fn write64_raw<const AT: usize>(&self, index: u32, raw: u64) {
         let p = self.at::<AT, 8>(index) as *mut u64;
         // SAFETY: in the ring, 8-aligned, valid for volatile writes.
-        unsafe { p.write_volatile(value.to_be()) }
+        unsafe { p.write_volatile(raw) }
     }
 
     /// Reads the big-endian dword at byte `AT` of slot `index` (masked).
@@ -86,6 +90,94 @@ impl<const SLOT: usize> Ring<SLOT> {
         let p = self.at::<AT, 4>(index) as *const u32;
         // SAFETY: in the ring, 4-aligned, valid for volatile reads.
         u32::from_be(unsafe { p.read_volatile() })
+    }
+
+    /// Slots in the ring.
+    #[inline(always)]
+    pub(crate) fn entries(&self) -> u32 {
+        self.mask + 1
+    }
+
+    /// Slots from `index` (masked) to the end of the ring: at least 1.
+    #[inline(always)]
+    pub(crate) fn until_wrap(&self, index: u32) -> usize {
+        (self.mask - (index & self.mask)) as usize + 1
+    }
+
+    /// The `len` slots from `index` (masked) on, which must not wrap.
+    ///
+    /// # Panics
+    ///
+    /// If `len` is more than [`Ring::until_wrap`].
+    #[inline(always)]
+    pub(crate) fn run(&self, index: u32, len: usize) -> Run<SLOT> {
+        assert!(
+            len <= self.until_wrap(index),
+            "a run must not wrap the ring"
+        );
+        Run {
+            first: self.at::<0, 1>(index),
+            len,
+        }
+    }
+}
+
+/// Consecutive slots of a [`Ring`] that do not wrap, for loops over `0..len`: slot `k` is at a
+/// fixed stride from the first, so an access is one load or store with no masking, and its
+/// bounds check (`k < len`) is one the compiler removes in such a loop. Like the ring, it
+/// lives no longer than the owner's borrow.
+#[derive(Clone, Copy)]
+pub(crate) struct Run<const SLOT: usize> {
+    first: *mut u8,
+    len: usize,
+}
+
+impl<const SLOT: usize> Run<SLOT> {
+    #[inline(always)]
+    fn at<const AT: usize, const N: usize>(&self, k: usize) -> *mut u8 {
+        const { assert!(AT % N == 0 && AT + N <= SLOT) };
+        assert!(k < self.len, "past the end of a run");
+        // SAFETY: k < len, and `Ring::run` checked that the run's `len` slots are in the ring.
+        unsafe { self.first.add(k * SLOT + AT) }
+    }
+
+    /// Writes the big-endian dword at byte `AT` of slot `k`.
+    #[inline(always)]
+    pub(crate) fn write32<const AT: usize>(&self, k: usize, value: u32) {
+        let p = self.at::<AT, 4>(k) as *mut u32;
+        // SAFETY: in the ring, 4-aligned, valid for volatile writes.
+        unsafe { p.write_volatile(value.to_be()) }
+    }
+
+    /// Stores `raw`, a dword already in the device's (big-endian) byte order, at byte `AT`
+    /// of slot `k`.
+    #[inline(always)]
+    pub(crate) fn write32_raw<const AT: usize>(&self, k: usize, raw: u32) {
+        let p = self.at::<AT, 4>(k) as *mut u32;
+        // SAFETY: in the ring, 4-aligned, valid for volatile writes.
+        unsafe { p.write_volatile(raw) }
+    }
+
+    /// As [`Ring::write64_raw`].
+    #[inline(always)]
+    pub(crate) fn write64_raw<const AT: usize>(&self, k: usize, raw: u64) {
+        let p = self.at::<AT, 8>(k) as *mut u64;
+        // SAFETY: in the ring, 8-aligned, valid for volatile writes.
+        unsafe { p.write_volatile(raw) }
+    }
+
+    /// Reads the big-endian dword at byte `AT` of slot `k`.
+    #[inline(always)]
+    pub(crate) fn read32<const AT: usize>(&self, k: usize) -> u32 {
+        u32::from_be(self.read32_raw::<AT>(k))
+    }
+
+    /// Reads the dword at byte `AT` of slot `k` as it is, in the device's byte order.
+    #[inline(always)]
+    pub(crate) fn read32_raw<const AT: usize>(&self, k: usize) -> u32 {
+        let p = self.at::<AT, 4>(k) as *const u32;
+        // SAFETY: in the ring, 4-aligned, valid for volatile reads.
+        unsafe { p.read_volatile() }
     }
 }
 
@@ -106,7 +198,7 @@ mod tests {
         const ADDR: usize = 32 + dword_of(WqeDataSeg::ADDR);
         // Index 70 wraps to slot 6.
         ring.write32::<IDX>(70, 0xbeef << shift_of(WqeCtrlSeg::WQE_INDEX));
-        ring.write64::<ADDR>(70, 0x1122_3344_5566_7788);
+        ring.write64_raw::<ADDR>(70, 0x1122_3344_5566_7788u64.to_be());
         let ctrl = WqeCtrlSeg::new_unchecked(buf.slice(6 * 64, 16));
         assert_eq!(ctrl.wqe_index(), 0xbeef);
         let data = WqeDataSeg::new_unchecked(buf.slice(6 * 64 + 32, 16));
@@ -117,6 +209,28 @@ mod tests {
             "wqe_counter shares the last dword with opcode and owner"
         );
         assert_eq!(buf.slice(6 * 64, 4).read_be32(0) >> 8, 0xbeef);
+        be.dma().free(buf);
+    }
+
+    #[test]
+    fn a_run_addresses_the_ring_slots_it_covers_and_must_not_wrap() {
+        let (be, _dev) = SimBackend::new(mlx5_sim::Config::default());
+        let buf = be.dma().alloc(4096, 4096).unwrap();
+        let ring: Ring<64> = unsafe { Ring::over(&buf, 64) };
+        // Index 125 is slot 61: three slots to the end.
+        assert_eq!(ring.until_wrap(125), 3);
+        let run = ring.run(125, 3);
+        for k in 0..3 {
+            run.write32::<4>(k, 0x100 + k as u32);
+            run.write32_raw::<8>(k, (0x200 + k as u32).to_be());
+        }
+        for k in 0..3u32 {
+            assert_eq!(ring.read32::<4>(125 + k), 0x100 + k);
+            assert_eq!(ring.read32::<8>(125 + k), 0x200 + k);
+            assert_eq!(run.read32::<4>(k as usize), 0x100 + k);
+        }
+        let wraps = std::panic::catch_unwind(|| ring.run(125, 4));
+        assert!(wraps.is_err(), "a run past the ring's end is refused");
         be.dma().free(buf);
     }
 }
