@@ -9,7 +9,8 @@
 //! address where an IOVA belongs, or overruns a buffer, is caught instead of silently working.
 //!
 //! This is the only module of the crate with `unsafe` code: it owns the raw host memory and
-//! hands out [`DeviceBytes`] windows onto it.
+//! hands out [`DeviceBytes`] windows onto it. Lookups go through a lock-free translation
+//! cache first ([`cache`]), as the data path makes several per frame.
 //!
 //! Soundness rests on one rule: host memory is returned to the allocator only when the
 //! `DmaSpace` itself is dropped. [`DmaSpace::free`] unmaps a region at once (no new window
@@ -18,7 +19,10 @@
 //! free) still points at live memory. Every window borrows the `DmaSpace`, so none outlives
 //! the memory.
 
-use mlx5_prm::rt::DeviceBytes;
+mod cache;
+
+use cache::{Hit, TranslationCache};
+use mlx5_prm::rt::{Bytes, BytesMut, DeviceBytes};
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -127,6 +131,8 @@ struct Inner {
 pub struct DmaSpace {
     inner: Mutex<Inner>,
     limit: usize,
+    /// Page → region translations, read without the lock.
+    cache: TranslationCache,
 }
 
 impl fmt::Debug for DmaSpace {
@@ -157,6 +163,7 @@ impl DmaSpace {
                 mapped_bytes: 0,
             }),
             limit,
+            cache: TranslationCache::new(),
         }
     }
 
@@ -218,53 +225,74 @@ impl DmaSpace {
             .ok_or(DmaError::NotMapped(iova))?;
         inner.mapped_bytes -= block.layout.size();
         inner.retired.push(block);
+        self.cache.invalidate();
         Ok(())
     }
 
     /// Device-side access to `len` bytes at `iova`, or `None` if any of them is unmapped (or
     /// `len` is 0). A window never spans two regions.
+    #[inline]
     pub fn window(&self, iova: u64, len: usize) -> Option<DeviceBytes<'_>> {
         if len == 0 {
             return None;
         }
-        let inner = self.lock();
-        let (_, block) = inner.mapped.range(..=iova).next_back()?;
-        let offset = usize::try_from(iova - block.iova).ok()?;
+        let hit = match self.cache.get(iova) {
+            Some(hit) => hit,
+            None => self.lookup(iova)?,
+        };
+        // The cached region holds `iova`'s page, so it is the region the map would find.
+        let offset = usize::try_from(iova - hit.iova).ok()?;
         let end = offset.checked_add(len)?;
-        if end > block.layout.size() {
+        if end > hit.size {
             return None;
         }
-        // SAFETY: `offset + len` lies inside the block (checked above), whose memory stays
+        // SAFETY: `hit` describes a block of this space that held `iova` when it was found
+        // (under the lock, or in the cache, which forgets everything when a block is
+        // unmapped), and `offset + len` lies inside it (checked above). Block memory stays
         // allocated until `self` is dropped (blocks are only retired, never freed, before
         // that), so it is valid for volatile reads and writes for the window's lifetime,
         // which borrows `self`. This crate never forms references to DMA memory, and the
         // driver is bound to the same rule by `DmaRegion`'s contract.
-        Some(unsafe { DeviceBytes::new(block.ptr.as_ptr().add(offset), len) })
+        Some(unsafe { DeviceBytes::new(hit.ptr.add(offset), len) })
+    }
+
+    /// The mapped block holding `iova`, from the map (and recorded in the cache).
+    #[cold]
+    fn lookup(&self, iova: u64) -> Option<Hit> {
+        let inner = self.lock();
+        let (_, block) = inner.mapped.range(..=iova).next_back()?;
+        let hit = Hit {
+            iova: block.iova,
+            size: block.layout.size(),
+            ptr: block.ptr.as_ptr(),
+        };
+        if iova - block.iova < hit.size as u64 {
+            self.cache.fill(iova, hit);
+        }
+        Some(hit)
     }
 
     /// Copies `out.len()` bytes at `iova` into `out`.
     pub fn read(&self, iova: u64, out: &mut [u8]) -> Result<(), DmaError> {
-        use mlx5_prm::rt::Bytes;
         if out.is_empty() {
             return Ok(());
         }
         let w = self
             .window(iova, out.len())
             .ok_or(DmaError::NotMapped(iova))?;
-        w.read_bytes(0, out);
+        copy_out(&w, iova, out);
         Ok(())
     }
 
     /// Copies `data` to `iova`.
     pub fn write(&self, iova: u64, data: &[u8]) -> Result<(), DmaError> {
-        use mlx5_prm::rt::BytesMut;
         if data.is_empty() {
             return Ok(());
         }
         let mut w = self
             .window(iova, data.len())
             .ok_or(DmaError::NotMapped(iova))?;
-        w.write_bytes(0, data);
+        copy_in(&mut w, iova, data);
         Ok(())
     }
 
@@ -284,6 +312,43 @@ impl DmaSpace {
     }
 }
 
+/// Bytes before the first 8-byte boundary at or after `iova`, at most `len`. A window's host
+/// address has the alignment of its IOVA modulo 4 KiB (blocks are page aligned both ways), so
+/// this is also where its host address becomes 8-byte aligned.
+fn head(iova: u64, len: usize) -> usize {
+    ((8 - (iova % 8) as usize) % 8).min(len)
+}
+
+/// Copies a window (at `iova`) into `out`, a whole aligned 8 bytes at a time where it can:
+/// bytes one by one were the larger part of moving a frame.
+fn copy_out(w: &DeviceBytes<'_>, iova: u64, out: &mut [u8]) {
+    let h = head(iova, out.len());
+    w.read_bytes(0, &mut out[..h]);
+    let mut words = out[h..].chunks_exact_mut(8);
+    let mut at = h;
+    for o in &mut words {
+        o.copy_from_slice(&w.read_be64(at).to_be_bytes());
+        at += 8;
+    }
+    let tail = words.into_remainder();
+    w.read_bytes(at, tail);
+}
+
+/// Copies `data` into a window (at `iova`), like [`copy_out`].
+fn copy_in(w: &mut DeviceBytes<'_>, iova: u64, data: &[u8]) {
+    let h = head(iova, data.len());
+    w.write_bytes(0, &data[..h]);
+    let mut words = data[h..].chunks_exact(8);
+    let mut at = h;
+    for d in &mut words {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(d);
+        w.write_be64(at, u64::from_be_bytes(b));
+        at += 8;
+    }
+    w.write_bytes(at, words.remainder());
+}
+
 impl Drop for DmaSpace {
     fn drop(&mut self) {
         let inner = self.inner.get_mut().unwrap_or_else(|e| e.into_inner());
@@ -301,7 +366,6 @@ impl Drop for DmaSpace {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mlx5_prm::rt::{Bytes, BytesMut};
 
     #[test]
     fn regions_are_zeroed_aligned_and_guarded() {
