@@ -9,6 +9,7 @@ use crate::datapath::{self, Side};
 use crate::dma::{DmaSpace, DEFAULT_DMA_LIMIT};
 use crate::events::{self, Posted};
 use crate::faults::FaultInjector;
+use crate::frames::Frames;
 use crate::inventory::Objects;
 use crate::model::Model;
 use crate::record::CommandRecord;
@@ -94,7 +95,7 @@ impl Core {
                     },
                     None,
                 );
-                (r, std::mem::take(&mut m.outbox), Vec::new())
+                (r, take_outbox(&mut m), Frames::default())
             }
             Some(p) => {
                 let (mut a, mut b) = if self.id < p.id {
@@ -114,11 +115,7 @@ impl Core {
                         dma: &p.dma,
                     }),
                 );
-                (
-                    r,
-                    std::mem::take(&mut a.outbox),
-                    std::mem::take(&mut b.outbox),
-                )
+                (r, take_outbox(&mut a), take_outbox(&mut b))
             }
         };
         self.transmit(mine);
@@ -129,35 +126,51 @@ impl Core {
     }
 
     /// Puts frames on the port: back into this device in loopback, else to the link (or
-    /// nowhere without one).
-    fn transmit(&self, frames: Vec<Vec<u8>>) {
+    /// nowhere without one). Every frame leaving the port passes here, each as a `&[u8]`.
+    /// The emptied buffers go back to the model for the SQs' next frames.
+    fn transmit(&self, frames: Frames) {
         if frames.is_empty() {
             return;
         }
         if self.loopback.load(Ordering::Relaxed) {
-            for f in &frames {
-                self.receive_frame(f);
+            self.receive_frames(frames.iter());
+        } else {
+            let link = lock(&self.link).clone();
+            if let Some(link) = link {
+                for f in frames.iter() {
+                    link.transmit(f);
+                }
             }
-            return;
         }
-        let link = lock(&self.link).clone();
-        if let Some(link) = link {
-            for f in &frames {
-                link.transmit(f);
-            }
+        self.recycle(frames);
+    }
+
+    /// Hands emptied frame buffers back to the model, unless it has started new ones.
+    fn recycle(&self, mut frames: Frames) {
+        frames.clear();
+        let mut m = self.model();
+        if m.outbox.is_empty() {
+            m.outbox = frames;
         }
     }
 
     /// A frame arrives at the port.
     pub(crate) fn receive_frame(&self, frame: &[u8]) -> bool {
+        self.receive_frames([frame]) == 1
+    }
+
+    /// Frames arrive at the port, one after the other, under one lock of the model. Every
+    /// frame arriving passes here, each as a `&[u8]`. Returns how many were delivered.
+    pub(crate) fn receive_frames<'f>(&self, frames: impl IntoIterator<Item = &'f [u8]>) -> usize {
         let mut m = self.model();
-        datapath::eth::receive(
-            &mut Side {
-                m: &mut m,
-                dma: &self.dma,
-            },
-            frame,
-        )
+        let mut side = Side {
+            m: &mut m,
+            dma: &self.dma,
+        };
+        frames
+            .into_iter()
+            .filter(|frame| datapath::eth::receive(&mut side, frame))
+            .count()
     }
 
     /// The device's own work (see [`datapath::kick`]), on this device and its peer.
@@ -286,6 +299,15 @@ impl Core {
             .collect();
         self.send_doorbell(index, (first as u32) >> 8, Some(&bytes));
         UarWrite::Send
+    }
+}
+
+/// The frames the model's SQs queued, if any (the model keeps its empty buffers otherwise).
+fn take_outbox(m: &mut Model) -> Frames {
+    if m.outbox.is_empty() {
+        Frames::default()
+    } else {
+        std::mem::take(&mut m.outbox)
     }
 }
 

@@ -14,6 +14,7 @@ use crate::exec::{
     tir::{Rqt, Tir, Tis},
     wq::{Rq, Sq},
 };
+use crate::frames::Frames;
 use crate::pages::PagePool;
 use crate::record::CommandRecord;
 use crate::syndrome as s;
@@ -187,7 +188,7 @@ pub(crate) struct Model {
     /// Data path counters.
     pub stats: DataStats,
     /// Frames the SQs sent while the model was locked, delivered to the link once it is not.
-    pub outbox: Vec<Vec<u8>>,
+    pub outbox: Frames,
 }
 
 impl Model {
@@ -228,7 +229,7 @@ impl Model {
             dma_faults: 0,
             records: Vec::new(),
             stats: DataStats::default(),
-            outbox: Vec::new(),
+            outbox: Frames::default(),
         }
     }
 

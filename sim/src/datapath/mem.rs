@@ -13,6 +13,7 @@
 use crate::dma::DmaSpace;
 use crate::exec::handles::RESD_LKEY;
 use crate::model::Model;
+use crate::stackvec::StackVec;
 
 /// Every access an mkey grants separately.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,10 +54,21 @@ pub(crate) enum KeyError {
 }
 
 /// A run of contiguous IOVAs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Extent {
     pub iova: u64,
     pub len: u64,
+}
+
+/// The extents of one access: one for a PA key or a range inside one MTT page, so they are
+/// kept inline (see [`StackVec`]).
+pub(crate) type Extents = StackVec<Extent, 4>;
+
+/// The single extent `iova .. iova + len`.
+fn one(iova: u64, len: u64) -> Extents {
+    let mut e = Extents::new();
+    e.push(Extent { iova, len });
+    e
 }
 
 /// Who is accessing: the queue's PD and whether its context allows the reserved lkey.
@@ -78,14 +90,14 @@ pub(crate) fn resolve(
     addr: u64,
     len: u64,
     access: Access,
-) -> Result<Vec<Extent>, KeyError> {
+) -> Result<Extents, KeyError> {
     if len == 0 {
-        return Ok(Vec::new());
+        return Ok(Extents::new());
     }
     let end = addr.checked_add(len).ok_or(KeyError::Range)?;
     if key == RESD_LKEY {
         return if access.local() && who.rlky {
-            Ok(vec![Extent { iova: addr, len }])
+            Ok(one(addr, len))
         } else {
             Err(KeyError::Unknown)
         };
@@ -116,7 +128,7 @@ pub(crate) fn resolve(
         return Err(KeyError::Rights);
     }
     match (c.access_mode_4_2(), c.access_mode_1_0()) {
-        (0, 0) => Ok(vec![Extent { iova: addr, len }]),
+        (0, 0) => Ok(one(addr, len)),
         (0, 1) => mtt(
             &mkey.translations,
             c.start_addr(),
@@ -129,13 +141,7 @@ pub(crate) fn resolve(
 }
 
 /// Translates through an MTT whose entry i maps page i of the region.
-fn mtt(
-    table: &[u8],
-    start: u64,
-    log_page: u8,
-    addr: u64,
-    len: u64,
-) -> Result<Vec<Extent>, KeyError> {
+fn mtt(table: &[u8], start: u64, log_page: u8, addr: u64, len: u64) -> Result<Extents, KeyError> {
     if !(MIN_LOG_MTT_PAGE..=40).contains(&log_page) {
         return Err(KeyError::Mode);
     }
@@ -143,7 +149,7 @@ fn mtt(
     let base = start & !(page - 1);
     let mut offset = addr.checked_sub(base).ok_or(KeyError::Range)?;
     let mut left = len;
-    let mut out: Vec<Extent> = Vec::new();
+    let mut out = Extents::new();
     while left > 0 {
         let index = usize::try_from(offset >> log_page).map_err(|_| KeyError::Translation)?;
         let at = index.checked_mul(8).ok_or(KeyError::Translation)?;
@@ -202,21 +208,19 @@ pub(crate) fn read(dma: &DmaSpace, extents: &[Extent], out: &mut Vec<u8>) -> boo
 /// Writes `data` over `extents` (which must cover at least `data.len()` bytes); false without
 /// writing anything when a byte is not mapped.
 pub(crate) fn write(dma: &DmaSpace, extents: &[Extent], data: &[u8]) -> bool {
-    let mut pieces = Vec::new();
-    let mut left = data.len();
-    for (iova, n) in chunks(extents) {
-        if left == 0 {
-            break;
-        }
-        let n = n.min(left);
-        if !dma.is_mapped(iova, n) {
-            return false;
-        }
-        pieces.push((iova, n));
-        left -= n;
+    let pieces = || {
+        let mut left = data.len();
+        chunks(extents).map_while(move |(iova, n)| {
+            let n = n.min(left);
+            left -= n;
+            (n > 0).then_some((iova, n))
+        })
+    };
+    if !pieces().all(|(iova, n)| dma.is_mapped(iova, n)) {
+        return false;
     }
     let mut at = 0;
-    for (iova, n) in pieces {
+    for (iova, n) in pieces() {
         if dma.write(iova, &data[at..at + n]).is_err() {
             return false;
         }
@@ -238,8 +242,8 @@ mod tests {
         // Region starting 0x100 into a 4 KiB page.
         let e = mtt(&table, 0x7000_0100, 12, 0x7000_0f00, 0x1200).unwrap();
         assert_eq!(
-            e,
-            vec![
+            &e[..],
+            &[
                 Extent {
                     iova: 0x5f00,
                     len: 0x100

@@ -10,10 +10,13 @@
 
 pub(crate) mod cq;
 pub(crate) mod eth;
+pub(crate) mod matcher;
 pub(crate) mod mem;
+pub(crate) mod parse;
 pub(crate) mod rc;
 pub(crate) mod rq;
 pub(crate) mod sendq;
+pub(crate) mod steer;
 
 use crate::dma::DmaSpace;
 use crate::model::Model;

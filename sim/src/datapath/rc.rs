@@ -107,7 +107,7 @@ pub(crate) fn run<'a>(
         let wqe = match copy {
             Some(b) => {
                 local.m.stats.blueflame_wqes += 1;
-                Some(b.to_vec())
+                Some(sendq::Wqe::copy(b))
             }
             None => sendq::read(local.dma, ring, qp.sq_base, log, ci),
         };

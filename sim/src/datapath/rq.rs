@@ -3,11 +3,12 @@
 //! doorbell record (there is no receive doorbell), reads the next WQE's scatter list when a
 //! message needs it, scatters the data, and consumes it.
 
-use super::mem::{self, Accessor, Extent, KeyError};
+use super::mem::{self, Accessor, Extents, KeyError};
 use super::{cq, Side};
 use crate::dma::DmaSpace;
 use crate::model::Model;
 use crate::pas::PageList;
+use crate::stackvec::StackVec;
 use mlx5_prm::rt::Bytes as _;
 use mlx5_prm::{CqeOpcode, CqeSyndrome, RqState, INVALID_LKEY};
 
@@ -19,7 +20,7 @@ pub(crate) enum Target {
 }
 
 /// One scatter entry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Sge {
     pub len: u32,
     pub lkey: u32,
@@ -31,7 +32,8 @@ pub(crate) struct Sge {
 pub(crate) struct Posted {
     /// Its index (the receive counter value it was posted at, 16 bits).
     pub index: u16,
-    pub sges: Vec<Sge>,
+    /// Its scatter list: a receive WQE usually has one entry, kept inline.
+    pub sges: StackVec<Sge, 4>,
 }
 
 /// Where a receive queue lives and who owns it.
@@ -98,7 +100,7 @@ pub(crate) fn peek(m: &mut Model, dma: &DmaSpace, t: Target) -> Option<Posted> {
     let size = 1u64 << r.log_size.min(16);
     let stride = 1u64 << r.log_stride.min(16);
     let base = u64::from(r.ci) % size * stride;
-    let mut sges = Vec::new();
+    let mut sges = StackVec::new();
     for k in 0..stride / 16 {
         let mut seg = [0u8; 16];
         let ok = r
@@ -158,12 +160,12 @@ pub(crate) fn extents(
     who: Accessor,
     sges: &[Sge],
     len: u64,
-) -> Result<Vec<Extent>, ScatterError> {
+) -> Result<Extents, ScatterError> {
     let capacity: u64 = sges.iter().map(|s| u64::from(s.len)).sum();
     if len > capacity {
         return Err(ScatterError::TooLong);
     }
-    let mut out = Vec::new();
+    let mut out = Extents::new();
     let mut left = len;
     for s in sges {
         if left == 0 {
@@ -172,7 +174,7 @@ pub(crate) fn extents(
         let n = left.min(u64::from(s.len));
         let e = mem::resolve(m, s.lkey, who, s.addr, n, mem::Access::LocalWrite)
             .map_err(|_: KeyError| ScatterError::Protection)?;
-        out.extend(e);
+        out.extend_from_slice(&e);
         left -= n;
     }
     Ok(out)

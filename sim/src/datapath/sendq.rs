@@ -4,8 +4,9 @@
 
 use crate::dma::DmaSpace;
 use crate::pas::PageList;
+use crate::stackvec::StackVec;
 use mlx5_prm::rt::Bytes as _;
-use std::ops::Range;
+use std::ops::{Deref, Range};
 
 /// Bytes per WQEBB.
 pub(crate) const WQEBB: u64 = mlx5_prm::SEND_WQE_BB;
@@ -38,6 +39,34 @@ pub(crate) fn opcode(wqe: &[u8]) -> u8 {
     wqe.get(3).copied().unwrap_or(0)
 }
 
+/// Largest WQE: a DS count of 63 rounds up to 16 blocks.
+const MAX_WQE: usize = 16 * WQEBB as usize;
+
+/// One WQE's bytes, whole blocks, read into a buffer on the stack (a WQE per frame made a
+/// heap allocation per frame).
+#[derive(Clone)]
+pub(crate) struct Wqe {
+    buf: [u8; MAX_WQE],
+    len: usize,
+}
+
+impl Wqe {
+    /// A copy of `bytes` (a BlueFlame copy), truncated to the largest WQE.
+    pub fn copy(bytes: &[u8]) -> Wqe {
+        let len = bytes.len().min(MAX_WQE);
+        let mut buf = [0u8; MAX_WQE];
+        buf[..len].copy_from_slice(&bytes[..len]);
+        Wqe { buf, len }
+    }
+}
+
+impl Deref for Wqe {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
 /// Reads the WQE at WQEBB counter `index` of a ring of 2^`log_size` blocks that starts `base`
 /// bytes into `ring`: its first block, then as many more as its DS count needs, wrapping at
 /// the end of the ring. The result holds whole blocks (at least DS × 16 bytes).
@@ -47,22 +76,25 @@ pub(crate) fn read(
     base: u64,
     log_size: u8,
     index: u16,
-) -> Option<Vec<u8>> {
+) -> Option<Wqe> {
     let size = 1u64 << log_size.min(16);
     let block = |k: u64, out: &mut [u8]| {
         let slot = (u64::from(index) + k) % size;
         ring.addr(base + slot * WQEBB, WQEBB)
             .is_some_and(|a| dma.read(a, out).is_ok())
     };
-    let mut wqe = vec![0u8; WQEBB as usize];
-    if !block(0, &mut wqe) {
+    let mut wqe = Wqe {
+        buf: [0u8; MAX_WQE],
+        len: WQEBB as usize,
+    };
+    if !block(0, &mut wqe.buf[..WQEBB as usize]) {
         return None;
     }
     let n = u64::from(wqebbs(&wqe));
-    wqe.resize((n * WQEBB) as usize, 0);
+    wqe.len = (n * WQEBB) as usize;
     for k in 1..n {
         let at = (k * WQEBB) as usize;
-        if !block(k, &mut wqe[at..at + WQEBB as usize]) {
+        if !block(k, &mut wqe.buf[at..at + WQEBB as usize]) {
             return None;
         }
     }
@@ -78,12 +110,22 @@ pub(crate) enum Piece {
     Data { len: u32, lkey: u32, addr: u64 },
 }
 
+/// An empty inline piece: the filler of unused slots in [`Pieces`].
+impl Default for Piece {
+    fn default() -> Piece {
+        Piece::Inline(0..0)
+    }
+}
+
+/// A gather list: almost always a segment or two, kept inline.
+pub(crate) type Pieces = StackVec<Piece, 4>;
+
 /// Parses the data and inline segments of `wqe[start..end]`. An inline segment is a word with
 /// bit 31 set and the byte count in bits 30:0, the data right after it, padded to 16 bytes;
 /// data segments of length 0 are skipped. `None` when a segment overruns the WQE.
-pub(crate) fn gather_list(wqe: &[u8], start: usize, end: usize) -> Option<Vec<Piece>> {
+pub(crate) fn gather_list(wqe: &[u8], start: usize, end: usize) -> Option<Pieces> {
     let end = end.min(wqe.len());
-    let mut pieces = Vec::new();
+    let mut pieces = Pieces::new();
     let mut p = start;
     while p + 4 <= end {
         let word = wqe.read_be32(p);
@@ -128,8 +170,8 @@ mod tests {
         w[56..64].copy_from_slice(&0xabcdu64.to_be_bytes());
         let l = gather_list(&w, 16, 64).unwrap();
         assert_eq!(
-            l,
-            vec![
+            &l[..],
+            &[
                 Piece::Inline(20..33),
                 Piece::Data {
                     len: 100,
@@ -140,6 +182,6 @@ mod tests {
         );
         // An inline segment longer than the WQE.
         w[16..20].copy_from_slice(&(0x8000_0000u32 | 200).to_be_bytes());
-        assert_eq!(gather_list(&w, 16, 64), None);
+        assert!(gather_list(&w, 16, 64).is_none());
     }
 }

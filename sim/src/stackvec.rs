@@ -1,0 +1,127 @@
+//! A vector that keeps its first `N` elements inline and moves to the heap beyond them.
+//!
+//! The data path builds short lists for every frame (gather entries, scatter entries,
+//! translated extents, steering destinations) that almost always hold one or two elements;
+//! allocating a `Vec` for each was a large share of a frame's cost. Nothing is lost for the
+//! rare long list: it spills to a `Vec`.
+
+use std::ops::{Deref, DerefMut};
+
+/// Up to `N` elements inline, any number on the heap.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum StackVec<T, const N: usize> {
+    Inline([T; N], usize),
+    Heap(Vec<T>),
+}
+
+impl<T: Clone + Default, const N: usize> Default for StackVec<T, N> {
+    fn default() -> Self {
+        StackVec::new()
+    }
+}
+
+impl<T: Clone + Default, const N: usize> StackVec<T, N> {
+    /// An empty vector (no allocation).
+    pub fn new() -> Self {
+        StackVec::Inline(std::array::from_fn(|_| T::default()), 0)
+    }
+
+    /// Appends `value`, moving to the heap when the inline room is full.
+    pub fn push(&mut self, value: T) {
+        match self {
+            StackVec::Inline(items, len) if *len < N => {
+                items[*len] = value;
+                *len += 1;
+            }
+            StackVec::Inline(items, len) => {
+                let mut v = Vec::with_capacity(2 * N + 1);
+                v.extend(items[..*len].iter().cloned());
+                v.push(value);
+                *self = StackVec::Heap(v);
+            }
+            StackVec::Heap(v) => v.push(value),
+        }
+    }
+
+    /// Appends clones of `values`.
+    pub fn extend_from_slice(&mut self, values: &[T]) {
+        for v in values {
+            self.push(v.clone());
+        }
+    }
+}
+
+impl<T, const N: usize> Deref for StackVec<T, N> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        match self {
+            StackVec::Inline(items, len) => &items[..*len],
+            StackVec::Heap(v) => v,
+        }
+    }
+}
+
+impl<T, const N: usize> DerefMut for StackVec<T, N> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        match self {
+            StackVec::Inline(items, len) => &mut items[..*len],
+            StackVec::Heap(v) => v,
+        }
+    }
+}
+
+/// The elements of a [`StackVec`] by value.
+pub(crate) enum IntoIter<T, const N: usize> {
+    Inline(std::iter::Take<std::array::IntoIter<T, N>>),
+    Heap(std::vec::IntoIter<T>),
+}
+
+impl<T, const N: usize> Iterator for IntoIter<T, N> {
+    type Item = T;
+    fn next(&mut self) -> Option<T> {
+        match self {
+            IntoIter::Inline(i) => i.next(),
+            IntoIter::Heap(i) => i.next(),
+        }
+    }
+}
+
+impl<T, const N: usize> IntoIterator for StackVec<T, N> {
+    type Item = T;
+    type IntoIter = IntoIter<T, N>;
+    fn into_iter(self) -> IntoIter<T, N> {
+        match self {
+            StackVec::Inline(items, len) => IntoIter::Inline(items.into_iter().take(len)),
+            StackVec::Heap(v) => IntoIter::Heap(v.into_iter()),
+        }
+    }
+}
+
+impl<'a, T, const N: usize> IntoIterator for &'a StackVec<T, N> {
+    type Item = &'a T;
+    type IntoIter = std::slice::Iter<'a, T>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spills_to_the_heap_in_order() {
+        let mut v: StackVec<u32, 2> = StackVec::new();
+        assert!(v.is_empty());
+        v.push(1);
+        v.push(2);
+        assert!(matches!(v, StackVec::Inline(..)));
+        v.extend_from_slice(&[3, 4]);
+        assert!(matches!(v, StackVec::Heap(..)));
+        assert_eq!(&v[..], &[1, 2, 3, 4]);
+        assert_eq!(v.clone().into_iter().collect::<Vec<_>>(), vec![1, 2, 3, 4]);
+        let mut w: StackVec<u32, 4> = StackVec::new();
+        w.push(7);
+        assert_eq!(w.into_iter().collect::<Vec<_>>(), vec![7]);
+    }
+}
