@@ -14,19 +14,21 @@ pub(crate) enum StackVec<T, const N: usize> {
     Heap(Vec<T>),
 }
 
-impl<T: Clone + Default, const N: usize> Default for StackVec<T, N> {
+impl<T: Copy + Default, const N: usize> Default for StackVec<T, N> {
     fn default() -> Self {
         StackVec::new()
     }
 }
 
-impl<T: Clone + Default, const N: usize> StackVec<T, N> {
+impl<T: Copy + Default, const N: usize> StackVec<T, N> {
     /// An empty vector (no allocation).
+    #[inline]
     pub fn new() -> Self {
-        StackVec::Inline(std::array::from_fn(|_| T::default()), 0)
+        StackVec::Inline([T::default(); N], 0)
     }
 
     /// Appends `value`, moving to the heap when the inline room is full.
+    #[inline]
     pub fn push(&mut self, value: T) {
         match self {
             StackVec::Inline(items, len) if *len < N => {
@@ -34,25 +36,34 @@ impl<T: Clone + Default, const N: usize> StackVec<T, N> {
                 *len += 1;
             }
             StackVec::Inline(items, len) => {
-                let mut v = Vec::with_capacity(2 * N + 1);
-                v.extend(items[..*len].iter().cloned());
-                v.push(value);
-                *self = StackVec::Heap(v);
+                let (items, len) = (*items, *len);
+                self.spill(items, len, value)
             }
             StackVec::Heap(v) => v.push(value),
         }
     }
 
-    /// Appends clones of `values`.
+    /// Moves the inline elements and `value` to the heap.
+    #[cold]
+    fn spill(&mut self, items: [T; N], len: usize, value: T) {
+        let mut v = Vec::with_capacity(2 * N + 1);
+        v.extend_from_slice(&items[..len]);
+        v.push(value);
+        *self = StackVec::Heap(v);
+    }
+
+    /// Appends `values`.
+    #[inline]
     pub fn extend_from_slice(&mut self, values: &[T]) {
-        for v in values {
-            self.push(v.clone());
+        for &v in values {
+            self.push(v);
         }
     }
 }
 
 impl<T, const N: usize> Deref for StackVec<T, N> {
     type Target = [T];
+    #[inline]
     fn deref(&self) -> &[T] {
         match self {
             StackVec::Inline(items, len) => &items[..*len],
@@ -62,6 +73,7 @@ impl<T, const N: usize> Deref for StackVec<T, N> {
 }
 
 impl<T, const N: usize> DerefMut for StackVec<T, N> {
+    #[inline]
     fn deref_mut(&mut self) -> &mut [T] {
         match self {
             StackVec::Inline(items, len) => &mut items[..*len],
@@ -78,6 +90,7 @@ pub(crate) enum IntoIter<T, const N: usize> {
 
 impl<T, const N: usize> Iterator for IntoIter<T, N> {
     type Item = T;
+    #[inline]
     fn next(&mut self) -> Option<T> {
         match self {
             IntoIter::Inline(i) => i.next(),
@@ -89,6 +102,7 @@ impl<T, const N: usize> Iterator for IntoIter<T, N> {
 impl<T, const N: usize> IntoIterator for StackVec<T, N> {
     type Item = T;
     type IntoIter = IntoIter<T, N>;
+    #[inline]
     fn into_iter(self) -> IntoIter<T, N> {
         match self {
             StackVec::Inline(items, len) => IntoIter::Inline(items.into_iter().take(len)),

@@ -77,7 +77,7 @@ fn cq_error(m: &mut Model, dma: &DmaSpace, cqn: u32, status: u8, syndrome: CqErr
 /// gone.
 pub(crate) fn post(side: &mut Side<'_>, cqn: u32, mut cqe: [u8; 64]) -> bool {
     let (m, dma) = (&mut *side.m, side.dma);
-    let Ok(cq) = m.cqs.get(cqn) else {
+    let Ok(cq) = m.cqs.get_mut(cqn) else {
         m.stats.cqes_dropped += 1;
         return false;
     };
@@ -121,14 +121,11 @@ pub(crate) fn post(side: &mut Side<'_>, cqn: u32, mut cqe: [u8; 64]) -> bool {
     };
     let owner = ((cq.producer >> log) & 1) as u8;
     cqe[63] = (cqe[63] & !1) | owner;
-    window.write_bytes(0, &cqe[..63]);
+    crate::dma::copy_in(&mut window, &cqe[..63]);
     fence(Ordering::Release);
     window.write_u8(63, cqe[63]);
     let solicited = cqe[63] & 0x2 != 0
         || matches!(cqe[63] >> 4, o if o == CqeOpcode::ReqErr.raw() || o == CqeOpcode::RespErr.raw());
-    let Ok(cq) = m.cqs.get_mut(cqn) else {
-        return true;
-    };
     let index = cq.producer;
     cq.producer = cq.producer.wrapping_add(1);
     if solicited {

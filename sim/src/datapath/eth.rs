@@ -25,6 +25,7 @@ pub(crate) fn run(side: &mut Side<'_>, sqn: u32, bf: Option<&[u8]>) {
     let mut bf = bf;
     let mut done: u32 = 0;
     let mut counter: Option<u16> = None;
+    let mut wqe = Wqe::new();
     loop {
         let Ok(sq) = side.m.sqs.get(sqn) else {
             return;
@@ -56,17 +57,18 @@ pub(crate) fn run(side: &mut Side<'_>, sqn: u32, bf: Option<&[u8]>) {
         let copy = bf
             .take()
             .filter(|b| sendq::index_of(b) == Some(ci) && b.len() >= sendq::ds(b).max(1) * DS);
-        let wqe = match copy {
+        let read = match copy {
             Some(b) => {
                 side.m.stats.blueflame_wqes += 1;
-                Some(Wqe::copy(b))
+                wqe.copy_from(b);
+                true
             }
-            None => sendq::read(side.dma, &sq.ring, 0, log, ci),
+            None => sendq::read(side.dma, &sq.ring, 0, log, ci, &mut wqe),
         };
-        let Some(wqe) = wqe else {
+        if !read {
             side.m.dma_faults += 1;
             return;
-        };
+        }
         let (cqn, flush_cqes) = (sq.cqn, sq.ctx.flush_in_error_en());
         if flushing {
             if flush_cqes {
@@ -163,22 +165,15 @@ fn frame(
     }
     let data = after + rest.div_ceil(DS) * DS;
     let pieces = sendq::gather_list(wqe, data, end).ok_or(CqeSyndrome::LocalQpOpErr)?;
-    let total: usize = hdr
-        + pieces
-            .iter()
-            .map(|p| match p {
-                Piece::Inline(r) => r.len(),
-                Piece::Data { len, .. } => *len as usize,
-            })
-            .sum::<usize>();
-    if total > MAX_FRAME {
+    let total = hdr as u64 + pieces.iter().map(Piece::len).sum::<u64>();
+    if total > MAX_FRAME as u64 {
         return Err(CqeSyndrome::LocalLengthErr);
     }
     f.extend_from_slice(&wqe[eseg + INLINE_HDR_START..eseg + INLINE_HDR_START + first]);
     f.extend_from_slice(&wqe[after..after + rest]);
     for p in pieces {
         match p {
-            Piece::Inline(r) => f.extend_from_slice(&wqe[r]),
+            Piece::Inline { start, end } => f.extend_from_slice(&wqe[start..end]),
             Piece::Data { len, lkey, addr } => {
                 let e = mem::resolve(side.m, lkey, who, addr, len.into(), Access::LocalRead)
                     .map_err(|_| CqeSyndrome::LocalProtErr)?;

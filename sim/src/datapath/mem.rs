@@ -62,7 +62,7 @@ pub(crate) struct Extent {
 
 /// The extents of one access: one for a PA key or a range inside one MTT page, so they are
 /// kept inline (see [`StackVec`]).
-pub(crate) type Extents = StackVec<Extent, 4>;
+pub(crate) type Extents = StackVec<Extent, 2>;
 
 /// The single extent `iova .. iova + len`.
 fn one(iova: u64, len: u64) -> Extents {
@@ -103,39 +103,32 @@ pub(crate) fn resolve(
         };
     }
     let mkey = m.mkeys.get(key >> 8).map_err(|_| KeyError::Unknown)?;
-    let c = &mkey.ctx;
-    if c.mkey_7_0() != (key & 0xff) as u8 || c.free() {
+    let c = &mkey.region;
+    if c.tag != (key & 0xff) as u8 || c.free {
         return Err(KeyError::Unknown);
     }
-    if c.pd() != who.pd {
+    if c.pd != who.pd {
         return Err(KeyError::Pd);
     }
-    if !c.length64() {
-        let start = c.start_addr();
-        let limit = start.checked_add(c.len()).ok_or(KeyError::Range)?;
-        if addr < start || end > limit {
+    if !c.length64 {
+        let limit = c.start.checked_add(c.len).ok_or(KeyError::Range)?;
+        if addr < c.start || end > limit {
             return Err(KeyError::Range);
         }
     }
     let granted = match access {
-        Access::LocalRead => c.lr(),
-        Access::LocalWrite => c.lw(),
-        Access::RemoteRead => c.rr(),
-        Access::RemoteWrite => c.rw(),
-        Access::RemoteAtomic => c.a(),
+        Access::LocalRead => c.lr,
+        Access::LocalWrite => c.lw,
+        Access::RemoteRead => c.rr,
+        Access::RemoteWrite => c.rw,
+        Access::RemoteAtomic => c.a,
     };
     if !granted {
         return Err(KeyError::Rights);
     }
-    match (c.access_mode_4_2(), c.access_mode_1_0()) {
-        (0, 0) => Ok(one(addr, len)),
-        (0, 1) => mtt(
-            &mkey.translations,
-            c.start_addr(),
-            c.log_page_size(),
-            addr,
-            len,
-        ),
+    match c.mode {
+        0 => Ok(one(addr, len)),
+        1 => mtt(&mkey.translations, c.start, c.log_page_size, addr, len),
         _ => Err(KeyError::Mode),
     }
 }
@@ -216,7 +209,8 @@ pub(crate) fn write(dma: &DmaSpace, extents: &[Extent], data: &[u8]) -> bool {
             (n > 0).then_some((iova, n))
         })
     };
-    if !pieces().all(|(iova, n)| dma.is_mapped(iova, n)) {
+    // One piece is written whole or not at all anyway; several are all checked first.
+    if pieces().nth(1).is_some() && !pieces().all(|(iova, n)| dma.is_mapped(iova, n)) {
         return false;
     }
     let mut at = 0;

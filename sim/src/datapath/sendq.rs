@@ -6,7 +6,7 @@ use crate::dma::DmaSpace;
 use crate::pas::PageList;
 use crate::stackvec::StackVec;
 use mlx5_prm::rt::Bytes as _;
-use std::ops::{Deref, Range};
+use std::ops::Deref;
 
 /// Bytes per WQEBB.
 pub(crate) const WQEBB: u64 = mlx5_prm::SEND_WQE_BB;
@@ -42,8 +42,8 @@ pub(crate) fn opcode(wqe: &[u8]) -> u8 {
 /// Largest WQE: a DS count of 63 rounds up to 16 blocks.
 const MAX_WQE: usize = 16 * WQEBB as usize;
 
-/// One WQE's bytes, whole blocks, read into a buffer on the stack (a WQE per frame made a
-/// heap allocation per frame).
+/// One WQE's bytes, whole blocks, in a buffer the caller keeps for a whole run of the queue
+/// (a WQE per frame made a heap allocation per frame).
 #[derive(Clone)]
 pub(crate) struct Wqe {
     buf: [u8; MAX_WQE],
@@ -51,12 +51,19 @@ pub(crate) struct Wqe {
 }
 
 impl Wqe {
-    /// A copy of `bytes` (a BlueFlame copy), truncated to the largest WQE.
-    pub fn copy(bytes: &[u8]) -> Wqe {
+    /// An empty buffer.
+    pub fn new() -> Wqe {
+        Wqe {
+            buf: [0u8; MAX_WQE],
+            len: 0,
+        }
+    }
+
+    /// Holds a copy of `bytes` (a BlueFlame copy), truncated to the largest WQE.
+    pub fn copy_from(&mut self, bytes: &[u8]) {
         let len = bytes.len().min(MAX_WQE);
-        let mut buf = [0u8; MAX_WQE];
-        buf[..len].copy_from_slice(&bytes[..len]);
-        Wqe { buf, len }
+        self.buf[..len].copy_from_slice(&bytes[..len]);
+        self.len = len;
     }
 }
 
@@ -68,44 +75,43 @@ impl Deref for Wqe {
 }
 
 /// Reads the WQE at WQEBB counter `index` of a ring of 2^`log_size` blocks that starts `base`
-/// bytes into `ring`: its first block, then as many more as its DS count needs, wrapping at
-/// the end of the ring. The result holds whole blocks (at least DS × 16 bytes).
+/// bytes into `ring` into `wqe`: its first block, then as many more as its DS count needs,
+/// wrapping at the end of the ring. The result holds whole blocks (at least DS × 16 bytes).
+/// False when a block is not mapped.
 pub(crate) fn read(
     dma: &DmaSpace,
     ring: &PageList,
     base: u64,
     log_size: u8,
     index: u16,
-) -> Option<Wqe> {
+    wqe: &mut Wqe,
+) -> bool {
     let size = 1u64 << log_size.min(16);
     let block = |k: u64, out: &mut [u8]| {
         let slot = (u64::from(index) + k) % size;
         ring.addr(base + slot * WQEBB, WQEBB)
             .is_some_and(|a| dma.read(a, out).is_ok())
     };
-    let mut wqe = Wqe {
-        buf: [0u8; MAX_WQE],
-        len: WQEBB as usize,
-    };
+    wqe.len = 0;
     if !block(0, &mut wqe.buf[..WQEBB as usize]) {
-        return None;
+        return false;
     }
-    let n = u64::from(wqebbs(&wqe));
-    wqe.len = (n * WQEBB) as usize;
+    let n = u64::from(wqebbs(&wqe.buf));
     for k in 1..n {
         let at = (k * WQEBB) as usize;
         if !block(k, &mut wqe.buf[at..at + WQEBB as usize]) {
-            return None;
+            return false;
         }
     }
-    Some(wqe)
+    wqe.len = (n * WQEBB) as usize;
+    true
 }
 
 /// One element of a gather list.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Piece {
-    /// Inline data: these bytes of the WQE.
-    Inline(Range<usize>),
+    /// Inline data: the bytes `start .. end` of the WQE.
+    Inline { start: usize, end: usize },
     /// A data segment.
     Data { len: u32, lkey: u32, addr: u64 },
 }
@@ -113,7 +119,17 @@ pub(crate) enum Piece {
 /// An empty inline piece: the filler of unused slots in [`Pieces`].
 impl Default for Piece {
     fn default() -> Piece {
-        Piece::Inline(0..0)
+        Piece::Inline { start: 0, end: 0 }
+    }
+}
+
+impl Piece {
+    /// Bytes the piece contributes.
+    pub fn len(&self) -> u64 {
+        match *self {
+            Piece::Inline { start, end } => (end - start) as u64,
+            Piece::Data { len, .. } => u64::from(len),
+        }
     }
 }
 
@@ -136,7 +152,10 @@ pub(crate) fn gather_list(wqe: &[u8], start: usize, end: usize) -> Option<Pieces
                 return None;
             }
             if len > 0 {
-                pieces.push(Piece::Inline(data..data + len));
+                pieces.push(Piece::Inline {
+                    start: data,
+                    end: data + len,
+                });
             }
             p += (4 + len).div_ceil(DS) * DS;
         } else {
@@ -172,7 +191,7 @@ mod tests {
         assert_eq!(
             &l[..],
             &[
-                Piece::Inline(20..33),
+                Piece::Inline { start: 20, end: 33 },
                 Piece::Data {
                     len: 100,
                     lkey: 0x1234,

@@ -23,6 +23,7 @@ mod cache;
 
 use cache::{Hit, TranslationCache};
 use mlx5_prm::rt::{Bytes, BytesMut, DeviceBytes};
+
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -280,7 +281,7 @@ impl DmaSpace {
         let w = self
             .window(iova, out.len())
             .ok_or(DmaError::NotMapped(iova))?;
-        copy_out(&w, iova, out);
+        copy_out(&w, out);
         Ok(())
     }
 
@@ -292,7 +293,7 @@ impl DmaSpace {
         let mut w = self
             .window(iova, data.len())
             .ok_or(DmaError::NotMapped(iova))?;
-        copy_in(&mut w, iova, data);
+        copy_in(&mut w, data);
         Ok(())
     }
 
@@ -312,41 +313,62 @@ impl DmaSpace {
     }
 }
 
-/// Bytes before the first 8-byte boundary at or after `iova`, at most `len`. A window's host
-/// address has the alignment of its IOVA modulo 4 KiB (blocks are page aligned both ways), so
-/// this is also where its host address becomes 8-byte aligned.
-fn head(iova: u64, len: usize) -> usize {
-    ((8 - (iova % 8) as usize) % 8).min(len)
-}
-
-/// Copies a window (at `iova`) into `out`, a whole aligned 8 bytes at a time where it can:
-/// bytes one by one were the larger part of moving a frame.
-fn copy_out(w: &DeviceBytes<'_>, iova: u64, out: &mut [u8]) {
-    let h = head(iova, out.len());
-    w.read_bytes(0, &mut out[..h]);
-    let mut words = out[h..].chunks_exact_mut(8);
-    let mut at = h;
-    for o in &mut words {
-        o.copy_from_slice(&w.read_be64(at).to_be_bytes());
-        at += 8;
+/// Copies the start of window `w` into `out` (which must not be longer than `w`): aligned
+/// 8-byte volatile loads between byte loads at the ends. Through the bounds-checked accessors
+/// of [`DeviceBytes`], byte by byte, copies were the larger part of moving a frame.
+pub(crate) fn copy_out(w: &DeviceBytes<'_>, out: &mut [u8]) {
+    let n = out.len();
+    if n > w.len() {
+        w.read_bytes(0, out); // Panics, as any access past a window does.
+        return;
     }
-    let tail = words.into_remainder();
-    w.read_bytes(at, tail);
+    let p = w.as_ptr();
+    let head = p.align_offset(8).min(n);
+    let words = (n - head) / 8;
+    for (i, o) in out[..head].iter_mut().enumerate() {
+        // SAFETY: i < n <= w.len(): inside the window, which is valid for volatile reads.
+        *o = unsafe { p.add(i).read_volatile() };
+    }
+    for (k, o) in out[head..head + words * 8].chunks_exact_mut(8).enumerate() {
+        // SAFETY: head + 8k + 8 <= n <= w.len(), and p + head is 8-byte aligned, so this is
+        // an aligned word inside the window.
+        let v = unsafe { p.add(head + 8 * k).cast::<u64>().read_volatile() };
+        o.copy_from_slice(&v.to_ne_bytes());
+    }
+    for (i, o) in out.iter_mut().enumerate().skip(head + words * 8) {
+        // SAFETY: i < n <= w.len().
+        *o = unsafe { p.add(i).read_volatile() };
+    }
 }
 
-/// Copies `data` into a window (at `iova`), like [`copy_out`].
-fn copy_in(w: &mut DeviceBytes<'_>, iova: u64, data: &[u8]) {
-    let h = head(iova, data.len());
-    w.write_bytes(0, &data[..h]);
-    let mut words = data[h..].chunks_exact(8);
-    let mut at = h;
-    for d in &mut words {
+/// Copies `data` (not longer than `w`) to the start of window `w`, like [`copy_out`].
+pub(crate) fn copy_in(w: &mut DeviceBytes<'_>, data: &[u8]) {
+    let n = data.len();
+    if n > w.len() {
+        w.write_bytes(0, data); // Panics, as any access past a window does.
+        return;
+    }
+    let p = w.as_ptr();
+    let head = p.align_offset(8).min(n);
+    let words = (n - head) / 8;
+    for (i, &d) in data[..head].iter().enumerate() {
+        // SAFETY: i < n <= w.len(): inside the window, which is valid for volatile writes.
+        unsafe { p.add(i).write_volatile(d) };
+    }
+    for (k, d) in data[head..head + words * 8].chunks_exact(8).enumerate() {
         let mut b = [0u8; 8];
         b.copy_from_slice(d);
-        w.write_be64(at, u64::from_be_bytes(b));
-        at += 8;
+        // SAFETY: an aligned word inside the window, as in `copy_out`.
+        unsafe {
+            p.add(head + 8 * k)
+                .cast::<u64>()
+                .write_volatile(u64::from_ne_bytes(b))
+        };
     }
-    w.write_bytes(at, words.remainder());
+    for (i, &d) in data.iter().enumerate().skip(head + words * 8) {
+        // SAFETY: i < n <= w.len().
+        unsafe { p.add(i).write_volatile(d) };
+    }
 }
 
 impl Drop for DmaSpace {
@@ -393,6 +415,28 @@ mod tests {
         let b = dma.alloc(4096, 4096).unwrap();
         assert!(b.iova > a.iova);
         assert_eq!(dma.allocated(), 4096);
+    }
+
+    #[test]
+    fn copies_at_every_alignment() {
+        let dma = DmaSpace::default();
+        let a = dma.alloc(4096, 4096).unwrap();
+        let data: Vec<u8> = (0..100u8).collect();
+        for start in 0..9u64 {
+            for len in [0usize, 1, 7, 8, 9, 23, 64, 91] {
+                dma.write(a.iova + 200, &[0xee; 120]).unwrap();
+                dma.write(a.iova + 200 + start, &data[..len]).unwrap();
+                let mut back = vec![0u8; 120];
+                dma.read(a.iova + 200, &mut back).unwrap();
+                let s = start as usize;
+                assert!(back[..s].iter().all(|&b| b == 0xee));
+                assert_eq!(&back[s..s + len], &data[..len]);
+                assert!(back[s + len..].iter().all(|&b| b == 0xee));
+                let mut part = vec![0u8; len];
+                dma.read(a.iova + 200 + start, &mut part).unwrap();
+                assert_eq!(part, &data[..len]);
+            }
+        }
     }
 
     #[test]
