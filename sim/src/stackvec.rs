@@ -51,14 +51,6 @@ impl<T: Copy + Default, const N: usize> StackVec<T, N> {
         v.push(value);
         *self = StackVec::Heap(v);
     }
-
-    /// Appends `values`.
-    #[inline]
-    pub fn extend_from_slice(&mut self, values: &[T]) {
-        for &v in values {
-            self.push(v);
-        }
-    }
 }
 
 impl<T, const N: usize> Deref for StackVec<T, N> {
@@ -130,7 +122,8 @@ mod tests {
         v.push(1);
         v.push(2);
         assert!(matches!(v, StackVec::Inline(..)));
-        v.extend_from_slice(&[3, 4]);
+        v.push(3);
+        v.push(4);
         assert!(matches!(v, StackVec::Heap(..)));
         assert_eq!(&v[..], &[1, 2, 3, 4]);
         assert_eq!(v.clone().into_iter().collect::<Vec<_>>(), vec![1, 2, 3, 4]);

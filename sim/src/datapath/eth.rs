@@ -2,10 +2,10 @@
 //! then gathered data) as frames on the port, and frames that arrive on the port are steered
 //! through the NIC receive flow tables to a TIR, its RQ, and a receive WQE.
 
-use super::mem::{self, Access, Accessor};
+use super::mem::{self, Access, Accessor, Extents};
 use super::parse::{parse, Parsed};
 use super::rq::{self, ScatterError, Target};
-use super::sendq::{self, Piece, Wqe, DS};
+use super::sendq::{self, Piece, Pieces, Wqe, DS};
 use super::steer::{steer, Destinations};
 use super::{cq, Side};
 use crate::exec::tir::TirTarget;
@@ -164,19 +164,31 @@ fn frame(
         return Err(CqeSyndrome::LocalQpOpErr);
     }
     let data = after + rest.div_ceil(DS) * DS;
-    let pieces = sendq::gather_list(wqe, data, end).ok_or(CqeSyndrome::LocalQpOpErr)?;
+    let mut pieces = Pieces::new();
+    if !sendq::gather_into(wqe, data, end, &mut pieces) {
+        return Err(CqeSyndrome::LocalQpOpErr);
+    }
     let total = hdr as u64 + pieces.iter().map(Piece::len).sum::<u64>();
     if total > MAX_FRAME as u64 {
         return Err(CqeSyndrome::LocalLengthErr);
     }
     f.extend_from_slice(&wqe[eseg + INLINE_HDR_START..eseg + INLINE_HDR_START + first]);
     f.extend_from_slice(&wqe[after..after + rest]);
-    for p in pieces {
+    for &p in pieces.iter() {
         match p {
             Piece::Inline { start, end } => f.extend_from_slice(&wqe[start..end]),
             Piece::Data { len, lkey, addr } => {
-                let e = mem::resolve(side.m, lkey, who, addr, len.into(), Access::LocalRead)
-                    .map_err(|_| CqeSyndrome::LocalProtErr)?;
+                let mut e = Extents::new();
+                mem::resolve_into(
+                    side.m,
+                    lkey,
+                    who,
+                    addr,
+                    len.into(),
+                    Access::LocalRead,
+                    &mut e,
+                )
+                .map_err(|_| CqeSyndrome::LocalProtErr)?;
                 if !mem::read(side.dma, &e, f) {
                     side.m.dma_faults += 1;
                     return Err(CqeSyndrome::LocalProtErr);
@@ -240,23 +252,24 @@ fn deliver(side: &mut Side<'_>, rqn: u32, frame: &[u8], flow_tag: u32, parsed: &
         },
     );
     let t = Target::Rq(rqn);
-    let Some(posted) = rq::peek(side.m, side.dma, t) else {
+    let mut sges = rq::Sges::new();
+    let Some(index) = rq::peek_into(side.m, side.dma, t, &mut sges) else {
         return false;
     };
-    match rq::scatter(side.m, side.dma, who, &posted.sges, frame) {
+    match rq::scatter(side.m, side.dma, who, &sges, frame) {
         Ok(()) => {}
         Err(ScatterError::TooLong) => {
-            rq::fail(side, t, posted.index, CqeSyndrome::LocalLengthErr);
+            rq::fail(side, t, index, CqeSyndrome::LocalLengthErr);
             return false;
         }
         Err(ScatterError::Protection) => {
-            rq::fail(side, t, posted.index, CqeSyndrome::LocalProtErr);
+            rq::fail(side, t, index, CqeSyndrome::LocalProtErr);
             rq::rq_error(side, rqn);
             return false;
         }
     }
     rq::consume(side.m, t);
-    let mut c = cq::cqe(CqeOpcode::RespSend, flow_tag, posted.index);
+    let mut c = cq::cqe(CqeOpcode::RespSend, flow_tag, index);
     c.set_byte_cnt(frame.len() as u32);
     c.set_l3_hdr_type(parsed.l3);
     c.set_l4_hdr_type(parsed.l4);

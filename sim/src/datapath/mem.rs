@@ -64,13 +64,6 @@ pub(crate) struct Extent {
 /// kept inline (see [`StackVec`]).
 pub(crate) type Extents = StackVec<Extent, 2>;
 
-/// The single extent `iova .. iova + len`.
-fn one(iova: u64, len: u64) -> Extents {
-    let mut e = Extents::new();
-    e.push(Extent { iova, len });
-    e
-}
-
 /// Who is accessing: the queue's PD and whether its context allows the reserved lkey.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Accessor {
@@ -91,13 +84,30 @@ pub(crate) fn resolve(
     len: u64,
     access: Access,
 ) -> Result<Extents, KeyError> {
+    let mut out = Extents::new();
+    resolve_into(m, key, who, addr, len, access, &mut out)?;
+    Ok(out)
+}
+
+/// [`resolve`], appending the extents to `out` (the data path's lists stay where they are:
+/// moving them around by value cost more than filling them).
+pub(crate) fn resolve_into(
+    m: &Model,
+    key: u32,
+    who: Accessor,
+    addr: u64,
+    len: u64,
+    access: Access,
+    out: &mut Extents,
+) -> Result<(), KeyError> {
     if len == 0 {
-        return Ok(Extents::new());
+        return Ok(());
     }
     let end = addr.checked_add(len).ok_or(KeyError::Range)?;
     if key == RESD_LKEY {
         return if access.local() && who.rlky {
-            Ok(one(addr, len))
+            out.push(Extent { iova: addr, len });
+            Ok(())
         } else {
             Err(KeyError::Unknown)
         };
@@ -127,14 +137,25 @@ pub(crate) fn resolve(
         return Err(KeyError::Rights);
     }
     match c.mode {
-        0 => Ok(one(addr, len)),
-        1 => mtt(&mkey.translations, c.start, c.log_page_size, addr, len),
+        0 => {
+            out.push(Extent { iova: addr, len });
+            Ok(())
+        }
+        1 => mtt(&mkey.translations, c.start, c.log_page_size, addr, len, out),
         _ => Err(KeyError::Mode),
     }
 }
 
-/// Translates through an MTT whose entry i maps page i of the region.
-fn mtt(table: &[u8], start: u64, log_page: u8, addr: u64, len: u64) -> Result<Extents, KeyError> {
+/// Translates through an MTT whose entry i maps page i of the region, appending to `out`
+/// (a run that continues the previous extent extends it).
+fn mtt(
+    table: &[u8],
+    start: u64,
+    log_page: u8,
+    addr: u64,
+    len: u64,
+    out: &mut Extents,
+) -> Result<(), KeyError> {
     if !(MIN_LOG_MTT_PAGE..=40).contains(&log_page) {
         return Err(KeyError::Mode);
     }
@@ -142,7 +163,6 @@ fn mtt(table: &[u8], start: u64, log_page: u8, addr: u64, len: u64) -> Result<Ex
     let base = start & !(page - 1);
     let mut offset = addr.checked_sub(base).ok_or(KeyError::Range)?;
     let mut left = len;
-    let mut out = Extents::new();
     while left > 0 {
         let index = usize::try_from(offset >> log_page).map_err(|_| KeyError::Translation)?;
         let at = index.checked_mul(8).ok_or(KeyError::Translation)?;
@@ -162,11 +182,18 @@ fn mtt(table: &[u8], start: u64, log_page: u8, addr: u64, len: u64) -> Result<Ex
         offset += n;
         left -= n;
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Bytes per DMA access: accesses never cross a 4 KiB boundary (regions are whole pages).
 const CHUNK: u64 = 4096;
+
+/// The length of an extent that lies inside one 4 KiB page (the common case, copied without
+/// splitting into chunks).
+fn in_one_page(e: &Extent) -> Option<usize> {
+    let room = CHUNK - e.iova % CHUNK;
+    (e.len <= room).then_some(e.len as usize)
+}
 
 /// The pieces of `extents`, each inside one 4 KiB page: (iova, length).
 fn chunks(extents: &[Extent]) -> impl Iterator<Item = (u64, usize)> + '_ {
@@ -188,6 +215,13 @@ fn chunks(extents: &[Extent]) -> impl Iterator<Item = (u64, usize)> + '_ {
 /// Appends the bytes of `extents` to `out`; false (and `out` partly filled) when a byte is not
 /// mapped.
 pub(crate) fn read(dma: &DmaSpace, extents: &[Extent], out: &mut Vec<u8>) -> bool {
+    if let [e] = extents {
+        if let Some(n) = in_one_page(e) {
+            let at = out.len();
+            out.resize(at + n, 0);
+            return dma.read(e.iova, &mut out[at..]).is_ok();
+        }
+    }
     for (iova, n) in chunks(extents) {
         let at = out.len();
         out.resize(at + n, 0);
@@ -201,6 +235,11 @@ pub(crate) fn read(dma: &DmaSpace, extents: &[Extent], out: &mut Vec<u8>) -> boo
 /// Writes `data` over `extents` (which must cover at least `data.len()` bytes); false without
 /// writing anything when a byte is not mapped.
 pub(crate) fn write(dma: &DmaSpace, extents: &[Extent], data: &[u8]) -> bool {
+    if let Some(e) = extents.first() {
+        if in_one_page(e).is_some_and(|n| n >= data.len()) {
+            return dma.write(e.iova, data).is_ok();
+        }
+    }
     let pieces = || {
         let mut left = data.len();
         chunks(extents).map_while(move |(iova, n)| {
@@ -234,7 +273,8 @@ mod tests {
             table.extend_from_slice(&page.to_be_bytes());
         }
         // Region starting 0x100 into a 4 KiB page.
-        let e = mtt(&table, 0x7000_0100, 12, 0x7000_0f00, 0x1200).unwrap();
+        let mut e = Extents::new();
+        mtt(&table, 0x7000_0100, 12, 0x7000_0f00, 0x1200, &mut e).unwrap();
         assert_eq!(
             &e[..],
             &[
@@ -253,10 +293,20 @@ mod tests {
             ]
         );
         assert_eq!(
-            mtt(&table, 0x7000_0000, 12, 0x7000_2f00, 0x200),
+            mtt(
+                &table,
+                0x7000_0000,
+                12,
+                0x7000_2f00,
+                0x200,
+                &mut Extents::new()
+            ),
             Err(KeyError::Translation)
         );
-        assert_eq!(mtt(&table, 0, 3, 0, 8), Err(KeyError::Mode));
+        assert_eq!(
+            mtt(&table, 0, 3, 0, 8, &mut Extents::new()),
+            Err(KeyError::Mode)
+        );
     }
 
     #[test]

@@ -27,13 +27,15 @@ pub(crate) struct Sge {
     pub addr: u64,
 }
 
+/// A scatter list: a receive WQE usually has one entry, kept inline.
+pub(crate) type Sges = StackVec<Sge, 2>;
+
 /// A posted receive WQE.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Posted {
     /// Its index (the receive counter value it was posted at, 16 bits).
     pub index: u16,
-    /// Its scatter list: a receive WQE usually has one entry, kept inline.
-    pub sges: StackVec<Sge, 4>,
+    pub sges: Sges,
 }
 
 /// Where a receive queue lives and who owns it.
@@ -89,6 +91,14 @@ fn outstanding(dma: &DmaSpace, r: &Ring<'_>) -> Option<u16> {
 
 /// The next posted receive WQE, without consuming it.
 pub(crate) fn peek(m: &mut Model, dma: &DmaSpace, t: Target) -> Option<Posted> {
+    let mut sges = Sges::new();
+    let index = peek_into(m, dma, t, &mut sges)?;
+    Some(Posted { index, sges })
+}
+
+/// [`peek`], with the scatter list appended to `sges` (which stays where it is: moving
+/// lists around by value cost more than filling them). Returns the WQE's index.
+pub(crate) fn peek_into(m: &mut Model, dma: &DmaSpace, t: Target, sges: &mut Sges) -> Option<u16> {
     let r = ring(m, t)?;
     let Some(n) = outstanding(dma, &r) else {
         m.dma_faults += 1;
@@ -100,7 +110,6 @@ pub(crate) fn peek(m: &mut Model, dma: &DmaSpace, t: Target) -> Option<Posted> {
     let size = 1u64 << r.log_size.min(16);
     let stride = 1u64 << r.log_stride.min(16);
     let base = u64::from(r.ci) % size * stride;
-    let mut sges = StackVec::new();
     for k in 0..stride / 16 {
         let mut seg = [0u8; 16];
         let ok = r
@@ -121,7 +130,7 @@ pub(crate) fn peek(m: &mut Model, dma: &DmaSpace, t: Target) -> Option<Posted> {
             addr: seg.read_be64(8),
         });
     }
-    Some(Posted { index: r.ci, sges })
+    Some(r.ci)
 }
 
 /// Consumes the next receive WQE.
@@ -161,23 +170,34 @@ pub(crate) fn extents(
     sges: &[Sge],
     len: u64,
 ) -> Result<Extents, ScatterError> {
+    let mut out = Extents::new();
+    extents_into(m, who, sges, len, &mut out)?;
+    Ok(out)
+}
+
+/// [`extents`], appended to `out`.
+fn extents_into(
+    m: &Model,
+    who: Accessor,
+    sges: &[Sge],
+    len: u64,
+    out: &mut Extents,
+) -> Result<(), ScatterError> {
     let capacity: u64 = sges.iter().map(|s| u64::from(s.len)).sum();
     if len > capacity {
         return Err(ScatterError::TooLong);
     }
-    let mut out = Extents::new();
     let mut left = len;
     for s in sges {
         if left == 0 {
             break;
         }
         let n = left.min(u64::from(s.len));
-        let e = mem::resolve(m, s.lkey, who, s.addr, n, mem::Access::LocalWrite)
+        mem::resolve_into(m, s.lkey, who, s.addr, n, mem::Access::LocalWrite, out)
             .map_err(|_: KeyError| ScatterError::Protection)?;
-        out.extend_from_slice(&e);
         left -= n;
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Writes `data` through a scatter list.
@@ -188,7 +208,8 @@ pub(crate) fn scatter(
     sges: &[Sge],
     data: &[u8],
 ) -> Result<(), ScatterError> {
-    let e = extents(m, who, sges, data.len() as u64)?;
+    let mut e = Extents::new();
+    extents_into(m, who, sges, data.len() as u64, &mut e)?;
     if mem::write(dma, &e, data) {
         Ok(())
     } else {

@@ -140,8 +140,14 @@ pub(crate) type Pieces = StackVec<Piece, 4>;
 /// bit 31 set and the byte count in bits 30:0, the data right after it, padded to 16 bytes;
 /// data segments of length 0 are skipped. `None` when a segment overruns the WQE.
 pub(crate) fn gather_list(wqe: &[u8], start: usize, end: usize) -> Option<Pieces> {
-    let end = end.min(wqe.len());
     let mut pieces = Pieces::new();
+    gather_into(wqe, start, end, &mut pieces).then_some(pieces)
+}
+
+/// [`gather_list`], appended to `pieces` (which stays where it is: moving lists around by
+/// value cost more than filling them). False when a segment overruns the WQE.
+pub(crate) fn gather_into(wqe: &[u8], start: usize, end: usize, pieces: &mut Pieces) -> bool {
+    let end = end.min(wqe.len());
     let mut p = start;
     while p + 4 <= end {
         let word = wqe.read_be32(p);
@@ -149,7 +155,7 @@ pub(crate) fn gather_list(wqe: &[u8], start: usize, end: usize) -> Option<Pieces
             let len = (word & 0x7fff_ffff) as usize;
             let data = p + 4;
             if len > end - data {
-                return None;
+                return false;
             }
             if len > 0 {
                 pieces.push(Piece::Inline {
@@ -160,7 +166,7 @@ pub(crate) fn gather_list(wqe: &[u8], start: usize, end: usize) -> Option<Pieces
             p += (4 + len).div_ceil(DS) * DS;
         } else {
             if p + DS > end {
-                return None;
+                return false;
             }
             if word > 0 {
                 pieces.push(Piece::Data {
@@ -172,7 +178,7 @@ pub(crate) fn gather_list(wqe: &[u8], start: usize, end: usize) -> Option<Pieces
             p += DS;
         }
     }
-    Some(pieces)
+    true
 }
 
 #[cfg(test)]
