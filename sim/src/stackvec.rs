@@ -4,15 +4,24 @@
 //! translated extents, steering destinations) that almost always hold one or two elements;
 //! allocating a `Vec` for each was a large share of a frame's cost. Nothing is lost for the
 //! rare long list: it spills to a `Vec`.
+//!
+//! The length is a field of its own, written and read alone: as part of an enum (or written
+//! with the inline elements as one block) its first read after creation stalled on store
+//! forwarding.
 
 use std::ops::{Deref, DerefMut};
 
 /// Up to `N` elements inline, any number on the heap.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum StackVec<T, const N: usize> {
-    Inline([T; N], usize),
-    Heap(Vec<T>),
+pub(crate) struct StackVec<T, const N: usize> {
+    /// Elements inline; `SPILLED` once they live in `heap`.
+    len: usize,
+    inline: [T; N],
+    heap: Vec<T>,
 }
+
+/// `len` of a vector whose elements moved to the heap.
+const SPILLED: usize = usize::MAX;
 
 impl<T: Copy + Default, const N: usize> Default for StackVec<T, N> {
     fn default() -> Self {
@@ -24,32 +33,48 @@ impl<T: Copy + Default, const N: usize> StackVec<T, N> {
     /// An empty vector (no allocation).
     #[inline]
     pub fn new() -> Self {
-        StackVec::Inline([T::default(); N], 0)
+        StackVec {
+            len: 0,
+            inline: [T::default(); N],
+            heap: Vec::new(),
+        }
     }
 
     /// Appends `value`, moving to the heap when the inline room is full.
     #[inline]
     pub fn push(&mut self, value: T) {
-        match self {
-            StackVec::Inline(items, len) if *len < N => {
-                items[*len] = value;
-                *len += 1;
-            }
-            StackVec::Inline(items, len) => {
-                let (items, len) = (*items, *len);
-                self.spill(items, len, value)
-            }
-            StackVec::Heap(v) => v.push(value),
+        if self.len < N {
+            self.inline[self.len] = value;
+            self.len += 1;
+        } else {
+            self.spill(value);
         }
     }
 
-    /// Moves the inline elements and `value` to the heap.
+    /// Appends a default element and returns it, to be filled in place: an element built
+    /// elsewhere and copied in is written in pieces and read back whole, which stalls on
+    /// store forwarding.
+    #[inline]
+    pub fn push_slot(&mut self) -> &mut T {
+        if self.len < N {
+            self.len += 1;
+            &mut self.inline[self.len - 1]
+        } else {
+            self.spill(T::default());
+            let last = self.heap.len() - 1;
+            &mut self.heap[last]
+        }
+    }
+
+    /// Appends `value` on the heap, moving the inline elements there first.
     #[cold]
-    fn spill(&mut self, items: [T; N], len: usize, value: T) {
-        let mut v = Vec::with_capacity(2 * N + 1);
-        v.extend_from_slice(&items[..len]);
-        v.push(value);
-        *self = StackVec::Heap(v);
+    fn spill(&mut self, value: T) {
+        if self.len != SPILLED {
+            self.heap.reserve(2 * N + 1);
+            self.heap.extend_from_slice(&self.inline[..self.len]);
+            self.len = SPILLED;
+        }
+        self.heap.push(value);
     }
 }
 
@@ -57,9 +82,9 @@ impl<T, const N: usize> Deref for StackVec<T, N> {
     type Target = [T];
     #[inline]
     fn deref(&self) -> &[T] {
-        match self {
-            StackVec::Inline(items, len) => &items[..*len],
-            StackVec::Heap(v) => v,
+        match self.inline.get(..self.len) {
+            Some(items) => items,
+            None => &self.heap,
         }
     }
 }
@@ -67,39 +92,19 @@ impl<T, const N: usize> Deref for StackVec<T, N> {
 impl<T, const N: usize> DerefMut for StackVec<T, N> {
     #[inline]
     fn deref_mut(&mut self) -> &mut [T] {
-        match self {
-            StackVec::Inline(items, len) => &mut items[..*len],
-            StackVec::Heap(v) => v,
+        match self.inline.get_mut(..self.len) {
+            Some(items) => items,
+            None => &mut self.heap,
         }
     }
 }
 
-/// The elements of a [`StackVec`] by value.
-pub(crate) enum IntoIter<T, const N: usize> {
-    Inline(std::iter::Take<std::array::IntoIter<T, N>>),
-    Heap(std::vec::IntoIter<T>),
-}
-
-impl<T, const N: usize> Iterator for IntoIter<T, N> {
+impl<T: Copy, const N: usize> IntoIterator for StackVec<T, N> {
     type Item = T;
-    #[inline]
-    fn next(&mut self) -> Option<T> {
-        match self {
-            IntoIter::Inline(i) => i.next(),
-            IntoIter::Heap(i) => i.next(),
-        }
-    }
-}
-
-impl<T, const N: usize> IntoIterator for StackVec<T, N> {
-    type Item = T;
-    type IntoIter = IntoIter<T, N>;
-    #[inline]
-    fn into_iter(self) -> IntoIter<T, N> {
-        match self {
-            StackVec::Inline(items, len) => IntoIter::Inline(items.into_iter().take(len)),
-            StackVec::Heap(v) => IntoIter::Heap(v.into_iter()),
-        }
+    type IntoIter = std::vec::IntoIter<T>;
+    /// By value (off the hot path: it allocates for inline elements).
+    fn into_iter(self) -> Self::IntoIter {
+        self.to_vec().into_iter()
     }
 }
 
@@ -121,14 +126,15 @@ mod tests {
         assert!(v.is_empty());
         v.push(1);
         v.push(2);
-        assert!(matches!(v, StackVec::Inline(..)));
+        assert_eq!(v.len, 2);
         v.push(3);
-        v.push(4);
-        assert!(matches!(v, StackVec::Heap(..)));
+        *v.push_slot() = 4;
+        assert_eq!(v.len, SPILLED);
         assert_eq!(&v[..], &[1, 2, 3, 4]);
-        assert_eq!(v.clone().into_iter().collect::<Vec<_>>(), vec![1, 2, 3, 4]);
+        v[0] = 9;
+        assert_eq!(v.clone().into_iter().collect::<Vec<_>>(), vec![9, 2, 3, 4]);
         let mut w: StackVec<u32, 4> = StackVec::new();
-        w.push(7);
+        *w.push_slot() = 7;
         assert_eq!(w.into_iter().collect::<Vec<_>>(), vec![7]);
     }
 }

@@ -3,9 +3,9 @@
 //! through the NIC receive flow tables to a TIR, its RQ, and a receive WQE.
 
 use super::mem::{self, Access, Accessor, Extents};
-use super::parse::{parse, Parsed};
+use super::parse::{parse_into, Parsed};
 use super::rq::{self, ScatterError, Target};
-use super::sendq::{self, Piece, Pieces, Wqe, DS};
+use super::sendq::{self, Piece, Wqe, DS};
 use super::steer::{steer, Destinations};
 use super::{cq, Side};
 use crate::exec::tir::TirTarget;
@@ -164,17 +164,16 @@ fn frame(
         return Err(CqeSyndrome::LocalQpOpErr);
     }
     let data = after + rest.div_ceil(DS) * DS;
-    let mut pieces = Pieces::new();
-    if !sendq::gather_into(wqe, data, end, &mut pieces) {
-        return Err(CqeSyndrome::LocalQpOpErr);
+    let mut total = hdr as u64;
+    for p in sendq::gather(wqe, data, end) {
+        total += p.map_err(|_| CqeSyndrome::LocalQpOpErr)?.len();
     }
-    let total = hdr as u64 + pieces.iter().map(Piece::len).sum::<u64>();
     if total > MAX_FRAME as u64 {
         return Err(CqeSyndrome::LocalLengthErr);
     }
     f.extend_from_slice(&wqe[eseg + INLINE_HDR_START..eseg + INLINE_HDR_START + first]);
     f.extend_from_slice(&wqe[after..after + rest]);
-    for &p in pieces.iter() {
+    for p in sendq::gather(wqe, data, end).flatten() {
         match p {
             Piece::Inline { start, end } => f.extend_from_slice(&wqe[start..end]),
             Piece::Data { len, lkey, addr } => {
@@ -216,11 +215,12 @@ fn steer_and_deliver(side: &mut Side<'_>, frame: &[u8]) -> bool {
     let Some(&root) = side.m.flow.roots.get(&FlowTableType::NicRx.raw()) else {
         return false;
     };
-    let parsed = parse(frame);
+    let mut parsed = Parsed::new();
+    parse_into(frame, &mut parsed);
     let mut tirs = Destinations::new();
     steer(side.m, root, &parsed.key, 0, &mut tirs);
     let mut delivered = false;
-    for (tir, tag) in tirs {
+    for &(tir, tag) in tirs.iter() {
         let rqn = match side.m.tirs.get(tir).map(|t| t.target) {
             Ok(TirTarget::Rq(rqn)) => rqn,
             Ok(TirTarget::Rqt(rqt)) => {

@@ -71,6 +71,13 @@ pub(crate) struct Accessor {
     pub rlky: bool,
 }
 
+/// Appends the extent `iova .. iova + len`, filled in place (see [`StackVec::push_slot`]).
+fn push(out: &mut Extents, iova: u64, len: u64) {
+    let e = out.push_slot();
+    e.iova = iova;
+    e.len = len;
+}
+
 /// Smallest MTT page the model accepts (log2 bytes).
 const MIN_LOG_MTT_PAGE: u8 = 12;
 
@@ -106,7 +113,7 @@ pub(crate) fn resolve_into(
     let end = addr.checked_add(len).ok_or(KeyError::Range)?;
     if key == RESD_LKEY {
         return if access.local() && who.rlky {
-            out.push(Extent { iova: addr, len });
+            push(out, addr, len);
             Ok(())
         } else {
             Err(KeyError::Unknown)
@@ -138,7 +145,7 @@ pub(crate) fn resolve_into(
     }
     match c.mode {
         0 => {
-            out.push(Extent { iova: addr, len });
+            push(out, addr, len);
             Ok(())
         }
         1 => mtt(&mkey.translations, c.start, c.log_page_size, addr, len, out),
@@ -177,7 +184,7 @@ fn mtt(
         let iova = (entry & !(page - 1)) + within;
         match out.last_mut() {
             Some(last) if last.iova.checked_add(last.len) == Some(iova) => last.len += n,
-            _ => out.push(Extent { iova, len: n }),
+            _ => push(out, iova, n),
         }
         offset += n;
         left -= n;

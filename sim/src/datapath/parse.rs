@@ -22,10 +22,28 @@ pub(crate) struct Parsed {
 }
 
 /// Parses the L2, L3 and L4 headers of a frame into the outer headers of a match key.
+#[cfg(test)]
 pub(crate) fn parse(frame: &[u8]) -> Parsed {
-    let mut key = [0u8; PARSED];
-    let mut l3 = CqeL3HdrType::None;
-    let mut l4 = CqeL4HdrType::None;
+    let mut p = Parsed::new();
+    parse_into(frame, &mut p);
+    p
+}
+
+impl Parsed {
+    /// Nothing parsed yet.
+    pub fn new() -> Parsed {
+        Parsed {
+            key: [0u8; PARSED],
+            l3: CqeL3HdrType::None,
+            l4: CqeL4HdrType::None,
+        }
+    }
+}
+
+/// [`parse`] into `p` (fresh from [`Parsed::new`]), in place: returning the key by value
+/// stalled on store forwarding.
+pub(crate) fn parse_into(frame: &[u8], p: &mut Parsed) {
+    let Parsed { key, l3, l4 } = p;
     // The source and destination addresses, written once the header view is done.
     let mut addrs: [Option<(usize, &[u8])>; 2] = [None, None];
     let mut h = FteMatchSetLyr24::new_unchecked(&mut key[..]);
@@ -54,7 +72,7 @@ pub(crate) fn parse(frame: &[u8]) -> Parsed {
     let (proto, l4_at) = match ethertype {
         0x0800 => match b(ip, 20) {
             Some(v4) => {
-                l3 = CqeL3HdrType::Ipv4;
+                *l3 = CqeL3HdrType::Ipv4;
                 h.set_ip_version(4);
                 h.set_ttl_hoplimit(v4[8]);
                 h.set_ip_protocol(v4[9]);
@@ -73,7 +91,7 @@ pub(crate) fn parse(frame: &[u8]) -> Parsed {
         },
         0x86dd => match b(ip, 40) {
             Some(v6) => {
-                l3 = CqeL3HdrType::Ipv6;
+                *l3 = CqeL3HdrType::Ipv6;
                 h.set_ip_version(6);
                 h.set_ip_protocol(v6[6]);
                 h.set_ttl_hoplimit(v6[7]);
@@ -96,7 +114,7 @@ pub(crate) fn parse(frame: &[u8]) -> Parsed {
             h.set_tcp_dport(dport);
             let flags = b(l4_at + 12, 2).map_or(0, |f| u16::from_be_bytes([f[0], f[1]]) & 0x1ff);
             h.set_tcp_flags(flags);
-            l4 = if flags & 0x10 == 0 {
+            *l4 = if flags & 0x10 == 0 {
                 CqeL4HdrType::TcpNoAck
             } else {
                 CqeL4HdrType::TcpAckAndData
@@ -104,13 +122,12 @@ pub(crate) fn parse(frame: &[u8]) -> Parsed {
         } else {
             h.set_udp_sport(sport);
             h.set_udp_dport(dport);
-            l4 = CqeL4HdrType::Udp;
+            *l4 = CqeL4HdrType::Udp;
         }
     }
     for (at, bytes) in addrs.into_iter().flatten() {
         key[at..at + bytes.len()].copy_from_slice(bytes);
     }
-    Parsed { key, l3, l4 }
 }
 
 #[cfg(test)]

@@ -124,11 +124,10 @@ pub(crate) fn peek_into(m: &mut Model, dma: &DmaSpace, t: Target, sges: &mut Sge
         if u64::from(lkey) == INVALID_LKEY {
             break;
         }
-        sges.push(Sge {
-            len: seg.read_be32(0) & 0x7fff_ffff,
-            lkey,
-            addr: seg.read_be64(8),
-        });
+        let s = sges.push_slot();
+        s.len = seg.read_be32(0) & 0x7fff_ffff;
+        s.lkey = lkey;
+        s.addr = seg.read_be64(8);
     }
     Some(r.ci)
 }

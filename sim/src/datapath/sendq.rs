@@ -133,52 +133,81 @@ impl Piece {
     }
 }
 
-/// A gather list: almost always a segment or two, kept inline.
+/// A gather list, collected (for the RC path; the Ethernet path walks [`gather`] twice).
 pub(crate) type Pieces = StackVec<Piece, 4>;
+
+/// A data or inline segment overruns the WQE.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Overrun;
 
 /// Parses the data and inline segments of `wqe[start..end]`. An inline segment is a word with
 /// bit 31 set and the byte count in bits 30:0, the data right after it, padded to 16 bytes;
 /// data segments of length 0 are skipped. `None` when a segment overruns the WQE.
 pub(crate) fn gather_list(wqe: &[u8], start: usize, end: usize) -> Option<Pieces> {
     let mut pieces = Pieces::new();
-    gather_into(wqe, start, end, &mut pieces).then_some(pieces)
+    for p in gather(wqe, start, end) {
+        pieces.push(p.ok()?);
+    }
+    Some(pieces)
 }
 
-/// [`gather_list`], appended to `pieces` (which stays where it is: moving lists around by
-/// value cost more than filling them). False when a segment overruns the WQE.
-pub(crate) fn gather_into(wqe: &[u8], start: usize, end: usize, pieces: &mut Pieces) -> bool {
-    let end = end.min(wqe.len());
-    let mut p = start;
-    while p + 4 <= end {
-        let word = wqe.read_be32(p);
-        if word & 0x8000_0000 != 0 {
-            let len = (word & 0x7fff_ffff) as usize;
-            let data = p + 4;
-            if len > end - data {
-                return false;
-            }
-            if len > 0 {
-                pieces.push(Piece::Inline {
-                    start: data,
-                    end: data + len,
-                });
-            }
-            p += (4 + len).div_ceil(DS) * DS;
-        } else {
-            if p + DS > end {
-                return false;
-            }
-            if word > 0 {
-                pieces.push(Piece::Data {
-                    len: word,
-                    lkey: wqe.read_be32(p + 4),
-                    addr: wqe.read_be64(p + 8),
-                });
-            }
-            p += DS;
-        }
+/// The segments of [`gather_list`] one by one, without collecting them (a list of pieces
+/// built per frame cost more than walking the WQE twice); an [`Overrun`] ends the walk.
+pub(crate) fn gather(wqe: &[u8], start: usize, end: usize) -> Gather<'_> {
+    Gather {
+        end: end.min(wqe.len()),
+        wqe,
+        at: start,
     }
-    true
+}
+
+/// The walk of [`gather`].
+#[derive(Debug, Clone)]
+pub(crate) struct Gather<'w> {
+    wqe: &'w [u8],
+    at: usize,
+    end: usize,
+}
+
+impl Iterator for Gather<'_> {
+    type Item = Result<Piece, Overrun>;
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        while self.at + 4 <= self.end {
+            let p = self.at;
+            let word = self.wqe.read_be32(p);
+            if word & 0x8000_0000 != 0 {
+                let len = (word & 0x7fff_ffff) as usize;
+                let data = p + 4;
+                if len > self.end - data {
+                    self.at = self.end;
+                    return Some(Err(Overrun));
+                }
+                self.at += (4 + len).div_ceil(DS) * DS;
+                if len > 0 {
+                    return Some(Ok(Piece::Inline {
+                        start: data,
+                        end: data + len,
+                    }));
+                }
+            } else {
+                if p + DS > self.end {
+                    self.at = self.end;
+                    return Some(Err(Overrun));
+                }
+                self.at += DS;
+                if word > 0 {
+                    return Some(Ok(Piece::Data {
+                        len: word,
+                        lkey: self.wqe.read_be32(p + 4),
+                        addr: self.wqe.read_be64(p + 8),
+                    }));
+                }
+            }
+        }
+        None
+    }
 }
 
 #[cfg(test)]
