@@ -8,7 +8,10 @@ use super::rq::{self, ScatterError, Target};
 use super::sendq::{self, Piece, Wqe, DS};
 use super::steer::{steer, Destinations};
 use super::{cq, Side};
+use crate::dma::DmaSpace;
+use crate::exec::mkey::Mkey;
 use crate::exec::tir::TirTarget;
+use crate::table::Table;
 use mlx5_prm::{CqeOpcode, CqeSyndrome, FlowTableType, RqState, SendOpcode, SqState, WqType};
 
 /// Largest frame an SQ sends (there is no LSO in the model).
@@ -70,6 +73,10 @@ pub(crate) fn run(side: &mut Side<'_>, sqn: u32, bf: Option<&[u8]>) {
             return;
         }
         let (cqn, flush_cqes) = (sq.cqn, sq.ctx.flush_in_error_en());
+        let who = Accessor {
+            pd: sq.pd,
+            rlky: sq.ctx.rlky(),
+        };
         if flushing {
             if flush_cqes {
                 let e = cq::err_cqe(
@@ -82,7 +89,7 @@ pub(crate) fn run(side: &mut Side<'_>, sqn: u32, bf: Option<&[u8]>) {
                 cq::post(side, cqn, e);
             }
         } else {
-            execute(side, sqn, &wqe, ci);
+            execute(side, sqn, cqn, who, &wqe, ci);
         }
         let n = sendq::wqebbs(&wqe);
         if let Ok(sq) = side.m.sqs.get_mut(sqn) {
@@ -92,16 +99,9 @@ pub(crate) fn run(side: &mut Side<'_>, sqn: u32, bf: Option<&[u8]>) {
     }
 }
 
-/// Executes one WQE of an SQ in RDY: NOP, or SEND with an Ethernet segment.
-fn execute(side: &mut Side<'_>, sqn: u32, wqe: &[u8], index: u16) {
-    let Ok(sq) = side.m.sqs.get(sqn) else {
-        return;
-    };
-    let who = Accessor {
-        pd: sq.pd,
-        rlky: sq.ctx.rlky(),
-    };
-    let cqn = sq.cqn;
+/// Executes one WQE of SQ `sqn` (in RDY; its CQ and its accessor passed in): NOP, or SEND
+/// with an Ethernet segment.
+fn execute(side: &mut Side<'_>, sqn: u32, cqn: u32, who: Accessor, wqe: &[u8], index: u16) {
     let opcode = sendq::opcode(wqe);
     let ce = (wqe[11] >> 2) & 0x3;
     let end = sendq::ds(wqe) * DS;
@@ -109,16 +109,23 @@ fn execute(side: &mut Side<'_>, sqn: u32, wqe: &[u8], index: u16) {
         _ if end < DS => Err(CqeSyndrome::LocalQpOpErr),
         Some(SendOpcode::Nop) => Ok(()),
         Some(SendOpcode::Send) => {
-            let mut out = std::mem::take(&mut side.m.outbox);
-            let built = out.push_with(|f| frame(side, who, wqe, end, f));
-            if built.is_ok() {
-                side.m.stats.tx_frames += 1;
-                if !side.m.port.oper_up() {
-                    out.pop();
+            let (m, dma) = (&mut *side.m, side.dma);
+            let mkeys = &m.mkeys;
+            let built = m.outbox.push_with(|f| frame(mkeys, dma, who, wqe, end, f));
+            match built {
+                Ok(()) => {
+                    m.stats.tx_frames += 1;
+                    if !m.port.oper_up() {
+                        m.outbox.pop();
+                    }
+                    Ok(())
                 }
+                Err(FrameError::Unmapped) => {
+                    m.dma_faults += 1;
+                    Err(CqeSyndrome::LocalProtErr)
+                }
+                Err(FrameError::Wqe(syndrome)) => Err(syndrome),
             }
-            side.m.outbox = out;
-            built
         }
         _ => Err(CqeSyndrome::LocalQpOpErr),
     };
@@ -139,19 +146,28 @@ fn execute(side: &mut Side<'_>, sqn: u32, wqe: &[u8], index: u16) {
     }
 }
 
+/// Why a frame could not be built.
+enum FrameError {
+    /// The WQE is bad: its error CQE's syndrome.
+    Wqe(CqeSyndrome),
+    /// Gathered memory is not mapped (a local protection error, and a DMA fault).
+    Unmapped,
+}
+
 /// Builds the frame of a SEND WQE at the end of `f`: the inline headers of the Ethernet
 /// segment (inline_hdr_sz bytes: two in the segment, the rest in the following 16-byte
 /// units), then the gather list.
 fn frame(
-    side: &mut Side<'_>,
+    mkeys: &Table<Mkey>,
+    dma: &DmaSpace,
     who: Accessor,
     wqe: &[u8],
     end: usize,
     f: &mut Vec<u8>,
-) -> Result<(), CqeSyndrome> {
+) -> Result<(), FrameError> {
     let eseg = DS;
     if end < eseg + DS {
-        return Err(CqeSyndrome::LocalQpOpErr);
+        return Err(FrameError::Wqe(CqeSyndrome::LocalQpOpErr));
     }
     let hdr = usize::from(u16::from_be_bytes([
         wqe[eseg + INLINE_HDR_SZ],
@@ -161,15 +177,17 @@ fn frame(
     let rest = hdr - first;
     let after = eseg + DS;
     if rest > end.saturating_sub(after) {
-        return Err(CqeSyndrome::LocalQpOpErr);
+        return Err(FrameError::Wqe(CqeSyndrome::LocalQpOpErr));
     }
     let data = after + rest.div_ceil(DS) * DS;
     let mut total = hdr as u64;
     for p in sendq::gather(wqe, data, end) {
-        total += p.map_err(|_| CqeSyndrome::LocalQpOpErr)?.len();
+        total += p
+            .map_err(|_| FrameError::Wqe(CqeSyndrome::LocalQpOpErr))?
+            .len();
     }
     if total > MAX_FRAME as u64 {
-        return Err(CqeSyndrome::LocalLengthErr);
+        return Err(FrameError::Wqe(CqeSyndrome::LocalLengthErr));
     }
     f.extend_from_slice(&wqe[eseg + INLINE_HDR_START..eseg + INLINE_HDR_START + first]);
     f.extend_from_slice(&wqe[after..after + rest]);
@@ -179,7 +197,7 @@ fn frame(
             Piece::Data { len, lkey, addr } => {
                 let mut e = Extents::new();
                 mem::resolve_into(
-                    side.m,
+                    mkeys,
                     lkey,
                     who,
                     addr,
@@ -187,10 +205,9 @@ fn frame(
                     Access::LocalRead,
                     &mut e,
                 )
-                .map_err(|_| CqeSyndrome::LocalProtErr)?;
-                if !mem::read(side.dma, &e, f) {
-                    side.m.dma_faults += 1;
-                    return Err(CqeSyndrome::LocalProtErr);
+                .map_err(|_| FrameError::Wqe(CqeSyndrome::LocalProtErr))?;
+                if !mem::read(dma, &e, f) {
+                    return Err(FrameError::Unmapped);
                 }
             }
         }

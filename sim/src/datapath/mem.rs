@@ -12,8 +12,10 @@
 
 use crate::dma::DmaSpace;
 use crate::exec::handles::RESD_LKEY;
+use crate::exec::mkey::Mkey;
 use crate::model::Model;
 use crate::stackvec::StackVec;
+use crate::table::Table;
 
 /// Every access an mkey grants separately.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,14 +94,14 @@ pub(crate) fn resolve(
     access: Access,
 ) -> Result<Extents, KeyError> {
     let mut out = Extents::new();
-    resolve_into(m, key, who, addr, len, access, &mut out)?;
+    resolve_into(&m.mkeys, key, who, addr, len, access, &mut out)?;
     Ok(out)
 }
 
-/// [`resolve`], appending the extents to `out` (the data path's lists stay where they are:
-/// moving them around by value cost more than filling them).
+/// [`resolve`] through the key table `mkeys`, appending the extents to `out` (the data path's
+/// lists stay where they are: moving them around by value cost more than filling them).
 pub(crate) fn resolve_into(
-    m: &Model,
+    mkeys: &Table<Mkey>,
     key: u32,
     who: Accessor,
     addr: u64,
@@ -119,7 +121,7 @@ pub(crate) fn resolve_into(
             Err(KeyError::Unknown)
         };
     }
-    let mkey = m.mkeys.get(key >> 8).map_err(|_| KeyError::Unknown)?;
+    let mkey = mkeys.get(key >> 8).map_err(|_| KeyError::Unknown)?;
     let c = &mkey.region;
     if c.tag != (key & 0xff) as u8 || c.free {
         return Err(KeyError::Unknown);

@@ -192,8 +192,16 @@ fn extents_into(
             break;
         }
         let n = left.min(u64::from(s.len));
-        mem::resolve_into(m, s.lkey, who, s.addr, n, mem::Access::LocalWrite, out)
-            .map_err(|_: KeyError| ScatterError::Protection)?;
+        mem::resolve_into(
+            &m.mkeys,
+            s.lkey,
+            who,
+            s.addr,
+            n,
+            mem::Access::LocalWrite,
+            out,
+        )
+        .map_err(|_: KeyError| ScatterError::Protection)?;
         left -= n;
     }
     Ok(())

@@ -172,7 +172,8 @@ pub(crate) struct Gather<'w> {
 impl Iterator for Gather<'_> {
     type Item = Result<Piece, Overrun>;
 
-    #[inline]
+    /// Always inlined: a piece returned through memory stalled on store forwarding.
+    #[inline(always)]
     fn next(&mut self) -> Option<Self::Item> {
         while self.at + 4 <= self.end {
             let p = self.at;
