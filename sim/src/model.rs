@@ -5,6 +5,7 @@
 use crate::bar;
 use crate::caps::Caps;
 use crate::config::Config;
+use crate::datapath::sendq::Wqe;
 use crate::events::Eq;
 use crate::exec::{
     cq::Cq,
@@ -189,6 +190,8 @@ pub(crate) struct Model {
     pub stats: DataStats,
     /// Frames the SQs sent while the model was locked, delivered to the link once it is not.
     pub outbox: Frames,
+    /// The buffer SQ runs read WQEs into, kept between runs.
+    pub wqe_buffer: Option<Box<Wqe>>,
 }
 
 impl Model {
@@ -230,6 +233,7 @@ impl Model {
             records: Vec::new(),
             stats: DataStats::default(),
             outbox: Frames::default(),
+            wqe_buffer: None,
         }
     }
 

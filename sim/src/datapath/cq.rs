@@ -6,7 +6,8 @@
 //! p mod 2^log_cq_size with owner = (p >> log_cq_size) & 1, so the first pass writes owner 0:
 //! a ring the driver initialised with owner 1 (mlx5e's 0xf1) or with opcode invalid
 //! (mlx5_ib's 0xf0) never shows a stale entry as new. The body goes first, then, after a
-//! release fence, the last byte (opcode and owner).
+//! release fence, the last 8 bytes in one aligned 8-byte store, which carries the last byte
+//! (opcode and owner): a driver that sees the new owner sees the whole entry.
 
 use super::Side;
 use crate::dma::DmaSpace;
@@ -50,6 +51,13 @@ pub(crate) fn err_cqe(
     c.set_wqe_counter(wqe_counter);
     c.set_s_wqe_opcode(s_wqe_opcode);
     *c.storage()
+}
+
+/// The last 8 bytes of a CQE.
+fn last_word(cqe: &[u8; 64]) -> [u8; 8] {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&cqe[56..]);
+    w
 }
 
 /// Reads the consumer index of a CQ doorbell record.
@@ -121,9 +129,9 @@ pub(crate) fn post(side: &mut Side<'_>, cqn: u32, mut cqe: [u8; 64]) -> bool {
     };
     let owner = ((cq.producer >> log) & 1) as u8;
     cqe[63] = (cqe[63] & !1) | owner;
-    crate::dma::copy_in(&mut window, &cqe[..63]);
+    crate::dma::copy_in(&mut window, &cqe[..56]);
     fence(Ordering::Release);
-    window.write_u8(63, cqe[63]);
+    window.write_be64(56, u64::from_be_bytes(last_word(&cqe)));
     let solicited = cqe[63] & 0x2 != 0
         || matches!(cqe[63] >> 4, o if o == CqeOpcode::ReqErr.raw() || o == CqeOpcode::RespErr.raw());
     let index = cq.producer;

@@ -4,7 +4,7 @@
 
 use super::mem::{self, Access, Accessor, Extents};
 use super::parse::{parse_into, Parsed};
-use super::rq::{self, ScatterError, Target};
+use super::rq::{self, Peeked, ScatterError, Target};
 use super::sendq::{self, Piece, Wqe, DS};
 use super::steer::{steer, Destinations};
 use super::{cq, Side};
@@ -25,10 +25,21 @@ const INLINE_IN_ESEG: usize = 2;
 /// Runs SQ object `sqn` (state RDY; in ERR its WQEs are flushed) up to the send counter of
 /// its doorbell record. The counter is read again only once the WQEs it announced are done.
 pub(crate) fn run(side: &mut Side<'_>, sqn: u32, bf: Option<&[u8]>) {
+    // The WQE buffer is kept by the model between runs: clearing a fresh one cost more than a
+    // short run's WQEs.
+    let mut wqe = side
+        .m
+        .wqe_buffer
+        .take()
+        .unwrap_or_else(|| Box::new(Wqe::new()));
+    run_with(side, sqn, bf, &mut wqe);
+    side.m.wqe_buffer = Some(wqe);
+}
+
+fn run_with(side: &mut Side<'_>, sqn: u32, bf: Option<&[u8]>, wqe: &mut Wqe) {
     let mut bf = bf;
     let mut done: u32 = 0;
     let mut counter: Option<u16> = None;
-    let mut wqe = Wqe::new();
     loop {
         let Ok(sq) = side.m.sqs.get(sqn) else {
             return;
@@ -66,7 +77,7 @@ pub(crate) fn run(side: &mut Side<'_>, sqn: u32, bf: Option<&[u8]>) {
                 wqe.copy_from(b);
                 true
             }
-            None => sendq::read(side.dma, &sq.ring, 0, log, ci, &mut wqe),
+            None => sendq::read(side.dma, &sq.ring, 0, log, ci, wqe),
         };
         if !read {
             side.m.dma_faults += 1;
@@ -84,14 +95,14 @@ pub(crate) fn run(side: &mut Side<'_>, sqn: u32, bf: Option<&[u8]>) {
                     CqeSyndrome::WrFlushErr,
                     sqn,
                     ci,
-                    sendq::opcode(&wqe),
+                    sendq::opcode(wqe),
                 );
                 cq::post(side, cqn, e);
             }
         } else {
-            execute(side, sqn, cqn, who, &wqe, ci);
+            execute(side, sqn, cqn, who, wqe, ci);
         }
-        let n = sendq::wqebbs(&wqe);
+        let n = sendq::wqebbs(wqe);
         if let Ok(sq) = side.m.sqs.get_mut(sqn) {
             sq.ci = ci.wrapping_add(n);
         }
@@ -270,8 +281,13 @@ fn deliver(side: &mut Side<'_>, rqn: u32, frame: &[u8], flow_tag: u32, parsed: &
     );
     let t = Target::Rq(rqn);
     let mut sges = rq::Sges::new();
-    let Some(index) = rq::peek_into(side.m, side.dma, t, &mut sges) else {
-        return false;
+    let index = match rq::peek_rq(rq, side.dma, &mut sges) {
+        Peeked::Posted(index) => index,
+        Peeked::Empty => return false,
+        Peeked::Fault => {
+            side.m.dma_faults += 1;
+            return false;
+        }
     };
     match rq::scatter(side.m, side.dma, who, &sges, frame) {
         Ok(()) => {}

@@ -6,6 +6,7 @@
 use super::mem::{self, Accessor, Extents, KeyError};
 use super::{cq, Side};
 use crate::dma::DmaSpace;
+use crate::exec::wq::Rq;
 use crate::model::Model;
 use crate::pas::PageList;
 use crate::stackvec::StackVec;
@@ -61,19 +62,31 @@ fn ring(m: &Model, t: Target) -> Option<Ring<'_>> {
                 cqn: qp.cqn_rcv?,
             })
         }
-        Target::Rq(rqn) => {
-            let rq = m.rqs.get(rqn).ok()?;
-            let wq = rq.ctx.wq();
-            Some(Ring {
-                ring: &rq.ring,
-                log_size: wq.log_wq_sz(),
-                log_stride: wq.log_wq_stride(),
-                dbr: wq.dbr_addr(),
-                ci: rq.ci,
-                cqn: rq.cqn,
-            })
-        }
+        Target::Rq(rqn) => Some(ring_of(m.rqs.get(rqn).ok()?)),
     }
+}
+
+/// The ring of RQ object `rq`.
+fn ring_of(rq: &Rq) -> Ring<'_> {
+    let wq = rq.ctx.wq();
+    Ring {
+        ring: &rq.ring,
+        log_size: wq.log_wq_sz(),
+        log_stride: wq.log_wq_stride(),
+        dbr: wq.dbr_addr(),
+        ci: rq.ci,
+        cqn: rq.cqn,
+    }
+}
+
+/// What the next receive WQE of a ring is.
+pub(crate) enum Peeked {
+    /// Posted, at this index (its scatter list appended to the caller's list).
+    Posted(u16),
+    /// Nothing posted.
+    Empty,
+    /// The doorbell record or the WQE is not mapped (a DMA fault).
+    Fault,
 }
 
 /// True when the queue exists and has a receive queue at all.
@@ -100,26 +113,42 @@ pub(crate) fn peek(m: &mut Model, dma: &DmaSpace, t: Target) -> Option<Posted> {
 /// lists around by value cost more than filling them). Returns the WQE's index.
 pub(crate) fn peek_into(m: &mut Model, dma: &DmaSpace, t: Target, sges: &mut Sges) -> Option<u16> {
     let r = ring(m, t)?;
-    let Some(n) = outstanding(dma, &r) else {
-        m.dma_faults += 1;
-        return None;
+    match read_posted(dma, &r, sges) {
+        Peeked::Posted(index) => Some(index),
+        Peeked::Empty => None,
+        Peeked::Fault => {
+            m.dma_faults += 1;
+            None
+        }
+    }
+}
+
+/// [`peek_into`] for RQ object `rq`, already looked up (the Ethernet receive path), leaving
+/// the fault to count to the caller.
+pub(crate) fn peek_rq(rq: &Rq, dma: &DmaSpace, sges: &mut Sges) -> Peeked {
+    read_posted(dma, &ring_of(rq), sges)
+}
+
+/// The next posted WQE of ring `r`: its scatter entries, each read in place from the ring, up
+/// to an entry with the invalid lkey or the end of the stride.
+fn read_posted(dma: &DmaSpace, r: &Ring<'_>, sges: &mut Sges) -> Peeked {
+    let Some(n) = outstanding(dma, r) else {
+        return Peeked::Fault;
     };
     if n == 0 {
-        return None;
+        return Peeked::Empty;
     }
     let size = 1u64 << r.log_size.min(16);
     let stride = 1u64 << r.log_stride.min(16);
     let base = u64::from(r.ci) % size * stride;
     for k in 0..stride / 16 {
-        let mut seg = [0u8; 16];
-        let ok = r
+        let seg = r
             .ring
             .addr(base + k * 16, 16)
-            .is_some_and(|a| dma.read(a, &mut seg).is_ok());
-        if !ok {
-            m.dma_faults += 1;
-            return None;
-        }
+            .and_then(|a| dma.window(a, 16));
+        let Some(seg) = seg else {
+            return Peeked::Fault;
+        };
         let lkey = seg.read_be32(4);
         if u64::from(lkey) == INVALID_LKEY {
             break;
@@ -129,7 +158,7 @@ pub(crate) fn peek_into(m: &mut Model, dma: &DmaSpace, t: Target, sges: &mut Sge
         s.lkey = lkey;
         s.addr = seg.read_be64(8);
     }
-    Some(r.ci)
+    Peeked::Posted(r.ci)
 }
 
 /// Consumes the next receive WQE.

@@ -2,8 +2,12 @@
 //!
 //! The data path touches a handful of regions per frame (rings, doorbell records, buffers),
 //! and finding a region under the space's mutex in a map of thousands of regions cost more
-//! than the rest of a frame's work. The cache maps a 4 KiB page number to the region that
-//! holds it, in a direct-mapped array of slots read without any lock.
+//! than the rest of a frame's work. The cache maps a page number to the region that holds
+//! it, in direct-mapped arrays of slots read without any lock, like a TLB with two page
+//! sizes: 2 MiB pages for regions of 2 MiB or more (a pool of packet buffers),
+//! 4 KiB pages for the rest (rings, doorbell records). With one size, the many pages of a
+//! large buffer pool evicted the rings' pages on every pass. A large page may hold the ends
+//! of two regions, so a large slot only answers for addresses inside its region.
 //!
 //! Each slot is a sequence lock: its writer (always holding the space's mutex, so writers
 //! never race each other) makes the sequence odd, stores the fields, and makes it even again;
@@ -15,10 +19,11 @@
 
 use std::sync::atomic::{fence, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
-/// Number of slots (a power of two); a frame's working set is far smaller.
-const SLOTS: usize = 512;
-/// log2 of the page the cache is keyed by.
-const PAGE_SHIFT: u32 = 12;
+/// Slots (powers of two) and log2 of the page size, for small and large pages.
+const SMALL_SLOTS: usize = 512;
+const SMALL_SHIFT: u32 = 12;
+const LARGE_SLOTS: usize = 64;
+const LARGE_SHIFT: u32 = 21;
 
 /// Where a cached region lives: its first IOVA, its length and its host address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,29 +44,42 @@ struct Slot {
     epoch: AtomicU64,
 }
 
-/// The cache: slots, and the epoch that `free` advances.
+/// The cache: slots for each page size, and the epoch that `free` advances.
 pub(super) struct TranslationCache {
-    slots: Box<[Slot]>,
+    small: Box<[Slot]>,
+    large: Box<[Slot]>,
     epoch: AtomicU64,
+}
+
+/// The slot of `iova`'s page in `slots` (pages of 1 << `shift` bytes), and its key.
+fn slot_in(slots: &[Slot], shift: u32, iova: u64) -> (&Slot, u64) {
+    let page = iova >> shift;
+    (&slots[page as usize & (slots.len() - 1)], page + 1)
 }
 
 impl TranslationCache {
     pub fn new() -> TranslationCache {
         TranslationCache {
-            slots: (0..SLOTS).map(|_| Slot::default()).collect(),
+            small: (0..SMALL_SLOTS).map(|_| Slot::default()).collect(),
+            large: (0..LARGE_SLOTS).map(|_| Slot::default()).collect(),
             epoch: AtomicU64::new(0),
         }
     }
 
-    fn slot(&self, iova: u64) -> (&Slot, u64) {
-        let page = iova >> PAGE_SHIFT;
-        (&self.slots[page as usize & (SLOTS - 1)], page + 1)
-    }
-
-    /// The region cached for the page of `iova`, if any (and not unmapped since).
+    /// The region cached for `iova` (in a small page, else in a large one), if any and not
+    /// unmapped since.
     #[inline]
     pub fn get(&self, iova: u64) -> Option<Hit> {
-        let (slot, key) = self.slot(iova);
+        self.get_in(&self.small, SMALL_SHIFT, iova).or_else(|| {
+            // A large page may hold the end of one region and the start of another.
+            self.get_in(&self.large, LARGE_SHIFT, iova)
+                .filter(|h| iova.wrapping_sub(h.iova) < h.size as u64)
+        })
+    }
+
+    #[inline]
+    fn get_in(&self, slots: &[Slot], shift: u32, iova: u64) -> Option<Hit> {
+        let (slot, key) = slot_in(slots, shift, iova);
         let seq = slot.seq.load(Ordering::Acquire);
         if seq & 1 != 0 {
             return None;
@@ -83,10 +101,15 @@ impl TranslationCache {
         Some(hit)
     }
 
-    /// Records that `hit` holds the page of `iova`. Only called with the space's mutex held
-    /// (so fills never race each other, nor an epoch change).
+    /// Records that region `hit` holds `iova`: in the slot of its large page when the region
+    /// is at least a large page long, else of its small page. Only called with the space's
+    /// mutex held (so fills never race each other, nor an epoch change).
     pub fn fill(&self, iova: u64, hit: Hit) {
-        let (slot, key) = self.slot(iova);
+        let (slot, key) = if hit.size >= 1 << LARGE_SHIFT {
+            slot_in(&self.large, LARGE_SHIFT, iova)
+        } else {
+            slot_in(&self.small, SMALL_SHIFT, iova)
+        };
         let seq = slot.seq.load(Ordering::Relaxed);
         slot.seq.store(seq.wrapping_add(1), Ordering::Relaxed);
         fence(Ordering::Release);
@@ -123,11 +146,42 @@ mod tests {
         assert_eq!(c.get(0x1_0000_0ff0), Some(hit), "same page");
         assert_eq!(c.get(0x1_0000_1000), None, "next page not filled");
         // A page that shares the slot evicts the first.
-        let other = 0x1_0000_0000 + (SLOTS as u64) * 4096;
+        let other = 0x1_0000_0000 + (SMALL_SLOTS as u64) * 4096;
         c.fill(other, hit);
         assert_eq!(c.get(0x1_0000_0010), None);
         assert_eq!(c.get(other), Some(hit));
         c.invalidate();
         assert_eq!(c.get(other), None, "unmapping forgets everything");
+        // A region covering a whole 2 MiB page is cached for all of it, in a large slot that
+        // small pages do not evict.
+        let pool = Hit {
+            iova: 0x2_0000_0000,
+            size: 8 << 20,
+            ptr: &mut byte,
+        };
+        c.fill(0x2_0030_0000, pool);
+        assert_eq!(c.get(0x2_0020_0000), Some(pool));
+        assert_eq!(c.get(0x2_003f_ffff), Some(pool));
+        assert_eq!(c.get(0x2_0040_0000), None, "the next large page");
+        assert_eq!(c.get(0x1_ffff_ffff), None, "outside the region");
+        c.fill(0x2_0000_0000 + (SMALL_SLOTS as u64) * 4096 * 2, hit);
+        assert_eq!(c.get(0x2_0030_0000), Some(pool));
+        // A region smaller than a large page goes to a small slot only.
+        c.fill(0x2_0000_0000 - 0x1000, pool);
+        assert_eq!(
+            c.get(0x2_0000_0000 - 0x1000),
+            None,
+            "not the region's large page"
+        );
+        let small = Hit {
+            iova: 0x3_0000_0000,
+            size: 1 << 20,
+            ptr: &mut byte,
+        };
+        c.fill(0x3_0000_1000, small);
+        assert_eq!(c.get(0x3_0000_1000), Some(small));
+        assert_eq!(c.get(0x3_0000_2000), None);
+        c.invalidate();
+        assert_eq!(c.get(0x2_0030_0000), None);
     }
 }
