@@ -9,6 +9,7 @@
 //! release fence, the last 8 bytes in one aligned 8-byte store, which carries the last byte
 //! (opcode and owner): a driver that sees the new owner sees the whole entry.
 
+use super::cqe::CqeWords;
 use super::Side;
 use crate::dma::DmaSpace;
 use crate::events;
@@ -53,13 +54,6 @@ pub(crate) fn err_cqe(
     *c.storage()
 }
 
-/// The last 8 bytes of a CQE.
-fn last_word(cqe: &[u8; 64]) -> [u8; 8] {
-    let mut w = [0u8; 8];
-    w.copy_from_slice(&cqe[56..]);
-    w
-}
-
 /// Reads the consumer index of a CQ doorbell record.
 fn consumer_index(dma: &DmaSpace, dbr: u64) -> Option<u32> {
     dma.window(dbr, 4).map(|w| w.read_be32(0) & MASK24)
@@ -83,7 +77,13 @@ fn cq_error(m: &mut Model, dma: &DmaSpace, cqn: u32, status: u8, syndrome: CqErr
 /// arming and moderation call for. Returns false when nothing was written: no such CQ, the CQ
 /// is in error, the ring is full (overflow, unless the CQ ignores overruns), or its memory is
 /// gone.
-pub(crate) fn post(side: &mut Side<'_>, cqn: u32, mut cqe: [u8; 64]) -> bool {
+pub(crate) fn post(side: &mut Side<'_>, cqn: u32, cqe: [u8; 64]) -> bool {
+    post_words(side, cqn, CqeWords::from_bytes(&cqe))
+}
+
+/// [`post`] for a CQE built as words (see [`CqeWords`]): each word goes out in one 8-byte
+/// store, the last (owner bit included) after a release fence.
+pub(crate) fn post_words(side: &mut Side<'_>, cqn: u32, cqe: CqeWords) -> bool {
     let (m, dma) = (&mut *side.m, side.dma);
     let Ok(cq) = m.cqs.get_mut(cqn) else {
         m.stats.cqes_dropped += 1;
@@ -127,13 +127,17 @@ pub(crate) fn post(side: &mut Side<'_>, cqn: u32, mut cqe: [u8; 64]) -> bool {
         );
         return false;
     };
-    let owner = ((cq.producer >> log) & 1) as u8;
-    cqe[63] = (cqe[63] & !1) | owner;
-    crate::dma::copy_in(&mut window, &cqe[..56]);
+    let owner = u64::from((cq.producer >> log) & 1);
+    let CqeWords(words) = cqe;
+    for (k, &w) in words[..7].iter().enumerate() {
+        window.write_be64(8 * k, w);
+    }
+    let last = (words[7] & !1) | owner;
     fence(Ordering::Release);
-    window.write_be64(56, u64::from_be_bytes(last_word(&cqe)));
-    let solicited = cqe[63] & 0x2 != 0
-        || matches!(cqe[63] >> 4, o if o == CqeOpcode::ReqErr.raw() || o == CqeOpcode::RespErr.raw());
+    window.write_be64(56, last);
+    let byte63 = last as u8;
+    let solicited = byte63 & 0x2 != 0
+        || matches!(byte63 >> 4, o if o == CqeOpcode::ReqErr.raw() || o == CqeOpcode::RespErr.raw());
     let index = cq.producer;
     cq.producer = cq.producer.wrapping_add(1);
     if solicited {

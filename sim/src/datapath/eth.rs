@@ -2,6 +2,7 @@
 //! then gathered data) as frames on the port, and frames that arrive on the port are steered
 //! through the NIC receive flow tables to a TIR, its RQ, and a receive WQE.
 
+use super::cqe::CqeWords;
 use super::mem::{self, Access, Accessor, Extents};
 use super::parse::{parse_into, Parsed};
 use super::rq::{self, Peeked, ScatterError, Target};
@@ -12,7 +13,9 @@ use crate::dma::DmaSpace;
 use crate::exec::mkey::Mkey;
 use crate::exec::tir::TirTarget;
 use crate::table::Table;
-use mlx5_prm::{CqeOpcode, CqeSyndrome, FlowTableType, RqState, SendOpcode, SqState, WqType};
+use mlx5_prm::{
+    Cqe64, CqeOpcode, CqeSyndrome, FlowTableType, RqState, SendOpcode, SqState, WqType,
+};
 
 /// Largest frame an SQ sends (there is no LSO in the model).
 pub(crate) const MAX_FRAME: usize = 64 * 1024;
@@ -142,9 +145,9 @@ fn execute(side: &mut Side<'_>, sqn: u32, cqn: u32, who: Accessor, wqe: &[u8], i
     };
     match result {
         Ok(()) if ce >= 2 => {
-            let mut c = cq::cqe(CqeOpcode::Req, sqn, index);
-            c.set_s_wqe_opcode(opcode);
-            cq::post(side, cqn, *c.storage());
+            let mut c = CqeWords::new(CqeOpcode::Req, sqn, index);
+            c.set(Cqe64::S_WQE_OPCODE, opcode.into());
+            cq::post_words(side, cqn, c);
         }
         Ok(()) => {}
         Err(syndrome) => {
@@ -302,10 +305,7 @@ fn deliver(side: &mut Side<'_>, rqn: u32, frame: &[u8], flow_tag: u32, parsed: &
         }
     }
     rq::consume(side.m, t);
-    let mut c = cq::cqe(CqeOpcode::RespSend, flow_tag, index);
-    c.set_byte_cnt(frame.len() as u32);
-    c.set_l3_hdr_type(parsed.l3);
-    c.set_l4_hdr_type(parsed.l4);
-    c.set_l2_ok(true);
-    cq::post(side, cqn, *c.storage())
+    let mut c = CqeWords::new(CqeOpcode::RespSend, flow_tag, index);
+    c.set_rx(frame.len() as u32, parsed.l3, parsed.l4);
+    cq::post_words(side, cqn, c)
 }

@@ -9,6 +9,7 @@
 //! works on two sides, locked in a fixed order by the caller.
 
 pub(crate) mod cq;
+pub(crate) mod cqe;
 pub(crate) mod eth;
 pub(crate) mod matcher;
 pub(crate) mod mem;
