@@ -33,7 +33,9 @@ pub(super) struct Hit {
     pub ptr: *mut u8,
 }
 
+/// One translation; a cache line each, so that reading one touches one line.
 #[derive(Default)]
+#[repr(align(64))]
 struct Slot {
     seq: AtomicU64,
     /// Page number + 1 (0: empty).

@@ -232,7 +232,7 @@ impl DmaSpace {
 
     /// Device-side access to `len` bytes at `iova`, or `None` if any of them is unmapped (or
     /// `len` is 0). A window never spans two regions.
-    #[inline]
+    #[inline(always)]
     pub fn window(&self, iova: u64, len: usize) -> Option<DeviceBytes<'_>> {
         if len == 0 {
             return None;
