@@ -133,25 +133,19 @@ impl Core {
             return;
         }
         if self.loopback.load(Ordering::Relaxed) {
-            self.receive_frames(frames.iter());
-        } else {
-            let link = lock(&self.link).clone();
-            if let Some(link) = link {
-                for f in frames.iter() {
-                    link.transmit(f);
-                }
+            // One lock for the frames' arrival and for handing the buffers back.
+            let mut m = self.model();
+            self.arrive(&mut m, frames.iter());
+            recycle(&mut m, frames);
+            return;
+        }
+        let link = lock(&self.link).clone();
+        if let Some(link) = link {
+            for f in frames.iter() {
+                link.transmit(f);
             }
         }
-        self.recycle(frames);
-    }
-
-    /// Hands emptied frame buffers back to the model, unless it has started new ones.
-    fn recycle(&self, mut frames: Frames) {
-        frames.clear();
-        let mut m = self.model();
-        if m.outbox.is_empty() {
-            m.outbox = frames;
-        }
+        recycle(&mut self.model(), frames);
     }
 
     /// A frame arrives at the port.
@@ -159,14 +153,17 @@ impl Core {
         self.receive_frames([frame]) == 1
     }
 
-    /// Frames arrive at the port, one after the other, under one lock of the model. Every
-    /// frame arriving passes here, each as a `&[u8]`. Returns how many were delivered.
+    /// Frames arrive at the port, one after the other, under one lock of the model. Returns
+    /// how many were delivered.
     pub(crate) fn receive_frames<'f>(&self, frames: impl IntoIterator<Item = &'f [u8]>) -> usize {
-        let mut m = self.model();
-        let mut side = Side {
-            m: &mut m,
-            dma: &self.dma,
-        };
+        self.arrive(&mut self.model(), frames)
+    }
+
+    /// Frames arrive at the port of the locked model `m`: every frame arriving passes here,
+    /// each as a `&[u8]` (from [`Core::receive_frames`] or from loopback). Returns how many
+    /// were delivered.
+    fn arrive<'f>(&self, m: &mut Model, frames: impl IntoIterator<Item = &'f [u8]>) -> usize {
+        let mut side = Side { m, dma: &self.dma };
         frames
             .into_iter()
             .filter(|frame| datapath::eth::receive(&mut side, frame))
@@ -299,6 +296,14 @@ impl Core {
             .collect();
         self.send_doorbell(index, (first as u32) >> 8, Some(&bytes));
         UarWrite::Send
+    }
+}
+
+/// Hands emptied frame buffers back to the model, unless it has started new ones.
+fn recycle(m: &mut Model, mut frames: Frames) {
+    if m.outbox.is_empty() {
+        frames.clear();
+        m.outbox = frames;
     }
 }
 
