@@ -186,11 +186,6 @@ impl Core {
         datapath::busy(&self.model()) || self.peer().is_some_and(|p| datapath::busy(&p.model()))
     }
 
-    /// A send doorbell for queue `qn` through UAR page `uar`, with the BlueFlame copy.
-    fn send_doorbell(&self, uar: u32, qn: u32, bf: Option<&[u8]>) {
-        self.sides(|a, b| datapath::doorbell(a, b, uar, qn, bf));
-    }
-
     /// Serves the command queue entries whose bits are set in `vector`, lowest first. Nothing
     /// is served while firmware is initializing or has reported a health syndrome.
     pub(crate) fn ring(&self, vector: u32) {
@@ -257,22 +252,23 @@ impl Core {
             self.uar_write32(index, offset, (value >> 32) as u32);
             return self.uar_write32(index, offset + 4, value as u32);
         }
-        let mut m = self.model();
-        if !m.uars.contains(index) {
-            return UarWrite::Other;
-        }
         if offset == uar::CQ_DOORBELL {
-            m.uar_state.entry(index).or_default().cq_doorbell = Some(value);
-            datapath::cq::arm(&mut m, &self.dma, index, value);
+            let mut m = self.model();
+            if m.uars.contains(index) {
+                m.uar_state.entry(index).or_default().cq_doorbell = Some(value);
+                datapath::cq::arm(&mut m, &self.dma, index, value);
+            }
             return UarWrite::Other;
         }
-        if !is_send_doorbell(&m, offset) {
-            return UarWrite::Other;
-        }
-        m.uar_state.entry(index).or_default().bf_doorbell = Some(value);
-        drop(m);
-        self.send_doorbell(index, (value as u32) >> 8, None);
-        UarWrite::Send
+        // A send doorbell: checked and run under one lock of the model.
+        self.sides(|a, b| {
+            if !a.m.uars.contains(index) || !is_send_doorbell(a.m, offset) {
+                return UarWrite::Other;
+            }
+            a.m.uar_state.entry(index).or_default().bf_doorbell = Some(value);
+            datapath::doorbell(a, b, index, (value as u32) >> 8, None);
+            UarWrite::Send
+        })
     }
 
     /// A BlueFlame copy: a whole WQE written at the start of a BlueFlame register half. It
@@ -282,20 +278,23 @@ impl Core {
         let Some(&first) = data.first() else {
             return UarWrite::Other;
         };
-        let mut m = self.model();
-        if !m.uars.contains(index) || !is_send_doorbell(&m, offset) {
-            return UarWrite::Other;
+        // The copy, cut to the register half (at most 1 KiB), on the stack.
+        let mut bytes = [0u8; BF_HALF_MAX];
+        let mut len = 0;
+        for (chunk, w) in bytes.chunks_exact_mut(8).zip(data) {
+            chunk.copy_from_slice(&w.to_be_bytes());
+            len += 8;
         }
-        let room = bf_half(&m) / 8;
-        m.uar_state.entry(index).or_default().bf_doorbell = Some(first);
-        drop(m);
-        let bytes: Vec<u8> = data
-            .iter()
-            .take(room)
-            .flat_map(|w| w.to_be_bytes())
-            .collect();
-        self.send_doorbell(index, (first as u32) >> 8, Some(&bytes));
-        UarWrite::Send
+        self.sides(|a, b| {
+            if !a.m.uars.contains(index) || !is_send_doorbell(a.m, offset) {
+                return UarWrite::Other;
+            }
+            let room = bf_half(a.m).min(len);
+            a.m.uar_state.entry(index).or_default().bf_doorbell = Some(first);
+            let qn = (first as u32) >> 8;
+            datapath::doorbell(a, b, index, qn, Some(&bytes[..room]));
+            UarWrite::Send
+        })
     }
 }
 
@@ -326,6 +325,9 @@ fn is_doorbell64(offset: usize) -> bool {
 fn bf_half(m: &Model) -> usize {
     (1usize << m.gen().log_bf_reg_size().clamp(7, 11)) / 2
 }
+
+/// The largest [`bf_half`].
+const BF_HALF_MAX: usize = (1 << 11) / 2;
 
 /// True for the start of a BlueFlame register half: 0x800 + k × half, inside the page.
 fn is_send_doorbell(m: &Model, offset: usize) -> bool {
