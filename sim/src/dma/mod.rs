@@ -314,60 +314,106 @@ impl DmaSpace {
 }
 
 /// Copies the start of window `w` into `out` (which must not be longer than `w`): aligned
-/// 8-byte volatile loads between byte loads at the ends. Through the bounds-checked accessors
-/// of [`DeviceBytes`], byte by byte, copies were the larger part of moving a frame.
+/// 8-byte volatile loads, with aligned 4-, 2- and 1-byte loads at the ends. Through the
+/// bounds-checked accessors of [`DeviceBytes`], byte by byte, copies were the larger part of
+/// moving a frame.
 pub(crate) fn copy_out(w: &DeviceBytes<'_>, out: &mut [u8]) {
-    let n = out.len();
-    if n > w.len() {
+    if out.len() > w.len() {
         w.read_bytes(0, out); // Panics, as any access past a window does.
         return;
     }
     let p = w.as_ptr();
-    let head = p.align_offset(8).min(n);
-    let words = (n - head) / 8;
-    for (i, o) in out[..head].iter_mut().enumerate() {
-        // SAFETY: i < n <= w.len(): inside the window, which is valid for volatile reads.
+    let head = p.align_offset(8).min(out.len());
+    let (first, rest) = out.split_at_mut(head);
+    for (i, o) in first.iter_mut().enumerate() {
+        // SAFETY: i < out.len() <= w.len(): inside the window, valid for volatile reads.
         *o = unsafe { p.add(i).read_volatile() };
     }
-    for (k, o) in out[head..head + words * 8].chunks_exact_mut(8).enumerate() {
-        // SAFETY: head + 8k + 8 <= n <= w.len(), and p + head is 8-byte aligned, so this is
-        // an aligned word inside the window.
-        let v = unsafe { p.add(head + 8 * k).cast::<u64>().read_volatile() };
+    // SAFETY: head <= out.len() <= w.len().
+    let p = unsafe { p.add(head) };
+    let mut words = rest.chunks_exact_mut(8);
+    let mut at = 0;
+    for o in &mut words {
+        // SAFETY: `p + at` is 8-byte aligned (p is, at is a multiple of 8) and the word lies
+        // inside the window (head + at + 8 <= out.len() <= w.len()).
+        let v = unsafe { p.add(at).cast::<u64>().read_volatile() };
         o.copy_from_slice(&v.to_ne_bytes());
+        at += 8;
     }
-    for (i, o) in out.iter_mut().enumerate().skip(head + words * 8) {
-        // SAFETY: i < n <= w.len().
-        *o = unsafe { p.add(i).read_volatile() };
+    let tail = words.into_remainder();
+    let mut t = 0;
+    if tail.len() - t >= 4 {
+        // SAFETY: aligned to 4 (8-aligned plus a multiple of 4), inside the window.
+        let v = unsafe { p.add(at + t).cast::<u32>().read_volatile() };
+        tail[t..t + 4].copy_from_slice(&v.to_ne_bytes());
+        t += 4;
+    }
+    if tail.len() - t >= 2 {
+        // SAFETY: aligned to 2, inside the window.
+        let v = unsafe { p.add(at + t).cast::<u16>().read_volatile() };
+        tail[t..t + 2].copy_from_slice(&v.to_ne_bytes());
+        t += 2;
+    }
+    if tail.len() > t {
+        // SAFETY: inside the window.
+        tail[t] = unsafe { p.add(at + t).read_volatile() };
     }
 }
 
 /// Copies `data` (not longer than `w`) to the start of window `w`, like [`copy_out`].
 pub(crate) fn copy_in(w: &mut DeviceBytes<'_>, data: &[u8]) {
-    let n = data.len();
-    if n > w.len() {
+    if data.len() > w.len() {
         w.write_bytes(0, data); // Panics, as any access past a window does.
         return;
     }
     let p = w.as_ptr();
-    let head = p.align_offset(8).min(n);
-    let words = (n - head) / 8;
-    for (i, &d) in data[..head].iter().enumerate() {
-        // SAFETY: i < n <= w.len(): inside the window, which is valid for volatile writes.
+    let head = p.align_offset(8).min(data.len());
+    let (first, rest) = data.split_at(head);
+    for (i, &d) in first.iter().enumerate() {
+        // SAFETY: i < data.len() <= w.len(): inside the window, valid for volatile writes.
         unsafe { p.add(i).write_volatile(d) };
     }
-    for (k, d) in data[head..head + words * 8].chunks_exact(8).enumerate() {
+    // SAFETY: head <= data.len() <= w.len().
+    let p = unsafe { p.add(head) };
+    let mut words = rest.chunks_exact(8);
+    let mut at = 0;
+    for d in &mut words {
         let mut b = [0u8; 8];
         b.copy_from_slice(d);
         // SAFETY: an aligned word inside the window, as in `copy_out`.
         unsafe {
-            p.add(head + 8 * k)
+            p.add(at)
                 .cast::<u64>()
                 .write_volatile(u64::from_ne_bytes(b))
         };
+        at += 8;
     }
-    for (i, &d) in data.iter().enumerate().skip(head + words * 8) {
-        // SAFETY: i < n <= w.len().
-        unsafe { p.add(i).write_volatile(d) };
+    let tail = words.remainder();
+    let mut t = 0;
+    if tail.len() - t >= 4 {
+        let mut b = [0u8; 4];
+        b.copy_from_slice(&tail[t..t + 4]);
+        // SAFETY: aligned to 4, inside the window.
+        unsafe {
+            p.add(at + t)
+                .cast::<u32>()
+                .write_volatile(u32::from_ne_bytes(b))
+        };
+        t += 4;
+    }
+    if tail.len() - t >= 2 {
+        let b = [tail[t], tail[t + 1]];
+        // SAFETY: aligned to 2, inside the window.
+        unsafe {
+            p.add(at + t)
+                .cast::<u16>()
+                .write_volatile(u16::from_ne_bytes(b))
+        };
+        t += 2;
+    }
+    if tail.len() > t {
+        // SAFETY: inside the window.
+        unsafe { p.add(at + t).write_volatile(tail[t]) };
     }
 }
 
