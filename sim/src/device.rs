@@ -32,6 +32,9 @@ pub(crate) struct Core {
     faults: FaultInjector,
     /// The device at the other end of the wire: where remote QPNs resolve.
     peer: Mutex<Option<Weak<Core>>>,
+    /// Whether `peer` is set, so that a device without one (the common case, and every
+    /// doorbell's first question) needs no lock to know.
+    has_peer: AtomicBool,
     /// Where transmitted frames go.
     link: Mutex<Option<Arc<dyn Link>>>,
     /// Transmitted frames come back into this device instead of going to the link.
@@ -64,7 +67,9 @@ impl Core {
 
     /// Sets (or clears) the device whose QPs remote QPNs name.
     pub(crate) fn set_peer(&self, peer: Option<Weak<Core>>) {
-        *lock(&self.peer) = peer;
+        let mut p = lock(&self.peer);
+        self.has_peer.store(peer.is_some(), Ordering::Release);
+        *p = peer;
     }
 
     /// Sets (or clears) the link transmitted frames go to.
@@ -74,6 +79,9 @@ impl Core {
 
     /// The peer device, if a wire connects one (other than this device itself).
     fn peer(&self) -> Option<Arc<Core>> {
+        if !self.has_peer.load(Ordering::Acquire) {
+            return None;
+        }
         lock(&self.peer)
             .as_ref()
             .and_then(Weak::upgrade)
@@ -369,6 +377,7 @@ impl Device {
             dma: Arc::new(DmaSpace::new(DEFAULT_DMA_LIMIT)),
             faults: FaultInjector::new(&config.faults),
             peer: Mutex::new(None),
+            has_peer: AtomicBool::new(false),
             link: Mutex::new(None),
             loopback: AtomicBool::new(false),
         });

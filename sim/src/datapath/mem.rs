@@ -226,9 +226,7 @@ fn chunks(extents: &[Extent]) -> impl Iterator<Item = (u64, usize)> + '_ {
 pub(crate) fn read(dma: &DmaSpace, extents: &[Extent], out: &mut Vec<u8>) -> bool {
     if let [e] = extents {
         if let Some(n) = in_one_page(e) {
-            let at = out.len();
-            out.resize(at + n, 0);
-            return dma.read(e.iova, &mut out[at..]).is_ok();
+            return dma.append(e.iova, n, out);
         }
     }
     for (iova, n) in chunks(extents) {

@@ -285,6 +285,36 @@ impl DmaSpace {
         Ok(())
     }
 
+    /// Appends the `len` bytes at `iova` to `out`; false (and `out` unchanged) when they are
+    /// not mapped. The bytes are appended as they are read, without zeroing `out`'s new bytes
+    /// first.
+    pub(crate) fn append(&self, iova: u64, len: usize, out: &mut Vec<u8>) -> bool {
+        if len == 0 {
+            return true;
+        }
+        let Some(w) = self.window(iova, len) else {
+            return false;
+        };
+        let p = w.as_ptr();
+        out.reserve(len);
+        let head = p.align_offset(8).min(len);
+        let words = (len - head) / 8;
+        for i in 0..head {
+            // SAFETY: i < len: inside the window, valid for volatile reads.
+            out.push(unsafe { p.add(i).read_volatile() });
+        }
+        for k in 0..words {
+            // SAFETY: an aligned word inside the window (head + 8k + 8 <= len).
+            let v = unsafe { p.add(head + 8 * k).cast::<u64>().read_volatile() };
+            out.extend_from_slice(&v.to_ne_bytes());
+        }
+        for i in head + 8 * words..len {
+            // SAFETY: i < len.
+            out.push(unsafe { p.add(i).read_volatile() });
+        }
+        true
+    }
+
     /// Copies `data` to `iova`.
     pub fn write(&self, iova: u64, data: &[u8]) -> Result<(), DmaError> {
         if data.is_empty() {
@@ -481,6 +511,9 @@ mod tests {
                 let mut part = vec![0u8; len];
                 dma.read(a.iova + 200 + start, &mut part).unwrap();
                 assert_eq!(part, &data[..len]);
+                let mut appended = vec![7u8];
+                assert!(dma.append(a.iova + 200 + start, len, &mut appended));
+                assert_eq!((appended[0], &appended[1..]), (7, &data[..len]));
             }
         }
     }
@@ -499,6 +532,9 @@ mod tests {
             Err(DmaError::Exhausted { .. })
         ));
         assert!(dma.window(u64::MAX, 16).is_none());
+        let mut out = vec![1u8];
+        assert!(!dma.append(0, 4, &mut out));
+        assert_eq!(out, [1]);
         assert!(dma.window(0, 16).is_none());
     }
 }
