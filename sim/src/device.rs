@@ -96,13 +96,7 @@ impl Core {
         let (r, mine, theirs) = match &peer {
             None => {
                 let mut m = self.model();
-                let r = f(
-                    &mut Side {
-                        m: &mut m,
-                        dma: &self.dma,
-                    },
-                    None,
-                );
+                let r = f(&mut Side::new(&mut m, &self.dma), None);
                 (r, take_outbox(&mut m), Frames::default())
             }
             Some(p) => {
@@ -114,14 +108,8 @@ impl Core {
                     (self.model(), b)
                 };
                 let r = f(
-                    &mut Side {
-                        m: &mut a,
-                        dma: &self.dma,
-                    },
-                    Some(&mut Side {
-                        m: &mut b,
-                        dma: &p.dma,
-                    }),
+                    &mut Side::new(&mut a, &self.dma),
+                    Some(&mut Side::new(&mut b, &p.dma)),
                 );
                 (r, take_outbox(&mut a), take_outbox(&mut b))
             }
@@ -171,7 +159,7 @@ impl Core {
     /// each as a `&[u8]` (from [`Core::receive_frames`] or from loopback). Returns how many
     /// were delivered.
     fn arrive<'f>(&self, m: &mut Model, frames: impl IntoIterator<Item = &'f [u8]>) -> usize {
-        let mut side = Side { m, dma: &self.dma };
+        let mut side = Side::new(m, &self.dma);
         frames
             .into_iter()
             .filter(|frame| datapath::eth::receive(&mut side, frame))

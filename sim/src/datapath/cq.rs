@@ -95,16 +95,28 @@ pub(crate) fn post_words(side: &mut Side<'_>, cqn: u32, cqe: CqeWords) -> bool {
     }
     let log = cq.ctx.log_cq_size().min(24);
     let size = 1u32 << log;
-    let Some(ci) = consumer_index(dma, cq.ctx.dbr_addr()) else {
-        m.dma_faults += 1;
-        cq_error(
-            m,
-            dma,
-            cqn,
-            STATUS_WRITE_FAIL,
-            CqErrorSyndrome::CqAccessViolationError,
-        );
-        return false;
+    // The consumer index read earlier in this lock while it shows room (see `Memo`).
+    let remembered = side
+        .memo
+        .cq_consumer
+        .filter(|&(n, ci)| n == cqn && cq.producer.wrapping_sub(ci) & MASK24 < size);
+    let ci = match remembered {
+        Some((_, ci)) => ci,
+        None => {
+            let Some(ci) = consumer_index(dma, cq.ctx.dbr_addr()) else {
+                m.dma_faults += 1;
+                cq_error(
+                    m,
+                    dma,
+                    cqn,
+                    STATUS_WRITE_FAIL,
+                    CqErrorSyndrome::CqAccessViolationError,
+                );
+                return false;
+            };
+            side.memo.cq_consumer = Some((cqn, ci));
+            ci
+        }
     };
     if !cq.ctx.oi() && cq.producer.wrapping_sub(ci) & MASK24 >= size {
         cq_error(m, dma, cqn, STATUS_OVERFLOW, CqErrorSyndrome::CqOverrun);

@@ -284,7 +284,7 @@ fn deliver(side: &mut Side<'_>, rqn: u32, frame: &[u8], flow_tag: u32, parsed: &
     );
     let t = Target::Rq(rqn);
     let mut sges = rq::Sges::new();
-    let index = match rq::peek_rq(rq, side.dma, &mut sges) {
+    let index = match rq::peek_rq(rq, rqn, side.dma, &mut side.memo, &mut sges) {
         Peeked::Posted(index) => index,
         Peeked::Empty => return false,
         Peeked::Fault => {

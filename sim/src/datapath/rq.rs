@@ -4,6 +4,7 @@
 //! message needs it, scatters the data, and consumes it.
 
 use super::mem::{self, Accessor, Extents, KeyError};
+use super::memo::Memo;
 use super::{cq, Side};
 use crate::dma::DmaSpace;
 use crate::exec::wq::Rq;
@@ -97,7 +98,17 @@ pub(crate) fn exists(m: &Model, t: Target) -> bool {
 /// Receive WQEs posted and not yet consumed: receive counter − consumer, 0 when the counter
 /// cannot be read or claims more than the ring holds.
 fn outstanding(dma: &DmaSpace, r: &Ring<'_>) -> Option<u16> {
-    let pc = dma.window(r.dbr, 4)?.read_be32(0) as u16;
+    pending(r, receive_counter(dma, r)?)
+}
+
+/// The receive counter of the ring's doorbell record (dword 0, low 16 bits).
+fn receive_counter(dma: &DmaSpace, r: &Ring<'_>) -> Option<u16> {
+    Some(dma.window(r.dbr, 4)?.read_be32(0) as u16)
+}
+
+/// WQEs outstanding when the receive counter is `pc`; `None` when it claims more than the
+/// ring holds.
+fn pending(r: &Ring<'_>, pc: u16) -> Option<u16> {
     let n = pc.wrapping_sub(r.ci);
     (u32::from(n) <= 1u32 << r.log_size.min(16)).then_some(n)
 }
@@ -123,10 +134,36 @@ pub(crate) fn peek_into(m: &mut Model, dma: &DmaSpace, t: Target, sges: &mut Sge
     }
 }
 
-/// [`peek_into`] for RQ object `rq`, already looked up (the Ethernet receive path), leaving
-/// the fault to count to the caller.
-pub(crate) fn peek_rq(rq: &Rq, dma: &DmaSpace, sges: &mut Sges) -> Peeked {
-    read_posted(dma, &ring_of(rq), sges)
+/// [`peek_into`] for RQ object `rqn`, already looked up as `rq` (the Ethernet receive path),
+/// leaving the fault to count to the caller. The receive counter is read once per lock while
+/// it shows WQEs posted (see [`Memo`]).
+pub(crate) fn peek_rq(
+    rq: &Rq,
+    rqn: u32,
+    dma: &DmaSpace,
+    memo: &mut Memo,
+    sges: &mut Sges,
+) -> Peeked {
+    let r = ring_of(rq);
+    let remembered = memo
+        .rq_counter
+        .filter(|&(n, _)| n == rqn)
+        .and_then(|(_, pc)| pending(&r, pc))
+        .filter(|&n| n > 0);
+    let n = match remembered {
+        Some(n) => n,
+        None => {
+            let Some(pc) = receive_counter(dma, &r) else {
+                return Peeked::Fault;
+            };
+            memo.rq_counter = Some((rqn, pc));
+            match pending(&r, pc) {
+                Some(n) => n,
+                None => return Peeked::Fault,
+            }
+        }
+    };
+    read_wqe(dma, &r, n, sges)
 }
 
 /// The next posted WQE of ring `r`: its scatter entries, each read in place from the ring, up
@@ -135,6 +172,11 @@ fn read_posted(dma: &DmaSpace, r: &Ring<'_>, sges: &mut Sges) -> Peeked {
     let Some(n) = outstanding(dma, r) else {
         return Peeked::Fault;
     };
+    read_wqe(dma, r, n, sges)
+}
+
+/// [`read_posted`] once the `n` WQEs outstanding are known.
+fn read_wqe(dma: &DmaSpace, r: &Ring<'_>, n: u16, sges: &mut Sges) -> Peeked {
     if n == 0 {
         return Peeked::Empty;
     }
