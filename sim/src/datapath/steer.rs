@@ -1,7 +1,7 @@
 //! NIC receive steering: a parsed frame's key through the flow tables to the TIRs it goes to.
 //!
 //! Entries are tried in index order under their group's compiled criteria (see
-//! [`matcher`](super::matcher)); the first that matches decides (drop, or forward to its
+//! [`matcher`](super::matcher), copied into each entry); the first that matches decides (drop, or forward to its
 //! destinations, which may be further tables); an entry that only allows is passed over; with
 //! no match the table's miss action applies (default: drop).
 
@@ -25,10 +25,7 @@ pub(crate) fn steer(m: &Model, table: u32, key: &[u8], depth: u32, out: &mut Des
         return;
     };
     for fte in t.entries.values() {
-        let Ok(group) = m.flow.groups.get(fte.group) else {
-            continue;
-        };
-        if !group.compiled.matches(key, &fte.masked) {
+        if !fte.criteria.matches(key, &fte.masked) {
             continue;
         }
         if fte.action & ACTION_DROP != 0 {

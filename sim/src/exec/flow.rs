@@ -91,6 +91,9 @@ pub(crate) struct Fte {
     /// The match value (fte_match_param, 512 bytes) under its group's compiled criteria (see
     /// [`Criteria::masked`]).
     pub masked: Vec<u8>,
+    /// The group's compiled criteria, copied (a group cannot change, nor go while it has
+    /// entries), so steering needs no group lookup per entry.
+    pub criteria: Criteria,
 }
 
 /// Every table and group, and the root table of each type.
@@ -302,6 +305,7 @@ pub(super) fn set_entry(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
     )?;
     let value = match_bytes(req.input, MATCH_VALUE);
     let masked = group.compiled.masked(&value);
+    let criteria = group.compiled.clone();
     let dests = destinations(cx, req.input, &fc, ty)?;
     let entry = Fte {
         group: group_id,
@@ -309,6 +313,7 @@ pub(super) fn set_entry(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
         flow_tag: fc.flow_tag(),
         dests,
         masked,
+        criteria,
     };
     hold(cx, &entry.dests);
     let table = cx.m.flow.tables.get_mut(table_id)?;
