@@ -97,7 +97,14 @@ impl Core {
             None => {
                 let mut m = self.model();
                 let r = f(&mut Side::new(&mut m, &self.dma), None);
-                (r, take_outbox(&mut m), Frames::default())
+                let mine = take_outbox(&mut m);
+                if self.loopback.load(Ordering::Relaxed) {
+                    // Looped-back frames only come back into this device: no need to let go
+                    // of its lock in between.
+                    self.transmit(mine, Some(&mut m));
+                    return r;
+                }
+                (r, mine, Frames::default())
             }
             Some(p) => {
                 let (mut a, mut b) = if self.id < p.id {
@@ -114,25 +121,35 @@ impl Core {
                 (r, take_outbox(&mut a), take_outbox(&mut b))
             }
         };
-        self.transmit(mine);
+        self.transmit(mine, None);
         if let Some(p) = peer {
-            p.transmit(theirs);
+            p.transmit(theirs, None);
         }
         r
     }
 
     /// Puts frames on the port: back into this device in loopback, else to the link (or
     /// nowhere without one). Every frame leaving the port passes here, each as a `&[u8]`.
-    /// The emptied buffers go back to the model for the SQs' next frames.
-    fn transmit(&self, frames: Frames) {
+    /// The emptied buffers go back to the model for the SQs' next frames. `locked` is this
+    /// device's model when the caller still holds it, which it may only in loopback (a link
+    /// may call back into the device).
+    fn transmit(&self, frames: Frames, locked: Option<&mut Model>) {
         if frames.is_empty() {
             return;
         }
-        if self.loopback.load(Ordering::Relaxed) {
+        // A caller holding the lock saw loopback on when the frames were sent.
+        if locked.is_some() || self.loopback.load(Ordering::Relaxed) {
             // One lock for the frames' arrival and for handing the buffers back.
-            let mut m = self.model();
-            self.arrive(&mut m, frames.iter());
-            recycle(&mut m, frames);
+            let mut guard;
+            let m = match locked {
+                Some(m) => m,
+                None => {
+                    guard = self.model();
+                    &mut *guard
+                }
+            };
+            self.arrive(m, frames.iter());
+            recycle(m, frames);
             return;
         }
         let link = lock(&self.link).clone();
