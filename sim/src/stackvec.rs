@@ -99,12 +99,26 @@ impl<T, const N: usize> DerefMut for StackVec<T, N> {
     }
 }
 
+/// The elements of a [`StackVec`] by value.
+pub(crate) struct IntoIter<T, const N: usize> {
+    v: StackVec<T, N>,
+    next: usize,
+}
+
+impl<T: Copy, const N: usize> Iterator for IntoIter<T, N> {
+    type Item = T;
+    fn next(&mut self) -> Option<T> {
+        let item = self.v.get(self.next).copied();
+        self.next += 1;
+        item
+    }
+}
+
 impl<T: Copy, const N: usize> IntoIterator for StackVec<T, N> {
     type Item = T;
-    type IntoIter = std::vec::IntoIter<T>;
-    /// By value (off the hot path: it allocates for inline elements).
-    fn into_iter(self) -> Self::IntoIter {
-        self.to_vec().into_iter()
+    type IntoIter = IntoIter<T, N>;
+    fn into_iter(self) -> IntoIter<T, N> {
+        IntoIter { v: self, next: 0 }
     }
 }
 

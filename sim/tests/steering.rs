@@ -44,7 +44,7 @@ fn group(e: &Eth, start: u32, end: u32, enable: u8, mask: impl FnOnce(&mut [u8])
 /// test TIR with flow tag `tag`, the match value written by `value`.
 fn entry(e: &Eth, op_mod: u16, index: u32, group: u32, tag: u32, value: impl FnOnce(&mut [u8])) {
     e.n.host
-        .run::<cmd::SetFte>(op_mod.into(), 8, 0, |i| {
+        .run::<cmd::SetFte>(op_mod, 8, 0, |i| {
             i.set_table_type(FlowTableType::NicRx);
             i.set_table_id(e.table);
             i.set_flow_index(index);
