@@ -90,7 +90,7 @@ pub(crate) fn read(
     let block = |k: u64, out: &mut [u8]| {
         let slot = (u64::from(index) + k) % size;
         ring.addr(base + slot * WQEBB, WQEBB)
-            .is_some_and(|a| dma.read(a, out).is_ok())
+            .is_some_and(|a| dma.read_dwords(a, out))
     };
     wqe.len = 0;
     if !block(0, &mut wqe.buf[..WQEBB as usize]) {
