@@ -286,8 +286,7 @@ impl DmaSpace {
     }
 
     /// Appends the `len` bytes at `iova` to `out`; false (and `out` unchanged) when they are
-    /// not mapped. The bytes are appended as they are read, without zeroing `out`'s new bytes
-    /// first.
+    /// not mapped.
     pub(crate) fn append(&self, iova: u64, len: usize, out: &mut Vec<u8>) -> bool {
         if len == 0 {
             return true;
@@ -295,23 +294,9 @@ impl DmaSpace {
         let Some(w) = self.window(iova, len) else {
             return false;
         };
-        let p = w.as_ptr();
-        out.reserve(len);
-        let head = p.align_offset(8).min(len);
-        let words = (len - head) / 8;
-        for i in 0..head {
-            // SAFETY: i < len: inside the window, valid for volatile reads.
-            out.push(unsafe { p.add(i).read_volatile() });
-        }
-        for k in 0..words {
-            // SAFETY: an aligned word inside the window (head + 8k + 8 <= len).
-            let v = unsafe { p.add(head + 8 * k).cast::<u64>().read_volatile() };
-            out.extend_from_slice(&v.to_ne_bytes());
-        }
-        for i in head + 8 * words..len {
-            // SAFETY: i < len.
-            out.push(unsafe { p.add(i).read_volatile() });
-        }
+        let at = out.len();
+        out.resize(at + len, 0);
+        copy_out(&w, &mut out[at..]);
         true
     }
 
