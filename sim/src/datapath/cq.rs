@@ -141,10 +141,14 @@ pub(crate) fn post_words(side: &mut Side<'_>, cqn: u32, cqe: CqeWords) -> bool {
     };
     let owner = u64::from((cq.producer >> log) & 1);
     let CqeWords(words) = cqe;
-    for (k, &w) in words[..7].iter().enumerate() {
-        window.write_be64(8 * k, w);
-    }
     let last = (words[7] & !1) | owner;
+    // CQ rings are page aligned and entries 64 or 128 bytes, so the words are aligned; word
+    // by word otherwise.
+    if !crate::dma::store_words(&mut window, &words[..7]) {
+        for (k, &w) in words[..7].iter().enumerate() {
+            window.write_be64(8 * k, w);
+        }
+    }
     fence(Ordering::Release);
     window.write_be64(56, last);
     let byte63 = last as u8;

@@ -397,6 +397,21 @@ pub(crate) fn copy_out(w: &DeviceBytes<'_>, out: &mut [u8]) {
     }
 }
 
+/// Stores `words` (numeric values of big-endian 8-byte units) at the start of window `w`
+/// (8-byte aligned, at least that long), one aligned 8-byte volatile store each, in order.
+/// False, and nothing stored, when the window is too short or not aligned.
+pub(crate) fn store_words(w: &mut DeviceBytes<'_>, words: &[u64]) -> bool {
+    let p = w.as_ptr();
+    if words.len() * 8 > w.len() || p.align_offset(8) != 0 {
+        return false;
+    }
+    for (k, &v) in words.iter().enumerate() {
+        // SAFETY: 8-byte aligned (checked) and inside the window (8k + 8 <= w.len()).
+        unsafe { p.add(8 * k).cast::<u64>().write_volatile(v.to_be()) };
+    }
+    true
+}
+
 /// Copies `data` (not longer than `w`) to the start of window `w`, like [`copy_out`].
 pub(crate) fn copy_in(w: &mut DeviceBytes<'_>, data: &[u8]) {
     if data.len() > w.len() {
@@ -528,6 +543,21 @@ mod tests {
                 assert_eq!((appended[0], &appended[1..]), (7, &data[..len]));
             }
         }
+    }
+
+    #[test]
+    fn words_go_out_big_endian() {
+        let dma = DmaSpace::default();
+        let a = dma.alloc(4096, 4096).unwrap();
+        let mut w = dma.window(a.iova + 64, 64).unwrap();
+        assert!(store_words(&mut w, &[0x0102_0304_0506_0708, 0x1122]));
+        let mut back = [0u8; 16];
+        dma.read(a.iova + 64, &mut back).unwrap();
+        assert_eq!(back[..8], [1, 2, 3, 4, 5, 6, 7, 8]);
+        assert_eq!(back[8..], [0, 0, 0, 0, 0, 0, 0x11, 0x22]);
+        assert!(!store_words(&mut w, &[0; 9]), "longer than the window");
+        let mut odd = dma.window(a.iova + 4, 16).unwrap();
+        assert!(!store_words(&mut odd, &[1]), "not aligned");
     }
 
     #[test]
