@@ -4,6 +4,7 @@
 
 use super::cqe::CqeWords;
 use super::mem::{self, Access, Accessor, Extents};
+use super::memo::Steered;
 use super::parse::{parse_into, Parsed};
 use super::rq::{self, Peeked, ScatterError, Target};
 use super::sendq::{self, Piece, Wqe, DS};
@@ -14,7 +15,8 @@ use crate::exec::mkey::Mkey;
 use crate::exec::tir::TirTarget;
 use crate::table::Table;
 use mlx5_prm::{
-    Cqe64, CqeOpcode, CqeSyndrome, FlowTableType, RqState, SendOpcode, SqState, WqType,
+    Cqe64, CqeL3HdrType, CqeL4HdrType, CqeOpcode, CqeSyndrome, FlowTableType, RqState, SendOpcode,
+    SqState, WqType,
 };
 
 /// Largest frame an SQ sends (there is no LSO in the model).
@@ -246,12 +248,28 @@ fn steer_and_deliver(side: &mut Side<'_>, frame: &[u8]) -> bool {
     let Some(&root) = side.m.flow.roots.get(&FlowTableType::NicRx.raw()) else {
         return false;
     };
-    let mut parsed = Parsed::new();
-    parse_into(frame, &mut parsed);
-    let mut tirs = Destinations::new();
-    steer(side.m, root, &parsed.key, 0, &mut tirs);
+    // Steered like the last frame of this lock when its headers are the same (see `Memo`).
+    if !side
+        .memo
+        .steered
+        .as_ref()
+        .is_some_and(|s| s.same(root, frame))
+    {
+        let mut parsed = Parsed::new();
+        parse_into(frame, &mut parsed);
+        let mut tirs = Destinations::new();
+        steer(side.m, root, &parsed.key, 0, &mut tirs);
+        side.memo.steered = Some(Steered::new(root, frame, parsed.l3, parsed.l4, tirs));
+    }
     let mut delivered = false;
-    for &(tir, tag) in tirs.iter() {
+    for k in 0.. {
+        let Some(s) = &side.memo.steered else {
+            break;
+        };
+        let Some(&(tir, tag)) = s.tirs.get(k) else {
+            break;
+        };
+        let (l3, l4) = (s.l3, s.l4);
         let rqn = match side.m.tirs.get(tir).map(|t| t.target) {
             Ok(TirTarget::Rq(rqn)) => rqn,
             Ok(TirTarget::Rqt(rqt)) => {
@@ -262,13 +280,20 @@ fn steer_and_deliver(side: &mut Side<'_>, frame: &[u8]) -> bool {
             }
             Err(_) => continue,
         };
-        delivered |= deliver(side, rqn, frame, tag, &parsed);
+        delivered |= deliver(side, rqn, frame, tag, l3, l4);
     }
     delivered
 }
 
 /// Puts a frame into the next receive WQE of RQ `rqn` and writes its CQE.
-fn deliver(side: &mut Side<'_>, rqn: u32, frame: &[u8], flow_tag: u32, parsed: &Parsed) -> bool {
+fn deliver(
+    side: &mut Side<'_>,
+    rqn: u32,
+    frame: &[u8],
+    flow_tag: u32,
+    l3: CqeL3HdrType,
+    l4: CqeL4HdrType,
+) -> bool {
     let Ok(rq) = side.m.rqs.get(rqn) else {
         return false;
     };
@@ -306,6 +331,6 @@ fn deliver(side: &mut Side<'_>, rqn: u32, frame: &[u8], flow_tag: u32, parsed: &
     }
     rq::consume(side.m, t);
     let mut c = CqeWords::new(CqeOpcode::RespSend, flow_tag, index);
-    c.set_rx(frame.len() as u32, parsed.l3, parsed.l4);
+    c.set_rx(frame.len() as u32, l3, l4);
     cq::post_words(side, cqn, c)
 }

@@ -9,12 +9,66 @@
 //! an overflow to confirm) the record is read again, so every decision the device makes on an
 //! empty RQ or a full CQ is made on a fresh read, exactly as without the memo. A new lock of
 //! the model starts with nothing remembered.
+//!
+//! The memo also keeps how the last frame received was steered: a frame whose headers (the
+//! bytes the parser reads) are the same as the last one's is parsed and steered alike, since
+//! the flow tables cannot change while the model is locked. Back-to-back frames of one flow
+//! skip parsing and the flow-table walk.
+
+use super::parse::PARSE_DEPTH;
+use super::steer::Destinations;
+use mlx5_prm::{CqeL3HdrType, CqeL4HdrType};
 
 /// The values remembered.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct Memo {
     /// (RQ number, its receive counter).
     pub rq_counter: Option<(u32, u16)>,
     /// (CQ number, its consumer index).
     pub cq_consumer: Option<(u32, u32)>,
+    /// The last frame's steering.
+    pub steered: Option<Steered>,
+}
+
+/// How a frame was parsed and steered from a root table.
+#[derive(Debug, Clone)]
+pub(crate) struct Steered {
+    root: u32,
+    /// The frame's first `len` bytes: all it has up to [`PARSE_DEPTH`].
+    header: [u8; PARSE_DEPTH],
+    len: usize,
+    pub l3: CqeL3HdrType,
+    pub l4: CqeL4HdrType,
+    pub tirs: Destinations,
+}
+
+impl Steered {
+    /// The steering of `frame` from table `root`: its header types and destinations.
+    pub fn new(
+        root: u32,
+        frame: &[u8],
+        l3: CqeL3HdrType,
+        l4: CqeL4HdrType,
+        tirs: Destinations,
+    ) -> Steered {
+        let len = frame.len().min(PARSE_DEPTH);
+        let mut header = [0u8; PARSE_DEPTH];
+        header[..len].copy_from_slice(&frame[..len]);
+        Steered {
+            root,
+            header,
+            len,
+            l3,
+            l4,
+            tirs,
+        }
+    }
+
+    /// True when `frame` from table `root` parses and steers as this one did: the same bytes
+    /// up to [`PARSE_DEPTH`] (so the same length when shorter).
+    pub fn same(&self, root: u32, frame: &[u8]) -> bool {
+        self.root == root
+            && frame.len().min(PARSE_DEPTH) == self.len
+            && frame[..self.len] == self.header[..self.len]
+    }
 }

@@ -12,6 +12,11 @@ use mlx5_prm::{CqeL3HdrType, CqeL4HdrType, FteMatchSetLyr24};
 /// Bytes of fte_match_param the parser fills in: the outer_headers part.
 pub(crate) const PARSED: usize = 64;
 
+/// Bytes of a frame the parser may read: a VLAN tag (18 bytes of L2), an IPv4 header of 15
+/// words (60), and the TCP header up to its flags (14). Frames that agree on these bytes
+/// (and, when shorter, on their length) parse alike.
+pub(crate) const PARSE_DEPTH: usize = 18 + 60 + 14;
+
 /// What the parser learned about a frame.
 pub(crate) struct Parsed {
     /// The frame as fte_match_param would see it: its first part (outer headers); the rest
@@ -159,6 +164,24 @@ mod tests {
         assert_eq!(h.udp_sport(), 4791);
         assert_eq!(&p.key[0x2c..0x30], &[10, 0, 0, 1]);
         assert_eq!((p.l3, p.l4), (CqeL3HdrType::Ipv4, CqeL4HdrType::Udp));
+        // Nothing past PARSE_DEPTH matters, even for the deepest headers (VLAN, IPv4 with
+        // options, TCP).
+        let mut deep = vec![0u8; 128];
+        deep[12..14].copy_from_slice(&0x8100u16.to_be_bytes());
+        deep[16..18].copy_from_slice(&0x0800u16.to_be_bytes());
+        deep[18] = 0x4f;
+        deep[27] = 6;
+        deep[PARSE_DEPTH - 2..PARSE_DEPTH].copy_from_slice(&0x0012u16.to_be_bytes());
+        let p = parse(&deep);
+        assert_eq!(p.l4, CqeL4HdrType::TcpAckAndData);
+        for len in [PARSE_DEPTH, 128] {
+            let mut other = deep[..len].to_vec();
+            other[PARSE_DEPTH..].fill(0xee);
+            assert_eq!(parse(&other).key, p.key);
+        }
+        // ... and the last of them is read: without it the flags (and their ACK) are gone.
+        let cut = parse(&deep[..PARSE_DEPTH - 1]);
+        assert_eq!(cut.l4, CqeL4HdrType::TcpNoAck);
         // Truncated frames parse as far as they go.
         let _ = parse(&f[..3]);
         let _ = parse(&[]);
