@@ -48,22 +48,24 @@ struct Slot {
 
 /// The cache: slots for each page size, and the epoch that `free` advances.
 pub(super) struct TranslationCache {
-    small: Box<[Slot]>,
-    large: Box<[Slot]>,
+    small: Box<[Slot; SMALL_SLOTS]>,
+    large: Box<[Slot; LARGE_SLOTS]>,
     epoch: AtomicU64,
 }
 
-/// The slot of `iova`'s page in `slots` (pages of 1 << `shift` bytes), and its key.
-fn slot_in(slots: &[Slot], shift: u32, iova: u64) -> (&Slot, u64) {
+/// The slot of `iova`'s page in `slots` (pages of 1 << `shift` bytes), and its key. `N` is a
+/// power of two known at compile time, so the index is a mask and needs no bounds check.
+#[inline(always)]
+fn slot_in<const N: usize>(slots: &[Slot; N], shift: u32, iova: u64) -> (&Slot, u64) {
     let page = iova >> shift;
-    (&slots[page as usize & (slots.len() - 1)], page + 1)
+    (&slots[page as usize & (N - 1)], page + 1)
 }
 
 impl TranslationCache {
     pub fn new() -> TranslationCache {
         TranslationCache {
-            small: (0..SMALL_SLOTS).map(|_| Slot::default()).collect(),
-            large: (0..LARGE_SLOTS).map(|_| Slot::default()).collect(),
+            small: Box::new(std::array::from_fn(|_| Slot::default())),
+            large: Box::new(std::array::from_fn(|_| Slot::default())),
             epoch: AtomicU64::new(0),
         }
     }
@@ -79,8 +81,8 @@ impl TranslationCache {
         })
     }
 
-    #[inline]
-    fn get_in(&self, slots: &[Slot], shift: u32, iova: u64) -> Option<Hit> {
+    #[inline(always)]
+    fn get_in<const N: usize>(&self, slots: &[Slot; N], shift: u32, iova: u64) -> Option<Hit> {
         let (slot, key) = slot_in(slots, shift, iova);
         let seq = slot.seq.load(Ordering::Acquire);
         if seq & 1 != 0 {
