@@ -5,6 +5,7 @@
 use crate::bar;
 use crate::caps::Caps;
 use crate::config::Config;
+use crate::datapath::memo::Steered;
 use crate::datapath::sendq::Wqe;
 use crate::events::Eq;
 use crate::exec::{
@@ -192,6 +193,11 @@ pub(crate) struct Model {
     pub outbox: Frames,
     /// The buffer SQ runs read WQEs into, kept between runs.
     pub wqe_buffer: Option<Box<Wqe>>,
+    /// Commands executed so far: what the data path remembers of state commands set up (how
+    /// a frame is steered) holds only while this is unchanged.
+    pub generation: u64,
+    /// How the last frame received was steered, and at which generation (see `Steered`).
+    pub steered: Option<(u64, Steered)>,
 }
 
 impl Model {
@@ -234,6 +240,8 @@ impl Model {
             stats: DataStats::default(),
             outbox: Frames::default(),
             wqe_buffer: None,
+            generation: 0,
+            steered: None,
         }
     }
 

@@ -248,22 +248,21 @@ fn steer_and_deliver(side: &mut Side<'_>, frame: &[u8]) -> bool {
     let Some(&root) = side.m.flow.roots.get(&FlowTableType::NicRx.raw()) else {
         return false;
     };
-    // Steered like the last frame of this lock when its headers are the same (see `Memo`).
-    if !side
-        .memo
-        .steered
-        .as_ref()
-        .is_some_and(|s| s.same(root, frame))
-    {
+    // Steered like the last frame when its headers are the same and no command ran since
+    // (see `Steered`).
+    let generation = side.m.generation;
+    let known = matches!(&side.m.steered, Some((g, s)) if *g == generation && s.same(root, frame));
+    if !known {
         let mut parsed = Parsed::new();
         parse_into(frame, &mut parsed);
         let mut tirs = Destinations::new();
         steer(side.m, root, &parsed.key, 0, &mut tirs);
-        side.memo.steered = Some(Steered::new(root, frame, parsed.l3, parsed.l4, tirs));
+        let s = Steered::new(root, frame, parsed.l3, parsed.l4, tirs);
+        side.m.steered = Some((generation, s));
     }
     let mut delivered = false;
     for k in 0.. {
-        let Some(s) = &side.memo.steered else {
+        let Some((_, s)) = &side.m.steered else {
             break;
         };
         let Some(&(tir, tag)) = s.tirs.get(k) else {

@@ -10,24 +10,23 @@
 //! empty RQ or a full CQ is made on a fresh read, exactly as without the memo. A new lock of
 //! the model starts with nothing remembered.
 //!
-//! The memo also keeps how the last frame received was steered: a frame whose headers (the
-//! bytes the parser reads) are the same as the last one's is parsed and steered alike, since
-//! the flow tables cannot change while the model is locked. Back-to-back frames of one flow
-//! skip parsing and the flow-table walk.
+//! [`Steered`], kept by the model rather than per lock, is how the last frame received was
+//! steered: a frame whose headers (the bytes the parser reads) are the same as the last one's
+//! is parsed and steered alike, as long as no command ran since (flow tables, TIRs and RQTs
+//! change only by commands; the model counts them). Back-to-back frames of one flow skip
+//! parsing and the flow-table walk.
 
 use super::parse::PARSE_DEPTH;
 use super::steer::Destinations;
 use mlx5_prm::{CqeL3HdrType, CqeL4HdrType};
 
 /// The values remembered.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Memo {
     /// (RQ number, its receive counter).
     pub rq_counter: Option<(u32, u16)>,
     /// (CQ number, its consumer index).
     pub cq_consumer: Option<(u32, u32)>,
-    /// The last frame's steering.
-    pub steered: Option<Steered>,
 }
 
 /// How a frame was parsed and steered from a root table.
