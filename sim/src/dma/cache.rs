@@ -85,10 +85,12 @@ impl TranslationCache {
     fn get_in<const N: usize>(&self, slots: &[Slot; N], shift: u32, iova: u64) -> Option<Hit> {
         let (slot, key) = slot_in(slots, shift, iova);
         let seq = slot.seq.load(Ordering::Acquire);
-        if seq & 1 != 0 {
+        // Another page's slot (the usual miss) is told early; a torn read of the key is caught
+        // by the sequence check below like any other.
+        let page = slot.page.load(Ordering::Relaxed);
+        if seq & 1 != 0 || page != key {
             return None;
         }
-        let page = slot.page.load(Ordering::Relaxed);
         let hit = Hit {
             iova: slot.iova.load(Ordering::Relaxed),
             size: slot.size.load(Ordering::Relaxed),
@@ -96,10 +98,7 @@ impl TranslationCache {
         };
         let epoch = slot.epoch.load(Ordering::Relaxed);
         fence(Ordering::Acquire);
-        if slot.seq.load(Ordering::Relaxed) != seq
-            || page != key
-            || epoch != self.epoch.load(Ordering::Acquire)
-        {
+        if slot.seq.load(Ordering::Relaxed) != seq || epoch != self.epoch.load(Ordering::Acquire) {
             return None;
         }
         Some(hit)
