@@ -9,6 +9,7 @@ use crate::datapath::{self, Side};
 use crate::dma::{DmaSpace, DEFAULT_DMA_LIMIT};
 use crate::events::{self, Posted};
 use crate::faults::FaultInjector;
+use crate::frames::Frames;
 use crate::inventory::Objects;
 use crate::model::Model;
 use crate::pcap::Capture;
@@ -35,6 +36,9 @@ pub(crate) struct Core {
     faults: FaultInjector,
     /// The device at the other end of the wire: where remote QPNs resolve.
     peer: Mutex<Option<Weak<Core>>>,
+    /// Whether `peer` is set, so that a device without one (the common case, and every
+    /// doorbell's first question) needs no lock to know.
+    has_peer: AtomicBool,
     /// Where transmitted frames go.
     link: Mutex<Option<Arc<dyn Link>>>,
     /// Transmitted frames come back into this device instead of going to the link.
@@ -71,7 +75,9 @@ impl Core {
 
     /// Sets (or clears) the device whose QPs remote QPNs name.
     pub(crate) fn set_peer(&self, peer: Option<Weak<Core>>) {
-        *lock(&self.peer) = peer;
+        let mut p = lock(&self.peer);
+        self.has_peer.store(peer.is_some(), Ordering::Release);
+        *p = peer;
     }
 
     /// Sets (or clears) the link transmitted frames go to.
@@ -81,6 +87,9 @@ impl Core {
 
     /// The peer device, if a wire connects one (other than this device itself).
     fn peer(&self) -> Option<Arc<Core>> {
+        if !self.has_peer.load(Ordering::Acquire) {
+            return None;
+        }
         lock(&self.peer)
             .as_ref()
             .and_then(Weak::upgrade)
@@ -95,14 +104,15 @@ impl Core {
         let (r, mine, theirs) = match &peer {
             None => {
                 let mut m = self.model();
-                let r = f(
-                    &mut Side {
-                        m: &mut m,
-                        dma: &self.dma,
-                    },
-                    None,
-                );
-                (r, std::mem::take(&mut m.outbox), Vec::new())
+                let r = f(&mut Side::new(&mut m, &self.dma), None);
+                let mine = take_outbox(&mut m);
+                if self.loopback.load(Ordering::Relaxed) {
+                    // Looped-back frames only come back into this device: no need to let go
+                    // of its lock in between.
+                    self.transmit(mine, Some(&mut m));
+                    return r;
+                }
+                (r, mine, Frames::default())
             }
             Some(p) => {
                 let (mut a, mut b) = if self.id < p.id {
@@ -113,32 +123,25 @@ impl Core {
                     (self.model(), b)
                 };
                 let r = f(
-                    &mut Side {
-                        m: &mut a,
-                        dma: &self.dma,
-                    },
-                    Some(&mut Side {
-                        m: &mut b,
-                        dma: &p.dma,
-                    }),
+                    &mut Side::new(&mut a, &self.dma),
+                    Some(&mut Side::new(&mut b, &p.dma)),
                 );
-                (
-                    r,
-                    std::mem::take(&mut a.outbox),
-                    std::mem::take(&mut b.outbox),
-                )
+                (r, take_outbox(&mut a), take_outbox(&mut b))
             }
         };
-        self.transmit(mine);
+        self.transmit(mine, None);
         if let Some(p) = peer {
-            p.transmit(theirs);
+            p.transmit(theirs, None);
         }
         r
     }
 
     /// Puts frames on the port: back into this device in loopback, else to the link (or
-    /// nowhere without one).
-    fn transmit(&self, frames: Vec<Vec<u8>>) {
+    /// nowhere without one). Every frame leaving the port passes here, each as a `&[u8]`.
+    /// The emptied buffers go back to the model for the SQs' next frames. `locked` is this
+    /// device's model when the caller still holds it, which it may only in loopback (a link
+    /// may call back into the device).
+    fn transmit(&self, frames: Frames, locked: Option<&mut Model>) {
         if frames.is_empty() {
             return;
         }
@@ -147,18 +150,28 @@ impl Core {
                 frames.iter().for_each(|f| c.record(f));
             }
         }
-        if self.loopback.load(Ordering::Relaxed) {
-            for f in &frames {
-                self.deliver(f);
-            }
+        // A caller holding the lock saw loopback on when the frames were sent.
+        if locked.is_some() || self.loopback.load(Ordering::Relaxed) {
+            // One lock for the frames' arrival and for handing the buffers back.
+            let mut guard;
+            let m = match locked {
+                Some(m) => m,
+                None => {
+                    guard = self.model();
+                    &mut *guard
+                }
+            };
+            self.arrive(m, frames.iter());
+            recycle(m, frames);
             return;
         }
         let link = lock(&self.link).clone();
         if let Some(link) = link {
-            for f in &frames {
+            for f in frames.iter() {
                 link.transmit(f);
             }
         }
+        recycle(&mut self.model(), frames);
     }
 
     /// A frame arrives at the port from outside (a capture records it).
@@ -168,19 +181,18 @@ impl Core {
                 c.record(frame);
             }
         }
-        self.deliver(frame)
+        self.arrive(&mut self.model(), [frame]) == 1
     }
 
-    /// Steers a frame at the port to its RQ.
-    fn deliver(&self, frame: &[u8]) -> bool {
-        let mut m = self.model();
-        datapath::eth::receive(
-            &mut Side {
-                m: &mut m,
-                dma: &self.dma,
-            },
-            frame,
-        )
+    /// Frames arrive at the port of the locked model `m`: every frame arriving passes here,
+    /// each as a `&[u8]` (from [`Core::receive_frame`] or from loopback). Returns how many
+    /// were delivered.
+    fn arrive<'f>(&self, m: &mut Model, frames: impl IntoIterator<Item = &'f [u8]>) -> usize {
+        let mut side = Side::new(m, &self.dma);
+        frames
+            .into_iter()
+            .filter(|frame| datapath::eth::receive(&mut side, frame))
+            .count()
     }
 
     /// The device's own work (see [`datapath::kick`]), on this device and its peer.
@@ -197,11 +209,6 @@ impl Core {
     /// True while the device (or its peer) has work of its own pending.
     pub(crate) fn busy(&self) -> bool {
         datapath::busy(&self.model()) || self.peer().is_some_and(|p| datapath::busy(&p.model()))
-    }
-
-    /// A send doorbell for queue `qn` through UAR page `uar`, with the BlueFlame copy.
-    fn send_doorbell(&self, uar: u32, qn: u32, bf: Option<&[u8]>) {
-        self.sides(|a, b| datapath::doorbell(a, b, uar, qn, bf));
     }
 
     /// Serves the command queue entries whose bits are set in `vector`, lowest first. Nothing
@@ -270,22 +277,23 @@ impl Core {
             self.uar_write32(index, offset, (value >> 32) as u32);
             return self.uar_write32(index, offset + 4, value as u32);
         }
-        let mut m = self.model();
-        if !m.uars.contains(index) {
-            return UarWrite::Other;
-        }
         if offset == uar::CQ_DOORBELL {
-            m.uar_state.entry(index).or_default().cq_doorbell = Some(value);
-            datapath::cq::arm(&mut m, &self.dma, index, value);
+            let mut m = self.model();
+            if m.uars.contains(index) {
+                m.uar_state.entry(index).or_default().cq_doorbell = Some(value);
+                datapath::cq::arm(&mut m, &self.dma, index, value);
+            }
             return UarWrite::Other;
         }
-        if !is_send_doorbell(&m, offset) {
-            return UarWrite::Other;
-        }
-        m.uar_state.entry(index).or_default().bf_doorbell = Some(value);
-        drop(m);
-        self.send_doorbell(index, (value as u32) >> 8, None);
-        UarWrite::Send
+        // A send doorbell: checked and run under one lock of the model.
+        self.sides(|a, b| {
+            if !a.m.uars.contains(index) || !is_send_doorbell(a.m, offset) {
+                return UarWrite::Other;
+            }
+            a.m.uar_state.entry(index).or_default().bf_doorbell = Some(value);
+            datapath::doorbell(a, b, index, (value as u32) >> 8, None);
+            UarWrite::Send
+        })
     }
 
     /// A BlueFlame copy: a whole WQE written at the start of a BlueFlame register half. It
@@ -295,20 +303,40 @@ impl Core {
         let Some(&first) = data.first() else {
             return UarWrite::Other;
         };
-        let mut m = self.model();
-        if !m.uars.contains(index) || !is_send_doorbell(&m, offset) {
-            return UarWrite::Other;
+        // The copy, cut to the register half (at most 1 KiB), on the stack.
+        let mut bytes = [0u8; BF_HALF_MAX];
+        let mut len = 0;
+        for (chunk, w) in bytes.chunks_exact_mut(8).zip(data) {
+            chunk.copy_from_slice(&w.to_be_bytes());
+            len += 8;
         }
-        let room = bf_half(&m) / 8;
-        m.uar_state.entry(index).or_default().bf_doorbell = Some(first);
-        drop(m);
-        let bytes: Vec<u8> = data
-            .iter()
-            .take(room)
-            .flat_map(|w| w.to_be_bytes())
-            .collect();
-        self.send_doorbell(index, (first as u32) >> 8, Some(&bytes));
-        UarWrite::Send
+        self.sides(|a, b| {
+            if !a.m.uars.contains(index) || !is_send_doorbell(a.m, offset) {
+                return UarWrite::Other;
+            }
+            let room = bf_half(a.m).min(len);
+            a.m.uar_state.entry(index).or_default().bf_doorbell = Some(first);
+            let qn = (first as u32) >> 8;
+            datapath::doorbell(a, b, index, qn, Some(&bytes[..room]));
+            UarWrite::Send
+        })
+    }
+}
+
+/// Hands emptied frame buffers back to the model, unless it has started new ones.
+fn recycle(m: &mut Model, mut frames: Frames) {
+    if m.outbox.is_empty() {
+        frames.clear();
+        m.outbox = frames;
+    }
+}
+
+/// The frames the model's SQs queued, if any (the model keeps its empty buffers otherwise).
+fn take_outbox(m: &mut Model) -> Frames {
+    if m.outbox.is_empty() {
+        Frames::default()
+    } else {
+        std::mem::take(&mut m.outbox)
     }
 }
 
@@ -322,6 +350,9 @@ fn is_doorbell64(offset: usize) -> bool {
 fn bf_half(m: &Model) -> usize {
     (1usize << m.gen().log_bf_reg_size().clamp(7, 11)) / 2
 }
+
+/// The largest [`bf_half`].
+const BF_HALF_MAX: usize = (1 << 11) / 2;
 
 /// True for the start of a BlueFlame register half: 0x800 + k × half, inside the page.
 fn is_send_doorbell(m: &Model, offset: usize) -> bool {
@@ -363,6 +394,7 @@ impl Device {
             dma: Arc::new(DmaSpace::new(DEFAULT_DMA_LIMIT)),
             faults: FaultInjector::new(&config.faults),
             peer: Mutex::new(None),
+            has_peer: AtomicBool::new(false),
             link: Mutex::new(None),
             loopback: AtomicBool::new(false),
             capture: Mutex::new(None),

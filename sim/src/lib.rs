@@ -48,6 +48,7 @@ mod events;
 mod exec;
 mod fail;
 mod faults;
+mod frames;
 mod inventory;
 mod mailbox;
 mod model;
@@ -56,6 +57,7 @@ mod pas;
 pub mod pcap;
 mod record;
 mod regs;
+mod stackvec;
 pub mod syndrome;
 mod table;
 // TAP devices, namespaces and interface ioctls are system calls on raw descriptors.

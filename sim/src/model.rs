@@ -5,6 +5,8 @@
 use crate::bar;
 use crate::caps::Caps;
 use crate::config::Config;
+use crate::datapath::memo::Steered;
+use crate::datapath::sendq::Wqe;
 use crate::events::Eq;
 use crate::exec::{
     cq::Cq,
@@ -14,6 +16,7 @@ use crate::exec::{
     tir::{Rqt, Tir, Tis},
     wq::{Rq, Sq},
 };
+use crate::frames::Frames;
 use crate::pages::PagePool;
 use crate::record::CommandRecord;
 use crate::syndrome as s;
@@ -187,7 +190,14 @@ pub(crate) struct Model {
     /// Data path counters.
     pub stats: DataStats,
     /// Frames the SQs sent while the model was locked, delivered to the link once it is not.
-    pub outbox: Vec<Vec<u8>>,
+    pub outbox: Frames,
+    /// The buffer SQ runs read WQEs into, kept between runs.
+    pub wqe_buffer: Option<Box<Wqe>>,
+    /// Commands executed so far: what the data path remembers of state commands set up (how
+    /// a frame is steered) holds only while this is unchanged.
+    pub generation: u64,
+    /// How the last frame received was steered, and at which generation (see `Steered`).
+    pub steered: Option<(u64, Steered)>,
 }
 
 impl Model {
@@ -228,7 +238,10 @@ impl Model {
             dma_faults: 0,
             records: Vec::new(),
             stats: DataStats::default(),
-            outbox: Vec::new(),
+            outbox: Frames::default(),
+            wqe_buffer: None,
+            generation: 0,
+            steered: None,
         }
     }
 

@@ -1,9 +1,14 @@
 //! One small generic table for every kind of device object (UARs, PDs, EQs, CQs, QPs, ...):
 //! it hands out handles, enforces the object count limit, and counts references so that an
 //! object still in use cannot be destroyed.
+//!
+//! Objects live in a vector indexed by handle − first (handles are handed out in sequence,
+//! so it is dense), boxed so that a slot costs a pointer; an ordered set of the live handles
+//! keeps iteration in handle order and proportional to the objects that exist. The data path
+//! looks objects up several times per frame, and an index is much cheaper than a search.
 
 use crate::fail::{Fail, Outcome};
-use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 
 /// The syndromes a table reports, one set per object kind.
 #[derive(Debug, Clone, Copy)]
@@ -29,7 +34,10 @@ pub(crate) struct Table<T> {
     last: u32,
     next: u32,
     errors: TableErrors,
-    slots: BTreeMap<u32, Slot<T>>,
+    /// Slot of handle h at h - first.
+    slots: Vec<Option<Box<Slot<T>>>>,
+    /// The handles in use, in order.
+    live: BTreeSet<u32>,
 }
 
 impl<T> Table<T> {
@@ -41,48 +49,66 @@ impl<T> Table<T> {
             last,
             next: first,
             errors,
-            slots: BTreeMap::new(),
+            slots: Vec::new(),
+            live: BTreeSet::new(),
         }
     }
 
     /// Stores `value` under a new handle, if fewer than `limit` objects exist.
     pub fn insert(&mut self, value: T, limit: u64) -> Outcome<u32> {
-        if self.slots.len() as u64 >= limit {
+        if self.live.len() as u64 >= limit {
             return Err(Fail::lim(self.errors.limit));
         }
         let span = u64::from(self.last - self.first) + 1;
-        for _ in 0..span.min(self.slots.len() as u64 + 1) {
+        for _ in 0..span.min(self.live.len() as u64 + 1) {
             let h = self.next;
             self.next = if h == self.last { self.first } else { h + 1 };
-            if let std::collections::btree_map::Entry::Vacant(slot) = self.slots.entry(h) {
-                slot.insert(Slot { value, refs: 0 });
+            if !self.contains(h) {
+                let i = (h - self.first) as usize;
+                if self.slots.len() <= i {
+                    self.slots.resize_with(i + 1, || None);
+                }
+                self.slots[i] = Some(Box::new(Slot { value, refs: 0 }));
+                self.live.insert(h);
                 return Ok(h);
             }
         }
         Err(Fail::lim(self.errors.limit))
     }
 
+    fn slot(&self, h: u32) -> Option<&Slot<T>> {
+        let i = h.checked_sub(self.first)? as usize;
+        self.slots.get(i)?.as_deref()
+    }
+
+    fn slot_mut(&mut self, h: u32) -> Option<&mut Slot<T>> {
+        let i = h.checked_sub(self.first)? as usize;
+        self.slots.get_mut(i)?.as_deref_mut()
+    }
+
     /// The object `h`.
+    #[inline]
     pub fn get(&self, h: u32) -> Outcome<&T> {
-        self.slots
-            .get(&h)
-            .map(|s| &s.value)
-            .ok_or(Fail::bad_res(self.errors.unknown))
+        match self.slot(h) {
+            Some(s) => Ok(&s.value),
+            None => Err(Fail::bad_res(self.errors.unknown)),
+        }
     }
 
     /// The object `h`, mutably.
+    #[inline]
     pub fn get_mut(&mut self, h: u32) -> Outcome<&mut T> {
         let unknown = self.errors.unknown;
-        self.slots
-            .get_mut(&h)
-            .map(|s| &mut s.value)
-            .ok_or(Fail::bad_res(unknown))
+        match self.slot_mut(h) {
+            Some(s) => Ok(&mut s.value),
+            None => Err(Fail::bad_res(unknown)),
+        }
     }
 
     /// Fails with `syndrome` (BAD_RES) unless `h` exists: for references from other objects,
     /// which report the referring object's syndrome.
     pub fn check(&self, h: u32, syndrome: u32) -> Outcome<()> {
-        if self.slots.contains_key(&h) {
+        if self.contains(h) {
             Ok(())
         } else {
             Err(Fail::bad_res(syndrome))
@@ -91,50 +117,58 @@ impl<T> Table<T> {
 
     /// True when `h` exists.
     pub fn contains(&self, h: u32) -> bool {
-        self.slots.contains_key(&h)
+        self.slot(h).is_some()
     }
 
     /// Counts one more reference to `h` (which must exist).
     pub fn hold(&mut self, h: u32) {
-        if let Some(s) = self.slots.get_mut(&h) {
+        if let Some(s) = self.slot_mut(h) {
             s.refs += 1;
         }
     }
 
     /// Drops one reference to `h`.
     pub fn release(&mut self, h: u32) {
-        if let Some(s) = self.slots.get_mut(&h) {
+        if let Some(s) = self.slot_mut(h) {
             s.refs = s.refs.saturating_sub(1);
         }
     }
 
     /// Number of references to `h` (0 when it does not exist).
     pub fn refs(&self, h: u32) -> u32 {
-        self.slots.get(&h).map_or(0, |s| s.refs)
+        self.slot(h).map_or(0, |s| s.refs)
     }
 
     /// Removes `h`: BAD_RES if unknown, RES_BUSY if still referenced.
     pub fn remove(&mut self, h: u32) -> Outcome<T> {
-        match self.slots.get(&h) {
+        match self.slot(h) {
             None => Err(Fail::bad_res(self.errors.unknown)),
             Some(s) if s.refs > 0 => Err(Fail::busy(self.errors.busy)),
-            Some(_) => Ok(self.slots.remove(&h).map(|s| s.value).expect("present")),
+            Some(_) => {
+                self.live.remove(&h);
+                let slot = self.slots[(h - self.first) as usize].take();
+                slot.map(|s| s.value)
+                    .ok_or(Fail::bad_res(self.errors.unknown))
+            }
         }
     }
 
     /// Number of objects.
     pub fn len(&self) -> usize {
-        self.slots.len()
+        self.live.len()
     }
 
     /// Every object with its handle, in handle order.
     pub fn iter(&self) -> impl Iterator<Item = (u32, &T)> {
-        self.slots.iter().map(|(h, s)| (*h, &s.value))
+        self.live
+            .iter()
+            .filter_map(|&h| Some((h, &self.slot(h)?.value)))
     }
 
     /// Drops every object (a teardown) and restarts handle numbering.
     pub fn clear(&mut self) {
         self.slots.clear();
+        self.live.clear();
         self.next = self.first;
     }
 }
@@ -165,5 +199,16 @@ mod tests {
         assert_eq!(t.insert("c", 8), Ok(12));
         assert_eq!(t.insert("d", 8), Ok(10), "wraps to the freed handle");
         assert_eq!(t.insert("e", 8).unwrap_err().syndrome, 3, "range full");
+        assert_eq!(
+            t.iter().collect::<Vec<_>>(),
+            vec![(10, &"d"), (11, &"b"), (12, &"c")],
+            "handle order"
+        );
+        assert_eq!(
+            (t.len(), t.get(9).is_err(), t.get(13).is_err()),
+            (3, true, true)
+        );
+        t.clear();
+        assert_eq!((t.len(), t.iter().count(), t.contains(10)), (0, 0, false));
     }
 }

@@ -189,3 +189,50 @@ fn an_indirect_tir_delivers_to_the_first_rq_of_its_table() {
     assert!(e.n.dev().receive_frame(&l2(MAC_B, MAC_A)));
     assert_eq!(e.rcq.expect(CqeOpcode::RespSend).qpn(), 0x103);
 }
+
+/// Many frames through one doorbell, looped back under one lock of the model: the RQ's
+/// receive counter and the CQs' consumer indexes may be read once for the batch, but an RQ
+/// that runs out of WQEs and CQs that fill up are noticed at the frame where it happens.
+#[test]
+fn a_batch_runs_out_of_receive_wqes_and_overflows_cqs_where_it_happens() {
+    let e = Eth::new(Node::inline(), &[MAC_A]);
+    let dev = e.n.dev().clone();
+    dev.loopback(true);
+    for k in 0..3 {
+        e.post_recv(k * 256, 256);
+    }
+    let mut first8 = 0;
+    for _ in 0..5 {
+        first8 = e.post_send(&l2(MAC_A, MAC_B), 0, 10);
+    }
+    e.ring_send(first8);
+    assert_eq!((dev.rx_frames(), dev.rx_dropped()), (3, 2));
+    for k in 0..3 {
+        assert_eq!(e.rcq.expect(CqeOpcode::RespSend).wqe_counter(), k);
+    }
+    assert!(e.rcq.poll().is_none());
+    for k in 0..5 {
+        assert_eq!(e.scq.expect(CqeOpcode::Req).wqe_counter(), k);
+    }
+    // Receive WQEs posted after the batch are found by the next one.
+    e.post_recv(0, 256);
+    e.send(&l2(MAC_A, MAC_B), 0, 10);
+    assert_eq!(e.rcq.expect(CqeOpcode::RespSend).wqe_counter(), 3);
+    e.scq.expect(CqeOpcode::Req);
+
+    // 20 frames into CQs of 16 entries nobody consumes: both overflow at the 17th CQE.
+    for _ in 0..20 {
+        e.post_recv(0, 256);
+    }
+    for _ in 0..20 {
+        first8 = e.post_send(&l2(MAC_A, MAC_B), 0, 10);
+    }
+    e.ring_send(first8);
+    for cq in [&e.scq, &e.rcq] {
+        assert_eq!(e.n.query_cq(cq.cqn).cq_context().status(), 0x9, "overflow");
+        for _ in 0..16 {
+            assert!(cq.poll().is_some());
+        }
+        assert!(cq.poll().is_none(), "nothing overwritten");
+    }
+}

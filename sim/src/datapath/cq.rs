@@ -6,8 +6,10 @@
 //! p mod 2^log_cq_size with owner = (p >> log_cq_size) & 1, so the first pass writes owner 0:
 //! a ring the driver initialised with owner 1 (mlx5e's 0xf1) or with opcode invalid
 //! (mlx5_ib's 0xf0) never shows a stale entry as new. The body goes first, then, after a
-//! release fence, the last byte (opcode and owner).
+//! release fence, the last 8 bytes in one aligned 8-byte store, which carries the last byte
+//! (opcode and owner): a driver that sees the new owner sees the whole entry.
 
+use super::cqe::CqeWords;
 use super::Side;
 use crate::dma::DmaSpace;
 use crate::events;
@@ -75,9 +77,15 @@ fn cq_error(m: &mut Model, dma: &DmaSpace, cqn: u32, status: u8, syndrome: CqErr
 /// arming and moderation call for. Returns false when nothing was written: no such CQ, the CQ
 /// is in error, the ring is full (overflow, unless the CQ ignores overruns), or its memory is
 /// gone.
-pub(crate) fn post(side: &mut Side<'_>, cqn: u32, mut cqe: [u8; 64]) -> bool {
+pub(crate) fn post(side: &mut Side<'_>, cqn: u32, cqe: [u8; 64]) -> bool {
+    post_words(side, cqn, CqeWords::from_bytes(&cqe))
+}
+
+/// [`post`] for a CQE built as words (see [`CqeWords`]): each word goes out in one 8-byte
+/// store, the last (owner bit included) after a release fence.
+pub(crate) fn post_words(side: &mut Side<'_>, cqn: u32, cqe: CqeWords) -> bool {
     let (m, dma) = (&mut *side.m, side.dma);
-    let Ok(cq) = m.cqs.get(cqn) else {
+    let Ok(cq) = m.cqs.get_mut(cqn) else {
         m.stats.cqes_dropped += 1;
         return false;
     };
@@ -87,16 +95,28 @@ pub(crate) fn post(side: &mut Side<'_>, cqn: u32, mut cqe: [u8; 64]) -> bool {
     }
     let log = cq.ctx.log_cq_size().min(24);
     let size = 1u32 << log;
-    let Some(ci) = consumer_index(dma, cq.ctx.dbr_addr()) else {
-        m.dma_faults += 1;
-        cq_error(
-            m,
-            dma,
-            cqn,
-            STATUS_WRITE_FAIL,
-            CqErrorSyndrome::CqAccessViolationError,
-        );
-        return false;
+    // The consumer index read earlier in this lock while it shows room (see `Memo`).
+    let remembered = side
+        .memo
+        .cq_consumer
+        .filter(|&(n, ci)| n == cqn && cq.producer.wrapping_sub(ci) & MASK24 < size);
+    let ci = match remembered {
+        Some((_, ci)) => ci,
+        None => {
+            let Some(ci) = consumer_index(dma, cq.ctx.dbr_addr()) else {
+                m.dma_faults += 1;
+                cq_error(
+                    m,
+                    dma,
+                    cqn,
+                    STATUS_WRITE_FAIL,
+                    CqErrorSyndrome::CqAccessViolationError,
+                );
+                return false;
+            };
+            side.memo.cq_consumer = Some((cqn, ci));
+            ci
+        }
     };
     if !cq.ctx.oi() && cq.producer.wrapping_sub(ci) & MASK24 >= size {
         cq_error(m, dma, cqn, STATUS_OVERFLOW, CqErrorSyndrome::CqOverrun);
@@ -119,16 +139,21 @@ pub(crate) fn post(side: &mut Side<'_>, cqn: u32, mut cqe: [u8; 64]) -> bool {
         );
         return false;
     };
-    let owner = ((cq.producer >> log) & 1) as u8;
-    cqe[63] = (cqe[63] & !1) | owner;
-    window.write_bytes(0, &cqe[..63]);
+    let owner = u64::from((cq.producer >> log) & 1);
+    let CqeWords(words) = cqe;
+    let last = (words[7] & !1) | owner;
+    // CQ rings are page aligned and entries 64 or 128 bytes, so the words are aligned; word
+    // by word otherwise.
+    if !crate::dma::store_words(&mut window, &words[..7]) {
+        for (k, &w) in words[..7].iter().enumerate() {
+            window.write_be64(8 * k, w);
+        }
+    }
     fence(Ordering::Release);
-    window.write_u8(63, cqe[63]);
-    let solicited = cqe[63] & 0x2 != 0
-        || matches!(cqe[63] >> 4, o if o == CqeOpcode::ReqErr.raw() || o == CqeOpcode::RespErr.raw());
-    let Ok(cq) = m.cqs.get_mut(cqn) else {
-        return true;
-    };
+    window.write_be64(56, last);
+    let byte63 = last as u8;
+    let solicited = byte63 & 0x2 != 0
+        || matches!(byte63 >> 4, o if o == CqeOpcode::ReqErr.raw() || o == CqeOpcode::RespErr.raw());
     let index = cq.producer;
     cq.producer = cq.producer.wrapping_add(1);
     if solicited {

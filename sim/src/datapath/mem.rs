@@ -12,7 +12,10 @@
 
 use crate::dma::DmaSpace;
 use crate::exec::handles::RESD_LKEY;
+use crate::exec::mkey::Mkey;
 use crate::model::Model;
+use crate::stackvec::StackVec;
+use crate::table::Table;
 
 /// Every access an mkey grants separately.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,17 +56,28 @@ pub(crate) enum KeyError {
 }
 
 /// A run of contiguous IOVAs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Extent {
     pub iova: u64,
     pub len: u64,
 }
+
+/// The extents of one access: one for a PA key or a range inside one MTT page, so they are
+/// kept inline (see [`StackVec`]).
+pub(crate) type Extents = StackVec<Extent, 2>;
 
 /// Who is accessing: the queue's PD and whether its context allows the reserved lkey.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Accessor {
     pub pd: u32,
     pub rlky: bool,
+}
+
+/// Appends the extent `iova .. iova + len`, filled in place (see [`StackVec::push_slot`]).
+fn push(out: &mut Extents, iova: u64, len: u64) {
+    let e = out.push_slot();
+    e.iova = iova;
+    e.len = len;
 }
 
 /// Smallest MTT page the model accepts (log2 bytes).
@@ -78,64 +92,79 @@ pub(crate) fn resolve(
     addr: u64,
     len: u64,
     access: Access,
-) -> Result<Vec<Extent>, KeyError> {
+) -> Result<Extents, KeyError> {
+    let mut out = Extents::new();
+    resolve_into(&m.mkeys, key, who, addr, len, access, &mut out)?;
+    Ok(out)
+}
+
+/// [`resolve`] through the key table `mkeys`, appending the extents to `out` (the data path's
+/// lists stay where they are: moving them around by value cost more than filling them).
+pub(crate) fn resolve_into(
+    mkeys: &Table<Mkey>,
+    key: u32,
+    who: Accessor,
+    addr: u64,
+    len: u64,
+    access: Access,
+    out: &mut Extents,
+) -> Result<(), KeyError> {
     if len == 0 {
-        return Ok(Vec::new());
+        return Ok(());
     }
     let end = addr.checked_add(len).ok_or(KeyError::Range)?;
     if key == RESD_LKEY {
         return if access.local() && who.rlky {
-            Ok(vec![Extent { iova: addr, len }])
+            push(out, addr, len);
+            Ok(())
         } else {
             Err(KeyError::Unknown)
         };
     }
-    let mkey = m.mkeys.get(key >> 8).map_err(|_| KeyError::Unknown)?;
-    let c = &mkey.ctx;
-    if c.mkey_7_0() != (key & 0xff) as u8 || c.free() {
+    let mkey = mkeys.get(key >> 8).map_err(|_| KeyError::Unknown)?;
+    let c = &mkey.region;
+    if c.tag != (key & 0xff) as u8 || c.free {
         return Err(KeyError::Unknown);
     }
-    if c.pd() != who.pd {
+    if c.pd != who.pd {
         return Err(KeyError::Pd);
     }
-    if !c.length64() {
-        let start = c.start_addr();
-        let limit = start.checked_add(c.len()).ok_or(KeyError::Range)?;
-        if addr < start || end > limit {
+    if !c.length64 {
+        let limit = c.start.checked_add(c.len).ok_or(KeyError::Range)?;
+        if addr < c.start || end > limit {
             return Err(KeyError::Range);
         }
     }
     let granted = match access {
-        Access::LocalRead => c.lr(),
-        Access::LocalWrite => c.lw(),
-        Access::RemoteRead => c.rr(),
-        Access::RemoteWrite => c.rw(),
-        Access::RemoteAtomic => c.a(),
+        Access::LocalRead => c.lr,
+        Access::LocalWrite => c.lw,
+        Access::RemoteRead => c.rr,
+        Access::RemoteWrite => c.rw,
+        Access::RemoteAtomic => c.a,
     };
     if !granted {
         return Err(KeyError::Rights);
     }
-    match (c.access_mode_4_2(), c.access_mode_1_0()) {
-        (0, 0) => Ok(vec![Extent { iova: addr, len }]),
-        (0, 1) => mtt(
-            &mkey.translations,
-            c.start_addr(),
-            c.log_page_size(),
-            addr,
-            len,
-        ),
+    match c.mode {
+        0 => {
+            push(out, addr, len);
+            Ok(())
+        }
+        1 => mtt(&mkey.translations, c.start, c.log_page_size, addr, len, out),
         _ => Err(KeyError::Mode),
     }
 }
 
-/// Translates through an MTT whose entry i maps page i of the region.
+/// Translates through an MTT whose entry i maps page i of the region, appending to `out`
+/// (a run that continues the previous extent extends it).
 fn mtt(
     table: &[u8],
     start: u64,
     log_page: u8,
     addr: u64,
     len: u64,
-) -> Result<Vec<Extent>, KeyError> {
+    out: &mut Extents,
+) -> Result<(), KeyError> {
     if !(MIN_LOG_MTT_PAGE..=40).contains(&log_page) {
         return Err(KeyError::Mode);
     }
@@ -143,7 +172,6 @@ fn mtt(
     let base = start & !(page - 1);
     let mut offset = addr.checked_sub(base).ok_or(KeyError::Range)?;
     let mut left = len;
-    let mut out: Vec<Extent> = Vec::new();
     while left > 0 {
         let index = usize::try_from(offset >> log_page).map_err(|_| KeyError::Translation)?;
         let at = index.checked_mul(8).ok_or(KeyError::Translation)?;
@@ -158,16 +186,23 @@ fn mtt(
         let iova = (entry & !(page - 1)) + within;
         match out.last_mut() {
             Some(last) if last.iova.checked_add(last.len) == Some(iova) => last.len += n,
-            _ => out.push(Extent { iova, len: n }),
+            _ => push(out, iova, n),
         }
         offset += n;
         left -= n;
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Bytes per DMA access: accesses never cross a 4 KiB boundary (regions are whole pages).
 const CHUNK: u64 = 4096;
+
+/// The length of an extent that lies inside one 4 KiB page (the common case, copied without
+/// splitting into chunks).
+fn in_one_page(e: &Extent) -> Option<usize> {
+    let room = CHUNK - e.iova % CHUNK;
+    (e.len <= room).then_some(e.len as usize)
+}
 
 /// The pieces of `extents`, each inside one 4 KiB page: (iova, length).
 fn chunks(extents: &[Extent]) -> impl Iterator<Item = (u64, usize)> + '_ {
@@ -189,6 +224,11 @@ fn chunks(extents: &[Extent]) -> impl Iterator<Item = (u64, usize)> + '_ {
 /// Appends the bytes of `extents` to `out`; false (and `out` partly filled) when a byte is not
 /// mapped.
 pub(crate) fn read(dma: &DmaSpace, extents: &[Extent], out: &mut Vec<u8>) -> bool {
+    if let [e] = extents {
+        if let Some(n) = in_one_page(e) {
+            return dma.append(e.iova, n, out);
+        }
+    }
     for (iova, n) in chunks(extents) {
         let at = out.len();
         out.resize(at + n, 0);
@@ -202,21 +242,25 @@ pub(crate) fn read(dma: &DmaSpace, extents: &[Extent], out: &mut Vec<u8>) -> boo
 /// Writes `data` over `extents` (which must cover at least `data.len()` bytes); false without
 /// writing anything when a byte is not mapped.
 pub(crate) fn write(dma: &DmaSpace, extents: &[Extent], data: &[u8]) -> bool {
-    let mut pieces = Vec::new();
-    let mut left = data.len();
-    for (iova, n) in chunks(extents) {
-        if left == 0 {
-            break;
+    if let Some(e) = extents.first() {
+        if in_one_page(e).is_some_and(|n| n >= data.len()) {
+            return dma.write(e.iova, data).is_ok();
         }
-        let n = n.min(left);
-        if !dma.is_mapped(iova, n) {
-            return false;
-        }
-        pieces.push((iova, n));
-        left -= n;
+    }
+    let pieces = || {
+        let mut left = data.len();
+        chunks(extents).map_while(move |(iova, n)| {
+            let n = n.min(left);
+            left -= n;
+            (n > 0).then_some((iova, n))
+        })
+    };
+    // One piece is written whole or not at all anyway; several are all checked first.
+    if pieces().nth(1).is_some() && !pieces().all(|(iova, n)| dma.is_mapped(iova, n)) {
+        return false;
     }
     let mut at = 0;
-    for (iova, n) in pieces {
+    for (iova, n) in pieces() {
         if dma.write(iova, &data[at..at + n]).is_err() {
             return false;
         }
@@ -236,10 +280,11 @@ mod tests {
             table.extend_from_slice(&page.to_be_bytes());
         }
         // Region starting 0x100 into a 4 KiB page.
-        let e = mtt(&table, 0x7000_0100, 12, 0x7000_0f00, 0x1200).unwrap();
+        let mut e = Extents::new();
+        mtt(&table, 0x7000_0100, 12, 0x7000_0f00, 0x1200, &mut e).unwrap();
         assert_eq!(
-            e,
-            vec![
+            &e[..],
+            &[
                 Extent {
                     iova: 0x5f00,
                     len: 0x100
@@ -255,10 +300,20 @@ mod tests {
             ]
         );
         assert_eq!(
-            mtt(&table, 0x7000_0000, 12, 0x7000_2f00, 0x200),
+            mtt(
+                &table,
+                0x7000_0000,
+                12,
+                0x7000_2f00,
+                0x200,
+                &mut Extents::new()
+            ),
             Err(KeyError::Translation)
         );
-        assert_eq!(mtt(&table, 0, 3, 0, 8), Err(KeyError::Mode));
+        assert_eq!(
+            mtt(&table, 0, 3, 0, 8, &mut Extents::new()),
+            Err(KeyError::Mode)
+        );
     }
 
     #[test]

@@ -9,14 +9,20 @@
 //! works on two sides, locked in a fixed order by the caller.
 
 pub(crate) mod cq;
+pub(crate) mod cqe;
 pub(crate) mod eth;
+pub(crate) mod matcher;
 pub(crate) mod mem;
+pub(crate) mod memo;
+pub(crate) mod parse;
 pub(crate) mod rc;
 pub(crate) mod rq;
 pub(crate) mod sendq;
+pub(crate) mod steer;
 
 use crate::dma::DmaSpace;
 use crate::model::Model;
+use memo::Memo;
 use mlx5_prm::{QpState, RqState, SqState};
 use std::time::Instant;
 
@@ -24,6 +30,19 @@ use std::time::Instant;
 pub(crate) struct Side<'a> {
     pub m: &'a mut Model,
     pub dma: &'a DmaSpace,
+    /// Doorbell records read during this lock (see [`memo`]).
+    pub memo: Memo,
+}
+
+impl<'a> Side<'a> {
+    /// The locked model `m` and its memory, nothing read yet.
+    pub fn new(m: &'a mut Model, dma: &'a DmaSpace) -> Side<'a> {
+        Side {
+            m,
+            dma,
+            memo: Memo::default(),
+        }
+    }
 }
 
 /// The side the peer QP of an RC operation lives on: the other device when a wire connects
@@ -128,16 +147,16 @@ pub(crate) fn busy(m: &Model) -> bool {
 
 /// A QP command moved QP `qpn` to ERR: what is posted completes with flush errors.
 pub(crate) fn qp_to_err(m: &mut Model, dma: &DmaSpace, qpn: u32) {
-    let mut side = Side { m, dma };
+    let mut side = Side::new(m, dma);
     rc::set_err(&mut side, qpn, true);
 }
 
 /// MODIFY_SQ moved SQ `sqn` to ERR.
 pub(crate) fn sq_to_err(m: &mut Model, dma: &DmaSpace, sqn: u32) {
-    eth::run(&mut Side { m, dma }, sqn, None);
+    eth::run(&mut Side::new(m, dma), sqn, None);
 }
 
 /// MODIFY_RQ moved RQ `rqn` to ERR.
 pub(crate) fn rq_to_err(m: &mut Model, dma: &DmaSpace, rqn: u32) {
-    rq::flush(&mut Side { m, dma }, rq::Target::Rq(rqn));
+    rq::flush(&mut Side::new(m, dma), rq::Target::Rq(rqn));
 }

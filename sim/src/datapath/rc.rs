@@ -75,6 +75,7 @@ pub(crate) fn run<'a>(
 ) {
     let mut bf = bf;
     let mut done: u32 = 0;
+    let mut wqe = sendq::Wqe::new();
     loop {
         let Ok(qp) = local.m.qps.get(qpn) else {
             return;
@@ -104,17 +105,18 @@ pub(crate) fn run<'a>(
         let copy = bf
             .take()
             .filter(|b| sendq::index_of(b) == Some(ci) && b.len() >= sendq::ds(b).max(1) * DS);
-        let wqe = match copy {
+        let read = match copy {
             Some(b) => {
                 local.m.stats.blueflame_wqes += 1;
-                Some(b.to_vec())
+                wqe.copy_from(b);
+                true
             }
-            None => sendq::read(local.dma, ring, qp.sq_base, log, ci),
+            None => sendq::read(local.dma, ring, qp.sq_base, log, ci, &mut wqe),
         };
-        let Some(wqe) = wqe else {
+        if !read {
             local.m.dma_faults += 1;
             return;
-        };
+        }
         let step = if flushing {
             flush_one(local, qpn, &wqe, ci);
             Step::Next
@@ -352,20 +354,14 @@ fn gather(
 ) -> Result<Vec<u8>, Fault> {
     let pieces =
         sendq::gather_list(wqe, start, end).ok_or(Fault::Local(CqeSyndrome::LocalQpOpErr))?;
-    let total: u64 = pieces
-        .iter()
-        .map(|p| match p {
-            Piece::Inline(r) => r.len() as u64,
-            Piece::Data { len, .. } => u64::from(*len),
-        })
-        .sum();
+    let total: u64 = pieces.iter().map(Piece::len).sum();
     if total > req.max_msg {
         return Err(Fault::Local(CqeSyndrome::LocalLengthErr));
     }
     let mut data = Vec::new();
     for p in pieces {
         match p {
-            Piece::Inline(r) => data.extend_from_slice(&wqe[r]),
+            Piece::Inline { start, end } => data.extend_from_slice(&wqe[start..end]),
             Piece::Data { len, lkey, addr } => {
                 let e = mem::resolve(local.m, lkey, req.who, addr, len.into(), Access::LocalRead)
                     .map_err(|_| Fault::Local(CqeSyndrome::LocalProtErr))?;
@@ -385,7 +381,7 @@ fn scatter_list(wqe: &[u8], start: usize, end: usize) -> Result<Vec<rq::Sge>, Fa
     let mut out = Vec::new();
     for p in sendq::gather_list(wqe, start, end).ok_or(bad)? {
         match p {
-            Piece::Inline(_) => return Err(bad),
+            Piece::Inline { .. } => return Err(bad),
             Piece::Data { lkey, .. } if u64::from(lkey) == mlx5_prm::INVALID_LKEY => break,
             Piece::Data { len, lkey, addr } => out.push(rq::Sge { len, lkey, addr }),
         }

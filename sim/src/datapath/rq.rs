@@ -3,11 +3,14 @@
 //! doorbell record (there is no receive doorbell), reads the next WQE's scatter list when a
 //! message needs it, scatters the data, and consumes it.
 
-use super::mem::{self, Accessor, Extent, KeyError};
+use super::mem::{self, Accessor, Extents, KeyError};
+use super::memo::Memo;
 use super::{cq, Side};
 use crate::dma::DmaSpace;
+use crate::exec::wq::Rq;
 use crate::model::Model;
 use crate::pas::PageList;
+use crate::stackvec::StackVec;
 use mlx5_prm::rt::Bytes as _;
 use mlx5_prm::{CqeOpcode, CqeSyndrome, RqState, INVALID_LKEY};
 
@@ -19,19 +22,22 @@ pub(crate) enum Target {
 }
 
 /// One scatter entry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Sge {
     pub len: u32,
     pub lkey: u32,
     pub addr: u64,
 }
 
+/// A scatter list: a receive WQE usually has one entry, kept inline.
+pub(crate) type Sges = StackVec<Sge, 2>;
+
 /// A posted receive WQE.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Posted {
     /// Its index (the receive counter value it was posted at, 16 bits).
     pub index: u16,
-    pub sges: Vec<Sge>,
+    pub sges: Sges,
 }
 
 /// Where a receive queue lives and who owns it.
@@ -57,19 +63,31 @@ fn ring(m: &Model, t: Target) -> Option<Ring<'_>> {
                 cqn: qp.cqn_rcv?,
             })
         }
-        Target::Rq(rqn) => {
-            let rq = m.rqs.get(rqn).ok()?;
-            let wq = rq.ctx.wq();
-            Some(Ring {
-                ring: &rq.ring,
-                log_size: wq.log_wq_sz(),
-                log_stride: wq.log_wq_stride(),
-                dbr: wq.dbr_addr(),
-                ci: rq.ci,
-                cqn: rq.cqn,
-            })
-        }
+        Target::Rq(rqn) => Some(ring_of(m.rqs.get(rqn).ok()?)),
     }
+}
+
+/// The ring of RQ object `rq`.
+fn ring_of(rq: &Rq) -> Ring<'_> {
+    let wq = rq.ctx.wq();
+    Ring {
+        ring: &rq.ring,
+        log_size: wq.log_wq_sz(),
+        log_stride: wq.log_wq_stride(),
+        dbr: wq.dbr_addr(),
+        ci: rq.ci,
+        cqn: rq.cqn,
+    }
+}
+
+/// What the next receive WQE of a ring is.
+pub(crate) enum Peeked {
+    /// Posted, at this index (its scatter list appended to the caller's list).
+    Posted(u16),
+    /// Nothing posted.
+    Empty,
+    /// The doorbell record or the WQE is not mapped (a DMA fault).
+    Fault,
 }
 
 /// True when the queue exists and has a receive queue at all.
@@ -80,46 +98,110 @@ pub(crate) fn exists(m: &Model, t: Target) -> bool {
 /// Receive WQEs posted and not yet consumed: receive counter − consumer, 0 when the counter
 /// cannot be read or claims more than the ring holds.
 fn outstanding(dma: &DmaSpace, r: &Ring<'_>) -> Option<u16> {
-    let pc = dma.window(r.dbr, 4)?.read_be32(0) as u16;
+    pending(r, receive_counter(dma, r)?)
+}
+
+/// The receive counter of the ring's doorbell record (dword 0, low 16 bits).
+fn receive_counter(dma: &DmaSpace, r: &Ring<'_>) -> Option<u16> {
+    Some(dma.window(r.dbr, 4)?.read_be32(0) as u16)
+}
+
+/// WQEs outstanding when the receive counter is `pc`; `None` when it claims more than the
+/// ring holds.
+fn pending(r: &Ring<'_>, pc: u16) -> Option<u16> {
     let n = pc.wrapping_sub(r.ci);
     (u32::from(n) <= 1u32 << r.log_size.min(16)).then_some(n)
 }
 
 /// The next posted receive WQE, without consuming it.
 pub(crate) fn peek(m: &mut Model, dma: &DmaSpace, t: Target) -> Option<Posted> {
+    let mut sges = Sges::new();
+    let index = peek_into(m, dma, t, &mut sges)?;
+    Some(Posted { index, sges })
+}
+
+/// [`peek`], with the scatter list appended to `sges` (which stays where it is: moving
+/// lists around by value cost more than filling them). Returns the WQE's index.
+pub(crate) fn peek_into(m: &mut Model, dma: &DmaSpace, t: Target, sges: &mut Sges) -> Option<u16> {
     let r = ring(m, t)?;
-    let Some(n) = outstanding(dma, &r) else {
-        m.dma_faults += 1;
-        return None;
+    match read_posted(dma, &r, sges) {
+        Peeked::Posted(index) => Some(index),
+        Peeked::Empty => None,
+        Peeked::Fault => {
+            m.dma_faults += 1;
+            None
+        }
+    }
+}
+
+/// [`peek_into`] for RQ object `rqn`, already looked up as `rq` (the Ethernet receive path),
+/// leaving the fault to count to the caller. The receive counter is read once per lock while
+/// it shows WQEs posted (see [`Memo`]).
+pub(crate) fn peek_rq(
+    rq: &Rq,
+    rqn: u32,
+    dma: &DmaSpace,
+    memo: &mut Memo,
+    sges: &mut Sges,
+) -> Peeked {
+    let r = ring_of(rq);
+    let remembered = memo
+        .rq_counter
+        .filter(|&(n, _)| n == rqn)
+        .and_then(|(_, pc)| pending(&r, pc))
+        .filter(|&n| n > 0);
+    let n = match remembered {
+        Some(n) => n,
+        None => {
+            let Some(pc) = receive_counter(dma, &r) else {
+                return Peeked::Fault;
+            };
+            memo.rq_counter = Some((rqn, pc));
+            match pending(&r, pc) {
+                Some(n) => n,
+                None => return Peeked::Fault,
+            }
+        }
     };
+    read_wqe(dma, &r, n, sges)
+}
+
+/// The next posted WQE of ring `r`: its scatter entries, each read in place from the ring, up
+/// to an entry with the invalid lkey or the end of the stride.
+fn read_posted(dma: &DmaSpace, r: &Ring<'_>, sges: &mut Sges) -> Peeked {
+    let Some(n) = outstanding(dma, r) else {
+        return Peeked::Fault;
+    };
+    read_wqe(dma, r, n, sges)
+}
+
+/// [`read_posted`] once the `n` WQEs outstanding are known.
+fn read_wqe(dma: &DmaSpace, r: &Ring<'_>, n: u16, sges: &mut Sges) -> Peeked {
     if n == 0 {
-        return None;
+        return Peeked::Empty;
     }
     let size = 1u64 << r.log_size.min(16);
     let stride = 1u64 << r.log_stride.min(16);
-    let base = u64::from(r.ci) % size * stride;
-    let mut sges = Vec::new();
+    // The size is a power of two: a mask instead of a division.
+    let base = (u64::from(r.ci) & (size - 1)) * stride;
     for k in 0..stride / 16 {
-        let mut seg = [0u8; 16];
-        let ok = r
+        let seg = r
             .ring
             .addr(base + k * 16, 16)
-            .is_some_and(|a| dma.read(a, &mut seg).is_ok());
-        if !ok {
-            m.dma_faults += 1;
-            return None;
-        }
+            .and_then(|a| dma.window(a, 16));
+        let Some(seg) = seg else {
+            return Peeked::Fault;
+        };
         let lkey = seg.read_be32(4);
         if u64::from(lkey) == INVALID_LKEY {
             break;
         }
-        sges.push(Sge {
-            len: seg.read_be32(0) & 0x7fff_ffff,
-            lkey,
-            addr: seg.read_be64(8),
-        });
+        let s = sges.push_slot();
+        s.len = seg.read_be32(0) & 0x7fff_ffff;
+        s.lkey = lkey;
+        s.addr = seg.read_be64(8);
     }
-    Some(Posted { index: r.ci, sges })
+    Peeked::Posted(r.ci)
 }
 
 /// Consumes the next receive WQE.
@@ -158,24 +240,43 @@ pub(crate) fn extents(
     who: Accessor,
     sges: &[Sge],
     len: u64,
-) -> Result<Vec<Extent>, ScatterError> {
+) -> Result<Extents, ScatterError> {
+    let mut out = Extents::new();
+    extents_into(m, who, sges, len, &mut out)?;
+    Ok(out)
+}
+
+/// [`extents`], appended to `out`.
+fn extents_into(
+    m: &Model,
+    who: Accessor,
+    sges: &[Sge],
+    len: u64,
+    out: &mut Extents,
+) -> Result<(), ScatterError> {
     let capacity: u64 = sges.iter().map(|s| u64::from(s.len)).sum();
     if len > capacity {
         return Err(ScatterError::TooLong);
     }
-    let mut out = Vec::new();
     let mut left = len;
     for s in sges {
         if left == 0 {
             break;
         }
         let n = left.min(u64::from(s.len));
-        let e = mem::resolve(m, s.lkey, who, s.addr, n, mem::Access::LocalWrite)
-            .map_err(|_: KeyError| ScatterError::Protection)?;
-        out.extend(e);
+        mem::resolve_into(
+            &m.mkeys,
+            s.lkey,
+            who,
+            s.addr,
+            n,
+            mem::Access::LocalWrite,
+            out,
+        )
+        .map_err(|_: KeyError| ScatterError::Protection)?;
         left -= n;
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Writes `data` through a scatter list.
@@ -186,7 +287,8 @@ pub(crate) fn scatter(
     sges: &[Sge],
     data: &[u8],
 ) -> Result<(), ScatterError> {
-    let e = extents(m, who, sges, data.len() as u64)?;
+    let mut e = Extents::new();
+    extents_into(m, who, sges, data.len() as u64, &mut e)?;
     if mem::write(dma, &e, data) {
         Ok(())
     } else {

@@ -4,8 +4,9 @@
 
 use crate::dma::DmaSpace;
 use crate::pas::PageList;
+use crate::stackvec::StackVec;
 use mlx5_prm::rt::Bytes as _;
-use std::ops::Range;
+use std::ops::Deref;
 
 /// Bytes per WQEBB.
 pub(crate) const WQEBB: u64 = mlx5_prm::SEND_WQE_BB;
@@ -38,80 +39,178 @@ pub(crate) fn opcode(wqe: &[u8]) -> u8 {
     wqe.get(3).copied().unwrap_or(0)
 }
 
+/// Largest WQE: a DS count of 63 rounds up to 16 blocks.
+const MAX_WQE: usize = 16 * WQEBB as usize;
+
+/// One WQE's bytes, whole blocks, in a buffer the caller keeps for a whole run of the queue
+/// (a WQE per frame made a heap allocation per frame).
+#[derive(Clone)]
+pub(crate) struct Wqe {
+    buf: [u8; MAX_WQE],
+    len: usize,
+}
+
+impl Wqe {
+    /// An empty buffer.
+    pub fn new() -> Wqe {
+        Wqe {
+            buf: [0u8; MAX_WQE],
+            len: 0,
+        }
+    }
+
+    /// Holds a copy of `bytes` (a BlueFlame copy), truncated to the largest WQE.
+    pub fn copy_from(&mut self, bytes: &[u8]) {
+        let len = bytes.len().min(MAX_WQE);
+        self.buf[..len].copy_from_slice(&bytes[..len]);
+        self.len = len;
+    }
+}
+
+impl Deref for Wqe {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
 /// Reads the WQE at WQEBB counter `index` of a ring of 2^`log_size` blocks that starts `base`
-/// bytes into `ring`: its first block, then as many more as its DS count needs, wrapping at
-/// the end of the ring. The result holds whole blocks (at least DS × 16 bytes).
+/// bytes into `ring` into `wqe`: its first block, then as many more as its DS count needs,
+/// wrapping at the end of the ring. The result holds whole blocks (at least DS × 16 bytes).
+/// False when a block is not mapped.
 pub(crate) fn read(
     dma: &DmaSpace,
     ring: &PageList,
     base: u64,
     log_size: u8,
     index: u16,
-) -> Option<Vec<u8>> {
+    wqe: &mut Wqe,
+) -> bool {
     let size = 1u64 << log_size.min(16);
     let block = |k: u64, out: &mut [u8]| {
-        let slot = (u64::from(index) + k) % size;
+        // A mask, not `%`: the size is a power of two the compiler cannot see, and a division
+        // per block was a visible cost.
+        let slot = (u64::from(index) + k) & (size - 1);
         ring.addr(base + slot * WQEBB, WQEBB)
-            .is_some_and(|a| dma.read(a, out).is_ok())
+            .is_some_and(|a| dma.read_dwords(a, out))
     };
-    let mut wqe = vec![0u8; WQEBB as usize];
-    if !block(0, &mut wqe) {
-        return None;
+    wqe.len = 0;
+    if !block(0, &mut wqe.buf[..WQEBB as usize]) {
+        return false;
     }
-    let n = u64::from(wqebbs(&wqe));
-    wqe.resize((n * WQEBB) as usize, 0);
+    let n = u64::from(wqebbs(&wqe.buf));
     for k in 1..n {
         let at = (k * WQEBB) as usize;
-        if !block(k, &mut wqe[at..at + WQEBB as usize]) {
-            return None;
+        if !block(k, &mut wqe.buf[at..at + WQEBB as usize]) {
+            return false;
         }
     }
-    Some(wqe)
+    wqe.len = (n * WQEBB) as usize;
+    true
 }
 
 /// One element of a gather list.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Piece {
-    /// Inline data: these bytes of the WQE.
-    Inline(Range<usize>),
+    /// Inline data: the bytes `start .. end` of the WQE.
+    Inline { start: usize, end: usize },
     /// A data segment.
     Data { len: u32, lkey: u32, addr: u64 },
 }
 
+/// An empty inline piece: the filler of unused slots in [`Pieces`].
+impl Default for Piece {
+    fn default() -> Piece {
+        Piece::Inline { start: 0, end: 0 }
+    }
+}
+
+impl Piece {
+    /// Bytes the piece contributes.
+    pub fn len(&self) -> u64 {
+        match *self {
+            Piece::Inline { start, end } => (end - start) as u64,
+            Piece::Data { len, .. } => u64::from(len),
+        }
+    }
+}
+
+/// A gather list, collected (for the RC path; the Ethernet path walks [`gather`] twice).
+pub(crate) type Pieces = StackVec<Piece, 4>;
+
+/// A data or inline segment overruns the WQE.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Overrun;
+
 /// Parses the data and inline segments of `wqe[start..end]`. An inline segment is a word with
 /// bit 31 set and the byte count in bits 30:0, the data right after it, padded to 16 bytes;
 /// data segments of length 0 are skipped. `None` when a segment overruns the WQE.
-pub(crate) fn gather_list(wqe: &[u8], start: usize, end: usize) -> Option<Vec<Piece>> {
-    let end = end.min(wqe.len());
-    let mut pieces = Vec::new();
-    let mut p = start;
-    while p + 4 <= end {
-        let word = wqe.read_be32(p);
-        if word & 0x8000_0000 != 0 {
-            let len = (word & 0x7fff_ffff) as usize;
-            let data = p + 4;
-            if len > end - data {
-                return None;
-            }
-            if len > 0 {
-                pieces.push(Piece::Inline(data..data + len));
-            }
-            p += (4 + len).div_ceil(DS) * DS;
-        } else {
-            if p + DS > end {
-                return None;
-            }
-            if word > 0 {
-                pieces.push(Piece::Data {
-                    len: word,
-                    lkey: wqe.read_be32(p + 4),
-                    addr: wqe.read_be64(p + 8),
-                });
-            }
-            p += DS;
-        }
+pub(crate) fn gather_list(wqe: &[u8], start: usize, end: usize) -> Option<Pieces> {
+    let mut pieces = Pieces::new();
+    for p in gather(wqe, start, end) {
+        pieces.push(p.ok()?);
     }
     Some(pieces)
+}
+
+/// The segments of [`gather_list`] one by one, without collecting them (a list of pieces
+/// built per frame cost more than walking the WQE twice); an [`Overrun`] ends the walk.
+pub(crate) fn gather(wqe: &[u8], start: usize, end: usize) -> Gather<'_> {
+    Gather {
+        end: end.min(wqe.len()),
+        wqe,
+        at: start,
+    }
+}
+
+/// The walk of [`gather`].
+#[derive(Debug, Clone)]
+pub(crate) struct Gather<'w> {
+    wqe: &'w [u8],
+    at: usize,
+    end: usize,
+}
+
+impl Iterator for Gather<'_> {
+    type Item = Result<Piece, Overrun>;
+
+    /// Always inlined: a piece returned through memory stalled on store forwarding.
+    #[inline(always)]
+    fn next(&mut self) -> Option<Self::Item> {
+        while self.at + 4 <= self.end {
+            let p = self.at;
+            let word = self.wqe.read_be32(p);
+            if word & 0x8000_0000 != 0 {
+                let len = (word & 0x7fff_ffff) as usize;
+                let data = p + 4;
+                if len > self.end - data {
+                    self.at = self.end;
+                    return Some(Err(Overrun));
+                }
+                self.at += (4 + len).div_ceil(DS) * DS;
+                if len > 0 {
+                    return Some(Ok(Piece::Inline {
+                        start: data,
+                        end: data + len,
+                    }));
+                }
+            } else {
+                if p + DS > self.end {
+                    self.at = self.end;
+                    return Some(Err(Overrun));
+                }
+                self.at += DS;
+                if word > 0 {
+                    return Some(Ok(Piece::Data {
+                        len: word,
+                        lkey: self.wqe.read_be32(p + 4),
+                        addr: self.wqe.read_be64(p + 8),
+                    }));
+                }
+            }
+        }
+        None
+    }
 }
 
 #[cfg(test)]
@@ -128,9 +227,9 @@ mod tests {
         w[56..64].copy_from_slice(&0xabcdu64.to_be_bytes());
         let l = gather_list(&w, 16, 64).unwrap();
         assert_eq!(
-            l,
-            vec![
-                Piece::Inline(20..33),
+            &l[..],
+            &[
+                Piece::Inline { start: 20, end: 33 },
                 Piece::Data {
                     len: 100,
                     lkey: 0x1234,
@@ -140,6 +239,6 @@ mod tests {
         );
         // An inline segment longer than the WQE.
         w[16..20].copy_from_slice(&(0x8000_0000u32 | 200).to_be_bytes());
-        assert_eq!(gather_list(&w, 16, 64), None);
+        assert!(gather_list(&w, 16, 64).is_none());
     }
 }

@@ -6,6 +6,7 @@
 //! match criteria and values the data path steers received frames by.
 
 use super::{out, Ctx, Req};
+use crate::datapath::matcher::Criteria;
 use crate::fail::{ensure, Fail, Outcome};
 use crate::syndrome as s;
 use crate::table::{Table, TableErrors};
@@ -68,10 +69,9 @@ pub(crate) struct FlowGroup {
     pub table: u32,
     pub start: u32,
     pub end: u32,
-    /// match_criteria_enable: which parts of the match parameter the mask covers.
-    pub criteria_enable: u8,
-    /// The match criteria (fte_match_param, 512 bytes): the mask of the group's entries.
-    pub criteria: Vec<u8>,
+    /// The match criteria (fte_match_param, 512 bytes: the mask of the group's entries) under
+    /// match_criteria_enable (which parts of it count), compiled for the data path.
+    pub compiled: Criteria,
 }
 
 /// A destination of an entry.
@@ -88,8 +88,12 @@ pub(crate) struct Fte {
     pub action: u16,
     pub flow_tag: u32,
     pub dests: Vec<Dest>,
-    /// The match value (fte_match_param, 512 bytes).
-    pub value: Vec<u8>,
+    /// The match value (fte_match_param, 512 bytes) under its group's compiled criteria (see
+    /// [`Criteria::masked`]).
+    pub masked: Vec<u8>,
+    /// The group's compiled criteria, copied (a group cannot change, nor go while it has
+    /// entries), so steering needs no group lookup per entry.
+    pub criteria: Criteria,
 }
 
 /// Every table and group, and the root table of each type.
@@ -204,8 +208,7 @@ pub(super) fn create_group(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
         table: table_id,
         start,
         end,
-        criteria_enable,
-        criteria: match_bytes(req.input, CRITERIA),
+        compiled: Criteria::new(criteria_enable, &match_bytes(req.input, CRITERIA)),
     };
     let id = flow.groups.insert(group, MAX_GROUPS)?;
     flow.tables.hold(table_id);
@@ -300,13 +303,17 @@ pub(super) fn set_entry(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
         action & !known == 0 && fwd == (fc.destination_list_size() > 0),
         Fail::bad_param(s::FTE_BAD_ACTION),
     )?;
+    let value = match_bytes(req.input, MATCH_VALUE);
+    let masked = group.compiled.masked(&value);
+    let criteria = group.compiled.clone();
     let dests = destinations(cx, req.input, &fc, ty)?;
     let entry = Fte {
         group: group_id,
         action,
         flow_tag: fc.flow_tag(),
         dests,
-        value: match_bytes(req.input, MATCH_VALUE),
+        masked,
+        criteria,
     };
     hold(cx, &entry.dests);
     let table = cx.m.flow.tables.get_mut(table_id)?;

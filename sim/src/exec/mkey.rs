@@ -22,6 +22,57 @@ pub(crate) struct Mkey {
     pub ctx: Mkc,
     /// Translation entries (octwords) given at creation.
     pub translations: Vec<u8>,
+    /// What the data path checks, decoded from `ctx` (see [`Region`]).
+    pub region: Region,
+}
+
+/// The fields of an mkey context the data path checks on every access, decoded once when the
+/// key is created: an mkey never changes afterwards (the model has no UMR), and decoding them
+/// from the context's bits at every access was a large part of translating an address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Region {
+    /// mkey_7_0: the tag the key's low byte must match.
+    pub tag: u8,
+    pub free: bool,
+    pub pd: u32,
+    pub length64: bool,
+    pub start: u64,
+    pub len: u64,
+    /// Rights: local read, local write, remote read, remote write, atomic.
+    pub lr: bool,
+    pub lw: bool,
+    pub rr: bool,
+    pub rw: bool,
+    pub a: bool,
+    /// access_mode_4_2 << 2 | access_mode_1_0.
+    pub mode: u8,
+    pub log_page_size: u8,
+}
+
+impl Mkey {
+    /// A key with context `ctx`.
+    pub fn new(ctx: Mkc, translations: Vec<u8>) -> Mkey {
+        let region = Region {
+            tag: ctx.mkey_7_0(),
+            free: ctx.free(),
+            pd: ctx.pd(),
+            length64: ctx.length64(),
+            start: ctx.start_addr(),
+            len: ctx.len(),
+            lr: ctx.lr(),
+            lw: ctx.lw(),
+            rr: ctx.rr(),
+            rw: ctx.rw(),
+            a: ctx.a(),
+            mode: (ctx.access_mode_4_2() << 2) | ctx.access_mode_1_0(),
+            log_page_size: ctx.log_page_size(),
+        };
+        Mkey {
+            ctx,
+            translations,
+            region,
+        }
+    }
 }
 
 /// CREATE_MKEY: the PD must exist; the input must carry translations_octword_actual_size
@@ -45,13 +96,7 @@ pub(super) fn create(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
     let mut stored = Mkc::zeroed();
     stored.storage_mut().copy_from_slice(ctx.storage());
     let limit = Model::limit(cx.m.gen().log_max_mkey());
-    let index = cx.m.mkeys.insert(
-        Mkey {
-            ctx: stored,
-            translations,
-        },
-        limit,
-    )?;
+    let index = cx.m.mkeys.insert(Mkey::new(stored, translations), limit)?;
     cx.m.pds.hold(pd);
     let mut o = out::<cmd::CreateMkey>(0);
     CreateMkeyOut::new_unchecked(&mut o[..]).set_mkey_index(index);

@@ -195,6 +195,8 @@ pub(crate) fn execute(
     input: &[u8],
     out_len: usize,
 ) -> Executed {
+    // Whatever the command does, the data path's memos of command-made state are stale.
+    m.generation = m.generation.wrapping_add(1);
     let opcode = u16::from_be_bytes([inline[0], inline[1]]);
     let uid = u16::from_be_bytes([inline[2], inline[3]]);
     let op_mod = u16::from_be_bytes([inline[6], inline[7]]);

@@ -204,6 +204,20 @@ impl Eth {
     /// Sends a frame: `hdr` inline in the Ethernet segment, then `payload` gathered from the
     /// data buffer at `at`.
     pub fn send(&self, hdr: &[u8], payload_at: u64, payload_len: u32) {
+        let first8 = self.post_send(hdr, payload_at, payload_len);
+        self.ring_send(first8);
+    }
+
+    /// Rings the SQ's doorbell with the first 8 bytes of the last WQE posted.
+    pub fn ring_send(&self, first8: u64) {
+        self.n
+            .dev()
+            .write64(self.n.uar as usize * 4096 + 0x800, first8);
+    }
+
+    /// Posts the WQE of [`Eth::send`] and publishes it in the doorbell record without ringing;
+    /// returns its first 8 bytes for [`Eth::ring_send`].
+    pub fn post_send(&self, hdr: &[u8], payload_at: u64, payload_len: u32) -> u64 {
         let pc = self.sq_pc.get();
         let mut wqe = vec![0u8; 32];
         let rest = hdr.len().saturating_sub(2);
@@ -236,8 +250,6 @@ impl Eth {
         self.sq_pc.set(next);
         self.n
             .write(self.sq_dbr + 4, &u32::from(next).to_be_bytes());
-        self.n
-            .dev()
-            .write64(self.n.uar as usize * 4096 + 0x800, wqe.read_be64(0));
+        wqe.read_be64(0)
     }
 }

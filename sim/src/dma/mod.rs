@@ -9,7 +9,8 @@
 //! address where an IOVA belongs, or overruns a buffer, is caught instead of silently working.
 //!
 //! This is the only module of the crate with `unsafe` code: it owns the raw host memory and
-//! hands out [`DeviceBytes`] windows onto it.
+//! hands out [`DeviceBytes`] windows onto it. Lookups go through a lock-free translation
+//! cache first ([`cache`]), as the data path makes several per frame.
 //!
 //! Soundness rests on one rule: host memory is returned to the allocator only when the
 //! `DmaSpace` itself is dropped. [`DmaSpace::free`] unmaps a region at once (no new window
@@ -18,7 +19,11 @@
 //! free) still points at live memory. Every window borrows the `DmaSpace`, so none outlives
 //! the memory.
 
-use mlx5_prm::rt::DeviceBytes;
+mod cache;
+
+use cache::{Hit, TranslationCache};
+use mlx5_prm::rt::{Bytes, BytesMut, DeviceBytes};
+
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -127,6 +132,8 @@ struct Inner {
 pub struct DmaSpace {
     inner: Mutex<Inner>,
     limit: usize,
+    /// Page → region translations, read without the lock.
+    cache: TranslationCache,
 }
 
 impl fmt::Debug for DmaSpace {
@@ -157,6 +164,7 @@ impl DmaSpace {
                 mapped_bytes: 0,
             }),
             limit,
+            cache: TranslationCache::new(),
         }
     }
 
@@ -218,53 +226,111 @@ impl DmaSpace {
             .ok_or(DmaError::NotMapped(iova))?;
         inner.mapped_bytes -= block.layout.size();
         inner.retired.push(block);
+        self.cache.invalidate();
         Ok(())
     }
 
     /// Device-side access to `len` bytes at `iova`, or `None` if any of them is unmapped (or
     /// `len` is 0). A window never spans two regions.
+    #[inline(always)]
     pub fn window(&self, iova: u64, len: usize) -> Option<DeviceBytes<'_>> {
         if len == 0 {
             return None;
         }
-        let inner = self.lock();
-        let (_, block) = inner.mapped.range(..=iova).next_back()?;
-        let offset = usize::try_from(iova - block.iova).ok()?;
+        let hit = match self.cache.get(iova) {
+            Some(hit) => hit,
+            None => self.lookup(iova)?,
+        };
+        // The cached region holds `iova`'s page, so it is the region the map would find.
+        let offset = usize::try_from(iova - hit.iova).ok()?;
         let end = offset.checked_add(len)?;
-        if end > block.layout.size() {
+        if end > hit.size {
             return None;
         }
-        // SAFETY: `offset + len` lies inside the block (checked above), whose memory stays
+        // SAFETY: `hit` describes a block of this space that held `iova` when it was found
+        // (under the lock, or in the cache, which forgets everything when a block is
+        // unmapped), and `offset + len` lies inside it (checked above). Block memory stays
         // allocated until `self` is dropped (blocks are only retired, never freed, before
         // that), so it is valid for volatile reads and writes for the window's lifetime,
         // which borrows `self`. This crate never forms references to DMA memory, and the
         // driver is bound to the same rule by `DmaRegion`'s contract.
-        Some(unsafe { DeviceBytes::new(block.ptr.as_ptr().add(offset), len) })
+        Some(unsafe { DeviceBytes::new(hit.ptr.add(offset), len) })
+    }
+
+    /// The mapped block holding `iova`, from the map (and recorded in the cache).
+    #[cold]
+    fn lookup(&self, iova: u64) -> Option<Hit> {
+        let inner = self.lock();
+        let (_, block) = inner.mapped.range(..=iova).next_back()?;
+        let hit = Hit {
+            iova: block.iova,
+            size: block.layout.size(),
+            ptr: block.ptr.as_ptr(),
+        };
+        if iova - block.iova < hit.size as u64 {
+            self.cache.fill(iova, hit);
+        }
+        Some(hit)
     }
 
     /// Copies `out.len()` bytes at `iova` into `out`.
     pub fn read(&self, iova: u64, out: &mut [u8]) -> Result<(), DmaError> {
-        use mlx5_prm::rt::Bytes;
         if out.is_empty() {
             return Ok(());
         }
         let w = self
             .window(iova, out.len())
             .ok_or(DmaError::NotMapped(iova))?;
-        w.read_bytes(0, out);
+        copy_out(&w, out);
         Ok(())
+    }
+
+    /// Appends the `len` bytes at `iova` to `out`; false (and `out` unchanged) when they are
+    /// not mapped.
+    pub(crate) fn append(&self, iova: u64, len: usize, out: &mut Vec<u8>) -> bool {
+        if len == 0 {
+            return true;
+        }
+        let Some(w) = self.window(iova, len) else {
+            return false;
+        };
+        let at = out.len();
+        out.resize(at + len, 0);
+        copy_out(&w, &mut out[at..]);
+        true
+    }
+
+    /// Copies `out.len()` bytes at `iova` (4-byte aligned, a multiple of 4 bytes long) into
+    /// `out` with aligned 4-byte loads: for rings the driver has just written in 4-byte
+    /// stores (send WQEs), which 8-byte loads straddling two of them would wait for (store
+    /// forwarding fails) when they are still on their way to memory. False when not mapped
+    /// or not aligned.
+    pub(crate) fn read_dwords(&self, iova: u64, out: &mut [u8]) -> bool {
+        if iova % 4 != 0 || out.len() % 4 != 0 {
+            return false;
+        }
+        let Some(w) = self.window(iova, out.len()) else {
+            return out.is_empty();
+        };
+        let p = w.as_ptr();
+        for (k, o) in out.chunks_exact_mut(4).enumerate() {
+            // SAFETY: 4-byte aligned (the window's host address has its IOVA's alignment
+            // within a page) and inside the window (4k + 4 <= out.len() = w.len()).
+            let v = unsafe { p.add(4 * k).cast::<u32>().read_volatile() };
+            o.copy_from_slice(&v.to_ne_bytes());
+        }
+        true
     }
 
     /// Copies `data` to `iova`.
     pub fn write(&self, iova: u64, data: &[u8]) -> Result<(), DmaError> {
-        use mlx5_prm::rt::BytesMut;
         if data.is_empty() {
             return Ok(());
         }
         let mut w = self
             .window(iova, data.len())
             .ok_or(DmaError::NotMapped(iova))?;
-        w.write_bytes(0, data);
+        copy_in(&mut w, data);
         Ok(())
     }
 
@@ -281,6 +347,125 @@ impl DmaSpace {
     /// Number of regions currently mapped.
     pub fn regions(&self) -> usize {
         self.lock().mapped.len()
+    }
+}
+
+/// Copies the start of window `w` into `out` (which must not be longer than `w`): aligned
+/// 8-byte volatile loads, with aligned 4-, 2- and 1-byte loads at the ends. Through the
+/// bounds-checked accessors of [`DeviceBytes`], byte by byte, copies were the larger part of
+/// moving a frame.
+pub(crate) fn copy_out(w: &DeviceBytes<'_>, out: &mut [u8]) {
+    if out.len() > w.len() {
+        w.read_bytes(0, out); // Panics, as any access past a window does.
+        return;
+    }
+    let p = w.as_ptr();
+    let head = p.align_offset(8).min(out.len());
+    let (first, rest) = out.split_at_mut(head);
+    for (i, o) in first.iter_mut().enumerate() {
+        // SAFETY: i < out.len() <= w.len(): inside the window, valid for volatile reads.
+        *o = unsafe { p.add(i).read_volatile() };
+    }
+    // SAFETY: head <= out.len() <= w.len().
+    let p = unsafe { p.add(head) };
+    let mut words = rest.chunks_exact_mut(8);
+    let mut at = 0;
+    for o in &mut words {
+        // SAFETY: `p + at` is 8-byte aligned (p is, at is a multiple of 8) and the word lies
+        // inside the window (head + at + 8 <= out.len() <= w.len()).
+        let v = unsafe { p.add(at).cast::<u64>().read_volatile() };
+        o.copy_from_slice(&v.to_ne_bytes());
+        at += 8;
+    }
+    let tail = words.into_remainder();
+    let mut t = 0;
+    if tail.len() - t >= 4 {
+        // SAFETY: aligned to 4 (8-aligned plus a multiple of 4), inside the window.
+        let v = unsafe { p.add(at + t).cast::<u32>().read_volatile() };
+        tail[t..t + 4].copy_from_slice(&v.to_ne_bytes());
+        t += 4;
+    }
+    if tail.len() - t >= 2 {
+        // SAFETY: aligned to 2, inside the window.
+        let v = unsafe { p.add(at + t).cast::<u16>().read_volatile() };
+        tail[t..t + 2].copy_from_slice(&v.to_ne_bytes());
+        t += 2;
+    }
+    if tail.len() > t {
+        // SAFETY: inside the window.
+        tail[t] = unsafe { p.add(at + t).read_volatile() };
+    }
+}
+
+/// Stores `words` (numeric values of big-endian 8-byte units) at the start of window `w`
+/// (8-byte aligned, at least that long), one aligned 8-byte volatile store each, in order.
+/// False, and nothing stored, when the window is too short or not aligned.
+pub(crate) fn store_words(w: &mut DeviceBytes<'_>, words: &[u64]) -> bool {
+    let p = w.as_ptr();
+    if words.len() * 8 > w.len() || p.align_offset(8) != 0 {
+        return false;
+    }
+    for (k, &v) in words.iter().enumerate() {
+        // SAFETY: 8-byte aligned (checked) and inside the window (8k + 8 <= w.len()).
+        unsafe { p.add(8 * k).cast::<u64>().write_volatile(v.to_be()) };
+    }
+    true
+}
+
+/// Copies `data` (not longer than `w`) to the start of window `w`, like [`copy_out`].
+pub(crate) fn copy_in(w: &mut DeviceBytes<'_>, data: &[u8]) {
+    if data.len() > w.len() {
+        w.write_bytes(0, data); // Panics, as any access past a window does.
+        return;
+    }
+    let p = w.as_ptr();
+    let head = p.align_offset(8).min(data.len());
+    let (first, rest) = data.split_at(head);
+    for (i, &d) in first.iter().enumerate() {
+        // SAFETY: i < data.len() <= w.len(): inside the window, valid for volatile writes.
+        unsafe { p.add(i).write_volatile(d) };
+    }
+    // SAFETY: head <= data.len() <= w.len().
+    let p = unsafe { p.add(head) };
+    let mut words = rest.chunks_exact(8);
+    let mut at = 0;
+    for d in &mut words {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(d);
+        // SAFETY: an aligned word inside the window, as in `copy_out`.
+        unsafe {
+            p.add(at)
+                .cast::<u64>()
+                .write_volatile(u64::from_ne_bytes(b))
+        };
+        at += 8;
+    }
+    let tail = words.remainder();
+    let mut t = 0;
+    if tail.len() - t >= 4 {
+        let mut b = [0u8; 4];
+        b.copy_from_slice(&tail[t..t + 4]);
+        // SAFETY: aligned to 4, inside the window.
+        unsafe {
+            p.add(at + t)
+                .cast::<u32>()
+                .write_volatile(u32::from_ne_bytes(b))
+        };
+        t += 4;
+    }
+    if tail.len() - t >= 2 {
+        let b = [tail[t], tail[t + 1]];
+        // SAFETY: aligned to 2, inside the window.
+        unsafe {
+            p.add(at + t)
+                .cast::<u16>()
+                .write_volatile(u16::from_ne_bytes(b))
+        };
+        t += 2;
+    }
+    if tail.len() > t {
+        // SAFETY: inside the window.
+        unsafe { p.add(at + t).write_volatile(tail[t]) };
     }
 }
 
@@ -301,7 +486,6 @@ impl Drop for DmaSpace {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mlx5_prm::rt::{Bytes, BytesMut};
 
     #[test]
     fn regions_are_zeroed_aligned_and_guarded() {
@@ -332,6 +516,51 @@ mod tests {
     }
 
     #[test]
+    fn copies_at_every_alignment() {
+        let dma = DmaSpace::default();
+        let a = dma.alloc(4096, 4096).unwrap();
+        let data: Vec<u8> = (0..100u8).collect();
+        for start in 0..9u64 {
+            for len in [0usize, 1, 7, 8, 9, 23, 64, 91] {
+                dma.write(a.iova + 200, &[0xee; 120]).unwrap();
+                dma.write(a.iova + 200 + start, &data[..len]).unwrap();
+                let mut back = vec![0u8; 120];
+                dma.read(a.iova + 200, &mut back).unwrap();
+                let s = start as usize;
+                assert!(back[..s].iter().all(|&b| b == 0xee));
+                assert_eq!(&back[s..s + len], &data[..len]);
+                assert!(back[s + len..].iter().all(|&b| b == 0xee));
+                let mut part = vec![0u8; len];
+                dma.read(a.iova + 200 + start, &mut part).unwrap();
+                assert_eq!(part, &data[..len]);
+                if start % 4 == 0 && len % 4 == 0 {
+                    let mut dw = vec![0u8; len];
+                    assert!(dma.read_dwords(a.iova + 200 + start, &mut dw));
+                    assert_eq!(dw, &data[..len]);
+                }
+                let mut appended = vec![7u8];
+                assert!(dma.append(a.iova + 200 + start, len, &mut appended));
+                assert_eq!((appended[0], &appended[1..]), (7, &data[..len]));
+            }
+        }
+    }
+
+    #[test]
+    fn words_go_out_big_endian() {
+        let dma = DmaSpace::default();
+        let a = dma.alloc(4096, 4096).unwrap();
+        let mut w = dma.window(a.iova + 64, 64).unwrap();
+        assert!(store_words(&mut w, &[0x0102_0304_0506_0708, 0x1122]));
+        let mut back = [0u8; 16];
+        dma.read(a.iova + 64, &mut back).unwrap();
+        assert_eq!(back[..8], [1, 2, 3, 4, 5, 6, 7, 8]);
+        assert_eq!(back[8..], [0, 0, 0, 0, 0, 0, 0x11, 0x22]);
+        assert!(!store_words(&mut w, &[0; 9]), "longer than the window");
+        let mut odd = dma.window(a.iova + 4, 16).unwrap();
+        assert!(!store_words(&mut odd, &[1]), "not aligned");
+    }
+
+    #[test]
     fn bad_requests() {
         let dma = DmaSpace::new(8192);
         assert_eq!(dma.alloc(0, 4096), Err(DmaError::ZeroLength));
@@ -345,6 +574,9 @@ mod tests {
             Err(DmaError::Exhausted { .. })
         ));
         assert!(dma.window(u64::MAX, 16).is_none());
+        let mut out = vec![1u8];
+        assert!(!dma.append(0, 4, &mut out));
+        assert_eq!(out, [1]);
         assert!(dma.window(0, 16).is_none());
     }
 }

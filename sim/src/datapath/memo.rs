@@ -1,0 +1,73 @@
+//! Doorbell-record values read while the model stays locked (one [`Side`](super::Side)), so
+//! that a batch of frames arriving at one RQ, and of CQEs going to one CQ, reads each record
+//! once instead of once per frame.
+//!
+//! A remembered value is only trusted in the direction where the record could only have
+//! moved the same way since it was read, the driver only ever advancing its counters: a
+//! receive counter that still shows WQEs posted beyond the RQ's consumer, a CQ consumer index
+//! far enough behind the producer that the CQ cannot have overflowed. Otherwise (no WQE left,
+//! an overflow to confirm) the record is read again, so every decision the device makes on an
+//! empty RQ or a full CQ is made on a fresh read, exactly as without the memo. A new lock of
+//! the model starts with nothing remembered.
+//!
+//! [`Steered`], kept by the model rather than per lock, is how the last frame received was
+//! steered: a frame whose headers (the bytes the parser reads) are the same as the last one's
+//! is parsed and steered alike, as long as no command ran since (flow tables, TIRs and RQTs
+//! change only by commands; the model counts them). Back-to-back frames of one flow skip
+//! parsing and the flow-table walk.
+
+use super::parse::PARSE_DEPTH;
+use super::steer::Destinations;
+use mlx5_prm::{CqeL3HdrType, CqeL4HdrType};
+
+/// The values remembered.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Memo {
+    /// (RQ number, its receive counter).
+    pub rq_counter: Option<(u32, u16)>,
+    /// (CQ number, its consumer index).
+    pub cq_consumer: Option<(u32, u32)>,
+}
+
+/// How a frame was parsed and steered from a root table.
+#[derive(Debug, Clone)]
+pub(crate) struct Steered {
+    root: u32,
+    /// The frame's first `len` bytes: all it has up to [`PARSE_DEPTH`].
+    header: [u8; PARSE_DEPTH],
+    len: usize,
+    pub l3: CqeL3HdrType,
+    pub l4: CqeL4HdrType,
+    pub tirs: Destinations,
+}
+
+impl Steered {
+    /// The steering of `frame` from table `root`: its header types and destinations.
+    pub fn new(
+        root: u32,
+        frame: &[u8],
+        l3: CqeL3HdrType,
+        l4: CqeL4HdrType,
+        tirs: Destinations,
+    ) -> Steered {
+        let len = frame.len().min(PARSE_DEPTH);
+        let mut header = [0u8; PARSE_DEPTH];
+        header[..len].copy_from_slice(&frame[..len]);
+        Steered {
+            root,
+            header,
+            len,
+            l3,
+            l4,
+            tirs,
+        }
+    }
+
+    /// True when `frame` from table `root` parses and steers as this one did: the same bytes
+    /// up to [`PARSE_DEPTH`] (so the same length when shorter).
+    pub fn same(&self, root: u32, frame: &[u8]) -> bool {
+        self.root == root
+            && frame.len().min(PARSE_DEPTH) == self.len
+            && frame[..self.len] == self.header[..self.len]
+    }
+}
