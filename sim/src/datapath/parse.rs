@@ -186,4 +186,22 @@ mod tests {
         let _ = parse(&f[..3]);
         let _ = parse(&[]);
     }
+
+    proptest::proptest! {
+        /// Any bytes from the wire (a TAP device gives the kernel's frames) parse without
+        /// panicking, and what the key says about the L2 header is what the frame holds.
+        #[test]
+        fn any_frame_parses(frame in proptest::collection::vec(proptest::num::u8::ANY, 0..160)) {
+            let p = parse(&frame);
+            let h = FteMatchSetLyr24::new_unchecked(&p.key[..]);
+            if frame.len() >= 14 {
+                let dmac = (u64::from(h.dmac_47_16()) << 16) | u64::from(h.dmac_15_0());
+                let mut want = [0u8; 8];
+                want[2..].copy_from_slice(&frame[..6]);
+                proptest::prop_assert_eq!(dmac, u64::from_be_bytes(want));
+                let outer = u16::from_be_bytes([frame[12], frame[13]]);
+                proptest::prop_assert_eq!(h.cvlan_tag(), outer == 0x8100 && frame.len() >= 16);
+            }
+        }
+    }
 }
