@@ -254,7 +254,7 @@ impl Core {
             uar::EQ_ARM => events::eq_doorbell(&mut m, index, value, true),
             uar::EQ_UPDATE => events::eq_doorbell(&mut m, index, value, false),
             o if is_doorbell64(o & !7) => {
-                let state = m.uar_state.entry(index).or_default();
+                let state = m.uar_state.entry(index);
                 if o % 8 == 0 {
                     state.pending_high = Some(value);
                 } else if let Some(high) = state.pending_high.take() {
@@ -280,7 +280,7 @@ impl Core {
         if offset == uar::CQ_DOORBELL {
             let mut m = self.model();
             if m.uars.contains(index) {
-                m.uar_state.entry(index).or_default().cq_doorbell = Some(value);
+                m.uar_state.entry(index).cq_doorbell = Some(value);
                 datapath::cq::arm(&mut m, &self.dma, index, value);
             }
             return UarWrite::Other;
@@ -290,7 +290,7 @@ impl Core {
             if !a.m.uars.contains(index) || !is_send_doorbell(a.m, offset) {
                 return UarWrite::Other;
             }
-            a.m.uar_state.entry(index).or_default().bf_doorbell = Some(value);
+            a.m.uar_state.entry(index).bf_doorbell = Some(value);
             datapath::doorbell(a, b, index, (value as u32) >> 8, None);
             UarWrite::Send
         })
@@ -315,7 +315,7 @@ impl Core {
                 return UarWrite::Other;
             }
             let room = bf_half(a.m).min(len);
-            a.m.uar_state.entry(index).or_default().bf_doorbell = Some(first);
+            a.m.uar_state.entry(index).bf_doorbell = Some(first);
             let qn = (first as u32) >> 8;
             datapath::doorbell(a, b, index, qn, Some(&bytes[..room]));
             UarWrite::Send
@@ -717,7 +717,7 @@ impl Device {
         self.core
             .model()
             .uar_state
-            .get(&uar)
+            .get(uar)
             .and_then(|s| s.cq_doorbell)
     }
 
@@ -726,7 +726,7 @@ impl Device {
         self.core
             .model()
             .uar_state
-            .get(&uar)
+            .get(uar)
             .and_then(|s| s.bf_doorbell)
     }
 

@@ -112,6 +112,40 @@ pub(crate) struct UarState {
     pub bf_doorbell: Option<u64>,
 }
 
+/// [`UarState`] by UAR index, in a vector indexed by it: a send doorbell records its value
+/// here, and a map lookup per doorbell was a visible part of a doorbell's cost. UAR indices
+/// are below [`bar::LAST_UAR`](crate::bar::LAST_UAR), so the vector stays small.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct UarStates(Vec<UarState>);
+
+impl UarStates {
+    /// The state of UAR page `index`, created empty if there is none yet.
+    pub fn entry(&mut self, index: u32) -> &mut UarState {
+        let i = index as usize;
+        if i >= self.0.len() {
+            self.0.resize(i + 1, UarState::default());
+        }
+        &mut self.0[i]
+    }
+
+    /// The state of UAR page `index`, if anything was written to it.
+    pub fn get(&self, index: u32) -> Option<&UarState> {
+        self.0.get(index as usize)
+    }
+
+    /// Forgets what was written to UAR page `index` (it was freed).
+    pub fn remove(&mut self, index: u32) {
+        if let Some(s) = self.0.get_mut(index as usize) {
+            *s = UarState::default();
+        }
+    }
+
+    /// Forgets every page's state.
+    pub fn clear(&mut self) {
+        self.0.clear();
+    }
+}
+
 /// Counters of the data path.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct DataStats {
@@ -181,7 +215,7 @@ pub(crate) struct Model {
     pub flow: FlowTables,
     pub port: Port,
     pub driver_version: Option<[u8; 64]>,
-    pub uar_state: BTreeMap<u32, UarState>,
+    pub uar_state: UarStates,
     /// Interrupts raised, by MSI-X vector.
     pub interrupts: BTreeMap<u16, u64>,
     /// Device DMA accesses that hit unmapped memory (a driver bug on real hardware).
@@ -233,7 +267,7 @@ impl Model {
             flow: FlowTables::default(),
             port: Port::new(),
             driver_version: None,
-            uar_state: BTreeMap::new(),
+            uar_state: UarStates::default(),
             interrupts: BTreeMap::new(),
             dma_faults: 0,
             records: Vec::new(),

@@ -245,19 +245,20 @@ pub(crate) fn receive(side: &mut Side<'_>, frame: &[u8]) -> bool {
 }
 
 fn steer_and_deliver(side: &mut Side<'_>, frame: &[u8]) -> bool {
-    let Some(&root) = side.m.flow.roots.get(&FlowTableType::NicRx.raw()) else {
-        return false;
-    };
     // Steered like the last frame when its headers are the same and no command ran since
-    // (see `Steered`).
+    // (see `Steered`): the root table is then the one it was steered from, as only commands
+    // change the roots.
     let generation = side.m.generation;
-    let known = matches!(&side.m.steered, Some((g, s)) if *g == generation && s.same(root, frame));
+    let known = matches!(&side.m.steered, Some((g, s)) if *g == generation && s.same_frame(frame));
     if !known {
+        let Some(&root) = side.m.flow.roots.get(&FlowTableType::NicRx.raw()) else {
+            return false;
+        };
         let mut parsed = Parsed::new();
         parse_into(frame, &mut parsed);
         let mut tirs = Destinations::new();
         steer(side.m, root, &parsed.key, 0, &mut tirs);
-        let s = Steered::new(root, frame, parsed.l3, parsed.l4, tirs);
+        let s = Steered::new(frame, parsed.l3, parsed.l4, tirs);
         side.m.steered = Some((generation, s));
     }
     let mut delivered = false;

@@ -32,7 +32,6 @@ pub(crate) struct Memo {
 /// How a frame was parsed and steered from a root table.
 #[derive(Debug, Clone)]
 pub(crate) struct Steered {
-    root: u32,
     /// The frame's first `len` bytes: all it has up to [`PARSE_DEPTH`].
     header: [u8; PARSE_DEPTH],
     len: usize,
@@ -42,19 +41,12 @@ pub(crate) struct Steered {
 }
 
 impl Steered {
-    /// The steering of `frame` from table `root`: its header types and destinations.
-    pub fn new(
-        root: u32,
-        frame: &[u8],
-        l3: CqeL3HdrType,
-        l4: CqeL4HdrType,
-        tirs: Destinations,
-    ) -> Steered {
+    /// The steering of `frame` (from the root table): its header types and destinations.
+    pub fn new(frame: &[u8], l3: CqeL3HdrType, l4: CqeL4HdrType, tirs: Destinations) -> Steered {
         let len = frame.len().min(PARSE_DEPTH);
         let mut header = [0u8; PARSE_DEPTH];
         header[..len].copy_from_slice(&frame[..len]);
         Steered {
-            root,
             header,
             len,
             l3,
@@ -63,11 +55,11 @@ impl Steered {
         }
     }
 
-    /// True when `frame` from table `root` parses and steers as this one did: the same bytes
-    /// up to [`PARSE_DEPTH`] (so the same length when shorter).
-    pub fn same(&self, root: u32, frame: &[u8]) -> bool {
-        self.root == root
-            && frame.len().min(PARSE_DEPTH) == self.len
-            && frame[..self.len] == self.header[..self.len]
+    /// True when `frame` parses and steers as this one did: the same bytes up to
+    /// [`PARSE_DEPTH`] (so the same length when shorter). Only while no command ran since
+    /// (the caller compares the model's generation): then the root table, the flow tables,
+    /// TIRs and RQTs are the ones this one was steered through.
+    pub fn same_frame(&self, frame: &[u8]) -> bool {
+        frame.len().min(PARSE_DEPTH) == self.len && frame[..self.len] == self.header[..self.len]
     }
 }

@@ -26,7 +26,7 @@ pub(super) fn alloc_uar(cx: &mut Ctx<'_>, _req: &Req<'_>) -> Outcome {
 pub(super) fn dealloc_uar(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
     let uar = DeallocUarIn::new_unchecked(req.input).uar();
     cx.m.uars.remove(uar)?;
-    cx.m.uar_state.remove(&uar);
+    cx.m.uar_state.remove(uar);
     Ok(out::<cmd::DeallocUar>(0))
 }
 
