@@ -42,6 +42,21 @@ pub(crate) fn run(side: &mut Side<'_>, sqn: u32, bf: Option<&[u8]>) {
 }
 
 fn run_with(side: &mut Side<'_>, sqn: u32, bf: Option<&[u8]>, wqe: &mut Wqe) {
+    // What the SQ's context says is fixed for the run (commands do not run while the model
+    // is locked): read once, not per WQE. Its state and consumer counter are not (a WQE in
+    // error moves the SQ to ERR).
+    let Ok(sq) = side.m.sqs.get(sqn) else {
+        return;
+    };
+    let wq = sq.ctx.wq();
+    let log = wq.log_wq_sz();
+    let size = 1u32 << log.min(16);
+    let dbr = wq.dbr_addr();
+    let (cqn, flush_cqes) = (sq.cqn, sq.ctx.flush_in_error_en());
+    let who = Accessor {
+        pd: sq.pd,
+        rlky: sq.ctx.rlky(),
+    };
     let mut bf = bf;
     let mut done: u32 = 0;
     let mut counter: Option<u16> = None;
@@ -54,13 +69,10 @@ fn run_with(side: &mut Side<'_>, sqn: u32, bf: Option<&[u8]>, wqe: &mut Wqe) {
             Ok(SqState::Err) => true,
             _ => return,
         };
-        let wq = sq.ctx.wq();
-        let log = wq.log_wq_sz();
-        let size = 1u32 << log.min(16);
         let ci = sq.ci;
         let pc = match counter {
             Some(pc) if pc != ci => pc,
-            _ => match sendq::counter(side.dma, wq.dbr_addr()) {
+            _ => match sendq::counter(side.dma, dbr) {
                 Some(pc) => pc,
                 None => {
                     side.m.dma_faults += 1;
@@ -88,11 +100,6 @@ fn run_with(side: &mut Side<'_>, sqn: u32, bf: Option<&[u8]>, wqe: &mut Wqe) {
             side.m.dma_faults += 1;
             return;
         }
-        let (cqn, flush_cqes) = (sq.cqn, sq.ctx.flush_in_error_en());
-        let who = Accessor {
-            pd: sq.pd,
-            rlky: sq.ctx.rlky(),
-        };
         if flushing {
             if flush_cqes {
                 let e = cq::err_cqe(
