@@ -12,8 +12,8 @@
 //! x86-64 keeps stores in order and loads in order with respect to other memory, so "from
 //! device" is a compiler barrier; stores to MMIO and write-combining memory need `sfence`.
 //! aarch64 orders nothing by itself: `dmb oshld` for loads, `dsb st` before doorbells (it
-//! must also order MMIO). The device model runs in the same process, so sequentially
-//! consistent fences are exactly what it needs.
+//! must also order MMIO). The device model runs in the same process: release and acquire
+//! fences, the same orderings in the language's terms ([`ModelBarriers`]).
 
 use std::sync::atomic::{compiler_fence, fence, Ordering};
 
@@ -66,7 +66,8 @@ impl Barriers for HostBarriers {
     }
 }
 
-/// Sequentially consistent fences: what the in-process device model needs.
+/// Sequentially consistent fences: stronger than any of the three orderings needs (kept for
+/// code that wants a full fence; the model's backend uses [`ModelBarriers`]).
 pub struct SeqCstBarriers;
 
 impl Barriers for SeqCstBarriers {
@@ -77,6 +78,33 @@ impl Barriers for SeqCstBarriers {
     #[inline(always)]
     fn from_device() {
         fence(Ordering::SeqCst);
+    }
+    #[inline(always)]
+    fn wc_flush() {
+        fence(Ordering::SeqCst);
+    }
+}
+
+/// The barriers for the device model, which runs in this process (on the driver's thread, or
+/// on threads of its own: the firmware thread, a TAP reader): each ordering as the language's
+/// memory model states it. "To device" is a release fence (earlier loads and stores before a
+/// later store that hands memory over: a doorbell record, an ownership bit, a consumer index),
+/// "from device" an acquire fence (the load of an owner bit before the loads of what the
+/// device wrote; the model writes the owner last, after a release fence), which is what the
+/// model pairs them with. Neither needs a store to be ordered before a later load, the one
+/// thing a sequentially consistent fence adds (on x86-64 an `mfence`, paid on every received
+/// packet). The write-combining flush stays a full fence (the model has no write-combining
+/// memory; it is rare).
+pub struct ModelBarriers;
+
+impl Barriers for ModelBarriers {
+    #[inline(always)]
+    fn to_device() {
+        fence(Ordering::Release);
+    }
+    #[inline(always)]
+    fn from_device() {
+        fence(Ordering::Acquire);
     }
     #[inline(always)]
     fn wc_flush() {

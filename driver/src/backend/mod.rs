@@ -11,7 +11,7 @@ pub mod deferred;
 #[cfg(feature = "sim")]
 pub mod sim;
 
-pub use barrier::{Barriers, HostBarriers, SeqCstBarriers};
+pub use barrier::{Barriers, HostBarriers, ModelBarriers, SeqCstBarriers};
 pub use deferred::Deferred;
 
 use crate::error::Result;

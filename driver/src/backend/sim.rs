@@ -1,8 +1,8 @@
 //! The device model as a backend: BAR accesses go to the model's registers, DMA memory comes
-//! from the model's IO address space, and barriers are sequentially consistent fences (the
-//! model runs in this process).
+//! from the model's IO address space, and barriers are the language's release and acquire
+//! fences (the model runs in this process; see [`ModelBarriers`]).
 
-use super::{Backend, DmaAlloc, DmaBuf, Events, Mmio, SeqCstBarriers};
+use super::{Backend, DmaAlloc, DmaBuf, Events, Mmio, ModelBarriers};
 use crate::error::{Error, Result};
 use mlx5_sim::{Config, Device, Mode};
 use std::ptr::NonNull;
@@ -99,7 +99,7 @@ impl Backend for SimBackend {
     type Mmio = Self;
     type Dma = Self;
     type Events = Self;
-    type Barriers = SeqCstBarriers;
+    type Barriers = ModelBarriers;
     fn mmio(&self) -> &Self {
         self
     }
