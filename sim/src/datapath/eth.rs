@@ -60,6 +60,9 @@ fn run_with(side: &mut Side<'_>, sqn: u32, bf: Option<&[u8]>, wqe: &mut Wqe) {
     let mut bf = bf;
     let mut done: u32 = 0;
     let mut counter: Option<u16> = None;
+    // The doorbell record's window, for reading the counter again at the end of the run.
+    let dma = side.dma;
+    let mut record = None;
     loop {
         let Ok(sq) = side.m.sqs.get(sqn) else {
             return;
@@ -72,7 +75,7 @@ fn run_with(side: &mut Side<'_>, sqn: u32, bf: Option<&[u8]>, wqe: &mut Wqe) {
         let ci = sq.ci;
         let pc = match counter {
             Some(pc) if pc != ci => pc,
-            _ => match sendq::counter(side.dma, dbr) {
+            _ => match sendq::counter_held(dma, dbr, &mut record) {
                 Some(pc) => pc,
                 None => {
                     side.m.dma_faults += 1;

@@ -2,7 +2,7 @@
 //! in dword 1 of the doorbell record, reading a WQE (which may wrap around the end of the
 //! ring), and parsing its gather list.
 
-use crate::dma::DmaSpace;
+use crate::dma::{DmaSpace, Held};
 use crate::pas::PageList;
 use crate::stackvec::StackVec;
 use mlx5_prm::rt::Bytes as _;
@@ -17,6 +17,22 @@ pub(crate) const DS: usize = mlx5_prm::SEND_WQE_DS as usize;
 pub(crate) fn counter(dma: &DmaSpace, dbr: u64) -> Option<u16> {
     let at = dbr.checked_add(4)?;
     Some(dma.window(at, 4)?.read_be32(0) as u16)
+}
+
+/// [`counter`] for a run of the queue that reads it more than once: through the window
+/// `held` keeps while it is valid (see [`Held`]), else through a new one, then kept.
+pub(crate) fn counter_held<'d>(
+    dma: &'d DmaSpace,
+    dbr: u64,
+    held: &mut Option<Held<'d>>,
+) -> Option<u16> {
+    if let Some(w) = held.as_ref().and_then(|h| dma.held(h)) {
+        return Some(w.read_be32(0) as u16);
+    }
+    let h = dma.hold(dbr.checked_add(4)?, 4)?;
+    let pc = h.window().read_be32(0) as u16;
+    *held = Some(h);
+    Some(pc)
 }
 
 /// The DS count of a WQE (control segment byte 7, bits 5:0).

@@ -125,6 +125,13 @@ impl TranslationCache {
         slot.seq.store(seq.wrapping_add(2), Ordering::Release);
     }
 
+    /// How many times translations were forgotten: unchanged since a translation was made,
+    /// it still holds.
+    #[inline]
+    pub fn epoch(&self) -> u64 {
+        self.epoch.load(Ordering::Acquire)
+    }
+
     /// Forgets every translation (a region was unmapped). Called with the mutex held.
     pub fn invalidate(&self) {
         self.epoch.fetch_add(1, Ordering::AcqRel);

@@ -257,6 +257,22 @@ impl DmaSpace {
         Some(unsafe { DeviceBytes::new(hit.ptr.add(offset), len) })
     }
 
+    /// A window on `len` bytes at `iova` kept to be read again (see [`Held`]).
+    #[inline]
+    pub(crate) fn hold(&self, iova: u64, len: usize) -> Option<Held<'_>> {
+        // The epoch first: a region freed after this read, even before the window is made,
+        // makes the window stale for `held`.
+        let epoch = self.cache.epoch();
+        let window = self.window(iova, len)?;
+        Some(Held { window, epoch })
+    }
+
+    /// The window `h` holds, while no region has been freed since it was made.
+    #[inline]
+    pub(crate) fn held<'h>(&self, h: &'h Held<'_>) -> Option<&'h DeviceBytes<'h>> {
+        (self.cache.epoch() == h.epoch).then_some(&h.window)
+    }
+
     /// The mapped block holding `iova`, from the map (and recorded in the cache).
     #[cold]
     fn lookup(&self, iova: u64) -> Option<Hit> {
@@ -347,6 +363,23 @@ impl DmaSpace {
     /// Number of regions currently mapped.
     pub fn regions(&self) -> usize {
         self.lock().mapped.len()
+    }
+}
+
+/// A window kept to be read again within one run of a queue (its doorbell record), with the
+/// translation cache's epoch when it was made. It is read through only while the epoch is
+/// unchanged: no region was freed since, so the memory is still mapped and a new window would
+/// be this one (the rule the cache itself follows). Otherwise the caller makes a new window,
+/// which faults as any access to freed memory does.
+pub(crate) struct Held<'a> {
+    window: DeviceBytes<'a>,
+    epoch: u64,
+}
+
+impl<'a> Held<'a> {
+    /// The window, as made (for the first read).
+    pub(crate) fn window(&self) -> &DeviceBytes<'a> {
+        &self.window
     }
 }
 
@@ -500,6 +533,27 @@ mod tests {
         assert!(dma.window(a.iova + 4095, 2).is_none(), "guard page");
         assert!(dma.window(a.iova - 1, 1).is_none());
         assert_eq!(dma.allocated(), 4096);
+    }
+
+    #[test]
+    fn held_windows_last_until_a_region_is_freed() {
+        let dma = DmaSpace::default();
+        let a = dma.alloc(4096, 4096).unwrap();
+        let b = dma.alloc(4096, 4096).unwrap();
+        let h = dma.hold(a.iova, 4).unwrap();
+        dma.window(a.iova, 4).unwrap().write_be32(0, 5);
+        assert_eq!(
+            dma.held(&h).map(|w| w.read_be32(0)),
+            Some(5),
+            "a fresh read"
+        );
+        dma.alloc(4096, 4096).unwrap();
+        assert!(dma.held(&h).is_some(), "mapping more changes nothing");
+        dma.free(b.iova).unwrap();
+        assert!(dma.held(&h).is_none(), "any free: made again");
+        assert!(dma.hold(a.iova, 4).is_some());
+        dma.free(a.iova).unwrap();
+        assert!(dma.hold(a.iova, 4).is_none(), "then it faults");
     }
 
     #[test]
