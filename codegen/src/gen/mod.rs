@@ -6,9 +6,10 @@
 //! as from `prmc gen`.
 //!
 //! One emitter per IR kind: [`structs`] (views, also register blocks), [`enums`], [`unions`],
-//! [`commands`]; [`module`] assembles files.
+//! [`commands`], [`state_machines`]; [`ctx`] holds what they share; [`module`] assembles files.
 
 pub mod commands;
+pub mod ctx;
 pub mod enums;
 pub mod module;
 pub mod names;

@@ -1,48 +1,13 @@
 //! Assembles the generated files: `mod.rs` (modules, re-exports, the `cmd` namespace, the
 //! reflection index) and one file per spec file, each with the "do not edit" preamble.
 
-use super::{Config, Emit, GenError, GeneratedFile};
+use super::ctx::{doc_lines, Ctx};
+use super::{Config, GenError, GeneratedFile};
 use crate::ir::Ir;
 use proc_macro2::TokenStream;
 use quote::quote;
 use std::collections::HashMap;
 use std::path::PathBuf;
-
-/// What every emitter needs to know about the target crate.
-pub struct Ctx {
-    /// How generated modules name the runtime: `rt`, imported at the top of each module.
-    pub rt: TokenStream,
-    /// The runtime's full path (`crate::rt`), for code outside the modules.
-    pub rt_full: TokenStream,
-    /// Path of the crate providing the view macro (`crate`).
-    pub krate: TokenStream,
-    /// The attribute to put on `Debug` implementations (empty when unconditional); `None`
-    /// when they are not generated.
-    pub debug_cfg: Option<TokenStream>,
-    /// The same for reflection tables.
-    pub reflect_cfg: Option<TokenStream>,
-}
-
-impl Ctx {
-    fn new(config: &Config) -> Ctx {
-        let krate: TokenStream = config
-            .runtime_crate
-            .parse()
-            .unwrap_or_else(|_| quote!(crate));
-        let cfg = |e: &Emit| match e {
-            Emit::Never => None,
-            Emit::Always => Some(quote!()),
-            Emit::Feature(f) => Some(quote!(#[cfg(feature = #f)])),
-        };
-        Ctx {
-            rt: quote!(rt),
-            rt_full: quote!(#krate::rt),
-            krate,
-            debug_cfg: cfg(&config.debug),
-            reflect_cfg: cfg(&config.reflect),
-        }
-    }
-}
 
 /// Module names the generated code defines or imports itself.
 const RESERVED_MODULES: &[&str] = &["rt", "cmd"];
@@ -182,11 +147,6 @@ impl Work {
             Work::Union(i) => ir.unions[i].module,
         }
     }
-}
-
-fn doc_lines(doc: Option<&str>) -> Vec<String> {
-    doc.map(|d| d.lines().map(super::names::doc_line).collect())
-        .unwrap_or_default()
 }
 
 /// Emits and formats every item, spread over the machine's cores. Token streams are not

@@ -2,7 +2,7 @@
 //! getters, setters, sub-views, array accessors, field constants, `Debug` and the reflection
 //! table.
 
-use super::module::Ctx;
+use super::ctx::{doc_lines, Ctx};
 use super::names::{camel, method, shouty, uint_type};
 use crate::ir::{Access, ArrayCount, Field, FieldType, Ir, Struct};
 use crate::position::prm_notation;
@@ -61,11 +61,7 @@ fn dword_parts(bit: u64, width: u64) -> (u64, u32, u32) {
 
 /// Rustdoc for a field: the spec's words, then where the PRM puts it.
 fn field_doc(f: &Field, ir: &Ir) -> TokenStream {
-    let mut lines: Vec<String> = f
-        .doc
-        .as_deref()
-        .map(|d| d.lines().map(super::names::doc_line).collect())
-        .unwrap_or_default();
+    let mut lines: Vec<String> = doc_lines(f.doc.as_deref());
     if !lines.is_empty() {
         lines.push(String::new());
     }
@@ -104,11 +100,7 @@ pub fn emit(ctx: &Ctx, ir: &Ir, s: &Struct) -> TokenStream {
     let ty = camel(&s.name);
     let name = &s.name;
     let size = usize_lit(s.size);
-    let mut doc: Vec<String> = s
-        .doc
-        .as_deref()
-        .map(|d| d.lines().map(super::names::doc_line).collect())
-        .unwrap_or_default();
+    let mut doc: Vec<String> = doc_lines(s.doc.as_deref());
     if !doc.is_empty() {
         doc.push(String::new());
     }
