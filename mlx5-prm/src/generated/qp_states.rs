@@ -24,7 +24,7 @@ pub const QP_OPT_PM_STATE: u64 = 0x400;
 pub const QP_OPT_LAG_TX_AFF: u64 = 0x8000;
 /// Optional-parameter mask bit `pri_port` of state machine `qp`.
 pub const QP_OPT_PRI_PORT: u64 = 0x10000;
-/// An RC QP is created in RST and brought up one step at a time: RST to INIT sets the port, the partition key and the remote access rights; INIT to RTR names the peer (its QP number, path and first expected PSN) and makes the receive side work; RTR to RTS sets the send side (first PSN, retries, timeout) and makes the QP fully operational. Any state can be sent to ERR (outstanding work flushes) or back to RST. RST2INIT takes no optional mask: every field of its context counts as given.
+/// An RC QP is created in RST and brought up one step at a time: RST to INIT sets the port, the partition key and the remote access rights; INIT to RTR names the peer (its QP number, path and first expected PSN) and makes the receive side work; RTR to RTS sets the send side (first PSN, retries, timeout) and makes the QP fully operational. A send-queue error (SQER) is left for RTS again with SQERR2RTS. Any state can be sent to ERR (outstanding work flushes) or back to RST. RST2INIT takes no optional mask: every field of its context counts as given.
 ///
 /// PRM state machine `qp` over the states of [`QpState`].
 pub const QP_STATE_MACHINE: crate::rt::sm::StateMachine<QpState> = crate::rt::sm::StateMachine {
@@ -415,6 +415,52 @@ pub const QP_STATE_MACHINE: crate::rt::sm::StateMachine<QpState> = crate::rt::sm
                     },
                     bit: "alt_addr_path",
                     mask: 0x1,
+                },
+            ],
+        },
+        crate::rt::sm::Transition {
+            name: "sqer2rts",
+            from: &[QpState::Sqer],
+            to: QpState::Rts,
+            command: "sqerr2rts_qp",
+            opcode: 0x506,
+            requires: &[],
+            optional: &[
+                crate::rt::sm::OptionalField {
+                    field: crate::rt::sm::FieldRef {
+                        path: "qpc.min_rnr_nak",
+                        bit_offset: 1379,
+                        width: 5,
+                    },
+                    bit: "rnr_timeout",
+                    mask: 0x40,
+                },
+                crate::rt::sm::OptionalField {
+                    field: crate::rt::sm::FieldRef {
+                        path: "qpc.rwe",
+                        bit_offset: 1361,
+                        width: 1,
+                    },
+                    bit: "rwe",
+                    mask: 0x8,
+                },
+                crate::rt::sm::OptionalField {
+                    field: crate::rt::sm::FieldRef {
+                        path: "qpc.rae",
+                        bit_offset: 1362,
+                        width: 1,
+                    },
+                    bit: "rae",
+                    mask: 0x4,
+                },
+                crate::rt::sm::OptionalField {
+                    field: crate::rt::sm::FieldRef {
+                        path: "qpc.rre",
+                        bit_offset: 1360,
+                        width: 1,
+                    },
+                    bit: "rre",
+                    mask: 0x2,
                 },
             ],
         },
