@@ -405,6 +405,45 @@ impl Ir {
     pub fn find_command(&self, name: &str) -> Option<&Command> {
         self.commands.iter().find(|c| c.name == name)
     }
+
+    /// The field through which a structure's storage runs on past its fixed part: its own
+    /// trailing array, or else a single nested structure that ends exactly where the fixed
+    /// part ends and itself runs on (as CREATE_SQ's `ctx` does through `ctx.wq.pas`).
+    /// `None` for a structure whose storage ends with its fixed part.
+    pub fn tail_field<'a>(&'a self, s: &'a Struct) -> Option<&'a Field> {
+        self.tail_field_within(s, 0)
+    }
+
+    /// [`Ir::tail_field`] with a bound on the nesting it follows (the cycle check runs after
+    /// lowering, so a spec with a cycle must not recurse forever here).
+    fn tail_field_within<'a>(&'a self, s: &'a Struct, depth: usize) -> Option<&'a Field> {
+        if depth > 16 {
+            return None;
+        }
+        if let Some(f) = s
+            .fields
+            .iter()
+            .find(|f| f.count == Some(ArrayCount::Trailing))
+        {
+            return Some(f);
+        }
+        s.fields.iter().find(|f| {
+            f.count.is_none()
+                && f.end_bit() == s.size * 8
+                && match &f.ty {
+                    FieldType::Struct(t) => self
+                        .find_struct(t)
+                        .is_some_and(|inner| self.tail_field_within(inner, depth + 1).is_some()),
+                    _ => false,
+                }
+        })
+    }
+
+    /// The nested field that runs on into the storage past `s`'s fixed part, when `s` has
+    /// no trailing array of its own (see [`Ir::tail_field`]).
+    pub fn open_nested<'a>(&'a self, s: &'a Struct) -> Option<&'a Field> {
+        self.tail_field(s).filter(|f| f.count.is_none())
+    }
 }
 
 /// A field reached by a dotted path from a structure, resolved to its absolute position.

@@ -507,16 +507,32 @@ impl FieldCode {
                 let at = usize_lit(f.bit_offset / 8);
                 let len = usize_lit(f.width / 8);
                 let get_mut = method("", fname, "_mut");
+                // A nested structure that ends this one and runs on past its own fixed part
+                // (a trailing array, perhaps nested deeper) gets the rest of the buffer, so
+                // that array is reachable, and bounds-checked, through the nested view.
+                let open = _ir.open_nested(s).is_some_and(|o| o.name == f.name);
+                let (span, odoc) = if open {
+                    (
+                        quote!(#rt::tail_len(self.buf.len(), #at, #len)),
+                        quote! {
+                            #[doc = ""]
+                            #[doc = " The view runs to the end of the buffer, so the trailing array at its end is reachable through it."]
+                        },
+                    )
+                } else {
+                    (quote!(#len), quote!())
+                };
                 getters.push(quote! {
                     #doc
+                    #odoc
                     #[inline]
-                    pub fn #get(&self) -> #nty<B::Sub<'_>> { #nty::new_unchecked(self.buf.sub(#at, #len)) }
+                    pub fn #get(&self) -> #nty<B::Sub<'_>> { #nty::new_unchecked(self.buf.sub(#at, #span)) }
                 });
                 if writable {
                     setters.push(quote! {
                         #wdoc
                         #[inline]
-                        pub fn #get_mut(&mut self) -> #nty<B::SubMut<'_>> { #nty::new_unchecked(self.buf.sub_mut(#at, #len)) }
+                        pub fn #get_mut(&mut self) -> #nty<B::SubMut<'_>> { #nty::new_unchecked(self.buf.sub_mut(#at, #span)) }
                     });
                 }
                 debug = Some(quote!(self.#get()));
@@ -572,7 +588,11 @@ impl FieldCode {
                 )
             }
             ArrayCount::Trailing => (
-                quote!((self.buf.len() * 8).saturating_sub(#bit) / #w),
+                // A trailing array starts at the struct's size, a whole byte.
+                {
+                    let start = usize_lit(f.bit_offset / 8);
+                    quote!(#rt::trailing_len(self.buf.len(), #start, #w))
+                },
                 format!(" Number of elements of `{fname}` the buffer holds after the fixed part."),
             ),
         };
@@ -760,6 +780,39 @@ impl FieldCode {
                             Some(#nty::new_unchecked(self.buf.sub_mut(#base + i * #n, #n)))
                         }
                     });
+                }
+                if trailing {
+                    // The entries of some trailing lists are laid out at a stride the element
+                    // type does not give (SET_FTE's destinations are 8 or 16 bytes apart, by
+                    // a flag): any layout can read them, at its own size.
+                    let get_as = method("", fname, "_as");
+                    let get_as_mut = method("", fname, "_as_mut");
+                    let adoc = format!(" Element `i` of `{fname}` read as layout `V`, the elements `V::SIZE` bytes apart from the array's start, or `None` past the end of the buffer.");
+                    getters.push(quote! {
+                        #[doc = #adoc]
+                        #[inline]
+                        pub fn #get_as<'a, V: #rt::View<B::Sub<'a>>>(&'a self, i: usize) -> Option<V> {
+                            if i >= #rt::trailing_len(self.buf.len(), #base, V::SIZE * 8) {
+                                return None;
+                            }
+                            Some(V::new_unchecked(self.buf.sub(#base + i * V::SIZE, V::SIZE)))
+                        }
+                    });
+                    if writable {
+                        let adoc = format!(
+                            " Element `i` of `{fname}` as layout `V`, writable (see `{fname}_as`)."
+                        );
+                        setters.push(quote! {
+                            #[doc = #adoc]
+                            #[inline]
+                            pub fn #get_as_mut<'a, V: #rt::View<B::SubMut<'a>>>(&'a mut self, i: usize) -> Option<V> {
+                                if i >= #rt::trailing_len(self.buf.len(), #base, V::SIZE * 8) {
+                                    return None;
+                                }
+                                Some(V::new_unchecked(self.buf.sub_mut(#base + i * V::SIZE, V::SIZE)))
+                            }
+                        });
+                    }
                 }
                 debug = Some(
                     quote!(#rt::fmt::With(|f| #rt::fmt::list(f, self.#len_fn(), self.#iter()))),

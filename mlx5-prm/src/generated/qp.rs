@@ -1130,7 +1130,7 @@ impl<B: rt::Bytes> CreateQpIn<B> {
     /// Number of elements of `pas` the buffer holds after the fixed part.
     #[inline]
     pub fn pas_len(&self) -> usize {
-        (self.buf.len() * 8).saturating_sub(2176) / 64
+        rt::trailing_len(self.buf.len(), 272, 64)
     }
     /// IO addresses of the QP buffer pages, each of the size qpc.log_page_size gives.
     ///
@@ -5621,7 +5621,7 @@ impl<B: rt::Bytes> QueryQpOut<B> {
     /// Number of elements of `pas` the buffer holds after the fixed part.
     #[inline]
     pub fn pas_len(&self) -> usize {
-        (self.buf.len() * 8).saturating_sub(2176) / 64
+        rt::trailing_len(self.buf.len(), 272, 64)
     }
     /// IO addresses of the QP buffer pages.
     ///
