@@ -16,6 +16,7 @@ pub mod names;
 pub mod state_machines;
 pub mod structs;
 pub mod unions;
+pub mod words;
 
 use crate::ir::Ir;
 use std::path::{Path, PathBuf};

@@ -71,6 +71,12 @@ pub fn check_names(ir: &Ir) -> Result<(), GenError> {
     };
     for s in &ir.structs {
         add(camel(&s.name).to_string(), format!("struct `{}`", s.name))?;
+        for w in &s.words {
+            add(
+                super::words::builder_name(s, w).to_string(),
+                format!("the builder of word `{}` of `{}`", w.name, s.name),
+            )?;
+        }
     }
     for u in &ir.unions {
         add(camel(&u.name).to_string(), format!("union `{}`", u.name))?;

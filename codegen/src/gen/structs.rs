@@ -215,6 +215,9 @@ pub fn emit(ctx: &Ctx, ir: &Ir, s: &Struct) -> TokenStream {
         None => quote!(),
     };
 
+    let (word_items, word_writers) = super::words::emit(ctx, ir, s);
+    setters.extend(word_writers);
+
     let fields_doc = format!(" The position of every field of `{name}`, by offset.");
     quote! {
         #(#[doc = #doc])*
@@ -241,6 +244,7 @@ pub fn emit(ctx: &Ctx, ir: &Ir, s: &Struct) -> TokenStream {
 
         #debug_impl
         #reflect
+        #word_items
     }
 }
 
