@@ -15,6 +15,7 @@ pub mod module;
 pub mod names;
 pub mod state_machines;
 pub mod structs;
+pub mod typestate;
 pub mod unions;
 pub mod words;
 

@@ -90,6 +90,17 @@ pub fn check_names(ir: &Ir) -> Result<(), GenError> {
     for e in &ir.enums {
         add(camel(&e.name).to_string(), format!("enum `{}`", e.name))?;
     }
+    for sm in &ir.state_machines {
+        let module = super::typestate::module_name(sm).to_string();
+        if ir.modules.iter().any(|m| m.name == module)
+            || RESERVED_MODULES.contains(&module.as_str())
+        {
+            return Err(GenError::NameClash(format!(
+                "the typestate module of state machine `{}` would be `{module}`, the name of a spec module; rename one of them",
+                sm.name
+            )));
+        }
+    }
     let mut cmds: HashMap<String, String> = HashMap::new();
     for c in &ir.commands {
         for (rust, what) in [
@@ -261,7 +272,13 @@ fn all_modules(config: &Config, ir: &Ir) -> Result<Vec<ModuleText>, GenError> {
             .iter()
             .filter(|sm| sm.module == index)
             .map(|sm| super::state_machines::emit(&ctx, ir, sm));
-        let tail = format(quote!(#(#machines)* #cmd))?;
+        let typestates = ir
+            .state_machines
+            .iter()
+            .filter(|sm| sm.module == index)
+            .map(|sm| super::typestate::emit(&ctx, ir, sm))
+            .collect::<Result<Vec<_>, _>>()?;
+        let tail = format(quote!(#(#machines)* #(#typestates)* #cmd))?;
         let text = if config.single_file {
             let mut body = format(head)?;
             body.push_str(&items);
