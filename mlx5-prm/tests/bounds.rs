@@ -102,7 +102,8 @@ fn check_storage<S: BytesMut>(
             prop_assert!(m.contains(message), "read of {width} at {at}: {m:?}");
         }
     }
-    let writes: [(usize, &dyn Fn(&mut S, usize)); 3] = [
+    type Write<S> = dyn Fn(&mut S, usize);
+    let writes: [(usize, &Write<S>); 3] = [
         (1, &|s: &mut S, at| s.write_u8(at, 0)),
         (4, &|s: &mut S, at| s.write_be32(at, 0)),
         (8, &|s: &mut S, at| s.write_be64(at, 0)),
@@ -164,7 +165,6 @@ proptest! {
         // through the window meanwhile.
         let mut w = unsafe { DeviceBytes::new(backing.as_mut_ptr().add(GUARD), LEN) };
         check_storage(&mut w, at, n, "beyond a 64-byte window")?;
-        drop(w);
         prop_assert!(guards_intact(&backing), "bytes outside the window changed");
     }
 
@@ -183,7 +183,6 @@ proptest! {
                 }
             }
         }
-        drop(regs);
         let words = GUARD / 4;
         prop_assert!(
             backing[..words].iter().chain(&backing[words + LEN / 4..]).all(|w| *w == 0xa5a5_a5a5),

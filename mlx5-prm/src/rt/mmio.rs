@@ -147,7 +147,7 @@ impl<R: Mmio32> MmioBytes<R> {
     /// Panics unless bytes `at .. at + n` are inside this storage (checked, never wrapped).
     #[track_caller]
     fn check(&self, at: usize, n: usize) {
-        if !at.checked_add(n).is_some_and(|end| end <= self.len) {
+        if at.checked_add(n).is_none_or(|end| end > self.len) {
             outside(at, n, self.len);
         }
     }
