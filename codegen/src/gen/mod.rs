@@ -8,9 +8,11 @@
 //! One emitter per IR kind: [`structs`] (views, also register blocks), [`enums`], [`unions`],
 //! [`commands`], [`state_machines`]; [`ctx`] holds what they share; [`module`] assembles files.
 
+pub mod arrays;
 pub mod commands;
 pub mod ctx;
 pub mod enums;
+pub mod fields;
 pub mod module;
 pub mod names;
 pub mod state_machines;
