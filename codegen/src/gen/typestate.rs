@@ -136,15 +136,25 @@ fn value_type(f: &Field, what: &str) -> Result<TokenStream, GenError> {
 }
 
 /// The statement that writes `value` into the field at `path` of `input` (`?` on overflow).
-fn write_field(path: &str, f: &Field, value: TokenStream) -> TokenStream {
+fn write_field(rt: &TokenStream, path: &str, f: &Field, value: TokenStream) -> TokenStream {
     let parts: Vec<&str> = path.split('.').collect();
     let (leaf, outer) = parts.split_last().expect("a path has a segment");
     let chain = outer.iter().map(|p| method("", p, "_mut"));
     let target = quote!(input #(.#chain())*);
     if f.count.is_some() {
         let set = method("set_", leaf, "");
+        // The element setter checks the index; a narrow element's value is checked here, as
+        // the `try_set_*` of a plain field would.
+        let fits = if f.ty != FieldType::Bool && !matches!(f.width, 8 | 16 | 32 | 64) {
+            let max = hex((1u64 << f.width) - 1);
+            let name = &f.name;
+            quote!(#rt::check_fits(#name, u64::from(e), #max)?;)
+        } else {
+            quote!()
+        };
         return quote! {
             for (i, e) in #value.into_iter().enumerate() {
+                #fits
                 #target.#set(i, e)?;
             }
         };
@@ -397,18 +407,18 @@ pub fn emit(ctx: &Ctx, ir: &Ir, m: &StateMachine) -> Result<TokenStream, GenErro
         // The body of `write`.
         let mut stmts = Vec::new();
         if let Some((of, f)) = &object {
-            stmts.push(write_field(of, f, quote!(object)));
+            stmts.push(write_field(rt, of, f, quote!(object)));
         }
         for a in &required {
             let n = &a.name;
-            stmts.push(write_field(&a.path.path, a.field, quote!(self.#n)));
+            stmts.push(write_field(rt, &a.path.path, a.field, quote!(self.#n)));
         }
         if !optional.is_empty() {
             stmts.push(quote!(let mut mask: u64 = 0;));
             for a in &optional {
                 let n = &a.name;
                 let bit = hex(a.mask.unwrap_or(0));
-                let w = write_field(&a.path.path, a.field, quote!(v));
+                let w = write_field(rt, &a.path.path, a.field, quote!(v));
                 // Every value type is `Copy` (views of owned arrays included).
                 stmts.push(quote! {
                     if let Some(v) = self.optional.#n {
@@ -422,7 +432,7 @@ pub fn emit(ctx: &Ctx, ir: &Ir, m: &StateMachine) -> Result<TokenStream, GenErro
                 GenError::NameClash(format!("transition `{tname}`: no mask field `{mf}`"))
             })?;
             let mt = uint_type(f.width);
-            stmts.push(write_field(mf, f, quote!(mask as #mt)));
+            stmts.push(write_field(rt, mf, f, quote!(mask as #mt)));
         }
         let object_arg = if object.is_some() {
             quote!(object)
@@ -490,7 +500,7 @@ pub fn emit(ctx: &Ctx, ir: &Ir, m: &StateMachine) -> Result<TokenStream, GenErro
     }
 
     let mdoc = format!(
-        " The typestate of state machine `{name}` (see `rt::typestate`): its states as types, one argument type per transition, and [`Transitions`]."
+        " The typestate of state machine `{name}` (see `rt::typestate`): its states as types, one argument type per transition, and [`Transitions`]({module}::Transitions)."
     );
     let machine_doc = format!(" State machine `{name}`, as a type.");
     let tr_doc = format!(

@@ -484,7 +484,7 @@ pub const QP_STATE_MACHINE: crate::rt::sm::StateMachine<QpState> = crate::rt::sm
         },
     ],
 };
-/// The typestate of state machine `qp` (see `rt::typestate`): its states as types, one argument type per transition, and [`Transitions`].
+/// The typestate of state machine `qp` (see `rt::typestate`): its states as types, one argument type per transition, and [`Transitions`](qp_machine::Transitions).
 pub mod qp_machine {
     #[allow(unused_imports)]
     use super::*;
