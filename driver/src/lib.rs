@@ -40,7 +40,10 @@ pub mod mr;
 pub mod net;
 pub mod pages;
 pub mod qp;
+mod recent;
 mod ring;
+mod undo;
 
 pub use error::{Error, Result};
 pub use hca::{DeviceInfo, Hca, HcaConfig};
+pub use recent::Recent;
