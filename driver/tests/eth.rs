@@ -389,3 +389,85 @@ fn batches_longer_than_a_run() {
     drop(pool);
     hca.teardown().unwrap();
 }
+
+/// The HCA is `Sync`: threads make their own resources from one `&Hca` at once. One moves
+/// frames through its own pool and queues (the NIC has one receive root table, so one set of
+/// steered queues per HCA); the other meanwhile creates and drops CQs, QPs, regions and pools,
+/// and sends RC messages, its commands interleaving with the first's data path.
+#[test]
+fn threads_make_their_own_resources_from_one_hca() {
+    fn sync<T: Sync>(_: &T) {}
+    let (hca, dev) = common::up(Mode::Inline);
+    sync(&hca);
+    dev.loopback(true);
+    let base = (dev.objects(), dev.dma().regions());
+    std::thread::scope(|s| {
+        let hca = &hca;
+        s.spawn(move || {
+            let pool = Pool::new(hca, 256, 2048).unwrap();
+            let config = EthConfig {
+                log_sq_size: 6,
+                log_rq_size: 6,
+                signal_every: 8,
+                macs: vec![MAC_A],
+                ..EthConfig::default()
+            };
+            let mut eth = EthQueues::create(&pool, &config).unwrap();
+            let (mut batch, mut rx) = (Vec::new(), Vec::new());
+            let mut got = 0u32;
+            for seq in 0..2000u32 {
+                let mut p = pool.alloc().unwrap();
+                p.write(&frame(MAC_A, seq, 60)).unwrap();
+                batch.push(p);
+                eth.tx_batch(&mut batch).unwrap();
+                let deadline = Instant::now() + Duration::from_secs(2);
+                while rx.is_empty() && Instant::now() < deadline {
+                    eth.rx_batch(&mut rx, 8).unwrap();
+                }
+                for p in rx.drain(..) {
+                    assert_eq!(p.data().read_be32(14), got);
+                    got += 1;
+                }
+            }
+            assert_eq!(got, 2000);
+        });
+        s.spawn(move || {
+            use mlx5_driver::cq::Cq;
+            use mlx5_driver::mr::Region;
+            use mlx5_driver::qp::{Qp, SendOp, SendRequest};
+            for _ in 0..20 {
+                let cq = Cq::create(hca, 6).unwrap();
+                let qp = Qp::create(hca, &cq, &cq, &common::qp_config(4)).unwrap();
+                let n = qp.qpn();
+                let mut qp = common::to_rts(qp, n);
+                let _pool = Pool::new(hca, 16, 2048).unwrap();
+                qp.post_recv(1, Region::register(hca, 64, common::ALL).unwrap())
+                    .map_err(|(e, _)| e)
+                    .unwrap();
+                let req = SendRequest {
+                    id: 2,
+                    op: SendOp::Send,
+                    region: Some(Region::register(hca, 64, common::ALL).unwrap()),
+                    len: Some(8),
+                    signaled: true,
+                    inline: None,
+                };
+                qp.post_send(req).map_err(|(e, _)| e).unwrap();
+                let mut cq = cq;
+                let mut out = Vec::new();
+                let deadline = Instant::now() + Duration::from_secs(2);
+                while out.len() < 2 && Instant::now() < deadline {
+                    cq.poll(2, &mut out);
+                }
+                assert_eq!(out.len(), 2, "send and receive completions");
+                assert!(out.iter().all(|c| c.status.is_ok()));
+            }
+        });
+    });
+    assert_eq!(
+        (dev.objects(), dev.dma().regions()),
+        base,
+        "each thread's resources are gone"
+    );
+    hca.teardown().unwrap();
+}

@@ -48,7 +48,7 @@ fn faults() -> Vec<Fault> {
     let mut all: Vec<Fault> = CmdStatus::ALL
         .iter()
         .filter(|s| **s != CmdStatus::Ok)
-        .map(|s| Fault::Status(s.raw() as u8))
+        .map(|s| Fault::Status(s.raw()))
         .collect();
     all.push(Fault::Hang);
     all
