@@ -162,9 +162,9 @@ impl<'h, B: Backend, S> Qp<'h, B, S> {
     /// error, not a guess.
     pub fn complete(&mut self, c: Completion) -> Result<Vec<Done<'h, B>>> {
         if c.qpn != self.inner.qpn {
-            return Err(Error::BadDeviceValue {
-                command: "cqe",
-                what: format!(
+            return Err(Error::InvalidArgument {
+                what: "complete",
+                why: format!(
                     "completion for QP 0x{:x} handed to QP 0x{:x}",
                     c.qpn, self.inner.qpn
                 ),
