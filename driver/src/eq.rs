@@ -74,8 +74,8 @@ impl EventQueue {
         // On failure the ring is dropped, so freed: the EQ does not exist.
         let out = cmdq.run::<CreateEq, _, _>(be, 0, pages.len() * 8, 0, |i| {
             let mut ctx = i.eq_context_entry_mut();
-            ctx.set_log_eq_size(log_size);
-            ctx.set_uar_page(uar);
+            ctx.try_set_log_eq_size(log_size)?;
+            ctx.try_set_uar_page(uar)?;
             ctx.set_log_page_size(0);
             i.set_event_bitmask(0, mask)?;
             for (k, p) in pages.iter().enumerate() {
