@@ -15,10 +15,10 @@ pub struct HcaConfig {
     /// The driver version string given to firmware.
     pub driver_version: String,
     /// Most firmware pages the device may hold at once (a request beyond it is refused with
-    /// [`Error::PageLimit`] before anything is allocated, and the device told the pages will
+    /// [`crate::Error::PageLimit`] before anything is allocated, and the device told the pages will
     /// not come). The capability pages carry no such bound, so this is the driver's own.
     pub max_firmware_pages: usize,
-    /// Commands kept in [`Hca::history`], and events in [`Hca::recent_events`] (the last
+    /// Commands kept in [`crate::Hca::history`], and events in [`crate::Hca::recent_events`] (the last
     /// ones; older ones are counted, not kept).
     pub log_capacity: usize,
 }
