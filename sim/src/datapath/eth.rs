@@ -267,7 +267,7 @@ fn steer_and_deliver(side: &mut Side<'_>, frame: &[u8]) -> bool {
         let mut parsed = Parsed::new();
         parse_into(frame, &mut parsed);
         let mut tirs = Destinations::new();
-        steer(side.m, root, &parsed.key, 0, &mut tirs);
+        steer(side.m, root, &parsed.key, &mut tirs);
         let s = Steered::new(frame, parsed.l3, parsed.l4, tirs);
         side.m.steered = Some((generation, s));
     }
