@@ -26,8 +26,8 @@
 //! a command or an event during which the model's lock is held (`Core::model` in
 //! `device.rs`), and no window outlives its session. The only other windows are those of the
 //! host-side copies ([`DmaSpace::read`], [`DmaSpace::write`]), which hold this space's own
-//! mutex for the whole copy. Memory leaves a space only through [`DmaSpace::unmap`] (and,
-//! for allocated memory, `free` and the space's drop), which
+//! mutex for the whole copy. Memory leaves a space only through [`DmaSpace::unmap`] and
+//! [`DmaSpace::free`] (and the space's drop, which no window outlives), which
 //!
 //! 1. removes the regions from the map and advances the translation cache's epoch, under this
 //!    space's mutex, so that no window made afterwards can reach them, and
@@ -35,8 +35,9 @@
 //!    that holds the model's lock while it runs, so it waits for the session in progress, if
 //!    any, to end, and every later session sees the new epoch (the lock orders them).
 //!
-//! So once `unmap` returns, no model thread holds or can make a window on the unmapped
-//! memory, and the host may release it. The lock order is model lock, then this space's
+//! So once `unmap` or `free` returns, no model thread holds or can make a window on the
+//! memory: `free` returns an allocated region's memory to the allocator right there, and an
+//! external host may release its memory. The lock order is model lock, then this space's
 //! mutex; nothing takes them the other way round.
 
 mod cache;
@@ -170,11 +171,10 @@ unsafe impl Send for Block {}
 struct Inner {
     /// Mapped blocks by first IOVA.
     mapped: BTreeMap<u64, Block>,
-    /// Unmapped owned blocks whose memory is kept until the space is dropped.
-    retired: Vec<Block>,
     /// Next free IOVA of an allocating space; only grows, so IOVAs are never reused.
     next_iova: u64,
-    /// Bytes of owned memory currently mapped.
+    /// Bytes of owned memory currently held (all of it mapped: freed memory is released at
+    /// once), what the limit counts.
     mapped_bytes: usize,
 }
 
@@ -235,7 +235,6 @@ impl DmaSpace {
         DmaSpace {
             inner: Mutex::new(Inner {
                 mapped: BTreeMap::new(),
-                retired: Vec::new(),
                 next_iova: IOVA_BASE,
                 mapped_bytes: 0,
             }),
@@ -325,21 +324,30 @@ impl DmaSpace {
         })
     }
 
-    /// Unmaps the region that starts at `iova`. Its IOVAs are never handed out again; its
-    /// host memory stays allocated until the space is dropped.
+    /// Unmaps the region that starts at `iova` and returns its memory to the allocator. Its
+    /// IOVAs are never handed out again. Like [`DmaSpace::unmap`], it returns only once no
+    /// model thread can touch the region (it waits for the model's work in progress), so the
+    /// memory is released at once and counts against the limit no longer. The driver must not
+    /// touch the region's `va` afterwards.
     pub fn free(&self, iova: u64) -> Result<(), DmaError> {
         if self.external {
             return Err(DmaError::External);
         }
-        let mut inner = self.lock();
-        let block = inner
-            .mapped
-            .remove(&iova)
-            .ok_or(DmaError::NotMapped(iova))?;
-        inner.mapped_bytes -= block.len;
-        inner.retired.push(block);
-        self.cache.invalidate();
-        Ok(())
+        let mut result = Err(DmaError::NotMapped(iova));
+        self.quiesce(&mut || {
+            let mut inner = self.lock();
+            if let Some(block) = inner.mapped.remove(&iova) {
+                inner.mapped_bytes -= block.len;
+                self.cache.invalidate();
+                // SAFETY: the block is out of the map and the epoch has advanced, under the
+                // mutex and inside the quiescer: no session is in progress and no host copy
+                // (they hold the mutex), so no window exists on the block, and none can be made
+                // on it any more.
+                unsafe { block.release() };
+                result = Ok(());
+            }
+        });
+        result
     }
 
     /// Device-side access to `len` bytes at `iova`, or `None` if any of them is unmapped (or
@@ -533,10 +541,7 @@ impl<'a> Held<'a> {
 impl Drop for DmaSpace {
     fn drop(&mut self) {
         let inner = self.inner.get_mut().unwrap_or_else(|e| e.into_inner());
-        let blocks = std::mem::take(&mut inner.mapped)
-            .into_values()
-            .chain(inner.retired.drain(..));
-        for block in blocks {
+        for block in std::mem::take(&mut inner.mapped).into_values() {
             // SAFETY: no window outlives `self` (windows borrow it), and each block is
             // released once, here.
             unsafe { block.release() };
