@@ -417,7 +417,11 @@ impl Device {
     pub fn write_block(&self, offset: usize, data: &[u64]) {
         if let Some(Target::Uar { index, offset }) = bar::decode(offset, 8) {
             match &self.worker {
-                Some(worker) => worker.send(Job::Block(index, offset, data.to_vec())),
+                Some(worker) => {
+                    // No more than a BlueFlame register half is ever used: queue no more.
+                    let data = &data[..data.len().min(crate::uar::BF_HALF_MAX / 8)];
+                    worker.send(Job::Block(index, offset, data.to_vec()))
+                }
                 None => {
                     let w = self.core.uar_block(index, offset, data);
                     self.after_write(w);
@@ -571,9 +575,16 @@ impl Device {
         &self.core.faults
     }
 
-    /// Every command executed so far, in order.
+    /// The commands executed so far, in order: all of them, or the most recent
+    /// [`COMMAND_LOG`](crate::COMMAND_LOG) when there were more (see
+    /// [`Device::commands_executed`]).
     pub fn commands(&self) -> Vec<CommandRecord> {
-        self.core.model().records.clone()
+        self.core.model().records.to_vec()
+    }
+
+    /// How many commands were executed in all (the log keeps only the most recent).
+    pub fn commands_executed(&self) -> u64 {
+        self.core.model().records.total()
     }
 
     /// Raises a page-request event, as firmware does when it needs pages (`num_pages` > 0) or

@@ -85,7 +85,7 @@ pub use faults::FaultInjector;
 pub use host::BAR_SPARE;
 pub use inventory::Objects;
 pub use irq::InterruptSink;
-pub use record::CommandRecord;
+pub use record::{CommandRecord, COMMAND_LOG};
 pub use regs::{FW_REV, LOG_CMDQ_SIZE, LOG_CMDQ_STRIDE};
 pub use wire::{Link, Wire};
 

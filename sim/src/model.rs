@@ -19,7 +19,7 @@ use crate::exec::{
 use crate::frames::Frames;
 use crate::irq::Interrupts;
 use crate::pages::PagePool;
-use crate::record::CommandRecord;
+use crate::record::CommandLog;
 use crate::syndrome as s;
 use crate::table::{Table, TableErrors};
 use mlx5_prm::CmdHcaCap;
@@ -220,7 +220,8 @@ pub(crate) struct Model {
     pub interrupts: Interrupts,
     /// Device DMA accesses that hit unmapped memory (a driver bug on real hardware).
     pub dma_faults: u64,
-    pub records: Vec<CommandRecord>,
+    /// The command log (bounded).
+    pub records: CommandLog,
     /// Data path counters.
     pub stats: DataStats,
     /// Frames the SQs sent while the model was locked, delivered to the link once it is not.
@@ -270,7 +271,7 @@ impl Model {
             uar_state: UarStates::default(),
             interrupts: Interrupts::default(),
             dma_faults: 0,
-            records: Vec::new(),
+            records: CommandLog::default(),
             stats: DataStats::default(),
             outbox: Frames::default(),
             wqe_buffer: None,

@@ -100,7 +100,7 @@ fn bf_half(m: &Model) -> usize {
 }
 
 /// The largest [`bf_half`].
-const BF_HALF_MAX: usize = (1 << 11) / 2;
+pub(crate) const BF_HALF_MAX: usize = (1 << 11) / 2;
 
 /// True for the start of a BlueFlame register half: 0x800 + k × half, inside the page.
 fn is_send_doorbell(m: &Model, offset: usize) -> bool {
