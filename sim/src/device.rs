@@ -524,6 +524,13 @@ impl Device {
         capture.map_or(Ok(0), Capture::finish)
     }
 
+    /// Queues and CQs listed as having work the device does on its own (RNR waits, queues in
+    /// ERR, moderation timers): what a BAR write or [`Device::tick`] visits, however many
+    /// objects exist. An object whose work ended leaves the list at the next visit.
+    pub fn pending_work(&self) -> usize {
+        self.core.model().pending.len()
+    }
+
     /// Frames the SQs transmitted.
     pub fn tx_frames(&self) -> u64 {
         self.core.model().stats.tx_frames

@@ -6,6 +6,7 @@ use crate::bar;
 use crate::caps::Caps;
 use crate::config::Config;
 use crate::datapath::memo::Steered;
+use crate::datapath::pending::Pending;
 use crate::datapath::sendq::Wqe;
 use crate::events::Eq;
 use crate::exec::{
@@ -233,6 +234,8 @@ pub(crate) struct Model {
     pub generation: u64,
     /// How the last frame received was steered, and at which generation (see `Steered`).
     pub steered: Option<(u64, Steered)>,
+    /// Objects with work the device does on its own (see `datapath::pending`).
+    pub pending: Pending,
 }
 
 impl Model {
@@ -277,6 +280,7 @@ impl Model {
             wqe_buffer: None,
             generation: 0,
             steered: None,
+            pending: Pending::default(),
         }
     }
 
@@ -306,6 +310,7 @@ impl Model {
         self.pds.clear();
         self.uars.clear();
         self.uar_state.clear();
+        self.pending = Pending::default();
     }
 
     /// Back to the reset state of a disabled function (DISABLE_HCA); held pages stay held so a

@@ -7,6 +7,7 @@ use common::dp::Node;
 use common::eth::Eth;
 use common::Host;
 use mlx5_prm::cmd;
+use mlx5_prm::RqState;
 use mlx5_sim::{Link, COMMAND_LOG};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -85,4 +86,39 @@ fn a_stuck_firmware_thread_neither_grows_the_queue_nor_blocks_writes_forever() {
     dev.sync();
     assert_eq!(dev.dropped_bar_writes(), 3);
     assert_eq!(dev.tx_frames(), 1);
+}
+
+#[test]
+fn a_bar_write_visits_only_the_queues_with_work_pending() {
+    let e = Eth::new(Node::inline(), &[[2, 0, 0, 0, 0, 1]]);
+    let dev = e.n.dev().clone();
+    // Many idle CQs: nothing for the device to do on its own.
+    let cqs: Vec<_> = (0..200).map(|_| e.n.cq(2, false)).collect();
+    dev.tick();
+    assert_eq!((dev.objects().cqs, dev.pending_work()), (202, 0));
+    // An RQ in ERR: its posted receives are flushed at every visit, so it stays listed ...
+    e.post_recv(0, 2048);
+    let to = |from: RqState, to: RqState| {
+        e.n.host
+            .run::<cmd::ModifyRq>(0, 0, 0, |i| {
+                i.set_rqn(e.rqn);
+                i.set_rq_state(from);
+                i.ctx_mut().set_state(to);
+            })
+            .ok();
+    };
+    to(RqState::Rdy, RqState::Err);
+    assert_eq!(dev.pending_work(), 1);
+    e.post_recv(2048, 2048);
+    dev.tick();
+    assert!(
+        e.rcq.poll().is_some() && e.rcq.poll().is_some(),
+        "both receives flushed"
+    );
+    assert_eq!(dev.pending_work(), 1);
+    // ... until it leaves ERR: the next visit drops it.
+    to(RqState::Err, RqState::Rst);
+    dev.tick();
+    assert_eq!(dev.pending_work(), 0);
+    drop(cqs);
 }

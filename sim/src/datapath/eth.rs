@@ -167,6 +167,7 @@ fn execute(side: &mut Side<'_>, sqn: u32, cqn: u32, who: Accessor, wqe: &[u8], i
             cq::post(side, cqn, e);
             if let Ok(sq) = side.m.sqs.get_mut(sqn) {
                 sq.ctx.set_state(SqState::Err);
+                side.m.pending.sqs.insert(sqn);
             }
         }
     }
