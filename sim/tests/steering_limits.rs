@@ -7,7 +7,6 @@ use common::dp::Node;
 use common::eth::{id_at, Eth};
 use common::{Host, Reply};
 use mlx5_prm::cmd;
-use mlx5_prm::rt::BytesMut;
 use mlx5_prm::{FlowDestinationType, FlowTableMissAction, FlowTableType};
 use mlx5_sim::syndrome as syn;
 use std::sync::mpsc;

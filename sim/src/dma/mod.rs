@@ -504,9 +504,11 @@ fn find(inner: &Inner, iova: u64) -> Option<Hit> {
 /// The window on `len` bytes at `iova` inside the region `hit`, if they lie inside it.
 #[inline(always)]
 fn window_in<'a>(hit: Hit, iova: u64, len: usize) -> Option<DeviceBytes<'a>> {
-    let offset = usize::try_from(iova.checked_sub(hit.iova)?).ok()?;
+    // Callers pass a non-zero `len` and a region that holds `iova` (so no wrap here; were it
+    // to wrap, the offset would be huge and fail the check below all the same).
+    let offset = usize::try_from(iova.wrapping_sub(hit.iova)).ok()?;
     let end = offset.checked_add(len)?;
-    if len == 0 || end > hit.size {
+    if end > hit.size {
         return None;
     }
     // SAFETY: `hit` describes a block that held `iova` when it was found (under the mutex,
