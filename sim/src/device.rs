@@ -140,7 +140,13 @@ impl Core {
                     &mut Side::new(&mut a, &self.dma),
                     Some(&mut Side::new(&mut b, &p.dma)),
                 );
-                (r, take_outbox(&mut a), take_outbox(&mut b))
+                let out = (r, take_outbox(&mut a), take_outbox(&mut b));
+                // Interrupts reach each sink only once both locks are released.
+                let (ia, ib) = (a.take_interrupts(), b.take_interrupts());
+                drop((a, b));
+                ia.deliver();
+                ib.deliver();
+                out
             }
         };
         self.transmit(mine, None);

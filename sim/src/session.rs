@@ -57,6 +57,37 @@ impl<'a> Session<'a> {
     }
 }
 
+impl<'a> Session<'a> {
+    /// Takes the vectors raised so far, to be delivered with [`Raised::deliver`] once this
+    /// and every other session the caller holds have ended (two devices locked together).
+    pub fn take_interrupts(&mut self) -> Raised<'a> {
+        Raised {
+            vectors: self.interrupts.take_pending(),
+            sink: self.sink,
+        }
+    }
+}
+
+/// Vectors taken from a session, not yet handed to the sink.
+pub(crate) struct Raised<'a> {
+    vectors: Vec<u16>,
+    sink: &'a SinkSlot,
+}
+
+impl Raised<'_> {
+    /// Hands the vectors to the sink; call with no model lock held.
+    pub fn deliver(self) {
+        if self.vectors.is_empty() {
+            return;
+        }
+        if let Some(sink) = self.sink.get() {
+            for v in self.vectors {
+                sink(v);
+            }
+        }
+    }
+}
+
 impl Deref for Session<'_> {
     type Target = Model;
 
@@ -86,12 +117,11 @@ impl Drop for Session<'_> {
         if !guard.interrupts.has_pending() {
             return;
         }
-        let vectors = guard.interrupts.take_pending();
+        let raised = Raised {
+            vectors: guard.interrupts.take_pending(),
+            sink: self.sink,
+        };
         drop(guard);
-        if let Some(sink) = self.sink.get() {
-            for v in vectors {
-                sink(v);
-            }
-        }
+        raised.deliver();
     }
 }
