@@ -424,3 +424,44 @@ fn reset_returns_to_power_on_and_keeps_the_mappings() {
         assert!(host.dev.pages_held() > 0);
     }
 }
+
+#[test]
+fn a_wired_peer_s_sink_runs_outside_both_locks() {
+    use common::dp::{Node, Pair, Ring, Wqe};
+    let (na, nb) = (Node::inline(), Node::inline());
+    let _wire = mlx5_sim::Wire::connect(na.dev(), nb.dev());
+    let p = Pair::new(&na, &nb, (true, true, true), 7);
+    let r = nb.alloc(1 << 16);
+    let key = nb.mkey(nb.pd, r.iova, 1 << 16, "lw");
+    p.b.post_recv(&[(4096, key, r.iova)]);
+    // b's receive CQ armed, and b's EQ (vector 0) armed: the SEND from a interrupts b.
+    p.rcq_b.arm(false);
+    nb.dev()
+        .write32(nb.uar as usize * 4096 + 0x40, u32::from(nb.eqn) << 24);
+    let seen = Arc::new(AtomicU64::new(0));
+    let (s, a) = (seen.clone(), Arc::downgrade(na.dev()));
+    nb.dev().set_interrupt_sink(Arc::new(move |_| {
+        // Reaches into the other device: only possible once its lock is released too.
+        if let Some(a) = a.upgrade() {
+            a.pages_held();
+        }
+        s.fetch_add(1, Ordering::Relaxed);
+    }));
+    let wqe = Wqe::new(mlx5_prm::SendOpcode::Send, p.a.qpn, true)
+        .inline(b"hello")
+        .build();
+    // Posted without the UAR write, which another thread then does: the doorbell value is
+    // the WQE's first 8 bytes, at the first BlueFlame register half of a's UAR page.
+    p.a.post(&wqe, Ring::Silent);
+    let first8 = u64::from_be_bytes(wqe[..8].try_into().unwrap());
+    let (dev, at) = (na.dev().clone(), na.uar as usize * 4096 + 0x800);
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        dev.write64(at, first8);
+        tx.send(()).unwrap();
+    });
+    rx.recv_timeout(Duration::from_secs(10))
+        .expect("the peer's sink deadlocked on this device's lock");
+    assert_eq!(seen.load(Ordering::Relaxed), 1);
+    assert_eq!(nb.dev().interrupts(0), 1);
+}
