@@ -38,4 +38,7 @@ fn a_few_fixed_programs() {
         p.extend_from_slice(&(k * 7919).to_be_bytes());
     }
     drive::run(&p);
+    // Found by the fuzzer: a program that enables command checksums (SET_HCA_CAP
+    // cmdif_checksum), after which every command must carry signatures.
+    drive::run(include_bytes!("../fuzz/seeds/device/checksums-enabled"));
 }

@@ -86,6 +86,11 @@ impl Cursor<'_> {
     }
 }
 
+/// XOR of all bytes (command signatures).
+fn xor(bytes: &[u8]) -> u8 {
+    bytes.iter().fold(0, |a, b| a ^ b)
+}
+
 /// Guest RAM between two guard areas; only the middle is mapped. One per thread, reused by
 /// every program the thread runs (cleared in between): allocating and filling it per program
 /// was most of a short program's time.
@@ -203,7 +208,12 @@ impl<'r> Rig<'r> {
                 }
                 b.set_block_number(i as u32);
                 b.set_token(token);
-                self.write(at + i as u64 * 1024, b.storage());
+                // Signatures, which the model checks once a program enabled command
+                // checksums (SET_HCA_CAP cmdif_checksum): ignored otherwise.
+                let mut raw = *b.storage();
+                raw[0x23e] = 0xff ^ xor(&raw[0x200..0x23e]);
+                raw[0x23f] = 0xff ^ xor(&raw[..0x23f]);
+                self.write(at + i as u64 * 1024, &raw);
             }
         };
         let rest = input.get(16..in_len).unwrap_or(&[]);
@@ -223,7 +233,10 @@ impl<'r> Rig<'r> {
         e.set_output_length(out_len as u32);
         e.set_token(token);
         e.set_ownership(true);
-        self.write(CMDQ, e.storage());
+        let mut raw = *e.storage();
+        raw[0x3d] = 0;
+        raw[0x3d] = 0xff ^ xor(&raw);
+        self.write(CMDQ, &raw);
         self.dev.write32(0x18, 1);
         let mut back = [0u8; 64];
         self.dev.dma().read(CMDQ, &mut back).ok()?;
