@@ -6,6 +6,7 @@ use crate::bar;
 use crate::caps::Caps;
 use crate::config::Config;
 use crate::datapath::memo::Steered;
+use crate::datapath::pending::Pending;
 use crate::datapath::sendq::Wqe;
 use crate::events::Eq;
 use crate::exec::{
@@ -17,12 +18,12 @@ use crate::exec::{
     wq::{Rq, Sq},
 };
 use crate::frames::Frames;
+use crate::irq::Interrupts;
 use crate::pages::PagePool;
-use crate::record::CommandRecord;
+use crate::record::CommandLog;
 use crate::syndrome as s;
 use crate::table::{Table, TableErrors};
 use mlx5_prm::CmdHcaCap;
-use std::collections::BTreeMap;
 
 /// Where the function is in its life cycle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -216,11 +217,12 @@ pub(crate) struct Model {
     pub port: Port,
     pub driver_version: Option<[u8; 64]>,
     pub uar_state: UarStates,
-    /// Interrupts raised, by MSI-X vector.
-    pub interrupts: BTreeMap<u16, u64>,
+    /// Interrupts raised, by MSI-X vector, and those not yet handed to the host's sink.
+    pub interrupts: Interrupts,
     /// Device DMA accesses that hit unmapped memory (a driver bug on real hardware).
     pub dma_faults: u64,
-    pub records: Vec<CommandRecord>,
+    /// The command log (bounded).
+    pub records: CommandLog,
     /// Data path counters.
     pub stats: DataStats,
     /// Frames the SQs sent while the model was locked, delivered to the link once it is not.
@@ -232,6 +234,8 @@ pub(crate) struct Model {
     pub generation: u64,
     /// How the last frame received was steered, and at which generation (see `Steered`).
     pub steered: Option<(u64, Steered)>,
+    /// Objects with work the device does on its own (see `datapath::pending`).
+    pub pending: Pending,
 }
 
 impl Model {
@@ -268,14 +272,15 @@ impl Model {
             port: Port::new(),
             driver_version: None,
             uar_state: UarStates::default(),
-            interrupts: BTreeMap::new(),
+            interrupts: Interrupts::default(),
             dma_faults: 0,
-            records: Vec::new(),
+            records: CommandLog::default(),
             stats: DataStats::default(),
             outbox: Frames::default(),
             wqe_buffer: None,
             generation: 0,
             steered: None,
+            pending: Pending::default(),
         }
     }
 
@@ -305,6 +310,7 @@ impl Model {
         self.pds.clear();
         self.uars.clear();
         self.uar_state.clear();
+        self.pending = Pending::default();
     }
 
     /// Back to the reset state of a disabled function (DISABLE_HCA); held pages stay held so a

@@ -373,6 +373,18 @@ syndromes! {
     /// DESTROY_FLOW_TABLE of a table another table's miss or an entry of another table still
     /// leads to (RES_BUSY).
     FT_BUSY = 0x5e0d_0016;
+    /// CREATE_FLOW_TABLE level above the model's max_ft_level, 64 (BAD_PARAM).
+    FT_BAD_LEVEL = 0x5e0d_0017;
+    /// CREATE_FLOW_TABLE table_miss_id names a table whose level is not higher than the new
+    /// table's (BAD_PARAM): misses, like forwards, only go up, so steering cannot loop.
+    FT_MISS_LEVEL = 0x5e0d_0018;
+    /// SET_FTE forwards to a flow table whose level is not higher than the entry's table's,
+    /// itself included (BAD_PARAM).
+    FTE_DEST_LEVEL = 0x5e0d_0019;
+    /// SET_FTE ignore_flow_level, which the model does not advertise (BAD_PARAM).
+    FTE_IGNORE_FLOW_LEVEL = 0x5e0d_001a;
+    /// SET_FTE of a new entry beyond the model's total of 65536 entries (LIM).
+    FTE_LIMIT = 0x5e0d_001b;
 
     // ---- 0xe: vports ----
     /// MODIFY_NIC_VPORT_CONTEXT field_select bits the model does not know (BAD_PARAM).

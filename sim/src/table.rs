@@ -6,6 +6,11 @@
 //! so it is dense), boxed so that a slot costs a pointer; an ordered set of the live handles
 //! keeps iteration in handle order and proportional to the objects that exist. The data path
 //! looks objects up several times per frame, and an index is much cheaper than a search.
+//!
+//! Handles are handed out next-fit, and numbering wraps back to `first` not only at `last`
+//! but once it is [`MIN_SPAN`] or four times the live objects past `first`, whichever is more:
+//! a guest that creates and destroys objects forever (while one long-lived object pins the
+//! low end) would otherwise grow the vector towards the whole handle range (16 M slots).
 
 use crate::fail::{Fail, Outcome};
 use std::collections::BTreeSet;
@@ -20,6 +25,9 @@ pub(crate) struct TableErrors {
     /// Creating one more would exceed the limit (LIM).
     pub limit: u32,
 }
+
+/// Handles numbering always may use before wrapping (see the module doc).
+pub(crate) const MIN_SPAN: u64 = 4096;
 
 #[derive(Debug)]
 struct Slot<T> {
@@ -59,10 +67,20 @@ impl<T> Table<T> {
         if self.live.len() as u64 >= limit {
             return Err(Fail::lim(self.errors.limit));
         }
-        let span = u64::from(self.last - self.first) + 1;
-        for _ in 0..span.min(self.live.len() as u64 + 1) {
-            let h = self.next;
-            self.next = if h == self.last { self.first } else { h + 1 };
+        let live = self.live.len() as u64;
+        // The window numbering uses now: more than `live + 1` handles, so the `live + 1`
+        // consecutive ones tried below hold a free one unless the whole range is full.
+        let span = (u64::from(self.last - self.first) + 1).min(MIN_SPAN.max(4 * (live + 1)));
+        for _ in 0..span.min(live + 1) {
+            let mut h = self.next;
+            if u64::from(h - self.first) >= span {
+                h = self.first;
+            }
+            self.next = if h == self.last || u64::from(h - self.first) + 1 >= span {
+                self.first
+            } else {
+                h + 1
+            };
             if !self.contains(h) {
                 let i = (h - self.first) as usize;
                 if self.slots.len() <= i {
@@ -210,5 +228,24 @@ mod tests {
         );
         t.clear();
         assert_eq!((t.len(), t.iter().count(), t.contains(10)), (0, 0, false));
+    }
+
+    #[test]
+    fn churn_does_not_grow_the_slots() {
+        let mut t: Table<u32> = Table::new(1, 0xff_ffff, E);
+        let pinned = t.insert(0, 1 << 20).unwrap();
+        for i in 0..100_000 {
+            let h = t.insert(i, 1 << 20).unwrap();
+            assert_ne!(h, pinned);
+            t.remove(h).unwrap();
+        }
+        assert!(t.slots.len() as u64 <= MIN_SPAN, "{} slots", t.slots.len());
+        // Many live objects widen the window: handles stay unique.
+        let hs: Vec<u32> = (0..10_000).map(|i| t.insert(i, 1 << 20).unwrap()).collect();
+        let mut sorted = hs.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), hs.len());
+        assert_eq!(t.len(), 10_001);
     }
 }

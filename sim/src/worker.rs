@@ -4,15 +4,26 @@
 //! work of its own pending (RNR retries, flushes, moderation timers) it also wakes every
 //! millisecond for it. It stops when its `Worker` is dropped: the channel closes, the thread
 //! drains what was queued and exits, and the drop joins it, so no thread outlives the device.
+//!
+//! The queue is bounded ([`QUEUE`] jobs), as PCIe bounds posted writes by flow-control
+//! credits: a BAR write that finds it full waits for room, at most [`BACKPRESSURE`], and is
+//! then dropped and counted (`Device::dropped_bar_writes`), so a firmware thread that makes no
+//! progress neither grows the queue without end nor blocks the writer forever. Host controls
+//! (`sync`, `reset`) wait for room as long as it takes.
 
 use crate::device::{Core, UarWrite};
-use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{channel, sync_channel, RecvTimeoutError, Sender, SyncSender, TrySendError};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How often the thread does the data path's own work while some is pending.
 const TICK: Duration = Duration::from_millis(1);
+/// Jobs the queue holds.
+pub(crate) const QUEUE: usize = 1024;
+/// Longest a BAR write waits for room in a full queue.
+pub(crate) const BACKPRESSURE: Duration = Duration::from_millis(100);
 
 /// Work for the firmware thread.
 pub(crate) enum Job {
@@ -24,14 +35,18 @@ pub(crate) enum Job {
     Uar64(u32, usize, u64),
     /// A BlueFlame copy into a UAR page.
     Block(u32, usize, Vec<u64>),
+    /// Back to power-on (see `Device::reset`).
+    Reset,
     /// Reply once everything queued before has been served.
     Sync(Sender<()>),
 }
 
 /// Handle of the firmware thread.
 pub(crate) struct Worker {
-    tx: Option<Sender<Job>>,
+    tx: Option<SyncSender<Job>>,
     thread: Option<JoinHandle<()>>,
+    /// BAR writes dropped because the queue stayed full.
+    dropped: AtomicU64,
 }
 
 /// Serves one job; returns what the write was.
@@ -44,6 +59,10 @@ fn serve(core: &Core, job: Job) -> UarWrite {
         Job::Uar32(index, offset, value) => core.uar_write32(index, offset, value),
         Job::Uar64(index, offset, value) => core.uar_write64(index, offset, value),
         Job::Block(index, offset, data) => core.uar_block(index, offset, &data),
+        Job::Reset => {
+            core.reset();
+            UarWrite::Send
+        }
         Job::Sync(done) => {
             let _ = done.send(());
             UarWrite::Send
@@ -55,7 +74,7 @@ impl Worker {
     /// Starts the thread over `core`. The thread holds the core, not the device, so dropping
     /// the last handle of the device drops this worker, which stops the thread.
     pub fn spawn(core: Arc<Core>) -> Worker {
-        let (tx, rx) = channel::<Job>();
+        let (tx, rx) = sync_channel::<Job>(QUEUE);
         let thread = std::thread::Builder::new()
             .name("mlx5-sim-fw".into())
             .spawn(move || {
@@ -87,14 +106,44 @@ impl Worker {
         Worker {
             tx: Some(tx),
             thread: Some(thread),
+            dropped: AtomicU64::new(0),
         }
     }
 
-    /// Queues a job.
+    /// Queues a BAR write: at once when there is room, else after waiting at most
+    /// [`BACKPRESSURE`] for some; dropped and counted if there is still none.
     pub fn send(&self, job: Job) {
+        let Some(tx) = &self.tx else {
+            return;
+        };
+        let mut job = match tx.try_send(job) {
+            Ok(()) | Err(TrySendError::Disconnected(_)) => return,
+            Err(TrySendError::Full(job)) => job,
+        };
+        let deadline = Instant::now() + BACKPRESSURE;
+        loop {
+            std::thread::sleep(Duration::from_micros(20));
+            job = match tx.try_send(job) {
+                Ok(()) | Err(TrySendError::Disconnected(_)) => return,
+                Err(TrySendError::Full(job)) => job,
+            };
+            if Instant::now() >= deadline {
+                self.dropped.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+        }
+    }
+
+    /// Queues a host control, waiting for room as long as it takes.
+    pub fn control(&self, job: Job) {
         if let Some(tx) = &self.tx {
             let _ = tx.send(job);
         }
+    }
+
+    /// BAR writes dropped because the queue stayed full.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
     }
 
     /// Waits until every job queued so far has been served.

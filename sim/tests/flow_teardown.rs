@@ -45,14 +45,15 @@ fn destroy_tir(host: &Host, tirn: u32) -> Reply {
     host.run::<cmd::DestroyTir>(0, 0, 0, |i| i.set_tirn(tirn))
 }
 
-/// A NIC RX table of 16 entries, optionally missing to `miss`.
-fn create_table(host: &Host, miss: Option<u32>) -> u32 {
+/// A NIC RX table of 16 entries at `level`, optionally missing to `miss` (of a higher level).
+fn create_table(host: &Host, level: u8, miss: Option<u32>) -> u32 {
     id_at(
         &host
             .run::<cmd::CreateFlowTable>(0, 0, 0, |i| {
                 i.set_table_type(FlowTableType::NicRx);
                 let mut c = i.flow_table_context_mut();
                 c.set_log_size(4);
+                c.set_level(level);
                 if let Some(miss) = miss {
                     c.set_table_miss_action(FlowTableMissAction::Fwd);
                     c.set_table_miss_id(miss);
@@ -142,7 +143,7 @@ fn a_group_goes_once_its_entries_are_gone() {
     delete_fte(host, FlowTableType::NicRx, e.table, 1).ok();
 
     // A group of another table, or an unknown one, is not this table's group.
-    let other = create_table(host, None);
+    let other = create_table(host, 0, None);
     let other_group = common::be32(&create_group(host, other, 0, 3).ok().out, 8);
     destroy_group(host, e.table, other_group).fails(BAD_RES, syn::FG_UNKNOWN);
     destroy_group(host, e.table, 0x7777).fails(BAD_RES, syn::FG_UNKNOWN);
@@ -181,9 +182,9 @@ fn a_table_another_table_leads_to_is_busy() {
     let n = Node::inline();
     let host = &n.host;
     // `last` is the miss table of `middle`; `first` has an entry forwarding to `middle`.
-    let last = create_table(host, None);
-    let middle = create_table(host, Some(last));
-    let first = create_table(host, None);
+    let last = create_table(host, 3, None);
+    let middle = create_table(host, 2, Some(last));
+    let first = create_table(host, 1, None);
     let group = common::be32(&create_group(host, first, 0, 0).ok().out, 8);
     forward_to_table(host, first, group, 0, middle);
 
@@ -202,8 +203,8 @@ fn a_table_another_table_leads_to_is_busy() {
 fn a_root_that_is_also_a_destination_stays() {
     let n = Node::inline();
     let host = &n.host;
-    let root = create_table(host, None);
-    let other = create_table(host, Some(root));
+    let root = create_table(host, 2, None);
+    let other = create_table(host, 1, Some(root));
     host.run::<cmd::SetFlowTableRoot>(0, 0, 0, |i| {
         i.set_table_type(FlowTableType::NicRx);
         i.set_table_id(root);
@@ -213,7 +214,7 @@ fn a_root_that_is_also_a_destination_stays() {
     destroy_table(host, FlowTableType::NicRx, other).ok();
     destroy_table(host, FlowTableType::NicRx, root).ok();
     // A new root can be set afterwards.
-    let next = create_table(host, None);
+    let next = create_table(host, 0, None);
     host.run::<cmd::SetFlowTableRoot>(0, 0, 0, |i| {
         i.set_table_type(FlowTableType::NicRx);
         i.set_table_id(next);

@@ -168,6 +168,7 @@ pub(crate) fn post_words(side: &mut Side<'_>, cqn: u32, cqe: CqeWords) -> bool {
         fire(m, dma, cqn);
     } else if cq.ctx.cq_period() > 0 && cq.unreported_since.is_none() {
         cq.unreported_since = Some(Instant::now());
+        m.pending.cqs.insert(cqn);
     }
     true
 }
@@ -213,27 +214,29 @@ pub(crate) fn arm(m: &mut Model, dma: &DmaSpace, uar: u32, value: u64) {
 }
 
 /// Moderation timers: armed CQs whose oldest unreported completion is cq_period microseconds
-/// old fire now.
+/// old fire now. Only the CQs listed as pending are looked at; those without a timer running
+/// leave the list.
 pub(crate) fn timers(m: &mut Model, dma: &DmaSpace, now: Instant) {
-    let due: Vec<u32> = m
-        .cqs
-        .iter()
-        .filter(|(_, cq)| {
-            cq.armed
-                && cq.unreported_since.is_some_and(|t| {
-                    now.duration_since(t) >= Duration::from_micros(u64::from(cq.ctx.cq_period()))
-                })
-        })
-        .map(|(n, _)| n)
-        .collect();
-    for cqn in due {
-        fire(m, dma, cqn);
+    if m.pending.cqs.is_empty() {
+        return;
     }
-}
-
-/// True while a moderation timer runs.
-pub(crate) fn timer_pending(m: &Model) -> bool {
-    m.cqs
-        .iter()
-        .any(|(_, cq)| cq.armed && cq.unreported_since.is_some())
+    let listed: Vec<u32> = m.pending.cqs.iter().copied().collect();
+    for cqn in listed {
+        let due = match m.cqs.get(cqn) {
+            Ok(cq) if cq.armed => cq.unreported_since.map(|t| {
+                now.duration_since(t) >= Duration::from_micros(u64::from(cq.ctx.cq_period()))
+            }),
+            _ => None,
+        };
+        match due {
+            Some(true) => {
+                fire(m, dma, cqn);
+                m.pending.cqs.remove(&cqn);
+            }
+            Some(false) => {}
+            None => {
+                m.pending.cqs.remove(&cqn);
+            }
+        }
+    }
 }

@@ -167,6 +167,7 @@ fn execute(side: &mut Side<'_>, sqn: u32, cqn: u32, who: Accessor, wqe: &[u8], i
             cq::post(side, cqn, e);
             if let Ok(sq) = side.m.sqs.get_mut(sqn) {
                 sq.ctx.set_state(SqState::Err);
+                side.m.pending.sqs.insert(sqn);
             }
         }
     }
@@ -267,7 +268,7 @@ fn steer_and_deliver(side: &mut Side<'_>, frame: &[u8]) -> bool {
         let mut parsed = Parsed::new();
         parse_into(frame, &mut parsed);
         let mut tirs = Destinations::new();
-        steer(side.m, root, &parsed.key, 0, &mut tirs);
+        steer(side.m, root, &parsed.key, &mut tirs);
         let s = Steered::new(frame, parsed.l3, parsed.l4, tirs);
         side.m.steered = Some((generation, s));
     }

@@ -15,6 +15,7 @@ pub(crate) mod matcher;
 pub(crate) mod mem;
 pub(crate) mod memo;
 pub(crate) mod parse;
+pub(crate) mod pending;
 pub(crate) mod rc;
 pub(crate) mod rq;
 pub(crate) mod sendq;
@@ -83,66 +84,70 @@ pub(crate) fn doorbell<'a>(
 
 /// Work the device does on its own: retry sends stalled on receiver-not-ready, flush queues
 /// in error (receives posted to a QP or RQ in ERR complete with flush errors), and fire
-/// completion events whose moderation period has passed.
+/// completion events whose moderation period has passed. Only the objects listed in
+/// [`Pending`](pending::Pending) are visited; those with nothing left to do leave the list.
 pub(crate) fn kick<'a>(local: &mut Side<'a>, mut remote: Option<&mut Side<'a>>) {
-    let qps: Vec<(u32, bool)> = local
-        .m
-        .qps
-        .iter()
-        .filter_map(|(n, q)| match q.ctx.state() {
-            Ok(QpState::Err) => Some((n, true)),
-            Ok(QpState::Rts) if q.rnr.is_some() => Some((n, false)),
-            _ => None,
-        })
-        .collect();
-    for (qpn, in_error) in qps {
-        if in_error {
-            rq::flush(local, rq::Target::Qp(qpn));
-            let dbr = local.m.qps.get(qpn).map(|q| q.ctx.dbr_addr());
-            if dbr.is_ok_and(|dbr| sendq::counter(local.dma, dbr).is_some()) {
-                rc::run(local, None, qpn, None);
+    if local.m.pending.is_empty() {
+        return;
+    }
+    let qps: Vec<u32> = local.m.pending.qps.iter().copied().collect();
+    for qpn in qps {
+        let state = local
+            .m
+            .qps
+            .get(qpn)
+            .map(|q| (q.ctx.state(), q.rnr.is_some()));
+        match state {
+            Ok((Ok(QpState::Err), _)) => {
+                rq::flush(local, rq::Target::Qp(qpn));
+                let dbr = local.m.qps.get(qpn).map(|q| q.ctx.dbr_addr());
+                if dbr.is_ok_and(|dbr| sendq::counter(local.dma, dbr).is_some()) {
+                    rc::run(local, None, qpn, None);
+                }
             }
-        } else {
-            rc::run(local, remote.as_deref_mut(), qpn, None);
+            Ok((Ok(QpState::Rts), true)) => rc::run(local, remote.as_deref_mut(), qpn, None),
+            _ => {}
+        }
+        let still = local.m.qps.get(qpn).is_ok_and(|q| {
+            q.ctx.state() == Ok(QpState::Err)
+                || (q.ctx.state() == Ok(QpState::Rts) && q.rnr.is_some())
+        });
+        if !still {
+            local.m.pending.qps.remove(&qpn);
         }
     }
     // Queues in ERR whose doorbell record is gone (freed before the queue was destroyed) are
     // left alone rather than counted as a DMA fault at every look.
-    let sqs: Vec<u32> = local
-        .m
-        .sqs
-        .iter()
-        .filter(|(_, s)| {
-            s.ctx.state() == Ok(SqState::Err)
-                && sendq::counter(local.dma, s.ctx.wq().dbr_addr()).is_some()
-        })
-        .map(|(n, _)| n)
-        .collect();
+    let sqs: Vec<u32> = local.m.pending.sqs.iter().copied().collect();
     for sqn in sqs {
-        eth::run(local, sqn, None);
+        let dbr = match local.m.sqs.get(sqn) {
+            Ok(s) if s.ctx.state() == Ok(SqState::Err) => s.ctx.wq().dbr_addr(),
+            _ => {
+                local.m.pending.sqs.remove(&sqn);
+                continue;
+            }
+        };
+        if sendq::counter(local.dma, dbr).is_some() {
+            eth::run(local, sqn, None);
+        }
     }
-    let rqs: Vec<u32> = local
-        .m
-        .rqs
-        .iter()
-        .filter(|(_, r)| r.ctx.state() == Ok(RqState::Err))
-        .map(|(n, _)| n)
-        .collect();
+    let rqs: Vec<u32> = local.m.pending.rqs.iter().copied().collect();
     for rqn in rqs {
-        rq::flush(local, rq::Target::Rq(rqn));
+        match local.m.rqs.get(rqn) {
+            Ok(r) if r.ctx.state() == Ok(RqState::Err) => rq::flush(local, rq::Target::Rq(rqn)),
+            _ => {
+                local.m.pending.rqs.remove(&rqn);
+            }
+        }
     }
     cq::timers(local.m, local.dma, Instant::now());
 }
 
-/// True while the device has work of its own pending (see [`kick`]), so that the firmware
-/// thread of threaded mode wakes up for it.
+/// True while the device may have work of its own pending (see [`kick`]), so that the
+/// firmware thread of threaded mode wakes up for it. An object that moved on stays listed
+/// until the next `kick` looks at it.
 pub(crate) fn busy(m: &Model) -> bool {
-    m.qps
-        .iter()
-        .any(|(_, q)| q.rnr.is_some() || q.ctx.state() == Ok(QpState::Err))
-        || m.sqs.iter().any(|(_, s)| s.ctx.state() == Ok(SqState::Err))
-        || m.rqs.iter().any(|(_, r)| r.ctx.state() == Ok(RqState::Err))
-        || cq::timer_pending(m)
+    !m.pending.is_empty()
 }
 
 /// A QP command moved QP `qpn` to ERR: what is posted completes with flush errors.
@@ -153,10 +158,12 @@ pub(crate) fn qp_to_err(m: &mut Model, dma: &DmaSpace, qpn: u32) {
 
 /// MODIFY_SQ moved SQ `sqn` to ERR.
 pub(crate) fn sq_to_err(m: &mut Model, dma: &DmaSpace, sqn: u32) {
+    m.pending.sqs.insert(sqn);
     eth::run(&mut Side::new(m, dma), sqn, None);
 }
 
 /// MODIFY_RQ moved RQ `rqn` to ERR.
 pub(crate) fn rq_to_err(m: &mut Model, dma: &DmaSpace, rqn: u32) {
+    m.pending.rqs.insert(rqn);
     rq::flush(&mut Side::new(m, dma), rq::Target::Rq(rqn));
 }

@@ -162,6 +162,7 @@ pub(crate) fn set_err(side: &mut Side<'_>, qpn: u32, flush_sq: bool) {
     };
     qp.ctx.set_state(QpState::Err);
     qp.rnr = None;
+    side.m.pending.qps.insert(qpn);
     rq::flush(side, Target::Qp(qpn));
     if flush_sq {
         run(side, None, qpn, None);
@@ -300,6 +301,7 @@ fn rnr(local: &mut Side<'_>, qpn: u32) -> Option<Fault> {
         Some(Fault::Local(CqeSyndrome::RnrRetryExcErr))
     } else {
         qp.rnr = Some(left);
+        local.m.pending.qps.insert(qpn);
         None
     }
 }

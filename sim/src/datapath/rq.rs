@@ -334,6 +334,7 @@ pub(crate) fn fail(side: &mut Side<'_>, t: Target, index: u16, syndrome: CqeSynd
 pub(crate) fn rq_error(side: &mut Side<'_>, rqn: u32) {
     if let Ok(rq) = side.m.rqs.get_mut(rqn) {
         rq.ctx.set_state(RqState::Err);
+        side.m.pending.rqs.insert(rqn);
     }
     flush(side, Target::Rq(rqn));
 }

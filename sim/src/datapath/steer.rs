@@ -4,44 +4,84 @@
 //! [`matcher`](super::matcher), copied into each entry); the first that matches decides (drop, or forward to its
 //! destinations, which may be further tables); an entry that only allows is passed over; with
 //! no match the table's miss action applies (default: drop).
+//!
+//! The commands keep the table graph loop-free (a table forwards or misses only to tables of a
+//! higher level, `exec/flow.rs`), but a loop-free graph can still fan out: k table
+//! destinations per table over n levels are k^n paths. The walk is bounded anyway, as the
+//! steering runs under the model's lock on input a guest controls: each table is walked at
+//! most once per frame (a table reached again adds nothing new: the same key takes the same
+//! way through it), at most [`MAX_TABLES`] tables and [`MAX_ENTRIES`] entries are looked at,
+//! and at most [`MAX_DESTINATIONS`] TIRs collected; past a bound the frame goes only where the
+//! walk got so far.
 
 use crate::exec::flow::{Dest, ACTION_DROP, ACTION_FWD};
 use crate::model::Model;
 use crate::stackvec::StackVec;
 
-/// Nesting of flow tables the steering follows before giving up (loops are dropped).
-const MAX_STEERING_DEPTH: u32 = 16;
+/// Distinct tables one frame's walk visits.
+pub(crate) const MAX_TABLES: usize = 64;
+/// Entries one frame's walk matches the key against.
+pub(crate) const MAX_ENTRIES: u32 = 1 << 16;
+/// TIRs one frame goes to.
+pub(crate) const MAX_DESTINATIONS: usize = 64;
 
 /// Where a frame goes: (TIR, flow tag of the entry that sent it there); usually one.
 pub(crate) type Destinations = StackVec<(u32, u32), 4>;
 
-/// Steers `key` through flow table `table` (and tables it forwards or misses to), adding the
+/// What one frame's walk has used of its bounds.
+struct Walk {
+    visited: [u32; MAX_TABLES],
+    tables: usize,
+    entries: u32,
+}
+
+/// Steers `key` from flow table `root` (and the tables it forwards or misses to), adding the
 /// TIRs the frame goes to to `out`.
-pub(crate) fn steer(m: &Model, table: u32, key: &[u8], depth: u32, out: &mut Destinations) {
-    if depth > MAX_STEERING_DEPTH {
-        return;
-    }
-    let Ok(t) = m.flow.tables.get(table) else {
-        return;
+pub(crate) fn steer(m: &Model, root: u32, key: &[u8], out: &mut Destinations) {
+    let mut walk = Walk {
+        visited: [0; MAX_TABLES],
+        tables: 0,
+        entries: 0,
     };
-    for fte in t.entries.values() {
-        if !fte.criteria.matches(key, &fte.masked) {
-            continue;
-        }
-        if fte.action & ACTION_DROP != 0 {
+    walk.table(m, root, key, out);
+}
+
+impl Walk {
+    fn table(&mut self, m: &Model, table: u32, key: &[u8], out: &mut Destinations) {
+        if self.tables == MAX_TABLES || self.visited[..self.tables].contains(&table) {
             return;
         }
-        if fte.action & ACTION_FWD != 0 {
-            for d in &fte.dests {
-                match *d {
-                    Dest::Tir(tir) => out.push((tir, fte.flow_tag)),
-                    Dest::Table(next) => steer(m, next, key, depth + 1, out),
-                }
+        self.visited[self.tables] = table;
+        self.tables += 1;
+        let Ok(t) = m.flow.tables.get(table) else {
+            return;
+        };
+        for fte in t.entries.values() {
+            if self.entries == MAX_ENTRIES {
+                return;
             }
-            return;
+            self.entries += 1;
+            if !fte.criteria.matches(key, &fte.masked) {
+                continue;
+            }
+            if fte.action & ACTION_DROP != 0 {
+                return;
+            }
+            if fte.action & ACTION_FWD != 0 {
+                for d in &fte.dests {
+                    match *d {
+                        Dest::Tir(tir) if out.len() < MAX_DESTINATIONS => {
+                            out.push((tir, fte.flow_tag))
+                        }
+                        Dest::Tir(_) => {}
+                        Dest::Table(next) => self.table(m, next, key, out),
+                    }
+                }
+                return;
+            }
         }
-    }
-    if let Some(miss) = t.miss {
-        steer(m, miss, key, depth + 1, out);
+        if let Some(miss) = t.miss {
+            self.table(m, miss, key, out);
+        }
     }
 }

@@ -12,10 +12,27 @@
 //! Each slot is a sequence lock: its writer (always holding the space's mutex, so writers
 //! never race each other) makes the sequence odd, stores the fields, and makes it even again;
 //! a reader that sees an odd sequence, or a different sequence after reading the fields,
-//! misses. Every slot also records the space's epoch at fill time, and unmapping a region
-//! bumps the epoch, so no translation survives a `free`: a later access faults exactly as
-//! without the cache. Regions are only added otherwise, and a slot is only ever filled with
-//! a region that really holds its page, so an added region cannot make a slot wrong.
+//! misses. A slot is only ever filled with a region that really holds its page (found in the
+//! map under the mutex), so a region added later cannot make a slot wrong.
+//!
+//! Why a hit never reaches released memory. Every slot records the space's epoch at fill
+//! time, and a hit needs the slot's epoch to equal the current one. Memory leaves the space
+//! (`free`, `unmap`) only inside the owning device's quiescer, which holds the model's lock,
+//! and there, under the mutex, the region leaves the map and the epoch advances *before*
+//! its memory is released. Readers are model sessions, which hold the model's lock for as
+//! long as they use what they looked up. So:
+//!
+//! - a session in progress when a region goes keeps the quiescer waiting: the memory is
+//!   released only after the session, and everything it looked up, is done;
+//! - a session that starts afterwards takes the model's lock after the quiescer released it,
+//!   so the epoch's advance happens before the session's reads (lock release and acquire
+//!   order them; the epoch is also read with acquire ordering) and every slot filled before
+//!   is a miss; the miss goes to the map, which no longer has the region: the access
+//!   faults, exactly as without the cache.
+//!
+//! IOVAs of an external space can be mapped again after an unmap; a slot of the old mapping
+//! is stale by its epoch, and a new fill finds the new region. Host-side copies do not use
+//! the cache (they look up under the mutex).
 
 use std::sync::atomic::{fence, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 

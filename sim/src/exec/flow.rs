@@ -4,6 +4,13 @@
 //! that order (an entry before its group, every group before its table). The model checks the
 //! structure (types, ranges, overlaps, references to TIRs and tables) and keeps it, with the
 //! match criteria and values the data path steers received frames by.
+//!
+//! Levels keep the graph loop-free, as the PRM intends and Linux assumes (`fs_core.c` only
+//! forwards to a table of a higher level, and chains misses to the next level): a table's
+//! level is at most [`MAX_FT_LEVEL`]; an entry's FLOW_TABLE destination and a table's miss
+//! table must be of the same type and of a higher level (so never the table itself).
+//! `ignore_flow_level`, which lifts the rule on hardware that advertises it, is refused: the
+//! model does not. The data path bounds its walk regardless (`datapath/steer.rs`).
 
 use super::{out, Ctx, Req};
 use crate::datapath::matcher::Criteria;
@@ -20,9 +27,14 @@ use std::collections::BTreeMap;
 
 /// Largest log_size of a table.
 const MAX_LOG_SIZE: u8 = 24;
-/// Most tables and groups the model keeps.
+/// Most tables, groups and entries (over all tables) the model keeps: what a guest can make
+/// the model allocate is bounded.
 const MAX_TABLES: u64 = 1 << 16;
 const MAX_GROUPS: u64 = 1 << 20;
+const MAX_ENTRIES: u64 = 1 << 16;
+/// Highest table level (flow table capabilities' max_ft_level, the model's choice; Linux
+/// needs at least 3 in NIC RX for its Ethernet function).
+pub(crate) const MAX_FT_LEVEL: u8 = 64;
 /// match_criteria_enable bits: the seven parts of fte_match_param.
 pub(crate) const CRITERIA_PARTS: u8 = 0x7f;
 /// Actions the model accepts: allow, drop, forward to the destination list, count.
@@ -57,6 +69,8 @@ fn match_bytes(input: &[u8], at: usize) -> Vec<u8> {
 #[derive(Debug, Clone)]
 pub(crate) struct FlowTable {
     pub table_type: u8,
+    /// Level in its namespace: forwards and misses go only to higher levels.
+    pub level: u8,
     pub log_size: u8,
     pub entries: BTreeMap<u32, Fte>,
     /// Where frames that match no entry go (table_miss_action fwd); `None`: dropped.
@@ -102,6 +116,8 @@ pub(crate) struct FlowTables {
     pub tables: Table<FlowTable>,
     pub groups: Table<FlowGroup>,
     pub roots: BTreeMap<u8, u32>,
+    /// Entries over all tables.
+    pub entries: u64,
 }
 
 impl Default for FlowTables {
@@ -118,7 +134,7 @@ impl Default for FlowTables {
             ),
             groups: Table::new(
                 1,
-                u32::MAX,
+                0xff_ffff,
                 TableErrors {
                     unknown: s::FG_UNKNOWN,
                     busy: s::FG_UNKNOWN,
@@ -126,6 +142,7 @@ impl Default for FlowTables {
                 },
             ),
             roots: BTreeMap::new(),
+            entries: 0,
         }
     }
 }
@@ -156,18 +173,22 @@ pub(super) fn create_table(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
         ctx.log_size() <= MAX_LOG_SIZE,
         Fail::bad_param(s::FT_BAD_SIZE),
     )?;
+    let level = ctx.level();
+    ensure(level <= MAX_FT_LEVEL, Fail::bad_param(s::FT_BAD_LEVEL))?;
     let flow = &mut cx.m.flow;
     let miss = match ctx.table_miss_action() {
         Ok(FlowTableMissAction::Default) => None,
         Ok(FlowTableMissAction::Fwd) => {
             let id = ctx.table_miss_id();
-            table_of(flow, id, ty, s::FT_MISS_TABLE_UNKNOWN)?;
+            let next = table_of(flow, id, ty, s::FT_MISS_TABLE_UNKNOWN)?;
+            ensure(next.level > level, Fail::bad_param(s::FT_MISS_LEVEL))?;
             Some(id)
         }
         _ => return Err(Fail::bad_param(s::FT_BAD_MISS_ACTION)),
     };
     let table = FlowTable {
         table_type: ty,
+        level,
         log_size: ctx.log_size(),
         entries: BTreeMap::new(),
         miss,
@@ -217,8 +238,15 @@ pub(super) fn create_group(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
     Ok(o)
 }
 
-/// Reads and checks the destination and counter lists of a SET_FTE input.
-fn destinations(cx: &Ctx<'_>, input: &[u8], fc: &FlowContext<&[u8]>, ty: u8) -> Outcome<Vec<Dest>> {
+/// Reads and checks the destination and counter lists of a SET_FTE input for an entry of a
+/// table of type `ty` at `level`.
+fn destinations(
+    cx: &Ctx<'_>,
+    input: &[u8],
+    fc: &FlowContext<&[u8]>,
+    ty: u8,
+    level: u8,
+) -> Outcome<Vec<Dest>> {
     let stride = if fc.extended_destination() {
         EXT_DEST_SIZE
     } else {
@@ -244,7 +272,8 @@ fn destinations(cx: &Ctx<'_>, input: &[u8], fc: &FlowContext<&[u8]>, ty: u8) -> 
                 Dest::Tir(id)
             }
             Ok(FlowDestinationType::FlowTable) => {
-                table_of(&cx.m.flow, id, ty, s::FTE_DEST_UNKNOWN)?;
+                let next = table_of(&cx.m.flow, id, ty, s::FTE_DEST_UNKNOWN)?;
+                ensure(next.level > level, Fail::bad_param(s::FTE_DEST_LEVEL))?;
                 Dest::Table(id)
             }
             _ => return Err(Fail::bad_param(s::FTE_DEST_BAD_TYPE)),
@@ -284,6 +313,11 @@ pub(super) fn set_entry(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
     let group_id = fc.group_id();
     let table = table_of(&cx.m.flow, table_id, ty, s::FT_UNKNOWN)?;
     let exists = table.entries.contains_key(&index);
+    let level = table.level;
+    ensure(
+        !input.ignore_flow_level(),
+        Fail::bad_param(s::FTE_IGNORE_FLOW_LEVEL),
+    )?;
     let group = match cx.m.flow.groups.get(group_id) {
         Ok(g) if g.table == table_id => g,
         _ => return Err(Fail::bad_res(s::FG_UNKNOWN)),
@@ -296,6 +330,10 @@ pub(super) fn set_entry(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
         0 => ensure(!exists, Fail::bad_param(s::FTE_EXISTS))?,
         _ => ensure(exists, Fail::bad_param(s::FTE_NOT_FOUND))?,
     }
+    ensure(
+        exists || cx.m.flow.entries < MAX_ENTRIES,
+        Fail::lim(s::FTE_LIMIT),
+    )?;
     let action = fc.action();
     let known = ACTION_ALLOW | ACTION_DROP | ACTION_FWD | ACTION_COUNT;
     let fwd = action & ACTION_FWD != 0;
@@ -306,7 +344,7 @@ pub(super) fn set_entry(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
     let value = match_bytes(req.input, MATCH_VALUE);
     let masked = group.compiled.masked(&value);
     let criteria = group.compiled.clone();
-    let dests = destinations(cx, req.input, &fc, ty)?;
+    let dests = destinations(cx, req.input, &fc, ty, level)?;
     let entry = Fte {
         group: group_id,
         action,
@@ -317,8 +355,9 @@ pub(super) fn set_entry(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
     };
     hold(cx, &entry.dests);
     let table = cx.m.flow.tables.get_mut(table_id)?;
-    if let Some(old) = table.entries.insert(index, entry) {
-        release(cx, &old.dests);
+    match table.entries.insert(index, entry) {
+        Some(old) => release(cx, &old.dests),
+        None => cx.m.flow.entries += 1,
     }
     Ok(out::<cmd::SetFte>(0))
 }
@@ -356,6 +395,7 @@ pub(super) fn delete_entry(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
     )?;
     let entry = cx.m.flow.tables.get_mut(table_id)?.entries.remove(&index);
     if let Some(entry) = entry {
+        cx.m.flow.entries = cx.m.flow.entries.saturating_sub(1);
         release(cx, &entry.dests);
     }
     Ok(out::<cmd::DeleteFte>(0))

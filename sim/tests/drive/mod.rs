@@ -1,0 +1,413 @@
+//! Drives one `mlx5_sim::Device` with a program decoded from arbitrary bytes, as an untrusted
+//! guest would: BAR reads and writes of every size at any offset, arbitrary guest memory
+//! (commands, mailboxes, contexts, WQEs, rings, doorbell records, pointers into guest RAM or
+//! anywhere), well-delivered commands with arbitrary inputs, raw doorbells, frames, events,
+//! unmapping and remapping guest RAM, and reset. Shared by the cargo-fuzz target
+//! (`sim/fuzz`) and the bounded property test (`sim/tests/fuzz_device.rs`).
+//!
+//! What is checked: nothing panics (a panic is the failure), the device still serves a
+//! well-formed command afterwards, and the model never wrote outside guest RAM (guard areas on
+//! both sides of it keep their canary bytes). Time and memory are bounded by the fuzzer
+//! (`-timeout`, `-rss_limit_mb`) and by the property test's case count.
+
+#![allow(dead_code)]
+
+use mlx5_prm::cmd;
+use mlx5_prm::rt::Command;
+use mlx5_prm::{CmdIfBox, CmdQueueEntry};
+use mlx5_sim::{Config, Device, DmaBacking};
+use std::alloc::{alloc, dealloc, Layout};
+use std::sync::Arc;
+
+/// Where guest RAM is mapped, and its size.
+pub const BASE: u64 = 0x10_0000;
+pub const RAM: usize = 1 << 20;
+/// Unmapped guard bytes on each side of guest RAM, filled with [`CANARY`].
+const GUARD: usize = 64 << 10;
+const CANARY: u8 = 0xa5;
+/// The harness's own command queue and mailboxes in guest RAM (the program may overwrite them
+/// like any other memory).
+const CMDQ: u64 = BASE;
+const IN_BOXES: u64 = BASE + 0x1000;
+const OUT_BOXES: u64 = BASE + 0x5000;
+const BOXES: usize = 16;
+/// Pages the bring-up gives, from here.
+const PAGES: u64 = BASE + 0x1_0000;
+/// Most ops one program runs.
+const MAX_OPS: usize = 256;
+
+/// Reads the program.
+struct Cursor<'a> {
+    data: &'a [u8],
+}
+
+impl Cursor<'_> {
+    fn bytes(&mut self, n: usize) -> &[u8] {
+        let n = n.min(self.data.len());
+        let (head, rest) = self.data.split_at(n);
+        self.data = rest;
+        head
+    }
+    fn u8(&mut self) -> u8 {
+        self.bytes(1).first().copied().unwrap_or(0)
+    }
+    fn u16(&mut self) -> u16 {
+        u16::from(self.u8()) << 8 | u16::from(self.u8())
+    }
+    fn u32(&mut self) -> u32 {
+        u32::from(self.u16()) << 16 | u32::from(self.u16())
+    }
+    fn u64(&mut self) -> u64 {
+        u64::from(self.u32()) << 32 | u64::from(self.u32())
+    }
+    fn done(&self) -> bool {
+        self.data.is_empty()
+    }
+    /// An IOVA: a page of guest RAM, any byte of it, anything, or 0.
+    fn pointer(&mut self) -> u64 {
+        match self.u8() % 4 {
+            0 => BASE + ((u64::from(self.u32()) % RAM as u64) & !0xfff),
+            1 => BASE + u64::from(self.u32()) % RAM as u64,
+            2 => self.u64(),
+            _ => 0,
+        }
+    }
+    /// A value a handle field plausibly holds: the first handles of each kind, or anything.
+    fn handle(&mut self) -> u32 {
+        const FIRST: [u32; 13] = [
+            0, 1, 8, 0x11, 0x21, 0x401, 0x801, 0xc02, 0x1001, 0x1401, 0x1801, 0x1c01, 0x2001,
+        ];
+        match self.u8() {
+            k if (k as usize) < FIRST.len() * 16 => {
+                FIRST[k as usize % FIRST.len()] + u32::from(k / 64)
+            }
+            _ => self.u32(),
+        }
+    }
+}
+
+/// XOR of all bytes (command signatures).
+fn xor(bytes: &[u8]) -> u8 {
+    bytes.iter().fold(0, |a, b| a ^ b)
+}
+
+/// Guest RAM between two guard areas; only the middle is mapped. One per thread, reused by
+/// every program the thread runs (cleared in between): allocating and filling it per program
+/// was most of a short program's time.
+pub struct Ram {
+    ptr: *mut u8,
+}
+
+thread_local! {
+    static RAM_OF_THREAD: Ram = Ram::new();
+}
+
+impl Ram {
+    fn new() -> Ram {
+        let layout = Ram::layout();
+        // SAFETY: non-zero size.
+        let ptr = unsafe { alloc(layout) };
+        assert!(!ptr.is_null());
+        Ram { ptr }
+    }
+
+    fn layout() -> Layout {
+        Layout::from_size_align(RAM + 2 * GUARD, 4096).unwrap()
+    }
+
+    /// Guards full of canaries, guest RAM zeroed; nothing may be mapped.
+    fn clear(&self) {
+        // SAFETY: inside the allocation, which no device maps now.
+        unsafe {
+            std::ptr::write_bytes(self.ptr, CANARY, GUARD);
+            std::ptr::write_bytes(self.ptr.add(GUARD), 0, RAM);
+            std::ptr::write_bytes(self.ptr.add(GUARD + RAM), CANARY, GUARD);
+        }
+    }
+
+    fn mapped(&self) -> *mut u8 {
+        // SAFETY: GUARD < size.
+        unsafe { self.ptr.add(GUARD) }
+    }
+
+    fn guards_intact(&self) -> bool {
+        // SAFETY: the guards are inside the allocation and never mapped for a device, and
+        // the device works only in this thread (inline mode): nothing writes them meanwhile.
+        let (low, high) = unsafe {
+            (
+                std::slice::from_raw_parts(self.ptr, GUARD),
+                std::slice::from_raw_parts(self.ptr.add(GUARD + RAM), GUARD),
+            )
+        };
+        low.iter().chain(high).all(|&b| b == CANARY)
+    }
+}
+
+impl Drop for Ram {
+    fn drop(&mut self) {
+        // SAFETY: allocated with this layout in `new`.
+        unsafe { dealloc(self.ptr, Ram::layout()) };
+    }
+}
+
+/// One device over guest RAM.
+pub struct Rig<'r> {
+    pub dev: Arc<Device>,
+    ram: &'r Ram,
+    token: u8,
+}
+
+impl Drop for Rig<'_> {
+    fn drop(&mut self) {
+        let _ = self.dev.unmap_all_dma();
+    }
+}
+
+impl<'r> Rig<'r> {
+    fn new(ram: &'r Ram) -> Rig<'r> {
+        let dev = Device::new(Config {
+            dma: DmaBacking::External,
+            boot_pages: 2,
+            init_pages: 2,
+            regular_pages: 4,
+            ..Config::default()
+        });
+        ram.clear();
+        // SAFETY: `ram` outlives the Rig, which unmaps it when dropped.
+        unsafe { dev.map_dma(BASE, ram.mapped(), RAM) }.unwrap();
+        let rig = Rig { dev, ram, token: 0 };
+        rig.program_cmdq();
+        rig
+    }
+
+    fn program_cmdq(&self) {
+        self.dev.write32(0x10, (CMDQ >> 32) as u32);
+        self.dev.write32(0x14, CMDQ as u32);
+    }
+
+    fn write(&self, iova: u64, data: &[u8]) {
+        let _ = self.dev.dma().write(iova, data);
+    }
+
+    /// Posts `input` in slot 0 with mailboxes as needed, rings, returns (delivery, status).
+    pub fn command(&mut self, input: &[u8], out_len: usize) -> Option<(u8, u8)> {
+        self.token = self.token.wrapping_add(1).max(1);
+        let token = self.token;
+        let in_len = input.len().min(16 + BOXES * 512);
+        let out_len = out_len.min(16 + BOXES * 512);
+        let chain = |at: u64, payload: &[u8], n: usize| {
+            for i in 0..n {
+                let mut b = CmdIfBox::zeroed();
+                let chunk = payload.get(i * 512..).unwrap_or(&[]);
+                let k = chunk.len().min(512);
+                b.storage_mut()[..k].copy_from_slice(&chunk[..k]);
+                if i + 1 < n {
+                    let next = at + (i as u64 + 1) * 1024;
+                    b.set_next_pointer_63_32((next >> 32) as u32);
+                    b.set_next_pointer_31_10((next as u32) >> 10);
+                }
+                b.set_block_number(i as u32);
+                b.set_token(token);
+                // Signatures, which the model checks once a program enabled command
+                // checksums (SET_HCA_CAP cmdif_checksum): ignored otherwise.
+                let mut raw = *b.storage();
+                raw[0x23e] = 0xff ^ xor(&raw[0x200..0x23e]);
+                raw[0x23f] = 0xff ^ xor(&raw[..0x23f]);
+                self.write(at + i as u64 * 1024, &raw);
+            }
+        };
+        let rest = input.get(16..in_len).unwrap_or(&[]);
+        chain(IN_BOXES, rest, rest.len().div_ceil(512));
+        chain(OUT_BOXES, &[], out_len.saturating_sub(16).div_ceil(512));
+        let mut e = CmdQueueEntry::zeroed();
+        e.set_type_raw(7);
+        e.set_input_length(in_len as u32);
+        let mut inline = [0u8; 16];
+        let n = in_len.min(16);
+        inline[..n].copy_from_slice(&input[..n]);
+        e.set_command_input_inline_data(&inline);
+        e.set_input_mailbox_pointer_63_32((IN_BOXES >> 32) as u32);
+        e.set_input_mailbox_pointer_31_9((IN_BOXES as u32) >> 9);
+        e.set_output_mailbox_pointer_63_32((OUT_BOXES >> 32) as u32);
+        e.set_output_mailbox_pointer_31_9((OUT_BOXES as u32) >> 9);
+        e.set_output_length(out_len as u32);
+        e.set_token(token);
+        e.set_ownership(true);
+        let mut raw = *e.storage();
+        raw[0x3d] = 0;
+        raw[0x3d] = 0xff ^ xor(&raw);
+        self.write(CMDQ, &raw);
+        self.dev.write32(0x18, 1);
+        let mut back = [0u8; 64];
+        self.dev.dma().read(CMDQ, &mut back).ok()?;
+        let e = CmdQueueEntry::new_unchecked(&back[..]);
+        (!e.ownership()).then(|| (e.status_raw(), e.command_output_inline_data()[0]))
+    }
+
+    /// The standard bring-up: ENABLE_HCA, SET_ISSI, pages, INIT_HCA, a UAR and a PD.
+    fn bring_up(&mut self) {
+        let simple = |opcode: u16, op_mod: u16| {
+            let mut b = vec![0u8; 16];
+            b[..2].copy_from_slice(&opcode.to_be_bytes());
+            b[6..8].copy_from_slice(&op_mod.to_be_bytes());
+            b
+        };
+        self.command(&simple(cmd::EnableHca::OPCODE, 0), 16);
+        let mut issi = simple(cmd::SetIssi::OPCODE, 0);
+        issi.resize(16 + 8, 0);
+        issi[8..12].copy_from_slice(&1u32.to_be_bytes());
+        self.command(&issi, 16);
+        for (op_mod, first) in [(1u16, 0u64), (1, 2)] {
+            let mut give = simple(cmd::ManagePages::OPCODE, op_mod);
+            give.resize(16 + 2 * 8, 0);
+            give[12..16].copy_from_slice(&2u32.to_be_bytes());
+            for k in 0..2u64 {
+                let p = PAGES + (first + k) * 4096;
+                give[16 + 8 * k as usize..24 + 8 * k as usize].copy_from_slice(&p.to_be_bytes());
+            }
+            self.command(&give, 16);
+        }
+        self.command(&simple(cmd::InitHca::OPCODE, 0), 16);
+        self.command(&simple(cmd::AllocUar::OPCODE, 0), 16);
+        self.command(&simple(cmd::AllocPd::OPCODE, 0), 16);
+    }
+
+    /// Runs the program in `data`.
+    pub fn run(&mut self, data: &[u8]) {
+        let opcodes: Vec<u16> = mlx5_sim::supported_opcodes().collect();
+        let mut c = Cursor { data };
+        if c.u8() % 2 == 0 {
+            self.bring_up();
+        }
+        for _ in 0..MAX_OPS {
+            if c.done() {
+                break;
+            }
+            match c.u8() % 16 {
+                0 | 1 => {
+                    let at = BASE + u64::from(c.u32()) % RAM as u64;
+                    let n = usize::from(c.u8());
+                    let bytes = c.bytes(n).to_vec();
+                    self.write(at, &bytes);
+                }
+                2 => {
+                    let at = BASE + ((u64::from(c.u32()) % RAM as u64) & !7);
+                    let p = c.pointer();
+                    self.write(at, &p.to_be_bytes());
+                }
+                3 => {
+                    let at = BASE + ((u64::from(c.u32()) % RAM as u64) & !3);
+                    let h = c.handle();
+                    self.write(at, &h.to_be_bytes());
+                }
+                4 | 5 => {
+                    let (size, offset, value) = (self.size(&mut c), self.offset(&mut c), c.u64());
+                    self.dev.bar_write(offset, size, value);
+                }
+                6 => {
+                    let (size, offset) = (self.size(&mut c), self.offset(&mut c));
+                    self.dev.bar_read(offset, size);
+                }
+                7..=9 => {
+                    let opcode = opcodes[usize::from(c.u8()) % opcodes.len()];
+                    let op_mod = u16::from(c.u8() % 4);
+                    let len = 16 + usize::from(c.u16()) % (BOXES * 512);
+                    let out_len = 16 + usize::from(c.u16()) % (BOXES * 512);
+                    let mut input = c.bytes(len).to_vec();
+                    input.resize(len, 0);
+                    input[..2].copy_from_slice(&opcode.to_be_bytes());
+                    input[2..4].fill(0);
+                    input[6..8].copy_from_slice(&op_mod.to_be_bytes());
+                    for _ in 0..c.u8() % 6 {
+                        let at = 8 + usize::from(c.u16()) % (len - 8) / 4 * 4;
+                        if c.u8() % 2 == 0 && at + 8 <= len {
+                            input[at..at + 8].copy_from_slice(&c.pointer().to_be_bytes());
+                        } else if at + 4 <= len {
+                            input[at..at + 4].copy_from_slice(&c.handle().to_be_bytes());
+                        }
+                    }
+                    self.command(&input, out_len);
+                }
+                10 => self.dev.write32(0x18, c.u32()),
+                11 => {
+                    let n = usize::from(c.u8()) * 8;
+                    let frame = c.bytes(n).to_vec();
+                    self.dev.receive_frame(&frame);
+                }
+                12 => {
+                    let offset = self.offset(&mut c);
+                    let words: Vec<u64> = (0..c.u8() % 40).map(|_| c.u64()).collect();
+                    self.dev.write_block(offset, &words);
+                }
+                13 => match c.u8() % 4 {
+                    0 => self.dev.request_pages(i32::from(c.u8() as i8)),
+                    1 => self.dev.raise_port_change(c.u8() % 3, c.u8() % 2 == 0),
+                    2 => self.dev.loopback(c.u8() % 2 == 0),
+                    _ => self.dev.tick(),
+                },
+                14 => {
+                    // Guest RAM goes away under the device and comes back (a DMA_UNMAP and a
+                    // new DMA_MAP): accesses in between fault.
+                    let _ = self.dev.unmap_all_dma();
+                    if c.u8() % 2 == 0 {
+                        self.dev.write32(0x18, 1);
+                        self.dev.tick();
+                    }
+                    // SAFETY: as in `new`.
+                    unsafe { self.dev.map_dma(BASE, self.ram.mapped(), RAM) }.unwrap();
+                }
+                _ => {
+                    if c.u8() % 4 == 0 {
+                        self.dev.reset();
+                        self.program_cmdq();
+                    }
+                }
+            }
+        }
+    }
+
+    fn size(&self, c: &mut Cursor<'_>) -> usize {
+        [1, 2, 4, 8, 4, 8, 3, 16][usize::from(c.u8() % 8)]
+    }
+
+    fn offset(&self, c: &mut Cursor<'_>) -> usize {
+        match c.u8() % 4 {
+            // The initialization segment, leaving the command queue address alone more often
+            // than not (the program rewrites it with op 4 anyway).
+            0 => usize::from(c.u16()) % 0x4010,
+            // A UAR page ALLOC_UAR hands out early, at any offset.
+            1 => (8 + usize::from(c.u8() % 4)) * 4096 + usize::from(c.u16()) % 4096,
+            // Its doorbells exactly.
+            2 => {
+                (8 + usize::from(c.u8() % 4)) * 4096
+                    + [0x20, 0x24, 0x40, 0x48, 0x800, 0x900][usize::from(c.u8() % 6)]
+            }
+            _ => c.u32() as usize,
+        }
+    }
+
+    /// The device still serves a well-formed command, and never wrote outside guest RAM.
+    pub fn check(&mut self) {
+        assert!(
+            self.ram.guards_intact(),
+            "the device wrote outside guest RAM"
+        );
+        let _ = self.dev.unmap_all_dma();
+        // SAFETY: as in `new`.
+        unsafe { self.dev.map_dma(BASE, self.ram.mapped(), RAM) }.unwrap();
+        self.program_cmdq();
+        let mut issi = vec![0u8; 16];
+        issi[..2].copy_from_slice(&cmd::QueryIssi::OPCODE.to_be_bytes());
+        let r = self.command(&issi, 0x70);
+        assert_eq!(r, Some((0, 0)), "QUERY_ISSI after the program");
+    }
+}
+
+/// Runs one program and checks the device afterwards.
+pub fn run(data: &[u8]) {
+    RAM_OF_THREAD.with(|ram| {
+        let mut rig = Rig::new(ram);
+        rig.run(data);
+        rig.check();
+    });
+}
