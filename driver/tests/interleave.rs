@@ -164,7 +164,11 @@ fn run(mode: Mode, steps: Vec<Step>) -> Result<(), TestCaseError> {
         sends.push_back(next_send);
         closed = true;
     }
-    for _ in 0..1000 {
+    // Wait by the clock, not by a number of polls: in threaded mode the model's thread may
+    // not run at all for a while on a loaded machine, and a yield returns at once when no
+    // other thread is runnable on this core.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::time::Instant::now() < deadline {
         if sends.is_empty() {
             break;
         }
