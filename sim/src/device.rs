@@ -510,6 +510,10 @@ impl Device {
                         self.sync();
                         self.core.software_reset(&self.config);
                     }
+                    RegWrite::NicInterfaceDisabled => {
+                        self.sync();
+                        crate::exec::hca::nic_interface_disabled(&mut self.core.model());
+                    }
                     RegWrite::None => {}
                 }
                 self.after_write(UarWrite::Other);

@@ -220,6 +220,9 @@ pub(crate) struct Model {
     pub registers: RegisterState,
     /// Commands, capability types and registers asked for that the model does not have.
     pub unimplemented: Unimplemented,
+    /// TEARDOWN_HCA prepare_fast_teardown ran: the teardown happens when the driver sets
+    /// the NIC interface to disabled.
+    pub fast_teardown_prepared: bool,
     pub driver_version: Option<[u8; 64]>,
     pub uar_state: UarStates,
     /// Interrupts raised, by MSI-X vector.
@@ -277,6 +280,7 @@ impl Model {
                 timeouts: config.timeouts,
             },
             unimplemented: Unimplemented::default(),
+            fast_teardown_prepared: false,
             driver_version: None,
             uar_state: UarStates::default(),
             interrupts: BTreeMap::new(),

@@ -64,6 +64,8 @@ pub enum RegWrite {
     /// fw_reset_supported is set): the whole device returns to its power-on state, and the
     /// NIC interface then reads disabled until the driver programs the command queue again.
     SoftwareReset,
+    /// The driver set the NIC interface to disabled (the second step of a fast teardown).
+    NicInterfaceDisabled,
 }
 
 /// A firmware failure as the health buffer reports it.
@@ -270,8 +272,12 @@ impl Regs {
                 let old = self.seg.storage().read_be32(offset);
                 let new = (value & 0xffff_f700) | (old & 0xff);
                 self.seg.storage_mut().write_be32(offset, new);
-                if (value >> 8) & 7 == NIC_INTERFACE_SW_RESET {
-                    return RegWrite::SoftwareReset;
+                match (value >> 8) & 7 {
+                    NIC_INTERFACE_SW_RESET => return RegWrite::SoftwareReset,
+                    n if n == u32::from(NicInterfaceMode::Disabled.raw()) => {
+                        return RegWrite::NicInterfaceDisabled
+                    }
+                    _ => {}
                 }
             }
             off::CMD_DBELL => return RegWrite::Doorbell(value),
@@ -420,7 +426,11 @@ mod tests {
     fn software_reset_request() {
         let mut r = Regs::new(FwReady::Immediately, 1000, None);
         r.write(0x14, 0x2345_6000);
-        assert_eq!(r.write(0x14, 0x2345_6000 | 1 << 8), RegWrite::None);
+        assert_eq!(
+            r.write(0x14, 0x2345_6000 | 1 << 8),
+            RegWrite::NicInterfaceDisabled
+        );
+        assert_eq!(r.write(0x14, 0x2345_6000), RegWrite::None);
         assert_eq!(r.write(0x14, 0x2345_6000 | 7 << 8), RegWrite::SoftwareReset);
         let mut after = Regs::after_software_reset(FwReady::Immediately, 1000, None);
         assert_eq!(after.read(0x14) >> 8 & 7, 1, "disabled after the reset");
