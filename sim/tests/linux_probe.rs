@@ -169,3 +169,60 @@ fn fast_and_forced_teardown() {
     );
     assert_eq!(l.host.dev.objects().total(), 0);
 }
+
+/// The exact command list of one probe and unload on this profile, as docs/linux-probe.md
+/// lists it (opcode, op_mod), the regular pages given right after the pages EQ exists.
+const PROBE_AND_UNLOAD: &[(u16, u16)] = &[
+    (0x104, 0),   // ENABLE_HCA
+    (0x10a, 0),   // QUERY_ISSI
+    (0x10b, 0),   // SET_ISSI 1
+    (0x107, 1),   // QUERY_PAGES boot
+    (0x108, 1),   // MANAGE_PAGES give
+    (0x805, 1),   // ACCESS_REG read DTOR
+    (0x805, 0),   // ACCESS_REG write HOST_ENDIANNESS
+    (0x100, 0x1), // QUERY_HCA_CAP general, current
+    (0x100, 0x0), // QUERY_HCA_CAP general, maximum
+    (0x109, 0x0), // SET_HCA_CAP general
+    (0x100, 0x7), // QUERY_HCA_CAP atomic, current
+    (0x100, 0x6), // QUERY_HCA_CAP atomic, maximum
+    (0x107, 2),   // QUERY_PAGES init
+    (0x108, 1),   // MANAGE_PAGES give
+    (0x102, 0),   // INIT_HCA
+    (0x10d, 0),   // SET_DRIVER_VERSION
+    (0x100, 0x1), // QUERY_HCA_CAP general, current
+    (0x100, 0x7), // QUERY_HCA_CAP atomic, current
+    (0x805, 1),   // ACCESS_REG read PCAM
+    (0x805, 1),   // ACCESS_REG read MCAM group 0
+    (0x805, 1),   // ACCESS_REG read MCAM group 2
+    (0x805, 1),   // ACCESS_REG read MCAM group 3
+    (0x805, 1),   // ACCESS_REG read QCAM
+    (0x101, 0),   // QUERY_ADAPTER
+    (0x802, 0),   // ALLOC_UAR
+    (0x301, 0),   // CREATE_EQ command EQ (polled)
+    (0x301, 0),   // CREATE_EQ async EQ (event mode from here)
+    (0x301, 0),   // CREATE_EQ pages EQ
+    (0x108, 1),   // MANAGE_PAGES give (the page request on the new pages EQ)
+    (0x302, 0),   // DESTROY_EQ pages EQ
+    (0x302, 0),   // DESTROY_EQ async EQ
+    (0x302, 0),   // DESTROY_EQ command EQ (polled)
+    (0x803, 0),   // DEALLOC_UAR
+    (0x103, 0),   // TEARDOWN_HCA graceful
+    (0x108, 2),   // MANAGE_PAGES take (768 asked; all 128 come back)
+    (0x105, 0),   // DISABLE_HCA
+];
+
+#[test]
+fn the_documented_command_list() {
+    let l = Linux::new(Config::linux_probe_only());
+    let (async_eq, pages_eq) = probe(&l, true);
+    unload(&l, async_eq, pages_eq);
+    let ran: Vec<(u16, u16)> = l
+        .host
+        .dev
+        .commands()
+        .iter()
+        .map(|c| (c.opcode, c.op_mod))
+        .collect();
+    assert_eq!(ran, PROBE_AND_UNLOAD);
+    assert_eq!(PROBE_AND_UNLOAD.len(), 36);
+}
