@@ -2,6 +2,7 @@
 //! page demands and initial faults.
 
 use crate::caps::Caps;
+use crate::dma::DmaBacking;
 use std::time::Duration;
 
 /// When the firmware finishes initializing, i.e. when the `initializing` bit of the
@@ -61,6 +62,9 @@ pub struct Config {
     pub regular_pages: u32,
     /// Faults active from the start.
     pub faults: Faults,
+    /// Where DMA memory comes from: allocated by the model for a driver in this process (the
+    /// default), or mapped by a host from outside (a vfio-user server and its guest's RAM).
+    pub dma: DmaBacking,
 }
 
 impl Default for Config {
@@ -73,6 +77,7 @@ impl Default for Config {
             init_pages: 32,
             regular_pages: 64,
             faults: Faults::default(),
+            dma: DmaBacking::default(),
         }
     }
 }

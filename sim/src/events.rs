@@ -115,7 +115,7 @@ fn write(
     eq.producer = eq.producer.wrapping_add(1);
     if eq.armed {
         eq.armed = false;
-        *m.interrupts.entry(eq.intr).or_default() += 1;
+        m.interrupts.raise(eq.intr);
     }
     Posted::Written
 }
@@ -201,7 +201,7 @@ pub(crate) fn eq_doorbell(m: &mut Model, uar: u32, value: u32, arm: bool) {
         eq.armed = true;
         if eq.outstanding() > 0 {
             eq.armed = false;
-            *m.interrupts.entry(eq.intr).or_default() += 1;
+            m.interrupts.raise(eq.intr);
         }
     }
 }

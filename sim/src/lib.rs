@@ -41,6 +41,8 @@ mod cmdq;
 mod config;
 mod datapath;
 mod device;
+// The host-facing API: external DMA, sized BAR accesses, the interrupt sink, reset.
+mod host;
 // The one module that handles raw host memory (see its documentation for the argument).
 #[allow(unsafe_code)]
 mod dma;
@@ -50,6 +52,7 @@ mod fail;
 mod faults;
 mod frames;
 mod inventory;
+mod irq;
 mod mailbox;
 mod model;
 mod pages;
@@ -57,6 +60,7 @@ mod pas;
 pub mod pcap;
 mod record;
 mod regs;
+mod session;
 mod stackvec;
 pub mod syndrome;
 mod table;
@@ -64,6 +68,7 @@ mod table;
 #[cfg(target_os = "linux")]
 #[allow(unsafe_code)]
 pub mod tap;
+mod uar;
 mod wire;
 mod worker;
 
@@ -71,11 +76,15 @@ pub use bar::{BAR_SIZE, FIRST_UAR, UAR_PAGE_SIZE};
 pub use caps::{Caps, SetRule, Settable};
 pub use config::{Config, Faults, FwReady, Mode};
 pub use device::Device;
-pub use dma::{DmaError, DmaRegion, DmaSpace, DEFAULT_DMA_LIMIT, DMA_PAGE_SIZE, IOVA_BASE};
+pub use dma::{
+    DmaBacking, DmaError, DmaRegion, DmaSpace, DEFAULT_DMA_LIMIT, DMA_PAGE_SIZE, IOVA_BASE,
+};
 pub use exec::handles::RESD_LKEY;
 pub use exec::hca::PSID;
 pub use faults::FaultInjector;
+pub use host::BAR_SPARE;
 pub use inventory::Objects;
+pub use irq::InterruptSink;
 pub use record::CommandRecord;
 pub use regs::{FW_REV, LOG_CMDQ_SIZE, LOG_CMDQ_STRIDE};
 pub use wire::{Link, Wire};

@@ -17,12 +17,12 @@ use crate::exec::{
     wq::{Rq, Sq},
 };
 use crate::frames::Frames;
+use crate::irq::Interrupts;
 use crate::pages::PagePool;
 use crate::record::CommandRecord;
 use crate::syndrome as s;
 use crate::table::{Table, TableErrors};
 use mlx5_prm::CmdHcaCap;
-use std::collections::BTreeMap;
 
 /// Where the function is in its life cycle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -216,8 +216,8 @@ pub(crate) struct Model {
     pub port: Port,
     pub driver_version: Option<[u8; 64]>,
     pub uar_state: UarStates,
-    /// Interrupts raised, by MSI-X vector.
-    pub interrupts: BTreeMap<u16, u64>,
+    /// Interrupts raised, by MSI-X vector, and those not yet handed to the host's sink.
+    pub interrupts: Interrupts,
     /// Device DMA accesses that hit unmapped memory (a driver bug on real hardware).
     pub dma_faults: u64,
     pub records: Vec<CommandRecord>,
@@ -268,7 +268,7 @@ impl Model {
             port: Port::new(),
             driver_version: None,
             uar_state: UarStates::default(),
-            interrupts: BTreeMap::new(),
+            interrupts: Interrupts::default(),
             dma_faults: 0,
             records: Vec::new(),
             stats: DataStats::default(),
