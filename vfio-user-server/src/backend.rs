@@ -93,30 +93,16 @@ impl Function {
         }));
     }
 
-    /// Power-on state again (DEVICE_RESET, FLR): a fresh model with the guest memory the
-    /// client mapped, the configuration space at its reset values, no pending interrupts.
+    /// Power-on state again (DEVICE_RESET, FLR): the model reset (its objects, pages, EQs
+    /// and command queue gone; the guest memory the client mapped stays mapped), the
+    /// configuration space at its reset values, no pending interrupts.
     pub fn reset(&mut self, why: &str) {
-        info!("function reset ({why}): fresh device model, guest memory kept");
-        {
-            let mut m = lock(&self.model);
-            m.unmap_all_dma();
-            m.reset();
-        }
+        info!("function reset ({why}): device model back to power-on, guest memory kept");
+        lock(&self.model).reset();
         self.config.reset();
         self.msix.reset();
         self.table.fill(0);
-        self.connect_interrupts();
         self.stats.resets.fetch_add(1, Ordering::Relaxed);
-        let m = lock(&self.model);
-        for r in self.mem.regions() {
-            if let Some(map) = &r.map {
-                // SAFETY: the mapping stays alive in self.mem until it is unmapped from the
-                // model (dma_unmap, shutdown).
-                if let Err(e) = unsafe { m.map_dma(r.iova, map.ptr(), map.len()) } {
-                    warn!("re-mapping {:#x}+{:#x} after reset: {e}", r.iova, r.size);
-                }
-            }
-        }
     }
 
     /// The end of the connection: the model lets go of guest memory before it is unmapped.

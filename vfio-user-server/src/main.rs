@@ -11,7 +11,6 @@ use mlx5_vfio_user::control;
 use mlx5_vfio_user::session::{self, SessionHooks, Shared};
 use mlx5_vfio_user::trace::{TraceWriter, TracedCommand};
 use std::fs::File;
-use std::io::BufWriter;
 use std::os::unix::net::UnixListener;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -34,25 +33,35 @@ struct Args {
     once: bool,
 }
 
-/// Writes the commands of each session to the trace.
+/// Writes the commands of each session to the trace as the model records them (the model
+/// keeps the log; a thread copies what is new every 100 ms, and the end of a session copies
+/// the rest). The model's records carry opcode, op_mod, status and syndrome; the fields of
+/// the input and output are decoded when the model hands the bytes over too.
 struct Tracer {
-    out: Mutex<TraceWriter>,
+    state: Mutex<TraceState>,
 }
 
-impl SessionHooks for Tracer {
-    fn start(&self, session: u64, _model: &SharedModel) {
-        let mut w = self.out.lock().unwrap_or_else(|e| e.into_inner());
-        let _ = w.note(&format!("session {session}: fresh device"));
-    }
+struct TraceState {
+    out: TraceWriter,
+    session: u64,
+    written: usize,
+}
 
-    fn end(&self, session: u64, model: &SharedModel) {
+impl Tracer {
+    /// Copies the records of `model` (session `session`) not yet written.
+    fn copy(&self, session: u64, model: &SharedModel) {
         let records = model
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .device()
             .commands();
-        let mut w = self.out.lock().unwrap_or_else(|e| e.into_inner());
-        for r in records {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if st.session != session {
+            st.session = session;
+            st.written = 0;
+        }
+        let from = st.written.min(records.len());
+        for r in &records[from..] {
             let c = TracedCommand {
                 opcode: r.opcode,
                 op_mod: r.op_mod,
@@ -61,12 +70,25 @@ impl SessionHooks for Tracer {
                 input: None,
                 output: None,
             };
-            if let Err(e) = w.record(&c) {
+            if let Err(e) = st.out.record(&c) {
                 error!("trace: {e}");
                 break;
             }
         }
-        let _ = w.note(&format!("session {session}: over"));
+        st.written = records.len();
+    }
+}
+
+impl SessionHooks for Tracer {
+    fn start(&self, session: u64, _model: &SharedModel) {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = st.out.note(&format!("session {session}: fresh device"));
+    }
+
+    fn end(&self, session: u64, model: &SharedModel) {
+        self.copy(session, model);
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = st.out.note(&format!("session {session}: over"));
     }
 }
 
@@ -104,17 +126,33 @@ fn run(args: Args) -> Result<(), String> {
         );
         info!("control channel on {}", path.display());
     }
-    let hooks: Box<dyn SessionHooks> = match &args.trace {
+    let tracer = match &args.trace {
         Some(path) => {
             let f = File::create(path).map_err(|e| format!("creating {}: {e}", path.display()))?;
-            Box::new(Tracer {
-                out: Mutex::new(TraceWriter::new(Box::new(BufWriter::new(f)))),
-            })
+            let tracer = Arc::new(Tracer {
+                state: Mutex::new(TraceState {
+                    out: TraceWriter::new(Box::new(f)),
+                    session: 0,
+                    written: 0,
+                }),
+            });
+            let (t, sh) = (tracer.clone(), shared.clone());
+            std::thread::spawn(move || loop {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+                if let Some(cur) = sh.current() {
+                    t.copy(cur.session, &cur.model);
+                }
+            });
+            Some(tracer)
         }
-        None => Box::new(session::NoHooks),
+        None => None,
+    };
+    let hooks: &dyn SessionHooks = match &tracer {
+        Some(t) => t.as_ref(),
+        None => &session::NoHooks,
     };
     loop {
-        session::serve_one(&server, &shared, hooks.as_ref());
+        session::serve_one(&server, &shared, hooks);
         if args.once {
             return Ok(());
         }
