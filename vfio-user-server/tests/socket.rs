@@ -322,9 +322,15 @@ fn bad_traffic_gets_errors_and_never_takes_the_server_down() {
         r.call_fd(2, &dma_map_body(3, 0, u64::MAX - 4095, 8192), fd)
             .0
     );
+    // 2 MiB of a 1 MiB file: mmap would take it, and the model would fault (SIGBUS) on the
+    // second half.
     assert!(
-        r.call_fd(2, &dma_map_body(3, 0, 0x10_0000, 1 << 40), fd).0,
+        r.call_fd(2, &dma_map_body(3, 0, 0x40_0000, 2 << 20), fd).0,
         "past the file"
+    );
+    assert!(
+        r.call_fd(2, &dma_map_body(3, 0, 0x80_0000, 1 << 40), fd).0,
+        "past the limits"
     );
     assert!(!r.call_fd(2, &dma_map_body(3, 0, 0x10_0000, 1 << 20), fd).0);
     assert!(
