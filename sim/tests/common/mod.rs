@@ -6,6 +6,7 @@
 
 pub mod dp;
 pub mod eth;
+pub mod linux;
 
 use mlx5_prm::rt::{Bytes, Command, View};
 use mlx5_prm::{cmd, CmdIfBox, CmdQueueEntry};
@@ -201,6 +202,19 @@ impl Host {
         match &self.guest {
             Some(g) => g.alloc(len, align),
             None => self.dev.dma().alloc(len, align).unwrap(),
+        }
+    }
+
+    /// A new driver on the same device: a fresh command queue page, programmed as at load.
+    pub fn reattach(old: Host) -> Host {
+        let dev = old.dev.clone();
+        let cmdq = dev.dma().alloc(4096, 4096).unwrap();
+        dev.write32(0x10, (cmdq.iova >> 32) as u32);
+        dev.write32(0x14, cmdq.iova as u32);
+        Host {
+            dev,
+            cmdq,
+            token: Cell::new(old.token.get()),
         }
     }
 
