@@ -2,6 +2,7 @@
 //! page demands, the timeouts firmware reports, and initial faults.
 
 use crate::caps::Caps;
+use crate::dma::DmaBacking;
 use mlx5_prm::TimeoutUnit;
 use std::time::Duration;
 
@@ -150,6 +151,9 @@ pub struct Config {
     pub regular_pages: u32,
     /// Faults active from the start.
     pub faults: Faults,
+    /// Where DMA memory comes from: allocated by the model for a driver in this process (the
+    /// default), or mapped by a host from outside (a vfio-user server and its guest's RAM).
+    pub dma: DmaBacking,
     /// The timeouts firmware reports; `None`: the initialization segment's timeout words
     /// read 0 (the driver keeps its defaults) and DTOR is not implemented.
     pub timeouts: Option<Timeouts>,
@@ -184,6 +188,7 @@ impl Default for Config {
             init_pages: 32,
             regular_pages: 64,
             faults: Faults::default(),
+            dma: DmaBacking::default(),
             timeouts: None,
         }
     }

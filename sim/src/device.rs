@@ -2,11 +2,11 @@
 //! and the out-of-band controls a test uses to play the role of firmware and link (page
 //! requests, port changes, health failures, fault injection).
 
-use crate::bar::{self, uar, Target};
+use crate::bar::{self, Target};
 use crate::cmdq::{self, Served};
 use crate::config::{Config, Mode};
 use crate::datapath::{self, Side};
-use crate::dma::{DmaSpace, DEFAULT_DMA_LIMIT};
+use crate::dma::DmaSpace;
 use crate::events::{self, Posted};
 use crate::faults::FaultInjector;
 use crate::frames::Frames;
@@ -16,6 +16,7 @@ use crate::observe::{CommandObserver, CommandTrace, Observer, UnimplementedComma
 use crate::pcap::Capture;
 use crate::record::CommandRecord;
 use crate::regs::{HealthError, RegWrite, Regs};
+use crate::session::{lock, Session, SinkSlot};
 use crate::wire::Link;
 use crate::worker::{Job, Worker};
 use mlx5_prm::rt::Mmio32;
@@ -31,10 +32,16 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 /// Everything the driver's thread and the firmware thread share.
 pub(crate) struct Core {
     id: u64,
+    /// What the device was built from (and what `reset` restores).
+    pub(crate) config: Config,
     regs: Mutex<Regs>,
     model: Mutex<Model>,
-    dma: Arc<DmaSpace>,
+    pub(crate) dma: Arc<DmaSpace>,
     faults: FaultInjector,
+    /// Where raised interrupts go.
+    pub(crate) sink: SinkSlot,
+    /// BAR accesses the device could not decode (see `Device::bad_bar_accesses`).
+    pub(crate) bad_bar: AtomicU64,
     /// The device at the other end of the wire: where remote QPNs resolve.
     peer: Mutex<Option<Weak<Core>>>,
     /// Whether `peer` is set, so that a device without one (the common case, and every
@@ -61,19 +68,23 @@ pub(crate) enum UarWrite {
     Other,
 }
 
-/// Locks a mutex, recovering it if a panic poisoned it: the model's state is consistent
-/// between commands, and a device must keep answering.
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 impl Core {
-    fn regs(&self) -> MutexGuard<'_, Regs> {
+    pub(crate) fn regs(&self) -> MutexGuard<'_, Regs> {
         lock(&self.regs)
     }
 
-    fn model(&self) -> MutexGuard<'_, Model> {
-        lock(&self.model)
+    /// A session of the model (see [`Session`]).
+    pub(crate) fn model(&self) -> Session<'_> {
+        Session::new(&self.model, &self.sink)
+    }
+
+    /// Back to power-on: the initialization segment and the model as the configuration
+    /// builds them. What the host attached stays: DMA space and its mappings, link, wire,
+    /// loopback, capture, fault injection, interrupt sink.
+    pub(crate) fn reset(&self) {
+        let mut m = self.model();
+        *m = Model::new(&self.config);
+        *self.regs() = regs_of(&self.config);
     }
 
     /// Sets (or clears) the device whose QPs remote QPNs name.
@@ -102,7 +113,10 @@ impl Core {
     /// Runs `f` on this device's locked side and, when a wire connects one, the peer's (the
     /// two locked lower id first, so two devices working on each other never deadlock). The
     /// frames SQs sent meanwhile go out once both locks are released.
-    fn sides<R>(&self, f: impl for<'a> FnOnce(&mut Side<'a>, Option<&mut Side<'a>>) -> R) -> R {
+    pub(crate) fn sides<R>(
+        &self,
+        f: impl for<'a> FnOnce(&mut Side<'a>, Option<&mut Side<'a>>) -> R,
+    ) -> R {
         let peer = self.peer();
         let (r, mine, theirs) = match &peer {
             None => {
@@ -269,85 +283,11 @@ impl Core {
             config.timeouts.as_ref(),
         );
     }
+}
 
-    /// A 32-bit write into UAR page `index`: an EQ doorbell, or one half of a 64-bit
-    /// doorbell written as two dwords (high first), as 32-bit hosts do.
-    pub(crate) fn uar_write32(&self, index: u32, offset: usize, value: u32) -> UarWrite {
-        let mut m = self.model();
-        if !m.uars.contains(index) {
-            return UarWrite::Other;
-        }
-        match offset {
-            uar::EQ_ARM => events::eq_doorbell(&mut m, index, value, true),
-            uar::EQ_UPDATE => events::eq_doorbell(&mut m, index, value, false),
-            o if is_doorbell64(o & !7) => {
-                let state = m.uar_state.entry(index);
-                if o % 8 == 0 {
-                    state.pending_high = Some(value);
-                } else if let Some(high) = state.pending_high.take() {
-                    let full = (u64::from(high) << 32) | u64::from(value);
-                    drop(m);
-                    return self.uar_write64(index, o - 4, full);
-                }
-            }
-            _ => {}
-        }
-        UarWrite::Other
-    }
-
-    /// A 64-bit write into UAR page `index`: the CQ arm doorbell, or a send doorbell at the
-    /// start of a BlueFlame register half (value: the first 8 bytes of the last WQE's control
-    /// segment). Other 64-bit writes into the BlueFlame registers (the rest of a copy written
-    /// word by word) carry nothing the device uses.
-    pub(crate) fn uar_write64(&self, index: u32, offset: usize, value: u64) -> UarWrite {
-        if !is_doorbell64(offset) {
-            self.uar_write32(index, offset, (value >> 32) as u32);
-            return self.uar_write32(index, offset + 4, value as u32);
-        }
-        if offset == uar::CQ_DOORBELL {
-            let mut m = self.model();
-            if m.uars.contains(index) {
-                m.uar_state.entry(index).cq_doorbell = Some(value);
-                datapath::cq::arm(&mut m, &self.dma, index, value);
-            }
-            return UarWrite::Other;
-        }
-        // A send doorbell: checked and run under one lock of the model.
-        self.sides(|a, b| {
-            if !a.m.uars.contains(index) || !is_send_doorbell(a.m, offset) {
-                return UarWrite::Other;
-            }
-            a.m.uar_state.entry(index).bf_doorbell = Some(value);
-            datapath::doorbell(a, b, index, (value as u32) >> 8, None);
-            UarWrite::Send
-        })
-    }
-
-    /// A BlueFlame copy: a whole WQE written at the start of a BlueFlame register half. It
-    /// rings the doorbell like its first 8 bytes would, and the device executes the copy
-    /// instead of reading the WQE from the ring when it is the next WQE due.
-    pub(crate) fn uar_block(&self, index: u32, offset: usize, data: &[u64]) -> UarWrite {
-        let Some(&first) = data.first() else {
-            return UarWrite::Other;
-        };
-        // The copy, cut to the register half (at most 1 KiB), on the stack.
-        let mut bytes = [0u8; BF_HALF_MAX];
-        let mut len = 0;
-        for (chunk, w) in bytes.chunks_exact_mut(8).zip(data) {
-            chunk.copy_from_slice(&w.to_be_bytes());
-            len += 8;
-        }
-        self.sides(|a, b| {
-            if !a.m.uars.contains(index) || !is_send_doorbell(a.m, offset) {
-                return UarWrite::Other;
-            }
-            let room = bf_half(a.m).min(len);
-            a.m.uar_state.entry(index).bf_doorbell = Some(first);
-            let qn = (first as u32) >> 8;
-            datapath::doorbell(a, b, index, qn, Some(&bytes[..room]));
-            UarWrite::Send
-        })
-    }
+/// The initialization segment of a device built from `config`, at power-on.
+fn regs_of(config: &Config) -> Regs {
+    Regs::new(config.fw_ready, timer_khz(config), config.timeouts.as_ref())
 }
 
 /// The internal timer's rate: the profile's device frequency.
@@ -399,40 +339,19 @@ fn take_outbox(m: &mut Model) -> Frames {
     }
 }
 
-/// True for the UAR offsets of 64-bit doorbells: the CQ arm doorbell and the BlueFlame
-/// registers.
-fn is_doorbell64(offset: usize) -> bool {
-    offset == uar::CQ_DOORBELL || offset >= uar::BF_START
-}
-
-/// Bytes in one half of a BlueFlame register (half of 1 << log_bf_reg_size).
-fn bf_half(m: &Model) -> usize {
-    (1usize << m.gen().log_bf_reg_size().clamp(7, 11)) / 2
-}
-
-/// The largest [`bf_half`].
-const BF_HALF_MAX: usize = (1 << 11) / 2;
-
-/// True for the start of a BlueFlame register half: 0x800 + k × half, inside the page.
-fn is_send_doorbell(m: &Model, offset: usize) -> bool {
-    (uar::BF_START..bar::UAR_PAGE_SIZE).contains(&offset)
-        && (offset - uar::BF_START) % bf_half(m) == 0
-}
-
 /// A software ConnectX adapter: BAR 0, DMA memory and the firmware behind them.
 ///
 /// Built by [`Device::new`] as an `Arc`, shared by the driver's backend (and, in threaded
 /// mode, the firmware thread's core). Dropping the last `Arc` stops the firmware thread.
 pub struct Device {
-    core: Arc<Core>,
-    config: Config,
-    worker: Option<Worker>,
+    pub(crate) core: Arc<Core>,
+    pub(crate) worker: Option<Worker>,
 }
 
 impl std::fmt::Debug for Device {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Device")
-            .field("mode", &self.config.mode)
+            .field("mode", &self.core.config.mode)
             .field("dma", &self.core.dma)
             .finish_non_exhaustive()
     }
@@ -447,14 +366,12 @@ impl Device {
     pub fn new(config: Config) -> Arc<Device> {
         let core = Arc::new(Core {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
-            regs: Mutex::new(Regs::new(
-                config.fw_ready,
-                timer_khz(&config),
-                config.timeouts.as_ref(),
-            )),
+            regs: Mutex::new(regs_of(&config)),
             model: Mutex::new(Model::new(&config)),
-            dma: Arc::new(DmaSpace::new(DEFAULT_DMA_LIMIT)),
+            dma: Arc::new(DmaSpace::of(config.dma)),
             faults: FaultInjector::new(&config.faults),
+            sink: SinkSlot::default(),
+            bad_bar: AtomicU64::new(0),
             peer: Mutex::new(None),
             has_peer: AtomicBool::new(false),
             link: Mutex::new(None),
@@ -462,18 +379,27 @@ impl Device {
             capture: Mutex::new(None),
             capturing: AtomicBool::new(false),
             observer: Observer::default(),
-        });
-        let worker = (config.mode == Mode::Threaded).then(|| Worker::spawn(core.clone()));
-        Arc::new(Device {
-            core,
             config,
-            worker,
-        })
+        });
+        // Memory leaves the DMA space only while no session of this model is in progress
+        // (see the `dma` module doc). The space holds the core weakly: no cycle.
+        let weak = Arc::downgrade(&core);
+        core.dma
+            .set_quiescer(Box::new(move |f| match weak.upgrade() {
+                Some(core) => {
+                    let _quiet = lock(&core.model);
+                    f();
+                }
+                // The core is gone: no session can run any more.
+                None => f(),
+            }));
+        let worker = (core.config.mode == Mode::Threaded).then(|| Worker::spawn(core.clone()));
+        Arc::new(Device { core, worker })
     }
 
     /// The configuration the device was built with.
     pub fn config(&self) -> &Config {
-        &self.config
+        &self.core.config
     }
 
     /// Reads the BAR 0 register at `offset` (the host-order value of the big-endian register).
@@ -508,7 +434,7 @@ impl Device {
                         // Doorbells queued before the reset are served first, against the old
                         // state, as firmware finishes what it took before it resets.
                         self.sync();
-                        self.core.software_reset(&self.config);
+                        self.core.software_reset(&self.core.config);
                     }
                     RegWrite::NicInterfaceDisabled => {
                         self.sync();
@@ -572,7 +498,7 @@ impl Device {
 
     /// After an inline write: the device's own pending work, unless the write was a send
     /// doorbell (which already ran its queue).
-    fn after_write(&self, w: UarWrite) {
+    pub(crate) fn after_write(&self, w: UarWrite) {
         if w == UarWrite::Other {
             self.core.kick();
         }
@@ -818,12 +744,7 @@ impl Device {
 
     /// Interrupts raised on MSI-X vector `vector` (an armed EQ that received an EQE).
     pub fn interrupts(&self, vector: u16) -> u64 {
-        self.core
-            .model()
-            .interrupts
-            .get(&vector)
-            .copied()
-            .unwrap_or(0)
+        self.core.model().interrupts.count(vector)
     }
 
     /// Device DMA accesses that hit unmapped memory: command entries, mailboxes or rings at

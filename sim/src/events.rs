@@ -131,7 +131,7 @@ fn write(
 /// The device raises MSI-X vector `vector`: the one place interrupts come from, counted per
 /// vector (and delivered wherever the device's interrupt sink sends them).
 pub(crate) fn raise_interrupt(m: &mut Model, vector: u16) {
-    *m.interrupts.entry(vector).or_default() += 1;
+    m.interrupts.raise(vector);
 }
 
 /// The EQ that takes command-completion events now, if any (the lowest-numbered subscriber).

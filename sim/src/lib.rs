@@ -45,6 +45,8 @@ mod cmdq;
 mod config;
 mod datapath;
 mod device;
+// The host-facing API: external DMA, sized BAR accesses, the interrupt sink, reset.
+mod host;
 // The one module that handles raw host memory (see its documentation for the argument).
 #[allow(unsafe_code)]
 mod dma;
@@ -54,6 +56,7 @@ mod fail;
 mod faults;
 mod frames;
 mod inventory;
+mod irq;
 mod mailbox;
 mod model;
 mod observe;
@@ -62,6 +65,7 @@ mod pas;
 pub mod pcap;
 mod record;
 mod regs;
+mod session;
 mod stackvec;
 pub mod syndrome;
 mod table;
@@ -69,6 +73,7 @@ mod table;
 #[cfg(target_os = "linux")]
 #[allow(unsafe_code)]
 pub mod tap;
+mod uar;
 mod wire;
 mod worker;
 
@@ -76,11 +81,15 @@ pub use bar::{BAR_SIZE, FIRST_UAR, UAR_PAGE_SIZE};
 pub use caps::{Caps, SetRule, Settable};
 pub use config::{Config, Faults, FwReady, Mode, Timeout, Timeouts};
 pub use device::Device;
-pub use dma::{DmaError, DmaRegion, DmaSpace, DEFAULT_DMA_LIMIT, DMA_PAGE_SIZE, IOVA_BASE};
+pub use dma::{
+    DmaBacking, DmaError, DmaRegion, DmaSpace, DEFAULT_DMA_LIMIT, DMA_PAGE_SIZE, IOVA_BASE,
+};
 pub use exec::handles::RESD_LKEY;
 pub use exec::hca::PSID;
 pub use faults::FaultInjector;
+pub use host::BAR_SPARE;
 pub use inventory::Objects;
+pub use irq::InterruptSink;
 pub use observe::{
     CommandObserver, CommandTrace, UnimplementedCommand, UnimplementedCommands, MAX_UNIMPLEMENTED,
 };

@@ -18,13 +18,13 @@ use crate::exec::{
     wq::{Rq, Sq},
 };
 use crate::frames::Frames;
+use crate::irq::Interrupts;
 use crate::observe::Unimplemented;
 use crate::pages::PagePool;
 use crate::record::CommandRecord;
 use crate::syndrome as s;
 use crate::table::{Table, TableErrors};
 use mlx5_prm::CmdHcaCap;
-use std::collections::BTreeMap;
 
 /// Where the function is in its life cycle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -225,8 +225,8 @@ pub(crate) struct Model {
     pub fast_teardown_prepared: bool,
     pub driver_version: Option<[u8; 64]>,
     pub uar_state: UarStates,
-    /// Interrupts raised, by MSI-X vector.
-    pub interrupts: BTreeMap<u16, u64>,
+    /// Interrupts raised, by MSI-X vector, and those not yet handed to the host's sink.
+    pub interrupts: Interrupts,
     /// Device DMA accesses that hit unmapped memory (a driver bug on real hardware).
     pub dma_faults: u64,
     pub records: Vec<CommandRecord>,
@@ -283,7 +283,7 @@ impl Model {
             fast_teardown_prepared: false,
             driver_version: None,
             uar_state: UarStates::default(),
-            interrupts: BTreeMap::new(),
+            interrupts: Interrupts::default(),
             dma_faults: 0,
             records: Vec::new(),
             stats: DataStats::default(),

@@ -24,6 +24,8 @@ pub(crate) enum Job {
     Uar64(u32, usize, u64),
     /// A BlueFlame copy into a UAR page.
     Block(u32, usize, Vec<u64>),
+    /// Back to power-on (see `Device::reset`).
+    Reset,
     /// Reply once everything queued before has been served.
     Sync(Sender<()>),
 }
@@ -44,6 +46,10 @@ fn serve(core: &Core, job: Job) -> UarWrite {
         Job::Uar32(index, offset, value) => core.uar_write32(index, offset, value),
         Job::Uar64(index, offset, value) => core.uar_write64(index, offset, value),
         Job::Block(index, offset, data) => core.uar_block(index, offset, &data),
+        Job::Reset => {
+            core.reset();
+            UarWrite::Send
+        }
         Job::Sync(done) => {
             let _ = done.send(());
             UarWrite::Send

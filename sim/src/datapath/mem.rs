@@ -232,7 +232,7 @@ pub(crate) fn read(dma: &DmaSpace, extents: &[Extent], out: &mut Vec<u8>) -> boo
     for (iova, n) in chunks(extents) {
         let at = out.len();
         out.resize(at + n, 0);
-        if dma.read(iova, &mut out[at..]).is_err() {
+        if !dma.read_dev(iova, &mut out[at..]) {
             return false;
         }
     }
@@ -244,7 +244,7 @@ pub(crate) fn read(dma: &DmaSpace, extents: &[Extent], out: &mut Vec<u8>) -> boo
 pub(crate) fn write(dma: &DmaSpace, extents: &[Extent], data: &[u8]) -> bool {
     if let Some(e) = extents.first() {
         if in_one_page(e).is_some_and(|n| n >= data.len()) {
-            return dma.write(e.iova, data).is_ok();
+            return dma.write_dev(e.iova, data);
         }
     }
     let pieces = || {
@@ -261,7 +261,7 @@ pub(crate) fn write(dma: &DmaSpace, extents: &[Extent], data: &[u8]) -> bool {
     }
     let mut at = 0;
     for (iova, n) in pieces() {
-        if dma.write(iova, &data[at..at + n]).is_err() {
+        if !dma.write_dev(iova, &data[at..at + n]) {
             return false;
         }
         at += n;

@@ -1,93 +1,105 @@
-//! Host memory that the driver allocates for the device, addressed by IO virtual address
-//! (IOVA): what IOMMU-mapped DMA memory is on real hardware.
+//! Host memory the device reaches by IO virtual address (IOVA): what IOMMU-mapped DMA memory
+//! is on real hardware. Two kinds of space:
 //!
-//! The driver gets a region's host address (`va`, for its own accesses) and its IOVA (what it
-//! writes into command entries, contexts and page lists). The model reaches the memory only
-//! through the IOVA, by [`DmaSpace::window`], which returns `None` for any byte that is not
-//! mapped, as an IOMMU would fault. IOVAs start at [`IOVA_BASE`], far from any host address,
-//! and every region is followed by an unmapped guard page, so a driver that passes a virtual
-//! address where an IOVA belongs, or overruns a buffer, is caught instead of silently working.
+//! - **Allocating** ([`DmaSpace::new`], the default): the driver in this process allocates
+//!   regions ([`DmaSpace::alloc`]) and gets each one's host address (`va`, for its own
+//!   accesses) and IOVA (what it writes into command entries, contexts and page lists). IOVAs
+//!   start at [`IOVA_BASE`], far from any host address, and every region is followed by an
+//!   unmapped guard page, so a driver that passes a virtual address where an IOVA belongs, or
+//!   overruns a buffer, is caught instead of silently working.
+//! - **External** ([`DmaSpace::external`]): a host outside the model (a vfio-user server
+//!   presenting the device to a guest) maps memory it owns at IOVAs it chooses
+//!   ([`DmaSpace::map`], unsafe: the host vouches for the memory) and unmaps it again
+//!   ([`DmaSpace::unmap`]).
 //!
-//! This is the only module of the crate with `unsafe` code: it owns the raw host memory and
-//! hands out [`DeviceBytes`] windows onto it. Lookups go through a lock-free translation
-//! cache first ([`cache`]), as the data path makes several per frame.
+//! The model reaches memory only by IOVA, through windows ([`DmaSpace::window`], crate-private),
+//! which are `None` for any byte outside the mapped regions, as an IOMMU would fault: a fault
+//! never touches host memory outside a region.
 //!
-//! Soundness rests on one rule: host memory is returned to the allocator only when the
-//! `DmaSpace` itself is dropped. [`DmaSpace::free`] unmaps a region at once (no new window
-//! can reach it, and its IOVAs are never reused) but keeps its memory until then, so a window
-//! taken just before a racing `free` (a driver bug, which real hardware turns into a DMA after
-//! free) still points at live memory. Every window borrows the `DmaSpace`, so none outlives
-//! the memory.
+//! This is the only module of the crate with `unsafe` code: it owns (or borrows) the raw host
+//! memory and hands out [`DeviceBytes`] windows onto it. Lookups go through a lock-free
+//! translation cache first ([`cache`]), as the data path makes several per frame.
+//!
+//! # When memory may go away
+//!
+//! Every window the model takes lives inside one *session*: a stretch of work on a doorbell,
+//! a command or an event during which the model's lock is held (`Core::model` in
+//! `device.rs`), and no window outlives its session. The only other windows are those of the
+//! host-side copies ([`DmaSpace::read`], [`DmaSpace::write`]), which hold this space's own
+//! mutex for the whole copy. Memory leaves a space only through [`DmaSpace::unmap`] (and,
+//! for allocated memory, `free` and the space's drop), which
+//!
+//! 1. removes the regions from the map and advances the translation cache's epoch, under this
+//!    space's mutex, so that no window made afterwards can reach them, and
+//! 2. does so inside the *quiescer* the owning device installs (`set_quiescer`): a function
+//!    that holds the model's lock while it runs, so it waits for the session in progress, if
+//!    any, to end, and every later session sees the new epoch (the lock orders them).
+//!
+//! So once `unmap` returns, no model thread holds or can make a window on the unmapped
+//! memory, and the host may release it. The lock order is model lock, then this space's
+//! mutex; nothing takes them the other way round.
 
 mod cache;
+mod copy;
+mod error;
+mod external;
+#[cfg(test)]
+mod tests;
 
 use cache::{Hit, TranslationCache};
-use mlx5_prm::rt::{Bytes, BytesMut, DeviceBytes};
+pub(crate) use copy::{copy_in, copy_out, store_words};
+pub use error::DmaError;
+use mlx5_prm::rt::DeviceBytes;
 
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::ptr::NonNull;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 
-/// The first IOVA handed out. Far above typical user-space heap addresses only by convention;
-/// what matters is that IOVAs and host addresses of the same region always differ.
+/// The first IOVA an allocating space hands out. Far above typical user-space heap addresses
+/// only by convention; what matters is that IOVAs and host addresses of the same region
+/// always differ.
 pub const IOVA_BASE: u64 = 0x1_0000_0000;
 
-/// Granule of every allocation: the 4 KiB page of the PRM (`MLX5_ADAPTER_PAGE_SIZE`).
+/// Granule of every allocation and mapping: the 4 KiB page of the PRM
+/// (`MLX5_ADAPTER_PAGE_SIZE`).
 pub const DMA_PAGE_SIZE: usize = 4096;
 
-/// Default cap on the bytes one `DmaSpace` maps at a time, so that a runaway driver fails an
-/// allocation instead of exhausting the machine.
+/// Default cap on the bytes one allocating `DmaSpace` holds at a time, so that a runaway
+/// driver fails an allocation instead of exhausting the machine.
 pub const DEFAULT_DMA_LIMIT: usize = 1 << 30;
 
 /// Largest alignment `alloc` accepts (1 GiB, the largest page a PRM page list describes).
 const MAX_ALIGN: usize = 1 << 30;
 
-/// Why a DMA allocation, free or access failed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DmaError {
-    /// `alloc` was asked for zero bytes.
-    ZeroLength,
-    /// The alignment is not a power of two, or is larger than 1 GiB.
-    BadAlign(usize),
-    /// The allocation would exceed the space's limit, or the host allocator failed.
-    Exhausted {
-        /// Bytes asked for (after rounding up to whole pages).
-        requested: usize,
-        /// Bytes still available under the limit.
-        available: usize,
+/// Where a device's DMA memory comes from ([`Config::dma`](crate::Config::dma)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DmaBacking {
+    /// The space allocates its own memory for a driver in this process ([`DmaSpace::alloc`]),
+    /// holding at most `limit` bytes at a time.
+    Allocated {
+        /// Cap on the bytes held.
+        limit: usize,
     },
-    /// No mapped region covers this IOVA (for `free`: no region starts there).
-    NotMapped(u64),
+    /// The space has no memory of its own: a host maps regions of its memory at IOVAs
+    /// ([`Device::map_dma`](crate::Device::map_dma)), e.g. a guest's RAM.
+    External,
 }
 
-impl fmt::Display for DmaError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            DmaError::ZeroLength => write!(f, "DMA allocation of zero bytes"),
-            DmaError::BadAlign(a) => {
-                write!(f, "DMA alignment {a:#x} is not a power of two up to 1 GiB")
-            }
-            DmaError::Exhausted {
-                requested,
-                available,
-            } => write!(
-                f,
-                "DMA allocation of {requested:#x} bytes exceeds the {available:#x} bytes left"
-            ),
-            DmaError::NotMapped(iova) => write!(f, "IOVA {iova:#x} is not mapped"),
+impl Default for DmaBacking {
+    fn default() -> Self {
+        DmaBacking::Allocated {
+            limit: DEFAULT_DMA_LIMIT,
         }
     }
 }
-
-impl std::error::Error for DmaError {}
 
 /// One allocation: its host address, IOVA and length in bytes (a whole number of pages).
 ///
 /// `DmaRegion` is plain data, `Send` and `Sync`: it only describes memory owned by its
 /// [`DmaSpace`] and performs no access itself. Whoever dereferences `va` must keep to the rules
-/// of device-shared memory: the memory stays valid until the `DmaSpace` is dropped; it may be
+/// of device-shared memory: the memory stays valid until the region is freed; it may be
 /// written by the device at any time, so it must be accessed with volatile or atomic accesses
 /// (for instance through [`DeviceBytes`]), never through a Rust reference.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,40 +118,87 @@ unsafe impl Send for DmaRegion {}
 // SAFETY: as for `Send`; sharing the description shares no memory access.
 unsafe impl Sync for DmaRegion {}
 
+/// Whose memory a block is.
+#[derive(Debug)]
+enum Memory {
+    /// Allocated by the space with this layout; the space frees it.
+    Owned(Layout),
+    /// Mapped by the host ([`DmaSpace::map`]); never freed here.
+    External,
+}
+
 /// One block of host memory and where it is mapped.
 struct Block {
     ptr: NonNull<u8>,
-    layout: Layout,
+    len: usize,
     iova: u64,
+    memory: Memory,
 }
 
-// SAFETY: a `Block` owns its allocation exclusively (it is only ever freed by the `DmaSpace`
-// that allocated it), and nothing in it is tied to the thread that allocated it.
+impl Block {
+    /// One past the last IOVA of the block.
+    fn end(&self) -> u64 {
+        self.iova + self.len as u64
+    }
+
+    fn hit(&self) -> Hit {
+        Hit {
+            iova: self.iova,
+            size: self.len,
+            ptr: self.ptr.as_ptr(),
+        }
+    }
+
+    /// Returns the block's memory to the allocator if the space owns it.
+    ///
+    /// # Safety
+    /// No window on the block may exist or be made any more (see the module doc).
+    unsafe fn release(self) {
+        if let Memory::Owned(layout) = self.memory {
+            // SAFETY: `ptr` came from `alloc_zeroed(layout)`, and the block is consumed, so
+            // this runs once; the caller guarantees no window can reach it.
+            unsafe { dealloc(self.ptr.as_ptr(), layout) };
+        }
+    }
+}
+
+// SAFETY: a `Block` owns its allocation exclusively (only the `DmaSpace` that made it ever
+// frees it) or describes host memory the host vouched for at `map`; nothing in it is tied to
+// the thread that made it.
 unsafe impl Send for Block {}
 
 struct Inner {
     /// Mapped blocks by first IOVA.
     mapped: BTreeMap<u64, Block>,
-    /// Unmapped blocks whose memory is kept until the space is dropped (see the module doc).
+    /// Unmapped owned blocks whose memory is kept until the space is dropped.
     retired: Vec<Block>,
-    /// Next free IOVA; only grows, so IOVAs are never reused.
+    /// Next free IOVA of an allocating space; only grows, so IOVAs are never reused.
     next_iova: u64,
-    /// Bytes currently mapped.
+    /// Bytes of owned memory currently mapped.
     mapped_bytes: usize,
 }
 
-/// Host memory addressed by IOVA: what IOMMU-mapped DMA memory is for real hardware.
+/// Runs the function it is given while no model session can be in progress (the owning
+/// device holds its model lock around it).
+pub(crate) type Quiescer = Box<dyn Fn(&mut dyn FnMut()) + Send + Sync>;
+
+/// IOVA-addressed host memory: what IOMMU-mapped DMA memory is for real hardware. See the
+/// module documentation for the two kinds and for when memory may go away.
 pub struct DmaSpace {
     inner: Mutex<Inner>,
     limit: usize,
+    external: bool,
     /// Page → region translations, read without the lock.
     cache: TranslationCache,
+    /// Installed by the device that owns the space (see the module doc).
+    quiescer: OnceLock<Quiescer>,
 }
 
 impl fmt::Debug for DmaSpace {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let inner = self.lock();
         f.debug_struct("DmaSpace")
+            .field("external", &self.external)
             .field("regions", &inner.mapped.len())
             .field("allocated", &inner.mapped_bytes)
             .field("limit", &self.limit)
@@ -154,8 +213,25 @@ impl Default for DmaSpace {
 }
 
 impl DmaSpace {
-    /// An empty space that maps at most `limit` bytes at a time.
+    /// An empty allocating space that holds at most `limit` bytes at a time.
     pub fn new(limit: usize) -> DmaSpace {
+        DmaSpace::with(limit, false)
+    }
+
+    /// An empty external space: no memory of its own, regions come from [`DmaSpace::map`].
+    pub fn external() -> DmaSpace {
+        DmaSpace::with(0, true)
+    }
+
+    /// The space `backing` describes.
+    pub fn of(backing: DmaBacking) -> DmaSpace {
+        match backing {
+            DmaBacking::Allocated { limit } => DmaSpace::new(limit),
+            DmaBacking::External => DmaSpace::external(),
+        }
+    }
+
+    fn with(limit: usize, external: bool) -> DmaSpace {
         DmaSpace {
             inner: Mutex::new(Inner {
                 mapped: BTreeMap::new(),
@@ -164,8 +240,15 @@ impl DmaSpace {
                 mapped_bytes: 0,
             }),
             limit,
+            external,
             cache: TranslationCache::new(),
+            quiescer: OnceLock::new(),
         }
+    }
+
+    /// True for a space whose memory is mapped from outside.
+    pub fn is_external(&self) -> bool {
+        self.external
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -174,9 +257,27 @@ impl DmaSpace {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Installs the function that runs memory removal outside every model session (once;
+    /// the device that owns the space does it at creation).
+    pub(crate) fn set_quiescer(&self, q: Quiescer) {
+        let _ = self.quiescer.set(q);
+    }
+
+    /// Runs `f` while no model session is in progress (directly when no device owns the
+    /// space: then the crate takes no windows on it).
+    fn quiesce(&self, f: &mut dyn FnMut()) {
+        match self.quiescer.get() {
+            Some(q) => q(f),
+            None => f(),
+        }
+    }
+
     /// Allocates `len` bytes of zeroed memory, rounded up to whole 4 KiB pages, with host
     /// address and IOVA both aligned to `align` (at least 4 KiB).
     pub fn alloc(&self, len: usize, align: usize) -> Result<DmaRegion, DmaError> {
+        if self.external {
+            return Err(DmaError::External);
+        }
         if len == 0 {
             return Err(DmaError::ZeroLength);
         }
@@ -208,7 +309,15 @@ impl DmaSpace {
         // One unmapped guard page after every region.
         inner.next_iova = iova + size as u64 + DMA_PAGE_SIZE as u64;
         inner.mapped_bytes += size;
-        inner.mapped.insert(iova, Block { ptr, layout, iova });
+        inner.mapped.insert(
+            iova,
+            Block {
+                ptr,
+                len: size,
+                iova,
+                memory: Memory::Owned(layout),
+            },
+        );
         Ok(DmaRegion {
             va: ptr.as_ptr(),
             iova,
@@ -217,23 +326,27 @@ impl DmaSpace {
     }
 
     /// Unmaps the region that starts at `iova`. Its IOVAs are never handed out again; its
-    /// host memory stays allocated until the space is dropped (see the module doc).
+    /// host memory stays allocated until the space is dropped.
     pub fn free(&self, iova: u64) -> Result<(), DmaError> {
+        if self.external {
+            return Err(DmaError::External);
+        }
         let mut inner = self.lock();
         let block = inner
             .mapped
             .remove(&iova)
             .ok_or(DmaError::NotMapped(iova))?;
-        inner.mapped_bytes -= block.layout.size();
+        inner.mapped_bytes -= block.len;
         inner.retired.push(block);
         self.cache.invalidate();
         Ok(())
     }
 
     /// Device-side access to `len` bytes at `iova`, or `None` if any of them is unmapped (or
-    /// `len` is 0). A window never spans two regions.
+    /// `len` is 0). A window never spans two regions. Only for model sessions (see the
+    /// module doc): the window must not outlive the session.
     #[inline(always)]
-    pub fn window(&self, iova: u64, len: usize) -> Option<DeviceBytes<'_>> {
+    pub(crate) fn window(&self, iova: u64, len: usize) -> Option<DeviceBytes<'_>> {
         if len == 0 {
             return None;
         }
@@ -242,19 +355,7 @@ impl DmaSpace {
             None => self.lookup(iova)?,
         };
         // The cached region holds `iova`'s page, so it is the region the map would find.
-        let offset = usize::try_from(iova - hit.iova).ok()?;
-        let end = offset.checked_add(len)?;
-        if end > hit.size {
-            return None;
-        }
-        // SAFETY: `hit` describes a block of this space that held `iova` when it was found
-        // (under the lock, or in the cache, which forgets everything when a block is
-        // unmapped), and `offset + len` lies inside it (checked above). Block memory stays
-        // allocated until `self` is dropped (blocks are only retired, never freed, before
-        // that), so it is valid for volatile reads and writes for the window's lifetime,
-        // which borrows `self`. This crate never forms references to DMA memory, and the
-        // driver is bound to the same rule by `DmaRegion`'s contract.
-        Some(unsafe { DeviceBytes::new(hit.ptr.add(offset), len) })
+        window_in(hit, iova, len)
     }
 
     /// A window on `len` bytes at `iova` kept to be read again (see [`Held`]).
@@ -277,28 +378,60 @@ impl DmaSpace {
     #[cold]
     fn lookup(&self, iova: u64) -> Option<Hit> {
         let inner = self.lock();
-        let (_, block) = inner.mapped.range(..=iova).next_back()?;
-        let hit = Hit {
-            iova: block.iova,
-            size: block.layout.size(),
-            ptr: block.ptr.as_ptr(),
-        };
-        if iova - block.iova < hit.size as u64 {
-            self.cache.fill(iova, hit);
-        }
+        let hit = find(&inner, iova)?;
+        self.cache.fill(iova, hit);
         Some(hit)
     }
 
-    /// Copies `out.len()` bytes at `iova` into `out`.
+    /// Copies `out.len()` bytes at `iova` into `out` (a host-side copy: it holds the space's
+    /// mutex, so no region it reads can go away meanwhile).
     pub fn read(&self, iova: u64, out: &mut [u8]) -> Result<(), DmaError> {
         if out.is_empty() {
             return Ok(());
         }
-        let w = self
-            .window(iova, out.len())
+        let inner = self.lock();
+        let w = find(&inner, iova)
+            .and_then(|hit| window_in(hit, iova, out.len()))
             .ok_or(DmaError::NotMapped(iova))?;
         copy_out(&w, out);
         Ok(())
+    }
+
+    /// Copies `data` to `iova` (a host-side copy, like [`DmaSpace::read`]).
+    pub fn write(&self, iova: u64, data: &[u8]) -> Result<(), DmaError> {
+        if data.is_empty() {
+            return Ok(());
+        }
+        let inner = self.lock();
+        let mut w = find(&inner, iova)
+            .and_then(|hit| window_in(hit, iova, data.len()))
+            .ok_or(DmaError::NotMapped(iova))?;
+        copy_in(&mut w, data);
+        Ok(())
+    }
+
+    /// [`DmaSpace::read`] for the model, inside a session: lock-free.
+    pub(crate) fn read_dev(&self, iova: u64, out: &mut [u8]) -> bool {
+        if out.is_empty() {
+            return true;
+        }
+        let Some(w) = self.window(iova, out.len()) else {
+            return false;
+        };
+        copy_out(&w, out);
+        true
+    }
+
+    /// [`DmaSpace::write`] for the model, inside a session: lock-free.
+    pub(crate) fn write_dev(&self, iova: u64, data: &[u8]) -> bool {
+        if data.is_empty() {
+            return true;
+        }
+        let Some(mut w) = self.window(iova, data.len()) else {
+            return false;
+        };
+        copy_in(&mut w, data);
+        true
     }
 
     /// Appends the `len` bytes at `iova` to `out`; false (and `out` unchanged) when they are
@@ -328,42 +461,56 @@ impl DmaSpace {
         let Some(w) = self.window(iova, out.len()) else {
             return out.is_empty();
         };
-        let p = w.as_ptr();
-        for (k, o) in out.chunks_exact_mut(4).enumerate() {
-            // SAFETY: 4-byte aligned (the window's host address has its IOVA's alignment
-            // within a page) and inside the window (4k + 4 <= out.len() = w.len()).
-            let v = unsafe { p.add(4 * k).cast::<u32>().read_volatile() };
-            o.copy_from_slice(&v.to_ne_bytes());
-        }
+        copy::read_dwords(&w, out);
         true
-    }
-
-    /// Copies `data` to `iova`.
-    pub fn write(&self, iova: u64, data: &[u8]) -> Result<(), DmaError> {
-        if data.is_empty() {
-            return Ok(());
-        }
-        let mut w = self
-            .window(iova, data.len())
-            .ok_or(DmaError::NotMapped(iova))?;
-        copy_in(&mut w, data);
-        Ok(())
     }
 
     /// True when every byte of `iova .. iova + len` is mapped.
     pub fn is_mapped(&self, iova: u64, len: usize) -> bool {
+        // Only a translation: the window is never read through.
         self.window(iova, len).is_some()
     }
 
-    /// Bytes currently mapped.
+    /// Bytes of memory the space allocated and has mapped (0 for an external space).
     pub fn allocated(&self) -> usize {
         self.lock().mapped_bytes
+    }
+
+    /// Bytes currently mapped, allocated or external.
+    pub fn mapped(&self) -> usize {
+        self.lock().mapped.values().map(|b| b.len).sum()
     }
 
     /// Number of regions currently mapped.
     pub fn regions(&self) -> usize {
         self.lock().mapped.len()
     }
+}
+
+/// The mapped block of `inner` that holds `iova`.
+fn find(inner: &Inner, iova: u64) -> Option<Hit> {
+    let (_, block) = inner.mapped.range(..=iova).next_back()?;
+    (iova < block.end()).then(|| block.hit())
+}
+
+/// The window on `len` bytes at `iova` inside the region `hit`, if they lie inside it.
+#[inline(always)]
+fn window_in<'a>(hit: Hit, iova: u64, len: usize) -> Option<DeviceBytes<'a>> {
+    let offset = usize::try_from(iova.checked_sub(hit.iova)?).ok()?;
+    let end = offset.checked_add(len)?;
+    if len == 0 || end > hit.size {
+        return None;
+    }
+    // SAFETY: `hit` describes a block that held `iova` when it was found (under the mutex,
+    // or in the cache, which forgets everything when a block is unmapped), and
+    // `offset + len` lies inside it (checked above), so the window is inside the block. The
+    // block's memory stays valid while the window is used: windows are made only inside a
+    // model session or under the space's mutex (host copies), and memory leaves the space
+    // only outside every session and under the mutex (see the module doc), or when the
+    // space is dropped, which no window outlives (they borrow it). This crate never forms
+    // references to DMA memory, and a driver in this process is bound to the same rule by
+    // `DmaRegion`'s contract, an external host by `map`'s.
+    Some(unsafe { DeviceBytes::new(hit.ptr.add(offset), len) })
 }
 
 /// A window kept to be read again within one run of a queue (its doorbell record), with the
@@ -383,125 +530,6 @@ impl<'a> Held<'a> {
     }
 }
 
-/// Copies the start of window `w` into `out` (which must not be longer than `w`): aligned
-/// 8-byte volatile loads, with aligned 4-, 2- and 1-byte loads at the ends. Through the
-/// bounds-checked accessors of [`DeviceBytes`], byte by byte, copies were the larger part of
-/// moving a frame.
-pub(crate) fn copy_out(w: &DeviceBytes<'_>, out: &mut [u8]) {
-    if out.len() > w.len() {
-        w.read_bytes(0, out); // Panics, as any access past a window does.
-        return;
-    }
-    let p = w.as_ptr();
-    let head = p.align_offset(8).min(out.len());
-    let (first, rest) = out.split_at_mut(head);
-    for (i, o) in first.iter_mut().enumerate() {
-        // SAFETY: i < out.len() <= w.len(): inside the window, valid for volatile reads.
-        *o = unsafe { p.add(i).read_volatile() };
-    }
-    // SAFETY: head <= out.len() <= w.len().
-    let p = unsafe { p.add(head) };
-    let mut words = rest.chunks_exact_mut(8);
-    let mut at = 0;
-    for o in &mut words {
-        // SAFETY: `p + at` is 8-byte aligned (p is, at is a multiple of 8) and the word lies
-        // inside the window (head + at + 8 <= out.len() <= w.len()).
-        let v = unsafe { p.add(at).cast::<u64>().read_volatile() };
-        o.copy_from_slice(&v.to_ne_bytes());
-        at += 8;
-    }
-    let tail = words.into_remainder();
-    let mut t = 0;
-    if tail.len() - t >= 4 {
-        // SAFETY: aligned to 4 (8-aligned plus a multiple of 4), inside the window.
-        let v = unsafe { p.add(at + t).cast::<u32>().read_volatile() };
-        tail[t..t + 4].copy_from_slice(&v.to_ne_bytes());
-        t += 4;
-    }
-    if tail.len() - t >= 2 {
-        // SAFETY: aligned to 2, inside the window.
-        let v = unsafe { p.add(at + t).cast::<u16>().read_volatile() };
-        tail[t..t + 2].copy_from_slice(&v.to_ne_bytes());
-        t += 2;
-    }
-    if tail.len() > t {
-        // SAFETY: inside the window.
-        tail[t] = unsafe { p.add(at + t).read_volatile() };
-    }
-}
-
-/// Stores `words` (numeric values of big-endian 8-byte units) at the start of window `w`
-/// (8-byte aligned, at least that long), one aligned 8-byte volatile store each, in order.
-/// False, and nothing stored, when the window is too short or not aligned.
-pub(crate) fn store_words(w: &mut DeviceBytes<'_>, words: &[u64]) -> bool {
-    let p = w.as_ptr();
-    if words.len() * 8 > w.len() || p.align_offset(8) != 0 {
-        return false;
-    }
-    for (k, &v) in words.iter().enumerate() {
-        // SAFETY: 8-byte aligned (checked) and inside the window (8k + 8 <= w.len()).
-        unsafe { p.add(8 * k).cast::<u64>().write_volatile(v.to_be()) };
-    }
-    true
-}
-
-/// Copies `data` (not longer than `w`) to the start of window `w`, like [`copy_out`].
-pub(crate) fn copy_in(w: &mut DeviceBytes<'_>, data: &[u8]) {
-    if data.len() > w.len() {
-        w.write_bytes(0, data); // Panics, as any access past a window does.
-        return;
-    }
-    let p = w.as_ptr();
-    let head = p.align_offset(8).min(data.len());
-    let (first, rest) = data.split_at(head);
-    for (i, &d) in first.iter().enumerate() {
-        // SAFETY: i < data.len() <= w.len(): inside the window, valid for volatile writes.
-        unsafe { p.add(i).write_volatile(d) };
-    }
-    // SAFETY: head <= data.len() <= w.len().
-    let p = unsafe { p.add(head) };
-    let mut words = rest.chunks_exact(8);
-    let mut at = 0;
-    for d in &mut words {
-        let mut b = [0u8; 8];
-        b.copy_from_slice(d);
-        // SAFETY: an aligned word inside the window, as in `copy_out`.
-        unsafe {
-            p.add(at)
-                .cast::<u64>()
-                .write_volatile(u64::from_ne_bytes(b))
-        };
-        at += 8;
-    }
-    let tail = words.remainder();
-    let mut t = 0;
-    if tail.len() - t >= 4 {
-        let mut b = [0u8; 4];
-        b.copy_from_slice(&tail[t..t + 4]);
-        // SAFETY: aligned to 4, inside the window.
-        unsafe {
-            p.add(at + t)
-                .cast::<u32>()
-                .write_volatile(u32::from_ne_bytes(b))
-        };
-        t += 4;
-    }
-    if tail.len() - t >= 2 {
-        let b = [tail[t], tail[t + 1]];
-        // SAFETY: aligned to 2, inside the window.
-        unsafe {
-            p.add(at + t)
-                .cast::<u16>()
-                .write_volatile(u16::from_ne_bytes(b))
-        };
-        t += 2;
-    }
-    if tail.len() > t {
-        // SAFETY: inside the window.
-        unsafe { p.add(at + t).write_volatile(tail[t]) };
-    }
-}
-
 impl Drop for DmaSpace {
     fn drop(&mut self) {
         let inner = self.inner.get_mut().unwrap_or_else(|e| e.into_inner());
@@ -509,128 +537,9 @@ impl Drop for DmaSpace {
             .into_values()
             .chain(inner.retired.drain(..));
         for block in blocks {
-            // SAFETY: `block.ptr` came from `alloc_zeroed(block.layout)` and is freed exactly
-            // once, here. No window outlives `self` (windows borrow it).
-            unsafe { dealloc(block.ptr.as_ptr(), block.layout) };
+            // SAFETY: no window outlives `self` (windows borrow it), and each block is
+            // released once, here.
+            unsafe { block.release() };
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn regions_are_zeroed_aligned_and_guarded() {
-        let dma = DmaSpace::default();
-        let a = dma.alloc(100, 1 << 16).unwrap();
-        assert_eq!(a.len, 4096);
-        assert_eq!(a.iova % (1 << 16), 0);
-        assert_eq!(a.va as usize % (1 << 16), 0);
-        assert_ne!(a.iova, a.va as u64);
-        let w = dma.window(a.iova, 4096).unwrap();
-        assert!((0..4096).all(|i| w.read_u8(i) == 0));
-        assert!(dma.window(a.iova + 4095, 2).is_none(), "guard page");
-        assert!(dma.window(a.iova - 1, 1).is_none());
-        assert_eq!(dma.allocated(), 4096);
-    }
-
-    #[test]
-    fn held_windows_last_until_a_region_is_freed() {
-        let dma = DmaSpace::default();
-        let a = dma.alloc(4096, 4096).unwrap();
-        let b = dma.alloc(4096, 4096).unwrap();
-        let h = dma.hold(a.iova, 4).unwrap();
-        dma.window(a.iova, 4).unwrap().write_be32(0, 5);
-        assert_eq!(
-            dma.held(&h).map(|w| w.read_be32(0)),
-            Some(5),
-            "a fresh read"
-        );
-        dma.alloc(4096, 4096).unwrap();
-        assert!(dma.held(&h).is_some(), "mapping more changes nothing");
-        dma.free(b.iova).unwrap();
-        assert!(dma.held(&h).is_none(), "any free: made again");
-        assert!(dma.hold(a.iova, 4).is_some());
-        dma.free(a.iova).unwrap();
-        assert!(dma.hold(a.iova, 4).is_none(), "then it faults");
-    }
-
-    #[test]
-    fn free_unmaps_and_never_reuses() {
-        let dma = DmaSpace::default();
-        let a = dma.alloc(4096, 4096).unwrap();
-        dma.window(a.iova, 8).unwrap().write_be64(0, 7);
-        dma.free(a.iova).unwrap();
-        assert!(dma.window(a.iova, 1).is_none());
-        assert_eq!(dma.free(a.iova), Err(DmaError::NotMapped(a.iova)));
-        let b = dma.alloc(4096, 4096).unwrap();
-        assert!(b.iova > a.iova);
-        assert_eq!(dma.allocated(), 4096);
-    }
-
-    #[test]
-    fn copies_at_every_alignment() {
-        let dma = DmaSpace::default();
-        let a = dma.alloc(4096, 4096).unwrap();
-        let data: Vec<u8> = (0..100u8).collect();
-        for start in 0..9u64 {
-            for len in [0usize, 1, 7, 8, 9, 23, 64, 91] {
-                dma.write(a.iova + 200, &[0xee; 120]).unwrap();
-                dma.write(a.iova + 200 + start, &data[..len]).unwrap();
-                let mut back = vec![0u8; 120];
-                dma.read(a.iova + 200, &mut back).unwrap();
-                let s = start as usize;
-                assert!(back[..s].iter().all(|&b| b == 0xee));
-                assert_eq!(&back[s..s + len], &data[..len]);
-                assert!(back[s + len..].iter().all(|&b| b == 0xee));
-                let mut part = vec![0u8; len];
-                dma.read(a.iova + 200 + start, &mut part).unwrap();
-                assert_eq!(part, &data[..len]);
-                if start % 4 == 0 && len % 4 == 0 {
-                    let mut dw = vec![0u8; len];
-                    assert!(dma.read_dwords(a.iova + 200 + start, &mut dw));
-                    assert_eq!(dw, &data[..len]);
-                }
-                let mut appended = vec![7u8];
-                assert!(dma.append(a.iova + 200 + start, len, &mut appended));
-                assert_eq!((appended[0], &appended[1..]), (7, &data[..len]));
-            }
-        }
-    }
-
-    #[test]
-    fn words_go_out_big_endian() {
-        let dma = DmaSpace::default();
-        let a = dma.alloc(4096, 4096).unwrap();
-        let mut w = dma.window(a.iova + 64, 64).unwrap();
-        assert!(store_words(&mut w, &[0x0102_0304_0506_0708, 0x1122]));
-        let mut back = [0u8; 16];
-        dma.read(a.iova + 64, &mut back).unwrap();
-        assert_eq!(back[..8], [1, 2, 3, 4, 5, 6, 7, 8]);
-        assert_eq!(back[8..], [0, 0, 0, 0, 0, 0, 0x11, 0x22]);
-        assert!(!store_words(&mut w, &[0; 9]), "longer than the window");
-        let mut odd = dma.window(a.iova + 4, 16).unwrap();
-        assert!(!store_words(&mut odd, &[1]), "not aligned");
-    }
-
-    #[test]
-    fn bad_requests() {
-        let dma = DmaSpace::new(8192);
-        assert_eq!(dma.alloc(0, 4096), Err(DmaError::ZeroLength));
-        assert_eq!(dma.alloc(1, 3), Err(DmaError::BadAlign(3)));
-        assert!(matches!(
-            dma.alloc(3 * 4096, 4096),
-            Err(DmaError::Exhausted { .. })
-        ));
-        assert!(matches!(
-            dma.alloc(usize::MAX, 4096),
-            Err(DmaError::Exhausted { .. })
-        ));
-        assert!(dma.window(u64::MAX, 16).is_none());
-        let mut out = vec![1u8];
-        assert!(!dma.append(0, 4, &mut out));
-        assert_eq!(out, [1]);
-        assert!(dma.window(0, 16).is_none());
     }
 }

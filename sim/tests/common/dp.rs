@@ -52,7 +52,7 @@ impl Node {
     }
 
     pub fn alloc(&self, len: usize) -> DmaRegion {
-        self.dev().dma().alloc(len, 4096).unwrap()
+        self.host.alloc(len, 4096)
     }
 
     pub fn write(&self, iova: u64, data: &[u8]) {

@@ -11,7 +11,7 @@ pub mod linux_flow;
 
 use mlx5_prm::rt::{Bytes, Command, View};
 use mlx5_prm::{cmd, CmdIfBox, CmdQueueEntry};
-use mlx5_sim::{Config, Device, DmaRegion, Mode};
+use mlx5_sim::{Config, Device, DmaBacking, DmaRegion, Mode};
 use std::cell::Cell;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -85,24 +85,124 @@ pub struct Tweak {
     pub software_owned: bool,
 }
 
+/// Guest RAM for a device with external DMA: one host buffer mapped at [`GUEST_IOVA`], handed
+/// out by a bump allocator (regions are never reused), as a vfio-user server maps a guest's
+/// memory and the guest's driver allocates inside it.
+pub struct Guest {
+    ptr: *mut u8,
+    layout: std::alloc::Layout,
+    next: Cell<usize>,
+}
+
+/// Where the test's guest RAM is mapped.
+pub const GUEST_IOVA: u64 = 0x4000_0000;
+/// Its size.
+pub const GUEST_SIZE: usize = 64 << 20;
+
+impl Guest {
+    fn new() -> Guest {
+        let layout = std::alloc::Layout::from_size_align(GUEST_SIZE, 1 << 21).unwrap();
+        // SAFETY: non-zero size.
+        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+        assert!(!ptr.is_null());
+        Guest {
+            ptr,
+            layout,
+            next: Cell::new(0),
+        }
+    }
+
+    /// `len` bytes aligned to `align` (at least a page), with a guard page after.
+    pub fn alloc(&self, len: usize, align: usize) -> DmaRegion {
+        let len = len.next_multiple_of(4096);
+        let at = self.next.get().next_multiple_of(align.max(4096));
+        assert!(at + len <= GUEST_SIZE, "guest RAM exhausted");
+        self.next.set(at + len + 4096);
+        DmaRegion {
+            // SAFETY: inside the buffer.
+            va: unsafe { self.ptr.add(at) },
+            iova: GUEST_IOVA + at as u64,
+            len,
+        }
+    }
+}
+
+// SAFETY: the buffer is owned by the Guest alone; moving it moves nothing tied to a thread.
+unsafe impl Send for Guest {}
+
+impl Drop for Guest {
+    fn drop(&mut self) {
+        // SAFETY: allocated with this layout in `new`; the device unmapped it first (Host's
+        // drop).
+        unsafe { std::alloc::dealloc(self.ptr, self.layout) };
+    }
+}
+
 /// The host side of one device.
 pub struct Host {
     pub dev: Arc<Device>,
     pub cmdq: DmaRegion,
     token: Cell<u8>,
+    /// Guest RAM, for a device with external DMA.
+    pub guest: Option<Guest>,
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        if self.guest.is_some() {
+            self.dev.unmap_all_dma().unwrap();
+        }
+    }
 }
 
 impl Host {
     /// A device with `config`, its command queue programmed.
     pub fn new(config: Config) -> Host {
+        let external = config.dma == DmaBacking::External;
         let dev = Device::new(config);
-        let cmdq = dev.dma().alloc(4096, 4096).unwrap();
-        dev.write32(0x10, (cmdq.iova >> 32) as u32);
-        dev.write32(0x14, cmdq.iova as u32);
-        Host {
+        let guest = external.then(|| {
+            let g = Guest::new();
+            // SAFETY: the buffer lives in the Host, which unmaps it before freeing it.
+            unsafe { dev.map_dma(GUEST_IOVA, g.ptr, GUEST_SIZE) }.unwrap();
+            g
+        });
+        let mut host = Host {
             dev,
-            cmdq,
+            cmdq: DmaRegion {
+                va: std::ptr::null_mut(),
+                iova: 0,
+                len: 0,
+            },
             token: Cell::new(0),
+            guest,
+        };
+        host.cmdq = host.alloc(4096, 4096);
+        host.dev.write32(0x10, (host.cmdq.iova >> 32) as u32);
+        host.dev.write32(0x14, host.cmdq.iova as u32);
+        host
+    }
+
+    /// A device whose DMA memory is guest RAM mapped from outside.
+    pub fn external(mode: Mode) -> Host {
+        Host::new(Config {
+            mode,
+            dma: DmaBacking::External,
+            ..Config::default()
+        })
+    }
+
+    /// Frees what [`Host::alloc`] gave (guest RAM is never reused).
+    pub fn free(&self, r: &DmaRegion) {
+        if self.guest.is_none() {
+            self.dev.dma().free(r.iova).unwrap();
+        }
+    }
+
+    /// DMA memory for the device: allocated by the model, or carved out of guest RAM.
+    pub fn alloc(&self, len: usize, align: usize) -> DmaRegion {
+        match &self.guest {
+            Some(g) => g.alloc(len, align),
+            None => self.dev.dma().alloc(len, align).unwrap(),
         }
     }
 
@@ -149,7 +249,7 @@ impl Host {
             return None;
         }
         let dma = self.dev.dma();
-        let region = dma.alloc(n * BLOCK_STRIDE as usize, 4096).unwrap();
+        let region = self.alloc(n * BLOCK_STRIDE as usize, 4096);
         for i in 0..n {
             let mut block = CmdIfBox::zeroed();
             let start = (i * DATA).min(data.len());
@@ -237,7 +337,7 @@ impl Host {
             }
         });
         for r in in_chain.iter().chain(out_chain.iter()) {
-            dma.free(r.iova).unwrap();
+            self.free(r);
         }
         reply
     }
@@ -291,7 +391,7 @@ impl Host {
         if n == 0 {
             return Vec::new();
         }
-        let region = self.dev.dma().alloc(n * 4096, 4096).unwrap();
+        let region = self.alloc(n * 4096, 4096);
         let pages: Vec<u64> = (0..n as u64).map(|i| region.iova + i * 4096).collect();
         self.give(&pages).ok();
         pages
@@ -352,7 +452,7 @@ impl Host {
     /// with owner 1 as drivers do. Returns the EQ number and the ring.
     pub fn create_eq(&self, log_size: u8, bitmask: u64, uar: u32, intr: u16) -> (u8, DmaRegion) {
         let bytes = 64usize << log_size;
-        let ring = self.dev.dma().alloc(bytes, 4096).unwrap();
+        let ring = self.alloc(bytes, 4096);
         for i in 0..(bytes / 64) as u64 {
             self.dev
                 .dma()
@@ -380,10 +480,9 @@ impl Host {
 
     /// CREATE_CQ of 2^log_size 64-byte CQEs reporting to `eqn`. Returns the CQ number.
     pub fn create_cq(&self, eqn: u8, uar: u32, log_size: u8) -> u32 {
-        let dma = self.dev.dma();
         let bytes = 64usize << log_size;
-        let ring = dma.alloc(bytes, 4096).unwrap();
-        let dbr = dma.alloc(64, 64).unwrap();
+        let ring = self.alloc(bytes, 4096);
+        let dbr = self.alloc(64, 64);
         let pages = bytes.div_ceil(4096);
         let r = self
             .run::<cmd::CreateCq>(0, pages * 8, 0, |i| {
