@@ -68,6 +68,16 @@ fn linux_probe_unload_and_reload_inline() {
     probe_unload_probe(Config::linux_probe_only());
 }
 
+/// As the vfio-user server runs the model: threaded, on guest RAM mapped from outside.
+#[test]
+fn linux_probe_unload_and_reload_on_guest_memory() {
+    probe_unload_probe(Config {
+        mode: Mode::Threaded,
+        dma: mlx5_sim::DmaBacking::External,
+        ..Config::linux_probe_only()
+    });
+}
+
 #[test]
 fn linux_probe_unload_and_reload_threaded() {
     probe_unload_probe(Config {

@@ -159,7 +159,7 @@ impl Linux {
         let log_size = log_eq_size(nent);
         let bytes = 64usize << log_size;
         let dma = self.host.dev.dma();
-        let ring = dma.alloc(bytes, 4096).unwrap();
+        let ring = self.host.alloc(bytes, 4096);
         let init: Vec<u8> = (0..bytes).map(|i| u8::from(i % 64 == 63)).collect();
         dma.write(ring.iova, &init).unwrap();
         let pages = bytes / 4096;
@@ -201,7 +201,7 @@ impl Linux {
 
     /// MANAGE_PAGES give of `n` new pages, in the pages slot.
     pub fn give(&self, n: usize) -> Reply {
-        let region = self.host.dev.dma().alloc(n.max(1) * 4096, 4096).unwrap();
+        let region = self.host.alloc(n.max(1) * 4096, 4096);
         let list: Vec<u64> = (0..n as u64).map(|i| region.iova + i * 4096).collect();
         let r = self.exec_in::<cmd::ManagePages>(
             PAGES_SLOT,

@@ -207,16 +207,18 @@ impl Host {
     }
 
     /// A new driver on the same device: a fresh command queue page, programmed as at load.
-    pub fn reattach(old: Host) -> Host {
-        let dev = old.dev.clone();
-        let cmdq = dev.dma().alloc(4096, 4096).unwrap();
-        dev.write32(0x10, (cmdq.iova >> 32) as u32);
-        dev.write32(0x14, cmdq.iova as u32);
-        Host {
-            dev,
-            cmdq,
+    pub fn reattach(mut old: Host) -> Host {
+        // The guest RAM (if any) moves to the new host; the old one then unmaps nothing.
+        let mut host = Host {
+            dev: old.dev.clone(),
+            cmdq: old.cmdq,
             token: Cell::new(old.token.get()),
-        }
+            guest: old.guest.take(),
+        };
+        host.cmdq = host.alloc(4096, 4096);
+        host.dev.write32(0x10, (host.cmdq.iova >> 32) as u32);
+        host.dev.write32(0x14, host.cmdq.iova as u32);
+        host
     }
 
     pub fn inline() -> Host {
