@@ -125,6 +125,8 @@ pub struct Struct {
     pub register_block: bool,
     /// Fields sorted by bit offset (ties keep spec order).
     pub fields: Vec<Field>,
+    /// Words written whole (one store each), in spec order.
+    pub words: Vec<Word>,
     /// Where the name was written.
     #[serde(skip)]
     pub span: Span,
@@ -243,6 +245,48 @@ impl Field {
     /// One past the last bit occupied in the fixed part.
     pub fn end_bit(&self) -> u64 {
         self.bit_offset.saturating_add(self.span_bits())
+    }
+}
+
+/// A word of a structure that is written as one store (a doorbell): a dword or an aligned
+/// 64-bit pair, composed from the fields that lie inside it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Word {
+    /// Name.
+    pub name: String,
+    /// Meaning.
+    pub doc: Option<String>,
+    /// Absolute MSB-first bit offset of the word's first bit.
+    pub bit_offset: u64,
+    /// 32 or 64.
+    pub width: u64,
+    /// Where the name was written.
+    #[serde(skip)]
+    pub span: Span,
+    /// Where the position was written.
+    #[serde(skip)]
+    pub at_span: Span,
+}
+
+impl Word {
+    /// One past the word's last bit.
+    pub fn end_bit(&self) -> u64 {
+        self.bit_offset.saturating_add(self.width)
+    }
+
+    /// True when field `f` (a single element) lies inside the word.
+    pub fn holds(&self, f: &Field) -> bool {
+        f.count.is_none() && f.bit_offset >= self.bit_offset && f.end_bit() <= self.end_bit()
+    }
+
+    /// True when field `f` shares any bit with the word.
+    pub fn touches(&self, f: &Field) -> bool {
+        let end = if f.count == Some(ArrayCount::Trailing) {
+            u64::MAX
+        } else {
+            f.end_bit()
+        };
+        f.bit_offset < self.end_bit() && self.bit_offset < end
     }
 }
 
@@ -405,6 +449,45 @@ impl Ir {
     pub fn find_command(&self, name: &str) -> Option<&Command> {
         self.commands.iter().find(|c| c.name == name)
     }
+
+    /// The field through which a structure's storage runs on past its fixed part: its own
+    /// trailing array, or else a single nested structure that ends exactly where the fixed
+    /// part ends and itself runs on (as CREATE_SQ's `ctx` does through `ctx.wq.pas`).
+    /// `None` for a structure whose storage ends with its fixed part.
+    pub fn tail_field<'a>(&'a self, s: &'a Struct) -> Option<&'a Field> {
+        self.tail_field_within(s, 0)
+    }
+
+    /// [`Ir::tail_field`] with a bound on the nesting it follows (the cycle check runs after
+    /// lowering, so a spec with a cycle must not recurse forever here).
+    fn tail_field_within<'a>(&'a self, s: &'a Struct, depth: usize) -> Option<&'a Field> {
+        if depth > 16 {
+            return None;
+        }
+        if let Some(f) = s
+            .fields
+            .iter()
+            .find(|f| f.count == Some(ArrayCount::Trailing))
+        {
+            return Some(f);
+        }
+        s.fields.iter().find(|f| {
+            f.count.is_none()
+                && f.end_bit() == s.size * 8
+                && match &f.ty {
+                    FieldType::Struct(t) => self
+                        .find_struct(t)
+                        .is_some_and(|inner| self.tail_field_within(inner, depth + 1).is_some()),
+                    _ => false,
+                }
+        })
+    }
+
+    /// The nested field that runs on into the storage past `s`'s fixed part, when `s` has
+    /// no trailing array of its own (see [`Ir::tail_field`]).
+    pub fn open_nested<'a>(&'a self, s: &'a Struct) -> Option<&'a Field> {
+        self.tail_field(s).filter(|f| f.count.is_none())
+    }
 }
 
 /// A field reached by a dotted path from a structure, resolved to its absolute position.
@@ -436,6 +519,9 @@ pub struct StateMachine {
     pub state_field: Option<(String, FieldRef)>,
     /// The input field holding the optional-parameter mask.
     pub mask_field: Option<String>,
+    /// The input field naming the object a transition moves (`qpn`), present in every
+    /// transition's input.
+    pub object_field: Option<String>,
     /// Named mask bits.
     pub optional_bits: Vec<OpMod>,
     /// Transitions in spec order.

@@ -155,6 +155,11 @@ pub fn lower(sources: &SourceMap, files: &[SpecFile], diags: &mut Diagnostics) -
                         * 4
                 }
             };
+            let words = s
+                .words
+                .iter()
+                .filter_map(|w| lower_word(w, &format!("{what}.{}", s.name.value), diags))
+                .collect();
             ir.structs.push(Struct {
                 name: s.name.value.clone(),
                 module,
@@ -162,6 +167,7 @@ pub fn lower(sources: &SourceMap, files: &[SpecFile], diags: &mut Diagnostics) -
                 size,
                 register_block: s.register_block,
                 fields,
+                words,
                 span: s.name.span,
                 size_span: s.size.as_ref().map(|s| s.span),
                 incomplete,
@@ -195,6 +201,37 @@ pub fn lower(sources: &SourceMap, files: &[SpecFile], diags: &mut Diagnostics) -
         }
     }
     ir
+}
+
+/// A word's position: a whole dword `B[31:0]` or a 64-bit pair `B[63:0]`.
+fn lower_word(w: &syntax::WordDecl, owner: &str, diags: &mut Diagnostics) -> Option<Word> {
+    match w.at.value {
+        Position::Bits { byte, hi, lo: 0 } if hi == 31 || hi == 63 => Some(Word {
+            name: w.name.value.clone(),
+            doc: w.doc.clone(),
+            bit_offset: byte * 8,
+            width: u64::from(hi) + 1,
+            span: w.name.span,
+            at_span: w.at.span,
+        }),
+        _ => {
+            diags.push(
+                Diagnostic::error(
+                    "word",
+                    w.at.span,
+                    format!(
+                        "word `{}` is not a whole dword or 64-bit pair",
+                        w.name.value
+                    ),
+                )
+                .with_path(format!("{owner}.words.{}.at", w.name.value))
+                .with_hint(
+                    "a word is written as one store: `B[31:0]` (32 bits) or `B[63:0]` (64 bits)",
+                ),
+            );
+            None
+        }
+    }
 }
 
 /// Resolves `a.b.c` inside structure `s` to a [`FieldRef`], reporting a path that does not
@@ -365,6 +402,7 @@ fn lower_state_machine(
         states: e.name.clone(),
         state_field,
         mask_field: m.mask_field.as_ref().map(|f| f.value.clone()),
+        object_field: m.object_field.as_ref().map(|f| f.value.clone()),
         optional_bits,
         transitions,
         span: m.name.span,

@@ -84,8 +84,22 @@ pub struct StructDecl {
     pub doc: Option<String>,
     /// Fields in spec order.
     pub fields: Vec<FieldDecl>,
+    /// Words written as one store, in spec order.
+    pub words: Vec<WordDecl>,
     /// True when some field could not be read (its problem is already reported).
     pub incomplete: bool,
+}
+
+/// A word of a structure that is written whole, as one store: a dword or a 64-bit pair,
+/// composed from the fields inside it (a doorbell, say).
+#[derive(Debug, Clone)]
+pub struct WordDecl {
+    /// Name.
+    pub name: Spanned<String>,
+    /// Its position (`0x20[63:0]`, `0x40[31:0]`).
+    pub at: Spanned<Position>,
+    /// Meaning.
+    pub doc: Option<String>,
 }
 
 /// Access rights of a register-block field.
@@ -196,6 +210,8 @@ pub struct StateMachineDecl {
     pub state_field: Option<Spanned<String>>,
     /// The field of a transition command's input that holds the optional-parameter mask.
     pub mask_field: Option<Spanned<String>>,
+    /// The field of every transition command's input that names the object moved (`qpn`).
+    pub object_field: Option<Spanned<String>>,
     /// Names of the mask's bits.
     pub optional_bits: Vec<(Spanned<String>, Spanned<u64>)>,
     /// The transitions.

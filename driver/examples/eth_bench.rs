@@ -14,7 +14,7 @@
 
 use mlx5_driver::backend::sim::SimBackend;
 use mlx5_driver::backend::Deferred;
-use mlx5_driver::eth::{EthConfig, EthQueues, Packet};
+use mlx5_driver::eth::{EthConfig, EthQueues, Packet, Pool};
 use mlx5_driver::{Hca, HcaConfig};
 use std::time::Instant;
 
@@ -32,12 +32,13 @@ fn arg(args: &[String], i: usize) -> usize {
 const CONFIG: EthConfig = EthConfig {
     log_sq_size: 9,
     log_rq_size: 9,
-    buffers: 4096,
-    buf_size: 2048,
     signal_every: 32,
     inline_l2: false,
     macs: Vec::new(),
 };
+/// Packet buffers and their size.
+const BUFFERS: u32 = 4096;
+const BUF_SIZE: u32 = 2048;
 
 /// A 60-byte frame (every frame is steered to the RQ: no MAC filter).
 fn frame() -> [u8; 60] {
@@ -49,8 +50,9 @@ fn frame() -> [u8; 60] {
 
 fn count(direction: &str, batch: usize, rounds: usize) {
     let (be, dev) = SimBackend::new(mlx5_sim::Config::default());
-    let mut hca = Hca::bring_up(Deferred::new(be), &HcaConfig::default()).expect("bring-up");
-    let mut eth = EthQueues::create(&mut hca, &CONFIG).expect("eth queues");
+    let hca = Hca::bring_up(Deferred::new(be), &HcaConfig::default()).expect("bring-up");
+    let pool = Pool::new(&hca, BUFFERS, BUF_SIZE).expect("pool");
+    let mut eth = EthQueues::create(&pool, &CONFIG).expect("eth queues");
     let be = hca.backend();
     be.hold();
     let f = frame();
@@ -60,24 +62,25 @@ fn count(direction: &str, batch: usize, rounds: usize) {
     for _ in 0..rounds {
         match direction {
             "tx" => {
-                eth.alloc_batch(&mut pkts, batch);
+                pool.alloc_batch(&mut pkts, batch);
                 pkts.iter_mut().for_each(|p| p.set_len(60));
-                moved += eth.tx_batch(be, &mut pkts).expect("tx");
+                moved += eth.tx_batch(&mut pkts).expect("tx");
                 be.release();
             }
             "rx" => {
                 for _ in 0..batch {
                     dev.receive_frame(&f);
                 }
-                moved += eth.rx_batch(be, &mut out, batch).expect("rx");
-                eth.free_batch(&mut out);
+                moved += eth.rx_batch(&mut out, batch).expect("rx");
+                // The packets go back to the pool as they drop.
+                out.clear();
             }
             "fwd" => {
                 for _ in 0..batch {
                     dev.receive_frame(&f);
                 }
-                eth.rx_batch(be, &mut out, batch).expect("rx");
-                moved += eth.tx_batch(be, &mut out).expect("tx");
+                eth.rx_batch(&mut out, batch).expect("rx");
+                moved += eth.tx_batch(&mut out).expect("tx");
                 be.release();
             }
             _ => usage(),
@@ -89,20 +92,20 @@ fn count(direction: &str, batch: usize, rounds: usize) {
 
 fn mpps(batch: usize, packets: usize) {
     let (be, dev) = SimBackend::new(mlx5_sim::Config::default());
-    let mut hca = Hca::bring_up(be, &HcaConfig::default()).expect("bring-up");
-    let mut eth = EthQueues::create(&mut hca, &CONFIG).expect("eth queues");
+    let hca = Hca::bring_up(be, &HcaConfig::default()).expect("bring-up");
+    let pool = Pool::new(&hca, BUFFERS, BUF_SIZE).expect("pool");
+    let mut eth = EthQueues::create(&pool, &CONFIG).expect("eth queues");
     dev.loopback(true);
-    let be = hca.backend();
     let (mut pkts, mut out) = (Vec::with_capacity(batch), Vec::with_capacity(batch));
     let start = Instant::now();
     let mut received = 0;
     while received < packets {
-        eth.alloc_batch(&mut pkts, batch);
+        pool.alloc_batch(&mut pkts, batch);
         pkts.iter_mut().for_each(|p| p.set_len(60));
-        eth.tx_batch(be, &mut pkts).expect("tx");
-        eth.free_batch(&mut pkts);
-        received += eth.rx_batch(be, &mut out, batch).expect("rx");
-        eth.free_batch(&mut out);
+        eth.tx_batch(&mut pkts).expect("tx");
+        pkts.clear();
+        received += eth.rx_batch(&mut out, batch).expect("rx");
+        out.clear();
     }
     let secs = start.elapsed().as_secs_f64();
     println!(

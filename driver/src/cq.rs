@@ -8,13 +8,15 @@
 //! device writes it. The rest of a CQE is read only after the owner check and a from-device
 //! barrier.
 
-use crate::backend::{Backend, Barriers, DmaAlloc, DmaBuf, Mmio};
+use crate::backend::{Backend, Barriers, DmaAlloc, Mmio};
 use crate::error::{Error, Result};
 use crate::hca::Hca;
 use crate::ring::{dword_of, shift_of, Ring, Run};
-use mlx5_prm::cmd::{CreateCq, DestroyCq};
+use crate::undo::{Kind, Object};
+use mlx5_prm::cmd::CreateCq;
 use mlx5_prm::rt::View;
-use mlx5_prm::{CqArmCmd, CqDoorbellRecord, Cqe64, CqeOpcode, CqeSyndrome, CreateCqOut, ErrCqe};
+use mlx5_prm::{CqArmCmd, CqDoorbellRecord, Cqe64, CqeOpcode, CqeSyndrome, ErrCqe};
+use std::sync::Arc;
 
 /// Bytes per CQE slot.
 const CQE: usize = 64;
@@ -74,11 +76,13 @@ pub struct Completion {
     pub status: std::result::Result<(), CqeError>,
 }
 
-/// A completion queue.
-pub struct Cq {
-    ring: DmaBuf,
-    dbrec: DmaBuf,
-    /// Word access to `ring` and `dbrec` (valid while they are held).
+/// A completion queue of HCA `'h`.
+///
+/// Queue pairs that report to it keep it alive: dropped (or destroyed) while one still does,
+/// the device object goes with the last of them.
+pub struct Cq<'h, B: Backend> {
+    shared: Arc<Shared<'h, B>>,
+    /// Word access to the ring and the doorbell record (valid while `shared` is held).
     cqes: Ring<CQE>,
     record: Ring<8>,
     log_size: u8,
@@ -208,23 +212,43 @@ impl CqeRun {
 const OWNER_OPCODE: u32 = (1 << shift_of(Cqe64::OWNER)) | (0xf << shift_of(Cqe64::OPCODE));
 const _: () = assert!(shift_of(Cqe64::OWNER) == 0);
 
+/// The CQ's device object and its memory (ring, doorbell record), shared by the CQ and the
+/// queue pairs that report to it; the last to go destroys it.
+pub(crate) struct Shared<'h, B: Backend>(Object<'h, B>);
+
+// SAFETY: through `&Shared` nothing reaches the object's memory (only its number and HCA are
+// read); the memory is touched by the `Cq`'s own rings and, at the end, by the drop, which has
+// the object to itself.
+unsafe impl<B: Backend> Sync for Shared<'_, B> where Hca<B>: Sync {}
+
+impl<'h, B: Backend> Shared<'h, B> {
+    /// The HCA.
+    pub(crate) fn hca(&self) -> &'h Hca<B> {
+        self.0.hca()
+    }
+
+    /// Quarantine the CQ's memory when it goes (a queue that reported to it could not be
+    /// destroyed, so the device may still write completions).
+    pub(crate) fn taint(&self) {
+        self.0.taint();
+    }
+}
+
 /// Writes opcode INVALID and owner 1 into every slot.
-fn init_ring(ring: &DmaBuf, entries: usize) {
-    for i in 0..entries {
-        let mut c = Cqe64::new_unchecked(ring.slice(i * CQE, CQE));
+fn init_ring(ring: &Ring<CQE>) {
+    for i in 0..ring.entries() {
+        let mut c = Cqe64::new_unchecked(ring.slot(i));
         c.set_opcode(CqeOpcode::Invalid);
         c.set_owner(true);
     }
 }
 
 /// Decodes the CQE at `consumer`, which the caller found handed over (see [`Cursor::ready`]).
-fn decode_at(ring: &DmaBuf, log_size: u8, consumer: u32) -> Completion {
-    let mask = (1u32 << log_size) - 1;
-    let at = (consumer & mask) as usize * CQE;
-    let cqe = Cqe64::new_unchecked(ring.slice(at, CQE));
+fn decode_at(ring: &Ring<CQE>, consumer: u32) -> Completion {
+    let cqe = Cqe64::new_unchecked(ring.slot(consumer));
     let opcode = cqe.opcode_raw();
     let status = if opcode == CqeOpcode::ReqErr.raw() || opcode == CqeOpcode::RespErr.raw() {
-        let e = ErrCqe::new_unchecked(ring.slice(at, CQE));
+        let e = ErrCqe::new_unchecked(ring.slot(consumer));
         Err(CqeError {
             syndrome: e.syndrome_raw(),
             vendor_syndrome: e.vendor_err_synd(),
@@ -242,63 +266,63 @@ fn decode_at(ring: &DmaBuf, log_size: u8, consumer: u32) -> Completion {
     }
 }
 
-impl Cq {
-    /// Creates a CQ of `1 << log_size` entries whose completion events go to EQ `eqn`.
-    pub fn create<B: Backend>(hca: &mut Hca<B>, log_size: u8, eqn: u8) -> Result<Cq> {
+impl<'h, B: Backend> Cq<'h, B> {
+    /// Creates a CQ of `1 << log_size` entries whose completion events go to the HCA's EQ.
+    pub fn create(hca: &'h Hca<B>, log_size: u8) -> Result<Cq<'h, B>> {
+        if !(1..=22).contains(&log_size) {
+            return Err(Error::InvalidArgument {
+                what: "cq",
+                why: format!("log_size {log_size} (1..=22)"),
+            });
+        }
         let entries = 1usize << log_size;
         let bytes = (entries * CQE).max(4096);
         let be = hca.backend();
+        // Until the CQ exists, the memory is only the driver's: dropped, so freed, on error.
         let ring = be.dma().alloc(bytes, 4096)?;
-        let dbrec = match be.dma().alloc(64, 64) {
-            Ok(d) => d,
-            Err(e) => {
-                be.dma().free(ring);
-                return Err(e);
-            }
-        };
-        init_ring(&ring, entries);
+        let dbrec = be.dma().alloc(64, 64)?;
+        // SAFETY: the memory is kept by the CQ's object, which the rings never outlive.
+        let (cqes, record) = unsafe { (Ring::over(&ring, entries), Ring::over(&dbrec, 1)) };
+        init_ring(&cqes);
         let pages: Vec<u64> = (0..bytes / 4096)
             .map(|p| ring.iova() + (p * 4096) as u64)
             .collect();
-        let (uar, dbr) = (hca.info().uar, dbrec.iova());
-        let result = hca.run_extra::<CreateCq>(0, pages.len() * 8, 0, |i| {
+        let info = hca.info();
+        let (uar, dbr, eqn) = (info.uar, dbrec.iova(), info.eqn);
+        let out = hca.run_extra::<CreateCq>(0, pages.len() * 8, 0, |i| {
             let mut ctx = i.cq_context_mut();
-            ctx.set_log_cq_size(log_size);
-            ctx.set_uar_page(uar);
+            ctx.try_set_log_cq_size(log_size)?;
+            ctx.try_set_uar_page(uar)?;
             ctx.set_c_eqn_or_apu_element(u32::from(eqn));
             ctx.set_log_page_size(0);
             ctx.set_dbr_addr(dbr);
             for (k, p) in pages.iter().enumerate() {
-                let _ = i.set_pas(k, *p);
+                i.set_pas(k, *p)?;
             }
-        });
-        let out = match result {
-            Ok(out) => out,
-            Err(e) => {
-                let be = hca.backend();
-                be.dma().free(ring);
-                be.dma().free(dbrec);
-                return Err(e);
-            }
-        };
-        let cqn = CreateCqOut::new_checked(&out[..])?.cqn();
-        Ok(Cq::from_parts(ring, dbrec, log_size, cqn, uar))
-    }
-
-    fn from_parts(ring: DmaBuf, dbrec: DmaBuf, log_size: u8, cqn: u32, uar: u32) -> Cq {
-        Cq {
-            // SAFETY: the Cq holds `ring` and `dbrec` until `destroy`, and the Rings go with it.
-            cqes: unsafe { Ring::over(&ring, 1 << log_size) },
-            // SAFETY: as above.
-            record: unsafe { Ring::over(&dbrec, 1) },
-            ring,
-            dbrec,
+            Ok(())
+        })?;
+        let cqn = out.cqn();
+        let object = Object::new(hca, Kind::Cq(cqn), vec![ring, dbrec]);
+        Ok(Cq {
+            shared: Arc::new(Shared(object)),
+            cqes,
+            record,
             log_size,
             cqn,
             consumer: 0,
             uar_offset: uar as usize * 4096,
             arm_sn: 0,
-        }
+        })
+    }
+
+    /// The HCA it belongs to.
+    pub fn hca(&self) -> &'h Hca<B> {
+        self.shared.hca()
+    }
+
+    /// The shared object, for a queue that reports to this CQ.
+    pub(crate) fn shared(&self) -> &Arc<Shared<'h, B>> {
+        &self.shared
     }
 
     /// The CQ number.
@@ -313,15 +337,15 @@ impl Cq {
 
     /// Moves up to `max` completions into `out`, then publishes the consumer index once.
     /// Returns how many were read.
-    pub fn poll<B: Backend>(&mut self, _be: &B, max: usize, out: &mut Vec<Completion>) -> usize {
+    pub fn poll(&mut self, max: usize, out: &mut Vec<Completion>) -> usize {
         let mut cur = self.cursor();
         let mut n = 0;
         while n < max && cur.ready::<B::Barriers>() {
-            out.push(decode_at(&self.ring, self.log_size, cur.consumer));
+            out.push(decode_at(&self.cqes, cur.consumer));
             cur.advance();
             n += 1;
         }
-        self.commit::<B>(cur);
+        self.commit(cur);
         n
     }
 
@@ -337,47 +361,45 @@ impl Cq {
 
     /// Takes the cursor's position as the consumer index and, if it moved, publishes it.
     #[inline(always)]
-    pub(crate) fn commit<B: Backend>(&mut self, c: Cursor) {
+    pub(crate) fn commit(&mut self, c: Cursor) {
         if c.consumer != self.consumer {
             self.consumer = c.consumer;
-            self.publish::<B>();
+            self.publish();
         }
     }
 
     /// Writes a CQE at the consumer index as the device would (owner bit for this pass), for
     /// tests of how the driver treats values it must not trust.
-    #[cfg(test)]
+    #[cfg(all(test, feature = "sim"))]
     pub(crate) fn forge(&self, fill: impl FnOnce(&mut Cqe64<mlx5_prm::rt::DeviceBytes<'_>>)) {
         self.forge_at(0, fill)
     }
 
     /// As [`Cq::forge`], `ahead` CQEs past the consumer index.
-    #[cfg(test)]
+    #[cfg(all(test, feature = "sim"))]
     pub(crate) fn forge_at(
         &self,
         ahead: u32,
         fill: impl FnOnce(&mut Cqe64<mlx5_prm::rt::DeviceBytes<'_>>),
     ) {
         let index = self.consumer.wrapping_add(ahead);
-        let mask = (1u32 << self.log_size) - 1;
-        let at = (index & mask) as usize * CQE;
-        let mut cqe = Cqe64::new_unchecked(self.ring.slice(at, CQE));
+        let mut cqe = Cqe64::new_unchecked(self.cqes.slot(index));
         mlx5_prm::rt::BytesMut::write_bytes(cqe.storage_mut(), 0, &[0u8; CQE]);
         fill(&mut cqe);
         cqe.set_owner((index >> self.log_size) & 1 == 1);
     }
 
     /// The CQE at the consumer index, decoded, if handed over (the slow path: error CQEs).
-    pub(crate) fn decode<B: Barriers>(&self) -> Option<Completion> {
+    pub(crate) fn decode(&self) -> Option<Completion> {
         self.cursor()
-            .ready::<B>()
-            .then(|| decode_at(&self.ring, self.log_size, self.consumer))
+            .ready::<B::Barriers>()
+            .then(|| decode_at(&self.cqes, self.consumer))
     }
 
     /// Writes the consumer index to the doorbell record (the device reads it to know which
     /// slots it may overwrite).
     #[inline]
-    pub(crate) fn publish<B: Backend>(&self) {
+    pub(crate) fn publish(&self) {
         let ci = (self.consumer & 0xff_ffff) << shift_of(CI);
         // The CQEs must be fully read before the device may reuse their slots.
         B::Barriers::to_device();
@@ -386,41 +408,37 @@ impl Cq {
     }
 
     /// Asks for a completion event on the next CQE (or the next solicited one).
-    pub fn arm<B: Backend>(&mut self, be: &B, solicited_only: bool) {
+    pub fn arm(&mut self, solicited_only: bool) {
         let cmd = if solicited_only {
             CqArmCmd::ReqNotSol
         } else {
             CqArmCmd::ReqNot
         };
         let ci = self.consumer & 0xff_ffff;
-        let mut rec = CqDoorbellRecord::new_unchecked(self.dbrec.slice(0, 8));
+        let mut rec = CqDoorbellRecord::new_unchecked(self.record.slot(0));
         rec.set_arm_sn(self.arm_sn & 3);
         rec.set_arm_cmd(cmd);
         rec.set_arm_ci(ci);
         let high = (u32::from(self.arm_sn & 3) << 28) | (u32::from(cmd.raw()) << 24) | ci;
         B::Barriers::to_device();
-        be.mmio().write64(
+        self.hca().backend().mmio().write64(
             self.uar_offset + ARM_DOORBELL,
             (u64::from(high) << 32) | u64::from(self.cqn),
         );
         self.arm_sn = self.arm_sn.wrapping_add(1);
     }
 
-    /// Destroys the CQ and frees its memory; on failure the memory is kept (the device may
-    /// still write it) and the CQ comes back with the error.
-    // The CQ (about 100 bytes, with the word-access handles its hot path keeps) comes back
-    // whole on this rare path rather than boxed.
-    #[allow(clippy::result_large_err)]
-    pub fn destroy<B: Backend>(self, hca: &mut Hca<B>) -> std::result::Result<(), (Error, Cq)> {
-        let cqn = self.cqn;
-        match hca.run::<DestroyCq>(0, |i| i.set_cqn(cqn)) {
-            Ok(_) => {
-                let be = hca.backend();
-                be.dma().free(self.ring);
-                be.dma().free(self.dbrec);
-                Ok(())
-            }
-            Err(e) => Err((e, self)),
+    /// Destroys the CQ and frees its memory; where the destroy fails the memory is
+    /// quarantined (the device may still write it). While queue pairs still report to it the
+    /// CQ cannot go: [`Error::InUse`], and it is destroyed with the last of them. (Dropping
+    /// the CQ does the same, logging failures.)
+    pub fn destroy(self) -> Result<()> {
+        match Arc::try_unwrap(self.shared) {
+            Ok(mut shared) => shared.0.destroy(),
+            Err(shared) => Err(Error::InUse {
+                what: "cq",
+                users: Arc::strong_count(&shared) - 1,
+            }),
         }
     }
 }
@@ -432,6 +450,7 @@ mod tests {
     use super::*;
     use crate::backend::sim::SimBackend;
     use crate::backend::SeqCstBarriers;
+    use crate::HcaConfig;
     use mlx5_prm::rt::BytesMut;
     use proptest::prelude::*;
     use std::collections::VecDeque;
@@ -442,10 +461,8 @@ mod tests {
     }
 
     impl Producer {
-        fn write(&mut self, ring: &DmaBuf, log_size: u8, seq: u16) {
-            let mask = (1u32 << log_size) - 1;
-            let at = (self.index & mask) as usize * CQE;
-            let mut c = Cqe64::new_unchecked(ring.slice(at, CQE));
+        fn write(&mut self, ring: &Ring<CQE>, log_size: u8, seq: u16) {
+            let mut c = Cqe64::new_unchecked(ring.slot(self.index));
             c.storage_mut().write_bytes(0, &[0u8; 60]);
             c.set_wqe_counter(seq);
             c.set_qpn(0x42);
@@ -462,18 +479,17 @@ mod tests {
 
         /// Random interleavings of producing and polling, over many ring wraps, against a
         /// reference queue: nothing lost, nothing duplicated, order kept, and the consumer
-        /// index the driver publishes is exactly what it consumed.
+        /// index the driver publishes is exactly what it consumed. (The CQ is a real one of
+        /// the model, which writes nothing to it: no queue reports to it.)
         #[test]
         fn interleavings_match_a_reference_queue(
             log_size in 1u8..5,
             steps in proptest::collection::vec((any::<bool>(), 1usize..40), 1..200),
         ) {
             let (be, _dev) = SimBackend::new(mlx5_sim::Config::default());
+            let hca = Hca::bring_up(be, &HcaConfig::default()).unwrap();
             let entries = 1usize << log_size;
-            let ring = be.alloc((entries * CQE).max(4096), 4096).unwrap();
-            let dbrec = be.alloc(64, 64).unwrap();
-            init_ring(&ring, entries);
-            let mut cq = Cq::from_parts(ring, dbrec, log_size, 1, 0);
+            let mut cq = Cq::create(&hca, log_size).unwrap();
             let mut producer = Producer { index: 0 };
             let mut reference: VecDeque<u16> = VecDeque::new();
             let mut seq: u16 = 0;
@@ -483,29 +499,27 @@ mod tests {
                     // The device never overwrites a CQE the driver has not consumed.
                     let room = entries - reference.len();
                     for _ in 0..n.min(room) {
-                        producer.write(&cq.ring, log_size, seq);
+                        producer.write(&cq.cqes, log_size, seq);
                         reference.push_back(seq);
                         seq = seq.wrapping_add(1);
                     }
                 } else {
                     out.clear();
-                    let got = cq.poll(&be, n, &mut out);
+                    let got = cq.poll(n, &mut out);
                     prop_assert_eq!(got, out.len());
                     for c in &out {
                         prop_assert_eq!(Some(c.wqe_counter), reference.pop_front());
                         prop_assert_eq!(c.byte_cnt, u32::from(c.wqe_counter) * 3);
                         prop_assert!(c.status.is_ok());
                     }
-                    let published = CqDoorbellRecord::new_unchecked(cq.dbrec.slice(0, 8)).consumer_index();
+                    let published = CqDoorbellRecord::new_unchecked(cq.record.slot(0)).consumer_index();
                     prop_assert_eq!(published, cq.consumer & 0xff_ffff);
                 }
             }
             // Drain: everything produced comes out exactly once.
             out.clear();
-            cq.poll(&be, usize::MAX, &mut out);
+            cq.poll(usize::MAX, &mut out);
             prop_assert_eq!(out.len(), reference.len());
-            be.free(cq.ring);
-            be.free(cq.dbrec);
         }
     }
 }

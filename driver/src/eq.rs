@@ -71,23 +71,18 @@ impl EventQueue {
             .map(|p| ring.iova() + (p * 4096) as u64)
             .collect();
         let mask = events.iter().fold(0u64, |m, e| m | 1u64 << e.raw());
-        let result = cmdq.run::<CreateEq, _, _>(be, 0, pages.len() * 8, 0, |i| {
+        // On failure the ring is dropped, so freed: the EQ does not exist.
+        let out = cmdq.run::<CreateEq, _, _>(be, 0, pages.len() * 8, 0, |i| {
             let mut ctx = i.eq_context_entry_mut();
-            ctx.set_log_eq_size(log_size);
-            ctx.set_uar_page(uar);
+            ctx.try_set_log_eq_size(log_size)?;
+            ctx.try_set_uar_page(uar)?;
             ctx.set_log_page_size(0);
-            let _ = i.set_event_bitmask(0, mask);
+            i.set_event_bitmask(0, mask)?;
             for (k, p) in pages.iter().enumerate() {
-                let _ = i.set_pas(k, *p);
+                i.set_pas(k, *p)?;
             }
-        });
-        let out = match result {
-            Ok(out) => out,
-            Err(e) => {
-                be.dma().free(ring);
-                return Err(e);
-            }
-        };
+            Ok(())
+        })?;
         let eqn = CreateEqOut::new_checked(&out[..])?.eq_number();
         let eq = EventQueue {
             ring,
@@ -157,26 +152,24 @@ impl EventQueue {
     }
 
     /// Destroys the EQ and frees its ring. If DESTROY_EQ fails the device may still write the
-    /// ring, so the queue comes back with the error, to be freed once the function is
-    /// disabled ([`EventQueue::forget`]).
-    pub fn destroy<B: Backend>(
-        self,
-        be: &B,
-        cmdq: &mut CmdQueue,
-    ) -> std::result::Result<(), (crate::Error, EventQueue)> {
+    /// ring, so it goes to quarantine.
+    pub fn destroy<B: Backend>(self, be: &B, cmdq: &mut CmdQueue) -> Result<()> {
         let eqn = self.eqn;
-        match cmdq.run::<DestroyEq, _, _>(be, 0, 0, 0, |i| i.set_eq_number(eqn)) {
-            Ok(_) => {
-                be.dma().free(self.ring);
-                Ok(())
+        match cmdq.run::<DestroyEq, _, _>(be, 0, 0, 0, |i| {
+            i.set_eq_number(eqn);
+            Ok(())
+        }) {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                self.ring.quarantine();
+                Err(e)
             }
-            Err(e) => Err((e, self)),
         }
     }
 
-    /// Frees the ring after the device was disabled (it can no longer write it).
-    pub fn forget<B: Backend>(self, be: &B) {
-        be.dma().free(self.ring);
+    /// Gives the EQ up without a command (the device may still write the ring): quarantined.
+    pub fn abandon(self) {
+        self.ring.quarantine();
     }
 }
 

@@ -105,6 +105,77 @@ pub enum Error {
     /// A layout did not fit its buffer (a driver bug: sizes come from the generated types).
     #[error(transparent)]
     Layout(#[from] mlx5_prm::rt::LayoutError),
+    /// A value did not fit its field or array (from a generated setter).
+    #[error(transparent)]
+    Field(#[from] mlx5_prm::rt::Overflow),
+    /// The caller asked for something the driver or the device does not allow (a bad
+    /// configuration, a frame longer than a buffer, a packet that cannot be sent...).
+    #[error("{what}: invalid argument: {why}")]
+    InvalidArgument {
+        /// The call or setting concerned.
+        what: &'static str,
+        /// What was wrong.
+        why: String,
+    },
+    /// A queue has no room for another work request.
+    #[error("{queue} full ({capacity} outstanding)")]
+    QueueFull {
+        /// The queue ("send queue", "receive queue").
+        queue: &'static str,
+        /// Its capacity.
+        capacity: usize,
+    },
+    /// Inline data longer than a work request can carry.
+    #[error("{len} inline bytes for {op} (at most {max})")]
+    InlineTooLong {
+        /// Bytes given.
+        len: usize,
+        /// The most allowed for this operation (0: the operation carries none).
+        max: usize,
+        /// The operation.
+        op: &'static str,
+    },
+    /// Two resources of different HCAs (or a packet of another pool) were put together; the
+    /// request was refused before anything reached the device.
+    #[error("{what} belongs to another {owner}")]
+    ForeignResource {
+        /// The resource given.
+        what: &'static str,
+        /// What it should have belonged to ("HCA", "pool").
+        owner: &'static str,
+    },
+    /// A resource cannot be destroyed yet: others still use it (it goes when the last does).
+    #[error("{what} is still used by {users} other resource(s); it is destroyed with the last")]
+    InUse {
+        /// The resource.
+        what: &'static str,
+        /// How many others hold it.
+        users: usize,
+    },
+    /// The device asked for more firmware pages than the driver allows; refused (and the
+    /// device told so) before anything was allocated.
+    #[error(
+        "the device asked for {requested} firmware pages with {held} held; the limit is {limit}"
+    )]
+    PageLimit {
+        /// Pages asked for.
+        requested: u64,
+        /// Pages the device already holds.
+        held: usize,
+        /// [`crate::HcaConfig::max_firmware_pages`].
+        limit: usize,
+    },
+    /// Teardown did not complete: the first failure, and the DMA memory left in quarantine
+    /// because the device may still write it.
+    #[error("teardown failed ({buffers} DMA buffers, {bytes} bytes quarantined): {first}")]
+    Teardown {
+        /// The first failure.
+        first: Box<Error>,
+        /// Buffers quarantined (by the backend, this HCA's whole life).
+        buffers: usize,
+        /// Their bytes.
+        bytes: usize,
+    },
 }
 
 impl Error {

@@ -10,9 +10,13 @@
 //! - [`mr`]: memory regions (mkeys) and the ownership of posted buffers;
 //! - [`qp`]: reliable-connected QPs with the state machine enforced by the type system, and
 //!   their work requests;
-//! - [`eth`]: raw Ethernet queues (SQ, RQ, steering by MAC) with ixy-style batch calls and a
-//!   packet buffer pool whose handles carry ownership;
+//! - [`eth`]: raw Ethernet queues (SQ, RQ, steering by MAC) with ixy-style batch calls over a
+//!   packet buffer pool whose handles carry ownership and return their buffer on drop;
 //! - [`hca`]: bring-up and teardown, and the [`Hca`] handle that owns it all.
+//!
+//! Every resource borrows the HCA it came from (and packets their pool), so none outlives it;
+//! dropping a resource destroys its device objects and frees its memory, or quarantines the
+//! memory the device may still write (see `docs/architecture.md`, "Ownership rules").
 //!
 //! ```
 //! # #[cfg(feature = "sim")] {
@@ -22,8 +26,8 @@
 //! let (backend, device) = SimBackend::new(mlx5_sim::Config::default());
 //! let hca = Hca::bring_up(backend, &HcaConfig::default()).unwrap();
 //! assert!(hca.info().caps().log_max_qp() > 0);
-//! hca.teardown().unwrap();
-//! assert_eq!(device.pages_held(), 0);
+//! let quarantined = hca.teardown().unwrap();
+//! assert_eq!((quarantined.buffers, device.pages_held()), (0, 0));
 //! # }
 //! ```
 
@@ -40,7 +44,10 @@ pub mod mr;
 pub mod net;
 pub mod pages;
 pub mod qp;
+mod recent;
 mod ring;
+mod undo;
 
 pub use error::{Error, Result};
 pub use hca::{DeviceInfo, Hca, HcaConfig};
+pub use recent::Recent;

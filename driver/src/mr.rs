@@ -3,24 +3,17 @@
 //!
 //! A [`Region`] is either in the driver's hands — readable and writable through
 //! [`Region::bytes`] — or posted to a queue. Posting moves it into the queue; it comes back
-//! with the work request's completion. The device writes posted memory, so the type system
-//! keeps the program from touching it meanwhile:
-//!
-//! ```compile_fail,E0382
-//! # use mlx5_driver::mr::Region;
-//! # fn post(_: Region) {}
-//! fn misuse(region: Region) {
-//!     post(region);            // ownership passes to the queue...
-//!     let _ = region.bytes();  // ...so the region cannot be read (or freed) until it returns
-//! }
-//! ```
+//! with the work request's completion, so the program cannot touch memory the device may be
+//! writing (`driver/tests/ui/region_posted.rs` is the compile-fail case). A region borrows
+//! the HCA that registered it; dropping it destroys the key and frees the memory (or
+//! quarantines it, if the destroy fails).
 
-use crate::backend::{Backend, DmaAlloc, DmaBuf};
-use crate::error::Result;
+use crate::backend::{Backend, DmaAlloc};
+use crate::error::{Error, Result};
 use crate::hca::Hca;
-use mlx5_prm::cmd::{CreateMkey, DestroyMkey};
+use crate::undo::{Kind, Object};
+use mlx5_prm::cmd::CreateMkey;
 use mlx5_prm::rt::DeviceBytes;
-use mlx5_prm::CreateMkeyOut;
 
 /// What a region lets the local side and the peer do.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -35,27 +28,40 @@ pub struct Access {
     pub remote_atomic: bool,
 }
 
-/// Registered DMA memory.
-#[derive(Debug)]
-pub struct Region {
-    buf: DmaBuf,
+/// Registered DMA memory of HCA `'h`.
+pub struct Region<'h, B: Backend> {
+    object: Object<'h, B>,
     key: u32,
     len: usize,
+}
+
+impl<B: Backend> std::fmt::Debug for Region<'_, B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Region")
+            .field("key", &format_args!("{:#x}", self.key))
+            .field("addr", &format_args!("{:#x}", self.addr()))
+            .field("len", &self.len)
+            .finish()
+    }
 }
 
 /// The low byte of every key this driver makes (the "variant" part of an mkey).
 const KEY_BYTE: u8 = 0x5a;
 
-impl Region {
+impl<'h, B: Backend> Region<'h, B> {
     /// Allocates `len` bytes and registers them (physical-address mode: the IO address is the
     /// key's start address).
-    pub fn register<B: Backend>(hca: &mut Hca<B>, len: usize, access: Access) -> Result<Region> {
-        let buf = hca
-            .backend()
-            .dma()
-            .alloc(len.max(1).div_ceil(4096) * 4096, 4096)?;
+    pub fn register(hca: &'h Hca<B>, len: usize, access: Access) -> Result<Region<'h, B>> {
+        let Some(bytes) = len.max(1).checked_next_multiple_of(4096) else {
+            return Err(Error::InvalidArgument {
+                what: "region",
+                why: format!("{len} bytes"),
+            });
+        };
+        // Until the key exists the memory is only the driver's: freed (dropped) on error.
+        let buf = hca.backend().dma().alloc(bytes, 4096)?;
         let (pd, iova) = (hca.info().pd, buf.iova());
-        let result = hca.run::<CreateMkey>(0, |i| {
+        let out = hca.run_extra::<CreateMkey>(0, 0, 0, |i| {
             let mut c = i.memory_key_mkey_entry_mut();
             c.set_access_mode_1_0(0);
             c.set_access_mode_4_2(0);
@@ -64,25 +70,24 @@ impl Region {
             c.set_rr(access.remote_read);
             c.set_rw(access.remote_write);
             c.set_a(access.remote_atomic);
-            c.set_qpn(0xff_ffff);
+            c.try_set_qpn(0xff_ffff)?;
             c.set_mkey_7_0(KEY_BYTE);
-            c.set_pd(pd);
+            c.try_set_pd(pd)?;
             c.set_start_addr(iova);
             c.set_len(len as u64);
-        });
-        let out = match result {
-            Ok(out) => out,
-            Err(e) => {
-                hca.backend().dma().free(buf);
-                return Err(e);
-            }
-        };
-        let index = CreateMkeyOut::new_checked(&out[..])?.mkey_index();
+            Ok(())
+        })?;
+        let index = out.mkey_index();
         Ok(Region {
-            buf,
+            object: Object::new(hca, Kind::Mkey(index), vec![buf]),
             key: (index << 8) | u32::from(KEY_BYTE),
             len,
         })
+    }
+
+    /// The HCA it belongs to.
+    pub fn hca(&self) -> &'h Hca<B> {
+        self.object.hca()
     }
 
     /// The key work requests name the region by (local key).
@@ -97,7 +102,7 @@ impl Region {
 
     /// The IO address of the first byte.
     pub fn addr(&self) -> u64 {
-        self.buf.iova()
+        self.object.memory(0).iova()
     }
 
     /// Length in bytes.
@@ -112,7 +117,7 @@ impl Region {
 
     /// The bytes, while the region is in the driver's hands.
     pub fn bytes(&self) -> DeviceBytes<'_> {
-        self.buf.slice(0, self.len)
+        self.object.memory(0).slice(0, self.len)
     }
 
     /// Bytes `at .. at + len` of the region.
@@ -126,21 +131,23 @@ impl Region {
             "region slice {at}+{len} beyond {}",
             self.len
         );
-        self.buf.slice(at, len)
+        self.object.memory(0).slice(at, len)
     }
 
-    /// Destroys the key and frees the memory.
-    pub fn deregister<B: Backend>(
-        self,
-        hca: &mut Hca<B>,
-    ) -> std::result::Result<(), (crate::Error, Region)> {
-        let index = self.key >> 8;
-        match hca.run::<DestroyMkey>(0, |i| i.set_mkey_index(index)) {
-            Ok(_) => {
-                hca.backend().dma().free(self.buf);
-                Ok(())
-            }
-            Err(e) => Err((e, self)),
-        }
+    /// The host address of the first byte (for the packet pool's word access).
+    pub(crate) fn va(&self) -> std::ptr::NonNull<u8> {
+        self.object.memory(0).va()
+    }
+
+    /// Quarantine the memory when the region goes, whatever the key's destroy says (a queue
+    /// that had it posted could not be destroyed).
+    pub(crate) fn taint(&self) {
+        self.object.taint();
+    }
+
+    /// Destroys the key and frees the memory; if the destroy fails the memory is quarantined
+    /// and the error returned. (Dropping the region does the same, logging the failure.)
+    pub fn deregister(mut self) -> Result<()> {
+        self.object.destroy()
     }
 }

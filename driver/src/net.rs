@@ -30,22 +30,20 @@ const RX_BATCH: usize = 32;
 /// [`EthQueues`] as a smoltcp [`phy::Device`]. Errors of the queues cannot travel through
 /// smoltcp's tokens; the first is kept for [`Port::take_error`] (and logged), and the frame
 /// concerned is dropped.
-pub struct Port<'b, B: Backend> {
-    eth: EthQueues,
-    be: &'b B,
+pub struct Port<'p, B: Backend> {
+    eth: EthQueues<'p, B>,
     /// Received packets not yet given to the stack, last to be given first.
-    pending: Vec<Packet>,
+    pending: Vec<Packet<'p>>,
     rx_frame: Vec<u8>,
     tx_frame: Vec<u8>,
     error: Option<Error>,
 }
 
-impl<'b, B: Backend> Port<'b, B> {
-    /// Wraps `eth`, whose doorbells go through `be` (the HCA's backend).
-    pub fn new(eth: EthQueues, be: &'b B) -> Self {
+impl<'p, B: Backend> Port<'p, B> {
+    /// Wraps `eth`.
+    pub fn new(eth: EthQueues<'p, B>) -> Self {
         Port {
             eth,
-            be,
             pending: Vec::with_capacity(RX_BATCH),
             rx_frame: Vec::new(),
             tx_frame: Vec::new(),
@@ -54,7 +52,7 @@ impl<'b, B: Backend> Port<'b, B> {
     }
 
     /// The queues (for their counters, say).
-    pub fn queues(&self) -> &EthQueues {
+    pub fn queues(&self) -> &EthQueues<'p, B> {
         &self.eth
     }
 
@@ -65,19 +63,19 @@ impl<'b, B: Backend> Port<'b, B> {
 
     /// Unwraps the queues (to destroy them); received packets not yet taken go back to the
     /// pool.
-    pub fn into_queues(mut self) -> EthQueues {
-        self.eth.free_batch(&mut self.pending);
+    pub fn into_queues(self) -> EthQueues<'p, B> {
+        // The packets not yet taken return to the pool as they drop.
         self.eth
     }
 
     /// A free buffer for a frame to send, reaping send completions if the pool is empty.
     fn has_tx_buffer(&mut self) -> bool {
-        if self.eth.free_buffers() == 0 {
-            if let Err(e) = self.eth.tx_batch(self.be, &mut Vec::new()) {
+        if self.eth.pool().free_buffers() == 0 {
+            if let Err(e) = self.eth.tx_batch(&mut Vec::new()) {
                 keep(&mut self.error, e);
             }
         }
-        self.eth.free_buffers() > 0
+        self.eth.pool().free_buffers() > 0
     }
 }
 
@@ -99,61 +97,59 @@ impl phy::RxToken for RxToken<'_> {
 }
 
 /// Room to build one frame, which is then sent with its own doorbell.
-pub struct TxToken<'a, B: Backend> {
-    eth: &'a mut EthQueues,
-    be: &'a B,
+pub struct TxToken<'a, 'p, B: Backend> {
+    eth: &'a mut EthQueues<'p, B>,
     frame: &'a mut Vec<u8>,
     error: &'a mut Option<Error>,
 }
 
-impl<B: Backend> phy::TxToken for TxToken<'_, B> {
+impl<B: Backend> phy::TxToken for TxToken<'_, '_, B> {
     fn consume<R, F: FnOnce(&mut [u8]) -> R>(self, len: usize, f: F) -> R {
         self.frame.clear();
         self.frame.resize(len, 0);
         let r = f(self.frame);
-        let Some(mut p) = self.eth.alloc() else {
-            let e = Error::BadDeviceValue {
-                command: "net send",
-                what: "no free packet buffer".into(),
+        let Some(mut p) = self.eth.pool().alloc() else {
+            let e = Error::QueueFull {
+                queue: "packet pool",
+                capacity: self.eth.pool().buffers(),
             };
             keep(self.error, e);
             return r;
         };
-        if let Err(e) = self.eth.write(&mut p, self.frame) {
-            self.eth.free(p);
+        if let Err(e) = p.write(self.frame) {
             keep(self.error, e);
             return r;
         }
         let mut pkts = vec![p];
-        if let Err(e) = self.eth.tx_batch(self.be, &mut pkts) {
+        if let Err(e) = self.eth.tx_batch(&mut pkts) {
             keep(self.error, e);
         }
-        self.eth.free_batch(&mut pkts);
+        // A packet not sent goes back to the pool as it drops.
         r
     }
 }
 
-impl<B: Backend> phy::Device for Port<'_, B> {
+impl<'p, B: Backend> phy::Device for Port<'p, B> {
     type RxToken<'a>
         = RxToken<'a>
     where
         Self: 'a;
     type TxToken<'a>
-        = TxToken<'a, B>
+        = TxToken<'a, 'p, B>
     where
         Self: 'a;
 
-    fn receive(&mut self, _: Instant) -> Option<(RxToken<'_>, TxToken<'_, B>)> {
+    fn receive(&mut self, _: Instant) -> Option<(RxToken<'_>, TxToken<'_, 'p, B>)> {
         if self.pending.is_empty() {
-            match self.eth.rx_batch(self.be, &mut self.pending, RX_BATCH) {
+            match self.eth.rx_batch(&mut self.pending, RX_BATCH) {
                 Ok(_) => self.pending.reverse(),
                 Err(e) => keep(&mut self.error, e),
             }
         }
         let p = self.pending.pop()?;
         self.rx_frame.resize(p.len(), 0);
-        self.eth.data(&p).read_bytes(0, &mut self.rx_frame);
-        self.eth.free(p);
+        p.data().read_bytes(0, &mut self.rx_frame);
+        drop(p);
         if !self.has_tx_buffer() {
             // The stack may answer this frame; without a buffer the answer is dropped, as
             // under any overload, and the frame is still delivered.
@@ -165,20 +161,18 @@ impl<B: Backend> phy::Device for Port<'_, B> {
             },
             TxToken {
                 eth: &mut self.eth,
-                be: self.be,
                 frame: &mut self.tx_frame,
                 error: &mut self.error,
             },
         ))
     }
 
-    fn transmit(&mut self, _: Instant) -> Option<TxToken<'_, B>> {
+    fn transmit(&mut self, _: Instant) -> Option<TxToken<'_, 'p, B>> {
         if !self.has_tx_buffer() {
             return None;
         }
         Some(TxToken {
             eth: &mut self.eth,
-            be: self.be,
             frame: &mut self.tx_frame,
             error: &mut self.error,
         })
@@ -187,7 +181,7 @@ impl<B: Backend> phy::Device for Port<'_, B> {
     fn capabilities(&self) -> DeviceCapabilities {
         let mut caps = DeviceCapabilities::default();
         caps.medium = Medium::Ethernet;
-        caps.max_transmission_unit = self.eth.buf_size().min(ETHERNET_MTU);
+        caps.max_transmission_unit = self.eth.pool().buf_size().min(ETHERNET_MTU);
         caps
     }
 }
@@ -238,17 +232,17 @@ pub const UDP_PORT: u16 = 40_000;
 
 /// An IPv4 host on a [`Port`]: smoltcp's interface (ARP, ICMP echo replies) with one ICMP and
 /// one UDP socket.
-pub struct Host<'b, B: Backend> {
-    port: Port<'b, B>,
+pub struct Host<'p, B: Backend> {
+    port: Port<'p, B>,
     iface: Interface,
     sockets: SocketSet<'static>,
     icmp: SocketHandle,
     udp: SocketHandle,
 }
 
-impl<'b, B: Backend> Host<'b, B> {
+impl<'p, B: Backend> Host<'p, B> {
     /// A host with hardware address `mac` and IPv4 address `ip`/`prefix` on `port`.
-    pub fn new(mut port: Port<'b, B>, mac: [u8; 6], ip: [u8; 4], prefix: u8) -> Self {
+    pub fn new(mut port: Port<'p, B>, mac: [u8; 6], ip: [u8; 4], prefix: u8) -> Self {
         let mut config = Config::new(HardwareAddress::Ethernet(EthernetAddress(mac)));
         config.random_seed = u64::from_be_bytes([0, 0, mac[0], mac[1], mac[2], mac[3], mac[4], 7]);
         let mut iface = Interface::new(config, &mut port, Instant::now());
@@ -413,12 +407,12 @@ impl<'b, B: Backend> Host<'b, B> {
     }
 
     /// The port (for the queues' counters).
-    pub fn port(&self) -> &Port<'b, B> {
+    pub fn port(&self) -> &Port<'p, B> {
         &self.port
     }
 
     /// Unwraps the port.
-    pub fn into_port(self) -> Port<'b, B> {
+    pub fn into_port(self) -> Port<'p, B> {
         self.port
     }
 }

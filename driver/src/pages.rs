@@ -1,6 +1,7 @@
 //! Firmware pages: 4 KiB pages of host memory the device borrows for its own use. The driver
 //! gives them when asked (QUERY_PAGES at boot, init and regular stages, and page-request
-//! events later) and takes every one back at teardown.
+//! events later), up to a limit, and takes every one back at teardown. A page the device has
+//! not handed back is never freed: at teardown it goes to quarantine.
 
 use crate::backend::{Backend, DmaAlloc, DmaBuf};
 use crate::cmd::{CmdQueue, EventSink};
@@ -16,15 +17,29 @@ pub const PAGE: usize = 4096;
 const CHUNK: usize = 256;
 
 /// The pages the device holds, by IO address.
-#[derive(Default)]
 pub struct Pages {
     given: HashMap<u64, DmaBuf>,
+    /// Most pages the device may hold at once.
+    limit: usize,
 }
 
 impl Pages {
+    /// No pages given yet; the device may hold at most `limit`.
+    pub fn new(limit: usize) -> Pages {
+        Pages {
+            given: HashMap::new(),
+            limit,
+        }
+    }
+
     /// How many pages the device holds.
     pub fn held(&self) -> usize {
         self.given.len()
+    }
+
+    /// Most pages the device may hold.
+    pub fn limit(&self) -> usize {
+        self.limit
     }
 
     /// Asks how many pages the device wants at `stage` and gives or takes them. Returns the
@@ -35,19 +50,15 @@ impl Pages {
         cmdq: &mut CmdQueue,
         stage: QueryPagesOpMod,
     ) -> Result<i32> {
-        let out = cmdq.run::<QueryPages, _, _>(be, stage, 0, 0, |_| {})?;
+        let out = cmdq.run::<QueryPages, _, _>(be, stage, 0, 0, |_| Ok(()))?;
         let n = QueryPagesOut::new_checked(&out[..])?.num_pages() as i32;
-        self.apply(be, cmdq, n)?;
+        self.apply(be, cmdq, None, n)?;
         Ok(n)
     }
 
-    /// Gives `n` pages (positive) or takes `-n` back (negative), as a page request asks.
-    pub fn apply<B: Backend>(&mut self, be: &B, cmdq: &mut CmdQueue, n: i32) -> Result<()> {
-        self.apply_with(be, cmdq, None, n)
-    }
-
-    /// [`Pages::apply`], with command completions by event through `sink`.
-    pub fn apply_with<B: Backend>(
+    /// Gives `n` pages (positive) or takes `-n` back (negative), as a page request asks;
+    /// command completions by event through `sink` when given.
+    pub fn apply<B: Backend>(
         &mut self,
         be: &B,
         cmdq: &mut CmdQueue,
@@ -55,26 +66,53 @@ impl Pages {
         n: i32,
     ) -> Result<()> {
         match n {
-            n if n > 0 => self.give_with(be, cmdq, &mut sink, n as usize),
-            n if n < 0 => self
-                .take_with(be, cmdq, &mut sink, n.unsigned_abs() as usize)
-                .map(|_| ()),
+            n if n > 0 => self.give(be, cmdq, &mut sink, n.unsigned_abs() as usize),
+            n if n < 0 => {
+                // The device cannot return more than it holds.
+                let n = (n.unsigned_abs() as usize).min(self.held());
+                self.take(be, cmdq, &mut sink, n).map(|_| ())
+            }
             _ => Ok(()),
         }
     }
 
-    /// Allocates `n` pages and gives them to the device.
-    pub fn give<B: Backend>(&mut self, be: &B, cmdq: &mut CmdQueue, n: usize) -> Result<()> {
-        self.give_with(be, cmdq, &mut None, n)
+    /// Tells firmware that `n` pages will not come (MANAGE_PAGES "cannot give"), so it stops
+    /// waiting for them. Its own failure is logged: the caller reports the reason.
+    fn refuse<B: Backend>(be: &B, cmdq: &mut CmdQueue, sink: &mut Option<EventSink<'_>>, n: usize) {
+        let count = u32::try_from(n).unwrap_or(u32::MAX);
+        let r = cmdq.run_with::<ManagePages, _, _>(
+            be,
+            sink.as_mut().map(EventSink::reborrow),
+            ManagePagesOpMod::AllocFail,
+            0,
+            0,
+            |i| {
+                i.set_input_num_entries(count);
+                Ok(())
+            },
+        );
+        if let Err(e) = r {
+            log::warn!("telling the device {n} pages will not come: {e}");
+        }
     }
 
-    fn give_with<B: Backend>(
+    /// Allocates `n` pages and gives them to the device; beyond the limit, nothing is
+    /// allocated and the request is refused.
+    fn give<B: Backend>(
         &mut self,
         be: &B,
         cmdq: &mut CmdQueue,
         sink: &mut Option<EventSink<'_>>,
         n: usize,
     ) -> Result<()> {
+        if n > self.limit.saturating_sub(self.held()) {
+            Self::refuse(be, cmdq, sink, n);
+            return Err(Error::PageLimit {
+                requested: n as u64,
+                held: self.held(),
+                limit: self.limit,
+            });
+        }
         let mut left = n;
         while left > 0 {
             let count = left.min(CHUNK);
@@ -83,20 +121,9 @@ impl Pages {
                 match be.dma().alloc(PAGE, PAGE) {
                     Ok(p) => batch.push(p),
                     Err(e) => {
-                        for p in batch {
-                            be.dma().free(p);
-                        }
-                        // Tell firmware the pages will not come, so it stops waiting for them.
-                        let _ = cmdq.run_with::<ManagePages, _, _>(
-                            be,
-                            sink.as_mut().map(EventSink::reborrow),
-                            ManagePagesOpMod::AllocFail,
-                            0,
-                            0,
-                            |i| {
-                                i.set_input_num_entries(count as u32);
-                            },
-                        );
+                        // The device never saw these: they are freed with the batch.
+                        drop(batch);
+                        Self::refuse(be, cmdq, sink, left);
                         return Err(e);
                     }
                 }
@@ -111,8 +138,9 @@ impl Pages {
                 |i| {
                     i.set_input_num_entries(count as u32);
                     for (k, a) in addrs.iter().enumerate() {
-                        let _ = i.set_pas(k, *a);
+                        i.set_pas(k, *a)?;
                     }
+                    Ok(())
                 },
             );
             match result {
@@ -121,12 +149,15 @@ impl Pages {
                         self.given.insert(p.iova(), p);
                     }
                 }
-                Err(e) => {
+                Err(e @ Error::CommandTimeout { .. }) => {
+                    // The device may have taken them: they are not freed.
                     for p in batch {
-                        be.dma().free(p);
+                        p.quarantine();
                     }
                     return Err(e);
                 }
+                // A completed command with a bad status took nothing: freed with the batch.
+                Err(e) => return Err(e),
             }
             left -= count;
         }
@@ -135,11 +166,7 @@ impl Pages {
 
     /// Takes up to `n` pages back and frees them; returns how many came back. Addresses the
     /// device returns must be pages it was given.
-    pub fn take<B: Backend>(&mut self, be: &B, cmdq: &mut CmdQueue, n: usize) -> Result<usize> {
-        self.take_with(be, cmdq, &mut None, n)
-    }
-
-    fn take_with<B: Backend>(
+    fn take<B: Backend>(
         &mut self,
         be: &B,
         cmdq: &mut CmdQueue,
@@ -157,6 +184,7 @@ impl Pages {
                 ask * 8,
                 |i| {
                     i.set_input_num_entries(ask as u32);
+                    Ok(())
                 },
             )?;
             let view = ManagePagesOut::new_checked(&out[..])?;
@@ -169,14 +197,12 @@ impl Pages {
             }
             for k in 0..got {
                 let addr = view.pas(k).unwrap_or(0);
-                match self.given.remove(&addr) {
-                    Some(p) => be.dma().free(p),
-                    None => {
-                        return Err(Error::BadDeviceValue {
-                            command: ManagePages::NAME,
-                            what: format!("returned page 0x{addr:x}, which it was never given"),
-                        })
-                    }
+                // A page the device returns is its own no more: freed (dropped).
+                if self.given.remove(&addr).is_none() {
+                    return Err(Error::BadDeviceValue {
+                        command: ManagePages::NAME,
+                        what: format!("returned page 0x{addr:x}, which it was never given"),
+                    });
                 }
             }
             total += got;
@@ -189,10 +215,15 @@ impl Pages {
 
     /// Takes back every page the device holds (teardown). Returns an error naming the pages
     /// still held if the device keeps any.
-    pub fn reclaim_all<B: Backend>(&mut self, be: &B, cmdq: &mut CmdQueue) -> Result<()> {
+    pub fn reclaim_all<B: Backend>(
+        &mut self,
+        be: &B,
+        cmdq: &mut CmdQueue,
+        mut sink: Option<EventSink<'_>>,
+    ) -> Result<()> {
         while self.held() > 0 {
             let held = self.held();
-            if self.take(be, cmdq, held)? == 0 {
+            if self.take(be, cmdq, &mut sink, held)? == 0 {
                 return Err(Error::BadDeviceValue {
                     command: ManagePages::NAME,
                     what: format!("keeps {held} pages after teardown"),
@@ -202,14 +233,21 @@ impl Pages {
         Ok(())
     }
 
-    /// Frees the host side of pages the device can no longer touch (after DISABLE_HCA, or
-    /// when the device is gone). Returns how many there were.
-    pub fn forget_all<B: Backend>(&mut self, be: &B) -> usize {
+    /// Quarantines every page the device still holds (it never confirmed giving them back).
+    /// Returns how many there were.
+    pub fn quarantine_all(&mut self) -> usize {
         let n = self.given.len();
         for (_, p) in self.given.drain() {
-            be.dma().free(p);
+            p.quarantine();
         }
         n
+    }
+}
+
+impl Drop for Pages {
+    fn drop(&mut self) {
+        // Only teardown may decide a page is free; anything left was never returned.
+        self.quarantine_all();
     }
 }
 

@@ -12,7 +12,7 @@
 //! once ([`Ring::run`]), then addressed by their number in the run without masking.
 
 use crate::backend::DmaBuf;
-use mlx5_prm::rt::Field;
+use mlx5_prm::rt::{DeviceBytes, Field};
 use std::ptr::NonNull;
 
 /// `SLOT`-byte slots over DMA memory. Holds a raw pointer: the owner keeps the [`DmaBuf`]
@@ -90,6 +90,14 @@ impl<const SLOT: usize> Ring<SLOT> {
         let p = self.at::<AT, 4>(index) as *const u32;
         // SAFETY: in the ring, 4-aligned, valid for volatile reads.
         u32::from_be(unsafe { p.read_volatile() })
+    }
+
+    /// Slot `index` (masked) as bytes, for the generated views (slow paths: decoding an error
+    /// CQE, setting a ring up).
+    pub(crate) fn slot(&self, index: u32) -> DeviceBytes<'_> {
+        // SAFETY: a whole slot inside the ring (`at` masks the index), valid while the owner
+        // holds the memory (this ring's contract), reached only by volatile accesses.
+        unsafe { DeviceBytes::new(self.at::<0, 1>(index), SLOT) }
     }
 
     /// Slots in the ring.
@@ -209,7 +217,7 @@ mod tests {
             "wqe_counter shares the last dword with opcode and owner"
         );
         assert_eq!(buf.slice(6 * 64, 4).read_be32(0) >> 8, 0xbeef);
-        be.dma().free(buf);
+        drop(buf);
     }
 
     #[test]
@@ -231,6 +239,6 @@ mod tests {
         }
         let wraps = std::panic::catch_unwind(|| ring.run(125, 4));
         assert!(wraps.is_err(), "a run past the ring's end is refused");
-        be.dma().free(buf);
+        drop(buf);
     }
 }

@@ -72,7 +72,7 @@ fn threaded_bring_up_and_teardown() {
 #[test]
 fn commands_complete_by_event_once_the_eq_exists() {
     let (backend, device) = SimBackend::new(Config::default());
-    let mut hca = Hca::bring_up(backend, &HcaConfig::default()).unwrap();
+    let hca = Hca::bring_up(backend, &HcaConfig::default()).unwrap();
     assert!(hca.event_mode());
     let before = device.commands().len();
     hca.run::<QueryAdapter>(0, |_| {})
@@ -99,7 +99,7 @@ fn dropping_the_handle_tears_down() {
 #[test]
 fn page_requests_arriving_later_are_served() {
     let (backend, device) = SimBackend::new(Config::default());
-    let mut hca = Hca::bring_up(backend, &HcaConfig::default()).unwrap();
+    let hca = Hca::bring_up(backend, &HcaConfig::default()).unwrap();
     let before = device.pages_held();
     device.request_pages(10);
     device.request_pages(-4);

@@ -130,7 +130,7 @@ fn a_health_syndrome_is_reported() {
 #[test]
 fn page_request_storms_are_served() {
     let (backend, device) = SimBackend::new(Config::default());
-    let mut hca = Hca::bring_up(backend, &HcaConfig::default()).unwrap();
+    let hca = Hca::bring_up(backend, &HcaConfig::default()).unwrap();
     let before = device.pages_held();
     device.faults().page_request_storm(50, 3);
     // The storm starts after the next command.

@@ -3,7 +3,7 @@
 //!
 //! Run by hand: `cargo rustc --release -p mlx5-prm --example asm_probe -- --emit asm`.
 
-use mlx5_prm::Cqc;
+use mlx5_prm::{CqArmCmd, CqDoorbellRecordArmWord, Cqc, UarPageCqArmWord, UarPageEqArmWord};
 
 /// A 5-bit field inside a dword: `0x0c[28:24]`.
 #[no_mangle]
@@ -41,6 +41,65 @@ pub fn probe_set_log_cq_size(c: &mut Cqc, v: u8) {
     c.set_log_cq_size(v)
 }
 
+/// The CQ arm doorbell (`uar_page` word `cq_arm`, one 64-bit store) through the generated
+/// word builder, with the arguments `driver/src/cq.rs` passes.
+#[no_mangle]
+pub fn probe_build_cq_arm(sn: u8, cmd: CqArmCmd, ci: u32, cqn: u32) -> u64 {
+    UarPageCqArmWord::new()
+        .cq_arm_sn(sn & 3)
+        .cq_arm_cmd(cmd)
+        .cq_arm_ci(ci & 0xff_ffff)
+        .cq_arm_cqn(cqn)
+        .bits()
+}
+
+/// The same word as `driver/src/cq.rs` composes it by hand, with the CQ number masked to its
+/// 24 bits as the builder's setter does.
+#[no_mangle]
+pub fn probe_hand_cq_arm(sn: u8, cmd: CqArmCmd, ci: u32, cqn: u32) -> u64 {
+    let high = (u32::from(sn & 3) << 28) | (u32::from(cmd.raw()) << 24) | (ci & 0xff_ffff);
+    (u64::from(high) << 32) | u64::from(cqn & 0xff_ffff)
+}
+
+/// `driver/src/cq.rs` verbatim: it leaves the CQ number unmasked (the device hands out
+/// numbers below 2^24).
+#[no_mangle]
+pub fn probe_driver_cq_arm(sn: u8, cmd: CqArmCmd, ci: u32, cqn: u32) -> u64 {
+    let high = (u32::from(sn & 3) << 28) | (u32::from(cmd.raw()) << 24) | (ci & 0xff_ffff);
+    (u64::from(high) << 32) | u64::from(cqn)
+}
+
+/// The EQ arm doorbell (`uar_page` word `eq_arm`) through the builder.
+#[no_mangle]
+pub fn probe_build_eq_arm(eqn: u8, ci: u32) -> u32 {
+    UarPageEqArmWord::new()
+        .eq_arm_eqn(eqn)
+        .eq_arm_ci(ci & 0xff_ffff)
+        .bits()
+}
+
+/// The same word as `driver/src/eq.rs` writes it.
+#[no_mangle]
+pub fn probe_hand_eq_arm(eqn: u8, ci: u32) -> u32 {
+    (u32::from(eqn) << 24) | (ci & 0xff_ffff)
+}
+
+/// The CQ doorbell record's arm word through the builder.
+#[no_mangle]
+pub fn probe_build_cq_record_arm(sn: u8, cmd: CqArmCmd, ci: u32) -> u32 {
+    CqDoorbellRecordArmWord::new()
+        .arm_sn(sn & 3)
+        .arm_cmd(cmd)
+        .arm_ci(ci & 0xff_ffff)
+        .bits()
+}
+
+/// The same word by hand (the high dword of the arm doorbell).
+#[no_mangle]
+pub fn probe_hand_cq_record_arm(sn: u8, cmd: CqArmCmd, ci: u32) -> u32 {
+    (u32::from(sn & 3) << 28) | (u32::from(cmd.raw()) << 24) | (ci & 0xff_ffff)
+}
+
 fn main() {
     let mut c = Cqc::zeroed();
     probe_set_log_cq_size(&mut c, 3);
@@ -51,5 +110,16 @@ fn main() {
         probe_get_oi(&c),
         probe_get_dbr_addr(&c),
         probe_get_uar_page(&c)
+    );
+    let cmd = CqArmCmd::ReqNotSol;
+    println!(
+        "{:x} {:x} {:x} {:x} {:x} {:x} {:x}",
+        probe_build_cq_arm(1, cmd, 7, 9),
+        probe_hand_cq_arm(1, cmd, 7, 9),
+        probe_driver_cq_arm(1, cmd, 7, 9),
+        probe_build_eq_arm(3, 5),
+        probe_hand_eq_arm(3, 5),
+        probe_build_cq_record_arm(1, cmd, 7),
+        probe_hand_cq_record_arm(1, cmd, 7)
     );
 }

@@ -15,7 +15,13 @@
 //!   `foo.try_set_field(v)` returns an error instead;
 //! - nested structures give sub-views (`foo.ctx()`, `foo.ctx_mut()`), arrays are read by index
 //!   and by iterator, trailing arrays are sized by the buffer;
-//! - field positions are available as constants (`Foo::FIELD: rt::Field`).
+//! - a nested structure that ends its parent and itself ends in a trailing array (CREATE_SQ's
+//!   `ctx.wq.pas`) reaches the rest of the buffer: `input.ctx_mut().wq_mut().pas_mut(i)`;
+//! - field positions are available as constants (`Foo::FIELD: rt::Field`);
+//! - words the spec declares as written whole (doorbells) get builders:
+//!   `UarPageCqArmWord::new().cq_arm_ci(ci).cq_arm_cqn(cqn).bits()` is the `u64` to store;
+//! - each state machine gets a typestate module (`qp_machine`: states as types, one argument
+//!   type per transition, methods for any [`rt::typestate::Handle`]).
 //!
 //! Storage is anything `AsRef<[u8]>` (to read) / `AsMut<[u8]>` (to write), memory the device
 //! writes ([`rt::DeviceBytes`], volatile access, no references), or a register block

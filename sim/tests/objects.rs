@@ -164,6 +164,11 @@ fn qp_state_machine() {
         (99, 7)
     );
 
+    // SQERR2RTS is a known transition (not BAD_OP) that starts only in SQER, which an RC QP
+    // of the model never enters.
+    host.run::<cmd::Sqerr2rtsQp>(0, 0, 0, |i| i.set_qpn(qpn))
+        .fails(0x10, syn::QP_BAD_STATE);
+
     host.run::<cmd::Qp2err>(0, 0, 0, |i| i.set_qpn(qpn)).ok();
     assert_eq!(qp_state(&host, qpn).0, Ok(QpState::Err));
     host.run::<cmd::Qp2rst>(0, 0, 0, |i| i.set_qpn(qpn)).ok();

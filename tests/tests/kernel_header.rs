@@ -1,13 +1,21 @@
 //! The spec against an independent source: the Linux kernel's `mlx5_ifc.h`. The header is
 //! imported with `prmc import`, and every structure of `spec/` that the header also defines is
-//! compared field by field (name, bit offset, width). Every intended difference is listed with
-//! its reason in `tests/kernel_differences.yaml`; the test fails on any other difference and on
-//! a listed difference that no longer occurs.
+//! compared field by field (name, bit offset, width), and every enum of `spec/` that has a
+//! counterpart among the header's enum constants is compared value by value. Every intended
+//! difference is listed with its reason in `tests/kernel_differences.yaml`; the test fails on
+//! any other difference and on a listed difference that no longer occurs.
+//!
+//! An enum's counterpart is found by the header's naming convention, `MLX5_<STRUCT>_<FIELD>_`
+//! for the values of a field (`MLX5_QPC_STATE_RST` for `qpc.state`): the constants whose names
+//! start with `MLX5_<ENUM>_`, or with the prefix `enum_counterparts` in the list file gives, or
+//! with `MLX5_<STRUCT>_<FIELD>_` for a field of that enum's type, the first of these that names
+//! any constant.
 //!
 //! The header comes from Debian's `linux-headers-*-common` (installed by `scripts/test`) or
 //! from the path in `MLX5_IFC_H`.
 
-use prm_codegen::ir::{ArrayCount, Ir, Struct};
+use prm_codegen::import::enums::{with_prefix, HeaderEnum};
+use prm_codegen::ir::{ArrayCount, FieldType, Ir, Struct};
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -30,6 +38,13 @@ fn header() -> PathBuf {
              linux-headers-*-common package, or set MLX5_IFC_H to a copy of the header"
         )
     })
+}
+
+/// The header's enums.
+fn header_enums() -> Vec<HeaderEnum> {
+    prm_codegen::import::import(&[header()])
+        .expect("header readable")
+        .enums
 }
 
 /// The kernel header, imported and compiled like a spec.
@@ -58,6 +73,9 @@ fn kernel() -> Ir {
 #[derive(Debug, Deserialize)]
 struct ListFile {
     differences: Vec<Listed>,
+    /// Header constant prefixes of spec enums that the naming convention does not find.
+    #[serde(default)]
+    enum_counterparts: BTreeMap<String, String>,
 }
 
 /// One intended difference, as listed in `tests/kernel_differences.yaml`.
@@ -184,6 +202,85 @@ fn differences(
     (out, layouts, fields)
 }
 
+/// The header constants an enum is compared with: `(prefix, [(lower-case rest, value)])`.
+fn counterpart(
+    spec: &Ir,
+    e: &prm_codegen::ir::Enum,
+    header: &[HeaderEnum],
+    explicit: &BTreeMap<String, String>,
+) -> Option<(String, Vec<(String, u64)>)> {
+    let mut prefixes = Vec::new();
+    prefixes.extend(explicit.get(&e.name).cloned());
+    prefixes.push(format!("MLX5_{}_", e.name.to_ascii_uppercase()));
+    for s in &spec.structs {
+        for f in &s.fields {
+            if f.ty == FieldType::Enum(e.name.clone()) {
+                prefixes.push(format!("MLX5_{}_{}_", s.name, f.name).to_ascii_uppercase());
+            }
+        }
+    }
+    prefixes.into_iter().find_map(|p| {
+        let c = with_prefix(header, &p);
+        (!c.is_empty()).then_some((p, c))
+    })
+}
+
+/// Differences between the spec's enums and their header counterparts, as for layouts;
+/// returns them with the number of enums and of values that agree.
+fn enum_differences(
+    spec: &Ir,
+    header: &[HeaderEnum],
+    explicit: &BTreeMap<String, String>,
+) -> (BTreeMap<(String, String, String), String>, usize, usize) {
+    let mut out = BTreeMap::new();
+    let (mut enums, mut values) = (0, 0);
+    for e in &spec.enums {
+        let Some((prefix, theirs)) = counterpart(spec, e, header, explicit) else {
+            continue;
+        };
+        enums += 1;
+        let numbers: BTreeSet<u64> = theirs.iter().map(|(_, v)| *v).collect();
+        for v in &e.values {
+            match theirs.iter().find(|(n, _)| *n == v.name) {
+                Some((_, hv)) if *hv != v.value => {
+                    out.insert(
+                        (e.name.clone(), v.name.clone(), "value".into()),
+                        format!(
+                            "spec 0x{:x}, header {prefix}{} = 0x{hv:x}",
+                            v.value,
+                            v.name.to_ascii_uppercase()
+                        ),
+                    );
+                }
+                Some(_) => values += 1,
+                None if numbers.contains(&v.value) => values += 1,
+                None => {
+                    out.insert(
+                        (e.name.clone(), v.name.clone(), "extra".into()),
+                        format!(
+                            "spec value 0x{:x}, which no {prefix}* constant has",
+                            v.value
+                        ),
+                    );
+                }
+            }
+        }
+        let ours: BTreeSet<u64> = e.values.iter().map(|v| v.value).collect();
+        let left_out: Vec<String> = theirs
+            .iter()
+            .filter(|(_, v)| !ours.contains(v))
+            .map(|(n, v)| format!("{prefix}{} = 0x{v:x}", n.to_ascii_uppercase()))
+            .collect();
+        if !left_out.is_empty() {
+            out.insert(
+                (e.name.clone(), "*".into(), "missing".into()),
+                format!("header values not in the spec: {}", left_out.join(", ")),
+            );
+        }
+    }
+    (out, enums, values)
+}
+
 #[test]
 fn spec_matches_the_kernel_header() {
     let kernel = kernel();
@@ -193,9 +290,21 @@ fn spec_matches_the_kernel_header() {
 
     let listed_path = prm_tests::workspace_root().join("tests/kernel_differences.yaml");
     let text = std::fs::read_to_string(&listed_path).unwrap();
-    let listed: Vec<Listed> = marked_yaml::from_yaml::<ListFile>(0, &text)
-        .unwrap_or_else(|e| panic!("{}: {e}", listed_path.display()))
-        .differences;
+    let list = marked_yaml::from_yaml::<ListFile>(0, &text)
+        .unwrap_or_else(|e| panic!("{}: {e}", listed_path.display()));
+    let listed: Vec<Listed> = list.differences;
+    let header_enums = header_enums();
+    let (enum_found, enums, values) =
+        enum_differences(&spec.ir, &header_enums, &list.enum_counterparts);
+    let mut found = found;
+    found.extend(enum_found);
+    for (name, prefix) in &list.enum_counterparts {
+        if spec.ir.find_enum(name).is_none() || with_prefix(&header_enums, prefix).is_empty() {
+            panic!(
+                "enum_counterparts: `{name}: {prefix}` names no spec enum or no header constant"
+            );
+        }
+    }
     let mut problems = Vec::new();
     for l in &listed {
         if l.reason.trim().is_empty() {
@@ -229,8 +338,9 @@ fn spec_matches_the_kernel_header() {
         .map(|s| s.name.as_str())
         .collect();
     eprintln!(
-        "compared {layouts} layouts and {fields} matching fields with {}; {} listed differences; \
-         not in the header (checked against other sources): {}",
+        "compared {layouts} layouts and {fields} matching fields, {enums} enums and {values} matching \
+         values with {}; {} listed differences; not in the header (checked against other \
+         sources): {}",
         header().display(),
         listed.len(),
         not_in_header.join(", ")
@@ -242,4 +352,5 @@ fn spec_matches_the_kernel_header() {
         problems.join("\n")
     );
     assert!(layouts > 0 && fields > 0, "nothing was compared");
+    assert!(enums > 0 && values > 0, "no enum was compared");
 }

@@ -140,3 +140,87 @@ fn state_machines_are_tables_of_transitions() {
     assert!(sm.between(ToyLinkState::Up, ToyLinkState::Error).is_none());
     assert_eq!(sm.by_opcode(0x202).unwrap().name, "reset");
 }
+
+#[test]
+fn a_register_word_of_the_toy_spec_has_a_builder() {
+    let regs = RegisterFile::<4>::default();
+    let mut seg = ToyInitSeg::new_checked(MmioBytes::new(&regs, 0x10)).unwrap();
+    seg.write_ring_with(|w| w.doorbell(1 << 3));
+    assert_eq!(regs.read32(0x08), 8);
+    assert_eq!(ToyInitSegRingWord::new().doorbell(5).bits(), 5);
+}
+
+/// A handle for the toy link's typestate that keeps the input it was last sent.
+struct Link<S> {
+    sent: Vec<u8>,
+    state: std::marker::PhantomData<S>,
+}
+
+impl<S: mlx5_prm::rt::typestate::State<Machine = toy_link_machine::Machine>>
+    mlx5_prm::rt::typestate::Handle for Link<S>
+{
+    type Machine = toy_link_machine::Machine;
+    type State = S;
+    type Next<T: mlx5_prm::rt::typestate::State<Machine = Self::Machine>> = Link<T>;
+    type Error = mlx5_prm::rt::Overflow;
+
+    fn apply<T: mlx5_prm::rt::typestate::Transition<S>>(
+        self,
+        args: T,
+    ) -> Result<Link<T::To>, Self::Error> {
+        let mut buf = vec![0u8; 0x30];
+        {
+            let mut input = T::Command::input(&mut buf[..], T::OP_MOD).unwrap();
+            args.write((), &mut input)?;
+        }
+        Ok(Link {
+            sent: buf,
+            state: std::marker::PhantomData,
+        })
+    }
+}
+
+#[test]
+fn the_toy_link_typestate_writes_arrays_and_masks() {
+    use toy_link_machine::{BringUp, BringUpOptional, Down, Transitions as _, Up};
+    let link: Link<Down> = Link {
+        sent: Vec::new(),
+        state: std::marker::PhantomData,
+    };
+    let up: Link<Up> = link
+        .bring_up(BringUp {
+            up: true,
+            optional: BringUpOptional {
+                lanes: Some([1, 2, 3, 4, 5, 6, 7, 8]),
+                ..Default::default()
+            },
+        })
+        .unwrap();
+    let input = ToyModifyIn::new_checked(&up.sent[..]).unwrap();
+    assert!(input.port().up());
+    assert_eq!(
+        input.port().lanes_iter().collect::<Vec<_>>(),
+        [1, 2, 3, 4, 5, 6, 7, 8]
+    );
+    // Only the lanes' mask bit: speed was not given.
+    assert_eq!(input.opt_mask(), 0x2);
+    // A lane value too wide for its 4 bits is refused.
+    let link: Link<Down> = Link {
+        sent: Vec::new(),
+        state: std::marker::PhantomData,
+    };
+    let err = link
+        .bring_up(BringUp {
+            up: true,
+            optional: BringUpOptional {
+                lanes: Some([16, 0, 0, 0, 0, 0, 0, 0]),
+                ..Default::default()
+            },
+        })
+        .err()
+        .expect("refused");
+    assert_eq!(err.field, "lanes");
+    // From `up` and `error` the link goes down; `reset` works from any state.
+    let down: Link<Down> = up.take_down().unwrap();
+    let _: Link<Down> = down.reset().unwrap();
+}

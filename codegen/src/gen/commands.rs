@@ -1,7 +1,7 @@
 //! Emits one marker type per command, implementing `rt::Command` with the command's opcode,
 //! input and output views and op_mod values; and an op_mod enum where the spec names values.
 
-use super::module::Ctx;
+use super::ctx::{doc_lines, Ctx};
 use super::names::{camel, camel_with};
 use crate::ir::Command;
 use proc_macro2::TokenStream;
@@ -17,11 +17,7 @@ pub fn emit(ctx: &Ctx, c: &Command) -> TokenStream {
         .expect("hex");
     let input = camel(&c.input);
     let output = camel(&c.output);
-    let mut doc: Vec<String> = c
-        .doc
-        .as_deref()
-        .map(|d| d.lines().map(super::names::doc_line).collect())
-        .unwrap_or_default();
+    let mut doc: Vec<String> = doc_lines(c.doc.as_deref());
     if !doc.is_empty() {
         doc.push(String::new());
     }

@@ -1,15 +1,10 @@
 //! Emits one Rust enum per spec enum, with raw conversions that never lose a value.
 
-use super::module::Ctx;
+use super::ctx::{doc_lines, Ctx};
 use super::names::{camel, shouty, uint_type};
 use crate::ir::Enum;
 use proc_macro2::TokenStream;
 use quote::quote;
-
-fn doc_lines(doc: Option<&str>) -> Vec<String> {
-    doc.map(|d| d.lines().map(super::names::doc_line).collect())
-        .unwrap_or_default()
-}
 
 /// The enum's representation: its declared width, or the width of its largest value.
 pub fn repr_width(e: &Enum) -> u64 {

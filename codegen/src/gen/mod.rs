@@ -6,15 +6,20 @@
 //! as from `prmc gen`.
 //!
 //! One emitter per IR kind: [`structs`] (views, also register blocks), [`enums`], [`unions`],
-//! [`commands`]; [`module`] assembles files.
+//! [`commands`], [`state_machines`]; [`ctx`] holds what they share; [`module`] assembles files.
 
+pub mod arrays;
 pub mod commands;
+pub mod ctx;
 pub mod enums;
+pub mod fields;
 pub mod module;
 pub mod names;
 pub mod state_machines;
 pub mod structs;
+pub mod typestate;
 pub mod unions;
+pub mod words;
 
 use crate::ir::Ir;
 use std::path::{Path, PathBuf};

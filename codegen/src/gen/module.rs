@@ -1,48 +1,13 @@
 //! Assembles the generated files: `mod.rs` (modules, re-exports, the `cmd` namespace, the
 //! reflection index) and one file per spec file, each with the "do not edit" preamble.
 
-use super::{Config, Emit, GenError, GeneratedFile};
+use super::ctx::{doc_lines, Ctx};
+use super::{Config, GenError, GeneratedFile};
 use crate::ir::Ir;
 use proc_macro2::TokenStream;
 use quote::quote;
 use std::collections::HashMap;
 use std::path::PathBuf;
-
-/// What every emitter needs to know about the target crate.
-pub struct Ctx {
-    /// How generated modules name the runtime: `rt`, imported at the top of each module.
-    pub rt: TokenStream,
-    /// The runtime's full path (`crate::rt`), for code outside the modules.
-    pub rt_full: TokenStream,
-    /// Path of the crate providing the view macro (`crate`).
-    pub krate: TokenStream,
-    /// The attribute to put on `Debug` implementations (empty when unconditional); `None`
-    /// when they are not generated.
-    pub debug_cfg: Option<TokenStream>,
-    /// The same for reflection tables.
-    pub reflect_cfg: Option<TokenStream>,
-}
-
-impl Ctx {
-    fn new(config: &Config) -> Ctx {
-        let krate: TokenStream = config
-            .runtime_crate
-            .parse()
-            .unwrap_or_else(|_| quote!(crate));
-        let cfg = |e: &Emit| match e {
-            Emit::Never => None,
-            Emit::Always => Some(quote!()),
-            Emit::Feature(f) => Some(quote!(#[cfg(feature = #f)])),
-        };
-        Ctx {
-            rt: quote!(rt),
-            rt_full: quote!(#krate::rt),
-            krate,
-            debug_cfg: cfg(&config.debug),
-            reflect_cfg: cfg(&config.reflect),
-        }
-    }
-}
 
 /// Module names the generated code defines or imports itself.
 const RESERVED_MODULES: &[&str] = &["rt", "cmd"];
@@ -106,6 +71,12 @@ pub fn check_names(ir: &Ir) -> Result<(), GenError> {
     };
     for s in &ir.structs {
         add(camel(&s.name).to_string(), format!("struct `{}`", s.name))?;
+        for w in &s.words {
+            add(
+                super::words::builder_name(s, w).to_string(),
+                format!("the builder of word `{}` of `{}`", w.name, s.name),
+            )?;
+        }
     }
     for u in &ir.unions {
         add(camel(&u.name).to_string(), format!("union `{}`", u.name))?;
@@ -118,6 +89,17 @@ pub fn check_names(ir: &Ir) -> Result<(), GenError> {
     }
     for e in &ir.enums {
         add(camel(&e.name).to_string(), format!("enum `{}`", e.name))?;
+    }
+    for sm in &ir.state_machines {
+        let module = super::typestate::module_name(sm).to_string();
+        if ir.modules.iter().any(|m| m.name == module)
+            || RESERVED_MODULES.contains(&module.as_str())
+        {
+            return Err(GenError::NameClash(format!(
+                "the typestate module of state machine `{}` would be `{module}`, the name of a spec module; rename one of them",
+                sm.name
+            )));
+        }
     }
     let mut cmds: HashMap<String, String> = HashMap::new();
     for c in &ir.commands {
@@ -182,11 +164,6 @@ impl Work {
             Work::Union(i) => ir.unions[i].module,
         }
     }
-}
-
-fn doc_lines(doc: Option<&str>) -> Vec<String> {
-    doc.map(|d| d.lines().map(super::names::doc_line).collect())
-        .unwrap_or_default()
 }
 
 /// Emits and formats every item, spread over the machine's cores. Token streams are not
@@ -295,7 +272,13 @@ fn all_modules(config: &Config, ir: &Ir) -> Result<Vec<ModuleText>, GenError> {
             .iter()
             .filter(|sm| sm.module == index)
             .map(|sm| super::state_machines::emit(&ctx, ir, sm));
-        let tail = format(quote!(#(#machines)* #cmd))?;
+        let typestates = ir
+            .state_machines
+            .iter()
+            .filter(|sm| sm.module == index)
+            .map(|sm| super::typestate::emit(&ctx, ir, sm))
+            .collect::<Result<Vec<_>, _>>()?;
+        let tail = format(quote!(#(#machines)* #(#typestates)* #cmd))?;
         let text = if config.single_file {
             let mut body = format(head)?;
             body.push_str(&items);

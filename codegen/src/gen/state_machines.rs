@@ -1,7 +1,7 @@
 //! Emits one constant table per state machine (`rt::sm::StateMachine`) and the names of its
 //! optional-parameter mask bits.
 
-use super::module::Ctx;
+use super::ctx::{doc_lines, Ctx};
 use super::names::{camel, shouty};
 use crate::ir::{FieldRef, Ir, StateMachine};
 use crate::lower::find_field_path;
@@ -26,11 +26,7 @@ pub fn emit(ctx: &Ctx, ir: &Ir, m: &StateMachine) -> TokenStream {
     let states = camel(&m.states);
     let name = &m.name;
     let table = shouty(&format!("{}_state_machine", m.name));
-    let mut doc: Vec<String> = m
-        .doc
-        .as_deref()
-        .map(|d| d.lines().map(super::names::doc_line).collect())
-        .unwrap_or_default();
+    let mut doc: Vec<String> = doc_lines(m.doc.as_deref());
     if !doc.is_empty() {
         doc.push(String::new());
     }

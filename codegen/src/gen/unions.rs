@@ -2,7 +2,7 @@
 //! `select` (by the selector's raw value) and `select_by` (from the structure that holds the
 //! selector) returning the member the selector picks.
 
-use super::module::Ctx;
+use super::ctx::{doc_lines, Ctx};
 use super::names::{camel, camel_with, method, snake};
 use crate::ir::{FieldType, Ir, Union};
 use proc_macro2::{Literal, TokenStream};
@@ -15,11 +15,7 @@ pub fn emit(ctx: &Ctx, ir: &Ir, u: &Union) -> TokenStream {
     let ty = camel(&u.name);
     let name = &u.name;
     let size = Literal::usize_unsuffixed(u.size as usize);
-    let mut doc: Vec<String> = u
-        .doc
-        .as_deref()
-        .map(|d| d.lines().map(super::names::doc_line).collect())
-        .unwrap_or_default();
+    let mut doc: Vec<String> = doc_lines(u.doc.as_deref());
     if !doc.is_empty() {
         doc.push(String::new());
     }
@@ -48,11 +44,7 @@ pub fn emit(ctx: &Ctx, ir: &Ir, u: &Union) -> TokenStream {
         let get = snake(&m.name);
         let get_mut = method("", &m.name, "_mut");
         let len = Literal::usize_unsuffixed(st.size as usize);
-        let mdoc: Vec<String> = m
-            .doc
-            .as_deref()
-            .map(|d| d.lines().map(super::names::doc_line).collect())
-            .unwrap_or_default();
+        let mdoc: Vec<String> = doc_lines(m.doc.as_deref());
         let when = match m.when {
             Some(w) => format!(" Selected by 0x{w:x}."),
             None => String::new(),

@@ -8,6 +8,7 @@
 //! reported and written in the nearest form it can (see [`emit`]).
 
 pub mod emit;
+pub mod enums;
 pub mod expr;
 
 use crate::diag::{Diagnostic, Diagnostics};
@@ -224,6 +225,18 @@ pub fn parse_header(
     defines: &mut expr::Defines,
     diags: &mut Diagnostics,
 ) -> Vec<String> {
+    parse_header_with_enums(sources, file, defs, &mut Vec::new(), defines, diags)
+}
+
+/// [`parse_header`], also collecting the header's enums into `enums`.
+pub fn parse_header_with_enums(
+    sources: &SourceMap,
+    file: usize,
+    defs: &mut Vec<Def>,
+    enums: &mut Vec<enums::HeaderEnum>,
+    defines: &mut expr::Defines,
+    diags: &mut Diagnostics,
+) -> Vec<String> {
     let text = &sources.files[file].text;
     let parsed = match HeaderParser::parse(Rule::file, text) {
         Ok(mut p) => p.next().expect("grammar: file"),
@@ -259,6 +272,7 @@ pub fn parse_header(
                     }
                 }
             }
+            Rule::enum_def => enums.push(enums::read(item, defines)),
             Rule::layout => {
                 let span = span_of(sources, file, &item);
                 let mut it = item.into_inner();
@@ -311,6 +325,8 @@ pub struct Import {
     pub layouts: usize,
     /// Number of fields written.
     pub fields: usize,
+    /// The headers' enums, in the order read (not written to the spec files).
+    pub enums: Vec<enums::HeaderEnum>,
 }
 
 /// Imports `headers` and the headers they `#include "..."` (found next to the includer).
@@ -329,10 +345,11 @@ pub fn import(headers: &[PathBuf]) -> std::io::Result<Import> {
         let text = std::fs::read_to_string(&path)
             .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
         let file = out.sources.add(&path, text);
-        let includes = parse_header(
+        let includes = parse_header_with_enums(
             &out.sources,
             file,
             &mut defs,
+            &mut out.enums,
             &mut defines,
             &mut out.diagnostics,
         );
@@ -359,10 +376,11 @@ pub fn import_sources(files: Vec<(PathBuf, String)>) -> Import {
     let mut defines = expr::Defines::new();
     for (path, text) in files {
         let file = out.sources.add(&path, text);
-        parse_header(
+        parse_header_with_enums(
             &out.sources,
             file,
             &mut defs,
+            &mut out.enums,
             &mut defines,
             &mut out.diagnostics,
         );

@@ -1,8 +1,9 @@
 //! Arrays: a fixed count is at least 1; a trailing array starts exactly where the fixed part
-//! ends (the structure's size), and a structure has at most one.
+//! ends (the structure's size), and a structure has at most one, counting one that a nested
+//! structure at its end brings along (whose storage then runs on past the fixed part).
 
 use crate::diag::{Diagnostic, Diagnostics};
-use crate::ir::{ArrayCount, Ir};
+use crate::ir::{ArrayCount, FieldType, Ir};
 
 /// Runs the check.
 pub fn run(ir: &Ir, diags: &mut Diagnostics) {
@@ -52,6 +53,37 @@ pub fn run(ir: &Ir, diags: &mut Diagnostics) {
                     }
                 }
                 _ => {}
+            }
+        }
+        // A nested structure at the end whose storage runs on would share the tail with the
+        // structure's own trailing array.
+        if let Some(own) = trailing {
+            let nested = s.fields.iter().find(|f| {
+                f.count.is_none()
+                    && f.end_bit() == s.size * 8
+                    && matches!(&f.ty, FieldType::Struct(t)
+                        if ir.find_struct(t).is_some_and(|inner| ir.tail_field(inner).is_some()))
+            });
+            if let Some(f) = nested {
+                let tail = match &f.ty {
+                    FieldType::Struct(t) => ir.find_struct(t).and_then(|i| ir.tail_field(i)),
+                    _ => None,
+                };
+                let mut d = Diagnostic::error(
+                    "array",
+                    f.spans.name,
+                    format!(
+                        "`{}` ends `{}` and runs on past it (through `{}`), but `{}` has a trailing array of its own",
+                        f.name,
+                        s.name,
+                        tail.map_or("?", |t| t.name.as_str()),
+                        s.name
+                    ),
+                )
+                .with_path(format!("{}.fields.{}", super::struct_path(s), f.name))
+                .with_note(own, "the trailing array");
+                d = d.with_hint("both would claim the bytes past the fixed part: keep one of them");
+                diags.push(d);
             }
         }
     }

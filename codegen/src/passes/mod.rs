@@ -22,6 +22,7 @@ pub mod reserved_names;
 pub mod state_machines;
 pub mod struct_size;
 pub mod unions;
+pub mod words;
 
 /// One check.
 pub struct Pass {
@@ -114,6 +115,12 @@ pub const PASSES: &[Pass] = &[
         name: "state-machine",
         summary: "state machines name distinct mask bits that fit the mask field",
         run: state_machines::run,
+    },
+    Pass {
+        name: "word",
+        summary:
+            "words written as one store are aligned, inside, apart, and hold whole scalar fields",
+        run: words::run,
     },
 ];
 

@@ -76,6 +76,9 @@ pub fn run(ir: &Ir, diags: &mut Diagnostics) {
                 format!("{path}.fields.{}", f.name),
             );
         }
+        for w in &s.words {
+            check("word", &w.name, w.span, format!("{path}.words.{}", w.name));
+        }
     }
     for u in &ir.unions {
         check("union", &u.name, u.span, format!("unions.{}", u.name));

@@ -1,9 +1,10 @@
 //! State machines are consistent: mask bits are distinct and fit the mask field, every
 //! transition that names optional fields has that mask field in its command's input, no field
-//! is both required and optional, and the state field can hold every state.
+//! is both required and optional, the state field can hold every state, and the object field
+//! is a number of one width in every transition's input.
 
 use crate::diag::{Diagnostic, Diagnostics};
-use crate::ir::Ir;
+use crate::ir::{FieldType, Ir};
 use crate::lower::find_field_path;
 use std::collections::HashMap;
 
@@ -53,6 +54,51 @@ pub fn run(ir: &Ir, diags: &mut Diagnostics) {
                     )
                     .with_path(format!("{path}.state_field")),
                 );
+            }
+        }
+        // The object field: a number in every transition's input, of one width.
+        if let Some(of) = &m.object_field {
+            let mut width = None;
+            for t in &m.transitions {
+                let Some(input) = ir
+                    .find_command(&t.command)
+                    .and_then(|c| ir.find_struct(&c.input))
+                else {
+                    continue;
+                };
+                let found = find_field_path(ir, input, of);
+                let ok = found.is_some_and(|(_, f)| {
+                    f.count.is_none() && f.ty == FieldType::Uint && f.width <= 64
+                });
+                if !ok {
+                    diags.push(
+                        Diagnostic::error(
+                            "state-machine",
+                            t.span,
+                            format!(
+                                "`{}` (the input of `{}`) has no number `{of}` to name the object by",
+                                input.name, t.command
+                            ),
+                        )
+                        .with_path(format!("{path}.object_field")),
+                    );
+                } else if let Some((_, f)) = found {
+                    if *width.get_or_insert(f.width) != f.width {
+                        diags.push(
+                            Diagnostic::error(
+                                "state-machine",
+                                t.span,
+                                format!(
+                                    "`{of}` is {} bits in `{}` but {} bits in an earlier transition's input",
+                                    f.width,
+                                    input.name,
+                                    width.unwrap_or(0)
+                                ),
+                            )
+                            .with_path(format!("{path}.object_field")),
+                        );
+                    }
+                }
             }
         }
         for t in &m.transitions {

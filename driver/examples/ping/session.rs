@@ -7,7 +7,7 @@
 //! belong to this process and vanish with it even if it is killed.
 
 use mlx5_driver::backend::sim::SimBackend;
-use mlx5_driver::eth::{EthConfig, EthCounters, EthQueues};
+use mlx5_driver::eth::{EthConfig, EthCounters, EthQueues, Pool};
 use mlx5_driver::net::{EchoReply, Host, Port};
 use mlx5_driver::{Hca, HcaConfig};
 use mlx5_sim::tap::ifconfig::{self, IfCounters};
@@ -146,30 +146,26 @@ pub fn run(opts: &Options, say: &mut dyn FnMut(String)) -> Fallible<Report> {
         }
     ));
 
-    let mut hca = Hca::bring_up(backend, &HcaConfig::default())?;
+    let hca = Hca::bring_up(backend, &HcaConfig::default())?;
     let config = EthConfig {
         log_sq_size: 8,
         log_rq_size: 8,
-        buffers: 1024,
-        buf_size: 2048,
         signal_every: 16,
         inline_l2: false,
         macs: vec![HOST_MAC, [0xff; 6]],
     };
-    let result = match EthQueues::create(&mut hca, &config) {
-        Ok(eth) => {
-            let mut host = Host::new(Port::new(eth, hca.backend()), HOST_MAC, HOST_IP, PREFIX);
-            let result = exchange(opts, &ns, &mut host, say);
-            let eth = host.into_port().into_queues();
-            let driver = eth.counters();
-            let destroyed = eth.destroy(&mut hca);
-            result.and_then(|r| {
-                destroyed?;
-                Ok(Report { driver, ..r })
-            })
-        }
-        Err(e) => Err(e.into()),
-    };
+    let result = (|| -> Fallible<Report> {
+        let pool = Pool::new(&hca, 1024, 2048)?;
+        let eth = EthQueues::create(&pool, &config)?;
+        let mut host = Host::new(Port::new(eth), HOST_MAC, HOST_IP, PREFIX);
+        let result = exchange(opts, &ns, &mut host, say);
+        let eth = host.into_port().into_queues();
+        let driver = eth.counters();
+        let destroyed = eth.destroy();
+        let r = result?;
+        destroyed?;
+        Ok(Report { driver, ..r })
+    })();
     let down = hca.teardown();
     let pcap = device.stop_capture();
     let kernel = ns.run(|| ifconfig::counters(&name))?;

@@ -17,6 +17,7 @@ pub use deferred::Deferred;
 use crate::error::Result;
 use mlx5_prm::rt::DeviceBytes;
 use std::ptr::NonNull;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// Register access to BAR0: the initialization segment and the UAR pages.
@@ -46,19 +47,56 @@ pub trait Mmio {
     }
 }
 
-/// A DMA buffer: host memory the device reaches at `iova`.
+/// Where a [`DmaBuf`]'s memory goes when the buffer is done with: the allocator that made it.
+///
+/// A buffer holds an `Arc` of its owner, which is its keep-alive: the memory stays allocated
+/// and mapped for as long as the buffer exists, whatever happened to the backend handle or
+/// the HCA meanwhile. Backends implement this; the driver never calls it directly.
+pub trait DmaOwner: Send + Sync {
+    /// Takes back memory the device can no longer reach: it may be unmapped, reused or freed.
+    ///
+    /// # Safety
+    ///
+    /// `va`, `iova` and `len` describe one buffer this owner handed out, given back once,
+    /// with no access to it left.
+    unsafe fn give_back(&self, va: NonNull<u8>, iova: u64, len: usize);
+
+    /// Takes back memory the device may still write (a command or destroy that did not
+    /// complete, pages the device never returned): it stays allocated and mapped, is never
+    /// reused, and is freed only when the owner itself goes (the backend is dropped) or the
+    /// function is reset ([`DmaAlloc::release_quarantine`]).
+    ///
+    /// # Safety
+    ///
+    /// As for [`DmaOwner::give_back`].
+    unsafe fn quarantine(&self, va: NonNull<u8>, iova: u64, len: usize);
+}
+
+/// A DMA buffer: host memory the device reaches at `iova`, owned.
 ///
 /// It is not a Rust slice: the device may write it at any time, so the driver reaches it only
-/// through [`DmaBuf::bytes`], whose accesses are volatile.
-#[derive(Debug)]
+/// through [`DmaBuf::bytes`], whose accesses are volatile. Dropping it gives the memory back
+/// to the allocator that made it (and only to that one); [`DmaBuf::quarantine`] hands it to
+/// that allocator's quarantine instead, for memory the device may still write.
 pub struct DmaBuf {
     va: NonNull<u8>,
     iova: u64,
     len: usize,
+    owner: Arc<dyn DmaOwner>,
 }
 
-// SAFETY: a DmaBuf is an address range; access goes through volatile operations and the
-// driver's own synchronisation (one owner at a time), never through shared references.
+impl std::fmt::Debug for DmaBuf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DmaBuf")
+            .field("iova", &format_args!("{:#x}", self.iova))
+            .field("len", &self.len)
+            .finish_non_exhaustive()
+    }
+}
+
+// SAFETY: a DmaBuf owns an address range (its owner is Send + Sync); access goes through
+// volatile operations by its one owner, never through shared references. It is not `Sync`:
+// two threads holding `&DmaBuf` could write the same bytes through `bytes()`.
 unsafe impl Send for DmaBuf {}
 
 impl DmaBuf {
@@ -66,10 +104,17 @@ impl DmaBuf {
     ///
     /// # Safety
     ///
-    /// `va .. va + len` must stay valid for volatile reads and writes, and mapped for the device
-    /// at `iova`, until the buffer is given back to the backend that made it.
-    pub unsafe fn new(va: NonNull<u8>, iova: u64, len: usize) -> DmaBuf {
-        DmaBuf { va, iova, len }
+    /// `va .. va + len` must be valid for volatile reads and writes, and mapped for the device
+    /// at `iova`, until `owner` takes it back ([`DmaOwner::give_back`] or
+    /// [`DmaOwner::quarantine`], called exactly once, by the buffer's drop or
+    /// [`DmaBuf::quarantine`]).
+    pub unsafe fn new(va: NonNull<u8>, iova: u64, len: usize, owner: Arc<dyn DmaOwner>) -> DmaBuf {
+        DmaBuf {
+            va,
+            iova,
+            len,
+            owner,
+        }
     }
 
     /// The IO virtual address the device uses.
@@ -87,7 +132,7 @@ impl DmaBuf {
         self.len == 0
     }
 
-    /// The host address (for backends).
+    /// The host address (for backends, and for word access on the data path).
     pub fn va(&self) -> NonNull<u8> {
         self.va
     }
@@ -99,6 +144,11 @@ impl DmaBuf {
     }
 
     /// Bytes `at .. at + len` of the buffer.
+    ///
+    /// # Panics
+    ///
+    /// If the range is not inside the buffer (a driver bug: offsets come from its own
+    /// layouts).
     #[inline]
     pub fn slice(&self, at: usize, len: usize) -> DeviceBytes<'_> {
         if !(at <= self.len && len <= self.len - at) {
@@ -106,6 +156,23 @@ impl DmaBuf {
         }
         // SAFETY: a checked sub-range of a valid buffer.
         unsafe { DeviceBytes::new(self.va.as_ptr().add(at), len) }
+    }
+
+    /// Hands the memory to its allocator's quarantine: the device may still write it, so it
+    /// is never reused or freed until the backend goes or the function is reset.
+    pub fn quarantine(self) {
+        let this = std::mem::ManuallyDrop::new(self);
+        // SAFETY: the owner is read out once and `this` is never used or dropped again.
+        let owner = unsafe { std::ptr::read(&this.owner) };
+        // SAFETY: the buffer came from `owner` and is taken back once, here.
+        unsafe { owner.quarantine(this.va, this.iova, this.len) };
+    }
+}
+
+impl Drop for DmaBuf {
+    fn drop(&mut self) {
+        // SAFETY: the buffer came from its owner and is taken back once, here.
+        unsafe { self.owner.give_back(self.va, self.iova, self.len) };
     }
 }
 
@@ -117,13 +184,30 @@ fn slice_out_of_range(at: usize, len: usize, buf: usize) -> ! {
     panic!("DMA slice {at}+{len} beyond {buf}")
 }
 
-/// DMA memory: zeroed, page-aligned, mapped for the device.
+/// What an allocator holds in quarantine: buffers the device may still write.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Quarantine {
+    /// Buffers.
+    pub buffers: usize,
+    /// Their bytes.
+    pub bytes: usize,
+}
+
+/// DMA memory: zeroed, page-aligned, mapped for the device. Buffers go back by being dropped
+/// (or quarantined), to the allocator that made them.
 pub trait DmaAlloc {
     /// Allocates `len` bytes aligned to `align` (a power of two, at least 4096 for firmware
     /// pages).
     fn alloc(&self, len: usize, align: usize) -> Result<DmaBuf>;
-    /// Gives a buffer back.
-    fn free(&self, buf: DmaBuf);
+    /// What is in quarantine now.
+    fn quarantined(&self) -> Quarantine;
+    /// Frees the quarantine, after the function was reset (a function-level reset, or the
+    /// device otherwise proven to do no more DMA).
+    ///
+    /// # Safety
+    ///
+    /// The device must no longer be able to write any quarantined buffer.
+    unsafe fn release_quarantine(&self);
 }
 
 /// How the driver learns that the device wrote something: polling, or an interrupt.

@@ -2,17 +2,110 @@
 //! from the model's IO address space, and barriers are the language's release and acquire
 //! fences (the model runs in this process; see [`ModelBarriers`]).
 
-use super::{Backend, DmaAlloc, DmaBuf, Events, Mmio, ModelBarriers};
+use super::{Backend, DmaAlloc, DmaBuf, DmaOwner, Events, Mmio, ModelBarriers, Quarantine};
 use crate::error::{Error, Result};
 use mlx5_sim::{Config, Device, Mode};
 use std::ptr::NonNull;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// A backend over an [`mlx5_sim::Device`].
 pub struct SimBackend {
     dev: Arc<Device>,
+    dma: SimDma,
     threaded: bool,
+}
+
+/// The model's DMA space as an allocator. Each buffer keeps it (and so the model's memory)
+/// alive; quarantined buffers stay mapped in the model until the last handle to the allocator
+/// goes (the backend and every buffer it made) or [`DmaAlloc::release_quarantine`].
+///
+/// Clones share one allocator: a test may keep one to look at the quarantine after the HCA
+/// and its backend are gone.
+#[derive(Clone)]
+pub struct SimDma(Arc<SimDmaOwner>);
+
+struct SimDmaOwner {
+    dev: Arc<Device>,
+    /// `(iova, len)` of quarantined buffers.
+    quarantine: Mutex<Vec<(u64, usize)>>,
+}
+
+impl SimDmaOwner {
+    fn quarantine(&self) -> std::sync::MutexGuard<'_, Vec<(u64, usize)>> {
+        self.quarantine.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn free(&self, iova: u64) {
+        if let Err(e) = self.dev.dma().free(iova) {
+            log::warn!("freeing DMA buffer 0x{iova:x}: {e}");
+        }
+    }
+}
+
+impl DmaOwner for SimDmaOwner {
+    unsafe fn give_back(&self, _va: NonNull<u8>, iova: u64, _len: usize) {
+        self.free(iova);
+    }
+
+    unsafe fn quarantine(&self, _va: NonNull<u8>, iova: u64, len: usize) {
+        log::warn!(
+            "DMA buffer 0x{iova:x} ({len} bytes) quarantined: the device may still write it"
+        );
+        self.quarantine().push((iova, len));
+    }
+}
+
+impl Drop for SimDmaOwner {
+    fn drop(&mut self) {
+        // Nothing can reach the buffers any more: the backend and every buffer are gone.
+        let held = std::mem::take(&mut *self.quarantine());
+        for (iova, _) in held {
+            self.free(iova);
+        }
+    }
+}
+
+impl SimDma {
+    /// The model it allocates from.
+    pub fn device(&self) -> &Arc<Device> {
+        &self.0.dev
+    }
+}
+
+impl DmaAlloc for SimDma {
+    fn alloc(&self, len: usize, align: usize) -> Result<DmaBuf> {
+        let r = self.0.dev.dma().alloc(len, align).map_err(|e| Error::Dma {
+            len,
+            reason: e.to_string(),
+        })?;
+        let Some(va) = NonNull::new(r.va) else {
+            self.0.free(r.iova);
+            return Err(Error::Dma {
+                len,
+                reason: "null address".into(),
+            });
+        };
+        let owner: Arc<dyn DmaOwner> = self.0.clone();
+        // SAFETY: the model keeps the region's memory until its DmaSpace goes, which the
+        // owner (holding the device) outlives, and mapped at `iova` until the owner frees it.
+        Ok(unsafe { DmaBuf::new(va, r.iova, r.len, owner) })
+    }
+
+    fn quarantined(&self) -> Quarantine {
+        let q = self.0.quarantine();
+        Quarantine {
+            buffers: q.len(),
+            bytes: q.iter().map(|&(_, len)| len).sum(),
+        }
+    }
+
+    unsafe fn release_quarantine(&self) {
+        let held = std::mem::take(&mut *self.0.quarantine());
+        for (iova, _) in held {
+            self.0.free(iova);
+        }
+    }
 }
 
 impl SimBackend {
@@ -21,18 +114,16 @@ impl SimBackend {
     pub fn new(config: Config) -> (SimBackend, Arc<Device>) {
         let threaded = matches!(config.mode, Mode::Threaded);
         let dev = Device::new(config);
-        (
-            SimBackend {
-                dev: dev.clone(),
-                threaded,
-            },
-            dev,
-        )
+        (SimBackend::over(dev.clone(), threaded), dev)
     }
 
     /// A backend over an existing model.
     pub fn over(dev: Arc<Device>, threaded: bool) -> SimBackend {
-        SimBackend { dev, threaded }
+        let dma = SimDma(Arc::new(SimDmaOwner {
+            dev: dev.clone(),
+            quarantine: Mutex::new(Vec::new()),
+        }));
+        SimBackend { dev, dma, threaded }
     }
 
     /// The model.
@@ -59,27 +150,6 @@ impl Mmio for SimBackend {
     }
 }
 
-impl DmaAlloc for SimBackend {
-    fn alloc(&self, len: usize, align: usize) -> Result<DmaBuf> {
-        let r = self.dev.dma().alloc(len, align).map_err(|e| Error::Dma {
-            len,
-            reason: format!("{e:?}"),
-        })?;
-        let va = NonNull::new(r.va).ok_or_else(|| Error::Dma {
-            len,
-            reason: "null address".into(),
-        })?;
-        // SAFETY: the model keeps the region mapped at `iova` until `free`.
-        Ok(unsafe { DmaBuf::new(va, r.iova, r.len) })
-    }
-
-    fn free(&self, buf: DmaBuf) {
-        if let Err(e) = self.dev.dma().free(buf.iova()) {
-            log::warn!("freeing DMA buffer 0x{:x}: {e:?}", buf.iova());
-        }
-    }
-}
-
 impl Events for SimBackend {
     fn wait(&self, deadline: Instant) {
         // Inline: the model has done the work a doorbell asked for before the write returned;
@@ -97,14 +167,14 @@ impl Events for SimBackend {
 
 impl Backend for SimBackend {
     type Mmio = Self;
-    type Dma = Self;
+    type Dma = SimDma;
     type Events = Self;
     type Barriers = ModelBarriers;
     fn mmio(&self) -> &Self {
         self
     }
-    fn dma(&self) -> &Self {
-        self
+    fn dma(&self) -> &SimDma {
+        &self.dma
     }
     fn events(&self) -> &Self {
         self

@@ -11,9 +11,11 @@ mod trace;
 use crate::backend::{Backend, Barriers, DmaAlloc, DmaBuf, Events, Mmio, Regs};
 use crate::eq::{Event, EventQueue};
 use crate::error::{Error, Result};
+use crate::recent::Recent;
 use mailbox::Chain;
 use mlx5_prm::rt::{Bytes, BytesMut, Command, MmioBytes, OpMod, View};
 use mlx5_prm::{CmdDeliveryStatus, CmdQueueEntry, CmdQueueEntryType, CmdStatus, InitialSeg};
+use std::mem::ManuallyDrop;
 use std::time::{Duration, Instant};
 
 /// Bytes of input and output carried in the entry itself.
@@ -36,12 +38,49 @@ pub struct Executed {
     pub elapsed: Duration,
 }
 
+/// Events met while waiting for command completions, kept for the HCA's event poll. Bounded:
+/// past `MAX_STASHED` (a device flooding events nobody polls for) the oldest are dropped and
+/// counted.
+#[derive(Debug, Default)]
+pub struct Stash {
+    events: std::collections::VecDeque<Event>,
+    dropped: u64,
+}
+
+/// Most events a [`Stash`] keeps.
+const MAX_STASHED: usize = 4096;
+
+impl Stash {
+    /// Keeps `e`.
+    pub fn push(&mut self, e: Event) {
+        if self.events.len() == MAX_STASHED {
+            self.events.pop_front();
+            self.dropped += 1;
+            log::warn!(
+                "{} events dropped while nobody polled for them",
+                self.dropped
+            );
+        }
+        self.events.push_back(e);
+    }
+
+    /// Takes every event kept, oldest first.
+    pub fn take(&mut self) -> Vec<Event> {
+        self.events.drain(..).collect()
+    }
+
+    /// Events dropped because the stash was full.
+    pub fn dropped(&self) -> u64 {
+        self.dropped
+    }
+}
+
 /// Where command completions arrive in event mode, and where other events met meanwhile go.
 pub struct EventSink<'a> {
     /// The EQ subscribed to command-completion events.
     pub eq: &'a mut EventQueue,
     /// Events that are not command completions, for the caller to handle.
-    pub stash: &'a mut Vec<Event>,
+    pub stash: &'a mut Stash,
 }
 
 impl EventSink<'_> {
@@ -55,24 +94,43 @@ impl EventSink<'_> {
 }
 
 /// The command queue.
+///
+/// Its memory is freed only when the device is known to be done with it
+/// ([`CmdQueue::retire`] after DISABLE_HCA); dropped any other way, the entry page and the
+/// mailboxes go to quarantine. Mailboxes of a command that never completed are quarantined at
+/// once (the device may still write them).
 pub struct CmdQueue {
-    page: DmaBuf,
+    /// Taken out only by `drop`.
+    page: ManuallyDrop<DmaBuf>,
     log_size: u8,
     log_stride: u8,
     token: u8,
     timeout: Duration,
     mailboxes: Vec<DmaBuf>,
-    /// Buffers the device may still own (a command that timed out): never reused or freed
-    /// while the device could write them.
-    quarantine: Vec<DmaBuf>,
     /// Slots whose command never completed: the device still owns them.
     stuck: u32,
-    history: Vec<Executed>,
+    /// The device no longer reaches the queue: its memory may be freed.
+    quiet: bool,
+    history: Recent<Executed>,
+}
+
+impl Drop for CmdQueue {
+    fn drop(&mut self) {
+        // SAFETY: `page` is taken once, here, and never used again.
+        let page = unsafe { ManuallyDrop::take(&mut self.page) };
+        if self.quiet && self.stuck == 0 {
+            return;
+        }
+        page.quarantine();
+        for b in self.mailboxes.drain(..) {
+            b.quarantine();
+        }
+    }
 }
 
 impl CmdQueue {
     /// Reads the queue geometry, allocates the page and tells the device where it is.
-    pub fn new<B: Backend>(be: &B, timeout: Duration) -> Result<CmdQueue> {
+    pub fn new<B: Backend>(be: &B, timeout: Duration, history: usize) -> Result<CmdQueue> {
         let seg = InitialSeg::new_unchecked(MmioBytes::new(Regs(be.mmio()), 0x400c));
         let rev = seg.cmd_interface_rev();
         if rev != CMD_IF_REV {
@@ -97,30 +155,31 @@ impl CmdQueue {
         be.mmio().write32(0x14, iova as u32 & !0xfff);
         B::Barriers::to_device();
         Ok(CmdQueue {
-            page,
+            page: ManuallyDrop::new(page),
             log_size,
             log_stride,
             token: 0,
             timeout,
             mailboxes: Vec::new(),
-            quarantine: Vec::new(),
             stuck: 0,
-            history: Vec::new(),
+            quiet: false,
+            history: Recent::new(history),
         })
     }
 
-    /// Gives every DMA buffer back. Call after the device has stopped using the queue (after
-    /// DISABLE_HCA, or on a device that never became ready).
-    pub fn release<B: Backend>(self, be: &B) {
-        let dma = be.dma();
-        dma.free(self.page);
-        for b in self.mailboxes.into_iter().chain(self.quarantine) {
-            dma.free(b);
-        }
+    /// Ends the queue. With `quiet` (DISABLE_HCA succeeded: the device no longer reaches host
+    /// memory) and no slot stuck with a command, its memory is freed; otherwise quarantined.
+    pub fn retire(mut self, quiet: bool) {
+        self.quiet = quiet;
     }
 
-    /// Every command executed so far.
-    pub fn history(&self) -> &[Executed] {
+    /// Slots whose command never completed.
+    pub fn stuck_slots(&self) -> u32 {
+        self.stuck.count_ones()
+    }
+
+    /// The last commands executed, and how many ran in all.
+    pub fn history(&self) -> &Recent<Executed> {
         &self.history
     }
 
@@ -150,8 +209,9 @@ impl CmdQueue {
     }
 
     /// Runs command `C`: builds its input with `fill` (the opcode and op_mod are already
-    /// written; `extra_in` bytes follow the fixed part, for trailing arrays), and returns the
-    /// output bytes (the fixed part plus `extra_out`), after checking the status.
+    /// written; `extra_in` bytes follow the fixed part, for trailing arrays; an error from
+    /// `fill`, a setter's, stops the command before it is sent), and returns the output bytes
+    /// (the fixed part plus `extra_out`), after checking the status.
     pub fn run<C, B, F>(
         &mut self,
         be: &B,
@@ -163,7 +223,7 @@ impl CmdQueue {
     where
         C: Command,
         B: Backend,
-        F: FnOnce(&mut C::Input<&mut [u8]>),
+        F: FnOnce(&mut C::Input<&mut [u8]>) -> Result<()>,
     {
         self.run_with::<C, B, F>(be, None, op_mod, extra_in, extra_out, fill)
     }
@@ -184,14 +244,14 @@ impl CmdQueue {
     where
         C: Command,
         B: Backend,
-        F: FnOnce(&mut C::Input<&mut [u8]>),
+        F: FnOnce(&mut C::Input<&mut [u8]>) -> Result<()>,
     {
         let in_len = <C::Input<&mut [u8]> as View<&mut [u8]>>::SIZE + extra_in;
         let out_len = <C::Output<&[u8]> as View<&[u8]>>::SIZE + extra_out;
         let mut input = vec![0u8; in_len];
         {
             let mut view = C::input(&mut input[..], op_mod)?;
-            fill(&mut view);
+            fill(&mut view)?;
         }
         self.exec(
             be,
@@ -306,7 +366,9 @@ impl CmdQueue {
                 // The device still owns the entry and may write the mailboxes later: keep them
                 // out of reuse.
                 let (a, b) = (in_chain.into_buffers(), out_chain.into_buffers());
-                self.quarantine.extend(a.into_iter().chain(b));
+                for buf in a.into_iter().chain(b) {
+                    buf.quarantine();
+                }
                 self.stuck |= 1 << slot;
                 return Err(Error::CommandTimeout {
                     command: name,
@@ -350,7 +412,7 @@ impl CmdQueue {
         })?;
         trace::dump(name, "out", &output);
         let status = output.first().copied().unwrap_or(0xff);
-        let syndrome = u32::from_be_bytes([output[4], output[5], output[6], output[7]]);
+        let syndrome = mlx5_prm::rt::output_syndrome(&output[..]);
         if status != 0 {
             return Err(Error::Command {
                 command: name,
@@ -375,22 +437,22 @@ mod tests {
 
     fn queue() -> (SimBackend, std::sync::Arc<mlx5_sim::Device>, CmdQueue) {
         let (be, dev) = SimBackend::new(mlx5_sim::Config::default());
-        let q = CmdQueue::new(&be, Duration::from_millis(100)).unwrap();
+        let q = CmdQueue::new(&be, Duration::from_millis(100), 64).unwrap();
         (be, dev, q)
     }
 
     #[test]
     fn tokens_roll_over_without_zero() {
-        let (be, _dev, mut q) = queue();
+        let (_be, _dev, mut q) = queue();
         q.token = 0xfe;
         assert_eq!(q.next_token(), 0xff);
         assert_eq!(q.next_token(), 1);
-        q.release(&be);
+        q.retire(true);
     }
 
     #[test]
     fn page_commands_use_the_last_slot_and_stuck_slots_are_skipped() {
-        let (be, _dev, mut q) = queue();
+        let (_be, _dev, mut q) = queue();
         let last = (1usize << q.log_size) - 1;
         assert_eq!(q.slot(mlx5_prm::cmd::ManagePages::OPCODE), Some(last));
         assert_eq!(q.slot(EnableHca::OPCODE), Some(0));
@@ -399,16 +461,16 @@ mod tests {
         q.stuck = u32::MAX;
         assert_eq!(q.slot(EnableHca::OPCODE), None);
         q.stuck = 0;
-        q.release(&be);
+        q.retire(true);
     }
 
     #[test]
     fn outputs_longer_than_the_inline_part_come_through_mailboxes() {
         let (be, dev, mut q) = queue();
-        q.run::<EnableHca, _, _>(&be, 0, 0, 0, |_| {}).unwrap();
+        q.run::<EnableHca, _, _>(&be, 0, 0, 0, |_| Ok(())).unwrap();
         // QUERY_HCA_CAP's output is 0x1010 bytes: 16 inline, the rest in 8 chained blocks.
         let out = q
-            .run::<QueryHcaCap, _, _>(&be, QueryHcaCapOpMod::GeneralMax, 0, 0, |_| {})
+            .run::<QueryHcaCap, _, _>(&be, QueryHcaCapOpMod::GeneralMax, 0, 0, |_| Ok(()))
             .unwrap();
         assert_eq!(out.len(), 0x1010);
         let view = QueryHcaCapOut::new_checked(&out[..]).unwrap();
@@ -416,14 +478,14 @@ mod tests {
         assert_eq!(union.cmd_hca_cap().log_max_qp(), 18);
         assert_eq!(q.mailboxes.len(), 8, "the blocks are kept for reuse");
         assert!(dev.commands().iter().all(|c| c.status == 0));
-        q.release(&be);
+        q.retire(true);
     }
 
     #[test]
     fn a_status_becomes_a_typed_error() {
         let (be, dev, mut q) = queue();
         // QUERY_ISSI before ENABLE_HCA is allowed; an unknown opcode is not.
-        q.run::<QueryIssi, _, _>(&be, 0, 0, 0, |_| {}).unwrap();
+        q.run::<QueryIssi, _, _>(&be, 0, 0, 0, |_| Ok(())).unwrap();
         let err = q
             .exec(
                 &be,
@@ -438,6 +500,6 @@ mod tests {
         assert_eq!(err.status(), Some(0x2), "{err}");
         assert!(err.to_string().contains("nonsense (opcode 0x7fff"), "{err}");
         assert_eq!(dev.commands().last().map(|c| c.status), Some(0x2));
-        q.release(&be);
+        q.retire(true);
     }
 }

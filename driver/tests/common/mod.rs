@@ -1,7 +1,115 @@
-//! Shared by the driver's integration tests.
+//! Shared by the driver's integration tests: bringing a device up, QP parameters and the
+//! walk of a QP to RTS, frames, and the command sequence of a bring-up.
 
+// Each test binary uses a different part of this module.
+#![allow(dead_code)]
+
+use mlx5_driver::backend::sim::SimBackend;
+use mlx5_driver::mr::Access;
+use mlx5_driver::qp::*;
+use mlx5_driver::{Hca, HcaConfig};
 use mlx5_prm::cmd::*;
 use mlx5_prm::rt::Command;
+use mlx5_prm::QpMtu;
+use mlx5_sim::{Config, Device, Mode};
+use std::sync::Arc;
+
+/// Every access right.
+pub const ALL: Access = Access {
+    local_write: true,
+    remote_read: true,
+    remote_write: true,
+    remote_atomic: true,
+};
+
+/// A model in `mode` and an HCA brought up on it.
+pub fn up(mode: Mode) -> (Hca<SimBackend>, Arc<Device>) {
+    up_with(
+        Config {
+            mode,
+            ..Config::default()
+        },
+        &HcaConfig::default(),
+    )
+}
+
+/// A model built from `config` and an HCA brought up on it with `hca`.
+pub fn up_with(config: Config, hca: &HcaConfig) -> (Hca<SimBackend>, Arc<Device>) {
+    let (be, dev) = SimBackend::new(config);
+    (Hca::bring_up(be, hca).expect("bring-up"), dev)
+}
+
+/// The three transitions' parameters for a QP connected to `remote_qpn` on the model's port.
+pub fn params(remote_qpn: u32) -> (InitParams, RtrParams, RtsParams) {
+    let init = InitParams {
+        port: 1,
+        pkey_index: 0,
+        access: RemoteAccess {
+            read: true,
+            write: true,
+            atomic: true,
+        },
+    };
+    let rtr = RtrParams {
+        mtu: QpMtu::Mtu1k,
+        log_msg_max: 20,
+        remote_qpn,
+        next_rcv_psn: 0,
+        log_rra_max: 2,
+        min_rnr_nak: 1,
+        path: RocePath {
+            rmac: [2, 0, 0, 0, 0, 1],
+            rgid: [0; 16],
+            src_addr_index: 0,
+            hop_limit: 64,
+            port: 1,
+        },
+    };
+    let rts = RtsParams {
+        next_send_psn: 0,
+        retry_count: 7,
+        rnr_retry: 7,
+        log_sra_max: 2,
+        ack_timeout: 14,
+    };
+    (init, rtr, rts)
+}
+
+/// Takes a new QP through INIT and RTR to RTS, connected to QP `peer`.
+pub fn to_rts<'h, B: mlx5_driver::backend::Backend>(
+    qp: Qp<'h, B, Reset>,
+    peer: u32,
+) -> Qp<'h, B, Rts> {
+    let (init, rtr, rts) = params(peer);
+    let qp = qp.to_init(&init).map_err(|(e, _)| e).unwrap();
+    let qp = qp.to_rtr(&rtr).map_err(|(e, _)| e).unwrap();
+    qp.to_rts(&rts).map_err(|(e, _)| e).unwrap()
+}
+
+/// A QP geometry: `1 << log` WQEs each way, two scatter entries per receive.
+pub fn qp_config(log: u8) -> QpConfig {
+    QpConfig {
+        log_sq_size: log,
+        log_rq_size: log,
+        log_rq_stride: 1,
+    }
+}
+
+pub const MAC_A: [u8; 6] = [0x02, 0, 0, 0, 0, 0xa];
+pub const MAC_B: [u8; 6] = [0x02, 0, 0, 0, 0, 0xb];
+
+/// A frame to `dst` of `len` bytes carrying `seq`.
+pub fn frame(dst: [u8; 6], seq: u32, len: usize) -> Vec<u8> {
+    let mut f = vec![0u8; len];
+    f[..6].copy_from_slice(&dst);
+    f[6..12].copy_from_slice(&MAC_A);
+    f[12..14].copy_from_slice(&0x88b5u16.to_be_bytes()); // local experimental ethertype
+    f[14..18].copy_from_slice(&seq.to_be_bytes());
+    for (i, b) in f.iter_mut().enumerate().skip(18) {
+        *b = (seq as usize + i) as u8;
+    }
+    f
+}
 
 /// `(opcode, op_mod)` of every command bring-up sends, in order.
 pub fn bring_up_sequence() -> Vec<(u16, u16)> {

@@ -1198,7 +1198,7 @@ impl<B: rt::Bytes> CmdIn<B> {
     /// Number of elements of `command` the buffer holds after the fixed part.
     #[inline]
     pub fn command_len(&self) -> usize {
-        (self.buf.len() * 8).saturating_sub(64) / 32
+        rt::trailing_len(self.buf.len(), 8, 32)
     }
     /// Command-specific input words.
     ///

@@ -1189,7 +1189,7 @@ impl<B: rt::Bytes> CreateCqIn<B> {
     /// Number of elements of `pas` the buffer holds after the fixed part.
     #[inline]
     pub fn pas_len(&self) -> usize {
-        (self.buf.len() * 8).saturating_sub(2176) / 64
+        rt::trailing_len(self.buf.len(), 272, 64)
     }
     /// IO addresses of the ring's pages.
     ///
@@ -2004,7 +2004,7 @@ impl<B: rt::Bytes> QueryCqOut<B> {
     /// Number of elements of `pas` the buffer holds after the fixed part.
     #[inline]
     pub fn pas_len(&self) -> usize {
-        (self.buf.len() * 8).saturating_sub(2176) / 64
+        rt::trailing_len(self.buf.len(), 272, 64)
     }
     /// IO addresses of the ring's pages.
     ///
@@ -2296,7 +2296,7 @@ impl<B: rt::Bytes> ModifyCqIn<B> {
     /// Number of elements of `pas` the buffer holds after the fixed part.
     #[inline]
     pub fn pas_len(&self) -> usize {
-        (self.buf.len() * 8).saturating_sub(2176) / 64
+        rt::trailing_len(self.buf.len(), 272, 64)
     }
     /// IO addresses of the new ring's pages (resize only).
     ///

@@ -226,7 +226,7 @@ impl<B: rt::Bytes> CreateEqIn<B> {
     /// Number of elements of `pas` the buffer holds after the fixed part.
     #[inline]
     pub fn pas_len(&self) -> usize {
-        (self.buf.len() * 8).saturating_sub(2176) / 64
+        rt::trailing_len(self.buf.len(), 272, 64)
     }
     /// IO addresses of the EQ buffer pages, one per page of the size given by eqc.log_page_size, each aligned to that size.
     ///
@@ -1524,7 +1524,7 @@ impl<B: rt::Bytes> QueryEqOut<B> {
     /// Number of elements of `pas` the buffer holds after the fixed part.
     #[inline]
     pub fn pas_len(&self) -> usize {
-        (self.buf.len() * 8).saturating_sub(2176) / 64
+        rt::trailing_len(self.buf.len(), 272, 64)
     }
     /// IO addresses of the EQ buffer pages.
     ///

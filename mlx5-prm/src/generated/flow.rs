@@ -6927,9 +6927,13 @@ impl<B: rt::Bytes> SetFteIn<B> {
     /// The entry's match value, actions and destinations.
     ///
     /// PRM `0x40..0x340`: bit offset 0x200, 6144 bits; type `flow_context`.
+    ///
+    /// The view runs to the end of the buffer, so the trailing array at its end is reachable through it.
     #[inline]
     pub fn flow_context(&self) -> FlowContext<B::Sub<'_>> {
-        FlowContext::new_unchecked(self.buf.sub(64, 768))
+        FlowContext::new_unchecked(
+            self.buf.sub(64, rt::tail_len(self.buf.len(), 64, 768)),
+        )
     }
 }
 impl<B: rt::BytesMut> SetFteIn<B> {
@@ -6994,7 +6998,9 @@ impl<B: rt::BytesMut> SetFteIn<B> {
     /// Writes [`Self::flow_context`].
     #[inline]
     pub fn flow_context_mut(&mut self) -> FlowContext<B::SubMut<'_>> {
-        FlowContext::new_unchecked(self.buf.sub_mut(64, 768))
+        FlowContext::new_unchecked(
+            self.buf.sub_mut(64, rt::tail_len(self.buf.len(), 64, 768)),
+        )
     }
 }
 #[cfg(feature = "debug")]
@@ -7418,7 +7424,7 @@ impl<B: rt::Bytes> FlowContext<B> {
     /// Number of elements of `destination` the buffer holds after the fixed part.
     #[inline]
     pub fn destination_len(&self) -> usize {
-        (self.buf.len() * 8).saturating_sub(6144) / 128
+        rt::trailing_len(self.buf.len(), 768, 128)
     }
     /// destination_list_size destinations, then flow_counter_list_size counters. The driver packs the entries 8 bytes apart, or 16 apart with extended_destination, not at the stride of this union.
     ///
@@ -7448,6 +7454,14 @@ impl<B: rt::Bytes> FlowContext<B> {
             .map(move |i| DestFormatStructFlowCounterListAuto::new_unchecked(
                 self.buf.sub(768 + i * 16, 16),
             ))
+    }
+    /// Element `i` of `destination` read as layout `V`, the elements `V::SIZE` bytes apart from the array's start, or `None` past the end of the buffer.
+    #[inline]
+    pub fn destination_as<'a, V: rt::View<B::Sub<'a>>>(&'a self, i: usize) -> Option<V> {
+        if i >= rt::trailing_len(self.buf.len(), 768, V::SIZE * 8) {
+            return None;
+        }
+        Some(V::new_unchecked(self.buf.sub(768 + i * V::SIZE, V::SIZE)))
     }
 }
 impl<B: rt::BytesMut> FlowContext<B> {
@@ -7624,6 +7638,17 @@ impl<B: rt::BytesMut> FlowContext<B> {
                 self.buf.sub_mut(768 + i * 16, 16),
             ),
         )
+    }
+    /// Element `i` of `destination` as layout `V`, writable (see `destination_as`).
+    #[inline]
+    pub fn destination_as_mut<'a, V: rt::View<B::SubMut<'a>>>(
+        &'a mut self,
+        i: usize,
+    ) -> Option<V> {
+        if i >= rt::trailing_len(self.buf.len(), 768, V::SIZE * 8) {
+            return None;
+        }
+        Some(V::new_unchecked(self.buf.sub_mut(768 + i * V::SIZE, V::SIZE)))
     }
 }
 #[cfg(feature = "debug")]

@@ -1541,7 +1541,7 @@ impl<B: rt::Bytes> ManagePagesIn<B> {
     /// Number of elements of `pas` the buffer holds after the fixed part.
     #[inline]
     pub fn pas_len(&self) -> usize {
-        (self.buf.len() * 8).saturating_sub(128) / 64
+        rt::trailing_len(self.buf.len(), 16, 64)
     }
     /// Give only. Bus addresses of the pages handed over, one 4 KiB-aligned page each.
     ///
@@ -1785,7 +1785,7 @@ impl<B: rt::Bytes> ManagePagesOut<B> {
     /// Number of elements of `pas` the buffer holds after the fixed part.
     #[inline]
     pub fn pas_len(&self) -> usize {
-        (self.buf.len() * 8).saturating_sub(128) / 64
+        rt::trailing_len(self.buf.len(), 16, 64)
     }
     /// Take only. Bus addresses of the returned pages.
     ///
@@ -3152,7 +3152,7 @@ impl<B: rt::Bytes> AccessRegisterIn<B> {
     /// Number of elements of `register_data` the buffer holds after the fixed part.
     #[inline]
     pub fn register_data_len(&self) -> usize {
-        (self.buf.len() * 8).saturating_sub(128) / 32
+        rt::trailing_len(self.buf.len(), 16, 32)
     }
     /// The register's layout as big-endian dwords. A write carries the new contents; a read sends a buffer of the register's size.
     ///
@@ -3361,7 +3361,7 @@ impl<B: rt::Bytes> AccessRegisterOut<B> {
     /// Number of elements of `register_data` the buffer holds after the fixed part.
     #[inline]
     pub fn register_data_len(&self) -> usize {
-        (self.buf.len() * 8).saturating_sub(128) / 32
+        rt::trailing_len(self.buf.len(), 16, 32)
     }
     /// The register's contents after a read.
     ///

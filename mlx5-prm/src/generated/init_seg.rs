@@ -108,6 +108,8 @@ pub enum HealthSyndrome {
     FfserErr = 0xf,
     /// The device overheated.
     HighTempErr = 0x10,
+    /// Data fetched over PCI for ICM arrived poisoned.
+    IcmPciPoisonedErr = 0x12,
 }
 impl HealthSyndrome {
     /// The enum's name as the spec writes it.
@@ -125,6 +127,7 @@ impl HealthSyndrome {
         Self::EqInv,
         Self::FfserErr,
         Self::HighTempErr,
+        Self::IcmPciPoisonedErr,
     ];
     /// The value for a raw number, if the enum names it.
     #[inline]
@@ -141,6 +144,7 @@ impl HealthSyndrome {
             0xe => Some(Self::EqInv),
             0xf => Some(Self::FfserErr),
             0x10 => Some(Self::HighTempErr),
+            0x12 => Some(Self::IcmPciPoisonedErr),
             _ => None,
         }
     }
@@ -176,6 +180,7 @@ impl HealthSyndrome {
             "eq_inv",
             "ffser_err",
             "high_temp_err",
+            "icm_pci_poisoned_err",
         ];
         let mut i = 0;
         while i < Self::ALL.len() {

@@ -184,7 +184,7 @@ impl<B: rt::Bytes> CreateMkeyIn<B> {
     /// Number of elements of `klm_pas_mtt` the buffer holds after the fixed part.
     #[inline]
     pub fn klm_pas_mtt_len(&self) -> usize {
-        (self.buf.len() * 8).saturating_sub(2176) / 32
+        rt::trailing_len(self.buf.len(), 272, 32)
     }
     /// Translation entries as 32-bit words: 8-byte page addresses in MTT mode, 16-byte entries in KLM or KSM mode.
     ///

@@ -222,6 +222,8 @@ pub const ALL_LAYOUTS: &[crate::rt::reflect::LayoutAccess] = &[
     qp::RTR2RTS_QP_OUT_ACCESS,
     qp::RTS2RTS_QP_IN_ACCESS,
     qp::RTS2RTS_QP_OUT_ACCESS,
+    qp::SQERR2RTS_QP_IN_ACCESS,
+    qp::SQERR2RTS_QP_OUT_ACCESS,
     qp::QP_2ERR_IN_ACCESS,
     qp::QP_2ERR_OUT_ACCESS,
     qp::QP_2RST_IN_ACCESS,

@@ -6,7 +6,7 @@
 use super::*;
 #[allow(unused_imports)]
 use crate::rt::{self, Bytes as _, BytesMut as _};
-/// QP states as qp.h numbers them, reported in qpc.state by QUERY_QP. mlx5_ifc.h has its own list that agrees on every value except that it names 7 SQD and has no 5.
+/// QP states as the device numbers them in qpc.state (QUERY_QP reports it there), the numbering of mlx5_ifc.h. The kernel's software enum in qp.h differs: it puts SQD at 5, a value the device does not use, and calls 7 SQ_DRAINING.
 ///
 /// PRM enum `qp_state`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -20,14 +20,12 @@ pub enum QpState {
     Rtr = 0x2,
     /// Ready to send; fully operational.
     Rts = 0x3,
-    /// Send queue error (unreliable services); the receive side still works.
+    /// Send queue error (unreliable services); the receive side still works. SQERR2RTS_QP recovers.
     Sqer = 0x4,
-    /// Send queue drained.
-    Sqd = 0x5,
     /// Error; outstanding work requests complete with flush errors.
     Err = 0x6,
-    /// Send queue draining (mlx5_ifc.h calls 7 SQD).
-    SqDraining = 0x7,
+    /// Send queue drained (or draining).
+    Sqd = 0x7,
     /// Suspended.
     Suspended = 0x9,
 }
@@ -41,9 +39,8 @@ impl QpState {
         Self::Rtr,
         Self::Rts,
         Self::Sqer,
-        Self::Sqd,
         Self::Err,
-        Self::SqDraining,
+        Self::Sqd,
         Self::Suspended,
     ];
     /// The value for a raw number, if the enum names it.
@@ -55,9 +52,8 @@ impl QpState {
             0x2 => Some(Self::Rtr),
             0x3 => Some(Self::Rts),
             0x4 => Some(Self::Sqer),
-            0x5 => Some(Self::Sqd),
             0x6 => Some(Self::Err),
-            0x7 => Some(Self::SqDraining),
+            0x7 => Some(Self::Sqd),
             0x9 => Some(Self::Suspended),
             _ => None,
         }
@@ -88,9 +84,8 @@ impl QpState {
             "rtr",
             "rts",
             "sqer",
-            "sqd",
             "err",
-            "sq_draining",
+            "sqd",
             "suspended",
         ];
         let mut i = 0;
@@ -1135,7 +1130,7 @@ impl<B: rt::Bytes> CreateQpIn<B> {
     /// Number of elements of `pas` the buffer holds after the fixed part.
     #[inline]
     pub fn pas_len(&self) -> usize {
-        (self.buf.len() * 8).saturating_sub(2176) / 64
+        rt::trailing_len(self.buf.len(), 272, 64)
     }
     /// IO addresses of the QP buffer pages, each of the size qpc.log_page_size gives.
     ///
@@ -5626,7 +5621,7 @@ impl<B: rt::Bytes> QueryQpOut<B> {
     /// Number of elements of `pas` the buffer holds after the fixed part.
     #[inline]
     pub fn pas_len(&self) -> usize {
-        (self.buf.len() * 8).saturating_sub(2176) / 64
+        rt::trailing_len(self.buf.len(), 272, 64)
     }
     /// IO addresses of the QP buffer pages.
     ///
@@ -7764,6 +7759,334 @@ pub const RTS2RTS_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
     ],
     nested: &[],
 };
+/// Input of SQERR2RTS_QP, which takes a QP from SQER to RTS.
+///
+/// PRM layout `sqerr2rts_qp_in`: 0x110 bytes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct Sqerr2rtsQpIn<B = [u8; 272]> {
+    buf: B,
+}
+crate::__prm_view!(Sqerr2rtsQpIn, "sqerr2rts_qp_in", 272);
+impl Sqerr2rtsQpIn<[u8; 272]> {
+    #[doc = concat!(" Position of `", "opcode", "`.")]
+    pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
+    #[doc = concat!(" Position of `", "uid", "`.")]
+    pub const UID: rt::Field = rt::Field::new("uid", 16, 16);
+    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
+    #[doc = concat!(" Position of `", "qpn", "`.")]
+    pub const QPN: rt::Field = rt::Field::new("qpn", 72, 24);
+    #[doc = concat!(" Position of `", "opt_param_mask", "`.")]
+    pub const OPT_PARAM_MASK: rt::Field = rt::Field::new("opt_param_mask", 128, 32);
+    #[doc = concat!(" Position of `", "qpc", "`.")]
+    pub const QPC: rt::Field = rt::Field::new("qpc", 192, 1856);
+    /// The position of every field of `sqerr2rts_qp_in`, by offset.
+    pub const FIELDS: &'static [rt::Field] = &[
+        Self::OPCODE,
+        Self::UID,
+        Self::OP_MOD,
+        Self::QPN,
+        Self::OPT_PARAM_MASK,
+        Self::QPC,
+    ];
+}
+impl<B: rt::Bytes> Sqerr2rtsQpIn<B> {
+    /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
+    #[inline]
+    pub fn opcode(&self) -> u16 {
+        rt::get32(&self.buf, 0, 16, 0xffff) as u16
+    }
+    /// PRM `0x00[15:0]`: bit offset 0x10, 16 bits.
+    #[inline]
+    pub fn uid(&self) -> u16 {
+        rt::get32(&self.buf, 0, 0, 0xffff) as u16
+    }
+    /// PRM `0x04[15:0]`: bit offset 0x30, 16 bits.
+    #[inline]
+    pub fn op_mod(&self) -> u16 {
+        rt::get32(&self.buf, 4, 0, 0xffff) as u16
+    }
+    /// The QP to modify.
+    ///
+    /// PRM `0x08[23:0]`: bit offset 0x48, 24 bits.
+    #[inline]
+    pub fn qpn(&self) -> u32 {
+        rt::get32(&self.buf, 8, 0, 0xffffff) as u32
+    }
+    /// Optional fields this transition applies (see qp_opt_param).
+    ///
+    /// PRM `0x10[31:0]`: bit offset 0x80, 32 bits.
+    #[inline]
+    pub fn opt_param_mask(&self) -> u32 {
+        self.buf.read_be32(16)
+    }
+    /// Context carrying the fields this transition sets.
+    ///
+    /// PRM `0x18..0x100`: bit offset 0xc0, 1856 bits; type `qpc`.
+    #[inline]
+    pub fn qpc(&self) -> Qpc<B::Sub<'_>> {
+        Qpc::new_unchecked(self.buf.sub(24, 232))
+    }
+}
+impl<B: rt::BytesMut> Sqerr2rtsQpIn<B> {
+    /// Writes [`Self::opcode`].
+    #[inline]
+    pub fn set_opcode(&mut self, v: u16) {
+        rt::set32(&mut self.buf, 0, 16, 0xffff, u32::from(v))
+    }
+    /// Writes [`Self::uid`].
+    #[inline]
+    pub fn set_uid(&mut self, v: u16) {
+        rt::set32(&mut self.buf, 0, 0, 0xffff, u32::from(v))
+    }
+    /// Writes [`Self::op_mod`].
+    #[inline]
+    pub fn set_op_mod(&mut self, v: u16) {
+        rt::set32(&mut self.buf, 4, 0, 0xffff, u32::from(v))
+    }
+    /// Writes [`Self::qpn`].
+    /// Bits beyond its 24 are dropped (a `debug_assert!` in debug builds).
+    #[inline]
+    pub fn set_qpn(&mut self, v: u32) {
+        rt::set32_narrow(&mut self.buf, 8, 0, 0xffffff, u32::from(v), "qpn")
+    }
+    /// Writes `qpn`, or returns an error if `v` does not fit its 24 bits.
+    #[inline]
+    pub fn try_set_qpn(&mut self, v: u32) -> Result<(), rt::Overflow> {
+        rt::check_fits("qpn", u64::from(v), 0xffffff)?;
+        self.set_qpn(v);
+        Ok(())
+    }
+    /// Writes [`Self::opt_param_mask`].
+    #[inline]
+    pub fn set_opt_param_mask(&mut self, v: u32) {
+        self.buf.write_be32(16, v)
+    }
+    /// Writes [`Self::qpc`].
+    #[inline]
+    pub fn qpc_mut(&mut self) -> Qpc<B::SubMut<'_>> {
+        Qpc::new_unchecked(self.buf.sub_mut(24, 232))
+    }
+}
+#[cfg(feature = "debug")]
+impl<B: rt::Bytes> ::core::fmt::Debug for Sqerr2rtsQpIn<B> {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let mut d = f.debug_struct(stringify!(Sqerr2rtsQpIn));
+        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
+        d.field("uid", &rt::fmt::Hex(self.uid().into()));
+        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
+        d.field("qpn", &rt::fmt::Hex(self.qpn().into()));
+        d.field("opt_param_mask", &rt::fmt::Hex(self.opt_param_mask().into()));
+        d.field("qpc", &self.qpc());
+        let reserved = rt::fmt::ReservedSet {
+            buf: &self.buf,
+            masks: &[
+                (4, 0xffff0000),
+                (8, 0xff000000),
+                (12, 0xffffffff),
+                (20, 0xffffffff),
+                (256, 0xffffffff),
+                (260, 0xffffffff),
+                (264, 0xffffffff),
+                (268, 0xffffffff),
+            ],
+        };
+        if reserved.any() {
+            d.field("reserved_bits_set", &reserved);
+        }
+        d.finish()
+    }
+}
+#[cfg(feature = "reflect")]
+/// Every field of `sqerr2rts_qp_in` with its accessors, for generic tools and tests.
+pub const SQERR2RTS_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
+    name: "sqerr2rts_qp_in",
+    size: 272,
+    fields: &[
+        rt::reflect::FieldAccess {
+            name: "opcode",
+            bit_offset: 0,
+            width: 16,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = Sqerr2rtsQpIn::new_unchecked(b);
+                u64::from(v.opcode())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = Sqerr2rtsQpIn::new_unchecked(b);
+                v.set_opcode((x & 0xffff) as u16);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "uid",
+            bit_offset: 16,
+            width: 16,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = Sqerr2rtsQpIn::new_unchecked(b);
+                u64::from(v.uid())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = Sqerr2rtsQpIn::new_unchecked(b);
+                v.set_uid((x & 0xffff) as u16);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "op_mod",
+            bit_offset: 48,
+            width: 16,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = Sqerr2rtsQpIn::new_unchecked(b);
+                u64::from(v.op_mod())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = Sqerr2rtsQpIn::new_unchecked(b);
+                v.set_op_mod((x & 0xffff) as u16);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "qpn",
+            bit_offset: 72,
+            width: 24,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = Sqerr2rtsQpIn::new_unchecked(b);
+                u64::from(v.qpn())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = Sqerr2rtsQpIn::new_unchecked(b);
+                v.set_qpn((x & 0xffffff) as u32);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "opt_param_mask",
+            bit_offset: 128,
+            width: 32,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = Sqerr2rtsQpIn::new_unchecked(b);
+                u64::from(v.opt_param_mask())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = Sqerr2rtsQpIn::new_unchecked(b);
+                v.set_opt_param_mask((x & 0xffffffff) as u32);
+            }),
+        },
+    ],
+    nested: &[
+        rt::reflect::NestedAccess {
+            name: "qpc",
+            byte_offset: 24,
+            size: 232,
+            view_offset: |b: &[u8]| -> usize {
+                let v = Sqerr2rtsQpIn::new_unchecked(b);
+                let sub = v.qpc();
+                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+            },
+        },
+    ],
+};
+/// Output of SQERR2RTS_QP.
+///
+/// PRM layout `sqerr2rts_qp_out`: 0x10 bytes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct Sqerr2rtsQpOut<B = [u8; 16]> {
+    buf: B,
+}
+crate::__prm_view!(Sqerr2rtsQpOut, "sqerr2rts_qp_out", 16);
+impl Sqerr2rtsQpOut<[u8; 16]> {
+    #[doc = concat!(" Position of `", "status", "`.")]
+    pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
+    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
+    /// The position of every field of `sqerr2rts_qp_out`, by offset.
+    pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
+}
+impl<B: rt::Bytes> Sqerr2rtsQpOut<B> {
+    /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
+    #[inline]
+    pub fn status(&self) -> u8 {
+        rt::get32(&self.buf, 0, 24, 0xff) as u8
+    }
+    /// PRM `0x04[31:0]`: bit offset 0x20, 32 bits.
+    #[inline]
+    pub fn syndrome(&self) -> u32 {
+        self.buf.read_be32(4)
+    }
+}
+impl<B: rt::BytesMut> Sqerr2rtsQpOut<B> {
+    /// Writes [`Self::status`].
+    #[inline]
+    pub fn set_status(&mut self, v: u8) {
+        rt::set32(&mut self.buf, 0, 24, 0xff, u32::from(v))
+    }
+    /// Writes [`Self::syndrome`].
+    #[inline]
+    pub fn set_syndrome(&mut self, v: u32) {
+        self.buf.write_be32(4, v)
+    }
+}
+#[cfg(feature = "debug")]
+impl<B: rt::Bytes> ::core::fmt::Debug for Sqerr2rtsQpOut<B> {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let mut d = f.debug_struct(stringify!(Sqerr2rtsQpOut));
+        d.field("status", &rt::fmt::Hex(self.status().into()));
+        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
+        let reserved = rt::fmt::ReservedSet {
+            buf: &self.buf,
+            masks: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
+        };
+        if reserved.any() {
+            d.field("reserved_bits_set", &reserved);
+        }
+        d.finish()
+    }
+}
+#[cfg(feature = "reflect")]
+/// Every field of `sqerr2rts_qp_out` with its accessors, for generic tools and tests.
+pub const SQERR2RTS_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
+    name: "sqerr2rts_qp_out",
+    size: 16,
+    fields: &[
+        rt::reflect::FieldAccess {
+            name: "status",
+            bit_offset: 0,
+            width: 8,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = Sqerr2rtsQpOut::new_unchecked(b);
+                u64::from(v.status())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = Sqerr2rtsQpOut::new_unchecked(b);
+                v.set_status((x & 0xff) as u8);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "syndrome",
+            bit_offset: 32,
+            width: 32,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = Sqerr2rtsQpOut::new_unchecked(b);
+                u64::from(v.syndrome())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = Sqerr2rtsQpOut::new_unchecked(b);
+                v.set_syndrome((x & 0xffffffff) as u32);
+            }),
+        },
+    ],
+    nested: &[],
+};
 /// Input of 2ERR_QP, which takes a QP from any state to ERR; it needs only the QP number.
 ///
 /// PRM layout `qp_2err_in`: 0x10 bytes.
@@ -8385,6 +8708,18 @@ pub mod cmd {
         type OpMod = u16;
         type Input<B: rt::Bytes> = super::Rts2rtsQpIn<B>;
         type Output<B: rt::Bytes> = super::Rts2rtsQpOut<B>;
+    }
+    /// Moves a QP from SQER back to RTS once the send-queue error is dealt with; only the fields opt_param_mask selects change.
+    ///
+    /// PRM command `sqerr2rts_qp`: opcode 0x506, input [`Sqerr2rtsQpIn`](super::Sqerr2rtsQpIn), output [`Sqerr2rtsQpOut`](super::Sqerr2rtsQpOut).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    pub struct Sqerr2rtsQp;
+    impl rt::Command for Sqerr2rtsQp {
+        const NAME: &'static str = "sqerr2rts_qp";
+        const OPCODE: u16 = 0x506;
+        type OpMod = u16;
+        type Input<B: rt::Bytes> = super::Sqerr2rtsQpIn<B>;
+        type Output<B: rt::Bytes> = super::Sqerr2rtsQpOut<B>;
     }
     /// Moves a QP from any state to ERR; the work requests still queued complete with flush errors.
     ///

@@ -24,7 +24,7 @@ pub const QP_OPT_PM_STATE: u64 = 0x400;
 pub const QP_OPT_LAG_TX_AFF: u64 = 0x8000;
 /// Optional-parameter mask bit `pri_port` of state machine `qp`.
 pub const QP_OPT_PRI_PORT: u64 = 0x10000;
-/// An RC QP is created in RST and brought up one step at a time: RST to INIT sets the port, the partition key and the remote access rights; INIT to RTR names the peer (its QP number, path and first expected PSN) and makes the receive side work; RTR to RTS sets the send side (first PSN, retries, timeout) and makes the QP fully operational. Any state can be sent to ERR (outstanding work flushes) or back to RST. RST2INIT takes no optional mask: every field of its context counts as given.
+/// An RC QP is created in RST and brought up one step at a time: RST to INIT sets the port, the partition key and the remote access rights; INIT to RTR names the peer (its QP number, path and first expected PSN) and makes the receive side work; RTR to RTS sets the send side (first PSN, retries, timeout) and makes the QP fully operational. A send-queue error (SQER) is left for RTS again with SQERR2RTS. Any state can be sent to ERR (outstanding work flushes) or back to RST. RST2INIT takes no optional mask: every field of its context counts as given.
 ///
 /// PRM state machine `qp` over the states of [`QpState`].
 pub const QP_STATE_MACHINE: crate::rt::sm::StateMachine<QpState> = crate::rt::sm::StateMachine {
@@ -419,6 +419,52 @@ pub const QP_STATE_MACHINE: crate::rt::sm::StateMachine<QpState> = crate::rt::sm
             ],
         },
         crate::rt::sm::Transition {
+            name: "sqer2rts",
+            from: &[QpState::Sqer],
+            to: QpState::Rts,
+            command: "sqerr2rts_qp",
+            opcode: 0x506,
+            requires: &[],
+            optional: &[
+                crate::rt::sm::OptionalField {
+                    field: crate::rt::sm::FieldRef {
+                        path: "qpc.min_rnr_nak",
+                        bit_offset: 1379,
+                        width: 5,
+                    },
+                    bit: "rnr_timeout",
+                    mask: 0x40,
+                },
+                crate::rt::sm::OptionalField {
+                    field: crate::rt::sm::FieldRef {
+                        path: "qpc.rwe",
+                        bit_offset: 1361,
+                        width: 1,
+                    },
+                    bit: "rwe",
+                    mask: 0x8,
+                },
+                crate::rt::sm::OptionalField {
+                    field: crate::rt::sm::FieldRef {
+                        path: "qpc.rae",
+                        bit_offset: 1362,
+                        width: 1,
+                    },
+                    bit: "rae",
+                    mask: 0x4,
+                },
+                crate::rt::sm::OptionalField {
+                    field: crate::rt::sm::FieldRef {
+                        path: "qpc.rre",
+                        bit_offset: 1360,
+                        width: 1,
+                    },
+                    bit: "rre",
+                    mask: 0x2,
+                },
+            ],
+        },
+        crate::rt::sm::Transition {
             name: "to_err",
             from: &[],
             to: QpState::Err,
@@ -438,3 +484,795 @@ pub const QP_STATE_MACHINE: crate::rt::sm::StateMachine<QpState> = crate::rt::sm
         },
     ],
 };
+/// The typestate of state machine `qp` (see `rt::typestate`): its states as types, one argument type per transition, and [`Transitions`](qp_machine::Transitions).
+pub mod qp_machine {
+    #[allow(unused_imports)]
+    use super::*;
+    #[allow(unused_imports)]
+    use crate::rt::{Bytes as _, BytesMut as _};
+    /// State machine `qp`, as a type.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    pub struct Machine;
+    impl crate::rt::typestate::Machine for Machine {
+        type State = QpState;
+        type Object = u32;
+        const TABLE: &'static crate::rt::sm::StateMachine<QpState> = &QP_STATE_MACHINE;
+    }
+    /// Reset; the state after CREATE_QP and 2RST_QP.
+    ///
+    /// State `rst` of state machine `qp` ([`QpState::Rst`]), as a type.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    pub struct Rst;
+    impl Rst {
+        /// The state's value, as the device reports it.
+        pub const RAW: QpState = QpState::Rst;
+    }
+    impl crate::rt::typestate::State for Rst {
+        type Machine = Machine;
+        const RAW: QpState = QpState::Rst;
+        const NAME: &'static str = "rst";
+    }
+    /// Initialized; receive WQEs may be posted but nothing is processed.
+    ///
+    /// State `init` of state machine `qp` ([`QpState::Init`]), as a type.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    pub struct Init;
+    impl Init {
+        /// The state's value, as the device reports it.
+        pub const RAW: QpState = QpState::Init;
+    }
+    impl crate::rt::typestate::State for Init {
+        type Machine = Machine;
+        const RAW: QpState = QpState::Init;
+        const NAME: &'static str = "init";
+    }
+    /// Ready to receive.
+    ///
+    /// State `rtr` of state machine `qp` ([`QpState::Rtr`]), as a type.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    pub struct Rtr;
+    impl Rtr {
+        /// The state's value, as the device reports it.
+        pub const RAW: QpState = QpState::Rtr;
+    }
+    impl crate::rt::typestate::State for Rtr {
+        type Machine = Machine;
+        const RAW: QpState = QpState::Rtr;
+        const NAME: &'static str = "rtr";
+    }
+    /// Ready to send; fully operational.
+    ///
+    /// State `rts` of state machine `qp` ([`QpState::Rts`]), as a type.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    pub struct Rts;
+    impl Rts {
+        /// The state's value, as the device reports it.
+        pub const RAW: QpState = QpState::Rts;
+    }
+    impl crate::rt::typestate::State for Rts {
+        type Machine = Machine;
+        const RAW: QpState = QpState::Rts;
+        const NAME: &'static str = "rts";
+    }
+    /// Send queue error (unreliable services); the receive side still works. SQERR2RTS_QP recovers.
+    ///
+    /// State `sqer` of state machine `qp` ([`QpState::Sqer`]), as a type.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    pub struct Sqer;
+    impl Sqer {
+        /// The state's value, as the device reports it.
+        pub const RAW: QpState = QpState::Sqer;
+    }
+    impl crate::rt::typestate::State for Sqer {
+        type Machine = Machine;
+        const RAW: QpState = QpState::Sqer;
+        const NAME: &'static str = "sqer";
+    }
+    /// Error; outstanding work requests complete with flush errors.
+    ///
+    /// State `err` of state machine `qp` ([`QpState::Err`]), as a type.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    pub struct ErrState;
+    impl ErrState {
+        /// The state's value, as the device reports it.
+        pub const RAW: QpState = QpState::Err;
+    }
+    impl crate::rt::typestate::State for ErrState {
+        type Machine = Machine;
+        const RAW: QpState = QpState::Err;
+        const NAME: &'static str = "err";
+    }
+    /// Send queue drained (or draining).
+    ///
+    /// State `sqd` of state machine `qp` ([`QpState::Sqd`]), as a type.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    pub struct Sqd;
+    impl Sqd {
+        /// The state's value, as the device reports it.
+        pub const RAW: QpState = QpState::Sqd;
+    }
+    impl crate::rt::typestate::State for Sqd {
+        type Machine = Machine;
+        const RAW: QpState = QpState::Sqd;
+        const NAME: &'static str = "sqd";
+    }
+    /// Suspended.
+    ///
+    /// State `suspended` of state machine `qp` ([`QpState::Suspended`]), as a type.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    pub struct Suspended;
+    impl Suspended {
+        /// The state's value, as the device reports it.
+        pub const RAW: QpState = QpState::Suspended;
+    }
+    impl crate::rt::typestate::State for Suspended {
+        type Machine = Machine;
+        const RAW: QpState = QpState::Suspended;
+        const NAME: &'static str = "suspended";
+    }
+    /// Bind the QP to a port and partition and set which remote operations it accepts.
+    ///
+    /// Transition `rst2init` of state machine `qp`: from [`Rst`] to [`Init`], by command `rst2init_qp`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct Rst2init {
+        /// Index of the partition key in the port's P_Key table.
+        ///
+        /// `qpc.primary_address_path.pkey_index` of the input (required).
+        pub pkey_index: u16,
+        /// Port the path leaves from, numbered from 1.
+        ///
+        /// `qpc.primary_address_path.vhca_port_num` of the input (required).
+        pub vhca_port_num: u8,
+        /// The responder accepts RDMA read requests.
+        ///
+        /// `qpc.rre` of the input (required).
+        pub rre: bool,
+        /// The responder accepts RDMA write requests.
+        ///
+        /// `qpc.rwe` of the input (required).
+        pub rwe: bool,
+        /// The responder accepts atomic requests.
+        ///
+        /// `qpc.rae` of the input (required).
+        pub rae: bool,
+        /// Path migration state; Linux writes migrated (3) unless the caller asks otherwise.
+        ///
+        /// `qpc.pm_state` of the input (required).
+        pub pm_state: QpPmState,
+    }
+    impl crate::rt::typestate::Transition<Rst> for Rst2init {
+        type To = Init;
+        type Command = super::cmd::Rst2initQp;
+        const OP_MOD: u16 = 0;
+        const ROW: &'static crate::rt::sm::Transition<QpState> = &QP_STATE_MACHINE
+            .transitions[0];
+        #[allow(unused_variables, unused_mut)]
+        fn write<B: crate::rt::BytesMut>(
+            &self,
+            object: u32,
+            input: &mut <Self::Command as crate::rt::Command>::Input<B>,
+        ) -> Result<(), crate::rt::Overflow> {
+            input.try_set_qpn(object)?;
+            input.qpc_mut().primary_address_path_mut().set_pkey_index(self.pkey_index);
+            input
+                .qpc_mut()
+                .primary_address_path_mut()
+                .set_vhca_port_num(self.vhca_port_num);
+            input.qpc_mut().set_rre(self.rre);
+            input.qpc_mut().set_rwe(self.rwe);
+            input.qpc_mut().set_rae(self.rae);
+            input.qpc_mut().set_pm_state(self.pm_state);
+            Ok(())
+        }
+    }
+    /// Change the port, partition or access rights of a QP that is still in INIT.
+    ///
+    /// Transition `init2init` of state machine `qp`: from [`Init`] to [`Init`], by command `init2init_qp`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+    pub struct Init2init {
+        /// The fields the transition may change; each one given sets its mask bit.
+        pub optional: Init2initOptional,
+    }
+    /// The optional fields of transition `init2init` (all `None` by default).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+    pub struct Init2initOptional {
+        /// The responder accepts RDMA read requests.
+        ///
+        /// `qpc.rre` of the input; when given, bit 0x2 of the optional-parameter mask is set.
+        pub rre: Option<bool>,
+        /// The responder accepts atomic requests.
+        ///
+        /// `qpc.rae` of the input; when given, bit 0x4 of the optional-parameter mask is set.
+        pub rae: Option<bool>,
+        /// The responder accepts RDMA write requests.
+        ///
+        /// `qpc.rwe` of the input; when given, bit 0x8 of the optional-parameter mask is set.
+        pub rwe: Option<bool>,
+        /// Index of the partition key in the port's P_Key table.
+        ///
+        /// `qpc.primary_address_path.pkey_index` of the input; when given, bit 0x10 of the optional-parameter mask is set.
+        pub pkey_index: Option<u16>,
+        /// Port the path leaves from, numbered from 1.
+        ///
+        /// `qpc.primary_address_path.vhca_port_num` of the input; when given, bit 0x10000 of the optional-parameter mask is set.
+        pub vhca_port_num: Option<u8>,
+        /// With bonded ports (LAG), the 1-based port this QP transmits on.
+        ///
+        /// `qpc.lag_tx_port_affinity` of the input; when given, bit 0x8000 of the optional-parameter mask is set.
+        pub lag_tx_port_affinity: Option<u8>,
+    }
+    impl crate::rt::typestate::Transition<Init> for Init2init {
+        type To = Init;
+        type Command = super::cmd::Init2initQp;
+        const OP_MOD: u16 = 0;
+        const ROW: &'static crate::rt::sm::Transition<QpState> = &QP_STATE_MACHINE
+            .transitions[1];
+        #[allow(unused_variables, unused_mut)]
+        fn write<B: crate::rt::BytesMut>(
+            &self,
+            object: u32,
+            input: &mut <Self::Command as crate::rt::Command>::Input<B>,
+        ) -> Result<(), crate::rt::Overflow> {
+            input.try_set_qpn(object)?;
+            let mut mask: u64 = 0;
+            if let Some(v) = self.optional.rre {
+                input.qpc_mut().set_rre(v);
+                mask |= 0x2;
+            }
+            if let Some(v) = self.optional.rae {
+                input.qpc_mut().set_rae(v);
+                mask |= 0x4;
+            }
+            if let Some(v) = self.optional.rwe {
+                input.qpc_mut().set_rwe(v);
+                mask |= 0x8;
+            }
+            if let Some(v) = self.optional.pkey_index {
+                input.qpc_mut().primary_address_path_mut().set_pkey_index(v);
+                mask |= 0x10;
+            }
+            if let Some(v) = self.optional.vhca_port_num {
+                input.qpc_mut().primary_address_path_mut().set_vhca_port_num(v);
+                mask |= 0x10000;
+            }
+            if let Some(v) = self.optional.lag_tx_port_affinity {
+                input.qpc_mut().try_set_lag_tx_port_affinity(v)?;
+                mask |= 0x8000;
+            }
+            input.set_opt_param_mask(mask as u32);
+            Ok(())
+        }
+    }
+    /// Connect the receive side to the peer: path MTU, the peer's QP number, the first PSN to expect, how many RDMA reads and atomics the peer may have outstanding, the RNR NAK timer, and the RoCE path to the peer (its MAC address, GID, our source GID index and hop limit).
+    ///
+    /// Transition `init2rtr` of state machine `qp`: from [`Init`] to [`Rtr`], by command `init2rtr_qp`.
+    #[derive(Clone, Copy, PartialEq, Eq)]
+    pub struct Init2rtr {
+        /// Path MTU; set at INIT2RTR. Raw Ethernet QPs use 7.
+        ///
+        /// `qpc.mtu` of the input (required).
+        pub mtu: QpMtu,
+        /// Log2 of the largest message in bytes; Linux copies the log_max_msg capability.
+        ///
+        /// `qpc.log_msg_max` of the input (required).
+        pub log_msg_max: u8,
+        /// QP number of the peer for connected services (RC, UC); set at INIT2RTR.
+        ///
+        /// `qpc.remote_qpn` of the input (required).
+        pub remote_qpn: u32,
+        /// PSN expected on the next incoming request (the receive PSN); set at INIT2RTR.
+        ///
+        /// `qpc.next_rcv_psn` of the input (required).
+        pub next_rcv_psn: u32,
+        /// Log2 of the incoming RDMA read and atomic requests the responder handles at once (max_dest_rd_atomic); set at INIT2RTR.
+        ///
+        /// `qpc.log_rra_max` of the input (required).
+        pub log_rra_max: u8,
+        /// Receiver-not-ready NAK timer the responder sends when no receive WQE is posted, in the InfiniBand 5-bit timer code; set at INIT2RTR.
+        ///
+        /// `qpc.min_rnr_nak` of the input (required).
+        pub min_rnr_nak: u8,
+        /// Destination MAC for RoCE, bits 47..32 (its first two bytes).
+        ///
+        /// `qpc.primary_address_path.rmac_47_32` of the input (required).
+        pub rmac_47_32: u16,
+        /// Destination MAC for RoCE, bits 31..0 (its last four bytes).
+        ///
+        /// `qpc.primary_address_path.rmac_31_0` of the input (required).
+        pub rmac_31_0: u32,
+        /// Destination GID (InfiniBand) or destination IP address (RoCE), 16 bytes in network order; an IPv4 address uses the IPv4-mapped IPv6 form.
+        ///
+        /// `qpc.primary_address_path.rgid_rip` of the input (required).
+        pub rgid_rip: [u8; 16],
+        /// Index of the source GID in the port's GID table; for RoCE it also picks the source IP address, MAC, VLAN and RoCE version.
+        ///
+        /// `qpc.primary_address_path.src_addr_index` of the input (required).
+        pub src_addr_index: u8,
+        /// Hop limit of the GRH or IPv6 header (TTL for IPv4).
+        ///
+        /// `qpc.primary_address_path.hop_limit` of the input (required).
+        pub hop_limit: u8,
+        /// Port the path leaves from, numbered from 1.
+        ///
+        /// `qpc.primary_address_path.vhca_port_num` of the input (required).
+        pub vhca_port_num: u8,
+        /// The fields the transition may change; each one given sets its mask bit.
+        pub optional: Init2rtrOptional,
+    }
+    /// The optional fields of transition `init2rtr` (all `None` by default).
+    #[derive(Clone, Copy, PartialEq, Eq, Default)]
+    pub struct Init2rtrOptional {
+        /// Alternate path for automatic path migration.
+        ///
+        /// `qpc.secondary_address_path` of the input; when given, bit 0x1 of the optional-parameter mask is set.
+        pub secondary_address_path: Option<Ads>,
+        /// The responder accepts RDMA read requests.
+        ///
+        /// `qpc.rre` of the input; when given, bit 0x2 of the optional-parameter mask is set.
+        pub rre: Option<bool>,
+        /// The responder accepts atomic requests.
+        ///
+        /// `qpc.rae` of the input; when given, bit 0x4 of the optional-parameter mask is set.
+        pub rae: Option<bool>,
+        /// The responder accepts RDMA write requests.
+        ///
+        /// `qpc.rwe` of the input; when given, bit 0x8 of the optional-parameter mask is set.
+        pub rwe: Option<bool>,
+        /// Index of the partition key in the port's P_Key table.
+        ///
+        /// `qpc.primary_address_path.pkey_index` of the input; when given, bit 0x10 of the optional-parameter mask is set.
+        pub pkey_index: Option<u16>,
+        /// With bonded ports (LAG), the 1-based port this QP transmits on.
+        ///
+        /// `qpc.lag_tx_port_affinity` of the input; when given, bit 0x8000 of the optional-parameter mask is set.
+        pub lag_tx_port_affinity: Option<u8>,
+    }
+    impl crate::rt::typestate::Transition<Init> for Init2rtr {
+        type To = Rtr;
+        type Command = super::cmd::Init2rtrQp;
+        const OP_MOD: u16 = 0;
+        const ROW: &'static crate::rt::sm::Transition<QpState> = &QP_STATE_MACHINE
+            .transitions[2];
+        #[allow(unused_variables, unused_mut)]
+        fn write<B: crate::rt::BytesMut>(
+            &self,
+            object: u32,
+            input: &mut <Self::Command as crate::rt::Command>::Input<B>,
+        ) -> Result<(), crate::rt::Overflow> {
+            input.try_set_qpn(object)?;
+            input.qpc_mut().set_mtu(self.mtu);
+            input.qpc_mut().try_set_log_msg_max(self.log_msg_max)?;
+            input.qpc_mut().try_set_remote_qpn(self.remote_qpn)?;
+            input.qpc_mut().try_set_next_rcv_psn(self.next_rcv_psn)?;
+            input.qpc_mut().try_set_log_rra_max(self.log_rra_max)?;
+            input.qpc_mut().try_set_min_rnr_nak(self.min_rnr_nak)?;
+            input.qpc_mut().primary_address_path_mut().set_rmac_47_32(self.rmac_47_32);
+            input.qpc_mut().primary_address_path_mut().set_rmac_31_0(self.rmac_31_0);
+            input.qpc_mut().primary_address_path_mut().set_rgid_rip(&self.rgid_rip);
+            input
+                .qpc_mut()
+                .primary_address_path_mut()
+                .set_src_addr_index(self.src_addr_index);
+            input.qpc_mut().primary_address_path_mut().set_hop_limit(self.hop_limit);
+            input
+                .qpc_mut()
+                .primary_address_path_mut()
+                .set_vhca_port_num(self.vhca_port_num);
+            let mut mask: u64 = 0;
+            if let Some(v) = self.optional.secondary_address_path {
+                input
+                    .qpc_mut()
+                    .secondary_address_path_mut()
+                    .storage_mut()
+                    .write_bytes(0, &v.storage()[..]);
+                mask |= 0x1;
+            }
+            if let Some(v) = self.optional.rre {
+                input.qpc_mut().set_rre(v);
+                mask |= 0x2;
+            }
+            if let Some(v) = self.optional.rae {
+                input.qpc_mut().set_rae(v);
+                mask |= 0x4;
+            }
+            if let Some(v) = self.optional.rwe {
+                input.qpc_mut().set_rwe(v);
+                mask |= 0x8;
+            }
+            if let Some(v) = self.optional.pkey_index {
+                input.qpc_mut().primary_address_path_mut().set_pkey_index(v);
+                mask |= 0x10;
+            }
+            if let Some(v) = self.optional.lag_tx_port_affinity {
+                input.qpc_mut().try_set_lag_tx_port_affinity(v)?;
+                mask |= 0x8000;
+            }
+            input.set_opt_param_mask(mask as u32);
+            Ok(())
+        }
+    }
+    /// Start the send side: the first PSN to send, how often to retry on timeouts and on receiver-not-ready NAKs, the local ACK timeout, and how many RDMA reads and atomics this QP may have outstanding at the peer.
+    ///
+    /// Transition `rtr2rts` of state machine `qp`: from [`Rtr`] to [`Rts`], by command `rtr2rts_qp`.
+    #[derive(Clone, Copy, PartialEq, Eq)]
+    pub struct Rtr2rts {
+        /// PSN of the next request packet to send (the send PSN); set at RTR2RTS.
+        ///
+        /// `qpc.next_send_psn` of the input (required).
+        pub next_send_psn: u32,
+        /// Retransmissions after a transport timeout before the request fails (0 to 7); set at RTR2RTS.
+        ///
+        /// `qpc.retry_count` of the input (required).
+        pub retry_count: u8,
+        /// Retries after receiver-not-ready NAKs before failing; 7 means retry forever.
+        ///
+        /// `qpc.rnr_retry` of the input (required).
+        pub rnr_retry: u8,
+        /// Log2 of the RDMA read and atomic requests this QP may have outstanding as requester (max_rd_atomic); set at RTR2RTS.
+        ///
+        /// `qpc.log_sra_max` of the input (required).
+        pub log_sra_max: u8,
+        /// Local ACK timeout, 4.096 us times 2^n; 0 waits forever. Set at RTR2RTS.
+        ///
+        /// `qpc.primary_address_path.ack_timeout` of the input (required).
+        pub ack_timeout: u8,
+        /// The fields the transition may change; each one given sets its mask bit.
+        pub optional: Rtr2rtsOptional,
+    }
+    /// The optional fields of transition `rtr2rts` (all `None` by default).
+    #[derive(Clone, Copy, PartialEq, Eq, Default)]
+    pub struct Rtr2rtsOptional {
+        /// Alternate path for automatic path migration.
+        ///
+        /// `qpc.secondary_address_path` of the input; when given, bit 0x1 of the optional-parameter mask is set.
+        pub secondary_address_path: Option<Ads>,
+        /// The responder accepts RDMA read requests.
+        ///
+        /// `qpc.rre` of the input; when given, bit 0x2 of the optional-parameter mask is set.
+        pub rre: Option<bool>,
+        /// The responder accepts atomic requests.
+        ///
+        /// `qpc.rae` of the input; when given, bit 0x4 of the optional-parameter mask is set.
+        pub rae: Option<bool>,
+        /// The responder accepts RDMA write requests.
+        ///
+        /// `qpc.rwe` of the input; when given, bit 0x8 of the optional-parameter mask is set.
+        pub rwe: Option<bool>,
+        /// Path migration state; Linux writes migrated (3) unless the caller asks otherwise.
+        ///
+        /// `qpc.pm_state` of the input; when given, bit 0x400 of the optional-parameter mask is set.
+        pub pm_state: Option<QpPmState>,
+        /// Receiver-not-ready NAK timer the responder sends when no receive WQE is posted, in the InfiniBand 5-bit timer code; set at INIT2RTR.
+        ///
+        /// `qpc.min_rnr_nak` of the input; when given, bit 0x40 of the optional-parameter mask is set.
+        pub min_rnr_nak: Option<u8>,
+    }
+    impl crate::rt::typestate::Transition<Rtr> for Rtr2rts {
+        type To = Rts;
+        type Command = super::cmd::Rtr2rtsQp;
+        const OP_MOD: u16 = 0;
+        const ROW: &'static crate::rt::sm::Transition<QpState> = &QP_STATE_MACHINE
+            .transitions[3];
+        #[allow(unused_variables, unused_mut)]
+        fn write<B: crate::rt::BytesMut>(
+            &self,
+            object: u32,
+            input: &mut <Self::Command as crate::rt::Command>::Input<B>,
+        ) -> Result<(), crate::rt::Overflow> {
+            input.try_set_qpn(object)?;
+            input.qpc_mut().try_set_next_send_psn(self.next_send_psn)?;
+            input.qpc_mut().try_set_retry_count(self.retry_count)?;
+            input.qpc_mut().try_set_rnr_retry(self.rnr_retry)?;
+            input.qpc_mut().try_set_log_sra_max(self.log_sra_max)?;
+            input
+                .qpc_mut()
+                .primary_address_path_mut()
+                .try_set_ack_timeout(self.ack_timeout)?;
+            let mut mask: u64 = 0;
+            if let Some(v) = self.optional.secondary_address_path {
+                input
+                    .qpc_mut()
+                    .secondary_address_path_mut()
+                    .storage_mut()
+                    .write_bytes(0, &v.storage()[..]);
+                mask |= 0x1;
+            }
+            if let Some(v) = self.optional.rre {
+                input.qpc_mut().set_rre(v);
+                mask |= 0x2;
+            }
+            if let Some(v) = self.optional.rae {
+                input.qpc_mut().set_rae(v);
+                mask |= 0x4;
+            }
+            if let Some(v) = self.optional.rwe {
+                input.qpc_mut().set_rwe(v);
+                mask |= 0x8;
+            }
+            if let Some(v) = self.optional.pm_state {
+                input.qpc_mut().set_pm_state(v);
+                mask |= 0x400;
+            }
+            if let Some(v) = self.optional.min_rnr_nak {
+                input.qpc_mut().try_set_min_rnr_nak(v)?;
+                mask |= 0x40;
+            }
+            input.set_opt_param_mask(mask as u32);
+            Ok(())
+        }
+    }
+    /// Change access rights, the RNR NAK timer, path migration or the alternate path of a working QP.
+    ///
+    /// Transition `rts2rts` of state machine `qp`: from [`Rts`] to [`Rts`], by command `rts2rts_qp`.
+    #[derive(Clone, Copy, PartialEq, Eq, Default)]
+    pub struct Rts2rts {
+        /// The fields the transition may change; each one given sets its mask bit.
+        pub optional: Rts2rtsOptional,
+    }
+    /// The optional fields of transition `rts2rts` (all `None` by default).
+    #[derive(Clone, Copy, PartialEq, Eq, Default)]
+    pub struct Rts2rtsOptional {
+        /// The responder accepts RDMA read requests.
+        ///
+        /// `qpc.rre` of the input; when given, bit 0x2 of the optional-parameter mask is set.
+        pub rre: Option<bool>,
+        /// The responder accepts atomic requests.
+        ///
+        /// `qpc.rae` of the input; when given, bit 0x4 of the optional-parameter mask is set.
+        pub rae: Option<bool>,
+        /// The responder accepts RDMA write requests.
+        ///
+        /// `qpc.rwe` of the input; when given, bit 0x8 of the optional-parameter mask is set.
+        pub rwe: Option<bool>,
+        /// Receiver-not-ready NAK timer the responder sends when no receive WQE is posted, in the InfiniBand 5-bit timer code; set at INIT2RTR.
+        ///
+        /// `qpc.min_rnr_nak` of the input; when given, bit 0x40 of the optional-parameter mask is set.
+        pub min_rnr_nak: Option<u8>,
+        /// Path migration state; Linux writes migrated (3) unless the caller asks otherwise.
+        ///
+        /// `qpc.pm_state` of the input; when given, bit 0x400 of the optional-parameter mask is set.
+        pub pm_state: Option<QpPmState>,
+        /// Alternate path for automatic path migration.
+        ///
+        /// `qpc.secondary_address_path` of the input; when given, bit 0x1 of the optional-parameter mask is set.
+        pub secondary_address_path: Option<Ads>,
+    }
+    impl crate::rt::typestate::Transition<Rts> for Rts2rts {
+        type To = Rts;
+        type Command = super::cmd::Rts2rtsQp;
+        const OP_MOD: u16 = 0;
+        const ROW: &'static crate::rt::sm::Transition<QpState> = &QP_STATE_MACHINE
+            .transitions[4];
+        #[allow(unused_variables, unused_mut)]
+        fn write<B: crate::rt::BytesMut>(
+            &self,
+            object: u32,
+            input: &mut <Self::Command as crate::rt::Command>::Input<B>,
+        ) -> Result<(), crate::rt::Overflow> {
+            input.try_set_qpn(object)?;
+            let mut mask: u64 = 0;
+            if let Some(v) = self.optional.rre {
+                input.qpc_mut().set_rre(v);
+                mask |= 0x2;
+            }
+            if let Some(v) = self.optional.rae {
+                input.qpc_mut().set_rae(v);
+                mask |= 0x4;
+            }
+            if let Some(v) = self.optional.rwe {
+                input.qpc_mut().set_rwe(v);
+                mask |= 0x8;
+            }
+            if let Some(v) = self.optional.min_rnr_nak {
+                input.qpc_mut().try_set_min_rnr_nak(v)?;
+                mask |= 0x40;
+            }
+            if let Some(v) = self.optional.pm_state {
+                input.qpc_mut().set_pm_state(v);
+                mask |= 0x400;
+            }
+            if let Some(v) = self.optional.secondary_address_path {
+                input
+                    .qpc_mut()
+                    .secondary_address_path_mut()
+                    .storage_mut()
+                    .write_bytes(0, &v.storage()[..]);
+                mask |= 0x1;
+            }
+            input.set_opt_param_mask(mask as u32);
+            Ok(())
+        }
+    }
+    /// Recover from a send-queue error: the QP goes back to RTS, optionally with new access rights or RNR NAK timer (the optional mask Linux's mlx5_ib allows an RC QP here).
+    ///
+    /// Transition `sqer2rts` of state machine `qp`: from [`Sqer`] to [`Rts`], by command `sqerr2rts_qp`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+    pub struct Sqer2rts {
+        /// The fields the transition may change; each one given sets its mask bit.
+        pub optional: Sqer2rtsOptional,
+    }
+    /// The optional fields of transition `sqer2rts` (all `None` by default).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+    pub struct Sqer2rtsOptional {
+        /// Receiver-not-ready NAK timer the responder sends when no receive WQE is posted, in the InfiniBand 5-bit timer code; set at INIT2RTR.
+        ///
+        /// `qpc.min_rnr_nak` of the input; when given, bit 0x40 of the optional-parameter mask is set.
+        pub min_rnr_nak: Option<u8>,
+        /// The responder accepts RDMA write requests.
+        ///
+        /// `qpc.rwe` of the input; when given, bit 0x8 of the optional-parameter mask is set.
+        pub rwe: Option<bool>,
+        /// The responder accepts atomic requests.
+        ///
+        /// `qpc.rae` of the input; when given, bit 0x4 of the optional-parameter mask is set.
+        pub rae: Option<bool>,
+        /// The responder accepts RDMA read requests.
+        ///
+        /// `qpc.rre` of the input; when given, bit 0x2 of the optional-parameter mask is set.
+        pub rre: Option<bool>,
+    }
+    impl crate::rt::typestate::Transition<Sqer> for Sqer2rts {
+        type To = Rts;
+        type Command = super::cmd::Sqerr2rtsQp;
+        const OP_MOD: u16 = 0;
+        const ROW: &'static crate::rt::sm::Transition<QpState> = &QP_STATE_MACHINE
+            .transitions[5];
+        #[allow(unused_variables, unused_mut)]
+        fn write<B: crate::rt::BytesMut>(
+            &self,
+            object: u32,
+            input: &mut <Self::Command as crate::rt::Command>::Input<B>,
+        ) -> Result<(), crate::rt::Overflow> {
+            input.try_set_qpn(object)?;
+            let mut mask: u64 = 0;
+            if let Some(v) = self.optional.min_rnr_nak {
+                input.qpc_mut().try_set_min_rnr_nak(v)?;
+                mask |= 0x40;
+            }
+            if let Some(v) = self.optional.rwe {
+                input.qpc_mut().set_rwe(v);
+                mask |= 0x8;
+            }
+            if let Some(v) = self.optional.rae {
+                input.qpc_mut().set_rae(v);
+                mask |= 0x4;
+            }
+            if let Some(v) = self.optional.rre {
+                input.qpc_mut().set_rre(v);
+                mask |= 0x2;
+            }
+            input.set_opt_param_mask(mask as u32);
+            Ok(())
+        }
+    }
+    /// Move the QP to ERR from any state; outstanding work requests complete with flush errors.
+    ///
+    /// Transition `to_err` of state machine `qp`: from any state to [`ErrState`], by command `qp_2err`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+    pub struct ToErr;
+    impl<
+        S: crate::rt::typestate::State<Machine = Machine>,
+    > crate::rt::typestate::Transition<S> for ToErr {
+        type To = ErrState;
+        type Command = super::cmd::Qp2err;
+        const OP_MOD: u16 = 0;
+        const ROW: &'static crate::rt::sm::Transition<QpState> = &QP_STATE_MACHINE
+            .transitions[6];
+        #[allow(unused_variables, unused_mut)]
+        fn write<B: crate::rt::BytesMut>(
+            &self,
+            object: u32,
+            input: &mut <Self::Command as crate::rt::Command>::Input<B>,
+        ) -> Result<(), crate::rt::Overflow> {
+            input.try_set_qpn(object)?;
+            Ok(())
+        }
+    }
+    /// Return the QP to RST from any state, dropping its connection and all queued work.
+    ///
+    /// Transition `to_rst` of state machine `qp`: from any state to [`Rst`], by command `qp_2rst`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+    pub struct ToRst;
+    impl<
+        S: crate::rt::typestate::State<Machine = Machine>,
+    > crate::rt::typestate::Transition<S> for ToRst {
+        type To = Rst;
+        type Command = super::cmd::Qp2rst;
+        const OP_MOD: u16 = 0;
+        const ROW: &'static crate::rt::sm::Transition<QpState> = &QP_STATE_MACHINE
+            .transitions[7];
+        #[allow(unused_variables, unused_mut)]
+        fn write<B: crate::rt::BytesMut>(
+            &self,
+            object: u32,
+            input: &mut <Self::Command as crate::rt::Command>::Input<B>,
+        ) -> Result<(), crate::rt::Overflow> {
+            input.try_set_qpn(object)?;
+            Ok(())
+        }
+    }
+    /// The transitions of state machine `qp` as methods of any `rt::typestate::Handle` in one of its states: each is callable where the handle's state is one the transition leaves, and returns the handle in the state it reaches.
+    pub trait Transitions: crate::rt::typestate::Handle<Machine = Machine> {
+        /// Bind the QP to a port and partition and set which remote operations it accepts.
+        ///
+        /// Transition `rst2init` of state machine `qp`: from [`Rst`] to [`Init`], by command `rst2init_qp`.
+        #[inline]
+        fn rst2init(self, args: Rst2init) -> Result<Self::Next<Init>, Self::Error>
+        where
+            Rst2init: crate::rt::typestate::Transition<Self::State, To = Init>,
+        {
+            self.apply(args)
+        }
+        /// Change the port, partition or access rights of a QP that is still in INIT.
+        ///
+        /// Transition `init2init` of state machine `qp`: from [`Init`] to [`Init`], by command `init2init_qp`.
+        #[inline]
+        fn init2init(self, args: Init2init) -> Result<Self::Next<Init>, Self::Error>
+        where
+            Init2init: crate::rt::typestate::Transition<Self::State, To = Init>,
+        {
+            self.apply(args)
+        }
+        /// Connect the receive side to the peer: path MTU, the peer's QP number, the first PSN to expect, how many RDMA reads and atomics the peer may have outstanding, the RNR NAK timer, and the RoCE path to the peer (its MAC address, GID, our source GID index and hop limit).
+        ///
+        /// Transition `init2rtr` of state machine `qp`: from [`Init`] to [`Rtr`], by command `init2rtr_qp`.
+        #[inline]
+        fn init2rtr(self, args: Init2rtr) -> Result<Self::Next<Rtr>, Self::Error>
+        where
+            Init2rtr: crate::rt::typestate::Transition<Self::State, To = Rtr>,
+        {
+            self.apply(args)
+        }
+        /// Start the send side: the first PSN to send, how often to retry on timeouts and on receiver-not-ready NAKs, the local ACK timeout, and how many RDMA reads and atomics this QP may have outstanding at the peer.
+        ///
+        /// Transition `rtr2rts` of state machine `qp`: from [`Rtr`] to [`Rts`], by command `rtr2rts_qp`.
+        #[inline]
+        fn rtr2rts(self, args: Rtr2rts) -> Result<Self::Next<Rts>, Self::Error>
+        where
+            Rtr2rts: crate::rt::typestate::Transition<Self::State, To = Rts>,
+        {
+            self.apply(args)
+        }
+        /// Change access rights, the RNR NAK timer, path migration or the alternate path of a working QP.
+        ///
+        /// Transition `rts2rts` of state machine `qp`: from [`Rts`] to [`Rts`], by command `rts2rts_qp`.
+        #[inline]
+        fn rts2rts(self, args: Rts2rts) -> Result<Self::Next<Rts>, Self::Error>
+        where
+            Rts2rts: crate::rt::typestate::Transition<Self::State, To = Rts>,
+        {
+            self.apply(args)
+        }
+        /// Recover from a send-queue error: the QP goes back to RTS, optionally with new access rights or RNR NAK timer (the optional mask Linux's mlx5_ib allows an RC QP here).
+        ///
+        /// Transition `sqer2rts` of state machine `qp`: from [`Sqer`] to [`Rts`], by command `sqerr2rts_qp`.
+        #[inline]
+        fn sqer2rts(self, args: Sqer2rts) -> Result<Self::Next<Rts>, Self::Error>
+        where
+            Sqer2rts: crate::rt::typestate::Transition<Self::State, To = Rts>,
+        {
+            self.apply(args)
+        }
+        /// Move the QP to ERR from any state; outstanding work requests complete with flush errors.
+        ///
+        /// Transition `to_err` of state machine `qp`: from any state to [`ErrState`], by command `qp_2err`.
+        #[inline]
+        fn to_err(self) -> Result<Self::Next<ErrState>, Self::Error>
+        where
+            ToErr: crate::rt::typestate::Transition<Self::State, To = ErrState>,
+        {
+            self.apply(ToErr)
+        }
+        /// Return the QP to RST from any state, dropping its connection and all queued work.
+        ///
+        /// Transition `to_rst` of state machine `qp`: from any state to [`Rst`], by command `qp_2rst`.
+        #[inline]
+        fn to_rst(self) -> Result<Self::Next<Rst>, Self::Error>
+        where
+            ToRst: crate::rt::typestate::Transition<Self::State, To = Rst>,
+        {
+            self.apply(ToRst)
+        }
+    }
+    impl<H: crate::rt::typestate::Handle<Machine = Machine>> Transitions for H {}
+}

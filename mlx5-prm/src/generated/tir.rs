@@ -2609,9 +2609,11 @@ impl<B: rt::Bytes> CreateRqtIn<B> {
     /// Context of the new RQT, with its RQ list.
     ///
     /// PRM `0x20..0x110`: bit offset 0x100, 1920 bits; type `rqtc`.
+    ///
+    /// The view runs to the end of the buffer, so the trailing array at its end is reachable through it.
     #[inline]
     pub fn rqt_context(&self) -> Rqtc<B::Sub<'_>> {
-        Rqtc::new_unchecked(self.buf.sub(32, 240))
+        Rqtc::new_unchecked(self.buf.sub(32, rt::tail_len(self.buf.len(), 32, 240)))
     }
 }
 impl<B: rt::BytesMut> CreateRqtIn<B> {
@@ -2633,7 +2635,7 @@ impl<B: rt::BytesMut> CreateRqtIn<B> {
     /// Writes [`Self::rqt_context`].
     #[inline]
     pub fn rqt_context_mut(&mut self) -> Rqtc<B::SubMut<'_>> {
-        Rqtc::new_unchecked(self.buf.sub_mut(32, 240))
+        Rqtc::new_unchecked(self.buf.sub_mut(32, rt::tail_len(self.buf.len(), 32, 240)))
     }
 }
 #[cfg(feature = "debug")]
@@ -2787,7 +2789,7 @@ impl<B: rt::Bytes> Rqtc<B> {
     /// Number of elements of `rq_num` the buffer holds after the fixed part.
     #[inline]
     pub fn rq_num_len(&self) -> usize {
-        (self.buf.len() * 8).saturating_sub(1920) / 32
+        rt::trailing_len(self.buf.len(), 240, 32)
     }
     /// The table itself, rqt_actual_size entries after the fixed context.
     ///
@@ -2806,6 +2808,14 @@ impl<B: rt::Bytes> Rqtc<B> {
     pub fn rq_num_iter(&self) -> impl Iterator<Item = RqNum<B::Sub<'_>>> + '_ {
         (0..self.rq_num_len())
             .map(move |i| RqNum::new_unchecked(self.buf.sub(240 + i * 4, 4)))
+    }
+    /// Element `i` of `rq_num` read as layout `V`, the elements `V::SIZE` bytes apart from the array's start, or `None` past the end of the buffer.
+    #[inline]
+    pub fn rq_num_as<'a, V: rt::View<B::Sub<'a>>>(&'a self, i: usize) -> Option<V> {
+        if i >= rt::trailing_len(self.buf.len(), 240, V::SIZE * 8) {
+            return None;
+        }
+        Some(V::new_unchecked(self.buf.sub(240 + i * V::SIZE, V::SIZE)))
     }
 }
 impl<B: rt::BytesMut> Rqtc<B> {
@@ -2846,6 +2856,17 @@ impl<B: rt::BytesMut> Rqtc<B> {
             return None;
         }
         Some(RqNum::new_unchecked(self.buf.sub_mut(240 + i * 4, 4)))
+    }
+    /// Element `i` of `rq_num` as layout `V`, writable (see `rq_num_as`).
+    #[inline]
+    pub fn rq_num_as_mut<'a, V: rt::View<B::SubMut<'a>>>(
+        &'a mut self,
+        i: usize,
+    ) -> Option<V> {
+        if i >= rt::trailing_len(self.buf.len(), 240, V::SIZE * 8) {
+            return None;
+        }
+        Some(V::new_unchecked(self.buf.sub_mut(240 + i * V::SIZE, V::SIZE)))
     }
 }
 #[cfg(feature = "debug")]

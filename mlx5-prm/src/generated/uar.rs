@@ -199,6 +199,32 @@ impl<B: rt::BytesMut> CqDoorbellRecord<B> {
         self.set_arm_ci(v);
         Ok(())
     }
+    /// Stores word `ci` built by `w` as one 32-bit big-endian access (over [`rt::MmioBytes`], two 32-bit register writes, high word first).
+    #[inline]
+    pub fn write_ci(&mut self, w: CqDoorbellRecordCiWord) {
+        self.buf.write_be32(0, w.0)
+    }
+    /// Stores word `ci`: `f` sets its fields on a zeroed [`CqDoorbellRecordCiWord`], svd2rust style (`v.write_ci_with(|w| w.a(1).b(2))`).
+    #[inline]
+    pub fn write_ci_with(
+        &mut self,
+        f: impl FnOnce(CqDoorbellRecordCiWord) -> CqDoorbellRecordCiWord,
+    ) {
+        self.write_ci(f(CqDoorbellRecordCiWord::new()))
+    }
+    /// Stores word `arm` built by `w` as one 32-bit big-endian access (over [`rt::MmioBytes`], two 32-bit register writes, high word first).
+    #[inline]
+    pub fn write_arm(&mut self, w: CqDoorbellRecordArmWord) {
+        self.buf.write_be32(4, w.0)
+    }
+    /// Stores word `arm`: `f` sets its fields on a zeroed [`CqDoorbellRecordArmWord`], svd2rust style (`v.write_arm_with(|w| w.a(1).b(2))`).
+    #[inline]
+    pub fn write_arm_with(
+        &mut self,
+        f: impl FnOnce(CqDoorbellRecordArmWord) -> CqDoorbellRecordArmWord,
+    ) {
+        self.write_arm(f(CqDoorbellRecordArmWord::new()))
+    }
 }
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for CqDoorbellRecord<B> {
@@ -287,6 +313,100 @@ pub const CQ_DOORBELL_RECORD_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
     ],
     nested: &[],
 };
+/// The consumer index word, written after each batch of consumed CQEs.
+///
+/// Word `ci` of `cq_doorbell_record`: 32 bits at byte 0x0, written as one store. Start from [`CqDoorbellRecordCiWord::new`] (every field zero), set fields, then store [`CqDoorbellRecordCiWord::bits`] (or hand the builder to [`CqDoorbellRecord::write_ci`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[must_use = "a word builder does nothing until its bits are stored"]
+pub struct CqDoorbellRecordCiWord(u32);
+impl CqDoorbellRecordCiWord {
+    /// Byte offset of the word in its structure.
+    pub const OFFSET: usize = 0;
+    /// The word with every field zero.
+    #[inline(always)]
+    pub const fn new() -> Self {
+        Self(0)
+    }
+    /// The word's value, to be stored big-endian at [`Self::OFFSET`].
+    #[inline(always)]
+    pub const fn bits(self) -> u32 {
+        self.0
+    }
+    /// Sets `consumer_index`: bits 0..=23 of the word.
+    /// Bits beyond its 24 are dropped (a `debug_assert!` in debug builds).
+    #[inline(always)]
+    pub const fn consumer_index(self, v: u32) -> Self {
+        debug_assert!(
+            (v as u64) <= 0xffffff, "value too wide for `consumer_index` (24 bits)"
+        );
+        Self(
+            (self.0 & !((0xffffff as u32) << 0))
+                | (((v as u32) & (0xffffff as u32)) << 0),
+        )
+    }
+    /// Sets `consumer_index`, or returns an error if `v` does not fit its 24 bits.
+    #[inline]
+    pub fn try_consumer_index(self, v: u32) -> Result<Self, rt::Overflow> {
+        rt::check_fits("consumer_index", u64::from(v), 0xffffff)?;
+        Ok(self.consumer_index(v))
+    }
+}
+/// The arm word, written whole before the CQ arm doorbell is rung.
+///
+/// Word `arm` of `cq_doorbell_record`: 32 bits at byte 0x4, written as one store. Start from [`CqDoorbellRecordArmWord::new`] (every field zero), set fields, then store [`CqDoorbellRecordArmWord::bits`] (or hand the builder to [`CqDoorbellRecord::write_arm`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[must_use = "a word builder does nothing until its bits are stored"]
+pub struct CqDoorbellRecordArmWord(u32);
+impl CqDoorbellRecordArmWord {
+    /// Byte offset of the word in its structure.
+    pub const OFFSET: usize = 4;
+    /// The word with every field zero.
+    #[inline(always)]
+    pub const fn new() -> Self {
+        Self(0)
+    }
+    /// The word's value, to be stored big-endian at [`Self::OFFSET`].
+    #[inline(always)]
+    pub const fn bits(self) -> u32 {
+        self.0
+    }
+    /// Sets `arm_sn`: bits 28..=29 of the word.
+    /// Bits beyond its 2 are dropped (a `debug_assert!` in debug builds).
+    #[inline(always)]
+    pub const fn arm_sn(self, v: u8) -> Self {
+        debug_assert!((v as u64) <= 0x3, "value too wide for `arm_sn` (2 bits)");
+        Self((self.0 & !((0x3 as u32) << 28)) | (((v as u32) & (0x3 as u32)) << 28))
+    }
+    /// Sets `arm_sn`, or returns an error if `v` does not fit its 2 bits.
+    #[inline]
+    pub fn try_arm_sn(self, v: u8) -> Result<Self, rt::Overflow> {
+        rt::check_fits("arm_sn", u64::from(v), 0x3)?;
+        Ok(self.arm_sn(v))
+    }
+    /// Sets `arm_cmd`: bits 24..=26 of the word.
+    #[inline(always)]
+    pub const fn arm_cmd(self, v: CqArmCmd) -> Self {
+        Self(
+            (self.0 & !((0x7 as u32) << 24)) | (((v.raw() as u32) & (0x7 as u32)) << 24),
+        )
+    }
+    /// Sets `arm_ci`: bits 0..=23 of the word.
+    /// Bits beyond its 24 are dropped (a `debug_assert!` in debug builds).
+    #[inline(always)]
+    pub const fn arm_ci(self, v: u32) -> Self {
+        debug_assert!((v as u64) <= 0xffffff, "value too wide for `arm_ci` (24 bits)");
+        Self(
+            (self.0 & !((0xffffff as u32) << 0))
+                | (((v as u32) & (0xffffff as u32)) << 0),
+        )
+    }
+    /// Sets `arm_ci`, or returns an error if `v` does not fit its 24 bits.
+    #[inline]
+    pub fn try_arm_ci(self, v: u32) -> Result<Self, rt::Overflow> {
+        rt::check_fits("arm_ci", u64::from(v), 0xffffff)?;
+        Ok(self.arm_ci(v))
+    }
+}
 /// Doorbell record of a QP (address in qpc.dbr_addr) or of an Ethernet RQ or SQ (each pointing wq.dbr_addr at its own word). Written by the driver in host memory after a write barrier that follows the WQE writes; read by the device to learn how many WQEs were posted.
 ///
 /// PRM layout `qp_doorbell_record`: 0x8 bytes.
@@ -577,6 +697,45 @@ impl<B: rt::BytesMut> UarPage<B> {
     pub fn set_bf_regs(&mut self, v: &[u8; 2048]) {
         self.buf.write_bytes(2048, v)
     }
+    /// Stores word `cq_arm` built by `w` as one 64-bit big-endian access (over [`rt::MmioBytes`], two 32-bit register writes, high word first).
+    #[inline]
+    pub fn write_cq_arm(&mut self, w: UarPageCqArmWord) {
+        self.buf.write_be64(32, w.0)
+    }
+    /// Stores word `cq_arm`: `f` sets its fields on a zeroed [`UarPageCqArmWord`], svd2rust style (`v.write_cq_arm_with(|w| w.a(1).b(2))`).
+    #[inline]
+    pub fn write_cq_arm_with(
+        &mut self,
+        f: impl FnOnce(UarPageCqArmWord) -> UarPageCqArmWord,
+    ) {
+        self.write_cq_arm(f(UarPageCqArmWord::new()))
+    }
+    /// Stores word `eq_arm` built by `w` as one 32-bit big-endian access (over [`rt::MmioBytes`], two 32-bit register writes, high word first).
+    #[inline]
+    pub fn write_eq_arm(&mut self, w: UarPageEqArmWord) {
+        self.buf.write_be32(64, w.0)
+    }
+    /// Stores word `eq_arm`: `f` sets its fields on a zeroed [`UarPageEqArmWord`], svd2rust style (`v.write_eq_arm_with(|w| w.a(1).b(2))`).
+    #[inline]
+    pub fn write_eq_arm_with(
+        &mut self,
+        f: impl FnOnce(UarPageEqArmWord) -> UarPageEqArmWord,
+    ) {
+        self.write_eq_arm(f(UarPageEqArmWord::new()))
+    }
+    /// Stores word `eq_update` built by `w` as one 32-bit big-endian access (over [`rt::MmioBytes`], two 32-bit register writes, high word first).
+    #[inline]
+    pub fn write_eq_update(&mut self, w: UarPageEqUpdateWord) {
+        self.buf.write_be32(72, w.0)
+    }
+    /// Stores word `eq_update`: `f` sets its fields on a zeroed [`UarPageEqUpdateWord`], svd2rust style (`v.write_eq_update_with(|w| w.a(1).b(2))`).
+    #[inline]
+    pub fn write_eq_update_with(
+        &mut self,
+        f: impl FnOnce(UarPageEqUpdateWord) -> UarPageEqUpdateWord,
+    ) {
+        self.write_eq_update(f(UarPageEqUpdateWord::new()))
+    }
 }
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for UarPage<B> {
@@ -690,3 +849,165 @@ pub const UAR_PAGE_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
     ],
     nested: &[],
 };
+/// The CQ arm doorbell: both dwords at 0x20 as one 64-bit big-endian store (sequence number, command and consumer index, then the CQ number), so the device never sees half of it.
+///
+/// Word `cq_arm` of `uar_page`: 64 bits at byte 0x20, written as one store. Start from [`UarPageCqArmWord::new`] (every field zero), set fields, then store [`UarPageCqArmWord::bits`] (or hand the builder to [`UarPage::write_cq_arm`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[must_use = "a word builder does nothing until its bits are stored"]
+pub struct UarPageCqArmWord(u64);
+impl UarPageCqArmWord {
+    /// Byte offset of the word in its structure.
+    pub const OFFSET: usize = 32;
+    /// The word with every field zero.
+    #[inline(always)]
+    pub const fn new() -> Self {
+        Self(0)
+    }
+    /// The word's value, to be stored big-endian at [`Self::OFFSET`].
+    #[inline(always)]
+    pub const fn bits(self) -> u64 {
+        self.0
+    }
+    /// Sets `cq_arm_sn`: bits 60..=61 of the word.
+    /// Bits beyond its 2 are dropped (a `debug_assert!` in debug builds).
+    #[inline(always)]
+    pub const fn cq_arm_sn(self, v: u8) -> Self {
+        debug_assert!((v as u64) <= 0x3, "value too wide for `cq_arm_sn` (2 bits)");
+        Self((self.0 & !((0x3 as u64) << 60)) | (((v as u64) & (0x3 as u64)) << 60))
+    }
+    /// Sets `cq_arm_sn`, or returns an error if `v` does not fit its 2 bits.
+    #[inline]
+    pub fn try_cq_arm_sn(self, v: u8) -> Result<Self, rt::Overflow> {
+        rt::check_fits("cq_arm_sn", u64::from(v), 0x3)?;
+        Ok(self.cq_arm_sn(v))
+    }
+    /// Sets `cq_arm_cmd`: bits 56..=58 of the word.
+    #[inline(always)]
+    pub const fn cq_arm_cmd(self, v: CqArmCmd) -> Self {
+        Self(
+            (self.0 & !((0x7 as u64) << 56)) | (((v.raw() as u64) & (0x7 as u64)) << 56),
+        )
+    }
+    /// Sets `cq_arm_ci`: bits 32..=55 of the word.
+    /// Bits beyond its 24 are dropped (a `debug_assert!` in debug builds).
+    #[inline(always)]
+    pub const fn cq_arm_ci(self, v: u32) -> Self {
+        debug_assert!(
+            (v as u64) <= 0xffffff, "value too wide for `cq_arm_ci` (24 bits)"
+        );
+        Self(
+            (self.0 & !((0xffffff as u64) << 32))
+                | (((v as u64) & (0xffffff as u64)) << 32),
+        )
+    }
+    /// Sets `cq_arm_ci`, or returns an error if `v` does not fit its 24 bits.
+    #[inline]
+    pub fn try_cq_arm_ci(self, v: u32) -> Result<Self, rt::Overflow> {
+        rt::check_fits("cq_arm_ci", u64::from(v), 0xffffff)?;
+        Ok(self.cq_arm_ci(v))
+    }
+    /// Sets `cq_arm_cqn`: bits 0..=23 of the word.
+    /// Bits beyond its 24 are dropped (a `debug_assert!` in debug builds).
+    #[inline(always)]
+    pub const fn cq_arm_cqn(self, v: u32) -> Self {
+        debug_assert!(
+            (v as u64) <= 0xffffff, "value too wide for `cq_arm_cqn` (24 bits)"
+        );
+        Self(
+            (self.0 & !((0xffffff as u64) << 0))
+                | (((v as u64) & (0xffffff as u64)) << 0),
+        )
+    }
+    /// Sets `cq_arm_cqn`, or returns an error if `v` does not fit its 24 bits.
+    #[inline]
+    pub fn try_cq_arm_cqn(self, v: u32) -> Result<Self, rt::Overflow> {
+        rt::check_fits("cq_arm_cqn", u64::from(v), 0xffffff)?;
+        Ok(self.cq_arm_cqn(v))
+    }
+}
+/// The EQ doorbell that updates the consumer index and re-arms the EQ, one 32-bit store.
+///
+/// Word `eq_arm` of `uar_page`: 32 bits at byte 0x40, written as one store. Start from [`UarPageEqArmWord::new`] (every field zero), set fields, then store [`UarPageEqArmWord::bits`] (or hand the builder to [`UarPage::write_eq_arm`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[must_use = "a word builder does nothing until its bits are stored"]
+pub struct UarPageEqArmWord(u32);
+impl UarPageEqArmWord {
+    /// Byte offset of the word in its structure.
+    pub const OFFSET: usize = 64;
+    /// The word with every field zero.
+    #[inline(always)]
+    pub const fn new() -> Self {
+        Self(0)
+    }
+    /// The word's value, to be stored big-endian at [`Self::OFFSET`].
+    #[inline(always)]
+    pub const fn bits(self) -> u32 {
+        self.0
+    }
+    /// Sets `eq_arm_eqn`: bits 24..=31 of the word.
+    #[inline(always)]
+    pub const fn eq_arm_eqn(self, v: u8) -> Self {
+        Self((self.0 & !((0xff as u32) << 24)) | (((v as u32) & (0xff as u32)) << 24))
+    }
+    /// Sets `eq_arm_ci`: bits 0..=23 of the word.
+    /// Bits beyond its 24 are dropped (a `debug_assert!` in debug builds).
+    #[inline(always)]
+    pub const fn eq_arm_ci(self, v: u32) -> Self {
+        debug_assert!(
+            (v as u64) <= 0xffffff, "value too wide for `eq_arm_ci` (24 bits)"
+        );
+        Self(
+            (self.0 & !((0xffffff as u32) << 0))
+                | (((v as u32) & (0xffffff as u32)) << 0),
+        )
+    }
+    /// Sets `eq_arm_ci`, or returns an error if `v` does not fit its 24 bits.
+    #[inline]
+    pub fn try_eq_arm_ci(self, v: u32) -> Result<Self, rt::Overflow> {
+        rt::check_fits("eq_arm_ci", u64::from(v), 0xffffff)?;
+        Ok(self.eq_arm_ci(v))
+    }
+}
+/// The EQ doorbell that only updates the consumer index, one 32-bit store.
+///
+/// Word `eq_update` of `uar_page`: 32 bits at byte 0x48, written as one store. Start from [`UarPageEqUpdateWord::new`] (every field zero), set fields, then store [`UarPageEqUpdateWord::bits`] (or hand the builder to [`UarPage::write_eq_update`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[must_use = "a word builder does nothing until its bits are stored"]
+pub struct UarPageEqUpdateWord(u32);
+impl UarPageEqUpdateWord {
+    /// Byte offset of the word in its structure.
+    pub const OFFSET: usize = 72;
+    /// The word with every field zero.
+    #[inline(always)]
+    pub const fn new() -> Self {
+        Self(0)
+    }
+    /// The word's value, to be stored big-endian at [`Self::OFFSET`].
+    #[inline(always)]
+    pub const fn bits(self) -> u32 {
+        self.0
+    }
+    /// Sets `eq_update_eqn`: bits 24..=31 of the word.
+    #[inline(always)]
+    pub const fn eq_update_eqn(self, v: u8) -> Self {
+        Self((self.0 & !((0xff as u32) << 24)) | (((v as u32) & (0xff as u32)) << 24))
+    }
+    /// Sets `eq_update_ci`: bits 0..=23 of the word.
+    /// Bits beyond its 24 are dropped (a `debug_assert!` in debug builds).
+    #[inline(always)]
+    pub const fn eq_update_ci(self, v: u32) -> Self {
+        debug_assert!(
+            (v as u64) <= 0xffffff, "value too wide for `eq_update_ci` (24 bits)"
+        );
+        Self(
+            (self.0 & !((0xffffff as u32) << 0))
+                | (((v as u32) & (0xffffff as u32)) << 0),
+        )
+    }
+    /// Sets `eq_update_ci`, or returns an error if `v` does not fit its 24 bits.
+    #[inline]
+    pub fn try_eq_update_ci(self, v: u32) -> Result<Self, rt::Overflow> {
+        rt::check_fits("eq_update_ci", u64::from(v), 0xffffff)?;
+        Ok(self.eq_update_ci(v))
+    }
+}

@@ -897,9 +897,13 @@ impl<B: rt::Bytes> QueryNicVportContextOut<B> {
     /// The vport's context, including its address list.
     ///
     /// PRM `0x10..0x110`: bit offset 0x80, 2048 bits; type `nic_vport_context`.
+    ///
+    /// The view runs to the end of the buffer, so the trailing array at its end is reachable through it.
     #[inline]
     pub fn nic_vport_context(&self) -> NicVportContext<B::Sub<'_>> {
-        NicVportContext::new_unchecked(self.buf.sub(16, 256))
+        NicVportContext::new_unchecked(
+            self.buf.sub(16, rt::tail_len(self.buf.len(), 16, 256)),
+        )
     }
 }
 impl<B: rt::BytesMut> QueryNicVportContextOut<B> {
@@ -916,7 +920,9 @@ impl<B: rt::BytesMut> QueryNicVportContextOut<B> {
     /// Writes [`Self::nic_vport_context`].
     #[inline]
     pub fn nic_vport_context_mut(&mut self) -> NicVportContext<B::SubMut<'_>> {
-        NicVportContext::new_unchecked(self.buf.sub_mut(16, 256))
+        NicVportContext::new_unchecked(
+            self.buf.sub_mut(16, rt::tail_len(self.buf.len(), 16, 256)),
+        )
     }
 }
 #[cfg(feature = "debug")]
@@ -1316,7 +1322,7 @@ impl<B: rt::Bytes> NicVportContext<B> {
     /// Number of elements of `current_uc_mac_address` the buffer holds after the fixed part.
     #[inline]
     pub fn current_uc_mac_address_len(&self) -> usize {
-        (self.buf.len() * 8).saturating_sub(2048) / 64
+        rt::trailing_len(self.buf.len(), 256, 64)
     }
     /// The address list, 8 bytes per entry: MAC addresses (mac_address_layout) for the unicast and multicast lists, VLAN IDs for the VLAN list.
     ///
@@ -2191,9 +2197,13 @@ impl<B: rt::Bytes> ModifyNicVportContextIn<B> {
     /// New values; only the parts chosen in field_select are read.
     ///
     /// PRM `0x100..0x200`: bit offset 0x800, 2048 bits; type `nic_vport_context`.
+    ///
+    /// The view runs to the end of the buffer, so the trailing array at its end is reachable through it.
     #[inline]
     pub fn nic_vport_context(&self) -> NicVportContext<B::Sub<'_>> {
-        NicVportContext::new_unchecked(self.buf.sub(256, 256))
+        NicVportContext::new_unchecked(
+            self.buf.sub(256, rt::tail_len(self.buf.len(), 256, 256)),
+        )
     }
 }
 impl<B: rt::BytesMut> ModifyNicVportContextIn<B> {
@@ -2225,7 +2235,9 @@ impl<B: rt::BytesMut> ModifyNicVportContextIn<B> {
     /// Writes [`Self::nic_vport_context`].
     #[inline]
     pub fn nic_vport_context_mut(&mut self) -> NicVportContext<B::SubMut<'_>> {
-        NicVportContext::new_unchecked(self.buf.sub_mut(256, 256))
+        NicVportContext::new_unchecked(
+            self.buf.sub_mut(256, rt::tail_len(self.buf.len(), 256, 256)),
+        )
     }
 }
 #[cfg(feature = "debug")]

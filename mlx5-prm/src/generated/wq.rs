@@ -623,9 +623,11 @@ impl<B: rt::Bytes> CreateSqIn<B> {
     /// Context of the new SQ; its state must be RST.
     ///
     /// PRM `0x20..0x110`: bit offset 0x100, 1920 bits; type `sqc`.
+    ///
+    /// The view runs to the end of the buffer, so the trailing array at its end is reachable through it.
     #[inline]
     pub fn ctx(&self) -> Sqc<B::Sub<'_>> {
-        Sqc::new_unchecked(self.buf.sub(32, 240))
+        Sqc::new_unchecked(self.buf.sub(32, rt::tail_len(self.buf.len(), 32, 240)))
     }
 }
 impl<B: rt::BytesMut> CreateSqIn<B> {
@@ -647,7 +649,7 @@ impl<B: rt::BytesMut> CreateSqIn<B> {
     /// Writes [`Self::ctx`].
     #[inline]
     pub fn ctx_mut(&mut self) -> Sqc<B::SubMut<'_>> {
-        Sqc::new_unchecked(self.buf.sub_mut(32, 240))
+        Sqc::new_unchecked(self.buf.sub_mut(32, rt::tail_len(self.buf.len(), 32, 240)))
     }
 }
 #[cfg(feature = "debug")]
@@ -1000,9 +1002,11 @@ impl<B: rt::Bytes> Sqc<B> {
     /// Ring description; the SQ uses a cyclic wq of 64-byte WQE blocks.
     ///
     /// PRM `0x30..0xf0`: bit offset 0x180, 1536 bits; type `wq`.
+    ///
+    /// The view runs to the end of the buffer, so the trailing array at its end is reachable through it.
     #[inline]
     pub fn wq(&self) -> Wq<B::Sub<'_>> {
-        Wq::new_unchecked(self.buf.sub(48, 192))
+        Wq::new_unchecked(self.buf.sub(48, rt::tail_len(self.buf.len(), 48, 192)))
     }
 }
 impl<B: rt::BytesMut> Sqc<B> {
@@ -1198,7 +1202,7 @@ impl<B: rt::BytesMut> Sqc<B> {
     /// Writes [`Self::wq`].
     #[inline]
     pub fn wq_mut(&mut self) -> Wq<B::SubMut<'_>> {
-        Wq::new_unchecked(self.buf.sub_mut(48, 192))
+        Wq::new_unchecked(self.buf.sub_mut(48, rt::tail_len(self.buf.len(), 48, 192)))
     }
 }
 #[cfg(feature = "debug")]
@@ -1911,7 +1915,7 @@ impl<B: rt::Bytes> Wq<B> {
     /// Number of elements of `pas` the buffer holds after the fixed part.
     #[inline]
     pub fn pas_len(&self) -> usize {
-        (self.buf.len() * 8).saturating_sub(1536) / 64
+        rt::trailing_len(self.buf.len(), 192, 64)
     }
     /// Page addresses of the ring, one per page of the size log_wq_pg_sz gives.
     ///
@@ -1930,6 +1934,14 @@ impl<B: rt::Bytes> Wq<B> {
     pub fn pas_iter(&self) -> impl Iterator<Item = CmdPas<B::Sub<'_>>> + '_ {
         (0..self.pas_len())
             .map(move |i| CmdPas::new_unchecked(self.buf.sub(192 + i * 8, 8)))
+    }
+    /// Element `i` of `pas` read as layout `V`, the elements `V::SIZE` bytes apart from the array's start, or `None` past the end of the buffer.
+    #[inline]
+    pub fn pas_as<'a, V: rt::View<B::Sub<'a>>>(&'a self, i: usize) -> Option<V> {
+        if i >= rt::trailing_len(self.buf.len(), 192, V::SIZE * 8) {
+            return None;
+        }
+        Some(V::new_unchecked(self.buf.sub(192 + i * V::SIZE, V::SIZE)))
     }
 }
 impl<B: rt::BytesMut> Wq<B> {
@@ -2291,6 +2303,17 @@ impl<B: rt::BytesMut> Wq<B> {
             return None;
         }
         Some(CmdPas::new_unchecked(self.buf.sub_mut(192 + i * 8, 8)))
+    }
+    /// Element `i` of `pas` as layout `V`, writable (see `pas_as`).
+    #[inline]
+    pub fn pas_as_mut<'a, V: rt::View<B::SubMut<'a>>>(
+        &'a mut self,
+        i: usize,
+    ) -> Option<V> {
+        if i >= rt::trailing_len(self.buf.len(), 192, V::SIZE * 8) {
+            return None;
+        }
+        Some(V::new_unchecked(self.buf.sub_mut(192 + i * V::SIZE, V::SIZE)))
     }
 }
 #[cfg(feature = "debug")]
@@ -3167,9 +3190,11 @@ impl<B: rt::Bytes> ModifySqIn<B> {
     /// New state and the values of the selected fields.
     ///
     /// PRM `0x20..0x110`: bit offset 0x100, 1920 bits; type `sqc`.
+    ///
+    /// The view runs to the end of the buffer, so the trailing array at its end is reachable through it.
     #[inline]
     pub fn ctx(&self) -> Sqc<B::Sub<'_>> {
-        Sqc::new_unchecked(self.buf.sub(32, 240))
+        Sqc::new_unchecked(self.buf.sub(32, rt::tail_len(self.buf.len(), 32, 240)))
     }
 }
 impl<B: rt::BytesMut> ModifySqIn<B> {
@@ -3227,7 +3252,7 @@ impl<B: rt::BytesMut> ModifySqIn<B> {
     /// Writes [`Self::ctx`].
     #[inline]
     pub fn ctx_mut(&mut self) -> Sqc<B::SubMut<'_>> {
-        Sqc::new_unchecked(self.buf.sub_mut(32, 240))
+        Sqc::new_unchecked(self.buf.sub_mut(32, rt::tail_len(self.buf.len(), 32, 240)))
     }
 }
 #[cfg(feature = "debug")]
@@ -3769,9 +3794,11 @@ impl<B: rt::Bytes> CreateRqIn<B> {
     /// Context of the new RQ; its state must be RST.
     ///
     /// PRM `0x20..0x110`: bit offset 0x100, 1920 bits; type `rqc`.
+    ///
+    /// The view runs to the end of the buffer, so the trailing array at its end is reachable through it.
     #[inline]
     pub fn ctx(&self) -> Rqc<B::Sub<'_>> {
-        Rqc::new_unchecked(self.buf.sub(32, 240))
+        Rqc::new_unchecked(self.buf.sub(32, rt::tail_len(self.buf.len(), 32, 240)))
     }
 }
 impl<B: rt::BytesMut> CreateRqIn<B> {
@@ -3793,7 +3820,7 @@ impl<B: rt::BytesMut> CreateRqIn<B> {
     /// Writes [`Self::ctx`].
     #[inline]
     pub fn ctx_mut(&mut self) -> Rqc<B::SubMut<'_>> {
-        Rqc::new_unchecked(self.buf.sub_mut(32, 240))
+        Rqc::new_unchecked(self.buf.sub_mut(32, rt::tail_len(self.buf.len(), 32, 240)))
     }
 }
 #[cfg(feature = "debug")]
@@ -4140,9 +4167,11 @@ impl<B: rt::Bytes> Rqc<B> {
     /// Ring description (unused when the buffers come from an RMP).
     ///
     /// PRM `0x30..0xf0`: bit offset 0x180, 1536 bits; type `wq`.
+    ///
+    /// The view runs to the end of the buffer, so the trailing array at its end is reachable through it.
     #[inline]
     pub fn wq(&self) -> Wq<B::Sub<'_>> {
-        Wq::new_unchecked(self.buf.sub(48, 192))
+        Wq::new_unchecked(self.buf.sub(48, rt::tail_len(self.buf.len(), 48, 192)))
     }
 }
 impl<B: rt::BytesMut> Rqc<B> {
@@ -4359,7 +4388,7 @@ impl<B: rt::BytesMut> Rqc<B> {
     /// Writes [`Self::wq`].
     #[inline]
     pub fn wq_mut(&mut self) -> Wq<B::SubMut<'_>> {
-        Wq::new_unchecked(self.buf.sub_mut(48, 192))
+        Wq::new_unchecked(self.buf.sub_mut(48, rt::tail_len(self.buf.len(), 48, 192)))
     }
 }
 #[cfg(feature = "debug")]
@@ -4918,9 +4947,11 @@ impl<B: rt::Bytes> ModifyRqIn<B> {
     /// New state and the values of the selected fields.
     ///
     /// PRM `0x20..0x110`: bit offset 0x100, 1920 bits; type `rqc`.
+    ///
+    /// The view runs to the end of the buffer, so the trailing array at its end is reachable through it.
     #[inline]
     pub fn ctx(&self) -> Rqc<B::Sub<'_>> {
-        Rqc::new_unchecked(self.buf.sub(32, 240))
+        Rqc::new_unchecked(self.buf.sub(32, rt::tail_len(self.buf.len(), 32, 240)))
     }
 }
 impl<B: rt::BytesMut> ModifyRqIn<B> {
@@ -4978,7 +5009,7 @@ impl<B: rt::BytesMut> ModifyRqIn<B> {
     /// Writes [`Self::ctx`].
     #[inline]
     pub fn ctx_mut(&mut self) -> Rqc<B::SubMut<'_>> {
-        Rqc::new_unchecked(self.buf.sub_mut(32, 240))
+        Rqc::new_unchecked(self.buf.sub_mut(32, rt::tail_len(self.buf.len(), 32, 240)))
     }
 }
 #[cfg(feature = "debug")]

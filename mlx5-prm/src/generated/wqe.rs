@@ -1829,7 +1829,7 @@ impl<B: rt::Bytes> WqeInlineSeg<B> {
     /// Number of elements of `data` the buffer holds after the fixed part.
     #[inline]
     pub fn data_len(&self) -> usize {
-        (self.buf.len() * 8).saturating_sub(32) / 8
+        rt::trailing_len(self.buf.len(), 4, 8)
     }
     /// The inline payload.
     ///
@@ -1994,7 +1994,7 @@ impl<B: rt::Bytes> RecvWqe<B> {
     /// Number of elements of `scatter_more` the buffer holds after the fixed part.
     #[inline]
     pub fn scatter_more_len(&self) -> usize {
-        (self.buf.len() * 8).saturating_sub(128) / 128
+        rt::trailing_len(self.buf.len(), 16, 128)
     }
     /// Further scatter entries, up to the end of the stride.
     ///
@@ -2016,6 +2016,17 @@ impl<B: rt::Bytes> RecvWqe<B> {
         (0..self.scatter_more_len())
             .map(move |i| WqeDataSeg::new_unchecked(self.buf.sub(16 + i * 16, 16)))
     }
+    /// Element `i` of `scatter_more` read as layout `V`, the elements `V::SIZE` bytes apart from the array's start, or `None` past the end of the buffer.
+    #[inline]
+    pub fn scatter_more_as<'a, V: rt::View<B::Sub<'a>>>(
+        &'a self,
+        i: usize,
+    ) -> Option<V> {
+        if i >= rt::trailing_len(self.buf.len(), 16, V::SIZE * 8) {
+            return None;
+        }
+        Some(V::new_unchecked(self.buf.sub(16 + i * V::SIZE, V::SIZE)))
+    }
 }
 impl<B: rt::BytesMut> RecvWqe<B> {
     /// Writes [`Self::scatter`].
@@ -2032,6 +2043,17 @@ impl<B: rt::BytesMut> RecvWqe<B> {
             return None;
         }
         Some(WqeDataSeg::new_unchecked(self.buf.sub_mut(16 + i * 16, 16)))
+    }
+    /// Element `i` of `scatter_more` as layout `V`, writable (see `scatter_more_as`).
+    #[inline]
+    pub fn scatter_more_as_mut<'a, V: rt::View<B::SubMut<'a>>>(
+        &'a mut self,
+        i: usize,
+    ) -> Option<V> {
+        if i >= rt::trailing_len(self.buf.len(), 16, V::SIZE * 8) {
+            return None;
+        }
+        Some(V::new_unchecked(self.buf.sub_mut(16 + i * V::SIZE, V::SIZE)))
     }
 }
 #[cfg(feature = "debug")]

@@ -107,3 +107,36 @@ pub fn check_fits(field: &'static str, value: u64, max: u64) -> Result<(), super
         Ok(())
     }
 }
+
+/// The number of `width`-bit elements of a trailing array that starts at byte `start` of a
+/// `len`-byte buffer.
+///
+/// Computed without overflow for any `len` (a register block may claim any length), and
+/// capped so that the bit position of every element, `start * 8 + i * width`, and its end are
+/// representable: generated accessors add those positions up without checking again.
+#[inline(always)]
+pub const fn trailing_len(len: usize, start: usize, width: usize) -> usize {
+    let bytes = len.saturating_sub(start);
+    let cap = (usize::MAX / 8).saturating_sub(start);
+    let bytes = if bytes < cap { bytes } else { cap };
+    if width == 0 {
+        0
+    } else if width % 8 == 0 {
+        bytes / (width / 8)
+    } else {
+        bytes * 8 / width
+    }
+}
+
+/// The length of a nested view at byte `at` of a `len`-byte buffer whose storage runs on to
+/// the buffer's end: the rest of the buffer, and at least the nested layout's `fixed` size
+/// (so a buffer too short for it is refused by the sub-range check, as for a closed view).
+#[inline(always)]
+pub const fn tail_len(len: usize, at: usize, fixed: usize) -> usize {
+    let rest = len.saturating_sub(at);
+    if rest > fixed {
+        rest
+    } else {
+        fixed
+    }
+}

@@ -5,8 +5,10 @@
 //! pattern. Memory the device may write at any time implements them through
 //! [`DeviceBytes`](super::DeviceBytes), which never forms a Rust reference to those bytes.
 //!
-//! Offsets are byte offsets from the start of the storage. An access beyond the end panics,
-//! as slice indexing does; views check the length once, when they are constructed.
+//! Offsets are byte offsets from the start of the storage. An access beyond the end panics
+//! with the offset, the size and the storage's length; views check the length once, when they
+//! are constructed. Every range is checked with checked arithmetic, so an offset near
+//! `usize::MAX` is refused as out of range rather than wrapped around to a small one.
 
 /// Read access to the bytes of a layout.
 pub trait Bytes {
@@ -31,7 +33,8 @@ pub trait Bytes {
 
     /// The big-endian 64-bit quantity at `at`.
     fn read_be64(&self, at: usize) -> u64 {
-        (u64::from(self.read_be32(at)) << 32) | u64::from(self.read_be32(at + 4))
+        // A saturated offset is out of range, so the second read refuses it rather than wrap.
+        (u64::from(self.read_be32(at)) << 32) | u64::from(self.read_be32(at.saturating_add(4)))
     }
 
     /// Copies `out.len()` bytes starting at `at` into `out`.
@@ -57,7 +60,7 @@ pub trait BytesMut: Bytes {
     /// Writes the big-endian 64-bit quantity at `at`.
     fn write_be64(&mut self, at: usize, value: u64) {
         self.write_be32(at, (value >> 32) as u32);
-        self.write_be32(at + 4, value as u32);
+        self.write_be32(at.saturating_add(4), value as u32);
     }
 
     /// Copies `data` into the storage starting at `at`.
@@ -65,6 +68,34 @@ pub trait BytesMut: Bytes {
 
     /// Bytes `at .. at + len` as writable storage of their own.
     fn sub_mut(&mut self, at: usize, len: usize) -> Self::SubMut<'_>;
+}
+
+/// Bytes `at .. at + n` of `bytes`; panics (without wrapping) when they are not all inside.
+#[inline(always)]
+#[track_caller]
+fn range(bytes: &[u8], at: usize, n: usize) -> &[u8] {
+    match at.checked_add(n) {
+        Some(end) if end <= bytes.len() => &bytes[at..end],
+        _ => out_of_range(at, n, bytes.len()),
+    }
+}
+
+/// [`range`], writable.
+#[inline(always)]
+#[track_caller]
+fn range_mut(bytes: &mut [u8], at: usize, n: usize) -> &mut [u8] {
+    match at.checked_add(n) {
+        Some(end) if end <= bytes.len() => &mut bytes[at..end],
+        _ => out_of_range(at, n, bytes.len()),
+    }
+}
+
+/// The panic of an access outside the storage, kept out of line so accessors stay small.
+#[cold]
+#[inline(never)]
+#[track_caller]
+pub(crate) fn out_of_range(at: usize, n: usize, len: usize) -> ! {
+    panic!("byte access {at}+{n} beyond a {len}-byte buffer")
 }
 
 impl<T: AsRef<[u8]> + ?Sized> Bytes for T {
@@ -80,29 +111,29 @@ impl<T: AsRef<[u8]> + ?Sized> Bytes for T {
 
     #[inline(always)]
     fn read_u8(&self, at: usize) -> u8 {
-        self.as_ref()[at]
+        range(self.as_ref(), at, 1)[0]
     }
 
     #[inline(always)]
     fn read_be32(&self, at: usize) -> u32 {
-        let b = &self.as_ref()[at..at + 4];
+        let b = range(self.as_ref(), at, 4);
         u32::from_be_bytes([b[0], b[1], b[2], b[3]])
     }
 
     #[inline(always)]
     fn read_be64(&self, at: usize) -> u64 {
-        let b = &self.as_ref()[at..at + 8];
+        let b = range(self.as_ref(), at, 8);
         u64::from_be_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])
     }
 
     #[inline(always)]
     fn read_bytes(&self, at: usize, out: &mut [u8]) {
-        out.copy_from_slice(&self.as_ref()[at..at + out.len()]);
+        out.copy_from_slice(range(self.as_ref(), at, out.len()));
     }
 
     #[inline(always)]
     fn sub(&self, at: usize, len: usize) -> &[u8] {
-        &self.as_ref()[at..at + len]
+        range(self.as_ref(), at, len)
     }
 }
 
@@ -114,26 +145,26 @@ impl<T: AsRef<[u8]> + AsMut<[u8]> + ?Sized> BytesMut for T {
 
     #[inline(always)]
     fn write_u8(&mut self, at: usize, value: u8) {
-        self.as_mut()[at] = value;
+        range_mut(self.as_mut(), at, 1)[0] = value;
     }
 
     #[inline(always)]
     fn write_be32(&mut self, at: usize, value: u32) {
-        self.as_mut()[at..at + 4].copy_from_slice(&value.to_be_bytes());
+        range_mut(self.as_mut(), at, 4).copy_from_slice(&value.to_be_bytes());
     }
 
     #[inline(always)]
     fn write_be64(&mut self, at: usize, value: u64) {
-        self.as_mut()[at..at + 8].copy_from_slice(&value.to_be_bytes());
+        range_mut(self.as_mut(), at, 8).copy_from_slice(&value.to_be_bytes());
     }
 
     #[inline(always)]
     fn write_bytes(&mut self, at: usize, data: &[u8]) {
-        self.as_mut()[at..at + data.len()].copy_from_slice(data);
+        range_mut(self.as_mut(), at, data.len()).copy_from_slice(data);
     }
 
     #[inline(always)]
     fn sub_mut(&mut self, at: usize, len: usize) -> &mut [u8] {
-        &mut self.as_mut()[at..at + len]
+        range_mut(self.as_mut(), at, len)
     }
 }

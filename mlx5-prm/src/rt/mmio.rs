@@ -51,11 +51,12 @@ impl MmioPtr {
     }
 
     fn reg(&self, offset: usize) -> *mut u32 {
-        assert!(
-            offset % 4 == 0 && offset + 4 <= self.len,
-            "register offset 0x{offset:x} outside a 0x{:x}-byte block",
-            self.len
-        );
+        // `offset + 4` is checked, not wrapped: near `usize::MAX` it would come out small and
+        // pass, pointing before the mapping.
+        let inside = offset.checked_add(4).is_some_and(|end| end <= self.len);
+        if offset % 4 != 0 || !inside {
+            outside(offset, 4, self.len);
+        }
         // SAFETY: in bounds and aligned, checked above.
         unsafe { self.base.as_ptr().add(offset / 4) }
     }
@@ -87,15 +88,30 @@ impl<const N: usize> Default for RegisterFile<N> {
     }
 }
 
+impl<const N: usize> RegisterFile<N> {
+    fn reg(&self, offset: usize) -> &Cell<u32> {
+        match self.regs.get(offset / 4) {
+            Some(r) if offset % 4 == 0 => r,
+            _ => outside(offset, 4, N.saturating_mul(4)),
+        }
+    }
+}
+
 impl<const N: usize> Mmio32 for RegisterFile<N> {
     fn read32(&self, offset: usize) -> u32 {
-        assert!(offset % 4 == 0, "unaligned register offset 0x{offset:x}");
-        self.regs[offset / 4].get()
+        self.reg(offset).get()
     }
     fn write32(&self, offset: usize, value: u32) {
-        assert!(offset % 4 == 0, "unaligned register offset 0x{offset:x}");
-        self.regs[offset / 4].set(value)
+        self.reg(offset).set(value)
     }
+}
+
+/// The panic of a register access outside its block (or not on a dword), out of line.
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn outside(offset: usize, n: usize, len: usize) -> ! {
+    panic!("register access 0x{offset:x}+{n} outside a 0x{len:x}-byte block (or not dword-aligned)")
 }
 
 /// View storage over a register block: dword reads and writes only, at `base + offset`.
@@ -120,13 +136,20 @@ impl<R: Mmio32> MmioBytes<R> {
         &self.io
     }
 
+    /// The register's offset in the block `io` reaches, after checking `at .. at + 4` is
+    /// inside this storage. `base + at` cannot overflow then: `base + len` is at most the
+    /// length of the storage this one was cut from.
     fn reg(&self, at: usize) -> usize {
-        assert!(
-            at + 4 <= self.len,
-            "register 0x{at:x} outside a 0x{:x}-byte block",
-            self.len
-        );
+        self.check(at, 4);
         self.base + at
+    }
+
+    /// Panics unless bytes `at .. at + n` are inside this storage (checked, never wrapped).
+    #[track_caller]
+    fn check(&self, at: usize, n: usize) {
+        if at.checked_add(n).is_none_or(|end| end > self.len) {
+            outside(at, n, self.len);
+        }
     }
 }
 
@@ -151,16 +174,17 @@ impl<R: Mmio32> Bytes for MmioBytes<R> {
     }
 
     fn read_bytes(&self, at: usize, out: &mut [u8]) {
+        self.check(at, out.len());
         for (i, o) in out.iter_mut().enumerate() {
             *o = self.read_u8(at + i);
         }
     }
 
     fn sub(&self, at: usize, len: usize) -> MmioBytes<&R> {
-        assert!(
-            at % 4 == 0 && at + len <= self.len,
-            "register range 0x{at:x}+0x{len:x} outside the block"
-        );
+        self.check(at, len);
+        if at % 4 != 0 {
+            outside(at, len, self.len);
+        }
         MmioBytes {
             io: &self.io,
             base: self.base + at,
@@ -187,6 +211,7 @@ impl<R: Mmio32> BytesMut for MmioBytes<R> {
     }
 
     fn write_bytes(&mut self, at: usize, data: &[u8]) {
+        self.check(at, data.len());
         for (i, d) in data.iter().enumerate() {
             self.write_u8(at + i, *d);
         }

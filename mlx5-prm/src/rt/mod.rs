@@ -13,6 +13,7 @@ mod mmio;
 #[cfg(feature = "reflect")]
 pub mod reflect;
 pub mod sm;
+pub mod typestate;
 mod view;
 
 pub use access::*;

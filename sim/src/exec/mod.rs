@@ -147,6 +147,7 @@ static COMMANDS: &[Spec] = &[
     spec::<cmd::Init2rtrQp>(Gate::Initialized, ZERO, qp::transition),
     spec::<cmd::Rtr2rtsQp>(Gate::Initialized, ZERO, qp::transition),
     spec::<cmd::Rts2rtsQp>(Gate::Initialized, ZERO, qp::transition),
+    spec::<cmd::Sqerr2rtsQp>(Gate::Initialized, ZERO, qp::transition),
     spec::<cmd::Qp2err>(Gate::Initialized, ZERO, qp::transition),
     spec::<cmd::Qp2rst>(Gate::Initialized, ZERO, qp::transition),
     spec::<cmd::CreateSq>(Gate::Initialized, ZERO, wq::create_sq),

@@ -15,7 +15,7 @@ use mlx5_prm::rt::{sm::Transition, Command, View};
 use mlx5_prm::{
     CreateQpIn, CreateQpOut, DestroyQpIn, Init2initQpIn, Init2rtrQpIn, Qp2errIn, Qp2rstIn, QpMtu,
     QpOptParam, QpRqType, QpServiceType, QpState, Qpc, QueryQpIn, QueryQpOut, Rst2initQpIn,
-    Rtr2rtsQpIn, Rts2rtsQpIn, QP_STATE_MACHINE,
+    Rtr2rtsQpIn, Rts2rtsQpIn, Sqerr2rtsQpIn, QP_STATE_MACHINE,
 };
 
 const PAS_ERRORS: PasErrors = PasErrors {
@@ -180,6 +180,7 @@ fn qpn_and_mask(opcode: u16, input: &[u8]) -> (u32, u32) {
         cmd::Init2rtrQp::OPCODE => with_mask!(Init2rtrQpIn),
         cmd::Rtr2rtsQp::OPCODE => with_mask!(Rtr2rtsQpIn),
         cmd::Rts2rtsQp::OPCODE => with_mask!(Rts2rtsQpIn),
+        cmd::Sqerr2rtsQp::OPCODE => with_mask!(Sqerr2rtsQpIn),
         cmd::Qp2err::OPCODE => (Qp2errIn::new_unchecked(input).qpn(), 0),
         _ => (Qp2rstIn::new_unchecked(input).qpn(), 0),
     }

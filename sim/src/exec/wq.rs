@@ -109,7 +109,10 @@ pub(super) fn create_sq(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
     // The device reads the send counter from the record's second dword.
     check_dbr(cx.dma, wq.dbr_addr(), 8, 4, s::SQ_DBR_BAD)?;
     let mut stored = Sqc::zeroed();
-    stored.storage_mut().copy_from_slice(ctx.storage());
+    // The context view runs on to the input's end (its wq's page list): keep the fixed part.
+    stored
+        .storage_mut()
+        .copy_from_slice(&ctx.storage()[..Sqc::SIZE]);
     let limit = Model::limit(cx.m.gen().log_max_sq());
     let sq = Sq {
         ctx: stored,
@@ -217,7 +220,10 @@ pub(super) fn create_rq(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
     let ring = ring(cx, req.input, wq.log_wq_stride(), errors)?;
     check_dbr(cx.dma, wq.dbr_addr(), 4, 4, s::RQ_DBR_BAD)?;
     let mut stored = Rqc::zeroed();
-    stored.storage_mut().copy_from_slice(ctx.storage());
+    // The context view runs on to the input's end (its wq's page list): keep the fixed part.
+    stored
+        .storage_mut()
+        .copy_from_slice(&ctx.storage()[..Rqc::SIZE]);
     let limit = Model::limit(cx.m.gen().log_max_rq());
     let rqn = cx.m.rqs.insert(
         Rq {

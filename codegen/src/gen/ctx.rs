@@ -1,0 +1,50 @@
+//! What every emitter shares: the names of the target crate ([`Ctx`]) and the rendering of spec
+//! documentation as rustdoc lines ([`doc_lines`]). Kept apart from [`super::module`], which
+//! calls the emitters, so that no emitter depends on the file that assembles their output.
+
+use super::{Config, Emit};
+use proc_macro2::TokenStream;
+use quote::quote;
+
+/// What every emitter needs to know about the target crate.
+pub struct Ctx {
+    /// How generated modules name the runtime: `rt`, imported at the top of each module.
+    pub rt: TokenStream,
+    /// The runtime's full path (`crate::rt`), for code outside the modules.
+    pub rt_full: TokenStream,
+    /// Path of the crate providing the view macro (`crate`).
+    pub krate: TokenStream,
+    /// The attribute to put on `Debug` implementations (empty when unconditional); `None`
+    /// when they are not generated.
+    pub debug_cfg: Option<TokenStream>,
+    /// The same for reflection tables.
+    pub reflect_cfg: Option<TokenStream>,
+}
+
+impl Ctx {
+    /// The context for generating with `config`.
+    pub fn new(config: &Config) -> Ctx {
+        let krate: TokenStream = config
+            .runtime_crate
+            .parse()
+            .unwrap_or_else(|_| quote!(crate));
+        let cfg = |e: &Emit| match e {
+            Emit::Never => None,
+            Emit::Always => Some(quote!()),
+            Emit::Feature(f) => Some(quote!(#[cfg(feature = #f)])),
+        };
+        Ctx {
+            rt: quote!(rt),
+            rt_full: quote!(#krate::rt),
+            krate,
+            debug_cfg: cfg(&config.debug),
+            reflect_cfg: cfg(&config.reflect),
+        }
+    }
+}
+
+/// Spec documentation as rustdoc lines (one per line of the text), empty when there is none.
+pub fn doc_lines(doc: Option<&str>) -> Vec<String> {
+    doc.map(|d| d.lines().map(super::names::doc_line).collect())
+        .unwrap_or_default()
+}

@@ -1,0 +1,545 @@
+//! Bringing an HCA up and down, in the order the PRM's start-up section, the Linux driver and
+//! rdma-core's VFIO provider use, and the [`Hca`] handle that owns everything brought up.
+//!
+//! Up: wait for firmware → check the command interface → set the command queue address →
+//! ENABLE_HCA → QUERY_ISSI / SET_ISSI → boot pages → QUERY_HCA_CAP (maximum and current) and
+//! SET_HCA_CAP → init pages → INIT_HCA → regular pages → SET_DRIVER_VERSION → ALLOC_UAR → an
+//! EQ for asynchronous events, armed → ALLOC_PD, ALLOC_TRANSPORT_DOMAIN,
+//! QUERY_SPECIAL_CONTEXTS (the reserved lkey).
+//!
+//! Down, in reverse: DEALLOC_TRANSPORT_DOMAIN, DEALLOC_PD, DESTROY_EQ, DEALLOC_UAR,
+//! TEARDOWN_HCA, reclaim every firmware page, DISABLE_HCA. A failed bring-up undoes what it
+//! did the same way, so no firmware page is left behind where the device still answers.
+//! Memory is freed only where the device confirmed it is done with it: pages it did not
+//! return, an EQ it did not destroy, and the command queue unless DISABLE_HCA succeeded, go
+//! to the backend's quarantine ([`crate::backend::DmaAlloc::quarantined`]). After a health
+//! syndrome no command is sent (none would complete) and everything is quarantined.
+//!
+//! The [`Hca`] runs commands through `&self`: the command queue, pages, EQ and logs are behind
+//! one lock, so `Hca<B>` is `Sync` when `B` is, and every resource borrows the HCA it came
+//! from. The data path never takes that lock.
+
+mod config;
+
+pub use config::{DeviceInfo, HcaConfig, DEFAULT_MAX_FIRMWARE_PAGES};
+
+use crate::backend::{Backend, DmaAlloc, Mmio, Quarantine, Regs};
+use crate::cmd::{CmdQueue, EventSink, Executed, Stash};
+use crate::eq::{Event, EventQueue};
+use crate::error::{Error, Result};
+use crate::pages::Pages;
+use crate::recent::Recent;
+use mlx5_prm::cmd::*;
+use mlx5_prm::rt::{Command, MmioBytes};
+use mlx5_prm::*;
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// An HCA brought up: owns the backend, the command queue, the firmware pages and every object
+/// created during bring-up, and releases them on drop (or [`Hca::teardown`]). Resources made
+/// from it borrow it, so it outlives them all.
+pub struct Hca<B: Backend> {
+    be: B,
+    info: DeviceInfo,
+    ctl: Mutex<Control>,
+}
+
+/// What commands need, behind the HCA's lock.
+struct Control {
+    cmdq: Option<CmdQueue>,
+    pages: Pages,
+    eq: Option<EventQueue>,
+    /// What is up, for teardown in reverse.
+    done: Done,
+    events: Recent<Event>,
+    /// Events read while waiting for command completions, not handled yet.
+    pending: Stash,
+}
+
+/// Which steps completed.
+#[derive(Debug, Default, Clone, Copy)]
+struct Done {
+    enabled: bool,
+    initialized: bool,
+    uar: bool,
+    pd: bool,
+    td: bool,
+}
+
+fn seg<M: Mmio>(m: &M) -> InitialSeg<MmioBytes<Regs<'_, M>>> {
+    InitialSeg::new_unchecked(MmioBytes::new(Regs(m), InitialSeg::SIZE))
+}
+
+/// Waits for the initializing bit to clear.
+fn wait_ready<B: Backend>(be: &B, timeout: Duration) -> Result<()> {
+    let start = Instant::now();
+    loop {
+        if !seg(be.mmio()).initializing() {
+            return Ok(());
+        }
+        if start.elapsed() >= timeout {
+            return Err(Error::FirmwareNotReady {
+                waited: start.elapsed(),
+            });
+        }
+        std::thread::sleep(Duration::from_micros(100).min(timeout));
+    }
+}
+
+impl Control {
+    fn cmdq(&mut self, name: &'static str, opcode: u16) -> Result<&mut CmdQueue> {
+        self.cmdq.as_mut().ok_or(Error::CommandTimeout {
+            command: name,
+            opcode,
+            timeout: Duration::ZERO,
+        })
+    }
+
+    /// Runs `C` (completion by event once the EQ exists).
+    fn run<C: Command, B: Backend>(
+        &mut self,
+        be: &B,
+        op_mod: C::OpMod,
+        extra_in: usize,
+        extra_out: usize,
+        fill: impl FnOnce(&mut C::Input<&mut [u8]>) -> Result<()>,
+    ) -> Result<Vec<u8>> {
+        let Control {
+            cmdq, eq, pending, ..
+        } = self;
+        let cmdq = cmdq.as_mut().ok_or(Error::CommandTimeout {
+            command: C::NAME,
+            opcode: C::OPCODE,
+            timeout: Duration::ZERO,
+        })?;
+        let sink = eq.as_mut().map(|eq| EventSink { eq, stash: pending });
+        cmdq.run_with::<C, B, _>(be, sink, op_mod, extra_in, extra_out, fill)
+    }
+
+    /// Runs `C` and wraps its output in the typed view.
+    fn typed<C: Command, B: Backend>(
+        &mut self,
+        be: &B,
+        op_mod: C::OpMod,
+        fill: impl FnOnce(&mut C::Input<&mut [u8]>) -> Result<()>,
+    ) -> Result<C::Output<Vec<u8>>> {
+        let out = self.run::<C, B>(be, op_mod, 0, 0, fill)?;
+        Ok(C::output(out)?)
+    }
+
+    fn satisfy<B: Backend>(&mut self, be: &B, stage: QueryPagesOpMod) -> Result<i32> {
+        let Control { cmdq, pages, .. } = self;
+        let cmdq = cmdq.as_mut().ok_or(Error::CommandTimeout {
+            command: QueryPages::NAME,
+            opcode: QueryPages::OPCODE,
+            timeout: Duration::ZERO,
+        })?;
+        pages.satisfy(be, cmdq, stage)
+    }
+
+    fn apply_pages<B: Backend>(&mut self, be: &B, n: i32) -> Result<()> {
+        let Control {
+            cmdq,
+            eq,
+            pending,
+            pages,
+            ..
+        } = self;
+        let cmdq = cmdq.as_mut().ok_or(Error::CommandTimeout {
+            command: ManagePages::NAME,
+            opcode: ManagePages::OPCODE,
+            timeout: Duration::ZERO,
+        })?;
+        let sink = eq.as_mut().map(|eq| EventSink { eq, stash: pending });
+        pages.apply(be, cmdq, sink, n)
+    }
+}
+
+impl<B: Backend> Hca<B> {
+    /// Brings the device up. On failure everything done so far is undone (every firmware page
+    /// taken back where the device still answers) before the error is returned.
+    pub fn bring_up(be: B, config: &HcaConfig) -> Result<Hca<B>> {
+        wait_ready(&be, config.fw_ready_timeout)?;
+        let s = seg(be.mmio());
+        let fw_version = (s.fw_rev_major(), s.fw_rev_minor(), s.fw_rev_subminor());
+        let cmdq = CmdQueue::new(&be, config.cmd_timeout, config.log_capacity)?;
+        let mut hca = Hca {
+            be,
+            info: DeviceInfo {
+                fw_version,
+                issi: 0,
+                caps: Vec::new(),
+                max_caps: Vec::new(),
+                uar: 0,
+                eqn: 0,
+                pd: 0,
+                transport_domain: 0,
+                resd_lkey: 0,
+            },
+            ctl: Mutex::new(Control {
+                cmdq: Some(cmdq),
+                pages: Pages::new(config.max_firmware_pages),
+                eq: None,
+                done: Done::default(),
+                events: Recent::new(config.log_capacity),
+                pending: Stash::default(),
+            }),
+        };
+        match hca.up(config) {
+            Ok(()) => Ok(hca),
+            Err(e) => {
+                if let Err(e2) = hca.down() {
+                    log::warn!("undoing a failed bring-up also failed: {e2}");
+                }
+                Err(e)
+            }
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Control> {
+        // Control is consistent between commands; a panic elsewhere leaves nothing half-done
+        // that the next command would trip on.
+        self.ctl.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Runs command `C` with no trailing data and returns its typed output (over the output
+    /// bytes). Once the async EQ exists, completion comes by event (other events are kept for
+    /// [`Hca::poll_events`]).
+    pub fn run<C: Command>(
+        &self,
+        op_mod: C::OpMod,
+        fill: impl FnOnce(&mut C::Input<&mut [u8]>),
+    ) -> Result<C::Output<Vec<u8>>> {
+        self.lock().typed::<C, B>(&self.be, op_mod, |i| {
+            fill(i);
+            Ok(())
+        })
+    }
+
+    /// Runs command `C` with `extra_in` bytes of trailing input (page lists) and `extra_out`
+    /// bytes of trailing output; `fill` may fail (a setter's error), and then nothing is sent.
+    pub fn run_extra<C: Command>(
+        &self,
+        op_mod: C::OpMod,
+        extra_in: usize,
+        extra_out: usize,
+        fill: impl FnOnce(&mut C::Input<&mut [u8]>) -> Result<()>,
+    ) -> Result<C::Output<Vec<u8>>> {
+        let out = self
+            .lock()
+            .run::<C, B>(&self.be, op_mod, extra_in, extra_out, fill)?;
+        Ok(C::output(out)?)
+    }
+
+    /// True when commands complete by event (the async EQ exists).
+    pub fn event_mode(&self) -> bool {
+        self.lock().eq.is_some()
+    }
+
+    fn up(&mut self, config: &HcaConfig) -> Result<()> {
+        let be = &self.be;
+        let ctl = self.ctl.get_mut().unwrap_or_else(|e| e.into_inner());
+        ctl.typed::<EnableHca, B>(be, 0, |_| Ok(()))?;
+        ctl.done.enabled = true;
+
+        let issi_out = ctl.typed::<QueryIssi, B>(be, 0, |_| Ok(()))?;
+        // ISSI 1 (the current interface) when offered; bit 1 of the supported mask.
+        let issi = if issi_out.supported_issi_dw0() & 0x2 != 0 {
+            1
+        } else {
+            0
+        };
+        if issi != 0 {
+            ctl.typed::<SetIssi, B>(be, 0, |i| {
+                i.set_current_issi(issi);
+                Ok(())
+            })?;
+        }
+        self.info.issi = issi;
+
+        ctl.satisfy(be, QueryPagesOpMod::Boot)?;
+
+        let query = |ctl: &mut Control, op_mod| -> Result<Vec<u8>> {
+            let out = ctl.typed::<QueryHcaCap, B>(be, op_mod, |_| Ok(()))?;
+            Ok(out.capability().cmd_hca_cap().storage().to_vec())
+        };
+        let max = query(ctl, QueryHcaCapOpMod::GeneralMax)?;
+        let cur = query(ctl, QueryHcaCapOpMod::GeneralCur)?;
+        // Adopt the maximum where the driver needs it: the largest CQE compression and
+        // command-interface checksum are left as they are; the driver turns checksums off
+        // (it does not compute mailbox signatures).
+        let mut set = cur.clone();
+        {
+            let mut caps = CmdHcaCap::new_checked(&mut set[..])?;
+            caps.set_cmdif_checksum_raw(0);
+            let max = CmdHcaCap::new_checked(&max[..])?;
+            caps.set_log_max_qp(max.log_max_qp());
+        }
+        ctl.typed::<SetHcaCap, B>(be, SetHcaCapOpMod::General, |i| {
+            let mut u = i.capability_mut();
+            u.cmd_hca_cap_mut().storage_mut().copy_from_slice(&set);
+            Ok(())
+        })?;
+        self.info.max_caps = max;
+        self.info.caps = query(ctl, QueryHcaCapOpMod::GeneralCur)?;
+
+        ctl.satisfy(be, QueryPagesOpMod::Init)?;
+        ctl.typed::<InitHca, B>(be, 0, |_| Ok(()))?;
+        ctl.done.initialized = true;
+        ctl.satisfy(be, QueryPagesOpMod::Regular)?;
+
+        let version = config.driver_version.clone();
+        ctl.typed::<SetDriverVersion, B>(be, 0, |i| {
+            let mut bytes = [0u8; 64];
+            let v = version.as_bytes();
+            bytes[..v.len().min(63)].copy_from_slice(&v[..v.len().min(63)]);
+            i.set_driver_version(&bytes);
+            Ok(())
+        })?;
+
+        self.info.uar = ctl.typed::<AllocUar, B>(be, 0, |_| Ok(()))?.uar();
+        ctl.done.uar = true;
+
+        let cmdq = ctl.cmdq(CreateEq::NAME, CreateEq::OPCODE)?;
+        let eq = EventQueue::create(
+            be,
+            cmdq,
+            self.info.uar,
+            config.eq_log_size,
+            &[
+                EventType::PageRequest,
+                EventType::PortChange,
+                EventType::Cmd,
+            ],
+        )?;
+        self.info.eqn = eq.eqn();
+        ctl.eq = Some(eq);
+
+        self.info.pd = ctl.typed::<AllocPd, B>(be, 0, |_| Ok(()))?.pd();
+        ctl.done.pd = true;
+        self.info.transport_domain = ctl
+            .typed::<AllocTransportDomain, B>(be, 0, |_| Ok(()))?
+            .transport_domain();
+        ctl.done.td = true;
+        self.info.resd_lkey = ctl
+            .typed::<QuerySpecialContexts, B>(be, 0, |_| Ok(()))?
+            .resd_lkey();
+        Ok(())
+    }
+
+    /// Undoes every completed step, in reverse. Keeps going past failures (reporting the
+    /// first), so that as much as possible is released; frees only memory the device is
+    /// known to be done with, and quarantines the rest.
+    fn down(&mut self) -> Result<()> {
+        let be = &self.be;
+        let ctl = self.ctl.get_mut().unwrap_or_else(|e| e.into_inner());
+        if ctl.cmdq.is_none() {
+            // Already down.
+            return Ok(());
+        }
+        let healthy = seg(be.mmio()).health_syndrome_raw() == 0;
+        let mut first: Option<Error> = None;
+        let mut note = |r: Result<()>| {
+            if let Err(e) = r {
+                log::warn!("teardown: {e}");
+                first.get_or_insert(e);
+            }
+        };
+        let mut quiet = false;
+        if !healthy {
+            // Firmware reported a fatal error: no command completes any more.
+            note(Err(Error::Health {
+                syndrome: seg(be.mmio()).health_syndrome_raw(),
+            }));
+            if let Some(eq) = ctl.eq.take() {
+                eq.abandon();
+            }
+        } else {
+            let info = &self.info;
+            if std::mem::take(&mut ctl.done.td) {
+                let td = info.transport_domain;
+                let r = ctl.run::<DeallocTransportDomain, B>(be, 0, 0, 0, |i| {
+                    i.set_transport_domain(td);
+                    Ok(())
+                });
+                note(r.map(drop));
+            }
+            if std::mem::take(&mut ctl.done.pd) {
+                let pd = info.pd;
+                let r = ctl.run::<DeallocPd, B>(be, 0, 0, 0, |i| {
+                    i.set_pd(pd);
+                    Ok(())
+                });
+                note(r.map(drop));
+            }
+            if let Some(eq) = ctl.eq.take() {
+                // On failure the ring is quarantined.
+                match ctl.cmdq.as_mut() {
+                    Some(cmdq) => note(eq.destroy(be, cmdq)),
+                    None => eq.abandon(),
+                }
+            }
+            if std::mem::take(&mut ctl.done.uar) {
+                let uar = info.uar;
+                let r = ctl.run::<DeallocUar, B>(be, 0, 0, 0, |i| {
+                    i.set_uar(uar);
+                    Ok(())
+                });
+                note(r.map(drop));
+            }
+            if std::mem::take(&mut ctl.done.initialized) {
+                let r = ctl.run::<TeardownHca, B>(be, 0, 0, 0, |i| {
+                    i.set_profile(TeardownHcaProfile::GracefulClose);
+                    Ok(())
+                });
+                note(r.map(drop));
+            }
+            if ctl.pages.held() > 0 {
+                if let Some(cmdq) = ctl.cmdq.as_mut() {
+                    note(ctl.pages.reclaim_all(be, cmdq, None));
+                }
+            }
+            if std::mem::take(&mut ctl.done.enabled) {
+                let r = ctl.run::<DisableHca, B>(be, 0, 0, 0, |_| Ok(()));
+                quiet = r.is_ok();
+                note(r.map(drop));
+            } else {
+                // Never enabled: the function did no DMA.
+                quiet = true;
+            }
+        }
+        // Pages the device did not give back stay out of reach, whatever DISABLE_HCA said.
+        let kept = ctl.pages.quarantine_all();
+        if kept > 0 {
+            log::warn!("teardown: the device kept {kept} firmware pages; quarantined");
+        }
+        if let Some(cmdq) = ctl.cmdq.take() {
+            cmdq.retire(quiet);
+        }
+        let q = be.dma().quarantined();
+        match first {
+            Some(e) => {
+                if q.buffers > 0 {
+                    log::warn!(
+                        "teardown: {} DMA buffers ({} bytes) quarantined",
+                        q.buffers,
+                        q.bytes
+                    );
+                }
+                Err(Error::Teardown {
+                    first: Box::new(e),
+                    buffers: q.buffers,
+                    bytes: q.bytes,
+                })
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// Tears the device down. Returns what the backend holds in quarantine (memory the device
+    /// may still write: never freed while the backend lives), or [`Error::Teardown`] with the
+    /// first failure. (Dropping the handle does the same, logging failures instead.)
+    pub fn teardown(mut self) -> Result<Quarantine> {
+        self.down()?;
+        Ok(self.be.dma().quarantined())
+    }
+
+    /// What bring-up learned.
+    pub fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    /// The backend.
+    pub fn backend(&self) -> &B {
+        &self.be
+    }
+
+    /// The last [`HcaConfig::log_capacity`] commands executed, oldest first, with their
+    /// durations (see [`Hca::commands_run`] for the count of all).
+    pub fn history(&self) -> Vec<Executed> {
+        self.lock()
+            .cmdq
+            .as_ref()
+            .map_or_else(Vec::new, |c| c.history().iter().cloned().collect())
+    }
+
+    /// Commands executed since bring-up started.
+    pub fn commands_run(&self) -> u64 {
+        self.lock().cmdq.as_ref().map_or(0, |c| c.history().total())
+    }
+
+    /// The last [`HcaConfig::log_capacity`] events [`Hca::poll_events`] returned, oldest
+    /// first, and how many it returned in all.
+    pub fn recent_events(&self) -> (Vec<Event>, u64) {
+        let ctl = self.lock();
+        (ctl.events.iter().copied().collect(), ctl.events.total())
+    }
+
+    /// Firmware pages the device holds.
+    pub fn pages_held(&self) -> usize {
+        self.lock().pages.held()
+    }
+
+    /// DMA memory the backend holds in quarantine: buffers the device may still write (a
+    /// command or destroy that never completed or failed), never reused or freed while the
+    /// backend lives.
+    pub fn quarantined(&self) -> Quarantine {
+        self.be.dma().quarantined()
+    }
+
+    /// Reads new events and serves page requests. Returns the events seen (all of them,
+    /// including the page requests already served, and events met while waiting for command
+    /// completions). Every event is recorded even when serving a page request fails; the
+    /// first such failure is then returned (after the rest of the batch was served).
+    pub fn poll_events(&self) -> Result<Vec<Event>> {
+        let mut guard = self.lock();
+        let ctl = &mut *guard;
+        let mut events = ctl.pending.take();
+        match ctl.eq.as_mut() {
+            Some(eq) => events.extend(eq.poll(&self.be)),
+            None => return Ok(events),
+        }
+        let mut first = None;
+        let mut served = 0;
+        while served < events.len() {
+            if let Event::PageRequest { num_pages, .. } = events[served] {
+                if let Err(e) = ctl.apply_pages(&self.be, num_pages) {
+                    log::warn!("serving a page request of {num_pages}: {e}");
+                    first.get_or_insert(e);
+                }
+                // Commands sent meanwhile may have met more events.
+                events.extend(ctl.pending.take());
+            }
+            served += 1;
+        }
+        events.retain(|e| !matches!(e, Event::CommandCompletion { .. }));
+        for e in &events {
+            ctl.events.push(*e);
+        }
+        match first {
+            Some(e) => Err(e),
+            None => Ok(events),
+        }
+    }
+
+    /// The health syndrome the device reports (0 when healthy).
+    pub fn health_syndrome(&self) -> u8 {
+        seg(self.be.mmio()).health_syndrome_raw()
+    }
+
+    /// The device's health: an error when firmware reports a health syndrome.
+    pub fn check_health(&self) -> Result<()> {
+        match self.health_syndrome() {
+            0 => Ok(()),
+            syndrome => Err(Error::Health { syndrome }),
+        }
+    }
+}
+
+impl<B: Backend> Drop for Hca<B> {
+    fn drop(&mut self) {
+        if let Err(e) = self.down() {
+            log::warn!("tearing the HCA down on drop: {e}");
+        }
+    }
+}

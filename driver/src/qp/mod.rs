@@ -1,0 +1,524 @@
+//! Reliable-connected queue pairs whose state machine is enforced at compile time.
+//!
+//! A `Qp<'h, B, S>` belongs to HCA `'h` and is in state `S` ([`Reset`], [`Init`], [`Rtr`],
+//! [`Rts`], [`ErrorState`]); the transitions ([`states`]) exist only on the states they start
+//! from, so a QP in RESET has no `to_rts` (`driver/tests/ui/qp_wrong_state.rs` is the
+//! compile-fail case). A QP reports to CQs of its own HCA (another's is refused with
+//! [`Error::ForeignResource`]) and keeps them alive; work requests ([`post`]) move their
+//! regions into the QP until their completion comes back through [`Qp::complete`].
+//!
+//! Dropping a QP destroys it; regions still posted are dropped with it. If the destroy fails
+//! the device may still use the queue, its CQs and the posted regions: all of their memory
+//! is quarantined instead of freed.
+
+pub mod post;
+pub mod states;
+
+pub use post::{AcceptsReceives, RemoteAddr, SendOp, SendRequest, MAX_INLINE, MAX_INLINE_RDMA};
+pub use states::{
+    ErrorState, Init, InitParams, Moved, RemoteAccess, Reset, RocePath, Rtr, RtrParams, Rts,
+    RtsParams,
+};
+
+use crate::backend::{Backend, DmaAlloc};
+use crate::cq::{Completion, Cq, Shared};
+use crate::doorbell::SendDoorbell;
+use crate::error::{Error, Result};
+use crate::hca::Hca;
+use crate::mr::Region;
+use crate::undo::{Kind, Object};
+use mlx5_prm::cmd::*;
+use mlx5_prm::rt::{Command, View};
+use mlx5_prm::{CqeOpcode, CreateQpOut, QpPmState, QpRqType, QpServiceType, QP_STATE_MACHINE};
+use std::collections::VecDeque;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+/// Geometry of a new QP.
+#[derive(Debug, Clone)]
+pub struct QpConfig {
+    /// log2 of the send queue's WQEBBs (64 bytes each).
+    pub log_sq_size: u8,
+    /// log2 of the receive queue's entries.
+    pub log_rq_size: u8,
+    /// log2 of a receive entry's size in 16-byte units (scatter entries per receive).
+    pub log_rq_stride: u8,
+}
+
+/// A queue pair of HCA `'h` in state `S`. (Boxed inside, so moving it between states is
+/// cheap.)
+pub struct Qp<'h, B: Backend, S> {
+    inner: Box<Inner<'h, B>>,
+    _state: PhantomData<S>,
+}
+
+/// What a QP is, whatever its state. Fields drop in order: the QP (destroyed by `Drop`),
+/// then the regions still posted, then the CQs.
+struct Inner<'h, B: Backend> {
+    /// The QP object; memory: 0 the buffer (RQ then SQ), 1 the doorbell record.
+    object: Object<'h, B>,
+    qpn: u32,
+    config: QpConfig,
+    work: Work<'h, B>,
+    send_cq: Arc<Shared<'h, B>>,
+    recv_cq: Arc<Shared<'h, B>>,
+}
+
+/// The rings' producer counters and the work requests the device holds.
+struct Work<'h, B: Backend> {
+    /// The send doorbell (UAR page, next BlueFlame half).
+    doorbell: SendDoorbell,
+    /// Send WQEBBs posted (wraps at 16 bits in the doorbell record).
+    sq_pi: u32,
+    /// Receive WQEs posted.
+    rq_pi: u32,
+    /// Copy single-WQEBB requests whole into the BlueFlame register (saves the device a read).
+    blueflame: bool,
+    sends: VecDeque<PostedSend<'h, B>>,
+    recvs: VecDeque<PostedRecv<'h, B>>,
+}
+
+struct PostedSend<'h, B: Backend> {
+    id: u64,
+    wqe_index: u16,
+    region: Option<Region<'h, B>>,
+}
+
+struct PostedRecv<'h, B: Backend> {
+    id: u64,
+    region: Region<'h, B>,
+}
+
+/// A finished work request: its identifier, its buffer back, and how it ended.
+#[derive(Debug)]
+pub struct Done<'h, B: Backend> {
+    /// The caller's identifier.
+    pub id: u64,
+    /// The buffer, back in the caller's hands.
+    pub region: Option<Region<'h, B>>,
+    /// The completion (`None` for unsignaled requests finished by a later one).
+    pub completion: Option<Completion>,
+}
+
+impl<B: Backend> Inner<'_, B> {
+    /// Destroys the QP (once). On failure the device may still use everything the QP names:
+    /// its CQs and the regions posted to it are marked for quarantine.
+    fn destroy(&mut self) -> Result<()> {
+        let r = self.object.destroy();
+        if r.is_err() {
+            self.send_cq.taint();
+            self.recv_cq.taint();
+            for s in &self.work.sends {
+                if let Some(region) = &s.region {
+                    region.taint();
+                }
+            }
+            for r in &self.work.recvs {
+                r.region.taint();
+            }
+        }
+        r
+    }
+}
+
+impl<B: Backend> Drop for Inner<'_, B> {
+    fn drop(&mut self) {
+        if let Err(e) = self.destroy() {
+            log::warn!("destroying QP 0x{:x} on drop: {e}", self.qpn);
+        }
+    }
+}
+
+impl<'h, B: Backend, S> Qp<'h, B, S> {
+    /// The QP number.
+    pub fn qpn(&self) -> u32 {
+        self.inner.qpn
+    }
+
+    /// The HCA it belongs to.
+    pub fn hca(&self) -> &'h Hca<B> {
+        self.inner.object.hca()
+    }
+
+    /// The configuration it was created with.
+    pub fn config(&self) -> &QpConfig {
+        &self.inner.config
+    }
+
+    fn into_state<T>(self) -> Qp<'h, B, T> {
+        Qp {
+            inner: self.inner,
+            _state: PhantomData,
+        }
+    }
+
+    fn rq_bytes(&self) -> usize {
+        (1usize << self.inner.config.log_rq_size) * (16usize << self.inner.config.log_rq_stride)
+    }
+
+    /// Hands a completion of this QP to it: returns the finished work requests (a signaled
+    /// send also finishes the unsignaled ones posted before it) with their buffers. Values the
+    /// device wrote are checked: a completion for a WQE the QP does not have outstanding is an
+    /// error, not a guess.
+    pub fn complete(&mut self, c: Completion) -> Result<Vec<Done<'h, B>>> {
+        if c.qpn != self.inner.qpn {
+            return Err(Error::InvalidArgument {
+                what: "complete",
+                why: format!(
+                    "completion for QP 0x{:x} handed to QP 0x{:x}",
+                    c.qpn, self.inner.qpn
+                ),
+            });
+        }
+        let requester = c.opcode == CqeOpcode::Req.raw() || c.opcode == CqeOpcode::ReqErr.raw();
+        if requester {
+            let Some(pos) = self
+                .inner
+                .work
+                .sends
+                .iter()
+                .position(|p| p.wqe_index == c.wqe_counter)
+            else {
+                return Err(Error::BadDeviceValue {
+                    command: "cqe",
+                    what: format!(
+                        "send completion for WQE {} which is not outstanding",
+                        c.wqe_counter
+                    ),
+                });
+            };
+            let mut done: Vec<Done<'h, B>> = self
+                .inner
+                .work
+                .sends
+                .drain(..=pos)
+                .map(|p| Done {
+                    id: p.id,
+                    region: p.region,
+                    completion: None,
+                })
+                .collect();
+            if let Some(last) = done.last_mut() {
+                last.completion = Some(c);
+            }
+            Ok(done)
+        } else {
+            // Receives complete in the order they were posted.
+            let Some(p) = self.inner.work.recvs.pop_front() else {
+                return Err(Error::BadDeviceValue {
+                    command: "cqe",
+                    what: "receive completion with no receive outstanding".into(),
+                });
+            };
+            if c.status.is_ok() && c.byte_cnt as usize > p.region.len() {
+                return Err(Error::BadDeviceValue {
+                    command: "cqe",
+                    what: format!(
+                        "received {} bytes into a {}-byte buffer",
+                        c.byte_cnt,
+                        p.region.len()
+                    ),
+                });
+            }
+            Ok(vec![Done {
+                id: p.id,
+                region: Some(p.region),
+                completion: Some(c),
+            }])
+        }
+    }
+
+    /// Turns BlueFlame copies on or off: with it on, a request that fits one WQEBB is copied
+    /// whole to the BlueFlame register instead of ringing with its first 8 bytes.
+    pub fn set_blueflame(&mut self, on: bool) {
+        self.inner.work.blueflame = on;
+    }
+
+    /// Sends outstanding and receives posted.
+    pub fn outstanding(&self) -> (usize, usize) {
+        (self.inner.work.sends.len(), self.inner.work.recvs.len())
+    }
+
+    /// Runs a transition command; on failure the QP comes back unchanged. (The one way
+    /// [`states`] moves a QP.)
+    fn transition<C, T>(
+        self,
+        fill: impl FnOnce(&mut C::Input<&mut [u8]>),
+    ) -> std::result::Result<Qp<'h, B, T>, (Error, Qp<'h, B, S>)>
+    where
+        C: Command<OpMod = u16>,
+    {
+        debug_assert!(
+            QP_STATE_MACHINE.by_opcode(C::OPCODE).is_some(),
+            "{} is a QP transition",
+            C::NAME
+        );
+        match self.hca().run::<C>(0, fill) {
+            Ok(_) => Ok(self.into_state()),
+            Err(e) => Err((e, self)),
+        }
+    }
+
+    /// The state the device reports (QUERY_QP).
+    pub fn query_state(&self) -> Result<mlx5_prm::QpState> {
+        let qpn = self.inner.qpn;
+        let out = self.hca().run::<QueryQp>(0, |i| i.set_qpn(qpn))?;
+        let ctx = out.qpc();
+        ctx.state().map_err(|e| Error::BadDeviceValue {
+            command: QueryQp::NAME,
+            what: e.to_string(),
+        })
+    }
+
+    /// Destroys the QP and frees its buffers; regions still posted are dropped with it. If
+    /// the destroy fails, the memory the device may still use (the QP's, its CQs', the posted
+    /// regions') is quarantined and the error returned. (Dropping the QP does the same,
+    /// logging the failure.)
+    pub fn destroy(mut self) -> Result<()> {
+        self.inner.destroy()
+    }
+}
+
+impl<'h, B: Backend> Qp<'h, B, Reset> {
+    /// Creates an RC QP reporting sends to `send_cq` and receives to `recv_cq` (which must be
+    /// CQs of `hca`): a receive queue followed by a send queue in one page-aligned buffer, and
+    /// a doorbell record.
+    pub fn create(
+        hca: &'h Hca<B>,
+        send_cq: &Cq<'h, B>,
+        recv_cq: &Cq<'h, B>,
+        config: &QpConfig,
+    ) -> Result<Qp<'h, B, Reset>> {
+        for cq in [send_cq, recv_cq] {
+            if !std::ptr::eq(cq.hca(), hca) {
+                return Err(Error::ForeignResource {
+                    what: "cq",
+                    owner: "HCA",
+                });
+            }
+        }
+        if config.log_sq_size > 15 || config.log_rq_size > 15 || config.log_rq_stride > 6 {
+            return Err(Error::InvalidArgument {
+                what: "qp config",
+                why: format!("{config:?} (log sizes up to 15, stride up to 6)"),
+            });
+        }
+        let rq_bytes = (1usize << config.log_rq_size) * (16usize << config.log_rq_stride);
+        let sq_bytes = (1usize << config.log_sq_size) * 64;
+        let bytes = (rq_bytes + sq_bytes).div_ceil(4096) * 4096;
+        let be = hca.backend();
+        // Until the QP exists the memory is only the driver's: freed (dropped) on error.
+        let buf = be.dma().alloc(bytes, 4096)?;
+        let dbrec = be.dma().alloc(64, 64)?;
+        let pages: Vec<u64> = (0..bytes / 4096)
+            .map(|p| buf.iova() + (p * 4096) as u64)
+            .collect();
+        let (pd, uar, dbr) = (hca.info().pd, hca.info().uar, dbrec.iova());
+        let (scq, rcq) = (send_cq.cqn(), recv_cq.cqn());
+        let c = config.clone();
+        let out = hca.run_extra::<CreateQp>(0, pages.len() * 8, 0, |i| {
+            let mut q = i.qpc_mut();
+            q.set_st(QpServiceType::Rc);
+            q.set_pm_state(QpPmState::Migrated);
+            q.try_set_pd(pd)?;
+            q.try_set_uar_page(uar)?;
+            q.try_set_log_sq_size(c.log_sq_size)?;
+            q.try_set_log_rq_size(c.log_rq_size)?;
+            q.try_set_log_rq_stride(c.log_rq_stride)?;
+            q.set_rq_type(QpRqType::Regular);
+            q.try_set_cqn_snd(scq)?;
+            q.try_set_cqn_rcv(rcq)?;
+            q.set_log_page_size(0);
+            q.set_dbr_addr(dbr);
+            for (k, p) in pages.iter().enumerate() {
+                i.set_pas(k, *p)?;
+            }
+            Ok(())
+        })?;
+        let qpn = out.qpn();
+        Ok(Qp {
+            inner: Box::new(Inner {
+                object: Object::new(hca, Kind::Qp(qpn), vec![buf, dbrec]),
+                qpn,
+                config: config.clone(),
+                work: Work {
+                    doorbell: SendDoorbell::new(uar),
+                    sq_pi: 0,
+                    rq_pi: 0,
+                    blueflame: false,
+                    sends: VecDeque::new(),
+                    recvs: VecDeque::new(),
+                },
+                send_cq: send_cq.shared().clone(),
+                recv_cq: recv_cq.shared().clone(),
+            }),
+            _state: PhantomData,
+        })
+    }
+}
+
+const _: () = assert!(<CreateQpOut<[u8; 16]> as View<[u8; 16]>>::SIZE == 16);
+
+#[cfg(all(test, feature = "sim"))]
+mod tests {
+    use super::*;
+    use crate::backend::sim::SimBackend;
+    use crate::mr::Access;
+    use crate::HcaConfig;
+    use mlx5_prm::rt::Bytes;
+    use mlx5_prm::{QpMtu, SendOpcode, WqeCompletionMode, WqeCtrlSeg, WqeDataSeg, WqeRaddrSeg};
+
+    fn up() -> (Hca<SimBackend>, std::sync::Arc<mlx5_sim::Device>) {
+        let (be, dev) = SimBackend::new(mlx5_sim::Config::default());
+        (Hca::bring_up(be, &HcaConfig::default()).unwrap(), dev)
+    }
+
+    /// Brings a QP on `cq` to RTS, connected to itself (control path only).
+    fn rts<'h>(hca: &'h Hca<SimBackend>, cq: &Cq<'h, SimBackend>) -> Qp<'h, SimBackend, Rts> {
+        let config = QpConfig {
+            log_sq_size: 4,
+            log_rq_size: 4,
+            log_rq_stride: 1,
+        };
+        let qp = Qp::create(hca, cq, cq, &config).unwrap();
+        let qpn = qp.qpn();
+        let init = InitParams {
+            port: 1,
+            pkey_index: 0,
+            access: RemoteAccess::default(),
+        };
+        let qp = qp.to_init(&init).map_err(|(e, _)| e).unwrap();
+        let rtr = RtrParams {
+            mtu: QpMtu::Mtu1k,
+            log_msg_max: 20,
+            remote_qpn: qpn,
+            next_rcv_psn: 0,
+            log_rra_max: 1,
+            min_rnr_nak: 1,
+            path: RocePath {
+                rmac: [2, 0, 0, 0, 0, 1],
+                rgid: [0; 16],
+                src_addr_index: 0,
+                hop_limit: 64,
+                port: 1,
+            },
+        };
+        let qp = qp.to_rtr(&rtr).map_err(|(e, _)| e).unwrap();
+        let rts = RtsParams {
+            next_send_psn: 0,
+            retry_count: 7,
+            rnr_retry: 7,
+            log_sra_max: 1,
+            ack_timeout: 14,
+        };
+        qp.to_rts(&rts).map_err(|(e, _)| e).unwrap()
+    }
+
+    #[test]
+    fn a_send_wqe_is_laid_out_as_the_prm_says_and_rung_in_order() {
+        let (hca, dev) = up();
+        let cq = Cq::create(&hca, 6).unwrap();
+        let mut qp = rts(&hca, &cq);
+        let access = Access {
+            local_write: true,
+            ..Access::default()
+        };
+        let region = Region::register(&hca, 256, access).unwrap();
+        let (lkey, addr) = (region.lkey(), region.addr());
+        let remote = RemoteAddr {
+            addr: 0x1234_5000,
+            rkey: 0x77,
+        };
+        qp.post_send(SendRequest {
+            id: 7,
+            op: SendOp::Write(remote),
+            region: Some(region),
+            len: Some(100),
+            signaled: true,
+            inline: None,
+        })
+        .map_err(|(e, _)| e)
+        .unwrap();
+        let at = qp.rq_bytes();
+        let buf = qp.inner.object.memory(0);
+        let ctrl = WqeCtrlSeg::new_unchecked(buf.slice(at, 16));
+        assert_eq!(ctrl.opcode(), Ok(SendOpcode::RdmaWrite));
+        assert_eq!((ctrl.wqe_index(), ctrl.qpn(), ctrl.ds()), (0, qp.qpn(), 3));
+        assert_eq!(ctrl.ce(), Ok(WqeCompletionMode::CqUpdate));
+        let raddr = WqeRaddrSeg::new_unchecked(buf.slice(at + 16, 16));
+        assert_eq!((raddr.raddr(), raddr.rkey()), (0x1234_5000, 0x77));
+        let data = WqeDataSeg::new_unchecked(buf.slice(at + 32, 16));
+        assert_eq!(
+            (data.byte_count(), data.lkey(), data.addr()),
+            (100, lkey, addr)
+        );
+        // The doorbell record holds the new producer counter; the UAR write carries the WQE's
+        // first 8 bytes.
+        let record = qp.inner.object.memory(1);
+        assert_eq!(record.slice(0, 8).read_be32(4) & 0xffff, 1);
+        assert_eq!(
+            dev.last_send_doorbell(hca.info().uar),
+            Some(buf.slice(at, 8).read_be64(0))
+        );
+        assert_eq!(qp.outstanding(), (1, 0));
+    }
+
+    #[test]
+    fn completions_are_checked_before_buffers_come_back() {
+        let (hca, _dev) = up();
+        let cq = Cq::create(&hca, 6).unwrap();
+        let mut qp = rts(&hca, &cq);
+        for id in 0..3 {
+            let region = Region::register(&hca, 64, Access::default()).unwrap();
+            let req = SendRequest {
+                id,
+                op: SendOp::Send,
+                region: Some(region),
+                len: None,
+                signaled: id == 2,
+                inline: None,
+            };
+            qp.post_send(req).map_err(|(e, _)| e).unwrap();
+        }
+        let c = Completion {
+            opcode: CqeOpcode::Req.raw(),
+            qpn: qp.qpn(),
+            wqe_counter: 9,
+            byte_cnt: 0,
+            immediate: 0,
+            status: Ok(()),
+        };
+        assert!(
+            qp.complete(c).is_err(),
+            "a WQE index that is not outstanding is refused"
+        );
+        let other = Completion {
+            qpn: qp.qpn() + 1,
+            wqe_counter: 2,
+            ..c
+        };
+        assert!(
+            qp.complete(other).is_err(),
+            "another QP's completion is refused"
+        );
+        // The signaled third request finishes the two unsignaled ones before it.
+        let done = qp
+            .complete(Completion {
+                wqe_counter: 2,
+                ..c
+            })
+            .unwrap();
+        assert_eq!(done.iter().map(|d| d.id).collect::<Vec<_>>(), [0, 1, 2]);
+        assert!(done.iter().all(|d| d.region.is_some()));
+        assert!(done[2].completion.is_some() && done[0].completion.is_none());
+        assert_eq!(qp.outstanding(), (0, 0));
+        let recv = Completion {
+            opcode: CqeOpcode::RespSend.raw(),
+            ..c
+        };
+        assert!(
+            qp.complete(recv).is_err(),
+            "a receive completion with nothing posted is refused"
+        );
+    }
+}
