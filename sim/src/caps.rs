@@ -1,14 +1,19 @@
-//! The capability profile: the maximum and current values of the three capability pages the
-//! model answers QUERY_HCA_CAP for (general, Ethernet offloads, RoCE), and which fields
+//! The capability profile: the maximum and current values of the capability pages the model
+//! answers QUERY_HCA_CAP for (general, Ethernet offloads, atomic, RoCE), and which fields
 //! SET_HCA_CAP may change.
 //!
 //! Pages are kept as the generated owned views, so a test builds a profile with the same typed
-//! setters a driver reads it with (`caps.general_max.set_log_max_qp(10)`).
+//! setters a driver reads it with (`caps.general_max.set_log_max_qp(10)`). Two profiles come
+//! ready: [`Caps::connectx5`], an Ethernet ConnectX-5 with RoCE (the in-process driver's
+//! device), and [`Caps::connectx5_probe_only`], the same adapter with its port in InfiniBand
+//! mode, under which Linux's `mlx5_core` finishes its probe without starting its Ethernet
+//! driver (see `docs/linux-probe.md`).
 
 use mlx5_prm::rt::{self, Field};
 use mlx5_prm::{
-    CmdHcaCap, EthWqeInlineModeCap, HcaCmdifChecksum, HcaGidTableSize, HcaPkeyTableSize,
-    HcaPortType, HcaTsFormatCap, PerProtocolNetworkingOffloadCaps, RoceCap,
+    AtomicCaps, AtomicEndiannessMode, CmdHcaCap, EthWqeInlineModeCap, HcaCapType, HcaCmdifChecksum,
+    HcaGidTableSize, HcaPkeyTableSize, HcaPortType, HcaTsFormatCap,
+    PerProtocolNetworkingOffloadCaps, RoceCap,
 };
 
 /// What SET_HCA_CAP accepts for a settable field.
@@ -69,12 +74,18 @@ pub struct Caps {
     pub eth_max: PerProtocolNetworkingOffloadCaps,
     /// Ethernet offload capabilities, current values.
     pub eth_cur: PerProtocolNetworkingOffloadCaps,
+    /// Atomic operation capabilities (type 3), maximum values.
+    pub atomic_max: AtomicCaps,
+    /// Atomic operation capabilities, current values.
+    pub atomic_cur: AtomicCaps,
     /// RoCE capabilities (type 4), maximum values.
     pub roce_max: RoceCap,
     /// RoCE capabilities, current values.
     pub roce_cur: RoceCap,
     /// General fields SET_HCA_CAP may change; it leaves the others as they are.
     pub general_settable: Vec<Settable>,
+    /// Atomic fields SET_HCA_CAP may change.
+    pub atomic_settable: Vec<Settable>,
     /// RoCE fields SET_HCA_CAP may change.
     pub roce_settable: Vec<Settable>,
 }
@@ -158,6 +169,11 @@ impl Caps {
         g.set_num_of_uars_per_page(1);
         g.set_num_vhca_ports(1);
         g.set_sw_owner_id(true);
+        // The capability-mask registers (PCAM, MCAM, QCAM) list exactly the registers and
+        // features the model implements.
+        g.set_pcam_reg(true);
+        g.set_mcam_reg(true);
+        g.set_qcam_reg(true);
 
         let mut cur = g;
         cur.set_cmdif_checksum(HcaCmdifChecksum::InitialState);
@@ -203,11 +219,21 @@ impl Caps {
         let mut roce_cur = roce;
         roce_cur.set_sw_r_roce_src_udp_port(false);
 
+        // Compare-and-swap and fetch-and-add on 8-byte operands, big-endian (the model's RC
+        // atomics work on network-order operands and cannot switch to host order).
+        let mut atomic = AtomicCaps::zeroed();
+        atomic.set_atomic_req_8b_endianness_mode(AtomicEndiannessMode::BigEndian);
+        atomic.set_supported_atomic_req_8b_endianness_mode_1(false);
+        atomic.set_atomic_operations(0b11);
+        atomic.set_atomic_size_qp(1 << 3);
+
         Caps {
             general_max: g,
             general_cur: cur,
             eth_max: eth,
             eth_cur: eth,
+            atomic_max: atomic,
+            atomic_cur: atomic,
             roce_max: roce,
             roce_cur,
             general_settable: vec![
@@ -227,8 +253,77 @@ impl Caps {
                 Settable::at_most_max(CmdHcaCap::NUM_VHCA_PORTS),
                 Settable::at_most_max(CmdHcaCap::DISABLE_LINK_UP),
             ],
-            roce_settable: vec![Settable::at_most_max(RoceCap::SW_R_ROCE_SRC_UDP_PORT)],
+            atomic_settable: vec![Settable::at_most_max(
+                AtomicCaps::ATOMIC_REQ_8B_ENDIANNESS_MODE,
+            )],
+            roce_settable: vec![
+                Settable::at_most_max(RoceCap::SW_R_ROCE_SRC_UDP_PORT),
+                Settable::at_most_max(RoceCap::QP_OOO_TRANSMIT_DEFAULT),
+            ],
         }
+    }
+
+    /// The ConnectX-5 of [`Caps::connectx5`] with its port in InfiniBand mode: the profile a
+    /// Linux guest probes. `mlx5_core` 6.12 starts its Ethernet driver only on an Ethernet
+    /// port (`mlx5_eth_supported` in `dev.c`), and any other missing Ethernet capability
+    /// makes it warn; on an InfiniBand port it skips Ethernet silently, and the only other
+    /// auxiliary device it adds (`rdma`) belongs to `mlx5_ib`, a separate module. With the
+    /// port in InfiniBand mode the Ethernet-only features are off: Ethernet offloads, RoCE,
+    /// NIC flow tables (so the Ethernet and flow-table capability pages are not queried and
+    /// flow steering creates no tables). The timeouts Linux reads in this mode are in
+    /// [`Config::linux_probe_only`](crate::Config::linux_probe_only).
+    pub fn connectx5_probe_only() -> Caps {
+        let mut caps = Caps::connectx5();
+        for g in [&mut caps.general_max, &mut caps.general_cur] {
+            g.set_port_type(HcaPortType::Ib);
+            g.set_eth_net_offloads(false);
+            g.set_roce(false);
+            g.set_nic_flow_table(false);
+            // Also reported by the DTOR register this profile comes with.
+            g.set_dtor(true);
+        }
+        caps
+    }
+
+    /// The (maximum, current) pages of capability type `ty`, if the profile has that page and
+    /// the general maximum values say the device supports it.
+    pub(crate) fn pages(&self, ty: HcaCapType) -> Option<(&[u8], &[u8])> {
+        let g = &self.general_max;
+        Some(match ty {
+            HcaCapType::General => (self.general_max.storage(), self.general_cur.storage()),
+            HcaCapType::EthernetOffloads if g.eth_net_offloads() => {
+                (self.eth_max.storage(), self.eth_cur.storage())
+            }
+            HcaCapType::Atomic if g.atomic() => {
+                (self.atomic_max.storage(), self.atomic_cur.storage())
+            }
+            HcaCapType::Roce if g.roce() => (self.roce_max.storage(), self.roce_cur.storage()),
+            _ => return None,
+        })
+    }
+
+    /// The fields of type `ty` SET_HCA_CAP may change, the page of maximum values and the
+    /// current page to change; `None` for types that cannot be set.
+    pub(crate) fn settable(&mut self, ty: HcaCapType) -> Option<(&[Settable], &[u8], &mut [u8])> {
+        let g = &self.general_max;
+        Some(match ty {
+            HcaCapType::General => (
+                &self.general_settable[..],
+                self.general_max.storage(),
+                self.general_cur.storage_mut(),
+            ),
+            HcaCapType::Atomic if g.atomic() => (
+                &self.atomic_settable[..],
+                self.atomic_max.storage(),
+                self.atomic_cur.storage_mut(),
+            ),
+            HcaCapType::Roce if g.roce() => (
+                &self.roce_settable[..],
+                self.roce_max.storage(),
+                self.roce_cur.storage_mut(),
+            ),
+            _ => return None,
+        })
     }
 }
 

@@ -26,9 +26,10 @@ pub(crate) enum Served {
     NotOwned,
     /// Fault injection: the entry stays with the device forever.
     Hung,
-    /// Returned with a delivery error; the command did not run.
-    Rejected(CmdDeliveryStatus),
-    /// The command ran and the entry was returned.
+    /// Returned with a delivery error; the command did not run. The entry's 16 inline input
+    /// bytes come along (for the host's trace).
+    Rejected(CmdDeliveryStatus, [u8; INLINE]),
+    /// The command ran and the entry was returned; the output is cut to what was written.
     Done(Executed),
 }
 
@@ -55,7 +56,7 @@ pub(crate) fn serve(
         return Served::Hung;
     }
     match check_and_run(m, dma, faults, &entry, &inline) {
-        Ok((executed, out_blocks)) => {
+        Ok((mut executed, out_blocks)) => {
             write_output(
                 dma,
                 &mut window,
@@ -64,11 +65,13 @@ pub(crate) fn serve(
                 entry.output_length(),
             );
             give_back(&mut window, CmdDeliveryStatus::Ok);
+            let written = (entry.output_length() as usize).max(INLINE);
+            executed.output.truncate(written);
             Served::Done(executed)
         }
         Err(status) => {
             give_back(&mut window, status);
-            Served::Rejected(status)
+            Served::Rejected(status, inline)
         }
     }
 }

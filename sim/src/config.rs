@@ -1,8 +1,9 @@
 //! How a [`Device`](crate::Device) is built: firmware timing, execution mode, capabilities,
-//! page demands and initial faults.
+//! page demands, the timeouts firmware reports, and initial faults.
 
 use crate::caps::Caps;
 use crate::dma::DmaBacking;
+use mlx5_prm::TimeoutUnit;
 use std::time::Duration;
 
 /// When the firmware finishes initializing, i.e. when the `initializing` bit of the
@@ -45,6 +46,94 @@ pub struct Faults {
     pub page_request_storm: Option<(u32, i32)>,
 }
 
+/// One firmware timeout as the PRM encodes it: a value and its unit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeout {
+    /// The unit of `value`.
+    pub unit: TimeoutUnit,
+    /// The timeout in `unit`s (20 bits; larger values are cut to 20 bits).
+    pub value: u32,
+}
+
+impl Timeout {
+    /// `value` milliseconds.
+    pub const fn ms(value: u32) -> Timeout {
+        Timeout {
+            unit: TimeoutUnit::Milliseconds,
+            value,
+        }
+    }
+
+    /// `value` seconds.
+    pub const fn s(value: u32) -> Timeout {
+        Timeout {
+            unit: TimeoutUnit::Seconds,
+            value,
+        }
+    }
+
+    /// The 32-bit encoding of the initialization segment and of DTOR entries: the unit in
+    /// bits 31:29, the value in bits 19:0.
+    pub fn encode(self) -> u32 {
+        (u32::from(self.unit.raw()) << 29) | (self.value & 0xf_ffff)
+    }
+}
+
+/// The timeouts firmware reports: the two in the initialization segment (0xff8, 0xffc) and
+/// the DTOR register's. When a device reports them (non-zero `cmd_q_init`), Linux reads DTOR
+/// and uses these values instead of its own defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    /// Command execution (initialization segment 0xff8).
+    pub cmd_exec: Timeout,
+    /// Firmware initialization after the command queue address is written (0xffc).
+    pub cmd_q_init: Timeout,
+    /// DTOR pcie_toggle_to.
+    pub pcie_toggle: Timeout,
+    /// DTOR health_poll_to: the interval of the driver's health poll.
+    pub health_poll: Timeout,
+    /// DTOR full_crdump_to.
+    pub full_crdump: Timeout,
+    /// DTOR fw_reset_to.
+    pub fw_reset: Timeout,
+    /// DTOR flush_on_err_to.
+    pub flush_on_err: Timeout,
+    /// DTOR pci_sync_update_to.
+    pub pci_sync_update: Timeout,
+    /// DTOR tear_down_to.
+    pub tear_down: Timeout,
+    /// DTOR fsm_reactivate_to.
+    pub fsm_reactivate: Timeout,
+    /// DTOR reclaim_pages_to.
+    pub reclaim_pages: Timeout,
+    /// DTOR reclaim_vfs_pages_to.
+    pub reclaim_vfs_pages: Timeout,
+    /// DTOR reset_unload_to.
+    pub reset_unload: Timeout,
+}
+
+impl Default for Timeouts {
+    /// Values of the order ConnectX firmware reports; the model itself finishes every
+    /// operation well within them.
+    fn default() -> Self {
+        Timeouts {
+            cmd_exec: Timeout::s(60),
+            cmd_q_init: Timeout::s(2),
+            pcie_toggle: Timeout::ms(2000),
+            health_poll: Timeout::ms(2000),
+            full_crdump: Timeout::s(60),
+            fw_reset: Timeout::s(60),
+            flush_on_err: Timeout::ms(2000),
+            pci_sync_update: Timeout::ms(5000),
+            tear_down: Timeout::ms(3000),
+            fsm_reactivate: Timeout::ms(5000),
+            reclaim_pages: Timeout::ms(5000),
+            reclaim_vfs_pages: Timeout::s(120),
+            reset_unload: Timeout::s(300),
+        }
+    }
+}
+
 /// Everything a [`Device`](crate::Device) is built from.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -65,6 +154,28 @@ pub struct Config {
     /// Where DMA memory comes from: allocated by the model for a driver in this process (the
     /// default), or mapped by a host from outside (a vfio-user server and its guest's RAM).
     pub dma: DmaBacking,
+    /// The timeouts firmware reports; `None`: the initialization segment's timeout words
+    /// read 0 (the driver keeps its defaults) and DTOR is not implemented.
+    pub timeouts: Option<Timeouts>,
+}
+
+impl Config {
+    /// The device a Linux guest's `mlx5_core` probes: the
+    /// [`Caps::connectx5_probe_only`] profile (port in InfiniBand mode, so the Ethernet
+    /// driver is not started), the timeouts of [`Timeouts::default`] (so Linux also reads
+    /// DTOR), and page demands of a few hundred KiB. The regular demand is announced with a
+    /// page-request event once the driver has an EQ for them, as Linux never asks for it
+    /// with QUERY_PAGES.
+    pub fn linux_probe_only() -> Config {
+        Config {
+            caps: Caps::connectx5_probe_only(),
+            timeouts: Some(Timeouts::default()),
+            boot_pages: 16,
+            init_pages: 48,
+            regular_pages: 64,
+            ..Config::default()
+        }
+    }
 }
 
 impl Default for Config {
@@ -78,6 +189,7 @@ impl Default for Config {
             regular_pages: 64,
             faults: Faults::default(),
             dma: DmaBacking::default(),
+            timeouts: None,
         }
     }
 }

@@ -12,9 +12,10 @@ use crate::faults::FaultInjector;
 use crate::frames::Frames;
 use crate::inventory::Objects;
 use crate::model::Model;
+use crate::observe::{CommandObserver, CommandTrace, Observer, UnimplementedCommands};
 use crate::pcap::Capture;
 use crate::record::CommandRecord;
-use crate::regs::{RegWrite, Regs};
+use crate::regs::{HealthError, RegWrite, Regs};
 use crate::session::{lock, Session, SinkSlot};
 use crate::wire::Link;
 use crate::worker::{Job, Worker};
@@ -54,6 +55,8 @@ pub(crate) struct Core {
     /// the lock when none does.
     capture: Mutex<Option<Capture>>,
     capturing: AtomicBool,
+    /// The host's command observer, if any.
+    observer: Observer,
 }
 
 /// What a UAR write was, for the work that follows it.
@@ -232,7 +235,9 @@ impl Core {
     }
 
     /// Serves the command queue entries whose bits are set in `vector`, lowest first. Nothing
-    /// is served while firmware is initializing or has reported a health syndrome.
+    /// is served while firmware is initializing or has reported a health syndrome. A served
+    /// entry is announced on the command EQ that existed when it was handed over, and shown
+    /// to the host's observer once the model is unlocked.
     pub(crate) fn ring(&self, vector: u32) {
         for slot in (0..32).filter(|slot| vector >> slot & 1 == 1) {
             let geometry = {
@@ -249,25 +254,78 @@ impl Core {
                 .base
                 .wrapping_add(u64::from(slot) * geometry.stride);
             let mut m = self.model();
-            match cmdq::serve(&mut m, &self.dma, &self.faults, entry) {
-                Served::Done(_) | Served::Rejected(_) => {
-                    events::command_completion(&mut m, &self.dma, 1 << slot);
-                    if let Some((count, pages)) = self.faults.take_storm() {
-                        for _ in 0..count {
-                            events::page_request(&mut m, &self.dma, pages);
-                        }
+            let cmd_eq = events::command_eq(&m);
+            let served = cmdq::serve(&mut m, &self.dma, &self.faults, entry);
+            if let Served::Done(_) | Served::Rejected(..) = served {
+                if let Some(eqn) = cmd_eq {
+                    events::command_completion(&mut m, &self.dma, eqn, 1 << slot);
+                }
+                if let Some((count, pages)) = self.faults.take_storm() {
+                    for _ in 0..count {
+                        events::page_request(&mut m, &self.dma, pages);
                     }
                 }
-                Served::Unreachable | Served::NotOwned | Served::Hung => {}
+            }
+            drop(m);
+            if let Some(observer) = self.observer.get() {
+                if let Some(trace) = trace(slot, served) {
+                    observer(&trace);
+                }
             }
         }
+    }
+
+    /// Firmware resets itself (the driver asked through the NIC interface bits): every
+    /// command-made object, page and capability setting is forgotten, the health buffer is
+    /// clean and the counter restarts, and the NIC interface reads disabled until the driver
+    /// programs the command queue again. Host memory, the link and the observer stay.
+    fn software_reset(&self, config: &Config) {
+        let mut m = self.model();
+        let mut regs = self.regs();
+        *m = Model::new(config);
+        *regs = Regs::after_software_reset(
+            config.fw_ready,
+            timer_khz(config),
+            config.timeouts.as_ref(),
+        );
     }
 }
 
 /// The initialization segment of a device built from `config`, at power-on.
 fn regs_of(config: &Config) -> Regs {
-    let timer_khz = config.caps.general_cur.device_frequency_khz().max(1);
-    Regs::new(config.fw_ready, timer_khz)
+    Regs::new(config.fw_ready, timer_khz(config), config.timeouts.as_ref())
+}
+
+/// The internal timer's rate: the profile's device frequency.
+fn timer_khz(config: &Config) -> u32 {
+    config.caps.general_cur.device_frequency_khz().max(1)
+}
+
+/// What the host's observer sees of a served entry.
+fn trace(slot: u32, served: Served) -> Option<CommandTrace> {
+    match served {
+        Served::Done(e) => Some(CommandTrace {
+            slot,
+            opcode: e.opcode,
+            op_mod: e.op_mod,
+            delivery: 0,
+            status: e.status,
+            syndrome: e.syndrome,
+            input: e.input,
+            output: e.output,
+        }),
+        Served::Rejected(status, inline) => Some(CommandTrace {
+            slot,
+            opcode: u16::from_be_bytes([inline[0], inline[1]]),
+            op_mod: u16::from_be_bytes([inline[6], inline[7]]),
+            delivery: status.raw(),
+            status: 0,
+            syndrome: 0,
+            input: inline.to_vec(),
+            output: Vec::new(),
+        }),
+        Served::Unreachable | Served::NotOwned | Served::Hung => None,
+    }
 }
 
 /// Hands emptied frame buffers back to the model, unless it has started new ones.
@@ -326,6 +384,7 @@ impl Device {
             loopback: AtomicBool::new(false),
             capture: Mutex::new(None),
             capturing: AtomicBool::new(false),
+            observer: Observer::default(),
             config,
         });
         // Memory leaves the DMA space only while no session of this model is in progress
@@ -372,11 +431,22 @@ impl Device {
         match bar::decode(offset, 4) {
             Some(Target::InitSeg(off)) => {
                 let action = self.core.regs().write(off, value);
-                if let RegWrite::Doorbell(vector) = action {
-                    match &self.worker {
+                match action {
+                    RegWrite::Doorbell(vector) => match &self.worker {
                         Some(worker) => worker.send(Job::Doorbell(vector)),
                         None => self.core.ring(vector),
+                    },
+                    RegWrite::SoftwareReset => {
+                        // Doorbells queued before the reset are served first, against the old
+                        // state, as firmware finishes what it took before it resets.
+                        self.sync();
+                        self.core.software_reset(&self.core.config);
                     }
+                    RegWrite::NicInterfaceDisabled => {
+                        self.sync();
+                        crate::exec::hca::nic_interface_disabled(&mut self.core.model());
+                    }
+                    RegWrite::None => {}
                 }
                 self.after_write(UarWrite::Other);
             }
@@ -618,10 +688,57 @@ impl Device {
         events::port_change(&mut m, &self.core.dma, port, up);
     }
 
-    /// Reports a firmware error: the health buffer and the health_syndrome byte (0x1010) show
-    /// `syndrome`, the health counter stops and no command completes any more. 0 heals.
+    /// Reports a fatal firmware error: the health buffer and the health_syndrome byte
+    /// (0x1010) show `syndrome` with reset-required set (as [`HealthError::fatal`]), the
+    /// health counter stops and no command completes any more. 0 heals.
     pub fn set_health_syndrome(&self, syndrome: u8) {
-        self.core.regs().set_health_syndrome(syndrome);
+        let error = (syndrome != 0).then(|| HealthError::fatal(syndrome));
+        self.core.regs().set_health(error);
+    }
+
+    /// Reports a firmware error with every field of the health buffer chosen; the health
+    /// counter stops and no command completes any more, until [`Device::clear_health_error`]
+    /// or a reset. Linux treats a syndrome with `reset_required` as fatal (and recovers by
+    /// asking firmware to reset itself, which the model does), one without as a report.
+    pub fn inject_health_error(&self, error: HealthError) {
+        self.core.regs().set_health(Some(error));
+    }
+
+    /// The device is healthy again: the health buffer is clean and the counter runs on.
+    pub fn clear_health_error(&self) {
+        self.core.regs().set_health(None);
+    }
+
+    /// Firmware stops without a word: the health counter freezes with the health buffer
+    /// clean, and no command completes any more (Linux's "reached miss count" path).
+    pub fn stop_health_counter(&self) {
+        self.core.regs().stop_heartbeat();
+    }
+
+    /// Firmware lets go of all the function's pages at once and says so with a page-request
+    /// event carrying release_all (when the current capabilities have release_all_pages, as
+    /// Linux sets them): the driver frees the pages without MANAGE_PAGES. Returns the number
+    /// of pages released, or `None` (nothing changes) without the capability.
+    pub fn release_all_pages(&self) -> Option<usize> {
+        let mut m = self.core.model();
+        if !m.gen().release_all_pages() {
+            return None;
+        }
+        let n = m.pages.release_all();
+        events::post_page_request(&mut m, &self.core.dma, 0, true);
+        Some(n)
+    }
+
+    /// Sets (or with `None` removes) the function that sees every command the device
+    /// serves, with its whole input and output ([`CommandTrace`]).
+    pub fn set_command_observer(&self, observer: Option<CommandObserver>) {
+        self.core.observer.set(observer);
+    }
+
+    /// The requests the model answered with "not implemented": unknown opcodes (BAD_OP),
+    /// capability types and registers it does not have (BAD_PARAM), with their counts.
+    pub fn unimplemented_commands(&self) -> UnimplementedCommands {
+        self.core.model().unimplemented.report()
     }
 
     /// Waits until the firmware thread has served every doorbell and UAR write so far

@@ -5,10 +5,17 @@
 //!
 //! Asynchronous events (page requests, port changes, command completions) go to the EQ that
 //! subscribes to their type in its event bitmask (the lowest-numbered one if several do);
-//! completion events go to the EQ a CQ names, whatever its bitmask.
+//! completion events go to the EQ a CQ names, whatever its bitmask. A command's completion is
+//! announced only on an EQ that already took command events when the command was handed to
+//! the device: the CREATE_EQ that creates that EQ, and any command before it, completes by
+//! ownership alone, as Linux (which polls those) expects.
+//!
+//! Every interrupt the device raises goes through [`raise_interrupt`]: an armed EQ that gets
+//! an EQE raises its MSI-X vector (`eqc.intr`) once and disarms until the driver arms it again.
 
 use crate::dma::DmaSpace;
 use crate::model::Model;
+use crate::pages::Stage;
 use crate::pas::PageList;
 use mlx5_prm::rt::BytesMut as _;
 use mlx5_prm::{
@@ -115,9 +122,24 @@ fn write(
     eq.producer = eq.producer.wrapping_add(1);
     if eq.armed {
         eq.armed = false;
-        m.interrupts.raise(eq.intr);
+        let vector = eq.intr;
+        raise_interrupt(m, vector);
     }
     Posted::Written
+}
+
+/// The device raises MSI-X vector `vector`: the one place interrupts come from, counted per
+/// vector (and delivered wherever the device's interrupt sink sends them).
+pub(crate) fn raise_interrupt(m: &mut Model, vector: u16) {
+    m.interrupts.raise(vector);
+}
+
+/// The EQ that takes command-completion events now, if any (the lowest-numbered subscriber).
+pub(crate) fn command_eq(m: &Model) -> Option<u32> {
+    m.eqs
+        .iter()
+        .find(|(_, eq)| eq.subscribed(EventType::Cmd.raw()))
+        .map(|(n, _)| n)
 }
 
 /// Posts an asynchronous event to the first EQ subscribed to its type.
@@ -142,11 +164,34 @@ pub(crate) fn post(
 /// A page-request event: the device wants `num_pages` more pages (negative: offers them back).
 pub(crate) fn page_request(m: &mut Model, dma: &DmaSpace, num_pages: i32) -> Posted {
     m.pages.request(num_pages);
+    post_page_request(m, dma, num_pages, false)
+}
+
+/// Writes a page-request EQE for function 0 without changing the demand: `num_pages` more
+/// (or back), or, with `release_all`, the news that the device let go of all its pages.
+pub(crate) fn post_page_request(
+    m: &mut Model,
+    dma: &DmaSpace,
+    num_pages: i32,
+    release_all: bool,
+) -> Posted {
     let mut data = [0u8; EVENT_DATA_LEN];
     let mut ev = PagesReqEvent::new_unchecked(&mut data[..]);
+    ev.set_ec_function(false);
+    ev.set_release_all(release_all);
     ev.set_function_id(0);
     ev.set_num_pages(num_pages as u32);
     post(m, dma, EventType::PageRequest.raw(), 0, &data)
+}
+
+/// An EQ for page requests was just created: if the device still wants regular pages (Linux
+/// never asks for them with QUERY_PAGES), it asks for them now.
+pub(crate) fn announce_page_demand(m: &mut Model, dma: &DmaSpace) -> Posted {
+    let wanted = m.pages.wanted(Stage::Regular);
+    if wanted == 0 {
+        return Posted::NoEq;
+    }
+    post_page_request(m, dma, wanted, false)
 }
 
 /// A port state change event for `port` (numbered from 1).
@@ -161,11 +206,12 @@ pub(crate) fn port_change(m: &mut Model, dma: &DmaSpace, port: u8, up: bool) -> 
     post(m, dma, EventType::PortChange.raw(), sub.raw(), &data)
 }
 
-/// A command-completion event for the entries in `vector`.
-pub(crate) fn command_completion(m: &mut Model, dma: &DmaSpace, vector: u32) -> Posted {
+/// A command-completion event for the entries in `vector`, on EQ `eqn` (the command EQ as it
+/// was when the entries were handed over: see [`command_eq`]). Nothing if that EQ is gone.
+pub(crate) fn command_completion(m: &mut Model, dma: &DmaSpace, eqn: u32, vector: u32) -> Posted {
     let mut data = [0u8; EVENT_DATA_LEN];
     CmdInterCompEvent::new_unchecked(&mut data[..]).set_command_completion_vector(vector);
-    post(m, dma, EventType::Cmd.raw(), 0, &data)
+    write(m, dma, eqn, EventType::Cmd.raw(), 0, &data)
 }
 
 /// A completion event for CQ `cqn`, if the CQ is armed: written to the CQ's EQ, and the CQ
@@ -201,7 +247,8 @@ pub(crate) fn eq_doorbell(m: &mut Model, uar: u32, value: u32, arm: bool) {
         eq.armed = true;
         if eq.outstanding() > 0 {
             eq.armed = false;
-            m.interrupts.raise(eq.intr);
+            let vector = eq.intr;
+            raise_interrupt(m, vector);
         }
     }
 }

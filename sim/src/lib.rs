@@ -27,9 +27,13 @@
 //! The driver reaches the device through [`Device::read32`], [`Device::write32`],
 //! [`Device::write64`] and [`Device::write_block`] (BAR 0) and memory from [`Device::dma`]; a
 //! test also plays firmware and link through [`Device::request_pages`],
-//! [`Device::raise_port_change`], [`Device::set_health_syndrome`], [`Device::faults`],
-//! [`Device::receive_frame`], [`Device::attach_link`], [`Wire::connect`] and
-//! [`Device::tick`].
+//! [`Device::release_all_pages`], [`Device::raise_port_change`],
+//! [`Device::set_health_syndrome`], [`Device::inject_health_error`],
+//! [`Device::stop_health_counter`], [`Device::faults`], [`Device::receive_frame`],
+//! [`Device::attach_link`], [`Wire::connect`] and [`Device::tick`]. A host (such as a
+//! vfio-user server) watches every command with [`Device::set_command_observer`] and lists
+//! what the model lacks with [`Device::unimplemented_commands`]. [`Config::linux_probe_only`]
+//! is the device a Linux guest's `mlx5_core` probes (see `docs/linux-probe.md`).
 
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
@@ -55,6 +59,7 @@ mod inventory;
 mod irq;
 mod mailbox;
 mod model;
+mod observe;
 mod pages;
 mod pas;
 pub mod pcap;
@@ -74,7 +79,7 @@ mod worker;
 
 pub use bar::{BAR_SIZE, FIRST_UAR, UAR_PAGE_SIZE};
 pub use caps::{Caps, SetRule, Settable};
-pub use config::{Config, Faults, FwReady, Mode};
+pub use config::{Config, Faults, FwReady, Mode, Timeout, Timeouts};
 pub use device::Device;
 pub use dma::{
     DmaBacking, DmaError, DmaRegion, DmaSpace, DEFAULT_DMA_LIMIT, DMA_PAGE_SIZE, IOVA_BASE,
@@ -85,8 +90,11 @@ pub use faults::FaultInjector;
 pub use host::BAR_SPARE;
 pub use inventory::Objects;
 pub use irq::InterruptSink;
+pub use observe::{
+    CommandObserver, CommandTrace, UnimplementedCommand, UnimplementedCommands, MAX_UNIMPLEMENTED,
+};
 pub use record::{CommandRecord, COMMAND_LOG};
-pub use regs::{FW_REV, LOG_CMDQ_SIZE, LOG_CMDQ_STRIDE};
+pub use regs::{HealthError, FW_REV, HEALTH_COUNTER_PERIOD, LOG_CMDQ_SIZE, LOG_CMDQ_STRIDE};
 pub use wire::{Link, Wire};
 
 /// Opcodes of every command the model executes.

@@ -14,11 +14,13 @@ use crate::exec::{
     flow::FlowTables,
     mkey::Mkey,
     qp::Qp,
+    reg::RegisterState,
     tir::{Rqt, Tir, Tis},
     wq::{Rq, Sq},
 };
 use crate::frames::Frames;
 use crate::irq::Interrupts;
+use crate::observe::Unimplemented;
 use crate::pages::PagePool;
 use crate::record::CommandLog;
 use crate::syndrome as s;
@@ -215,6 +217,13 @@ pub(crate) struct Model {
     pub rqts: Table<Rqt>,
     pub flow: FlowTables,
     pub port: Port,
+    /// The registers' own state (host endianness, the DTOR timeouts).
+    pub registers: RegisterState,
+    /// Commands, capability types and registers asked for that the model does not have.
+    pub unimplemented: Unimplemented,
+    /// TEARDOWN_HCA prepare_fast_teardown ran: the teardown happens when the driver sets
+    /// the NIC interface to disabled.
+    pub fast_teardown_prepared: bool,
     pub driver_version: Option<[u8; 64]>,
     pub uar_state: UarStates,
     /// Interrupts raised, by MSI-X vector, and those not yet handed to the host's sink.
@@ -270,6 +279,12 @@ impl Model {
             rqts: table(handles::RQT, s::RQT_UNKNOWN, s::RQT_BUSY, s::RQT_LIMIT),
             flow: FlowTables::default(),
             port: Port::new(),
+            registers: RegisterState {
+                host_endianness: [0; 16],
+                timeouts: config.timeouts,
+            },
+            unimplemented: Unimplemented::default(),
+            fast_teardown_prepared: false,
             driver_version: None,
             uar_state: UarStates::default(),
             interrupts: Interrupts::default(),

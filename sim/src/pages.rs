@@ -99,12 +99,10 @@ impl PagePool {
         Ok(())
     }
 
-    /// Returns `n` held pages, most recently given first; BAD_PARAM if fewer are held.
-    pub fn take(&mut self, n: usize) -> Outcome<Vec<u64>> {
-        ensure(
-            n <= self.held.len(),
-            Fail::bad_param(s::TAKE_MORE_THAN_HELD),
-        )?;
+    /// Returns up to `n` held pages, most recently given first (all of them if fewer are
+    /// held: a driver reclaims by asking for a batch until none come back).
+    pub fn take(&mut self, n: usize) -> Vec<u64> {
+        let n = n.min(self.held.len());
         let pages = self.held.split_off(self.held.len() - n);
         for p in &pages {
             self.set.remove(p);
@@ -114,7 +112,18 @@ impl PagePool {
         if self.regular < 0 {
             self.regular = (self.regular + n as i64).min(0);
         }
-        Ok(pages)
+        pages
+    }
+
+    /// Lets go of every held page at once (a release-all page request): the driver frees
+    /// them without MANAGE_PAGES. Returns how many there were.
+    pub fn release_all(&mut self) -> usize {
+        let n = self.held.len();
+        self.held.clear();
+        self.set.clear();
+        // An offer to give pages back is settled by giving all of them back.
+        self.regular = self.regular.max(0);
+        n
     }
 
     /// The driver could not allocate `n` pages (MANAGE_PAGES op_mod 0): stop waiting for them.
@@ -146,9 +155,14 @@ mod tests {
         assert_eq!(p.wanted(Stage::Init), 0);
         assert!(p.ready_for_init());
         assert_eq!(p.wanted(Stage::Regular), 1);
-        assert_eq!(p.take(2).unwrap(), vec![0x3000, 0x2000]);
+        assert_eq!(p.take(2), vec![0x3000, 0x2000]);
         assert_eq!(p.held(), 1);
-        assert_eq!(p.take(2).unwrap_err().syndrome, s::TAKE_MORE_THAN_HELD);
+        assert_eq!(p.take(2), vec![0x1000], "at most what is held");
+        assert!(p.take(768).is_empty());
+        p.give(&[0x5000, 0x6000], |_| true).unwrap();
+        assert_eq!(p.release_all(), 2);
+        assert_eq!(p.held(), 0);
+        p.give(&[0x5000], |_| true).unwrap();
     }
 
     #[test]

@@ -79,8 +79,6 @@ syndromes! {
     PAGE_UNMAPPED = 0x5e03_0003;
     /// MANAGE_PAGES give: a page the device already holds, or listed twice (BAD_PARAM).
     PAGE_DOUBLE_GIVE = 0x5e03_0004;
-    /// MANAGE_PAGES take: more pages than the device holds (BAD_PARAM).
-    TAKE_MORE_THAN_HELD = 0x5e03_0005;
 
     // ---- 4: capabilities ----
     /// QUERY_HCA_CAP of a capability type the model does not have (BAD_PARAM).
@@ -109,6 +107,10 @@ syndromes! {
     PMTU_BAD_MTU = 0x5e05_0006;
     /// PTYS write without the Ethernet protocol bit, or enabling modes the port lacks (BAD_PARAM).
     PTYS_BAD_PROTO = 0x5e05_0007;
+    /// ACCESS_REGISTER write (op_mod 0) of a read-only register: PCAM, MCAM, QCAM, DTOR (BAD_PARAM).
+    REG_READ_ONLY = 0x5e05_0008;
+    /// PCAM, MCAM or QCAM read of a feature group or access register group the register does not define (BAD_PARAM).
+    REG_BAD_GROUP = 0x5e05_0009;
 
     // ---- 6: UAR, PD, transport domain, special contexts ----
     /// No UAR page left in the BAR (LIM).

@@ -707,6 +707,8 @@ impl PtysReg<[u8; 64]> {
     pub const AN_DISABLE_CAP: rt::Field = rt::Field::new("an_disable_cap", 2, 1);
     #[doc = concat!(" Position of `", "local_port", "`.")]
     pub const LOCAL_PORT: rt::Field = rt::Field::new("local_port", 8, 8);
+    #[doc = concat!(" Position of `", "plane_ind", "`.")]
+    pub const PLANE_IND: rt::Field = rt::Field::new("plane_ind", 24, 4);
     #[doc = concat!(" Position of `", "proto_mask", "`.")]
     pub const PROTO_MASK: rt::Field = rt::Field::new("proto_mask", 29, 3);
     #[doc = concat!(" Position of `", "an_status", "`.")]
@@ -782,6 +784,7 @@ impl PtysReg<[u8; 64]> {
         Self::AN_DISABLE_ADMIN,
         Self::AN_DISABLE_CAP,
         Self::LOCAL_PORT,
+        Self::PLANE_IND,
         Self::PROTO_MASK,
         Self::AN_STATUS,
         Self::DATA_RATE_OPER,
@@ -822,6 +825,13 @@ impl<B: rt::Bytes> PtysReg<B> {
     #[inline]
     pub fn local_port(&self) -> u8 {
         rt::get32(&self.buf, 0, 16, 0xff) as u8
+    }
+    /// Plane of a multi-plane port; 0 on ordinary ports.
+    ///
+    /// PRM `0x00[7:4]`: bit offset 0x18, 4 bits.
+    #[inline]
+    pub fn plane_ind(&self) -> u8 {
+        rt::get32(&self.buf, 0, 4, 0xf) as u8
     }
     /// Protocol the access is about, a bit mask. 0x1 InfiniBand, 0x4 Ethernet.
     ///
@@ -973,6 +983,19 @@ impl<B: rt::BytesMut> PtysReg<B> {
     pub fn set_local_port(&mut self, v: u8) {
         rt::set32(&mut self.buf, 0, 16, 0xff, u32::from(v))
     }
+    /// Writes [`Self::plane_ind`].
+    /// Bits beyond its 4 are dropped (a `debug_assert!` in debug builds).
+    #[inline]
+    pub fn set_plane_ind(&mut self, v: u8) {
+        rt::set32_narrow(&mut self.buf, 0, 4, 0xf, u32::from(v), "plane_ind")
+    }
+    /// Writes `plane_ind`, or returns an error if `v` does not fit its 4 bits.
+    #[inline]
+    pub fn try_set_plane_ind(&mut self, v: u8) -> Result<(), rt::Overflow> {
+        rt::check_fits("plane_ind", u64::from(v), 0xf)?;
+        self.set_plane_ind(v);
+        Ok(())
+    }
     /// Writes [`Self::proto_mask`].
     /// Bits beyond its 3 are dropped (a `debug_assert!` in debug builds).
     #[inline]
@@ -1100,6 +1123,7 @@ impl<B: rt::Bytes> ::core::fmt::Debug for PtysReg<B> {
         d.field("an_disable_admin", &self.an_disable_admin());
         d.field("an_disable_cap", &self.an_disable_cap());
         d.field("local_port", &rt::fmt::Hex(self.local_port().into()));
+        d.field("plane_ind", &rt::fmt::Hex(self.plane_ind().into()));
         d.field("proto_mask", &rt::fmt::Hex(self.proto_mask().into()));
         d.field("an_status", &rt::fmt::EnumValue(self.an_status()));
         d.field("data_rate_oper", &rt::fmt::Hex(self.data_rate_oper().into()));
@@ -1132,7 +1156,7 @@ impl<B: rt::Bytes> ::core::fmt::Debug for PtysReg<B> {
         let reserved = rt::fmt::ReservedSet {
             buf: &self.buf,
             masks: &[
-                (0, 0x9f00fff8),
+                (0, 0x9f00ff08),
                 (4, 0xfff0000),
                 (44, 0xfffffff0),
                 (52, 0xffffffff),
@@ -1195,6 +1219,21 @@ pub const PTYS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             set: Some(|b, _, x| {
                 let mut v = PtysReg::new_unchecked(b);
                 v.set_local_port((x & 0xff) as u8);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "plane_ind",
+            bit_offset: 24,
+            width: 4,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = PtysReg::new_unchecked(b);
+                u64::from(v.plane_ind())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = PtysReg::new_unchecked(b);
+                v.set_plane_ind((x & 0xf) as u8);
             }),
         },
         rt::reflect::FieldAccess {
@@ -1638,8 +1677,10 @@ impl PpcntReg<[u8; 256]> {
     pub const GRP: rt::Field = rt::Field::new("grp", 26, 6);
     #[doc = concat!(" Position of `", "clr", "`.")]
     pub const CLR: rt::Field = rt::Field::new("clr", 32, 1);
+    #[doc = concat!(" Position of `", "plane_ind", "`.")]
+    pub const PLANE_IND: rt::Field = rt::Field::new("plane_ind", 52, 4);
     #[doc = concat!(" Position of `", "prio_tc", "`.")]
-    pub const PRIO_TC: rt::Field = rt::Field::new("prio_tc", 61, 3);
+    pub const PRIO_TC: rt::Field = rt::Field::new("prio_tc", 59, 5);
     #[doc = concat!(" Position of `", "counter_set", "`.")]
     pub const COUNTER_SET: rt::Field = rt::Field::new("counter_set", 64, 1984);
     /// The position of every field of `ppcnt_reg`, by offset.
@@ -1649,6 +1690,7 @@ impl PpcntReg<[u8; 256]> {
         Self::PNAT,
         Self::GRP,
         Self::CLR,
+        Self::PLANE_IND,
         Self::PRIO_TC,
         Self::COUNTER_SET,
     ];
@@ -1696,12 +1738,19 @@ impl<B: rt::Bytes> PpcntReg<B> {
     pub fn clr(&self) -> bool {
         rt::get32(&self.buf, 4, 31, 0x1) as u8 != 0
     }
+    /// Plane of a multi-plane port; 0 on ordinary ports.
+    ///
+    /// PRM `0x04[11:8]`: bit offset 0x34, 4 bits.
+    #[inline]
+    pub fn plane_ind(&self) -> u8 {
+        rt::get32(&self.buf, 4, 8, 0xf) as u8
+    }
     /// Priority or traffic class (0..7) for the per-priority and per-traffic-class groups.
     ///
-    /// PRM `0x04[2:0]`: bit offset 0x3d, 3 bits.
+    /// PRM `0x04[4:0]`: bit offset 0x3b, 5 bits.
     #[inline]
     pub fn prio_tc(&self) -> u8 {
-        rt::get32(&self.buf, 4, 0, 0x7) as u8
+        rt::get32(&self.buf, 4, 0, 0x1f) as u8
     }
     /// The counters of the group in grp.
     ///
@@ -1758,16 +1807,29 @@ impl<B: rt::BytesMut> PpcntReg<B> {
     pub fn set_clr(&mut self, v: bool) {
         rt::set32(&mut self.buf, 4, 31, 0x1, u32::from(u8::from(v)))
     }
+    /// Writes [`Self::plane_ind`].
+    /// Bits beyond its 4 are dropped (a `debug_assert!` in debug builds).
+    #[inline]
+    pub fn set_plane_ind(&mut self, v: u8) {
+        rt::set32_narrow(&mut self.buf, 4, 8, 0xf, u32::from(v), "plane_ind")
+    }
+    /// Writes `plane_ind`, or returns an error if `v` does not fit its 4 bits.
+    #[inline]
+    pub fn try_set_plane_ind(&mut self, v: u8) -> Result<(), rt::Overflow> {
+        rt::check_fits("plane_ind", u64::from(v), 0xf)?;
+        self.set_plane_ind(v);
+        Ok(())
+    }
     /// Writes [`Self::prio_tc`].
-    /// Bits beyond its 3 are dropped (a `debug_assert!` in debug builds).
+    /// Bits beyond its 5 are dropped (a `debug_assert!` in debug builds).
     #[inline]
     pub fn set_prio_tc(&mut self, v: u8) {
-        rt::set32_narrow(&mut self.buf, 4, 0, 0x7, u32::from(v), "prio_tc")
+        rt::set32_narrow(&mut self.buf, 4, 0, 0x1f, u32::from(v), "prio_tc")
     }
-    /// Writes `prio_tc`, or returns an error if `v` does not fit its 3 bits.
+    /// Writes `prio_tc`, or returns an error if `v` does not fit its 5 bits.
     #[inline]
     pub fn try_set_prio_tc(&mut self, v: u8) -> Result<(), rt::Overflow> {
-        rt::check_fits("prio_tc", u64::from(v), 0x7)?;
+        rt::check_fits("prio_tc", u64::from(v), 0x1f)?;
         self.set_prio_tc(v);
         Ok(())
     }
@@ -1786,11 +1848,12 @@ impl<B: rt::Bytes> ::core::fmt::Debug for PpcntReg<B> {
         d.field("pnat", &rt::fmt::Hex(self.pnat().into()));
         d.field("grp", &rt::fmt::EnumValue(self.grp()));
         d.field("clr", &self.clr());
+        d.field("plane_ind", &rt::fmt::Hex(self.plane_ind().into()));
         d.field("prio_tc", &rt::fmt::Hex(self.prio_tc().into()));
         d.field("counter_set", &self.counter_set());
         let reserved = rt::fmt::ReservedSet {
             buf: &self.buf,
-            masks: &[(0, 0x3fc0), (4, 0x7ffffff8)],
+            masks: &[(0, 0x3fc0), (4, 0x7ffff0e0)],
         };
         if reserved.any() {
             d.field("reserved_bits_set", &reserved);
@@ -1880,9 +1943,24 @@ pub const PPCNT_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             }),
         },
         rt::reflect::FieldAccess {
+            name: "plane_ind",
+            bit_offset: 52,
+            width: 4,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = PpcntReg::new_unchecked(b);
+                u64::from(v.plane_ind())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = PpcntReg::new_unchecked(b);
+                v.set_plane_ind((x & 0xf) as u8);
+            }),
+        },
+        rt::reflect::FieldAccess {
             name: "prio_tc",
-            bit_offset: 61,
-            width: 3,
+            bit_offset: 59,
+            width: 5,
             count: 1,
             trailing: false,
             get: Some(|b, _| {
@@ -1891,7 +1969,7 @@ pub const PPCNT_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             }),
             set: Some(|b, _, x| {
                 let mut v = PpcntReg::new_unchecked(b);
-                v.set_prio_tc((x & 0x7) as u8);
+                v.set_prio_tc((x & 0x1f) as u8);
             }),
         },
     ],

@@ -643,6 +643,73 @@ impl ::core::convert::From<HcaTsFormatCap> for u8 {
         v.raw()
     }
 }
+/// Byte order of 8-byte atomic operands (atomic_caps.atomic_req_8b_endianness_mode).
+///
+/// PRM enum `atomic_endianness_mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum AtomicEndiannessMode {
+    /// Operands and results are big-endian, as on the wire.
+    BigEndian = 0x0,
+    /// Operands and results are in the host's byte order (set by the driver).
+    HostEndianness = 0x1,
+}
+impl AtomicEndiannessMode {
+    /// The enum's name as the spec writes it.
+    pub const NAME: &'static str = "atomic_endianness_mode";
+    /// Every value, in spec order.
+    pub const ALL: &'static [Self] = &[Self::BigEndian, Self::HostEndianness];
+    /// The value for a raw number, if the enum names it.
+    #[inline]
+    pub const fn from_raw(raw: u64) -> Option<Self> {
+        match raw {
+            0x0 => Some(Self::BigEndian),
+            0x1 => Some(Self::HostEndianness),
+            _ => None,
+        }
+    }
+    /// The value for a raw number, or an error carrying the number.
+    #[inline]
+    pub const fn try_from_raw(raw: u64) -> Result<Self, rt::UnknownValue> {
+        match Self::from_raw(raw) {
+            Some(v) => Ok(v),
+            None => {
+                Err(rt::UnknownValue {
+                    enumeration: "atomic_endianness_mode",
+                    raw,
+                })
+            }
+        }
+    }
+    /// The raw number.
+    #[inline]
+    pub const fn raw(self) -> u8 {
+        self as u8
+    }
+    /// The value's name as the spec writes it.
+    pub const fn spec_name(self) -> &'static str {
+        const NAMES: &[&str] = &["big_endian", "host_endianness"];
+        let mut i = 0;
+        while i < Self::ALL.len() {
+            if Self::ALL[i] as u64 == self as u64 {
+                return NAMES[i];
+            }
+            i += 1;
+        }
+        ""
+    }
+}
+impl ::core::convert::TryFrom<u64> for AtomicEndiannessMode {
+    type Error = rt::UnknownValue;
+    fn try_from(raw: u64) -> Result<Self, rt::UnknownValue> {
+        Self::try_from_raw(raw)
+    }
+}
+impl ::core::convert::From<AtomicEndiannessMode> for u8 {
+    fn from(v: AtomicEndiannessMode) -> u8 {
+        v.raw()
+    }
+}
 /// What a send WQE must carry inline before the data pointer (per_protocol_networking_offload_caps.wqe_inline_mode).
 ///
 /// PRM enum `eth_wqe_inline_mode_cap`.
@@ -728,6 +795,8 @@ impl QueryHcaCapIn<[u8; 16]> {
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
     #[doc = concat!(" Position of `", "other_function", "`.")]
     pub const OTHER_FUNCTION: rt::Field = rt::Field::new("other_function", 64, 1);
+    #[doc = concat!(" Position of `", "ec_vf_function", "`.")]
+    pub const EC_VF_FUNCTION: rt::Field = rt::Field::new("ec_vf_function", 65, 1);
     #[doc = concat!(" Position of `", "function_id", "`.")]
     pub const FUNCTION_ID: rt::Field = rt::Field::new("function_id", 80, 16);
     /// The position of every field of `query_hca_cap_in`, by offset.
@@ -735,6 +804,7 @@ impl QueryHcaCapIn<[u8; 16]> {
         Self::OPCODE,
         Self::OP_MOD,
         Self::OTHER_FUNCTION,
+        Self::EC_VF_FUNCTION,
         Self::FUNCTION_ID,
     ];
 }
@@ -757,6 +827,13 @@ impl<B: rt::Bytes> QueryHcaCapIn<B> {
     #[inline]
     pub fn other_function(&self) -> bool {
         rt::get32(&self.buf, 8, 31, 0x1) as u8 != 0
+    }
+    /// With other_function, function_id names a VF of the embedded CPU rather than one of the host.
+    ///
+    /// PRM `0x08[30]`: bit offset 0x41, 1 bit.
+    #[inline]
+    pub fn ec_vf_function(&self) -> bool {
+        rt::get32(&self.buf, 8, 30, 0x1) as u8 != 0
     }
     /// Function whose capabilities are queried when other_function is set.
     ///
@@ -782,6 +859,11 @@ impl<B: rt::BytesMut> QueryHcaCapIn<B> {
     pub fn set_other_function(&mut self, v: bool) {
         rt::set32(&mut self.buf, 8, 31, 0x1, u32::from(u8::from(v)))
     }
+    /// Writes [`Self::ec_vf_function`].
+    #[inline]
+    pub fn set_ec_vf_function(&mut self, v: bool) {
+        rt::set32(&mut self.buf, 8, 30, 0x1, u32::from(u8::from(v)))
+    }
     /// Writes [`Self::function_id`].
     #[inline]
     pub fn set_function_id(&mut self, v: u16) {
@@ -795,10 +877,11 @@ impl<B: rt::Bytes> ::core::fmt::Debug for QueryHcaCapIn<B> {
         d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
         d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
         d.field("other_function", &self.other_function());
+        d.field("ec_vf_function", &self.ec_vf_function());
         d.field("function_id", &rt::fmt::Hex(self.function_id().into()));
         let reserved = rt::fmt::ReservedSet {
             buf: &self.buf,
-            masks: &[(0, 0xffff), (4, 0xffff0000), (8, 0x7fff0000), (12, 0xffffffff)],
+            masks: &[(0, 0xffff), (4, 0xffff0000), (8, 0x3fff0000), (12, 0xffffffff)],
         };
         if reserved.any() {
             d.field("reserved_bits_set", &reserved);
@@ -855,6 +938,21 @@ pub const QUERY_HCA_CAP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             set: Some(|b, _, x| {
                 let mut v = QueryHcaCapIn::new_unchecked(b);
                 v.set_other_function(x & 1 != 0);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "ec_vf_function",
+            bit_offset: 65,
+            width: 1,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = QueryHcaCapIn::new_unchecked(b);
+                u64::from(v.ec_vf_function())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = QueryHcaCapIn::new_unchecked(b);
+                v.set_ec_vf_function(x & 1 != 0);
             }),
         },
         rt::reflect::FieldAccess {
@@ -1009,6 +1107,12 @@ pub struct CmdHcaCap<B = [u8; 256]> {
 }
 crate::__prm_view!(CmdHcaCap, "cmd_hca_cap", 256);
 impl CmdHcaCap<[u8; 256]> {
+    #[doc = concat!(" Position of `", "page_request_disable", "`.")]
+    pub const PAGE_REQUEST_DISABLE: rt::Field = rt::Field::new(
+        "page_request_disable",
+        6,
+        1,
+    );
     #[doc = concat!(" Position of `", "shared_object_to_user_object_allowed", "`.")]
     pub const SHARED_OBJECT_TO_USER_OBJECT_ALLOWED: rt::Field = rt::Field::new(
         "shared_object_to_user_object_allowed",
@@ -1089,8 +1193,8 @@ impl CmdHcaCap<[u8; 256]> {
         178,
         1,
     );
-    #[doc = concat!(" Position of `", "shampo", "`.")]
-    pub const SHAMPO: rt::Field = rt::Field::new("shampo", 186, 1);
+    #[doc = concat!(" Position of `", "go_back_n", "`.")]
+    pub const GO_BACK_N: rt::Field = rt::Field::new("go_back_n", 185, 1);
     #[doc = concat!(" Position of `", "max_sgl_for_optimized_performance", "`.")]
     pub const MAX_SGL_FOR_OPTIMIZED_PERFORMANCE: rt::Field = rt::Field::new(
         "max_sgl_for_optimized_performance",
@@ -1133,14 +1237,22 @@ impl CmdHcaCap<[u8; 256]> {
         232,
         1,
     );
-    #[doc = concat!(" Position of `", "relaxed_ordering_read", "`.")]
-    pub const RELAXED_ORDERING_READ: rt::Field = rt::Field::new(
-        "relaxed_ordering_read",
+    #[doc = concat!(" Position of `", "relaxed_ordering_read_pci_enabled", "`.")]
+    pub const RELAXED_ORDERING_READ_PCI_ENABLED: rt::Field = rt::Field::new(
+        "relaxed_ordering_read_pci_enabled",
         233,
         1,
     );
     #[doc = concat!(" Position of `", "log_max_mkey", "`.")]
     pub const LOG_MAX_MKEY: rt::Field = rt::Field::new("log_max_mkey", 234, 6);
+    #[doc = concat!(" Position of `", "terminate_scatter_list_mkey", "`.")]
+    pub const TERMINATE_SCATTER_LIST_MKEY: rt::Field = rt::Field::new(
+        "terminate_scatter_list_mkey",
+        246,
+        1,
+    );
+    #[doc = concat!(" Position of `", "repeated_mkey", "`.")]
+    pub const REPEATED_MKEY: rt::Field = rt::Field::new("repeated_mkey", 247, 1);
     #[doc = concat!(" Position of `", "dump_fill_mkey", "`.")]
     pub const DUMP_FILL_MKEY: rt::Field = rt::Field::new("dump_fill_mkey", 248, 1);
     #[doc = concat!(" Position of `", "fast_teardown", "`.")]
@@ -1175,6 +1287,8 @@ impl CmdHcaCap<[u8; 256]> {
         282,
         6,
     );
+    #[doc = concat!(" Position of `", "qpc_extension", "`.")]
+    pub const QPC_EXTENSION: rt::Field = rt::Field::new("qpc_extension", 290, 1);
     #[doc = concat!(" Position of `", "log_max_ra_req_dc", "`.")]
     pub const LOG_MAX_RA_REQ_DC: rt::Field = rt::Field::new("log_max_ra_req_dc", 298, 6);
     #[doc = concat!(" Position of `", "eth_wqe_too_small", "`.")]
@@ -1367,6 +1481,12 @@ impl CmdHcaCap<[u8; 256]> {
         504,
         1,
     );
+    #[doc = concat!(" Position of `", "wqe_based_flow_table_update_cap", "`.")]
+    pub const WQE_BASED_FLOW_TABLE_UPDATE_CAP: rt::Field = rt::Field::new(
+        "wqe_based_flow_table_update_cap",
+        507,
+        1,
+    );
     #[doc = concat!(" Position of `", "cqe_version", "`.")]
     pub const CQE_VERSION: rt::Field = rt::Field::new("cqe_version", 508, 4);
     #[doc = concat!(" Position of `", "compact_address_vector", "`.")]
@@ -1453,6 +1573,12 @@ impl CmdHcaCap<[u8; 256]> {
     pub const CQ_RESIZE: rt::Field = rt::Field::new("cq_resize", 545, 1);
     #[doc = concat!(" Position of `", "cq_moderation", "`.")]
     pub const CQ_MODERATION: rt::Field = rt::Field::new("cq_moderation", 546, 1);
+    #[doc = concat!(" Position of `", "cq_period_mode_modify", "`.")]
+    pub const CQ_PERIOD_MODE_MODIFY: rt::Field = rt::Field::new(
+        "cq_period_mode_modify",
+        547,
+        1,
+    );
     #[doc = concat!(" Position of `", "cq_eq_remap", "`.")]
     pub const CQ_EQ_REMAP: rt::Field = rt::Field::new("cq_eq_remap", 550, 1);
     #[doc = concat!(" Position of `", "pg", "`.")]
@@ -1529,6 +1655,8 @@ impl CmdHcaCap<[u8; 256]> {
     pub const MKEY_BY_NAME: rt::Field = rt::Field::new("mkey_by_name", 614, 1);
     #[doc = concat!(" Position of `", "log_bf_reg_size", "`.")]
     pub const LOG_BF_REG_SIZE: rt::Field = rt::Field::new("log_bf_reg_size", 619, 5);
+    #[doc = concat!(" Position of `", "qp_error_syndrome", "`.")]
+    pub const QP_ERROR_SYNDROME: rt::Field = rt::Field::new("qp_error_syndrome", 627, 1);
     #[doc = concat!(" Position of `", "lag_dct", "`.")]
     pub const LAG_DCT: rt::Field = rt::Field::new("lag_dct", 630, 2);
     #[doc = concat!(" Position of `", "lag_tx_port_affinity", "`.")]
@@ -1549,6 +1677,8 @@ impl CmdHcaCap<[u8; 256]> {
     pub const NUM_LAG_PORTS: rt::Field = rt::Field::new("num_lag_ports", 636, 4);
     #[doc = concat!(" Position of `", "max_wqe_sz_sq", "`.")]
     pub const MAX_WQE_SZ_SQ: rt::Field = rt::Field::new("max_wqe_sz_sq", 656, 16);
+    #[doc = concat!(" Position of `", "shampo", "`.")]
+    pub const SHAMPO: rt::Field = rt::Field::new("shampo", 683, 1);
     #[doc = concat!(" Position of `", "max_wqe_sz_rq", "`.")]
     pub const MAX_WQE_SZ_RQ: rt::Field = rt::Field::new("max_wqe_sz_rq", 688, 16);
     #[doc = concat!(" Position of `", "max_flow_counter_31_16", "`.")]
@@ -1575,8 +1705,50 @@ impl CmdHcaCap<[u8; 256]> {
         803,
         5,
     );
+    #[doc = concat!(" Position of `", "relaxed_ordering_read", "`.")]
+    pub const RELAXED_ORDERING_READ: rt::Field = rt::Field::new(
+        "relaxed_ordering_read",
+        810,
+        1,
+    );
     #[doc = concat!(" Position of `", "log_max_pd", "`.")]
     pub const LOG_MAX_PD: rt::Field = rt::Field::new("log_max_pd", 811, 5);
+    #[doc = concat!(" Position of `", "pcie_reset_using_hotreset_method", "`.")]
+    pub const PCIE_RESET_USING_HOTRESET_METHOD: rt::Field = rt::Field::new(
+        "pcie_reset_using_hotreset_method",
+        821,
+        1,
+    );
+    #[doc = concat!(" Position of `", "pci_sync_for_fw_update_with_driver_unload", "`.")]
+    pub const PCI_SYNC_FOR_FW_UPDATE_WITH_DRIVER_UNLOAD: rt::Field = rt::Field::new(
+        "pci_sync_for_fw_update_with_driver_unload",
+        822,
+        1,
+    );
+    #[doc = concat!(" Position of `", "vnic_env_cnt_steering_fail", "`.")]
+    pub const VNIC_ENV_CNT_STEERING_FAIL: rt::Field = rt::Field::new(
+        "vnic_env_cnt_steering_fail",
+        823,
+        1,
+    );
+    #[doc = concat!(" Position of `", "vport_counter_local_loopback", "`.")]
+    pub const VPORT_COUNTER_LOCAL_LOOPBACK: rt::Field = rt::Field::new(
+        "vport_counter_local_loopback",
+        824,
+        1,
+    );
+    #[doc = concat!(" Position of `", "q_counter_aggregation", "`.")]
+    pub const Q_COUNTER_AGGREGATION: rt::Field = rt::Field::new(
+        "q_counter_aggregation",
+        825,
+        1,
+    );
+    #[doc = concat!(" Position of `", "q_counter_other_vport", "`.")]
+    pub const Q_COUNTER_OTHER_VPORT: rt::Field = rt::Field::new(
+        "q_counter_other_vport",
+        826,
+        1,
+    );
     #[doc = concat!(" Position of `", "log_max_xrcd", "`.")]
     pub const LOG_MAX_XRCD: rt::Field = rt::Field::new("log_max_xrcd", 827, 5);
     #[doc = concat!(" Position of `", "nic_receive_steering_discard", "`.")]
@@ -1733,6 +1905,8 @@ impl CmdHcaCap<[u8; 256]> {
         995,
         5,
     );
+    #[doc = concat!(" Position of `", "silent_mode", "`.")]
+    pub const SILENT_MODE: rt::Field = rt::Field::new("silent_mode", 1001, 1);
     #[doc = concat!(" Position of `", "vhca_state", "`.")]
     pub const VHCA_STATE: rt::Field = rt::Field::new("vhca_state", 1002, 1);
     #[doc = concat!(" Position of `", "log_max_vlan_list", "`.")]
@@ -1777,8 +1951,12 @@ impl CmdHcaCap<[u8; 256]> {
     );
     #[doc = concat!(" Position of `", "ats", "`.")]
     pub const ATS: rt::Field = rt::Field::new("ats", 1121, 1);
+    #[doc = concat!(" Position of `", "cross_vhca_rqt", "`.")]
+    pub const CROSS_VHCA_RQT: rt::Field = rt::Field::new("cross_vhca_rqt", 1122, 1);
     #[doc = concat!(" Position of `", "log_max_uctx", "`.")]
     pub const LOG_MAX_UCTX: rt::Field = rt::Field::new("log_max_uctx", 1123, 5);
+    #[doc = concat!(" Position of `", "crypto", "`.")]
+    pub const CRYPTO: rt::Field = rt::Field::new("crypto", 1129, 1);
     #[doc = concat!(" Position of `", "ipsec_offload", "`.")]
     pub const IPSEC_OFFLOAD: rt::Field = rt::Field::new("ipsec_offload", 1130, 1);
     #[doc = concat!(" Position of `", "log_max_umem", "`.")]
@@ -1851,6 +2029,12 @@ impl CmdHcaCap<[u8; 256]> {
     pub const ENHANCED_CQE_COMPRESSION: rt::Field = rt::Field::new(
         "enhanced_cqe_compression",
         1456,
+        1,
+    );
+    #[doc = concat!(" Position of `", "crossing_vhca_mkey", "`.")]
+    pub const CROSSING_VHCA_MKEY: rt::Field = rt::Field::new(
+        "crossing_vhca_mkey",
+        1458,
         1,
     );
     #[doc = concat!(" Position of `", "log_max_dek", "`.")]
@@ -2043,11 +2227,39 @@ impl CmdHcaCap<[u8; 256]> {
         1868,
         4,
     );
+    #[doc = concat!(" Position of `", "data_direct", "`.")]
+    pub const DATA_DIRECT: rt::Field = rt::Field::new("data_direct", 1874, 1);
     #[doc = concat!(" Position of `", "max_dynamic_vf_msix_table_size", "`.")]
     pub const MAX_DYNAMIC_VF_MSIX_TABLE_SIZE: rt::Field = rt::Field::new(
         "max_dynamic_vf_msix_table_size",
         1876,
         12,
+    );
+    #[doc = concat!(" Position of `", "log_max_num_header_modify_argument", "`.")]
+    pub const LOG_MAX_NUM_HEADER_MODIFY_ARGUMENT: rt::Field = rt::Field::new(
+        "log_max_num_header_modify_argument",
+        1891,
+        5,
+    );
+    #[doc = concat!(
+        " Position of `", "log_header_modify_argument_granularity_offset", "`."
+    )]
+    pub const LOG_HEADER_MODIFY_ARGUMENT_GRANULARITY_OFFSET: rt::Field = rt::Field::new(
+        "log_header_modify_argument_granularity_offset",
+        1896,
+        4,
+    );
+    #[doc = concat!(" Position of `", "log_header_modify_argument_granularity", "`.")]
+    pub const LOG_HEADER_MODIFY_ARGUMENT_GRANULARITY: rt::Field = rt::Field::new(
+        "log_header_modify_argument_granularity",
+        1900,
+        4,
+    );
+    #[doc = concat!(" Position of `", "log_header_modify_argument_max_alloc", "`.")]
+    pub const LOG_HEADER_MODIFY_ARGUMENT_MAX_ALLOC: rt::Field = rt::Field::new(
+        "log_header_modify_argument_max_alloc",
+        1907,
+        5,
     );
     #[doc = concat!(" Position of `", "vhca_tunnel_commands", "`.")]
     pub const VHCA_TUNNEL_COMMANDS: rt::Field = rt::Field::new(
@@ -2063,6 +2275,7 @@ impl CmdHcaCap<[u8; 256]> {
     );
     /// The position of every field of `cmd_hca_cap`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
+        Self::PAGE_REQUEST_DISABLE,
         Self::SHARED_OBJECT_TO_USER_OBJECT_ALLOWED,
         Self::VHCA_RESOURCE_MANAGER,
         Self::HCA_CAP_2,
@@ -2085,7 +2298,7 @@ impl CmdHcaCap<[u8; 256]> {
         Self::LOG_MAX_SRQ,
         Self::UPLINK_FOLLOW,
         Self::TS_CQE_TO_DEST_CQN,
-        Self::SHAMPO,
+        Self::GO_BACK_N,
         Self::MAX_SGL_FOR_OPTIMIZED_PERFORMANCE,
         Self::LOG_MAX_CQ_SZ,
         Self::RELAXED_ORDERING_WRITE_UMR,
@@ -2095,8 +2308,10 @@ impl CmdHcaCap<[u8; 256]> {
         Self::LOG_MAX_CQ,
         Self::LOG_MAX_EQ_SZ,
         Self::RELAXED_ORDERING_WRITE,
-        Self::RELAXED_ORDERING_READ,
+        Self::RELAXED_ORDERING_READ_PCI_ENABLED,
         Self::LOG_MAX_MKEY,
+        Self::TERMINATE_SCATTER_LIST_MKEY,
+        Self::REPEATED_MKEY,
         Self::DUMP_FILL_MKEY,
         Self::FAST_TEARDOWN,
         Self::LOG_MAX_EQ,
@@ -2108,6 +2323,7 @@ impl CmdHcaCap<[u8; 256]> {
         Self::UMR_EXTENDED_TRANSLATION_OFFSET,
         Self::NULL_MKEY,
         Self::LOG_MAX_KLM_LIST_SIZE,
+        Self::QPC_EXTENSION,
         Self::LOG_MAX_RA_REQ_DC,
         Self::ETH_WQE_TOO_SMALL,
         Self::VNIC_ENV_CQ_OVERRUN,
@@ -2174,6 +2390,7 @@ impl CmdHcaCap<[u8; 256]> {
         Self::STAT_RATE_SUPPORT,
         Self::PCI_SYNC_FOR_FW_UPDATE_EVENT,
         Self::INIT2_LAG_TX_PORT_AFFINITY,
+        Self::WQE_BASED_FLOW_TABLE_UPDATE_CAP,
         Self::CQE_VERSION,
         Self::COMPACT_ADDRESS_VECTOR,
         Self::STRIDING_RQ,
@@ -2201,6 +2418,7 @@ impl CmdHcaCap<[u8; 256]> {
         Self::CQ_OI,
         Self::CQ_RESIZE,
         Self::CQ_MODERATION,
+        Self::CQ_PERIOD_MODE_MODIFY,
         Self::CQ_EQ_REMAP,
         Self::PG,
         Self::BLOCK_LB_MC,
@@ -2231,12 +2449,14 @@ impl CmdHcaCap<[u8; 256]> {
         Self::PAD_TX_ETH_PACKET,
         Self::MKEY_BY_NAME,
         Self::LOG_BF_REG_SIZE,
+        Self::QP_ERROR_SYNDROME,
         Self::LAG_DCT,
         Self::LAG_TX_PORT_AFFINITY,
         Self::LAG_NATIVE_FDB_SELECTION,
         Self::LAG_MASTER,
         Self::NUM_LAG_PORTS,
         Self::MAX_WQE_SZ_SQ,
+        Self::SHAMPO,
         Self::MAX_WQE_SZ_RQ,
         Self::MAX_FLOW_COUNTER_31_16,
         Self::MAX_WQE_SZ_SQ_DC,
@@ -2244,7 +2464,14 @@ impl CmdHcaCap<[u8; 256]> {
         Self::FLOW_COUNTER_BULK_ALLOC,
         Self::LOG_MAX_MCG,
         Self::LOG_MAX_TRANSPORT_DOMAIN,
+        Self::RELAXED_ORDERING_READ,
         Self::LOG_MAX_PD,
+        Self::PCIE_RESET_USING_HOTRESET_METHOD,
+        Self::PCI_SYNC_FOR_FW_UPDATE_WITH_DRIVER_UNLOAD,
+        Self::VNIC_ENV_CNT_STEERING_FAIL,
+        Self::VPORT_COUNTER_LOCAL_LOOPBACK,
+        Self::Q_COUNTER_AGGREGATION,
+        Self::Q_COUNTER_OTHER_VPORT,
         Self::LOG_MAX_XRCD,
         Self::NIC_RECEIVE_STEERING_DISCARD,
         Self::RECEIVE_DISCARD_VPORT_DOWN,
@@ -2279,6 +2506,7 @@ impl CmdHcaCap<[u8; 256]> {
         Self::DISABLE_LOCAL_LB_UC,
         Self::DISABLE_LOCAL_LB_MC,
         Self::LOG_MIN_HAIRPIN_WQ_DATA_SZ,
+        Self::SILENT_MODE,
         Self::VHCA_STATE,
         Self::LOG_MAX_VLAN_LIST,
         Self::LOG_MAX_CURRENT_MC_LIST,
@@ -2289,7 +2517,9 @@ impl CmdHcaCap<[u8; 256]> {
         Self::STEERING_FORMAT_VERSION,
         Self::CREATE_QP_START_HINT,
         Self::ATS,
+        Self::CROSS_VHCA_RQT,
         Self::LOG_MAX_UCTX,
+        Self::CRYPTO,
         Self::IPSEC_OFFLOAD,
         Self::LOG_MAX_UMEM,
         Self::MAX_NUM_EQS,
@@ -2307,6 +2537,7 @@ impl CmdHcaCap<[u8; 256]> {
         Self::LOG_MAX_DCI_STREAM_CHANNELS,
         Self::LOG_MAX_DCI_ERRORED_STREAMS,
         Self::ENHANCED_CQE_COMPRESSION,
+        Self::CROSSING_VHCA_MKEY,
         Self::LOG_MAX_DEK,
         Self::MINI_CQE_RESP_STRIDE_INDEX,
         Self::CQE_128_ALWAYS,
@@ -2351,12 +2582,24 @@ impl CmdHcaCap<[u8; 256]> {
         Self::NUM_TOTAL_DYNAMIC_VF_MSIX,
         Self::DYNAMIC_MSIX_TABLE_SIZE,
         Self::MIN_DYNAMIC_VF_MSIX_TABLE_SIZE,
+        Self::DATA_DIRECT,
         Self::MAX_DYNAMIC_VF_MSIX_TABLE_SIZE,
+        Self::LOG_MAX_NUM_HEADER_MODIFY_ARGUMENT,
+        Self::LOG_HEADER_MODIFY_ARGUMENT_GRANULARITY_OFFSET,
+        Self::LOG_HEADER_MODIFY_ARGUMENT_GRANULARITY,
+        Self::LOG_HEADER_MODIFY_ARGUMENT_MAX_ALLOC,
         Self::VHCA_TUNNEL_COMMANDS,
         Self::MATCH_DEFINER_FORMAT_SUPPORTED,
     ];
 }
 impl<B: rt::Bytes> CmdHcaCap<B> {
+    /// The device never asks for pages with page-request events, so a driver creates no EQ for them.
+    ///
+    /// PRM `0x00[25]`: bit offset 0x6, 1 bit.
+    #[inline]
+    pub fn page_request_disable(&self) -> bool {
+        rt::get32(&self.buf, 0, 25, 0x1) as u8 != 0
+    }
     /// PRM `0x00[15]`: bit offset 0x10, 1 bit.
     #[inline]
     pub fn shared_object_to_user_object_allowed(&self) -> bool {
@@ -2481,10 +2724,10 @@ impl<B: rt::Bytes> CmdHcaCap<B> {
     pub fn ts_cqe_to_dest_cqn(&self) -> bool {
         rt::get32(&self.buf, 20, 13, 0x1) as u8 != 0
     }
-    /// PRM `0x14[5]`: bit offset 0xba, 1 bit.
+    /// PRM `0x14[6]`: bit offset 0xb9, 1 bit.
     #[inline]
-    pub fn shampo(&self) -> bool {
-        rt::get32(&self.buf, 20, 5, 0x1) as u8 != 0
+    pub fn go_back_n(&self) -> bool {
+        rt::get32(&self.buf, 20, 6, 0x1) as u8 != 0
     }
     /// PRM `0x18[31:24]`: bit offset 0xc0, 8 bits.
     #[inline]
@@ -2539,7 +2782,7 @@ impl<B: rt::Bytes> CmdHcaCap<B> {
     }
     /// PRM `0x1c[22]`: bit offset 0xe9, 1 bit.
     #[inline]
-    pub fn relaxed_ordering_read(&self) -> bool {
+    pub fn relaxed_ordering_read_pci_enabled(&self) -> bool {
         rt::get32(&self.buf, 28, 22, 0x1) as u8 != 0
     }
     /// Log2 of the number of memory keys.
@@ -2548,6 +2791,16 @@ impl<B: rt::Bytes> CmdHcaCap<B> {
     #[inline]
     pub fn log_max_mkey(&self) -> u8 {
         rt::get32(&self.buf, 28, 16, 0x3f) as u8
+    }
+    /// PRM `0x1c[9]`: bit offset 0xf6, 1 bit.
+    #[inline]
+    pub fn terminate_scatter_list_mkey(&self) -> bool {
+        rt::get32(&self.buf, 28, 9, 0x1) as u8 != 0
+    }
+    /// PRM `0x1c[8]`: bit offset 0xf7, 1 bit.
+    #[inline]
+    pub fn repeated_mkey(&self) -> bool {
+        rt::get32(&self.buf, 28, 8, 0x1) as u8 != 0
     }
     /// QUERY_SPECIAL_CONTEXTS returns a usable dump_fill_mkey.
     ///
@@ -2617,6 +2870,11 @@ impl<B: rt::Bytes> CmdHcaCap<B> {
     #[inline]
     pub fn log_max_klm_list_size(&self) -> u8 {
         rt::get32(&self.buf, 32, 0, 0x3f) as u8
+    }
+    /// PRM `0x24[29]`: bit offset 0x122, 1 bit.
+    #[inline]
+    pub fn qpc_extension(&self) -> bool {
+        rt::get32(&self.buf, 36, 29, 0x1) as u8 != 0
     }
     /// PRM `0x24[21:16]`: bit offset 0x12a, 6 bits.
     #[inline]
@@ -2997,6 +3255,11 @@ impl<B: rt::Bytes> CmdHcaCap<B> {
     pub fn init2_lag_tx_port_affinity(&self) -> bool {
         rt::get32(&self.buf, 60, 7, 0x1) as u8 != 0
     }
+    /// PRM `0x3c[4]`: bit offset 0x1fb, 1 bit.
+    #[inline]
+    pub fn wqe_based_flow_table_update_cap(&self) -> bool {
+        rt::get32(&self.buf, 60, 4, 0x1) as u8 != 0
+    }
     /// CQE format version. The maximum value is the newest the device knows; the current value is the one in use (0 is the original layout).
     ///
     /// PRM `0x3c[3:0]`: bit offset 0x1fc, 4 bits.
@@ -3171,6 +3434,11 @@ impl<B: rt::Bytes> CmdHcaCap<B> {
     #[inline]
     pub fn cq_moderation(&self) -> bool {
         rt::get32(&self.buf, 68, 29, 0x1) as u8 != 0
+    }
+    /// PRM `0x44[28]`: bit offset 0x223, 1 bit.
+    #[inline]
+    pub fn cq_period_mode_modify(&self) -> bool {
+        rt::get32(&self.buf, 68, 28, 0x1) as u8 != 0
     }
     /// PRM `0x44[25]`: bit offset 0x226, 1 bit.
     #[inline]
@@ -3350,6 +3618,11 @@ impl<B: rt::Bytes> CmdHcaCap<B> {
     pub fn log_bf_reg_size(&self) -> u8 {
         rt::get32(&self.buf, 76, 16, 0x1f) as u8
     }
+    /// PRM `0x4c[12]`: bit offset 0x273, 1 bit.
+    #[inline]
+    pub fn qp_error_syndrome(&self) -> bool {
+        rt::get32(&self.buf, 76, 12, 0x1) as u8 != 0
+    }
     /// PRM `0x4c[9:8]`: bit offset 0x276, 2 bits.
     #[inline]
     pub fn lag_dct(&self) -> u8 {
@@ -3383,6 +3656,11 @@ impl<B: rt::Bytes> CmdHcaCap<B> {
     #[inline]
     pub fn max_wqe_sz_sq(&self) -> u16 {
         rt::get32(&self.buf, 80, 0, 0xffff) as u16
+    }
+    /// PRM `0x54[20]`: bit offset 0x2ab, 1 bit.
+    #[inline]
+    pub fn shampo(&self) -> bool {
+        rt::get32(&self.buf, 84, 20, 0x1) as u8 != 0
     }
     /// Largest receive WQE, in bytes.
     ///
@@ -3429,12 +3707,47 @@ impl<B: rt::Bytes> CmdHcaCap<B> {
     pub fn log_max_transport_domain(&self) -> u8 {
         rt::get32(&self.buf, 100, 24, 0x1f) as u8
     }
+    /// PRM `0x64[21]`: bit offset 0x32a, 1 bit.
+    #[inline]
+    pub fn relaxed_ordering_read(&self) -> bool {
+        rt::get32(&self.buf, 100, 21, 0x1) as u8 != 0
+    }
     /// Log2 of the number of protection domains.
     ///
     /// PRM `0x64[20:16]`: bit offset 0x32b, 5 bits.
     #[inline]
     pub fn log_max_pd(&self) -> u8 {
         rt::get32(&self.buf, 100, 16, 0x1f) as u8
+    }
+    /// PRM `0x64[10]`: bit offset 0x335, 1 bit.
+    #[inline]
+    pub fn pcie_reset_using_hotreset_method(&self) -> bool {
+        rt::get32(&self.buf, 100, 10, 0x1) as u8 != 0
+    }
+    /// PRM `0x64[9]`: bit offset 0x336, 1 bit.
+    #[inline]
+    pub fn pci_sync_for_fw_update_with_driver_unload(&self) -> bool {
+        rt::get32(&self.buf, 100, 9, 0x1) as u8 != 0
+    }
+    /// PRM `0x64[8]`: bit offset 0x337, 1 bit.
+    #[inline]
+    pub fn vnic_env_cnt_steering_fail(&self) -> bool {
+        rt::get32(&self.buf, 100, 8, 0x1) as u8 != 0
+    }
+    /// PRM `0x64[7]`: bit offset 0x338, 1 bit.
+    #[inline]
+    pub fn vport_counter_local_loopback(&self) -> bool {
+        rt::get32(&self.buf, 100, 7, 0x1) as u8 != 0
+    }
+    /// PRM `0x64[6]`: bit offset 0x339, 1 bit.
+    #[inline]
+    pub fn q_counter_aggregation(&self) -> bool {
+        rt::get32(&self.buf, 100, 6, 0x1) as u8 != 0
+    }
+    /// PRM `0x64[5]`: bit offset 0x33a, 1 bit.
+    #[inline]
+    pub fn q_counter_other_vport(&self) -> bool {
+        rt::get32(&self.buf, 100, 5, 0x1) as u8 != 0
     }
     /// Log2 of the number of XRC domains.
     ///
@@ -3640,6 +3953,11 @@ impl<B: rt::Bytes> CmdHcaCap<B> {
     pub fn log_min_hairpin_wq_data_sz(&self) -> u8 {
         rt::get32(&self.buf, 124, 24, 0x1f) as u8
     }
+    /// PRM `0x7c[22]`: bit offset 0x3e9, 1 bit.
+    #[inline]
+    pub fn silent_mode(&self) -> bool {
+        rt::get32(&self.buf, 124, 22, 0x1) as u8 != 0
+    }
     /// PRM `0x7c[21]`: bit offset 0x3ea, 1 bit.
     #[inline]
     pub fn vhca_state(&self) -> bool {
@@ -3716,12 +4034,22 @@ impl<B: rt::Bytes> CmdHcaCap<B> {
     pub fn ats(&self) -> bool {
         rt::get32(&self.buf, 140, 30, 0x1) as u8 != 0
     }
+    /// PRM `0x8c[29]`: bit offset 0x462, 1 bit.
+    #[inline]
+    pub fn cross_vhca_rqt(&self) -> bool {
+        rt::get32(&self.buf, 140, 29, 0x1) as u8 != 0
+    }
     /// Log2 of the number of user contexts (uid values); 0 means user contexts are unsupported.
     ///
     /// PRM `0x8c[28:24]`: bit offset 0x463, 5 bits.
     #[inline]
     pub fn log_max_uctx(&self) -> u8 {
         rt::get32(&self.buf, 140, 24, 0x1f) as u8
+    }
+    /// PRM `0x8c[22]`: bit offset 0x469, 1 bit.
+    #[inline]
+    pub fn crypto(&self) -> bool {
+        rt::get32(&self.buf, 140, 22, 0x1) as u8 != 0
     }
     /// PRM `0x8c[21]`: bit offset 0x46a, 1 bit.
     #[inline]
@@ -3819,6 +4147,11 @@ impl<B: rt::Bytes> CmdHcaCap<B> {
     #[inline]
     pub fn enhanced_cqe_compression(&self) -> bool {
         rt::get32(&self.buf, 180, 15, 0x1) as u8 != 0
+    }
+    /// PRM `0xb4[13]`: bit offset 0x5b2, 1 bit.
+    #[inline]
+    pub fn crossing_vhca_mkey(&self) -> bool {
+        rt::get32(&self.buf, 180, 13, 0x1) as u8 != 0
     }
     /// PRM `0xb4[12:8]`: bit offset 0x5b3, 5 bits.
     #[inline]
@@ -4050,10 +4383,35 @@ impl<B: rt::Bytes> CmdHcaCap<B> {
     pub fn min_dynamic_vf_msix_table_size(&self) -> u8 {
         rt::get32(&self.buf, 232, 16, 0xf) as u8
     }
+    /// PRM `0xe8[13]`: bit offset 0x752, 1 bit.
+    #[inline]
+    pub fn data_direct(&self) -> bool {
+        rt::get32(&self.buf, 232, 13, 0x1) as u8 != 0
+    }
     /// PRM `0xe8[11:0]`: bit offset 0x754, 12 bits.
     #[inline]
     pub fn max_dynamic_vf_msix_table_size(&self) -> u16 {
         rt::get32(&self.buf, 232, 0, 0xfff) as u16
+    }
+    /// PRM `0xec[28:24]`: bit offset 0x763, 5 bits.
+    #[inline]
+    pub fn log_max_num_header_modify_argument(&self) -> u8 {
+        rt::get32(&self.buf, 236, 24, 0x1f) as u8
+    }
+    /// PRM `0xec[23:20]`: bit offset 0x768, 4 bits.
+    #[inline]
+    pub fn log_header_modify_argument_granularity_offset(&self) -> u8 {
+        rt::get32(&self.buf, 236, 20, 0xf) as u8
+    }
+    /// PRM `0xec[19:16]`: bit offset 0x76c, 4 bits.
+    #[inline]
+    pub fn log_header_modify_argument_granularity(&self) -> u8 {
+        rt::get32(&self.buf, 236, 16, 0xf) as u8
+    }
+    /// PRM `0xec[12:8]`: bit offset 0x773, 5 bits.
+    #[inline]
+    pub fn log_header_modify_argument_max_alloc(&self) -> u8 {
+        rt::get32(&self.buf, 236, 8, 0x1f) as u8
     }
     /// PRM `0xf0[63:0]`: bit offset 0x780, 64 bits.
     #[inline]
@@ -4067,6 +4425,11 @@ impl<B: rt::Bytes> CmdHcaCap<B> {
     }
 }
 impl<B: rt::BytesMut> CmdHcaCap<B> {
+    /// Writes [`Self::page_request_disable`].
+    #[inline]
+    pub fn set_page_request_disable(&mut self, v: bool) {
+        rt::set32(&mut self.buf, 0, 25, 0x1, u32::from(u8::from(v)))
+    }
     /// Writes [`Self::shared_object_to_user_object_allowed`].
     #[inline]
     pub fn set_shared_object_to_user_object_allowed(&mut self, v: bool) {
@@ -4193,10 +4556,10 @@ impl<B: rt::BytesMut> CmdHcaCap<B> {
     pub fn set_ts_cqe_to_dest_cqn(&mut self, v: bool) {
         rt::set32(&mut self.buf, 20, 13, 0x1, u32::from(u8::from(v)))
     }
-    /// Writes [`Self::shampo`].
+    /// Writes [`Self::go_back_n`].
     #[inline]
-    pub fn set_shampo(&mut self, v: bool) {
-        rt::set32(&mut self.buf, 20, 5, 0x1, u32::from(u8::from(v)))
+    pub fn set_go_back_n(&mut self, v: bool) {
+        rt::set32(&mut self.buf, 20, 6, 0x1, u32::from(u8::from(v)))
     }
     /// Writes [`Self::max_sgl_for_optimized_performance`].
     #[inline]
@@ -4251,9 +4614,9 @@ impl<B: rt::BytesMut> CmdHcaCap<B> {
     pub fn set_relaxed_ordering_write(&mut self, v: bool) {
         rt::set32(&mut self.buf, 28, 23, 0x1, u32::from(u8::from(v)))
     }
-    /// Writes [`Self::relaxed_ordering_read`].
+    /// Writes [`Self::relaxed_ordering_read_pci_enabled`].
     #[inline]
-    pub fn set_relaxed_ordering_read(&mut self, v: bool) {
+    pub fn set_relaxed_ordering_read_pci_enabled(&mut self, v: bool) {
         rt::set32(&mut self.buf, 28, 22, 0x1, u32::from(u8::from(v)))
     }
     /// Writes [`Self::log_max_mkey`].
@@ -4268,6 +4631,16 @@ impl<B: rt::BytesMut> CmdHcaCap<B> {
         rt::check_fits("log_max_mkey", u64::from(v), 0x3f)?;
         self.set_log_max_mkey(v);
         Ok(())
+    }
+    /// Writes [`Self::terminate_scatter_list_mkey`].
+    #[inline]
+    pub fn set_terminate_scatter_list_mkey(&mut self, v: bool) {
+        rt::set32(&mut self.buf, 28, 9, 0x1, u32::from(u8::from(v)))
+    }
+    /// Writes [`Self::repeated_mkey`].
+    #[inline]
+    pub fn set_repeated_mkey(&mut self, v: bool) {
+        rt::set32(&mut self.buf, 28, 8, 0x1, u32::from(u8::from(v)))
     }
     /// Writes [`Self::dump_fill_mkey`].
     #[inline]
@@ -4369,6 +4742,11 @@ impl<B: rt::BytesMut> CmdHcaCap<B> {
         rt::check_fits("log_max_klm_list_size", u64::from(v), 0x3f)?;
         self.set_log_max_klm_list_size(v);
         Ok(())
+    }
+    /// Writes [`Self::qpc_extension`].
+    #[inline]
+    pub fn set_qpc_extension(&mut self, v: bool) {
+        rt::set32(&mut self.buf, 36, 29, 0x1, u32::from(u8::from(v)))
     }
     /// Writes [`Self::log_max_ra_req_dc`].
     /// Bits beyond its 6 are dropped (a `debug_assert!` in debug builds).
@@ -4787,6 +5165,11 @@ impl<B: rt::BytesMut> CmdHcaCap<B> {
     pub fn set_init2_lag_tx_port_affinity(&mut self, v: bool) {
         rt::set32(&mut self.buf, 60, 7, 0x1, u32::from(u8::from(v)))
     }
+    /// Writes [`Self::wqe_based_flow_table_update_cap`].
+    #[inline]
+    pub fn set_wqe_based_flow_table_update_cap(&mut self, v: bool) {
+        rt::set32(&mut self.buf, 60, 4, 0x1, u32::from(u8::from(v)))
+    }
     /// Writes [`Self::cqe_version`].
     /// Bits beyond its 4 are dropped (a `debug_assert!` in debug builds).
     #[inline]
@@ -4956,6 +5339,11 @@ impl<B: rt::BytesMut> CmdHcaCap<B> {
     pub fn set_cq_moderation(&mut self, v: bool) {
         rt::set32(&mut self.buf, 68, 29, 0x1, u32::from(u8::from(v)))
     }
+    /// Writes [`Self::cq_period_mode_modify`].
+    #[inline]
+    pub fn set_cq_period_mode_modify(&mut self, v: bool) {
+        rt::set32(&mut self.buf, 68, 28, 0x1, u32::from(u8::from(v)))
+    }
     /// Writes [`Self::cq_eq_remap`].
     #[inline]
     pub fn set_cq_eq_remap(&mut self, v: bool) {
@@ -5122,6 +5510,11 @@ impl<B: rt::BytesMut> CmdHcaCap<B> {
         self.set_log_bf_reg_size(v);
         Ok(())
     }
+    /// Writes [`Self::qp_error_syndrome`].
+    #[inline]
+    pub fn set_qp_error_syndrome(&mut self, v: bool) {
+        rt::set32(&mut self.buf, 76, 12, 0x1, u32::from(u8::from(v)))
+    }
     /// Writes [`Self::lag_dct`].
     /// Bits beyond its 2 are dropped (a `debug_assert!` in debug builds).
     #[inline]
@@ -5167,6 +5560,11 @@ impl<B: rt::BytesMut> CmdHcaCap<B> {
     #[inline]
     pub fn set_max_wqe_sz_sq(&mut self, v: u16) {
         rt::set32(&mut self.buf, 80, 0, 0xffff, u32::from(v))
+    }
+    /// Writes [`Self::shampo`].
+    #[inline]
+    pub fn set_shampo(&mut self, v: bool) {
+        rt::set32(&mut self.buf, 84, 20, 0x1, u32::from(u8::from(v)))
     }
     /// Writes [`Self::max_wqe_sz_rq`].
     #[inline]
@@ -5229,6 +5627,11 @@ impl<B: rt::BytesMut> CmdHcaCap<B> {
         self.set_log_max_transport_domain(v);
         Ok(())
     }
+    /// Writes [`Self::relaxed_ordering_read`].
+    #[inline]
+    pub fn set_relaxed_ordering_read(&mut self, v: bool) {
+        rt::set32(&mut self.buf, 100, 21, 0x1, u32::from(u8::from(v)))
+    }
     /// Writes [`Self::log_max_pd`].
     /// Bits beyond its 5 are dropped (a `debug_assert!` in debug builds).
     #[inline]
@@ -5241,6 +5644,36 @@ impl<B: rt::BytesMut> CmdHcaCap<B> {
         rt::check_fits("log_max_pd", u64::from(v), 0x1f)?;
         self.set_log_max_pd(v);
         Ok(())
+    }
+    /// Writes [`Self::pcie_reset_using_hotreset_method`].
+    #[inline]
+    pub fn set_pcie_reset_using_hotreset_method(&mut self, v: bool) {
+        rt::set32(&mut self.buf, 100, 10, 0x1, u32::from(u8::from(v)))
+    }
+    /// Writes [`Self::pci_sync_for_fw_update_with_driver_unload`].
+    #[inline]
+    pub fn set_pci_sync_for_fw_update_with_driver_unload(&mut self, v: bool) {
+        rt::set32(&mut self.buf, 100, 9, 0x1, u32::from(u8::from(v)))
+    }
+    /// Writes [`Self::vnic_env_cnt_steering_fail`].
+    #[inline]
+    pub fn set_vnic_env_cnt_steering_fail(&mut self, v: bool) {
+        rt::set32(&mut self.buf, 100, 8, 0x1, u32::from(u8::from(v)))
+    }
+    /// Writes [`Self::vport_counter_local_loopback`].
+    #[inline]
+    pub fn set_vport_counter_local_loopback(&mut self, v: bool) {
+        rt::set32(&mut self.buf, 100, 7, 0x1, u32::from(u8::from(v)))
+    }
+    /// Writes [`Self::q_counter_aggregation`].
+    #[inline]
+    pub fn set_q_counter_aggregation(&mut self, v: bool) {
+        rt::set32(&mut self.buf, 100, 6, 0x1, u32::from(u8::from(v)))
+    }
+    /// Writes [`Self::q_counter_other_vport`].
+    #[inline]
+    pub fn set_q_counter_other_vport(&mut self, v: bool) {
+        rt::set32(&mut self.buf, 100, 5, 0x1, u32::from(u8::from(v)))
     }
     /// Writes [`Self::log_max_xrcd`].
     /// Bits beyond its 5 are dropped (a `debug_assert!` in debug builds).
@@ -5621,6 +6054,11 @@ impl<B: rt::BytesMut> CmdHcaCap<B> {
         self.set_log_min_hairpin_wq_data_sz(v);
         Ok(())
     }
+    /// Writes [`Self::silent_mode`].
+    #[inline]
+    pub fn set_silent_mode(&mut self, v: bool) {
+        rt::set32(&mut self.buf, 124, 22, 0x1, u32::from(u8::from(v)))
+    }
     /// Writes [`Self::vhca_state`].
     #[inline]
     pub fn set_vhca_state(&mut self, v: bool) {
@@ -5774,6 +6212,11 @@ impl<B: rt::BytesMut> CmdHcaCap<B> {
     pub fn set_ats(&mut self, v: bool) {
         rt::set32(&mut self.buf, 140, 30, 0x1, u32::from(u8::from(v)))
     }
+    /// Writes [`Self::cross_vhca_rqt`].
+    #[inline]
+    pub fn set_cross_vhca_rqt(&mut self, v: bool) {
+        rt::set32(&mut self.buf, 140, 29, 0x1, u32::from(u8::from(v)))
+    }
     /// Writes [`Self::log_max_uctx`].
     /// Bits beyond its 5 are dropped (a `debug_assert!` in debug builds).
     #[inline]
@@ -5786,6 +6229,11 @@ impl<B: rt::BytesMut> CmdHcaCap<B> {
         rt::check_fits("log_max_uctx", u64::from(v), 0x1f)?;
         self.set_log_max_uctx(v);
         Ok(())
+    }
+    /// Writes [`Self::crypto`].
+    #[inline]
+    pub fn set_crypto(&mut self, v: bool) {
+        rt::set32(&mut self.buf, 140, 22, 0x1, u32::from(u8::from(v)))
     }
     /// Writes [`Self::ipsec_offload`].
     #[inline]
@@ -5941,6 +6389,11 @@ impl<B: rt::BytesMut> CmdHcaCap<B> {
     #[inline]
     pub fn set_enhanced_cqe_compression(&mut self, v: bool) {
         rt::set32(&mut self.buf, 180, 15, 0x1, u32::from(u8::from(v)))
+    }
+    /// Writes [`Self::crossing_vhca_mkey`].
+    #[inline]
+    pub fn set_crossing_vhca_mkey(&mut self, v: bool) {
+        rt::set32(&mut self.buf, 180, 13, 0x1, u32::from(u8::from(v)))
     }
     /// Writes [`Self::log_max_dek`].
     /// Bits beyond its 5 are dropped (a `debug_assert!` in debug builds).
@@ -6460,6 +6913,11 @@ impl<B: rt::BytesMut> CmdHcaCap<B> {
         self.set_min_dynamic_vf_msix_table_size(v);
         Ok(())
     }
+    /// Writes [`Self::data_direct`].
+    #[inline]
+    pub fn set_data_direct(&mut self, v: bool) {
+        rt::set32(&mut self.buf, 232, 13, 0x1, u32::from(u8::from(v)))
+    }
     /// Writes [`Self::max_dynamic_vf_msix_table_size`].
     /// Bits beyond its 12 are dropped (a `debug_assert!` in debug builds).
     #[inline]
@@ -6483,6 +6941,102 @@ impl<B: rt::BytesMut> CmdHcaCap<B> {
         self.set_max_dynamic_vf_msix_table_size(v);
         Ok(())
     }
+    /// Writes [`Self::log_max_num_header_modify_argument`].
+    /// Bits beyond its 5 are dropped (a `debug_assert!` in debug builds).
+    #[inline]
+    pub fn set_log_max_num_header_modify_argument(&mut self, v: u8) {
+        rt::set32_narrow(
+            &mut self.buf,
+            236,
+            24,
+            0x1f,
+            u32::from(v),
+            "log_max_num_header_modify_argument",
+        )
+    }
+    /// Writes `log_max_num_header_modify_argument`, or returns an error if `v` does not fit its 5 bits.
+    #[inline]
+    pub fn try_set_log_max_num_header_modify_argument(
+        &mut self,
+        v: u8,
+    ) -> Result<(), rt::Overflow> {
+        rt::check_fits("log_max_num_header_modify_argument", u64::from(v), 0x1f)?;
+        self.set_log_max_num_header_modify_argument(v);
+        Ok(())
+    }
+    /// Writes [`Self::log_header_modify_argument_granularity_offset`].
+    /// Bits beyond its 4 are dropped (a `debug_assert!` in debug builds).
+    #[inline]
+    pub fn set_log_header_modify_argument_granularity_offset(&mut self, v: u8) {
+        rt::set32_narrow(
+            &mut self.buf,
+            236,
+            20,
+            0xf,
+            u32::from(v),
+            "log_header_modify_argument_granularity_offset",
+        )
+    }
+    /// Writes `log_header_modify_argument_granularity_offset`, or returns an error if `v` does not fit its 4 bits.
+    #[inline]
+    pub fn try_set_log_header_modify_argument_granularity_offset(
+        &mut self,
+        v: u8,
+    ) -> Result<(), rt::Overflow> {
+        rt::check_fits(
+            "log_header_modify_argument_granularity_offset",
+            u64::from(v),
+            0xf,
+        )?;
+        self.set_log_header_modify_argument_granularity_offset(v);
+        Ok(())
+    }
+    /// Writes [`Self::log_header_modify_argument_granularity`].
+    /// Bits beyond its 4 are dropped (a `debug_assert!` in debug builds).
+    #[inline]
+    pub fn set_log_header_modify_argument_granularity(&mut self, v: u8) {
+        rt::set32_narrow(
+            &mut self.buf,
+            236,
+            16,
+            0xf,
+            u32::from(v),
+            "log_header_modify_argument_granularity",
+        )
+    }
+    /// Writes `log_header_modify_argument_granularity`, or returns an error if `v` does not fit its 4 bits.
+    #[inline]
+    pub fn try_set_log_header_modify_argument_granularity(
+        &mut self,
+        v: u8,
+    ) -> Result<(), rt::Overflow> {
+        rt::check_fits("log_header_modify_argument_granularity", u64::from(v), 0xf)?;
+        self.set_log_header_modify_argument_granularity(v);
+        Ok(())
+    }
+    /// Writes [`Self::log_header_modify_argument_max_alloc`].
+    /// Bits beyond its 5 are dropped (a `debug_assert!` in debug builds).
+    #[inline]
+    pub fn set_log_header_modify_argument_max_alloc(&mut self, v: u8) {
+        rt::set32_narrow(
+            &mut self.buf,
+            236,
+            8,
+            0x1f,
+            u32::from(v),
+            "log_header_modify_argument_max_alloc",
+        )
+    }
+    /// Writes `log_header_modify_argument_max_alloc`, or returns an error if `v` does not fit its 5 bits.
+    #[inline]
+    pub fn try_set_log_header_modify_argument_max_alloc(
+        &mut self,
+        v: u8,
+    ) -> Result<(), rt::Overflow> {
+        rt::check_fits("log_header_modify_argument_max_alloc", u64::from(v), 0x1f)?;
+        self.set_log_header_modify_argument_max_alloc(v);
+        Ok(())
+    }
     /// Writes [`Self::vhca_tunnel_commands`].
     #[inline]
     pub fn set_vhca_tunnel_commands(&mut self, v: u64) {
@@ -6498,6 +7052,7 @@ impl<B: rt::BytesMut> CmdHcaCap<B> {
 impl<B: rt::Bytes> ::core::fmt::Debug for CmdHcaCap<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
         let mut d = f.debug_struct(stringify!(CmdHcaCap));
+        d.field("page_request_disable", &self.page_request_disable());
         d.field(
             "shared_object_to_user_object_allowed",
             &self.shared_object_to_user_object_allowed(),
@@ -6526,7 +7081,7 @@ impl<B: rt::Bytes> ::core::fmt::Debug for CmdHcaCap<B> {
         d.field("log_max_srq", &rt::fmt::Hex(self.log_max_srq().into()));
         d.field("uplink_follow", &self.uplink_follow());
         d.field("ts_cqe_to_dest_cqn", &self.ts_cqe_to_dest_cqn());
-        d.field("shampo", &self.shampo());
+        d.field("go_back_n", &self.go_back_n());
         d.field(
             "max_sgl_for_optimized_performance",
             &rt::fmt::Hex(self.max_sgl_for_optimized_performance().into()),
@@ -6545,8 +7100,13 @@ impl<B: rt::Bytes> ::core::fmt::Debug for CmdHcaCap<B> {
         d.field("log_max_cq", &rt::fmt::Hex(self.log_max_cq().into()));
         d.field("log_max_eq_sz", &rt::fmt::Hex(self.log_max_eq_sz().into()));
         d.field("relaxed_ordering_write", &self.relaxed_ordering_write());
-        d.field("relaxed_ordering_read", &self.relaxed_ordering_read());
+        d.field(
+            "relaxed_ordering_read_pci_enabled",
+            &self.relaxed_ordering_read_pci_enabled(),
+        );
         d.field("log_max_mkey", &rt::fmt::Hex(self.log_max_mkey().into()));
+        d.field("terminate_scatter_list_mkey", &self.terminate_scatter_list_mkey());
+        d.field("repeated_mkey", &self.repeated_mkey());
         d.field("dump_fill_mkey", &self.dump_fill_mkey());
         d.field("fast_teardown", &self.fast_teardown());
         d.field("log_max_eq", &rt::fmt::Hex(self.log_max_eq().into()));
@@ -6567,6 +7127,7 @@ impl<B: rt::Bytes> ::core::fmt::Debug for CmdHcaCap<B> {
             "log_max_klm_list_size",
             &rt::fmt::Hex(self.log_max_klm_list_size().into()),
         );
+        d.field("qpc_extension", &self.qpc_extension());
         d.field("log_max_ra_req_dc", &rt::fmt::Hex(self.log_max_ra_req_dc().into()));
         d.field("eth_wqe_too_small", &self.eth_wqe_too_small());
         d.field("vnic_env_cq_overrun", &self.vnic_env_cq_overrun());
@@ -6633,6 +7194,10 @@ impl<B: rt::Bytes> ::core::fmt::Debug for CmdHcaCap<B> {
         d.field("stat_rate_support", &rt::fmt::Hex(self.stat_rate_support().into()));
         d.field("pci_sync_for_fw_update_event", &self.pci_sync_for_fw_update_event());
         d.field("init2_lag_tx_port_affinity", &self.init2_lag_tx_port_affinity());
+        d.field(
+            "wqe_based_flow_table_update_cap",
+            &self.wqe_based_flow_table_update_cap(),
+        );
         d.field("cqe_version", &rt::fmt::Hex(self.cqe_version().into()));
         d.field("compact_address_vector", &self.compact_address_vector());
         d.field("striding_rq", &self.striding_rq());
@@ -6663,6 +7228,7 @@ impl<B: rt::Bytes> ::core::fmt::Debug for CmdHcaCap<B> {
         d.field("cq_oi", &self.cq_oi());
         d.field("cq_resize", &self.cq_resize());
         d.field("cq_moderation", &self.cq_moderation());
+        d.field("cq_period_mode_modify", &self.cq_period_mode_modify());
         d.field("cq_eq_remap", &self.cq_eq_remap());
         d.field("pg", &self.pg());
         d.field("block_lb_mc", &self.block_lb_mc());
@@ -6693,12 +7259,14 @@ impl<B: rt::Bytes> ::core::fmt::Debug for CmdHcaCap<B> {
         d.field("pad_tx_eth_packet", &self.pad_tx_eth_packet());
         d.field("mkey_by_name", &self.mkey_by_name());
         d.field("log_bf_reg_size", &rt::fmt::Hex(self.log_bf_reg_size().into()));
+        d.field("qp_error_syndrome", &self.qp_error_syndrome());
         d.field("lag_dct", &rt::fmt::Hex(self.lag_dct().into()));
         d.field("lag_tx_port_affinity", &self.lag_tx_port_affinity());
         d.field("lag_native_fdb_selection", &self.lag_native_fdb_selection());
         d.field("lag_master", &self.lag_master());
         d.field("num_lag_ports", &rt::fmt::Hex(self.num_lag_ports().into()));
         d.field("max_wqe_sz_sq", &rt::fmt::Hex(self.max_wqe_sz_sq().into()));
+        d.field("shampo", &self.shampo());
         d.field("max_wqe_sz_rq", &rt::fmt::Hex(self.max_wqe_sz_rq().into()));
         d.field(
             "max_flow_counter_31_16",
@@ -6715,7 +7283,20 @@ impl<B: rt::Bytes> ::core::fmt::Debug for CmdHcaCap<B> {
             "log_max_transport_domain",
             &rt::fmt::Hex(self.log_max_transport_domain().into()),
         );
+        d.field("relaxed_ordering_read", &self.relaxed_ordering_read());
         d.field("log_max_pd", &rt::fmt::Hex(self.log_max_pd().into()));
+        d.field(
+            "pcie_reset_using_hotreset_method",
+            &self.pcie_reset_using_hotreset_method(),
+        );
+        d.field(
+            "pci_sync_for_fw_update_with_driver_unload",
+            &self.pci_sync_for_fw_update_with_driver_unload(),
+        );
+        d.field("vnic_env_cnt_steering_fail", &self.vnic_env_cnt_steering_fail());
+        d.field("vport_counter_local_loopback", &self.vport_counter_local_loopback());
+        d.field("q_counter_aggregation", &self.q_counter_aggregation());
+        d.field("q_counter_other_vport", &self.q_counter_other_vport());
         d.field("log_max_xrcd", &rt::fmt::Hex(self.log_max_xrcd().into()));
         d.field("nic_receive_steering_discard", &self.nic_receive_steering_discard());
         d.field("receive_discard_vport_down", &self.receive_discard_vport_down());
@@ -6783,6 +7364,7 @@ impl<B: rt::Bytes> ::core::fmt::Debug for CmdHcaCap<B> {
             "log_min_hairpin_wq_data_sz",
             &rt::fmt::Hex(self.log_min_hairpin_wq_data_sz().into()),
         );
+        d.field("silent_mode", &self.silent_mode());
         d.field("vhca_state", &self.vhca_state());
         d.field("log_max_vlan_list", &rt::fmt::Hex(self.log_max_vlan_list().into()));
         d.field(
@@ -6805,7 +7387,9 @@ impl<B: rt::Bytes> ::core::fmt::Debug for CmdHcaCap<B> {
             &rt::fmt::Hex(self.create_qp_start_hint().into()),
         );
         d.field("ats", &self.ats());
+        d.field("cross_vhca_rqt", &self.cross_vhca_rqt());
         d.field("log_max_uctx", &rt::fmt::Hex(self.log_max_uctx().into()));
+        d.field("crypto", &self.crypto());
         d.field("ipsec_offload", &self.ipsec_offload());
         d.field("log_max_umem", &rt::fmt::Hex(self.log_max_umem().into()));
         d.field("max_num_eqs", &rt::fmt::Hex(self.max_num_eqs().into()));
@@ -6847,6 +7431,7 @@ impl<B: rt::Bytes> ::core::fmt::Debug for CmdHcaCap<B> {
             &rt::fmt::Hex(self.log_max_dci_errored_streams().into()),
         );
         d.field("enhanced_cqe_compression", &self.enhanced_cqe_compression());
+        d.field("crossing_vhca_mkey", &self.crossing_vhca_mkey());
         d.field("log_max_dek", &rt::fmt::Hex(self.log_max_dek().into()));
         d.field("mini_cqe_resp_stride_index", &self.mini_cqe_resp_stride_index());
         d.field("cqe_128_always", &self.cqe_128_always());
@@ -6960,9 +7545,26 @@ impl<B: rt::Bytes> ::core::fmt::Debug for CmdHcaCap<B> {
             "min_dynamic_vf_msix_table_size",
             &rt::fmt::Hex(self.min_dynamic_vf_msix_table_size().into()),
         );
+        d.field("data_direct", &self.data_direct());
         d.field(
             "max_dynamic_vf_msix_table_size",
             &rt::fmt::Hex(self.max_dynamic_vf_msix_table_size().into()),
+        );
+        d.field(
+            "log_max_num_header_modify_argument",
+            &rt::fmt::Hex(self.log_max_num_header_modify_argument().into()),
+        );
+        d.field(
+            "log_header_modify_argument_granularity_offset",
+            &rt::fmt::Hex(self.log_header_modify_argument_granularity_offset().into()),
+        );
+        d.field(
+            "log_header_modify_argument_granularity",
+            &rt::fmt::Hex(self.log_header_modify_argument_granularity().into()),
+        );
+        d.field(
+            "log_header_modify_argument_max_alloc",
+            &rt::fmt::Hex(self.log_header_modify_argument_max_alloc().into()),
         );
         d.field(
             "vhca_tunnel_commands",
@@ -6975,51 +7577,51 @@ impl<B: rt::Bytes> ::core::fmt::Debug for CmdHcaCap<B> {
         let reserved = rt::fmt::ReservedSet {
             buf: &self.buf,
             masks: &[
-                (0, 0xffff7ffe),
+                (0, 0xfdff7ffe),
                 (4, 0xff0000),
                 (8, 0xffffffff),
                 (12, 0xffffffff),
                 (16, 0x6f60),
-                (20, 0xefa09fdf),
+                (20, 0xefa09fbf),
                 (24, 0x3f80),
-                (28, 0xff60),
+                (28, 0xfc60),
                 (32, 0x4000),
-                (36, 0xffc0df80),
+                (36, 0xdfc0df80),
                 (40, 0xf980ffc0),
                 (44, 0x7b20000),
                 (52, 0x1000),
                 (56, 0x80f01880),
-                (60, 0xbf70),
+                (60, 0xbf60),
                 (64, 0x24061201),
-                (68, 0x1c441c70),
+                (68, 0xc441c70),
                 (72, 0x7f005f00),
-                (76, 0x1de0fc20),
+                (76, 0x1de0ec20),
                 (80, 0xffff0000),
-                (84, 0xffff0000),
+                (84, 0xffef0000),
                 (92, 0xfe000000),
                 (96, 0xffff0000),
-                (100, 0xe0e0ffe0),
+                (100, 0xe0c0f800),
                 (104, 0x9000000),
                 (108, 0xe0e0e0e0),
                 (112, 0x60e0e0e0),
                 (116, 0xe0e0e0),
                 (120, 0x60e0e0e0),
-                (124, 0xc0e0e0),
-                (140, 0xa0c00000),
+                (124, 0x80e0e0),
+                (140, 0x80800000),
                 (144, 0x80ff0000),
                 (148, 0xffffffff),
                 (160, 0xffffffff),
                 (172, 0xe0ffbf),
                 (176, 0xffe0e0ff),
-                (180, 0xffff60f0),
+                (180, 0xffff40f0),
                 (188, 0xff0f00e0),
                 (192, 0xd),
                 (204, 0xffffffff),
                 (208, 0x207b0000),
                 (216, 0xf0000000),
                 (228, 0xfffff000),
-                (232, 0xfff0f000),
-                (236, 0xffffffff),
+                (232, 0xfff0d000),
+                (236, 0xe000e0ff),
             ],
         };
         if reserved.any() {
@@ -7034,6 +7636,21 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
     name: "cmd_hca_cap",
     size: 256,
     fields: &[
+        rt::reflect::FieldAccess {
+            name: "page_request_disable",
+            bit_offset: 6,
+            width: 1,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = CmdHcaCap::new_unchecked(b);
+                u64::from(v.page_request_disable())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = CmdHcaCap::new_unchecked(b);
+                v.set_page_request_disable(x & 1 != 0);
+            }),
+        },
         rt::reflect::FieldAccess {
             name: "shared_object_to_user_object_allowed",
             bit_offset: 16,
@@ -7365,18 +7982,18 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             }),
         },
         rt::reflect::FieldAccess {
-            name: "shampo",
-            bit_offset: 186,
+            name: "go_back_n",
+            bit_offset: 185,
             width: 1,
             count: 1,
             trailing: false,
             get: Some(|b, _| {
                 let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.shampo())
+                u64::from(v.go_back_n())
             }),
             set: Some(|b, _, x| {
                 let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_shampo(x & 1 != 0);
+                v.set_go_back_n(x & 1 != 0);
             }),
         },
         rt::reflect::FieldAccess {
@@ -7515,18 +8132,18 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             }),
         },
         rt::reflect::FieldAccess {
-            name: "relaxed_ordering_read",
+            name: "relaxed_ordering_read_pci_enabled",
             bit_offset: 233,
             width: 1,
             count: 1,
             trailing: false,
             get: Some(|b, _| {
                 let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.relaxed_ordering_read())
+                u64::from(v.relaxed_ordering_read_pci_enabled())
             }),
             set: Some(|b, _, x| {
                 let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_relaxed_ordering_read(x & 1 != 0);
+                v.set_relaxed_ordering_read_pci_enabled(x & 1 != 0);
             }),
         },
         rt::reflect::FieldAccess {
@@ -7542,6 +8159,36 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             set: Some(|b, _, x| {
                 let mut v = CmdHcaCap::new_unchecked(b);
                 v.set_log_max_mkey((x & 0x3f) as u8);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "terminate_scatter_list_mkey",
+            bit_offset: 246,
+            width: 1,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = CmdHcaCap::new_unchecked(b);
+                u64::from(v.terminate_scatter_list_mkey())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = CmdHcaCap::new_unchecked(b);
+                v.set_terminate_scatter_list_mkey(x & 1 != 0);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "repeated_mkey",
+            bit_offset: 247,
+            width: 1,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = CmdHcaCap::new_unchecked(b);
+                u64::from(v.repeated_mkey())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = CmdHcaCap::new_unchecked(b);
+                v.set_repeated_mkey(x & 1 != 0);
             }),
         },
         rt::reflect::FieldAccess {
@@ -7707,6 +8354,21 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             set: Some(|b, _, x| {
                 let mut v = CmdHcaCap::new_unchecked(b);
                 v.set_log_max_klm_list_size((x & 0x3f) as u8);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "qpc_extension",
+            bit_offset: 290,
+            width: 1,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = CmdHcaCap::new_unchecked(b);
+                u64::from(v.qpc_extension())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = CmdHcaCap::new_unchecked(b);
+                v.set_qpc_extension(x & 1 != 0);
             }),
         },
         rt::reflect::FieldAccess {
@@ -8700,6 +9362,21 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             }),
         },
         rt::reflect::FieldAccess {
+            name: "wqe_based_flow_table_update_cap",
+            bit_offset: 507,
+            width: 1,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = CmdHcaCap::new_unchecked(b);
+                u64::from(v.wqe_based_flow_table_update_cap())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = CmdHcaCap::new_unchecked(b);
+                v.set_wqe_based_flow_table_update_cap(x & 1 != 0);
+            }),
+        },
+        rt::reflect::FieldAccess {
             name: "cqe_version",
             bit_offset: 508,
             width: 4,
@@ -9102,6 +9779,21 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             set: Some(|b, _, x| {
                 let mut v = CmdHcaCap::new_unchecked(b);
                 v.set_cq_moderation(x & 1 != 0);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "cq_period_mode_modify",
+            bit_offset: 547,
+            width: 1,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = CmdHcaCap::new_unchecked(b);
+                u64::from(v.cq_period_mode_modify())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = CmdHcaCap::new_unchecked(b);
+                v.set_cq_period_mode_modify(x & 1 != 0);
             }),
         },
         rt::reflect::FieldAccess {
@@ -9555,6 +10247,21 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             }),
         },
         rt::reflect::FieldAccess {
+            name: "qp_error_syndrome",
+            bit_offset: 627,
+            width: 1,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = CmdHcaCap::new_unchecked(b);
+                u64::from(v.qp_error_syndrome())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = CmdHcaCap::new_unchecked(b);
+                v.set_qp_error_syndrome(x & 1 != 0);
+            }),
+        },
+        rt::reflect::FieldAccess {
             name: "lag_dct",
             bit_offset: 630,
             width: 2,
@@ -9642,6 +10349,21 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             set: Some(|b, _, x| {
                 let mut v = CmdHcaCap::new_unchecked(b);
                 v.set_max_wqe_sz_sq((x & 0xffff) as u16);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "shampo",
+            bit_offset: 683,
+            width: 1,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = CmdHcaCap::new_unchecked(b);
+                u64::from(v.shampo())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = CmdHcaCap::new_unchecked(b);
+                v.set_shampo(x & 1 != 0);
             }),
         },
         rt::reflect::FieldAccess {
@@ -9750,6 +10472,21 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             }),
         },
         rt::reflect::FieldAccess {
+            name: "relaxed_ordering_read",
+            bit_offset: 810,
+            width: 1,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = CmdHcaCap::new_unchecked(b);
+                u64::from(v.relaxed_ordering_read())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = CmdHcaCap::new_unchecked(b);
+                v.set_relaxed_ordering_read(x & 1 != 0);
+            }),
+        },
+        rt::reflect::FieldAccess {
             name: "log_max_pd",
             bit_offset: 811,
             width: 5,
@@ -9762,6 +10499,96 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             set: Some(|b, _, x| {
                 let mut v = CmdHcaCap::new_unchecked(b);
                 v.set_log_max_pd((x & 0x1f) as u8);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "pcie_reset_using_hotreset_method",
+            bit_offset: 821,
+            width: 1,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = CmdHcaCap::new_unchecked(b);
+                u64::from(v.pcie_reset_using_hotreset_method())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = CmdHcaCap::new_unchecked(b);
+                v.set_pcie_reset_using_hotreset_method(x & 1 != 0);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "pci_sync_for_fw_update_with_driver_unload",
+            bit_offset: 822,
+            width: 1,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = CmdHcaCap::new_unchecked(b);
+                u64::from(v.pci_sync_for_fw_update_with_driver_unload())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = CmdHcaCap::new_unchecked(b);
+                v.set_pci_sync_for_fw_update_with_driver_unload(x & 1 != 0);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "vnic_env_cnt_steering_fail",
+            bit_offset: 823,
+            width: 1,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = CmdHcaCap::new_unchecked(b);
+                u64::from(v.vnic_env_cnt_steering_fail())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = CmdHcaCap::new_unchecked(b);
+                v.set_vnic_env_cnt_steering_fail(x & 1 != 0);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "vport_counter_local_loopback",
+            bit_offset: 824,
+            width: 1,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = CmdHcaCap::new_unchecked(b);
+                u64::from(v.vport_counter_local_loopback())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = CmdHcaCap::new_unchecked(b);
+                v.set_vport_counter_local_loopback(x & 1 != 0);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "q_counter_aggregation",
+            bit_offset: 825,
+            width: 1,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = CmdHcaCap::new_unchecked(b);
+                u64::from(v.q_counter_aggregation())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = CmdHcaCap::new_unchecked(b);
+                v.set_q_counter_aggregation(x & 1 != 0);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "q_counter_other_vport",
+            bit_offset: 826,
+            width: 1,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = CmdHcaCap::new_unchecked(b);
+                u64::from(v.q_counter_other_vport())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = CmdHcaCap::new_unchecked(b);
+                v.set_q_counter_other_vport(x & 1 != 0);
             }),
         },
         rt::reflect::FieldAccess {
@@ -10275,6 +11102,21 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             }),
         },
         rt::reflect::FieldAccess {
+            name: "silent_mode",
+            bit_offset: 1001,
+            width: 1,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = CmdHcaCap::new_unchecked(b);
+                u64::from(v.silent_mode())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = CmdHcaCap::new_unchecked(b);
+                v.set_silent_mode(x & 1 != 0);
+            }),
+        },
+        rt::reflect::FieldAccess {
             name: "vhca_state",
             bit_offset: 1002,
             width: 1,
@@ -10425,6 +11267,21 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             }),
         },
         rt::reflect::FieldAccess {
+            name: "cross_vhca_rqt",
+            bit_offset: 1122,
+            width: 1,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = CmdHcaCap::new_unchecked(b);
+                u64::from(v.cross_vhca_rqt())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = CmdHcaCap::new_unchecked(b);
+                v.set_cross_vhca_rqt(x & 1 != 0);
+            }),
+        },
+        rt::reflect::FieldAccess {
             name: "log_max_uctx",
             bit_offset: 1123,
             width: 5,
@@ -10437,6 +11294,21 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             set: Some(|b, _, x| {
                 let mut v = CmdHcaCap::new_unchecked(b);
                 v.set_log_max_uctx((x & 0x1f) as u8);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "crypto",
+            bit_offset: 1129,
+            width: 1,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = CmdHcaCap::new_unchecked(b);
+                u64::from(v.crypto())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = CmdHcaCap::new_unchecked(b);
+                v.set_crypto(x & 1 != 0);
             }),
         },
         rt::reflect::FieldAccess {
@@ -10692,6 +11564,21 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             set: Some(|b, _, x| {
                 let mut v = CmdHcaCap::new_unchecked(b);
                 v.set_enhanced_cqe_compression(x & 1 != 0);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "crossing_vhca_mkey",
+            bit_offset: 1458,
+            width: 1,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = CmdHcaCap::new_unchecked(b);
+                u64::from(v.crossing_vhca_mkey())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = CmdHcaCap::new_unchecked(b);
+                v.set_crossing_vhca_mkey(x & 1 != 0);
             }),
         },
         rt::reflect::FieldAccess {
@@ -11355,6 +12242,21 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             }),
         },
         rt::reflect::FieldAccess {
+            name: "data_direct",
+            bit_offset: 1874,
+            width: 1,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = CmdHcaCap::new_unchecked(b);
+                u64::from(v.data_direct())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = CmdHcaCap::new_unchecked(b);
+                v.set_data_direct(x & 1 != 0);
+            }),
+        },
+        rt::reflect::FieldAccess {
             name: "max_dynamic_vf_msix_table_size",
             bit_offset: 1876,
             width: 12,
@@ -11367,6 +12269,66 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             set: Some(|b, _, x| {
                 let mut v = CmdHcaCap::new_unchecked(b);
                 v.set_max_dynamic_vf_msix_table_size((x & 0xfff) as u16);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "log_max_num_header_modify_argument",
+            bit_offset: 1891,
+            width: 5,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = CmdHcaCap::new_unchecked(b);
+                u64::from(v.log_max_num_header_modify_argument())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = CmdHcaCap::new_unchecked(b);
+                v.set_log_max_num_header_modify_argument((x & 0x1f) as u8);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "log_header_modify_argument_granularity_offset",
+            bit_offset: 1896,
+            width: 4,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = CmdHcaCap::new_unchecked(b);
+                u64::from(v.log_header_modify_argument_granularity_offset())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = CmdHcaCap::new_unchecked(b);
+                v.set_log_header_modify_argument_granularity_offset((x & 0xf) as u8);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "log_header_modify_argument_granularity",
+            bit_offset: 1900,
+            width: 4,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = CmdHcaCap::new_unchecked(b);
+                u64::from(v.log_header_modify_argument_granularity())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = CmdHcaCap::new_unchecked(b);
+                v.set_log_header_modify_argument_granularity((x & 0xf) as u8);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "log_header_modify_argument_max_alloc",
+            bit_offset: 1907,
+            width: 5,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = CmdHcaCap::new_unchecked(b);
+                u64::from(v.log_header_modify_argument_max_alloc())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = CmdHcaCap::new_unchecked(b);
+                v.set_log_header_modify_argument_max_alloc((x & 0x1f) as u8);
             }),
         },
         rt::reflect::FieldAccess {
@@ -11539,6 +12501,12 @@ impl PerProtocolNetworkingOffloadCaps<[u8; 256]> {
         48,
         8,
     );
+    #[doc = concat!(" Position of `", "swp_csum_l4_partial", "`.")]
+    pub const SWP_CSUM_L4_PARTIAL: rt::Field = rt::Field::new(
+        "swp_csum_l4_partial",
+        56,
+        1,
+    );
     #[doc = concat!(" Position of `", "max_geneve_opt_len", "`.")]
     pub const MAX_GENEVE_OPT_LEN: rt::Field = rt::Field::new(
         "max_geneve_opt_len",
@@ -11594,6 +12562,7 @@ impl PerProtocolNetworkingOffloadCaps<[u8; 256]> {
         Self::TUNNEL_STATELESS_IP_OVER_IP_RX,
         Self::TUNNEL_STATELESS_IP_OVER_IP_TX,
         Self::MAX_VXLAN_UDP_PORTS,
+        Self::SWP_CSUM_L4_PARTIAL,
         Self::MAX_GENEVE_OPT_LEN,
         Self::TUNNEL_STATELESS_GENEVE_RX,
         Self::LRO_MIN_MSS_SIZE,
@@ -11806,6 +12775,11 @@ impl<B: rt::Bytes> PerProtocolNetworkingOffloadCaps<B> {
     #[inline]
     pub fn max_vxlan_udp_ports(&self) -> u8 {
         rt::get32(&self.buf, 4, 8, 0xff) as u8
+    }
+    /// PRM `0x04[7]`: bit offset 0x38, 1 bit.
+    #[inline]
+    pub fn swp_csum_l4_partial(&self) -> bool {
+        rt::get32(&self.buf, 4, 7, 0x1) as u8 != 0
     }
     /// PRM `0x04[1]`: bit offset 0x3e, 1 bit.
     #[inline]
@@ -12055,6 +13029,11 @@ impl<B: rt::BytesMut> PerProtocolNetworkingOffloadCaps<B> {
     pub fn set_max_vxlan_udp_ports(&mut self, v: u8) {
         rt::set32(&mut self.buf, 4, 8, 0xff, u32::from(v))
     }
+    /// Writes [`Self::swp_csum_l4_partial`].
+    #[inline]
+    pub fn set_swp_csum_l4_partial(&mut self, v: bool) {
+        rt::set32(&mut self.buf, 4, 7, 0x1, u32::from(u8::from(v)))
+    }
     /// Writes [`Self::max_geneve_opt_len`].
     #[inline]
     pub fn set_max_geneve_opt_len(&mut self, v: bool) {
@@ -12144,6 +13123,7 @@ impl<B: rt::Bytes> ::core::fmt::Debug for PerProtocolNetworkingOffloadCaps<B> {
             &self.tunnel_stateless_ip_over_ip_tx(),
         );
         d.field("max_vxlan_udp_ports", &rt::fmt::Hex(self.max_vxlan_udp_ports().into()));
+        d.field("swp_csum_l4_partial", &self.swp_csum_l4_partial());
         d.field("max_geneve_opt_len", &self.max_geneve_opt_len());
         d.field("tunnel_stateless_geneve_rx", &self.tunnel_stateless_geneve_rx());
         d.field("lro_min_mss_size", &rt::fmt::Hex(self.lro_min_mss_size().into()));
@@ -12161,7 +13141,7 @@ impl<B: rt::Bytes> ::core::fmt::Debug for PerProtocolNetworkingOffloadCaps<B> {
             buf: &self.buf,
             masks: &[
                 (0, 0x6600000),
-                (4, 0x1300fc),
+                (4, 0x13007c),
                 (8, 0xffff0000),
                 (12, 0xffffffff),
                 (16, 0xffffffff),
@@ -12730,6 +13710,21 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             }),
         },
         rt::reflect::FieldAccess {
+            name: "swp_csum_l4_partial",
+            bit_offset: 56,
+            width: 1,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                u64::from(v.swp_csum_l4_partial())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                v.set_swp_csum_l4_partial(x & 1 != 0);
+            }),
+        },
+        rt::reflect::FieldAccess {
             name: "max_geneve_opt_len",
             bit_offset: 62,
             width: 1,
@@ -12822,6 +13817,14 @@ impl RoceCap<[u8; 256]> {
         6,
         1,
     );
+    #[doc = concat!(" Position of `", "roce_cc_general", "`.")]
+    pub const ROCE_CC_GENERAL: rt::Field = rt::Field::new("roce_cc_general", 7, 1);
+    #[doc = concat!(" Position of `", "qp_ooo_transmit_default", "`.")]
+    pub const QP_OOO_TRANSMIT_DEFAULT: rt::Field = rt::Field::new(
+        "qp_ooo_transmit_default",
+        8,
+        1,
+    );
     #[doc = concat!(" Position of `", "qp_ts_format", "`.")]
     pub const QP_TS_FORMAT: rt::Field = rt::Field::new("qp_ts_format", 30, 2);
     #[doc = concat!(" Position of `", "l3_type", "`.")]
@@ -12858,6 +13861,8 @@ impl RoceCap<[u8; 256]> {
         Self::SW_R_ROCE_SRC_UDP_PORT,
         Self::FL_RC_QP_WHEN_ROCE_DISABLED,
         Self::FL_RC_QP_WHEN_ROCE_ENABLED,
+        Self::ROCE_CC_GENERAL,
+        Self::QP_OOO_TRANSMIT_DEFAULT,
         Self::QP_TS_FORMAT,
         Self::L3_TYPE,
         Self::ROCE_VERSION,
@@ -12893,6 +13898,18 @@ impl<B: rt::Bytes> RoceCap<B> {
     #[inline]
     pub fn fl_rc_qp_when_roce_enabled(&self) -> bool {
         rt::get32(&self.buf, 0, 25, 0x1) as u8 != 0
+    }
+    /// PRM `0x00[24]`: bit offset 0x7, 1 bit.
+    #[inline]
+    pub fn roce_cc_general(&self) -> bool {
+        rt::get32(&self.buf, 0, 24, 0x1) as u8 != 0
+    }
+    /// RoCE QPs may transmit out of order by default; Linux turns it on with SET_HCA_CAP when the maximum page offers it.
+    ///
+    /// PRM `0x00[23]`: bit offset 0x8, 1 bit.
+    #[inline]
+    pub fn qp_ooo_transmit_default(&self) -> bool {
+        rt::get32(&self.buf, 0, 23, 0x1) as u8 != 0
     }
     /// Timestamp formats RoCE QPs can put in completions.
     ///
@@ -12972,6 +13989,16 @@ impl<B: rt::BytesMut> RoceCap<B> {
     pub fn set_fl_rc_qp_when_roce_enabled(&mut self, v: bool) {
         rt::set32(&mut self.buf, 0, 25, 0x1, u32::from(u8::from(v)))
     }
+    /// Writes [`Self::roce_cc_general`].
+    #[inline]
+    pub fn set_roce_cc_general(&mut self, v: bool) {
+        rt::set32(&mut self.buf, 0, 24, 0x1, u32::from(u8::from(v)))
+    }
+    /// Writes [`Self::qp_ooo_transmit_default`].
+    #[inline]
+    pub fn set_qp_ooo_transmit_default(&mut self, v: bool) {
+        rt::set32(&mut self.buf, 0, 23, 0x1, u32::from(u8::from(v)))
+    }
     /// Writes [`Self::qp_ts_format`].
     #[inline]
     pub fn set_qp_ts_format(&mut self, v: HcaTsFormatCap) {
@@ -13037,6 +14064,8 @@ impl<B: rt::Bytes> ::core::fmt::Debug for RoceCap<B> {
         d.field("sw_r_roce_src_udp_port", &self.sw_r_roce_src_udp_port());
         d.field("fl_rc_qp_when_roce_disabled", &self.fl_rc_qp_when_roce_disabled());
         d.field("fl_rc_qp_when_roce_enabled", &self.fl_rc_qp_when_roce_enabled());
+        d.field("roce_cc_general", &self.roce_cc_general());
+        d.field("qp_ooo_transmit_default", &self.qp_ooo_transmit_default());
         d.field("qp_ts_format", &rt::fmt::EnumValue(self.qp_ts_format()));
         d.field("l3_type", &rt::fmt::Hex(self.l3_type().into()));
         d.field("roce_version", &rt::fmt::Hex(self.roce_version().into()));
@@ -13059,7 +14088,7 @@ impl<B: rt::Bytes> ::core::fmt::Debug for RoceCap<B> {
         let reserved = rt::fmt::ReservedSet {
             buf: &self.buf,
             masks: &[
-                (0, 0x71fffffc),
+                (0, 0x707ffffc),
                 (4, 0xffffffff),
                 (8, 0xffffffff),
                 (12, 0xffffffff),
@@ -13197,6 +14226,36 @@ pub const ROCE_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             }),
         },
         rt::reflect::FieldAccess {
+            name: "roce_cc_general",
+            bit_offset: 7,
+            width: 1,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = RoceCap::new_unchecked(b);
+                u64::from(v.roce_cc_general())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = RoceCap::new_unchecked(b);
+                v.set_roce_cc_general(x & 1 != 0);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "qp_ooo_transmit_default",
+            bit_offset: 8,
+            width: 1,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = RoceCap::new_unchecked(b);
+                u64::from(v.qp_ooo_transmit_default())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = RoceCap::new_unchecked(b);
+                v.set_qp_ooo_transmit_default(x & 1 != 0);
+            }),
+        },
+        rt::reflect::FieldAccess {
             name: "qp_ts_format",
             bit_offset: 30,
             width: 2,
@@ -13304,6 +14363,318 @@ pub const ROCE_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
     ],
     nested: &[],
 };
+/// Atomic operation capabilities (capability type 3): which atomic operations QPs offer, on which operand sizes, and the byte order of 8-byte atomic operands. Valid when the general capability atomic is set. Of this page a driver may change only atomic_req_8B_endianness_mode, and only to host byte order when supported_atomic_req_8B_endianness_mode_1 allows it.
+///
+/// PRM layout `atomic_caps`: 0x100 bytes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct AtomicCaps<B = [u8; 256]> {
+    buf: B,
+}
+crate::__prm_view!(AtomicCaps, "atomic_caps", 256);
+impl AtomicCaps<[u8; 256]> {
+    #[doc = concat!(" Position of `", "atomic_req_8b_endianness_mode", "`.")]
+    pub const ATOMIC_REQ_8B_ENDIANNESS_MODE: rt::Field = rt::Field::new(
+        "atomic_req_8b_endianness_mode",
+        64,
+        2,
+    );
+    #[doc = concat!(" Position of `", "supported_atomic_req_8b_endianness_mode_1", "`.")]
+    pub const SUPPORTED_ATOMIC_REQ_8B_ENDIANNESS_MODE_1: rt::Field = rt::Field::new(
+        "supported_atomic_req_8b_endianness_mode_1",
+        70,
+        1,
+    );
+    #[doc = concat!(" Position of `", "atomic_operations", "`.")]
+    pub const ATOMIC_OPERATIONS: rt::Field = rt::Field::new(
+        "atomic_operations",
+        144,
+        16,
+    );
+    #[doc = concat!(" Position of `", "atomic_size_qp", "`.")]
+    pub const ATOMIC_SIZE_QP: rt::Field = rt::Field::new("atomic_size_qp", 176, 16);
+    #[doc = concat!(" Position of `", "atomic_size_dc", "`.")]
+    pub const ATOMIC_SIZE_DC: rt::Field = rt::Field::new("atomic_size_dc", 208, 16);
+    /// The position of every field of `atomic_caps`, by offset.
+    pub const FIELDS: &'static [rt::Field] = &[
+        Self::ATOMIC_REQ_8B_ENDIANNESS_MODE,
+        Self::SUPPORTED_ATOMIC_REQ_8B_ENDIANNESS_MODE_1,
+        Self::ATOMIC_OPERATIONS,
+        Self::ATOMIC_SIZE_QP,
+        Self::ATOMIC_SIZE_DC,
+    ];
+}
+impl<B: rt::Bytes> AtomicCaps<B> {
+    /// Byte order the responder uses for the 8-byte operands and results of atomic requests.
+    ///
+    /// PRM `0x08[31:30]`: bit offset 0x40, 2 bits; type `atomic_endianness_mode`.
+    ///
+    /// Returns `Err` with the raw number when the value is not one the enum names.
+    #[inline]
+    pub fn atomic_req_8b_endianness_mode(
+        &self,
+    ) -> Result<AtomicEndiannessMode, rt::UnknownValue> {
+        AtomicEndiannessMode::try_from_raw(
+            u64::from(self.atomic_req_8b_endianness_mode_raw()),
+        )
+    }
+    /// `atomic_req_8b_endianness_mode` as a raw number.
+    #[inline]
+    pub fn atomic_req_8b_endianness_mode_raw(&self) -> u8 {
+        rt::get32(&self.buf, 8, 30, 0x3) as u8
+    }
+    /// The device can be switched to host byte order for 8-byte atomic operands (mode 1).
+    ///
+    /// PRM `0x08[25]`: bit offset 0x46, 1 bit.
+    #[inline]
+    pub fn supported_atomic_req_8b_endianness_mode_1(&self) -> bool {
+        rt::get32(&self.buf, 8, 25, 0x1) as u8 != 0
+    }
+    /// Bitmap of the atomic operations offered: bit 0 compare-and-swap, bit 1 fetch-and-add, bits 2 and 3 their masked (extended) forms.
+    ///
+    /// PRM `0x10[15:0]`: bit offset 0x90, 16 bits.
+    #[inline]
+    pub fn atomic_operations(&self) -> u16 {
+        rt::get32(&self.buf, 16, 0, 0xffff) as u16
+    }
+    /// Bitmap of the operand sizes QPs accept; bit n set means 2^n bytes (bit 3 for 8 bytes).
+    ///
+    /// PRM `0x14[15:0]`: bit offset 0xb0, 16 bits.
+    #[inline]
+    pub fn atomic_size_qp(&self) -> u16 {
+        rt::get32(&self.buf, 20, 0, 0xffff) as u16
+    }
+    /// Bitmap of the operand sizes DC transport accepts, as atomic_size_qp.
+    ///
+    /// PRM `0x18[15:0]`: bit offset 0xd0, 16 bits.
+    #[inline]
+    pub fn atomic_size_dc(&self) -> u16 {
+        rt::get32(&self.buf, 24, 0, 0xffff) as u16
+    }
+}
+impl<B: rt::BytesMut> AtomicCaps<B> {
+    /// Writes [`Self::atomic_req_8b_endianness_mode`].
+    #[inline]
+    pub fn set_atomic_req_8b_endianness_mode(&mut self, v: AtomicEndiannessMode) {
+        self.set_atomic_req_8b_endianness_mode_raw(v.raw() as u8)
+    }
+    /// Writes [`Self::atomic_req_8b_endianness_mode`].
+    /// Bits beyond its 2 are dropped (a `debug_assert!` in debug builds).
+    #[inline]
+    pub fn set_atomic_req_8b_endianness_mode_raw(&mut self, v: u8) {
+        rt::set32_narrow(
+            &mut self.buf,
+            8,
+            30,
+            0x3,
+            u32::from(v),
+            "atomic_req_8b_endianness_mode",
+        )
+    }
+    /// Writes `atomic_req_8b_endianness_mode`, or returns an error if `v` does not fit its 2 bits.
+    #[inline]
+    pub fn try_set_atomic_req_8b_endianness_mode_raw(
+        &mut self,
+        v: u8,
+    ) -> Result<(), rt::Overflow> {
+        rt::check_fits("atomic_req_8b_endianness_mode", u64::from(v), 0x3)?;
+        self.set_atomic_req_8b_endianness_mode_raw(v);
+        Ok(())
+    }
+    /// Writes [`Self::supported_atomic_req_8b_endianness_mode_1`].
+    #[inline]
+    pub fn set_supported_atomic_req_8b_endianness_mode_1(&mut self, v: bool) {
+        rt::set32(&mut self.buf, 8, 25, 0x1, u32::from(u8::from(v)))
+    }
+    /// Writes [`Self::atomic_operations`].
+    #[inline]
+    pub fn set_atomic_operations(&mut self, v: u16) {
+        rt::set32(&mut self.buf, 16, 0, 0xffff, u32::from(v))
+    }
+    /// Writes [`Self::atomic_size_qp`].
+    #[inline]
+    pub fn set_atomic_size_qp(&mut self, v: u16) {
+        rt::set32(&mut self.buf, 20, 0, 0xffff, u32::from(v))
+    }
+    /// Writes [`Self::atomic_size_dc`].
+    #[inline]
+    pub fn set_atomic_size_dc(&mut self, v: u16) {
+        rt::set32(&mut self.buf, 24, 0, 0xffff, u32::from(v))
+    }
+}
+#[cfg(feature = "debug")]
+impl<B: rt::Bytes> ::core::fmt::Debug for AtomicCaps<B> {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let mut d = f.debug_struct(stringify!(AtomicCaps));
+        d.field(
+            "atomic_req_8b_endianness_mode",
+            &rt::fmt::EnumValue(self.atomic_req_8b_endianness_mode()),
+        );
+        d.field(
+            "supported_atomic_req_8b_endianness_mode_1",
+            &self.supported_atomic_req_8b_endianness_mode_1(),
+        );
+        d.field("atomic_operations", &rt::fmt::Hex(self.atomic_operations().into()));
+        d.field("atomic_size_qp", &rt::fmt::Hex(self.atomic_size_qp().into()));
+        d.field("atomic_size_dc", &rt::fmt::Hex(self.atomic_size_dc().into()));
+        let reserved = rt::fmt::ReservedSet {
+            buf: &self.buf,
+            masks: &[
+                (0, 0xffffffff),
+                (4, 0xffffffff),
+                (8, 0x3dffffff),
+                (12, 0xffffffff),
+                (16, 0xffff0000),
+                (20, 0xffff0000),
+                (24, 0xffff0000),
+                (28, 0xffffffff),
+                (32, 0xffffffff),
+                (36, 0xffffffff),
+                (40, 0xffffffff),
+                (44, 0xffffffff),
+                (48, 0xffffffff),
+                (52, 0xffffffff),
+                (56, 0xffffffff),
+                (60, 0xffffffff),
+                (64, 0xffffffff),
+                (68, 0xffffffff),
+                (72, 0xffffffff),
+                (76, 0xffffffff),
+                (80, 0xffffffff),
+                (84, 0xffffffff),
+                (88, 0xffffffff),
+                (92, 0xffffffff),
+                (96, 0xffffffff),
+                (100, 0xffffffff),
+                (104, 0xffffffff),
+                (108, 0xffffffff),
+                (112, 0xffffffff),
+                (116, 0xffffffff),
+                (120, 0xffffffff),
+                (124, 0xffffffff),
+                (128, 0xffffffff),
+                (132, 0xffffffff),
+                (136, 0xffffffff),
+                (140, 0xffffffff),
+                (144, 0xffffffff),
+                (148, 0xffffffff),
+                (152, 0xffffffff),
+                (156, 0xffffffff),
+                (160, 0xffffffff),
+                (164, 0xffffffff),
+                (168, 0xffffffff),
+                (172, 0xffffffff),
+                (176, 0xffffffff),
+                (180, 0xffffffff),
+                (184, 0xffffffff),
+                (188, 0xffffffff),
+                (192, 0xffffffff),
+                (196, 0xffffffff),
+                (200, 0xffffffff),
+                (204, 0xffffffff),
+                (208, 0xffffffff),
+                (212, 0xffffffff),
+                (216, 0xffffffff),
+                (220, 0xffffffff),
+                (224, 0xffffffff),
+                (228, 0xffffffff),
+                (232, 0xffffffff),
+                (236, 0xffffffff),
+                (240, 0xffffffff),
+                (244, 0xffffffff),
+                (248, 0xffffffff),
+                (252, 0xffffffff),
+            ],
+        };
+        if reserved.any() {
+            d.field("reserved_bits_set", &reserved);
+        }
+        d.finish()
+    }
+}
+#[cfg(feature = "reflect")]
+/// Every field of `atomic_caps` with its accessors, for generic tools and tests.
+pub const ATOMIC_CAPS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
+    name: "atomic_caps",
+    size: 256,
+    fields: &[
+        rt::reflect::FieldAccess {
+            name: "atomic_req_8b_endianness_mode",
+            bit_offset: 64,
+            width: 2,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = AtomicCaps::new_unchecked(b);
+                u64::from(v.atomic_req_8b_endianness_mode_raw())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = AtomicCaps::new_unchecked(b);
+                v.set_atomic_req_8b_endianness_mode_raw((x & 0x3) as u8);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "supported_atomic_req_8b_endianness_mode_1",
+            bit_offset: 70,
+            width: 1,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = AtomicCaps::new_unchecked(b);
+                u64::from(v.supported_atomic_req_8b_endianness_mode_1())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = AtomicCaps::new_unchecked(b);
+                v.set_supported_atomic_req_8b_endianness_mode_1(x & 1 != 0);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "atomic_operations",
+            bit_offset: 144,
+            width: 16,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = AtomicCaps::new_unchecked(b);
+                u64::from(v.atomic_operations())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = AtomicCaps::new_unchecked(b);
+                v.set_atomic_operations((x & 0xffff) as u16);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "atomic_size_qp",
+            bit_offset: 176,
+            width: 16,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = AtomicCaps::new_unchecked(b);
+                u64::from(v.atomic_size_qp())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = AtomicCaps::new_unchecked(b);
+                v.set_atomic_size_qp((x & 0xffff) as u16);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "atomic_size_dc",
+            bit_offset: 208,
+            width: 16,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = AtomicCaps::new_unchecked(b);
+                u64::from(v.atomic_size_dc())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = AtomicCaps::new_unchecked(b);
+                v.set_atomic_size_dc((x & 0xffff) as u16);
+            }),
+        },
+    ],
+    nested: &[],
+};
 /// Input of SET_HCA_CAP: a whole capability page, normally the current values as queried with a few fields changed. op_mod bits 15:1 carry the capability type and bit 0 is clear.
 ///
 /// PRM layout `set_hca_cap_in`: 0x1010 bytes.
@@ -13319,6 +14690,8 @@ impl SetHcaCapIn<[u8; 4112]> {
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
     #[doc = concat!(" Position of `", "other_function", "`.")]
     pub const OTHER_FUNCTION: rt::Field = rt::Field::new("other_function", 64, 1);
+    #[doc = concat!(" Position of `", "ec_vf_function", "`.")]
+    pub const EC_VF_FUNCTION: rt::Field = rt::Field::new("ec_vf_function", 65, 1);
     #[doc = concat!(" Position of `", "function_id", "`.")]
     pub const FUNCTION_ID: rt::Field = rt::Field::new("function_id", 80, 16);
     #[doc = concat!(" Position of `", "capability", "`.")]
@@ -13328,6 +14701,7 @@ impl SetHcaCapIn<[u8; 4112]> {
         Self::OPCODE,
         Self::OP_MOD,
         Self::OTHER_FUNCTION,
+        Self::EC_VF_FUNCTION,
         Self::FUNCTION_ID,
         Self::CAPABILITY,
     ];
@@ -13351,6 +14725,13 @@ impl<B: rt::Bytes> SetHcaCapIn<B> {
     #[inline]
     pub fn other_function(&self) -> bool {
         rt::get32(&self.buf, 8, 31, 0x1) as u8 != 0
+    }
+    /// With other_function, function_id names a VF of the embedded CPU rather than one of the host.
+    ///
+    /// PRM `0x08[30]`: bit offset 0x41, 1 bit.
+    #[inline]
+    pub fn ec_vf_function(&self) -> bool {
+        rt::get32(&self.buf, 8, 30, 0x1) as u8 != 0
     }
     /// Function whose capabilities are set when other_function is set.
     ///
@@ -13383,6 +14764,11 @@ impl<B: rt::BytesMut> SetHcaCapIn<B> {
     pub fn set_other_function(&mut self, v: bool) {
         rt::set32(&mut self.buf, 8, 31, 0x1, u32::from(u8::from(v)))
     }
+    /// Writes [`Self::ec_vf_function`].
+    #[inline]
+    pub fn set_ec_vf_function(&mut self, v: bool) {
+        rt::set32(&mut self.buf, 8, 30, 0x1, u32::from(u8::from(v)))
+    }
     /// Writes [`Self::function_id`].
     #[inline]
     pub fn set_function_id(&mut self, v: u16) {
@@ -13401,11 +14787,12 @@ impl<B: rt::Bytes> ::core::fmt::Debug for SetHcaCapIn<B> {
         d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
         d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
         d.field("other_function", &self.other_function());
+        d.field("ec_vf_function", &self.ec_vf_function());
         d.field("function_id", &rt::fmt::Hex(self.function_id().into()));
         d.field("capability", &self.capability());
         let reserved = rt::fmt::ReservedSet {
             buf: &self.buf,
-            masks: &[(0, 0xffff), (4, 0xffff0000), (8, 0x7fff0000), (12, 0xffffffff)],
+            masks: &[(0, 0xffff), (4, 0xffff0000), (8, 0x3fff0000), (12, 0xffffffff)],
         };
         if reserved.any() {
             d.field("reserved_bits_set", &reserved);
@@ -13462,6 +14849,21 @@ pub const SET_HCA_CAP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             set: Some(|b, _, x| {
                 let mut v = SetHcaCapIn::new_unchecked(b);
                 v.set_other_function(x & 1 != 0);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "ec_vf_function",
+            bit_offset: 65,
+            width: 1,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = SetHcaCapIn::new_unchecked(b);
+                u64::from(v.ec_vf_function())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = SetHcaCapIn::new_unchecked(b);
+                v.set_ec_vf_function(x & 1 != 0);
             }),
         },
         rt::reflect::FieldAccess {
@@ -13588,7 +14990,7 @@ pub const SET_HCA_CAP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
     ],
     nested: &[],
 };
-/// The 4 KiB capability page carried by QUERY_HCA_CAP and SET_HCA_CAP. The member follows the capability type in op_mod bits 15:1; only the general, Ethernet-offload and RoCE pages are described here.
+/// The 4 KiB capability page carried by QUERY_HCA_CAP and SET_HCA_CAP. The member follows the capability type in op_mod bits 15:1; the general, Ethernet-offload, atomic and RoCE pages are described here.
 ///
 /// PRM union `hca_cap_union`: 0x1000 bytes, read as one of its members.
 /// The member is picked by `query_hca_cap_in.op_mod >> 1`.
@@ -13612,6 +15014,12 @@ impl<B: rt::Bytes> HcaCapUnion<B> {
     ) -> PerProtocolNetworkingOffloadCaps<B::Sub<'_>> {
         PerProtocolNetworkingOffloadCaps::new_unchecked(self.buf.sub(0, 256))
     }
+    /// Atomic operation capabilities.
+    /// The bytes read as `atomic_caps`. Selected by 0x3.
+    #[inline]
+    pub fn atomic_caps(&self) -> AtomicCaps<B::Sub<'_>> {
+        AtomicCaps::new_unchecked(self.buf.sub(0, 256))
+    }
     /// RoCE capabilities.
     /// The bytes read as `roce_cap`. Selected by 0x4.
     #[inline]
@@ -13633,6 +15041,7 @@ impl<B: rt::Bytes> HcaCapUnion<B> {
                     ),
                 )
             }
+            0x3 => Ok(HcaCapUnionRef::AtomicCaps(self.atomic_caps())),
             0x4 => Ok(HcaCapUnionRef::RoceCap(self.roce_cap())),
             _ => {
                 Err(rt::UnknownValue {
@@ -13664,6 +15073,11 @@ impl<B: rt::BytesMut> HcaCapUnion<B> {
     ) -> PerProtocolNetworkingOffloadCaps<B::SubMut<'_>> {
         PerProtocolNetworkingOffloadCaps::new_unchecked(self.buf.sub_mut(0, 256))
     }
+    /// The bytes read as `atomic_caps`. Selected by 0x3.
+    #[inline]
+    pub fn atomic_caps_mut(&mut self) -> AtomicCaps<B::SubMut<'_>> {
+        AtomicCaps::new_unchecked(self.buf.sub_mut(0, 256))
+    }
     /// The bytes read as `roce_cap`. Selected by 0x4.
     #[inline]
     pub fn roce_cap_mut(&mut self) -> RoceCap<B::SubMut<'_>> {
@@ -13684,6 +15098,7 @@ impl<B: rt::BytesMut> HcaCapUnion<B> {
                     ),
                 )
             }
+            0x3 => Ok(HcaCapUnionRef::AtomicCaps(self.atomic_caps_mut())),
             0x4 => Ok(HcaCapUnionRef::RoceCap(self.roce_cap_mut())),
             _ => {
                 Err(rt::UnknownValue {
@@ -13701,6 +15116,8 @@ pub enum HcaCapUnionRef<S> {
     CmdHcaCap(CmdHcaCap<S>),
     #[allow(missing_docs)]
     PerProtocolNetworkingOffloadCaps(PerProtocolNetworkingOffloadCaps<S>),
+    #[allow(missing_docs)]
+    AtomicCaps(AtomicCaps<S>),
     #[allow(missing_docs)]
     RoceCap(RoceCap<S>),
 }

@@ -2190,14 +2190,37 @@ pub struct PagesReqEvent<B = [u8; 28]> {
 }
 crate::__prm_view!(PagesReqEvent, "pages_req_event", 28);
 impl PagesReqEvent<[u8; 28]> {
+    #[doc = concat!(" Position of `", "ec_function", "`.")]
+    pub const EC_FUNCTION: rt::Field = rt::Field::new("ec_function", 0, 1);
+    #[doc = concat!(" Position of `", "release_all", "`.")]
+    pub const RELEASE_ALL: rt::Field = rt::Field::new("release_all", 1, 1);
     #[doc = concat!(" Position of `", "function_id", "`.")]
     pub const FUNCTION_ID: rt::Field = rt::Field::new("function_id", 16, 16);
     #[doc = concat!(" Position of `", "num_pages", "`.")]
     pub const NUM_PAGES: rt::Field = rt::Field::new("num_pages", 32, 32);
     /// The position of every field of `pages_req_event`, by offset.
-    pub const FIELDS: &'static [rt::Field] = &[Self::FUNCTION_ID, Self::NUM_PAGES];
+    pub const FIELDS: &'static [rt::Field] = &[
+        Self::EC_FUNCTION,
+        Self::RELEASE_ALL,
+        Self::FUNCTION_ID,
+        Self::NUM_PAGES,
+    ];
 }
 impl<B: rt::Bytes> PagesReqEvent<B> {
+    /// function_id names a function of the embedded CPU (SmartNIC Arm side). Named in device.h only.
+    ///
+    /// PRM `0x00[31]`: bit offset 0x0, 1 bit.
+    #[inline]
+    pub fn ec_function(&self) -> bool {
+        rt::get32(&self.buf, 0, 31, 0x1) as u8 != 0
+    }
+    /// Firmware has let go of every page of the function at once (release_all_pages capability): the driver frees them without MANAGE_PAGES, and num_pages carries no meaning. Named in the kernel's page allocator only.
+    ///
+    /// PRM `0x00[30]`: bit offset 0x1, 1 bit.
+    #[inline]
+    pub fn release_all(&self) -> bool {
+        rt::get32(&self.buf, 0, 30, 0x1) as u8 != 0
+    }
     /// The function whose page pool is concerned (0 for the function itself).
     ///
     /// PRM `0x00[15:0]`: bit offset 0x10, 16 bits.
@@ -2214,6 +2237,16 @@ impl<B: rt::Bytes> PagesReqEvent<B> {
     }
 }
 impl<B: rt::BytesMut> PagesReqEvent<B> {
+    /// Writes [`Self::ec_function`].
+    #[inline]
+    pub fn set_ec_function(&mut self, v: bool) {
+        rt::set32(&mut self.buf, 0, 31, 0x1, u32::from(u8::from(v)))
+    }
+    /// Writes [`Self::release_all`].
+    #[inline]
+    pub fn set_release_all(&mut self, v: bool) {
+        rt::set32(&mut self.buf, 0, 30, 0x1, u32::from(u8::from(v)))
+    }
     /// Writes [`Self::function_id`].
     #[inline]
     pub fn set_function_id(&mut self, v: u16) {
@@ -2229,12 +2262,14 @@ impl<B: rt::BytesMut> PagesReqEvent<B> {
 impl<B: rt::Bytes> ::core::fmt::Debug for PagesReqEvent<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
         let mut d = f.debug_struct(stringify!(PagesReqEvent));
+        d.field("ec_function", &self.ec_function());
+        d.field("release_all", &self.release_all());
         d.field("function_id", &rt::fmt::Hex(self.function_id().into()));
         d.field("num_pages", &rt::fmt::Hex(self.num_pages().into()));
         let reserved = rt::fmt::ReservedSet {
             buf: &self.buf,
             masks: &[
-                (0, 0xffff0000),
+                (0, 0x3fff0000),
                 (8, 0xffffffff),
                 (12, 0xffffffff),
                 (16, 0xffffffff),
@@ -2254,6 +2289,36 @@ pub const PAGES_REQ_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
     name: "pages_req_event",
     size: 28,
     fields: &[
+        rt::reflect::FieldAccess {
+            name: "ec_function",
+            bit_offset: 0,
+            width: 1,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = PagesReqEvent::new_unchecked(b);
+                u64::from(v.ec_function())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = PagesReqEvent::new_unchecked(b);
+                v.set_ec_function(x & 1 != 0);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "release_all",
+            bit_offset: 1,
+            width: 1,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = PagesReqEvent::new_unchecked(b);
+                u64::from(v.release_all())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = PagesReqEvent::new_unchecked(b);
+                v.set_release_all(x & 1 != 0);
+            }),
+        },
         rt::reflect::FieldAccess {
             name: "function_id",
             bit_offset: 16,

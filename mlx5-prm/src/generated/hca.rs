@@ -5161,6 +5161,14 @@ impl QuerySpecialContextsOut<[u8; 32]> {
     pub const RESD_LKEY: rt::Field = rt::Field::new("resd_lkey", 96, 32);
     #[doc = concat!(" Position of `", "null_mkey", "`.")]
     pub const NULL_MKEY: rt::Field = rt::Field::new("null_mkey", 128, 32);
+    #[doc = concat!(" Position of `", "terminate_scatter_list_mkey", "`.")]
+    pub const TERMINATE_SCATTER_LIST_MKEY: rt::Field = rt::Field::new(
+        "terminate_scatter_list_mkey",
+        160,
+        32,
+    );
+    #[doc = concat!(" Position of `", "repeated_mkey", "`.")]
+    pub const REPEATED_MKEY: rt::Field = rt::Field::new("repeated_mkey", 192, 32);
     /// The position of every field of `query_special_contexts_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
         Self::STATUS,
@@ -5168,6 +5176,8 @@ impl QuerySpecialContextsOut<[u8; 32]> {
         Self::DUMP_FILL_MKEY,
         Self::RESD_LKEY,
         Self::NULL_MKEY,
+        Self::TERMINATE_SCATTER_LIST_MKEY,
+        Self::REPEATED_MKEY,
     ];
 }
 impl<B: rt::Bytes> QuerySpecialContextsOut<B> {
@@ -5202,6 +5212,20 @@ impl<B: rt::Bytes> QuerySpecialContextsOut<B> {
     pub fn null_mkey(&self) -> u32 {
         self.buf.read_be32(16)
     }
+    /// Key that ends a scatter list early; valid when the capability terminate_scatter_list_mkey is set.
+    ///
+    /// PRM `0x14[31:0]`: bit offset 0xa0, 32 bits.
+    #[inline]
+    pub fn terminate_scatter_list_mkey(&self) -> u32 {
+        self.buf.read_be32(20)
+    }
+    /// Key for repeated-pattern memory; valid when the capability repeated_mkey is set.
+    ///
+    /// PRM `0x18[31:0]`: bit offset 0xc0, 32 bits.
+    #[inline]
+    pub fn repeated_mkey(&self) -> u32 {
+        self.buf.read_be32(24)
+    }
 }
 impl<B: rt::BytesMut> QuerySpecialContextsOut<B> {
     /// Writes [`Self::status`].
@@ -5229,6 +5253,16 @@ impl<B: rt::BytesMut> QuerySpecialContextsOut<B> {
     pub fn set_null_mkey(&mut self, v: u32) {
         self.buf.write_be32(16, v)
     }
+    /// Writes [`Self::terminate_scatter_list_mkey`].
+    #[inline]
+    pub fn set_terminate_scatter_list_mkey(&mut self, v: u32) {
+        self.buf.write_be32(20, v)
+    }
+    /// Writes [`Self::repeated_mkey`].
+    #[inline]
+    pub fn set_repeated_mkey(&mut self, v: u32) {
+        self.buf.write_be32(24, v)
+    }
 }
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for QuerySpecialContextsOut<B> {
@@ -5239,9 +5273,14 @@ impl<B: rt::Bytes> ::core::fmt::Debug for QuerySpecialContextsOut<B> {
         d.field("dump_fill_mkey", &rt::fmt::Hex(self.dump_fill_mkey().into()));
         d.field("resd_lkey", &rt::fmt::Hex(self.resd_lkey().into()));
         d.field("null_mkey", &rt::fmt::Hex(self.null_mkey().into()));
+        d.field(
+            "terminate_scatter_list_mkey",
+            &rt::fmt::Hex(self.terminate_scatter_list_mkey().into()),
+        );
+        d.field("repeated_mkey", &rt::fmt::Hex(self.repeated_mkey().into()));
         let reserved = rt::fmt::ReservedSet {
             buf: &self.buf,
-            masks: &[(0, 0xffffff), (20, 0xffffffff), (24, 0xffffffff), (28, 0xffffffff)],
+            masks: &[(0, 0xffffff), (28, 0xffffffff)],
         };
         if reserved.any() {
             d.field("reserved_bits_set", &reserved);
@@ -5328,6 +5367,36 @@ pub const QUERY_SPECIAL_CONTEXTS_OUT_ACCESS: rt::reflect::LayoutAccess = rt::ref
             set: Some(|b, _, x| {
                 let mut v = QuerySpecialContextsOut::new_unchecked(b);
                 v.set_null_mkey((x & 0xffffffff) as u32);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "terminate_scatter_list_mkey",
+            bit_offset: 160,
+            width: 32,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = QuerySpecialContextsOut::new_unchecked(b);
+                u64::from(v.terminate_scatter_list_mkey())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = QuerySpecialContextsOut::new_unchecked(b);
+                v.set_terminate_scatter_list_mkey((x & 0xffffffff) as u32);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "repeated_mkey",
+            bit_offset: 192,
+            width: 32,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = QuerySpecialContextsOut::new_unchecked(b);
+                u64::from(v.repeated_mkey())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = QuerySpecialContextsOut::new_unchecked(b);
+                v.set_repeated_mkey((x & 0xffffffff) as u32);
             }),
         },
     ],

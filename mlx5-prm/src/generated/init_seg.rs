@@ -108,6 +108,8 @@ pub enum HealthSyndrome {
     FfserErr = 0xf,
     /// The device overheated.
     HighTempErr = 0x10,
+    /// Data fetched over PCI for ICM arrived poisoned.
+    IcmPciPoisonedErr = 0x12,
 }
 impl HealthSyndrome {
     /// The enum's name as the spec writes it.
@@ -125,6 +127,7 @@ impl HealthSyndrome {
         Self::EqInv,
         Self::FfserErr,
         Self::HighTempErr,
+        Self::IcmPciPoisonedErr,
     ];
     /// The value for a raw number, if the enum names it.
     #[inline]
@@ -141,6 +144,7 @@ impl HealthSyndrome {
             0xe => Some(Self::EqInv),
             0xf => Some(Self::FfserErr),
             0x10 => Some(Self::HighTempErr),
+            0x12 => Some(Self::IcmPciPoisonedErr),
             _ => None,
         }
     }
@@ -176,6 +180,7 @@ impl HealthSyndrome {
             "eq_inv",
             "ffser_err",
             "high_temp_err",
+            "icm_pci_poisoned_err",
         ];
         let mut i = 0;
         while i < Self::ALL.len() {
@@ -492,7 +497,7 @@ pub const HEALTH_BUFFER_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
     ],
     nested: &[],
 };
-/// The initialization segment, a register block at offset 0 of BAR 0 that firmware exposes to the driver before any command can run. The driver reads the revisions first, waits until initializing clears, writes the command queue address and then rings command_doorbell_vector for every posted command. After bring-up it polls the health fields periodically. All registers are big-endian 32-bit words. (device.h also places command timeouts at 0xff8 and 0xffc, a free-running timer at 0x1000 and a PTP clock at 0x2000; this layout, like mlx5_ifc.h, leaves those reserved.)
+/// The initialization segment, a register block at offset 0 of BAR 0 that firmware exposes to the driver before any command can run. The driver reads the revisions first, waits until initializing clears, writes the command queue address and then rings command_doorbell_vector for every posted command. After bring-up it polls the health fields periodically. All registers are big-endian 32-bit words. Fields that only the kernel's device.h names (struct mlx5_init_seg: the firmware-reset flag, the command timeouts and the internal timer) are included here and listed as extras in tests/kernel_differences.yaml; the real-time clock at 0x2000 is left out.
 ///
 /// PRM register block `initial_seg`: 0x400c bytes.
 ///
@@ -537,6 +542,12 @@ impl InitialSeg<[u8; 16396]> {
     );
     #[doc = concat!(" Position of `", "initializing", "`.")]
     pub const INITIALIZING: rt::Field = rt::Field::new("initializing", 4064, 1);
+    #[doc = concat!(" Position of `", "fw_reset_supported", "`.")]
+    pub const FW_RESET_SUPPORTED: rt::Field = rt::Field::new(
+        "fw_reset_supported",
+        4065,
+        1,
+    );
     #[doc = concat!(" Position of `", "nic_interface_supported", "`.")]
     pub const NIC_INTERFACE_SUPPORTED: rt::Field = rt::Field::new(
         "nic_interface_supported",
@@ -553,6 +564,10 @@ impl InitialSeg<[u8; 16396]> {
         4608,
         32,
     );
+    #[doc = concat!(" Position of `", "cmd_exec_to", "`.")]
+    pub const CMD_EXEC_TO: rt::Field = rt::Field::new("cmd_exec_to", 32704, 32);
+    #[doc = concat!(" Position of `", "cmd_q_init_to", "`.")]
+    pub const CMD_Q_INIT_TO: rt::Field = rt::Field::new("cmd_q_init_to", 32736, 32);
     #[doc = concat!(" Position of `", "internal_timer_h", "`.")]
     pub const INTERNAL_TIMER_H: rt::Field = rt::Field::new(
         "internal_timer_h",
@@ -584,10 +599,13 @@ impl InitialSeg<[u8; 16396]> {
         Self::LOG_CMDQ_STRIDE,
         Self::COMMAND_DOORBELL_VECTOR,
         Self::INITIALIZING,
+        Self::FW_RESET_SUPPORTED,
         Self::NIC_INTERFACE_SUPPORTED,
         Self::EMBEDDED_CPU,
         Self::HEALTH_BUFFER,
         Self::NO_DRAM_NIC_OFFSET,
+        Self::CMD_EXEC_TO,
+        Self::CMD_Q_INIT_TO,
         Self::INTERNAL_TIMER_H,
         Self::INTERNAL_TIMER_L,
         Self::CLEAR_INT,
@@ -673,6 +691,13 @@ impl<B: rt::Bytes> InitialSeg<B> {
     pub fn initializing(&self) -> bool {
         rt::get32(&self.buf, 508, 31, 0x1) as u8 != 0
     }
+    /// Firmware can reset itself when the driver writes the software-reset value (7) into the NIC interface bits of 0x14 (bits 10:8, three bits as drivers use them). Linux does so in its recovery from a fatal health syndrome, then waits for the interface to read disabled (1). Named only in device.h.
+    ///
+    /// PRM `0x1fc[30]`: bit offset 0xfe1, 1 bit; read-only.
+    #[inline]
+    pub fn fw_reset_supported(&self) -> bool {
+        rt::get32(&self.buf, 508, 30, 0x1) as u8 != 0
+    }
     /// NIC interface mode that firmware offers to this function.
     ///
     /// PRM `0x1fc[26:24]`: bit offset 0xfe5, 3 bits; type `nic_interface_mode`; read-only.
@@ -707,6 +732,20 @@ impl<B: rt::Bytes> InitialSeg<B> {
     #[inline]
     pub fn no_dram_nic_offset(&self) -> u32 {
         self.buf.read_be32(576)
+    }
+    /// Firmware's command execution timeout: bits 31:29 the unit (timeout_unit), bits 19:0 the value. Read by the driver only when cmd_q_init_to is non-zero. Named only in device.h.
+    ///
+    /// PRM `0xff8[31:0]`: bit offset 0x7fc0, 32 bits; read-only.
+    #[inline]
+    pub fn cmd_exec_to(&self) -> u32 {
+        self.buf.read_be32(4088)
+    }
+    /// How long firmware takes to finish initializing after the command queue address is written, encoded as cmd_exec_to. Non-zero also tells the driver that the DTOR register holds the other timeouts; zero leaves the driver's defaults. Named only in device.h.
+    ///
+    /// PRM `0xffc[31:0]`: bit offset 0x7fe0, 32 bits; read-only.
+    #[inline]
+    pub fn cmd_q_init_to(&self) -> u32 {
+        self.buf.read_be32(4092)
     }
     /// High word of the device's free-running internal timer (the clock CQE timestamps count in). Read it, then the low word, then the high word again: a changed high word means the low word wrapped in between. Only device.h names it; mlx5_ifc.h leaves it reserved.
     ///
@@ -821,6 +860,7 @@ impl<B: rt::Bytes> ::core::fmt::Debug for InitialSeg<B> {
         d.field("log_cmdq_size", &rt::fmt::Hex(self.log_cmdq_size().into()));
         d.field("log_cmdq_stride", &rt::fmt::Hex(self.log_cmdq_stride().into()));
         d.field("initializing", &self.initializing());
+        d.field("fw_reset_supported", &self.fw_reset_supported());
         d.field(
             "nic_interface_supported",
             &rt::fmt::EnumValue(self.nic_interface_supported()),
@@ -828,6 +868,8 @@ impl<B: rt::Bytes> ::core::fmt::Debug for InitialSeg<B> {
         d.field("embedded_cpu", &self.embedded_cpu());
         d.field("health_buffer", &self.health_buffer());
         d.field("no_dram_nic_offset", &rt::fmt::Hex(self.no_dram_nic_offset().into()));
+        d.field("cmd_exec_to", &rt::fmt::Hex(self.cmd_exec_to().into()));
+        d.field("cmd_q_init_to", &rt::fmt::Hex(self.cmd_q_init_to().into()));
         d.field("internal_timer_h", &rt::fmt::Hex(self.internal_timer_h().into()));
         d.field("internal_timer_l", &rt::fmt::Hex(self.internal_timer_l().into()));
         d.field("health_syndrome", &rt::fmt::EnumValue(self.health_syndrome()));
@@ -983,6 +1025,18 @@ pub const INITIAL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             set: None,
         },
         rt::reflect::FieldAccess {
+            name: "fw_reset_supported",
+            bit_offset: 4065,
+            width: 1,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = InitialSeg::new_unchecked(b);
+                u64::from(v.fw_reset_supported())
+            }),
+            set: None,
+        },
+        rt::reflect::FieldAccess {
             name: "nic_interface_supported",
             bit_offset: 4069,
             width: 3,
@@ -1015,6 +1069,30 @@ pub const INITIAL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             get: Some(|b, _| {
                 let v = InitialSeg::new_unchecked(b);
                 u64::from(v.no_dram_nic_offset())
+            }),
+            set: None,
+        },
+        rt::reflect::FieldAccess {
+            name: "cmd_exec_to",
+            bit_offset: 32704,
+            width: 32,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = InitialSeg::new_unchecked(b);
+                u64::from(v.cmd_exec_to())
+            }),
+            set: None,
+        },
+        rt::reflect::FieldAccess {
+            name: "cmd_q_init_to",
+            bit_offset: 32736,
+            width: 32,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = InitialSeg::new_unchecked(b);
+                u64::from(v.cmd_q_init_to())
             }),
             set: None,
         },

@@ -12,6 +12,7 @@ pub mod eqe;
 pub mod flow;
 pub mod hca;
 pub mod init_seg;
+pub mod mgmt_reg;
 pub mod mkey;
 pub mod qp;
 pub mod qp_states;
@@ -30,6 +31,7 @@ pub use eqe::*;
 pub use flow::*;
 pub use hca::*;
 pub use init_seg::*;
+pub use mgmt_reg::*;
 pub use mkey::*;
 pub use qp::*;
 pub use qp_states::*;
@@ -66,6 +68,7 @@ pub const ALL_LAYOUTS: &[crate::rt::reflect::LayoutAccess] = &[
     caps::CMD_HCA_CAP_ACCESS,
     caps::PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS,
     caps::ROCE_CAP_ACCESS,
+    caps::ATOMIC_CAPS_ACCESS,
     caps::SET_HCA_CAP_IN_ACCESS,
     caps::SET_HCA_CAP_OUT_ACCESS,
     cmd_if::CMD_QUEUE_ENTRY_ACCESS,
@@ -179,6 +182,21 @@ pub const ALL_LAYOUTS: &[crate::rt::reflect::LayoutAccess] = &[
     hca::QUERY_SPECIAL_CONTEXTS_OUT_ACCESS,
     init_seg::HEALTH_BUFFER_ACCESS,
     init_seg::INITIAL_SEG_ACCESS,
+    mgmt_reg::PCAM_REGS_5000_TO_507F_ACCESS,
+    mgmt_reg::PCAM_ENHANCED_FEATURES_ACCESS,
+    mgmt_reg::PCAM_REG_ACCESS,
+    mgmt_reg::MCAM_ACCESS_REG_ACCESS,
+    mgmt_reg::MCAM_ACCESS_REG_BITS1_ACCESS,
+    mgmt_reg::MCAM_ACCESS_REG_BITS2_ACCESS,
+    mgmt_reg::MCAM_ACCESS_REG_BITS3_ACCESS,
+    mgmt_reg::MCAM_ENHANCED_FEATURES_ACCESS,
+    mgmt_reg::MCAM_REG_ACCESS,
+    mgmt_reg::QCAM_ACCESS_REG_CAP_MASK_ACCESS,
+    mgmt_reg::QCAM_QOS_FEATURE_CAP_MASK_ACCESS,
+    mgmt_reg::QCAM_REG_ACCESS,
+    mgmt_reg::DEFAULT_TIMEOUT_ACCESS,
+    mgmt_reg::DTOR_REG_ACCESS,
+    mgmt_reg::HOST_ENDIANNESS_REG_ACCESS,
     mkey::CREATE_MKEY_IN_ACCESS,
     mkey::MKC_ACCESS,
     mkey::CREATE_MKEY_OUT_ACCESS,

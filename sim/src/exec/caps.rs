@@ -1,9 +1,12 @@
-//! QUERY_HCA_CAP and SET_HCA_CAP over the general, Ethernet offload and RoCE pages.
+//! QUERY_HCA_CAP and SET_HCA_CAP over the capability pages of the profile (general, Ethernet
+//! offloads, atomic, RoCE).
 //!
 //! op_mod carries the capability type in bits 15:1; for a query, bit 0 picks the current (1)
 //! or maximum (0) values; for a set it must be 0. SET_HCA_CAP takes a whole page, applies the
 //! fields the profile lists as settable (each checked against its maximum) and ignores the
-//! rest, as firmware ignores read-only capability bits.
+//! rest, as firmware ignores read-only capability bits: Linux sends the current page with its
+//! changes for the general and RoCE types, and a page that is zero but for its one change for
+//! the atomic type.
 
 use super::{out, Ctx, Req};
 use crate::caps::Settable;
@@ -17,35 +20,23 @@ use mlx5_prm::{CmdHcaCap, HcaCapType, QueryHcaCapIn, QueryHcaCapOut, SetHcaCapIn
 /// Offset of the capability page in the query output and the set input.
 const PAGE: usize = 0x10;
 
-/// The type from an op_mod, if it is one of the three pages the model has and the device
-/// supports it (the general page's maximum values say so).
-fn cap_type(cx: &Ctx<'_>, op_mod: u16) -> Option<HcaCapType> {
-    let max = &cx.m.profile.general_max;
-    match HcaCapType::from_raw((op_mod >> 1).into())? {
-        HcaCapType::General => Some(HcaCapType::General),
-        HcaCapType::EthernetOffloads if max.eth_net_offloads() => {
-            Some(HcaCapType::EthernetOffloads)
-        }
-        HcaCapType::Roce if max.roce() => Some(HcaCapType::Roce),
-        _ => None,
-    }
+/// The capability type an op_mod names.
+fn cap_type(op_mod: u16) -> Option<HcaCapType> {
+    HcaCapType::from_raw((op_mod >> 1).into())
 }
 
 /// QUERY_HCA_CAP: one page, maximum or current.
 pub(super) fn query(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
     let input = QueryHcaCapIn::new_unchecked(req.input);
     ensure(!input.other_function(), Fail::bad_param(s::OTHER_FUNCTION))?;
-    let ty = cap_type(cx, req.op_mod).ok_or(Fail::bad_param(s::CAP_TYPE_UNSUPPORTED))?;
+    let ty = cap_type(req.op_mod).ok_or(Fail::bad_param(s::CAP_TYPE_UNSUPPORTED))?;
     let current = req.op_mod & 1 == 1;
-    let caps = if current { &cx.m.cur } else { &cx.m.profile };
-    let page: &[u8] = match (ty, current) {
-        (HcaCapType::General, true) => caps.general_cur.storage(),
-        (HcaCapType::General, false) => caps.general_max.storage(),
-        (HcaCapType::EthernetOffloads, true) => caps.eth_cur.storage(),
-        (HcaCapType::EthernetOffloads, false) => caps.eth_max.storage(),
-        (_, true) => caps.roce_cur.storage(),
-        (_, false) => caps.roce_max.storage(),
-    };
+    let page = if current {
+        cx.m.cur.pages(ty).map(|(_, cur)| cur)
+    } else {
+        cx.m.profile.pages(ty).map(|(max, _)| max)
+    }
+    .ok_or(Fail::bad_param(s::CAP_TYPE_UNSUPPORTED))?;
     let mut o = out::<cmd::QueryHcaCap>(0);
     o[PAGE..PAGE + page.len()].copy_from_slice(page);
     debug_assert_eq!(o.len(), <QueryHcaCapOut<&[u8]> as View<&[u8]>>::SIZE);
@@ -66,7 +57,7 @@ fn apply(settable: &[Settable], new: &[u8], max: &[u8], cur: &mut [u8]) -> Outco
     Ok(())
 }
 
-/// SET_HCA_CAP: the general or RoCE page, before INIT_HCA.
+/// SET_HCA_CAP: the general, atomic or RoCE page, before INIT_HCA.
 pub(super) fn set(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
     let input = SetHcaCapIn::new_unchecked(req.input);
     ensure(!input.other_function(), Fail::bad_param(s::OTHER_FUNCTION))?;
@@ -76,21 +67,9 @@ pub(super) fn set(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
         Fail::bad_sys_state(s::SET_CAP_AFTER_INIT),
     )?;
     let new = &req.input[PAGE..PAGE + CmdHcaCap::SIZE];
-    let m = &mut *cx.m;
-    match HcaCapType::from_raw((req.op_mod >> 1).into()) {
-        Some(HcaCapType::General) => apply(
-            &m.profile.general_settable,
-            new,
-            m.profile.general_max.storage(),
-            m.cur.general_cur.storage_mut(),
-        )?,
-        Some(HcaCapType::Roce) if m.profile.general_max.roce() => apply(
-            &m.profile.roce_settable,
-            new,
-            m.profile.roce_max.storage(),
-            m.cur.roce_cur.storage_mut(),
-        )?,
-        _ => return Err(Fail::bad_param(s::SET_CAP_TYPE_UNSUPPORTED)),
-    }
+    let (settable, max, cur) = cap_type(req.op_mod)
+        .and_then(|ty| cx.m.cur.settable(ty))
+        .ok_or(Fail::bad_param(s::SET_CAP_TYPE_UNSUPPORTED))?;
+    apply(settable, new, max, cur)?;
     Ok(out::<cmd::SetHcaCap>(0))
 }

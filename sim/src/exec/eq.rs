@@ -1,14 +1,18 @@
 //! CREATE_EQ, DESTROY_EQ and QUERY_EQ. The ring lives in DMA memory at the listed pages; the
-//! device keeps the context, the event mask and its producer and consumer counters.
+//! device keeps the context, the event mask, the MSI-X vector (`intr`) it interrupts on and
+//! its producer and consumer counters. A new EQ is not armed: the driver arms it with its
+//! first doorbell (Linux does so as it enables the EQ).
 
 use super::{out, Ctx, Req};
-use crate::events::{Eq, EQE_SIZE};
+use crate::events::{self, Eq, EQE_SIZE};
 use crate::fail::{ensure, Fail, Outcome};
 use crate::model::Model;
 use crate::pas::{PageList, PasErrors};
 use crate::syndrome as s;
 use mlx5_prm::cmd;
-use mlx5_prm::{CreateEqIn, CreateEqOut, DestroyEqIn, EqState, EqStatus, QueryEqIn, QueryEqOut};
+use mlx5_prm::{
+    CreateEqIn, CreateEqOut, DestroyEqIn, EqState, EqStatus, EventType, QueryEqIn, QueryEqOut,
+};
 
 const PAS_ERRORS: PasErrors = PasErrors {
     short: s::EQ_PAS_SHORT,
@@ -60,9 +64,14 @@ pub(super) fn create(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
         armed: false,
         overruns: 0,
     };
+    let pages_eq = eq.subscribed(EventType::PageRequest.raw());
     let limit = Model::limit(cx.m.gen().log_max_eq());
     let eqn = cx.m.eqs.insert(eq, limit)?;
     cx.m.uars.hold(uar);
+    if pages_eq {
+        // Firmware asks for its regular pages once it has somewhere to ask.
+        events::announce_page_demand(cx.m, cx.dma);
+    }
     let mut o = out::<cmd::CreateEq>(0);
     CreateEqOut::new_unchecked(&mut o[..]).set_eq_number(eqn as u8);
     Ok(o)

@@ -3,7 +3,7 @@
 
 use super::{out, Ctx, Req};
 use crate::fail::{ensure, Fail, Outcome};
-use crate::model::Hca;
+use crate::model::{Hca, Model};
 use crate::syndrome as s;
 use mlx5_prm::cmd;
 use mlx5_prm::{
@@ -102,9 +102,12 @@ pub(super) fn init(cx: &mut Ctx<'_>, _req: &Req<'_>) -> Outcome {
     Ok(out::<cmd::InitHca>(0))
 }
 
-/// TEARDOWN_HCA: graceful, or force / prepare-fast when the capability allows. Every object
-/// still alive is dropped (as firmware cleans up after a driver that did not); held pages stay
-/// held until the driver takes them back.
+/// TEARDOWN_HCA: graceful, or force / prepare-fast when the capability allows. Graceful and
+/// force drop every object still alive (as firmware cleans up after a driver that did not),
+/// so a forced teardown, which Linux polls for with the EQs still in place, raises no event;
+/// held pages stay held until the driver takes them back. Prepare-fast only arms the fast
+/// path: the command completes as usual (by event, in Linux's case), and the function is torn
+/// down when the driver then sets the NIC interface to disabled ([`nic_interface_disabled`]).
 pub(super) fn teardown(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
     let profile = TeardownHcaIn::new_unchecked(req.input).profile();
     ensure(
@@ -118,15 +121,29 @@ pub(super) fn teardown(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
             gen.force_teardown(),
             Fail::bad_param(s::TEARDOWN_PROFILE_UNSUPPORTED),
         )?,
-        Ok(TeardownHcaProfile::PrepareFastTeardown) => ensure(
-            gen.fast_teardown(),
-            Fail::bad_param(s::TEARDOWN_PROFILE_UNSUPPORTED),
-        )?,
+        Ok(TeardownHcaProfile::PrepareFastTeardown) => {
+            ensure(
+                gen.fast_teardown(),
+                Fail::bad_param(s::TEARDOWN_PROFILE_UNSUPPORTED),
+            )?;
+            cx.m.fast_teardown_prepared = true;
+            return Ok(out::<cmd::TeardownHca>(0));
+        }
         Err(_) => return Err(Fail::bad_param(s::TEARDOWN_BAD_PROFILE)),
     }
     cx.m.drop_objects();
     cx.m.hca = Hca::Enabled;
     Ok(out::<cmd::TeardownHca>(0))
+}
+
+/// The driver set the NIC interface to disabled: after a prepare-fast TEARDOWN_HCA, the
+/// function is torn down at once (objects dropped, back to disabled; held pages stay held
+/// until a reset). Otherwise nothing changes beyond the register.
+pub(crate) fn nic_interface_disabled(m: &mut Model) {
+    if std::mem::take(&mut m.fast_teardown_prepared) {
+        m.drop_objects();
+        m.hca = Hca::Disabled;
+    }
 }
 
 /// SET_DRIVER_VERSION: kept for inspection, when the capability allows it.

@@ -8,7 +8,12 @@
 //! the handler's own checks, which look at the context's own fields first, then the objects it
 //! names (BAD_RES), then its page lists and doorbell record, and change nothing unless all
 //! pass.
+//!
+//! A request the model does not implement (an unknown opcode, capability type or register) is
+//! answered with the PRM's status and also counted in the model's ledger of unimplemented
+//! requests (`observe.rs`), which the host can list.
 
+pub(crate) mod cam;
 pub(crate) mod caps;
 pub(crate) mod cq;
 pub(crate) mod eq;
@@ -181,10 +186,20 @@ pub(crate) struct Executed {
     pub op_mod: u16,
     pub status: u8,
     pub syndrome: u32,
+    /// The whole input as delivered (inline bytes and mailbox data).
+    pub input: Vec<u8>,
     /// The whole output (header included); the command interface writes up to output_length
     /// bytes of it.
     pub output: Vec<u8>,
 }
+
+/// The syndromes that mean "the model does not have this" rather than "the request is wrong".
+const UNIMPLEMENTED: &[u32] = &[
+    s::UNKNOWN_OPCODE,
+    s::CAP_TYPE_UNSUPPORTED,
+    s::SET_CAP_TYPE_UNSUPPORTED,
+    s::REG_UNKNOWN,
+];
 
 /// Runs the command whose first 16 input bytes are `inline` and whose whole input is `input`,
 /// records it, and returns its output.
@@ -205,6 +220,14 @@ pub(crate) fn execute(
         Some((status, syndrome)) => Err(Fail { status, syndrome }),
         None => run(m, dma, opcode, uid, op_mod, input, out_len),
     };
+    if let Err(fail) = &result {
+        if UNIMPLEMENTED.contains(&fail.syndrome) {
+            let register = (opcode == cmd::AccessRegister::OPCODE && input.len() >= 12)
+                .then(|| u16::from_be_bytes([input[10], input[11]]));
+            m.unimplemented
+                .record(opcode, op_mod, register, (fail.status, fail.syndrome));
+        }
+    }
     let (output, status, syndrome) = match result {
         Ok(output) => (output, 0, 0),
         Err(fail) => {
@@ -226,6 +249,7 @@ pub(crate) fn execute(
         op_mod,
         status,
         syndrome,
+        input: input.to_vec(),
         output,
     }
 }

@@ -31,8 +31,10 @@ pub(super) fn query(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
     Ok(o)
 }
 
-/// MANAGE_PAGES: op_mod 1 gives the listed pages, 2 takes `input_num_entries` pages back
-/// (listed in the output), 0 reports that the driver could not allocate them.
+/// MANAGE_PAGES: op_mod 1 gives the listed pages, 2 takes up to `input_num_entries` pages back
+/// (as many as are held; listed in the output, output_num_entries says how many), 0 reports
+/// that the driver could not allocate them. The output must have room for all pages asked
+/// for.
 pub(super) fn manage(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
     let input = ManagePagesIn::new_unchecked(req.input);
     ensure(
@@ -59,10 +61,10 @@ pub(super) fn manage(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
                 .saturating_sub(super::out_size::<cmd::ManagePages>())
                 / PAS;
             ensure(room >= n, Fail::outp_len(s::OUTPUT_LIST_TOO_SHORT))?;
-            let pages = cx.m.pages.take(n)?;
-            let mut o = out::<cmd::ManagePages>(n * PAS);
+            let pages = cx.m.pages.take(n);
+            let mut o = out::<cmd::ManagePages>(pages.len() * PAS);
             let mut v = ManagePagesOut::new_unchecked(&mut o[..]);
-            v.set_output_num_entries(n as u32);
+            v.set_output_num_entries(pages.len() as u32);
             for (i, p) in pages.into_iter().enumerate() {
                 let _ = v.set_pas(i, p);
             }

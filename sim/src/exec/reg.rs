@@ -1,9 +1,11 @@
 //! ACCESS_REGISTER: the port registers a NIC driver touches at bring-up (PAOS port status,
-//! PTYS link modes, PMTU port MTU) and the host endianness register Linux writes. The register
-//! image travels after the 16-byte header in both directions; its indexing fields (local_port)
-//! are read from the input of reads too.
+//! PTYS link modes, PMTU port MTU), the host endianness register Linux writes first, and the
+//! read-only registers that describe the device (PCAM, MCAM, QCAM, DTOR; see `cam.rs`). The
+//! register image travels after the 16-byte header in both directions; its indexing fields
+//! (local_port, feature and register groups) are read from the input of reads too.
 
-use super::{out, Ctx, Req};
+use super::{cam, out, Ctx, Req};
+use crate::config::Timeouts;
 use crate::events;
 use crate::fail::{ensure, Fail, Outcome};
 use crate::model::{Port, ETH_PROTO_CAPABILITY, ETH_PROTO_OPER, PORT_MAX_MTU};
@@ -11,32 +13,56 @@ use crate::syndrome as s;
 use mlx5_prm::cmd;
 use mlx5_prm::rt::View;
 use mlx5_prm::{
-    AccessRegisterIn, PaosPortStatus, PaosReg, PmtuReg, PtysAnStatus, PtysConnectorType, PtysReg,
+    AccessRegisterId, AccessRegisterIn, DtorReg, HostEndiannessReg, McamReg, PaosPortStatus,
+    PaosReg, PcamReg, PmtuReg, PtysAnStatus, PtysConnectorType, PtysReg, QcamReg,
 };
 
-/// Register ids.
+/// Register ids, from the spec's enum.
 pub(crate) mod id {
-    pub const PMTU: u16 = 0x5003;
-    pub const PTYS: u16 = 0x5004;
-    pub const PAOS: u16 = 0x5006;
-    pub const HOST_ENDIANNESS: u16 = 0x7004;
+    use mlx5_prm::AccessRegisterId as R;
+    pub const QCAM: u16 = R::Qcam.raw();
+    pub const PMTU: u16 = R::Pmtu.raw();
+    pub const PTYS: u16 = R::Ptys.raw();
+    pub const PAOS: u16 = R::Paos.raw();
+    pub const PCAM: u16 = R::Pcam.raw();
+    pub const HOST_ENDIANNESS: u16 = R::HostEndianness.raw();
+    pub const MCAM: u16 = R::Mcam.raw();
+    pub const DTOR: u16 = R::Dtor.raw();
+}
+
+/// What the registers themselves hold beyond the port (which has its own state).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct RegisterState {
+    /// The host endianness register's first byte as last written (0x80: big-endian host).
+    pub host_endianness: [u8; 16],
+    /// The timeouts DTOR reports; `None`: no DTOR register.
+    pub timeouts: Option<Timeouts>,
 }
 
 /// Offset of the register image in the input and output.
 const DATA: usize = 0x10;
-/// Size of the host endianness register.
-const HOST_ENDIANNESS_SIZE: usize = 0x10;
 /// PTYS proto_mask bit for Ethernet.
 const PROTO_ETH: u8 = 0x4;
 /// Smallest admin MTU PMTU accepts.
 const MIN_MTU: u16 = 64;
 
-fn size_of(reg: u16) -> Option<usize> {
-    Some(match reg {
-        id::PAOS => <PaosReg<&[u8]> as View<&[u8]>>::SIZE,
-        id::PTYS => <PtysReg<&[u8]> as View<&[u8]>>::SIZE,
-        id::PMTU => <PmtuReg<&[u8]> as View<&[u8]>>::SIZE,
-        id::HOST_ENDIANNESS => HOST_ENDIANNESS_SIZE,
+/// Size of a register's layout, generated from the spec.
+const fn size<V: View<&'static [u8]>>() -> usize {
+    V::SIZE
+}
+
+/// The size of register `reg` and whether it may be written; `None` for registers the model
+/// does not have.
+fn describe(reg: u16) -> Option<(usize, bool)> {
+    Some(match AccessRegisterId::from_raw(reg.into())? {
+        AccessRegisterId::Paos => (size::<PaosReg<&[u8]>>(), true),
+        AccessRegisterId::Ptys => (size::<PtysReg<&[u8]>>(), true),
+        AccessRegisterId::Pmtu => (size::<PmtuReg<&[u8]>>(), true),
+        AccessRegisterId::HostEndianness => (size::<HostEndiannessReg<&[u8]>>(), true),
+        AccessRegisterId::Pcam => (size::<PcamReg<&[u8]>>(), false),
+        AccessRegisterId::Mcam => (size::<McamReg<&[u8]>>(), false),
+        AccessRegisterId::Qcam => (size::<QcamReg<&[u8]>>(), false),
+        AccessRegisterId::Dtor => (size::<DtorReg<&[u8]>>(), false),
         _ => return None,
     })
 }
@@ -44,12 +70,13 @@ fn size_of(reg: u16) -> Option<usize> {
 /// ACCESS_REGISTER: op_mod 0 writes, 1 reads.
 pub(super) fn access(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
     let reg_id = AccessRegisterIn::new_unchecked(req.input).register_id();
-    let size = size_of(reg_id).ok_or(Fail::bad_param(s::REG_UNKNOWN))?;
+    let (size, writable) = describe(reg_id).ok_or(Fail::bad_param(s::REG_UNKNOWN))?;
     let data = req
         .input
         .get(DATA..DATA + size)
         .ok_or(Fail::inp_len(s::REG_INPUT_SHORT))?;
     let write = req.op_mod == 0;
+    ensure(!write || writable, Fail::bad_param(s::REG_READ_ONLY))?;
     ensure(
         write || req.out_len >= DATA + size,
         Fail::outp_len(s::REG_OUTPUT_SHORT),
@@ -60,6 +87,11 @@ pub(super) fn access(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
         id::PAOS => paos(&mut cx.m.port, &mut image, write)?,
         id::PTYS => ptys(&mut cx.m.port, &mut image, write)?,
         id::PMTU => pmtu(&mut cx.m.port, &mut image, write)?,
+        id::HOST_ENDIANNESS => host_endianness(&mut cx.m.registers, &mut image, write),
+        id::PCAM => cam::pcam(&mut image)?,
+        id::MCAM => cam::mcam(&mut image)?,
+        id::QCAM => cam::qcam(&mut image)?,
+        id::DTOR => cam::dtor(&mut image, cx.m.registers.timeouts.as_ref())?,
         _ => {}
     }
     if cx.m.port.oper_up() != was_up {
@@ -69,6 +101,16 @@ pub(super) fn access(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
     let mut o = out::<cmd::AccessRegister>(size);
     o[DATA..].copy_from_slice(&image);
     Ok(o)
+}
+
+/// The host endianness register: a write keeps the image, a read returns it.
+fn host_endianness(r: &mut RegisterState, image: &mut [u8], write: bool) {
+    let n = image.len().min(r.host_endianness.len());
+    if write {
+        r.host_endianness[..n].copy_from_slice(&image[..n]);
+    } else {
+        image[..n].copy_from_slice(&r.host_endianness[..n]);
+    }
 }
 
 fn status(up: bool) -> PaosPortStatus {

@@ -6,6 +6,8 @@
 
 pub mod dp;
 pub mod eth;
+pub mod linux;
+pub mod linux_flow;
 
 use mlx5_prm::rt::{Bytes, Command, View};
 use mlx5_prm::{cmd, CmdIfBox, CmdQueueEntry};
@@ -202,6 +204,21 @@ impl Host {
             Some(g) => g.alloc(len, align),
             None => self.dev.dma().alloc(len, align).unwrap(),
         }
+    }
+
+    /// A new driver on the same device: a fresh command queue page, programmed as at load.
+    pub fn reattach(mut old: Host) -> Host {
+        // The guest RAM (if any) moves to the new host; the old one then unmaps nothing.
+        let mut host = Host {
+            dev: old.dev.clone(),
+            cmdq: old.cmdq,
+            token: Cell::new(old.token.get()),
+            guest: old.guest.take(),
+        };
+        host.cmdq = host.alloc(4096, 4096);
+        host.dev.write32(0x10, (host.cmdq.iova >> 32) as u32);
+        host.dev.write32(0x14, host.cmdq.iova as u32);
+        host
     }
 
     pub fn inline() -> Host {

@@ -1,0 +1,139 @@
+# Milestone steps of issue 14, run by the guest's /init (busybox sh). Each milestone prints
+#   @@BEGIN name <uptime>            then the kernel lines it caused as  @@K <raw dmesg line>
+#   @@END name pass|fail <uptime> <reason>
+# Kernel lines are judged by the host (scripts/guest.d/verdict): any mlx5_core line of level
+# warning or worse fails the milestone it falls in (except the expected ones of "fatal").
+# The control channel (ttyS1) is a line to the device server's --control socket: one command
+# out, one JSON line back.
+
+BDF=$(cat /bdf)
+PCIDEV=/sys/bus/pci/devices/$BDF
+DBG=/sys/kernel/debug/mlx5/$BDF
+dmesg_seen=0
+ctl_ok=0
+
+now() { cut -d' ' -f1 /proc/uptime; }
+
+# Prints the kernel lines logged since the last call, raw (with their <level>), marked.
+flush_kmsg() {
+  dmesg -r > /tmp/dmesg.all
+  n=$(wc -l < /tmp/dmesg.all)
+  if [ "$n" -gt "$dmesg_seen" ]; then
+    tail -n +"$((dmesg_seen + 1))" /tmp/dmesg.all | sed 's/^/@@K /'
+  fi
+  dmesg_seen=$n
+}
+
+ctl_open() {
+  [ -c /dev/ttyS1 ] || return 1
+  stty -F /dev/ttyS1 raw -echo 2>/dev/null || return 1
+  exec 3<>/dev/ttyS1
+  ctl_ok=1
+}
+
+# ctl COMMAND: sends one control command, leaves the JSON reply in $reply; fails on timeout.
+ctl() {
+  reply=
+  [ "$ctl_ok" = 1 ] || return 1
+  printf '%s\n' "$*" >&3
+  read -t 20 -r reply <&3 || { echo "@@CTL $* => (no answer)"; return 1; }
+  echo "@@CTL $* => $reply"
+}
+
+# json_num KEY: the number after "KEY": in $reply (flat JSON written by the server).
+json_num() { printf '%s' "$reply" | sed -n "s/.*\"$1\":\([0-9-]*\).*/\1/p"; }
+
+begin() { cur=$1; flush_kmsg; echo "@@BEGIN $1 $(now)"; }
+end() { flush_kmsg; echo "@@END $cur $1 $(now) ${2:-}"; }
+
+# wait_for SECONDS COMMAND...: polls COMMAND every 0.2 s until it succeeds or time runs out.
+wait_for() {
+  t=$1; shift
+  i=0
+  while [ "$i" -lt "$((t * 5))" ]; do
+    "$@" && return 0
+    sleep 0.2; i=$((i + 1))
+  done
+  return 1
+}
+
+bound() { [ "$(basename "$(readlink "$PCIDEV/driver" 2>/dev/null)")" = mlx5_core ]; }
+irq_count() { # sum of the interrupts of the function's control vector (mlx5_async*)
+  grep "mlx5_async.*$BDF" /proc/interrupts | awk '{ s = 0; for (i = 2; i <= NF; i++) if ($i ~ /^[0-9]+$/) s += $i; else break; t += s } END { print t + 0 }'
+}
+fw_pages() { cat "$DBG/pages/fw_pages_total" 2>/dev/null || echo -1; }
+
+m_bind() {
+  begin "${1:-bind}"
+  [ -e "$PCIDEV" ] || { end fail "no PCI function at $BDF"; lspci 2>/dev/null; return; }
+  echo "@@INFO pci $(cat "$PCIDEV/vendor"):$(cat "$PCIDEV/device") class $(cat "$PCIDEV/class")"
+  modprobe mlx5_core 2>&1 | sed 's/^/@@INFO modprobe: /'
+  if ! wait_for 10 bound; then end fail "mlx5_core did not bind $BDF"; return; fi
+  fw=$(dmesg | grep "mlx5_core $BDF: firmware version" | tail -n1 | sed 's/.*firmware version: //')
+  [ -n "$fw" ] || { end fail "no firmware version line"; return; }
+  end pass "bound, firmware $fw"
+}
+
+m_events() {
+  begin "${1:-events}"
+  bound || { end fail "mlx5_core is not bound"; return; }
+  irq0=$(irq_count)
+  [ "$irq0" -gt 0 ] || { end fail "no interrupt on the control vector (mlx5_async) after probe"; return; }
+  pages0=$(fw_pages)
+  ctl status || { end fail "no control channel"; return; }
+  held0=$(json_num pages_held)
+  ctl request-pages 64 || { end fail "request-pages got no answer"; return; }
+  if ! wait_for 20 sh -c "[ \$(cat $DBG/pages/fw_pages_total) -ge $((pages0 + 64)) ]"; then
+    end fail "the guest did not give 64 pages (fw_pages_total $pages0 -> $(fw_pages))"; return
+  fi
+  ctl status
+  held1=$(json_num pages_held)
+  [ -n "$held1" ] && [ "$held1" -ge "$((held0 + 64))" ] \
+    || { end fail "the model holds $held1 pages, expected >= $((held0 + 64))"; return; }
+  irq1=$(irq_count)
+  [ "$irq1" -gt "$irq0" ] || { end fail "no interrupt for the page request / MANAGE_PAGES"; return; }
+  echo "@@INFO quiet health poll for 12 s"
+  sleep 12
+  bound || { end fail "mlx5_core unbound during the health poll"; return; }
+  end pass "irqs $irq0 -> $irq1, pages $pages0 -> $(fw_pages), model holds $held1"
+}
+
+m_unload() {
+  begin unload
+  modprobe -r mlx5_core 2>&1 | sed 's/^/@@INFO rmmod: /'
+  if grep -q '^mlx5_core ' /proc/modules; then end fail "mlx5_core is still loaded"; return; fi
+  ctl status || { end fail "no control channel"; return; }
+  held=$(json_num pages_held); objs=$(json_num objects_total)
+  [ "$held" = 0 ] || { end fail "the model still holds $held firmware pages"; return; }
+  [ "$objs" = 0 ] || { end fail "the model still has $objs objects"; return; }
+  end pass "0 pages, 0 objects"
+  m_bind bind-again
+  m_events events-again
+}
+
+m_fatal() {
+  begin fatal
+  bound || { end fail "mlx5_core is not bound"; return; }
+  ctl health-fatal 0x1 || { end fail "health-fatal got no answer"; return; }
+  if ! wait_for 30 sh -c "dmesg | grep -q -e 'mlx5_core $BDF: Fatal error' -e \"mlx5_core $BDF: device's health compromised\""; then
+    end fail "mlx5_core reported no health error within 30 s"; return
+  fi
+  sleep 5
+  ctl status || { end fail "the server does not answer after the fatal error"; return; }
+  modprobe -r mlx5_core 2>&1 | sed 's/^/@@INFO rmmod: /'
+  end pass "health error reported, server alive, rmmod returned"
+}
+
+run_milestones() {
+  ctl_open || echo "@@INFO no control channel on ttyS1"
+  for m in $(echo "$1" | tr , ' '); do
+    case "$m" in
+      bind) m_bind ;;
+      events) m_events ;;
+      unload) m_unload ;;
+      fatal) m_fatal ;;
+      *) echo "@@INFO unknown milestone $m" ;;
+    esac
+  done
+  flush_kmsg
+}

@@ -1,0 +1,30 @@
+//! A vfio-user device server: the `mlx5-sim` device model presented as a ConnectX-5 PCI
+//! function (15b3:1017) on a Unix socket, so that QEMU's `vfio-user-pci` device gives it to a
+//! guest and the guest kernel's own `mlx5_core` drives it.
+//!
+//! The protocol is the rust-vmm `vfio_user` crate's; this crate is the device behind it:
+//!
+//! | module | what |
+//! |---|---|
+//! | [`pci`] | configuration space: identity, BAR 0, PM / PCI Express (FLR) / MSI-X / vendor capabilities |
+//! | [`backend`] | the crate's `ServerBackend`: region accesses, DMA_MAP/UNMAP, SET_IRQS, reset |
+//! | [`guestmem`] | guest memory shared by file descriptor, checked and mmapped |
+//! | [`msix`] | vectors, eventfds, masks, pending bits |
+//! | [`model`] | the device model and what the server asks of it |
+//! | [`session`] | one client after another, each with a fresh device |
+//! | [`control`] | the control socket (status, page requests, health faults, quit) |
+//! | [`trace`], [`commands`] | the command trace as JSON lines, decoded from the spec |
+//!
+//! The guest is untrusted: every message is checked and a bad one gets an error reply; a
+//! client that misbehaves or disconnects ends only its own session.
+
+pub mod backend;
+pub mod commands;
+pub mod control;
+pub mod guestmem;
+pub mod model;
+pub mod msix;
+pub mod pci;
+pub mod session;
+pub mod stats;
+pub mod trace;

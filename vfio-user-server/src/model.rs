@@ -1,0 +1,97 @@
+//! The device model behind the function: one `mlx5_sim::Device` in threaded mode (commands and
+//! doorbells run on the model's firmware thread, so the socket thread never waits on device
+//! work) with an external DMA space (the guest's RAM, mapped by the server), and what the
+//! server asks of it through the model's host API: BAR accesses by size, DMA maps, the
+//! interrupt sink, reset, and the counts the control channel reports.
+
+use mlx5_sim::{Config, Device, DmaBacking, DmaError, Mode};
+use std::sync::Arc;
+
+/// Status of a command that named an opcode or op_mod the model does not implement.
+pub const BAD_OP: u8 = 0x2;
+
+/// One device model.
+#[derive(Debug, Clone)]
+pub struct Model {
+    dev: Arc<Device>,
+}
+
+impl Model {
+    /// A device at power-on.
+    pub fn new() -> Model {
+        let config = Config {
+            mode: Mode::Threaded,
+            dma: DmaBacking::External,
+            ..Config::default()
+        };
+        Model {
+            dev: Device::new(config),
+        }
+    }
+
+    /// The device.
+    pub fn device(&self) -> &Arc<Device> {
+        &self.dev
+    }
+
+    /// Bytes of BAR 0 the model decodes.
+    pub fn bar_size(&self) -> u64 {
+        Device::BAR_SIZE as u64
+    }
+
+    /// Reads `out.len()` bytes of BAR 0 at `offset`, in BAR order (big-endian registers).
+    pub fn bar_read(&self, offset: u64, out: &mut [u8]) {
+        match usize::try_from(offset) {
+            Ok(off) => self.dev.bar_read_bytes(off, out),
+            Err(_) => out.fill(0xff),
+        }
+    }
+
+    /// Writes `data` (BAR order) to BAR 0 at `offset`.
+    pub fn bar_write(&self, offset: u64, data: &[u8]) {
+        if let Ok(off) = usize::try_from(offset) {
+            self.dev.bar_write_bytes(off, data);
+        }
+    }
+
+    /// Maps guest memory at `iova`.
+    ///
+    /// # Safety
+    /// `ptr..ptr + len` must stay mapped until [`Model::unmap_dma`] (or
+    /// [`Model::unmap_all_dma`]) for it has returned.
+    pub unsafe fn map_dma(&self, iova: u64, ptr: *mut u8, len: usize) -> Result<(), DmaError> {
+        // SAFETY: forwarded contract.
+        unsafe { self.dev.map_dma(iova, ptr, len) }
+    }
+
+    /// Unmaps guest memory at `iova`; returns once no model thread can touch it.
+    pub fn unmap_dma(&self, iova: u64, len: u64) -> Result<usize, DmaError> {
+        self.dev.unmap_dma(iova, len)
+    }
+
+    /// Unmaps every region; returns once no model thread can touch any of them.
+    pub fn unmap_all_dma(&self) {
+        let _ = self.dev.unmap_all_dma();
+    }
+
+    /// Routes the model's interrupts to `sink`.
+    pub fn set_interrupt_sink(&self, sink: Arc<dyn Fn(u16) + Send + Sync>) {
+        self.dev.set_interrupt_sink(sink);
+    }
+
+    /// Back to power-on state (the DMA maps stay).
+    pub fn reset(&mut self) {
+        self.dev.reset();
+    }
+
+    /// BAR accesses the model could not decode.
+    pub fn bad_bar_accesses(&self) -> u64 {
+        self.dev.bad_bar_accesses()
+    }
+}
+
+impl Default for Model {
+    fn default() -> Self {
+        Model::new()
+    }
+}

@@ -1,0 +1,154 @@
+//! Serving clients one after another, each with a fresh device model: a client that
+//! disconnects, crashes or sends garbage ends only its own session (the crate's loop returns
+//! an error, or panics on some malformed messages: both are caught here), and the next
+//! client gets a device at power-on.
+
+use crate::backend::{Function, SharedModel, CONFIG_REGION_SIZE, MSIX_VECTORS};
+use crate::model::Model;
+use crate::msix::Msix;
+use crate::stats::Stats;
+use log::{error, info, warn};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use vfio_bindings::bindings::vfio::{
+    vfio_region_info, VFIO_IRQ_INFO_EVENTFD, VFIO_PCI_BAR0_REGION_INDEX,
+    VFIO_PCI_CONFIG_REGION_INDEX, VFIO_PCI_ERR_IRQ_INDEX, VFIO_PCI_MSIX_IRQ_INDEX,
+    VFIO_PCI_NUM_IRQS, VFIO_PCI_NUM_REGIONS, VFIO_PCI_REQ_IRQ_INDEX, VFIO_REGION_INFO_FLAG_READ,
+    VFIO_REGION_INFO_FLAG_WRITE,
+};
+use vfio_user::{IrqInfo, Server, ServerRegion};
+
+/// What the control channel sees of the session being served.
+#[derive(Debug, Clone)]
+pub struct Current {
+    /// The session's number, from 1.
+    pub session: u64,
+    /// Its device model.
+    pub model: SharedModel,
+    /// Its MSI-X vectors.
+    pub msix: Arc<Msix>,
+}
+
+/// Everything shared between the session loop and the control channel.
+#[derive(Debug, Default)]
+pub struct Shared {
+    /// The session being served (or waiting for its client).
+    pub current: Mutex<Option<Current>>,
+    /// Server-wide counts.
+    pub stats: Arc<Stats>,
+}
+
+impl Shared {
+    /// The current session, if any.
+    pub fn current(&self) -> Option<Current> {
+        self.current
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn set(&self, c: Option<Current>) {
+        *self.current.lock().unwrap_or_else(|e| e.into_inner()) = c;
+    }
+}
+
+fn region(index: u32, size: u64) -> ServerRegion {
+    let flags = if size > 0 {
+        VFIO_REGION_INFO_FLAG_READ | VFIO_REGION_INFO_FLAG_WRITE
+    } else {
+        0
+    };
+    ServerRegion {
+        region_info: vfio_region_info {
+            argsz: std::mem::size_of::<vfio_region_info>() as u32,
+            flags,
+            index,
+            cap_offset: 0,
+            size,
+            offset: 0,
+        },
+        sparse_areas: Vec::new(),
+        mmap_fd: None,
+    }
+}
+
+/// The regions the function has: BAR 0 and configuration space; the others are empty.
+pub fn regions(bar0_size: u64) -> Vec<ServerRegion> {
+    (0..VFIO_PCI_NUM_REGIONS)
+        .map(|i| match i {
+            VFIO_PCI_BAR0_REGION_INDEX => region(i, bar0_size),
+            VFIO_PCI_CONFIG_REGION_INDEX => region(i, CONFIG_REGION_SIZE),
+            _ => region(i, 0),
+        })
+        .collect()
+}
+
+/// The interrupt indices: MSI-X vectors, and one error and one request interrupt.
+pub fn irqs() -> Vec<IrqInfo> {
+    (0..VFIO_PCI_NUM_IRQS)
+        .map(|index| {
+            let count = match index {
+                VFIO_PCI_MSIX_IRQ_INDEX => u32::from(MSIX_VECTORS),
+                VFIO_PCI_ERR_IRQ_INDEX | VFIO_PCI_REQ_IRQ_INDEX => 1,
+                _ => 0,
+            };
+            IrqInfo {
+                index,
+                flags: if count > 0 { VFIO_IRQ_INFO_EVENTFD } else { 0 },
+                count,
+            }
+        })
+        .collect()
+}
+
+/// Binds the vfio-user socket at `path` (which must not exist).
+pub fn bind(path: &Path) -> Result<Server, vfio_user::Error> {
+    let bar = crate::pci::ConfigSpace::new(Model::new().bar_size(), MSIX_VECTORS).bar0_size();
+    Server::new(path, true, irqs(), regions(bar))
+}
+
+/// What the caller does with each session's model (the trace).
+pub trait SessionHooks {
+    /// A session's fresh model, before its client connects.
+    fn start(&self, _session: u64, _model: &SharedModel) {}
+    /// The session is over (the model is still there, its guest memory gone).
+    fn end(&self, _session: u64, _model: &SharedModel) {}
+}
+
+/// No hooks.
+#[derive(Debug, Default)]
+pub struct NoHooks;
+impl SessionHooks for NoHooks {}
+
+/// Serves one client with a fresh device; returns when it is gone.
+pub fn serve_one(server: &Server, shared: &Shared, hooks: &dyn SessionHooks) {
+    let n = shared.stats.sessions.fetch_add(1, Ordering::Relaxed) + 1;
+    let model: SharedModel = Arc::new(Mutex::new(Model::new()));
+    hooks.start(n, &model);
+    let msix = Arc::new(Msix::new(MSIX_VECTORS));
+    shared.set(Some(Current {
+        session: n,
+        model: model.clone(),
+        msix: msix.clone(),
+    }));
+    let mut function = Function::new(model.clone(), msix.clone(), shared.stats.clone());
+    info!("session {n}: fresh device model, waiting for a client");
+    let result = catch_unwind(AssertUnwindSafe(|| server.run(&mut function)));
+    match result {
+        Ok(Ok(())) => info!("session {n}: client disconnected"),
+        Ok(Err(e)) => warn!("session {n}: ended on an error: {e}"),
+        Err(p) => {
+            let what = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            error!("session {n}: the protocol loop panicked ({what}); the server goes on");
+        }
+    }
+    function.shutdown();
+    hooks.end(n, &model);
+    info!("session {n}: over; the next client gets a fresh device");
+}
