@@ -215,6 +215,7 @@ impl Host {
             dev,
             cmdq,
             token: Cell::new(old.token.get()),
+            guest: None,
         }
     }
 
