@@ -11,10 +11,8 @@
 //! Lines are at most 256 bytes; a longer one, or an unknown command, gets `{"ok":false,...}`.
 //! Each connection has its own thread; at most [`MAX_CLIENTS`] at once.
 
-use crate::model::BAD_OP;
 use crate::session::Shared;
 use serde_json::{json, Value};
-use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -56,11 +54,7 @@ pub fn status(shared: &Shared) -> Value {
     let dev = model.device();
     let objects = dev.objects();
     let records = dev.commands();
-    let unimplemented: BTreeSet<(u16, u16)> = records
-        .iter()
-        .filter(|r| r.status == BAD_OP)
-        .map(|r| (r.opcode, r.op_mod))
-        .collect();
+    let ledger = dev.unimplemented_commands();
     let sent = cur.msix.sent();
     let latched = cur.msix.latched();
     let interrupts: serde_json::Map<String, Value> = sent
@@ -87,10 +81,20 @@ pub fn status(shared: &Shared) -> Value {
             "flow_groups": objects.flow_groups, "flow_entries": objects.flow_entries,
         },
         "commands": records.len(),
-        "unimplemented": unimplemented
+        "unimplemented": ledger
+            .commands
             .iter()
-            .map(|(op, m)| json!([format!("{op:#x}"), m]))
+            .map(|u| json!({
+                "opcode": format!("{:#x}", u.opcode),
+                "name": crate::commands::by_opcode(u.opcode).map_or("unknown", |c| c.name),
+                "op_mod": u.op_mod,
+                "register_id": u.register_id.map(|r| format!("{r:#x}")),
+                "status": u.status,
+                "syndrome": format!("{:#x}", u.syndrome),
+                "count": u.count,
+            }))
             .collect::<Vec<_>>(),
+        "unimplemented_not_listed": ledger.not_listed,
         "dma_faults": dev.dma_faults(),
         "bad_bar_accesses": model.bad_bar_accesses(),
         "interrupts": interrupts,

@@ -6,6 +6,7 @@
 
 use clap::Parser;
 use log::{error, info};
+use mlx5_sim::{CommandObserver, CommandTrace};
 use mlx5_vfio_user::backend::SharedModel;
 use mlx5_vfio_user::control;
 use mlx5_vfio_user::session::{self, SessionHooks, Shared};
@@ -33,62 +34,57 @@ struct Args {
     once: bool,
 }
 
-/// Writes the commands of each session to the trace as the model records them (the model
-/// keeps the log; a thread copies what is new every 100 ms, and the end of a session copies
-/// the rest). The model's records carry opcode, op_mod, status and syndrome; the fields of
-/// the input and output are decoded when the model hands the bytes over too.
+/// Writes every command of every session to the trace, as the model serves it (the model's
+/// command observer hands over the whole input and output, so every field is decoded).
 struct Tracer {
-    state: Mutex<TraceState>,
-}
-
-struct TraceState {
-    out: TraceWriter,
-    session: u64,
-    written: usize,
+    out: Mutex<TraceWriter>,
 }
 
 impl Tracer {
-    /// Copies the records of `model` (session `session`) not yet written.
-    fn copy(&self, session: u64, model: &SharedModel) {
-        let records = model
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .device()
-            .commands();
-        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        if st.session != session {
-            st.session = session;
-            st.written = 0;
+    fn record(&self, t: &CommandTrace) {
+        let c = TracedCommand {
+            opcode: t.opcode,
+            op_mod: t.op_mod,
+            delivery: t.delivery,
+            status: t.status,
+            syndrome: t.syndrome,
+            input: Some(t.input.clone()),
+            output: Some(t.output.clone()),
+        };
+        let mut w = self.out.lock().unwrap_or_else(|e| e.into_inner());
+        if let Err(e) = w.record(&c) {
+            error!("trace: {e}");
         }
-        let from = st.written.min(records.len());
-        for r in &records[from..] {
-            let c = TracedCommand {
-                opcode: r.opcode,
-                op_mod: r.op_mod,
-                status: r.status,
-                syndrome: r.syndrome,
-                input: None,
-                output: None,
-            };
-            if let Err(e) = st.out.record(&c) {
-                error!("trace: {e}");
-                break;
-            }
-        }
-        st.written = records.len();
+    }
+
+    fn note(&self, what: &str) {
+        let mut w = self.out.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = w.note(what);
     }
 }
 
-impl SessionHooks for Tracer {
-    fn start(&self, session: u64, _model: &SharedModel) {
-        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let _ = st.out.note(&format!("session {session}: fresh device"));
+/// Installs the tracer as each session's command observer.
+struct TraceHooks(Arc<Tracer>);
+
+impl SessionHooks for TraceHooks {
+    fn start(&self, session: u64, model: &SharedModel) {
+        self.0.note(&format!("session {session}: fresh device"));
+        let t = self.0.clone();
+        let observer: CommandObserver = Arc::new(move |c: &CommandTrace| t.record(c));
+        model
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .device()
+            .set_command_observer(Some(observer));
     }
 
     fn end(&self, session: u64, model: &SharedModel) {
-        self.copy(session, model);
-        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let _ = st.out.note(&format!("session {session}: over"));
+        model
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .device()
+            .set_command_observer(None);
+        self.0.note(&format!("session {session}: over"));
     }
 }
 
@@ -126,33 +122,17 @@ fn run(args: Args) -> Result<(), String> {
         );
         info!("control channel on {}", path.display());
     }
-    let tracer = match &args.trace {
+    let hooks: Box<dyn SessionHooks> = match &args.trace {
         Some(path) => {
             let f = File::create(path).map_err(|e| format!("creating {}: {e}", path.display()))?;
-            let tracer = Arc::new(Tracer {
-                state: Mutex::new(TraceState {
-                    out: TraceWriter::new(Box::new(f)),
-                    session: 0,
-                    written: 0,
-                }),
-            });
-            let (t, sh) = (tracer.clone(), shared.clone());
-            std::thread::spawn(move || loop {
-                std::thread::sleep(std::time::Duration::from_millis(100));
-                if let Some(cur) = sh.current() {
-                    t.copy(cur.session, &cur.model);
-                }
-            });
-            Some(tracer)
+            Box::new(TraceHooks(Arc::new(Tracer {
+                out: Mutex::new(TraceWriter::new(Box::new(f))),
+            })))
         }
-        None => None,
-    };
-    let hooks: &dyn SessionHooks = match &tracer {
-        Some(t) => t.as_ref(),
-        None => &session::NoHooks,
+        None => Box::new(session::NoHooks),
     };
     loop {
-        session::serve_one(&server, &shared, hooks);
+        session::serve_one(&server, &shared, hooks.as_ref());
         if args.once {
             return Ok(());
         }

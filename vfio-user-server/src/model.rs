@@ -7,9 +7,6 @@
 use mlx5_sim::{Config, Device, DmaBacking, DmaError, Mode};
 use std::sync::Arc;
 
-/// Status of a command that named an opcode or op_mod the model does not implement.
-pub const BAD_OP: u8 = 0x2;
-
 /// One device model.
 #[derive(Debug, Clone)]
 pub struct Model {
@@ -17,12 +14,13 @@ pub struct Model {
 }
 
 impl Model {
-    /// A device at power-on.
+    /// A device at power-on: the model's profile for a Linux guest's probe
+    /// (`Config::linux_probe_only`), threaded, its DMA space the guest's memory.
     pub fn new() -> Model {
         let config = Config {
             mode: Mode::Threaded,
             dma: DmaBacking::External,
-            ..Config::default()
+            ..Config::linux_probe_only()
         };
         Model {
             dev: Device::new(config),

@@ -19,6 +19,8 @@ pub struct TracedCommand {
     pub opcode: u16,
     /// op_mod.
     pub op_mod: u16,
+    /// Delivery status of the entry (0: delivered; otherwise the command did not run).
+    pub delivery: u8,
     /// Status written to the output.
     pub status: u8,
     /// Syndrome written to the output.
@@ -159,6 +161,9 @@ pub fn to_json(seq: u64, c: &TracedCommand) -> Value {
     obj.insert("opcode".into(), json!(format!("{:#x}", c.opcode)));
     obj.insert("name".into(), json!(info.map_or("unknown", |i| i.name)));
     obj.insert("op_mod".into(), json!(c.op_mod));
+    if c.delivery != 0 {
+        obj.insert("delivery".into(), json!(c.delivery));
+    }
     obj.insert("status".into(), json!(c.status));
     obj.insert("syndrome".into(), json!(format!("{:#x}", c.syndrome)));
     for (key, bytes, layout) in [

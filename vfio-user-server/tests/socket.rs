@@ -30,6 +30,8 @@ impl Server {
             .arg(dir.join("s"))
             .arg("--control")
             .arg(dir.join("c"))
+            .arg("--trace")
+            .arg(dir.join("t"))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -383,4 +385,110 @@ fn control_channel_refuses_bad_commands() {
     assert_eq!(s.control(&long)["ok"], false);
     assert_eq!(s.control("request-pages 8")["ok"], true);
     assert_eq!(s.control("health-fatal 0x7")["ok"], true);
+}
+
+/// Shared view of a memfd, as the guest's RAM is to both QEMU and the server.
+struct Shm {
+    ptr: *mut u8,
+    len: usize,
+}
+
+impl Shm {
+    fn map(fd: &OwnedFd, len: usize) -> Shm {
+        // SAFETY: a fresh shared mapping of our own memfd, checked below.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd.as_raw_fd(),
+                0,
+            )
+        };
+        assert_ne!(ptr, libc::MAP_FAILED);
+        Shm {
+            ptr: ptr.cast(),
+            len,
+        }
+    }
+
+    fn write(&self, off: usize, data: &[u8]) {
+        assert!(off + data.len() <= self.len);
+        for (i, &b) in data.iter().enumerate() {
+            // SAFETY: inside the mapping; volatile, as the server's model writes it too.
+            unsafe { self.ptr.add(off + i).write_volatile(b) }
+        }
+    }
+
+    fn read(&self, off: usize) -> u8 {
+        assert!(off < self.len);
+        // SAFETY: inside the mapping; volatile, as the server's model writes it.
+        unsafe { self.ptr.add(off).read_volatile() }
+    }
+}
+
+impl Drop for Shm {
+    fn drop(&mut self) {
+        // SAFETY: exactly what mmap returned.
+        unsafe { libc::munmap(self.ptr.cast(), self.len) };
+    }
+}
+
+#[test]
+fn a_command_runs_from_guest_memory_and_is_traced_field_by_field() {
+    let s = Server::start("cmd");
+    let mut c = Client::new(&s.sock()).unwrap();
+    let ram = memfd(1 << 20);
+    let shm = Shm::map(&ram, 1 << 20);
+    let iova = 0x10_0000u64;
+    c.dma_map(0, iova, 1 << 20, ram.as_raw_fd()).unwrap();
+    // The command queue at the start of guest memory, entry 0: ENABLE_HCA, inline in/out.
+    let mut entry = [0u8; 64];
+    entry[0] = 7; // type: PCIe command interface
+    entry[4..8].copy_from_slice(&16u32.to_be_bytes()); // input length
+    entry[0x10..0x14].copy_from_slice(&(0x104u32 << 16).to_be_bytes()); // opcode
+    entry[0x38..0x3c].copy_from_slice(&16u32.to_be_bytes()); // output length
+    entry[0x3c] = 0x5a; // token
+    entry[0x3f] = 1; // owned by the device
+    shm.write(0, &entry);
+    c.region_write(BAR0, 0x10, &0u32.to_be_bytes()).unwrap();
+    c.region_write(BAR0, 0x14, &(iova as u32).to_be_bytes())
+        .unwrap();
+    c.region_write(BAR0, 0x18, &1u32.to_be_bytes()).unwrap(); // doorbell, slot 0
+    let t = Instant::now();
+    while shm.read(0x3f) & 1 != 0 {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "the command never completed"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(shm.read(0x3f) >> 1, 0, "delivery status");
+    assert_eq!(shm.read(0x20), 0, "command status");
+    // The trace names the command and its fields from the spec.
+    let trace = std::fs::read_to_string(s.dir.join("t")).unwrap();
+    let line = trace
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|v| v["name"] == "enable_hca")
+        .expect("enable_hca in the trace");
+    assert_eq!(line["opcode"], "0x104");
+    assert_eq!(line["status"], 0);
+    assert_eq!(line["in"]["opcode"], 0x104);
+    assert_eq!(s.control("status")["commands"], 1);
+    // Unmapped, the memory is gone for the model: the next command is a DMA fault.
+    c.dma_unmap(iova, 1 << 20).unwrap();
+    entry[0x3f] = 1;
+    shm.write(0, &entry);
+    c.region_write(BAR0, 0x18, &1u32.to_be_bytes()).unwrap();
+    let t = Instant::now();
+    while s.control("status")["dma_faults"].as_u64() == Some(0) {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "no DMA fault after unmap"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(shm.read(0x3f) & 1, 1, "the model could not reach the entry");
 }

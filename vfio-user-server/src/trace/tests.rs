@@ -47,6 +47,7 @@ fn fields_are_named_from_the_spec_and_zero_fields_left_out() {
     let c = TracedCommand {
         opcode: CreateEq::OPCODE,
         op_mod: 0,
+        delivery: 0,
         status: 0,
         syndrome: 0,
         input: Some(create_eq_input()),
@@ -74,6 +75,7 @@ fn failures_show_status_and_syndrome_and_unknown_opcodes_show_raw_dwords() {
     let c = TracedCommand {
         opcode: 0x7777,
         op_mod: 3,
+        delivery: 0,
         status: 0x2,
         syndrome: 0x5e01_0002,
         input: Some(vec![0x77, 0x77, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0]),
