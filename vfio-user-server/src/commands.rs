@@ -78,6 +78,7 @@ pub static COMMANDS: &[CommandInfo] = table![
     Init2rtrQp,
     Rtr2rtsQp,
     Rts2rtsQp,
+    Sqerr2rtsQp,
     Qp2err,
     Qp2rst,
     CreateTis,
