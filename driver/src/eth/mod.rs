@@ -4,6 +4,8 @@
 //!
 //! - [`pool`]: the buffers and [`Packet`], the handle that owns one;
 //! - `setup`: making the queues (and undoing them);
+//! - `lists`: the page lists and destination lists of the setup commands, through the typed
+//!   nested views;
 //! - `tx`, `rx`: the two hot paths; `wqe`: where they read and write.
 //!
 //! The hot path is built for few instructions per packet:
@@ -39,6 +41,7 @@
 //! device may still use the rest: its memory, the CQs' and the pool's go to quarantine, and
 //! the buffers in the rings are not reused.
 
+mod lists;
 pub mod pool;
 mod rx;
 mod setup;
