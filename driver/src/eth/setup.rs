@@ -72,9 +72,15 @@ impl<'p, B: Backend> EthQueues<'p, B> {
     /// a TIS and a TIR in the HCA's transport domain, a NIC receive root flow table steering
     /// `config.macs` to the TIR; fills the RQ from `pool`. On failure everything made so far
     /// is undone, in reverse.
+    ///
+    /// The NIC has one receive root flow table, so an HCA has one set of queues at a time:
+    /// while one lives, another `create` on the same HCA (from any pool) is refused with
+    /// [`Error::Claimed`] before anything reaches the device.
     pub fn create(pool: &'p Pool<'p, B>, config: &EthConfig) -> Result<EthQueues<'p, B>> {
         check(config)?;
         let hca = pool.hca();
+        // One set of steered queues per HCA: the NIC has one receive root table.
+        let rx_root = hca.claim_rx_root()?;
         let (pd, uar, td) = {
             let info = hca.info();
             (info.pd, info.uar, info.transport_domain)
@@ -258,6 +264,7 @@ impl<'p, B: Backend> EthQueues<'p, B> {
             objects: undo,
             tirn,
             counters: EthCounters::default(),
+            _rx_root: rx_root,
         };
         q.prefill(config.signal_every);
         q.refill(0);
