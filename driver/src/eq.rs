@@ -6,10 +6,9 @@ use crate::cmd::CmdQueue;
 use crate::error::Result;
 use crate::ring::low_bits;
 use mlx5_prm::cmd::{CreateEq, DestroyEq};
-use mlx5_prm::rt::{Bytes, View};
+use mlx5_prm::rt::View;
 use mlx5_prm::{
-    CreateEqOut, Eqe, EventType, PagesReqEvent, PortStateChangeEvent, UarPage, UarPageEqArmWord,
-    UarPageEqUpdateWord,
+    CreateEqOut, Eqe, EventType, PagesReqEvent, UarPage, UarPageEqArmWord, UarPageEqUpdateWord,
 };
 
 /// Bytes per EQE.
@@ -144,21 +143,22 @@ impl EventQueue {
                 break;
             }
             B::Barriers::from_device();
-            let data = eqe.storage().sub(0x20, 0x1c);
+            let data = eqe.event_data();
             let event = match eqe.event_type() {
                 Ok(EventType::PageRequest) => {
-                    let p = PagesReqEvent::new_unchecked(data);
+                    // Laid out as pages_req_event, which is not a member of the union.
+                    let p = PagesReqEvent::new_unchecked(data.into_inner());
                     Event::PageRequest {
                         function_id: p.function_id(),
                         num_pages: p.num_pages() as i32,
                     }
                 }
                 Ok(EventType::PortChange) => Event::PortChange {
-                    port: PortStateChangeEvent::new_unchecked(data).port_num(),
+                    port: data.port_state_change_event().port_num(),
                     sub_type: eqe.event_sub_type(),
                 },
                 Ok(EventType::Cmd) => Event::CommandCompletion {
-                    vector: data.read_be32(0),
+                    vector: data.cmd_inter_comp_event().command_completion_vector(),
                 },
                 _ => Event::Other {
                     event_type: eqe.event_type_raw(),
