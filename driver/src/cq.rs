@@ -11,11 +11,14 @@
 use crate::backend::{Backend, Barriers, DmaAlloc, Mmio};
 use crate::error::{Error, Result};
 use crate::hca::Hca;
-use crate::ring::{dword_of, shift_of, Ring, Run};
+use crate::ring::{dword_of, low_bits, shift_of, Ring, Run};
 use crate::undo::{Kind, Object};
 use mlx5_prm::cmd::CreateCq;
 use mlx5_prm::rt::View;
-use mlx5_prm::{CqArmCmd, CqDoorbellRecord, Cqe64, CqeOpcode, CqeSyndrome, ErrCqe};
+use mlx5_prm::{
+    CqArmCmd, CqDoorbellRecord, CqDoorbellRecordArmWord, CqDoorbellRecordCiWord, Cqe64, CqeOpcode,
+    CqeSyndrome, ErrCqe, UarPage, UarPageCqArmWord,
+};
 use std::sync::Arc;
 
 /// Bytes per CQE slot.
@@ -24,12 +27,16 @@ const CQE: usize = 64;
 pub(crate) const OP_OWN: usize = dword_of(Cqe64::OWNER);
 const _: () = assert!(dword_of(Cqe64::OPCODE) == OP_OWN);
 const INVALID: u32 = CqeOpcode::Invalid.raw() as u32;
-/// The doorbell record's consumer index, alone in its dword (but for reserved bits).
-const CI: mlx5_prm::rt::Field = CqDoorbellRecord::<[u8; 8]>::CONSUMER_INDEX;
-const CI_DWORD: usize = dword_of(CI);
-const _: () = assert!(CI.width == 24 && shift_of(CI) == 0);
-/// Offset of the CQ arm doorbell in a UAR page.
-const ARM_DOORBELL: usize = 0x20;
+/// The consumer index as the doorbell record and the arm doorbell carry it: modulo 2^24 (the
+/// fields' width).
+const CI_MASK: u32 = low_bits(CqDoorbellRecord::CONSUMER_INDEX);
+const _: () = assert!(
+    CqDoorbellRecord::ARM_CI.width == CqDoorbellRecord::CONSUMER_INDEX.width
+        && UarPage::CQ_ARM_CI.width == CqDoorbellRecord::CONSUMER_INDEX.width
+);
+/// The arm sequence number as the two arm words carry it (2 bits).
+const SN_MASK: u8 = low_bits(CqDoorbellRecord::ARM_SN) as u8;
+const _: () = assert!(UarPage::CQ_ARM_SN.width == CqDoorbellRecord::ARM_SN.width);
 
 /// Why a work request failed, as the error CQE says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -400,11 +407,12 @@ impl<'h, B: Backend> Cq<'h, B> {
     /// slots it may overwrite).
     #[inline]
     pub(crate) fn publish(&self) {
-        let ci = (self.consumer & 0xff_ffff) << shift_of(CI);
+        let ci = CqDoorbellRecordCiWord::new().consumer_index(self.consumer & CI_MASK);
         // The CQEs must be fully read before the device may reuse their slots.
         B::Barriers::to_device();
-        // The consumer index fills its dword but for reserved bits.
-        self.record.write32::<CI_DWORD>(0, ci);
+        // The consumer index word, whole (its other bits are reserved).
+        self.record
+            .write32::<{ CqDoorbellRecordCiWord::OFFSET }>(0, ci.bits());
     }
 
     /// Asks for a completion event on the next CQE (or the next solicited one).
@@ -414,17 +422,26 @@ impl<'h, B: Backend> Cq<'h, B> {
         } else {
             CqArmCmd::ReqNot
         };
-        let ci = self.consumer & 0xff_ffff;
-        let mut rec = CqDoorbellRecord::new_unchecked(self.record.slot(0));
-        rec.set_arm_sn(self.arm_sn & 3);
-        rec.set_arm_cmd(cmd);
-        rec.set_arm_ci(ci);
-        let high = (u32::from(self.arm_sn & 3) << 28) | (u32::from(cmd.raw()) << 24) | ci;
+        let (sn, ci) = (self.arm_sn & SN_MASK, self.consumer & CI_MASK);
+        // The record's arm word first, then (after a barrier, so the record is in memory
+        // before the doorbell reaches the device) the doorbell: the same three fields and the
+        // CQ number, in one 64-bit store.
+        let record = CqDoorbellRecordArmWord::new()
+            .arm_sn(sn)
+            .arm_cmd(cmd)
+            .arm_ci(ci);
+        let doorbell = UarPageCqArmWord::new()
+            .cq_arm_sn(sn)
+            .cq_arm_cmd(cmd)
+            .cq_arm_ci(ci)
+            .cq_arm_cqn(self.cqn);
+        self.record
+            .write32::<{ CqDoorbellRecordArmWord::OFFSET }>(0, record.bits());
         B::Barriers::to_device();
-        self.hca().backend().mmio().write64(
-            self.uar_offset + ARM_DOORBELL,
-            (u64::from(high) << 32) | u64::from(self.cqn),
-        );
+        self.hca()
+            .backend()
+            .mmio()
+            .write64(self.uar_offset + UarPageCqArmWord::OFFSET, doorbell.bits());
         self.arm_sn = self.arm_sn.wrapping_add(1);
     }
 
@@ -451,7 +468,7 @@ mod tests {
     use crate::backend::sim::SimBackend;
     use crate::backend::SeqCstBarriers;
     use crate::HcaConfig;
-    use mlx5_prm::rt::BytesMut;
+    use mlx5_prm::rt::{Bytes, BytesMut};
     use proptest::prelude::*;
     use std::collections::VecDeque;
 
@@ -471,6 +488,35 @@ mod tests {
             SeqCstBarriers::to_device();
             c.set_owner((self.index >> log_size) & 1 == 1);
             self.index += 1;
+        }
+    }
+
+    /// Arming writes the record's arm word, then the 64-bit doorbell carrying the same
+    /// sequence number, command and index and the CQ number (checked here against the
+    /// kernel's layout by hand: sn << 28 | cmd << 24 | ci, then the CQN); the model arms the
+    /// CQ it names, so the next completion raises one event.
+    #[test]
+    fn arming_writes_the_record_then_the_doorbell() {
+        let (be, dev) = SimBackend::new(mlx5_sim::Config::default());
+        let hca = Hca::bring_up(be, &HcaConfig::default()).unwrap();
+        let mut cq = Cq::create(&hca, 4).unwrap();
+        let (uar, cqn) = (hca.info().uar, u64::from(cq.cqn()));
+        assert!(!dev.raise_completion(cq.cqn()), "not armed yet");
+        cq.consumer = 0xab45_6789; // 0x456789 in 24 bits
+        for (round, solicited) in [(0u64, false), (1, true), (2, false), (3, true), (4, false)] {
+            cq.arm(solicited);
+            let (sn, cmd, ci) = (round & 3, u64::from(solicited), 0x45_6789u64);
+            let high = (sn << 28) | (cmd << 24) | ci;
+            assert_eq!(dev.last_cq_doorbell(uar), Some((high << 32) | cqn));
+            let rec = CqDoorbellRecord::new_unchecked(cq.record.slot(0));
+            assert_eq!(rec.storage().read_be32(4), high as u32, "round {round}");
+            assert_eq!(
+                rec.consumer_index(),
+                0,
+                "the consumer index word is left alone"
+            );
+            assert!(dev.raise_completion(cq.cqn()), "armed by round {round}");
+            assert!(!dev.raise_completion(cq.cqn()), "one event per arm");
         }
     }
 

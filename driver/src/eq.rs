@@ -4,14 +4,18 @@
 use crate::backend::{Backend, Barriers, DmaAlloc, DmaBuf, Mmio};
 use crate::cmd::CmdQueue;
 use crate::error::Result;
+use crate::ring::low_bits;
 use mlx5_prm::cmd::{CreateEq, DestroyEq};
-use mlx5_prm::rt::{Bytes, View};
-use mlx5_prm::{CreateEqOut, Eqe, EventType, PagesReqEvent, PortStateChangeEvent};
+use mlx5_prm::rt::View;
+use mlx5_prm::{
+    CreateEqOut, Eqe, EventType, PagesReqEvent, UarPage, UarPageEqArmWord, UarPageEqUpdateWord,
+};
 
 /// Bytes per EQE.
 const EQE: usize = 64;
-/// Offset of the EQ doorbell that updates the consumer index and re-arms the EQ.
-const ARM_DOORBELL: usize = 0x40;
+/// The consumer index as the EQ doorbells carry it: modulo 2^24 (the fields' width).
+const CI_MASK: u32 = low_bits(UarPage::EQ_ARM_CI);
+const _: () = assert!(UarPage::EQ_UPDATE_CI.width == UarPage::EQ_ARM_CI.width);
 
 /// An event the driver acts on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,20 +104,37 @@ impl EventQueue {
         self.eqn
     }
 
-    /// Tells the device how far the driver has read and asks for the next interrupt.
+    /// Tells the device how far the driver has read and asks for the next interrupt (the arm
+    /// doorbell).
     pub fn arm<B: Backend>(&self, be: &B) {
+        let word = UarPageEqArmWord::new()
+            .eq_arm_eqn(self.eqn)
+            .eq_arm_ci(self.consumer & CI_MASK);
         B::Barriers::to_device();
-        be.mmio().write32(
-            self.uar_offset + ARM_DOORBELL,
-            (u32::from(self.eqn) << 24) | (self.consumer & 0xff_ffff),
-        );
+        be.mmio()
+            .write32(self.uar_offset + UarPageEqArmWord::OFFSET, word.bits());
     }
 
-    /// Reads every EQE the device has written since the last call, then re-arms.
+    /// Tells the device how far the driver has read without arming (the update doorbell), so
+    /// that it may reuse those entries while the driver reads on.
+    fn update<B: Backend>(&self, be: &B) {
+        let word = UarPageEqUpdateWord::new()
+            .eq_update_eqn(self.eqn)
+            .eq_update_ci(self.consumer & CI_MASK);
+        B::Barriers::to_device();
+        be.mmio()
+            .write32(self.uar_offset + UarPageEqUpdateWord::OFFSET, word.bits());
+    }
+
+    /// Reads the EQEs the device has written since the last call, at most one ring's worth
+    /// (a device that keeps writing cannot hold the caller here; the rest waits for the next
+    /// call), then re-arms. Every half ring read, the consumer index goes to the device with
+    /// the update doorbell, so that it need not stop for want of free entries.
     pub fn poll<B: Backend>(&mut self, be: &B) -> Vec<Event> {
         let mut events = Vec::new();
         let n = 1u32 << self.log_size;
-        loop {
+        let half = (n / 2).max(1);
+        for read in 1..=n {
             let at = (self.consumer & (n - 1)) as usize * EQE;
             let eqe = Eqe::new_unchecked(self.ring.slice(at, EQE));
             // Valid when the owner bit equals the pass parity of the consumer index.
@@ -122,21 +143,22 @@ impl EventQueue {
                 break;
             }
             B::Barriers::from_device();
-            let data = eqe.storage().sub(0x20, 0x1c);
+            let data = eqe.event_data();
             let event = match eqe.event_type() {
                 Ok(EventType::PageRequest) => {
-                    let p = PagesReqEvent::new_unchecked(data);
+                    // Laid out as pages_req_event, which is not a member of the union.
+                    let p = PagesReqEvent::new_unchecked(data.into_inner());
                     Event::PageRequest {
                         function_id: p.function_id(),
                         num_pages: p.num_pages() as i32,
                     }
                 }
                 Ok(EventType::PortChange) => Event::PortChange {
-                    port: PortStateChangeEvent::new_unchecked(data).port_num(),
+                    port: data.port_state_change_event().port_num(),
                     sub_type: eqe.event_sub_type(),
                 },
                 Ok(EventType::Cmd) => Event::CommandCompletion {
-                    vector: data.read_be32(0),
+                    vector: data.cmd_inter_comp_event().command_completion_vector(),
                 },
                 _ => Event::Other {
                     event_type: eqe.event_type_raw(),
@@ -144,6 +166,9 @@ impl EventQueue {
             };
             events.push(event);
             self.consumer = self.consumer.wrapping_add(1);
+            if read % half == 0 && read < n {
+                self.update(be);
+            }
         }
         if !events.is_empty() {
             self.arm(be);

@@ -152,6 +152,16 @@ pub enum Error {
         /// How many others hold it.
         users: usize,
     },
+    /// Something of the device only one resource may hold at a time is held already (the NIC
+    /// receive root flow table, by other Ethernet queues of the HCA); refused before anything
+    /// reached the device. It is free again when its holder is dropped.
+    #[error("{what} is already held by {holder} of this HCA (free again when they are dropped)")]
+    Claimed {
+        /// What was asked for.
+        what: &'static str,
+        /// What holds it.
+        holder: &'static str,
+    },
     /// The device asked for more firmware pages than the driver allows; refused (and the
     /// device told so) before anything was allocated.
     #[error(

@@ -6,12 +6,14 @@
 //! - [`cmd`]: the command interface (queue, mailboxes, ownership, typed errors);
 //! - [`pages`]: firmware pages;
 //! - [`eq`]: the asynchronous event queue;
-//! - [`cq`]: completion queues (owner-bit polling, doorbell record, arming);
+//! - [`cq`]: completion queues (owner-bit polling, doorbell record, arming; the doorbell words
+//!   from the generated word builders);
 //! - [`mr`]: memory regions (mkeys) and the ownership of posted buffers;
-//! - [`qp`]: reliable-connected QPs with the state machine enforced by the type system, and
-//!   their work requests;
-//! - [`eth`]: raw Ethernet queues (SQ, RQ, steering by MAC) with ixy-style batch calls over a
-//!   packet buffer pool whose handles carry ownership and return their buffer on drop;
+//! - [`qp`]: reliable-connected QPs whose states and transitions are the typestate generated
+//!   from the spec's state machine (`mlx5_prm::qp_machine`), and their work requests;
+//! - [`eth`]: raw Ethernet queues (SQ, RQ, steering by MAC; one set per HCA at a time) with
+//!   ixy-style batch calls over a packet buffer pool whose handles carry ownership and return
+//!   their buffer on drop;
 //! - [`hca`]: bring-up and teardown, and the [`Hca`] handle that owns it all.
 //!
 //! Every resource borrows the HCA it came from (and packets their pool), so none outlives it;

@@ -38,6 +38,13 @@ pub(crate) const fn shift_of(f: Field) -> u32 {
     32 - (f.bit_offset % 32) as u32 - f.width
 }
 
+/// The values `f` holds (1 to 32 bits wide), as a mask of its low bits: what a counter kept
+/// wider is reduced to before it goes into the field.
+pub(crate) const fn low_bits(f: Field) -> u32 {
+    assert!(f.width >= 1 && f.width <= 32);
+    u32::MAX >> (32 - f.width)
+}
+
 impl<const SLOT: usize> Ring<SLOT> {
     /// A ring of `entries` (a power of two) slots at the start of `buf`.
     ///

@@ -164,14 +164,13 @@ fn run(mode: Mode, steps: Vec<Step>) -> Result<(), TestCaseError> {
         sends.push_back(next_send);
         closed = true;
     }
-    // Wait by the clock, not by a number of polls: in threaded mode the model's thread may
-    // not run at all for a while on a loaded machine, and a yield returns at once when no
-    // other thread is runnable on this core.
+    // When the last send is signaled, everything must come back: wait for it with a deadline
+    // in time, not in polls (in threaded mode the model's thread may not run for a while on a
+    // loaded machine). Otherwise an unsignaled tail stays: drain what does complete.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while std::time::Instant::now() < deadline {
-        if sends.is_empty() {
-            break;
-        }
+    let mut polls = 0;
+    while !sends.is_empty() && (polls < 1000 || (closed && std::time::Instant::now() < deadline)) {
+        polls += 1;
         poll(
             &mut cq, &mut a, &mut b, 64, &mut free, &mut sends, &mut recvs, &mut seen,
         )?;

@@ -1,7 +1,8 @@
 //! The misuses the compiler cannot see, refused at run time with a typed error before anything
-//! reaches the device: a QP on another HCA's CQ, another HCA's region posted to a QP, and a
-//! packet of another pool given to the queues. (The misuses the compiler does see are the
-//! compile-fail cases of tests/ui.)
+//! reaches the device: a QP on another HCA's CQ, another HCA's region posted to a QP, a packet
+//! of another pool given to the queues, and a second set of Ethernet queues on one HCA (which
+//! would take the NIC receive root table from the first). (The misuses the compiler does see
+//! are the compile-fail cases of tests/ui.)
 
 mod common;
 
@@ -13,6 +14,7 @@ use mlx5_driver::qp::{Qp, SendOp, SendRequest};
 use mlx5_driver::Error;
 use mlx5_prm::rt::Bytes;
 use mlx5_sim::Mode;
+use std::time::{Duration, Instant};
 
 fn foreign(e: &Error, what: &str) -> bool {
     matches!(e, Error::ForeignResource { what: w, owner } if *w == what && (*owner == "HCA" || *owner == "pool"))
@@ -103,4 +105,62 @@ fn a_packet_of_another_pool_is_refused_and_handed_back() {
     }
     // The queues' own pool: every buffer is posted to the RQ (512 slots), none was sent.
     assert_eq!((pool.free_buffers(), eth.outstanding()), (0, (0, 64)));
+}
+
+/// Sends one frame to `MAC_A` carrying `seq` through `eth` (looped back by the model) and
+/// returns the sequence numbers received within two seconds.
+fn round_trip(
+    eth: &mut EthQueues<'_, mlx5_driver::backend::sim::SimBackend>,
+    seq: u32,
+) -> Vec<u32> {
+    let mut p = eth.pool().alloc().unwrap();
+    p.write(&frame(MAC_A, seq, 60)).unwrap();
+    assert_eq!(eth.tx_batch(&mut vec![p]).unwrap(), 1);
+    let (mut rx, deadline) = (Vec::new(), Instant::now() + Duration::from_secs(2));
+    while rx.is_empty() && Instant::now() < deadline {
+        eth.rx_batch(&mut rx, 8).unwrap();
+    }
+    rx.iter().map(|p| p.data().read_be32(14)).collect()
+}
+
+/// The NIC has one receive root flow table: a second set of queues on the same HCA would make
+/// its own table the root and the first set's steering would stop. It is refused (whatever
+/// pool it is on) before any command or allocation, the first keeps receiving, and once the
+/// first is dropped a new set is made.
+#[test]
+fn a_second_set_of_ethernet_queues_on_one_hca_is_refused_until_the_first_goes() {
+    let (hca, dev) = common::up(Mode::Inline);
+    dev.loopback(true);
+    let config = EthConfig {
+        macs: vec![MAC_A],
+        ..EthConfig::default()
+    };
+    let (pool, other) = (
+        Pool::new(&hca, 1024, 2048).unwrap(),
+        Pool::new(&hca, 1024, 2048).unwrap(),
+    );
+    let mut first = EthQueues::create(&pool, &config).unwrap();
+    assert_eq!(round_trip(&mut first, 1), [1]);
+    let (commands, regions, objects) = (dev.commands().len(), dev.dma().regions(), dev.objects());
+    for p in [&pool, &other] {
+        match EthQueues::create(p, &config) {
+            Err(Error::Claimed { what, holder }) => {
+                assert!(what.contains("receive root"), "{what}");
+                assert!(holder.contains("Ethernet queues"), "{holder}");
+            }
+            Err(e) => panic!("refused for another reason: {e}"),
+            Ok(_) => panic!("a second set of queues was made on the same HCA"),
+        }
+    }
+    assert_eq!(dev.commands().len(), commands, "no command sent");
+    assert_eq!(dev.dma().regions(), regions, "nothing allocated");
+    assert_eq!(dev.objects(), objects);
+    assert_eq!(round_trip(&mut first, 2), [2], "the first still receives");
+    drop(first);
+    let mut second = EthQueues::create(&other, &config).unwrap();
+    assert_eq!(round_trip(&mut second, 3), [3]);
+    // Queues on another HCA were never affected by this one's claim.
+    let (hb, _db) = common::up(Mode::Inline);
+    let pb = Pool::new(&hb, 1024, 2048).unwrap();
+    EthQueues::create(&pb, &config).unwrap();
 }

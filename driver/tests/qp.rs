@@ -1,6 +1,7 @@
-//! RC QPs on the device model: created, brought RESET → INIT → RTR → RTS with exactly the
-//! parameters the transition table requires, sent to ERROR and back to RESET; the model checks
-//! every transition against the same table and QUERY_QP confirms each state.
+//! RC QPs on the device model: created, brought RST → INIT → RTR → RTS by the transition
+//! methods generated from the spec's state machine (each with exactly the fields it
+//! requires), sent to ERR and back to RST; the model checks every transition against the
+//! same table, and QUERY_QP confirms that the state the type says is the device's.
 
 mod common;
 
@@ -19,17 +20,51 @@ fn reset_to_rts_and_back() {
     assert_eq!(a.query_state().unwrap(), QpState::Rst);
 
     let (init, rtr, rts) = params(b.qpn());
-    let a = a.to_init(&init).map_err(|(e, _)| e).unwrap();
+    let a = a.rst2init(init).map_err(|(e, _)| e).unwrap();
+    assert_eq!(a.query_state().unwrap(), a.state());
+    assert_eq!(a.state(), QpState::Init);
+    // INIT → INIT changes only what it is given (here the write right, its mask bit set).
+    let a = a
+        .init2init(Init2init {
+            optional: Init2initOptional {
+                rwe: Some(false),
+                ..Init2initOptional::default()
+            },
+        })
+        .map_err(|(e, _)| e)
+        .unwrap();
     assert_eq!(a.query_state().unwrap(), QpState::Init);
-    let a = a.to_rtr(&rtr).map_err(|(e, _)| e).unwrap();
-    assert_eq!(a.query_state().unwrap(), QpState::Rtr);
-    let a = a.to_rts(&rts).map_err(|(e, _)| e).unwrap();
+    let a = a.init2rtr(rtr).map_err(|(e, _)| e).unwrap();
+    assert_eq!(
+        (a.query_state().unwrap(), a.state()),
+        (QpState::Rtr, QpState::Rtr)
+    );
+    let a = a.rtr2rts(rts).map_err(|(e, _)| e).unwrap();
+    assert_eq!(
+        (a.query_state().unwrap(), a.state()),
+        (QpState::Rts, QpState::Rts)
+    );
+    let a = a
+        .rts2rts(Rts2rts {
+            optional: Rts2rtsOptional {
+                min_rnr_nak: Some(4),
+                ..Rts2rtsOptional::default()
+            },
+        })
+        .map_err(|(e, _)| e)
+        .unwrap();
     assert_eq!(a.query_state().unwrap(), QpState::Rts);
 
-    let a = a.to_error().map_err(|(e, _)| e).unwrap();
-    assert_eq!(a.query_state().unwrap(), QpState::Err);
-    let a = a.reset().map_err(|(e, _)| e).unwrap();
-    assert_eq!(a.query_state().unwrap(), QpState::Rst);
+    let a = a.to_err().map_err(|(e, _)| e).unwrap();
+    assert_eq!(
+        (a.query_state().unwrap(), a.state()),
+        (QpState::Err, QpState::Err)
+    );
+    let a = a.to_rst().map_err(|(e, _)| e).unwrap();
+    assert_eq!(
+        (a.query_state().unwrap(), a.state()),
+        (QpState::Rst, QpState::Rst)
+    );
 
     assert!(a.destroy().is_ok());
     assert!(b.destroy().is_ok());
@@ -45,10 +80,10 @@ fn a_refused_transition_gives_the_qp_back() {
     let cq = Cq::create(&hca, 6).unwrap();
     let qp = Qp::create(&hca, &cq, &cq, &qp_config(6)).unwrap();
     let (init, mut rtr, _) = params(qp.qpn());
-    let qp = qp.to_init(&init).map_err(|(e, _)| e).unwrap();
+    let qp = qp.rst2init(init).map_err(|(e, _)| e).unwrap();
     // A message size beyond the device's log_max_msg is refused with the PRM's status.
     rtr.log_msg_max = 31;
-    let (err, qp) = match qp.to_rtr(&rtr) {
+    let (err, qp) = match qp.init2rtr(rtr) {
         Ok(_) => panic!("the model accepted log_msg_max 31"),
         Err(pair) => pair,
     };
@@ -57,7 +92,7 @@ fn a_refused_transition_gives_the_qp_back() {
     // Still in INIT, and still usable.
     assert_eq!(qp.query_state().unwrap(), QpState::Init);
     rtr.log_msg_max = 20;
-    let qp = qp.to_rtr(&rtr).map_err(|(e, _)| e).unwrap();
+    let qp = qp.init2rtr(rtr).map_err(|(e, _)| e).unwrap();
     assert!(qp.destroy().is_ok());
     assert!(cq.destroy().is_ok());
 }

@@ -4,6 +4,8 @@
 //!
 //! - [`pool`]: the buffers and [`Packet`], the handle that owns one;
 //! - `setup`: making the queues (and undoing them);
+//! - `lists`: the page lists and destination lists of the setup commands, through the typed
+//!   nested views;
 //! - `tx`, `rx`: the two hot paths; `wqe`: where they read and write.
 //!
 //! The hot path is built for few instructions per packet:
@@ -34,11 +36,16 @@
 //! Values the device writes are checked before use: a send CQE must name a WQE that is
 //! outstanding, a receive CQE the next posted WQE, and a byte count must fit the buffer.
 //!
+//! The NIC receive steering has one root flow table, which the queues' own table becomes: so
+//! an HCA has one set of queues at a time, and a second [`EthQueues::create`] while one lives
+//! is refused ([`Error::Claimed`]) before anything reaches the device.
+//!
 //! Dropping the queues destroys entries, group, table, TIR, RQ, SQ, TIS and CQs in that
 //! order, and gives the buffers still in the rings back to the pool. If a destroy fails, the
 //! device may still use the rest: its memory, the CQs' and the pool's go to quarantine, and
 //! the buffers in the rings are not reused.
 
+mod lists;
 pub mod pool;
 mod rx;
 mod setup;
@@ -49,7 +56,7 @@ pub use pool::{Packet, Pool};
 
 use crate::backend::Backend;
 use crate::error::{Error, Result};
-use crate::hca::Hca;
+use crate::hca::{Claim, Hca};
 use crate::undo::Undo;
 use pool::Buffers;
 use rx::Rx;
@@ -111,6 +118,9 @@ pub struct EthQueues<'p, B: Backend> {
     objects: Undo<'p, B>,
     tirn: u32,
     counters: EthCounters,
+    /// The HCA's NIC receive root table, held until the objects above are destroyed (fields
+    /// drop after [`Drop::drop`], in order: this one last).
+    _rx_root: Claim<'p>,
 }
 
 fn invalid(command: &'static str, what: String) -> Error {

@@ -3,6 +3,7 @@
 //! failure undoes everything in reverse, and so does dropping the queues), then the parts of
 //! every WQE that never change, and the RQ filled from the pool.
 
+use super::lists::{forward_to_tir, set_wq_pages, DEST, PAGE, PAS};
 use super::pool::Pool;
 use super::rx::Rx;
 use super::tx::Tx;
@@ -16,18 +17,18 @@ use crate::hca::Hca;
 use crate::ring::{shift_of, Ring};
 use crate::undo::{Kind, Undo};
 use mlx5_prm::cmd::*;
-use mlx5_prm::rt::{Bytes, BytesMut};
+use mlx5_prm::rt::Bytes;
 use mlx5_prm::{
-    DestFormatStruct, FlowDestinationType, FlowTableType, RqMemType, RqState, SendOpcode, SqState,
-    TircDispType, WqType, WqeCompletionMode, WqeCtrlSeg, WqeDataSeg, WqeEthSeg,
+    FlowTableType, RqMemType, RqState, SendOpcode, SqState, TircDispType, WqType,
+    WqeCompletionMode, WqeCtrlSeg, WqeDataSeg, WqeEthSeg,
 };
 
 /// A work queue's ring (whole 4 KiB pages) and its doorbell record, with the ring's page
 /// addresses.
 fn ring_and_record<B: Backend>(hca: &Hca<B>, bytes: usize) -> Result<(DmaBuf, DmaBuf, Vec<u64>)> {
-    let ring = hca.backend().dma().alloc(bytes.max(4096), 4096)?;
-    let pages = (0..ring.len() / 4096)
-        .map(|p| ring.iova() + (p * 4096) as u64)
+    let ring = hca.backend().dma().alloc(bytes.max(PAGE), PAGE)?;
+    let pages = (0..ring.len() / PAGE)
+        .map(|p| ring.iova() + (p * PAGE) as u64)
         .collect();
     let record = hca.backend().dma().alloc(64, 64)?;
     Ok((ring, record, pages))
@@ -71,9 +72,15 @@ impl<'p, B: Backend> EthQueues<'p, B> {
     /// a TIS and a TIR in the HCA's transport domain, a NIC receive root flow table steering
     /// `config.macs` to the TIR; fills the RQ from `pool`. On failure everything made so far
     /// is undone, in reverse.
+    ///
+    /// The NIC has one receive root flow table, so an HCA has one set of queues at a time:
+    /// while one lives, another `create` on the same HCA (from any pool) is refused with
+    /// [`Error::Claimed`] before anything reaches the device.
     pub fn create(pool: &'p Pool<'p, B>, config: &EthConfig) -> Result<EthQueues<'p, B>> {
         check(config)?;
         let hca = pool.hca();
+        // One set of steered queues per HCA: the NIC has one receive root table.
+        let rx_root = hca.claim_rx_root()?;
         let (pd, uar, td) = {
             let info = hca.info();
             (info.pd, info.uar, info.transport_domain)
@@ -106,7 +113,7 @@ impl<'p, B: Backend> EthQueues<'p, B> {
             unsafe { (Ring::over(&sq_ring, sq_entries), Ring::over(&sq_record, 1)) };
         let sq_dbr = sq_record.iova();
         let sqn = hca
-            .run_extra::<CreateSq>(0, sq_pages.len() * 8, 0, |i| {
+            .run_extra::<CreateSq>(0, sq_pages.len() * PAS, 0, |i| {
                 let mut c = i.ctx_mut();
                 c.set_state(SqState::Rst);
                 c.try_set_cqn(tx_cqn)?;
@@ -121,12 +128,7 @@ impl<'p, B: Backend> EthQueues<'p, B> {
                 w.set_log_wq_stride(6);
                 w.set_log_wq_pg_sz(0);
                 w.try_set_log_wq_sz(config.log_sq_size)?;
-                // The page list trails the input, past the end of the nested wq view.
-                let raw = i.storage_mut();
-                for (k, p) in sq_pages.iter().enumerate() {
-                    raw.write_be64(WQ_PAS + k * 8, *p);
-                }
-                Ok(())
+                set_wq_pages(&mut w, &sq_pages)
             })?
             .sqn();
         undo.push(hca, Kind::Sq(sqn), vec![sq_ring, sq_record]);
@@ -144,7 +146,7 @@ impl<'p, B: Backend> EthQueues<'p, B> {
             unsafe { (Ring::over(&rq_ring, rq_entries), Ring::over(&rq_record, 1)) };
         let rq_dbr = rq_record.iova();
         let rqn = hca
-            .run_extra::<CreateRq>(0, rq_pages.len() * 8, 0, |i| {
+            .run_extra::<CreateRq>(0, rq_pages.len() * PAS, 0, |i| {
                 let mut c = i.ctx_mut();
                 c.set_state(RqState::Rst);
                 c.set_mem_rq_type(RqMemType::MemoryRqInline);
@@ -156,12 +158,7 @@ impl<'p, B: Backend> EthQueues<'p, B> {
                 w.set_log_wq_stride(RQ_STRIDE.trailing_zeros() as u8);
                 w.set_log_wq_pg_sz(0);
                 w.try_set_log_wq_sz(config.log_rq_size)?;
-                // The page list trails the input, past the end of the nested wq view.
-                let raw = i.storage_mut();
-                for (k, p) in rq_pages.iter().enumerate() {
-                    raw.write_be64(WQ_PAS + k * 8, *p);
-                }
-                Ok(())
+                set_wq_pages(&mut w, &rq_pages)
             })?
             .rqn();
         undo.push(hca, Kind::Rq(rqn), vec![rq_ring, rq_record]);
@@ -211,26 +208,19 @@ impl<'p, B: Backend> EthQueues<'p, B> {
         undo.push(hca, Kind::FlowGroup { table, group }, Vec::new());
         for index in 0..entries {
             let mac = config.macs.get(index as usize).copied();
-            hca.run_extra::<SetFte>(0, 16, 0, |i| {
+            hca.run_extra::<SetFte>(0, DEST, 0, |i| {
                 i.set_table_type(FlowTableType::NicRx);
                 i.set_table_id(table);
                 i.set_flow_index(index);
                 let mut f = i.flow_context_mut();
                 f.set_group_id(group);
-                f.set_action(ACTION_FWD);
-                f.set_destination_list_size(1);
                 if let Some(mac) = mac {
                     let mut v = f.match_value_mut();
                     let mut h = v.outer_headers_mut();
                     h.set_dmac_47_16(u32::from_be_bytes([mac[0], mac[1], mac[2], mac[3]]));
                     h.set_dmac_15_0(u16::from_be_bytes([mac[4], mac[5]]));
                 }
-                // The destination list trails the input, past the nested flow context view.
-                let raw = i.storage_mut();
-                let mut d = DestFormatStruct::new_checked(&mut raw[FTE_DEST..FTE_DEST + 8])?;
-                d.set_destination_type(FlowDestinationType::Tir);
-                d.try_set_destination_id(tirn)?;
-                Ok(())
+                forward_to_tir(&mut f, tirn)
             })?;
             undo.push(hca, Kind::Fte { table, index }, Vec::new());
         }
@@ -274,6 +264,7 @@ impl<'p, B: Backend> EthQueues<'p, B> {
             objects: undo,
             tirn,
             counters: EthCounters::default(),
+            _rx_root: rx_root,
         };
         q.prefill(config.signal_every);
         q.refill(0);

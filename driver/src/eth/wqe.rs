@@ -3,24 +3,12 @@
 //! arithmetic.
 
 use crate::ring::{dword_of, shift_of};
-use mlx5_prm::{
-    Cqe64, CqeOpcode, CreateRqIn, CreateSqIn, FlowContext, QpDoorbellRecord, Rqc, SendOpcode,
-    SetFteIn, Sqc, Wq, WqeCtrlSeg, WqeDataSeg,
-};
+use mlx5_prm::{Cqe64, CqeOpcode, QpDoorbellRecord, SendOpcode, WqeCtrlSeg, WqeDataSeg};
 
 /// Bytes per receive WQE slot (one data segment).
 pub(crate) const RQ_STRIDE: usize = 16;
 /// Bytes of L2 header copied into the WQE with [`EthConfig::inline_l2`].
 pub(crate) const INLINE_L2: usize = 18;
-/// Byte offset of the ring's page list in CREATE_SQ's and CREATE_RQ's input (context at 0x20,
-/// its wq at +0x30, the wq's pas at +0xc0).
-pub(crate) const WQ_PAS: usize =
-    (CreateSqIn::CTX.bit_offset + Sqc::WQ.bit_offset + Wq::PAS.bit_offset) / 8;
-const _: () =
-    assert!(WQ_PAS == (CreateRqIn::CTX.bit_offset + Rqc::WQ.bit_offset + Wq::PAS.bit_offset) / 8);
-/// Byte offset of the destination list in SET_FTE's input.
-pub(crate) const FTE_DEST: usize =
-    (SetFteIn::FLOW_CONTEXT.bit_offset + FlowContext::DESTINATION.bit_offset) / 8;
 /// Where the hot path writes: the control segment's first dword (opmod, wqe_index, opcode),
 /// the data segment (after control and Ethernet segments, plus one unit of inline header with
 /// [`EthConfig::inline_l2`]), and its length and address.
@@ -78,5 +66,3 @@ pub(crate) const REQ_BITS: u32 = REQ << shift_of(Cqe64::OPCODE);
 /// The bits a receive CQE's last dword is compared on: counter, opcode and owner.
 pub(crate) const COUNTER_OPCODE_OWNER: u32 = COUNTER_AND_OPCODE | (1 << shift_of(Cqe64::OWNER));
 const _: () = assert!(dword_of(Cqe64::OPCODE) == CQE_WQE_COUNTER);
-/// Flow table action bit: forward to the destination list.
-pub(crate) const ACTION_FWD: u16 = 0x4;

@@ -19,8 +19,10 @@
 //! one lock, so `Hca<B>` is `Sync` when `B` is, and every resource borrows the HCA it came
 //! from. The data path never takes that lock.
 
+mod claim;
 mod config;
 
+pub(crate) use claim::Claim;
 pub use config::{DeviceInfo, HcaConfig, DEFAULT_MAX_FIRMWARE_PAGES};
 
 use crate::backend::{Backend, DmaAlloc, Mmio, Quarantine, Regs};
@@ -42,6 +44,8 @@ pub struct Hca<B: Backend> {
     be: B,
     info: DeviceInfo,
     ctl: Mutex<Control>,
+    /// What only one resource may hold at a time (the NIC receive root table).
+    exclusive: claim::Exclusive,
 }
 
 /// What commands need, behind the HCA's lock.
@@ -184,6 +188,7 @@ impl<B: Backend> Hca<B> {
                 events: Recent::new(config.log_capacity),
                 pending: Stash::default(),
             }),
+            exclusive: claim::Exclusive::default(),
         };
         match hca.up(config) {
             Ok(()) => Ok(hca),
@@ -452,6 +457,12 @@ impl<B: Backend> Hca<B> {
     /// The backend.
     pub fn backend(&self) -> &B {
         &self.be
+    }
+
+    /// Claims the NIC receive root flow table (for a set of Ethernet queues), or says who
+    /// holds it.
+    pub(crate) fn claim_rx_root(&self) -> Result<Claim<'_>> {
+        self.exclusive.rx_root()
     }
 
     /// The last [`HcaConfig::log_capacity`] commands executed, oldest first, with their

@@ -1,24 +1,65 @@
 //! Reliable-connected queue pairs whose state machine is enforced at compile time.
 //!
-//! A `Qp<'h, B, S>` belongs to HCA `'h` and is in state `S` ([`Reset`], [`Init`], [`Rtr`],
-//! [`Rts`], [`ErrorState`]); the transitions ([`states`]) exist only on the states they start
-//! from, so a QP in RESET has no `to_rts` (`driver/tests/ui/qp_wrong_state.rs` is the
-//! compile-fail case). A QP reports to CQs of its own HCA (another's is refused with
-//! [`Error::ForeignResource`]) and keeps them alive; work requests ([`post`]) move their
-//! regions into the QP until their completion comes back through [`Qp::complete`].
+//! A `Qp<'h, B, S>` belongs to HCA `'h` and is in state `S`, one of the state types generated
+//! from the spec's state machine (`spec/qp_states.yaml`, module `mlx5_prm::qp_machine`,
+//! re-exported here: [`Rst`], [`Init`], [`Rtr`], [`Rts`], [`Sqer`], [`ErrState`], ...). The
+//! transitions are the generated [`Transitions`] methods (`qp.rst2init(Rst2init { .. })`,
+//! `qp.init2rtr(..)`, `qp.rtr2rts(..)`, `qp.to_err()`, `qp.to_rst()`, ...), each taking the
+//! fields its transition requires and callable only on the states it leaves, so a QP in RST
+//! has no `rtr2rts` (`driver/tests/ui/qp_wrong_state.rs` is the compile-fail case); the
+//! driver's part is [`typestate`], one `Handle` implementation. A refused transition gives
+//! the QP back unchanged, with the error ([`NotMoved`]).
+//!
+//! A QP reports to CQs of its own HCA (another's is refused with [`Error::ForeignResource`])
+//! and keeps them alive; work requests ([`post`]) move their regions into the QP until their
+//! completion comes back through [`Qp::complete`]. Sends are posted in RTS, receives in INIT,
+//! RTR and RTS.
 //!
 //! Dropping a QP destroys it; regions still posted are dropped with it. If the destroy fails
 //! the device may still use the queue, its CQs and the posted regions: all of their memory
 //! is quarantined instead of freed.
+//!
+//! ```
+//! # #[cfg(feature = "sim")] {
+//! use mlx5_driver::backend::sim::SimBackend;
+//! use mlx5_driver::cq::Cq;
+//! use mlx5_driver::qp::{self, Qp, QpConfig, Rst2init, Init2rtr, Rtr2rts, Transitions as _};
+//! use mlx5_driver::{Hca, HcaConfig};
+//! use mlx5_prm::{QpMtu, QpPmState, QpState};
+//!
+//! let (backend, _device) = SimBackend::new(mlx5_sim::Config::default());
+//! let hca = Hca::bring_up(backend, &HcaConfig::default()).unwrap();
+//! let cq = Cq::create(&hca, 6).unwrap();
+//! let config = QpConfig { log_sq_size: 4, log_rq_size: 4, log_rq_stride: 1 };
+//! let qp = Qp::create(&hca, &cq, &cq, &config).unwrap();
+//! let qpn = qp.qpn(); // connected to itself
+//! let init = Rst2init { pkey_index: 0, vhca_port_num: 1, rre: true, rwe: true, rae: false,
+//!     pm_state: QpPmState::Migrated };
+//! let qp = qp.rst2init(init).map_err(|(e, _qp)| e).unwrap();
+//! let (rmac_47_32, rmac_31_0) = qp::rmac_fields([2, 0, 0, 0, 0, 1]);
+//! let rtr = Init2rtr { mtu: QpMtu::Mtu1k, log_msg_max: 20, remote_qpn: qpn, next_rcv_psn: 0,
+//!     log_rra_max: 1, min_rnr_nak: 1, rmac_47_32, rmac_31_0, rgid_rip: [0; 16],
+//!     src_addr_index: 0, hop_limit: 64, vhca_port_num: 1, optional: Default::default() };
+//! let qp = qp.init2rtr(rtr).map_err(|(e, _qp)| e).unwrap();
+//! let rts = Rtr2rts { next_send_psn: 0, retry_count: 7, rnr_retry: 7, log_sra_max: 1,
+//!     ack_timeout: 14, optional: Default::default() };
+//! let qp = qp.rtr2rts(rts).map_err(|(e, _qp)| e).unwrap();
+//! assert_eq!((qp.state(), qp.query_state().unwrap()), (QpState::Rts, QpState::Rts));
+//! # }
+//! ```
 
 pub mod post;
-pub mod states;
+pub mod typestate;
 
-pub use post::{AcceptsReceives, RemoteAddr, SendOp, SendRequest, MAX_INLINE, MAX_INLINE_RDMA};
-pub use states::{
-    ErrorState, Init, InitParams, Moved, RemoteAccess, Reset, RocePath, Rtr, RtrParams, Rts,
-    RtsParams,
+pub use mlx5_prm::qp_machine::{
+    ErrState, Init, Init2init, Init2initOptional, Init2rtr, Init2rtrOptional, Machine, Rst,
+    Rst2init, Rtr, Rtr2rts, Rtr2rtsOptional, Rts, Rts2rts, Rts2rtsOptional, Sqd, Sqer, Sqer2rts,
+    Sqer2rtsOptional, Suspended, ToErr, ToRst, Transitions,
 };
+pub use post::{
+    AcceptsReceives, AcceptsSends, RemoteAddr, SendOp, SendRequest, MAX_INLINE, MAX_INLINE_RDMA,
+};
+pub use typestate::{rmac_fields, NotMoved};
 
 use crate::backend::{Backend, DmaAlloc};
 use crate::cq::{Completion, Cq, Shared};
@@ -29,7 +70,7 @@ use crate::mr::Region;
 use crate::undo::{Kind, Object};
 use mlx5_prm::cmd::*;
 use mlx5_prm::rt::{Command, View};
-use mlx5_prm::{CqeOpcode, CreateQpOut, QpPmState, QpRqType, QpServiceType, QP_STATE_MACHINE};
+use mlx5_prm::{CqeOpcode, CreateQpOut, QpPmState, QpRqType, QpServiceType};
 use std::collections::VecDeque;
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -239,26 +280,6 @@ impl<'h, B: Backend, S> Qp<'h, B, S> {
         (self.inner.work.sends.len(), self.inner.work.recvs.len())
     }
 
-    /// Runs a transition command; on failure the QP comes back unchanged. (The one way
-    /// [`states`] moves a QP.)
-    fn transition<C, T>(
-        self,
-        fill: impl FnOnce(&mut C::Input<&mut [u8]>),
-    ) -> std::result::Result<Qp<'h, B, T>, (Error, Qp<'h, B, S>)>
-    where
-        C: Command<OpMod = u16>,
-    {
-        debug_assert!(
-            QP_STATE_MACHINE.by_opcode(C::OPCODE).is_some(),
-            "{} is a QP transition",
-            C::NAME
-        );
-        match self.hca().run::<C>(0, fill) {
-            Ok(_) => Ok(self.into_state()),
-            Err(e) => Err((e, self)),
-        }
-    }
-
     /// The state the device reports (QUERY_QP).
     pub fn query_state(&self) -> Result<mlx5_prm::QpState> {
         let qpn = self.inner.qpn;
@@ -279,7 +300,7 @@ impl<'h, B: Backend, S> Qp<'h, B, S> {
     }
 }
 
-impl<'h, B: Backend> Qp<'h, B, Reset> {
+impl<'h, B: Backend> Qp<'h, B, Rst> {
     /// Creates an RC QP reporting sends to `send_cq` and receives to `recv_cq` (which must be
     /// CQs of `hca`): a receive queue followed by a send queue in one page-aligned buffer, and
     /// a doorbell record.
@@ -288,7 +309,7 @@ impl<'h, B: Backend> Qp<'h, B, Reset> {
         send_cq: &Cq<'h, B>,
         recv_cq: &Cq<'h, B>,
         config: &QpConfig,
-    ) -> Result<Qp<'h, B, Reset>> {
+    ) -> Result<Qp<'h, B, Rst>> {
         for cq in [send_cq, recv_cq] {
             if !std::ptr::eq(cq.hca(), hca) {
                 return Err(Error::ForeignResource {
@@ -360,165 +381,4 @@ impl<'h, B: Backend> Qp<'h, B, Reset> {
 const _: () = assert!(<CreateQpOut<[u8; 16]> as View<[u8; 16]>>::SIZE == 16);
 
 #[cfg(all(test, feature = "sim"))]
-mod tests {
-    use super::*;
-    use crate::backend::sim::SimBackend;
-    use crate::mr::Access;
-    use crate::HcaConfig;
-    use mlx5_prm::rt::Bytes;
-    use mlx5_prm::{QpMtu, SendOpcode, WqeCompletionMode, WqeCtrlSeg, WqeDataSeg, WqeRaddrSeg};
-
-    fn up() -> (Hca<SimBackend>, std::sync::Arc<mlx5_sim::Device>) {
-        let (be, dev) = SimBackend::new(mlx5_sim::Config::default());
-        (Hca::bring_up(be, &HcaConfig::default()).unwrap(), dev)
-    }
-
-    /// Brings a QP on `cq` to RTS, connected to itself (control path only).
-    fn rts<'h>(hca: &'h Hca<SimBackend>, cq: &Cq<'h, SimBackend>) -> Qp<'h, SimBackend, Rts> {
-        let config = QpConfig {
-            log_sq_size: 4,
-            log_rq_size: 4,
-            log_rq_stride: 1,
-        };
-        let qp = Qp::create(hca, cq, cq, &config).unwrap();
-        let qpn = qp.qpn();
-        let init = InitParams {
-            port: 1,
-            pkey_index: 0,
-            access: RemoteAccess::default(),
-        };
-        let qp = qp.to_init(&init).map_err(|(e, _)| e).unwrap();
-        let rtr = RtrParams {
-            mtu: QpMtu::Mtu1k,
-            log_msg_max: 20,
-            remote_qpn: qpn,
-            next_rcv_psn: 0,
-            log_rra_max: 1,
-            min_rnr_nak: 1,
-            path: RocePath {
-                rmac: [2, 0, 0, 0, 0, 1],
-                rgid: [0; 16],
-                src_addr_index: 0,
-                hop_limit: 64,
-                port: 1,
-            },
-        };
-        let qp = qp.to_rtr(&rtr).map_err(|(e, _)| e).unwrap();
-        let rts = RtsParams {
-            next_send_psn: 0,
-            retry_count: 7,
-            rnr_retry: 7,
-            log_sra_max: 1,
-            ack_timeout: 14,
-        };
-        qp.to_rts(&rts).map_err(|(e, _)| e).unwrap()
-    }
-
-    #[test]
-    fn a_send_wqe_is_laid_out_as_the_prm_says_and_rung_in_order() {
-        let (hca, dev) = up();
-        let cq = Cq::create(&hca, 6).unwrap();
-        let mut qp = rts(&hca, &cq);
-        let access = Access {
-            local_write: true,
-            ..Access::default()
-        };
-        let region = Region::register(&hca, 256, access).unwrap();
-        let (lkey, addr) = (region.lkey(), region.addr());
-        let remote = RemoteAddr {
-            addr: 0x1234_5000,
-            rkey: 0x77,
-        };
-        qp.post_send(SendRequest {
-            id: 7,
-            op: SendOp::Write(remote),
-            region: Some(region),
-            len: Some(100),
-            signaled: true,
-            inline: None,
-        })
-        .map_err(|(e, _)| e)
-        .unwrap();
-        let at = qp.rq_bytes();
-        let buf = qp.inner.object.memory(0);
-        let ctrl = WqeCtrlSeg::new_unchecked(buf.slice(at, 16));
-        assert_eq!(ctrl.opcode(), Ok(SendOpcode::RdmaWrite));
-        assert_eq!((ctrl.wqe_index(), ctrl.qpn(), ctrl.ds()), (0, qp.qpn(), 3));
-        assert_eq!(ctrl.ce(), Ok(WqeCompletionMode::CqUpdate));
-        let raddr = WqeRaddrSeg::new_unchecked(buf.slice(at + 16, 16));
-        assert_eq!((raddr.raddr(), raddr.rkey()), (0x1234_5000, 0x77));
-        let data = WqeDataSeg::new_unchecked(buf.slice(at + 32, 16));
-        assert_eq!(
-            (data.byte_count(), data.lkey(), data.addr()),
-            (100, lkey, addr)
-        );
-        // The doorbell record holds the new producer counter; the UAR write carries the WQE's
-        // first 8 bytes.
-        let record = qp.inner.object.memory(1);
-        assert_eq!(record.slice(0, 8).read_be32(4) & 0xffff, 1);
-        assert_eq!(
-            dev.last_send_doorbell(hca.info().uar),
-            Some(buf.slice(at, 8).read_be64(0))
-        );
-        assert_eq!(qp.outstanding(), (1, 0));
-    }
-
-    #[test]
-    fn completions_are_checked_before_buffers_come_back() {
-        let (hca, _dev) = up();
-        let cq = Cq::create(&hca, 6).unwrap();
-        let mut qp = rts(&hca, &cq);
-        for id in 0..3 {
-            let region = Region::register(&hca, 64, Access::default()).unwrap();
-            let req = SendRequest {
-                id,
-                op: SendOp::Send,
-                region: Some(region),
-                len: None,
-                signaled: id == 2,
-                inline: None,
-            };
-            qp.post_send(req).map_err(|(e, _)| e).unwrap();
-        }
-        let c = Completion {
-            opcode: CqeOpcode::Req.raw(),
-            qpn: qp.qpn(),
-            wqe_counter: 9,
-            byte_cnt: 0,
-            immediate: 0,
-            status: Ok(()),
-        };
-        assert!(
-            qp.complete(c).is_err(),
-            "a WQE index that is not outstanding is refused"
-        );
-        let other = Completion {
-            qpn: qp.qpn() + 1,
-            wqe_counter: 2,
-            ..c
-        };
-        assert!(
-            qp.complete(other).is_err(),
-            "another QP's completion is refused"
-        );
-        // The signaled third request finishes the two unsignaled ones before it.
-        let done = qp
-            .complete(Completion {
-                wqe_counter: 2,
-                ..c
-            })
-            .unwrap();
-        assert_eq!(done.iter().map(|d| d.id).collect::<Vec<_>>(), [0, 1, 2]);
-        assert!(done.iter().all(|d| d.region.is_some()));
-        assert!(done[2].completion.is_some() && done[0].completion.is_none());
-        assert_eq!(qp.outstanding(), (0, 0));
-        let recv = Completion {
-            opcode: CqeOpcode::RespSend.raw(),
-            ..c
-        };
-        assert!(
-            qp.complete(recv).is_err(),
-            "a receive completion with nothing posted is refused"
-        );
-    }
-}
+mod tests;

@@ -12,7 +12,8 @@ use mlx5_prm::{
     WqeInlineSeg, WqeRaddrSeg,
 };
 
-use super::states::{Init, Rtr, Rts};
+use mlx5_prm::qp_machine::{Init, Machine, Rtr, Rts};
+use mlx5_prm::rt::typestate::State;
 
 /// A remote buffer: its address and key at the peer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,23 +94,52 @@ pub const MAX_INLINE: usize = 44;
 /// Most inline bytes an RDMA WRITE carries in one WQEBB (the remote address takes 16 more).
 pub const MAX_INLINE_RDMA: usize = 28;
 
-/// States in which receives may be posted (INIT and later, short of ERROR).
-pub trait AcceptsReceives {}
+/// The generated QP states in which receives may be posted: INIT, RTR and RTS (a QP in RST
+/// has no receive queue yet; one in ERR flushes). Sealed: implemented here for the spec's
+/// state types only.
+#[diagnostic::on_unimplemented(
+    message = "a QP in state `{Self}` takes no receives",
+    label = "receives are posted in INIT, RTR or RTS",
+    note = "move the QP on with the generated transitions (`rst2init`, ...) first"
+)]
+pub trait AcceptsReceives: State<Machine = Machine> + sealed::Sealed {}
 impl AcceptsReceives for Init {}
 impl AcceptsReceives for Rtr {}
 impl AcceptsReceives for Rts {}
 
+/// The generated QP state in which sends may be posted: RTS. Sealed, as [`AcceptsReceives`].
+#[diagnostic::on_unimplemented(
+    message = "a QP in state `{Self}` takes no sends",
+    label = "sends are posted in RTS",
+    note = "move the QP on with the generated transitions (`rtr2rts`, ...) first"
+)]
+pub trait AcceptsSends: State<Machine = Machine> + sealed::Sealed {}
+impl AcceptsSends for Rts {}
+
+mod sealed {
+    /// Only the driver says which states take work requests.
+    pub trait Sealed {}
+    impl Sealed for super::Init {}
+    impl Sealed for super::Rtr {}
+    impl Sealed for super::Rts {}
+}
+
 /// A posting refused: the error, and the region back.
 pub type Refused<'h, B> = (Error, Option<Region<'h, B>>);
 
-impl<'h, B: Backend, S: AcceptsReceives> Qp<'h, B, S> {
+impl<'h, B: Backend, S> Qp<'h, B, S> {
     /// Posts a receive into `region` (ownership passes to the QP until its completion). A
     /// region of another HCA, or a full receive queue, is refused and the region handed back.
+    /// Only in the states that take receives (the bound is on the method, so that calling it
+    /// on another state says which states do).
     pub fn post_recv(
         &mut self,
         id: u64,
         region: Region<'h, B>,
-    ) -> std::result::Result<(), (Error, Region<'h, B>)> {
+    ) -> std::result::Result<(), (Error, Region<'h, B>)>
+    where
+        S: AcceptsReceives,
+    {
         if !std::ptr::eq(region.hca(), self.hca()) {
             let e = Error::ForeignResource {
                 what: "region",
@@ -150,16 +180,17 @@ impl<'h, B: Backend, S: AcceptsReceives> Qp<'h, B, S> {
     }
 }
 
-impl<'h, B: Backend> Qp<'h, B, Rts> {
+impl<'h, B: Backend, S> Qp<'h, B, S> {
     /// Posts a send work request: writes the WQE, then the doorbell record, then rings the
     /// doorbell with the WQE's first 8 bytes (the PRM's order, with a to-device barrier before
     /// each hand-over). On error nothing reaches the device and the region comes back: a full
     /// send queue, inline data too long (or for an operation that carries none), a length
-    /// beyond the region, or a region of another HCA.
-    pub fn post_send(
-        &mut self,
-        req: SendRequest<'h, B>,
-    ) -> std::result::Result<(), Refused<'h, B>> {
+    /// beyond the region, or a region of another HCA. Only in RTS (the bound is on the
+    /// method, as for [`Qp::post_recv`]).
+    pub fn post_send(&mut self, req: SendRequest<'h, B>) -> std::result::Result<(), Refused<'h, B>>
+    where
+        S: AcceptsSends,
+    {
         if let Some(r) = &req.region {
             if !std::ptr::eq(r.hca(), self.hca()) {
                 let e = Error::ForeignResource {

@@ -10,7 +10,7 @@ use mlx5_driver::qp::*;
 use mlx5_driver::{Hca, HcaConfig};
 use mlx5_prm::cmd::*;
 use mlx5_prm::rt::Command;
-use mlx5_prm::QpMtu;
+use mlx5_prm::{QpMtu, QpPmState};
 use mlx5_sim::{Config, Device, Mode};
 use std::sync::Arc;
 
@@ -39,51 +39,53 @@ pub fn up_with(config: Config, hca: &HcaConfig) -> (Hca<SimBackend>, Arc<Device>
     (Hca::bring_up(be, hca).expect("bring-up"), dev)
 }
 
-/// The three transitions' parameters for a QP connected to `remote_qpn` on the model's port.
-pub fn params(remote_qpn: u32) -> (InitParams, RtrParams, RtsParams) {
-    let init = InitParams {
-        port: 1,
+/// The three transitions' arguments (generated from the spec's state machine) for a QP
+/// connected to `remote_qpn` on the model's port.
+pub fn params(remote_qpn: u32) -> (Rst2init, Init2rtr, Rtr2rts) {
+    let init = Rst2init {
         pkey_index: 0,
-        access: RemoteAccess {
-            read: true,
-            write: true,
-            atomic: true,
-        },
+        vhca_port_num: 1,
+        rre: true,
+        rwe: true,
+        rae: true,
+        pm_state: QpPmState::Migrated,
     };
-    let rtr = RtrParams {
+    let (rmac_47_32, rmac_31_0) = rmac_fields([2, 0, 0, 0, 0, 1]);
+    let rtr = Init2rtr {
         mtu: QpMtu::Mtu1k,
         log_msg_max: 20,
         remote_qpn,
         next_rcv_psn: 0,
         log_rra_max: 2,
         min_rnr_nak: 1,
-        path: RocePath {
-            rmac: [2, 0, 0, 0, 0, 1],
-            rgid: [0; 16],
-            src_addr_index: 0,
-            hop_limit: 64,
-            port: 1,
-        },
+        rmac_47_32,
+        rmac_31_0,
+        rgid_rip: [0; 16],
+        src_addr_index: 0,
+        hop_limit: 64,
+        vhca_port_num: 1,
+        optional: Init2rtrOptional::default(),
     };
-    let rts = RtsParams {
+    let rts = Rtr2rts {
         next_send_psn: 0,
         retry_count: 7,
         rnr_retry: 7,
         log_sra_max: 2,
         ack_timeout: 14,
+        optional: Rtr2rtsOptional::default(),
     };
     (init, rtr, rts)
 }
 
 /// Takes a new QP through INIT and RTR to RTS, connected to QP `peer`.
 pub fn to_rts<'h, B: mlx5_driver::backend::Backend>(
-    qp: Qp<'h, B, Reset>,
+    qp: Qp<'h, B, Rst>,
     peer: u32,
 ) -> Qp<'h, B, Rts> {
     let (init, rtr, rts) = params(peer);
-    let qp = qp.to_init(&init).map_err(|(e, _)| e).unwrap();
-    let qp = qp.to_rtr(&rtr).map_err(|(e, _)| e).unwrap();
-    qp.to_rts(&rts).map_err(|(e, _)| e).unwrap()
+    let qp = qp.rst2init(init).map_err(|(e, _)| e).unwrap();
+    let qp = qp.init2rtr(rtr).map_err(|(e, _)| e).unwrap();
+    qp.rtr2rts(rts).map_err(|(e, _)| e).unwrap()
 }
 
 /// A QP geometry: `1 << log` WQEs each way, two scatter entries per receive.
