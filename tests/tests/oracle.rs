@@ -91,15 +91,33 @@ fn check_layout(
         }
     }
     for n in l.nested {
+        // Element i's sub-view where the spec puts it, for every element the buffer holds,
+        // and none past the last.
+        let n_elems = if n.trailing {
+            (buf.len() - n.byte_offset) / n.stride
+        } else {
+            n.count
+        };
+        for i in 0..=n_elems.min(16) {
+            let want = (i < n_elems).then_some(n.byte_offset + i * n.stride);
+            prop_assert_eq!(
+                (n.view_offset)(buf, i),
+                want,
+                "{}.{}[{}] sub-view offset",
+                l.name,
+                n.name,
+                i
+            );
+        }
         prop_assert_eq!(
-            (n.view_offset)(buf),
-            n.byte_offset,
-            "{}.{} sub-view offset",
+            (n.view_offset)(&buf[..l.size - 1], 0),
+            None,
+            "{}.{} short",
             l.name,
             n.name
         );
         prop_assert!(
-            n.byte_offset + n.size <= l.size,
+            n.trailing || n.byte_offset + n.size * n.count <= l.size,
             "{}.{} inside its layout",
             l.name,
             n.name
@@ -135,17 +153,12 @@ fn every_layout_and_field_is_covered() {
     assert_eq!(mlx5_prm::ALL_LAYOUTS.len(), c.ir.structs.len());
     for (l, s) in mlx5_prm::ALL_LAYOUTS.iter().zip(&c.ir.structs) {
         assert_eq!(l.name, s.name);
-        use prm_codegen::ir::{ArrayCount, FieldType};
-        // Byte fields are copied, not shifted; trailing arrays of structures have no element
-        // in a buffer of the fixed size. Every other field must be in the table.
+        use prm_codegen::ir::FieldType;
+        // Byte fields are copied, not shifted. Every other field must be in the table.
         let expected = s
             .fields
             .iter()
             .filter(|f| !matches!(f.ty, FieldType::Bytes))
-            .filter(|f| {
-                !(matches!(f.ty, FieldType::Struct(_) | FieldType::Union(_))
-                    && f.count == Some(ArrayCount::Trailing))
-            })
             .count();
         assert_eq!(l.fields.len() + l.nested.len(), expected, "{}", s.name);
     }

@@ -1,109 +1,23 @@
-//! Command names and layouts by opcode, from the generated command types: what the trace
-//! needs to name a command and find its input and output layouts' reflection tables.
+//! Commands, layouts and unions by opcode or name, from the tables `mlx5-prm` generates from
+//! the spec (`cmd::ALL`, and with feature `reflect` `ALL_LAYOUTS` / `ALL_UNIONS`): what the
+//! trace needs to name a command and decode its mailboxes. Nothing here is written by hand,
+//! so a command the spec adds is traced without a change to this crate.
 
-use mlx5_prm::cmd;
-use mlx5_prm::rt::reflect::LayoutAccess;
-use mlx5_prm::rt::{Command, View};
+use mlx5_prm::rt::reflect::{LayoutAccess, UnionAccess};
 
-/// One command of the spec.
-#[derive(Debug, Clone, Copy)]
-pub struct CommandInfo {
-    /// The spec's name (`enable_hca`).
-    pub name: &'static str,
-    /// Opcode.
-    pub opcode: u16,
-    /// Name of the input layout.
-    pub input: &'static str,
-    /// Name of the output layout.
-    pub output: &'static str,
-}
-
-const fn info<C: Command>() -> CommandInfo {
-    CommandInfo {
-        name: C::NAME,
-        opcode: C::OPCODE,
-        input: <C::Input<&'static [u8]> as View<&'static [u8]>>::NAME,
-        output: <C::Output<&'static [u8]> as View<&'static [u8]>>::NAME,
-    }
-}
-
-macro_rules! table {
-    ($($c:ident),* $(,)?) => { &[$(info::<cmd::$c>()),*] };
-}
-
-/// Every command the spec defines (a test checks none is missing).
-pub static COMMANDS: &[CommandInfo] = table![
-    QueryHcaCap,
-    SetHcaCap,
-    CreateCq,
-    DestroyCq,
-    QueryCq,
-    ModifyCq,
-    CreateEq,
-    DestroyEq,
-    QueryEq,
-    CreateFlowTable,
-    CreateFlowGroup,
-    SetFte,
-    SetFlowTableRoot,
-    DestroyFlowTable,
-    DestroyFlowGroup,
-    DeleteFte,
-    EnableHca,
-    DisableHca,
-    QueryIssi,
-    SetIssi,
-    QueryPages,
-    ManagePages,
-    QueryAdapter,
-    InitHca,
-    TeardownHca,
-    SetDriverVersion,
-    AccessRegister,
-    AllocUar,
-    DeallocUar,
-    AllocPd,
-    DeallocPd,
-    AllocTransportDomain,
-    DeallocTransportDomain,
-    QuerySpecialContexts,
-    CreateMkey,
-    DestroyMkey,
-    QueryMkey,
-    CreateQp,
-    DestroyQp,
-    QueryQp,
-    Rst2initQp,
-    Init2initQp,
-    Init2rtrQp,
-    Rtr2rtsQp,
-    Rts2rtsQp,
-    Sqerr2rtsQp,
-    Qp2err,
-    Qp2rst,
-    CreateTis,
-    DestroyTis,
-    CreateTir,
-    DestroyTir,
-    CreateRqt,
-    DestroyRqt,
-    QueryVportState,
-    QueryNicVportContext,
-    ModifyNicVportContext,
-    CreateSq,
-    ModifySq,
-    DestroySq,
-    CreateRq,
-    ModifyRq,
-    DestroyRq,
-];
+pub use mlx5_prm::rt::CommandInfo;
 
 /// The command with `opcode`, if the spec has it.
 pub fn by_opcode(opcode: u16) -> Option<&'static CommandInfo> {
-    COMMANDS.iter().find(|c| c.opcode == opcode)
+    mlx5_prm::cmd::by_opcode(opcode)
 }
 
 /// The reflection table of the layout called `name`.
 pub fn layout(name: &str) -> Option<&'static LayoutAccess> {
-    mlx5_prm::ALL_LAYOUTS.iter().find(|l| l.name == name)
+    mlx5_prm::layout_by_name(name)
+}
+
+/// The reflection table of the union called `name`.
+pub fn union(name: &str) -> Option<&'static UnionAccess> {
+    mlx5_prm::union_by_name(name)
 }

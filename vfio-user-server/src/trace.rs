@@ -2,15 +2,29 @@
 //! the spec's reflection tables (`mlx5-prm`, feature `reflect`): opcode and its name, op_mod,
 //! status, syndrome, and every input and output field that is not zero.
 //!
-//! Nested structures are decoded with their own layout when the spec's table can be found
-//! (by the nested field's name, or the known context names below); a nested structure
-//! without one, and the bytes past a layout (mailbox data such as page lists), are shown as
-//! their non-zero big-endian dwords, `name+0xOFF`.
+//! Everything comes from the generated tables: the command by opcode (`cmd::by_opcode`), its
+//! layouts by name, and for each nested field the layout the table names. A nested structure
+//! is decoded with its layout (`cq_context.log_cq_size`), an array of them element by element
+//! (`name[i].field`). A union is decoded as the member its selector picks, named in the key
+//! (`capability.cmd_hca_cap.log_max_qp`); the selector is read from the layout that holds it
+//! when that layout is being decoded or is the command's input, or else from the command's
+//! input when that has a field of the same name at the same place (SET_HCA_CAP's `op_mod`,
+//! which picks the same page as QUERY_HCA_CAP's). A union without a selector, or whose
+//! selector picks no member, and the bytes past a layout (mailbox data such as page lists
+//! where no trailing array takes them), are shown as their non-zero big-endian dwords,
+//! `name+0xOFF`. Nesting is followed [`MAX_DEPTH`] levels deep and an array shows at most
+//! [`MAX_ELEMENTS`] elements, so a hostile guest's mailboxes cost bounded work.
 
 use crate::commands::{self, CommandInfo};
-use mlx5_prm::rt::reflect::LayoutAccess;
+use mlx5_prm::rt::reflect::{LayoutAccess, NestedAccess, NestedKind, SelectorAccess};
 use serde_json::{json, Map, Value};
 use std::io::Write;
+
+/// Nesting levels decoded below a command's input or output; deeper ones are raw dwords.
+pub const MAX_DEPTH: u32 = 4;
+
+/// Elements of one array (scalars or nested layouts) shown at most.
+pub const MAX_ELEMENTS: usize = 4096;
 
 /// One command as the model executed it.
 #[derive(Debug, Clone, Default)]
@@ -31,43 +45,6 @@ pub struct TracedCommand {
     pub output: Option<Vec<u8>>,
 }
 
-/// Nested fields whose layout has another name than the field.
-const NESTED_LAYOUTS: &[(&str, &str)] = &[
-    ("eq_context_entry", "eqc"),
-    ("cq_context", "cqc"),
-    ("memory_key_mkey_entry", "mkc"),
-    ("ctx", "tisc"),
-    ("wq", "wq"),
-    ("primary_address_path", "ads"),
-    ("secondary_address_path", "ads"),
-    ("outer_headers", "fte_match_set_lyr_2_4"),
-    ("inner_headers", "fte_match_set_lyr_2_4"),
-    ("misc_parameters", "fte_match_set_misc"),
-    ("misc_parameters_2", "fte_match_set_misc2"),
-];
-
-/// The capability page QUERY_HCA_CAP / SET_HCA_CAP carry for op_mod's type (op_mod >> 1).
-fn capability_layout(op_mod: u16) -> Option<&'static str> {
-    match op_mod >> 1 {
-        0 => Some("cmd_hca_cap"),
-        1 => Some("per_protocol_networking_offload_caps"),
-        4 => Some("roce_cap"),
-        _ => None,
-    }
-}
-
-fn nested_layout(field: &str, size: usize, op_mod: u16) -> Option<&'static LayoutAccess> {
-    let by_name = |n: &str| commands::layout(n).filter(|l| l.size <= size);
-    if field == "capability" {
-        return capability_layout(op_mod).and_then(by_name);
-    }
-    NESTED_LAYOUTS
-        .iter()
-        .find(|(f, _)| *f == field)
-        .and_then(|(_, l)| by_name(l))
-        .or_else(|| by_name(field))
-}
-
 /// Adds the non-zero big-endian dwords of `bytes` as `prefix+0xOFF` entries.
 fn raw_dwords(out: &mut Map<String, Value>, prefix: &str, base: usize, bytes: &[u8]) {
     for (i, chunk) in bytes.chunks(4).enumerate() {
@@ -83,73 +60,154 @@ fn raw_dwords(out: &mut Map<String, Value>, prefix: &str, base: usize, bytes: &[
     }
 }
 
-/// Every non-zero field of `layout` over `bytes` (which may be longer: the rest is raw).
-fn decode(
-    out: &mut Map<String, Value>,
-    prefix: &str,
-    layout: &LayoutAccess,
-    bytes: &[u8],
-    op_mod: u16,
-    depth: u32,
-) {
-    if bytes.len() < layout.size {
-        raw_dwords(out, prefix, 0, bytes);
-        return;
+/// A layout being decoded, with the ones around it: where a union's selector may be read.
+struct Scope<'a> {
+    layout: &'static str,
+    bytes: &'a [u8],
+    parent: Option<&'a Scope<'a>>,
+}
+
+/// One decode of a mailbox: the entries found so far and the command's input (where a
+/// selector of another layout is read).
+struct Decoder<'a> {
+    out: Map<String, Value>,
+    input: Option<(&'static str, &'a [u8])>,
+}
+
+fn join(prefix: &str, name: &str) -> String {
+    if prefix.is_empty() {
+        name.to_string()
+    } else {
+        format!("{prefix}.{name}")
     }
-    let name = |f: &str| {
-        if prefix.is_empty() {
-            f.to_string()
-        } else {
-            format!("{prefix}.{f}")
+}
+
+impl<'a> Decoder<'a> {
+    /// The raw value of `sel`, from the first layout being decoded that holds it, else from
+    /// the command's input (see the module documentation).
+    fn selector_value(&self, sel: &SelectorAccess, scope: &Scope<'_>) -> Option<u64> {
+        let mut at = Some(scope);
+        while let Some(s) = at {
+            if s.layout == sel.layout {
+                return sel.read(s.bytes);
+            }
+            at = s.parent;
         }
-    };
-    for f in layout.fields {
-        let Some(get) = f.get else { continue };
-        let width = f.width.max(1) as usize;
-        let count = if f.trailing {
-            let start = f.bit_offset / 8;
-            // Elements of a trailing array that fit in the bytes given, at most 4096.
-            bytes.len().saturating_sub(start) * 8 / width
+        let (name, bytes) = self.input?;
+        let same_place = name == sel.layout
+            || commands::layout(name)
+                .and_then(|l| l.field(sel.field))
+                .is_some_and(|f| f.bit_offset == sel.bit_offset && f.width == sel.width);
+        if same_place {
+            sel.read(bytes)
         } else {
-            f.count
+            None
+        }
+    }
+
+    /// Every non-zero field of `layout` over `bytes` (which may be longer: the rest is raw,
+    /// unless a trailing array or a nested view running on takes it).
+    fn decode(
+        &mut self,
+        prefix: &str,
+        layout: &'static LayoutAccess,
+        bytes: &[u8],
+        parent: Option<&Scope<'_>>,
+        depth: u32,
+    ) {
+        if bytes.len() < layout.size {
+            raw_dwords(&mut self.out, prefix, 0, bytes);
+            return;
+        }
+        let scope = Scope {
+            layout: layout.name,
+            bytes,
+            parent,
         };
-        for i in 0..count.min(4096) {
-            let end_bit = f.bit_offset + (i + 1) * width;
-            if end_bit.div_ceil(8) > bytes.len() {
+        for f in layout.fields {
+            let Some(get) = f.get else { continue };
+            let width = f.width.max(1) as usize;
+            let count = if f.trailing {
+                // Elements of a trailing array that fit in the bytes given.
+                bytes.len().saturating_sub(f.bit_offset / 8) * 8 / width
+            } else {
+                f.count
+            };
+            for i in 0..count.min(MAX_ELEMENTS) {
+                let end_bit = f.bit_offset + (i + 1) * width;
+                if end_bit.div_ceil(8) > bytes.len() {
+                    break;
+                }
+                let v = get(bytes, i);
+                if v != 0 {
+                    let key = if f.count == 1 && !f.trailing {
+                        join(prefix, f.name)
+                    } else {
+                        format!("{}[{i}]", join(prefix, f.name))
+                    };
+                    let val = if width > 16 {
+                        json!(format!("{v:#x}"))
+                    } else {
+                        json!(v)
+                    };
+                    self.out.insert(key, val);
+                }
+            }
+        }
+        for n in layout.nested {
+            self.nested(prefix, n, &scope, depth);
+        }
+        let tail_taken = layout.fields.iter().any(|f| f.trailing)
+            || layout.nested.iter().any(|n| n.trailing || n.runs_on);
+        if !tail_taken && bytes.len() > layout.size {
+            raw_dwords(
+                &mut self.out,
+                &join(prefix, "data"),
+                layout.size,
+                &bytes[layout.size..],
+            );
+        }
+    }
+
+    /// Every non-zero element of nested field `n` of the layout in `scope`.
+    fn nested(&mut self, prefix: &str, n: &NestedAccess, scope: &Scope<'_>, depth: u32) {
+        let bytes = scope.bytes;
+        let single = n.count == 1 && !n.trailing;
+        for i in 0..MAX_ELEMENTS {
+            let Some(at) = (n.view_offset)(bytes, i) else {
                 break;
+            };
+            let end = if n.runs_on {
+                bytes.len()
+            } else {
+                at.saturating_add(n.size).min(bytes.len())
+            };
+            let Some(sub) = bytes.get(at..end) else { break };
+            if sub.iter().all(|&b| b == 0) {
+                continue;
             }
-            let v = get(bytes, i);
-            if v != 0 {
-                let key = if f.count == 1 && !f.trailing {
-                    name(f.name)
-                } else {
-                    format!("{}[{i}]", name(f.name))
-                };
-                let val = if width > 16 {
-                    json!(format!("{v:#x}"))
-                } else {
-                    json!(v)
-                };
-                out.insert(key, val);
+            let key = if single {
+                join(prefix, n.name)
+            } else {
+                format!("{}[{i}]", join(prefix, n.name))
+            };
+            if depth >= MAX_DEPTH {
+                raw_dwords(&mut self.out, &key, 0, sub);
+                continue;
+            }
+            let picked = match n.kind {
+                NestedKind::Struct => commands::layout(n.layout).map(|l| (key.clone(), l)),
+                NestedKind::Union => commands::union(n.layout).and_then(|u| {
+                    let raw = self.selector_value(u.selector.as_ref()?, scope)?;
+                    let m = u.member_for(raw)?;
+                    Some((join(&key, m.name), commands::layout(m.layout)?))
+                }),
+            };
+            match picked {
+                Some((key, l)) => self.decode(&key, l, sub, Some(scope), depth + 1),
+                None => raw_dwords(&mut self.out, &key, 0, sub),
             }
         }
-    }
-    for n in layout.nested {
-        let at = (n.view_offset)(bytes);
-        let Some(sub) = bytes.get(at..at.saturating_add(n.size).min(bytes.len())) else {
-            continue;
-        };
-        if sub.iter().all(|&b| b == 0) {
-            continue;
-        }
-        match nested_layout(n.name, n.size, op_mod).filter(|_| depth < 4) {
-            Some(l) => decode(out, &name(n.name), l, sub, op_mod, depth + 1),
-            None => raw_dwords(out, &name(n.name), 0, sub),
-        }
-    }
-    // Trailing arrays decode the rest themselves; raw dwords only without one.
-    if !layout.fields.iter().any(|f| f.trailing) && bytes.len() > layout.size {
-        raw_dwords(out, &name("data"), layout.size, &bytes[layout.size..]);
     }
 }
 
@@ -166,17 +224,22 @@ pub fn to_json(seq: u64, c: &TracedCommand) -> Value {
     }
     obj.insert("status".into(), json!(c.status));
     obj.insert("syndrome".into(), json!(format!("{:#x}", c.syndrome)));
+    let input = c.input.as_deref();
+    let input_layout = info.map(|i| i.input);
     for (key, bytes, layout) in [
-        ("in", &c.input, info.map(|i| i.input)),
-        ("out", &c.output, info.map(|i| i.output)),
+        ("in", input, input_layout),
+        ("out", c.output.as_deref(), info.map(|i| i.output)),
     ] {
         let Some(bytes) = bytes else { continue };
-        let mut fields = Map::new();
+        let mut d = Decoder {
+            out: Map::new(),
+            input: input_layout.zip(input),
+        };
         match layout.and_then(commands::layout) {
-            Some(l) => decode(&mut fields, "", l, bytes, c.op_mod, 0),
-            None => raw_dwords(&mut fields, "", 0, bytes),
+            Some(l) => d.decode("", l, bytes, None, 0),
+            None => raw_dwords(&mut d.out, "", 0, bytes),
         }
-        obj.insert(key.into(), Value::Object(fields));
+        obj.insert(key.into(), Value::Object(d.out));
     }
     Value::Object(obj)
 }

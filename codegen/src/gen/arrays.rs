@@ -4,7 +4,7 @@
 
 use super::ctx::Ctx;
 use super::fields::{
-    kind, reflect_nested_entry, scalar_type, setter_doc, usize_lit, FieldCode, Kind,
+    kind, reflect_nested_entry, scalar_type, setter_doc, usize_lit, FieldCode, Kind, NestedReflect,
 };
 use super::names::{camel, method, uint_type};
 use crate::ir::{ArrayCount, Field, FieldType, Ir, Struct};
@@ -274,16 +274,15 @@ impl FieldCode {
                 debug = Some(
                     quote!(#rt::fmt::With(|f| #rt::fmt::list(f, self.#len_fn(), self.#iter()))),
                 );
-                if !trailing {
-                    reflect_nested = Some(reflect_nested_entry(
-                        ctx,
-                        &ty,
-                        fname,
-                        f.bit_offset / 8,
-                        f.width / 8,
-                        quote!(v.#get(0).expect("element 0")),
-                    ));
-                }
+                reflect_nested = Some(reflect_nested_entry(
+                    ctx,
+                    &NestedReflect {
+                        field: f,
+                        parent: s,
+                        runs_on: false,
+                        view: quote!(let sub = v.#get(i)?;),
+                    },
+                ));
             }
         }
         FieldCode {

@@ -4,7 +4,7 @@
 
 use super::ctx::Ctx;
 use super::names::{camel, method, uint_type};
-use crate::ir::{Access, Field, FieldType, Ir, Struct};
+use crate::ir::{Access, ArrayCount, Field, FieldType, Ir, Struct};
 use proc_macro2::{Literal, TokenStream};
 use quote::quote;
 
@@ -320,11 +320,17 @@ impl FieldCode {
                 debug = Some(quote!(self.#get()));
                 reflect_nested = Some(reflect_nested_entry(
                     ctx,
-                    &ty,
-                    fname,
-                    f.bit_offset / 8,
-                    f.width / 8,
-                    quote!(v.#get()),
+                    &NestedReflect {
+                        field: f,
+                        parent: s,
+                        runs_on: open,
+                        view: quote! {
+                            if i != 0 {
+                                return None;
+                            }
+                            let sub = v.#get();
+                        },
+                    },
                 ));
             }
         }
@@ -366,26 +372,58 @@ pub(super) fn reflect_scalar(
     }
 }
 
-pub(super) fn reflect_nested_entry(
-    ctx: &Ctx,
-    ty: &proc_macro2::Ident,
-    name: &str,
-    byte: u64,
-    size: u64,
-    view: TokenStream,
-) -> TokenStream {
+/// What the reflection entry of a nested field (or array of them) says about it.
+pub(super) struct NestedReflect<'a> {
+    /// The field.
+    pub(super) field: &'a Field,
+    /// The structure that holds it.
+    pub(super) parent: &'a Struct,
+    /// True when its view runs on to the end of the buffer ([`Ir::open_nested`]).
+    pub(super) runs_on: bool,
+    /// Statements that bind `sub`, the sub-view of element `i` of the view `v`, or return
+    /// `None` when there is no such element.
+    pub(super) view: TokenStream,
+}
+
+/// The `rt::reflect::NestedAccess` of a nested field: its layout and kind, its elements, and a
+/// function that finds element `i`'s sub-view through the generated accessor.
+pub(super) fn reflect_nested_entry(ctx: &Ctx, n: &NestedReflect<'_>) -> TokenStream {
     let rt = &ctx.rt;
-    let byte = usize_lit(byte);
-    let size = usize_lit(size);
+    let f = n.field;
+    let ty = camel(&n.parent.name);
+    let name = &f.name;
+    let (layout, kind) = match &f.ty {
+        FieldType::Union(t) => (t.as_str(), quote!(Union)),
+        other => (other.name(), quote!(Struct)),
+    };
+    let byte = usize_lit(f.bit_offset / 8);
+    let size = usize_lit(f.width / 8);
+    let (count, trailing) = match f.count {
+        None => (usize_lit(1), false),
+        Some(ArrayCount::Fixed(c)) => (usize_lit(c), false),
+        Some(ArrayCount::Trailing) => (usize_lit(0), true),
+    };
+    let parent_size = usize_lit(n.parent.size);
+    let runs_on = n.runs_on;
+    let view = &n.view;
     quote! {
         #rt::reflect::NestedAccess {
             name: #name,
+            layout: #layout,
+            kind: #rt::reflect::NestedKind::#kind,
             byte_offset: #byte,
             size: #size,
-            view_offset: |b: &[u8]| -> usize {
+            count: #count,
+            trailing: #trailing,
+            stride: #size,
+            runs_on: #runs_on,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < #parent_size {
+                    return None;
+                }
                 let v = #ty::new_unchecked(b);
-                let sub = #view;
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                #view
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         }
     }

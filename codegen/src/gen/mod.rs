@@ -6,7 +6,8 @@
 //! as from `prmc gen`.
 //!
 //! One emitter per IR kind: [`structs`] (views, also register blocks), [`enums`], [`unions`],
-//! [`commands`], [`state_machines`]; [`ctx`] holds what they share; [`module`] assembles files.
+//! [`commands`], [`state_machines`]; [`ctx`] holds what they share; [`module`] assembles files,
+//! with the crate-wide reflection index of [`reflect_index`].
 
 pub mod arrays;
 pub mod commands;
@@ -15,6 +16,7 @@ pub mod enums;
 pub mod fields;
 pub mod module;
 pub mod names;
+pub mod reflect_index;
 pub mod state_machines;
 pub mod structs;
 pub mod typestate;

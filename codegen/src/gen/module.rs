@@ -144,8 +144,6 @@ struct ModuleText {
     text: String,
     /// True when the module has a `cmd` submodule.
     has_commands: bool,
-    /// Names of its reflection tables.
-    reflect: Vec<String>,
 }
 
 /// One unit of generation work: an item that is emitted and formatted on its own.
@@ -244,15 +242,6 @@ fn all_modules(config: &Config, ir: &Ir) -> Result<Vec<ModuleText>, GenError> {
         } else {
             quote!()
         };
-        let reflect = if ctx.reflect_cfg.is_some() {
-            ir.structs
-                .iter()
-                .filter(|s| s.module == index)
-                .map(|s| super::names::shouty(&format!("{}_access", s.name)).to_string())
-                .collect()
-        } else {
-            Vec::new()
-        };
         let doc = doc_lines(m.doc.as_deref());
         let head = quote! {
             #[allow(unused_imports)]
@@ -311,7 +300,6 @@ fn all_modules(config: &Config, ir: &Ir) -> Result<Vec<ModuleText>, GenError> {
             ident: mod_ident.to_string(),
             text,
             has_commands,
-            reflect,
         });
     }
     Ok(modules)
@@ -344,27 +332,7 @@ pub fn files(config: &Config, ir: &Ir) -> Result<Vec<GeneratedFile>, GenError> {
         .filter(|m| m.has_commands)
         .map(|m| ident(&m.ident))
         .collect();
-    let reflect_items: Vec<TokenStream> = modules
-        .iter()
-        .flat_map(|m| {
-            let module = ident(&m.ident);
-            m.reflect.iter().map(move |r| {
-                let r = ident(r);
-                quote!(#module::#r)
-            })
-        })
-        .collect();
-    let reflect = match &ctx.reflect_cfg {
-        Some(cfg) => {
-            let rt = &ctx.rt_full;
-            quote! {
-                /// Every layout's reflection table, in spec order.
-                #cfg
-                pub const ALL_LAYOUTS: &[#rt::reflect::LayoutAccess] = &[#(#reflect_items),*];
-            }
-        }
-        None => quote!(),
-    };
+    let reflect = super::reflect_index::emit(&ctx, ir);
     let declarations = if config.single_file {
         quote!()
     } else {
@@ -373,13 +341,15 @@ pub fn files(config: &Config, ir: &Ir) -> Result<Vec<GeneratedFile>, GenError> {
             #(pub mod #mods;)*
         }
     };
+    let command_table = super::commands::table(&ctx, ir);
     let tokens = quote! {
         #declarations
         #(pub use #mods::*;)*
 
-        /// Every command, typed by opcode.
+        /// Every command, typed by opcode; and described by value in [`cmd::ALL`].
         pub mod cmd {
             #(pub use super::#cmd_mods::cmd::*;)*
+            #command_table
         }
 
         #reflect

@@ -3,7 +3,7 @@
 //! selector) returning the member the selector picks.
 
 use super::ctx::{doc_lines, Ctx};
-use super::names::{camel, camel_with, method, snake};
+use super::names::{camel, camel_with, method, shouty, snake};
 use crate::ir::{FieldType, Ir, Union};
 use proc_macro2::{Literal, TokenStream};
 use quote::quote;
@@ -177,6 +177,8 @@ pub fn emit(ctx: &Ctx, ir: &Ir, u: &Union) -> TokenStream {
         }
     };
 
+    let reflect = reflect_table(ctx, u);
+
     quote! {
         #(#[doc = #doc])*
         #[derive(Clone, Copy, PartialEq, Eq)]
@@ -198,5 +200,56 @@ pub fn emit(ctx: &Ctx, ir: &Ir, u: &Union) -> TokenStream {
 
         #ref_enum
         #debug_impl
+        #reflect
+    }
+}
+
+/// The union's `rt::reflect::UnionAccess` (`FOO_ACCESS`, like a structure's table), when
+/// reflection is generated.
+fn reflect_table(ctx: &Ctx, u: &Union) -> TokenStream {
+    let Some(cfg) = &ctx.reflect_cfg else {
+        return quote!();
+    };
+    let rt = &ctx.rt;
+    let name = &u.name;
+    let size = Literal::usize_unsuffixed(u.size as usize);
+    let rname = shouty(&format!("{name}_access"));
+    let members = u.members.iter().map(|m| {
+        let (mname, layout) = (&m.name, &m.ty);
+        let when = match m.when {
+            Some(w) => {
+                let w = format!("0x{w:x}").parse::<TokenStream>().expect("hex");
+                quote!(Some(#w))
+            }
+            None => quote!(None),
+        };
+        quote!(#rt::reflect::UnionMemberAccess { name: #mname, layout: #layout, when: #when })
+    });
+    let selector = match &u.selector {
+        Some(sel) => {
+            let (layout, field) = (&sel.structure, &sel.field);
+            let bit = Literal::usize_unsuffixed(sel.bit_offset as usize);
+            let width = Literal::u32_unsuffixed(sel.width as u32);
+            let shift = Literal::u32_unsuffixed(sel.shift as u32);
+            quote! {
+                Some(#rt::reflect::SelectorAccess {
+                    layout: #layout, field: #field, bit_offset: #bit, width: #width, shift: #shift,
+                })
+            }
+        }
+        None => quote!(None),
+    };
+    let rdoc = format!(
+        " The members of union `{name}` and the field that selects one, for generic tools."
+    );
+    quote! {
+        #cfg
+        #[doc = #rdoc]
+        pub const #rname: #rt::reflect::UnionAccess = #rt::reflect::UnionAccess {
+            name: #name,
+            size: #size,
+            members: &[#(#members),*],
+            selector: #selector,
+        };
     }
 }

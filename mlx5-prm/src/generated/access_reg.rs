@@ -1976,12 +1976,24 @@ pub const PPCNT_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
     nested: &[
         rt::reflect::NestedAccess {
             name: "counter_set",
+            layout: "eth_cntrs_grp_data_layout_auto",
+            kind: rt::reflect::NestedKind::Union,
             byte_offset: 8,
             size: 248,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 248,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 256 {
+                    return None;
+                }
                 let v = PpcntReg::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.counter_set();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
     ],
@@ -4923,3 +4935,28 @@ impl<B: rt::Bytes> ::core::fmt::Debug for EthCntrsGrpDataLayoutAuto<B> {
             .finish()
     }
 }
+#[cfg(feature = "reflect")]
+/// The members of union `eth_cntrs_grp_data_layout_auto` and the field that selects one, for generic tools.
+pub const ETH_CNTRS_GRP_DATA_LAYOUT_AUTO_ACCESS: rt::reflect::UnionAccess = rt::reflect::UnionAccess {
+    name: "eth_cntrs_grp_data_layout_auto",
+    size: 248,
+    members: &[
+        rt::reflect::UnionMemberAccess {
+            name: "eth_802_3_cntrs_grp_data_layout",
+            layout: "eth_802_3_cntrs_grp_data_layout",
+            when: Some(0x0),
+        },
+        rt::reflect::UnionMemberAccess {
+            name: "eth_2863_cntrs_grp_data_layout",
+            layout: "eth_2863_cntrs_grp_data_layout",
+            when: Some(0x1),
+        },
+    ],
+    selector: Some(rt::reflect::SelectorAccess {
+        layout: "ppcnt_reg",
+        field: "grp",
+        bit_offset: 26,
+        width: 6,
+        shift: 0,
+    }),
+};

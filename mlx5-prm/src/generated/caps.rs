@@ -1088,12 +1088,24 @@ pub const QUERY_HCA_CAP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
     nested: &[
         rt::reflect::NestedAccess {
             name: "capability",
+            layout: "hca_cap_union",
+            kind: rt::reflect::NestedKind::Union,
             byte_offset: 16,
             size: 4096,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 4096,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 4112 {
+                    return None;
+                }
                 let v = QueryHcaCapOut::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.capability();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
     ],
@@ -14885,12 +14897,24 @@ pub const SET_HCA_CAP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
     nested: &[
         rt::reflect::NestedAccess {
             name: "capability",
+            layout: "hca_cap_union",
+            kind: rt::reflect::NestedKind::Union,
             byte_offset: 16,
             size: 4096,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 4096,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 4112 {
+                    return None;
+                }
                 let v = SetHcaCapIn::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.capability();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
     ],
@@ -15133,6 +15157,41 @@ impl<B: rt::Bytes> ::core::fmt::Debug for HcaCapUnion<B> {
             .finish()
     }
 }
+#[cfg(feature = "reflect")]
+/// The members of union `hca_cap_union` and the field that selects one, for generic tools.
+pub const HCA_CAP_UNION_ACCESS: rt::reflect::UnionAccess = rt::reflect::UnionAccess {
+    name: "hca_cap_union",
+    size: 4096,
+    members: &[
+        rt::reflect::UnionMemberAccess {
+            name: "cmd_hca_cap",
+            layout: "cmd_hca_cap",
+            when: Some(0x0),
+        },
+        rt::reflect::UnionMemberAccess {
+            name: "per_protocol_networking_offload_caps",
+            layout: "per_protocol_networking_offload_caps",
+            when: Some(0x1),
+        },
+        rt::reflect::UnionMemberAccess {
+            name: "atomic_caps",
+            layout: "atomic_caps",
+            when: Some(0x3),
+        },
+        rt::reflect::UnionMemberAccess {
+            name: "roce_cap",
+            layout: "roce_cap",
+            when: Some(0x4),
+        },
+    ],
+    selector: Some(rt::reflect::SelectorAccess {
+        layout: "query_hca_cap_in",
+        field: "op_mod",
+        bit_offset: 48,
+        width: 16,
+        shift: 1,
+    }),
+};
 /// The commands of this module, typed by opcode (see the runtime's `Command`).
 pub mod cmd {
     #[allow(unused_imports)]

@@ -1421,12 +1421,24 @@ pub const CREATE_CQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
     nested: &[
         rt::reflect::NestedAccess {
             name: "cq_context",
+            layout: "cqc",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 16,
             size: 64,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 64,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 272 {
+                    return None;
+                }
                 let v = CreateCqIn::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.cq_context();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
     ],
@@ -2194,12 +2206,24 @@ pub const QUERY_CQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
     nested: &[
         rt::reflect::NestedAccess {
             name: "cq_context",
+            layout: "cqc",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 16,
             size: 64,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 64,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 272 {
+                    return None;
+                }
                 let v = QueryCqOut::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.cq_context();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
     ],
@@ -2567,22 +2591,46 @@ pub const MODIFY_CQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
     nested: &[
         rt::reflect::NestedAccess {
             name: "modify_field_select_resize_field_select",
+            layout: "modify_field_select_resize_field_select_auto",
+            kind: rt::reflect::NestedKind::Union,
             byte_offset: 12,
             size: 4,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 4,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 272 {
+                    return None;
+                }
                 let v = ModifyCqIn::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.modify_field_select_resize_field_select();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
         rt::reflect::NestedAccess {
             name: "cq_context",
+            layout: "cqc",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 16,
             size: 64,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 64,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 272 {
+                    return None;
+                }
                 let v = ModifyCqIn::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.cq_context();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
     ],
@@ -2947,6 +2995,31 @@ impl<B: rt::Bytes> ::core::fmt::Debug for ModifyFieldSelectResizeFieldSelectAuto
             .finish()
     }
 }
+#[cfg(feature = "reflect")]
+/// The members of union `modify_field_select_resize_field_select_auto` and the field that selects one, for generic tools.
+pub const MODIFY_FIELD_SELECT_RESIZE_FIELD_SELECT_AUTO_ACCESS: rt::reflect::UnionAccess = rt::reflect::UnionAccess {
+    name: "modify_field_select_resize_field_select_auto",
+    size: 4,
+    members: &[
+        rt::reflect::UnionMemberAccess {
+            name: "modify_field_select",
+            layout: "modify_field_select",
+            when: Some(0x0),
+        },
+        rt::reflect::UnionMemberAccess {
+            name: "resize_field_select",
+            layout: "resize_field_select",
+            when: Some(0x1),
+        },
+    ],
+    selector: Some(rt::reflect::SelectorAccess {
+        layout: "modify_cq_in",
+        field: "op_mod",
+        bit_offset: 48,
+        width: 16,
+        shift: 0,
+    }),
+};
 /// The commands of this module, typed by opcode (see the runtime's `Command`).
 pub mod cmd {
     #[allow(unused_imports)]

@@ -468,12 +468,24 @@ pub const CREATE_EQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
     nested: &[
         rt::reflect::NestedAccess {
             name: "eq_context_entry",
+            layout: "eqc",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 16,
             size: 64,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 64,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 272 {
+                    return None;
+                }
                 let v = CreateEqIn::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.eq_context_entry();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
     ],
@@ -1733,12 +1745,24 @@ pub const QUERY_EQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
     nested: &[
         rt::reflect::NestedAccess {
             name: "eq_context_entry",
+            layout: "eqc",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 16,
             size: 64,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 64,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 272 {
+                    return None;
+                }
                 let v = QueryEqOut::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.eq_context_entry();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
     ],

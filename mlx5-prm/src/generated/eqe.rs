@@ -620,12 +620,24 @@ pub const EQE_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     nested: &[
         rt::reflect::NestedAccess {
             name: "event_data",
+            layout: "event_auto",
+            kind: rt::reflect::NestedKind::Union,
             byte_offset: 32,
             size: 28,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 28,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 64 {
+                    return None;
+                }
                 let v = Eqe::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.event_data();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
     ],
@@ -2514,3 +2526,72 @@ impl<B: rt::Bytes> ::core::fmt::Debug for EventAuto<B> {
             .finish()
     }
 }
+#[cfg(feature = "reflect")]
+/// The members of union `event_auto` and the field that selects one, for generic tools.
+pub const EVENT_AUTO_ACCESS: rt::reflect::UnionAccess = rt::reflect::UnionAccess {
+    name: "event_auto",
+    size: 28,
+    members: &[
+        rt::reflect::UnionMemberAccess {
+            name: "comp_event",
+            layout: "comp_event",
+            when: None,
+        },
+        rt::reflect::UnionMemberAccess {
+            name: "dct_events",
+            layout: "dct_events",
+            when: None,
+        },
+        rt::reflect::UnionMemberAccess {
+            name: "qp_events",
+            layout: "qp_events",
+            when: None,
+        },
+        rt::reflect::UnionMemberAccess {
+            name: "wqe_associated_page_fault_event",
+            layout: "wqe_associated_page_fault_event",
+            when: None,
+        },
+        rt::reflect::UnionMemberAccess {
+            name: "rdma_page_fault_event",
+            layout: "rdma_page_fault_event",
+            when: None,
+        },
+        rt::reflect::UnionMemberAccess {
+            name: "cq_error",
+            layout: "cq_error",
+            when: None,
+        },
+        rt::reflect::UnionMemberAccess {
+            name: "dropped_packet_logged",
+            layout: "dropped_packet_logged",
+            when: None,
+        },
+        rt::reflect::UnionMemberAccess {
+            name: "port_state_change_event",
+            layout: "port_state_change_event",
+            when: None,
+        },
+        rt::reflect::UnionMemberAccess {
+            name: "gpio_event",
+            layout: "gpio_event",
+            when: None,
+        },
+        rt::reflect::UnionMemberAccess {
+            name: "db_bf_congestion_event",
+            layout: "db_bf_congestion_event",
+            when: None,
+        },
+        rt::reflect::UnionMemberAccess {
+            name: "stall_vl_event",
+            layout: "stall_vl_event",
+            when: None,
+        },
+        rt::reflect::UnionMemberAccess {
+            name: "cmd_inter_comp_event",
+            layout: "cmd_inter_comp_event",
+            when: None,
+        },
+    ],
+    selector: None,
+};

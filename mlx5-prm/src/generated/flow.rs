@@ -857,12 +857,24 @@ pub const CREATE_FLOW_TABLE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
     nested: &[
         rt::reflect::NestedAccess {
             name: "flow_table_context",
+            layout: "flow_table_context",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 24,
             size: 40,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 40,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 64 {
+                    return None;
+                }
                 let v = CreateFlowTableIn::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.flow_table_context();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
     ],
@@ -2160,12 +2172,24 @@ pub const CREATE_FLOW_GROUP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
     nested: &[
         rt::reflect::NestedAccess {
             name: "match_criteria",
+            layout: "fte_match_param",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 64,
             size: 512,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 512,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 1024 {
+                    return None;
+                }
                 let v = CreateFlowGroupIn::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.match_criteria();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
     ],
@@ -2355,72 +2379,156 @@ pub const FTE_MATCH_PARAM_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
     nested: &[
         rt::reflect::NestedAccess {
             name: "outer_headers",
+            layout: "fte_match_set_lyr_2_4",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 0,
             size: 64,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 64,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 512 {
+                    return None;
+                }
                 let v = FteMatchParam::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.outer_headers();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
         rt::reflect::NestedAccess {
             name: "misc_parameters",
+            layout: "fte_match_set_misc",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 64,
             size: 64,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 64,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 512 {
+                    return None;
+                }
                 let v = FteMatchParam::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.misc_parameters();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
         rt::reflect::NestedAccess {
             name: "inner_headers",
+            layout: "fte_match_set_lyr_2_4",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 128,
             size: 64,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 64,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 512 {
+                    return None;
+                }
                 let v = FteMatchParam::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.inner_headers();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
         rt::reflect::NestedAccess {
             name: "misc_parameters_2",
+            layout: "fte_match_set_misc2",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 192,
             size: 64,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 64,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 512 {
+                    return None;
+                }
                 let v = FteMatchParam::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.misc_parameters_2();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
         rt::reflect::NestedAccess {
             name: "misc_parameters_3",
+            layout: "fte_match_set_misc3",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 256,
             size: 64,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 64,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 512 {
+                    return None;
+                }
                 let v = FteMatchParam::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.misc_parameters_3();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
         rt::reflect::NestedAccess {
             name: "misc_parameters_4",
+            layout: "fte_match_set_misc4",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 320,
             size: 64,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 64,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 512 {
+                    return None;
+                }
                 let v = FteMatchParam::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.misc_parameters_4();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
         rt::reflect::NestedAccess {
             name: "misc_parameters_5",
+            layout: "fte_match_set_misc5",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 384,
             size: 64,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 64,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 512 {
+                    return None;
+                }
                 let v = FteMatchParam::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.misc_parameters_5();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
     ],
@@ -3244,22 +3352,46 @@ pub const FTE_MATCH_SET_LYR_2_4_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
     nested: &[
         rt::reflect::NestedAccess {
             name: "src_ipv4_src_ipv6",
+            layout: "ipv6_layout_ipv4_layout_auto",
+            kind: rt::reflect::NestedKind::Union,
             byte_offset: 32,
             size: 16,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 16,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 64 {
+                    return None;
+                }
                 let v = FteMatchSetLyr24::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.src_ipv4_src_ipv6();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
         rt::reflect::NestedAccess {
             name: "dst_ipv4_dst_ipv6",
+            layout: "ipv6_layout_ipv4_layout_auto",
+            kind: rt::reflect::NestedKind::Union,
             byte_offset: 48,
             size: 16,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 16,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 64 {
+                    return None;
+                }
                 let v = FteMatchSetLyr24::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.dst_ipv4_dst_ipv6();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
     ],
@@ -4507,12 +4639,24 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
     nested: &[
         rt::reflect::NestedAccess {
             name: "gre_key",
+            layout: "gre_key",
+            kind: rt::reflect::NestedKind::Union,
             byte_offset: 16,
             size: 4,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 4,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 64 {
+                    return None;
+                }
                 let v = FteMatchSetMisc::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.gre_key();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
     ],
@@ -5102,42 +5246,90 @@ pub const FTE_MATCH_SET_MISC2_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
     nested: &[
         rt::reflect::NestedAccess {
             name: "outer_first_mpls",
+            layout: "fte_match_mpls",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 0,
             size: 4,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 4,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 64 {
+                    return None;
+                }
                 let v = FteMatchSetMisc2::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.outer_first_mpls();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
         rt::reflect::NestedAccess {
             name: "inner_first_mpls",
+            layout: "fte_match_mpls",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 4,
             size: 4,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 4,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 64 {
+                    return None;
+                }
                 let v = FteMatchSetMisc2::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.inner_first_mpls();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
         rt::reflect::NestedAccess {
             name: "outer_first_mpls_over_gre",
+            layout: "fte_match_mpls",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 8,
             size: 4,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 4,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 64 {
+                    return None;
+                }
                 let v = FteMatchSetMisc2::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.outer_first_mpls_over_gre();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
         rt::reflect::NestedAccess {
             name: "outer_first_mpls_over_udp",
+            layout: "fte_match_mpls",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 12,
             size: 4,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 4,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 64 {
+                    return None;
+                }
                 let v = FteMatchSetMisc2::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.outer_first_mpls_over_udp();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
     ],
@@ -7188,12 +7380,24 @@ pub const SET_FTE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
     nested: &[
         rt::reflect::NestedAccess {
             name: "flow_context",
+            layout: "flow_context",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 64,
             size: 768,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 768,
+            runs_on: true,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 832 {
+                    return None;
+                }
                 let v = SetFteIn::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.flow_context();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
     ],
@@ -7933,42 +8137,106 @@ pub const FLOW_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
     nested: &[
         rt::reflect::NestedAccess {
             name: "push_vlan",
+            layout: "vlan",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 0,
             size: 4,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 4,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 768 {
+                    return None;
+                }
                 let v = FlowContext::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.push_vlan();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
         rt::reflect::NestedAccess {
             name: "push_vlan_2",
+            layout: "vlan",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 32,
             size: 4,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 4,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 768 {
+                    return None;
+                }
                 let v = FlowContext::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.push_vlan_2();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
         rt::reflect::NestedAccess {
             name: "match_value",
+            layout: "fte_match_param",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 64,
             size: 512,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 512,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 768 {
+                    return None;
+                }
                 let v = FlowContext::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.match_value();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
         rt::reflect::NestedAccess {
             name: "execute_aso",
+            layout: "execute_aso",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 576,
             size: 8,
-            view_offset: |b: &[u8]| -> usize {
+            count: 4,
+            trailing: false,
+            stride: 8,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 768 {
+                    return None;
+                }
                 let v = FlowContext::new_unchecked(b);
-                let sub = v.execute_aso(0).expect("element 0");
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                let sub = v.execute_aso(i)?;
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
+            },
+        },
+        rt::reflect::NestedAccess {
+            name: "destination",
+            layout: "dest_format_struct_flow_counter_list_auto",
+            kind: rt::reflect::NestedKind::Union,
+            byte_offset: 768,
+            size: 16,
+            count: 0,
+            trailing: true,
+            stride: 16,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 768 {
+                    return None;
+                }
+                let v = FlowContext::new_unchecked(b);
+                let sub = v.destination(i)?;
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
     ],
@@ -8273,12 +8541,24 @@ pub const EXECUTE_ASO_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
     nested: &[
         rt::reflect::NestedAccess {
             name: "exe_aso_ctrl",
+            layout: "exe_aso_ctrl",
+            kind: rt::reflect::NestedKind::Union,
             byte_offset: 4,
             size: 4,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 4,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 8 {
+                    return None;
+                }
                 let v = ExecuteAso::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.exe_aso_ctrl();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
     ],
@@ -8618,12 +8898,24 @@ pub const EXTENDED_DEST_FORMAT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
     nested: &[
         rt::reflect::NestedAccess {
             name: "destination_entry",
+            layout: "dest_format_struct",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 0,
             size: 8,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 8,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 16 {
+                    return None;
+                }
                 let v = ExtendedDestFormat::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.destination_entry();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
     ],
@@ -10728,6 +11020,25 @@ impl<B: rt::Bytes> ::core::fmt::Debug for Ipv6LayoutIpv4LayoutAuto<B> {
             .finish()
     }
 }
+#[cfg(feature = "reflect")]
+/// The members of union `ipv6_layout_ipv4_layout_auto` and the field that selects one, for generic tools.
+pub const IPV6_LAYOUT_IPV4_LAYOUT_AUTO_ACCESS: rt::reflect::UnionAccess = rt::reflect::UnionAccess {
+    name: "ipv6_layout_ipv4_layout_auto",
+    size: 16,
+    members: &[
+        rt::reflect::UnionMemberAccess {
+            name: "ipv6_layout",
+            layout: "ipv6_layout",
+            when: None,
+        },
+        rt::reflect::UnionMemberAccess {
+            name: "ipv4_layout",
+            layout: "ipv4_layout",
+            when: None,
+        },
+    ],
+    selector: None,
+};
 /// The GRE key word of a match set, as a plain key or as NVGRE fields.
 ///
 /// PRM union `gre_key`: 0x4 bytes, read as one of its members.
@@ -10774,6 +11085,25 @@ impl<B: rt::Bytes> ::core::fmt::Debug for GreKey<B> {
             .finish()
     }
 }
+#[cfg(feature = "reflect")]
+/// The members of union `gre_key` and the field that selects one, for generic tools.
+pub const GRE_KEY_ACCESS: rt::reflect::UnionAccess = rt::reflect::UnionAccess {
+    name: "gre_key",
+    size: 4,
+    members: &[
+        rt::reflect::UnionMemberAccess {
+            name: "nvgre",
+            layout: "nvgre_key",
+            when: None,
+        },
+        rt::reflect::UnionMemberAccess {
+            name: "key",
+            layout: "gre_key_key",
+            when: None,
+        },
+    ],
+    selector: None,
+};
 /// Control word of an execute-ASO slot; its layout depends on the ASO object.
 ///
 /// PRM union `exe_aso_ctrl`: 0x4 bytes, read as one of its members.
@@ -10809,6 +11139,20 @@ impl<B: rt::Bytes> ::core::fmt::Debug for ExeAsoCtrl<B> {
             .finish()
     }
 }
+#[cfg(feature = "reflect")]
+/// The members of union `exe_aso_ctrl` and the field that selects one, for generic tools.
+pub const EXE_ASO_CTRL_ACCESS: rt::reflect::UnionAccess = rt::reflect::UnionAccess {
+    name: "exe_aso_ctrl",
+    size: 4,
+    members: &[
+        rt::reflect::UnionMemberAccess {
+            name: "exe_aso_ctrl_flow_meter",
+            layout: "exe_aso_ctrl_flow_meter",
+            when: None,
+        },
+    ],
+    selector: None,
+};
 /// One entry of a flow table entry's destination list, either a destination (in the extended format here) or a flow counter. The first destination_list_size entries are destinations.
 ///
 /// PRM union `dest_format_struct_flow_counter_list_auto`: 0x10 bytes, read as one of its members.
@@ -10857,6 +11201,25 @@ impl<B: rt::Bytes> ::core::fmt::Debug for DestFormatStructFlowCounterListAuto<B>
             .finish()
     }
 }
+#[cfg(feature = "reflect")]
+/// The members of union `dest_format_struct_flow_counter_list_auto` and the field that selects one, for generic tools.
+pub const DEST_FORMAT_STRUCT_FLOW_COUNTER_LIST_AUTO_ACCESS: rt::reflect::UnionAccess = rt::reflect::UnionAccess {
+    name: "dest_format_struct_flow_counter_list_auto",
+    size: 16,
+    members: &[
+        rt::reflect::UnionMemberAccess {
+            name: "extended_dest_format",
+            layout: "extended_dest_format",
+            when: None,
+        },
+        rt::reflect::UnionMemberAccess {
+            name: "flow_counter_list",
+            layout: "flow_counter_list",
+            when: None,
+        },
+    ],
+    selector: None,
+};
 /// The commands of this module, typed by opcode (see the runtime's `Command`).
 pub mod cmd {
     #[allow(unused_imports)]

@@ -2149,12 +2149,24 @@ pub const QUERY_ADAPTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
     nested: &[
         rt::reflect::NestedAccess {
             name: "query_adapter_struct",
+            layout: "query_adapter_param_block",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 16,
             size: 256,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 256,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 272 {
+                    return None;
+                }
                 let v = QueryAdapterOut::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.query_adapter_struct();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
     ],

@@ -1160,12 +1160,24 @@ pub const INITIAL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
     nested: &[
         rt::reflect::NestedAccess {
             name: "health_buffer",
+            layout: "health_buffer",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 512,
             size: 64,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 64,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 16396 {
+                    return None;
+                }
                 let v = InitialSeg::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.health_buffer();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
     ],

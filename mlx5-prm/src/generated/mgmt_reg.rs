@@ -1263,22 +1263,46 @@ pub const PCAM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
     nested: &[
         rt::reflect::NestedAccess {
             name: "port_access_reg_cap_mask",
+            layout: "pcam_reg_port_access_reg_cap_mask",
+            kind: rt::reflect::NestedKind::Union,
             byte_offset: 8,
             size: 16,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 16,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 80 {
+                    return None;
+                }
                 let v = PcamReg::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.port_access_reg_cap_mask();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
         rt::reflect::NestedAccess {
             name: "feature_cap_mask",
+            layout: "pcam_reg_feature_cap_mask",
+            kind: rt::reflect::NestedKind::Union,
             byte_offset: 40,
             size: 16,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 16,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 80 {
+                    return None;
+                }
                 let v = PcamReg::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.feature_cap_mask();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
     ],
@@ -3350,22 +3374,46 @@ pub const MCAM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
     nested: &[
         rt::reflect::NestedAccess {
             name: "mng_access_reg_cap_mask",
+            layout: "mcam_reg_mng_access_reg_cap_mask",
+            kind: rt::reflect::NestedKind::Union,
             byte_offset: 8,
             size: 16,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 16,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 72 {
+                    return None;
+                }
                 let v = McamReg::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.mng_access_reg_cap_mask();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
         rt::reflect::NestedAccess {
             name: "mng_feature_cap_mask",
+            layout: "mcam_reg_mng_feature_cap_mask",
+            kind: rt::reflect::NestedKind::Union,
             byte_offset: 40,
             size: 16,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 16,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 72 {
+                    return None;
+                }
                 let v = McamReg::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.mng_feature_cap_mask();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
     ],
@@ -4021,22 +4069,46 @@ pub const QCAM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
     nested: &[
         rt::reflect::NestedAccess {
             name: "qos_access_reg_cap_mask",
+            layout: "qcam_reg_qos_access_reg_cap_mask",
+            kind: rt::reflect::NestedKind::Union,
             byte_offset: 8,
             size: 16,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 16,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 72 {
+                    return None;
+                }
                 let v = QcamReg::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.qos_access_reg_cap_mask();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
         rt::reflect::NestedAccess {
             name: "qos_feature_cap_mask",
+            layout: "qcam_reg_qos_feature_cap_mask",
+            kind: rt::reflect::NestedKind::Union,
             byte_offset: 40,
             size: 16,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 16,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 72 {
+                    return None;
+                }
                 let v = QcamReg::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.qos_feature_cap_mask();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
     ],
@@ -4402,112 +4474,244 @@ pub const DTOR_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
     nested: &[
         rt::reflect::NestedAccess {
             name: "pcie_toggle_to",
+            layout: "default_timeout",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 4,
             size: 4,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 4,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 64 {
+                    return None;
+                }
                 let v = DtorReg::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.pcie_toggle_to();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
         rt::reflect::NestedAccess {
             name: "health_poll_to",
+            layout: "default_timeout",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 20,
             size: 4,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 4,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 64 {
+                    return None;
+                }
                 let v = DtorReg::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.health_poll_to();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
         rt::reflect::NestedAccess {
             name: "full_crdump_to",
+            layout: "default_timeout",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 24,
             size: 4,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 4,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 64 {
+                    return None;
+                }
                 let v = DtorReg::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.full_crdump_to();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
         rt::reflect::NestedAccess {
             name: "fw_reset_to",
+            layout: "default_timeout",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 28,
             size: 4,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 4,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 64 {
+                    return None;
+                }
                 let v = DtorReg::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.fw_reset_to();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
         rt::reflect::NestedAccess {
             name: "flush_on_err_to",
+            layout: "default_timeout",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 32,
             size: 4,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 4,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 64 {
+                    return None;
+                }
                 let v = DtorReg::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.flush_on_err_to();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
         rt::reflect::NestedAccess {
             name: "pci_sync_update_to",
+            layout: "default_timeout",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 36,
             size: 4,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 4,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 64 {
+                    return None;
+                }
                 let v = DtorReg::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.pci_sync_update_to();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
         rt::reflect::NestedAccess {
             name: "tear_down_to",
+            layout: "default_timeout",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 40,
             size: 4,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 4,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 64 {
+                    return None;
+                }
                 let v = DtorReg::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.tear_down_to();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
         rt::reflect::NestedAccess {
             name: "fsm_reactivate_to",
+            layout: "default_timeout",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 44,
             size: 4,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 4,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 64 {
+                    return None;
+                }
                 let v = DtorReg::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.fsm_reactivate_to();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
         rt::reflect::NestedAccess {
             name: "reclaim_pages_to",
+            layout: "default_timeout",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 48,
             size: 4,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 4,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 64 {
+                    return None;
+                }
                 let v = DtorReg::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.reclaim_pages_to();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
         rt::reflect::NestedAccess {
             name: "reclaim_vfs_pages_to",
+            layout: "default_timeout",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 52,
             size: 4,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 4,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 64 {
+                    return None;
+                }
                 let v = DtorReg::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.reclaim_vfs_pages_to();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
         rt::reflect::NestedAccess {
             name: "reset_unload_to",
+            layout: "default_timeout",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 56,
             size: 4,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 4,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 64 {
+                    return None;
+                }
                 let v = DtorReg::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.reset_unload_to();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
     ],
@@ -4675,6 +4879,26 @@ impl<B: rt::Bytes> ::core::fmt::Debug for PcamRegPortAccessRegCapMask<B> {
             .finish()
     }
 }
+#[cfg(feature = "reflect")]
+/// The members of union `pcam_reg_port_access_reg_cap_mask` and the field that selects one, for generic tools.
+pub const PCAM_REG_PORT_ACCESS_REG_CAP_MASK_ACCESS: rt::reflect::UnionAccess = rt::reflect::UnionAccess {
+    name: "pcam_reg_port_access_reg_cap_mask",
+    size: 16,
+    members: &[
+        rt::reflect::UnionMemberAccess {
+            name: "regs_5000_to_507f",
+            layout: "pcam_regs_5000_to_507f",
+            when: Some(0x0),
+        },
+    ],
+    selector: Some(rt::reflect::SelectorAccess {
+        layout: "pcam_reg",
+        field: "access_reg_group",
+        bit_offset: 24,
+        width: 8,
+        shift: 0,
+    }),
+};
 /// The feature mask of PCAM, by feature group.
 ///
 /// PRM union `pcam_reg_feature_cap_mask`: 0x10 bytes, read as one of its members.
@@ -4765,6 +4989,26 @@ impl<B: rt::Bytes> ::core::fmt::Debug for PcamRegFeatureCapMask<B> {
             .finish()
     }
 }
+#[cfg(feature = "reflect")]
+/// The members of union `pcam_reg_feature_cap_mask` and the field that selects one, for generic tools.
+pub const PCAM_REG_FEATURE_CAP_MASK_ACCESS: rt::reflect::UnionAccess = rt::reflect::UnionAccess {
+    name: "pcam_reg_feature_cap_mask",
+    size: 16,
+    members: &[
+        rt::reflect::UnionMemberAccess {
+            name: "enhanced_features",
+            layout: "pcam_enhanced_features",
+            when: Some(0x0),
+        },
+    ],
+    selector: Some(rt::reflect::SelectorAccess {
+        layout: "pcam_reg",
+        field: "feature_group",
+        bit_offset: 8,
+        width: 8,
+        shift: 0,
+    }),
+};
 /// The register mask of MCAM, by access register group.
 ///
 /// PRM union `mcam_reg_mng_access_reg_cap_mask`: 0x10 bytes, read as one of its members.
@@ -4898,6 +5142,41 @@ impl<B: rt::Bytes> ::core::fmt::Debug for McamRegMngAccessRegCapMask<B> {
             .finish()
     }
 }
+#[cfg(feature = "reflect")]
+/// The members of union `mcam_reg_mng_access_reg_cap_mask` and the field that selects one, for generic tools.
+pub const MCAM_REG_MNG_ACCESS_REG_CAP_MASK_ACCESS: rt::reflect::UnionAccess = rt::reflect::UnionAccess {
+    name: "mcam_reg_mng_access_reg_cap_mask",
+    size: 16,
+    members: &[
+        rt::reflect::UnionMemberAccess {
+            name: "access_regs",
+            layout: "mcam_access_reg",
+            when: Some(0x0),
+        },
+        rt::reflect::UnionMemberAccess {
+            name: "access_regs1",
+            layout: "mcam_access_reg_bits1",
+            when: Some(0x1),
+        },
+        rt::reflect::UnionMemberAccess {
+            name: "access_regs2",
+            layout: "mcam_access_reg_bits2",
+            when: Some(0x2),
+        },
+        rt::reflect::UnionMemberAccess {
+            name: "access_regs3",
+            layout: "mcam_access_reg_bits3",
+            when: Some(0x3),
+        },
+    ],
+    selector: Some(rt::reflect::SelectorAccess {
+        layout: "mcam_reg",
+        field: "access_reg_group",
+        bit_offset: 24,
+        width: 8,
+        shift: 0,
+    }),
+};
 /// The feature mask of MCAM, by feature group.
 ///
 /// PRM union `mcam_reg_mng_feature_cap_mask`: 0x10 bytes, read as one of its members.
@@ -4992,6 +5271,26 @@ impl<B: rt::Bytes> ::core::fmt::Debug for McamRegMngFeatureCapMask<B> {
             .finish()
     }
 }
+#[cfg(feature = "reflect")]
+/// The members of union `mcam_reg_mng_feature_cap_mask` and the field that selects one, for generic tools.
+pub const MCAM_REG_MNG_FEATURE_CAP_MASK_ACCESS: rt::reflect::UnionAccess = rt::reflect::UnionAccess {
+    name: "mcam_reg_mng_feature_cap_mask",
+    size: 16,
+    members: &[
+        rt::reflect::UnionMemberAccess {
+            name: "enhanced_features",
+            layout: "mcam_enhanced_features",
+            when: Some(0x0),
+        },
+    ],
+    selector: Some(rt::reflect::SelectorAccess {
+        layout: "mcam_reg",
+        field: "feature_group",
+        bit_offset: 8,
+        width: 8,
+        shift: 0,
+    }),
+};
 /// The register mask of QCAM, by access register group.
 ///
 /// PRM union `qcam_reg_qos_access_reg_cap_mask`: 0x10 bytes, read as one of its members.
@@ -5074,6 +5373,26 @@ impl<B: rt::Bytes> ::core::fmt::Debug for QcamRegQosAccessRegCapMask<B> {
             .finish()
     }
 }
+#[cfg(feature = "reflect")]
+/// The members of union `qcam_reg_qos_access_reg_cap_mask` and the field that selects one, for generic tools.
+pub const QCAM_REG_QOS_ACCESS_REG_CAP_MASK_ACCESS: rt::reflect::UnionAccess = rt::reflect::UnionAccess {
+    name: "qcam_reg_qos_access_reg_cap_mask",
+    size: 16,
+    members: &[
+        rt::reflect::UnionMemberAccess {
+            name: "reg_cap",
+            layout: "qcam_access_reg_cap_mask",
+            when: Some(0x0),
+        },
+    ],
+    selector: Some(rt::reflect::SelectorAccess {
+        layout: "qcam_reg",
+        field: "access_reg_group",
+        bit_offset: 24,
+        width: 8,
+        shift: 0,
+    }),
+};
 /// The feature mask of QCAM, by feature group.
 ///
 /// PRM union `qcam_reg_qos_feature_cap_mask`: 0x10 bytes, read as one of its members.
@@ -5156,3 +5475,23 @@ impl<B: rt::Bytes> ::core::fmt::Debug for QcamRegQosFeatureCapMask<B> {
             .finish()
     }
 }
+#[cfg(feature = "reflect")]
+/// The members of union `qcam_reg_qos_feature_cap_mask` and the field that selects one, for generic tools.
+pub const QCAM_REG_QOS_FEATURE_CAP_MASK_ACCESS: rt::reflect::UnionAccess = rt::reflect::UnionAccess {
+    name: "qcam_reg_qos_feature_cap_mask",
+    size: 16,
+    members: &[
+        rt::reflect::UnionMemberAccess {
+            name: "feature_cap",
+            layout: "qcam_qos_feature_cap_mask",
+            when: Some(0x0),
+        },
+    ],
+    selector: Some(rt::reflect::SelectorAccess {
+        layout: "qcam_reg",
+        field: "feature_group",
+        bit_offset: 8,
+        width: 8,
+        shift: 0,
+    }),
+};

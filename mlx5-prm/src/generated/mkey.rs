@@ -460,12 +460,24 @@ pub const CREATE_MKEY_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
     nested: &[
         rt::reflect::NestedAccess {
             name: "memory_key_mkey_entry",
+            layout: "mkc",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 16,
             size: 64,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 64,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 272 {
+                    return None;
+                }
                 let v = CreateMkeyIn::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.memory_key_mkey_entry();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
     ],
@@ -2181,12 +2193,24 @@ pub const QUERY_MKEY_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
     nested: &[
         rt::reflect::NestedAccess {
             name: "memory_key_mkey_entry",
+            layout: "mkc",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 16,
             size: 64,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 64,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 304 {
+                    return None;
+                }
                 let v = QueryMkeyOut::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.memory_key_mkey_entry();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
     ],

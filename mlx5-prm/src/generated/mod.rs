@@ -40,7 +40,7 @@ pub use uar::*;
 pub use vport::*;
 pub use wq::*;
 pub use wqe::*;
-/// Every command, typed by opcode.
+/// Every command, typed by opcode; and described by value in [`cmd::ALL`].
 pub mod cmd {
     pub use super::caps::cmd::*;
     pub use super::cq::cmd::*;
@@ -52,10 +52,644 @@ pub mod cmd {
     pub use super::tir::cmd::*;
     pub use super::vport::cmd::*;
     pub use super::wq::cmd::*;
+    /// Every command of the spec as a value (name, opcode, layouts, op_mod names), in spec
+    /// order: for tools that meet raw opcodes.
+    pub static ALL: &[crate::rt::CommandInfo] = &[
+        crate::rt::CommandInfo {
+            name: "query_hca_cap",
+            opcode: 0x100,
+            input: "query_hca_cap_in",
+            output: "query_hca_cap_out",
+            op_mods: &[
+                crate::rt::OpModInfo {
+                    name: "general_max",
+                    value: 0x0,
+                },
+                crate::rt::OpModInfo {
+                    name: "general_cur",
+                    value: 0x1,
+                },
+                crate::rt::OpModInfo {
+                    name: "ethernet_offloads_max",
+                    value: 0x2,
+                },
+                crate::rt::OpModInfo {
+                    name: "ethernet_offloads_cur",
+                    value: 0x3,
+                },
+                crate::rt::OpModInfo {
+                    name: "odp_max",
+                    value: 0x4,
+                },
+                crate::rt::OpModInfo {
+                    name: "odp_cur",
+                    value: 0x5,
+                },
+                crate::rt::OpModInfo {
+                    name: "atomic_max",
+                    value: 0x6,
+                },
+                crate::rt::OpModInfo {
+                    name: "atomic_cur",
+                    value: 0x7,
+                },
+                crate::rt::OpModInfo {
+                    name: "roce_max",
+                    value: 0x8,
+                },
+                crate::rt::OpModInfo {
+                    name: "roce_cur",
+                    value: 0x9,
+                },
+            ],
+        },
+        crate::rt::CommandInfo {
+            name: "set_hca_cap",
+            opcode: 0x109,
+            input: "set_hca_cap_in",
+            output: "set_hca_cap_out",
+            op_mods: &[
+                crate::rt::OpModInfo {
+                    name: "general",
+                    value: 0x0,
+                },
+                crate::rt::OpModInfo {
+                    name: "odp",
+                    value: 0x4,
+                },
+                crate::rt::OpModInfo {
+                    name: "atomic",
+                    value: 0x6,
+                },
+                crate::rt::OpModInfo {
+                    name: "roce",
+                    value: 0x8,
+                },
+                crate::rt::OpModInfo {
+                    name: "port_selection",
+                    value: 0x4a,
+                },
+            ],
+        },
+        crate::rt::CommandInfo {
+            name: "create_cq",
+            opcode: 0x400,
+            input: "create_cq_in",
+            output: "create_cq_out",
+            op_mods: &[],
+        },
+        crate::rt::CommandInfo {
+            name: "destroy_cq",
+            opcode: 0x401,
+            input: "destroy_cq_in",
+            output: "destroy_cq_out",
+            op_mods: &[],
+        },
+        crate::rt::CommandInfo {
+            name: "query_cq",
+            opcode: 0x402,
+            input: "query_cq_in",
+            output: "query_cq_out",
+            op_mods: &[],
+        },
+        crate::rt::CommandInfo {
+            name: "modify_cq",
+            opcode: 0x403,
+            input: "modify_cq_in",
+            output: "modify_cq_out",
+            op_mods: &[
+                crate::rt::OpModInfo {
+                    name: "modify_cq",
+                    value: 0x0,
+                },
+                crate::rt::OpModInfo {
+                    name: "resize_cq",
+                    value: 0x1,
+                },
+            ],
+        },
+        crate::rt::CommandInfo {
+            name: "create_eq",
+            opcode: 0x301,
+            input: "create_eq_in",
+            output: "create_eq_out",
+            op_mods: &[],
+        },
+        crate::rt::CommandInfo {
+            name: "destroy_eq",
+            opcode: 0x302,
+            input: "destroy_eq_in",
+            output: "destroy_eq_out",
+            op_mods: &[],
+        },
+        crate::rt::CommandInfo {
+            name: "query_eq",
+            opcode: 0x303,
+            input: "query_eq_in",
+            output: "query_eq_out",
+            op_mods: &[],
+        },
+        crate::rt::CommandInfo {
+            name: "create_flow_table",
+            opcode: 0x930,
+            input: "create_flow_table_in",
+            output: "create_flow_table_out",
+            op_mods: &[],
+        },
+        crate::rt::CommandInfo {
+            name: "create_flow_group",
+            opcode: 0x933,
+            input: "create_flow_group_in",
+            output: "create_flow_group_out",
+            op_mods: &[],
+        },
+        crate::rt::CommandInfo {
+            name: "set_fte",
+            opcode: 0x936,
+            input: "set_fte_in",
+            output: "set_fte_out",
+            op_mods: &[],
+        },
+        crate::rt::CommandInfo {
+            name: "set_flow_table_root",
+            opcode: 0x92f,
+            input: "set_flow_table_root_in",
+            output: "set_flow_table_root_out",
+            op_mods: &[],
+        },
+        crate::rt::CommandInfo {
+            name: "destroy_flow_table",
+            opcode: 0x931,
+            input: "destroy_flow_table_in",
+            output: "destroy_flow_table_out",
+            op_mods: &[],
+        },
+        crate::rt::CommandInfo {
+            name: "destroy_flow_group",
+            opcode: 0x934,
+            input: "destroy_flow_group_in",
+            output: "destroy_flow_group_out",
+            op_mods: &[],
+        },
+        crate::rt::CommandInfo {
+            name: "delete_fte",
+            opcode: 0x938,
+            input: "delete_fte_in",
+            output: "delete_fte_out",
+            op_mods: &[],
+        },
+        crate::rt::CommandInfo {
+            name: "enable_hca",
+            opcode: 0x104,
+            input: "enable_hca_in",
+            output: "enable_hca_out",
+            op_mods: &[],
+        },
+        crate::rt::CommandInfo {
+            name: "disable_hca",
+            opcode: 0x105,
+            input: "disable_hca_in",
+            output: "disable_hca_out",
+            op_mods: &[],
+        },
+        crate::rt::CommandInfo {
+            name: "query_issi",
+            opcode: 0x10a,
+            input: "query_issi_in",
+            output: "query_issi_out",
+            op_mods: &[],
+        },
+        crate::rt::CommandInfo {
+            name: "set_issi",
+            opcode: 0x10b,
+            input: "set_issi_in",
+            output: "set_issi_out",
+            op_mods: &[],
+        },
+        crate::rt::CommandInfo {
+            name: "query_pages",
+            opcode: 0x107,
+            input: "query_pages_in",
+            output: "query_pages_out",
+            op_mods: &[
+                crate::rt::OpModInfo {
+                    name: "boot",
+                    value: 0x1,
+                },
+                crate::rt::OpModInfo {
+                    name: "init",
+                    value: 0x2,
+                },
+                crate::rt::OpModInfo {
+                    name: "regular",
+                    value: 0x3,
+                },
+            ],
+        },
+        crate::rt::CommandInfo {
+            name: "manage_pages",
+            opcode: 0x108,
+            input: "manage_pages_in",
+            output: "manage_pages_out",
+            op_mods: &[
+                crate::rt::OpModInfo {
+                    name: "alloc_fail",
+                    value: 0x0,
+                },
+                crate::rt::OpModInfo {
+                    name: "give",
+                    value: 0x1,
+                },
+                crate::rt::OpModInfo {
+                    name: "take",
+                    value: 0x2,
+                },
+            ],
+        },
+        crate::rt::CommandInfo {
+            name: "query_adapter",
+            opcode: 0x101,
+            input: "query_adapter_in",
+            output: "query_adapter_out",
+            op_mods: &[],
+        },
+        crate::rt::CommandInfo {
+            name: "init_hca",
+            opcode: 0x102,
+            input: "init_hca_in",
+            output: "init_hca_out",
+            op_mods: &[],
+        },
+        crate::rt::CommandInfo {
+            name: "teardown_hca",
+            opcode: 0x103,
+            input: "teardown_hca_in",
+            output: "teardown_hca_out",
+            op_mods: &[],
+        },
+        crate::rt::CommandInfo {
+            name: "set_driver_version",
+            opcode: 0x10d,
+            input: "set_driver_version_in",
+            output: "set_driver_version_out",
+            op_mods: &[],
+        },
+        crate::rt::CommandInfo {
+            name: "access_register",
+            opcode: 0x805,
+            input: "access_register_in",
+            output: "access_register_out",
+            op_mods: &[
+                crate::rt::OpModInfo {
+                    name: "write",
+                    value: 0x0,
+                },
+                crate::rt::OpModInfo {
+                    name: "read",
+                    value: 0x1,
+                },
+            ],
+        },
+        crate::rt::CommandInfo {
+            name: "alloc_uar",
+            opcode: 0x802,
+            input: "alloc_uar_in",
+            output: "alloc_uar_out",
+            op_mods: &[],
+        },
+        crate::rt::CommandInfo {
+            name: "dealloc_uar",
+            opcode: 0x803,
+            input: "dealloc_uar_in",
+            output: "dealloc_uar_out",
+            op_mods: &[],
+        },
+        crate::rt::CommandInfo {
+            name: "alloc_pd",
+            opcode: 0x800,
+            input: "alloc_pd_in",
+            output: "alloc_pd_out",
+            op_mods: &[],
+        },
+        crate::rt::CommandInfo {
+            name: "dealloc_pd",
+            opcode: 0x801,
+            input: "dealloc_pd_in",
+            output: "dealloc_pd_out",
+            op_mods: &[],
+        },
+        crate::rt::CommandInfo {
+            name: "alloc_transport_domain",
+            opcode: 0x816,
+            input: "alloc_transport_domain_in",
+            output: "alloc_transport_domain_out",
+            op_mods: &[],
+        },
+        crate::rt::CommandInfo {
+            name: "dealloc_transport_domain",
+            opcode: 0x817,
+            input: "dealloc_transport_domain_in",
+            output: "dealloc_transport_domain_out",
+            op_mods: &[],
+        },
+        crate::rt::CommandInfo {
+            name: "query_special_contexts",
+            opcode: 0x203,
+            input: "query_special_contexts_in",
+            output: "query_special_contexts_out",
+            op_mods: &[],
+        },
+        crate::rt::CommandInfo {
+            name: "create_mkey",
+            opcode: 0x200,
+            input: "create_mkey_in",
+            output: "create_mkey_out",
+            op_mods: &[],
+        },
+        crate::rt::CommandInfo {
+            name: "destroy_mkey",
+            opcode: 0x202,
+            input: "destroy_mkey_in",
+            output: "destroy_mkey_out",
+            op_mods: &[],
+        },
+        crate::rt::CommandInfo {
+            name: "query_mkey",
+            opcode: 0x201,
+            input: "query_mkey_in",
+            output: "query_mkey_out",
+            op_mods: &[],
+        },
+        crate::rt::CommandInfo {
+            name: "create_qp",
+            opcode: 0x500,
+            input: "create_qp_in",
+            output: "create_qp_out",
+            op_mods: &[],
+        },
+        crate::rt::CommandInfo {
+            name: "destroy_qp",
+            opcode: 0x501,
+            input: "destroy_qp_in",
+            output: "destroy_qp_out",
+            op_mods: &[],
+        },
+        crate::rt::CommandInfo {
+            name: "query_qp",
+            opcode: 0x50b,
+            input: "query_qp_in",
+            output: "query_qp_out",
+            op_mods: &[],
+        },
+        crate::rt::CommandInfo {
+            name: "rst2init_qp",
+            opcode: 0x502,
+            input: "rst2init_qp_in",
+            output: "rst2init_qp_out",
+            op_mods: &[],
+        },
+        crate::rt::CommandInfo {
+            name: "init2init_qp",
+            opcode: 0x50e,
+            input: "init2init_qp_in",
+            output: "init2init_qp_out",
+            op_mods: &[],
+        },
+        crate::rt::CommandInfo {
+            name: "init2rtr_qp",
+            opcode: 0x503,
+            input: "init2rtr_qp_in",
+            output: "init2rtr_qp_out",
+            op_mods: &[],
+        },
+        crate::rt::CommandInfo {
+            name: "rtr2rts_qp",
+            opcode: 0x504,
+            input: "rtr2rts_qp_in",
+            output: "rtr2rts_qp_out",
+            op_mods: &[],
+        },
+        crate::rt::CommandInfo {
+            name: "rts2rts_qp",
+            opcode: 0x505,
+            input: "rts2rts_qp_in",
+            output: "rts2rts_qp_out",
+            op_mods: &[],
+        },
+        crate::rt::CommandInfo {
+            name: "sqerr2rts_qp",
+            opcode: 0x506,
+            input: "sqerr2rts_qp_in",
+            output: "sqerr2rts_qp_out",
+            op_mods: &[],
+        },
+        crate::rt::CommandInfo {
+            name: "qp_2err",
+            opcode: 0x507,
+            input: "qp_2err_in",
+            output: "qp_2err_out",
+            op_mods: &[],
+        },
+        crate::rt::CommandInfo {
+            name: "qp_2rst",
+            opcode: 0x50a,
+            input: "qp_2rst_in",
+            output: "qp_2rst_out",
+            op_mods: &[],
+        },
+        crate::rt::CommandInfo {
+            name: "create_tis",
+            opcode: 0x912,
+            input: "create_tis_in",
+            output: "create_tis_out",
+            op_mods: &[],
+        },
+        crate::rt::CommandInfo {
+            name: "destroy_tis",
+            opcode: 0x914,
+            input: "destroy_tis_in",
+            output: "destroy_tis_out",
+            op_mods: &[],
+        },
+        crate::rt::CommandInfo {
+            name: "create_tir",
+            opcode: 0x900,
+            input: "create_tir_in",
+            output: "create_tir_out",
+            op_mods: &[],
+        },
+        crate::rt::CommandInfo {
+            name: "destroy_tir",
+            opcode: 0x902,
+            input: "destroy_tir_in",
+            output: "destroy_tir_out",
+            op_mods: &[],
+        },
+        crate::rt::CommandInfo {
+            name: "create_rqt",
+            opcode: 0x916,
+            input: "create_rqt_in",
+            output: "create_rqt_out",
+            op_mods: &[],
+        },
+        crate::rt::CommandInfo {
+            name: "destroy_rqt",
+            opcode: 0x918,
+            input: "destroy_rqt_in",
+            output: "destroy_rqt_out",
+            op_mods: &[],
+        },
+        crate::rt::CommandInfo {
+            name: "query_vport_state",
+            opcode: 0x750,
+            input: "query_vport_state_in",
+            output: "query_vport_state_out",
+            op_mods: &[
+                crate::rt::OpModInfo {
+                    name: "vnic_vport",
+                    value: 0x0,
+                },
+                crate::rt::OpModInfo {
+                    name: "esw_vport",
+                    value: 0x1,
+                },
+                crate::rt::OpModInfo {
+                    name: "uplink",
+                    value: 0x2,
+                },
+            ],
+        },
+        crate::rt::CommandInfo {
+            name: "query_nic_vport_context",
+            opcode: 0x754,
+            input: "query_nic_vport_context_in",
+            output: "query_nic_vport_context_out",
+            op_mods: &[],
+        },
+        crate::rt::CommandInfo {
+            name: "modify_nic_vport_context",
+            opcode: 0x755,
+            input: "modify_nic_vport_context_in",
+            output: "modify_nic_vport_context_out",
+            op_mods: &[],
+        },
+        crate::rt::CommandInfo {
+            name: "create_sq",
+            opcode: 0x904,
+            input: "create_sq_in",
+            output: "create_sq_out",
+            op_mods: &[],
+        },
+        crate::rt::CommandInfo {
+            name: "modify_sq",
+            opcode: 0x905,
+            input: "modify_sq_in",
+            output: "modify_sq_out",
+            op_mods: &[],
+        },
+        crate::rt::CommandInfo {
+            name: "destroy_sq",
+            opcode: 0x906,
+            input: "destroy_sq_in",
+            output: "destroy_sq_out",
+            op_mods: &[],
+        },
+        crate::rt::CommandInfo {
+            name: "create_rq",
+            opcode: 0x908,
+            input: "create_rq_in",
+            output: "create_rq_out",
+            op_mods: &[],
+        },
+        crate::rt::CommandInfo {
+            name: "modify_rq",
+            opcode: 0x909,
+            input: "modify_rq_in",
+            output: "modify_rq_out",
+            op_mods: &[],
+        },
+        crate::rt::CommandInfo {
+            name: "destroy_rq",
+            opcode: 0x90a,
+            input: "destroy_rq_in",
+            output: "destroy_rq_out",
+            op_mods: &[],
+        },
+    ];
+    /// The command with `opcode`, if the spec has one.
+    pub fn by_opcode(opcode: u16) -> Option<&'static crate::rt::CommandInfo> {
+        let i = match opcode {
+            0x100 => 0,
+            0x109 => 1,
+            0x400 => 2,
+            0x401 => 3,
+            0x402 => 4,
+            0x403 => 5,
+            0x301 => 6,
+            0x302 => 7,
+            0x303 => 8,
+            0x930 => 9,
+            0x933 => 10,
+            0x936 => 11,
+            0x92f => 12,
+            0x931 => 13,
+            0x934 => 14,
+            0x938 => 15,
+            0x104 => 16,
+            0x105 => 17,
+            0x10a => 18,
+            0x10b => 19,
+            0x107 => 20,
+            0x108 => 21,
+            0x101 => 22,
+            0x102 => 23,
+            0x103 => 24,
+            0x10d => 25,
+            0x805 => 26,
+            0x802 => 27,
+            0x803 => 28,
+            0x800 => 29,
+            0x801 => 30,
+            0x816 => 31,
+            0x817 => 32,
+            0x203 => 33,
+            0x200 => 34,
+            0x202 => 35,
+            0x201 => 36,
+            0x500 => 37,
+            0x501 => 38,
+            0x50b => 39,
+            0x502 => 40,
+            0x50e => 41,
+            0x503 => 42,
+            0x504 => 43,
+            0x505 => 44,
+            0x506 => 45,
+            0x507 => 46,
+            0x50a => 47,
+            0x912 => 48,
+            0x914 => 49,
+            0x900 => 50,
+            0x902 => 51,
+            0x916 => 52,
+            0x918 => 53,
+            0x750 => 54,
+            0x754 => 55,
+            0x755 => 56,
+            0x904 => 57,
+            0x905 => 58,
+            0x906 => 59,
+            0x908 => 60,
+            0x909 => 61,
+            0x90a => 62,
+            _ => return None,
+        };
+        ALL.get(i)
+    }
 }
 /// Every layout's reflection table, in spec order.
 #[cfg(feature = "reflect")]
-pub const ALL_LAYOUTS: &[crate::rt::reflect::LayoutAccess] = &[
+pub static ALL_LAYOUTS: &[crate::rt::reflect::LayoutAccess] = &[
     access_reg::PAOS_REG_ACCESS,
     access_reg::PTYS_REG_ACCESS,
     access_reg::PMTU_REG_ACCESS,
@@ -282,3 +916,51 @@ pub const ALL_LAYOUTS: &[crate::rt::reflect::LayoutAccess] = &[
     wqe::WQE_INLINE_SEG_ACCESS,
     wqe::RECV_WQE_ACCESS,
 ];
+/// Every union's reflection table, in spec order.
+#[cfg(feature = "reflect")]
+pub static ALL_UNIONS: &[crate::rt::reflect::UnionAccess] = &[
+    access_reg::ETH_CNTRS_GRP_DATA_LAYOUT_AUTO_ACCESS,
+    caps::HCA_CAP_UNION_ACCESS,
+    cq::MODIFY_FIELD_SELECT_RESIZE_FIELD_SELECT_AUTO_ACCESS,
+    eqe::EVENT_AUTO_ACCESS,
+    flow::IPV6_LAYOUT_IPV4_LAYOUT_AUTO_ACCESS,
+    flow::GRE_KEY_ACCESS,
+    flow::EXE_ASO_CTRL_ACCESS,
+    flow::DEST_FORMAT_STRUCT_FLOW_COUNTER_LIST_AUTO_ACCESS,
+    mgmt_reg::PCAM_REG_PORT_ACCESS_REG_CAP_MASK_ACCESS,
+    mgmt_reg::PCAM_REG_FEATURE_CAP_MASK_ACCESS,
+    mgmt_reg::MCAM_REG_MNG_ACCESS_REG_CAP_MASK_ACCESS,
+    mgmt_reg::MCAM_REG_MNG_FEATURE_CAP_MASK_ACCESS,
+    mgmt_reg::QCAM_REG_QOS_ACCESS_REG_CAP_MASK_ACCESS,
+    mgmt_reg::QCAM_REG_QOS_FEATURE_CAP_MASK_ACCESS,
+];
+/// Positions in [`ALL_LAYOUTS`] in name order, for [`layout_by_name`].
+#[cfg(feature = "reflect")]
+static LAYOUTS_BY_NAME: &[u32] = &[
+    108, 109, 150, 114, 115, 118, 119, 110, 111, 12, 9, 16, 17, 51, 18, 204, 15, 40, 189,
+    45, 19, 30, 20, 21, 32, 34, 56, 69, 53, 55, 141, 143, 148, 151, 210, 212, 183, 186,
+    201, 205, 177, 180, 172, 174, 49, 41, 116, 117, 120, 121, 112, 113, 138, 85, 86, 76,
+    22, 23, 35, 36, 83, 84, 81, 82, 144, 145, 152, 153, 215, 216, 187, 188, 208, 209,
+    181, 182, 175, 176, 89, 90, 46, 139, 87, 88, 33, 39, 31, 5, 4, 74, 73, 75, 71, 77,
+    54, 65, 57, 58, 61, 64, 66, 67, 68, 48, 63, 124, 140, 158, 159, 160, 161, 102, 103,
+    125, 60, 59, 197, 97, 98, 129, 130, 131, 132, 133, 134, 6, 142, 26, 29, 27, 198, 200,
+    199, 213, 214, 206, 207, 196, 62, 52, 0, 127, 128, 126, 10, 2, 47, 3, 1, 135, 136,
+    137, 168, 169, 170, 171, 190, 42, 149, 99, 100, 101, 24, 25, 37, 38, 7, 8, 91, 92,
+    146, 147, 194, 195, 95, 96, 154, 155, 122, 123, 192, 193, 44, 224, 28, 11, 185, 211,
+    184, 156, 157, 162, 163, 164, 165, 179, 106, 107, 79, 80, 70, 78, 13, 14, 93, 94,
+    202, 166, 167, 50, 104, 105, 178, 173, 191, 72, 203, 43, 221, 217, 219, 218, 223,
+    222, 220,
+];
+/// Positions in [`ALL_UNIONS`] in name order, for [`union_by_name`].
+#[cfg(feature = "reflect")]
+static UNIONS_BY_NAME: &[u32] = &[7, 0, 3, 6, 5, 1, 4, 10, 11, 2, 9, 8, 12, 13];
+/// The reflection table of the layout (structure or register block) called `name`.
+#[cfg(feature = "reflect")]
+pub fn layout_by_name(name: &str) -> Option<&'static crate::rt::reflect::LayoutAccess> {
+    crate::rt::reflect::by_name(ALL_LAYOUTS, LAYOUTS_BY_NAME, name)
+}
+/// The reflection table of the union called `name`.
+#[cfg(feature = "reflect")]
+pub fn union_by_name(name: &str) -> Option<&'static crate::rt::reflect::UnionAccess> {
+    crate::rt::reflect::by_name(ALL_UNIONS, UNIONS_BY_NAME, name)
+}

@@ -1389,12 +1389,24 @@ pub const CREATE_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
     nested: &[
         rt::reflect::NestedAccess {
             name: "qpc",
+            layout: "qpc",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 24,
             size: 232,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 232,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 272 {
+                    return None;
+                }
                 let v = CreateQpIn::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.qpc();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
     ],
@@ -4113,22 +4125,46 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     nested: &[
         rt::reflect::NestedAccess {
             name: "primary_address_path",
+            layout: "ads",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 24,
             size: 44,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 44,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 232 {
+                    return None;
+                }
                 let v = Qpc::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.primary_address_path();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
         rt::reflect::NestedAccess {
             name: "secondary_address_path",
+            layout: "ads",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 68,
             size: 44,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 44,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 232 {
+                    return None;
+                }
                 let v = Qpc::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.secondary_address_path();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
     ],
@@ -5809,12 +5845,24 @@ pub const QUERY_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
     nested: &[
         rt::reflect::NestedAccess {
             name: "qpc",
+            layout: "qpc",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 24,
             size: 232,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 232,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 272 {
+                    return None;
+                }
                 let v = QueryQpOut::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.qpc();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
     ],
@@ -6072,12 +6120,24 @@ pub const RST2INIT_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
     nested: &[
         rt::reflect::NestedAccess {
             name: "qpc",
+            layout: "qpc",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 24,
             size: 232,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 232,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 272 {
+                    return None;
+                }
                 let v = Rst2initQpIn::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.qpc();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
     ],
@@ -6460,12 +6520,24 @@ pub const INIT2INIT_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
     nested: &[
         rt::reflect::NestedAccess {
             name: "qpc",
+            layout: "qpc",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 24,
             size: 232,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 232,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 272 {
+                    return None;
+                }
                 let v = Init2initQpIn::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.qpc();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
     ],
@@ -6848,12 +6920,24 @@ pub const INIT2RTR_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
     nested: &[
         rt::reflect::NestedAccess {
             name: "qpc",
+            layout: "qpc",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 24,
             size: 232,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 232,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 272 {
+                    return None;
+                }
                 let v = Init2rtrQpIn::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.qpc();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
     ],
@@ -7236,12 +7320,24 @@ pub const RTR2RTS_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
     nested: &[
         rt::reflect::NestedAccess {
             name: "qpc",
+            layout: "qpc",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 24,
             size: 232,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 232,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 272 {
+                    return None;
+                }
                 let v = Rtr2rtsQpIn::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.qpc();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
     ],
@@ -7624,12 +7720,24 @@ pub const RTS2RTS_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
     nested: &[
         rt::reflect::NestedAccess {
             name: "qpc",
+            layout: "qpc",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 24,
             size: 232,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 232,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 272 {
+                    return None;
+                }
                 let v = Rts2rtsQpIn::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.qpc();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
     ],
@@ -7982,12 +8090,24 @@ pub const SQERR2RTS_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
     nested: &[
         rt::reflect::NestedAccess {
             name: "qpc",
+            layout: "qpc",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 24,
             size: 232,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 232,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 272 {
+                    return None;
+                }
                 let v = Sqerr2rtsQpIn::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.qpc();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
     ],

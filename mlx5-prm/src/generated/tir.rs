@@ -295,12 +295,24 @@ pub const CREATE_TIS_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
     nested: &[
         rt::reflect::NestedAccess {
             name: "ctx",
+            layout: "tisc",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 32,
             size: 160,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 160,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 192 {
+                    return None;
+                }
                 let v = CreateTisIn::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.ctx();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
     ],
@@ -1207,12 +1219,24 @@ pub const CREATE_TIR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
     nested: &[
         rt::reflect::NestedAccess {
             name: "ctx",
+            layout: "tirc",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 32,
             size: 240,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 240,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 272 {
+                    return None;
+                }
                 let v = CreateTirIn::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.ctx();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
     ],
@@ -1905,22 +1929,46 @@ pub const TIRC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     nested: &[
         rt::reflect::NestedAccess {
             name: "rx_hash_field_selector_outer",
+            layout: "rx_hash_field_select",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 80,
             size: 4,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 4,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 240 {
+                    return None;
+                }
                 let v = Tirc::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.rx_hash_field_selector_outer();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
         rt::reflect::NestedAccess {
             name: "rx_hash_field_selector_inner",
+            layout: "rx_hash_field_select",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 84,
             size: 4,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 4,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 240 {
+                    return None;
+                }
                 let v = Tirc::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.rx_hash_field_selector_inner();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
     ],
@@ -2719,12 +2767,24 @@ pub const CREATE_RQT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
     nested: &[
         rt::reflect::NestedAccess {
             name: "rqt_context",
+            layout: "rqtc",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 32,
             size: 240,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 240,
+            runs_on: true,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 272 {
+                    return None;
+                }
                 let v = CreateRqtIn::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.rqt_context();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
     ],
@@ -3019,7 +3079,27 @@ pub const RQTC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             }),
         },
     ],
-    nested: &[],
+    nested: &[
+        rt::reflect::NestedAccess {
+            name: "rq_num",
+            layout: "rq_num",
+            kind: rt::reflect::NestedKind::Struct,
+            byte_offset: 240,
+            size: 4,
+            count: 0,
+            trailing: true,
+            stride: 4,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 240 {
+                    return None;
+                }
+                let v = Rqtc::new_unchecked(b);
+                let sub = v.rq_num(i)?;
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
+            },
+        },
+    ],
 };
 /// One entry of an RQT.
 ///

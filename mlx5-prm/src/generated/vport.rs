@@ -982,12 +982,24 @@ pub const QUERY_NIC_VPORT_CONTEXT_OUT_ACCESS: rt::reflect::LayoutAccess = rt::re
     nested: &[
         rt::reflect::NestedAccess {
             name: "nic_vport_context",
+            layout: "nic_vport_context",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 16,
             size: 256,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 256,
+            runs_on: true,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 272 {
+                    return None;
+                }
                 let v = QueryNicVportContextOut::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.nic_vport_context();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
     ],
@@ -2015,12 +2027,24 @@ pub const NIC_VPORT_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
     nested: &[
         rt::reflect::NestedAccess {
             name: "permanent_address",
+            layout: "mac_address_layout",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 244,
             size: 8,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 8,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 256 {
+                    return None;
+                }
                 let v = NicVportContext::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.permanent_address();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
     ],
@@ -2394,22 +2418,46 @@ pub const MODIFY_NIC_VPORT_CONTEXT_IN_ACCESS: rt::reflect::LayoutAccess = rt::re
     nested: &[
         rt::reflect::NestedAccess {
             name: "field_select",
+            layout: "modify_nic_vport_field_select",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 12,
             size: 4,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 4,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 512 {
+                    return None;
+                }
                 let v = ModifyNicVportContextIn::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.field_select();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
         rt::reflect::NestedAccess {
             name: "nic_vport_context",
+            layout: "nic_vport_context",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 256,
             size: 256,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 256,
+            runs_on: true,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 512 {
+                    return None;
+                }
                 let v = ModifyNicVportContextIn::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.nic_vport_context();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
     ],

@@ -733,12 +733,24 @@ pub const CREATE_SQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
     nested: &[
         rt::reflect::NestedAccess {
             name: "ctx",
+            layout: "sqc",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 32,
             size: 240,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 240,
+            runs_on: true,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 272 {
+                    return None;
+                }
                 let v = CreateSqIn::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.ctx();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
     ],
@@ -1565,12 +1577,24 @@ pub const SQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     nested: &[
         rt::reflect::NestedAccess {
             name: "wq",
+            layout: "wq",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 48,
             size: 192,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 192,
+            runs_on: true,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 240 {
+                    return None;
+                }
                 let v = Sqc::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.wq();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
     ],
@@ -2867,7 +2891,27 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             }),
         },
     ],
-    nested: &[],
+    nested: &[
+        rt::reflect::NestedAccess {
+            name: "pas",
+            layout: "cmd_pas",
+            kind: rt::reflect::NestedKind::Struct,
+            byte_offset: 192,
+            size: 8,
+            count: 0,
+            trailing: true,
+            stride: 8,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 192 {
+                    return None;
+                }
+                let v = Wq::new_unchecked(b);
+                let sub = v.pas(i)?;
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
+            },
+        },
+    ],
 };
 /// One page address of a work queue buffer, split over two dwords; pages are at least 4 KiB aligned.
 ///
@@ -3382,12 +3426,24 @@ pub const MODIFY_SQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
     nested: &[
         rt::reflect::NestedAccess {
             name: "ctx",
+            layout: "sqc",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 32,
             size: 240,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 240,
+            runs_on: true,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 272 {
+                    return None;
+                }
                 let v = ModifySqIn::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.ctx();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
     ],
@@ -3904,12 +3960,24 @@ pub const CREATE_RQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
     nested: &[
         rt::reflect::NestedAccess {
             name: "ctx",
+            layout: "rqc",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 32,
             size: 240,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 240,
+            runs_on: true,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 272 {
+                    return None;
+                }
                 let v = CreateRqIn::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.ctx();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
     ],
@@ -4723,12 +4791,24 @@ pub const RQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     nested: &[
         rt::reflect::NestedAccess {
             name: "wq",
+            layout: "wq",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 48,
             size: 192,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 192,
+            runs_on: true,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 240 {
+                    return None;
+                }
                 let v = Rqc::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.wq();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
     ],
@@ -5139,12 +5219,24 @@ pub const MODIFY_RQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
     nested: &[
         rt::reflect::NestedAccess {
             name: "ctx",
+            layout: "rqc",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 32,
             size: 240,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 240,
+            runs_on: true,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 272 {
+                    return None;
+                }
                 let v = ModifyRqIn::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.ctx();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
     ],

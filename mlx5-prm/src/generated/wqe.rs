@@ -2081,12 +2081,43 @@ pub const RECV_WQE_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
     nested: &[
         rt::reflect::NestedAccess {
             name: "scatter",
+            layout: "wqe_data_seg",
+            kind: rt::reflect::NestedKind::Struct,
             byte_offset: 0,
             size: 16,
-            view_offset: |b: &[u8]| -> usize {
+            count: 1,
+            trailing: false,
+            stride: 16,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 16 {
+                    return None;
+                }
                 let v = RecvWqe::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
                 let sub = v.scatter();
-                sub.storage().as_ptr() as usize - b.as_ptr() as usize
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
+            },
+        },
+        rt::reflect::NestedAccess {
+            name: "scatter_more",
+            layout: "wqe_data_seg",
+            kind: rt::reflect::NestedKind::Struct,
+            byte_offset: 16,
+            size: 16,
+            count: 0,
+            trailing: true,
+            stride: 16,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 16 {
+                    return None;
+                }
+                let v = RecvWqe::new_unchecked(b);
+                let sub = v.scatter_more(i)?;
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
             },
         },
     ],

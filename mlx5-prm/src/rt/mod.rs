@@ -6,6 +6,7 @@
 mod access;
 mod bytes;
 mod command;
+mod command_info;
 mod device;
 mod error;
 pub mod fmt;
@@ -19,6 +20,7 @@ mod view;
 pub use access::*;
 pub use bytes::{Bytes, BytesMut};
 pub use command::{output_status, output_syndrome, Command, OpMod};
+pub use command_info::{CommandInfo, OpModInfo};
 pub use device::DeviceBytes;
 pub use error::{LayoutError, Overflow, UnknownValue};
 pub use mmio::{Mmio32, MmioBytes, MmioPtr, RegisterFile};
