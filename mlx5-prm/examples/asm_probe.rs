@@ -53,16 +53,16 @@ pub fn probe_build_cq_arm(sn: u8, cmd: CqArmCmd, ci: u32, cqn: u32) -> u64 {
         .bits()
 }
 
-/// The same word as `driver/src/cq.rs` composes it by hand, with the CQ number masked to its
-/// 24 bits as the builder's setter does.
+/// The same word composed by hand with shifts and masks, as C drivers write it, with the CQ
+/// number masked to its 24 bits as the builder's setter does.
 #[no_mangle]
 pub fn probe_hand_cq_arm(sn: u8, cmd: CqArmCmd, ci: u32, cqn: u32) -> u64 {
     let high = (u32::from(sn & 3) << 28) | (u32::from(cmd.raw()) << 24) | (ci & 0xff_ffff);
     (u64::from(high) << 32) | u64::from(cqn & 0xff_ffff)
 }
 
-/// `driver/src/cq.rs` verbatim: it leaves the CQ number unmasked (the device hands out
-/// numbers below 2^24).
+/// The hand composition `driver/src/cq.rs` used before it moved to the builder: the CQ number
+/// left unmasked (the device hands out numbers below 2^24).
 #[no_mangle]
 pub fn probe_driver_cq_arm(sn: u8, cmd: CqArmCmd, ci: u32, cqn: u32) -> u64 {
     let high = (u32::from(sn & 3) << 28) | (u32::from(cmd.raw()) << 24) | (ci & 0xff_ffff);
@@ -78,7 +78,7 @@ pub fn probe_build_eq_arm(eqn: u8, ci: u32) -> u32 {
         .bits()
 }
 
-/// The same word as `driver/src/eq.rs` writes it.
+/// The same word composed by hand (as `driver/src/eq.rs` wrote it before the builder).
 #[no_mangle]
 pub fn probe_hand_eq_arm(eqn: u8, ci: u32) -> u32 {
     (u32::from(eqn) << 24) | (ci & 0xff_ffff)

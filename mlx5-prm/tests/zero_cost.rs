@@ -145,9 +145,9 @@ fn word_builders_compile_to_the_hand_written_shifts_and_ors() {
         insta::assert_snapshot!(built, code.join("\n"));
         insta::assert_snapshot!(hand, hand_code.join("\n"));
     }
-    // `driver/src/cq.rs` leaves the CQ number unmasked, where the builder masks it to the
-    // field's 24 bits; the unmasked version still needs a move to zero-extend it, so the
-    // builder is no longer.
+    // The driver's former hand composition left the CQ number unmasked, where the builder
+    // masks it to the field's 24 bits; the unmasked version still needs a move to
+    // zero-extend it, so the builder is no longer.
     let driver = code_of(&asm, "probe_driver_cq_arm");
     let built = code_of(&asm, "probe_build_cq_arm");
     assert!(built.len() <= driver.len(), "{built:?}\n{driver:?}");
