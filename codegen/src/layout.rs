@@ -6,7 +6,7 @@
 //! paths with absolute offsets, so a consumer can look up `qpc.primary_address_path.pkey_index`
 //! directly, as the kernel's `MLX5_GET` does.
 
-use crate::ir::{Access, ArrayCount, Field, FieldType, Ir, Struct, Union};
+use crate::ir::{Access, ArrayCount, Field, FieldType, Ir, Struct, Union, Word};
 use serde::Serialize;
 
 /// Version of the JSON layout contract.
@@ -43,8 +43,22 @@ pub struct StateMachineLayout {
     pub states: String,
     /// The input field holding the optional-parameter mask.
     pub mask_field: Option<String>,
+    /// The input field naming the object a transition moves (`qpn`).
+    pub object_field: Option<String>,
+    /// Where the device reports the state: a structure and a field in it (`null` without).
+    pub state_field: Option<StateFieldLayout>,
     /// Transitions.
     pub transitions: Vec<TransitionLayout>,
+}
+
+/// Where a state machine's current state is read.
+#[derive(Debug, Serialize)]
+pub struct StateFieldLayout {
+    /// The structure holding the state (`qpc`).
+    pub structure: String,
+    /// Dotted path inside it, with offset and width from its start.
+    #[serde(flatten)]
+    pub field: PathLayout,
 }
 
 /// One transition.
@@ -137,6 +151,21 @@ pub struct StructLayout {
     pub register_block: bool,
     /// Fields by offset; each nested structure's or union's expansion follows its entry.
     pub fields: Vec<FieldLayout>,
+    /// Words written as one store (doorbells), in spec order.
+    pub words: Vec<WordLayout>,
+}
+
+/// A word written whole: a dword or an aligned 64-bit pair.
+#[derive(Debug, Serialize)]
+pub struct WordLayout {
+    /// Name.
+    pub name: String,
+    /// MSB-first bit offset of the word's first bit.
+    pub bit_offset: u64,
+    /// 32 or 64.
+    pub width: u64,
+    /// The structure's fields that lie inside the word, by offset.
+    pub fields: Vec<String>,
 }
 
 /// One field entry.
@@ -231,6 +260,11 @@ pub fn layout(ir: &Ir) -> Layout {
                 name: m.name.clone(),
                 states: m.states.clone(),
                 mask_field: m.mask_field.clone(),
+                object_field: m.object_field.clone(),
+                state_field: m.state_field.as_ref().map(|(s, r)| StateFieldLayout {
+                    structure: s.clone(),
+                    field: path_layout(r, None),
+                }),
                 transitions: m
                     .transitions
                     .iter()
@@ -317,6 +351,22 @@ pub fn struct_layout(ir: &Ir, s: &Struct) -> StructLayout {
         size_bits: s.size * 8,
         register_block: s.register_block,
         fields,
+        words: s.words.iter().map(|w| word_layout(s, w)).collect(),
+    }
+}
+
+fn word_layout(s: &Struct, w: &Word) -> WordLayout {
+    let mut inside: Vec<&Field> = s
+        .fields
+        .iter()
+        .filter(|f| f.span_bits() > 0 && f.bit_offset >= w.bit_offset && f.end_bit() <= w.end_bit())
+        .collect();
+    inside.sort_by_key(|f| f.bit_offset);
+    WordLayout {
+        name: w.name.clone(),
+        bit_offset: w.bit_offset,
+        width: w.width,
+        fields: inside.iter().map(|f| f.name.clone()).collect(),
     }
 }
 
@@ -393,6 +443,16 @@ pub fn to_text(doc: &Layout) -> String {
             out.push_str(&format!(
                 "{}\t{}\t0x{:x}\t{}\t{}\t{}\n",
                 s.name, f.name, f.bit_offset, f.width, f.kind, f.ty
+            ));
+        }
+        for w in &s.words {
+            out.push_str(&format!(
+                "{}\t{}\t0x{:x}\t{}\tword\t{}\n",
+                s.name,
+                w.name,
+                w.bit_offset,
+                w.width,
+                w.fields.join(",")
             ));
         }
     }

@@ -28,6 +28,22 @@ fn layout_json() {
 }
 
 #[test]
+fn layout_text_lists_words_after_fields() {
+    let c = good();
+    let text = layout::to_text(&layout::layout(&c.ir));
+    let rows: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("toy_init_seg\t"))
+        .collect();
+    // The word's row: name, offset of its first bit, width, kind `word`, the fields inside.
+    assert_eq!(
+        rows.last(),
+        Some(&"toy_init_seg\tring\t0x40\t32\tword\tdoorbell")
+    );
+    assert!(rows.len() > 1, "the fields come first: {rows:?}");
+}
+
+#[test]
 fn offsets_use_the_kernel_numbering() {
     let c = good();
     let s = c.ir.find_struct("toy_general_cap").unwrap();
