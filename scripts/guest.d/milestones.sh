@@ -127,15 +127,35 @@ m_fatal() {
   fi
   ctl status || { end fail "the server does not answer after the fatal error"; return; }
   end pass "health error reported ($recovery), server alive"
-  # Unloading after the fatal error is not part of the milestone; whether it returns is
-  # reported (a teardown that hangs on commands would otherwise hold the guest).
-  (modprobe -r mlx5_core 2>&1 | sed 's/^/@@INFO rmmod after fatal: /'; echo "@@INFO rmmod after fatal returned") &
-  if wait_for 30 sh -c '! grep -q "^mlx5_core " /proc/modules'; then
-    echo "@@INFO rmmod after fatal: mlx5_core unloaded"
-  else
-    echo "@@INFO rmmod after fatal: still unloading after 30 s"
+  m_unload_after_fatal
+}
+
+# After the recovery the driver must still unload cleanly: TEARDOWN_HCA, the pages back,
+# DISABLE_HCA, all answered (a command the model left without its completion would hang
+# rmmod, or log "no done completion" when the guest shuts down).
+m_unload_after_fatal() {
+  begin fatal-unload
+  (modprobe -r mlx5_core 2>&1 | sed 's/^/@@INFO rmmod after fatal: /') &
+  if ! wait_for 60 sh -c '! grep -q "^mlx5_core " /proc/modules'; then
+    end fail "mlx5_core still unloading 60 s after rmmod"; return
   fi
+  ctl status || { end fail "no control channel"; return; }
+  held=$(json_num pages_held); objs=$(json_num objects_total)
+  [ "$held" = 0 ] || { end fail "the model still holds $held firmware pages"; return; }
+  [ "$objs" = 0 ] || { end fail "the model still has $objs objects"; return; }
+  end pass "0 pages, 0 objects"
+}
+
+# The driver bound again, then the kernel's own shutdown path: /init powers off with
+# poweroff -f (reboot(2): every driver's shutdown runs, mlx5_core's included, as on a host
+# that reboots). scripts/guest.d/verdict ends the milestone at "reboot: Power down" and checks
+# the kernel lines between, which reach the console directly (console_msg_format=syslog).
+m_shutdown() {
+  begin shutdown
+  bound || modprobe mlx5_core 2>&1 | sed 's/^/@@INFO modprobe: /'
+  if ! wait_for 30 bound; then end fail "mlx5_core did not bind again before shutdown"; return; fi
   flush_kmsg
+  : > /tmp/shutdown-requested
 }
 
 run_milestones() {
@@ -146,6 +166,7 @@ run_milestones() {
       events) m_events ;;
       unload) m_unload ;;
       fatal) m_fatal ;;
+      shutdown) m_shutdown ;;
       *) echo "@@INFO unknown milestone $m" ;;
     esac
   done

@@ -3,6 +3,7 @@
 //! requests, port changes, health failures, fault injection).
 
 use crate::bar::{self, Target};
+use crate::busmaster::BusMaster;
 use crate::cmdq::{self, Served};
 use crate::config::{Config, Mode};
 use crate::datapath::{self, Side};
@@ -57,6 +58,8 @@ pub(crate) struct Core {
     capturing: AtomicBool,
     /// The host's command observer, if any.
     observer: Observer,
+    /// Bus Master Enable, and the writes waiting for it (see the `busmaster` module).
+    pub(crate) bus_master: BusMaster,
 }
 
 /// What a UAR write was, for the work that follows it.
@@ -82,6 +85,7 @@ impl Core {
     /// builds them. What the host attached stays: DMA space and its mappings, link, wire,
     /// loopback, capture, fault injection, interrupt sink.
     pub(crate) fn reset(&self) {
+        self.bus_master.forget();
         let mut m = self.model();
         *m = Model::new(&self.config);
         *self.regs() = regs_of(&self.config);
@@ -199,6 +203,10 @@ impl Core {
 
     /// A frame arrives at the port from outside (a capture records it).
     pub(crate) fn receive_frame(&self, frame: &[u8]) -> bool {
+        if !self.bus_master.enabled() {
+            self.bus_master.frame_dropped();
+            return false;
+        }
         if self.capturing.load(Ordering::Relaxed) {
             if let Some(c) = lock(&self.capture).as_mut() {
                 c.record(frame);
@@ -220,6 +228,9 @@ impl Core {
 
     /// The device's own work (see [`datapath::kick`]), on this device and its peer.
     pub(crate) fn kick(&self) {
+        if !self.bus_master.enabled() {
+            return;
+        }
         self.sides(|a, b| match b {
             Some(b) => {
                 datapath::kick(a, Some(&mut *b));
@@ -280,6 +291,7 @@ impl Core {
     /// clean and the counter restarts, and the NIC interface reads disabled until the driver
     /// programs the command queue again. Host memory, the link and the observer stay.
     fn software_reset(&self, config: &Config) {
+        self.bus_master.forget();
         let mut m = self.model();
         let mut regs = self.regs();
         *m = Model::new(config);
@@ -385,6 +397,7 @@ impl Device {
             capture: Mutex::new(None),
             capturing: AtomicBool::new(false),
             observer: Observer::default(),
+            bus_master: BusMaster::new(),
             config,
         });
         // Memory leaves the DMA space only while no session of this model is in progress
@@ -432,10 +445,7 @@ impl Device {
             Some(Target::InitSeg(off)) => {
                 let action = self.core.regs().write(off, value);
                 match action {
-                    RegWrite::Doorbell(vector) => match &self.worker {
-                        Some(worker) => worker.send(Job::Doorbell(vector)),
-                        None => self.core.ring(vector),
-                    },
+                    RegWrite::Doorbell(vector) => self.dispatch(Job::Doorbell(vector)),
                     RegWrite::SoftwareReset => {
                         // Doorbells queued before the reset are served first, against the old
                         // state, as firmware finishes what it took before it resets.
@@ -450,13 +460,7 @@ impl Device {
                 }
                 self.after_write(UarWrite::Other);
             }
-            Some(Target::Uar { index, offset }) => match &self.worker {
-                Some(worker) => worker.send(Job::Uar32(index, offset, value)),
-                None => {
-                    let w = self.core.uar_write32(index, offset, value);
-                    self.after_write(w);
-                }
-            },
+            Some(Target::Uar { index, offset }) => self.dispatch(Job::Uar32(index, offset, value)),
             Some(Target::Hole) | None => {}
         }
     }
@@ -469,13 +473,7 @@ impl Device {
     /// acts as two 32-bit writes, high dword first.
     pub fn write64(&self, offset: usize, value: u64) {
         match bar::decode(offset, 8) {
-            Some(Target::Uar { index, offset }) => match &self.worker {
-                Some(worker) => worker.send(Job::Uar64(index, offset, value)),
-                None => {
-                    let w = self.core.uar_write64(index, offset, value);
-                    self.after_write(w);
-                }
-            },
+            Some(Target::Uar { index, offset }) => self.dispatch(Job::Uar64(index, offset, value)),
             Some(Target::InitSeg(off)) => {
                 self.write32(off, (value >> 32) as u32);
                 self.write32(off + 4, value as u32);
@@ -492,16 +490,13 @@ impl Device {
     /// else the write is dropped.
     pub fn write_block(&self, offset: usize, data: &[u64]) {
         if let Some(Target::Uar { index, offset }) = bar::decode(offset, 8) {
-            match &self.worker {
-                Some(worker) => {
-                    // No more than a BlueFlame register half is ever used: queue no more.
-                    let data = &data[..data.len().min(crate::uar::BF_HALF_MAX / 8)];
-                    worker.send(Job::Block(index, offset, data.to_vec()))
-                }
-                None => {
-                    let w = self.core.uar_block(index, offset, data);
-                    self.after_write(w);
-                }
+            if self.worker.is_none() && self.core.bus_master.enabled() {
+                let w = self.core.uar_block(index, offset, data);
+                self.after_write(w);
+            } else {
+                // No more than a BlueFlame register half is ever used: queue no more.
+                let data = &data[..data.len().min(crate::uar::BF_HALF_MAX / 8)];
+                self.dispatch(Job::Block(index, offset, data.to_vec()));
             }
         }
     }
@@ -674,18 +669,21 @@ impl Device {
     /// has pages to return (< 0). The demand also shows in QUERY_PAGES (regular). Without an
     /// EQ subscribed to page requests only the demand changes.
     pub fn request_pages(&self, num_pages: i32) {
-        let mut m = self.core.model();
-        events::page_request(&mut m, &self.core.dma, num_pages);
+        self.host_event(move |core| {
+            events::page_request(&mut core.model(), &core.dma, num_pages);
+        });
     }
 
     /// The link of `port` (1 for the model's only port) goes up or down: the port's state
     /// changes and a port-change event (sub-type active or down) is raised.
     pub fn raise_port_change(&self, port: u8, up: bool) {
-        let mut m = self.core.model();
-        if port == 1 {
-            m.port.link_up = up;
-        }
-        events::port_change(&mut m, &self.core.dma, port, up);
+        self.host_event(move |core| {
+            let mut m = core.model();
+            if port == 1 {
+                m.port.link_up = up;
+            }
+            events::port_change(&mut m, &core.dma, port, up);
+        });
     }
 
     /// Reports a fatal firmware error: the health buffer and the health_syndrome byte
@@ -719,7 +717,11 @@ impl Device {
     /// event carrying release_all (when the current capabilities have release_all_pages, as
     /// Linux sets them): the driver frees the pages without MANAGE_PAGES. Returns the number
     /// of pages released, or `None` (nothing changes) without the capability.
+    /// `None` too while bus mastering is off (the event could not be written).
     pub fn release_all_pages(&self) -> Option<usize> {
+        if !self.core.bus_master.enabled() {
+            return None;
+        }
         let mut m = self.core.model();
         if !m.gen().release_all_pages() {
             return None;
@@ -751,7 +753,11 @@ impl Device {
 
     /// A completion arrived on CQ `cqn`: if the CQ is armed (by its UAR doorbell), a
     /// completion EQE goes to its EQ and the CQ disarms. Returns true when an EQE was written.
+    /// False while bus mastering is off.
     pub fn raise_completion(&self, cqn: u32) -> bool {
+        if !self.core.bus_master.enabled() {
+            return false;
+        }
         let mut m = self.core.model();
         events::completion(&mut m, &self.core.dma, cqn) == Posted::Written
     }

@@ -40,6 +40,7 @@
 
 mod bar;
 mod bits;
+mod busmaster;
 mod caps;
 mod cmdq;
 mod config;
@@ -78,6 +79,7 @@ mod wire;
 mod worker;
 
 pub use bar::{BAR_SIZE, FIRST_UAR, UAR_PAGE_SIZE};
+pub use busmaster::HELD_MAX as BUS_MASTER_HELD_MAX;
 pub use caps::{Caps, SetRule, Settable};
 pub use config::{Config, Faults, FwReady, Mode, Timeout, Timeouts};
 pub use device::Device;

@@ -35,6 +35,10 @@ pub(crate) enum Job {
     Uar64(u32, usize, u64),
     /// A BlueFlame copy into a UAR page.
     Block(u32, usize, Vec<u64>),
+    /// A host event that writes device memory, held while bus mastering was off.
+    Host(Box<dyn FnOnce(&Core) + Send>),
+    /// Bus mastering is on again: serve what was held.
+    Release,
     /// Back to power-on (see `Device::reset`).
     Reset,
     /// Reply once everything queued before has been served.
@@ -49,8 +53,18 @@ pub(crate) struct Worker {
     dropped: AtomicU64,
 }
 
+impl Job {
+    /// Whether serving the job may do DMA or raise an interrupt (so waits for bus mastering).
+    fn needs_bus_master(&self) -> bool {
+        matches!(
+            self,
+            Job::Doorbell(_) | Job::Uar32(..) | Job::Uar64(..) | Job::Block(..) | Job::Host(_)
+        )
+    }
+}
+
 /// Serves one job; returns what the write was.
-fn serve(core: &Core, job: Job) -> UarWrite {
+pub(crate) fn serve(core: &Core, job: Job) -> UarWrite {
     match job {
         Job::Doorbell(vector) => {
             core.ring(vector);
@@ -59,6 +73,14 @@ fn serve(core: &Core, job: Job) -> UarWrite {
         Job::Uar32(index, offset, value) => core.uar_write32(index, offset, value),
         Job::Uar64(index, offset, value) => core.uar_write64(index, offset, value),
         Job::Block(index, offset, data) => core.uar_block(index, offset, &data),
+        Job::Host(f) => {
+            f(core);
+            UarWrite::Other
+        }
+        Job::Release => {
+            core.release_held();
+            UarWrite::Other
+        }
         Job::Reset => {
             core.reset();
             UarWrite::Send
@@ -93,13 +115,23 @@ impl Worker {
                         }
                     };
                     let kick = match job {
-                        Some(job) => serve(&core, job) == UarWrite::Other,
+                        // Bus mastering is off: the write waits, in order (busmaster.rs).
+                        Some(job) if job.needs_bus_master() && !core.bus_master.enabled() => {
+                            core.bus_master.hold(job);
+                            false
+                        }
+                        Some(job) => {
+                            if job.needs_bus_master() && core.bus_master.holding() {
+                                core.release_held();
+                            }
+                            serve(&core, job) == UarWrite::Other
+                        }
                         None => true,
                     };
                     if kick {
                         core.kick();
                     }
-                    busy = core.busy();
+                    busy = core.bus_master.enabled() && core.busy();
                 }
             })
             .expect("spawning the firmware thread");

@@ -80,7 +80,17 @@ impl Function {
             stats,
         };
         f.connect_interrupts();
+        f.follow_bus_master();
         f
+    }
+
+    /// Makes the model and the MSI-X vectors obey the command register's Bus Master Enable
+    /// bit (off at power-on and after a reset, set by the guest's `pci_set_master`): while
+    /// it is clear the model holds the work behind BAR writes and no message is sent.
+    fn follow_bus_master(&self) {
+        let on = self.config.bus_master();
+        lock(&self.model).set_bus_master(on);
+        self.msix.set_bus_master(on);
     }
 
     fn connect_interrupts(&self) {
@@ -102,6 +112,7 @@ impl Function {
         self.config.reset();
         self.msix.reset();
         self.table.fill(0);
+        self.follow_bus_master();
         self.stats.resets.fetch_add(1, Ordering::Relaxed);
     }
 
@@ -115,6 +126,7 @@ impl Function {
     }
 
     fn config_write(&mut self, offset: u64, data: &[u8]) -> io::Result<()> {
+        let bus_master = self.config.bus_master();
         let effect = self
             .config
             .write(offset, data)
@@ -123,6 +135,13 @@ impl Function {
             ConfigEffect::None => {}
             ConfigEffect::FunctionReset => self.reset("function level reset"),
             ConfigEffect::MsixControl { masked, .. } => self.msix.set_function_mask(masked),
+        }
+        if self.config.bus_master() != bus_master {
+            info!(
+                "bus mastering {} by the guest",
+                if bus_master { "disabled" } else { "enabled" }
+            );
+            self.follow_bus_master();
         }
         Ok(())
     }

@@ -77,6 +77,12 @@ impl Model {
         self.dev.set_interrupt_sink(sink);
     }
 
+    /// Follows the command register's Bus Master Enable bit: while it is clear the model
+    /// does no DMA and raises no interrupt, holding the work BAR writes ask for.
+    pub fn set_bus_master(&self, on: bool) {
+        self.dev.set_bus_master(on);
+    }
+
     /// Back to power-on state (the DMA maps stay).
     pub fn reset(&mut self) {
         self.dev.reset();

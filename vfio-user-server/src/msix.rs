@@ -6,7 +6,7 @@
 //! its fd when the guest first unmasks it). Other clients may leave the table to the device:
 //! writes to the table's vector-control words, and SET_IRQS MASK/UNMASK actions, mask here.
 //! Either way the PCI rule holds: a message for a vector that cannot be sent (masked, function
-//! masked, or no eventfd yet) sets its pending bit, and is sent when that changes. Nothing is
+//! masked, bus mastering off, or no eventfd yet) sets its pending bit, and is sent when that changes. Nothing is
 //! dropped.
 
 use std::fs::File;
@@ -60,6 +60,9 @@ pub enum IrqError {
 struct State {
     vectors: Vec<Vector>,
     function_masked: bool,
+    /// Bus Master Enable: a message is a memory write, which the function may not start
+    /// while it is clear; messages wait as pending bits meanwhile.
+    bus_master: bool,
 }
 
 /// The function's MSI-X vectors, shared by the socket thread (SET_IRQS, PBA reads) and the
@@ -95,6 +98,7 @@ impl Msix {
             state: Mutex::new(State {
                 vectors: (0..n).map(|_| Vector::default()).collect(),
                 function_masked: false,
+                bus_master: true,
             }),
             sent: (0..n).map(|_| AtomicU64::new(0)).collect(),
             latched: (0..n).map(|_| AtomicU64::new(0)).collect(),
@@ -123,7 +127,7 @@ impl Msix {
             return false;
         }
         let mut st = self.lock();
-        let fm = st.function_masked;
+        let fm = st.function_masked || !st.bus_master;
         let vec = &mut st.vectors[v];
         match (&vec.fd, vec.masked || fm) {
             (Some(fd), false) => {
@@ -140,7 +144,7 @@ impl Msix {
 
     /// Sends every pending message that can now be sent.
     fn flush(&self, st: &mut State) {
-        if st.function_masked {
+        if st.function_masked || !st.bus_master {
             return;
         }
         for (i, vec) in st.vectors.iter_mut().enumerate() {
@@ -208,6 +212,13 @@ impl Msix {
         self.flush(&mut st);
     }
 
+    /// The command register's Bus Master Enable bit changed (on: pending messages go out).
+    pub fn set_bus_master(&self, on: bool) {
+        let mut st = self.lock();
+        st.bus_master = on;
+        self.flush(&mut st);
+    }
+
     /// The vector-control mask bit of table entry `vector` was written.
     pub fn set_vector_mask(&self, vector: usize, masked: bool) {
         let mut st = self.lock();
@@ -245,7 +256,8 @@ impl Msix {
             .collect()
     }
 
-    /// A reset of the function: masks and pending bits back to power-on. The eventfds stay:
+    /// A reset of the function: masks and pending bits back to power-on (bus mastering is
+    /// the configuration space's, set by its owner). The eventfds stay:
     /// they are the client's plumbing, not device state (QEMU tears them down itself around
     /// a DEVICE_RESET, and keeps them across a guest's FLR).
     pub fn reset(&self) {

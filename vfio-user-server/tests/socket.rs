@@ -456,6 +456,23 @@ fn a_command_runs_from_guest_memory_and_is_traced_field_by_field() {
     c.region_write(BAR0, 0x14, &(iova as u32).to_be_bytes())
         .unwrap();
     c.region_write(BAR0, 0x18, &1u32.to_be_bytes()).unwrap(); // doorbell, slot 0
+                                                              // Bus mastering is off at power-on: the doorbell is held, the entry not even read.
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(
+        shm.read(0x3f) & 1,
+        1,
+        "a command ran with bus mastering off"
+    );
+    let st = s.control("status");
+    assert_eq!(
+        (
+            st["bus_master"].as_bool(),
+            st["held_by_bus_master"].as_u64()
+        ),
+        (Some(false), Some(1))
+    );
+    // The guest's pci_set_master: memory space and bus master in the command register.
+    c.region_write(CONFIG, 4, &0x0006u16.to_le_bytes()).unwrap();
     let t = Instant::now();
     while shm.read(0x3f) & 1 != 0 {
         assert!(

@@ -77,6 +77,20 @@ fn masked_vectors_pend_until_unmasked() {
 }
 
 #[test]
+fn no_message_while_bus_mastering_is_off() {
+    let m = Msix::new(4);
+    let fd = eventfd();
+    m.set(IrqAction::Trigger, 3, 1, vec![dup(&fd)]).unwrap();
+    m.set_bus_master(false);
+    assert!(m.raise(3));
+    assert_eq!(take(&fd), 0, "a message went out with bus mastering off");
+    assert_eq!(m.pba(), vec![1 << 3]);
+    m.set_bus_master(true);
+    assert_eq!(take(&fd), 1, "the pending message goes out when it is back");
+    assert_eq!(m.pba(), vec![0]);
+}
+
+#[test]
 fn removing_an_eventfd_keeps_later_messages() {
     let m = Msix::new(4);
     let fd = eventfd();
