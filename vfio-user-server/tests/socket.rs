@@ -229,12 +229,23 @@ fn a_command_runs_from_guest_memory_and_is_traced_field_by_field() {
     assert_eq!(shm.read(0x3f) >> 1, 0, "delivery status");
     assert_eq!(shm.read(0x20), 0, "command status");
     // The trace names the command and its fields from the spec.
-    let trace = std::fs::read_to_string(s.dir.join("t")).unwrap();
-    let line = trace
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-        .find(|v| v["name"] == "enable_hca")
-        .expect("enable_hca in the trace");
+    // The model hands the entry back before its observer writes the trace line: wait for it.
+    let t = Instant::now();
+    let line = loop {
+        let trace = std::fs::read_to_string(s.dir.join("t")).unwrap();
+        let found = trace
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .find(|v| v["name"] == "enable_hca");
+        if let Some(v) = found {
+            break v;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "enable_hca in the trace"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    };
     assert_eq!(line["opcode"], "0x104");
     assert_eq!(line["status"], 0);
     assert_eq!(line["in"]["opcode"], 0x104);
