@@ -20,8 +20,8 @@
 //!
 //! - client→crate reads one whole message at a time ([`frame::read_frame`]), checks it
 //!   ([`validate::check`]) and forwards it whole with its descriptors, or answers it with an
-//!   error reply itself (EINVAL, ENOSYS for commands the crate does not implement) and drops
-//!   it: the crate never sees it, the stream stays in step. A message whose size cannot be
+//!   error reply itself (EINVAL, ENOSYS for commands the crate does not implement; none if
+//!   the message asked for no reply) and drops it: the crate never sees it, the stream stays in step. A message whose size cannot be
 //!   legitimate, or a connection closed mid-message, ends the session.
 //! - crate→client copies the crate's replies whole. Both threads write the client socket
 //!   under one lock, each a whole message at a time, so a relay error reply never lands
@@ -288,6 +288,11 @@ impl Upstream {
                         h.message_id,
                         h.message_size,
                     );
+                    // A sender that asked for no reply (QEMU's posted writes) gets none: an
+                    // unexpected reply is a protocol error on its side.
+                    if h.flags & validate::FLAG_NO_REPLY != 0 {
+                        continue;
+                    }
                     let reply = h.error_reply(reason.errno()).to_bytes();
                     let out = self.out.lock().unwrap_or_else(|e| e.into_inner());
                     if write_frame(&out, &reply, &[]).is_err() {
