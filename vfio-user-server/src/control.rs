@@ -3,7 +3,8 @@
 //! and to play the firmware's part:
 //!
 //! - `status`: pages held, objects by kind, commands run, unimplemented (opcode, op_mod)
-//!   pairs, DMA faults, bad BAR accesses, interrupts per vector;
+//!   pairs, DMA faults, bad BAR accesses, messages the relay refused and connections it
+//!   closed, interrupts per vector;
 //! - `request-pages N`: the firmware asks the driver for N pages (N < 0: returns them);
 //! - `health-fatal SYNDROME`: the firmware reports a fatal error (syndrome 1..255);
 //! - `quit`: the server exits.
@@ -46,6 +47,8 @@ pub fn status(shared: &Shared) -> Value {
         "dma_maps": st.dma_maps.load(Ordering::Relaxed),
         "server_bad_bar_accesses": st.bad_bar.load(Ordering::Relaxed),
         "bad_vectors": st.bad_vectors.load(Ordering::Relaxed),
+        "relay_rejected_messages": st.rejected.load(Ordering::Relaxed),
+        "relay_closed_connections": st.relay_closed.load(Ordering::Relaxed),
     });
     let Some(cur) = shared.current() else {
         return v;

@@ -11,12 +11,14 @@
 //! | [`guestmem`] | guest memory shared by file descriptor, checked and mmapped |
 //! | [`msix`] | vectors, eventfds, masks, pending bits |
 //! | [`model`] | the device model and what the server asks of it |
+//! | [`relay`] | the public socket: whole messages framed and checked before the crate's `Server::run` sees them |
 //! | [`session`] | one client after another, each with a fresh device |
 //! | [`control`] | the control socket (status, page requests, health faults, quit) |
 //! | [`trace`], [`commands`] | the command trace as JSON lines, decoded from the spec |
 //!
-//! The guest is untrusted: every message is checked and a bad one gets an error reply; a
-//! client that misbehaves or disconnects ends only its own session.
+//! The guest is untrusted: every message is framed and checked by the relay before the
+//! protocol crate sees it, and a bad one gets an error reply (the stream stays usable); a
+//! client that misbehaves beyond that, or disconnects, ends only its own session.
 
 pub mod backend;
 pub mod commands;
@@ -25,6 +27,7 @@ pub mod guestmem;
 pub mod model;
 pub mod msix;
 pub mod pci;
+pub mod relay;
 pub mod session;
 pub mod stats;
 pub mod trace;

@@ -5,7 +5,7 @@
 //! ```
 
 use clap::Parser;
-use log::{error, info};
+use log::{error, info, warn};
 use mlx5_sim::{CommandObserver, CommandTrace};
 use mlx5_vfio_user::backend::SharedModel;
 use mlx5_vfio_user::control;
@@ -32,6 +32,11 @@ struct Args {
     /// Serve one client, then exit (tests).
     #[arg(long)]
     once: bool,
+    /// Measurements only, never for a guest: serve the protocol crate on the socket directly,
+    /// without the validating relay (to measure the relay's cost, and to show the hazards it
+    /// removes). Hidden from --help.
+    #[arg(long, hide = true)]
+    no_relay: bool,
 }
 
 /// Writes every command of every session to the trace, as the model serves it (the model's
@@ -98,8 +103,13 @@ fn main() {
 }
 
 fn run(args: Args) -> Result<(), String> {
-    let server = session::bind(&args.socket)
-        .map_err(|e| format!("binding {}: {e}", args.socket.display()))?;
+    let bound = if args.no_relay {
+        warn!("--no-relay: client messages reach the protocol crate unchecked");
+        session::bind_unprotected(&args.socket).map_err(|e| e.to_string())
+    } else {
+        session::bind(&args.socket).map_err(|e| e.to_string())
+    };
+    let endpoint = bound.map_err(|e| format!("binding {}: {e}", args.socket.display()))?;
     info!(
         "serving a ConnectX-5 function (15b3:1017) on {}",
         args.socket.display()
@@ -110,6 +120,7 @@ fn run(args: Args) -> Result<(), String> {
         let listener =
             UnixListener::bind(path).map_err(|e| format!("binding {}: {e}", path.display()))?;
         let (sock, ctl) = (args.socket.clone(), path.clone());
+        let private = endpoint.private_dir().map(|p| p.to_path_buf());
         control::spawn(
             listener,
             shared.clone(),
@@ -117,6 +128,10 @@ fn run(args: Args) -> Result<(), String> {
                 info!("quit asked on the control channel");
                 let _ = std::fs::remove_file(&sock);
                 let _ = std::fs::remove_file(&ctl);
+                // exit skips destructors: the relay's private directory by hand.
+                if let Some(p) = &private {
+                    let _ = std::fs::remove_dir_all(p);
+                }
                 std::process::exit(0);
             }),
         );
@@ -132,7 +147,7 @@ fn run(args: Args) -> Result<(), String> {
         None => Box::new(session::NoHooks),
     };
     loop {
-        session::serve_one(&server, &shared, hooks.as_ref());
+        session::serve_one(&endpoint, &shared, hooks.as_ref());
         if args.once {
             return Ok(());
         }

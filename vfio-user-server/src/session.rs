@@ -1,11 +1,13 @@
 //! Serving clients one after another, each with a fresh device model: a client that
-//! disconnects, crashes or sends garbage ends only its own session (the crate's loop returns
-//! an error, or panics on some malformed messages: both are caught here), and the next
-//! client gets a device at power-on.
+//! disconnects, crashes or sends garbage ends only its own session, and the next client gets
+//! a device at power-on. Malformed messages are answered by the relay ([`crate::relay`])
+//! before the crate sees them; the crate's loop returning an error, or panicking, is still
+//! caught here.
 
 use crate::backend::{Function, SharedModel, CONFIG_REGION_SIZE, MSIX_VECTORS};
 use crate::model::Model;
 use crate::msix::Msix;
+use crate::relay::{BindError, Relay};
 use crate::stats::Stats;
 use log::{error, info, warn};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -103,10 +105,48 @@ pub fn irqs() -> Vec<IrqInfo> {
         .collect()
 }
 
-/// Binds the vfio-user socket at `path` (which must not exist).
-pub fn bind(path: &Path) -> Result<Server, vfio_user::Error> {
-    let bar = crate::pci::ConfigSpace::new(Model::new().bar_size(), MSIX_VECTORS).bar0_size();
-    Server::new(path, true, irqs(), regions(bar))
+/// Where clients come in: through the validating relay, or (measurements only) straight to
+/// the crate's socket.
+pub enum Endpoint {
+    /// The public socket is the relay's; the crate's server is behind it (see [`crate::relay`]).
+    Relayed(Relay),
+    /// The crate's server on the public socket, unprotected: only for measuring what the
+    /// relay costs and for showing the hazards it removes. Never for a guest.
+    Direct(Server),
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Endpoint::Relayed(r) => f.debug_tuple("Relayed").field(r).finish(),
+            Endpoint::Direct(_) => f.write_str("Direct"),
+        }
+    }
+}
+
+impl Endpoint {
+    /// The private directory the relay keeps the crate's socket in, if any.
+    pub fn private_dir(&self) -> Option<&Path> {
+        match self {
+            Endpoint::Relayed(r) => Some(r.private_dir()),
+            Endpoint::Direct(_) => None,
+        }
+    }
+}
+
+fn bar0_size() -> u64 {
+    crate::pci::ConfigSpace::new(Model::new().bar_size(), MSIX_VECTORS).bar0_size()
+}
+
+/// Binds the vfio-user socket at `path` (which must not exist), the relay in front of the
+/// protocol crate's server.
+pub fn bind(path: &Path) -> Result<Endpoint, BindError> {
+    Relay::bind(path, true, irqs(), regions(bar0_size())).map(Endpoint::Relayed)
+}
+
+/// Binds the crate's server itself at `path`, without the relay: measurements only.
+pub fn bind_unprotected(path: &Path) -> Result<Endpoint, vfio_user::Error> {
+    Server::new(path, true, irqs(), regions(bar0_size())).map(Endpoint::Direct)
 }
 
 /// What the caller does with each session's model (the trace).
@@ -123,7 +163,7 @@ pub struct NoHooks;
 impl SessionHooks for NoHooks {}
 
 /// Serves one client with a fresh device; returns when it is gone.
-pub fn serve_one(server: &Server, shared: &Shared, hooks: &dyn SessionHooks) {
+pub fn serve_one(endpoint: &Endpoint, shared: &Shared, hooks: &dyn SessionHooks) {
     let n = shared.stats.sessions.fetch_add(1, Ordering::Relaxed) + 1;
     let model: SharedModel = Arc::new(Mutex::new(Model::new()));
     hooks.start(n, &model);
@@ -135,7 +175,31 @@ pub fn serve_one(server: &Server, shared: &Shared, hooks: &dyn SessionHooks) {
     }));
     let mut function = Function::new(model.clone(), msix.clone(), shared.stats.clone());
     info!("session {n}: fresh device model, waiting for a client");
+    let (server, pipes) = match endpoint {
+        Endpoint::Direct(server) => (server, None),
+        Endpoint::Relayed(relay) => {
+            let started = relay
+                .accept()
+                .and_then(|client| relay.start(client, shared.stats.clone(), n));
+            match started {
+                Ok(p) => (relay.server(), Some(p)),
+                Err(e) => {
+                    warn!("session {n}: no connection: {e}");
+                    function.shutdown();
+                    hooks.end(n, &model);
+                    // Accept errors (descriptor exhaustion) may repeat: do not spin.
+                    std::thread::sleep(std::time::Duration::from_millis(100));
+                    return;
+                }
+            }
+        }
+    };
+    // The relay keeps malformed messages from the crate; catching its panics stays as the
+    // second line of defence.
     let result = catch_unwind(AssertUnwindSafe(|| server.run(&mut function)));
+    if let Some(p) = pipes {
+        p.finish();
+    }
     match result {
         Ok(Ok(())) => info!("session {n}: client disconnected"),
         Ok(Err(e)) => warn!("session {n}: ended on an error: {e}"),

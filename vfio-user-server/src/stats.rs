@@ -16,4 +16,9 @@ pub struct Stats {
     pub resets: AtomicU64,
     /// DMA_MAP requests accepted.
     pub dma_maps: AtomicU64,
+    /// Client messages the relay refused (answered with an error, never forwarded).
+    pub rejected: AtomicU64,
+    /// Connections the relay closed on a message it could not frame (a size no message can
+    /// have, the client gone mid-message).
+    pub relay_closed: AtomicU64,
 }
