@@ -61,6 +61,54 @@ fn imported_layouts_check_clean_and_keep_offsets() {
     assert!(c.ir.find_struct("toy_cap_union_raw_word").is_some());
 }
 
+/// `DECLARE_FLEX_ARRAY` (6.12's `rqtc`): a trailing array; in an anonymous union of such
+/// arrays, the first is written and each other one is a warning, not an error. A structure
+/// that is only a flexible array (6.12's `qp_pas_list_in`) is skipped with a warning, and so
+/// is a union member of its type.
+#[test]
+fn declare_flex_array_is_a_trailing_array() {
+    let imp = import(&[PathBuf::from("tests/import/flex_ifc.h")]).expect("readable");
+    assert_eq!(imp.diagnostics.error_count(), 0);
+    let warnings: Vec<String> = imp
+        .diagnostics
+        .sorted()
+        .into_iter()
+        .map(|d| d.message.clone())
+        .collect();
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert!(warnings[0].contains("`wide_entry`") && warnings[0].contains("`entry`"));
+    assert!(warnings[1].contains("`toy_only_entries` is empty"));
+    let c = prm_codegen::compile_sources(
+        imp.files
+            .into_iter()
+            .map(|(n, t)| (PathBuf::from(n), t))
+            .collect(),
+    );
+    assert!(c.is_ok(), "{}", c.render_human());
+    let trailing = |s: &str, f: &str| {
+        let st = c.ir.find_struct(s).unwrap_or_else(|| panic!("{s}"));
+        let fl = st.fields.iter().find(|x| x.name == f).unwrap();
+        assert_eq!(st.fields.len(), 2, "{s}: {:?}", st.fields);
+        (st.size, fl.bit_offset, fl.count, fl.ty.clone())
+    };
+    use prm_codegen::ir::{ArrayCount, FieldType};
+    let entry = FieldType::Struct("toy_entry".into());
+    assert_eq!(
+        trailing("toy_table", "entry"),
+        (4, 0x20, Some(ArrayCount::Trailing), entry.clone())
+    );
+    assert_eq!(
+        trailing("toy_list", "item"),
+        (4, 0x20, Some(ArrayCount::Trailing), entry)
+    );
+    let create = c.ir.find_struct("toy_create_in").unwrap();
+    assert_eq!(create.size, 8);
+    assert!(c.ir.find_struct("toy_only_entries").is_none());
+    let tail = c.ir.find_union("toy_tail").unwrap();
+    let members: Vec<&str> = tail.members.iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(members, ["counted"]);
+}
+
 #[test]
 fn missing_header_is_an_io_error() {
     assert!(import(&[PathBuf::from("tests/import/nope.h")]).is_err());

@@ -11,8 +11,13 @@
 //! with `MLX5_<STRUCT>_<FIELD>_` for a field of that enum's type, the first of these that names
 //! any constant.
 //!
-//! The header comes from Debian's `linux-headers-*-common` (installed by `scripts/test`) or
-//! from the path in `MLX5_IFC_H`.
+//! The header is Linux 6.12's, the guest kernel's (Debian's 6.12.x), which the spec and
+//! `tests/kernel_differences.yaml` follow: the path in `MLX5_IFC_H`, else the newest
+//! `/usr/src/linux-headers-6.12*/include/linux/mlx5/mlx5_ifc.h`, which
+//! `scripts/install-kernel-headers` installs (Debian's pinned
+//! `linux-headers-6.12.118+deb12-common`). Headers of other kernels there (bookworm's 6.1) are
+//! not used: the list is written for 6.12, and against another header the test would fail on
+//! differences that are not the spec's.
 
 use prm_codegen::import::enums::{with_prefix, HeaderEnum};
 use prm_codegen::ir::{ArrayCount, FieldType, Ir, Struct};
@@ -20,24 +25,48 @@ use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
+/// The kernel series the spec and the list of differences follow.
+const SERIES: &str = "6.12";
+
 fn header() -> PathBuf {
     if let Some(p) = std::env::var_os("MLX5_IFC_H") {
-        return PathBuf::from(p);
+        let p = PathBuf::from(p);
+        assert!(p.is_file(), "MLX5_IFC_H={} is not a file", p.display());
+        return p;
     }
-    let mut found: Vec<PathBuf> = std::fs::read_dir("/usr/src")
+    let mut found: Vec<(Vec<u64>, PathBuf)> = std::fs::read_dir("/usr/src")
         .into_iter()
         .flatten()
         .filter_map(|e| e.ok())
-        .map(|e| e.path().join("include/linux/mlx5/mlx5_ifc.h"))
-        .filter(|p| p.exists())
+        .filter_map(|e| {
+            let dir = e.file_name().to_string_lossy().into_owned();
+            let version = dir.strip_prefix("linux-headers-")?;
+            let rest = version.strip_prefix(SERIES)?;
+            // `6.12`, `6.12-…` or `6.12.<n>…`, not `6.120`.
+            if !(rest.is_empty() || rest.starts_with(['.', '-', '+'])) {
+                return None;
+            }
+            let p = e.path().join("include/linux/mlx5/mlx5_ifc.h");
+            p.is_file().then(|| (version_key(version), p))
+        })
         .collect();
     found.sort();
-    found.pop().unwrap_or_else(|| {
+    found.pop().map(|(_, p)| p).unwrap_or_else(|| {
         panic!(
-            "the kernel's mlx5_ifc.h is not installed: `scripts/test` installs Debian's \
-             linux-headers-*-common package, or set MLX5_IFC_H to a copy of the header"
+            "no Linux {SERIES} mlx5_ifc.h under /usr/src/linux-headers-{SERIES}*: run \
+             `scripts/install-kernel-headers` (installs Debian's pinned \
+             linux-headers-{SERIES}.<x>+deb12-common), or set MLX5_IFC_H to a {SERIES} copy of \
+             the header. Other kernels' headers are not used: tests/kernel_differences.yaml is \
+             written for {SERIES}"
         )
     })
+}
+
+/// The numbers of a version string, for sorting (`6.12.118+deb12-common` -> 6, 12, 118, 12).
+fn version_key(v: &str) -> Vec<u64> {
+    v.split(|c: char| !c.is_ascii_digit())
+        .filter_map(|n| n.parse().ok())
+        .collect()
 }
 
 /// The header's enums.

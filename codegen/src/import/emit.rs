@@ -8,7 +8,8 @@
 //! - a field that crosses a dword boundary, or a nested structure that is not dword-sized or
 //!   dword-aligned, is written as opaque bytes when it is byte-aligned, and as an array of
 //!   one-bit elements otherwise;
-//! - a structure whose size is not a whole number of dwords is padded to one;
+//! - a structure whose size is not a whole number of dwords is padded to one, and one with no
+//!   fixed part (only a flexible array) is skipped, with the members of its type;
 //! - inline unions (`union { ... } name;`) become named unions `<parent>_<name>`, and union
 //!   members that are plain `u8` arrays become one-field structures `<union>_<member>`;
 //! - names with capitals are lower-cased (the kernel's name is kept in a comment).
@@ -174,10 +175,12 @@ impl<'a> Emitter<'a> {
         }
     }
 
+    /// The spec name of a type and whether it is a union; `None` when unknown or empty (an
+    /// empty layout is not written, so nothing may name it).
     fn type_of(&self, tag: &str) -> Option<(String, bool)> {
-        self.by_tag
-            .get(tag)
-            .map(|&i| (self.defs[i].name.clone(), self.defs[i].union))
+        let &i = self.by_tag.get(tag)?;
+        (self.sizes.get(&i) != Some(&Some(0)))
+            .then(|| (self.defs[i].name.clone(), self.defs[i].union))
     }
 
     /// Writes a struct's members, starting at bit `base`, into `fields`; synthesized types go
@@ -208,11 +211,11 @@ impl<'a> Emitter<'a> {
                     }
                 }
                 Member::Nested {
-                    union,
                     tag,
                     name,
                     count,
                     span,
+                    ..
                 } => {
                     let (n, _) = member_name(name, used);
                     let Some((ty, _)) = self.type_of(tag) else {
@@ -227,7 +230,6 @@ impl<'a> Emitter<'a> {
                     } else {
                         elem
                     };
-                    let _ = union;
                     if elem % 32 != 0 || off % 32 != 0 {
                         if off % 8 == 0 && width % 8 == 0 && width > 0 {
                             self.warn(*span, format!("`{name}` ({tag}) is not dword-sized or dword-aligned: written as bytes"));

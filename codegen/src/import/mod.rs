@@ -6,6 +6,11 @@
 //! test the toolchain at the scale of the whole PRM; it is generated when needed, never
 //! committed. Reserved members become gaps; layouts the spec language cannot express are
 //! reported and written in the nearest form it can (see [`emit`]).
+//!
+//! `DECLARE_FLEX_ARRAY(struct tag, name);` is read as `struct tag name[];`. An anonymous union
+//! whose members are all flexible arrays (alternative element types for one trailing list, as
+//! in 6.12's RQT context) is read as its first member, with a warning for each other member:
+//! a spec structure has one trailing array.
 
 pub mod emit;
 pub mod enums;
@@ -148,6 +153,19 @@ fn members(
                         span,
                     }
                 }
+                Rule::flex => {
+                    let mut it = m.into_inner();
+                    let union = it.next().is_some_and(|k| k.as_str() == "union");
+                    let mut text = || it.next().map(|p| p.as_str().to_string());
+                    let (tag, name) = (text().unwrap_or_default(), text().unwrap_or_default());
+                    Member::Nested {
+                        union,
+                        tag,
+                        name,
+                        count: Some(None),
+                        span,
+                    }
+                }
                 Rule::inline => {
                     let mut it = m.into_inner();
                     let union = it.next().is_some_and(|k| k.as_str() == "union");
@@ -156,6 +174,9 @@ fn members(
                         .map(|b| members(sources, file, b, defines, diags))
                         .unwrap_or_default();
                     let name = it.next().map(|p| p.as_str().to_string());
+                    if union && name.is_none() && all_flexible(&inner) {
+                        return first_flexible(inner, diags);
+                    }
                     Member::Inline {
                         union,
                         members: inner,
@@ -170,6 +191,43 @@ fn members(
             }
         })
         .collect()
+}
+
+/// True for a non-empty list of flexible arrays only (`struct tag name[];`).
+fn all_flexible(members: &[Member]) -> bool {
+    !members.is_empty()
+        && members.iter().all(|m| {
+            matches!(
+                m,
+                Member::Nested {
+                    count: Some(None),
+                    ..
+                }
+            )
+        })
+}
+
+/// The first of the flexible arrays of an anonymous union: the other members are views of the
+/// same trailing list with other element types, which a spec structure cannot also carry.
+fn first_flexible(members: Vec<Member>, diags: &mut Diagnostics) -> Member {
+    let mut it = members.into_iter();
+    let first = it.next().expect("all_flexible: not empty");
+    let Member::Nested { name: kept, .. } = &first else {
+        unreachable!("all_flexible: nested members only")
+    };
+    for m in it {
+        if let Member::Nested { name, span, .. } = m {
+            diags.push(Diagnostic::warning(
+                "import",
+                span,
+                format!(
+                    "`{name}` is another element type for the trailing array `{kept}`: \
+                     only `{kept}` is written (a structure has one trailing array)"
+                ),
+            ));
+        }
+    }
+    first
 }
 
 /// The value of `[expr]`; `None` for `[]` or `[0]` (a flexible array).

@@ -257,6 +257,8 @@ pub enum FlowDestinationType {
     FlowSampler = 0x6,
     /// The uplink (physical) port.
     Uplink = 0x8,
+    /// A flow table of the table type dest_format_struct.destination_table_type gives; destination_id is its table id.
+    TableType = 0xa,
 }
 impl FlowDestinationType {
     /// The enum's name as the spec writes it.
@@ -268,6 +270,7 @@ impl FlowDestinationType {
         Self::Tir,
         Self::FlowSampler,
         Self::Uplink,
+        Self::TableType,
     ];
     /// The value for a raw number, if the enum names it.
     #[inline]
@@ -278,6 +281,7 @@ impl FlowDestinationType {
             0x2 => Some(Self::Tir),
             0x6 => Some(Self::FlowSampler),
             0x8 => Some(Self::Uplink),
+            0xa => Some(Self::TableType),
             _ => None,
         }
     }
@@ -301,7 +305,14 @@ impl FlowDestinationType {
     }
     /// The value's name as the spec writes it.
     pub const fn spec_name(self) -> &'static str {
-        const NAMES: &[&str] = &["vport", "flow_table", "tir", "flow_sampler", "uplink"];
+        const NAMES: &[&str] = &[
+            "vport",
+            "flow_table",
+            "tir",
+            "flow_sampler",
+            "uplink",
+            "table_type",
+        ];
         let mut i = 0;
         while i < Self::ALL.len() {
             if Self::ALL[i] as u64 == self as u64 {
@@ -900,6 +911,8 @@ impl FlowTableContext<[u8; 40]> {
     pub const TABLE_MISS_ACTION: rt::Field = rt::Field::new("table_miss_action", 4, 4);
     #[doc = concat!(" Position of `", "level", "`.")]
     pub const LEVEL: rt::Field = rt::Field::new("level", 8, 8);
+    #[doc = concat!(" Position of `", "rtc_valid", "`.")]
+    pub const RTC_VALID: rt::Field = rt::Field::new("rtc_valid", 16, 1);
     #[doc = concat!(" Position of `", "log_size", "`.")]
     pub const LOG_SIZE: rt::Field = rt::Field::new("log_size", 24, 8);
     #[doc = concat!(" Position of `", "table_miss_id", "`.")]
@@ -930,6 +943,7 @@ impl FlowTableContext<[u8; 40]> {
         Self::TERMINATION_TABLE,
         Self::TABLE_MISS_ACTION,
         Self::LEVEL,
+        Self::RTC_VALID,
         Self::LOG_SIZE,
         Self::TABLE_MISS_ID,
         Self::LAG_MASTER_NEXT_TABLE_ID,
@@ -986,6 +1000,13 @@ impl<B: rt::Bytes> FlowTableContext<B> {
     #[inline]
     pub fn level(&self) -> u8 {
         rt::get32(&self.buf, 0, 16, 0xff) as u8
+    }
+    /// Hardware steering: the root words at 0x18 hold RTC object ids instead of the ICM addresses sw_owner_icm_root_1/0.
+    ///
+    /// PRM `0x00[15]`: bit offset 0x10, 1 bit.
+    #[inline]
+    pub fn rtc_valid(&self) -> bool {
+        rt::get32(&self.buf, 0, 15, 0x1) as u8 != 0
     }
     /// Log2 of the number of entries the table holds; flow groups split these entries.
     ///
@@ -1067,6 +1088,11 @@ impl<B: rt::BytesMut> FlowTableContext<B> {
     pub fn set_level(&mut self, v: u8) {
         rt::set32(&mut self.buf, 0, 16, 0xff, u32::from(v))
     }
+    /// Writes [`Self::rtc_valid`].
+    #[inline]
+    pub fn set_rtc_valid(&mut self, v: bool) {
+        rt::set32(&mut self.buf, 0, 15, 0x1, u32::from(u8::from(v)))
+    }
     /// Writes [`Self::log_size`].
     #[inline]
     pub fn set_log_size(&mut self, v: u8) {
@@ -1129,6 +1155,7 @@ impl<B: rt::Bytes> ::core::fmt::Debug for FlowTableContext<B> {
         d.field("termination_table", &self.termination_table());
         d.field("table_miss_action", &rt::fmt::EnumValue(self.table_miss_action()));
         d.field("level", &rt::fmt::Hex(self.level().into()));
+        d.field("rtc_valid", &self.rtc_valid());
         d.field("log_size", &rt::fmt::Hex(self.log_size().into()));
         d.field("table_miss_id", &rt::fmt::Hex(self.table_miss_id().into()));
         d.field(
@@ -1140,7 +1167,7 @@ impl<B: rt::Bytes> ::core::fmt::Debug for FlowTableContext<B> {
         let reserved = rt::fmt::ReservedSet {
             buf: &self.buf,
             masks: &[
-                (0, 0xff00),
+                (0, 0x7f00),
                 (4, 0xff000000),
                 (8, 0xff000000),
                 (12, 0xffffffff),
@@ -1248,6 +1275,21 @@ pub const FLOW_TABLE_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             set: Some(|b, _, x| {
                 let mut v = FlowTableContext::new_unchecked(b);
                 v.set_level((x & 0xff) as u8);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "rtc_valid",
+            bit_offset: 16,
+            width: 1,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = FlowTableContext::new_unchecked(b);
+                u64::from(v.rtc_valid())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = FlowTableContext::new_unchecked(b);
+                v.set_rtc_valid(x & 1 != 0);
             }),
         },
         rt::reflect::FieldAccess {
@@ -2578,6 +2620,8 @@ impl FteMatchSetLyr24<[u8; 64]> {
     pub const TCP_SPORT: rt::Field = rt::Field::new("tcp_sport", 160, 16);
     #[doc = concat!(" Position of `", "tcp_dport", "`.")]
     pub const TCP_DPORT: rt::Field = rt::Field::new("tcp_dport", 176, 16);
+    #[doc = concat!(" Position of `", "l4_type", "`.")]
+    pub const L4_TYPE: rt::Field = rt::Field::new("l4_type", 192, 2);
     #[doc = concat!(" Position of `", "ipv4_ihl", "`.")]
     pub const IPV4_IHL: rt::Field = rt::Field::new("ipv4_ihl", 208, 4);
     #[doc = concat!(" Position of `", "ttl_hoplimit", "`.")]
@@ -2618,6 +2662,7 @@ impl FteMatchSetLyr24<[u8; 64]> {
         Self::TCP_FLAGS,
         Self::TCP_SPORT,
         Self::TCP_DPORT,
+        Self::L4_TYPE,
         Self::IPV4_IHL,
         Self::TTL_HOPLIMIT,
         Self::UDP_SPORT,
@@ -2752,6 +2797,13 @@ impl<B: rt::Bytes> FteMatchSetLyr24<B> {
     #[inline]
     pub fn tcp_dport(&self) -> u16 {
         rt::get32(&self.buf, 20, 0, 0xffff) as u16
+    }
+    /// L4 protocol class: 0 none, 1 TCP, 2 UDP.
+    ///
+    /// PRM `0x18[31:30]`: bit offset 0xc0, 2 bits.
+    #[inline]
+    pub fn l4_type(&self) -> u8 {
+        rt::get32(&self.buf, 24, 30, 0x3) as u8
     }
     /// IPv4 header length in dwords.
     ///
@@ -2935,6 +2987,19 @@ impl<B: rt::BytesMut> FteMatchSetLyr24<B> {
     pub fn set_tcp_dport(&mut self, v: u16) {
         rt::set32(&mut self.buf, 20, 0, 0xffff, u32::from(v))
     }
+    /// Writes [`Self::l4_type`].
+    /// Bits beyond its 2 are dropped (a `debug_assert!` in debug builds).
+    #[inline]
+    pub fn set_l4_type(&mut self, v: u8) {
+        rt::set32_narrow(&mut self.buf, 24, 30, 0x3, u32::from(v), "l4_type")
+    }
+    /// Writes `l4_type`, or returns an error if `v` does not fit its 2 bits.
+    #[inline]
+    pub fn try_set_l4_type(&mut self, v: u8) -> Result<(), rt::Overflow> {
+        rt::check_fits("l4_type", u64::from(v), 0x3)?;
+        self.set_l4_type(v);
+        Ok(())
+    }
     /// Writes [`Self::ipv4_ihl`].
     /// Bits beyond its 4 are dropped (a `debug_assert!` in debug builds).
     #[inline]
@@ -2996,6 +3061,7 @@ impl<B: rt::Bytes> ::core::fmt::Debug for FteMatchSetLyr24<B> {
         d.field("tcp_flags", &rt::fmt::Hex(self.tcp_flags().into()));
         d.field("tcp_sport", &rt::fmt::Hex(self.tcp_sport().into()));
         d.field("tcp_dport", &rt::fmt::Hex(self.tcp_dport().into()));
+        d.field("l4_type", &rt::fmt::Hex(self.l4_type().into()));
         d.field("ipv4_ihl", &rt::fmt::Hex(self.ipv4_ihl().into()));
         d.field("ttl_hoplimit", &rt::fmt::Hex(self.ttl_hoplimit().into()));
         d.field("udp_sport", &rt::fmt::Hex(self.udp_sport().into()));
@@ -3004,7 +3070,7 @@ impl<B: rt::Bytes> ::core::fmt::Debug for FteMatchSetLyr24<B> {
         d.field("dst_ipv4_dst_ipv6", &self.dst_ipv4_dst_ipv6());
         let reserved = rt::fmt::ReservedSet {
             buf: &self.buf,
-            masks: &[(24, 0xffff0f00)],
+            masks: &[(24, 0x3fff0f00)],
         };
         if reserved.any() {
             d.field("reserved_bits_set", &reserved);
@@ -3289,6 +3355,21 @@ pub const FTE_MATCH_SET_LYR_2_4_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             }),
         },
         rt::reflect::FieldAccess {
+            name: "l4_type",
+            bit_offset: 192,
+            width: 2,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = FteMatchSetLyr24::new_unchecked(b);
+                u64::from(v.l4_type())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = FteMatchSetLyr24::new_unchecked(b);
+                v.set_l4_type((x & 0x3) as u8);
+            }),
+        },
+        rt::reflect::FieldAccess {
             name: "ipv4_ihl",
             bit_offset: 208,
             width: 4,
@@ -3442,6 +3523,163 @@ pub const IPV6_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
     name: "ipv6_layout",
     size: 16,
     fields: &[],
+    nested: &[],
+};
+/// An IPv6 address in a 16-byte match slot, as four dwords, most significant first.
+///
+/// PRM layout `ipv6_simple_layout`: 0x10 bytes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct Ipv6SimpleLayout<B = [u8; 16]> {
+    buf: B,
+}
+crate::__prm_view!(Ipv6SimpleLayout, "ipv6_simple_layout", 16);
+impl Ipv6SimpleLayout<[u8; 16]> {
+    #[doc = concat!(" Position of `", "ipv6_127_96", "`.")]
+    pub const IPV6_127_96: rt::Field = rt::Field::new("ipv6_127_96", 0, 32);
+    #[doc = concat!(" Position of `", "ipv6_95_64", "`.")]
+    pub const IPV6_95_64: rt::Field = rt::Field::new("ipv6_95_64", 32, 32);
+    #[doc = concat!(" Position of `", "ipv6_63_32", "`.")]
+    pub const IPV6_63_32: rt::Field = rt::Field::new("ipv6_63_32", 64, 32);
+    #[doc = concat!(" Position of `", "ipv6_31_0", "`.")]
+    pub const IPV6_31_0: rt::Field = rt::Field::new("ipv6_31_0", 96, 32);
+    /// The position of every field of `ipv6_simple_layout`, by offset.
+    pub const FIELDS: &'static [rt::Field] = &[
+        Self::IPV6_127_96,
+        Self::IPV6_95_64,
+        Self::IPV6_63_32,
+        Self::IPV6_31_0,
+    ];
+}
+impl<B: rt::Bytes> Ipv6SimpleLayout<B> {
+    /// Bits 127..96 of the address.
+    ///
+    /// PRM `0x00[31:0]`: bit offset 0x0, 32 bits.
+    #[inline]
+    pub fn ipv6_127_96(&self) -> u32 {
+        self.buf.read_be32(0)
+    }
+    /// Bits 95..64 of the address.
+    ///
+    /// PRM `0x04[31:0]`: bit offset 0x20, 32 bits.
+    #[inline]
+    pub fn ipv6_95_64(&self) -> u32 {
+        self.buf.read_be32(4)
+    }
+    /// Bits 63..32 of the address.
+    ///
+    /// PRM `0x08[31:0]`: bit offset 0x40, 32 bits.
+    #[inline]
+    pub fn ipv6_63_32(&self) -> u32 {
+        self.buf.read_be32(8)
+    }
+    /// Bits 31..0 of the address.
+    ///
+    /// PRM `0x0c[31:0]`: bit offset 0x60, 32 bits.
+    #[inline]
+    pub fn ipv6_31_0(&self) -> u32 {
+        self.buf.read_be32(12)
+    }
+}
+impl<B: rt::BytesMut> Ipv6SimpleLayout<B> {
+    /// Writes [`Self::ipv6_127_96`].
+    #[inline]
+    pub fn set_ipv6_127_96(&mut self, v: u32) {
+        self.buf.write_be32(0, v)
+    }
+    /// Writes [`Self::ipv6_95_64`].
+    #[inline]
+    pub fn set_ipv6_95_64(&mut self, v: u32) {
+        self.buf.write_be32(4, v)
+    }
+    /// Writes [`Self::ipv6_63_32`].
+    #[inline]
+    pub fn set_ipv6_63_32(&mut self, v: u32) {
+        self.buf.write_be32(8, v)
+    }
+    /// Writes [`Self::ipv6_31_0`].
+    #[inline]
+    pub fn set_ipv6_31_0(&mut self, v: u32) {
+        self.buf.write_be32(12, v)
+    }
+}
+#[cfg(feature = "debug")]
+impl<B: rt::Bytes> ::core::fmt::Debug for Ipv6SimpleLayout<B> {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let mut d = f.debug_struct(stringify!(Ipv6SimpleLayout));
+        d.field("ipv6_127_96", &rt::fmt::Hex(self.ipv6_127_96().into()));
+        d.field("ipv6_95_64", &rt::fmt::Hex(self.ipv6_95_64().into()));
+        d.field("ipv6_63_32", &rt::fmt::Hex(self.ipv6_63_32().into()));
+        d.field("ipv6_31_0", &rt::fmt::Hex(self.ipv6_31_0().into()));
+        d.finish()
+    }
+}
+#[cfg(feature = "reflect")]
+/// Every field of `ipv6_simple_layout` with its accessors, for generic tools and tests.
+pub const IPV6_SIMPLE_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
+    name: "ipv6_simple_layout",
+    size: 16,
+    fields: &[
+        rt::reflect::FieldAccess {
+            name: "ipv6_127_96",
+            bit_offset: 0,
+            width: 32,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = Ipv6SimpleLayout::new_unchecked(b);
+                u64::from(v.ipv6_127_96())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = Ipv6SimpleLayout::new_unchecked(b);
+                v.set_ipv6_127_96((x & 0xffffffff) as u32);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "ipv6_95_64",
+            bit_offset: 32,
+            width: 32,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = Ipv6SimpleLayout::new_unchecked(b);
+                u64::from(v.ipv6_95_64())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = Ipv6SimpleLayout::new_unchecked(b);
+                v.set_ipv6_95_64((x & 0xffffffff) as u32);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "ipv6_63_32",
+            bit_offset: 64,
+            width: 32,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = Ipv6SimpleLayout::new_unchecked(b);
+                u64::from(v.ipv6_63_32())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = Ipv6SimpleLayout::new_unchecked(b);
+                v.set_ipv6_63_32((x & 0xffffffff) as u32);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "ipv6_31_0",
+            bit_offset: 96,
+            width: 32,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = Ipv6SimpleLayout::new_unchecked(b);
+                u64::from(v.ipv6_31_0())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = Ipv6SimpleLayout::new_unchecked(b);
+                v.set_ipv6_31_0((x & 0xffffffff) as u32);
+            }),
+        },
+    ],
     nested: &[],
 };
 /// An IPv4 address in a 16-byte match slot; the first 12 bytes are reserved.
@@ -3616,6 +3854,8 @@ impl FteMatchSetMisc<[u8; 64]> {
     );
     #[doc = concat!(" Position of `", "bth_dst_qp", "`.")]
     pub const BTH_DST_QP: rt::Field = rt::Field::new("bth_dst_qp", 328, 24);
+    #[doc = concat!(" Position of `", "inner_esp_spi", "`.")]
+    pub const INNER_ESP_SPI: rt::Field = rt::Field::new("inner_esp_spi", 352, 32);
     #[doc = concat!(" Position of `", "outer_esp_spi", "`.")]
     pub const OUTER_ESP_SPI: rt::Field = rt::Field::new("outer_esp_spi", 384, 32);
     /// The position of every field of `fte_match_set_misc`, by offset.
@@ -3649,6 +3889,7 @@ impl FteMatchSetMisc<[u8; 64]> {
         Self::GENEVE_OPT_LEN,
         Self::GENEVE_PROTOCOL_TYPE,
         Self::BTH_DST_QP,
+        Self::INNER_ESP_SPI,
         Self::OUTER_ESP_SPI,
     ];
 }
@@ -3855,6 +4096,13 @@ impl<B: rt::Bytes> FteMatchSetMisc<B> {
     #[inline]
     pub fn bth_dst_qp(&self) -> u32 {
         rt::get32(&self.buf, 40, 0, 0xffffff) as u32
+    }
+    /// SPI of the inner ESP header (IPsec).
+    ///
+    /// PRM `0x2c[31:0]`: bit offset 0x160, 32 bits.
+    #[inline]
+    pub fn inner_esp_spi(&self) -> u32 {
+        self.buf.read_be32(44)
     }
     /// SPI of the outer ESP header (IPsec).
     ///
@@ -4120,6 +4368,11 @@ impl<B: rt::BytesMut> FteMatchSetMisc<B> {
         self.set_bth_dst_qp(v);
         Ok(())
     }
+    /// Writes [`Self::inner_esp_spi`].
+    #[inline]
+    pub fn set_inner_esp_spi(&mut self, v: u32) {
+        self.buf.write_be32(44, v)
+    }
     /// Writes [`Self::outer_esp_spi`].
     #[inline]
     pub fn set_outer_esp_spi(&mut self, v: u32) {
@@ -4171,6 +4424,7 @@ impl<B: rt::Bytes> ::core::fmt::Debug for FteMatchSetMisc<B> {
             &rt::fmt::Hex(self.geneve_protocol_type().into()),
         );
         d.field("bth_dst_qp", &rt::fmt::Hex(self.bth_dst_qp().into()));
+        d.field("inner_esp_spi", &rt::fmt::Hex(self.inner_esp_spi().into()));
         d.field("outer_esp_spi", &rt::fmt::Hex(self.outer_esp_spi().into()));
         let reserved = rt::fmt::ReservedSet {
             buf: &self.buf,
@@ -4182,7 +4436,6 @@ impl<B: rt::Bytes> ::core::fmt::Debug for FteMatchSetMisc<B> {
                 (32, 0xfff00000),
                 (36, 0xffc00000),
                 (40, 0xff000000),
-                (44, 0xffffffff),
                 (52, 0xffffffff),
                 (56, 0xffffffff),
                 (60, 0xffffffff),
@@ -4621,6 +4874,21 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             }),
         },
         rt::reflect::FieldAccess {
+            name: "inner_esp_spi",
+            bit_offset: 352,
+            width: 32,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = FteMatchSetMisc::new_unchecked(b);
+                u64::from(v.inner_esp_spi())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = FteMatchSetMisc::new_unchecked(b);
+                v.set_inner_esp_spi((x & 0xffffffff) as u32);
+            }),
+        },
+        rt::reflect::FieldAccess {
             name: "outer_esp_spi",
             bit_offset: 384,
             width: 32,
@@ -4868,6 +5136,8 @@ impl FteMatchSetMisc2<[u8; 64]> {
     pub const METADATA_REG_A: rt::Field = rt::Field::new("metadata_reg_a", 384, 32);
     #[doc = concat!(" Position of `", "macsec_syndrome", "`.")]
     pub const MACSEC_SYNDROME: rt::Field = rt::Field::new("macsec_syndrome", 424, 8);
+    #[doc = concat!(" Position of `", "ipsec_syndrome", "`.")]
+    pub const IPSEC_SYNDROME: rt::Field = rt::Field::new("ipsec_syndrome", 432, 8);
     /// The position of every field of `fte_match_set_misc2`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
         Self::OUTER_FIRST_MPLS,
@@ -4884,6 +5154,7 @@ impl FteMatchSetMisc2<[u8; 64]> {
         Self::METADATA_REG_C_0,
         Self::METADATA_REG_A,
         Self::MACSEC_SYNDROME,
+        Self::IPSEC_SYNDROME,
     ];
 }
 impl<B: rt::Bytes> FteMatchSetMisc2<B> {
@@ -4985,6 +5256,13 @@ impl<B: rt::Bytes> FteMatchSetMisc2<B> {
     pub fn macsec_syndrome(&self) -> u8 {
         rt::get32(&self.buf, 52, 16, 0xff) as u8
     }
+    /// Result of IPsec processing of the packet.
+    ///
+    /// PRM `0x34[15:8]`: bit offset 0x1b0, 8 bits.
+    #[inline]
+    pub fn ipsec_syndrome(&self) -> u8 {
+        rt::get32(&self.buf, 52, 8, 0xff) as u8
+    }
 }
 impl<B: rt::BytesMut> FteMatchSetMisc2<B> {
     /// Writes [`Self::outer_first_mpls`].
@@ -5057,6 +5335,11 @@ impl<B: rt::BytesMut> FteMatchSetMisc2<B> {
     pub fn set_macsec_syndrome(&mut self, v: u8) {
         rt::set32(&mut self.buf, 52, 16, 0xff, u32::from(v))
     }
+    /// Writes [`Self::ipsec_syndrome`].
+    #[inline]
+    pub fn set_ipsec_syndrome(&mut self, v: u8) {
+        rt::set32(&mut self.buf, 52, 8, 0xff, u32::from(v))
+    }
 }
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for FteMatchSetMisc2<B> {
@@ -5076,9 +5359,10 @@ impl<B: rt::Bytes> ::core::fmt::Debug for FteMatchSetMisc2<B> {
         d.field("metadata_reg_c_0", &rt::fmt::Hex(self.metadata_reg_c_0().into()));
         d.field("metadata_reg_a", &rt::fmt::Hex(self.metadata_reg_a().into()));
         d.field("macsec_syndrome", &rt::fmt::Hex(self.macsec_syndrome().into()));
+        d.field("ipsec_syndrome", &rt::fmt::Hex(self.ipsec_syndrome().into()));
         let reserved = rt::fmt::ReservedSet {
             buf: &self.buf,
-            masks: &[(52, 0xff00ffff), (56, 0xffffffff), (60, 0xffffffff)],
+            masks: &[(52, 0xff0000ff), (56, 0xffffffff), (60, 0xffffffff)],
         };
         if reserved.any() {
             d.field("reserved_bits_set", &reserved);
@@ -5240,6 +5524,21 @@ pub const FTE_MATCH_SET_MISC2_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             set: Some(|b, _, x| {
                 let mut v = FteMatchSetMisc2::new_unchecked(b);
                 v.set_macsec_syndrome((x & 0xff) as u8);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "ipsec_syndrome",
+            bit_offset: 432,
+            width: 8,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = FteMatchSetMisc2::new_unchecked(b);
+                u64::from(v.ipsec_syndrome())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = FteMatchSetMisc2::new_unchecked(b);
+                v.set_ipsec_syndrome((x & 0xff) as u8);
             }),
         },
     ],
@@ -7425,6 +7724,8 @@ impl FlowContext<[u8; 768]> {
         128,
         1,
     );
+    #[doc = concat!(" Position of `", "uplink_hairpin_en", "`.")]
+    pub const UPLINK_HAIRPIN_EN: rt::Field = rt::Field::new("uplink_hairpin_en", 129, 1);
     #[doc = concat!(" Position of `", "flow_source", "`.")]
     pub const FLOW_SOURCE: rt::Field = rt::Field::new("flow_source", 130, 2);
     #[doc = concat!(" Position of `", "encrypt_decrypt_type", "`.")]
@@ -7474,6 +7775,7 @@ impl FlowContext<[u8; 768]> {
         Self::FLOW_TAG,
         Self::ACTION,
         Self::EXTENDED_DESTINATION,
+        Self::UPLINK_HAIRPIN_EN,
         Self::FLOW_SOURCE,
         Self::ENCRYPT_DECRYPT_TYPE,
         Self::DESTINATION_LIST_SIZE,
@@ -7522,6 +7824,11 @@ impl<B: rt::Bytes> FlowContext<B> {
     #[inline]
     pub fn extended_destination(&self) -> bool {
         rt::get32(&self.buf, 16, 31, 0x1) as u8 != 0
+    }
+    /// PRM `0x10[30]`: bit offset 0x81, 1 bit.
+    #[inline]
+    pub fn uplink_hairpin_en(&self) -> bool {
+        rt::get32(&self.buf, 16, 30, 0x1) as u8 != 0
     }
     /// Where the entry's packets come from (FDB hint).
     ///
@@ -7702,6 +8009,11 @@ impl<B: rt::BytesMut> FlowContext<B> {
     pub fn set_extended_destination(&mut self, v: bool) {
         rt::set32(&mut self.buf, 16, 31, 0x1, u32::from(u8::from(v)))
     }
+    /// Writes [`Self::uplink_hairpin_en`].
+    #[inline]
+    pub fn set_uplink_hairpin_en(&mut self, v: bool) {
+        rt::set32(&mut self.buf, 16, 30, 0x1, u32::from(u8::from(v)))
+    }
     /// Writes [`Self::flow_source`].
     #[inline]
     pub fn set_flow_source(&mut self, v: FlowSource) {
@@ -7864,6 +8176,7 @@ impl<B: rt::Bytes> ::core::fmt::Debug for FlowContext<B> {
         d.field("flow_tag", &rt::fmt::Hex(self.flow_tag().into()));
         d.field("action", &rt::fmt::Hex(self.action().into()));
         d.field("extended_destination", &self.extended_destination());
+        d.field("uplink_hairpin_en", &self.uplink_hairpin_en());
         d.field("flow_source", &rt::fmt::EnumValue(self.flow_source()));
         d.field(
             "encrypt_decrypt_type",
@@ -7906,7 +8219,6 @@ impl<B: rt::Bytes> ::core::fmt::Debug for FlowContext<B> {
             masks: &[
                 (8, 0xff000000),
                 (12, 0xffff0000),
-                (16, 0x40000000),
                 (20, 0xff000000),
                 (40, 0xffffffff),
                 (44, 0xffffffff),
@@ -8026,6 +8338,21 @@ pub const FLOW_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             set: Some(|b, _, x| {
                 let mut v = FlowContext::new_unchecked(b);
                 v.set_extended_destination(x & 1 != 0);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "uplink_hairpin_en",
+            bit_offset: 129,
+            width: 1,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = FlowContext::new_unchecked(b);
+                u64::from(v.uplink_hairpin_en())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = FlowContext::new_unchecked(b);
+                v.set_uplink_hairpin_en(x & 1 != 0);
             }),
         },
         rt::reflect::FieldAccess {
@@ -8941,6 +9268,12 @@ impl DestFormatStruct<[u8; 8]> {
     );
     #[doc = concat!(" Position of `", "packet_reformat", "`.")]
     pub const PACKET_REFORMAT: rt::Field = rt::Field::new("packet_reformat", 33, 1);
+    #[doc = concat!(" Position of `", "destination_table_type", "`.")]
+    pub const DESTINATION_TABLE_TYPE: rt::Field = rt::Field::new(
+        "destination_table_type",
+        40,
+        8,
+    );
     #[doc = concat!(" Position of `", "destination_eswitch_owner_vhca_id", "`.")]
     pub const DESTINATION_ESWITCH_OWNER_VHCA_ID: rt::Field = rt::Field::new(
         "destination_eswitch_owner_vhca_id",
@@ -8953,6 +9286,7 @@ impl DestFormatStruct<[u8; 8]> {
         Self::DESTINATION_ID,
         Self::DESTINATION_ESWITCH_OWNER_VHCA_ID_VALID,
         Self::PACKET_REFORMAT,
+        Self::DESTINATION_TABLE_TYPE,
         Self::DESTINATION_ESWITCH_OWNER_VHCA_ID,
     ];
 }
@@ -8991,6 +9325,13 @@ impl<B: rt::Bytes> DestFormatStruct<B> {
     #[inline]
     pub fn packet_reformat(&self) -> bool {
         rt::get32(&self.buf, 4, 30, 0x1) as u8 != 0
+    }
+    /// Flow table type of the destination, when destination_type is table_type.
+    ///
+    /// PRM `0x04[23:16]`: bit offset 0x28, 8 bits.
+    #[inline]
+    pub fn destination_table_type(&self) -> u8 {
+        rt::get32(&self.buf, 4, 16, 0xff) as u8
     }
     /// vhca id of the e-switch that owns the destination vport.
     ///
@@ -9034,6 +9375,11 @@ impl<B: rt::BytesMut> DestFormatStruct<B> {
     pub fn set_packet_reformat(&mut self, v: bool) {
         rt::set32(&mut self.buf, 4, 30, 0x1, u32::from(u8::from(v)))
     }
+    /// Writes [`Self::destination_table_type`].
+    #[inline]
+    pub fn set_destination_table_type(&mut self, v: u8) {
+        rt::set32(&mut self.buf, 4, 16, 0xff, u32::from(v))
+    }
     /// Writes [`Self::destination_eswitch_owner_vhca_id`].
     #[inline]
     pub fn set_destination_eswitch_owner_vhca_id(&mut self, v: u16) {
@@ -9052,12 +9398,16 @@ impl<B: rt::Bytes> ::core::fmt::Debug for DestFormatStruct<B> {
         );
         d.field("packet_reformat", &self.packet_reformat());
         d.field(
+            "destination_table_type",
+            &rt::fmt::Hex(self.destination_table_type().into()),
+        );
+        d.field(
             "destination_eswitch_owner_vhca_id",
             &rt::fmt::Hex(self.destination_eswitch_owner_vhca_id().into()),
         );
         let reserved = rt::fmt::ReservedSet {
             buf: &self.buf,
-            masks: &[(4, 0x3fff0000)],
+            masks: &[(4, 0x3f000000)],
         };
         if reserved.any() {
             d.field("reserved_bits_set", &reserved);
@@ -9129,6 +9479,21 @@ pub const DEST_FORMAT_STRUCT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             set: Some(|b, _, x| {
                 let mut v = DestFormatStruct::new_unchecked(b);
                 v.set_packet_reformat(x & 1 != 0);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "destination_table_type",
+            bit_offset: 40,
+            width: 8,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = DestFormatStruct::new_unchecked(b);
+                u64::from(v.destination_table_type())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = DestFormatStruct::new_unchecked(b);
+                v.set_destination_table_type((x & 0xff) as u8);
             }),
         },
         rt::reflect::FieldAccess {
@@ -10983,6 +11348,12 @@ pub struct Ipv6LayoutIpv4LayoutAuto<B = [u8; 16]> {
 }
 crate::__prm_view!(Ipv6LayoutIpv4LayoutAuto, "ipv6_layout_ipv4_layout_auto", 16);
 impl<B: rt::Bytes> Ipv6LayoutIpv4LayoutAuto<B> {
+    /// IPv6 address as four dwords.
+    /// The bytes read as `ipv6_simple_layout`.
+    #[inline]
+    pub fn ipv6_simple_layout(&self) -> Ipv6SimpleLayout<B::Sub<'_>> {
+        Ipv6SimpleLayout::new_unchecked(self.buf.sub(0, 16))
+    }
     /// IPv6 address.
     /// The bytes read as `ipv6_layout`.
     #[inline]
@@ -10997,6 +11368,11 @@ impl<B: rt::Bytes> Ipv6LayoutIpv4LayoutAuto<B> {
     }
 }
 impl<B: rt::BytesMut> Ipv6LayoutIpv4LayoutAuto<B> {
+    /// The bytes read as `ipv6_simple_layout`.
+    #[inline]
+    pub fn ipv6_simple_layout_mut(&mut self) -> Ipv6SimpleLayout<B::SubMut<'_>> {
+        Ipv6SimpleLayout::new_unchecked(self.buf.sub_mut(0, 16))
+    }
     /// The bytes read as `ipv6_layout`.
     #[inline]
     pub fn ipv6_layout_mut(&mut self) -> Ipv6Layout<B::SubMut<'_>> {
@@ -11026,6 +11402,11 @@ pub const IPV6_LAYOUT_IPV4_LAYOUT_AUTO_ACCESS: rt::reflect::UnionAccess = rt::re
     name: "ipv6_layout_ipv4_layout_auto",
     size: 16,
     members: &[
+        rt::reflect::UnionMemberAccess {
+            name: "ipv6_simple_layout",
+            layout: "ipv6_simple_layout",
+            when: None,
+        },
         rt::reflect::UnionMemberAccess {
             name: "ipv6_layout",
             layout: "ipv6_layout",

@@ -24,6 +24,8 @@ pub enum MkeyAccessMode {
     SwIcm = 0x4,
     /// On-chip device memory (MEMIC).
     Memic = 0x5,
+    /// Refers to a key of another vhca (mkc.crossing_target_vhca_id).
+    Crossing = 0x6,
 }
 impl MkeyAccessMode {
     /// The enum's name as the spec writes it.
@@ -36,6 +38,7 @@ impl MkeyAccessMode {
         Self::Ksm,
         Self::SwIcm,
         Self::Memic,
+        Self::Crossing,
     ];
     /// The value for a raw number, if the enum names it.
     #[inline]
@@ -47,6 +50,7 @@ impl MkeyAccessMode {
             0x3 => Some(Self::Ksm),
             0x4 => Some(Self::SwIcm),
             0x5 => Some(Self::Memic),
+            0x6 => Some(Self::Crossing),
             _ => None,
         }
     }
@@ -70,7 +74,15 @@ impl MkeyAccessMode {
     }
     /// The value's name as the spec writes it.
     pub const fn spec_name(self) -> &'static str {
-        const NAMES: &[&str] = &["pa", "mtt", "klms", "ksm", "sw_icm", "memic"];
+        const NAMES: &[&str] = &[
+            "pa",
+            "mtt",
+            "klms",
+            "ksm",
+            "sw_icm",
+            "memic",
+            "crossing",
+        ];
         let mut i = 0;
         while i < Self::ALL.len() {
             if Self::ALL[i] as u64 == self as u64 {
@@ -111,6 +123,8 @@ impl CreateMkeyIn<[u8; 272]> {
     pub const PG_ACCESS: rt::Field = rt::Field::new("pg_access", 96, 1);
     #[doc = concat!(" Position of `", "mkey_umem_valid", "`.")]
     pub const MKEY_UMEM_VALID: rt::Field = rt::Field::new("mkey_umem_valid", 97, 1);
+    #[doc = concat!(" Position of `", "data_direct", "`.")]
+    pub const DATA_DIRECT: rt::Field = rt::Field::new("data_direct", 98, 1);
     #[doc = concat!(" Position of `", "memory_key_mkey_entry", "`.")]
     pub const MEMORY_KEY_MKEY_ENTRY: rt::Field = rt::Field::new(
         "memory_key_mkey_entry",
@@ -132,6 +146,7 @@ impl CreateMkeyIn<[u8; 272]> {
         Self::OP_MOD,
         Self::PG_ACCESS,
         Self::MKEY_UMEM_VALID,
+        Self::DATA_DIRECT,
         Self::MEMORY_KEY_MKEY_ENTRY,
         Self::TRANSLATIONS_OCTWORD_ACTUAL_SIZE,
         Self::KLM_PAS_MTT,
@@ -166,6 +181,11 @@ impl<B: rt::Bytes> CreateMkeyIn<B> {
     #[inline]
     pub fn mkey_umem_valid(&self) -> bool {
         rt::get32(&self.buf, 12, 30, 0x1) as u8 != 0
+    }
+    /// PRM `0x0c[29]`: bit offset 0x62, 1 bit.
+    #[inline]
+    pub fn data_direct(&self) -> bool {
+        rt::get32(&self.buf, 12, 29, 0x1) as u8 != 0
     }
     /// Context of the new key.
     ///
@@ -235,6 +255,11 @@ impl<B: rt::BytesMut> CreateMkeyIn<B> {
     pub fn set_mkey_umem_valid(&mut self, v: bool) {
         rt::set32(&mut self.buf, 12, 30, 0x1, u32::from(u8::from(v)))
     }
+    /// Writes [`Self::data_direct`].
+    #[inline]
+    pub fn set_data_direct(&mut self, v: bool) {
+        rt::set32(&mut self.buf, 12, 29, 0x1, u32::from(u8::from(v)))
+    }
     /// Writes [`Self::memory_key_mkey_entry`].
     #[inline]
     pub fn memory_key_mkey_entry_mut(&mut self) -> Mkc<B::SubMut<'_>> {
@@ -272,6 +297,7 @@ impl<B: rt::Bytes> ::core::fmt::Debug for CreateMkeyIn<B> {
         d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
         d.field("pg_access", &self.pg_access());
         d.field("mkey_umem_valid", &self.mkey_umem_valid());
+        d.field("data_direct", &self.data_direct());
         d.field("memory_key_mkey_entry", &self.memory_key_mkey_entry());
         d.field(
             "translations_octword_actual_size",
@@ -290,7 +316,7 @@ impl<B: rt::Bytes> ::core::fmt::Debug for CreateMkeyIn<B> {
             masks: &[
                 (4, 0xffff0000),
                 (8, 0xffffffff),
-                (12, 0x3fffffff),
+                (12, 0x1fffffff),
                 (80, 0xffffffff),
                 (84, 0xffffffff),
                 (88, 0xffffffff),
@@ -428,6 +454,21 @@ pub const CREATE_MKEY_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             }),
         },
         rt::reflect::FieldAccess {
+            name: "data_direct",
+            bit_offset: 98,
+            width: 1,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = CreateMkeyIn::new_unchecked(b);
+                u64::from(v.data_direct())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = CreateMkeyIn::new_unchecked(b);
+                v.set_data_direct(x & 1 != 0);
+            }),
+        },
+        rt::reflect::FieldAccess {
             name: "translations_octword_actual_size",
             bit_offset: 768,
             width: 32,
@@ -553,6 +594,12 @@ impl Mkc<[u8; 64]> {
     pub const LEN: rt::Field = rt::Field::new("len", 192, 64);
     #[doc = concat!(" Position of `", "bsf_octword_size", "`.")]
     pub const BSF_OCTWORD_SIZE: rt::Field = rt::Field::new("bsf_octword_size", 256, 32);
+    #[doc = concat!(" Position of `", "crossing_target_vhca_id", "`.")]
+    pub const CROSSING_TARGET_VHCA_ID: rt::Field = rt::Field::new(
+        "crossing_target_vhca_id",
+        384,
+        16,
+    );
     #[doc = concat!(" Position of `", "translations_octword_size", "`.")]
     pub const TRANSLATIONS_OCTWORD_SIZE: rt::Field = rt::Field::new(
         "translations_octword_size",
@@ -566,7 +613,7 @@ impl Mkc<[u8; 64]> {
         1,
     );
     #[doc = concat!(" Position of `", "log_page_size", "`.")]
-    pub const LOG_PAGE_SIZE: rt::Field = rt::Field::new("log_page_size", 475, 5);
+    pub const LOG_PAGE_SIZE: rt::Field = rt::Field::new("log_page_size", 474, 6);
     /// The position of every field of `mkc`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
         Self::FREE,
@@ -592,6 +639,7 @@ impl Mkc<[u8; 64]> {
         Self::START_ADDR,
         Self::LEN,
         Self::BSF_OCTWORD_SIZE,
+        Self::CROSSING_TARGET_VHCA_ID,
         Self::TRANSLATIONS_OCTWORD_SIZE,
         Self::RELAXED_ORDERING_READ,
         Self::LOG_PAGE_SIZE,
@@ -751,6 +799,13 @@ impl<B: rt::Bytes> Mkc<B> {
     pub fn bsf_octword_size(&self) -> u32 {
         self.buf.read_be32(32)
     }
+    /// With access mode crossing, the vhca that owns the memory the key refers to.
+    ///
+    /// PRM `0x30[31:16]`: bit offset 0x180, 16 bits.
+    #[inline]
+    pub fn crossing_target_vhca_id(&self) -> u16 {
+        rt::get32(&self.buf, 48, 16, 0xffff) as u16
+    }
     /// Size of the translation table in 16-byte units. An MTT entry takes 8 bytes (two per unit); a KLM or KSM entry takes one unit.
     ///
     /// PRM `0x34[31:0]`: bit offset 0x1a0, 32 bits.
@@ -767,10 +822,10 @@ impl<B: rt::Bytes> Mkc<B> {
     }
     /// Log2 of the page size in bytes (not relative to 4 KiB): the size each MTT entry maps, or the fixed entry size in KSM mode.
     ///
-    /// PRM `0x38[4:0]`: bit offset 0x1db, 5 bits.
+    /// PRM `0x38[5:0]`: bit offset 0x1da, 6 bits.
     #[inline]
     pub fn log_page_size(&self) -> u8 {
-        rt::get32(&self.buf, 56, 0, 0x1f) as u8
+        rt::get32(&self.buf, 56, 0, 0x3f) as u8
     }
 }
 impl<B: rt::BytesMut> Mkc<B> {
@@ -929,6 +984,11 @@ impl<B: rt::BytesMut> Mkc<B> {
     pub fn set_bsf_octword_size(&mut self, v: u32) {
         self.buf.write_be32(32, v)
     }
+    /// Writes [`Self::crossing_target_vhca_id`].
+    #[inline]
+    pub fn set_crossing_target_vhca_id(&mut self, v: u16) {
+        rt::set32(&mut self.buf, 48, 16, 0xffff, u32::from(v))
+    }
     /// Writes [`Self::translations_octword_size`].
     #[inline]
     pub fn set_translations_octword_size(&mut self, v: u32) {
@@ -940,15 +1000,15 @@ impl<B: rt::BytesMut> Mkc<B> {
         rt::set32(&mut self.buf, 56, 6, 0x1, u32::from(u8::from(v)))
     }
     /// Writes [`Self::log_page_size`].
-    /// Bits beyond its 5 are dropped (a `debug_assert!` in debug builds).
+    /// Bits beyond its 6 are dropped (a `debug_assert!` in debug builds).
     #[inline]
     pub fn set_log_page_size(&mut self, v: u8) {
-        rt::set32_narrow(&mut self.buf, 56, 0, 0x1f, u32::from(v), "log_page_size")
+        rt::set32_narrow(&mut self.buf, 56, 0, 0x3f, u32::from(v), "log_page_size")
     }
-    /// Writes `log_page_size`, or returns an error if `v` does not fit its 5 bits.
+    /// Writes `log_page_size`, or returns an error if `v` does not fit its 6 bits.
     #[inline]
     pub fn try_set_log_page_size(&mut self, v: u8) -> Result<(), rt::Overflow> {
-        rt::check_fits("log_page_size", u64::from(v), 0x1f)?;
+        rt::check_fits("log_page_size", u64::from(v), 0x3f)?;
         self.set_log_page_size(v);
         Ok(())
     }
@@ -984,6 +1044,10 @@ impl<B: rt::Bytes> ::core::fmt::Debug for Mkc<B> {
         d.field("len", &rt::fmt::Hex(self.len().into()));
         d.field("bsf_octword_size", &rt::fmt::Hex(self.bsf_octword_size().into()));
         d.field(
+            "crossing_target_vhca_id",
+            &rt::fmt::Hex(self.crossing_target_vhca_id().into()),
+        );
+        d.field(
             "translations_octword_size",
             &rt::fmt::Hex(self.translations_octword_size().into()),
         );
@@ -998,8 +1062,8 @@ impl<B: rt::Bytes> ::core::fmt::Debug for Mkc<B> {
                 (36, 0xffffffff),
                 (40, 0xffffffff),
                 (44, 0xffffffff),
-                (48, 0xffffffff),
-                (56, 0xffffffa0),
+                (48, 0xffff),
+                (56, 0xffffff80),
                 (60, 0xffffffff),
             ],
         };
@@ -1361,6 +1425,21 @@ pub const MKC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             }),
         },
         rt::reflect::FieldAccess {
+            name: "crossing_target_vhca_id",
+            bit_offset: 384,
+            width: 16,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = Mkc::new_unchecked(b);
+                u64::from(v.crossing_target_vhca_id())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = Mkc::new_unchecked(b);
+                v.set_crossing_target_vhca_id((x & 0xffff) as u16);
+            }),
+        },
+        rt::reflect::FieldAccess {
             name: "translations_octword_size",
             bit_offset: 416,
             width: 32,
@@ -1392,8 +1471,8 @@ pub const MKC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
         },
         rt::reflect::FieldAccess {
             name: "log_page_size",
-            bit_offset: 475,
-            width: 5,
+            bit_offset: 474,
+            width: 6,
             count: 1,
             trailing: false,
             get: Some(|b, _| {
@@ -1402,7 +1481,7 @@ pub const MKC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             }),
             set: Some(|b, _, x| {
                 let mut v = Mkc::new_unchecked(b);
-                v.set_log_page_size((x & 0x1f) as u8);
+                v.set_log_page_size((x & 0x3f) as u8);
             }),
         },
     ],

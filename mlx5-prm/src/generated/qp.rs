@@ -1051,6 +1051,8 @@ impl CreateQpIn<[u8; 272]> {
     pub const UID: rt::Field = rt::Field::new("uid", 16, 16);
     #[doc = concat!(" Position of `", "op_mod", "`.")]
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
+    #[doc = concat!(" Position of `", "qpc_ext", "`.")]
+    pub const QPC_EXT: rt::Field = rt::Field::new("qpc_ext", 64, 1);
     #[doc = concat!(" Position of `", "input_qpn", "`.")]
     pub const INPUT_QPN: rt::Field = rt::Field::new("input_qpn", 72, 24);
     #[doc = concat!(" Position of `", "opt_param_mask", "`.")]
@@ -1059,6 +1061,10 @@ impl CreateQpIn<[u8; 272]> {
     pub const ECE: rt::Field = rt::Field::new("ece", 160, 32);
     #[doc = concat!(" Position of `", "qpc", "`.")]
     pub const QPC: rt::Field = rt::Field::new("qpc", 192, 1856);
+    #[doc = concat!(" Position of `", "wq_umem_offset", "`.")]
+    pub const WQ_UMEM_OFFSET: rt::Field = rt::Field::new("wq_umem_offset", 2048, 64);
+    #[doc = concat!(" Position of `", "wq_umem_id", "`.")]
+    pub const WQ_UMEM_ID: rt::Field = rt::Field::new("wq_umem_id", 2112, 32);
     #[doc = concat!(" Position of `", "wq_umem_valid", "`.")]
     pub const WQ_UMEM_VALID: rt::Field = rt::Field::new("wq_umem_valid", 2144, 1);
     #[doc = concat!(" Position of `", "pas", "`.")]
@@ -1068,10 +1074,13 @@ impl CreateQpIn<[u8; 272]> {
         Self::OPCODE,
         Self::UID,
         Self::OP_MOD,
+        Self::QPC_EXT,
         Self::INPUT_QPN,
         Self::OPT_PARAM_MASK,
         Self::ECE,
         Self::QPC,
+        Self::WQ_UMEM_OFFSET,
+        Self::WQ_UMEM_ID,
         Self::WQ_UMEM_VALID,
         Self::PAS,
     ];
@@ -1093,6 +1102,13 @@ impl<B: rt::Bytes> CreateQpIn<B> {
     #[inline]
     pub fn op_mod(&self) -> u16 {
         rt::get32(&self.buf, 4, 0, 0xffff) as u16
+    }
+    /// The command uses the QP context extension (capability qpc_extension).
+    ///
+    /// PRM `0x08[31]`: bit offset 0x40, 1 bit.
+    #[inline]
+    pub fn qpc_ext(&self) -> bool {
+        rt::get32(&self.buf, 8, 31, 0x1) as u8 != 0
     }
     /// PRM `0x08[23:0]`: bit offset 0x48, 24 bits.
     #[inline]
@@ -1119,6 +1135,20 @@ impl<B: rt::Bytes> CreateQpIn<B> {
     #[inline]
     pub fn qpc(&self) -> Qpc<B::Sub<'_>> {
         Qpc::new_unchecked(self.buf.sub(24, 232))
+    }
+    /// Offset of the QP buffer in its user memory object (with wq_umem_valid).
+    ///
+    /// PRM `0x100[63:0]`: bit offset 0x800, 64 bits.
+    #[inline]
+    pub fn wq_umem_offset(&self) -> u64 {
+        rt::get64(&self.buf, 256)
+    }
+    /// User memory object that holds the QP buffer (with wq_umem_valid).
+    ///
+    /// PRM `0x108[31:0]`: bit offset 0x840, 32 bits.
+    #[inline]
+    pub fn wq_umem_id(&self) -> u32 {
+        self.buf.read_be32(264)
     }
     /// The QP buffer is a registered user memory object instead of the page list below.
     ///
@@ -1171,6 +1201,11 @@ impl<B: rt::BytesMut> CreateQpIn<B> {
     pub fn set_op_mod(&mut self, v: u16) {
         rt::set32(&mut self.buf, 4, 0, 0xffff, u32::from(v))
     }
+    /// Writes [`Self::qpc_ext`].
+    #[inline]
+    pub fn set_qpc_ext(&mut self, v: bool) {
+        rt::set32(&mut self.buf, 8, 31, 0x1, u32::from(u8::from(v)))
+    }
     /// Writes [`Self::input_qpn`].
     /// Bits beyond its 24 are dropped (a `debug_assert!` in debug builds).
     #[inline]
@@ -1198,6 +1233,16 @@ impl<B: rt::BytesMut> CreateQpIn<B> {
     #[inline]
     pub fn qpc_mut(&mut self) -> Qpc<B::SubMut<'_>> {
         Qpc::new_unchecked(self.buf.sub_mut(24, 232))
+    }
+    /// Writes [`Self::wq_umem_offset`].
+    #[inline]
+    pub fn set_wq_umem_offset(&mut self, v: u64) {
+        rt::set64(&mut self.buf, 256, v)
+    }
+    /// Writes [`Self::wq_umem_id`].
+    #[inline]
+    pub fn set_wq_umem_id(&mut self, v: u32) {
+        self.buf.write_be32(264, v)
     }
     /// Writes [`Self::wq_umem_valid`].
     #[inline]
@@ -1229,10 +1274,13 @@ impl<B: rt::Bytes> ::core::fmt::Debug for CreateQpIn<B> {
         d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
         d.field("uid", &rt::fmt::Hex(self.uid().into()));
         d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
+        d.field("qpc_ext", &self.qpc_ext());
         d.field("input_qpn", &rt::fmt::Hex(self.input_qpn().into()));
         d.field("opt_param_mask", &rt::fmt::Hex(self.opt_param_mask().into()));
         d.field("ece", &rt::fmt::Hex(self.ece().into()));
         d.field("qpc", &self.qpc());
+        d.field("wq_umem_offset", &rt::fmt::Hex(self.wq_umem_offset().into()));
+        d.field("wq_umem_id", &rt::fmt::Hex(self.wq_umem_id().into()));
         d.field("wq_umem_valid", &self.wq_umem_valid());
         d.field(
             "pas",
@@ -1246,11 +1294,8 @@ impl<B: rt::Bytes> ::core::fmt::Debug for CreateQpIn<B> {
             buf: &self.buf,
             masks: &[
                 (4, 0xffff0000),
-                (8, 0xff000000),
+                (8, 0x7f000000),
                 (12, 0xffffffff),
-                (256, 0xffffffff),
-                (260, 0xffffffff),
-                (264, 0xffffffff),
                 (268, 0x7fffffff),
             ],
         };
@@ -1312,6 +1357,21 @@ pub const CREATE_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             }),
         },
         rt::reflect::FieldAccess {
+            name: "qpc_ext",
+            bit_offset: 64,
+            width: 1,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = CreateQpIn::new_unchecked(b);
+                u64::from(v.qpc_ext())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = CreateQpIn::new_unchecked(b);
+                v.set_qpc_ext(x & 1 != 0);
+            }),
+        },
+        rt::reflect::FieldAccess {
             name: "input_qpn",
             bit_offset: 72,
             width: 24,
@@ -1354,6 +1414,36 @@ pub const CREATE_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             set: Some(|b, _, x| {
                 let mut v = CreateQpIn::new_unchecked(b);
                 v.set_ece((x & 0xffffffff) as u32);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "wq_umem_offset",
+            bit_offset: 2048,
+            width: 64,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = CreateQpIn::new_unchecked(b);
+                u64::from(v.wq_umem_offset())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = CreateQpIn::new_unchecked(b);
+                v.set_wq_umem_offset((x & 0xffffffffffffffff) as u64);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "wq_umem_id",
+            bit_offset: 2112,
+            width: 32,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = CreateQpIn::new_unchecked(b);
+                u64::from(v.wq_umem_id())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = CreateQpIn::new_unchecked(b);
+                v.set_wq_umem_id((x & 0xffffffff) as u32);
             }),
         },
         rt::reflect::FieldAccess {
@@ -1472,6 +1562,8 @@ impl Qpc<[u8; 232]> {
     pub const NO_SQ: rt::Field = rt::Field::new("no_sq", 80, 1);
     #[doc = concat!(" Position of `", "log_sq_size", "`.")]
     pub const LOG_SQ_SIZE: rt::Field = rt::Field::new("log_sq_size", 81, 4);
+    #[doc = concat!(" Position of `", "retry_mode", "`.")]
+    pub const RETRY_MODE: rt::Field = rt::Field::new("retry_mode", 86, 2);
     #[doc = concat!(" Position of `", "ts_format", "`.")]
     pub const TS_FORMAT: rt::Field = rt::Field::new("ts_format", 88, 2);
     #[doc = concat!(" Position of `", "rlky", "`.")]
@@ -1624,6 +1716,7 @@ impl Qpc<[u8; 232]> {
         Self::LOG_RQ_STRIDE,
         Self::NO_SQ,
         Self::LOG_SQ_SIZE,
+        Self::RETRY_MODE,
         Self::TS_FORMAT,
         Self::RLKY,
         Self::ULP_STATELESS_OFFLOAD_MODE,
@@ -1838,6 +1931,13 @@ impl<B: rt::Bytes> Qpc<B> {
     #[inline]
     pub fn log_sq_size(&self) -> u8 {
         rt::get32(&self.buf, 8, 11, 0xf) as u8
+    }
+    /// Retransmission scheme of a reliable QP; 0 is the default.
+    ///
+    /// PRM `0x08[9:8]`: bit offset 0x56, 2 bits.
+    #[inline]
+    pub fn retry_mode(&self) -> u8 {
+        rt::get32(&self.buf, 8, 8, 0x3) as u8
     }
     /// Timestamp format of this QP's completions.
     ///
@@ -2412,6 +2512,19 @@ impl<B: rt::BytesMut> Qpc<B> {
         self.set_log_sq_size(v);
         Ok(())
     }
+    /// Writes [`Self::retry_mode`].
+    /// Bits beyond its 2 are dropped (a `debug_assert!` in debug builds).
+    #[inline]
+    pub fn set_retry_mode(&mut self, v: u8) {
+        rt::set32_narrow(&mut self.buf, 8, 8, 0x3, u32::from(v), "retry_mode")
+    }
+    /// Writes `retry_mode`, or returns an error if `v` does not fit its 2 bits.
+    #[inline]
+    pub fn try_set_retry_mode(&mut self, v: u8) -> Result<(), rt::Overflow> {
+        rt::check_fits("retry_mode", u64::from(v), 0x3)?;
+        self.set_retry_mode(v);
+        Ok(())
+    }
     /// Writes [`Self::ts_format`].
     #[inline]
     pub fn set_ts_format(&mut self, v: TsFormat) {
@@ -2982,6 +3095,7 @@ impl<B: rt::Bytes> ::core::fmt::Debug for Qpc<B> {
         d.field("log_rq_stride", &rt::fmt::Hex(self.log_rq_stride().into()));
         d.field("no_sq", &self.no_sq());
         d.field("log_sq_size", &rt::fmt::Hex(self.log_sq_size().into()));
+        d.field("retry_mode", &rt::fmt::Hex(self.retry_mode().into()));
         d.field("ts_format", &rt::fmt::EnumValue(self.ts_format()));
         d.field("rlky", &self.rlky());
         d.field(
@@ -3047,7 +3161,7 @@ impl<B: rt::Bytes> ::core::fmt::Debug for Qpc<B> {
             masks: &[
                 (0, 0xc403),
                 (4, 0xb000000),
-                (8, 0x800720),
+                (8, 0x800420),
                 (16, 0xff000000),
                 (20, 0xe0000000),
                 (112, 0xf18101f),
@@ -3384,6 +3498,21 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             set: Some(|b, _, x| {
                 let mut v = Qpc::new_unchecked(b);
                 v.set_log_sq_size((x & 0xf) as u8);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "retry_mode",
+            bit_offset: 86,
+            width: 2,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = Qpc::new_unchecked(b);
+                u64::from(v.retry_mode())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = Qpc::new_unchecked(b);
+                v.set_retry_mode((x & 0x3) as u8);
             }),
         },
         rt::reflect::FieldAccess {
@@ -4184,6 +4313,8 @@ impl Ads<[u8; 44]> {
     pub const FREE_AR: rt::Field = rt::Field::new("free_ar", 1, 1);
     #[doc = concat!(" Position of `", "pkey_index", "`.")]
     pub const PKEY_INDEX: rt::Field = rt::Field::new("pkey_index", 16, 16);
+    #[doc = concat!(" Position of `", "plane_index", "`.")]
+    pub const PLANE_INDEX: rt::Field = rt::Field::new("plane_index", 32, 8);
     #[doc = concat!(" Position of `", "grh", "`.")]
     pub const GRH: rt::Field = rt::Field::new("grh", 40, 1);
     #[doc = concat!(" Position of `", "mlid", "`.")]
@@ -4233,6 +4364,7 @@ impl Ads<[u8; 44]> {
         Self::FL,
         Self::FREE_AR,
         Self::PKEY_INDEX,
+        Self::PLANE_INDEX,
         Self::GRH,
         Self::MLID,
         Self::RLID,
@@ -4278,6 +4410,13 @@ impl<B: rt::Bytes> Ads<B> {
     #[inline]
     pub fn pkey_index(&self) -> u16 {
         rt::get32(&self.buf, 0, 0, 0xffff) as u16
+    }
+    /// Plane of the port the path uses, on ports split into planes; 0 otherwise.
+    ///
+    /// PRM `0x04[31:24]`: bit offset 0x20, 8 bits.
+    #[inline]
+    pub fn plane_index(&self) -> u8 {
+        rt::get32(&self.buf, 4, 24, 0xff) as u8
     }
     /// Packets carry a global route header; needed for RoCE and for IB traffic between subnets.
     ///
@@ -4443,6 +4582,11 @@ impl<B: rt::BytesMut> Ads<B> {
     #[inline]
     pub fn set_pkey_index(&mut self, v: u16) {
         rt::set32(&mut self.buf, 0, 0, 0xffff, u32::from(v))
+    }
+    /// Writes [`Self::plane_index`].
+    #[inline]
+    pub fn set_plane_index(&mut self, v: u8) {
+        rt::set32(&mut self.buf, 4, 24, 0xff, u32::from(v))
     }
     /// Writes [`Self::grh`].
     #[inline]
@@ -4626,6 +4770,7 @@ impl<B: rt::Bytes> ::core::fmt::Debug for Ads<B> {
         d.field("fl", &self.fl());
         d.field("free_ar", &self.free_ar());
         d.field("pkey_index", &rt::fmt::Hex(self.pkey_index().into()));
+        d.field("plane_index", &rt::fmt::Hex(self.plane_index().into()));
         d.field("grh", &self.grh());
         d.field("mlid", &rt::fmt::Hex(self.mlid().into()));
         d.field("rlid", &rt::fmt::Hex(self.rlid().into()));
@@ -4650,13 +4795,7 @@ impl<B: rt::Bytes> ::core::fmt::Debug for Ads<B> {
         d.field("rmac_31_0", &rt::fmt::Hex(self.rmac_31_0().into()));
         let reserved = rt::fmt::ReservedSet {
             buf: &self.buf,
-            masks: &[
-                (0, 0x3fff0000),
-                (4, 0xff000000),
-                (8, 0x700f000),
-                (12, 0xf0000000),
-                (32, 0xf2000000),
-            ],
+            masks: &[(0, 0x3fff0000), (8, 0x700f000), (12, 0xf0000000), (32, 0xf2000000)],
         };
         if reserved.any() {
             d.field("reserved_bits_set", &reserved);
@@ -4713,6 +4852,21 @@ pub const ADS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             set: Some(|b, _, x| {
                 let mut v = Ads::new_unchecked(b);
                 v.set_pkey_index((x & 0xffff) as u16);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "plane_index",
+            bit_offset: 32,
+            width: 8,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = Ads::new_unchecked(b);
+                u64::from(v.plane_index())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = Ads::new_unchecked(b);
+                v.set_plane_index((x & 0xff) as u8);
             }),
         },
         rt::reflect::FieldAccess {
@@ -5475,10 +5629,17 @@ impl QueryQpIn<[u8; 16]> {
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
     #[doc = concat!(" Position of `", "op_mod", "`.")]
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
+    #[doc = concat!(" Position of `", "qpc_ext", "`.")]
+    pub const QPC_EXT: rt::Field = rt::Field::new("qpc_ext", 64, 1);
     #[doc = concat!(" Position of `", "qpn", "`.")]
     pub const QPN: rt::Field = rt::Field::new("qpn", 72, 24);
     /// The position of every field of `query_qp_in`, by offset.
-    pub const FIELDS: &'static [rt::Field] = &[Self::OPCODE, Self::OP_MOD, Self::QPN];
+    pub const FIELDS: &'static [rt::Field] = &[
+        Self::OPCODE,
+        Self::OP_MOD,
+        Self::QPC_EXT,
+        Self::QPN,
+    ];
 }
 impl<B: rt::Bytes> QueryQpIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -5490,6 +5651,13 @@ impl<B: rt::Bytes> QueryQpIn<B> {
     #[inline]
     pub fn op_mod(&self) -> u16 {
         rt::get32(&self.buf, 4, 0, 0xffff) as u16
+    }
+    /// Also return the QP context extension (capability qpc_extension).
+    ///
+    /// PRM `0x08[31]`: bit offset 0x40, 1 bit.
+    #[inline]
+    pub fn qpc_ext(&self) -> bool {
+        rt::get32(&self.buf, 8, 31, 0x1) as u8 != 0
     }
     /// The QP to query.
     ///
@@ -5509,6 +5677,11 @@ impl<B: rt::BytesMut> QueryQpIn<B> {
     #[inline]
     pub fn set_op_mod(&mut self, v: u16) {
         rt::set32(&mut self.buf, 4, 0, 0xffff, u32::from(v))
+    }
+    /// Writes [`Self::qpc_ext`].
+    #[inline]
+    pub fn set_qpc_ext(&mut self, v: bool) {
+        rt::set32(&mut self.buf, 8, 31, 0x1, u32::from(u8::from(v)))
     }
     /// Writes [`Self::qpn`].
     /// Bits beyond its 24 are dropped (a `debug_assert!` in debug builds).
@@ -5530,10 +5703,11 @@ impl<B: rt::Bytes> ::core::fmt::Debug for QueryQpIn<B> {
         let mut d = f.debug_struct(stringify!(QueryQpIn));
         d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
         d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
+        d.field("qpc_ext", &self.qpc_ext());
         d.field("qpn", &rt::fmt::Hex(self.qpn().into()));
         let reserved = rt::fmt::ReservedSet {
             buf: &self.buf,
-            masks: &[(0, 0xffff), (4, 0xffff0000), (8, 0xff000000), (12, 0xffffffff)],
+            masks: &[(0, 0xffff), (4, 0xffff0000), (8, 0x7f000000), (12, 0xffffffff)],
         };
         if reserved.any() {
             d.field("reserved_bits_set", &reserved);
@@ -5575,6 +5749,21 @@ pub const QUERY_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             set: Some(|b, _, x| {
                 let mut v = QueryQpIn::new_unchecked(b);
                 v.set_op_mod((x & 0xffff) as u16);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "qpc_ext",
+            bit_offset: 64,
+            width: 1,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = QueryQpIn::new_unchecked(b);
+                u64::from(v.qpc_ext())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = QueryQpIn::new_unchecked(b);
+                v.set_qpc_ext(x & 1 != 0);
             }),
         },
         rt::reflect::FieldAccess {

@@ -1075,6 +1075,8 @@ impl NicVportContext<[u8; 256]> {
         80,
         16,
     );
+    #[doc = concat!(" Position of `", "sd_group", "`.")]
+    pub const SD_GROUP: rt::Field = rt::Field::new("sd_group", 257, 3);
     #[doc = concat!(" Position of `", "mtu", "`.")]
     pub const MTU: rt::Field = rt::Field::new("mtu", 304, 16);
     #[doc = concat!(" Position of `", "system_image_guid", "`.")]
@@ -1138,6 +1140,7 @@ impl NicVportContext<[u8; 256]> {
         Self::VHCA_ID_TYPE,
         Self::AFFILIATION_CRITERIA,
         Self::AFFILIATED_VHCA_ID,
+        Self::SD_GROUP,
         Self::MTU,
         Self::SYSTEM_IMAGE_GUID,
         Self::PORT_GUID,
@@ -1246,6 +1249,13 @@ impl<B: rt::Bytes> NicVportContext<B> {
     #[inline]
     pub fn affiliated_vhca_id(&self) -> u16 {
         rt::get32(&self.buf, 8, 0, 0xffff) as u16
+    }
+    /// Socket-direct group of the vport; 0 when it is in none.
+    ///
+    /// PRM `0x20[30:28]`: bit offset 0x101, 3 bits.
+    #[inline]
+    pub fn sd_group(&self) -> u8 {
+        rt::get32(&self.buf, 32, 28, 0x7) as u8
     }
     /// Largest frame of the vport in bytes. Linux programs the IP MTU plus 22 bytes (Ethernet header, one VLAN tag and FCS).
     ///
@@ -1449,6 +1459,19 @@ impl<B: rt::BytesMut> NicVportContext<B> {
     pub fn set_affiliated_vhca_id(&mut self, v: u16) {
         rt::set32(&mut self.buf, 8, 0, 0xffff, u32::from(v))
     }
+    /// Writes [`Self::sd_group`].
+    /// Bits beyond its 3 are dropped (a `debug_assert!` in debug builds).
+    #[inline]
+    pub fn set_sd_group(&mut self, v: u8) {
+        rt::set32_narrow(&mut self.buf, 32, 28, 0x7, u32::from(v), "sd_group")
+    }
+    /// Writes `sd_group`, or returns an error if `v` does not fit its 3 bits.
+    #[inline]
+    pub fn try_set_sd_group(&mut self, v: u8) -> Result<(), rt::Overflow> {
+        rt::check_fits("sd_group", u64::from(v), 0x7)?;
+        self.set_sd_group(v);
+        Ok(())
+    }
     /// Writes [`Self::mtu`].
     #[inline]
     pub fn set_mtu(&mut self, v: u16) {
@@ -1567,6 +1590,7 @@ impl<B: rt::Bytes> ::core::fmt::Debug for NicVportContext<B> {
             &rt::fmt::Hex(self.affiliation_criteria().into()),
         );
         d.field("affiliated_vhca_id", &rt::fmt::Hex(self.affiliated_vhca_id().into()));
+        d.field("sd_group", &rt::fmt::Hex(self.sd_group().into()));
         d.field("mtu", &rt::fmt::Hex(self.mtu().into()));
         d.field("system_image_guid", &rt::fmt::Hex(self.system_image_guid().into()));
         d.field("port_guid", &rt::fmt::Hex(self.port_guid().into()));
@@ -1600,7 +1624,7 @@ impl<B: rt::Bytes> ::core::fmt::Debug for NicVportContext<B> {
                 (20, 0xffffffff),
                 (24, 0xffffffff),
                 (28, 0xffffffff),
-                (32, 0xffffffff),
+                (32, 0x8fffffff),
                 (36, 0xffff0000),
                 (64, 0xffffffff),
                 (68, 0xffffffff),
@@ -1855,6 +1879,21 @@ pub const NIC_VPORT_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             set: Some(|b, _, x| {
                 let mut v = NicVportContext::new_unchecked(b);
                 v.set_affiliated_vhca_id((x & 0xffff) as u16);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "sd_group",
+            bit_offset: 257,
+            width: 3,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = NicVportContext::new_unchecked(b);
+                u64::from(v.sd_group())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = NicVportContext::new_unchecked(b);
+                v.set_sd_group((x & 0x7) as u8);
             }),
         },
         rt::reflect::FieldAccess {

@@ -792,6 +792,8 @@ impl Sqc<[u8; 240]> {
     pub const ALLOW_SWP: rt::Field = rt::Field::new("allow_swp", 13, 1);
     #[doc = concat!(" Position of `", "hairpin", "`.")]
     pub const HAIRPIN: rt::Field = rt::Field::new("hairpin", 14, 1);
+    #[doc = concat!(" Position of `", "non_wire", "`.")]
+    pub const NON_WIRE: rt::Field = rt::Field::new("non_wire", 15, 1);
     #[doc = concat!(" Position of `", "ts_format", "`.")]
     pub const TS_FORMAT: rt::Field = rt::Field::new("ts_format", 26, 2);
     #[doc = concat!(" Position of `", "user_index", "`.")]
@@ -842,6 +844,7 @@ impl Sqc<[u8; 240]> {
         Self::REG_UMR,
         Self::ALLOW_SWP,
         Self::HAIRPIN,
+        Self::NON_WIRE,
         Self::TS_FORMAT,
         Self::USER_INDEX,
         Self::CQN,
@@ -935,6 +938,13 @@ impl<B: rt::Bytes> Sqc<B> {
     #[inline]
     pub fn hairpin(&self) -> bool {
         rt::get32(&self.buf, 0, 17, 0x1) as u8 != 0
+    }
+    /// The SQ's packets are not sent to the wire.
+    ///
+    /// PRM `0x00[16]`: bit offset 0xf, 1 bit.
+    #[inline]
+    pub fn non_wire(&self) -> bool {
+        rt::get32(&self.buf, 0, 16, 0x1) as u8 != 0
     }
     /// Timestamp format of this SQ's completions.
     ///
@@ -1101,6 +1111,11 @@ impl<B: rt::BytesMut> Sqc<B> {
     pub fn set_hairpin(&mut self, v: bool) {
         rt::set32(&mut self.buf, 0, 17, 0x1, u32::from(u8::from(v)))
     }
+    /// Writes [`Self::non_wire`].
+    #[inline]
+    pub fn set_non_wire(&mut self, v: bool) {
+        rt::set32(&mut self.buf, 0, 16, 0x1, u32::from(u8::from(v)))
+    }
     /// Writes [`Self::ts_format`].
     #[inline]
     pub fn set_ts_format(&mut self, v: TsFormat) {
@@ -1231,6 +1246,7 @@ impl<B: rt::Bytes> ::core::fmt::Debug for Sqc<B> {
         d.field("reg_umr", &self.reg_umr());
         d.field("allow_swp", &self.allow_swp());
         d.field("hairpin", &self.hairpin());
+        d.field("non_wire", &self.non_wire());
         d.field("ts_format", &rt::fmt::EnumValue(self.ts_format()));
         d.field("user_index", &rt::fmt::Hex(self.user_index().into()));
         d.field("cqn", &rt::fmt::Hex(self.cqn().into()));
@@ -1248,7 +1264,7 @@ impl<B: rt::Bytes> ::core::fmt::Debug for Sqc<B> {
         let reserved = rt::fmt::ReservedSet {
             buf: &self.buf,
             masks: &[
-                (0, 0x1ffcf),
+                (0, 0xffcf),
                 (4, 0xff000000),
                 (8, 0xff000000),
                 (12, 0xff000000),
@@ -1421,6 +1437,21 @@ pub const SQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             set: Some(|b, _, x| {
                 let mut v = Sqc::new_unchecked(b);
                 v.set_hairpin(x & 1 != 0);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "non_wire",
+            bit_offset: 15,
+            width: 1,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = Sqc::new_unchecked(b);
+                u64::from(v.non_wire())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = Sqc::new_unchecked(b);
+                v.set_non_wire(x & 1 != 0);
             }),
         },
         rt::reflect::FieldAccess {
@@ -1674,6 +1705,12 @@ impl Wq<[u8; 192]> {
         317,
         3,
     );
+    #[doc = concat!(" Position of `", "dbr_umem_id", "`.")]
+    pub const DBR_UMEM_ID: rt::Field = rt::Field::new("dbr_umem_id", 320, 32);
+    #[doc = concat!(" Position of `", "wq_umem_id", "`.")]
+    pub const WQ_UMEM_ID: rt::Field = rt::Field::new("wq_umem_id", 352, 32);
+    #[doc = concat!(" Position of `", "wq_umem_offset", "`.")]
+    pub const WQ_UMEM_OFFSET: rt::Field = rt::Field::new("wq_umem_offset", 384, 64);
     #[doc = concat!(" Position of `", "headers_mkey", "`.")]
     pub const HEADERS_MKEY: rt::Field = rt::Field::new("headers_mkey", 448, 32);
     #[doc = concat!(" Position of `", "shampo_enable", "`.")]
@@ -1729,6 +1766,9 @@ impl Wq<[u8; 192]> {
         Self::LOG_WQE_NUM_OF_STRIDES,
         Self::TWO_BYTE_SHIFT_EN,
         Self::LOG_WQE_STRIDE_SIZE,
+        Self::DBR_UMEM_ID,
+        Self::WQ_UMEM_ID,
+        Self::WQ_UMEM_OFFSET,
         Self::HEADERS_MKEY,
         Self::SHAMPO_ENABLE,
         Self::LOG_RESERVATION_SIZE,
@@ -1901,6 +1941,27 @@ impl<B: rt::Bytes> Wq<B> {
     #[inline]
     pub fn log_wqe_stride_size(&self) -> u8 {
         rt::get32(&self.buf, 36, 0, 0x7) as u8
+    }
+    /// User memory object that holds the doorbell record (with dbr_umem_valid).
+    ///
+    /// PRM `0x28[31:0]`: bit offset 0x140, 32 bits.
+    #[inline]
+    pub fn dbr_umem_id(&self) -> u32 {
+        self.buf.read_be32(40)
+    }
+    /// User memory object that holds the ring (with wq_umem_valid).
+    ///
+    /// PRM `0x2c[31:0]`: bit offset 0x160, 32 bits.
+    #[inline]
+    pub fn wq_umem_id(&self) -> u32 {
+        self.buf.read_be32(44)
+    }
+    /// Offset of the ring in its user memory object (with wq_umem_valid).
+    ///
+    /// PRM `0x30[63:0]`: bit offset 0x180, 64 bits.
+    #[inline]
+    pub fn wq_umem_offset(&self) -> u64 {
+        rt::get64(&self.buf, 48)
     }
     /// SHAMPO only; memory key of the buffer that receives split headers.
     ///
@@ -2222,6 +2283,21 @@ impl<B: rt::BytesMut> Wq<B> {
         self.set_log_wqe_stride_size(v);
         Ok(())
     }
+    /// Writes [`Self::dbr_umem_id`].
+    #[inline]
+    pub fn set_dbr_umem_id(&mut self, v: u32) {
+        self.buf.write_be32(40, v)
+    }
+    /// Writes [`Self::wq_umem_id`].
+    #[inline]
+    pub fn set_wq_umem_id(&mut self, v: u32) {
+        self.buf.write_be32(44, v)
+    }
+    /// Writes [`Self::wq_umem_offset`].
+    #[inline]
+    pub fn set_wq_umem_offset(&mut self, v: u64) {
+        rt::set64(&mut self.buf, 48, v)
+    }
     /// Writes [`Self::headers_mkey`].
     #[inline]
     pub fn set_headers_mkey(&mut self, v: u32) {
@@ -2373,6 +2449,9 @@ impl<B: rt::Bytes> ::core::fmt::Debug for Wq<B> {
         );
         d.field("two_byte_shift_en", &self.two_byte_shift_en());
         d.field("log_wqe_stride_size", &rt::fmt::Hex(self.log_wqe_stride_size().into()));
+        d.field("dbr_umem_id", &rt::fmt::Hex(self.dbr_umem_id().into()));
+        d.field("wq_umem_id", &rt::fmt::Hex(self.wq_umem_id().into()));
+        d.field("wq_umem_offset", &rt::fmt::Hex(self.wq_umem_offset().into()));
         d.field("headers_mkey", &rt::fmt::Hex(self.headers_mkey().into()));
         d.field("shampo_enable", &self.shampo_enable());
         d.field(
@@ -2404,10 +2483,6 @@ impl<B: rt::Bytes> ::core::fmt::Debug for Wq<B> {
                 (12, 0xff000000),
                 (32, 0xfff0e0e0),
                 (36, 0x20e0f078),
-                (40, 0xffffffff),
-                (44, 0xffffffff),
-                (48, 0xffffffff),
-                (52, 0xffffffff),
                 (60, 0x78f8fcf0),
                 (64, 0xffffffff),
                 (68, 0xffffffff),
@@ -2798,6 +2873,51 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             set: Some(|b, _, x| {
                 let mut v = Wq::new_unchecked(b);
                 v.set_log_wqe_stride_size((x & 0x7) as u8);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "dbr_umem_id",
+            bit_offset: 320,
+            width: 32,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = Wq::new_unchecked(b);
+                u64::from(v.dbr_umem_id())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = Wq::new_unchecked(b);
+                v.set_dbr_umem_id((x & 0xffffffff) as u32);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "wq_umem_id",
+            bit_offset: 352,
+            width: 32,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = Wq::new_unchecked(b);
+                u64::from(v.wq_umem_id())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = Wq::new_unchecked(b);
+                v.set_wq_umem_id((x & 0xffffffff) as u32);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "wq_umem_offset",
+            bit_offset: 384,
+            width: 64,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = Wq::new_unchecked(b);
+                u64::from(v.wq_umem_offset())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = Wq::new_unchecked(b);
+                v.set_wq_umem_offset((x & 0xffffffffffffffff) as u64);
             }),
         },
         rt::reflect::FieldAccess {
