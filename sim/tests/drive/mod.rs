@@ -2,8 +2,8 @@
 //! guest would: BAR reads and writes of every size at any offset, arbitrary guest memory
 //! (commands, mailboxes, contexts, WQEs, rings, doorbell records, pointers into guest RAM or
 //! anywhere), well-delivered commands with arbitrary inputs, raw doorbells, frames, events,
-//! unmapping and remapping guest RAM, and reset. Shared by the cargo-fuzz target
-//! (`sim/fuzz`) and the bounded property test (`sim/tests/fuzz_device.rs`).
+//! unmapping and remapping guest RAM, bus mastering off and on, and reset. Shared by the
+//! cargo-fuzz target (`sim/fuzz`) and the bounded property test (`sim/tests/fuzz_device.rs`).
 //!
 //! What is checked: nothing panics (a panic is the failure), the device still serves a
 //! well-formed command afterwards, and the model never wrote outside guest RAM (guard areas on
@@ -356,12 +356,17 @@ impl<'r> Rig<'r> {
                     // SAFETY: as in `new`.
                     unsafe { self.dev.map_dma(BASE, self.ram.mapped(), RAM) }.unwrap();
                 }
-                _ => {
-                    if c.u8() % 4 == 0 {
+                _ => match c.u8() % 8 {
+                    0 => {
                         self.dev.reset();
                         self.program_cmdq();
                     }
-                }
+                    // The host's command register: while bus mastering is off the device
+                    // holds what BAR writes ask for; on again, it serves it all at once.
+                    1 => self.dev.set_bus_master(false),
+                    2 => self.dev.set_bus_master(true),
+                    _ => {}
+                },
             }
         }
     }
@@ -392,6 +397,7 @@ impl<'r> Rig<'r> {
             self.ram.guards_intact(),
             "the device wrote outside guest RAM"
         );
+        self.dev.set_bus_master(true);
         let _ = self.dev.unmap_all_dma();
         // SAFETY: as in `new`.
         unsafe { self.dev.map_dma(BASE, self.ram.mapped(), RAM) }.unwrap();
