@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! mlx5-vfio-user --socket /run/mlx5.sock [--control /run/mlx5.ctl] [--trace commands.jsonl]
+//! mlx5-vfio-user --summarize commands.jsonl    # what a trace holds, failures listed
 //! ```
 
 use clap::Parser;
@@ -10,10 +11,12 @@ use mlx5_sim::{CommandObserver, CommandTrace};
 use mlx5_vfio_user::backend::SharedModel;
 use mlx5_vfio_user::control;
 use mlx5_vfio_user::session::{self, SessionHooks, Shared};
+use mlx5_vfio_user::trace::summary::Summary;
 use mlx5_vfio_user::trace::{TraceWriter, TracedCommand};
 use std::fs::File;
+use std::io::BufReader;
 use std::os::unix::net::UnixListener;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 /// Presents the mlx5-sim device model to a QEMU guest as a ConnectX-5 PCI function.
@@ -21,8 +24,12 @@ use std::sync::{Arc, Mutex};
 #[command(version)]
 struct Args {
     /// The vfio-user socket to create (QEMU's vfio-user-pci `socket` path).
-    #[arg(long)]
-    socket: PathBuf,
+    #[arg(long, required_unless_present = "summarize")]
+    socket: Option<PathBuf>,
+    /// Do not serve: read a trace written by --trace and print its summary (commands per
+    /// type, then every command that failed, BAD_OP ones marked as not implemented).
+    #[arg(long, value_name = "TRACE", conflicts_with_all = ["socket", "control", "trace", "once"])]
+    summarize: Option<PathBuf>,
     /// A control socket: one command per line (status, request-pages N, health-fatal S, quit).
     #[arg(long)]
     control: Option<PathBuf>,
@@ -102,24 +109,37 @@ fn main() {
     }
 }
 
+fn summarize(path: &Path) -> Result<(), String> {
+    let f = File::open(path).map_err(|e| format!("opening {}: {e}", path.display()))?;
+    let summary =
+        Summary::read(BufReader::new(f)).map_err(|e| format!("reading {}: {e}", path.display()))?;
+    print!("{summary}");
+    Ok(())
+}
+
 fn run(args: Args) -> Result<(), String> {
+    let socket = match (&args.summarize, &args.socket) {
+        (Some(trace), _) => return summarize(trace),
+        (None, Some(socket)) => socket.clone(),
+        (None, None) => return Err("--socket PATH is needed (see --help)".into()),
+    };
     let bound = if args.no_relay {
         warn!("--no-relay: client messages reach the protocol crate unchecked");
-        session::bind_unprotected(&args.socket).map_err(|e| e.to_string())
+        session::bind_unprotected(&socket).map_err(|e| e.to_string())
     } else {
-        session::bind(&args.socket).map_err(|e| e.to_string())
+        session::bind(&socket).map_err(|e| e.to_string())
     };
-    let endpoint = bound.map_err(|e| format!("binding {}: {e}", args.socket.display()))?;
+    let endpoint = bound.map_err(|e| format!("binding {}: {e}", socket.display()))?;
     info!(
         "serving a ConnectX-5 function (15b3:1017) on {}",
-        args.socket.display()
+        socket.display()
     );
     let shared = Arc::new(Shared::default());
     if let Some(path) = &args.control {
         let _ = std::fs::remove_file(path);
         let listener =
             UnixListener::bind(path).map_err(|e| format!("binding {}: {e}", path.display()))?;
-        let (sock, ctl) = (args.socket.clone(), path.clone());
+        let (sock, ctl) = (socket.clone(), path.clone());
         let private = endpoint.private_dir().map(|p| p.to_path_buf());
         control::spawn(
             listener,

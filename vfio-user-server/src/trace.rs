@@ -284,5 +284,7 @@ impl TraceWriter {
     }
 }
 
+pub mod summary;
+
 #[cfg(test)]
 mod tests;
