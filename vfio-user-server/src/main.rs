@@ -10,6 +10,7 @@ use log::{error, info, warn};
 use mlx5_sim::{CommandObserver, CommandTrace};
 use mlx5_vfio_user::backend::SharedModel;
 use mlx5_vfio_user::control;
+use mlx5_vfio_user::model::Profile;
 use mlx5_vfio_user::session::{self, SessionHooks, Shared};
 use mlx5_vfio_user::trace::summary::Summary;
 use mlx5_vfio_user::trace::{TraceWriter, TracedCommand};
@@ -36,6 +37,11 @@ struct Args {
     /// Write every command the guest issues to this file, one JSON line each.
     #[arg(long)]
     trace: Option<PathBuf>,
+    /// The device each session runs: `probe-only` (the port in InfiniBand mode: mlx5_core
+    /// probes without starting its Ethernet driver) or `ethernet` (an Ethernet port for
+    /// mlx5e; work in progress).
+    #[arg(long, value_enum, default_value_t = Profile::ProbeOnly)]
+    profile: Profile,
     /// Serve one client, then exit (tests).
     #[arg(long)]
     once: bool,
@@ -131,10 +137,14 @@ fn run(args: Args) -> Result<(), String> {
     };
     let endpoint = bound.map_err(|e| format!("binding {}: {e}", socket.display()))?;
     info!(
-        "serving a ConnectX-5 function (15b3:1017) on {}",
+        "serving a ConnectX-5 function (15b3:1017, profile {:?}) on {}",
+        args.profile,
         socket.display()
     );
-    let shared = Arc::new(Shared::default());
+    let shared = Arc::new(Shared {
+        profile: args.profile,
+        ..Shared::default()
+    });
     if let Some(path) = &args.control {
         let _ = std::fs::remove_file(path);
         let listener =

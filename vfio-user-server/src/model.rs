@@ -7,6 +7,26 @@
 use mlx5_sim::{Config, Device, DmaBacking, DmaError, Mode};
 use std::sync::Arc;
 
+/// Which of the model's Linux profiles the function runs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Profile {
+    /// `Config::linux_probe_only`: an InfiniBand-mode port, so `mlx5_core` probes and
+    /// unloads without starting its Ethernet driver (what the guest milestones check).
+    #[default]
+    ProbeOnly,
+    /// `Config::linux_ethernet`: an Ethernet port, so `mlx5e` starts (work in progress).
+    Ethernet,
+}
+
+impl Profile {
+    fn config(self) -> Config {
+        match self {
+            Profile::ProbeOnly => Config::linux_probe_only(),
+            Profile::Ethernet => Config::linux_ethernet(),
+        }
+    }
+}
+
 /// One device model.
 #[derive(Debug, Clone)]
 pub struct Model {
@@ -17,10 +37,15 @@ impl Model {
     /// A device at power-on: the model's profile for a Linux guest's probe
     /// (`Config::linux_probe_only`), threaded, its DMA space the guest's memory.
     pub fn new() -> Model {
+        Model::with_profile(Profile::ProbeOnly)
+    }
+
+    /// A device at power-on running `profile`, threaded, its DMA space the guest's memory.
+    pub fn with_profile(profile: Profile) -> Model {
         let config = Config {
             mode: Mode::Threaded,
             dma: DmaBacking::External,
-            ..Config::linux_probe_only()
+            ..profile.config()
         };
         Model {
             dev: Device::new(config),

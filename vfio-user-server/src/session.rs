@@ -5,7 +5,7 @@
 //! caught here.
 
 use crate::backend::{Function, SharedModel, CONFIG_REGION_SIZE, MSIX_VECTORS};
-use crate::model::Model;
+use crate::model::{Model, Profile};
 use crate::msix::Msix;
 use crate::relay::{BindError, Relay};
 use crate::stats::Stats;
@@ -40,6 +40,8 @@ pub struct Shared {
     pub current: Mutex<Option<Current>>,
     /// Server-wide counts.
     pub stats: Arc<Stats>,
+    /// The profile each session's fresh device runs.
+    pub profile: Profile,
 }
 
 impl Shared {
@@ -165,7 +167,7 @@ impl SessionHooks for NoHooks {}
 /// Serves one client with a fresh device; returns when it is gone.
 pub fn serve_one(endpoint: &Endpoint, shared: &Shared, hooks: &dyn SessionHooks) {
     let n = shared.stats.sessions.fetch_add(1, Ordering::Relaxed) + 1;
-    let model: SharedModel = Arc::new(Mutex::new(Model::new()));
+    let model: SharedModel = Arc::new(Mutex::new(Model::with_profile(shared.profile)));
     hooks.start(n, &model);
     let msix = Arc::new(Msix::new(MSIX_VECTORS));
     shared.set(Some(Current {
