@@ -1,5 +1,6 @@
 //! The capability profile: the maximum and current values of the capability pages the model
-//! answers QUERY_HCA_CAP for (general, Ethernet offloads, atomic, RoCE), and which fields
+//! answers QUERY_HCA_CAP for (general, Ethernet offloads, atomic, RoCE, NIC flow tables), and
+//! which fields
 //! SET_HCA_CAP may change.
 //!
 //! Pages are kept as the generated owned views, so a test builds a profile with the same typed
@@ -11,9 +12,9 @@
 
 use mlx5_prm::rt::{self, Field};
 use mlx5_prm::{
-    AtomicCaps, AtomicEndiannessMode, CmdHcaCap, EthWqeInlineModeCap, HcaCapType, HcaCmdifChecksum,
-    HcaGidTableSize, HcaPkeyTableSize, HcaPortType, HcaTsFormatCap,
-    PerProtocolNetworkingOffloadCaps, RoceCap,
+    AtomicCaps, AtomicEndiannessMode, CmdHcaCap, EthWqeInlineModeCap, FlowTableFieldsSupported,
+    FlowTableNicCap, FlowTablePropLayout, HcaCapType, HcaCmdifChecksum, HcaGidTableSize,
+    HcaPkeyTableSize, HcaPortType, HcaTsFormatCap, PerProtocolNetworkingOffloadCaps, RoceCap,
 };
 
 /// What SET_HCA_CAP accepts for a settable field.
@@ -82,6 +83,9 @@ pub struct Caps {
     pub roce_max: RoceCap,
     /// RoCE capabilities, current values.
     pub roce_cur: RoceCap,
+    /// NIC flow-table capabilities (type 7); none of them can be set, so one page serves as
+    /// both maximum and current values.
+    pub flow: FlowTableNicCap,
     /// General fields SET_HCA_CAP may change; it leaves the others as they are.
     pub general_settable: Vec<Settable>,
     /// Atomic fields SET_HCA_CAP may change.
@@ -147,7 +151,8 @@ impl Caps {
         g.set_driver_version(true);
         g.set_mkey_by_name(true);
         g.set_log_bf_reg_size(9);
-        g.set_max_wqe_sz_sq(960);
+        // 16 WQEBBs, the most a send WQE's ds_cnt can describe and what mlx5e requires.
+        g.set_max_wqe_sz_sq(1024);
         g.set_max_wqe_sz_rq(512);
         g.set_log_max_transport_domain(20);
         g.set_log_max_pd(23);
@@ -161,6 +166,10 @@ impl Caps {
         g.set_log_max_wq_sz(16);
         g.set_log_max_current_mc_list(12);
         g.set_log_max_current_uc_list(10);
+        // Queue counter sets (ALLOC_Q_COUNTER), which RQs may name and MODIFY_RQ change.
+        g.set_max_qp_cnt(crate::exec::counters::MAX_Q_COUNTERS);
+        g.set_modify_rq_counter_set_id(true);
+        g.set_vport_counters(true);
         g.set_sq_ts_format(HcaTsFormatCap::FreeRunning);
         g.set_rq_ts_format(HcaTsFormatCap::FreeRunning);
         g.set_max_num_eqs(256);
@@ -186,25 +195,15 @@ impl Caps {
         let mut eth = PerProtocolNetworkingOffloadCaps::zeroed();
         eth.set_csum_cap(true);
         eth.set_vlan_cap(true);
-        eth.set_lro_cap(true);
-        eth.set_lro_psh_flag(true);
-        eth.set_lro_time_stamp(true);
         eth.set_wqe_vlan_insert(true);
         eth.set_self_lb_en_modifiable(true);
         eth.set_max_lso_cap(18);
         eth.set_wqe_inline_mode(EthWqeInlineModeCap::NotRequired);
         eth.set_rss_ind_tbl_cap(8);
         eth.set_scatter_fcs(true);
-        eth.set_tunnel_stateless_gre(true);
-        eth.set_tunnel_stateless_vxlan(true);
-        eth.set_swp(true);
-        eth.set_swp_csum(true);
-        eth.set_swp_lso(true);
-        eth.set_max_vxlan_udp_ports(4);
-        eth.set_lro_min_mss_size(1);
-        for (i, period) in [8, 16, 32, 1024].into_iter().enumerate() {
-            let _ = eth.set_lro_timer_supported_periods(i, period);
-        }
+        // No LRO, no tunnel (GRE, VXLAN) offloads and no software parser: the data path
+        // implements none of them, and Linux would use each one it sees (it registers VXLAN
+        // ports with ADD_VXLAN_UDP_DPORT as soon as tunnel_stateless_vxlan is set).
 
         let mut roce = RoceCap::zeroed();
         roce.set_sw_r_roce_src_udp_port(true);
@@ -228,6 +227,7 @@ impl Caps {
         atomic.set_atomic_size_qp(1 << 3);
 
         Caps {
+            flow: flow_table_caps(),
             general_max: g,
             general_cur: cur,
             eth_max: eth,
@@ -312,6 +312,9 @@ impl Caps {
                 (self.atomic_max.storage(), self.atomic_cur.storage())
             }
             HcaCapType::Roce if g.roce() => (self.roce_max.storage(), self.roce_cur.storage()),
+            HcaCapType::FlowTable if g.nic_flow_table() => {
+                (self.flow.storage(), self.flow.storage())
+            }
             _ => return None,
         })
     }
@@ -339,6 +342,58 @@ impl Caps {
             _ => return None,
         })
     }
+}
+
+/// The NIC flow-table page: what `exec/flow.rs` implements, in the NIC receive and transmit
+/// domains (the only ones it serves), with its limits. Entries can be replaced in place
+/// (SET_FTE op_mod 1), the root replaced, and misses forwarded to a named table; tables cannot
+/// be modified after creation (no MODIFY_FLOW_TABLE), entries cannot count (no flow counters),
+/// rewrite headers or reformat packets, and ignore_flow_level is refused. Matching works on
+/// every outer-header field the receive parser fills in (`datapath/parse.rs`), under any mask.
+fn flow_table_caps() -> FlowTableNicCap {
+    use crate::exec::flow::{
+        LOG_MAX_DESTINATIONS, LOG_MAX_ENTRIES, LOG_MAX_TABLES, MAX_FT_LEVEL, MAX_LOG_SIZE,
+    };
+    let mut page = FlowTableNicCap::zeroed();
+    let domain = |mut p: FlowTablePropLayout<&mut [u8]>| {
+        p.set_ft_support(true);
+        p.set_flow_modify_en(true);
+        p.set_modify_root(true);
+        p.set_identified_miss_table_mode(true);
+        p.set_log_max_ft_size(MAX_LOG_SIZE);
+        p.set_max_ft_level(MAX_FT_LEVEL);
+        p.set_log_max_ft_num(LOG_MAX_TABLES);
+        p.set_log_max_destination(LOG_MAX_DESTINATIONS);
+        p.set_log_max_flow(LOG_MAX_ENTRIES);
+        match_fields(p.ft_field_support_mut());
+        match_fields(p.ft_field_bitmask_support_mut());
+    };
+    domain(page.flow_table_properties_nic_receive_mut());
+    domain(page.flow_table_properties_nic_transmit_mut());
+    page
+}
+
+/// The match fields the receive parser fills in, each matchable under any mask.
+fn match_fields<B: rt::BytesMut>(mut f: FlowTableFieldsSupported<B>) {
+    f.set_outer_dmac(true);
+    f.set_outer_smac(true);
+    f.set_outer_ether_type(true);
+    f.set_outer_ip_version(true);
+    f.set_outer_first_prio(true);
+    f.set_outer_first_cfi(true);
+    f.set_outer_first_vid(true);
+    f.set_outer_ipv4_ttl(true);
+    f.set_outer_sip(true);
+    f.set_outer_dip(true);
+    f.set_outer_frag(true);
+    f.set_outer_ip_protocol(true);
+    f.set_outer_ip_ecn(true);
+    f.set_outer_ip_dscp(true);
+    f.set_outer_udp_sport(true);
+    f.set_outer_udp_dport(true);
+    f.set_outer_tcp_sport(true);
+    f.set_outer_tcp_dport(true);
+    f.set_outer_tcp_flags(true);
 }
 
 impl Default for Caps {

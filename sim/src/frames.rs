@@ -46,6 +46,13 @@ impl Frames {
         });
     }
 
+    /// The last frame queued.
+    pub fn last(&self) -> Option<&[u8]> {
+        let end = *self.ends.last()?;
+        let start = self.ends.len().checked_sub(2).map_or(0, |i| self.ends[i]);
+        Some(&self.bytes[start..end])
+    }
+
     /// Drops the last frame queued.
     pub fn pop(&mut self) {
         if self.ends.pop().is_some() {
@@ -86,6 +93,7 @@ mod tests {
             Err(())
         );
         f.push(&[4]);
+        assert_eq!(f.last(), Some(&[4u8][..]));
         let all: Vec<&[u8]> = f.iter().collect();
         assert_eq!(all, vec![&[1u8, 2, 3][..], &[][..], &[4][..]]);
         f.pop();

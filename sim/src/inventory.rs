@@ -30,6 +30,8 @@ pub struct Objects {
     pub tirs: usize,
     /// RQ tables.
     pub rqts: usize,
+    /// Queue counter sets.
+    pub q_counters: usize,
     /// Flow tables.
     pub flow_tables: usize,
     /// Flow groups.
@@ -53,6 +55,7 @@ impl Objects {
             + self.tises
             + self.tirs
             + self.rqts
+            + self.q_counters
             + self.flow_tables
             + self.flow_groups
             + self.flow_entries
@@ -75,6 +78,7 @@ impl Objects {
             flow_tables: m.flow.tables.len(),
             flow_groups: m.flow.groups.len(),
             flow_entries: m.flow.tables.iter().map(|(_, t)| t.entries.len()).sum(),
+            q_counters: m.qcounters.len(),
         }
     }
 }

@@ -10,6 +10,7 @@ use crate::datapath::pending::Pending;
 use crate::datapath::sendq::Wqe;
 use crate::events::Eq;
 use crate::exec::{
+    counters::{QCounter, VportCounters},
     cq::Cq,
     flow::FlowTables,
     mkey::Mkey,
@@ -180,6 +181,8 @@ pub(crate) mod handles {
     pub const TIS: (u32, u32) = (0x1801, 0xff_ffff);
     pub const TIR: (u32, u32) = (0x1c01, 0xff_ffff);
     pub const RQT: (u32, u32) = (0x2001, 0xff_ffff);
+    /// counter_set_id is 8 bits, and 0 means "no counter set".
+    pub const Q_COUNTER: (u32, u32) = (1, 0xff);
 }
 
 fn table<T>(range: (u32, u32), unknown: u32, busy: u32, limit: u32) -> Table<T> {
@@ -215,6 +218,10 @@ pub(crate) struct Model {
     pub tises: Table<Tis>,
     pub tirs: Table<Tir>,
     pub rqts: Table<Rqt>,
+    /// Queue counter sets (ALLOC_Q_COUNTER).
+    pub qcounters: Table<QCounter>,
+    /// The vport's traffic counters (QUERY_VPORT_COUNTER).
+    pub vport_counters: VportCounters,
     pub flow: FlowTables,
     pub port: Port,
     /// The registers' own state (host endianness, the DTOR timeouts).
@@ -277,6 +284,13 @@ impl Model {
             tises: table(handles::TIS, s::TIS_UNKNOWN, s::TIS_BUSY, s::TIS_LIMIT),
             tirs: table(handles::TIR, s::TIR_UNKNOWN, s::TIR_BUSY, s::TIR_LIMIT),
             rqts: table(handles::RQT, s::RQT_UNKNOWN, s::RQT_BUSY, s::RQT_LIMIT),
+            qcounters: table(
+                handles::Q_COUNTER,
+                s::QCNT_UNKNOWN,
+                s::QCNT_UNKNOWN,
+                s::QCNT_LIMIT,
+            ),
+            vport_counters: VportCounters::default(),
             flow: FlowTables::default(),
             port: Port::new(),
             registers: RegisterState {

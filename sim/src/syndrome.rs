@@ -387,6 +387,8 @@ syndromes! {
     FTE_IGNORE_FLOW_LEVEL = 0x5e0d_001a;
     /// SET_FTE of a new entry beyond the model's total of 65536 entries (LIM).
     FTE_LIMIT = 0x5e0d_001b;
+    /// SET_FTE with more destinations than log_max_destination allows, 32 (BAD_PARAM).
+    FTE_TOO_MANY_DESTS = 0x5e0d_001c;
 
     // ---- 0xe: vports ----
     /// MODIFY_NIC_VPORT_CONTEXT field_select bits the model does not know (BAD_PARAM).
@@ -395,6 +397,12 @@ syndromes! {
     VPORT_MTU_TOO_LARGE = 0x5e0e_0002;
     /// MODIFY_NIC_VPORT_CONTEXT roce_en without the roce capability (BAD_PARAM).
     VPORT_ROCE_UNSUPPORTED = 0x5e0e_0003;
+
+    // ---- 0xf: counters ----
+    /// A queue counter set id that is not allocated (BAD_PARAM, as an unknown RQ field).
+    QCNT_UNKNOWN = 0x5e0f_0001;
+    /// ALLOC_Q_COUNTER beyond max_qp_cnt sets (LIM).
+    QCNT_LIMIT = 0x5e0f_0002;
 }
 
 /// The name and description of a syndrome this model reports.

@@ -6,7 +6,7 @@
 mod common;
 
 use common::dp::Node;
-use common::eth::{id_at, Eth};
+use common::eth::{id_at, l2, Eth};
 use mlx5_prm::cmd;
 use mlx5_prm::rt::BytesMut;
 use mlx5_prm::{CqeL3HdrType, CqeOpcode, TircDispType};
@@ -15,15 +15,6 @@ use std::sync::{Arc, Mutex};
 
 const MAC_A: [u8; 6] = [0x02, 0xaa, 0, 0, 0, 1];
 const MAC_B: [u8; 6] = [0x02, 0xbb, 0, 0, 0, 2];
-
-/// An L2 header: destination, source, IPv4 ethertype.
-fn l2(dst: [u8; 6], src: [u8; 6]) -> Vec<u8> {
-    let mut h = Vec::new();
-    h.extend_from_slice(&dst);
-    h.extend_from_slice(&src);
-    h.extend_from_slice(&0x0800u16.to_be_bytes());
-    h
-}
 
 /// L2 plus a minimal IPv4 header (inline header of 34 bytes).
 fn l3(dst: [u8; 6], src: [u8; 6]) -> Vec<u8> {

@@ -186,24 +186,24 @@ fn unimplemented_commands_are_answered_and_listed() {
         input[6..8].copy_from_slice(&op_mod.to_be_bytes());
         l.host.exec(&input, 16)
     };
-    // Commands a 6.12 probe would send with other capabilities: QUERY_VPORT_COUNTER,
+    // Commands a 6.12 probe would send with other capabilities: SET_MONITOR_COUNTER,
     // ADD_VXLAN_UDP_DPORT.
     for _ in 0..3 {
-        unknown(0x770, 0).fails(CmdStatus::BadOpErr as u8, syn::UNKNOWN_OPCODE);
+        unknown(0x774, 0).fails(CmdStatus::BadOpErr as u8, syn::UNKNOWN_OPCODE);
     }
     unknown(0x827, 2).fails(CmdStatus::BadOpErr as u8, syn::UNKNOWN_OPCODE);
     let report = l.host.dev.unimplemented_commands();
     assert_eq!(report.not_listed, 0);
     let c = &report.commands;
     assert_eq!(c.len(), 2);
-    assert_eq!((c[0].opcode, c[0].op_mod, c[0].count), (0x770, 0, 3));
+    assert_eq!((c[0].opcode, c[0].op_mod, c[0].count), (0x774, 0, 3));
     assert_eq!((c[1].opcode, c[1].op_mod, c[1].count), (0x827, 2, 1));
     assert!(c.iter().all(|c| c.register_id.is_none()
         && c.status == CmdStatus::BadOpErr as u8
         && c.syndrome == syn::UNKNOWN_OPCODE));
     // A guest inventing opcodes cannot grow the ledger without bound.
     for op_mod in 0..2 * mlx5_sim::MAX_UNIMPLEMENTED as u16 {
-        unknown(0x771, op_mod);
+        unknown(0x775, op_mod);
     }
     let report = l.host.dev.unimplemented_commands();
     assert_eq!(report.commands.len(), mlx5_sim::MAX_UNIMPLEMENTED);

@@ -37,7 +37,7 @@ fn access(
 }
 
 #[test]
-fn capability_types_of_both_profiles() {
+fn capability_types_of_each_profile() {
     // op_mod (type << 1 | current) of every type Linux 6.12 may query.
     let types: &[(u16, &str)] = &[
         (0x0, "general"),
@@ -56,7 +56,8 @@ fn capability_types_of_both_profiles() {
     ];
     for (config, has) in [
         (Config::linux_probe_only(), &[0x0u16, 0x3][..]),
-        (Config::default(), &[0x0, 0x1, 0x3, 0x4][..]),
+        (Config::default(), &[0x0, 0x1, 0x3, 0x4, 0x7][..]),
+        (Config::linux_ethernet(), &[0x0, 0x1, 0x3, 0x7][..]),
     ] {
         let l = Linux::new(config);
         l.host.simple::<cmd::EnableHca>(0).ok();
@@ -75,6 +76,7 @@ fn capability_types_of_both_profiles() {
         // The general page says which pages exist.
         assert_eq!(general.eth_net_offloads(), has.contains(&0x1));
         assert_eq!(general.roce(), has.contains(&0x4));
+        assert_eq!(general.nic_flow_table(), has.contains(&0x7));
         assert!(general.atomic() && !general.pg() && !general.hca_cap_2());
         // What the model lacks is listed, by op_mod, twice each (max and current).
         let missing = l.host.dev.unimplemented_commands().commands;

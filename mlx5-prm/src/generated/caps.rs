@@ -15014,7 +15014,7 @@ pub const SET_HCA_CAP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
     ],
     nested: &[],
 };
-/// The 4 KiB capability page carried by QUERY_HCA_CAP and SET_HCA_CAP. The member follows the capability type in op_mod bits 15:1; the general, Ethernet-offload, atomic and RoCE pages are described here.
+/// The 4 KiB capability page carried by QUERY_HCA_CAP and SET_HCA_CAP. The member follows the capability type in op_mod bits 15:1; the general, Ethernet-offload, atomic, RoCE and NIC flow-table pages are described here.
 ///
 /// PRM union `hca_cap_union`: 0x1000 bytes, read as one of its members.
 /// The member is picked by `query_hca_cap_in.op_mod >> 1`.
@@ -15050,6 +15050,12 @@ impl<B: rt::Bytes> HcaCapUnion<B> {
     pub fn roce_cap(&self) -> RoceCap<B::Sub<'_>> {
         RoceCap::new_unchecked(self.buf.sub(0, 256))
     }
+    /// NIC flow-table capabilities.
+    /// The bytes read as `flow_table_nic_cap`. Selected by 0x7.
+    #[inline]
+    pub fn flow_table_nic_cap(&self) -> FlowTableNicCap<B::Sub<'_>> {
+        FlowTableNicCap::new_unchecked(self.buf.sub(0, 4096))
+    }
     /// The member that `selector` (the raw value of `query_hca_cap_in.op_mod`) picks, or an error carrying the value when no member has it.
     #[inline]
     pub fn select(
@@ -15067,6 +15073,7 @@ impl<B: rt::Bytes> HcaCapUnion<B> {
             }
             0x3 => Ok(HcaCapUnionRef::AtomicCaps(self.atomic_caps())),
             0x4 => Ok(HcaCapUnionRef::RoceCap(self.roce_cap())),
+            0x7 => Ok(HcaCapUnionRef::FlowTableNicCap(self.flow_table_nic_cap())),
             _ => {
                 Err(rt::UnknownValue {
                     enumeration: "hca_cap_union",
@@ -15107,6 +15114,11 @@ impl<B: rt::BytesMut> HcaCapUnion<B> {
     pub fn roce_cap_mut(&mut self) -> RoceCap<B::SubMut<'_>> {
         RoceCap::new_unchecked(self.buf.sub_mut(0, 256))
     }
+    /// The bytes read as `flow_table_nic_cap`. Selected by 0x7.
+    #[inline]
+    pub fn flow_table_nic_cap_mut(&mut self) -> FlowTableNicCap<B::SubMut<'_>> {
+        FlowTableNicCap::new_unchecked(self.buf.sub_mut(0, 4096))
+    }
     /// The member that `selector` (the raw value of `query_hca_cap_in.op_mod`) picks, or an error carrying the value when no member has it.
     #[inline]
     pub fn select_mut(
@@ -15124,6 +15136,7 @@ impl<B: rt::BytesMut> HcaCapUnion<B> {
             }
             0x3 => Ok(HcaCapUnionRef::AtomicCaps(self.atomic_caps_mut())),
             0x4 => Ok(HcaCapUnionRef::RoceCap(self.roce_cap_mut())),
+            0x7 => Ok(HcaCapUnionRef::FlowTableNicCap(self.flow_table_nic_cap_mut())),
             _ => {
                 Err(rt::UnknownValue {
                     enumeration: "hca_cap_union",
@@ -15144,6 +15157,8 @@ pub enum HcaCapUnionRef<S> {
     AtomicCaps(AtomicCaps<S>),
     #[allow(missing_docs)]
     RoceCap(RoceCap<S>),
+    #[allow(missing_docs)]
+    FlowTableNicCap(FlowTableNicCap<S>),
 }
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for HcaCapUnion<B> {
@@ -15182,6 +15197,11 @@ pub const HCA_CAP_UNION_ACCESS: rt::reflect::UnionAccess = rt::reflect::UnionAcc
             name: "roce_cap",
             layout: "roce_cap",
             when: Some(0x4),
+        },
+        rt::reflect::UnionMemberAccess {
+            name: "flow_table_nic_cap",
+            layout: "flow_table_nic_cap",
+            when: Some(0x7),
         },
     ],
     selector: Some(rt::reflect::SelectorAccess {

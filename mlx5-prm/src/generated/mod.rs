@@ -5,11 +5,13 @@
 pub mod access_reg;
 pub mod caps;
 pub mod cmd_if;
+pub mod counters;
 pub mod cq;
 pub mod cqe;
 pub mod eq;
 pub mod eqe;
 pub mod flow;
+pub mod flow_caps;
 pub mod hca;
 pub mod init_seg;
 pub mod mgmt_reg;
@@ -24,11 +26,13 @@ pub mod wqe;
 pub use access_reg::*;
 pub use caps::*;
 pub use cmd_if::*;
+pub use counters::*;
 pub use cq::*;
 pub use cqe::*;
 pub use eq::*;
 pub use eqe::*;
 pub use flow::*;
+pub use flow_caps::*;
 pub use hca::*;
 pub use init_seg::*;
 pub use mgmt_reg::*;
@@ -43,6 +47,7 @@ pub use wqe::*;
 /// Every command, typed by opcode; and described by value in [`cmd::ALL`].
 pub mod cmd {
     pub use super::caps::cmd::*;
+    pub use super::counters::cmd::*;
     pub use super::cq::cmd::*;
     pub use super::eq::cmd::*;
     pub use super::flow::cmd::*;
@@ -130,6 +135,34 @@ pub mod cmd {
                     value: 0x4a,
                 },
             ],
+        },
+        crate::rt::CommandInfo {
+            name: "alloc_q_counter",
+            opcode: 0x771,
+            input: "alloc_q_counter_in",
+            output: "alloc_q_counter_out",
+            op_mods: &[],
+        },
+        crate::rt::CommandInfo {
+            name: "dealloc_q_counter",
+            opcode: 0x772,
+            input: "dealloc_q_counter_in",
+            output: "dealloc_q_counter_out",
+            op_mods: &[],
+        },
+        crate::rt::CommandInfo {
+            name: "query_q_counter",
+            opcode: 0x773,
+            input: "query_q_counter_in",
+            output: "query_q_counter_out",
+            op_mods: &[],
+        },
+        crate::rt::CommandInfo {
+            name: "query_vport_counter",
+            opcode: 0x770,
+            input: "query_vport_counter_in",
+            output: "query_vport_counter_out",
+            op_mods: &[],
         },
         crate::rt::CommandInfo {
             name: "create_cq",
@@ -621,67 +654,71 @@ pub mod cmd {
         let i = match opcode {
             0x100 => 0,
             0x109 => 1,
-            0x400 => 2,
-            0x401 => 3,
-            0x402 => 4,
-            0x403 => 5,
-            0x301 => 6,
-            0x302 => 7,
-            0x303 => 8,
-            0x930 => 9,
-            0x933 => 10,
-            0x936 => 11,
-            0x92f => 12,
-            0x931 => 13,
-            0x934 => 14,
-            0x938 => 15,
-            0x104 => 16,
-            0x105 => 17,
-            0x10a => 18,
-            0x10b => 19,
-            0x107 => 20,
-            0x108 => 21,
-            0x101 => 22,
-            0x102 => 23,
-            0x103 => 24,
-            0x10d => 25,
-            0x805 => 26,
-            0x802 => 27,
-            0x803 => 28,
-            0x800 => 29,
-            0x801 => 30,
-            0x816 => 31,
-            0x817 => 32,
-            0x203 => 33,
-            0x200 => 34,
-            0x202 => 35,
-            0x201 => 36,
-            0x500 => 37,
-            0x501 => 38,
-            0x50b => 39,
-            0x502 => 40,
-            0x50e => 41,
-            0x503 => 42,
-            0x504 => 43,
-            0x505 => 44,
-            0x506 => 45,
-            0x507 => 46,
-            0x50a => 47,
-            0x912 => 48,
-            0x914 => 49,
-            0x900 => 50,
-            0x902 => 51,
-            0x916 => 52,
-            0x918 => 53,
-            0x750 => 54,
-            0x754 => 55,
-            0x755 => 56,
-            0x904 => 57,
-            0x905 => 58,
-            0x906 => 59,
-            0x908 => 60,
-            0x909 => 61,
-            0x90a => 62,
+            0x771 => 2,
+            0x772 => 3,
+            0x773 => 4,
+            0x770 => 5,
+            0x400 => 6,
+            0x401 => 7,
+            0x402 => 8,
+            0x403 => 9,
+            0x301 => 10,
+            0x302 => 11,
+            0x303 => 12,
+            0x930 => 13,
+            0x933 => 14,
+            0x936 => 15,
+            0x92f => 16,
+            0x931 => 17,
+            0x934 => 18,
+            0x938 => 19,
+            0x104 => 20,
+            0x105 => 21,
+            0x10a => 22,
+            0x10b => 23,
+            0x107 => 24,
+            0x108 => 25,
+            0x101 => 26,
+            0x102 => 27,
+            0x103 => 28,
+            0x10d => 29,
+            0x805 => 30,
+            0x802 => 31,
+            0x803 => 32,
+            0x800 => 33,
+            0x801 => 34,
+            0x816 => 35,
+            0x817 => 36,
+            0x203 => 37,
+            0x200 => 38,
+            0x202 => 39,
+            0x201 => 40,
+            0x500 => 41,
+            0x501 => 42,
+            0x50b => 43,
+            0x502 => 44,
+            0x50e => 45,
+            0x503 => 46,
+            0x504 => 47,
+            0x505 => 48,
+            0x506 => 49,
+            0x507 => 50,
+            0x50a => 51,
+            0x912 => 52,
+            0x914 => 53,
+            0x900 => 54,
+            0x902 => 55,
+            0x916 => 56,
+            0x918 => 57,
+            0x750 => 58,
+            0x754 => 59,
+            0x755 => 60,
+            0x904 => 61,
+            0x905 => 62,
+            0x906 => 63,
+            0x908 => 64,
+            0x909 => 65,
+            0x90a => 66,
             _ => return None,
         };
         ALL.get(i)
@@ -709,6 +746,15 @@ pub static ALL_LAYOUTS: &[crate::rt::reflect::LayoutAccess] = &[
     cmd_if::CMD_IF_BOX_ACCESS,
     cmd_if::CMD_IN_ACCESS,
     cmd_if::CMD_OUT_ACCESS,
+    counters::ALLOC_Q_COUNTER_IN_ACCESS,
+    counters::ALLOC_Q_COUNTER_OUT_ACCESS,
+    counters::DEALLOC_Q_COUNTER_IN_ACCESS,
+    counters::DEALLOC_Q_COUNTER_OUT_ACCESS,
+    counters::QUERY_Q_COUNTER_IN_ACCESS,
+    counters::QUERY_Q_COUNTER_OUT_ACCESS,
+    counters::QUERY_VPORT_COUNTER_IN_ACCESS,
+    counters::TRAFFIC_COUNTER_ACCESS,
+    counters::QUERY_VPORT_COUNTER_OUT_ACCESS,
     cq::CQC_ACCESS,
     cq::CREATE_CQ_IN_ACCESS,
     cq::CREATE_CQ_OUT_ACCESS,
@@ -778,6 +824,10 @@ pub static ALL_LAYOUTS: &[crate::rt::reflect::LayoutAccess] = &[
     flow::DESTROY_FLOW_GROUP_OUT_ACCESS,
     flow::DELETE_FTE_IN_ACCESS,
     flow::DELETE_FTE_OUT_ACCESS,
+    flow_caps::FLOW_TABLE_NIC_CAP_ACCESS,
+    flow_caps::FLOW_TABLE_PROP_LAYOUT_ACCESS,
+    flow_caps::FLOW_TABLE_FIELDS_SUPPORTED_ACCESS,
+    flow_caps::FLOW_TABLE_FIELDS_SUPPORTED_2_ACCESS,
     hca::ENABLE_HCA_IN_ACCESS,
     hca::ENABLE_HCA_OUT_ACCESS,
     hca::DISABLE_HCA_IN_ACCESS,
@@ -938,19 +988,19 @@ pub static ALL_UNIONS: &[crate::rt::reflect::UnionAccess] = &[
 /// Positions in [`ALL_LAYOUTS`] in name order, for [`layout_by_name`].
 #[cfg(feature = "reflect")]
 static LAYOUTS_BY_NAME: &[u32] = &[
-    109, 110, 151, 115, 116, 119, 120, 111, 112, 12, 9, 16, 17, 51, 18, 205, 15, 40, 190,
-    45, 19, 30, 20, 21, 32, 34, 56, 70, 53, 55, 142, 144, 149, 152, 211, 213, 184, 187,
-    202, 206, 178, 181, 173, 175, 49, 41, 117, 118, 121, 122, 113, 114, 139, 86, 87, 77,
-    22, 23, 35, 36, 84, 85, 82, 83, 145, 146, 153, 154, 216, 217, 188, 189, 209, 210,
-    182, 183, 176, 177, 90, 91, 46, 140, 88, 89, 33, 39, 31, 5, 4, 75, 74, 76, 72, 78,
-    54, 66, 57, 58, 62, 65, 67, 68, 69, 48, 64, 125, 141, 159, 160, 161, 162, 103, 104,
-    126, 61, 59, 60, 198, 98, 99, 130, 131, 132, 133, 134, 135, 6, 143, 26, 29, 27, 199,
-    201, 200, 214, 215, 207, 208, 197, 63, 52, 0, 128, 129, 127, 10, 2, 47, 3, 1, 136,
-    137, 138, 169, 170, 171, 172, 191, 42, 150, 100, 101, 102, 24, 25, 37, 38, 7, 8, 92,
-    93, 147, 148, 195, 196, 96, 97, 155, 156, 123, 124, 193, 194, 44, 225, 28, 11, 186,
-    212, 185, 157, 158, 163, 164, 165, 166, 180, 107, 108, 80, 81, 71, 79, 13, 14, 94,
-    95, 203, 167, 168, 50, 105, 106, 179, 174, 192, 73, 204, 43, 222, 218, 220, 219, 224,
-    223, 221,
+    122, 123, 164, 128, 129, 19, 20, 132, 133, 124, 125, 12, 9, 16, 17, 60, 18, 218, 15,
+    49, 203, 54, 28, 39, 29, 30, 41, 43, 65, 79, 62, 64, 155, 157, 162, 165, 224, 226,
+    197, 200, 215, 219, 191, 194, 186, 188, 58, 50, 130, 131, 21, 22, 134, 135, 126, 127,
+    152, 95, 96, 86, 31, 32, 44, 45, 93, 94, 91, 92, 158, 159, 166, 167, 229, 230, 201,
+    202, 222, 223, 195, 196, 189, 190, 103, 104, 55, 153, 101, 102, 42, 48, 40, 5, 4, 84,
+    83, 85, 81, 87, 63, 99, 100, 97, 98, 75, 66, 67, 71, 74, 76, 77, 78, 57, 73, 138,
+    154, 172, 173, 174, 175, 116, 117, 139, 70, 68, 69, 211, 111, 112, 143, 144, 145,
+    146, 147, 148, 6, 156, 35, 38, 36, 212, 214, 213, 227, 228, 220, 221, 210, 72, 61, 0,
+    141, 142, 140, 10, 2, 56, 3, 1, 149, 150, 151, 182, 183, 184, 185, 204, 51, 163, 113,
+    114, 115, 33, 34, 46, 47, 7, 8, 105, 106, 160, 161, 208, 209, 109, 110, 23, 24, 168,
+    169, 136, 137, 25, 27, 206, 207, 53, 238, 37, 11, 199, 225, 198, 170, 171, 176, 177,
+    178, 179, 193, 120, 121, 89, 90, 80, 88, 13, 14, 107, 108, 216, 180, 181, 59, 118,
+    119, 192, 187, 26, 205, 82, 217, 52, 235, 231, 233, 232, 237, 236, 234,
 ];
 /// Positions in [`ALL_UNIONS`] in name order, for [`union_by_name`].
 #[cfg(feature = "reflect")]

@@ -141,6 +141,9 @@ fn execute(side: &mut Side<'_>, sqn: u32, cqn: u32, who: Accessor, wqe: &[u8], i
             match built {
                 Ok(()) => {
                     m.stats.tx_frames += 1;
+                    if let Some(sent) = m.outbox.last() {
+                        m.vport_counters.sent(sent);
+                    }
                     if !m.port.oper_up() {
                         m.outbox.pop();
                     }
@@ -249,6 +252,7 @@ pub(crate) fn receive(side: &mut Side<'_>, frame: &[u8]) -> bool {
     let delivered = side.m.port.oper_up() && steer_and_deliver(side, frame);
     if delivered {
         side.m.stats.rx_frames += 1;
+        side.m.vport_counters.received(frame);
     } else {
         side.m.stats.rx_dropped += 1;
     }
@@ -322,7 +326,11 @@ fn deliver(
     let mut sges = rq::Sges::new();
     let index = match rq::peek_rq(rq, rqn, side.dma, &mut side.memo, &mut sges) {
         Peeked::Posted(index) => index,
-        Peeked::Empty => return false,
+        Peeked::Empty => {
+            let set = rq.ctx.counter_set_id();
+            crate::exec::counters::out_of_buffer(side.m, set);
+            return false;
+        }
         Peeked::Fault => {
             side.m.dma_faults += 1;
             return false;

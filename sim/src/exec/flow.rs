@@ -25,13 +25,18 @@ use mlx5_prm::{
 };
 use std::collections::BTreeMap;
 
-/// Largest log_size of a table.
-const MAX_LOG_SIZE: u8 = 24;
+/// Largest log_size of a table (the flow-table capabilities' log_max_ft_size).
+pub(crate) const MAX_LOG_SIZE: u8 = 24;
 /// Most tables, groups and entries (over all tables) the model keeps: what a guest can make
-/// the model allocate is bounded.
-const MAX_TABLES: u64 = 1 << 16;
+/// the model allocate is bounded. Tables and entries are advertised as log_max_ft_num and
+/// log_max_flow.
+pub(crate) const LOG_MAX_TABLES: u8 = 16;
+const MAX_TABLES: u64 = 1 << LOG_MAX_TABLES;
 const MAX_GROUPS: u64 = 1 << 20;
-const MAX_ENTRIES: u64 = 1 << 16;
+pub(crate) const LOG_MAX_ENTRIES: u8 = 16;
+const MAX_ENTRIES: u64 = 1 << LOG_MAX_ENTRIES;
+/// Most destinations of one entry (log_max_destination).
+pub(crate) const LOG_MAX_DESTINATIONS: u8 = 5;
 /// Highest table level (flow table capabilities' max_ft_level, the model's choice; Linux
 /// needs at least 3 in NIC RX for its Ethernet function).
 pub(crate) const MAX_FT_LEVEL: u8 = 64;
@@ -261,6 +266,10 @@ fn destinations(
         .and_then(|n| n.checked_add(DESTINATIONS))
         .is_some_and(|end| end <= input.len());
     ensure(fits, Fail::inp_len(s::FTE_LIST_SHORT))?;
+    ensure(
+        ndest <= 1 << LOG_MAX_DESTINATIONS,
+        Fail::bad_param(s::FTE_TOO_MANY_DESTS),
+    )?;
     let mut dests = Vec::with_capacity(ndest);
     for i in 0..ndest {
         let at = DESTINATIONS + i * stride;

@@ -15,6 +15,7 @@
 
 pub(crate) mod cam;
 pub(crate) mod caps;
+pub(crate) mod counters;
 pub(crate) mod cq;
 pub(crate) mod eq;
 pub(crate) mod flow;
@@ -169,6 +170,10 @@ static COMMANDS: &[Spec] = &[
     spec::<cmd::DeleteFte>(Gate::Initialized, ZERO, flow::delete_entry),
     spec::<cmd::DestroyFlowGroup>(Gate::Initialized, ZERO, flow::destroy_group),
     spec::<cmd::DestroyFlowTable>(Gate::Initialized, ZERO, flow::destroy_table),
+    spec::<cmd::AllocQCounter>(Gate::Initialized, ZERO, counters::alloc_q),
+    spec::<cmd::DeallocQCounter>(Gate::Initialized, ZERO, counters::dealloc_q),
+    spec::<cmd::QueryQCounter>(Gate::Initialized, ZERO, counters::query_q),
+    spec::<cmd::QueryVportCounter>(Gate::Initialized, ZERO, counters::query_vport),
     spec::<cmd::QueryVportState>(Gate::Initialized, Some(&[0, 2]), vport::query_state),
     spec::<cmd::QueryNicVportContext>(Gate::Initialized, ZERO, vport::query_context),
     spec::<cmd::ModifyNicVportContext>(Gate::Initialized, ZERO, vport::modify_context),

@@ -210,8 +210,15 @@ pub(super) fn create_rq(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
     )?;
     let cqn = ctx.cqn();
     cx.m.cqs.check(cqn, s::RQ_CQ_UNKNOWN)?;
+    // PD 0 is never allocated (handles start at 0x11) and means "no PD": Linux creates its
+    // drop RQ (the RQ its RQTs point at while no channel is open) without one. Such an RQ
+    // can take no receive buffer, as every mkey belongs to an allocated PD; any other
+    // value must name a live PD.
     let pd = wq.pd();
-    cx.m.pds.check(pd, s::RQ_PD_UNKNOWN)?;
+    if pd != 0 {
+        cx.m.pds.check(pd, s::RQ_PD_UNKNOWN)?;
+    }
+    check_counter_set(cx, ctx.counter_set_id())?;
     let errors = PasErrors {
         short: s::RQ_PAS_SHORT,
         unaligned: s::RQ_PAS_UNALIGNED,
@@ -236,15 +243,29 @@ pub(super) fn create_rq(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
         limit,
     )?;
     cx.m.cqs.hold(cqn);
-    cx.m.pds.hold(pd);
+    if pd != 0 {
+        cx.m.pds.hold(pd);
+    }
     let mut o = out::<cmd::CreateRq>(0);
     CreateRqOut::new_unchecked(&mut o[..]).set_rqn(rqn);
     Ok(o)
 }
 
+/// An RQ's counter_set_id names an allocated queue counter set, or is 0 (none: Linux
+/// leaves 0 when its ALLOC_Q_COUNTER failed).
+fn check_counter_set(cx: &Ctx<'_>, id: u8) -> Outcome<()> {
+    if id == 0 {
+        return Ok(());
+    }
+    cx.m.qcounters.check(id.into(), s::QCNT_UNKNOWN)
+}
+
 /// MODIFY_RQ: a state move and the fields modify_bitmask selects.
 pub(super) fn modify_rq(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
     let input = ModifyRqIn::new_unchecked(req.input);
+    if input.modify_bitmask() & RQ_MODIFY_COUNTER_SET != 0 {
+        check_counter_set(cx, input.ctx().counter_set_id())?;
+    }
     let rq = cx.m.rqs.get_mut(input.rqn())?;
     let cur = rq.ctx.state_raw();
     ensure(
@@ -286,6 +307,8 @@ pub(super) fn destroy_rq(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
         cx.m.rqs
             .remove(DestroyRqIn::new_unchecked(req.input).rqn())?;
     cx.m.cqs.release(rq.cqn);
-    cx.m.pds.release(rq.pd);
+    if rq.pd != 0 {
+        cx.m.pds.release(rq.pd);
+    }
     Ok(out::<cmd::DestroyRq>(0))
 }

@@ -9,6 +9,15 @@ use mlx5_prm::{
     WqType, WqeCtrlSeg, WqeDataSeg, WqeEthSeg,
 };
 
+/// An L2 header: destination, source, IPv4 ethertype.
+pub fn l2(dst: [u8; 6], src: [u8; 6]) -> Vec<u8> {
+    let mut h = Vec::new();
+    h.extend_from_slice(&dst);
+    h.extend_from_slice(&src);
+    h.extend_from_slice(&0x0800u16.to_be_bytes());
+    h
+}
+
 pub fn id_at(r: &super::Reply) -> u32 {
     super::be32(&r.out, 8) & 0xff_ffff
 }

@@ -1,0 +1,141 @@
+//! Counters a driver reads with commands: queue counter sets (ALLOC_Q_COUNTER,
+//! DEALLOC_Q_COUNTER, QUERY_Q_COUNTER) and the vport's traffic counters
+//! (QUERY_VPORT_COUNTER).
+//!
+//! A queue counter set counts events of the receive queues that name it in counter_set_id;
+//! the model counts the one event its data path has, a frame dropped because the RQ had no
+//! posted WQE (out_of_buffer, Linux's `rx_out_of_buffer`). The other counts of the set stay
+//! zero because the events they count (RDMA transport errors) are not modelled on RQs.
+//! Counter set 0 is never allocated and means "no set": Linux leaves it in an RQ when its
+//! allocation failed, so RQs may name it and nothing is counted.
+
+use super::{out, Ctx, Req};
+use crate::fail::{ensure, Fail, Outcome};
+use crate::syndrome as s;
+use mlx5_prm::cmd;
+use mlx5_prm::{
+    AllocQCounterOut, DeallocQCounterIn, QueryQCounterIn, QueryQCounterOut, QueryVportCounterIn,
+    QueryVportCounterOut, TrafficCounter,
+};
+
+/// One queue counter set. Counts saturate at their 32-bit maximum, as the PRM's do.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct QCounter {
+    pub out_of_buffer: u32,
+}
+
+/// Packets and bytes of one kind of traffic.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Traffic {
+    /// Frames.
+    pub packets: u64,
+    /// Bytes of those frames, without FCS.
+    pub octets: u64,
+}
+
+impl Traffic {
+    fn add(&mut self, bytes: usize) {
+        self.packets = self.packets.wrapping_add(1);
+        self.octets = self.octets.wrapping_add(bytes as u64);
+    }
+}
+
+/// The vport's traffic counters by direction and destination-address kind: what
+/// QUERY_VPORT_COUNTER reports. A received frame counts once it reached an RQ; a sent frame
+/// once its WQE completed without error.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct VportCounters {
+    /// Received unicast, multicast and broadcast frames.
+    pub rx: [Traffic; 3],
+    /// Sent unicast, multicast and broadcast frames.
+    pub tx: [Traffic; 3],
+}
+
+/// Index into [`VportCounters`]' arrays for a frame: by its destination MAC address.
+fn kind(frame: &[u8]) -> usize {
+    match frame.get(..6) {
+        Some([0xff, 0xff, 0xff, 0xff, 0xff, 0xff]) => 2,
+        Some([first, ..]) if first & 1 == 1 => 1,
+        _ => 0,
+    }
+}
+
+impl VportCounters {
+    /// Counts a frame delivered to an RQ.
+    pub(crate) fn received(&mut self, frame: &[u8]) {
+        self.rx[kind(frame)].add(frame.len());
+    }
+
+    /// Counts a frame sent.
+    pub(crate) fn sent(&mut self, frame: &[u8]) {
+        self.tx[kind(frame)].add(frame.len());
+    }
+}
+
+/// The most queue counter sets (counter_set_id is 8 bits; 0 means none): the general
+/// capability max_qp_cnt.
+pub(crate) const MAX_Q_COUNTERS: u16 = 255;
+
+/// ALLOC_Q_COUNTER: a set with all counts zero.
+pub(super) fn alloc_q(cx: &mut Ctx<'_>, _req: &Req<'_>) -> Outcome {
+    let id =
+        cx.m.qcounters
+            .insert(QCounter::default(), MAX_Q_COUNTERS.into())?;
+    let mut o = out::<cmd::AllocQCounter>(0);
+    AllocQCounterOut::new_unchecked(&mut o[..]).set_counter_set_id(id as u8);
+    Ok(o)
+}
+
+/// DEALLOC_Q_COUNTER. RQs that still name the set stop counting into it.
+pub(super) fn dealloc_q(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
+    let id = DeallocQCounterIn::new_unchecked(req.input).counter_set_id();
+    cx.m.qcounters.remove(id.into())?;
+    Ok(out::<cmd::DeallocQCounter>(0))
+}
+
+/// QUERY_Q_COUNTER of the function's own set, optionally clearing it.
+pub(super) fn query_q(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
+    let input = QueryQCounterIn::new_unchecked(req.input);
+    ensure(!input.other_vport(), Fail::bad_param(s::OTHER_FUNCTION))?;
+    let set = cx.m.qcounters.get_mut(input.counter_set_id().into())?;
+    let counts = *set;
+    if input.clear() {
+        *set = QCounter::default();
+    }
+    let mut o = out::<cmd::QueryQCounter>(0);
+    QueryQCounterOut::new_unchecked(&mut o[..]).set_out_of_buffer(counts.out_of_buffer);
+    Ok(o)
+}
+
+/// Counts a frame RQ counter set `id` dropped for want of a receive WQE.
+pub(crate) fn out_of_buffer(m: &mut crate::model::Model, id: u8) {
+    if let Ok(set) = m.qcounters.get_mut(id.into()) {
+        set.out_of_buffer = set.out_of_buffer.saturating_add(1);
+    }
+}
+
+/// QUERY_VPORT_COUNTER of the function's own vport, optionally clearing it.
+pub(super) fn query_vport(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
+    let input = QueryVportCounterIn::new_unchecked(req.input);
+    ensure(
+        !input.other_vport() && input.vport_number() == 0,
+        Fail::bad_param(s::OTHER_FUNCTION),
+    )?;
+    let c = cx.m.vport_counters;
+    if input.clear() {
+        cx.m.vport_counters = VportCounters::default();
+    }
+    let mut o = out::<cmd::QueryVportCounter>(0);
+    let mut v = QueryVportCounterOut::new_unchecked(&mut o[..]);
+    let set = |mut t: TrafficCounter<&mut [u8]>, x: Traffic| {
+        t.set_packets(x.packets);
+        t.set_octets(x.octets);
+    };
+    set(v.received_eth_unicast_mut(), c.rx[0]);
+    set(v.received_eth_multicast_mut(), c.rx[1]);
+    set(v.received_eth_broadcast_mut(), c.rx[2]);
+    set(v.transmitted_eth_unicast_mut(), c.tx[0]);
+    set(v.transmitted_eth_multicast_mut(), c.tx[1]);
+    set(v.transmitted_eth_broadcast_mut(), c.tx[2]);
+    Ok(o)
+}
