@@ -43,6 +43,10 @@ ctl() {
 # json_num KEY: the number after "KEY": in $reply (flat JSON written by the server).
 json_num() { printf '%s' "$reply" | sed -n "s/.*\"$1\":\([0-9-]*\).*/\1/p"; }
 
+# json_str KEY / json_bool KEY: a string's or a boolean's value after "KEY": in $reply.
+json_str() { printf '%s' "$reply" | sed -n "s/.*\"$1\":\"\([^\"]*\)\".*/\1/p"; }
+json_bool() { printf '%s' "$reply" | sed -n "s/.*\"$1\":\(true\|false\).*/\1/p"; }
+
 begin() { cur=$1; flush_kmsg; echo "@@BEGIN $1 $(now)"; }
 end() { flush_kmsg; echo "@@END $cur $1 $(now) ${2:-}"; }
 
@@ -158,6 +162,60 @@ m_shutdown() {
   : > /tmp/shutdown-requested
 }
 
+# The function's network interface (mlx5e), its name from sysfs.
+netif() { ls "$PCIDEV/net" 2>/dev/null | head -n 1; }
+carrier() { [ "$(cat "/sys/class/net/$IF/carrier" 2>/dev/null)" = 1 ]; }
+# info LABEL COMMAND...: runs COMMAND, shows its output as @@INFO lines, keeps it in /tmp/out.
+info() {
+  label=$1; shift
+  "$@" > /tmp/out 2>&1; rc=$?
+  sed "s/^/@@INFO $label: /" /tmp/out
+  return $rc
+}
+# field NAME: the value of "NAME: value" (ethtool pads names with spaces before the colon).
+field() { sed -n "s/^[[:space:]]*$1[[:space:]]*:[[:space:]]*//p" /tmp/out | head -n 1; }
+
+# mlx5e's netdev: it exists with the model's MAC, `ip link set up` brings the carrier up (the
+# model raises PORT_CHANGE when PAOS turns the port up), and ethtool shows what the model's
+# registers say: driver and firmware (-i), the PTYS speed, the module EEPROM of MCIA (-m).
+m_netdev() {
+  begin netdev
+  bound || { end fail "mlx5_core is not bound"; return; }
+  wait_for 20 sh -c "[ -n \"\$(ls $PCIDEV/net 2>/dev/null)\" ]" \
+    || { end fail "no network interface under $PCIDEV/net"; return; }
+  IF=$(netif)
+  mac=$(cat "/sys/class/net/$IF/address")
+  ctl status || { end fail "no control channel"; return; }
+  want=$(json_str mac)
+  MODULE_VENDOR=$(json_str vendor); MODULE_PN=$(json_str part_number); MODULE_SN=$(json_str serial_number)
+  [ "$mac" = "$want" ] || { end fail "$IF has MAC $mac, the model's is $want"; return; }
+  irq0=$(irq_count)
+  info "ip link" ip link set "$IF" up || { end fail "ip link set $IF up failed"; return; }
+  wait_for 20 carrier || { end fail "no carrier on $IF 20 s after ip link set up"; return; }
+  irq1=$(irq_count)
+  [ "$irq1" -gt "$irq0" ] || { end fail "no interrupt on the control vector (PORT_CHANGE)"; return; }
+  wait_for 10 sh -c "dmesg | grep -q '$IF: Link up'" || { end fail "mlx5e logged no 'Link up'"; return; }
+  ctl status
+  [ "$(json_bool oper_up)" = true ] || { end fail "the model's port is not up"; return; }
+  info "ethtool -i" ethtool -i "$IF" || { end fail "ethtool -i failed"; return; }
+  [ "$(field driver)" = mlx5_core ] || { end fail "ethtool -i names driver '$(field driver)'"; return; }
+  fwv=$(field firmware-version)
+  case "$fwv" in "$fw"*) ;; *) end fail "ethtool -i firmware '$fwv', dmesg said '$fw'"; return ;; esac
+  info ethtool ethtool "$IF" || { end fail "ethtool failed"; return; }
+  speed=$(field Speed)
+  [ "$speed" = 100000Mb/s ] || { end fail "ethtool shows speed '$speed', PTYS says 100000Mb/s"; return; }
+  [ "$(field 'Link detected')" = yes ] || { end fail "ethtool: link not detected"; return; }
+  info "ethtool -m" ethtool -m "$IF" || { end fail "ethtool -m failed"; return; }
+  vendor=$(field "Vendor name"); pn=$(field "Vendor PN"); sn=$(field "Vendor SN")
+  temp=$(field "Module temperature")
+  rx=$(grep -i -m 1 -E '(rcvr|receiver) signal.*channel 1' /tmp/out | sed 's/.*: *//')
+  [ "$vendor" = "$MODULE_VENDOR" ] || { end fail "ethtool -m vendor '$vendor', the model's is '$MODULE_VENDOR'"; return; }
+  [ "$pn" = "$MODULE_PN" ] && [ "$sn" = "$MODULE_SN" ] \
+    || { end fail "ethtool -m part/serial '$pn'/'$sn', the model's are '$MODULE_PN'/'$MODULE_SN'"; return; }
+  [ -n "$temp" ] && [ -n "$rx" ] || { end fail "ethtool -m shows no temperature or Rx power"; return; }
+  end pass "$IF $mac carrier up, $speed, fw $fwv, module $vendor $pn $sn, $temp, rx $rx"
+}
+
 run_milestones() {
   ctl_open || echo "@@INFO no control channel on ttyS1"
   for m in $(echo "$1" | tr , ' '); do
@@ -167,6 +225,7 @@ run_milestones() {
       unload) m_unload ;;
       fatal) m_fatal ;;
       shutdown) m_shutdown ;;
+      netdev) m_netdev ;;
       *) echo "@@INFO unknown milestone $m" ;;
     esac
   done

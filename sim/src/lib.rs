@@ -60,10 +60,12 @@ mod inventory;
 mod irq;
 mod mailbox;
 mod model;
+mod module_eeprom;
 mod observe;
 mod pages;
 mod pas;
 pub mod pcap;
+mod port_status;
 mod record;
 mod regs;
 mod session;
@@ -92,9 +94,11 @@ pub use faults::FaultInjector;
 pub use host::BAR_SPARE;
 pub use inventory::Objects;
 pub use irq::InterruptSink;
+pub use module_eeprom::{MODULE_PN, MODULE_SN, MODULE_VENDOR};
 pub use observe::{
     CommandObserver, CommandTrace, UnimplementedCommand, UnimplementedCommands, MAX_UNIMPLEMENTED,
 };
+pub use port_status::PortStatus;
 pub use record::{CommandRecord, COMMAND_LOG};
 pub use regs::{HealthError, FW_REV, HEALTH_COUNTER_PERIOD, LOG_CMDQ_SIZE, LOG_CMDQ_STRIDE};
 pub use wire::{Link, Wire};

@@ -10,7 +10,7 @@ use crate::datapath::pending::Pending;
 use crate::datapath::sendq::Wqe;
 use crate::events::Eq;
 use crate::exec::{
-    counters::{QCounter, VportCounters},
+    counters::{PortCounters, QCounter, VportCounters},
     cq::Cq,
     flow::FlowTables,
     mkey::Mkey,
@@ -61,6 +61,10 @@ pub(crate) struct Port {
     pub port_guid: u64,
     /// PAOS event generation mode (e).
     pub paos_events: u8,
+    /// PFCC global pause: (send, obey).
+    pub pause: (bool, bool),
+    /// What the port carried (PPCNT).
+    pub counters: PortCounters,
 }
 
 /// Largest MTU the port takes (PMTU max_mtu).
@@ -76,8 +80,8 @@ pub(crate) const ETH_PROTO_CAPABILITY: u32 = (1 << 6)
     | (1 << 27)
     | (1 << 29)
     | (1 << 30);
-/// The mode the link runs at while up: 100GBASE-CR4.
-pub(crate) const ETH_PROTO_OPER: u32 = 1 << 20;
+/// The mode the link runs at while up: 100GBASE-SR4, the module's (module_eeprom.rs).
+pub(crate) const ETH_PROTO_OPER: u32 = 1 << 21;
 
 impl Port {
     fn new() -> Port {
@@ -96,6 +100,8 @@ impl Port {
             node_guid: 0x024d_4cff_fe58_3500,
             port_guid: 0x024d_4cff_fe58_3500,
             paos_events: 0,
+            pause: (false, false),
+            counters: PortCounters::default(),
         }
     }
 

@@ -111,6 +111,12 @@ syndromes! {
     REG_READ_ONLY = 0x5e05_0008;
     /// PCAM, MCAM or QCAM read of a feature group or access register group the register does not define (BAD_PARAM).
     REG_BAD_GROUP = 0x5e05_0009;
+    /// PPCNT of a counter group the PRM does not define, or a per-priority group with prio_tc above 7 (BAD_PARAM).
+    PPCNT_BAD_GROUP = 0x5e05_000a;
+    /// PDDR of a page other than the troubleshooting page, or a troubleshooting group other than the link monitor (BAD_PARAM).
+    PDDR_BAD_PAGE = 0x5e05_000b;
+    /// MCIA access of more bytes than one access carries (48 without MCAM mcia_32dwords), or past the 256-byte window (BAD_PARAM).
+    MCIA_BAD_SIZE = 0x5e05_000c;
 
     // ---- 6: UAR, PD, transport domain, special contexts ----
     /// No UAR page left in the BAR (LIM).
@@ -328,6 +334,8 @@ syndromes! {
     RQT_LIST_SHORT = 0x5e0c_0011;
     /// An RQT entry names an unknown RQ (BAD_RES).
     RQT_RQ_UNKNOWN = 0x5e0c_0012;
+    /// A TIR context asks for LRO (packet_merge_mask not 0), which the model lacks: lro_cap is 0 (BAD_PARAM).
+    TIR_NO_LRO = 0x5e0c_0013;
 
     // ---- 0xd: flow steering ----
     /// Flow table type other than NIC RX or NIC TX (BAD_PARAM).

@@ -58,6 +58,7 @@ pub fn status(shared: &Shared) -> Value {
     let objects = dev.objects();
     let records = dev.commands();
     let ledger = dev.unimplemented_commands();
+    let port = dev.port();
     let sent = cur.msix.sent();
     let latched = cur.msix.latched();
     let interrupts: serde_json::Map<String, Value> = sent
@@ -98,6 +99,18 @@ pub fn status(shared: &Shared) -> Value {
             }))
             .collect::<Vec<_>>(),
         "unimplemented_not_listed": ledger.not_listed,
+        "port": {
+            "mac": port.mac_string(), "admin_up": port.admin_up, "oper_up": port.oper_up,
+            "mtu": port.mtu,
+        },
+        "module": {
+            "vendor": mlx5_sim::MODULE_VENDOR, "part_number": mlx5_sim::MODULE_PN,
+            "serial_number": mlx5_sim::MODULE_SN,
+        },
+        "traffic": {
+            "tx_frames": dev.tx_frames(), "rx_frames": dev.rx_frames(),
+            "rx_dropped": dev.rx_dropped(),
+        },
         "dma_faults": dev.dma_faults(),
         "bus_master": dev.bus_master(),
         "held_by_bus_master": dev.held_by_bus_master(),

@@ -14,14 +14,20 @@ use crate::rt::{self, Bytes as _, BytesMut as _};
 pub enum AccessRegisterId {
     /// QoS capability mask register.
     Qcam = 0x4019,
+    /// Port module lane mapping (the module number for MCIA).
+    Pmlp = 0x5002,
     /// Port MTU.
     Pmtu = 0x5003,
     /// Port type and speed.
     Ptys = 0x5004,
     /// Port administrative and operational status.
     Paos = 0x5006,
+    /// Port flow control (pause) configuration.
+    Pfcc = 0x5007,
     /// Port counters.
     Ppcnt = 0x5008,
+    /// Port diagnostics (troubleshooting page).
+    Pddr = 0x5031,
     /// Port capability mask register.
     Pcam = 0x507f,
     /// Host endianness, written once at bring-up.
@@ -51,10 +57,13 @@ impl AccessRegisterId {
     /// Every value, in spec order.
     pub const ALL: &'static [Self] = &[
         Self::Qcam,
+        Self::Pmlp,
         Self::Pmtu,
         Self::Ptys,
         Self::Paos,
+        Self::Pfcc,
         Self::Ppcnt,
+        Self::Pddr,
         Self::Pcam,
         Self::HostEndianness,
         Self::Mtmp,
@@ -72,10 +81,13 @@ impl AccessRegisterId {
     pub const fn from_raw(raw: u64) -> Option<Self> {
         match raw {
             0x4019 => Some(Self::Qcam),
+            0x5002 => Some(Self::Pmlp),
             0x5003 => Some(Self::Pmtu),
             0x5004 => Some(Self::Ptys),
             0x5006 => Some(Self::Paos),
+            0x5007 => Some(Self::Pfcc),
             0x5008 => Some(Self::Ppcnt),
+            0x5031 => Some(Self::Pddr),
             0x507f => Some(Self::Pcam),
             0x7004 => Some(Self::HostEndianness),
             0x900a => Some(Self::Mtmp),
@@ -112,10 +124,13 @@ impl AccessRegisterId {
     pub const fn spec_name(self) -> &'static str {
         const NAMES: &[&str] = &[
             "qcam",
+            "pmlp",
             "pmtu",
             "ptys",
             "paos",
+            "pfcc",
             "ppcnt",
+            "pddr",
             "pcam",
             "host_endianness",
             "mtmp",

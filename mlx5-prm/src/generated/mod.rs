@@ -16,6 +16,7 @@ pub mod hca;
 pub mod init_seg;
 pub mod mgmt_reg;
 pub mod mkey;
+pub mod port_reg;
 pub mod qp;
 pub mod qp_states;
 pub mod tir;
@@ -37,6 +38,7 @@ pub use hca::*;
 pub use init_seg::*;
 pub use mgmt_reg::*;
 pub use mkey::*;
+pub use port_reg::*;
 pub use qp::*;
 pub use qp_states::*;
 pub use tir::*;
@@ -552,6 +554,13 @@ pub mod cmd {
             op_mods: &[],
         },
         crate::rt::CommandInfo {
+            name: "modify_tir",
+            opcode: 0x901,
+            input: "modify_tir_in",
+            output: "modify_tir_out",
+            op_mods: &[],
+        },
+        crate::rt::CommandInfo {
             name: "destroy_tir",
             opcode: 0x902,
             input: "destroy_tir_in",
@@ -563,6 +572,13 @@ pub mod cmd {
             opcode: 0x916,
             input: "create_rqt_in",
             output: "create_rqt_out",
+            op_mods: &[],
+        },
+        crate::rt::CommandInfo {
+            name: "modify_rqt",
+            opcode: 0x917,
+            input: "modify_rqt_in",
+            output: "modify_rqt_out",
             op_mods: &[],
         },
         crate::rt::CommandInfo {
@@ -707,18 +723,20 @@ pub mod cmd {
             0x912 => 52,
             0x914 => 53,
             0x900 => 54,
-            0x902 => 55,
-            0x916 => 56,
-            0x918 => 57,
-            0x750 => 58,
-            0x754 => 59,
-            0x755 => 60,
-            0x904 => 61,
-            0x905 => 62,
-            0x906 => 63,
-            0x908 => 64,
-            0x909 => 65,
-            0x90a => 66,
+            0x901 => 55,
+            0x902 => 56,
+            0x916 => 57,
+            0x917 => 58,
+            0x918 => 59,
+            0x750 => 60,
+            0x754 => 61,
+            0x755 => 62,
+            0x904 => 63,
+            0x905 => 64,
+            0x906 => 65,
+            0x908 => 66,
+            0x909 => 67,
+            0x90a => 68,
             _ => return None,
         };
         ALL.get(i)
@@ -889,6 +907,12 @@ pub static ALL_LAYOUTS: &[crate::rt::reflect::LayoutAccess] = &[
     mkey::DESTROY_MKEY_OUT_ACCESS,
     mkey::QUERY_MKEY_IN_ACCESS,
     mkey::QUERY_MKEY_OUT_ACCESS,
+    port_reg::PFCC_REG_ACCESS,
+    port_reg::LANE_2_MODULE_MAPPING_ACCESS,
+    port_reg::PMLP_REG_ACCESS,
+    port_reg::PDDR_REG_ACCESS,
+    port_reg::PDDR_TROUBLESHOOTING_PAGE_ACCESS,
+    port_reg::PDDR_MONITOR_OPCODE_ACCESS,
     qp::CREATE_QP_IN_ACCESS,
     qp::QPC_ACCESS,
     qp::ADS_ACCESS,
@@ -922,12 +946,18 @@ pub static ALL_LAYOUTS: &[crate::rt::reflect::LayoutAccess] = &[
     tir::TIRC_ACCESS,
     tir::RX_HASH_FIELD_SELECT_ACCESS,
     tir::CREATE_TIR_OUT_ACCESS,
+    tir::MODIFY_TIR_IN_ACCESS,
+    tir::MODIFY_TIR_BITMASK_ACCESS,
+    tir::MODIFY_TIR_OUT_ACCESS,
     tir::DESTROY_TIR_IN_ACCESS,
     tir::DESTROY_TIR_OUT_ACCESS,
     tir::CREATE_RQT_IN_ACCESS,
     tir::RQTC_ACCESS,
     tir::RQ_NUM_ACCESS,
     tir::CREATE_RQT_OUT_ACCESS,
+    tir::MODIFY_RQT_IN_ACCESS,
+    tir::RQT_BITMASK_ACCESS,
+    tir::MODIFY_RQT_OUT_ACCESS,
     tir::DESTROY_RQT_IN_ACCESS,
     tir::DESTROY_RQT_OUT_ACCESS,
     uar::CQ_DOORBELL_RECORD_ACCESS,
@@ -984,27 +1014,30 @@ pub static ALL_UNIONS: &[crate::rt::reflect::UnionAccess] = &[
     mgmt_reg::MCAM_REG_MNG_FEATURE_CAP_MASK_ACCESS,
     mgmt_reg::QCAM_REG_QOS_ACCESS_REG_CAP_MASK_ACCESS,
     mgmt_reg::QCAM_REG_QOS_FEATURE_CAP_MASK_ACCESS,
+    port_reg::PDDR_REG_PAGE_DATA_AUTO_ACCESS,
+    port_reg::PDDR_TROUBLESHOOTING_PAGE_STATUS_OPCODE_AUTO_ACCESS,
 ];
 /// Positions in [`ALL_LAYOUTS`] in name order, for [`layout_by_name`].
 #[cfg(feature = "reflect")]
 static LAYOUTS_BY_NAME: &[u32] = &[
-    122, 123, 164, 128, 129, 19, 20, 132, 133, 124, 125, 12, 9, 16, 17, 60, 18, 218, 15,
-    49, 203, 54, 28, 39, 29, 30, 41, 43, 65, 79, 62, 64, 155, 157, 162, 165, 224, 226,
-    197, 200, 215, 219, 191, 194, 186, 188, 58, 50, 130, 131, 21, 22, 134, 135, 126, 127,
-    152, 95, 96, 86, 31, 32, 44, 45, 93, 94, 91, 92, 158, 159, 166, 167, 229, 230, 201,
-    202, 222, 223, 195, 196, 189, 190, 103, 104, 55, 153, 101, 102, 42, 48, 40, 5, 4, 84,
+    122, 123, 170, 128, 129, 19, 20, 132, 133, 124, 125, 12, 9, 16, 17, 60, 18, 230, 15,
+    49, 215, 54, 28, 39, 29, 30, 41, 43, 65, 79, 62, 64, 155, 157, 168, 171, 236, 238,
+    206, 209, 227, 231, 197, 200, 192, 194, 58, 50, 130, 131, 21, 22, 134, 135, 126, 127,
+    152, 95, 96, 86, 31, 32, 44, 45, 93, 94, 91, 92, 158, 159, 172, 173, 241, 242, 213,
+    214, 234, 235, 204, 205, 195, 196, 103, 104, 55, 153, 101, 102, 42, 48, 40, 5, 4, 84,
     83, 85, 81, 87, 63, 99, 100, 97, 98, 75, 66, 67, 71, 74, 76, 77, 78, 57, 73, 138,
-    154, 172, 173, 174, 175, 116, 117, 139, 70, 68, 69, 211, 111, 112, 143, 144, 145,
-    146, 147, 148, 6, 156, 35, 38, 36, 212, 214, 213, 227, 228, 220, 221, 210, 72, 61, 0,
-    141, 142, 140, 10, 2, 56, 3, 1, 149, 150, 151, 182, 183, 184, 185, 204, 51, 163, 113,
-    114, 115, 33, 34, 46, 47, 7, 8, 105, 106, 160, 161, 208, 209, 109, 110, 23, 24, 168,
-    169, 136, 137, 25, 27, 206, 207, 53, 238, 37, 11, 199, 225, 198, 170, 171, 176, 177,
-    178, 179, 193, 120, 121, 89, 90, 80, 88, 13, 14, 107, 108, 216, 180, 181, 59, 118,
-    119, 192, 187, 26, 205, 82, 217, 52, 235, 231, 233, 232, 237, 236, 234,
+    154, 178, 179, 180, 181, 116, 117, 139, 70, 68, 69, 163, 223, 111, 112, 143, 144,
+    145, 146, 147, 148, 6, 156, 35, 38, 36, 224, 226, 225, 239, 240, 210, 212, 232, 233,
+    202, 201, 203, 222, 72, 61, 0, 141, 142, 140, 167, 165, 166, 10, 162, 164, 2, 56, 3,
+    1, 149, 150, 151, 188, 189, 190, 191, 216, 51, 169, 113, 114, 115, 33, 34, 46, 47, 7,
+    8, 105, 106, 160, 161, 220, 221, 109, 110, 23, 24, 174, 175, 136, 137, 25, 27, 218,
+    219, 53, 250, 37, 11, 208, 237, 211, 207, 176, 177, 182, 183, 184, 185, 199, 120,
+    121, 89, 90, 80, 88, 13, 14, 107, 108, 228, 186, 187, 59, 118, 119, 198, 193, 26,
+    217, 82, 229, 52, 247, 243, 245, 244, 249, 248, 246,
 ];
 /// Positions in [`ALL_UNIONS`] in name order, for [`union_by_name`].
 #[cfg(feature = "reflect")]
-static UNIONS_BY_NAME: &[u32] = &[7, 0, 3, 6, 5, 1, 4, 10, 11, 2, 9, 8, 12, 13];
+static UNIONS_BY_NAME: &[u32] = &[7, 0, 3, 6, 5, 1, 4, 10, 11, 2, 9, 8, 14, 15, 12, 13];
 /// The reflection table of the layout (structure or register block) called `name`.
 #[cfg(feature = "reflect")]
 pub fn layout_by_name(name: &str) -> Option<&'static crate::rt::reflect::LayoutAccess> {

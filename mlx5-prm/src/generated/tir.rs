@@ -2352,6 +2352,483 @@ pub const CREATE_TIR_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
     ],
     nested: &[],
 };
+/// Input of MODIFY_TIR. Only the context fields that bitmask selects are applied.
+///
+/// PRM layout `modify_tir_in`: 0x110 bytes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct ModifyTirIn<B = [u8; 272]> {
+    buf: B,
+}
+crate::__prm_view!(ModifyTirIn, "modify_tir_in", 272);
+impl ModifyTirIn<[u8; 272]> {
+    #[doc = concat!(" Position of `", "opcode", "`.")]
+    pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
+    #[doc = concat!(" Position of `", "uid", "`.")]
+    pub const UID: rt::Field = rt::Field::new("uid", 16, 16);
+    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
+    #[doc = concat!(" Position of `", "tirn", "`.")]
+    pub const TIRN: rt::Field = rt::Field::new("tirn", 72, 24);
+    #[doc = concat!(" Position of `", "bitmask", "`.")]
+    pub const BITMASK: rt::Field = rt::Field::new("bitmask", 128, 64);
+    #[doc = concat!(" Position of `", "ctx", "`.")]
+    pub const CTX: rt::Field = rt::Field::new("ctx", 256, 1920);
+    /// The position of every field of `modify_tir_in`, by offset.
+    pub const FIELDS: &'static [rt::Field] = &[
+        Self::OPCODE,
+        Self::UID,
+        Self::OP_MOD,
+        Self::TIRN,
+        Self::BITMASK,
+        Self::CTX,
+    ];
+}
+impl<B: rt::Bytes> ModifyTirIn<B> {
+    /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
+    #[inline]
+    pub fn opcode(&self) -> u16 {
+        rt::get32(&self.buf, 0, 16, 0xffff) as u16
+    }
+    /// PRM `0x00[15:0]`: bit offset 0x10, 16 bits.
+    #[inline]
+    pub fn uid(&self) -> u16 {
+        rt::get32(&self.buf, 0, 0, 0xffff) as u16
+    }
+    /// PRM `0x04[15:0]`: bit offset 0x30, 16 bits.
+    #[inline]
+    pub fn op_mod(&self) -> u16 {
+        rt::get32(&self.buf, 4, 0, 0xffff) as u16
+    }
+    /// The TIR to change.
+    ///
+    /// PRM `0x08[23:0]`: bit offset 0x48, 24 bits.
+    #[inline]
+    pub fn tirn(&self) -> u32 {
+        rt::get32(&self.buf, 8, 0, 0xffffff) as u32
+    }
+    /// Which context fields to apply.
+    ///
+    /// PRM `0x10[63:0]`: bit offset 0x80, 64 bits; type `modify_tir_bitmask`.
+    #[inline]
+    pub fn bitmask(&self) -> ModifyTirBitmask<B::Sub<'_>> {
+        ModifyTirBitmask::new_unchecked(self.buf.sub(16, 8))
+    }
+    /// The new values of the selected fields.
+    ///
+    /// PRM `0x20..0x110`: bit offset 0x100, 1920 bits; type `tirc`.
+    #[inline]
+    pub fn ctx(&self) -> Tirc<B::Sub<'_>> {
+        Tirc::new_unchecked(self.buf.sub(32, 240))
+    }
+}
+impl<B: rt::BytesMut> ModifyTirIn<B> {
+    /// Writes [`Self::opcode`].
+    #[inline]
+    pub fn set_opcode(&mut self, v: u16) {
+        rt::set32(&mut self.buf, 0, 16, 0xffff, u32::from(v))
+    }
+    /// Writes [`Self::uid`].
+    #[inline]
+    pub fn set_uid(&mut self, v: u16) {
+        rt::set32(&mut self.buf, 0, 0, 0xffff, u32::from(v))
+    }
+    /// Writes [`Self::op_mod`].
+    #[inline]
+    pub fn set_op_mod(&mut self, v: u16) {
+        rt::set32(&mut self.buf, 4, 0, 0xffff, u32::from(v))
+    }
+    /// Writes [`Self::tirn`].
+    /// Bits beyond its 24 are dropped (a `debug_assert!` in debug builds).
+    #[inline]
+    pub fn set_tirn(&mut self, v: u32) {
+        rt::set32_narrow(&mut self.buf, 8, 0, 0xffffff, u32::from(v), "tirn")
+    }
+    /// Writes `tirn`, or returns an error if `v` does not fit its 24 bits.
+    #[inline]
+    pub fn try_set_tirn(&mut self, v: u32) -> Result<(), rt::Overflow> {
+        rt::check_fits("tirn", u64::from(v), 0xffffff)?;
+        self.set_tirn(v);
+        Ok(())
+    }
+    /// Writes [`Self::bitmask`].
+    #[inline]
+    pub fn bitmask_mut(&mut self) -> ModifyTirBitmask<B::SubMut<'_>> {
+        ModifyTirBitmask::new_unchecked(self.buf.sub_mut(16, 8))
+    }
+    /// Writes [`Self::ctx`].
+    #[inline]
+    pub fn ctx_mut(&mut self) -> Tirc<B::SubMut<'_>> {
+        Tirc::new_unchecked(self.buf.sub_mut(32, 240))
+    }
+}
+#[cfg(feature = "debug")]
+impl<B: rt::Bytes> ::core::fmt::Debug for ModifyTirIn<B> {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let mut d = f.debug_struct(stringify!(ModifyTirIn));
+        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
+        d.field("uid", &rt::fmt::Hex(self.uid().into()));
+        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
+        d.field("tirn", &rt::fmt::Hex(self.tirn().into()));
+        d.field("bitmask", &self.bitmask());
+        d.field("ctx", &self.ctx());
+        let reserved = rt::fmt::ReservedSet {
+            buf: &self.buf,
+            masks: &[
+                (4, 0xffff0000),
+                (8, 0xff000000),
+                (12, 0xffffffff),
+                (24, 0xffffffff),
+                (28, 0xffffffff),
+            ],
+        };
+        if reserved.any() {
+            d.field("reserved_bits_set", &reserved);
+        }
+        d.finish()
+    }
+}
+#[cfg(feature = "reflect")]
+/// Every field of `modify_tir_in` with its accessors, for generic tools and tests.
+pub const MODIFY_TIR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
+    name: "modify_tir_in",
+    size: 272,
+    fields: &[
+        rt::reflect::FieldAccess {
+            name: "opcode",
+            bit_offset: 0,
+            width: 16,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = ModifyTirIn::new_unchecked(b);
+                u64::from(v.opcode())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = ModifyTirIn::new_unchecked(b);
+                v.set_opcode((x & 0xffff) as u16);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "uid",
+            bit_offset: 16,
+            width: 16,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = ModifyTirIn::new_unchecked(b);
+                u64::from(v.uid())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = ModifyTirIn::new_unchecked(b);
+                v.set_uid((x & 0xffff) as u16);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "op_mod",
+            bit_offset: 48,
+            width: 16,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = ModifyTirIn::new_unchecked(b);
+                u64::from(v.op_mod())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = ModifyTirIn::new_unchecked(b);
+                v.set_op_mod((x & 0xffff) as u16);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "tirn",
+            bit_offset: 72,
+            width: 24,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = ModifyTirIn::new_unchecked(b);
+                u64::from(v.tirn())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = ModifyTirIn::new_unchecked(b);
+                v.set_tirn((x & 0xffffff) as u32);
+            }),
+        },
+    ],
+    nested: &[
+        rt::reflect::NestedAccess {
+            name: "bitmask",
+            layout: "modify_tir_bitmask",
+            kind: rt::reflect::NestedKind::Struct,
+            byte_offset: 16,
+            size: 8,
+            count: 1,
+            trailing: false,
+            stride: 8,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 272 {
+                    return None;
+                }
+                let v = ModifyTirIn::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
+                let sub = v.bitmask();
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
+            },
+        },
+        rt::reflect::NestedAccess {
+            name: "ctx",
+            layout: "tirc",
+            kind: rt::reflect::NestedKind::Struct,
+            byte_offset: 32,
+            size: 240,
+            count: 1,
+            trailing: false,
+            stride: 240,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 272 {
+                    return None;
+                }
+                let v = ModifyTirIn::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
+                let sub = v.ctx();
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
+            },
+        },
+    ],
+};
+/// The TIR context fields a MODIFY_TIR applies.
+///
+/// PRM layout `modify_tir_bitmask`: 0x8 bytes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct ModifyTirBitmask<B = [u8; 8]> {
+    buf: B,
+}
+crate::__prm_view!(ModifyTirBitmask, "modify_tir_bitmask", 8);
+impl ModifyTirBitmask<[u8; 8]> {
+    #[doc = concat!(" Position of `", "self_lb_en", "`.")]
+    pub const SELF_LB_EN: rt::Field = rt::Field::new("self_lb_en", 59, 1);
+    #[doc = concat!(" Position of `", "hash", "`.")]
+    pub const HASH: rt::Field = rt::Field::new("hash", 61, 1);
+    #[doc = concat!(" Position of `", "packet_merge", "`.")]
+    pub const PACKET_MERGE: rt::Field = rt::Field::new("packet_merge", 63, 1);
+    /// The position of every field of `modify_tir_bitmask`, by offset.
+    pub const FIELDS: &'static [rt::Field] = &[
+        Self::SELF_LB_EN,
+        Self::HASH,
+        Self::PACKET_MERGE,
+    ];
+}
+impl<B: rt::Bytes> ModifyTirBitmask<B> {
+    /// Apply self_lb_block (the loopback filter).
+    ///
+    /// PRM `0x04[4]`: bit offset 0x3b, 1 bit.
+    #[inline]
+    pub fn self_lb_en(&self) -> bool {
+        rt::get32(&self.buf, 4, 4, 0x1) as u8 != 0
+    }
+    /// Apply the hash: rx_hash_fn, the Toeplitz key, rx_hash_symmetric and the field selectors.
+    ///
+    /// PRM `0x04[2]`: bit offset 0x3d, 1 bit.
+    #[inline]
+    pub fn hash(&self) -> bool {
+        rt::get32(&self.buf, 4, 2, 0x1) as u8 != 0
+    }
+    /// Apply the LRO fields (packet_merge_mask, timeout, payload size).
+    ///
+    /// PRM `0x04[0]`: bit offset 0x3f, 1 bit.
+    #[inline]
+    pub fn packet_merge(&self) -> bool {
+        rt::get32(&self.buf, 4, 0, 0x1) as u8 != 0
+    }
+}
+impl<B: rt::BytesMut> ModifyTirBitmask<B> {
+    /// Writes [`Self::self_lb_en`].
+    #[inline]
+    pub fn set_self_lb_en(&mut self, v: bool) {
+        rt::set32(&mut self.buf, 4, 4, 0x1, u32::from(u8::from(v)))
+    }
+    /// Writes [`Self::hash`].
+    #[inline]
+    pub fn set_hash(&mut self, v: bool) {
+        rt::set32(&mut self.buf, 4, 2, 0x1, u32::from(u8::from(v)))
+    }
+    /// Writes [`Self::packet_merge`].
+    #[inline]
+    pub fn set_packet_merge(&mut self, v: bool) {
+        rt::set32(&mut self.buf, 4, 0, 0x1, u32::from(u8::from(v)))
+    }
+}
+#[cfg(feature = "debug")]
+impl<B: rt::Bytes> ::core::fmt::Debug for ModifyTirBitmask<B> {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let mut d = f.debug_struct(stringify!(ModifyTirBitmask));
+        d.field("self_lb_en", &self.self_lb_en());
+        d.field("hash", &self.hash());
+        d.field("packet_merge", &self.packet_merge());
+        let reserved = rt::fmt::ReservedSet {
+            buf: &self.buf,
+            masks: &[(0, 0xffffffff), (4, 0xffffffea)],
+        };
+        if reserved.any() {
+            d.field("reserved_bits_set", &reserved);
+        }
+        d.finish()
+    }
+}
+#[cfg(feature = "reflect")]
+/// Every field of `modify_tir_bitmask` with its accessors, for generic tools and tests.
+pub const MODIFY_TIR_BITMASK_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
+    name: "modify_tir_bitmask",
+    size: 8,
+    fields: &[
+        rt::reflect::FieldAccess {
+            name: "self_lb_en",
+            bit_offset: 59,
+            width: 1,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = ModifyTirBitmask::new_unchecked(b);
+                u64::from(v.self_lb_en())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = ModifyTirBitmask::new_unchecked(b);
+                v.set_self_lb_en(x & 1 != 0);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "hash",
+            bit_offset: 61,
+            width: 1,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = ModifyTirBitmask::new_unchecked(b);
+                u64::from(v.hash())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = ModifyTirBitmask::new_unchecked(b);
+                v.set_hash(x & 1 != 0);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "packet_merge",
+            bit_offset: 63,
+            width: 1,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = ModifyTirBitmask::new_unchecked(b);
+                u64::from(v.packet_merge())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = ModifyTirBitmask::new_unchecked(b);
+                v.set_packet_merge(x & 1 != 0);
+            }),
+        },
+    ],
+    nested: &[],
+};
+/// Output of MODIFY_TIR.
+///
+/// PRM layout `modify_tir_out`: 0x10 bytes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct ModifyTirOut<B = [u8; 16]> {
+    buf: B,
+}
+crate::__prm_view!(ModifyTirOut, "modify_tir_out", 16);
+impl ModifyTirOut<[u8; 16]> {
+    #[doc = concat!(" Position of `", "status", "`.")]
+    pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
+    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
+    /// The position of every field of `modify_tir_out`, by offset.
+    pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
+}
+impl<B: rt::Bytes> ModifyTirOut<B> {
+    /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
+    #[inline]
+    pub fn status(&self) -> u8 {
+        rt::get32(&self.buf, 0, 24, 0xff) as u8
+    }
+    /// PRM `0x04[31:0]`: bit offset 0x20, 32 bits.
+    #[inline]
+    pub fn syndrome(&self) -> u32 {
+        self.buf.read_be32(4)
+    }
+}
+impl<B: rt::BytesMut> ModifyTirOut<B> {
+    /// Writes [`Self::status`].
+    #[inline]
+    pub fn set_status(&mut self, v: u8) {
+        rt::set32(&mut self.buf, 0, 24, 0xff, u32::from(v))
+    }
+    /// Writes [`Self::syndrome`].
+    #[inline]
+    pub fn set_syndrome(&mut self, v: u32) {
+        self.buf.write_be32(4, v)
+    }
+}
+#[cfg(feature = "debug")]
+impl<B: rt::Bytes> ::core::fmt::Debug for ModifyTirOut<B> {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let mut d = f.debug_struct(stringify!(ModifyTirOut));
+        d.field("status", &rt::fmt::Hex(self.status().into()));
+        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
+        let reserved = rt::fmt::ReservedSet {
+            buf: &self.buf,
+            masks: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
+        };
+        if reserved.any() {
+            d.field("reserved_bits_set", &reserved);
+        }
+        d.finish()
+    }
+}
+#[cfg(feature = "reflect")]
+/// Every field of `modify_tir_out` with its accessors, for generic tools and tests.
+pub const MODIFY_TIR_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
+    name: "modify_tir_out",
+    size: 16,
+    fields: &[
+        rt::reflect::FieldAccess {
+            name: "status",
+            bit_offset: 0,
+            width: 8,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = ModifyTirOut::new_unchecked(b);
+                u64::from(v.status())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = ModifyTirOut::new_unchecked(b);
+                v.set_status((x & 0xff) as u8);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "syndrome",
+            bit_offset: 32,
+            width: 32,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = ModifyTirOut::new_unchecked(b);
+                u64::from(v.syndrome())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = ModifyTirOut::new_unchecked(b);
+                v.set_syndrome((x & 0xffffffff) as u32);
+            }),
+        },
+    ],
+    nested: &[],
+};
 /// Input of DESTROY_TIR.
 ///
 /// PRM layout `destroy_tir_in`: 0x10 bytes.
@@ -3311,6 +3788,421 @@ pub const CREATE_RQT_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
     ],
     nested: &[],
 };
+/// Input of MODIFY_RQT. The new RQ list trails the context, as in CREATE_RQT.
+///
+/// PRM layout `modify_rqt_in`: 0x110 bytes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct ModifyRqtIn<B = [u8; 272]> {
+    buf: B,
+}
+crate::__prm_view!(ModifyRqtIn, "modify_rqt_in", 272);
+impl ModifyRqtIn<[u8; 272]> {
+    #[doc = concat!(" Position of `", "opcode", "`.")]
+    pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
+    #[doc = concat!(" Position of `", "uid", "`.")]
+    pub const UID: rt::Field = rt::Field::new("uid", 16, 16);
+    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
+    #[doc = concat!(" Position of `", "rqtn", "`.")]
+    pub const RQTN: rt::Field = rt::Field::new("rqtn", 72, 24);
+    #[doc = concat!(" Position of `", "bitmask", "`.")]
+    pub const BITMASK: rt::Field = rt::Field::new("bitmask", 128, 64);
+    #[doc = concat!(" Position of `", "ctx", "`.")]
+    pub const CTX: rt::Field = rt::Field::new("ctx", 256, 1920);
+    /// The position of every field of `modify_rqt_in`, by offset.
+    pub const FIELDS: &'static [rt::Field] = &[
+        Self::OPCODE,
+        Self::UID,
+        Self::OP_MOD,
+        Self::RQTN,
+        Self::BITMASK,
+        Self::CTX,
+    ];
+}
+impl<B: rt::Bytes> ModifyRqtIn<B> {
+    /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
+    #[inline]
+    pub fn opcode(&self) -> u16 {
+        rt::get32(&self.buf, 0, 16, 0xffff) as u16
+    }
+    /// PRM `0x00[15:0]`: bit offset 0x10, 16 bits.
+    #[inline]
+    pub fn uid(&self) -> u16 {
+        rt::get32(&self.buf, 0, 0, 0xffff) as u16
+    }
+    /// PRM `0x04[15:0]`: bit offset 0x30, 16 bits.
+    #[inline]
+    pub fn op_mod(&self) -> u16 {
+        rt::get32(&self.buf, 4, 0, 0xffff) as u16
+    }
+    /// The RQT to change.
+    ///
+    /// PRM `0x08[23:0]`: bit offset 0x48, 24 bits.
+    #[inline]
+    pub fn rqtn(&self) -> u32 {
+        rt::get32(&self.buf, 8, 0, 0xffffff) as u32
+    }
+    /// Which context fields to apply.
+    ///
+    /// PRM `0x10[63:0]`: bit offset 0x80, 64 bits; type `rqt_bitmask`.
+    #[inline]
+    pub fn bitmask(&self) -> RqtBitmask<B::Sub<'_>> {
+        RqtBitmask::new_unchecked(self.buf.sub(16, 8))
+    }
+    /// The new values: rqt_actual_size and the RQ list.
+    ///
+    /// PRM `0x20..0x110`: bit offset 0x100, 1920 bits; type `rqtc`.
+    ///
+    /// The view runs to the end of the buffer, so the trailing array at its end is reachable through it.
+    #[inline]
+    pub fn ctx(&self) -> Rqtc<B::Sub<'_>> {
+        Rqtc::new_unchecked(self.buf.sub(32, rt::tail_len(self.buf.len(), 32, 240)))
+    }
+}
+impl<B: rt::BytesMut> ModifyRqtIn<B> {
+    /// Writes [`Self::opcode`].
+    #[inline]
+    pub fn set_opcode(&mut self, v: u16) {
+        rt::set32(&mut self.buf, 0, 16, 0xffff, u32::from(v))
+    }
+    /// Writes [`Self::uid`].
+    #[inline]
+    pub fn set_uid(&mut self, v: u16) {
+        rt::set32(&mut self.buf, 0, 0, 0xffff, u32::from(v))
+    }
+    /// Writes [`Self::op_mod`].
+    #[inline]
+    pub fn set_op_mod(&mut self, v: u16) {
+        rt::set32(&mut self.buf, 4, 0, 0xffff, u32::from(v))
+    }
+    /// Writes [`Self::rqtn`].
+    /// Bits beyond its 24 are dropped (a `debug_assert!` in debug builds).
+    #[inline]
+    pub fn set_rqtn(&mut self, v: u32) {
+        rt::set32_narrow(&mut self.buf, 8, 0, 0xffffff, u32::from(v), "rqtn")
+    }
+    /// Writes `rqtn`, or returns an error if `v` does not fit its 24 bits.
+    #[inline]
+    pub fn try_set_rqtn(&mut self, v: u32) -> Result<(), rt::Overflow> {
+        rt::check_fits("rqtn", u64::from(v), 0xffffff)?;
+        self.set_rqtn(v);
+        Ok(())
+    }
+    /// Writes [`Self::bitmask`].
+    #[inline]
+    pub fn bitmask_mut(&mut self) -> RqtBitmask<B::SubMut<'_>> {
+        RqtBitmask::new_unchecked(self.buf.sub_mut(16, 8))
+    }
+    /// Writes [`Self::ctx`].
+    #[inline]
+    pub fn ctx_mut(&mut self) -> Rqtc<B::SubMut<'_>> {
+        Rqtc::new_unchecked(self.buf.sub_mut(32, rt::tail_len(self.buf.len(), 32, 240)))
+    }
+}
+#[cfg(feature = "debug")]
+impl<B: rt::Bytes> ::core::fmt::Debug for ModifyRqtIn<B> {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let mut d = f.debug_struct(stringify!(ModifyRqtIn));
+        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
+        d.field("uid", &rt::fmt::Hex(self.uid().into()));
+        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
+        d.field("rqtn", &rt::fmt::Hex(self.rqtn().into()));
+        d.field("bitmask", &self.bitmask());
+        d.field("ctx", &self.ctx());
+        let reserved = rt::fmt::ReservedSet {
+            buf: &self.buf,
+            masks: &[
+                (4, 0xffff0000),
+                (8, 0xff000000),
+                (12, 0xffffffff),
+                (24, 0xffffffff),
+                (28, 0xffffffff),
+            ],
+        };
+        if reserved.any() {
+            d.field("reserved_bits_set", &reserved);
+        }
+        d.finish()
+    }
+}
+#[cfg(feature = "reflect")]
+/// Every field of `modify_rqt_in` with its accessors, for generic tools and tests.
+pub const MODIFY_RQT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
+    name: "modify_rqt_in",
+    size: 272,
+    fields: &[
+        rt::reflect::FieldAccess {
+            name: "opcode",
+            bit_offset: 0,
+            width: 16,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = ModifyRqtIn::new_unchecked(b);
+                u64::from(v.opcode())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = ModifyRqtIn::new_unchecked(b);
+                v.set_opcode((x & 0xffff) as u16);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "uid",
+            bit_offset: 16,
+            width: 16,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = ModifyRqtIn::new_unchecked(b);
+                u64::from(v.uid())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = ModifyRqtIn::new_unchecked(b);
+                v.set_uid((x & 0xffff) as u16);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "op_mod",
+            bit_offset: 48,
+            width: 16,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = ModifyRqtIn::new_unchecked(b);
+                u64::from(v.op_mod())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = ModifyRqtIn::new_unchecked(b);
+                v.set_op_mod((x & 0xffff) as u16);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "rqtn",
+            bit_offset: 72,
+            width: 24,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = ModifyRqtIn::new_unchecked(b);
+                u64::from(v.rqtn())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = ModifyRqtIn::new_unchecked(b);
+                v.set_rqtn((x & 0xffffff) as u32);
+            }),
+        },
+    ],
+    nested: &[
+        rt::reflect::NestedAccess {
+            name: "bitmask",
+            layout: "rqt_bitmask",
+            kind: rt::reflect::NestedKind::Struct,
+            byte_offset: 16,
+            size: 8,
+            count: 1,
+            trailing: false,
+            stride: 8,
+            runs_on: false,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 272 {
+                    return None;
+                }
+                let v = ModifyRqtIn::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
+                let sub = v.bitmask();
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
+            },
+        },
+        rt::reflect::NestedAccess {
+            name: "ctx",
+            layout: "rqtc",
+            kind: rt::reflect::NestedKind::Struct,
+            byte_offset: 32,
+            size: 240,
+            count: 1,
+            trailing: false,
+            stride: 240,
+            runs_on: true,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 272 {
+                    return None;
+                }
+                let v = ModifyRqtIn::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
+                let sub = v.ctx();
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
+            },
+        },
+    ],
+};
+/// The RQT context fields a MODIFY_RQT applies.
+///
+/// PRM layout `rqt_bitmask`: 0x8 bytes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct RqtBitmask<B = [u8; 8]> {
+    buf: B,
+}
+crate::__prm_view!(RqtBitmask, "rqt_bitmask", 8);
+impl RqtBitmask<[u8; 8]> {
+    #[doc = concat!(" Position of `", "rqn_list", "`.")]
+    pub const RQN_LIST: rt::Field = rt::Field::new("rqn_list", 63, 1);
+    /// The position of every field of `rqt_bitmask`, by offset.
+    pub const FIELDS: &'static [rt::Field] = &[Self::RQN_LIST];
+}
+impl<B: rt::Bytes> RqtBitmask<B> {
+    /// Apply rqt_actual_size and the RQ list.
+    ///
+    /// PRM `0x04[0]`: bit offset 0x3f, 1 bit.
+    #[inline]
+    pub fn rqn_list(&self) -> bool {
+        rt::get32(&self.buf, 4, 0, 0x1) as u8 != 0
+    }
+}
+impl<B: rt::BytesMut> RqtBitmask<B> {
+    /// Writes [`Self::rqn_list`].
+    #[inline]
+    pub fn set_rqn_list(&mut self, v: bool) {
+        rt::set32(&mut self.buf, 4, 0, 0x1, u32::from(u8::from(v)))
+    }
+}
+#[cfg(feature = "debug")]
+impl<B: rt::Bytes> ::core::fmt::Debug for RqtBitmask<B> {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let mut d = f.debug_struct(stringify!(RqtBitmask));
+        d.field("rqn_list", &self.rqn_list());
+        let reserved = rt::fmt::ReservedSet {
+            buf: &self.buf,
+            masks: &[(0, 0xffffffff), (4, 0xfffffffe)],
+        };
+        if reserved.any() {
+            d.field("reserved_bits_set", &reserved);
+        }
+        d.finish()
+    }
+}
+#[cfg(feature = "reflect")]
+/// Every field of `rqt_bitmask` with its accessors, for generic tools and tests.
+pub const RQT_BITMASK_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
+    name: "rqt_bitmask",
+    size: 8,
+    fields: &[
+        rt::reflect::FieldAccess {
+            name: "rqn_list",
+            bit_offset: 63,
+            width: 1,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = RqtBitmask::new_unchecked(b);
+                u64::from(v.rqn_list())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = RqtBitmask::new_unchecked(b);
+                v.set_rqn_list(x & 1 != 0);
+            }),
+        },
+    ],
+    nested: &[],
+};
+/// Output of MODIFY_RQT.
+///
+/// PRM layout `modify_rqt_out`: 0x10 bytes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct ModifyRqtOut<B = [u8; 16]> {
+    buf: B,
+}
+crate::__prm_view!(ModifyRqtOut, "modify_rqt_out", 16);
+impl ModifyRqtOut<[u8; 16]> {
+    #[doc = concat!(" Position of `", "status", "`.")]
+    pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
+    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
+    /// The position of every field of `modify_rqt_out`, by offset.
+    pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
+}
+impl<B: rt::Bytes> ModifyRqtOut<B> {
+    /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
+    #[inline]
+    pub fn status(&self) -> u8 {
+        rt::get32(&self.buf, 0, 24, 0xff) as u8
+    }
+    /// PRM `0x04[31:0]`: bit offset 0x20, 32 bits.
+    #[inline]
+    pub fn syndrome(&self) -> u32 {
+        self.buf.read_be32(4)
+    }
+}
+impl<B: rt::BytesMut> ModifyRqtOut<B> {
+    /// Writes [`Self::status`].
+    #[inline]
+    pub fn set_status(&mut self, v: u8) {
+        rt::set32(&mut self.buf, 0, 24, 0xff, u32::from(v))
+    }
+    /// Writes [`Self::syndrome`].
+    #[inline]
+    pub fn set_syndrome(&mut self, v: u32) {
+        self.buf.write_be32(4, v)
+    }
+}
+#[cfg(feature = "debug")]
+impl<B: rt::Bytes> ::core::fmt::Debug for ModifyRqtOut<B> {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let mut d = f.debug_struct(stringify!(ModifyRqtOut));
+        d.field("status", &rt::fmt::Hex(self.status().into()));
+        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
+        let reserved = rt::fmt::ReservedSet {
+            buf: &self.buf,
+            masks: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
+        };
+        if reserved.any() {
+            d.field("reserved_bits_set", &reserved);
+        }
+        d.finish()
+    }
+}
+#[cfg(feature = "reflect")]
+/// Every field of `modify_rqt_out` with its accessors, for generic tools and tests.
+pub const MODIFY_RQT_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
+    name: "modify_rqt_out",
+    size: 16,
+    fields: &[
+        rt::reflect::FieldAccess {
+            name: "status",
+            bit_offset: 0,
+            width: 8,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = ModifyRqtOut::new_unchecked(b);
+                u64::from(v.status())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = ModifyRqtOut::new_unchecked(b);
+                v.set_status((x & 0xff) as u8);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "syndrome",
+            bit_offset: 32,
+            width: 32,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = ModifyRqtOut::new_unchecked(b);
+                u64::from(v.syndrome())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = ModifyRqtOut::new_unchecked(b);
+                v.set_syndrome((x & 0xffffffff) as u32);
+            }),
+        },
+    ],
+    nested: &[],
+};
 /// Input of DESTROY_RQT.
 ///
 /// PRM layout `destroy_rqt_in`: 0x10 bytes.
@@ -3612,6 +4504,18 @@ pub mod cmd {
         type Input<B: rt::Bytes> = super::CreateTirIn<B>;
         type Output<B: rt::Bytes> = super::CreateTirOut<B>;
     }
+    /// Changes the context fields of a TIR that bitmask selects (loopback filter, hash, LRO).
+    ///
+    /// PRM command `modify_tir`: opcode 0x901, input [`ModifyTirIn`](super::ModifyTirIn), output [`ModifyTirOut`](super::ModifyTirOut).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    pub struct ModifyTir;
+    impl rt::Command for ModifyTir {
+        const NAME: &'static str = "modify_tir";
+        const OPCODE: u16 = 0x901;
+        type OpMod = u16;
+        type Input<B: rt::Bytes> = super::ModifyTirIn<B>;
+        type Output<B: rt::Bytes> = super::ModifyTirOut<B>;
+    }
     /// Destroys a TIR. Steering rules that forward to it should be removed first.
     ///
     /// PRM command `destroy_tir`: opcode 0x902, input [`DestroyTirIn`](super::DestroyTirIn), output [`DestroyTirOut`](super::DestroyTirOut).
@@ -3635,6 +4539,18 @@ pub mod cmd {
         type OpMod = u16;
         type Input<B: rt::Bytes> = super::CreateRqtIn<B>;
         type Output<B: rt::Bytes> = super::CreateRqtOut<B>;
+    }
+    /// Replaces the RQ list of an RQT (bitmask rqn_list); the TIRs over it spread onto the new list.
+    ///
+    /// PRM command `modify_rqt`: opcode 0x917, input [`ModifyRqtIn`](super::ModifyRqtIn), output [`ModifyRqtOut`](super::ModifyRqtOut).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    pub struct ModifyRqt;
+    impl rt::Command for ModifyRqt {
+        const NAME: &'static str = "modify_rqt";
+        const OPCODE: u16 = 0x917;
+        type OpMod = u16;
+        type Input<B: rt::Bytes> = super::ModifyRqtIn<B>;
+        type Output<B: rt::Bytes> = super::ModifyRqtOut<B>;
     }
     /// Destroys an RQT. No TIR may still refer to it.
     ///

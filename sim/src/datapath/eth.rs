@@ -143,6 +143,9 @@ fn execute(side: &mut Side<'_>, sqn: u32, cqn: u32, who: Accessor, wqe: &[u8], i
                     m.stats.tx_frames += 1;
                     if let Some(sent) = m.outbox.last() {
                         m.vport_counters.sent(sent);
+                        if m.port.oper_up() {
+                            m.port.counters.sent(sent);
+                        }
                     }
                     if !m.port.oper_up() {
                         m.outbox.pop();
@@ -249,7 +252,11 @@ fn frame(
 /// delivering it to its RQ (a direct TIR's inline RQ, or the first RQ of an indirect TIR's
 /// RQT). True when at least one RQ took it; otherwise it is counted as dropped.
 pub(crate) fn receive(side: &mut Side<'_>, frame: &[u8]) -> bool {
-    let delivered = side.m.port.oper_up() && steer_and_deliver(side, frame);
+    let up = side.m.port.oper_up();
+    let delivered = up && steer_and_deliver(side, frame);
+    if up {
+        side.m.port.counters.received(frame, delivered);
+    }
     if delivered {
         side.m.stats.rx_frames += 1;
         side.m.vport_counters.received(frame);

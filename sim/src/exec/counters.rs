@@ -72,6 +72,71 @@ impl VportCounters {
     }
 }
 
+/// Shortest frame on the wire without its FCS: shorter ones are padded.
+const MIN_WIRE_FRAME: usize = 60;
+/// The frame check sequence every frame on the wire ends with.
+const FCS: usize = 4;
+
+/// Wire bytes of a frame: padded to the minimum, with its FCS.
+fn wire_len(frame: &[u8]) -> usize {
+    frame.len().max(MIN_WIRE_FRAME) + FCS
+}
+
+/// What the port carried: frames by direction and kind, in wire bytes, and received frames
+/// that no RQ took.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Counts {
+    pub traffic: VportCounters,
+    pub discards: u64,
+}
+
+/// The port's counters for PPCNT: the running counts, and for each counting group (802.3,
+/// RFC 2863) the counts at its last clear.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct PortCounters {
+    now: Counts,
+    cleared: [Counts; 2],
+}
+
+fn minus(a: Traffic, b: Traffic) -> Traffic {
+    Traffic {
+        packets: a.packets.wrapping_sub(b.packets),
+        octets: a.octets.wrapping_sub(b.octets),
+    }
+}
+
+impl PortCounters {
+    /// A frame that arrived on the port while it was up; `delivered` when an RQ took it.
+    pub(crate) fn received(&mut self, frame: &[u8], delivered: bool) {
+        self.now.traffic.rx[kind(frame)].add(wire_len(frame));
+        if !delivered {
+            self.now.discards = self.now.discards.wrapping_add(1);
+        }
+    }
+
+    /// A frame that left through the port.
+    pub(crate) fn sent(&mut self, frame: &[u8]) {
+        self.now.traffic.tx[kind(frame)].add(wire_len(frame));
+    }
+
+    /// The counts since group `slot` was last cleared.
+    pub(crate) fn since(&self, slot: usize) -> Counts {
+        let base = self.cleared[slot.min(1)];
+        let mut c = self.now;
+        for k in 0..3 {
+            c.traffic.rx[k] = minus(c.traffic.rx[k], base.traffic.rx[k]);
+            c.traffic.tx[k] = minus(c.traffic.tx[k], base.traffic.tx[k]);
+        }
+        c.discards = c.discards.wrapping_sub(base.discards);
+        c
+    }
+
+    /// Clears group `slot`.
+    pub(crate) fn clear(&mut self, slot: usize) {
+        self.cleared[slot.min(1)] = self.now;
+    }
+}
+
 /// The most queue counter sets (counter_set_id is 8 bits; 0 means none): the general
 /// capability max_qp_cnt.
 pub(crate) const MAX_Q_COUNTERS: u16 = 255;

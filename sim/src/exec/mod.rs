@@ -22,7 +22,9 @@ pub(crate) mod flow;
 pub(crate) mod handles;
 pub(crate) mod hca;
 pub(crate) mod mkey;
+pub(crate) mod module;
 pub(crate) mod pages;
+pub(crate) mod port_reg;
 pub(crate) mod qp;
 pub(crate) mod reg;
 pub(crate) mod tir;
@@ -160,8 +162,10 @@ static COMMANDS: &[Spec] = &[
     spec::<cmd::CreateTis>(Gate::Initialized, ZERO, tir::create_tis),
     spec::<cmd::DestroyTis>(Gate::Initialized, ZERO, tir::destroy_tis),
     spec::<cmd::CreateTir>(Gate::Initialized, ZERO, tir::create_tir),
+    spec::<cmd::ModifyTir>(Gate::Initialized, ZERO, tir::modify_tir),
     spec::<cmd::DestroyTir>(Gate::Initialized, ZERO, tir::destroy_tir),
     spec::<cmd::CreateRqt>(Gate::Initialized, ZERO, tir::create_rqt),
+    spec::<cmd::ModifyRqt>(Gate::Initialized, ZERO, tir::modify_rqt),
     spec::<cmd::DestroyRqt>(Gate::Initialized, ZERO, tir::destroy_rqt),
     spec::<cmd::CreateFlowTable>(Gate::Initialized, ZERO, flow::create_table),
     spec::<cmd::CreateFlowGroup>(Gate::Initialized, ZERO, flow::create_group),

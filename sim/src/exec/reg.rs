@@ -1,10 +1,12 @@
 //! ACCESS_REGISTER: the port registers a NIC driver touches at bring-up (PAOS port status,
-//! PTYS link modes, PMTU port MTU), the host endianness register Linux writes first, and the
-//! read-only registers that describe the device (PCAM, MCAM, QCAM, DTOR; see `cam.rs`). The
+//! PTYS link modes, PMTU port MTU), the ones behind ethtool (PFCC, PMLP, PDDR, PPCNT in
+//! `port_reg.rs`; MCIA, the module EEPROM, in `module.rs`), the host endianness register
+//! Linux writes first, and the read-only registers that describe the device (PCAM, MCAM,
+//! QCAM, DTOR; see `cam.rs`). The
 //! register image travels after the 16-byte header in both directions; its indexing fields
 //! (local_port, feature and register groups) are read from the input of reads too.
 
-use super::{cam, out, Ctx, Req};
+use super::{cam, module, out, port_reg, Ctx, Req};
 use crate::config::Timeouts;
 use crate::events;
 use crate::fail::{ensure, Fail, Outcome};
@@ -13,14 +15,20 @@ use crate::syndrome as s;
 use mlx5_prm::cmd;
 use mlx5_prm::rt::View;
 use mlx5_prm::{
-    AccessRegisterId, AccessRegisterIn, DtorReg, HostEndiannessReg, McamReg, PaosPortStatus,
-    PaosReg, PcamReg, PmtuReg, PtysAnStatus, PtysConnectorType, PtysReg, QcamReg,
+    AccessRegisterId, AccessRegisterIn, DtorReg, HostEndiannessReg, McamReg, MciaReg,
+    PaosPortStatus, PaosReg, PcamReg, PddrReg, PfccReg, PmlpReg, PmtuReg, PpcntReg, PtysAnStatus,
+    PtysConnectorType, PtysReg, QcamReg,
 };
 
 /// Register ids, from the spec's enum.
 pub(crate) mod id {
     use mlx5_prm::AccessRegisterId as R;
     pub const QCAM: u16 = R::Qcam.raw();
+    pub const PMLP: u16 = R::Pmlp.raw();
+    pub const PFCC: u16 = R::Pfcc.raw();
+    pub const PPCNT: u16 = R::Ppcnt.raw();
+    pub const PDDR: u16 = R::Pddr.raw();
+    pub const MCIA: u16 = R::Mcia.raw();
     pub const PMTU: u16 = R::Pmtu.raw();
     pub const PTYS: u16 = R::Ptys.raw();
     pub const PAOS: u16 = R::Paos.raw();
@@ -58,6 +66,11 @@ fn describe(reg: u16) -> Option<(usize, bool)> {
         AccessRegisterId::Paos => (size::<PaosReg<&[u8]>>(), true),
         AccessRegisterId::Ptys => (size::<PtysReg<&[u8]>>(), true),
         AccessRegisterId::Pmtu => (size::<PmtuReg<&[u8]>>(), true),
+        AccessRegisterId::Pfcc => (size::<PfccReg<&[u8]>>(), true),
+        AccessRegisterId::Pmlp => (size::<PmlpReg<&[u8]>>(), false),
+        AccessRegisterId::Ppcnt => (size::<PpcntReg<&[u8]>>(), false),
+        AccessRegisterId::Pddr => (size::<PddrReg<&[u8]>>(), false),
+        AccessRegisterId::Mcia => (size::<MciaReg<&[u8]>>(), false),
         AccessRegisterId::HostEndianness => (size::<HostEndiannessReg<&[u8]>>(), true),
         AccessRegisterId::Pcam => (size::<PcamReg<&[u8]>>(), false),
         AccessRegisterId::Mcam => (size::<McamReg<&[u8]>>(), false),
@@ -87,6 +100,11 @@ pub(super) fn access(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
         id::PAOS => paos(&mut cx.m.port, &mut image, write)?,
         id::PTYS => ptys(&mut cx.m.port, &mut image, write)?,
         id::PMTU => pmtu(&mut cx.m.port, &mut image, write)?,
+        id::PFCC => port_reg::pfcc(&mut cx.m.port, &mut image, write)?,
+        id::PMLP => port_reg::pmlp(&mut image)?,
+        id::PPCNT => port_reg::ppcnt(&mut cx.m.port.counters, &mut image)?,
+        id::PDDR => port_reg::pddr(&mut image)?,
+        id::MCIA => module::mcia(&mut image)?,
         id::HOST_ENDIANNESS => host_endianness(&mut cx.m.registers, &mut image, write),
         id::PCAM => cam::pcam(&mut image)?,
         id::MCAM => cam::mcam(&mut image)?,
@@ -175,7 +193,8 @@ fn ptys(port: &mut Port, image: &mut [u8], write: bool) -> Outcome<()> {
     } else {
         PtysAnStatus::LinkDown
     });
-    r.set_connector_type(PtysConnectorType::Da);
+    // An optical module in the cage (module_eeprom.rs).
+    r.set_connector_type(PtysConnectorType::Fibre);
     Ok(())
 }
 

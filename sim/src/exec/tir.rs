@@ -1,18 +1,20 @@
-//! Transport objects of the Ethernet path: CREATE/DESTROY_TIS, _TIR and _RQT, with their
-//! references (transport domain, PD, RQs, RQT) checked and counted.
+//! Transport objects of the Ethernet path: CREATE/DESTROY_TIS, CREATE/MODIFY/DESTROY_TIR and
+//! _RQT, with their references (transport domain, PD, RQs, RQT) checked and counted.
 
 use super::{out, Ctx, Req};
 use crate::fail::{ensure, Fail, Outcome};
 use crate::model::Model;
 use crate::syndrome as s;
 use mlx5_prm::cmd;
+use mlx5_prm::rt::Bytes as _;
 use mlx5_prm::{
     CreateRqtIn, CreateRqtOut, CreateTirIn, CreateTirOut, CreateTisIn, CreateTisOut, DestroyRqtIn,
-    DestroyTirIn, DestroyTisIn, Rqtc, TircDispType,
+    DestroyTirIn, DestroyTisIn, ModifyRqtIn, ModifyTirIn, Rqtc, Tirc, TircDispType,
 };
 
-/// Byte offset of the RQT context in CREATE_RQT's input.
+/// Byte offset of the RQT context in CREATE_RQT's and MODIFY_RQT's inputs.
 const RQTC: usize = CreateRqtIn::RQT_CONTEXT.bit_offset / 8;
+const MODIFY_RQTC: usize = ModifyRqtIn::CTX.bit_offset / 8;
 
 /// One TIS.
 #[derive(Debug, Clone)]
@@ -21,11 +23,45 @@ pub(crate) struct Tis {
     pub pd: Option<u32>,
 }
 
-/// One TIR: where it sends packets.
+/// One TIR: where it sends packets, and the context fields MODIFY_TIR may change.
 #[derive(Debug, Clone)]
 pub(crate) struct Tir {
     pub td: u32,
     pub target: TirTarget,
+    /// self_lb_block: bit 0 drops unicast, bit 1 multicast sent from the same domain.
+    pub self_lb_block: u8,
+    /// The receive hash (rx_hash_fn, key, field selectors), kept as the context bytes
+    /// 0x24..0x58 the hash fields occupy.
+    pub hash: TirHash,
+}
+
+/// The hash settings of a TIR context.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TirHash {
+    pub func: u8,
+    pub symmetric: bool,
+    pub key: [u8; 40],
+    pub outer: u32,
+}
+
+impl TirHash {
+    fn of(ctx: &Tirc<&[u8]>) -> TirHash {
+        let mut key = [0u8; 40];
+        for (i, k) in key.chunks_mut(4).enumerate() {
+            k.copy_from_slice(&ctx.rx_hash_toeplitz_key(i).unwrap_or(0).to_be_bytes());
+        }
+        TirHash {
+            func: ctx.rx_hash_fn_raw(),
+            symmetric: ctx.rx_hash_symmetric(),
+            key,
+            outer: ctx.rx_hash_field_selector_outer().storage().read_be32(0),
+        }
+    }
+}
+
+/// The model has no LRO (lro_cap 0): a context asking for packet merging is refused.
+fn check_no_lro(ctx: &Tirc<&[u8]>) -> Outcome<()> {
+    ensure(ctx.packet_merge_mask() == 0, Fail::bad_param(s::TIR_NO_LRO))
 }
 
 /// A TIR's destination.
@@ -39,6 +75,8 @@ pub(crate) enum TirTarget {
 #[derive(Debug, Clone)]
 pub(crate) struct Rqt {
     pub rqs: Vec<u32>,
+    /// rqt_max_size at creation: MODIFY_RQT's lists may not be longer.
+    pub max: u16,
 }
 
 /// CREATE_TIS: names a transport domain (and optionally a PD).
@@ -93,8 +131,15 @@ pub(super) fn create_tir(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
         TirTarget::Rq(rqn) => cx.m.rqs.check(rqn, s::TIR_RQ_UNKNOWN)?,
         TirTarget::Rqt(rqtn) => cx.m.rqts.check(rqtn, s::TIR_RQT_UNKNOWN)?,
     }
+    check_no_lro(&ctx)?;
+    let tir = Tir {
+        td,
+        target,
+        self_lb_block: ctx.self_lb_block(),
+        hash: TirHash::of(&ctx),
+    };
     let limit = Model::limit(cx.m.gen().log_max_tir());
-    let tirn = cx.m.tirs.insert(Tir { td, target }, limit)?;
+    let tirn = cx.m.tirs.insert(tir, limit)?;
     cx.m.tds.hold(td);
     match target {
         TirTarget::Rq(rqn) => cx.m.rqs.hold(rqn),
@@ -103,6 +148,28 @@ pub(super) fn create_tir(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
     let mut o = out::<cmd::CreateTir>(0);
     CreateTirOut::new_unchecked(&mut o[..]).set_tirn(tirn);
     Ok(o)
+}
+
+/// MODIFY_TIR: the fields bitmask selects (loopback filter, hash); the dispatch, its RQ or
+/// RQT and the transport domain stay as created.
+pub(super) fn modify_tir(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
+    let input = ModifyTirIn::new_unchecked(req.input);
+    let (bits, ctx) = (input.bitmask(), input.ctx());
+    ensure(
+        !bits.hash() || ctx.rx_hash_fn().is_ok(),
+        Fail::bad_param(s::TIR_BAD_DISPATCH),
+    )?;
+    if bits.packet_merge() {
+        check_no_lro(&ctx)?;
+    }
+    let tir = cx.m.tirs.get_mut(input.tirn())?;
+    if bits.self_lb_en() {
+        tir.self_lb_block = ctx.self_lb_block();
+    }
+    if bits.hash() {
+        tir.hash = TirHash::of(&ctx);
+    }
+    Ok(out::<cmd::ModifyTir>(0))
 }
 
 /// DESTROY_TIR: fails while a flow table entry forwards to it.
@@ -118,16 +185,14 @@ pub(super) fn destroy_tir(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
     Ok(out::<cmd::DestroyTir>(0))
 }
 
-/// CREATE_RQT: rqt_actual_size existing RQs (repeats allowed), at most rqt_max_size, which is
-/// at most 2^log_max_rqt_size.
-pub(super) fn create_rqt(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
-    // The RQ list trails the context, past the fixed part the input view's `rqt_context`
-    // covers, so the context is viewed over the rest of the input.
-    let ctx = Rqtc::new_unchecked(&req.input[RQTC..]);
-    let (max, actual) = (ctx.rqt_max_size(), ctx.rqt_actual_size());
-    let cap = Model::limit(cx.m.gen().log_max_rqt_size());
+/// The RQ list of an RQT context at `at` in `input` (the list trails the context, past the
+/// fixed part the input view covers, so the context is viewed over the rest of the input):
+/// rqt_actual_size existing RQs (repeats allowed), at most `max`.
+fn rq_list(cx: &Ctx<'_>, input: &[u8], at: usize, max: u16) -> Outcome<Vec<u32>> {
+    let ctx = Rqtc::new_unchecked(input.get(at..).unwrap_or(&[]));
+    let actual = ctx.rqt_actual_size();
     ensure(
-        actual > 0 && actual <= max && u64::from(max) <= cap,
+        actual > 0 && actual <= max,
         Fail::bad_param(s::RQT_BAD_SIZE),
     )?;
     ensure(
@@ -140,14 +205,48 @@ pub(super) fn create_rqt(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
     for &rqn in &rqs {
         cx.m.rqs.check(rqn, s::RQT_RQ_UNKNOWN)?;
     }
+    Ok(rqs)
+}
+
+/// CREATE_RQT: rqt_max_size at most 2^log_max_rqt_size, and the list of [`rq_list`].
+pub(super) fn create_rqt(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
+    let max = Rqtc::new_unchecked(&req.input[RQTC..]).rqt_max_size();
+    let cap = Model::limit(cx.m.gen().log_max_rqt_size());
+    ensure(u64::from(max) <= cap, Fail::bad_param(s::RQT_BAD_SIZE))?;
+    let rqs = rq_list(cx, req.input, RQTC, max)?;
     let limit = Model::limit(cx.m.gen().log_max_rqt());
-    let rqtn = cx.m.rqts.insert(Rqt { rqs: rqs.clone() }, limit)?;
+    let rqtn = cx.m.rqts.insert(
+        Rqt {
+            rqs: rqs.clone(),
+            max,
+        },
+        limit,
+    )?;
     for rqn in rqs {
         cx.m.rqs.hold(rqn);
     }
     let mut o = out::<cmd::CreateRqt>(0);
     CreateRqtOut::new_unchecked(&mut o[..]).set_rqtn(rqtn);
     Ok(o)
+}
+
+/// MODIFY_RQT with bitmask rqn_list: a new list (as [`rq_list`], at most the table's
+/// rqt_max_size); the RQs of the old list are released, those of the new held.
+pub(super) fn modify_rqt(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
+    let input = ModifyRqtIn::new_unchecked(req.input);
+    let rqtn = input.rqtn();
+    let max = cx.m.rqts.get(rqtn)?.max;
+    if input.bitmask().rqn_list() {
+        let rqs = rq_list(cx, req.input, MODIFY_RQTC, max)?;
+        for &rqn in &rqs {
+            cx.m.rqs.hold(rqn);
+        }
+        let old = std::mem::replace(&mut cx.m.rqts.get_mut(rqtn)?.rqs, rqs);
+        for rqn in old {
+            cx.m.rqs.release(rqn);
+        }
+    }
+    Ok(out::<cmd::ModifyRqt>(0))
 }
 
 /// DESTROY_RQT: fails while a TIR spreads over it.

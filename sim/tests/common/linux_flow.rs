@@ -161,10 +161,10 @@ pub fn query_hca_caps(l: &Linux) {
     let pcam = PcamReg::new_unchecked(&pcam[..]);
     let regs = pcam.port_access_reg_cap_mask();
     let regs = regs.regs_5000_to_507f();
-    // PMTU (bit 3), PTYS (4), PAOS (6); PCAM itself (bit 127).
-    assert_eq!(regs.port_access_reg_cap_mask_07_to_00(), 0b0101_1000);
+    // PMLP (bit 2), PMTU (3), PTYS (4), PAOS (6), PFCC (7), PPCNT (8); PCAM itself (127).
+    assert_eq!(regs.port_access_reg_cap_mask_07_to_00(), 0b1101_1100);
     assert_eq!(regs.port_access_reg_cap_mask_127_to_96(), 1 << 31);
-    assert!(!regs.ppcnt() && !regs.pbmc() && !regs.pptb());
+    assert!(regs.ppcnt() && !regs.pbmc() && !regs.pptb());
     let features = pcam.feature_cap_mask();
     let features = features.enhanced_features();
     assert!(features.ptys_connector_type() && !features.ptys_extended_ethernet());
