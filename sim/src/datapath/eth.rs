@@ -3,6 +3,7 @@
 //! through the NIC receive flow tables to a TIR, its RQ, and a receive WQE.
 
 use super::cqe::CqeWords;
+use super::csum::{self, RxCsum};
 use super::mem::{self, Access, Accessor, Extents};
 use super::memo::Steered;
 use super::parse::{parse_into, Parsed};
@@ -24,6 +25,10 @@ pub(crate) const MAX_FRAME: usize = 64 * 1024;
 /// Byte offset of inline_hdr_sz inside the Ethernet segment, and of its first two bytes.
 const INLINE_HDR_SZ: usize = 12;
 const INLINE_HDR_START: usize = 14;
+/// Byte offset of cs_flags inside the Ethernet segment, and its outer checksum bits.
+const CS_FLAGS: usize = 4;
+const L4_CSUM: u8 = 0x80;
+const L3_CSUM: u8 = 0x40;
 /// Bytes of the inline header that fit in the Ethernet segment itself.
 const INLINE_IN_ESEG: usize = 2;
 
@@ -202,6 +207,8 @@ fn frame(
     if end < eseg + DS {
         return Err(FrameError::Wqe(CqeSyndrome::LocalQpOpErr));
     }
+    let start = f.len();
+    let cs_flags = wqe[eseg + CS_FLAGS];
     let hdr = usize::from(u16::from_be_bytes([
         wqe[eseg + INLINE_HDR_SZ],
         wqe[eseg + INLINE_HDR_SZ + 1],
@@ -245,6 +252,13 @@ fn frame(
             }
         }
     }
+    if cs_flags & (L3_CSUM | L4_CSUM) != 0 {
+        csum::tx(
+            &mut f[start..],
+            cs_flags & L3_CSUM != 0,
+            cs_flags & L4_CSUM != 0,
+        );
+    }
     Ok(())
 }
 
@@ -283,6 +297,7 @@ fn steer_and_deliver(side: &mut Side<'_>, frame: &[u8]) -> bool {
         let s = Steered::new(frame, parsed.l3, parsed.l4, tirs);
         side.m.steered = Some((generation, s));
     }
+    let sums = csum::rx(frame);
     let mut delivered = false;
     for k in 0.. {
         let Some((_, s)) = &side.m.steered else {
@@ -302,7 +317,7 @@ fn steer_and_deliver(side: &mut Side<'_>, frame: &[u8]) -> bool {
             }
             Err(_) => continue,
         };
-        delivered |= deliver(side, rqn, frame, tag, l3, l4);
+        delivered |= deliver(side, rqn, frame, tag, (l3, l4), sums);
     }
     delivered
 }
@@ -313,8 +328,8 @@ fn deliver(
     rqn: u32,
     frame: &[u8],
     flow_tag: u32,
-    l3: CqeL3HdrType,
-    l4: CqeL4HdrType,
+    (l3, l4): (CqeL3HdrType, CqeL4HdrType),
+    sums: RxCsum,
 ) -> bool {
     let Ok(rq) = side.m.rqs.get(rqn) else {
         return false;
@@ -358,5 +373,8 @@ fn deliver(
     rq::consume(side.m, t);
     let mut c = CqeWords::new(CqeOpcode::RespSend, flow_tag, index);
     c.set_rx(frame.len() as u32, l3, l4);
+    c.set(Cqe64::CHECK_SUM, sums.check_sum.into());
+    c.set(Cqe64::L3_OK, sums.l3_ok.into());
+    c.set(Cqe64::L4_OK, sums.l4_ok.into());
     cq::post_words(side, cqn, c)
 }

@@ -10,6 +10,7 @@
 
 pub(crate) mod cq;
 pub(crate) mod cqe;
+pub(crate) mod csum;
 pub(crate) mod eth;
 pub(crate) mod matcher;
 pub(crate) mod mem;

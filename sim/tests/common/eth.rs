@@ -36,6 +36,8 @@ pub struct Eth {
     pub rq_ring: u64,
     pub rq_dbr: u64,
     pub rq_pc: std::cell::Cell<u16>,
+    /// cs_flags of the Ethernet segments [`Eth::post_send`] writes (0: no offload).
+    pub cs_flags: std::cell::Cell<u8>,
     pub buf: u64,
     pub key: u32,
     pub td: u32,
@@ -156,6 +158,7 @@ impl Eth {
             rq_ring: rq_ring.iova,
             rq_dbr: rq_dbr.iova,
             rq_pc: Default::default(),
+            cs_flags: Default::default(),
             buf: data.iova,
             key,
             td,
@@ -250,6 +253,7 @@ impl Eth {
         let mut start = [0u8; 2];
         start[..hdr.len().min(2)].copy_from_slice(&hdr[..hdr.len().min(2)]);
         e.set_inline_hdr_start(&start);
+        wqe[16 + 4] = self.cs_flags.get();
         wqe.resize(wqe.len().div_ceil(64) * 64, 0);
         for (k, block) in wqe.chunks(64).enumerate() {
             let slot = (u64::from(pc) + k as u64) % 64;
