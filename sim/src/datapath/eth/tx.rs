@@ -1,27 +1,18 @@
-//! The Ethernet path: SQ objects transmit SEND WQEs with an Ethernet segment (inline headers,
-//! then gathered data) as frames on the port, and frames that arrive on the port are steered
-//! through the NIC receive flow tables to a TIR, its RQ, and a receive WQE.
+//! Transmit: SQ objects run their SEND WQEs (an Ethernet segment with inline headers, then
+//! gathered data) and put the frames on the port.
 
-use super::cqe::CqeWords;
-use super::csum::{self, RxCsum};
-use super::mem::{self, Access, Accessor, Extents};
-use super::memo::Steered;
-use super::parse::{parse_into, Parsed};
-use super::rq::{self, Peeked, ScatterError, Target};
-use super::sendq::{self, Piece, Wqe, DS};
-use super::steer::{steer, Destinations};
-use super::{cq, Side};
+use super::super::cqe::CqeWords;
+use super::super::csum;
+use super::super::mem::{self, Access, Accessor, Extents};
+use super::super::sendq::{self, Piece, Wqe, DS};
+use super::super::{cq, Side};
 use crate::dma::DmaSpace;
 use crate::exec::mkey::Mkey;
-use crate::exec::tir::TirTarget;
 use crate::table::Table;
-use mlx5_prm::{
-    Cqe64, CqeL3HdrType, CqeL4HdrType, CqeOpcode, CqeSyndrome, FlowTableType, RqState, SendOpcode,
-    SqState, WqType,
-};
+use mlx5_prm::{Cqe64, CqeOpcode, CqeSyndrome, SendOpcode, SqState};
 
 /// Largest frame an SQ sends (there is no LSO in the model).
-pub(crate) const MAX_FRAME: usize = 64 * 1024;
+const MAX_FRAME: usize = 64 * 1024;
 /// Byte offset of inline_hdr_sz inside the Ethernet segment, and of its first two bytes.
 const INLINE_HDR_SZ: usize = 12;
 const INLINE_HDR_START: usize = 14;
@@ -260,121 +251,4 @@ fn frame(
         );
     }
     Ok(())
-}
-
-/// A frame arrives on the port: steered from the NIC receive root table to TIRs, each
-/// delivering it to its RQ (a direct TIR's inline RQ, or the first RQ of an indirect TIR's
-/// RQT). True when at least one RQ took it; otherwise it is counted as dropped.
-pub(crate) fn receive(side: &mut Side<'_>, frame: &[u8]) -> bool {
-    let up = side.m.port.oper_up();
-    let delivered = up && steer_and_deliver(side, frame);
-    if up {
-        side.m.port.counters.received(frame, delivered);
-    }
-    if delivered {
-        side.m.stats.rx_frames += 1;
-        side.m.vport_counters.received(frame);
-    } else {
-        side.m.stats.rx_dropped += 1;
-    }
-    delivered
-}
-
-fn steer_and_deliver(side: &mut Side<'_>, frame: &[u8]) -> bool {
-    // Steered like the last frame when its headers are the same and no command ran since
-    // (see `Steered`): the root table is then the one it was steered from, as only commands
-    // change the roots.
-    let generation = side.m.generation;
-    let known = matches!(&side.m.steered, Some((g, s)) if *g == generation && s.same_frame(frame));
-    if !known {
-        let Some(&root) = side.m.flow.roots.get(&FlowTableType::NicRx.raw()) else {
-            return false;
-        };
-        let mut parsed = Parsed::new();
-        parse_into(frame, &mut parsed);
-        let mut tirs = Destinations::new();
-        steer(side.m, root, &parsed.key, &mut tirs);
-        let s = Steered::new(frame, parsed.l3, parsed.l4, tirs);
-        side.m.steered = Some((generation, s));
-    }
-    let sums = csum::rx(frame);
-    let mut delivered = false;
-    for k in 0.. {
-        let Some((_, s)) = &side.m.steered else {
-            break;
-        };
-        let Some(&(tir, tag)) = s.tirs.get(k) else {
-            break;
-        };
-        let (l3, l4) = (s.l3, s.l4);
-        let rqn = match side.m.tirs.get(tir).map(|t| t.target) {
-            Ok(TirTarget::Rq(rqn)) => rqn,
-            Ok(TirTarget::Rqt(rqt)) => {
-                match side.m.rqts.get(rqt).ok().and_then(|t| t.rqs.first()) {
-                    Some(&rqn) => rqn,
-                    None => continue,
-                }
-            }
-            Err(_) => continue,
-        };
-        delivered |= deliver(side, rqn, frame, tag, (l3, l4), sums);
-    }
-    delivered
-}
-
-/// Puts a frame into the next receive WQE of RQ `rqn` and writes its CQE.
-fn deliver(
-    side: &mut Side<'_>,
-    rqn: u32,
-    frame: &[u8],
-    flow_tag: u32,
-    (l3, l4): (CqeL3HdrType, CqeL4HdrType),
-    sums: RxCsum,
-) -> bool {
-    let Ok(rq) = side.m.rqs.get(rqn) else {
-        return false;
-    };
-    if rq.ctx.state() != Ok(RqState::Rdy) || rq.ctx.wq().wq_type() != Ok(WqType::Cyclic) {
-        return false;
-    }
-    let (cqn, who) = (
-        rq.cqn,
-        Accessor {
-            pd: rq.pd,
-            rlky: rq.ctx.rlky(),
-        },
-    );
-    let t = Target::Rq(rqn);
-    let mut sges = rq::Sges::new();
-    let index = match rq::peek_rq(rq, rqn, side.dma, &mut side.memo, &mut sges) {
-        Peeked::Posted(index) => index,
-        Peeked::Empty => {
-            let set = rq.ctx.counter_set_id();
-            crate::exec::counters::out_of_buffer(side.m, set);
-            return false;
-        }
-        Peeked::Fault => {
-            side.m.dma_faults += 1;
-            return false;
-        }
-    };
-    match rq::scatter(side.m, side.dma, who, &sges, frame) {
-        Ok(()) => {}
-        Err(ScatterError::TooLong) => {
-            rq::fail(side, t, index, CqeSyndrome::LocalLengthErr);
-            return false;
-        }
-        Err(ScatterError::Protection) => {
-            rq::fail(side, t, index, CqeSyndrome::LocalProtErr);
-            rq::rq_error(side, rqn);
-            return false;
-        }
-    }
-    rq::consume(side.m, t);
-    let mut c = CqeWords::new(CqeOpcode::RespSend, flow_tag, index);
-    c.set_rx(frame.len() as u32, l3, l4);
-    c.set(Cqe64::CHECK_SUM, sums.check_sum.into());
-    c.set(Cqe64::L3_OK, sums.l3_ok.into());
-    c.set(Cqe64::L4_OK, sums.l4_ok.into());
-    cq::post_words(side, cqn, c)
 }
