@@ -1,4 +1,5 @@
-# Milestone steps of issue 14, run by the guest's /init (busybox sh). Each milestone prints
+# Milestone steps of issues 14 and 15, run by the guest's /init (busybox sh); the Ethernet
+# profile's (mlx5e's netdev and traffic) are in netdev.sh. Each milestone prints
 #   @@BEGIN name <uptime>            then the kernel lines it caused as  @@K <raw dmesg line>
 #   @@END name pass|fail <uptime> <reason>
 # Kernel lines are judged by the host (scripts/guest.d/verdict): any mlx5_core line of level
@@ -162,62 +163,11 @@ m_shutdown() {
   : > /tmp/shutdown-requested
 }
 
-# The function's network interface (mlx5e), its name from sysfs.
-netif() { ls "$PCIDEV/net" 2>/dev/null | head -n 1; }
-carrier() { [ "$(cat "/sys/class/net/$IF/carrier" 2>/dev/null)" = 1 ]; }
-# info LABEL COMMAND...: runs COMMAND, shows its output as @@INFO lines, keeps it in /tmp/out.
-info() {
-  label=$1; shift
-  "$@" > /tmp/out 2>&1; rc=$?
-  sed "s/^/@@INFO $label: /" /tmp/out
-  return $rc
-}
-# field NAME: the value of "NAME: value" (ethtool pads names with spaces before the colon).
-field() { sed -n "s/^[[:space:]]*$1[[:space:]]*:[[:space:]]*//p" /tmp/out | head -n 1; }
-
-# mlx5e's netdev: it exists with the model's MAC, `ip link set up` brings the carrier up (the
-# model raises PORT_CHANGE when PAOS turns the port up), and ethtool shows what the model's
-# registers say: driver and firmware (-i), the PTYS speed, the module EEPROM of MCIA (-m).
-m_netdev() {
-  begin netdev
-  bound || { end fail "mlx5_core is not bound"; return; }
-  wait_for 20 sh -c "[ -n \"\$(ls $PCIDEV/net 2>/dev/null)\" ]" \
-    || { end fail "no network interface under $PCIDEV/net"; return; }
-  IF=$(netif)
-  mac=$(cat "/sys/class/net/$IF/address")
-  ctl status || { end fail "no control channel"; return; }
-  want=$(json_str mac)
-  MODULE_VENDOR=$(json_str vendor); MODULE_PN=$(json_str part_number); MODULE_SN=$(json_str serial_number)
-  [ "$mac" = "$want" ] || { end fail "$IF has MAC $mac, the model's is $want"; return; }
-  irq0=$(irq_count)
-  info "ip link" ip link set "$IF" up || { end fail "ip link set $IF up failed"; return; }
-  wait_for 20 carrier || { end fail "no carrier on $IF 20 s after ip link set up"; return; }
-  irq1=$(irq_count)
-  [ "$irq1" -gt "$irq0" ] || { end fail "no interrupt on the control vector (PORT_CHANGE)"; return; }
-  wait_for 10 sh -c "dmesg | grep -q '$IF: Link up'" || { end fail "mlx5e logged no 'Link up'"; return; }
-  ctl status
-  [ "$(json_bool oper_up)" = true ] || { end fail "the model's port is not up"; return; }
-  info "ethtool -i" ethtool -i "$IF" || { end fail "ethtool -i failed"; return; }
-  [ "$(field driver)" = mlx5_core ] || { end fail "ethtool -i names driver '$(field driver)'"; return; }
-  fwv=$(field firmware-version)
-  case "$fwv" in "$fw"*) ;; *) end fail "ethtool -i firmware '$fwv', dmesg said '$fw'"; return ;; esac
-  info ethtool ethtool "$IF" || { end fail "ethtool failed"; return; }
-  speed=$(field Speed)
-  [ "$speed" = 100000Mb/s ] || { end fail "ethtool shows speed '$speed', PTYS says 100000Mb/s"; return; }
-  [ "$(field 'Link detected')" = yes ] || { end fail "ethtool: link not detected"; return; }
-  info "ethtool -m" ethtool -m "$IF" || { end fail "ethtool -m failed"; return; }
-  vendor=$(field "Vendor name"); pn=$(field "Vendor PN"); sn=$(field "Vendor SN")
-  temp=$(field "Module temperature")
-  rx=$(grep -i -m 1 -E '(rcvr|receiver) signal.*channel 1' /tmp/out | sed 's/.*: *//')
-  [ "$vendor" = "$MODULE_VENDOR" ] || { end fail "ethtool -m vendor '$vendor', the model's is '$MODULE_VENDOR'"; return; }
-  [ "$pn" = "$MODULE_PN" ] && [ "$sn" = "$MODULE_SN" ] \
-    || { end fail "ethtool -m part/serial '$pn'/'$sn', the model's are '$MODULE_PN'/'$MODULE_SN'"; return; }
-  [ -n "$temp" ] && [ -n "$rx" ] || { end fail "ethtool -m shows no temperature or Rx power"; return; }
-  end pass "$IF $mac carrier up, $speed, fw $fwv, module $vendor $pn $sn, $temp, rx $rx"
-}
+. /netdev.sh
 
 run_milestones() {
   ctl_open || echo "@@INFO no control channel on ttyS1"
+  [ -c /dev/ttyS2 ] && peer_open
   for m in $(echo "$1" | tr , ' '); do
     case "$m" in
       bind) m_bind ;;
@@ -226,6 +176,13 @@ run_milestones() {
       fatal) m_fatal ;;
       shutdown) m_shutdown ;;
       netdev) m_netdev ;;
+      ping) m_ping ;;
+      udp) m_udp ;;
+      tcp) m_tcp ;;
+      counters) m_counters ;;
+      fault) m_fault ;;
+      down) m_down ;;
+      reload) m_reload ;;
       *) echo "@@INFO unknown milestone $m" ;;
     esac
   done

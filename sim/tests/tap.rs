@@ -80,3 +80,47 @@ fn a_bad_interface_name_is_an_error_not_a_panic() {
     assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
     assert!(e.to_string().contains("1 to 15 bytes"), "{e}");
 }
+
+#[test]
+fn a_released_interface_stays_and_cables_the_next_device() {
+    if !mlx5_sim::tap::available() {
+        eprintln!("skipped: /dev/net/tun does not exist");
+        return;
+    }
+    let ns = NetNs::new().expect("a network namespace (the suite runs as root)");
+    let tap = ns
+        .run(|| -> std::io::Result<Tap> {
+            let tap = Tap::create("mlx5r%d")?;
+            ifconfig::disable_ipv6(tap.name())?;
+            ifconfig::set_ipv4(tap.name(), [10, 79, 0, 1].into(), 24)?;
+            ifconfig::set_up(tap.name())?;
+            Ok(tap)
+        })
+        .unwrap()
+        .unwrap();
+    let name = tap.name().to_string();
+    let first = Device::new(Config::default());
+    let tap = tap.attach(&first).unwrap().release();
+    assert_eq!(tap.name(), name);
+    assert!(
+        ns.run(|| ifconfig::counters(&name)).unwrap().is_ok(),
+        "the interface outlives its first port"
+    );
+    let second = Device::new(Config::default());
+    let port = tap.attach(&second).unwrap();
+    ns.run(|| {
+        let s = UdpSocket::bind("10.79.0.1:0").unwrap();
+        s.send_to(b"hello", "10.79.0.9:9").unwrap();
+    })
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while second.rx_dropped() == 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert!(
+        second.rx_dropped() >= 1,
+        "the kernel's frames reach the second device"
+    );
+    assert_eq!(first.rx_dropped(), 0, "and not the first, unplugged");
+    port.close();
+}

@@ -107,6 +107,7 @@ pub fn status(shared: &Shared) -> Value {
             "vendor": mlx5_sim::MODULE_VENDOR, "part_number": mlx5_sim::MODULE_PN,
             "serial_number": mlx5_sim::MODULE_SN,
         },
+        "tap": shared.port.status(),
         "traffic": {
             "tx_frames": dev.tx_frames(), "rx_frames": dev.rx_frames(),
             "rx_dropped": dev.rx_dropped(),

@@ -13,6 +13,7 @@
 //! | [`model`] | the device model and what the server asks of it |
 //! | [`relay`] | the public socket: whole messages framed and checked before the crate's `Server::run` sees them |
 //! | [`session`] | one client after another, each with a fresh device |
+//! | [`port`] | the Ethernet port cabled to a TAP interface, and its pcap capture |
 //! | [`control`] | the control socket (status, page requests, health faults, quit) |
 //! | [`trace`], [`commands`] | the command trace as JSON lines, decoded from the spec |
 //!
@@ -27,6 +28,7 @@ pub mod guestmem;
 pub mod model;
 pub mod msix;
 pub mod pci;
+pub mod port;
 pub mod relay;
 pub mod session;
 pub mod stats;

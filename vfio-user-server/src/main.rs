@@ -11,6 +11,7 @@ use mlx5_sim::{CommandObserver, CommandTrace};
 use mlx5_vfio_user::backend::SharedModel;
 use mlx5_vfio_user::control;
 use mlx5_vfio_user::model::Profile;
+use mlx5_vfio_user::port::Port;
 use mlx5_vfio_user::session::{self, SessionHooks, Shared};
 use mlx5_vfio_user::trace::summary::Summary;
 use mlx5_vfio_user::trace::{TraceWriter, TracedCommand};
@@ -29,7 +30,7 @@ struct Args {
     socket: Option<PathBuf>,
     /// Do not serve: read a trace written by --trace and print its summary (commands per
     /// type, then every command that failed, BAD_OP ones marked as not implemented).
-    #[arg(long, value_name = "TRACE", conflicts_with_all = ["socket", "control", "trace", "once"])]
+    #[arg(long, value_name = "TRACE", conflicts_with_all = ["socket", "control", "trace", "once", "tap", "pcap"])]
     summarize: Option<PathBuf>,
     /// A control socket: one command per line (status, request-pages N, health-fatal S, quit).
     #[arg(long)]
@@ -42,6 +43,18 @@ struct Args {
     /// mlx5e; work in progress).
     #[arg(long, value_enum, default_value_t = Profile::ProbeOnly)]
     profile: Profile,
+    /// Cable the function's Ethernet port to a new TAP interface of this name, in the
+    /// server's network namespace (run the server in one with `ip netns exec`); `%d` in the
+    /// name is replaced by the kernel's first free number.
+    #[arg(long, value_name = "NAME")]
+    tap: Option<String>,
+    /// Give the TAP interface this IPv4 address and bring it up (IPv6 off on it).
+    #[arg(long, value_name = "ADDR/PREFIX", requires = "tap")]
+    tap_addr: Option<mlx5_vfio_user::port::Cidr>,
+    /// Capture every frame on the function's port to this pcap file (session N > 1: the
+    /// name with -N before the extension).
+    #[arg(long, value_name = "FILE")]
+    pcap: Option<PathBuf>,
     /// Serve one client, then exit (tests).
     #[arg(long)]
     once: bool,
@@ -141,8 +154,18 @@ fn run(args: Args) -> Result<(), String> {
         args.profile,
         socket.display()
     );
+    let tap = match &args.tap {
+        Some(name) => {
+            let tap = Port::create_tap(name, args.tap_addr)
+                .map_err(|e| format!("TAP interface {name}: {e}"))?;
+            info!("port cabled to TAP interface {}", tap.name());
+            Some(tap)
+        }
+        None => None,
+    };
     let shared = Arc::new(Shared {
         profile: args.profile,
+        port: Port::new(tap, args.pcap.clone()),
         ..Shared::default()
     });
     if let Some(path) = &args.control {

@@ -42,6 +42,8 @@ pub struct Shared {
     pub stats: Arc<Stats>,
     /// The profile each session's fresh device runs.
     pub profile: Profile,
+    /// The Ethernet port's TAP cable and capture, handed from session to session.
+    pub port: crate::port::Port,
 }
 
 impl Shared {
@@ -168,7 +170,13 @@ impl SessionHooks for NoHooks {}
 pub fn serve_one(endpoint: &Endpoint, shared: &Shared, hooks: &dyn SessionHooks) {
     let n = shared.stats.sessions.fetch_add(1, Ordering::Relaxed) + 1;
     let model: SharedModel = Arc::new(Mutex::new(Model::with_profile(shared.profile)));
+    let device = model
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .device()
+        .clone();
     hooks.start(n, &model);
+    shared.port.plug(n, &device);
     let msix = Arc::new(Msix::new(MSIX_VECTORS));
     shared.set(Some(Current {
         session: n,
@@ -188,6 +196,7 @@ pub fn serve_one(endpoint: &Endpoint, shared: &Shared, hooks: &dyn SessionHooks)
                 Err(e) => {
                     warn!("session {n}: no connection: {e}");
                     function.shutdown();
+                    shared.port.unplug(n, &device);
                     hooks.end(n, &model);
                     // Accept errors (descriptor exhaustion) may repeat: do not spin.
                     std::thread::sleep(std::time::Duration::from_millis(100));
@@ -215,6 +224,7 @@ pub fn serve_one(endpoint: &Endpoint, shared: &Shared, hooks: &dyn SessionHooks)
         }
     }
     function.shutdown();
+    shared.port.unplug(n, &device);
     hooks.end(n, &model);
     info!("session {n}: over; the next client gets a fresh device");
 }

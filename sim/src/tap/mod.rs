@@ -52,7 +52,7 @@ pub fn available() -> bool {
 /// handle (its only descriptor) is open.
 #[derive(Debug)]
 pub struct Tap {
-    file: File,
+    file: Arc<File>,
     name: String,
 }
 
@@ -79,7 +79,7 @@ impl Tap {
         }
         Ok(Tap {
             name: ifconfig::name_of(&req),
-            file,
+            file: Arc::new(file),
         })
     }
 
@@ -90,7 +90,8 @@ impl Tap {
 
     /// Cables `device`'s port to this TAP device: the device's transmitted frames go to the
     /// kernel (replacing a link or [`Wire`](crate::Wire) attached before), and a thread
-    /// delivers the kernel's frames to the device until the returned port is closed.
+    /// delivers the kernel's frames to the device until the returned port is closed (or
+    /// released, which keeps the interface for the next device: [`TapPort::release`]).
     pub fn attach(self, device: &Arc<Device>) -> io::Result<TapPort> {
         let (stop_rx, stop_tx) = pipe()?;
         let shared = Arc::new(Shared {
@@ -131,7 +132,7 @@ fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
 /// What the link (driver side) and the reader thread share.
 struct Shared {
     name: String,
-    file: File,
+    file: Arc<File>,
     to_kernel: AtomicU64,
     from_kernel: AtomicU64,
     write_errors: AtomicU64,
@@ -177,7 +178,7 @@ impl Shared {
                 }
                 continue;
             }
-            match (&self.file).read(&mut frame) {
+            match (&*self.file).read(&mut frame) {
                 Ok(len) => {
                     self.from_kernel.fetch_add(1, Ordering::Relaxed);
                     device.receive_frame(&frame[..len]);
@@ -204,7 +205,7 @@ impl Link for TapLink {
     fn transmit(&self, frame: &[u8]) {
         // A write that fails (the interface is down, say) loses the frame, as a cable whose
         // far end is unplugged would; it is counted.
-        match (&self.0.file).write(frame) {
+        match (&*self.0.file).write(frame) {
             Ok(n) if n == frame.len() => self.0.to_kernel.fetch_add(1, Ordering::Relaxed),
             _ => self.0.write_errors.fetch_add(1, Ordering::Relaxed),
         };
@@ -273,6 +274,17 @@ impl TapPort {
     pub fn close(mut self) -> TapCounters {
         self.shutdown();
         self.counters()
+    }
+
+    /// Unplugs the port but keeps the TAP interface (its addresses, routes and counters in
+    /// the kernel stay), to be attached to another device: a server that gives each client
+    /// a fresh device keeps one interface for all of them.
+    pub fn release(mut self) -> Tap {
+        self.shutdown();
+        Tap {
+            file: self.shared.file.clone(),
+            name: self.shared.name.clone(),
+        }
     }
 
     fn shutdown(&mut self) {
