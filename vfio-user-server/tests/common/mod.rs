@@ -29,11 +29,31 @@ pub struct Server {
 
 impl Server {
     pub fn start(name: &str) -> Server {
+        Server::start_with(name, &[], |_| Vec::new())
+    }
+
+    /// A server run through `wrapper` (a command line the binary's is appended to, e.g.
+    /// `unshare --net --`), with `args(dir)` after the usual ones.
+    pub fn start_with(
+        name: &str,
+        wrapper: &[&str],
+        args: impl FnOnce(&Path) -> Vec<String>,
+    ) -> Server {
         let dir =
             std::env::temp_dir().join(format!("mlx5-vfio-user-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_mlx5-vfio-user"))
+        let bin = env!("CARGO_BIN_EXE_mlx5-vfio-user");
+        let mut cmd = match wrapper.split_first() {
+            Some((first, rest)) => {
+                let mut c = Command::new(first);
+                c.args(rest).arg(bin);
+                c
+            }
+            None => Command::new(bin),
+        };
+        let extra = args(&dir);
+        let child = cmd
             .arg("--socket")
             .arg(dir.join("s"))
             .arg("--control")
@@ -41,6 +61,7 @@ impl Server {
             .arg("--trace")
             .arg(dir.join("t"))
             .args(no_relay().then_some("--no-relay"))
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
