@@ -1,27 +1,25 @@
-//! Transmit: SQ objects run their SEND WQEs (an Ethernet segment with inline headers, then
-//! gathered data) and put the frames on the port.
+//! Transmit: SQ objects run their WQEs (NOP; SEND, an Ethernet segment with inline headers or
+//! a VLAN tag to insert, then gathered data; LSO, see [`lso`](super::lso)) and put the frames
+//! on the port.
 
 use super::super::cqe::CqeWords;
 use super::super::csum;
 use super::super::mem::{self, Access, Accessor, Extents};
 use super::super::sendq::{self, Piece, Wqe, DS};
 use super::super::{cq, Side};
+use super::eseg::Eseg;
+use super::lso;
+use crate::caps::Caps;
 use crate::dma::DmaSpace;
 use crate::exec::mkey::Mkey;
+use crate::model::Model;
 use crate::table::Table;
 use mlx5_prm::{Cqe64, CqeOpcode, CqeSyndrome, SendOpcode, SqState};
 
-/// Largest frame an SQ sends (there is no LSO in the model).
-const MAX_FRAME: usize = 64 * 1024;
-/// Byte offset of inline_hdr_sz inside the Ethernet segment, and of its first two bytes.
-const INLINE_HDR_SZ: usize = 12;
-const INLINE_HDR_START: usize = 14;
-/// Byte offset of cs_flags inside the Ethernet segment, and its outer checksum bits.
-const CS_FLAGS: usize = 4;
-const L4_CSUM: u8 = 0x80;
-const L3_CSUM: u8 = 0x40;
-/// Bytes of the inline header that fit in the Ethernet segment itself.
-const INLINE_IN_ESEG: usize = 2;
+/// Largest frame an SQ sends (an LSO WQE sends several, each at most this long).
+pub(super) const MAX_FRAME: usize = 64 * 1024;
+/// The bytes of a frame before the place a VLAN tag goes: the two MAC addresses.
+const MACS: usize = 12;
 
 /// Runs SQ object `sqn` (state RDY; in ERR its WQEs are flushed) up to the send counter of
 /// its doorbell record. The counter is read again only once the WQEs it announced are done.
@@ -121,8 +119,9 @@ fn run_with(side: &mut Side<'_>, sqn: u32, bf: Option<&[u8]>, wqe: &mut Wqe) {
     }
 }
 
-/// Executes one WQE of SQ `sqn` (in RDY; its CQ and its accessor passed in): NOP, or SEND
-/// with an Ethernet segment.
+/// Executes one WQE of SQ `sqn` (in RDY; its CQ and its accessor passed in): NOP, SEND or
+/// LSO. A CQE is written when the WQE asks for one (`ce` 2 or 3) and always on error; an
+/// error moves the SQ to ERR.
 fn execute(side: &mut Side<'_>, sqn: u32, cqn: u32, who: Accessor, wqe: &[u8], index: u16) {
     let opcode = sendq::opcode(wqe);
     let ce = (wqe[11] >> 2) & 0x3;
@@ -130,31 +129,8 @@ fn execute(side: &mut Side<'_>, sqn: u32, cqn: u32, who: Accessor, wqe: &[u8], i
     let result = match SendOpcode::from_raw(opcode.into()) {
         _ if end < DS => Err(CqeSyndrome::LocalQpOpErr),
         Some(SendOpcode::Nop) => Ok(()),
-        Some(SendOpcode::Send) => {
-            let (m, dma) = (&mut *side.m, side.dma);
-            let mkeys = &m.mkeys;
-            let built = m.outbox.push_with(|f| frame(mkeys, dma, who, wqe, end, f));
-            match built {
-                Ok(()) => {
-                    m.stats.tx_frames += 1;
-                    if let Some(sent) = m.outbox.last() {
-                        m.vport_counters.sent(sent);
-                        if m.port.oper_up() {
-                            m.port.counters.sent(sent);
-                        }
-                    }
-                    if !m.port.oper_up() {
-                        m.outbox.pop();
-                    }
-                    Ok(())
-                }
-                Err(FrameError::Unmapped) => {
-                    m.dma_faults += 1;
-                    Err(CqeSyndrome::LocalProtErr)
-                }
-                Err(FrameError::Wqe(syndrome)) => Err(syndrome),
-            }
-        }
+        Some(SendOpcode::Send) => send(side, who, wqe, end),
+        Some(SendOpcode::Lso) => lso::send(side, who, wqe, end),
         _ => Err(CqeSyndrome::LocalQpOpErr),
     };
     match result {
@@ -175,53 +151,120 @@ fn execute(side: &mut Side<'_>, sqn: u32, cqn: u32, who: Accessor, wqe: &[u8], i
     }
 }
 
+/// SEND: one frame, queued at the port and counted (see [`frame`]).
+fn send(side: &mut Side<'_>, who: Accessor, wqe: &[u8], end: usize) -> Result<(), CqeSyndrome> {
+    let (m, dma) = (&mut *side.m, side.dma);
+    let (mkeys, caps) = (&m.mkeys, &m.cur);
+    let built = m
+        .outbox
+        .push_with(|f| frame(mkeys, caps, dma, who, wqe, end, f));
+    match built {
+        Ok(()) => {
+            count_sent(m);
+            Ok(())
+        }
+        Err(e) => Err(e.syndrome(m)),
+    }
+}
+
+/// Counts the frame just queued at the port as sent (the device's frame count, the vport's
+/// and, while the port is up, the port's counters) and drops it again while the port is
+/// down: a frame sent on a port that is down goes nowhere.
+pub(super) fn count_sent(m: &mut Model) {
+    m.stats.tx_frames += 1;
+    if let Some(sent) = m.outbox.last() {
+        m.vport_counters.sent(sent);
+        if m.port.oper_up() {
+            m.port.counters.sent(sent);
+        }
+    }
+    if !m.port.oper_up() {
+        m.outbox.pop();
+    }
+}
+
 /// Why a frame could not be built.
-enum FrameError {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum FrameError {
     /// The WQE is bad: its error CQE's syndrome.
     Wqe(CqeSyndrome),
     /// Gathered memory is not mapped (a local protection error, and a DMA fault).
     Unmapped,
 }
 
+impl FrameError {
+    /// The error CQE's syndrome; an unmapped buffer is also counted as a DMA fault.
+    pub fn syndrome(self, m: &mut Model) -> CqeSyndrome {
+        match self {
+            FrameError::Wqe(s) => s,
+            FrameError::Unmapped => {
+                m.dma_faults += 1;
+                CqeSyndrome::LocalProtErr
+            }
+        }
+    }
+}
+
 /// Builds the frame of a SEND WQE at the end of `f`: the inline headers of the Ethernet
-/// segment (inline_hdr_sz bytes: two in the segment, the rest in the following 16-byte
-/// units), then the gather list.
+/// segment, then the gather list; or, when the segment asks for VLAN insertion (allowed while
+/// `caps` say wqe_vlan_insert), the gather list with the tag put after its MAC addresses.
+/// Then the checksums the segment asks for, over the frame as sent.
+#[allow(clippy::too_many_arguments)]
 fn frame(
     mkeys: &Table<Mkey>,
+    caps: &Caps,
     dma: &DmaSpace,
     who: Accessor,
     wqe: &[u8],
     end: usize,
     f: &mut Vec<u8>,
 ) -> Result<(), FrameError> {
-    let eseg = DS;
-    if end < eseg + DS {
-        return Err(FrameError::Wqe(CqeSyndrome::LocalQpOpErr));
-    }
+    let e = Eseg::parse(wqe, end).map_err(FrameError::Wqe)?;
     let start = f.len();
-    let cs_flags = wqe[eseg + CS_FLAGS];
-    let hdr = usize::from(u16::from_be_bytes([
-        wqe[eseg + INLINE_HDR_SZ],
-        wqe[eseg + INLINE_HDR_SZ + 1],
-    ]));
-    let first = hdr.min(INLINE_IN_ESEG);
-    let rest = hdr - first;
-    let after = eseg + DS;
-    if rest > end.saturating_sub(after) {
-        return Err(FrameError::Wqe(CqeSyndrome::LocalQpOpErr));
-    }
-    let data = after + rest.div_ceil(DS) * DS;
-    let mut total = hdr as u64;
-    for p in sendq::gather(wqe, data, end) {
+    let mut total = e.hdr as u64;
+    for p in sendq::gather(wqe, e.data, end) {
         total += p
             .map_err(|_| FrameError::Wqe(CqeSyndrome::LocalQpOpErr))?
             .len();
     }
+    if let Some(tag) = e.vlan {
+        if !caps.eth_cur.wqe_vlan_insert() {
+            return Err(FrameError::Wqe(CqeSyndrome::LocalQpOpErr));
+        }
+        // The tag goes after the addresses: a frame too short to have them cannot take one.
+        if total < MACS as u64 {
+            return Err(FrameError::Wqe(CqeSyndrome::LocalLengthErr));
+        }
+        total += tag.len() as u64;
+    }
     if total > MAX_FRAME as u64 {
         return Err(FrameError::Wqe(CqeSyndrome::LocalLengthErr));
     }
-    f.extend_from_slice(&wqe[eseg + INLINE_HDR_START..eseg + INLINE_HDR_START + first]);
-    f.extend_from_slice(&wqe[after..after + rest]);
+    let (first, rest) = e.header(wqe);
+    f.extend_from_slice(first);
+    f.extend_from_slice(rest);
+    gather_into(mkeys, dma, who, wqe, e.data, end, f)?;
+    if let Some(tag) = e.vlan {
+        f.splice(start + MACS..start + MACS, tag);
+    }
+    if e.l3_csum || e.l4_csum {
+        csum::tx(&mut f[start..], e.l3_csum, e.l4_csum);
+    }
+    Ok(())
+}
+
+/// Appends the gather list of `wqe[data..end]` (already checked by a walk of
+/// [`sendq::gather`]) to `f`: inline segments from the WQE, data segments through their
+/// lkey.
+pub(super) fn gather_into(
+    mkeys: &Table<Mkey>,
+    dma: &DmaSpace,
+    who: Accessor,
+    wqe: &[u8],
+    data: usize,
+    end: usize,
+    f: &mut Vec<u8>,
+) -> Result<(), FrameError> {
     for p in sendq::gather(wqe, data, end).flatten() {
         match p {
             Piece::Inline { start, end } => f.extend_from_slice(&wqe[start..end]),
@@ -242,13 +285,6 @@ fn frame(
                 }
             }
         }
-    }
-    if cs_flags & (L3_CSUM | L4_CSUM) != 0 {
-        csum::tx(
-            &mut f[start..],
-            cs_flags & L3_CSUM != 0,
-            cs_flags & L4_CSUM != 0,
-        );
     }
     Ok(())
 }
