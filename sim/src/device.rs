@@ -125,7 +125,10 @@ impl Core {
         let (r, mine, theirs) = match &peer {
             None => {
                 let mut m = self.model();
-                let r = f(&mut Side::new(&mut m, &self.dma), None);
+                let r = f(
+                    &mut Side::new(&mut m, &self.dma).with_faults(&self.faults),
+                    None,
+                );
                 let mine = take_outbox(&mut m);
                 if self.loopback.load(Ordering::Relaxed) {
                     // Looped-back frames only come back into this device: no need to let go
@@ -144,8 +147,8 @@ impl Core {
                     (self.model(), b)
                 };
                 let r = f(
-                    &mut Side::new(&mut a, &self.dma),
-                    Some(&mut Side::new(&mut b, &p.dma)),
+                    &mut Side::new(&mut a, &self.dma).with_faults(&self.faults),
+                    Some(&mut Side::new(&mut b, &p.dma).with_faults(&p.faults)),
                 );
                 let out = (r, take_outbox(&mut a), take_outbox(&mut b));
                 // Interrupts reach each sink only once both locks are released.

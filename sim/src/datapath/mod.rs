@@ -23,6 +23,7 @@ pub(crate) mod sendq;
 pub(crate) mod steer;
 
 use crate::dma::DmaSpace;
+use crate::faults::FaultInjector;
 use crate::model::Model;
 use memo::Memo;
 use mlx5_prm::{QpState, RqState, SqState};
@@ -34,6 +35,9 @@ pub(crate) struct Side<'a> {
     pub dma: &'a DmaSpace,
     /// Doorbell records read during this lock (see [`memo`]).
     pub memo: Memo,
+    /// The device's fault injection, where the data path may fail WQEs on request; `None`
+    /// where no WQE executes (frames arriving, queues flushed by a command).
+    pub faults: Option<&'a FaultInjector>,
 }
 
 impl<'a> Side<'a> {
@@ -43,6 +47,15 @@ impl<'a> Side<'a> {
             m,
             dma,
             memo: Memo::default(),
+            faults: None,
+        }
+    }
+
+    /// This side with the device's fault injection.
+    pub fn with_faults(self, faults: &'a FaultInjector) -> Side<'a> {
+        Side {
+            faults: Some(faults),
+            ..self
         }
     }
 }

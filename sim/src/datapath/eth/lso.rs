@@ -89,6 +89,7 @@ pub(super) fn send(
     who: Accessor,
     wqe: &[u8],
     end: usize,
+    fault: bool,
 ) -> Result<(), CqeSyndrome> {
     let e = Eseg::parse(wqe, end)?;
     let mss = usize::from(e.mss);
@@ -113,8 +114,17 @@ pub(super) fn send(
         return Err(CqeSyndrome::LocalLengthErr);
     }
     let mut payload = Vec::with_capacity(total as usize);
-    tx::gather_into(&m.mkeys, side.dma, who, wqe, e.data, end, &mut payload)
-        .map_err(|err| err.syndrome(m))?;
+    tx::gather_into(
+        &m.mkeys,
+        side.dma,
+        who,
+        wqe,
+        e.data,
+        end,
+        fault,
+        &mut payload,
+    )
+    .map_err(|err| err.syndrome(m))?;
     for k in 0..segments as usize {
         let at = (k * mss).min(payload.len());
         let piece = &payload[at..(at + mss).min(payload.len())];

@@ -129,8 +129,14 @@ fn execute(side: &mut Side<'_>, sqn: u32, cqn: u32, who: Accessor, wqe: &[u8], i
     let result = match SendOpcode::from_raw(opcode.into()) {
         _ if end < DS => Err(CqeSyndrome::LocalQpOpErr),
         Some(SendOpcode::Nop) => Ok(()),
-        Some(SendOpcode::Send) => send(side, who, wqe, end),
-        Some(SendOpcode::Lso) => lso::send(side, who, wqe, end),
+        Some(SendOpcode::Send) => {
+            let fault = side.faults.is_some_and(|f| f.take_bad_lkey_send());
+            send(side, who, wqe, end, fault)
+        }
+        Some(SendOpcode::Lso) => {
+            let fault = side.faults.is_some_and(|f| f.take_bad_lkey_send());
+            lso::send(side, who, wqe, end, fault)
+        }
         _ => Err(CqeSyndrome::LocalQpOpErr),
     };
     match result {
@@ -152,12 +158,18 @@ fn execute(side: &mut Side<'_>, sqn: u32, cqn: u32, who: Accessor, wqe: &[u8], i
 }
 
 /// SEND: one frame, queued at the port and counted (see [`frame`]).
-fn send(side: &mut Side<'_>, who: Accessor, wqe: &[u8], end: usize) -> Result<(), CqeSyndrome> {
+fn send(
+    side: &mut Side<'_>,
+    who: Accessor,
+    wqe: &[u8],
+    end: usize,
+    fault: bool,
+) -> Result<(), CqeSyndrome> {
     let (m, dma) = (&mut *side.m, side.dma);
     let (mkeys, caps) = (&m.mkeys, &m.cur);
     let built = m
         .outbox
-        .push_with(|f| frame(mkeys, caps, dma, who, wqe, end, f));
+        .push_with(|f| frame(mkeys, caps, dma, who, wqe, end, fault, f));
     match built {
         Ok(()) => {
             count_sent(m);
@@ -217,6 +229,7 @@ fn frame(
     who: Accessor,
     wqe: &[u8],
     end: usize,
+    fault: bool,
     f: &mut Vec<u8>,
 ) -> Result<(), FrameError> {
     let e = Eseg::parse(wqe, end).map_err(FrameError::Wqe)?;
@@ -243,7 +256,7 @@ fn frame(
     let (first, rest) = e.header(wqe);
     f.extend_from_slice(first);
     f.extend_from_slice(rest);
-    gather_into(mkeys, dma, who, wqe, e.data, end, f)?;
+    gather_into(mkeys, dma, who, wqe, e.data, end, fault, f)?;
     if let Some(tag) = e.vlan {
         f.splice(start + MACS..start + MACS, tag);
     }
@@ -255,7 +268,10 @@ fn frame(
 
 /// Appends the gather list of `wqe[data..end]` (already checked by a walk of
 /// [`sendq::gather`]) to `f`: inline segments from the WQE, data segments through their
-/// lkey.
+/// lkey. With `fault` (see [`FaultInjector::bad_lkey_sends`](crate::FaultInjector::bad_lkey_sends))
+/// the first data segment's key fails as an unknown key does, and a list without one fails
+/// at its end the same way.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn gather_into(
     mkeys: &Table<Mkey>,
     dma: &DmaSpace,
@@ -263,12 +279,16 @@ pub(super) fn gather_into(
     wqe: &[u8],
     data: usize,
     end: usize,
+    fault: bool,
     f: &mut Vec<u8>,
 ) -> Result<(), FrameError> {
     for p in sendq::gather(wqe, data, end).flatten() {
         match p {
             Piece::Inline { start, end } => f.extend_from_slice(&wqe[start..end]),
             Piece::Data { len, lkey, addr } => {
+                if fault {
+                    return Err(FrameError::Wqe(CqeSyndrome::LocalProtErr));
+                }
                 let mut e = Extents::new();
                 mem::resolve_into(
                     mkeys,
@@ -285,6 +305,9 @@ pub(super) fn gather_into(
                 }
             }
         }
+    }
+    if fault {
+        return Err(FrameError::Wqe(CqeSyndrome::LocalProtErr));
     }
     Ok(())
 }
