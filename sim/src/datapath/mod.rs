@@ -97,7 +97,8 @@ pub(crate) fn doorbell<'a>(
 }
 
 /// Work the device does on its own: retry sends stalled on receiver-not-ready, flush queues
-/// in error (receives posted to a QP or RQ in ERR complete with flush errors), and fire
+/// in error (receives posted to a QP or RQ in ERR complete with flush errors), go on with
+/// SQ runs that stopped with the port's queue full, and fire
 /// completion events whose moderation period has passed. Only the objects listed in
 /// [`Pending`](pending::Pending) are visited; those with nothing left to do leave the list.
 pub(crate) fn kick<'a>(local: &mut Side<'a>, mut remote: Option<&mut Side<'a>>) {
@@ -145,6 +146,7 @@ pub(crate) fn kick<'a>(local: &mut Side<'a>, mut remote: Option<&mut Side<'a>>) 
             eth::run(local, sqn, None);
         }
     }
+    resume_tx(local);
     let rqs: Vec<u32> = local.m.pending.rqs.iter().copied().collect();
     for rqn in rqs {
         match local.m.rqs.get(rqn) {
@@ -155,6 +157,22 @@ pub(crate) fn kick<'a>(local: &mut Side<'a>, mut remote: Option<&mut Side<'a>>) 
         }
     }
     cq::timers(local.m, local.dma, Instant::now());
+}
+
+/// True when a run of an SQ stopped with the port's queue full: the caller lets the frames
+/// leave, then calls [`resume_tx`].
+pub(crate) fn tx_backlog(side: &Side<'_>) -> bool {
+    !side.m.pending.tx.is_empty()
+}
+
+/// Runs again the SQs whose runs stopped with the port's queue full; true when one stopped
+/// again.
+pub(crate) fn resume_tx(side: &mut Side<'_>) -> bool {
+    let sqs = std::mem::take(&mut side.m.pending.tx);
+    for sqn in sqs {
+        eth::run(side, sqn, None);
+    }
+    tx_backlog(side)
 }
 
 /// True while the device may have work of its own pending (see [`kick`]), so that the

@@ -18,6 +18,11 @@ use mlx5_prm::{Cqe64, CqeOpcode, CqeSyndrome, SendOpcode, SqState};
 
 /// Largest frame an SQ sends (an LSO WQE sends several, each at most this long).
 pub(super) const MAX_FRAME: usize = 64 * 1024;
+/// Bytes of frames queued at the port after which a run stops before its next WQE, to go
+/// on once they have left (`Pending::tx`): what the queue holds stays below this plus one
+/// WQE's frames (64 KiB for a SEND, about 10 MiB for the largest LSO), however many WQEs a
+/// doorbell announces. Batches of 32 frames of 64 KiB stay under it.
+const PORT_QUEUE_BUDGET: usize = 4 << 20;
 /// The bytes of a frame before the place a VLAN tag goes: the two MAC addresses.
 const MACS: usize = 12;
 
@@ -80,6 +85,10 @@ fn run_with(side: &mut Side<'_>, sqn: u32, bf: Option<&[u8]>, wqe: &mut Wqe) {
         counter = Some(pc);
         let pending = pc.wrapping_sub(ci);
         if pending == 0 || u32::from(pending) > size || done >= size {
+            return;
+        }
+        if !flushing && side.m.outbox.bytes() >= PORT_QUEUE_BUDGET {
+            side.m.pending.tx.insert(sqn);
             return;
         }
         let copy = bf
