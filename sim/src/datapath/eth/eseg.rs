@@ -15,6 +15,14 @@ const START: usize = WqeEthSeg::INLINE_HDR_START.bit_offset / 8;
 const IN_SEGMENT: usize = WqeEthSeg::INLINE_HDR_START.width as usize / 8;
 /// Where inline header bytes continue: the 16-byte units after the segment.
 const AFTER: usize = ESEG + DS;
+/// The byte of the outer checksum flags (cs_flags), and their bits in it.
+const CS_FLAGS: usize = WqeEthSeg::L4_CSUM.bit_offset / 8;
+const L4_CSUM: u8 = 0x80 >> (WqeEthSeg::L4_CSUM.bit_offset % 8);
+const L3_CSUM: u8 = 0x80 >> (WqeEthSeg::L3_CSUM.bit_offset % 8);
+/// The insert_vlan and insert_trailer bits as bits of the 16-bit inline_hdr_sz half they
+/// share (bit offsets count from the dword's most significant bit).
+const INSERT_VLAN: u16 = 0x8000 >> WqeEthSegInsert::INSERT_VLAN.bit_offset;
+const INSERT_TRAILER: u16 = 0x8000 >> WqeEthSegInsert::INSERT_TRAILER.bit_offset;
 /// EtherTypes of the tags VLAN insertion adds (802.1Q, and 802.1ad for a service tag).
 const TPID_CTAG: u16 = 0x8100;
 const TPID_STAG: u16 = 0x88a8;
@@ -22,10 +30,9 @@ const TPID_STAG: u16 = 0x88a8;
 /// What an Ethernet segment asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Eseg {
-    /// Fill in the IPv4 header checksum.
-    pub l3_csum: bool,
-    /// Fill in the TCP or UDP checksum.
-    pub l4_csum: bool,
+    /// The outer checksum flags, kept as their byte: one test tells whether any is asked
+    /// for (see [`Eseg::l3_csum`], [`Eseg::l4_csum`]).
+    csum: u8,
     /// The LSO segment size (0 outside LSO).
     pub mss: u16,
     /// Inline header bytes: up to two in the segment, the rest from [`AFTER`] on.
@@ -47,29 +54,49 @@ impl Eseg {
             return Err(CqeSyndrome::LocalQpOpErr);
         }
         let seg = WqeEthSeg::new_unchecked(&wqe[ESEG..AFTER]);
-        let tail = WqeEthSegInsert::new_unchecked(&wqe[ESEG + TAIL..AFTER]);
-        let (hdr, vlan) = if tail.insert_vlan() {
+        // One read of the half for the common case, inline headers.
+        let sz = seg.inline_hdr_sz();
+        let (hdr, vlan) = if sz & (INSERT_VLAN | INSERT_TRAILER) == 0 {
+            (usize::from(sz), None)
+        } else {
+            let tail = WqeEthSegInsert::new_unchecked(&wqe[ESEG + TAIL..AFTER]);
+            if !tail.insert_vlan() {
+                return Err(CqeSyndrome::LocalQpOpErr);
+            }
             let tpid = if tail.svlan() { TPID_STAG } else { TPID_CTAG };
             let [a, b] = tpid.to_be_bytes();
             let [c, d] = tail.vlan_tci().to_be_bytes();
             (0, Some([a, b, c, d]))
-        } else if tail.insert_trailer() {
-            return Err(CqeSyndrome::LocalQpOpErr);
-        } else {
-            (usize::from(seg.inline_hdr_sz()), None)
         };
         let rest = hdr.saturating_sub(IN_SEGMENT);
         if rest > end - AFTER {
             return Err(CqeSyndrome::LocalQpOpErr);
         }
         Ok(Eseg {
-            l3_csum: seg.l3_csum(),
-            l4_csum: seg.l4_csum(),
+            csum: wqe[ESEG + CS_FLAGS] & (L3_CSUM | L4_CSUM),
             mss: seg.mss(),
             hdr,
             vlan,
             data: AFTER + rest.div_ceil(DS) * DS,
         })
+    }
+
+    /// Whether the segment asks for any checksum.
+    #[inline]
+    pub fn any_csum(&self) -> bool {
+        self.csum != 0
+    }
+
+    /// Fill in the IPv4 header checksum.
+    #[inline]
+    pub fn l3_csum(&self) -> bool {
+        self.csum & L3_CSUM != 0
+    }
+
+    /// Fill in the TCP or UDP checksum.
+    #[inline]
+    pub fn l4_csum(&self) -> bool {
+        self.csum & L4_CSUM != 0
     }
 
     /// The inline header bytes, in two pieces: those in the segment, then those after it.
@@ -100,11 +127,18 @@ mod tests {
 
     #[test]
     fn inline_headers_or_a_tag_share_the_last_dword() {
+        // Linux's MLX5_ETH_WQE_INSERT_VLAN and _INSERT_TRAILER, as bits of the first half.
+        assert_eq!((INSERT_VLAN, INSERT_TRAILER), (0x8000, 0x4000));
         // 18 inline bytes: two in the segment, 16 in the next unit; data from byte 48.
         let w = wqe([0, 18, 0xaa, 0xbb], 4);
         let e = Eseg::parse(&w, 64).unwrap();
         assert_eq!((e.hdr, e.data, e.mss, e.vlan), (18, 48, 1448, None));
-        assert!(e.l3_csum && e.l4_csum);
+        assert!(e.l3_csum() && e.l4_csum());
+        assert_eq!(
+            (L4_CSUM, L3_CSUM),
+            (0x80, 0x40),
+            "Linux's MLX5_ETH_WQE_L4/L3_CSUM"
+        );
         assert_eq!(e.header(&w), (&[0xaa, 0xbb][..], &w[32..48]));
         // Bit 15 set: a tag of VLAN 5, priority 3; no inline header.
         let w = wqe([0x80, 0x00, 0x60, 0x05], 3);
