@@ -195,9 +195,11 @@ impl Caps {
         let mut eth = PerProtocolNetworkingOffloadCaps::zeroed();
         eth.set_csum_cap(true);
         eth.set_vlan_cap(true);
+        // VLAN insertion from the Ethernet segment and LSO up to 512 KiB of payload: what
+        // `datapath/eth` implements (`eseg.rs`, `lso.rs`).
         eth.set_wqe_vlan_insert(true);
         eth.set_self_lb_en_modifiable(true);
-        eth.set_max_lso_cap(18);
+        eth.set_max_lso_cap(crate::datapath::eth::LOG_MAX_LSO);
         eth.set_wqe_inline_mode(EthWqeInlineModeCap::NotRequired);
         eth.set_rss_ind_tbl_cap(8);
         eth.set_scatter_fcs(true);

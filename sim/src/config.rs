@@ -44,6 +44,9 @@ pub struct Faults {
     /// `(events, pages_each)`: after the next completed command, raise that many
     /// page-request events of `pages_each` pages each.
     pub page_request_storm: Option<(u32, i32)>,
+    /// The first this many SEND and LSO WQEs fail as if their first data segment's lkey were
+    /// unknown (see [`FaultInjector::bad_lkey_sends`](crate::FaultInjector::bad_lkey_sends)).
+    pub bad_lkey_sends: u32,
 }
 
 /// One firmware timeout as the PRM encodes it: a value and its unit.

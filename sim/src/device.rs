@@ -30,6 +30,10 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 /// Numbers devices, to lock two of them in a fixed order.
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
+/// Most rounds one call of `Core::sides` goes on with SQ runs that stopped with the port's
+/// queue full: each round sends at least one WQE, and a ring holds at most 65536.
+const MAX_TX_RESUMES: usize = 65536;
+
 /// Everything the driver's thread and the firmware thread share.
 pub(crate) struct Core {
     id: u64,
@@ -116,8 +120,29 @@ impl Core {
 
     /// Runs `f` on this device's locked side and, when a wire connects one, the peer's (the
     /// two locked lower id first, so two devices working on each other never deadlock). The
-    /// frames SQs sent meanwhile go out once both locks are released.
+    /// frames SQs sent meanwhile go out once both locks are released. An SQ run that stopped
+    /// with the port's queue full (`datapath::tx_backlog`) goes on once they have left, as
+    /// many times as it takes (at most `MAX_TX_RESUMES`; the device's own work goes on with
+    /// what is left), so a doorbell still does all its work before it returns.
     pub(crate) fn sides<R>(
+        &self,
+        f: impl for<'a> FnOnce(&mut Side<'a>, Option<&mut Side<'a>>) -> R,
+    ) -> R {
+        let (r, mut more) = self.sides_once(|a, b| {
+            let r = f(a, b);
+            (r, datapath::tx_backlog(a))
+        });
+        for _ in 0..MAX_TX_RESUMES {
+            if !more {
+                break;
+            }
+            more = self.sides_once(|a, _| datapath::resume_tx(a));
+        }
+        r
+    }
+
+    /// One round of [`Core::sides`].
+    fn sides_once<R>(
         &self,
         f: impl for<'a> FnOnce(&mut Side<'a>, Option<&mut Side<'a>>) -> R,
     ) -> R {
@@ -125,7 +150,10 @@ impl Core {
         let (r, mine, theirs) = match &peer {
             None => {
                 let mut m = self.model();
-                let r = f(&mut Side::new(&mut m, &self.dma), None);
+                let r = f(
+                    &mut Side::new(&mut m, &self.dma).with_faults(&self.faults),
+                    None,
+                );
                 let mine = take_outbox(&mut m);
                 if self.loopback.load(Ordering::Relaxed) {
                     // Looped-back frames only come back into this device: no need to let go
@@ -144,8 +172,8 @@ impl Core {
                     (self.model(), b)
                 };
                 let r = f(
-                    &mut Side::new(&mut a, &self.dma),
-                    Some(&mut Side::new(&mut b, &p.dma)),
+                    &mut Side::new(&mut a, &self.dma).with_faults(&self.faults),
+                    Some(&mut Side::new(&mut b, &p.dma).with_faults(&p.faults)),
                 );
                 let out = (r, take_outbox(&mut a), take_outbox(&mut b));
                 // Interrupts reach each sink only once both locks are released.

@@ -46,6 +46,11 @@ impl Frames {
         });
     }
 
+    /// Bytes of all frames queued.
+    pub fn bytes(&self) -> usize {
+        self.bytes.len()
+    }
+
     /// The last frame queued.
     pub fn last(&self) -> Option<&[u8]> {
         let end = *self.ends.last()?;

@@ -1,5 +1,6 @@
 //! Nothing the driver writes on the data path makes the model panic or loop: WQEs of every
-//! opcode with keys right or wrong, lengths small or huge, addresses in mapped memory or
+//! opcode (on Ethernet SQs mostly SEND and LSO, with checksum flags, VLAN insert requests and
+//! inline headers) with keys right or wrong, lengths small or huge, addresses in mapped memory or
 //! anywhere, some bytes flipped at random; random receive WQEs; doorbell record counters that
 //! are right or garbage; doorbells, BlueFlame copies and CQ arms with random values; random
 //! frames. Afterwards both devices still answer commands.
@@ -112,22 +113,37 @@ fn data_seg(out: &mut Vec<u8>, keys: &[u32; 4], base: u64, s: &Sge) {
 fn wqe(w: &Send, index: u16, qn: u32, keys: &[u32; 4], base: u64, eth: bool) -> Vec<u8> {
     let mut b = vec![0u8; 16];
     b[1..3].copy_from_slice(&index.to_be_bytes());
-    // Ethernet queues take SEND (and NOP); keep most of their WQEs to those.
+    // Ethernet queues take SEND, LSO (and NOP); keep most of their WQEs to those.
     b[3] = match w.opcode {
-        0x01..=0x12 if eth => 0x0a,
+        0x10..=0x12 if eth => 0x0e,
+        0x01..=0x0b if eth => 0x0a,
         op => op,
     };
     b[11] = if w.signaled { 0x08 } else { 0 };
     if eth {
-        let hdr = w.raddr.len as usize % 40;
+        // Checksum flags, an mss, and inline headers: for an LSO mostly TCP/IPv4 ones (54
+        // bytes), else filler; sometimes a VLAN insert request instead.
         let mut e = [0u8; 16];
-        e[12..14].copy_from_slice(&(hdr as u16).to_be_bytes());
-        e[14..16].copy_from_slice(&[0xab, 0xab]);
+        e[4] = w.raddr.key;
+        e[6..8].copy_from_slice(&((w.raddr.addr % 2000) as u16).to_be_bytes());
+        let mut hdr = vec![0xab; w.raddr.len as usize % 40];
+        if b[3] == 0x0e && w.raddr.len % 5 != 0 {
+            hdr = vec![0u8; 54];
+            hdr[12..16].copy_from_slice(&[0x08, 0x00, 0x45, 0]);
+            hdr[23] = if w.raddr.len % 3 == 0 { 17 } else { 6 };
+            hdr[34 + 12] = 5 << 4;
+            hdr.truncate(if hdr[23] == 17 { 42 } else { 54 });
+        }
+        e[12..14].copy_from_slice(&(hdr.len() as u16).to_be_bytes());
+        if w.raddr.len % 7 == 1 {
+            e[12..16].copy_from_slice(&[0x80, w.raddr.key & 1, 0x12, 0x34]);
+        }
+        let first = hdr.len().min(2);
+        e[14..14 + first].copy_from_slice(&hdr[..first]);
         b.extend_from_slice(&e);
-        b.extend(std::iter::repeat_n(
-            0xab,
-            hdr.saturating_sub(2).div_ceil(16) * 16,
-        ));
+        let at = b.len();
+        b.extend_from_slice(&hdr[first..]);
+        b.resize(at + (hdr.len() - first).div_ceil(16) * 16, 0);
     } else {
         if matches!(w.opcode, 0x08..=0x12) {
             b.extend_from_slice(&addr_of(base, &w.raddr).to_be_bytes());

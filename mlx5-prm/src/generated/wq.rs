@@ -3924,6 +3924,286 @@ pub const DESTROY_SQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
     ],
     nested: &[],
 };
+/// Input of QUERY_SQ.
+///
+/// PRM layout `query_sq_in`: 0x10 bytes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct QuerySqIn<B = [u8; 16]> {
+    buf: B,
+}
+crate::__prm_view!(QuerySqIn, "query_sq_in", 16);
+impl QuerySqIn<[u8; 16]> {
+    #[doc = concat!(" Position of `", "opcode", "`.")]
+    pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
+    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
+    #[doc = concat!(" Position of `", "sqn", "`.")]
+    pub const SQN: rt::Field = rt::Field::new("sqn", 72, 24);
+    /// The position of every field of `query_sq_in`, by offset.
+    pub const FIELDS: &'static [rt::Field] = &[Self::OPCODE, Self::OP_MOD, Self::SQN];
+}
+impl<B: rt::Bytes> QuerySqIn<B> {
+    /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
+    #[inline]
+    pub fn opcode(&self) -> u16 {
+        rt::get32(&self.buf, 0, 16, 0xffff) as u16
+    }
+    /// PRM `0x04[15:0]`: bit offset 0x30, 16 bits.
+    #[inline]
+    pub fn op_mod(&self) -> u16 {
+        rt::get32(&self.buf, 4, 0, 0xffff) as u16
+    }
+    /// The SQ to read.
+    ///
+    /// PRM `0x08[23:0]`: bit offset 0x48, 24 bits.
+    #[inline]
+    pub fn sqn(&self) -> u32 {
+        rt::get32(&self.buf, 8, 0, 0xffffff) as u32
+    }
+}
+impl<B: rt::BytesMut> QuerySqIn<B> {
+    /// Writes [`Self::opcode`].
+    #[inline]
+    pub fn set_opcode(&mut self, v: u16) {
+        rt::set32(&mut self.buf, 0, 16, 0xffff, u32::from(v))
+    }
+    /// Writes [`Self::op_mod`].
+    #[inline]
+    pub fn set_op_mod(&mut self, v: u16) {
+        rt::set32(&mut self.buf, 4, 0, 0xffff, u32::from(v))
+    }
+    /// Writes [`Self::sqn`].
+    /// Bits beyond its 24 are dropped (a `debug_assert!` in debug builds).
+    #[inline]
+    pub fn set_sqn(&mut self, v: u32) {
+        rt::set32_narrow(&mut self.buf, 8, 0, 0xffffff, u32::from(v), "sqn")
+    }
+    /// Writes `sqn`, or returns an error if `v` does not fit its 24 bits.
+    #[inline]
+    pub fn try_set_sqn(&mut self, v: u32) -> Result<(), rt::Overflow> {
+        rt::check_fits("sqn", u64::from(v), 0xffffff)?;
+        self.set_sqn(v);
+        Ok(())
+    }
+}
+#[cfg(feature = "debug")]
+impl<B: rt::Bytes> ::core::fmt::Debug for QuerySqIn<B> {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let mut d = f.debug_struct(stringify!(QuerySqIn));
+        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
+        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
+        d.field("sqn", &rt::fmt::Hex(self.sqn().into()));
+        let reserved = rt::fmt::ReservedSet {
+            buf: &self.buf,
+            masks: &[(0, 0xffff), (4, 0xffff0000), (8, 0xff000000), (12, 0xffffffff)],
+        };
+        if reserved.any() {
+            d.field("reserved_bits_set", &reserved);
+        }
+        d.finish()
+    }
+}
+#[cfg(feature = "reflect")]
+/// Every field of `query_sq_in` with its accessors, for generic tools and tests.
+pub const QUERY_SQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
+    name: "query_sq_in",
+    size: 16,
+    fields: &[
+        rt::reflect::FieldAccess {
+            name: "opcode",
+            bit_offset: 0,
+            width: 16,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = QuerySqIn::new_unchecked(b);
+                u64::from(v.opcode())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = QuerySqIn::new_unchecked(b);
+                v.set_opcode((x & 0xffff) as u16);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "op_mod",
+            bit_offset: 48,
+            width: 16,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = QuerySqIn::new_unchecked(b);
+                u64::from(v.op_mod())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = QuerySqIn::new_unchecked(b);
+                v.set_op_mod((x & 0xffff) as u16);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "sqn",
+            bit_offset: 72,
+            width: 24,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = QuerySqIn::new_unchecked(b);
+                u64::from(v.sqn())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = QuerySqIn::new_unchecked(b);
+                v.set_sqn((x & 0xffffff) as u32);
+            }),
+        },
+    ],
+    nested: &[],
+};
+/// Output of QUERY_SQ; the context without the ring's page list.
+///
+/// PRM layout `query_sq_out`: 0x110 bytes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct QuerySqOut<B = [u8; 272]> {
+    buf: B,
+}
+crate::__prm_view!(QuerySqOut, "query_sq_out", 272);
+impl QuerySqOut<[u8; 272]> {
+    #[doc = concat!(" Position of `", "status", "`.")]
+    pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
+    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
+    #[doc = concat!(" Position of `", "sq_context", "`.")]
+    pub const SQ_CONTEXT: rt::Field = rt::Field::new("sq_context", 256, 1920);
+    /// The position of every field of `query_sq_out`, by offset.
+    pub const FIELDS: &'static [rt::Field] = &[
+        Self::STATUS,
+        Self::SYNDROME,
+        Self::SQ_CONTEXT,
+    ];
+}
+impl<B: rt::Bytes> QuerySqOut<B> {
+    /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
+    #[inline]
+    pub fn status(&self) -> u8 {
+        rt::get32(&self.buf, 0, 24, 0xff) as u8
+    }
+    /// PRM `0x04[31:0]`: bit offset 0x20, 32 bits.
+    #[inline]
+    pub fn syndrome(&self) -> u32 {
+        self.buf.read_be32(4)
+    }
+    /// The SQ's context; state is the state it is in now.
+    ///
+    /// PRM `0x20..0x110`: bit offset 0x100, 1920 bits; type `sqc`.
+    ///
+    /// The view runs to the end of the buffer, so the trailing array at its end is reachable through it.
+    #[inline]
+    pub fn sq_context(&self) -> Sqc<B::Sub<'_>> {
+        Sqc::new_unchecked(self.buf.sub(32, rt::tail_len(self.buf.len(), 32, 240)))
+    }
+}
+impl<B: rt::BytesMut> QuerySqOut<B> {
+    /// Writes [`Self::status`].
+    #[inline]
+    pub fn set_status(&mut self, v: u8) {
+        rt::set32(&mut self.buf, 0, 24, 0xff, u32::from(v))
+    }
+    /// Writes [`Self::syndrome`].
+    #[inline]
+    pub fn set_syndrome(&mut self, v: u32) {
+        self.buf.write_be32(4, v)
+    }
+    /// Writes [`Self::sq_context`].
+    #[inline]
+    pub fn sq_context_mut(&mut self) -> Sqc<B::SubMut<'_>> {
+        Sqc::new_unchecked(self.buf.sub_mut(32, rt::tail_len(self.buf.len(), 32, 240)))
+    }
+}
+#[cfg(feature = "debug")]
+impl<B: rt::Bytes> ::core::fmt::Debug for QuerySqOut<B> {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let mut d = f.debug_struct(stringify!(QuerySqOut));
+        d.field("status", &rt::fmt::Hex(self.status().into()));
+        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
+        d.field("sq_context", &self.sq_context());
+        let reserved = rt::fmt::ReservedSet {
+            buf: &self.buf,
+            masks: &[
+                (0, 0xffffff),
+                (8, 0xffffffff),
+                (12, 0xffffffff),
+                (16, 0xffffffff),
+                (20, 0xffffffff),
+                (24, 0xffffffff),
+                (28, 0xffffffff),
+            ],
+        };
+        if reserved.any() {
+            d.field("reserved_bits_set", &reserved);
+        }
+        d.finish()
+    }
+}
+#[cfg(feature = "reflect")]
+/// Every field of `query_sq_out` with its accessors, for generic tools and tests.
+pub const QUERY_SQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
+    name: "query_sq_out",
+    size: 272,
+    fields: &[
+        rt::reflect::FieldAccess {
+            name: "status",
+            bit_offset: 0,
+            width: 8,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = QuerySqOut::new_unchecked(b);
+                u64::from(v.status())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = QuerySqOut::new_unchecked(b);
+                v.set_status((x & 0xff) as u8);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "syndrome",
+            bit_offset: 32,
+            width: 32,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = QuerySqOut::new_unchecked(b);
+                u64::from(v.syndrome())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = QuerySqOut::new_unchecked(b);
+                v.set_syndrome((x & 0xffffffff) as u32);
+            }),
+        },
+    ],
+    nested: &[
+        rt::reflect::NestedAccess {
+            name: "sq_context",
+            layout: "sqc",
+            kind: rt::reflect::NestedKind::Struct,
+            byte_offset: 32,
+            size: 240,
+            count: 1,
+            trailing: false,
+            stride: 240,
+            runs_on: true,
+            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+                if b.len() < 272 {
+                    return None;
+                }
+                let v = QuerySqOut::new_unchecked(b);
+                if i != 0 {
+                    return None;
+                }
+                let sub = v.sq_context();
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
+            },
+        },
+    ],
+};
 /// Input of CREATE_RQ; the page list of the ring follows the fixed part (the pas of ctx.wq).
 ///
 /// PRM layout `create_rq_in`: 0x110 bytes.
@@ -5756,6 +6036,18 @@ pub mod cmd {
         type OpMod = u16;
         type Input<B: rt::Bytes> = super::DestroySqIn<B>;
         type Output<B: rt::Bytes> = super::DestroySqOut<B>;
+    }
+    /// Reads back an SQ's context, its current state included; Linux's TX error recovery asks it whether an SQ that reported an error CQE is in ERR before resetting it.
+    ///
+    /// PRM command `query_sq`: opcode 0x907, input [`QuerySqIn`](super::QuerySqIn), output [`QuerySqOut`](super::QuerySqOut).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    pub struct QuerySq;
+    impl rt::Command for QuerySq {
+        const NAME: &'static str = "query_sq";
+        const OPCODE: u16 = 0x907;
+        type OpMod = u16;
+        type Input<B: rt::Bytes> = super::QuerySqIn<B>;
+        type Output<B: rt::Bytes> = super::QuerySqOut<B>;
     }
     /// Creates a receive queue in the RST state from an RQ context and returns its number.
     ///

@@ -956,7 +956,7 @@ impl<B: rt::Bytes> WqeEthSeg<B> {
     pub fn flow_table_metadata(&self) -> u32 {
         self.buf.read_be32(8)
     }
-    /// Number of packet header bytes copied inline, starting at inline_hdr_start.
+    /// Number of packet header bytes copied inline, starting at inline_hdr_start. When bit 15 of this half is set the dword is not an inline header but a VLAN tag to insert: read it as wqe_eth_seg_insert.
     ///
     /// PRM `0x0c[31:16]`: bit offset 0x60, 16 bits.
     #[inline]
@@ -1314,6 +1314,170 @@ pub const WQE_ETH_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             set: Some(|b, _, x| {
                 let mut v = WqeEthSeg::new_unchecked(b);
                 v.set_inline_hdr_sz((x & 0xffff) as u16);
+            }),
+        },
+    ],
+    nested: &[],
+};
+/// The last dword of an Ethernet segment (wqe_eth_seg byte 0x0c) read as an insertion request instead of an inline header: the kernel's union of inline_hdr, insert and trailer in struct mlx5_wqe_eth_seg. With insert_vlan set, the device puts an 802.1Q tag (802.1ad with svlan) made of vlan_tci after the frame's two MAC addresses; the frame then has no inline header and comes wholly from the gather list. Linux uses it on devices reporting wqe_vlan_insert when it inlines no headers.
+///
+/// PRM layout `wqe_eth_seg_insert`: 0x4 bytes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct WqeEthSegInsert<B = [u8; 4]> {
+    buf: B,
+}
+crate::__prm_view!(WqeEthSegInsert, "wqe_eth_seg_insert", 4);
+impl WqeEthSegInsert<[u8; 4]> {
+    #[doc = concat!(" Position of `", "insert_vlan", "`.")]
+    pub const INSERT_VLAN: rt::Field = rt::Field::new("insert_vlan", 0, 1);
+    #[doc = concat!(" Position of `", "insert_trailer", "`.")]
+    pub const INSERT_TRAILER: rt::Field = rt::Field::new("insert_trailer", 1, 1);
+    #[doc = concat!(" Position of `", "svlan", "`.")]
+    pub const SVLAN: rt::Field = rt::Field::new("svlan", 15, 1);
+    #[doc = concat!(" Position of `", "vlan_tci", "`.")]
+    pub const VLAN_TCI: rt::Field = rt::Field::new("vlan_tci", 16, 16);
+    /// The position of every field of `wqe_eth_seg_insert`, by offset.
+    pub const FIELDS: &'static [rt::Field] = &[
+        Self::INSERT_VLAN,
+        Self::INSERT_TRAILER,
+        Self::SVLAN,
+        Self::VLAN_TCI,
+    ];
+}
+impl<B: rt::Bytes> WqeEthSegInsert<B> {
+    /// Insert a VLAN tag (MLX5_ETH_WQE_INSERT_VLAN, bit 15 of the insert type).
+    ///
+    /// PRM `0x00[31]`: bit offset 0x0, 1 bit.
+    #[inline]
+    pub fn insert_vlan(&self) -> bool {
+        rt::get32(&self.buf, 0, 31, 0x1) as u8 != 0
+    }
+    /// The dword is a trailer request (MLX5_ETH_WQE_INSERT_TRAILER), used with the insert_trailer capability.
+    ///
+    /// PRM `0x00[30]`: bit offset 0x1, 1 bit.
+    #[inline]
+    pub fn insert_trailer(&self) -> bool {
+        rt::get32(&self.buf, 0, 30, 0x1) as u8 != 0
+    }
+    /// The tag to insert is a service tag, EtherType 0x88a8 (MLX5_ETH_WQE_SVLAN); else 0x8100.
+    ///
+    /// PRM `0x00[16]`: bit offset 0xf, 1 bit.
+    #[inline]
+    pub fn svlan(&self) -> bool {
+        rt::get32(&self.buf, 0, 16, 0x1) as u8 != 0
+    }
+    /// The tag control information (priority, DEI, VLAN ID) of the inserted tag.
+    ///
+    /// PRM `0x00[15:0]`: bit offset 0x10, 16 bits.
+    #[inline]
+    pub fn vlan_tci(&self) -> u16 {
+        rt::get32(&self.buf, 0, 0, 0xffff) as u16
+    }
+}
+impl<B: rt::BytesMut> WqeEthSegInsert<B> {
+    /// Writes [`Self::insert_vlan`].
+    #[inline]
+    pub fn set_insert_vlan(&mut self, v: bool) {
+        rt::set32(&mut self.buf, 0, 31, 0x1, u32::from(u8::from(v)))
+    }
+    /// Writes [`Self::insert_trailer`].
+    #[inline]
+    pub fn set_insert_trailer(&mut self, v: bool) {
+        rt::set32(&mut self.buf, 0, 30, 0x1, u32::from(u8::from(v)))
+    }
+    /// Writes [`Self::svlan`].
+    #[inline]
+    pub fn set_svlan(&mut self, v: bool) {
+        rt::set32(&mut self.buf, 0, 16, 0x1, u32::from(u8::from(v)))
+    }
+    /// Writes [`Self::vlan_tci`].
+    #[inline]
+    pub fn set_vlan_tci(&mut self, v: u16) {
+        rt::set32(&mut self.buf, 0, 0, 0xffff, u32::from(v))
+    }
+}
+#[cfg(feature = "debug")]
+impl<B: rt::Bytes> ::core::fmt::Debug for WqeEthSegInsert<B> {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let mut d = f.debug_struct(stringify!(WqeEthSegInsert));
+        d.field("insert_vlan", &self.insert_vlan());
+        d.field("insert_trailer", &self.insert_trailer());
+        d.field("svlan", &self.svlan());
+        d.field("vlan_tci", &rt::fmt::Hex(self.vlan_tci().into()));
+        let reserved = rt::fmt::ReservedSet {
+            buf: &self.buf,
+            masks: &[(0, 0x3ffe0000)],
+        };
+        if reserved.any() {
+            d.field("reserved_bits_set", &reserved);
+        }
+        d.finish()
+    }
+}
+#[cfg(feature = "reflect")]
+/// Every field of `wqe_eth_seg_insert` with its accessors, for generic tools and tests.
+pub const WQE_ETH_SEG_INSERT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
+    name: "wqe_eth_seg_insert",
+    size: 4,
+    fields: &[
+        rt::reflect::FieldAccess {
+            name: "insert_vlan",
+            bit_offset: 0,
+            width: 1,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = WqeEthSegInsert::new_unchecked(b);
+                u64::from(v.insert_vlan())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = WqeEthSegInsert::new_unchecked(b);
+                v.set_insert_vlan(x & 1 != 0);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "insert_trailer",
+            bit_offset: 1,
+            width: 1,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = WqeEthSegInsert::new_unchecked(b);
+                u64::from(v.insert_trailer())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = WqeEthSegInsert::new_unchecked(b);
+                v.set_insert_trailer(x & 1 != 0);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "svlan",
+            bit_offset: 15,
+            width: 1,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = WqeEthSegInsert::new_unchecked(b);
+                u64::from(v.svlan())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = WqeEthSegInsert::new_unchecked(b);
+                v.set_svlan(x & 1 != 0);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "vlan_tci",
+            bit_offset: 16,
+            width: 16,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = WqeEthSegInsert::new_unchecked(b);
+                u64::from(v.vlan_tci())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = WqeEthSegInsert::new_unchecked(b);
+                v.set_vlan_tci((x & 0xffff) as u16);
             }),
         },
     ],

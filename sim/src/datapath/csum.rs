@@ -14,8 +14,8 @@ const IPV4: u16 = 0x0800;
 const IPV6: u16 = 0x86dd;
 const VLAN: [u16; 2] = [0x8100, 0x88a8];
 /// IP protocol numbers.
-const TCP: u8 = 6;
-const UDP: u8 = 17;
+pub(crate) const TCP: u8 = 6;
+pub(crate) const UDP: u8 = 17;
 /// Offsets of the checksum inside the TCP and UDP headers.
 const TCP_CHECK: usize = 16;
 const UDP_CHECK: usize = 6;
@@ -46,25 +46,27 @@ pub(crate) fn sum(b: &[u8]) -> u16 {
     fold(add(0, b))
 }
 
-/// Where a frame's headers are.
+/// Where a frame's headers are (what LSO also segments by, so that segmentation and the
+/// checksums it asks for agree on the headers).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Layout {
+pub(crate) struct Layout {
     /// Start of the IP header.
-    l3: usize,
+    pub l3: usize,
     /// IPv6 rather than IPv4.
-    v6: bool,
+    pub v6: bool,
     /// End of the IP packet (its total length), clamped to the frame.
-    end: usize,
+    pub end: usize,
     /// Start and protocol of the TCP or UDP header, when the packet carries one whole
     /// (IPv4: not a fragment).
-    l4: Option<(usize, u8)>,
+    pub l4: Option<(usize, u8)>,
 }
 
 fn be16(f: &[u8], at: usize) -> Option<u16> {
     Some(u16::from_be_bytes([*f.get(at)?, *f.get(at + 1)?]))
 }
 
-fn layout(f: &[u8]) -> Option<Layout> {
+/// The headers of frame `f` (see the module's doc); `None` for frames without IPv4 or IPv6.
+pub(crate) fn layout(f: &[u8]) -> Option<Layout> {
     let mut at = 12;
     let mut ty = be16(f, at)?;
     for _ in 0..2 {

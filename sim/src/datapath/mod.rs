@@ -23,6 +23,7 @@ pub(crate) mod sendq;
 pub(crate) mod steer;
 
 use crate::dma::DmaSpace;
+use crate::faults::FaultInjector;
 use crate::model::Model;
 use memo::Memo;
 use mlx5_prm::{QpState, RqState, SqState};
@@ -34,6 +35,9 @@ pub(crate) struct Side<'a> {
     pub dma: &'a DmaSpace,
     /// Doorbell records read during this lock (see [`memo`]).
     pub memo: Memo,
+    /// The device's fault injection, where the data path may fail WQEs on request; `None`
+    /// where no WQE executes (frames arriving, queues flushed by a command).
+    pub faults: Option<&'a FaultInjector>,
 }
 
 impl<'a> Side<'a> {
@@ -43,6 +47,15 @@ impl<'a> Side<'a> {
             m,
             dma,
             memo: Memo::default(),
+            faults: None,
+        }
+    }
+
+    /// This side with the device's fault injection.
+    pub fn with_faults(self, faults: &'a FaultInjector) -> Side<'a> {
+        Side {
+            faults: Some(faults),
+            ..self
         }
     }
 }
@@ -84,7 +97,8 @@ pub(crate) fn doorbell<'a>(
 }
 
 /// Work the device does on its own: retry sends stalled on receiver-not-ready, flush queues
-/// in error (receives posted to a QP or RQ in ERR complete with flush errors), and fire
+/// in error (receives posted to a QP or RQ in ERR complete with flush errors), go on with
+/// SQ runs that stopped with the port's queue full, and fire
 /// completion events whose moderation period has passed. Only the objects listed in
 /// [`Pending`](pending::Pending) are visited; those with nothing left to do leave the list.
 pub(crate) fn kick<'a>(local: &mut Side<'a>, mut remote: Option<&mut Side<'a>>) {
@@ -132,6 +146,7 @@ pub(crate) fn kick<'a>(local: &mut Side<'a>, mut remote: Option<&mut Side<'a>>) 
             eth::run(local, sqn, None);
         }
     }
+    resume_tx(local);
     let rqs: Vec<u32> = local.m.pending.rqs.iter().copied().collect();
     for rqn in rqs {
         match local.m.rqs.get(rqn) {
@@ -142,6 +157,22 @@ pub(crate) fn kick<'a>(local: &mut Side<'a>, mut remote: Option<&mut Side<'a>>) 
         }
     }
     cq::timers(local.m, local.dma, Instant::now());
+}
+
+/// True when a run of an SQ stopped with the port's queue full: the caller lets the frames
+/// leave, then calls [`resume_tx`].
+pub(crate) fn tx_backlog(side: &Side<'_>) -> bool {
+    !side.m.pending.tx.is_empty()
+}
+
+/// Runs again the SQs whose runs stopped with the port's queue full; true when one stopped
+/// again.
+pub(crate) fn resume_tx(side: &mut Side<'_>) -> bool {
+    let sqs = std::mem::take(&mut side.m.pending.tx);
+    for sqn in sqs {
+        eth::run(side, sqn, None);
+    }
+    tx_backlog(side)
 }
 
 /// True while the device may have work of its own pending (see [`kick`]), so that the

@@ -156,6 +156,7 @@ static COMMANDS: &[Spec] = &[
     spec::<cmd::CreateSq>(Gate::Initialized, ZERO, wq::create_sq),
     spec::<cmd::ModifySq>(Gate::Initialized, ZERO, wq::modify_sq),
     spec::<cmd::DestroySq>(Gate::Initialized, ZERO, wq::destroy_sq),
+    spec::<cmd::QuerySq>(Gate::Initialized, ZERO, wq::query_sq),
     spec::<cmd::CreateRq>(Gate::Initialized, ZERO, wq::create_rq),
     spec::<cmd::ModifyRq>(Gate::Initialized, ZERO, wq::modify_rq),
     spec::<cmd::DestroyRq>(Gate::Initialized, ZERO, wq::destroy_rq),

@@ -11,7 +11,7 @@ use mlx5_prm::cmd;
 use mlx5_prm::rt;
 use mlx5_prm::{
     CreateRqIn, CreateRqOut, CreateSqIn, CreateSqOut, DestroyRqIn, DestroySqIn, ModifyRqIn,
-    ModifySqIn, RqMemType, RqState, Rqc, SqState, Sqc, Wq, WqType,
+    ModifySqIn, QuerySqIn, QuerySqOut, RqMemType, RqState, Rqc, SqState, Sqc, Wq, WqType,
 };
 
 /// Byte offset of the wq inside the create inputs (the same for SQ and RQ: context at 0x20,
@@ -173,6 +173,24 @@ pub(super) fn modify_sq(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
         _ => {}
     }
     Ok(out::<cmd::ModifySq>(0))
+}
+
+/// QUERY_SQ: the context as created and modified, with the state the SQ is in now (ERR
+/// after an error CQE: what Linux's TX recovery waits to see), then as much of the ring's
+/// page list as the output has room for (Linux asks for none).
+pub(super) fn query_sq(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
+    let sq = cx.m.sqs.get(QuerySqIn::new_unchecked(req.input).sqn())?;
+    let fixed = super::out_size::<cmd::QuerySq>();
+    let pages = sq.ring.pages();
+    let n = pages.len().min(req.out_len.saturating_sub(fixed) / 8);
+    let mut o = out::<cmd::QuerySq>(n * 8);
+    let mut v = QuerySqOut::new_unchecked(&mut o[..]);
+    v.sq_context_mut().storage_mut()[..Sqc::SIZE].copy_from_slice(sq.ctx.storage());
+    // The page list trails the output, past the context's fixed part.
+    for (i, &p) in pages.iter().take(n).enumerate() {
+        rt::set64(&mut o, fixed + i * 8, p);
+    }
+    Ok(o)
 }
 
 /// DESTROY_SQ, in any state.
