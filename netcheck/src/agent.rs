@@ -1,7 +1,7 @@
 //! The host side of the guest's traffic milestones: a line server on a Unix socket (QEMU
 //! connects the guest's serial port `ttyS2` to it), run by the harness inside the network
 //! namespace that holds the model's TAP interface. The guest asks, one line per command, and
-//! gets one JSON line back:
+//! gets one line back, `LENGTH JSON` (`again` repeats the last answer: see `serve`):
 //!
 //! | command | does |
 //! |---|---|
@@ -10,6 +10,7 @@
 //! | `wait PORT` | the result of the receiver started on PORT, once it has finished |
 //! | `udp-send ADDR:PORT BYTES SEED` / `tcp-send …` | sends to the guest; answers with the result |
 //! | `stats` | the TAP interface's MAC and counters (`/sys/class/net/IF/statistics`) |
+//! | `again` | the last answer once more (a reader that lost bytes of it asks) |
 //! | `neigh ADDR MAC` | a permanent neighbour entry on the TAP interface (`ip neigh replace`), so no ARP crosses while counters are compared |
 //!
 //! Errors are answered as `{"ok":false,"error":…}`; the agent goes on.
@@ -194,17 +195,26 @@ impl Agent {
     }
 }
 
+/// Serves one connection. Each answer goes out as `LENGTH JSON` (the JSON's length in bytes
+/// first), so a reader on a serial line can tell a whole answer from one that lost bytes on
+/// the way (seen under load in a TCG guest) and ask for it `again`, which repeats the last
+/// answer without running anything.
 fn serve(agent: &mut Agent, stream: UnixStream) -> io::Result<()> {
     let mut out = stream.try_clone()?;
+    let mut last = String::new();
     for line in BufReader::new(stream).lines() {
         let line = line?;
         let line = line.trim_matches(|c: char| c.is_whitespace() || c.is_control());
         if line.is_empty() {
             continue;
         }
-        let answer = agent.command(line);
-        eprintln!("agent: {line} => {answer}");
-        writeln!(out, "{answer}")?;
+        if line == "again" {
+            eprintln!("agent: again");
+        } else {
+            last = agent.command(line).to_string();
+            eprintln!("agent: {line} => {last}");
+        }
+        writeln!(out, "{} {last}", last.len())?;
     }
     Ok(())
 }

@@ -33,11 +33,19 @@ ctl_open() {
 }
 
 # ctl COMMAND: sends one control command, leaves the JSON reply in $reply; fails on timeout.
+# A `status` answer that lost bytes on the serial line (not one JSON object) is asked again.
 ctl() {
   reply=
   [ "$ctl_ok" = 1 ] || return 1
-  printf '%s\n' "$*" >&3
-  read -t 20 -r reply <&3 || { echo "@@CTL $* => (no answer)"; return 1; }
+  tries=0
+  while :; do
+    printf '%s\n' "$*" >&3
+    read -t 20 -r reply <&3 || { echo "@@CTL $* => (no answer)"; return 1; }
+    case "$reply" in '{"'*'}') break ;; esac
+    tries=$((tries + 1))
+    echo "@@INFO ctl: a garbled answer to '$*' (${#reply} bytes)"
+    [ "$1" = status ] && [ "$tries" -lt 5 ] || break
+  done
   echo "@@CTL $* => $reply"
 }
 

@@ -18,12 +18,23 @@ peer_open() {
   peer_ok=1
 }
 
-# peer COMMAND: one command to the host's agent; its JSON answer in $reply.
+# peer COMMAND: one command to the host's agent; its JSON answer in $reply. The agent sends
+# `LENGTH JSON`: an answer that lost bytes on the serial line (seen under heavy load) is asked
+# for `again`, which repeats it without running the command twice.
 peer() {
   reply=
   [ "$peer_ok" = 1 ] || { echo "@@PEER $* => (no peer channel)"; return 1; }
   printf '%s\n' "$*" >&4
-  read -t 600 -r reply <&4 || { echo "@@PEER $* => (no answer)"; return 1; }
+  tries=0
+  while :; do
+    read -t 600 -r line <&4 || { echo "@@PEER $* => (no answer)"; return 1; }
+    len=${line%% *}; reply=${line#* }
+    [ "$len" = "${#reply}" ] && break
+    tries=$((tries + 1))
+    echo "@@INFO peer: a garbled answer to '$*' (${#reply} bytes, $len sent), asking again"
+    [ "$tries" -lt 5 ] || { echo "@@PEER $* => (garbled 5 times)"; return 1; }
+    printf 'again\n' >&4
+  done
   echo "@@PEER $* => $reply"
   [ "$(json_bool ok)" = true ]
 }

@@ -113,6 +113,7 @@ pub fn status(shared: &Shared) -> Value {
             "rx_dropped": dev.rx_dropped(),
         },
         "dma_faults": dev.dma_faults(),
+        "tx_faults_pending": dev.faults().bad_lkey_sends_pending(),
         "bus_master": dev.bus_master(),
         "held_by_bus_master": dev.held_by_bus_master(),
         "refused_by_bus_master": dev.refused_by_bus_master(),
@@ -169,11 +170,19 @@ pub fn execute(shared: &Shared, line: &str) -> (Value, After) {
                 _ => (err("health-fatal takes a syndrome 1..255"), After::Continue),
             }
         }
+        ("tx-fault", Some(n)) => match (n.parse::<u32>(), model()) {
+            (Ok(n @ 1..=1024), Some(m)) => {
+                m.device().faults().bad_lkey_sends(n);
+                (json!({ "ok": true, "tx_faults_pending": n }), After::Continue)
+            }
+            (Ok(1..=1024), None) => (err("no device yet"), After::Continue),
+            _ => (err("tx-fault takes a number of sends 1..1024"), After::Continue),
+        },
         ("quit", None) => (json!({ "ok": true, "quitting": true }), After::Quit),
         ("", None) => (err("empty command"), After::Continue),
         _ => (
             err(format!(
-                "unknown command '{}': status, request-pages N, health-fatal SYNDROME, quit",
+                "unknown command '{}': status, request-pages N, health-fatal SYNDROME, tx-fault N, quit",
                 line.trim()
             )),
             After::Continue,

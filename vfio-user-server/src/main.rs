@@ -32,7 +32,8 @@ struct Args {
     /// type, then every command that failed, BAD_OP ones marked as not implemented).
     #[arg(long, value_name = "TRACE", conflicts_with_all = ["socket", "control", "trace", "once", "tap", "pcap"])]
     summarize: Option<PathBuf>,
-    /// A control socket: one command per line (status, request-pages N, health-fatal S, quit).
+    /// A control socket: one command per line (status, request-pages N, health-fatal S,
+    /// tx-fault N, quit).
     #[arg(long)]
     control: Option<PathBuf>,
     /// Write every command the guest issues to this file, one JSON line each.

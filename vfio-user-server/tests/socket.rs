@@ -138,6 +138,9 @@ fn control_channel_refuses_bad_commands() {
         "request-pages x",
         "health-fatal 0",
         "health-fatal 300",
+        "tx-fault 0",
+        "tx-fault 5000",
+        "tx-fault x",
         "status now",
     ] {
         let v = s.control(bad);
@@ -147,6 +150,8 @@ fn control_channel_refuses_bad_commands() {
     assert_eq!(s.control(&long)["ok"], false);
     assert_eq!(s.control("request-pages 8")["ok"], true);
     assert_eq!(s.control("health-fatal 0x7")["ok"], true);
+    assert_eq!(s.control("tx-fault 2")["ok"], true);
+    assert_eq!(s.control("status")["tx_faults_pending"], 2);
 }
 
 /// Shared view of a memfd, as the guest's RAM is to both QEMU and the server.
