@@ -4,6 +4,7 @@
 
 use crate::bar;
 use crate::caps::Caps;
+use crate::clock::Clock;
 use crate::config::Config;
 use crate::datapath::memo::Steered;
 use crate::datapath::pending::Pending;
@@ -258,10 +259,14 @@ pub(crate) struct Model {
     pub steered: Option<(u64, Steered)>,
     /// Objects with work the device does on its own (see `datapath::pending`).
     pub pending: Pending,
+    /// The free-running clock of the internal timer, which CQE timestamps count.
+    pub clock: Clock,
 }
 
 impl Model {
-    pub fn new(config: &Config) -> Model {
+    /// The state of a device built from `config` at power-on, its CQE timestamps on `clock`
+    /// (the initialization segment's timer).
+    pub fn new(config: &Config, clock: Clock) -> Model {
         Model {
             hca: Hca::Disabled,
             issi: 0,
@@ -316,6 +321,7 @@ impl Model {
             generation: 0,
             steered: None,
             pending: Pending::default(),
+            clock,
         }
     }
 

@@ -82,8 +82,14 @@ pub(crate) fn post(side: &mut Side<'_>, cqn: u32, cqe: [u8; 64]) -> bool {
 }
 
 /// [`post`] for a CQE built as words (see [`CqeWords`]): each word goes out in one 8-byte
-/// store, the last (owner bit included) after a release fence.
-pub(crate) fn post_words(side: &mut Side<'_>, cqn: u32, cqe: CqeWords) -> bool {
+/// store, the last (owner bit included) after a release fence. A successful completion gets
+/// the device clock in its timestamp (free-running ticks, the format the capabilities
+/// advertise: sq_ts_format and rq_ts_format); an error CQE has its syndrome where the
+/// timestamp's low word would be, and no timestamp.
+pub(crate) fn post_words(side: &mut Side<'_>, cqn: u32, mut cqe: CqeWords) -> bool {
+    if !is_error(&cqe) {
+        cqe.set(Cqe64::TIMESTAMP, side.now());
+    }
     let (m, dma) = (&mut *side.m, side.dma);
     let Ok(cq) = m.cqs.get_mut(cqn) else {
         m.stats.cqes_dropped += 1;
@@ -171,6 +177,12 @@ pub(crate) fn post_words(side: &mut Side<'_>, cqn: u32, cqe: CqeWords) -> bool {
         m.pending.cqs.insert(cqn);
     }
     true
+}
+
+/// True for req_err and resp_err CQEs (laid out as err_cqe).
+fn is_error(cqe: &CqeWords) -> bool {
+    let opcode = cqe.get(Cqe64::OPCODE);
+    opcode == CqeOpcode::ReqErr.raw().into() || opcode == CqeOpcode::RespErr.raw().into()
 }
 
 /// Writes the completion event of CQ `cqn` (which disarms it).

@@ -34,6 +34,8 @@ pub(crate) struct Side<'a> {
     pub dma: &'a DmaSpace,
     /// Doorbell records read during this lock (see [`memo`]).
     pub memo: Memo,
+    /// The clock's ticks, read at the first completion of this lock (see [`Side::now`]).
+    now: Option<u64>,
 }
 
 impl<'a> Side<'a> {
@@ -43,6 +45,23 @@ impl<'a> Side<'a> {
             m,
             dma,
             memo: Memo::default(),
+            now: None,
+        }
+    }
+
+    /// The device clock's ticks for a CQE timestamp: read once per lock of the model, at its
+    /// first completion. Everything one lock does (a doorbell's run of WQEs, a batch of frames
+    /// arriving) happens at one instant of the model's time, as no other work can interleave
+    /// with it; the few microseconds a batch takes to simulate are not device time. Reading
+    /// the monotonic clock per CQE cost more than the rest of a small frame's completion.
+    pub fn now(&mut self) -> u64 {
+        match self.now {
+            Some(t) => t,
+            None => {
+                let t = self.m.clock.ticks();
+                self.now = Some(t);
+                t
+            }
         }
     }
 }
