@@ -19,6 +19,7 @@ pub(crate) mod parse;
 pub(crate) mod pending;
 pub(crate) mod rc;
 pub(crate) mod rq;
+pub(crate) mod rss;
 pub(crate) mod sendq;
 pub(crate) mod steer;
 

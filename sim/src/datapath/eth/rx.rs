@@ -1,22 +1,22 @@
 //! Receive: a frame that arrives on the port is steered through the NIC receive flow tables
-//! to a TIR, its RQ, and a receive WQE.
+//! to TIRs, each of which picks an RQ (its own, or an entry of its RQ table by the RSS hash,
+//! [`rss`]); the RQ's next receive WQE takes the frame, and its CQ gets the completion.
 
 use super::super::cqe::CqeWords;
 use super::super::csum::{self, RxCsum};
 use super::super::mem::Accessor;
-use super::super::memo::Steered;
+use super::super::memo::{Deliveries, Steered};
 use super::super::parse::{parse_into, Parsed};
 use super::super::rq::{self, Peeked, ScatterError, Target};
+use super::super::rss::{self, Delivery};
 use super::super::steer::{steer, Destinations};
 use super::super::{cq, Side};
-use crate::exec::tir::TirTarget;
 use mlx5_prm::{
     Cqe64, CqeL3HdrType, CqeL4HdrType, CqeOpcode, CqeSyndrome, FlowTableType, RqState, WqType,
 };
 
-/// A frame arrives on the port: steered from the NIC receive root table to TIRs, each
-/// delivering it to its RQ (a direct TIR's inline RQ, or the first RQ of an indirect TIR's
-/// RQT). True when at least one RQ took it; otherwise it is counted as dropped.
+/// A frame arrives on the port: steered from the NIC receive root table to RQs. True when at
+/// least one RQ took it; otherwise it is counted as dropped.
 pub(crate) fn receive(side: &mut Side<'_>, frame: &[u8]) -> bool {
     let up = side.m.port.oper_up();
     let delivered = up && steer_and_deliver(side, frame);
@@ -42,47 +42,55 @@ fn steer_and_deliver(side: &mut Side<'_>, frame: &[u8]) -> bool {
         let Some(&root) = side.m.flow.roots.get(&FlowTableType::NicRx.raw()) else {
             return false;
         };
-        let mut parsed = Parsed::new();
-        parse_into(frame, &mut parsed);
-        let mut tirs = Destinations::new();
-        steer(side.m, root, &parsed.key, &mut tirs);
-        let s = Steered::new(frame, parsed.l3, parsed.l4, tirs);
+        let s = steer_frame(side, root, frame);
         side.m.steered = Some((generation, s));
+    }
+    let Some((_, s)) = &side.m.steered else {
+        return false;
+    };
+    let (l3, l4, n) = (s.l3, s.l4, s.to.len());
+    if n == 0 {
+        return false;
     }
     let sums = csum::rx(frame);
     let mut delivered = false;
-    for k in 0.. {
+    for k in 0..n {
         let Some((_, s)) = &side.m.steered else {
             break;
         };
-        let Some(&(tir, tag)) = s.tirs.get(k) else {
+        let Some(&d) = s.to.get(k) else {
             break;
         };
-        let (l3, l4) = (s.l3, s.l4);
-        let rqn = match side.m.tirs.get(tir).map(|t| t.target) {
-            Ok(TirTarget::Rq(rqn)) => rqn,
-            Ok(TirTarget::Rqt(rqt)) => {
-                match side.m.rqts.get(rqt).ok().and_then(|t| t.rqs.first()) {
-                    Some(&rqn) => rqn,
-                    None => continue,
-                }
-            }
-            Err(_) => continue,
-        };
-        delivered |= deliver(side, rqn, frame, tag, (l3, l4), sums);
+        delivered |= deliver(side, d, frame, (l3, l4), sums);
     }
     delivered
 }
 
-/// Puts a frame into the next receive WQE of RQ `rqn` and writes its CQE.
+/// Parses `frame`, steers it from table `root`, and finds the RQ each TIR picks.
+fn steer_frame(side: &Side<'_>, root: u32, frame: &[u8]) -> Steered {
+    let mut parsed = Parsed::new();
+    parse_into(frame, &mut parsed);
+    let mut tirs = Destinations::new();
+    steer(side.m, root, &parsed.key, &mut tirs);
+    let mut to = Deliveries::new();
+    let mut fields = None;
+    for &(tir, tag) in tirs.iter() {
+        if let Some(d) = rss::dispatch(side.m, tir, tag, frame, &mut fields) {
+            to.push(d);
+        }
+    }
+    Steered::new(frame, (parsed.l3, parsed.l4), to)
+}
+
+/// Puts a frame into the next receive WQE of RQ `d.rqn` and writes its CQE.
 fn deliver(
     side: &mut Side<'_>,
-    rqn: u32,
+    d: Delivery,
     frame: &[u8],
-    flow_tag: u32,
     (l3, l4): (CqeL3HdrType, CqeL4HdrType),
     sums: RxCsum,
 ) -> bool {
+    let rqn = d.rqn;
     let Ok(rq) = side.m.rqs.get(rqn) else {
         return false;
     };
@@ -123,10 +131,12 @@ fn deliver(
         }
     }
     rq::consume(side.m, t);
-    let mut c = CqeWords::new(CqeOpcode::RespSend, flow_tag, index);
+    let mut c = CqeWords::new(CqeOpcode::RespSend, d.flow_tag, index);
     c.set_rx(frame.len() as u32, l3, l4);
     c.set(Cqe64::CHECK_SUM, sums.check_sum.into());
     c.set(Cqe64::L3_OK, sums.l3_ok.into());
     c.set(Cqe64::L4_OK, sums.l4_ok.into());
+    c.set(Cqe64::RSS_HASH_RESULT, d.hash.value.into());
+    c.set(Cqe64::RSS_HASH_TYPE, d.hash.kind.into());
     cq::post_words(side, cqn, c)
 }
