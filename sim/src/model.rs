@@ -252,6 +252,9 @@ pub(crate) struct Model {
     pub outbox: Frames,
     /// The buffer SQ runs read WQEs into, kept between runs.
     pub wqe_buffer: Option<Box<Wqe>>,
+    /// Where a received frame is rebuilt when its RQ changes it (a stripped VLAN tag, an
+    /// appended FCS), kept between frames.
+    pub rx_buffer: Vec<u8>,
     /// Commands executed so far: what the data path remembers of state commands set up (how
     /// a frame is steered) holds only while this is unchanged.
     pub generation: u64,
@@ -318,6 +321,7 @@ impl Model {
             stats: DataStats::default(),
             outbox: Frames::default(),
             wqe_buffer: None,
+            rx_buffer: Vec::new(),
             generation: 0,
             steered: None,
             pending: Pending::default(),

@@ -12,6 +12,7 @@ pub(crate) mod cq;
 pub(crate) mod cqe;
 pub(crate) mod csum;
 pub(crate) mod eth;
+pub(crate) mod fcs;
 pub(crate) mod matcher;
 pub(crate) mod mem;
 pub(crate) mod memo;

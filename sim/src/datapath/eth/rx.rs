@@ -1,9 +1,20 @@
 //! Receive: a frame that arrives on the port is steered through the NIC receive flow tables
 //! to TIRs, each of which picks an RQ (its own, or an entry of its RQ table by the RSS hash,
 //! [`rss`]); the RQ's next receive WQE takes the frame, and its CQ gets the completion.
+//!
+//! On the way into the WQE the RQ's context may change the frame: with `vsd` clear (VLAN
+//! strip enabled, mlx5e's default) an outer C-tag (0x8100) is removed and reported in the
+//! CQE (`has_vlan`, `vlan_info`: its whole TCI, which mlx5e hands the stack as the tag);
+//! steering has already seen the tag, as the flow tables match on it. With `scatter_fcs` the
+//! frame's FCS follows it ([`fcs`]) and counts in `byte_cnt`. The checksum fields describe
+//! the IP packet either way: `check_sum` is the sum over the IP packet alone (from the IP
+//! header to its total length), which a removed tag in front of it and an FCS or padding
+//! behind it do not touch; mlx5e adds the sum of whatever the skb holds past the IP packet
+//! itself (`mlx5e_skb_csum_fixup`).
 
 use super::super::cqe::CqeWords;
 use super::super::csum::{self, RxCsum};
+use super::super::fcs;
 use super::super::mem::Accessor;
 use super::super::memo::{Deliveries, Steered};
 use super::super::parse::{parse_into, Parsed};
@@ -14,6 +25,12 @@ use super::super::{cq, Side};
 use mlx5_prm::{
     Cqe64, CqeL3HdrType, CqeL4HdrType, CqeOpcode, CqeSyndrome, FlowTableType, RqState, WqType,
 };
+
+/// The EtherType of a C-tag (IEEE 802.1Q), the tag an RQ strips.
+const C_TAG: [u8; 2] = [0x81, 0x00];
+/// Where a frame's outer EtherType (or tag protocol) and a tag's TCI are.
+const ETHERTYPE_AT: usize = 12;
+const TAG_LEN: usize = 4;
 
 /// A frame arrives on the port: steered from the NIC receive root table to RQs. True when at
 /// least one RQ took it; otherwise it is counted as dropped.
@@ -82,6 +99,29 @@ fn steer_frame(side: &Side<'_>, root: u32, frame: &[u8]) -> Steered {
     Steered::new(frame, (parsed.l3, parsed.l4), to)
 }
 
+/// The TCI of the frame's outer tag when it is a C-tag.
+fn c_tag(frame: &[u8]) -> Option<u16> {
+    match frame.get(ETHERTYPE_AT..ETHERTYPE_AT + TAG_LEN)? {
+        [p0, p1, t0, t1] if [*p0, *p1] == C_TAG => Some(u16::from_be_bytes([*t0, *t1])),
+        _ => None,
+    }
+}
+
+/// What the RQ gets of `frame`: without the C-tag when `strip`, with the FCS when `fcs`,
+/// built in `out` (cleared first).
+fn rebuild(out: &mut Vec<u8>, frame: &[u8], strip: bool, with_fcs: bool) {
+    out.clear();
+    if strip {
+        out.extend_from_slice(&frame[..ETHERTYPE_AT]);
+        out.extend_from_slice(&frame[ETHERTYPE_AT + TAG_LEN..]);
+    } else {
+        out.extend_from_slice(frame);
+    }
+    if with_fcs {
+        out.extend_from_slice(&fcs::fcs(frame));
+    }
+}
+
 /// Puts a frame into the next receive WQE of RQ `d.rqn` and writes its CQE.
 fn deliver(
     side: &mut Side<'_>,
@@ -90,8 +130,7 @@ fn deliver(
     (l3, l4): (CqeL3HdrType, CqeL4HdrType),
     sums: RxCsum,
 ) -> bool {
-    let rqn = d.rqn;
-    let Ok(rq) = side.m.rqs.get(rqn) else {
+    let Ok(rq) = side.m.rqs.get(d.rqn) else {
         return false;
     };
     if rq.ctx.state() != Ok(RqState::Rdy) || rq.ctx.wq().wq_type() != Ok(WqType::Cyclic) {
@@ -104,9 +143,11 @@ fn deliver(
             rlky: rq.ctx.rlky(),
         },
     );
-    let t = Target::Rq(rqn);
+    let tag = if rq.ctx.vsd() { None } else { c_tag(frame) };
+    let with_fcs = rq.ctx.scatter_fcs();
+    let t = Target::Rq(d.rqn);
     let mut sges = rq::Sges::new();
-    let index = match rq::peek_rq(rq, rqn, side.dma, &mut side.memo, &mut sges) {
+    let index = match rq::peek_rq(rq, d.rqn, side.dma, &mut side.memo, &mut sges) {
         Peeked::Posted(index) => index,
         Peeked::Empty => {
             let set = rq.ctx.counter_set_id();
@@ -118,7 +159,25 @@ fn deliver(
             return false;
         }
     };
-    match rq::scatter(side.m, side.dma, who, &sges, frame) {
+    // The common frame goes in as it came; a changed one is built in the model's buffer.
+    let changed = tag.is_some() || with_fcs;
+    let mut buffer = if changed {
+        std::mem::take(&mut side.m.rx_buffer)
+    } else {
+        Vec::new()
+    };
+    let data: &[u8] = if changed {
+        rebuild(&mut buffer, frame, tag.is_some(), with_fcs);
+        &buffer
+    } else {
+        frame
+    };
+    let len = data.len() as u32;
+    let scattered = rq::scatter(side.m, side.dma, who, &sges, data);
+    if changed {
+        side.m.rx_buffer = buffer;
+    }
+    match scattered {
         Ok(()) => {}
         Err(ScatterError::TooLong) => {
             rq::fail(side, t, index, CqeSyndrome::LocalLengthErr);
@@ -126,17 +185,44 @@ fn deliver(
         }
         Err(ScatterError::Protection) => {
             rq::fail(side, t, index, CqeSyndrome::LocalProtErr);
-            rq::rq_error(side, rqn);
+            rq::rq_error(side, d.rqn);
             return false;
         }
     }
     rq::consume(side.m, t);
     let mut c = CqeWords::new(CqeOpcode::RespSend, d.flow_tag, index);
-    c.set_rx(frame.len() as u32, l3, l4);
+    c.set_rx(len, l3, l4);
     c.set(Cqe64::CHECK_SUM, sums.check_sum.into());
     c.set(Cqe64::L3_OK, sums.l3_ok.into());
     c.set(Cqe64::L4_OK, sums.l4_ok.into());
     c.set(Cqe64::RSS_HASH_RESULT, d.hash.value.into());
     c.set(Cqe64::RSS_HASH_TYPE, d.hash.kind.into());
+    if let Some(tci) = tag {
+        c.set(Cqe64::HAS_VLAN, 1);
+        c.set(Cqe64::VLAN_INFO, tci.into());
+    }
     cq::post_words(side, cqn, c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_an_outer_c_tag_is_stripped() {
+        let mut f = vec![0u8; 12];
+        f.extend_from_slice(&[0x81, 0x00, 0xa0, 0x2a, 0x08, 0x00, 0x45]);
+        assert_eq!(c_tag(&f), Some(0xa02a));
+        assert_eq!(c_tag(&f[..15]), None, "the TCI cut short");
+        let mut s = f.clone();
+        s[12] = 0x88;
+        s[13] = 0xa8;
+        assert_eq!(c_tag(&s), None, "an S-tag stays");
+        let mut out = vec![9; 3];
+        rebuild(&mut out, &f, true, false);
+        assert_eq!(&out[12..], &[0x08, 0x00, 0x45]);
+        rebuild(&mut out, &f, false, true);
+        assert_eq!(out.len(), f.len() + 4);
+        assert_eq!(&out[f.len()..], &fcs::fcs(&f));
+    }
 }
