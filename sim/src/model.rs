@@ -11,7 +11,7 @@ use crate::datapath::pending::Pending;
 use crate::datapath::sendq::Wqe;
 use crate::events::Eq;
 use crate::exec::{
-    counters::{PortCounters, QCounter, VportCounters},
+    counters::{PortCounters, QCounter, VnicCounters, VportCounters},
     cq::Cq,
     flow::FlowTables,
     mkey::Mkey,
@@ -229,6 +229,8 @@ pub(crate) struct Model {
     pub qcounters: Table<QCounter>,
     /// The vport's traffic counters (QUERY_VPORT_COUNTER).
     pub vport_counters: VportCounters,
+    /// The vNIC's diagnostic counters (QUERY_VNIC_ENV).
+    pub vnic: VnicCounters,
     pub flow: FlowTables,
     pub port: Port,
     /// The registers' own state (host endianness, the DTOR timeouts).
@@ -305,6 +307,7 @@ impl Model {
                 s::QCNT_LIMIT,
             ),
             vport_counters: VportCounters::default(),
+            vnic: VnicCounters::default(),
             flow: FlowTables::default(),
             port: Port::new(),
             registers: RegisterState {

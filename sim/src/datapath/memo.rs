@@ -45,11 +45,18 @@ pub(crate) struct Steered {
     pub l4: CqeL4HdrType,
     /// The RQs it goes to, through the TIRs steering found, with their hashes.
     pub to: Deliveries,
+    /// No RQ, because a flow table matched nothing and had nowhere to miss to.
+    pub missed: bool,
 }
 
 impl Steered {
     /// The steering of `frame` (from the root table): its header types and deliveries.
-    pub fn new(frame: &[u8], (l3, l4): (CqeL3HdrType, CqeL4HdrType), to: Deliveries) -> Steered {
+    pub fn new(
+        frame: &[u8],
+        (l3, l4): (CqeL3HdrType, CqeL4HdrType),
+        to: Deliveries,
+        missed: bool,
+    ) -> Steered {
         let len = frame.len().min(PARSE_DEPTH);
         let mut header = [0u8; PARSE_DEPTH];
         header[..len].copy_from_slice(&frame[..len]);
@@ -59,6 +66,7 @@ impl Steered {
             l3,
             l4,
             to,
+            missed,
         }
     }
 

@@ -11,6 +11,14 @@
 //! header to its total length), which a removed tag in front of it and an FCS or padding
 //! behind it do not touch; mlx5e adds the sum of whatever the skb holds past the IP packet
 //! itself (`mlx5e_skb_csum_fixup`).
+//!
+//! Frames nobody takes are counted once, where Linux looks for them: a frame steering found
+//! no TIR for because a table matched nothing and had no table to miss to counts in the vNIC's
+//! nic_receive_steering_discard (QUERY_VNIC_ENV, ethtool's `rx_steer_missed_packets`); a
+//! frame whose RQ has no receive WQE posted counts in out_of_buffer of the RQ's queue counter
+//! set (`rx_out_of_buffer`, or `rx_if_down_packets` for mlx5e's drop RQ). A frame a drop rule
+//! discards is counted nowhere (the rule asked for it). The vport's traffic counters count
+//! every frame the port passes up, taken or not, as the vport sees them before steering.
 
 use super::super::cqe::CqeWords;
 use super::super::csum::{self, RxCsum};
@@ -35,14 +43,13 @@ const TAG_LEN: usize = 4;
 /// A frame arrives on the port: steered from the NIC receive root table to RQs. True when at
 /// least one RQ took it; otherwise it is counted as dropped.
 pub(crate) fn receive(side: &mut Side<'_>, frame: &[u8]) -> bool {
-    let up = side.m.port.oper_up();
-    let delivered = up && steer_and_deliver(side, frame);
-    if up {
-        side.m.port.counters.received(frame, delivered);
-    }
+    let delivered = side.m.port.oper_up() && {
+        side.m.port.counters.received(frame);
+        side.m.vport_counters.received(frame);
+        steer_and_deliver(side, frame)
+    };
     if delivered {
         side.m.stats.rx_frames += 1;
-        side.m.vport_counters.received(frame);
     } else {
         side.m.stats.rx_dropped += 1;
     }
@@ -57,6 +64,8 @@ fn steer_and_deliver(side: &mut Side<'_>, frame: &[u8]) -> bool {
     let known = matches!(&side.m.steered, Some((g, s)) if *g == generation && s.same_frame(frame));
     if !known {
         let Some(&root) = side.m.flow.roots.get(&FlowTableType::NicRx.raw()) else {
+            // No root table: nothing can match.
+            side.m.vnic.steering_discard(1);
             return false;
         };
         let s = steer_frame(side, root, frame);
@@ -67,6 +76,9 @@ fn steer_and_deliver(side: &mut Side<'_>, frame: &[u8]) -> bool {
     };
     let (l3, l4, n) = (s.l3, s.l4, s.to.len());
     if n == 0 {
+        if s.missed {
+            side.m.vnic.steering_discard(1);
+        }
         return false;
     }
     let sums = csum::rx(frame);
@@ -88,7 +100,7 @@ fn steer_frame(side: &Side<'_>, root: u32, frame: &[u8]) -> Steered {
     let mut parsed = Parsed::new();
     parse_into(frame, &mut parsed);
     let mut tirs = Destinations::new();
-    steer(side.m, root, &parsed.key, &mut tirs);
+    let missed = steer(side.m, root, &parsed.key, &mut tirs);
     let mut to = Deliveries::new();
     let mut fields = None;
     for &(tir, tag) in tirs.iter() {
@@ -96,7 +108,7 @@ fn steer_frame(side: &Side<'_>, root: u32, frame: &[u8]) -> Steered {
             to.push(d);
         }
     }
-    Steered::new(frame, (parsed.l3, parsed.l4), to)
+    Steered::new(frame, (parsed.l3, parsed.l4), to, missed)
 }
 
 /// The TCI of the frame's outer tag when it is a C-tag.
