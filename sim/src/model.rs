@@ -266,6 +266,9 @@ pub(crate) struct Model {
     pub pending: Pending,
     /// The free-running clock of the internal timer, which CQE timestamps count.
     pub clock: Clock,
+    /// Its ticks as read at the first completion of the current session (see
+    /// `datapath::Side::now`); forgotten when the next session locks the model.
+    pub clock_reading: Option<u64>,
 }
 
 impl Model {
@@ -329,6 +332,7 @@ impl Model {
             steered: None,
             pending: Pending::default(),
             clock,
+            clock_reading: None,
         }
     }
 

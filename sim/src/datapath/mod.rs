@@ -36,8 +36,6 @@ pub(crate) struct Side<'a> {
     pub dma: &'a DmaSpace,
     /// Doorbell records read during this lock (see [`memo`]).
     pub memo: Memo,
-    /// The clock's ticks, read at the first completion of this lock (see [`Side::now`]).
-    now: Option<u64>,
 }
 
 impl<'a> Side<'a> {
@@ -47,21 +45,21 @@ impl<'a> Side<'a> {
             m,
             dma,
             memo: Memo::default(),
-            now: None,
         }
     }
 
-    /// The device clock's ticks for a CQE timestamp: read once per lock of the model, at its
-    /// first completion. Everything one lock does (a doorbell's run of WQEs, a batch of frames
-    /// arriving) happens at one instant of the model's time, as no other work can interleave
-    /// with it; the few microseconds a batch takes to simulate are not device time. Reading
-    /// the monotonic clock per CQE cost more than the rest of a small frame's completion.
+    /// The device clock's ticks for a CQE timestamp: read once per lock of the model (a
+    /// session), at its first completion. Everything one lock does (a doorbell's run of WQEs
+    /// and, in loopback, the frames' arrival; a batch of frames from the wire) happens at one
+    /// instant of the model's time, as no other work can interleave with it; the microseconds
+    /// a batch takes to simulate are not device time. Reading the monotonic clock per CQE cost
+    /// more than the rest of a small frame's completion.
     pub fn now(&mut self) -> u64 {
-        match self.now {
+        match self.m.clock_reading {
             Some(t) => t,
             None => {
                 let t = self.m.clock.ticks();
-                self.now = Some(t);
+                self.m.clock_reading = Some(t);
                 t
             }
         }

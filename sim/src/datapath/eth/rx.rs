@@ -75,19 +75,17 @@ fn steer_and_deliver(side: &mut Side<'_>, frame: &[u8]) -> bool {
         return false;
     };
     let (l3, l4, n) = (s.l3, s.l4, s.to.len());
-    if n == 0 {
+    let Some(&first) = s.to.first() else {
         if s.missed {
             side.m.vnic.steering_discard(1);
         }
         return false;
-    }
+    };
     let sums = csum::rx(frame);
-    let mut delivered = false;
-    for k in 0..n {
-        let Some((_, s)) = &side.m.steered else {
-            break;
-        };
-        let Some(&d) = s.to.get(k) else {
+    let mut delivered = deliver(side, first, frame, (l3, l4), sums);
+    // Frames a rule sends to several TIRs: one copy per RQ.
+    for k in 1..n {
+        let Some(&d) = side.m.steered.as_ref().and_then(|(_, s)| s.to.get(k)) else {
             break;
         };
         delivered |= deliver(side, d, frame, (l3, l4), sums);
@@ -134,6 +132,25 @@ fn rebuild(out: &mut Vec<u8>, frame: &[u8], strip: bool, with_fcs: bool) {
     }
 }
 
+/// Scatters what the RQ gets of a frame it changes ([`rebuild`], in the model's buffer, kept
+/// for the next frame). Returns the bytes written. Kept out of [`deliver`], whose common frame
+/// goes in as it came.
+#[inline(never)]
+fn scatter_rebuilt(
+    side: &mut Side<'_>,
+    who: Accessor,
+    sges: &[rq::Sge],
+    frame: &[u8],
+    (strip, with_fcs): (bool, bool),
+) -> Result<usize, ScatterError> {
+    let mut buffer = std::mem::take(&mut side.m.rx_buffer);
+    rebuild(&mut buffer, frame, strip, with_fcs);
+    let scattered = rq::scatter(side.m, side.dma, who, sges, &buffer);
+    let len = buffer.len();
+    side.m.rx_buffer = buffer;
+    scattered.map(|()| len)
+}
+
 /// Puts a frame into the next receive WQE of RQ `d.rqn` and writes its CQE.
 fn deliver(
     side: &mut Side<'_>,
@@ -171,26 +188,13 @@ fn deliver(
             return false;
         }
     };
-    // The common frame goes in as it came; a changed one is built in the model's buffer.
-    let changed = tag.is_some() || with_fcs;
-    let mut buffer = if changed {
-        std::mem::take(&mut side.m.rx_buffer)
+    let scattered = if tag.is_some() || with_fcs {
+        scatter_rebuilt(side, who, &sges, frame, (tag.is_some(), with_fcs))
     } else {
-        Vec::new()
+        rq::scatter(side.m, side.dma, who, &sges, frame).map(|()| frame.len())
     };
-    let data: &[u8] = if changed {
-        rebuild(&mut buffer, frame, tag.is_some(), with_fcs);
-        &buffer
-    } else {
-        frame
-    };
-    let len = data.len() as u32;
-    let scattered = rq::scatter(side.m, side.dma, who, &sges, data);
-    if changed {
-        side.m.rx_buffer = buffer;
-    }
-    match scattered {
-        Ok(()) => {}
+    let len = match scattered {
+        Ok(len) => len,
         Err(ScatterError::TooLong) => {
             rq::fail(side, t, index, CqeSyndrome::LocalLengthErr);
             return false;
@@ -200,10 +204,10 @@ fn deliver(
             rq::rq_error(side, d.rqn);
             return false;
         }
-    }
+    };
     rq::consume(side.m, t);
     let mut c = CqeWords::new(CqeOpcode::RespSend, d.flow_tag, index);
-    c.set_rx(len, l3, l4);
+    c.set_rx(len as u32, l3, l4);
     c.set(Cqe64::CHECK_SUM, sums.check_sum.into());
     c.set(Cqe64::L3_OK, sums.l3_ok.into());
     c.set(Cqe64::L4_OK, sums.l4_ok.into());
