@@ -16,8 +16,9 @@
 //!   split a datagram across queues), the SPI when it is ESP or AH. A frame that does not match
 //!   the selector's types hashes over what it does have of them (a UDP frame at a TCP selector:
 //!   the addresses), and a frame with none of them hashes over nothing: hash 0, hash type 0,
-//!   RQT entry 0. (The PRM leaves this to the driver, which steers each traffic type to its own
-//!   TIR; mlx5e's non-IP traffic goes to a TIR that selects no field at all.)
+//!   RQT entry 0. (No public source says what the device does here, and mlx5e never asks:
+//!   its flow tables send each traffic type to the TIR selecting that type, and non-IP
+//!   traffic to a TIR that selects no field at all.)
 //! - **Symmetric** (`rx_hash_symmetric`, which mlx5e sets with Toeplitz, `en/tir.c`, and
 //!   reports to ethtool as `RXH_XFRM_SYM_XOR`): exactly the transformation
 //!   `include/uapi/linux/ethtool.h` gives that flag: each source field is XORed with its
