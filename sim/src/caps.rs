@@ -170,6 +170,8 @@ impl Caps {
         g.set_max_qp_cnt(crate::exec::counters::MAX_Q_COUNTERS);
         g.set_modify_rq_counter_set_id(true);
         g.set_vport_counters(true);
+        // QUERY_VNIC_ENV's count of received frames steering discarded.
+        g.set_nic_receive_steering_discard(true);
         g.set_sq_ts_format(HcaTsFormatCap::FreeRunning);
         g.set_rq_ts_format(HcaTsFormatCap::FreeRunning);
         g.set_max_num_eqs(256);

@@ -91,8 +91,9 @@ impl Core {
     pub(crate) fn reset(&self) {
         self.bus_master.forget();
         let mut m = self.model();
-        *m = Model::new(&self.config);
-        *self.regs() = regs_of(&self.config);
+        let regs = regs_of(&self.config);
+        *m = Model::new(&self.config, regs.clock());
+        *self.regs() = regs;
     }
 
     /// Sets (or clears) the device whose QPs remote QPNs name.
@@ -322,12 +323,12 @@ impl Core {
         self.bus_master.forget();
         let mut m = self.model();
         let mut regs = self.regs();
-        *m = Model::new(config);
         *regs = Regs::after_software_reset(
             config.fw_ready,
             timer_khz(config),
             config.timeouts.as_ref(),
         );
+        *m = Model::new(config, regs.clock());
     }
 }
 
@@ -410,10 +411,12 @@ impl Device {
 
     /// A device in its reset state.
     pub fn new(config: Config) -> Arc<Device> {
+        let regs = regs_of(&config);
+        let model = Model::new(&config, regs.clock());
         let core = Arc::new(Core {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
-            regs: Mutex::new(regs_of(&config)),
-            model: Mutex::new(Model::new(&config)),
+            regs: Mutex::new(regs),
+            model: Mutex::new(model),
             dma: Arc::new(DmaSpace::of(config.dma)),
             faults: FaultInjector::new(&config.faults),
             sink: SinkSlot::default(),

@@ -42,6 +42,7 @@ mod bar;
 mod bits;
 mod busmaster;
 mod caps;
+mod clock;
 mod cmdq;
 mod config;
 mod datapath;

@@ -4,13 +4,14 @@
 
 use crate::bar;
 use crate::caps::Caps;
+use crate::clock::Clock;
 use crate::config::Config;
 use crate::datapath::memo::Steered;
 use crate::datapath::pending::Pending;
 use crate::datapath::sendq::Wqe;
 use crate::events::Eq;
 use crate::exec::{
-    counters::{PortCounters, QCounter, VportCounters},
+    counters::{PortCounters, QCounter, VnicCounters, VportCounters},
     cq::Cq,
     flow::FlowTables,
     mkey::Mkey,
@@ -228,6 +229,8 @@ pub(crate) struct Model {
     pub qcounters: Table<QCounter>,
     /// The vport's traffic counters (QUERY_VPORT_COUNTER).
     pub vport_counters: VportCounters,
+    /// The vNIC's diagnostic counters (QUERY_VNIC_ENV).
+    pub vnic: VnicCounters,
     pub flow: FlowTables,
     pub port: Port,
     /// The registers' own state (host endianness, the DTOR timeouts).
@@ -251,6 +254,9 @@ pub(crate) struct Model {
     pub outbox: Frames,
     /// The buffer SQ runs read WQEs into, kept between runs.
     pub wqe_buffer: Option<Box<Wqe>>,
+    /// Where a received frame is rebuilt when its RQ changes it (a stripped VLAN tag, an
+    /// appended FCS), kept between frames.
+    pub rx_buffer: Vec<u8>,
     /// Commands executed so far: what the data path remembers of state commands set up (how
     /// a frame is steered) holds only while this is unchanged.
     pub generation: u64,
@@ -258,10 +264,17 @@ pub(crate) struct Model {
     pub steered: Option<(u64, Steered)>,
     /// Objects with work the device does on its own (see `datapath::pending`).
     pub pending: Pending,
+    /// The free-running clock of the internal timer, which CQE timestamps count.
+    pub clock: Clock,
+    /// Its ticks as read at the first completion of the current session (see
+    /// `datapath::Side::now`); forgotten when the next session locks the model.
+    pub clock_reading: Option<u64>,
 }
 
 impl Model {
-    pub fn new(config: &Config) -> Model {
+    /// The state of a device built from `config` at power-on, its CQE timestamps on `clock`
+    /// (the initialization segment's timer).
+    pub fn new(config: &Config, clock: Clock) -> Model {
         Model {
             hca: Hca::Disabled,
             issi: 0,
@@ -297,6 +310,7 @@ impl Model {
                 s::QCNT_LIMIT,
             ),
             vport_counters: VportCounters::default(),
+            vnic: VnicCounters::default(),
             flow: FlowTables::default(),
             port: Port::new(),
             registers: RegisterState {
@@ -313,9 +327,12 @@ impl Model {
             stats: DataStats::default(),
             outbox: Frames::default(),
             wqe_buffer: None,
+            rx_buffer: Vec::new(),
             generation: 0,
             steered: None,
             pending: Pending::default(),
+            clock,
+            clock_reading: None,
         }
     }
 

@@ -10,6 +10,7 @@
 //! reset), so they advance without any thread. The health counter stops when firmware fails
 //! ([`HealthError`]) or hangs.
 
+use crate::clock::Clock;
 use crate::config::{FwReady, Timeouts};
 use mlx5_prm::rt::{self, Bytes as _, BytesMut as _, Field};
 use mlx5_prm::{HealthBuffer, InitialSeg, NicInterfaceMode};
@@ -112,10 +113,10 @@ pub struct Regs {
     seg: Box<InitialSeg>,
     fw_ready: FwReady,
     polls: u32,
-    powered_on: Instant,
+    /// The internal timer, started at power-on; CQE timestamps read the same clock.
+    clock: Clock,
     /// The instant the health counter read 1 (power-on, moved when it restarts).
     beat_origin: Instant,
-    timer_khz: u64,
     heartbeat: Heartbeat,
     health: Option<HealthError>,
 }
@@ -169,14 +170,13 @@ impl Regs {
         let fw_word = (u64::from(minor) << 16) | u64::from(major);
         put(&mut seg, hb(HealthBuffer::FW_VERSION), fw_word);
         put(&mut seg, hb(HealthBuffer::HW_ID), HW_ID.into());
-        let now = Instant::now();
+        let clock = Clock::start(timer_khz);
         let mut regs = Regs {
             seg,
             fw_ready,
             polls: 0,
-            powered_on: now,
-            beat_origin: now,
-            timer_khz: timer_khz.into(),
+            clock,
+            beat_origin: Instant::now(),
             heartbeat: Heartbeat::Running,
             health: None,
         };
@@ -206,11 +206,16 @@ impl Regs {
                 }
                 busy
             }
-            FwReady::After(d) => self.powered_on.elapsed() < d,
+            FwReady::After(d) => self.clock.elapsed() < d,
             FwReady::Never => true,
         };
         put(&mut self.seg, InitialSeg::INITIALIZING, initializing.into());
         initializing
+    }
+
+    /// The clock of the internal timer, for the data path's CQE timestamps.
+    pub(crate) fn clock(&self) -> Clock {
+        self.clock
     }
 
     /// True while firmware accepts no commands (still initializing).
@@ -247,8 +252,7 @@ impl Regs {
                 put(&mut self.seg, InitialSeg::HEALTH_COUNTER, now.into());
             }
             off::TIMER_H | off::TIMER_L => {
-                let nanos = self.powered_on.elapsed().as_nanos();
-                let ticks = (nanos * u128::from(self.timer_khz) / 1_000_000) as u64;
+                let ticks = self.clock.ticks();
                 put(&mut self.seg, InitialSeg::INTERNAL_TIMER_H, ticks >> 32);
                 put(
                     &mut self.seg,

@@ -48,10 +48,13 @@ pub(crate) struct Session<'a> {
 }
 
 impl<'a> Session<'a> {
-    /// Locks `model`; interrupts raised go to `sink`.
+    /// Locks `model`; interrupts raised go to `sink`. The clock reading of the last session
+    /// is forgotten: this one is later.
     pub fn new(model: &'a Mutex<Model>, sink: &'a SinkSlot) -> Session<'a> {
+        let mut guard = lock(model);
+        guard.clock_reading = None;
         Session {
-            guard: Some(lock(model)),
+            guard: Some(guard),
             sink,
         }
     }

@@ -156,12 +156,10 @@ fn vport_counters_count_sent_and_received_frames_by_address_kind() {
             pair(v.transmitted_eth_broadcast()),
         ]
     };
-    let expected = [(1, 114), (0, 0), (1, 64), (1, 114), (1, 64), (1, 64)];
-    assert_eq!(
-        query(false),
-        expected,
-        "the multicast frame was sent, not received"
-    );
+    // The multicast frame came back through the port and reached the vport, though no flow
+    // entry took it: the vport counts what it receives before steering.
+    let expected = [(1, 114), (1, 64), (1, 64), (1, 114), (1, 64), (1, 64)];
+    assert_eq!(query(false), expected);
     assert_eq!(query(true), expected);
     assert_eq!(query(false), [(0, 0); 6]);
 

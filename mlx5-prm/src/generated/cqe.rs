@@ -6,6 +6,161 @@
 use super::*;
 #[allow(unused_imports)]
 use crate::rt::{self, Bytes as _, BytesMut as _};
+/// Position in cqe64.rss_hash_type of the cqe_rss_ip_type of the hashed source address.
+/// PRM constant `cqe_rss_src_ip_shift`.
+pub const CQE_RSS_SRC_IP_SHIFT: u64 = 0x0;
+/// Position in cqe64.rss_hash_type of the cqe_rss_ip_type of the hashed destination address.
+/// PRM constant `cqe_rss_dst_ip_shift`.
+pub const CQE_RSS_DST_IP_SHIFT: u64 = 0x2;
+/// Position in cqe64.rss_hash_type of the cqe_rss_l4_type of the hashed source port.
+/// PRM constant `cqe_rss_src_l4_shift`.
+pub const CQE_RSS_SRC_L4_SHIFT: u64 = 0x4;
+/// Position in cqe64.rss_hash_type of the cqe_rss_l4_type of the hashed destination port (or SPI).
+/// PRM constant `cqe_rss_dst_l4_shift`.
+pub const CQE_RSS_DST_L4_SHIFT: u64 = 0x6;
+/// A two-bit code of cqe64.rss_hash_type: whether an IP address went into the RSS hash, and of which version (bits 1:0 for the source address, bits 3:2 for the destination).
+///
+/// PRM enum `cqe_rss_ip_type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum CqeRssIpType {
+    /// The address was not hashed.
+    None = 0x0,
+    /// An IPv4 address was hashed.
+    Ipv4 = 0x1,
+    /// An IPv6 address was hashed.
+    Ipv6 = 0x2,
+}
+impl CqeRssIpType {
+    /// The enum's name as the spec writes it.
+    pub const NAME: &'static str = "cqe_rss_ip_type";
+    /// Every value, in spec order.
+    pub const ALL: &'static [Self] = &[Self::None, Self::Ipv4, Self::Ipv6];
+    /// The value for a raw number, if the enum names it.
+    #[inline]
+    pub const fn from_raw(raw: u64) -> Option<Self> {
+        match raw {
+            0x0 => Some(Self::None),
+            0x1 => Some(Self::Ipv4),
+            0x2 => Some(Self::Ipv6),
+            _ => None,
+        }
+    }
+    /// The value for a raw number, or an error carrying the number.
+    #[inline]
+    pub const fn try_from_raw(raw: u64) -> Result<Self, rt::UnknownValue> {
+        match Self::from_raw(raw) {
+            Some(v) => Ok(v),
+            None => {
+                Err(rt::UnknownValue {
+                    enumeration: "cqe_rss_ip_type",
+                    raw,
+                })
+            }
+        }
+    }
+    /// The raw number.
+    #[inline]
+    pub const fn raw(self) -> u8 {
+        self as u8
+    }
+    /// The value's name as the spec writes it.
+    pub const fn spec_name(self) -> &'static str {
+        const NAMES: &[&str] = &["none", "ipv4", "ipv6"];
+        let mut i = 0;
+        while i < Self::ALL.len() {
+            if Self::ALL[i] as u64 == self as u64 {
+                return NAMES[i];
+            }
+            i += 1;
+        }
+        ""
+    }
+}
+impl ::core::convert::TryFrom<u64> for CqeRssIpType {
+    type Error = rt::UnknownValue;
+    fn try_from(raw: u64) -> Result<Self, rt::UnknownValue> {
+        Self::try_from_raw(raw)
+    }
+}
+impl ::core::convert::From<CqeRssIpType> for u8 {
+    fn from(v: CqeRssIpType) -> u8 {
+        v.raw()
+    }
+}
+/// A two-bit code of cqe64.rss_hash_type: whether a transport field went into the RSS hash, and of which protocol (bits 5:4 for the source port, bits 7:6 for the destination port).
+///
+/// PRM enum `cqe_rss_l4_type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum CqeRssL4Type {
+    /// The field was not hashed.
+    None = 0x0,
+    /// A TCP port was hashed.
+    Tcp = 0x1,
+    /// A UDP port was hashed.
+    Udp = 0x2,
+    /// The SPI of an IPsec header was hashed.
+    IpsecSpi = 0x3,
+}
+impl CqeRssL4Type {
+    /// The enum's name as the spec writes it.
+    pub const NAME: &'static str = "cqe_rss_l4_type";
+    /// Every value, in spec order.
+    pub const ALL: &'static [Self] = &[Self::None, Self::Tcp, Self::Udp, Self::IpsecSpi];
+    /// The value for a raw number, if the enum names it.
+    #[inline]
+    pub const fn from_raw(raw: u64) -> Option<Self> {
+        match raw {
+            0x0 => Some(Self::None),
+            0x1 => Some(Self::Tcp),
+            0x2 => Some(Self::Udp),
+            0x3 => Some(Self::IpsecSpi),
+            _ => None,
+        }
+    }
+    /// The value for a raw number, or an error carrying the number.
+    #[inline]
+    pub const fn try_from_raw(raw: u64) -> Result<Self, rt::UnknownValue> {
+        match Self::from_raw(raw) {
+            Some(v) => Ok(v),
+            None => {
+                Err(rt::UnknownValue {
+                    enumeration: "cqe_rss_l4_type",
+                    raw,
+                })
+            }
+        }
+    }
+    /// The raw number.
+    #[inline]
+    pub const fn raw(self) -> u8 {
+        self as u8
+    }
+    /// The value's name as the spec writes it.
+    pub const fn spec_name(self) -> &'static str {
+        const NAMES: &[&str] = &["none", "tcp", "udp", "ipsec_spi"];
+        let mut i = 0;
+        while i < Self::ALL.len() {
+            if Self::ALL[i] as u64 == self as u64 {
+                return NAMES[i];
+            }
+            i += 1;
+        }
+        ""
+    }
+}
+impl ::core::convert::TryFrom<u64> for CqeRssL4Type {
+    type Error = rt::UnknownValue;
+    fn try_from(raw: u64) -> Result<Self, rt::UnknownValue> {
+        Self::try_from_raw(raw)
+    }
+}
+impl ::core::convert::From<CqeRssL4Type> for u8 {
+    fn from(v: CqeRssL4Type) -> u8 {
+        v.raw()
+    }
+}
 /// Kind of completion, in the top four bits of the last CQE byte (cqe64.opcode and err_cqe.opcode).
 ///
 /// PRM enum `cqe_opcode`.
@@ -749,7 +904,7 @@ impl<B: rt::Bytes> Cqe64<B> {
     pub fn rss_hash_result(&self) -> u32 {
         self.buf.read_be32(12)
     }
-    /// Which headers fed the RSS hash. Bits 3:2 of the byte name the IP version (0 none, 1 IPv4, 2 IPv6) and bits 7:6 the L4 protocol (0 none, 1 TCP, 2 UDP, 3 IPsec SPI).
+    /// Which headers fed the RSS hash, as four two-bit codes: bits 1:0 and 3:2 the source and destination address (cqe_rss_ip_type), bits 5:4 and 7:6 the source and destination port (cqe_rss_l4_type). 0 when no hash was computed. Linux reads bits 3:2 and 7:6 to tell an L3 hash from an L4 hash.
     ///
     /// PRM `0x10[31:24]`: bit offset 0x80, 8 bits.
     #[inline]

@@ -143,6 +143,94 @@ impl ::core::convert::From<TircRxHashFn> for u8 {
         v.raw()
     }
 }
+/// Header fields an RSS hash can cover: bit n of rx_hash_field_select.selected_fields (a bit mask, so a plain number rather than this type) selects field n.
+///
+/// PRM enum `rx_hash_field`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum RxHashField {
+    /// Source IP address (4 bytes of IPv4, 16 of IPv6).
+    SrcIp = 0x0,
+    /// Destination IP address.
+    DstIp = 0x1,
+    /// TCP or UDP source port (of the protocol l4_prot_type names).
+    L4Sport = 0x2,
+    /// TCP or UDP destination port.
+    L4Dport = 0x3,
+    /// Security parameter index of an IPsec ESP or AH header.
+    IpsecSpi = 0x4,
+}
+impl RxHashField {
+    /// The enum's name as the spec writes it.
+    pub const NAME: &'static str = "rx_hash_field";
+    /// Every value, in spec order.
+    pub const ALL: &'static [Self] = &[
+        Self::SrcIp,
+        Self::DstIp,
+        Self::L4Sport,
+        Self::L4Dport,
+        Self::IpsecSpi,
+    ];
+    /// The value for a raw number, if the enum names it.
+    #[inline]
+    pub const fn from_raw(raw: u64) -> Option<Self> {
+        match raw {
+            0x0 => Some(Self::SrcIp),
+            0x1 => Some(Self::DstIp),
+            0x2 => Some(Self::L4Sport),
+            0x3 => Some(Self::L4Dport),
+            0x4 => Some(Self::IpsecSpi),
+            _ => None,
+        }
+    }
+    /// The value for a raw number, or an error carrying the number.
+    #[inline]
+    pub const fn try_from_raw(raw: u64) -> Result<Self, rt::UnknownValue> {
+        match Self::from_raw(raw) {
+            Some(v) => Ok(v),
+            None => {
+                Err(rt::UnknownValue {
+                    enumeration: "rx_hash_field",
+                    raw,
+                })
+            }
+        }
+    }
+    /// The raw number.
+    #[inline]
+    pub const fn raw(self) -> u8 {
+        self as u8
+    }
+    /// The value's name as the spec writes it.
+    pub const fn spec_name(self) -> &'static str {
+        const NAMES: &[&str] = &[
+            "src_ip",
+            "dst_ip",
+            "l4_sport",
+            "l4_dport",
+            "ipsec_spi",
+        ];
+        let mut i = 0;
+        while i < Self::ALL.len() {
+            if Self::ALL[i] as u64 == self as u64 {
+                return NAMES[i];
+            }
+            i += 1;
+        }
+        ""
+    }
+}
+impl ::core::convert::TryFrom<u64> for RxHashField {
+    type Error = rt::UnknownValue;
+    fn try_from(raw: u64) -> Result<Self, rt::UnknownValue> {
+        Self::try_from_raw(raw)
+    }
+}
+impl ::core::convert::From<RxHashField> for u8 {
+    fn from(v: RxHashField) -> u8 {
+        v.raw()
+    }
+}
 /// Input of CREATE_TIS, carrying the context of the new TIS.
 ///
 /// PRM layout `create_tis_in`: 0xc0 bytes.

@@ -76,14 +76,28 @@ fn cq_error(m: &mut Model, dma: &DmaSpace, cqn: u32, status: u8, syndrome: CqErr
 /// Writes `cqe` into CQ `cqn` (setting its owner bit) and raises the completion event the CQ's
 /// arming and moderation call for. Returns false when nothing was written: no such CQ, the CQ
 /// is in error, the ring is full (overflow, unless the CQ ignores overruns), or its memory is
-/// gone.
+/// gone. A successful completion gets the device clock in its timestamp (free-running ticks,
+/// the format the capabilities advertise: sq_ts_format and rq_ts_format); an error CQE has
+/// its syndrome where the timestamp's low word would be, and no timestamp.
 pub(crate) fn post(side: &mut Side<'_>, cqn: u32, cqe: [u8; 64]) -> bool {
-    post_words(side, cqn, CqeWords::from_bytes(&cqe))
+    let mut words = CqeWords::from_bytes(&cqe);
+    if !is_error(&words) {
+        words.set(Cqe64::TIMESTAMP, side.now());
+    }
+    write(side, cqn, words)
 }
 
-/// [`post`] for a CQE built as words (see [`CqeWords`]): each word goes out in one 8-byte
-/// store, the last (owner bit included) after a release fence.
-pub(crate) fn post_words(side: &mut Side<'_>, cqn: u32, cqe: CqeWords) -> bool {
+/// [`post`] for a successful completion built as words (see [`CqeWords`]), the hot paths'
+/// way: each word goes out in one 8-byte store, the last (owner bit included) after a release
+/// fence.
+pub(crate) fn post_words(side: &mut Side<'_>, cqn: u32, mut cqe: CqeWords) -> bool {
+    debug_assert!(!is_error(&cqe), "error CQEs go through post");
+    cqe.set(Cqe64::TIMESTAMP, side.now());
+    write(side, cqn, cqe)
+}
+
+/// Writes a finished CQE (see [`post`]).
+fn write(side: &mut Side<'_>, cqn: u32, cqe: CqeWords) -> bool {
     let (m, dma) = (&mut *side.m, side.dma);
     let Ok(cq) = m.cqs.get_mut(cqn) else {
         m.stats.cqes_dropped += 1;
@@ -171,6 +185,12 @@ pub(crate) fn post_words(side: &mut Side<'_>, cqn: u32, cqe: CqeWords) -> bool {
         m.pending.cqs.insert(cqn);
     }
     true
+}
+
+/// True for req_err and resp_err CQEs (laid out as err_cqe).
+fn is_error(cqe: &CqeWords) -> bool {
+    let opcode = cqe.get(Cqe64::OPCODE);
+    opcode == CqeOpcode::ReqErr.raw().into() || opcode == CqeOpcode::RespErr.raw().into()
 }
 
 /// Writes the completion event of CQ `cqn` (which disarms it).

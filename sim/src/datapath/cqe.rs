@@ -36,6 +36,14 @@ impl CqeWords {
         self.0[word] = (self.0[word] & !mask) | ((value << shift) & mask);
     }
 
+    /// The value of `field`.
+    #[inline]
+    pub fn get(&self, field: Field) -> u64 {
+        let (word, bit) = (field.bit_offset / 64, field.bit_offset % 64);
+        let width = field.width as usize;
+        (self.0[word] >> (64 - bit - width)) & (u64::MAX >> (64 - width))
+    }
+
     /// The receive fields of an Ethernet CQE.
     #[inline]
     pub fn set_rx(&mut self, byte_cnt: u32, l3: CqeL3HdrType, l4: CqeL4HdrType) {
@@ -87,6 +95,10 @@ mod tests {
         g.set_s_wqe_opcode(0xa);
         assert_eq!(c.to_bytes(), *g.storage());
         assert_eq!(CqeWords::from_bytes(g.storage()), c);
+        assert_eq!(c.get(Cqe64::QPN), 0xab_cdef);
+        assert_eq!(c.get(Cqe64::OPCODE), CqeOpcode::RespSend.raw().into());
+        c.set(Cqe64::TIMESTAMP, u64::MAX - 1);
+        assert_eq!(c.get(Cqe64::TIMESTAMP), u64::MAX - 1, "a whole word");
         // Values wider than the field are cut to it.
         let mut t = CqeWords::default();
         t.set(Cqe64::OPCODE, 0xff);

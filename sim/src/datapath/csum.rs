@@ -12,7 +12,8 @@
 /// EtherTypes.
 const IPV4: u16 = 0x0800;
 const IPV6: u16 = 0x86dd;
-const VLAN: [u16; 2] = [0x8100, 0x88a8];
+const C_TAG: u16 = 0x8100;
+const S_TAG: u16 = 0x88a8;
 /// IP protocol numbers.
 pub(crate) const TCP: u8 = 6;
 pub(crate) const UDP: u8 = 17;
@@ -70,7 +71,8 @@ pub(crate) fn layout(f: &[u8]) -> Option<Layout> {
     let mut at = 12;
     let mut ty = be16(f, at)?;
     for _ in 0..2 {
-        if VLAN.contains(&ty) {
+        // Compared directly: as a slice search it was a call per frame when not inlined.
+        if ty == C_TAG || ty == S_TAG {
             at += 4;
             ty = be16(f, at)?;
         }

@@ -12,13 +12,19 @@
 //!
 //! [`Steered`], kept by the model rather than per lock, is how the last frame received was
 //! steered: a frame whose headers (the bytes the parser reads) are the same as the last one's
-//! is parsed and steered alike, as long as no command ran since (flow tables, TIRs and RQTs
-//! change only by commands; the model counts them). Back-to-back frames of one flow skip
-//! parsing and the flow-table walk.
+//! is parsed and steered alike, and goes to the same RQs with the same RSS hash, as long as no
+//! command ran since (flow tables, TIRs and RQTs change only by commands; the model counts
+//! them). The hash reads nothing past those bytes ([`rss`](super::rss)), so two frames that
+//! differ in an address, a port or an SPI never share a memo: each is hashed on its own.
+//! Back-to-back frames of one flow skip parsing, the flow-table walk and the hash.
 
 use super::parse::PARSE_DEPTH;
-use super::steer::Destinations;
+use super::rss::Delivery;
+use crate::stackvec::StackVec;
 use mlx5_prm::{CqeL3HdrType, CqeL4HdrType};
+
+/// The RQs a frame goes to (usually one).
+pub(crate) type Deliveries = StackVec<Delivery, 4>;
 
 /// The values remembered.
 #[derive(Debug, Clone, Copy, Default)]
@@ -37,12 +43,20 @@ pub(crate) struct Steered {
     len: usize,
     pub l3: CqeL3HdrType,
     pub l4: CqeL4HdrType,
-    pub tirs: Destinations,
+    /// The RQs it goes to, through the TIRs steering found, with their hashes.
+    pub to: Deliveries,
+    /// No RQ, because a flow table matched nothing and had nowhere to miss to.
+    pub missed: bool,
 }
 
 impl Steered {
-    /// The steering of `frame` (from the root table): its header types and destinations.
-    pub fn new(frame: &[u8], l3: CqeL3HdrType, l4: CqeL4HdrType, tirs: Destinations) -> Steered {
+    /// The steering of `frame` (from the root table): its header types and deliveries.
+    pub fn new(
+        frame: &[u8],
+        (l3, l4): (CqeL3HdrType, CqeL4HdrType),
+        to: Deliveries,
+        missed: bool,
+    ) -> Steered {
         let len = frame.len().min(PARSE_DEPTH);
         let mut header = [0u8; PARSE_DEPTH];
         header[..len].copy_from_slice(&frame[..len]);
@@ -51,7 +65,8 @@ impl Steered {
             len,
             l3,
             l4,
-            tirs,
+            to,
+            missed,
         }
     }
 

@@ -3,7 +3,10 @@
 //! Entries are tried in index order under their group's compiled criteria (see
 //! [`matcher`](super::matcher), copied into each entry); the first that matches decides (drop, or forward to its
 //! destinations, which may be further tables); an entry that only allows is passed over; with
-//! no match the table's miss action applies (default: drop).
+//! no match the table's miss action applies (default: drop). A frame that reaches no TIR
+//! because a table it reached had no match and nowhere to miss to is a steering discard, the
+//! count the vNIC reports as nic_receive_steering_discard (a drop entry is a rule's decision,
+//! not a discard).
 //!
 //! The commands keep the table graph loop-free (a table forwards or misses only to tables of a
 //! higher level, `exec/flow.rs`), but a loop-free graph can still fan out: k table
@@ -28,22 +31,26 @@ pub(crate) const MAX_DESTINATIONS: usize = 64;
 /// Where a frame goes: (TIR, flow tag of the entry that sent it there); usually one.
 pub(crate) type Destinations = StackVec<(u32, u32), 4>;
 
-/// What one frame's walk has used of its bounds.
+/// What one frame's walk has used of its bounds, and whether it ended at a plain miss.
 struct Walk {
     visited: [u32; MAX_TABLES],
     tables: usize,
     entries: u32,
+    missed: bool,
 }
 
 /// Steers `key` from flow table `root` (and the tables it forwards or misses to), adding the
-/// TIRs the frame goes to to `out`.
-pub(crate) fn steer(m: &Model, root: u32, key: &[u8], out: &mut Destinations) {
+/// TIRs the frame goes to to `out`. True when some table the walk reached matched nothing and
+/// had no table to miss to (a steering discard, if no TIR was found either).
+pub(crate) fn steer(m: &Model, root: u32, key: &[u8], out: &mut Destinations) -> bool {
     let mut walk = Walk {
         visited: [0; MAX_TABLES],
         tables: 0,
         entries: 0,
+        missed: false,
     };
     walk.table(m, root, key, out);
+    walk.missed
 }
 
 impl Walk {
@@ -80,8 +87,9 @@ impl Walk {
                 return;
             }
         }
-        if let Some(miss) = t.miss {
-            self.table(m, miss, key, out);
+        match t.miss {
+            Some(miss) => self.table(m, miss, key, out),
+            None => self.missed = true,
         }
     }
 }

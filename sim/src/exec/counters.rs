@@ -1,6 +1,12 @@
 //! Counters a driver reads with commands: queue counter sets (ALLOC_Q_COUNTER,
-//! DEALLOC_Q_COUNTER, QUERY_Q_COUNTER) and the vport's traffic counters
-//! (QUERY_VPORT_COUNTER).
+//! DEALLOC_Q_COUNTER, QUERY_Q_COUNTER), the vport's traffic counters (QUERY_VPORT_COUNTER)
+//! and the vNIC's diagnostic counters (QUERY_VNIC_ENV).
+//!
+//! A received frame that no RQ takes is counted in exactly one place, the one Linux shows
+//! for the reason (`datapath/eth/rx.rs`): out_of_buffer of the RQ's counter set when the RQ
+//! had no WQE, nic_receive_steering_discard of the vNIC when steering found no TIR. The
+//! port's PPCNT discards (if_in_discards, ethtool's `rx_discards_phy`) count frames the port
+//! itself drops for want of buffer space, which the model's port never does.
 //!
 //! A queue counter set counts events of the receive queues that name it in counter_set_id;
 //! the model counts the one event its data path has, a frame dropped because the RQ had no
@@ -14,8 +20,8 @@ use crate::fail::{ensure, Fail, Outcome};
 use crate::syndrome as s;
 use mlx5_prm::cmd;
 use mlx5_prm::{
-    AllocQCounterOut, DeallocQCounterIn, QueryQCounterIn, QueryQCounterOut, QueryVportCounterIn,
-    QueryVportCounterOut, TrafficCounter,
+    AllocQCounterOut, DeallocQCounterIn, QueryQCounterIn, QueryQCounterOut, QueryVnicEnvIn,
+    QueryVnicEnvOut, QueryVportCounterIn, QueryVportCounterOut, TrafficCounter,
 };
 
 /// One queue counter set. Counts saturate at their 32-bit maximum, as the PRM's do.
@@ -41,8 +47,10 @@ impl Traffic {
 }
 
 /// The vport's traffic counters by direction and destination-address kind: what
-/// QUERY_VPORT_COUNTER reports. A received frame counts once it reached an RQ; a sent frame
-/// once its WQE completed without error.
+/// QUERY_VPORT_COUNTER reports. A received frame counts when the port passes it to the vport,
+/// before NIC receive steering, so frames later dropped (no steering match, no receive WQE)
+/// count too (Linux says as much of the vport multicast counter, `mlx5e_get_stats`); a sent
+/// frame once its WQE completed without error.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct VportCounters {
     /// Received unicast, multicast and broadcast frames.
@@ -61,7 +69,7 @@ fn kind(frame: &[u8]) -> usize {
 }
 
 impl VportCounters {
-    /// Counts a frame delivered to an RQ.
+    /// Counts a frame the port received.
     pub(crate) fn received(&mut self, frame: &[u8]) {
         self.rx[kind(frame)].add(frame.len());
     }
@@ -82,12 +90,10 @@ fn wire_len(frame: &[u8]) -> usize {
     frame.len().max(MIN_WIRE_FRAME) + FCS
 }
 
-/// What the port carried: frames by direction and kind, in wire bytes, and received frames
-/// that no RQ took.
+/// What the port carried: frames by direction and kind, in wire bytes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Counts {
     pub traffic: VportCounters,
-    pub discards: u64,
 }
 
 /// The port's counters for PPCNT: the running counts, and for each counting group (802.3,
@@ -106,12 +112,9 @@ fn minus(a: Traffic, b: Traffic) -> Traffic {
 }
 
 impl PortCounters {
-    /// A frame that arrived on the port while it was up; `delivered` when an RQ took it.
-    pub(crate) fn received(&mut self, frame: &[u8], delivered: bool) {
+    /// A frame that arrived on the port while it was up.
+    pub(crate) fn received(&mut self, frame: &[u8]) {
         self.now.traffic.rx[kind(frame)].add(wire_len(frame));
-        if !delivered {
-            self.now.discards = self.now.discards.wrapping_add(1);
-        }
     }
 
     /// A frame that left through the port.
@@ -127,7 +130,6 @@ impl PortCounters {
             c.traffic.rx[k] = minus(c.traffic.rx[k], base.traffic.rx[k]);
             c.traffic.tx[k] = minus(c.traffic.tx[k], base.traffic.tx[k]);
         }
-        c.discards = c.discards.wrapping_sub(base.discards);
         c
     }
 
@@ -177,6 +179,36 @@ pub(crate) fn out_of_buffer(m: &mut crate::model::Model, id: u8) {
     if let Ok(set) = m.qcounters.get_mut(id.into()) {
         set.out_of_buffer = set.out_of_buffer.saturating_add(1);
     }
+}
+
+/// The vNIC's diagnostic counters (QUERY_VNIC_ENV): the one event the model has, received
+/// frames steering discarded (the general capability nic_receive_steering_discard). The
+/// other counts stay zero: their events (queues in error counted per set, EQ overruns,
+/// frames for a vport that is down) are not counted by the model.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct VnicCounters {
+    steering_discards: u64,
+}
+
+impl VnicCounters {
+    /// Counts `n` received frames that steering found no TIR for.
+    pub(crate) fn steering_discard(&mut self, n: u64) {
+        self.steering_discards = self.steering_discards.wrapping_add(n);
+    }
+}
+
+/// QUERY_VNIC_ENV of the function's own vNIC (op_mod 0; the counts are never cleared).
+pub(super) fn query_vnic_env(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
+    let input = QueryVnicEnvIn::new_unchecked(req.input);
+    ensure(
+        !input.other_vport() && input.vport_number() == 0,
+        Fail::bad_param(s::OTHER_FUNCTION),
+    )?;
+    let mut o = out::<cmd::QueryVnicEnv>(0);
+    QueryVnicEnvOut::new_unchecked(&mut o[..])
+        .vport_env_mut()
+        .set_nic_receive_steering_discard(cx.m.vnic.steering_discards);
+    Ok(o)
 }
 
 /// QUERY_VPORT_COUNTER of the function's own vport, optionally clearing it.

@@ -179,6 +179,7 @@ static COMMANDS: &[Spec] = &[
     spec::<cmd::DeallocQCounter>(Gate::Initialized, ZERO, counters::dealloc_q),
     spec::<cmd::QueryQCounter>(Gate::Initialized, ZERO, counters::query_q),
     spec::<cmd::QueryVportCounter>(Gate::Initialized, ZERO, counters::query_vport),
+    spec::<cmd::QueryVnicEnv>(Gate::Initialized, ZERO, counters::query_vnic_env),
     spec::<cmd::QueryVportState>(Gate::Initialized, Some(&[0, 2]), vport::query_state),
     spec::<cmd::QueryNicVportContext>(Gate::Initialized, ZERO, vport::query_context),
     spec::<cmd::ModifyNicVportContext>(Gate::Initialized, ZERO, vport::modify_context),

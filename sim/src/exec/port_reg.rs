@@ -4,7 +4,9 @@
 //!
 //! PPCNT counts what the model's port carries: the IEEE 802.3 and RFC 2863 groups report the
 //! frames sent and received on the wire (while the port is up), with octets counting the
-//! 4-byte FCS a real wire carries. Every other group the PRM defines reads as zeros, since the
+//! 4-byte FCS a real wire carries. The port drops nothing itself (it never runs out of buffer
+//! space), so if_in_discards stays 0: frames the function does not take are counted where
+//! their reason is (`exec/counters.rs`). Every other group the PRM defines reads as zeros, since the
 //! events it counts (pause frames, symbol errors, per-priority traffic) do not occur on the
 //! model's port. `clr` zeroes the group it reads, not the others: each group keeps the
 //! counts it was last cleared at.
@@ -205,12 +207,6 @@ fn rfc_2863(g: &mut Eth2863CntrsGrpDataLayout<&mut [u8]>, c: &crate::exec::count
         set_if_in_ucast_pkts_high,
         set_if_in_ucast_pkts_low,
         c.traffic.rx[0].packets
-    );
-    put!(
-        g,
-        set_if_in_discards_high,
-        set_if_in_discards_low,
-        c.discards
     );
     put!(g, set_if_out_octets_high, set_if_out_octets_low, tx.octets);
     put!(

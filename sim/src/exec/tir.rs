@@ -2,14 +2,14 @@
 //! _RQT, with their references (transport domain, PD, RQs, RQT) checked and counted.
 
 use super::{out, Ctx, Req};
+use crate::datapath::rss::{self, HashConfig};
 use crate::fail::{ensure, Fail, Outcome};
 use crate::model::Model;
 use crate::syndrome as s;
 use mlx5_prm::cmd;
-use mlx5_prm::rt::Bytes as _;
 use mlx5_prm::{
     CreateRqtIn, CreateRqtOut, CreateTirIn, CreateTirOut, CreateTisIn, CreateTisOut, DestroyRqtIn,
-    DestroyTirIn, DestroyTisIn, ModifyRqtIn, ModifyTirIn, Rqtc, Tirc, TircDispType,
+    DestroyTirIn, DestroyTisIn, ModifyRqtIn, ModifyTirIn, Rqtc, Tirc, TircDispType, TircRxHashFn,
 };
 
 /// Byte offset of the RQT context in CREATE_RQT's and MODIFY_RQT's inputs.
@@ -30,32 +30,25 @@ pub(crate) struct Tir {
     pub target: TirTarget,
     /// self_lb_block: bit 0 drops unicast, bit 1 multicast sent from the same domain.
     pub self_lb_block: u8,
-    /// The receive hash (rx_hash_fn, key, field selectors), kept as the context bytes
-    /// 0x24..0x58 the hash fields occupy.
-    pub hash: TirHash,
+    /// The receive hash (rx_hash_fn, symmetric, key, outer field selector): what
+    /// [`rss`](crate::datapath::rss) computes for the frames steered here.
+    pub hash: HashConfig,
 }
 
-/// The hash settings of a TIR context.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct TirHash {
-    pub func: u8,
-    pub symmetric: bool,
-    pub key: [u8; 40],
-    pub outer: u32,
-}
-
-impl TirHash {
-    fn of(ctx: &Tirc<&[u8]>) -> TirHash {
-        let mut key = [0u8; 40];
-        for (i, k) in key.chunks_mut(4).enumerate() {
-            k.copy_from_slice(&ctx.rx_hash_toeplitz_key(i).unwrap_or(0).to_be_bytes());
-        }
-        TirHash {
-            func: ctx.rx_hash_fn_raw(),
-            symmetric: ctx.rx_hash_symmetric(),
-            key,
-            outer: ctx.rx_hash_field_selector_outer().storage().read_be32(0),
-        }
+/// The hash settings of a TIR context (whose rx_hash_fn the caller checked).
+fn hash_config(ctx: &Tirc<&[u8]>) -> HashConfig {
+    let mut key = [0u8; rss::KEY_LEN];
+    for (k, word) in key.chunks_mut(4).zip(ctx.rx_hash_toeplitz_key_iter()) {
+        k.copy_from_slice(&word.to_be_bytes());
+    }
+    let select = ctx.rx_hash_field_selector_outer();
+    HashConfig {
+        func: ctx.rx_hash_fn().unwrap_or(TircRxHashFn::None),
+        symmetric: ctx.rx_hash_symmetric(),
+        key,
+        ipv6: select.l3_prot_type(),
+        udp: select.l4_prot_type(),
+        fields: select.selected_fields(),
     }
 }
 
@@ -136,7 +129,7 @@ pub(super) fn create_tir(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
         td,
         target,
         self_lb_block: ctx.self_lb_block(),
-        hash: TirHash::of(&ctx),
+        hash: hash_config(&ctx),
     };
     let limit = Model::limit(cx.m.gen().log_max_tir());
     let tirn = cx.m.tirs.insert(tir, limit)?;
@@ -167,7 +160,7 @@ pub(super) fn modify_tir(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
         tir.self_lb_block = ctx.self_lb_block();
     }
     if bits.hash() {
-        tir.hash = TirHash::of(&ctx);
+        tir.hash = hash_config(&ctx);
     }
     Ok(out::<cmd::ModifyTir>(0))
 }

@@ -8,6 +8,7 @@ pub mod dp;
 pub mod eth;
 pub mod linux;
 pub mod linux_flow;
+pub mod rx;
 pub mod tx;
 
 use mlx5_prm::rt::{Bytes, Command, View};
