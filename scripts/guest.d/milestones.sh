@@ -188,6 +188,7 @@ run_milestones() {
       udp) m_udp ;;
       tcp) m_tcp ;;
       counters) m_counters ;;
+      rss) m_rss ;;
       fault) m_fault ;;
       down) m_down ;;
       reload) m_reload ;;

@@ -162,10 +162,21 @@ m_udp() {
   end pass "$xfer_note"
 }
 
+# TCP both ways. mlx5e segments nothing itself: TSO is on, so the guest's sends are LSO WQEs
+# the model cuts into segments (tx_tso_packets must move), and received segments get
+# CHECKSUM_COMPLETE from the CQE's check_sum (rx_csum_complete).
 m_tcp() {
   begin "${1:-tcp}"
+  IF=$(netif)
+  ethtool -S "$IF" > /tmp/tcp0
   xfer tcp 5003 5004 12 || { end fail "$xfer_why"; return; }
-  end pass "$xfer_note"
+  ethtool -S "$IF" > /tmp/tcp1
+  tso=$(( $(stat_of /tmp/tcp1 tx_tso_packets) - $(stat_of /tmp/tcp0 tx_tso_packets) ))
+  tso_bytes=$(( $(stat_of /tmp/tcp1 tx_tso_bytes) - $(stat_of /tmp/tcp0 tx_tso_bytes) ))
+  csum=$(( $(stat_of /tmp/tcp1 rx_csum_complete) - $(stat_of /tmp/tcp0 rx_csum_complete) ))
+  [ "$tso" -gt 0 ] || { end fail "no LSO WQE was sent (tx_tso_packets did not move)"; return; }
+  [ "$csum" -gt 0 ] || { end fail "no received segment had CHECKSUM_COMPLETE (rx_csum_complete did not move)"; return; }
+  end pass "$xfer_note; $tso LSO sends ($tso_bytes B), $csum receives with CHECKSUM_COMPLETE"
 }
 
 # stat_of FILE NAME: the value of counter NAME in an `ethtool -S` listing.
@@ -237,6 +248,41 @@ m_counters() {
   check "guest tx_bytes_phy (PPCNT) = host TAP rx_bytes + 4 per frame" "$(d tx_bytes_phy)" "$((H1_RXB - H0_RXB + 4 * want_out))"
   [ -z "$bad" ] || { end fail "${bad#; }"; return; }
   end pass "in $want_in frames, out $want_out: guest (total, per channel, vport, PPCNT), model, TAP cable and host agree"
+}
+
+# comp_irqs N: the interrupts of completion vector N (mlx5_compN of this function).
+comp_irqs() {
+  grep "mlx5_comp$1@pci:$BDF" /proc/interrupts | awk '{ s = 0; for (i = 2; i <= NF; i++) if ($i ~ /^[0-9]+$/) s += $i; else break; t += s } END { print t + 0 }'
+}
+
+# rss: the RSS table decides the channel. With the indirection table all on one channel
+# (`ethtool -X weight`, which mlx5e turns into MODIFY_RQT), 50 pings from the host (IPv4: an
+# RSS TIR, hashed, the table's entry) must all land on that channel's RQ, and its completion
+# vector must fire; then the other channel; then the default table.
+m_rss() {
+  begin rss
+  IF=$(netif)
+  n=$(ethtool -l "$IF" | awk '/^Combined:/ { v = $2 } END { print v + 0 }')
+  [ "$n" -ge 2 ] || { end fail "$IF has $n channel(s); RSS needs 2"; return; }
+  note=
+  for ch in 0 1; do
+    w="1 0"; [ "$ch" = 1 ] && w="0 1"
+    info "ethtool -X weight $w" ethtool -X "$IF" weight $w || { end fail "ethtool -X $IF weight $w failed"; return; }
+    other=$((1 - ch))
+    ethtool -S "$IF" > /tmp/rss0; i0=$(comp_irqs "$ch")
+    peer ping "$GUEST_IP" 50 && [ "$(json_num received)" = 50 ] || { end fail "ping: $reply"; return; }
+    sleep 0.5
+    ethtool -S "$IF" > /tmp/rss1; i1=$(comp_irqs "$ch")
+    mine=$(( $(stat_of /tmp/rss1 "rx${ch}_packets") - $(stat_of /tmp/rss0 "rx${ch}_packets") ))
+    theirs=$(( $(stat_of /tmp/rss1 "rx${other}_packets") - $(stat_of /tmp/rss0 "rx${other}_packets") ))
+    [ "$mine" = 50 ] && [ "$theirs" = 0 ] \
+      || { end fail "table on channel $ch: rx${ch}_packets +$mine, rx${other}_packets +$theirs (want 50, 0)"; return; }
+    [ "$i1" -gt "$i0" ] || { end fail "no interrupt on mlx5_comp$ch while channel $ch received"; return; }
+    note="${note:+$note; }channel $ch: 50/50 pings, mlx5_comp$ch $i0 -> $i1"
+  done
+  info "ethtool -X default" ethtool -X "$IF" default || { end fail "ethtool -X $IF default failed"; return; }
+  info "ethtool -x" ethtool -x "$IF"
+  end pass "$note"
 }
 
 # fault: the model fails the next send WQE as a bad lkey would (control channel `tx-fault 1`):
