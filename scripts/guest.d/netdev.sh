@@ -247,6 +247,8 @@ m_counters() {
   check "guest rx_bytes_phy (PPCNT) = host TAP tx_bytes + 4 per frame" "$(d rx_bytes_phy)" "$((H1_TXB - H0_TXB + 4 * want_in))"
   check "guest tx_bytes_phy (PPCNT) = host TAP rx_bytes + 4 per frame" "$(d tx_bytes_phy)" "$((H1_RXB - H0_RXB + 4 * want_out))"
   [ -z "$bad" ] || { end fail "${bad#; }"; return; }
+  # The counters as ethtool shows them (those not zero), for the log and the README.
+  awk '$2 != 0' /tmp/stats1 | sed 's/^/@@INFO ethtool -S: /'
   end pass "in $want_in frames, out $want_out: guest (total, per channel, vport, PPCNT), model, TAP cable and host agree"
 }
 

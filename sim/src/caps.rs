@@ -292,8 +292,11 @@ impl Caps {
     /// The ConnectX-5 of [`Caps::connectx5`] as a Linux guest's Ethernet function: the port
     /// in Ethernet mode, so `mlx5_core` starts `mlx5e`; DTOR reported as in
     /// [`Caps::connectx5_probe_only`]; RoCE off for now (its capability page and the RoCE
-    /// address commands `mlx5_core` then issues are not served yet). Work in progress for the
-    /// netdev issue: not yet a profile every probe step of which the model serves.
+    /// address commands `mlx5_core` then issues are not served yet). Every command `mlx5e`
+    /// issues on probe, open, traffic (LSO, checksums, RSS, VLAN), TX recovery, close and
+    /// unload is served: `MLX5_GUEST_PROFILE=ethernet scripts/guest` checks it. Striding RQs,
+    /// LRO, multi-packet send WQEs, CQE compression and tunnel offloads stay off (not
+    /// modelled), so `mlx5e` picks cyclic RQs and one WQE per packet.
     pub fn connectx5_linux_ethernet() -> Caps {
         let mut caps = Caps::connectx5();
         for g in [&mut caps.general_max, &mut caps.general_cur] {

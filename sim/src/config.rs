@@ -181,8 +181,8 @@ impl Config {
     }
 
     /// [`Config::linux_probe_only`] with an Ethernet port
-    /// ([`Caps::connectx5_linux_ethernet`]): the device for `mlx5e`. Work in progress (the
-    /// netdev issue): `scripts/guest` runs it only when asked (`MLX5_GUEST_PROFILE=ethernet`).
+    /// ([`Caps::connectx5_linux_ethernet`]): the device for `mlx5e` (`scripts/guest` with
+    /// `MLX5_GUEST_PROFILE=ethernet`).
     pub fn linux_ethernet() -> Config {
         Config {
             caps: Caps::connectx5_linux_ethernet(),

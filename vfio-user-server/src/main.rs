@@ -40,8 +40,8 @@ struct Args {
     #[arg(long)]
     trace: Option<PathBuf>,
     /// The device each session runs: `probe-only` (the port in InfiniBand mode: mlx5_core
-    /// probes without starting its Ethernet driver) or `ethernet` (an Ethernet port for
-    /// mlx5e; work in progress).
+    /// probes without starting its Ethernet driver) or `ethernet` (an Ethernet port: mlx5e
+    /// makes a netdev; cable it with --tap).
     #[arg(long, value_enum, default_value_t = Profile::ProbeOnly)]
     profile: Profile,
     /// Cable the function's Ethernet port to a new TAP interface of this name, in the

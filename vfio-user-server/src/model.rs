@@ -14,7 +14,7 @@ pub enum Profile {
     /// unloads without starting its Ethernet driver (what the guest milestones check).
     #[default]
     ProbeOnly,
-    /// `Config::linux_ethernet`: an Ethernet port, so `mlx5e` starts (work in progress).
+    /// `Config::linux_ethernet`: an Ethernet port, so `mlx5e` starts.
     Ethernet,
 }
 
