@@ -96,3 +96,35 @@ fn the_16_bit_counters_wrap() {
     assert_eq!(t.e.scq.expect(CqeOpcode::Req).wqe_counter(), 64);
     assert_eq!(parse(&t.frames()[0]).payload, payload(64));
 }
+
+/// mlx5e rings every send doorbell at the first BlueFlame half (UAR + 0x800); mlx5_ib and
+/// rdma-core alternate the two halves (+ 0x800, + 0x900 with 512-byte BlueFlame registers).
+/// Either works, in any order: the doorbell record's counter says what to run, so a late
+/// doorbell for WQEs already done (it arrives after the one that covered them) does nothing.
+#[test]
+fn doorbells_at_either_blueflame_half_in_any_order() {
+    let t = Tx::new();
+    t.e.n.write(t.e.buf, &payload(4096));
+    let half = |k: usize| t.e.n.uar as usize * 4096 + 0x800 + k * 0x100;
+    // Alternating halves, one WQE each.
+    for (i, len) in [100usize, 200, 300, 400].into_iter().enumerate() {
+        let at = t.pc();
+        let first8 = t.post(&send(&t, len));
+        t.e.n.dev().write64(half(i % 2), first8);
+        assert_eq!(t.e.scq.expect(CqeOpcode::Req).wqe_counter(), at);
+    }
+    // Two WQEs posted; the second's doorbell (second half) first, then the first's (first
+    // half), late.
+    let (at_early, early) = (t.pc(), t.post(&send(&t, 500)));
+    let (at_late, late) = (t.pc(), t.post(&send(&t, 600)));
+    t.e.n.dev().write64(half(1), late);
+    t.e.n.dev().write64(half(0), early);
+    assert_eq!(t.e.scq.expect(CqeOpcode::Req).wqe_counter(), at_early);
+    assert_eq!(t.e.scq.expect(CqeOpcode::Req).wqe_counter(), at_late);
+    assert!(
+        t.e.scq.poll().is_none(),
+        "the late doorbell ran nothing twice"
+    );
+    let lens: Vec<usize> = t.frames().iter().map(|f| parse(f).payload.len()).collect();
+    assert_eq!(lens, [100, 200, 300, 400, 500, 600]);
+}
