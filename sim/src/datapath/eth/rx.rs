@@ -81,7 +81,14 @@ fn steer_and_deliver(side: &mut Side<'_>, frame: &[u8]) -> bool {
         }
         return false;
     };
-    let sums = csum::rx(frame);
+    // A frame the parser found no IPv4 or IPv6 header in gets no sums: its CQE says "not IP"
+    // (l3_hdr_type 0), and the sums would contradict it. This also spares the checksum
+    // code's own header walk for every non-IP frame.
+    let sums = if l3 == CqeL3HdrType::None {
+        RxCsum::default()
+    } else {
+        csum::rx(frame)
+    };
     let mut delivered = deliver(side, first, frame, (l3, l4), sums);
     // Frames a rule sends to several TIRs: one copy per RQ.
     for k in 1..n {
