@@ -64,6 +64,19 @@ fn parse(d: &[u8]) -> Option<Header> {
     })
 }
 
+/// Acknowledges to `to` every datagram before `expected` (cumulative).
+fn send_ack(sock: &UdpSocket, to: SocketAddr, expected: u32) -> io::Result<()> {
+    let mut ack = [0u8; HEADER];
+    let h = Header {
+        kind: ACK,
+        seq: 0,
+        value: expected,
+        offset: 0,
+    };
+    header(&h, &mut ack);
+    sock.send_to(&ack, to).map(drop)
+}
+
 fn would_block(e: &io::Error) -> bool {
     matches!(
         e.kind(),
@@ -220,22 +233,12 @@ impl Receiver {
         let mut peer: Option<SocketAddr> = None;
         let mut started: Option<Instant> = None;
         let mut heard = Instant::now();
-        let mut ack = [0u8; HEADER];
         loop {
             let (n, from) = match sock.recv_from(&mut buf) {
                 Ok(x) => x,
                 Err(e) if would_block(&e) => {
                     if let (Some(p), true) = (peer, since_ack > 0) {
-                        header(
-                            &Header {
-                                kind: ACK,
-                                seq: 0,
-                                value: expected,
-                                offset: 0,
-                            },
-                            &mut ack,
-                        );
-                        sock.send_to(&ack, p)?;
+                        send_ack(&sock, p, expected)?;
                         acks += 1;
                         since_ack = 0;
                     }
@@ -268,16 +271,7 @@ impl Receiver {
                     expected += 1;
                     since_ack += 1;
                     if since_ack >= self.window / 2 {
-                        header(
-                            &Header {
-                                kind: ACK,
-                                seq: 0,
-                                value: expected,
-                                offset: 0,
-                            },
-                            &mut ack,
-                        );
-                        sock.send_to(&ack, from)?;
+                        send_ack(&sock, from, expected)?;
                         acks += 1;
                         since_ack = 0;
                     }
@@ -290,16 +284,7 @@ impl Receiver {
                     } else {
                         ahead += 1
                     }
-                    header(
-                        &Header {
-                            kind: ACK,
-                            seq: 0,
-                            value: expected,
-                            offset: 0,
-                        },
-                        &mut ack,
-                    );
-                    sock.send_to(&ack, from)?;
+                    send_ack(&sock, from, expected)?;
                     acks += 1;
                     since_ack = 0;
                 }

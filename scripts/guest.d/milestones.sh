@@ -71,8 +71,20 @@ wait_for() {
 }
 
 bound() { [ "$(basename "$(readlink "$PCIDEV/driver" 2>/dev/null)")" = mlx5_core ]; }
-irq_count() { # sum of the interrupts of the function's control vector (mlx5_async*)
-  grep "mlx5_async.*$BDF" /proc/interrupts | awk '{ s = 0; for (i = 2; i <= NF; i++) if ($i ~ /^[0-9]+$/) s += $i; else break; t += s } END { print t + 0 }'
+# irqs NAME: the interrupts (summed over CPUs) of this function's vectors named NAME*.
+irqs() {
+  grep "$1.*$BDF" /proc/interrupts | awk '{ s = 0; for (i = 2; i <= NF; i++) if ($i ~ /^[0-9]+$/) s += $i; else break; t += s } END { print t + 0 }'
+}
+irq_count() { irqs mlx5_async; } # the control vector's
+irq_count_above() { [ "$(irq_count)" -gt "$1" ]; }
+
+# emptied: the model holds no firmware page and no object after an unload (control channel);
+# the reason in $why when not.
+emptied() {
+  ctl status || { why="no control channel"; return 1; }
+  held=$(json_num pages_held); objs=$(json_num objects_total)
+  [ "$held" = 0 ] || { why="the model still holds $held firmware pages"; return 1; }
+  [ "$objs" = 0 ] || { why="the model still has $objs objects"; return 1; }
 }
 fw_pages() { cat "$DBG/pages/fw_pages_total" 2>/dev/null || echo -1; }
 
@@ -115,10 +127,7 @@ m_unload() {
   begin unload
   modprobe -r mlx5_core 2>&1 | sed 's/^/@@INFO rmmod: /'
   if grep -q '^mlx5_core ' /proc/modules; then end fail "mlx5_core is still loaded"; return; fi
-  ctl status || { end fail "no control channel"; return; }
-  held=$(json_num pages_held); objs=$(json_num objects_total)
-  [ "$held" = 0 ] || { end fail "the model still holds $held firmware pages"; return; }
-  [ "$objs" = 0 ] || { end fail "the model still has $objs objects"; return; }
+  emptied || { end fail "$why"; return; }
   end pass "0 pages, 0 objects"
   m_bind bind-again
   m_events events-again
@@ -152,10 +161,7 @@ m_unload_after_fatal() {
   if ! wait_for 60 sh -c '! grep -q "^mlx5_core " /proc/modules'; then
     end fail "mlx5_core still unloading 60 s after rmmod"; return
   fi
-  ctl status || { end fail "no control channel"; return; }
-  held=$(json_num pages_held); objs=$(json_num objects_total)
-  [ "$held" = 0 ] || { end fail "the model still holds $held firmware pages"; return; }
-  [ "$objs" = 0 ] || { end fail "the model still has $objs objects"; return; }
+  emptied || { end fail "$why"; return; }
   end pass "0 pages, 0 objects"
 }
 

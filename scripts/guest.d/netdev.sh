@@ -253,9 +253,7 @@ m_counters() {
 }
 
 # comp_irqs N: the interrupts of completion vector N (mlx5_compN of this function).
-comp_irqs() {
-  grep "mlx5_comp$1@pci:$BDF" /proc/interrupts | awk '{ s = 0; for (i = 2; i <= NF; i++) if ($i ~ /^[0-9]+$/) s += $i; else break; t += s } END { print t + 0 }'
-}
+comp_irqs() { irqs "mlx5_comp$1@"; }
 
 # rss: the RSS table decides the channel. With the indirection table all on one channel
 # (`ethtool -X weight`, which mlx5e turns into MODIFY_RQT), 50 pings from the host (IPv4: an
@@ -325,8 +323,7 @@ m_down() {
   [ "$(json_bool oper_up)" = false ] || { end fail "the model's port is still up"; return; }
   [ "$(json_bool admin_up)" = false ] || { end fail "the model's port is still administratively up"; return; }
   [ "$(cat /sys/class/net/$IF/operstate)" = down ] || { end fail "operstate $(cat /sys/class/net/$IF/operstate)"; return; }
-  wait_for 10 sh -c "[ \$(grep 'mlx5_async.*$BDF' /proc/interrupts | awk '{ s = 0; for (i = 2; i <= NF; i++) if (\$i ~ /^[0-9]+\$/) s += \$i; else break; t += s } END { print t + 0 }') -gt $irq0 ]" \
-    || { end fail "no interrupt (PORT_CHANGE) after the port went down"; return; }
+  wait_for 10 irq_count_above "$irq0" || { end fail "no interrupt (PORT_CHANGE) after the port went down"; return; }
   end pass "$IF down, no carrier; the model's port down (PAOS), PORT_CHANGE raised"
 }
 
@@ -336,10 +333,7 @@ m_reload() {
   begin reload
   modprobe -r mlx5_core 2>&1 | sed 's/^/@@INFO rmmod: /'
   if grep -q '^mlx5_core ' /proc/modules; then end fail "mlx5_core is still loaded"; return; fi
-  ctl status || { end fail "no control channel"; return; }
-  held=$(json_num pages_held); objs=$(json_num objects_total)
-  [ "$held" = 0 ] || { end fail "the model still holds $held firmware pages"; return; }
-  [ "$objs" = 0 ] || { end fail "the model still has $objs objects"; return; }
+  emptied || { end fail "$why"; return; }
   end pass "0 pages, 0 objects"
   m_bind bind-again
   m_netdev netdev-again
