@@ -32,6 +32,21 @@ pub enum Mode {
     Threaded,
 }
 
+/// How an RC QP reaches the QP its `remote_qpn` names.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum RcTransport {
+    /// Directly, in memory: the peer QP lives on this device or on the device at the other
+    /// end of a [`Wire`](crate::Wire), and each WQE acts on it at once. No frame exists; the
+    /// fast path of in-process tests.
+    #[default]
+    Fabric,
+    /// As a RoCEv2 endpoint: requests, responses and acknowledgements are frames on the
+    /// port (Ethernet, IP, UDP port 4791, the InfiniBand transport headers and the ICRC),
+    /// addressed from the QP's address path and the port's RoCE address table, so any
+    /// RoCEv2 peer on the link (another model, Linux's soft-RoCE) can be the other end.
+    Roce,
+}
+
 /// Initial fault injection (the same settings [`FaultInjector`](crate::FaultInjector)
 /// changes at run time).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -160,6 +175,8 @@ pub struct Config {
     /// The timeouts firmware reports; `None`: the initialization segment's timeout words
     /// read 0 (the driver keeps its defaults) and DTOR is not implemented.
     pub timeouts: Option<Timeouts>,
+    /// How RC QPs reach their peers.
+    pub rc_transport: RcTransport,
 }
 
 impl Config {
@@ -203,6 +220,7 @@ impl Default for Config {
             faults: Faults::default(),
             dma: DmaBacking::default(),
             timeouts: None,
+            rc_transport: RcTransport::Fabric,
         }
     }
 }

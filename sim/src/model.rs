@@ -25,6 +25,7 @@ use crate::irq::Interrupts;
 use crate::observe::Unimplemented;
 use crate::pages::PagePool;
 use crate::record::CommandLog;
+use crate::roce_addr::RoceAddrTable;
 use crate::syndrome as s;
 use crate::table::{Table, TableErrors};
 use mlx5_prm::CmdHcaCap;
@@ -269,6 +270,9 @@ pub(crate) struct Model {
     /// Its ticks as read at the first completion of the current session (see
     /// `datapath::Side::now`); forgotten when the next session locks the model.
     pub clock_reading: Option<u64>,
+    /// The port's RoCE address (GID) table (SET_ROCE_ADDRESS).
+    #[allow(dead_code)] // Read by the RoCE transport (issue 16, in progress).
+    pub roce_addrs: RoceAddrTable,
 }
 
 impl Model {
@@ -333,6 +337,9 @@ impl Model {
             pending: Pending::default(),
             clock,
             clock_reading: None,
+            roce_addrs: RoceAddrTable::new(usize::from(
+                config.caps.roce_max.roce_address_table_size(),
+            )),
         }
     }
 

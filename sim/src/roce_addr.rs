@@ -1,0 +1,85 @@
+//! The port's RoCE address (GID) table: what SET_ROCE_ADDRESS writes and QUERY_ROCE_ADDRESS
+//! returns. An RC QP on a RoCE path takes its source MAC, VLAN, IP address and RoCE version
+//! from the entry its address path's `src_addr_index` names; a RoCE frame arriving is for
+//! this device when its destination IP address is one of the table's.
+
+/// One valid entry of the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RoceAddr {
+    /// The source L3 address, 16 bytes in network order: an IPv4 address in the IPv4-mapped
+    /// IPv6 form (`::ffff:a.b.c.d`), as the GID of a RoCEv2 port is.
+    pub l3: [u8; 16],
+    /// The source MAC.
+    pub mac: [u8; 6],
+    /// The VLAN the QP's frames carry, if any.
+    pub vlan: Option<u16>,
+    /// `roce_l3_type`: 0 IPv4, 1 IPv6 (the PRM's encoding).
+    pub l3_type: u8,
+    /// `roce_version`: 0 RoCE v1, 2 RoCE v2 (the PRM's encoding).
+    pub version: u8,
+}
+
+impl RoceAddr {
+    /// The IPv4 address of an IPv4 entry.
+    pub fn ipv4(&self) -> Option<[u8; 4]> {
+        (self.l3_type == L3_IPV4).then(|| [self.l3[12], self.l3[13], self.l3[14], self.l3[15]])
+    }
+}
+
+/// `roce_l3_type` of an IPv4 entry.
+pub(crate) const L3_IPV4: u8 = 0;
+/// `roce_l3_type` of an IPv6 entry.
+pub(crate) const L3_IPV6: u8 = 1;
+/// `roce_version` of a RoCEv2 entry.
+pub(crate) const VERSION_2: u8 = 2;
+
+/// The table of one port: `size` entries (the RoCE capability's `roce_address_table_size`),
+/// each empty until SET_ROCE_ADDRESS writes it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RoceAddrTable {
+    entries: Vec<Option<RoceAddr>>,
+}
+
+impl RoceAddrTable {
+    /// An empty table of `size` entries.
+    pub fn new(size: usize) -> RoceAddrTable {
+        RoceAddrTable {
+            entries: vec![None; size],
+        }
+    }
+
+    /// The number of entries (valid or not).
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Entry `index`, if it is valid.
+    pub fn get(&self, index: usize) -> Option<&RoceAddr> {
+        self.entries.get(index).and_then(Option::as_ref)
+    }
+
+    /// Writes (or, with `None`, clears) entry `index`; false when the index is outside the
+    /// table.
+    pub fn set(&mut self, index: usize, entry: Option<RoceAddr>) -> bool {
+        match self.entries.get_mut(index) {
+            Some(slot) => {
+                *slot = entry;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The index of the first valid RoCEv2 entry whose L3 address is `l3`.
+    pub fn find_v2(&self, l3: &[u8; 16]) -> Option<usize> {
+        self.entries.iter().position(|e| {
+            e.as_ref()
+                .is_some_and(|e| e.version == VERSION_2 && &e.l3 == l3)
+        })
+    }
+
+    /// Clears every entry (a reset of the function).
+    pub fn clear(&mut self) {
+        self.entries.iter_mut().for_each(|e| *e = None);
+    }
+}
