@@ -133,6 +133,11 @@ fn init2rtr() -> Init2rtr {
         rgid_rip: [0xfe; 16],
         src_addr_index: 0,
         hop_limit: 64,
+        tclass: 0,
+        flow_label: 0,
+        udp_sport: 0xc000,
+        dscp: 0,
+        eth_prio: 0,
         vhca_port_num: 1,
         optional: Init2rtrOptional::default(),
     }

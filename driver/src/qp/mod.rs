@@ -39,7 +39,8 @@
 //! let (rmac_47_32, rmac_31_0) = qp::rmac_fields([2, 0, 0, 0, 0, 1]);
 //! let rtr = Init2rtr { mtu: QpMtu::Mtu1k, log_msg_max: 20, remote_qpn: qpn, next_rcv_psn: 0,
 //!     log_rra_max: 1, min_rnr_nak: 1, rmac_47_32, rmac_31_0, rgid_rip: [0; 16],
-//!     src_addr_index: 0, hop_limit: 64, vhca_port_num: 1, optional: Default::default() };
+//!     src_addr_index: 0, hop_limit: 64, tclass: 0, flow_label: 0, udp_sport: 0xc000, dscp: 0,
+//!     eth_prio: 0, vhca_port_num: 1, optional: Default::default() };
 //! let qp = qp.init2rtr(rtr).map_err(|(e, _qp)| e).unwrap();
 //! let rts = Rtr2rts { next_send_psn: 0, retry_count: 7, rnr_retry: 7, log_sra_max: 1,
 //!     ack_timeout: 14, optional: Default::default() };

@@ -63,6 +63,11 @@ pub fn params(remote_qpn: u32) -> (Rst2init, Init2rtr, Rtr2rts) {
         rgid_rip: [0; 16],
         src_addr_index: 0,
         hop_limit: 64,
+        tclass: 0,
+        flow_label: 0,
+        udp_sport: 0xc000,
+        dscp: 0,
+        eth_prio: 0,
         vhca_port_num: 1,
         optional: Init2rtrOptional::default(),
     };

@@ -202,6 +202,31 @@ pub const QP_STATE_MACHINE: crate::rt::sm::StateMachine<QpState> = crate::rt::sm
                     width: 8,
                 },
                 crate::rt::sm::FieldRef {
+                    path: "qpc.primary_address_path.tclass",
+                    bit_offset: 484,
+                    width: 8,
+                },
+                crate::rt::sm::FieldRef {
+                    path: "qpc.primary_address_path.flow_label",
+                    bit_offset: 492,
+                    width: 20,
+                },
+                crate::rt::sm::FieldRef {
+                    path: "qpc.primary_address_path.udp_sport",
+                    bit_offset: 656,
+                    width: 16,
+                },
+                crate::rt::sm::FieldRef {
+                    path: "qpc.primary_address_path.dscp",
+                    bit_offset: 650,
+                    width: 6,
+                },
+                crate::rt::sm::FieldRef {
+                    path: "qpc.primary_address_path.eth_prio",
+                    bit_offset: 673,
+                    width: 3,
+                },
+                crate::rt::sm::FieldRef {
                     path: "qpc.primary_address_path.vhca_port_num",
                     bit_offset: 680,
                     width: 8,
@@ -743,7 +768,7 @@ pub mod qp_machine {
             Ok(())
         }
     }
-    /// Connect the receive side to the peer: path MTU, the peer's QP number, the first PSN to expect, how many RDMA reads and atomics the peer may have outstanding, the RNR NAK timer, and the RoCE path to the peer (its MAC address, GID, our source GID index and hop limit).
+    /// Connect the receive side to the peer: path MTU, the peer's QP number, the first PSN to expect, how many RDMA reads and atomics the peer may have outstanding, the RNR NAK timer, and the RoCE path to the peer (its MAC address, GID, our source GID index, hop limit, traffic class and flow label, and for RoCE v2 the UDP source port, DSCP and VLAN priority: Linux's mlx5_ib writes the whole primary path at this step).
     ///
     /// Transition `init2rtr` of state machine `qp`: from [`Init`] to [`Rtr`], by command `init2rtr_qp`.
     #[derive(Clone, Copy, PartialEq, Eq)]
@@ -792,6 +817,26 @@ pub mod qp_machine {
         ///
         /// `qpc.primary_address_path.hop_limit` of the input (required).
         pub hop_limit: u8,
+        /// Traffic class of the GRH or IP header.
+        ///
+        /// `qpc.primary_address_path.tclass` of the input (required).
+        pub tclass: u8,
+        /// IPv6 / GRH flow label (20 bits).
+        ///
+        /// `qpc.primary_address_path.flow_label` of the input (required).
+        pub flow_label: u32,
+        /// UDP source port of RoCE v2 packets; different values spread flows over ECMP paths.
+        ///
+        /// `qpc.primary_address_path.udp_sport` of the input (required).
+        pub udp_sport: u16,
+        /// DSCP for the IP header of RoCE v2 packets.
+        ///
+        /// `qpc.primary_address_path.dscp` of the input (required).
+        pub dscp: u8,
+        /// VLAN priority (PCP) of RoCE packets.
+        ///
+        /// `qpc.primary_address_path.eth_prio` of the input (required).
+        pub eth_prio: u8,
         /// Port the path leaves from, numbered from 1.
         ///
         /// `qpc.primary_address_path.vhca_port_num` of the input (required).
@@ -854,6 +899,14 @@ pub mod qp_machine {
                 .primary_address_path_mut()
                 .set_src_addr_index(self.src_addr_index);
             input.qpc_mut().primary_address_path_mut().set_hop_limit(self.hop_limit);
+            input.qpc_mut().primary_address_path_mut().set_tclass(self.tclass);
+            input
+                .qpc_mut()
+                .primary_address_path_mut()
+                .try_set_flow_label(self.flow_label)?;
+            input.qpc_mut().primary_address_path_mut().set_udp_sport(self.udp_sport);
+            input.qpc_mut().primary_address_path_mut().try_set_dscp(self.dscp)?;
+            input.qpc_mut().primary_address_path_mut().try_set_eth_prio(self.eth_prio)?;
             input
                 .qpc_mut()
                 .primary_address_path_mut()
@@ -1213,7 +1266,7 @@ pub mod qp_machine {
         {
             self.apply(args)
         }
-        /// Connect the receive side to the peer: path MTU, the peer's QP number, the first PSN to expect, how many RDMA reads and atomics the peer may have outstanding, the RNR NAK timer, and the RoCE path to the peer (its MAC address, GID, our source GID index and hop limit).
+        /// Connect the receive side to the peer: path MTU, the peer's QP number, the first PSN to expect, how many RDMA reads and atomics the peer may have outstanding, the RNR NAK timer, and the RoCE path to the peer (its MAC address, GID, our source GID index, hop limit, traffic class and flow label, and for RoCE v2 the UDP source port, DSCP and VLAN priority: Linux's mlx5_ib writes the whole primary path at this step).
         ///
         /// Transition `init2rtr` of state machine `qp`: from [`Init`] to [`Rtr`], by command `init2rtr_qp`.
         #[inline]
