@@ -68,9 +68,7 @@ mod pas;
 pub mod pcap;
 mod port_status;
 mod record;
-// The RoCE transport and SET_ROCE_ADDRESS (issue 16, in progress) are its users.
 mod regs;
-#[allow(dead_code)]
 mod roce_addr;
 mod session;
 mod stackvec;

@@ -271,7 +271,6 @@ pub(crate) struct Model {
     /// `datapath::Side::now`); forgotten when the next session locks the model.
     pub clock_reading: Option<u64>,
     /// The port's RoCE address (GID) table (SET_ROCE_ADDRESS).
-    #[allow(dead_code)] // Read by the RoCE transport (issue 16, in progress).
     pub roce_addrs: RoceAddrTable,
 }
 
@@ -353,7 +352,8 @@ impl Model {
         1u64.checked_shl(log.into()).unwrap_or(u64::MAX)
     }
 
-    /// Drops every object, as TEARDOWN_HCA does; pages stay where they are.
+    /// Drops every object and empties the RoCE address table, as TEARDOWN_HCA does (and so
+    /// DISABLE_HCA, through `reset_function`); pages stay where they are.
     pub fn drop_objects(&mut self) {
         self.flow = FlowTables::default();
         self.rqts.clear();
@@ -370,6 +370,7 @@ impl Model {
         self.uars.clear();
         self.uar_state.clear();
         self.pending = Pending::default();
+        self.roce_addrs.clear();
     }
 
     /// Back to the reset state of a disabled function (DISABLE_HCA); held pages stay held so a

@@ -7,7 +7,8 @@
 //!
 //! Numbering: the top byte is `0x5e` ("sim"), the next byte the area (1 command interface,
 //! 2 HCA, 3 pages, 4 capabilities, 5 access registers, 6 UAR/PD/transport domain, 7 EQ, 8 CQ,
-//! 9 mkey, 0xa QP, 0xb SQ/RQ, 0xc TIS/TIR/RQT, 0xd flow steering, 0xe vport), the low half the
+//! 9 mkey, 0xa QP, 0xb SQ/RQ, 0xc TIS/TIR/RQT, 0xd flow steering, 0xe vport, 0xf counters,
+//! 0x10 RoCE address table), the low half the
 //! site within the area. Every value is distinct (a unit test checks it).
 
 macro_rules! syndromes {
@@ -411,6 +412,18 @@ syndromes! {
     QCNT_UNKNOWN = 0x5e0f_0001;
     /// ALLOC_Q_COUNTER beyond max_qp_cnt sets (LIM).
     QCNT_LIMIT = 0x5e0f_0002;
+
+    // ---- 0x10: RoCE address table ----
+    /// roce_address_index at or beyond the table's roce_address_table_size entries (BAD_PARAM).
+    ROCE_ADDR_BAD_INDEX = 0x5e10_0001;
+    /// vhca_port_num other than 1..=num_vhca_ports while num_vhca_ports is not 0 (BAD_PARAM).
+    ROCE_ADDR_BAD_PORT = 0x5e10_0002;
+    /// SET_ROCE_ADDRESS roce_l3_type other than IPv4 (0) or IPv6 (1) (BAD_PARAM).
+    ROCE_ADDR_BAD_L3_TYPE = 0x5e10_0003;
+    /// SET_ROCE_ADDRESS roce_version other than RoCE v1 (0) or v2 (2) (BAD_PARAM).
+    ROCE_ADDR_BAD_VERSION = 0x5e10_0004;
+    /// A RoCE address command while the general roce capability is off (BAD_PARAM).
+    ROCE_ADDR_NO_ROCE = 0x5e10_0005;
 }
 
 /// The name and description of a syndrome this model reports.

@@ -27,6 +27,7 @@ pub(crate) mod pages;
 pub(crate) mod port_reg;
 pub(crate) mod qp;
 pub(crate) mod reg;
+pub(crate) mod roce_addr;
 pub(crate) mod tir;
 pub(crate) mod vport;
 pub(crate) mod wq;
@@ -183,6 +184,8 @@ static COMMANDS: &[Spec] = &[
     spec::<cmd::QueryVportState>(Gate::Initialized, Some(&[0, 2]), vport::query_state),
     spec::<cmd::QueryNicVportContext>(Gate::Initialized, ZERO, vport::query_context),
     spec::<cmd::ModifyNicVportContext>(Gate::Initialized, ZERO, vport::modify_context),
+    spec::<cmd::QueryRoceAddress>(Gate::Initialized, ZERO, roce_addr::query),
+    spec::<cmd::SetRoceAddress>(Gate::Initialized, ZERO, roce_addr::set),
 ];
 
 /// Opcodes the model implements, in table order.
