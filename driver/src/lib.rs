@@ -14,6 +14,7 @@
 //! - [`eth`]: raw Ethernet queues (SQ, RQ, steering by MAC; one set per HCA at a time) with
 //!   ixy-style batch calls over a packet buffer pool whose handles carry ownership and return
 //!   their buffer on drop;
+//! - [`roce`]: the RoCE address (GID) table and the address path of an RC QP to a RoCE peer;
 //! - [`hca`]: bring-up and teardown, and the [`Hca`] handle that owns it all.
 //!
 //! Every resource borrows the HCA it came from (and packets their pool), so none outlives it;
@@ -48,6 +49,7 @@ pub mod pages;
 pub mod qp;
 mod recent;
 mod ring;
+pub mod roce;
 mod undo;
 
 pub use error::{Error, Result};
