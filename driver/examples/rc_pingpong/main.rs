@@ -23,7 +23,7 @@ mod pingpong;
 
 use arp::Arp;
 use clap::Parser;
-use exchange::{Dest, ExchangeError};
+use exchange::{Dest, ExchangeError, Serviced};
 use mlx5_driver::backend::sim::SimBackend;
 use mlx5_driver::eth::{EthConfig, EthQueues, Pool};
 use mlx5_driver::roce::{gid_ipv4, link_local_gid, RoceAddress, RocePath};
@@ -32,6 +32,7 @@ use mlx5_prm::QpMtu;
 use mlx5_sim::tap::{ifconfig, Tap};
 use mlx5_sim::{Config, Mode, RcTransport};
 use pingpong::{Connected, Params, Side};
+use std::cell::RefCell;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -312,21 +313,30 @@ fn session(
         psn: mine.psn,
         timeout: params.timeout,
     };
+    // ARP is answered while the exchange waits, and used by the connection in between.
+    let arp = RefCell::new(arp);
+    let mut idle = || {
+        if let Err(e) = arp.borrow_mut().poll() {
+            log::warn!("ARP: {e}");
+        }
+    };
     let (remote, connected) = match &args.server {
         Some(server) => {
-            let mut s = exchange::connect_to(server, args.port).map_err(|e| e.to_string())?;
+            let s = exchange::connect_to(server, args.port).map_err(|e| e.to_string())?;
+            let mut s = Serviced::new(s, &mut idle).map_err(|e| e.to_string())?;
             let remote = exchange::client_exchange(&mut s, &mine)
                 .map_err(|e| format!("Couldn't read/write remote address: {e}"))?;
-            (remote, link.connect(side, arp, &remote)?)
+            (remote, link.connect(side, &mut arp.borrow_mut(), &remote)?)
         }
         None => {
-            let mut s = exchange::accept_one(args.port)
+            let s = exchange::accept_one(args.port, &mut idle)
                 .map_err(|e| format!("Couldn't listen to port {}: {e}", args.port))?;
+            let mut s = Serviced::new(s, &mut idle).map_err(|e| e.to_string())?;
             let mut side = Some(side);
             let mut connected = None;
             let remote = exchange::server_exchange(&mut s, &mine, |remote| {
                 let side = side.take().ok_or("connected twice")?;
-                connected = Some(link.connect(side, arp, remote)?);
+                connected = Some(link.connect(side, &mut arp.borrow_mut(), remote)?);
                 Ok::<(), String>(())
             })
             .map_err(|e: ExchangeError<String>| e.to_string())?;
@@ -334,11 +344,6 @@ fn session(
         }
     };
     println!("  remote address: {remote}");
-    let mut idle = || {
-        if let Err(e) = arp.poll() {
-            log::warn!("ARP: {e}");
-        }
-    };
     let stats = connected.run(args.server.is_some(), &mut idle)?;
     for line in stats.summary() {
         println!("{line}");
