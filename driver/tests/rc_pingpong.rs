@@ -2,8 +2,8 @@
 //! messages (written by hand from its `"%04x:%06x:%06x:%s"` format and its GID encoding, 16
 //! bytes as 32 hex digits) and against a byte-level script of its client and server, and the
 //! whole ping-pong between two model devices in one process, each side in its own thread with
-//! the exchange over loopback TCP: on the in-memory RC fabric, and (ignored until the model's
-//! RoCE v2 transport lands) as RoCE v2 frames over a wire.
+//! the exchange over loopback TCP: on the in-memory RC fabric, and as RoCE v2 frames over a
+//! wire.
 
 #[path = "../examples/rc_pingpong/exchange.rs"]
 #[allow(dead_code)]
@@ -281,7 +281,6 @@ fn pingpong_between_two_devices_on_the_rc_fabric() {
 }
 
 #[test]
-#[ignore = "needs the model's RoCE v2 transport (sim/src/datapath/roce/, issue 16), not landed yet"]
 fn pingpong_between_two_devices_as_roce_v2_frames() {
     pingpong(RcTransport::Roce, &runs());
 }

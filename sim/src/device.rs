@@ -241,7 +241,14 @@ impl Core {
                 c.record(frame);
             }
         }
-        self.arrive(&mut self.model(), [frame]) == 1
+        let mut m = self.model();
+        let delivered = self.arrive(&mut m, [frame]) == 1;
+        // What the frame made the device send (RoCE acknowledgements and responses) leaves
+        // once the lock is let go.
+        let out = take_outbox(&mut m);
+        drop(m);
+        self.transmit(out, None);
+        delivered
     }
 
     /// Frames arrive at the port of the locked model `m`: every frame arriving passes here,
@@ -251,7 +258,7 @@ impl Core {
         let mut side = Side::new(m, &self.dma);
         frames
             .into_iter()
-            .filter(|frame| datapath::eth::receive(&mut side, frame))
+            .filter(|frame| datapath::receive(&mut side, frame))
             .count()
     }
 

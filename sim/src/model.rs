@@ -6,8 +6,10 @@ use crate::bar;
 use crate::caps::Caps;
 use crate::clock::Clock;
 use crate::config::Config;
+use crate::config::RcTransport;
 use crate::datapath::memo::Steered;
 use crate::datapath::pending::Pending;
+use crate::datapath::roce::{Loopback, RoceStats};
 use crate::datapath::sendq::Wqe;
 use crate::events::Eq;
 use crate::exec::{
@@ -272,6 +274,12 @@ pub(crate) struct Model {
     pub clock_reading: Option<u64>,
     /// The port's RoCE address (GID) table (SET_ROCE_ADDRESS).
     pub roce_addrs: RoceAddrTable,
+    /// How RC QPs reach their peers.
+    pub rc_transport: RcTransport,
+    /// What the RoCE transport counts of the device.
+    pub roce_stats: RoceStats,
+    /// RoCE packets to the device's own addresses, waiting to arrive.
+    pub roce_loop: Loopback,
 }
 
 impl Model {
@@ -339,6 +347,9 @@ impl Model {
             roce_addrs: RoceAddrTable::new(usize::from(
                 config.caps.roce_max.roce_address_table_size(),
             )),
+            rc_transport: config.rc_transport,
+            roce_stats: RoceStats::default(),
+            roce_loop: Loopback::default(),
         }
     }
 

@@ -19,19 +19,8 @@ pub(crate) struct RoceAddr {
     pub version: u8,
 }
 
-impl RoceAddr {
-    /// The IPv4 address of an IPv4 entry.
-    #[allow(dead_code)] // The RoCE transport's (sim/src/datapath/roce/, issue 16).
-    pub fn ipv4(&self) -> Option<[u8; 4]> {
-        (self.l3_type == L3_IPV4).then(|| [self.l3[12], self.l3[13], self.l3[14], self.l3[15]])
-    }
-}
-
 /// `roce_l3_type` of an IPv4 entry.
 pub(crate) const L3_IPV4: u8 = mlx5_prm::RoceL3Type::Ipv4.raw();
-/// `roce_l3_type` of an IPv6 entry.
-#[allow(dead_code)] // The RoCE transport's (sim/src/datapath/roce/, issue 16).
-pub(crate) const L3_IPV6: u8 = mlx5_prm::RoceL3Type::Ipv6.raw();
 /// `roce_version` of a RoCEv2 entry.
 pub(crate) const VERSION_2: u8 = mlx5_prm::RoceVersion::Version2.raw();
 
@@ -73,7 +62,6 @@ impl RoceAddrTable {
     }
 
     /// The index of the first valid RoCEv2 entry whose L3 address is `l3`.
-    #[allow(dead_code)] // The RoCE transport's (sim/src/datapath/roce/, issue 16).
     pub fn find_v2(&self, l3: &[u8; 16]) -> Option<usize> {
         self.entries.iter().position(|e| {
             e.as_ref()

@@ -4,6 +4,8 @@
 
 use crate::device::Core;
 use crate::Device;
+use std::cell::RefCell;
+use std::collections::VecDeque;
 use std::sync::{Arc, Weak};
 
 /// Where the frames a device transmits go: a test's capture, a bridge to a real network, or
@@ -19,10 +21,51 @@ struct WireEnd {
     to: Weak<Core>,
 }
 
+/// Frames waiting to cross a wire: the device they go to, and the frame.
+type Queue = VecDeque<(Weak<Core>, Vec<u8>)>;
+
+thread_local! {
+    /// Frames to deliver across wires, queued while a delivery is running on this thread.
+    static QUEUED: RefCell<Option<Queue>> = const { RefCell::new(None) };
+}
+
+/// Ends a delivery round on this thread, also when a delivery unwinds.
+struct Round;
+
+impl Drop for Round {
+    fn drop(&mut self) {
+        QUEUED.with(|q| *q.borrow_mut() = None);
+    }
+}
+
 impl Link for WireEnd {
+    /// Delivers at once, unless this thread is already inside a delivery: a frame arriving
+    /// can make the device answer (RoCE acknowledgements, read responses), and the answer's
+    /// arrival another answer. Those are queued and delivered in order by the outermost
+    /// call, so two devices talking to each other take a loop, not a recursion as deep as
+    /// their conversation.
     fn transmit(&self, frame: &[u8]) {
+        let queued = QUEUED.with(|q| match q.borrow_mut().as_mut() {
+            Some(q) => {
+                q.push_back((self.to.clone(), frame.to_vec()));
+                true
+            }
+            None => false,
+        });
+        if queued {
+            return;
+        }
+        QUEUED.with(|q| *q.borrow_mut() = Some(VecDeque::new()));
+        let _round = Round;
         if let Some(core) = self.to.upgrade() {
             core.receive_frame(frame);
+        }
+        while let Some((to, f)) =
+            QUEUED.with(|q| q.borrow_mut().as_mut().and_then(VecDeque::pop_front))
+        {
+            if let Some(core) = to.upgrade() {
+                core.receive_frame(&f);
+            }
         }
     }
 }

@@ -8,6 +8,8 @@ use common::dp::{Node, Pair, Ring, Wqe};
 use common::Host;
 use mlx5_prm::{CqeOpcode, QpState, SendOpcode};
 use mlx5_sim::Wire;
+use std::thread::sleep;
+use std::time::Duration;
 
 const NO_RIGHTS: (bool, bool, bool) = (false, false, false);
 const ALL_RIGHTS: (bool, bool, bool) = (true, true, true);
@@ -405,13 +407,17 @@ fn receiver_not_ready_waits_for_a_receive() {
             .build(),
         Ring::Doorbell,
     );
+    // Ticks a millisecond apart: on RoCE the responder's RNR NAK asks for a wait
+    // (min_rnr_nak) before each retry.
     for _ in 0..20 {
+        sleep(Duration::from_millis(1));
         n.dev().tick();
     }
     assert!(p.scq_a.poll().is_none(), "stalled on RNR, retrying forever");
     assert!(p.rcq_b.poll().is_none());
     // One receive: the first send goes, the second waits again.
     p.b.post_recv(&[(64, key, buf + 4096)]);
+    sleep(Duration::from_millis(1));
     n.dev().tick();
     assert_eq!(p.scq_a.expect(CqeOpcode::Req).wqe_counter(), 0);
     assert_eq!(p.rcq_b.expect(CqeOpcode::RespSend).byte_cnt(), 8);
@@ -419,6 +425,7 @@ fn receiver_not_ready_waits_for_a_receive() {
     assert_eq!(n.read(buf + 4096, 8), b"patience");
     // Any BAR write lets the device retry too (here a CQ doorbell record update + arm).
     p.b.post_recv(&[(64, key, buf + 8192)]);
+    sleep(Duration::from_millis(1));
     p.scq_b.arm(false);
     assert_eq!(p.scq_a.expect(CqeOpcode::Req).wqe_counter(), 1);
     assert_eq!(n.qp_state(p.a.qpn), QpState::Rts);
@@ -438,6 +445,7 @@ fn receiver_not_ready_retries_run_out() {
         );
         for _ in 0..rnr_retry {
             assert!(p.scq_a.poll().is_none());
+            sleep(Duration::from_millis(1));
             n.dev().tick();
         }
         let e = p.scq_a.expect_err(CqeOpcode::ReqErr, 0x16);
@@ -660,4 +668,37 @@ fn a_qp_connected_to_itself_fails_once() {
         .collect();
     assert_eq!(order, vec![(0x12, 0), (0x5, 1)]);
     assert_eq!(n.qp_state(qp.qpn), QpState::Err);
+}
+
+/// Every test above again with RC on RoCEv2 frames (`RcTransport::Roce`): requests,
+/// acknowledgements and responses cross the port (or loop back inside one device) instead of
+/// acting on the peer QP directly, and must come out the same.
+mod roce {
+    macro_rules! again {
+        ($($test:ident),* $(,)?) => {
+            $(
+                #[test]
+                fn $test() {
+                    super::common::dp::on_roce(super::$test);
+                }
+            )*
+        };
+    }
+
+    again!(
+        send_and_receive_on_one_device,
+        send_across_a_wire_between_two_devices,
+        rdma_write_read_and_write_with_immediate,
+        remote_access_errors,
+        local_errors,
+        atomics,
+        receiver_not_ready_waits_for_a_receive,
+        receiver_not_ready_retries_run_out,
+        blue_flame_copies_execute_like_the_ring,
+        doorbells_for_other_queues_are_ignored,
+        wqes_wrap_around_the_ring,
+        threaded_devices_send_to_each_other_at_once,
+        mtt_keys_translate_page_by_page,
+        a_qp_connected_to_itself_fails_once,
+    );
 }

@@ -32,9 +32,15 @@ const fn table() -> [u32; 256] {
 
 /// The CRC-32 of `data`.
 pub(crate) fn crc32(data: &[u8]) -> u32 {
-    !data
-        .iter()
-        .fold(!0u32, |c, &b| TABLE[usize::from((c as u8) ^ b)] ^ (c >> 8))
+    !crc32_update(!0, data)
+}
+
+/// The CRC register after `data`, from register value `c` (neither preset nor complemented
+/// here): what a CRC over several pieces (the RoCE ICRC's masked headers, then the payload)
+/// is built from.
+pub(crate) fn crc32_update(c: u32, data: &[u8]) -> u32 {
+    data.iter()
+        .fold(c, |c, &b| TABLE[usize::from((c as u8) ^ b)] ^ (c >> 8))
 }
 
 /// The four FCS bytes of `frame`, in wire order.

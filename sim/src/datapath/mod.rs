@@ -19,6 +19,7 @@ pub(crate) mod memo;
 pub(crate) mod parse;
 pub(crate) mod pending;
 pub(crate) mod rc;
+pub(crate) mod roce;
 pub(crate) mod rq;
 pub(crate) mod rss;
 pub(crate) mod sendq;
@@ -103,7 +104,12 @@ pub(crate) fn doorbell<'a>(
 ) {
     if let Ok(qp) = local.m.qps.get(qn) {
         if qp.uar == uar {
-            rc::run(local, remote, qn, bf);
+            if local.m.rc_transport == crate::RcTransport::Roce {
+                roce::req::run(local, qn, bf);
+                roce::drain(local);
+            } else {
+                rc::run(local, remote, qn, bf);
+            }
             return;
         }
     } else if let Ok(sq) = local.m.sqs.get(qn) {
@@ -113,6 +119,16 @@ pub(crate) fn doorbell<'a>(
         }
     }
     local.m.stats.doorbells_ignored += 1;
+}
+
+/// A frame arriving at the port: RoCEv2 for one of the device's addresses goes to the RC
+/// transport (when RC QPs run on RoCE), anything else to Ethernet steering. True when it was
+/// delivered (or, for RoCE, taken).
+pub(crate) fn receive(side: &mut Side<'_>, frame: &[u8]) -> bool {
+    if side.m.rc_transport == crate::RcTransport::Roce && roce::receive(side, frame) {
+        return true;
+    }
+    eth::receive(side, frame)
 }
 
 /// Work the device does on its own: retry sends stalled on receiver-not-ready, flush queues
@@ -166,6 +182,16 @@ pub(crate) fn kick<'a>(local: &mut Side<'a>, mut remote: Option<&mut Side<'a>>) 
         }
     }
     resume_tx(local);
+    if !local.m.pending.roce.is_empty() {
+        let now = Instant::now();
+        let qps: Vec<u32> = local.m.pending.roce.iter().copied().collect();
+        for qpn in qps {
+            if !roce::req::tick(local, qpn, now) {
+                local.m.pending.roce.remove(&qpn);
+            }
+        }
+        roce::drain(local);
+    }
     let rqs: Vec<u32> = local.m.pending.rqs.iter().copied().collect();
     for rqn in rqs {
         match local.m.rqs.get(rqn) {

@@ -18,6 +18,8 @@ pub(crate) struct Pending {
     pub tx: BTreeSet<u32>,
     pub rqs: BTreeSet<u32>,
     pub cqs: BTreeSet<u32>,
+    /// RC QPs on RoCE with packets in flight or an RNR wait: their timers run.
+    pub roce: BTreeSet<u32>,
 }
 
 impl Pending {
@@ -28,10 +30,16 @@ impl Pending {
             && self.tx.is_empty()
             && self.rqs.is_empty()
             && self.cqs.is_empty()
+            && self.roce.is_empty()
     }
 
     /// How many objects are listed.
     pub fn len(&self) -> usize {
-        self.qps.len() + self.sqs.len() + self.tx.len() + self.rqs.len() + self.cqs.len()
+        self.qps.len()
+            + self.sqs.len()
+            + self.tx.len()
+            + self.rqs.len()
+            + self.cqs.len()
+            + self.roce.len()
     }
 }

@@ -30,7 +30,7 @@ enum Step {
 
 /// Why a WQE failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Fault {
+pub(crate) enum Fault {
     /// The requester's own error (local length, protection, operation).
     Local(CqeSyndrome),
     /// The responder refused; `responder_err` moves the responder QP to ERR too.
@@ -46,11 +46,11 @@ type Exec = Result<u32, Fault>;
 
 /// The requester QP's fields a WQE needs.
 #[derive(Debug, Clone, Copy)]
-struct Requester {
-    qpn: u32,
-    who: Accessor,
-    remote_qpn: u32,
-    max_msg: u64,
+pub(crate) struct Requester {
+    pub qpn: u32,
+    pub who: Accessor,
+    pub remote_qpn: u32,
+    pub max_msg: u64,
 }
 
 /// The responder QP's fields.
@@ -162,6 +162,7 @@ pub(crate) fn set_err(side: &mut Side<'_>, qpn: u32, flush_sq: bool) {
     };
     qp.ctx.set_state(QpState::Err);
     qp.rnr = None;
+    super::roce::req::flush(side, qpn);
     side.m.pending.qps.insert(qpn);
     rq::flush(side, Target::Qp(qpn));
     if flush_sq {
@@ -275,7 +276,7 @@ fn execute<'a>(
 /// The affiliated event of a responder QP that a request put in ERR without a completion of
 /// its own: a local access violation (bad rkey or rights) or an invalid request, for an EQ
 /// subscribed to it.
-fn responder_event(side: &mut Side<'_>, qpn: u32, syndrome: CqeSyndrome) {
+pub(crate) fn responder_event(side: &mut Side<'_>, qpn: u32, syndrome: CqeSyndrome) {
     let event = match syndrome {
         CqeSyndrome::RemoteAccessErr => EventType::WqAccessError,
         _ => EventType::WqInvalReqError,
@@ -347,7 +348,7 @@ const fn remote_access(responder_err: bool) -> Fault {
 }
 
 /// Reads the gather list of `wqe[start..msg.end]` through the requester's keys.
-fn gather(
+pub(crate) fn gather(
     local: &mut Side<'_>,
     req: &Requester,
     wqe: &[u8],
@@ -378,7 +379,7 @@ fn gather(
 }
 
 /// The local scatter list of a read or atomic: data segments up to an invalid-lkey entry.
-fn scatter_list(wqe: &[u8], start: usize, end: usize) -> Result<Vec<rq::Sge>, Fault> {
+pub(crate) fn scatter_list(wqe: &[u8], start: usize, end: usize) -> Result<Vec<rq::Sge>, Fault> {
     let bad = Fault::Local(CqeSyndrome::LocalQpOpErr);
     let mut out = Vec::new();
     for p in sendq::gather_list(wqe, start, end).ok_or(bad)? {

@@ -28,6 +28,29 @@ use mlx5_prm::{
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct QCounter {
     pub out_of_buffer: u32,
+    /// The RC transport's events (RoCE), each named as its QUERY_Q_COUNTER field.
+    pub rc: RcCounts,
+}
+
+/// What the RoCE transport counts per queue counter set: the responder's sequence
+/// anomalies, the requester's NAKs, timeouts and the errors retries ran out on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct RcCounts {
+    pub out_of_sequence: u32,
+    pub duplicate_request: u32,
+    pub rnr_nak_retry_err: u32,
+    pub packet_seq_err: u32,
+    pub implied_nak_seq_err: u32,
+    pub local_ack_timeout_err: u32,
+    pub req_rnr_retries_exceeded: u32,
+    pub req_transport_retries_exceeded: u32,
+    pub req_remote_invalid_request: u32,
+    pub resp_remote_invalid_request: u32,
+    pub req_remote_access_errors: u32,
+    pub resp_remote_access_errors: u32,
+    pub rx_write_requests: u32,
+    pub rx_read_requests: u32,
+    pub rx_atomic_requests: u32,
 }
 
 /// Packets and bytes of one kind of traffic.
@@ -170,8 +193,44 @@ pub(super) fn query_q(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
         *set = QCounter::default();
     }
     let mut o = out::<cmd::QueryQCounter>(0);
-    QueryQCounterOut::new_unchecked(&mut o[..]).set_out_of_buffer(counts.out_of_buffer);
+    let mut v = QueryQCounterOut::new_unchecked(&mut o[..]);
+    v.set_out_of_buffer(counts.out_of_buffer);
+    let rc = counts.rc;
+    v.set_out_of_sequence(rc.out_of_sequence);
+    v.set_duplicate_request(rc.duplicate_request);
+    v.set_rnr_nak_retry_err(rc.rnr_nak_retry_err);
+    v.set_packet_seq_err(rc.packet_seq_err);
+    v.set_implied_nak_seq_err(rc.implied_nak_seq_err);
+    v.set_local_ack_timeout_err(rc.local_ack_timeout_err);
+    v.set_req_rnr_retries_exceeded(rc.req_rnr_retries_exceeded);
+    v.set_req_transport_retries_exceeded(rc.req_transport_retries_exceeded);
+    v.set_req_remote_invalid_request(rc.req_remote_invalid_request);
+    v.set_resp_remote_invalid_request(rc.resp_remote_invalid_request);
+    v.set_req_remote_access_errors(rc.req_remote_access_errors);
+    v.set_resp_remote_access_errors(rc.resp_remote_access_errors);
+    v.set_rx_write_requests(rc.rx_write_requests);
+    v.set_rx_read_requests(rc.rx_read_requests);
+    v.set_rx_atomic_requests(rc.rx_atomic_requests);
     Ok(o)
+}
+
+/// Counts an RC transport event of QP `qpn` in the QP's counter set (if it names one).
+pub(crate) fn rc_event(
+    m: &mut crate::model::Model,
+    qpn: u32,
+    count: fn(&mut RcCounts) -> &mut u32,
+) {
+    let Ok(qp) = m.qps.get(qpn) else {
+        return;
+    };
+    let id = qp.ctx.counter_set_id();
+    if id == 0 {
+        return;
+    }
+    if let Ok(set) = m.qcounters.get_mut(id.into()) {
+        let c = count(&mut set.rc);
+        *c = c.saturating_add(1);
+    }
 }
 
 /// Counts a frame RQ counter set `id` dropped for want of a receive WQE.

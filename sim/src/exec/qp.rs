@@ -48,6 +48,8 @@ pub(crate) struct Qp {
     /// Data path: receiver-not-ready retries left for the WQE at the head of the send queue
     /// (7: forever), while it waits for a receive at the responder.
     pub rnr: Option<u8>,
+    /// Data path: the RoCE transport's state (`RcTransport::Roce`), made on first use.
+    pub roce: Option<crate::datapath::roce::Conn>,
 }
 
 /// Reads a QP context out of `input`.
@@ -123,6 +125,7 @@ pub(super) fn create(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
         sq_ci: 0,
         rq_ci: 0,
         rnr: None,
+        roce: None,
     };
     let qpn = cx.m.qps.insert(qp, limit)?;
     cx.m.pds.hold(pd);
@@ -269,6 +272,7 @@ pub(super) fn transition(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
             qp.sq_ci = 0;
             qp.rq_ci = 0;
             qp.rnr = None;
+            qp.roce = None;
         }
         QpState::Err => crate::datapath::qp_to_err(cx.m, cx.dma, qpn),
         _ => {}

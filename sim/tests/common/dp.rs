@@ -9,13 +9,55 @@ use mlx5_prm::{
     Cqe64, CqeOpcode, ErrCqe, QpMtu, QpPmState, QpRqType, QpServiceType, QpState, QueryCqOut,
     QueryQpOut, SendOpcode, WqeAtomicSeg, WqeCtrlSeg, WqeDataSeg, WqeRaddrSeg,
 };
-use mlx5_sim::{Device, DmaRegion};
+use mlx5_sim::{Device, DmaRegion, RcTransport};
 use std::cell::Cell;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
+
+thread_local! {
+    /// The RC transport of the devices this test thread makes (see [`on_roce`]).
+    static TRANSPORT: Cell<RcTransport> = const { Cell::new(RcTransport::Fabric) };
+}
+
+/// The RC transport devices made on this thread get.
+pub fn transport() -> RcTransport {
+    TRANSPORT.with(Cell::get)
+}
+
+/// Runs test `body` with every device it makes on RoCEv2 frames: each node gets an IPv4
+/// address and MAC in its RoCE address table (index 0), and QPs are connected to their peer
+/// node's address.
+pub fn on_roce(body: fn()) {
+    TRANSPORT.with(|t| t.set(RcTransport::Roce));
+    body();
+}
+
+/// Numbers the nodes' addresses (10.80.0.N, 02:00:00:50:00:N).
+static NEXT_NODE: AtomicU8 = AtomicU8::new(1);
+
+/// SET_ROCE_ADDRESS (0x761) of entry `index`: an IPv4 RoCEv2 address and its MAC, written
+/// byte by byte from the kernel header's layout (`set_roce_address_in`).
+pub fn set_roce_address(host: &Host, index: u16, ip: [u8; 4], mac: [u8; 6]) {
+    let mut i = [0u8; 0x30];
+    i[0..2].copy_from_slice(&0x761u16.to_be_bytes());
+    i[8..10].copy_from_slice(&index.to_be_bytes());
+    i[11] = 1; // vhca_port_num
+    i[0x1a] = 0xff; // source_l3_address: the IPv4-mapped form
+    i[0x1b] = 0xff;
+    i[0x1c..0x20].copy_from_slice(&ip);
+    i[0x22..0x24].copy_from_slice(&mac[..2]);
+    i[0x24..0x28].copy_from_slice(&mac[2..]);
+    i[0x2a] = 0; // roce_l3_type IPv4
+    i[0x2b] = 2; // roce_version 2
+    host.exec(&i, 16).ok();
+}
 
 /// A device brought up with one UAR, PD and EQ (subscribed to CQ errors, for tests to read).
 pub struct Node {
     pub host: Host,
+    /// The node's RoCE address (with [`on_roce`]).
+    pub ip: [u8; 4],
+    pub mac: [u8; 6],
     pub uar: u32,
     pub pd: u32,
     pub eqn: u8,
@@ -33,8 +75,15 @@ impl Node {
         let uar = host.alloc_uar();
         let pd = host.alloc_pd();
         let (eqn, eq_ring) = host.create_eq(5, EQ_EVENTS, uar, 0);
+        let n = NEXT_NODE.fetch_add(1, Ordering::Relaxed);
+        let (ip, mac) = ([10, 80, 0, n], [2, 0, 0, 0x50, 0, n]);
+        if transport() == RcTransport::Roce {
+            set_roce_address(&host, 0, ip, mac);
+        }
         Node {
             host,
+            ip,
+            mac,
             uar,
             pd,
             eqn,
@@ -224,6 +273,18 @@ impl Node {
 
     /// RST → INIT → RTR → RTS towards `remote_qpn`, with remote access rights and rnr_retry.
     pub fn connect(&self, qp: &Qp, remote_qpn: u32, rights: (bool, bool, bool), rnr_retry: u8) {
+        self.connect_to(qp, self, remote_qpn, rights, rnr_retry);
+    }
+
+    /// [`Node::connect`] to a QP of node `remote` (its RoCE address, when on RoCE).
+    pub fn connect_to(
+        &self,
+        qp: &Qp,
+        remote: &Node,
+        remote_qpn: u32,
+        rights: (bool, bool, bool),
+        rnr_retry: u8,
+    ) {
         let (rre, rwe, rae) = rights;
         self.host
             .run::<cmd::Rst2initQp>(0, 0, 0, |i| {
@@ -243,7 +304,22 @@ impl Node {
                 q.set_mtu(QpMtu::Mtu1k);
                 q.set_log_msg_max(30);
                 q.set_remote_qpn(remote_qpn);
-                q.primary_address_path_mut().set_vhca_port_num(1);
+                q.set_min_rnr_nak(1);
+                let mut ads = q.primary_address_path_mut();
+                ads.set_vhca_port_num(1);
+                ads.set_rmac_47_32(u16::from_be_bytes([remote.mac[0], remote.mac[1]]));
+                ads.set_rmac_31_0(u32::from_be_bytes([
+                    remote.mac[2],
+                    remote.mac[3],
+                    remote.mac[4],
+                    remote.mac[5],
+                ]));
+                let mut gid = [0u8; 16];
+                gid[10] = 0xff;
+                gid[11] = 0xff;
+                gid[12..].copy_from_slice(&remote.ip);
+                ads.set_rgid_rip(&gid);
+                ads.set_hop_limit(64);
             })
             .ok();
         self.host
@@ -251,6 +327,8 @@ impl Node {
                 i.set_qpn(qp.qpn);
                 i.qpc_mut().set_retry_count(7);
                 i.qpc_mut().set_rnr_retry(rnr_retry);
+                // 4.096 us << 12: about 17 ms (the fabric never times out).
+                i.qpc_mut().primary_address_path_mut().set_ack_timeout(12);
             })
             .ok();
     }
@@ -536,8 +614,8 @@ impl Pair {
         let (scq_b, rcq_b) = (nb.cq(5, false), nb.cq(5, false));
         let a = na.qp(&scq_a, &rcq_a, 6);
         let b = nb.qp(&scq_b, &rcq_b, 6);
-        na.connect(&a, b.qpn, rights, rnr_retry);
-        nb.connect(&b, a.qpn, rights, rnr_retry);
+        na.connect_to(&a, nb, b.qpn, rights, rnr_retry);
+        nb.connect_to(&b, na, a.qpn, rights, rnr_retry);
         Pair {
             scq_a,
             rcq_a,

@@ -13,7 +13,7 @@ pub mod tx;
 
 use mlx5_prm::rt::{Bytes, Command, View};
 use mlx5_prm::{cmd, CmdIfBox, CmdQueueEntry};
-use mlx5_sim::{Config, Device, DmaBacking, DmaRegion, Mode};
+use mlx5_sim::{Config, Device, DmaBacking, DmaRegion, Mode, RcTransport};
 use std::cell::Cell;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -159,7 +159,10 @@ impl Drop for Host {
 
 impl Host {
     /// A device with `config`, its command queue programmed.
-    pub fn new(config: Config) -> Host {
+    pub fn new(mut config: Config) -> Host {
+        if dp::transport() == RcTransport::Roce {
+            config.rc_transport = RcTransport::Roce;
+        }
         let external = config.dma == DmaBacking::External;
         let dev = Device::new(config);
         let guest = external.then(|| {

@@ -22,7 +22,7 @@ pub(super) const MAX_FRAME: usize = 64 * 1024;
 /// on once they have left (`Pending::tx`): what the queue holds stays below this plus one
 /// WQE's frames (64 KiB for a SEND, about 10 MiB for the largest LSO), however many WQEs a
 /// doorbell announces. Batches of 32 frames of 64 KiB stay under it.
-const PORT_QUEUE_BUDGET: usize = 4 << 20;
+pub(crate) const PORT_QUEUE_BUDGET: usize = 4 << 20;
 /// The bytes of a frame before the place a VLAN tag goes: the two MAC addresses.
 const MACS: usize = 12;
 
@@ -193,7 +193,7 @@ fn send(
 /// down: a frame sent on a port that is down goes nowhere. Inlined, as it was before LSO
 /// shared it: a call per frame.
 #[inline(always)]
-pub(super) fn count_sent(m: &mut Model) {
+pub(crate) fn count_sent(m: &mut Model) {
     m.stats.tx_frames += 1;
     let up = m.port.oper_up();
     if let Some(sent) = m.outbox.last() {

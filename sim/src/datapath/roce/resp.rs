@@ -1,0 +1,609 @@
+//! The responder of an RC QP on RoCE: a request packet is checked against the expected PSN
+//! (ahead: one sequence-error NAK, then silence until the missing packet comes; behind: a
+//! duplicate, acknowledged again, a read served again, an atomic answered from its saved
+//! result), against the opcode sequence of the message in progress, and against the QP's
+//! access rights and the memory key; then executed: sends gathered into the next receive
+//! WQE, writes into the key's memory, reads answered with response packets split at the path
+//! MTU, atomics applied. ACKs go out when the request asks for one (coalescing the rest).
+
+use super::wire::{self, aeth, op, Aeth, Bth, Ext, Kind, Packet, Path, Pos};
+use super::{path, psn_add, psn_diff, transmit};
+use crate::datapath::rq::{self, ScatterError, Target};
+use crate::datapath::{cq, mem, rc, Side};
+use crate::exec::counters::{rc_event, RcCounts};
+use mlx5_prm::{CqeOpcode, CqeSyndrome, QpServiceType, QpState};
+use std::collections::VecDeque;
+
+/// Reads and atomics remembered for duplicates (at least the QP's `log_rra_max` allows).
+const HISTORY: usize = 16;
+
+/// A read request served, kept to serve its duplicates.
+#[derive(Debug, Clone, Copy)]
+struct ReadDone {
+    first_psn: u32,
+    npkts: u32,
+    va: u64,
+    rkey: u32,
+    len: u32,
+}
+
+/// The message in progress.
+#[derive(Debug, Default, Clone)]
+enum InMsg {
+    #[default]
+    None,
+    /// A send: its bytes so far.
+    Send(Vec<u8>),
+    /// A write: where the next byte goes and how many are left.
+    Write {
+        va: u64,
+        rkey: u32,
+        left: u64,
+        /// The message's length (RETH), for the immediate's CQE.
+        total: u32,
+    },
+}
+
+/// The responder state of one QP.
+#[derive(Debug, Clone)]
+pub(crate) struct Responder {
+    epsn: u32,
+    msn: u32,
+    msg: InMsg,
+    /// A sequence-error NAK went out for `epsn`: stay silent until it arrives.
+    nak_sent: bool,
+    reads: VecDeque<ReadDone>,
+    atomics: VecDeque<(u32, u64)>,
+}
+
+/// The responder QP's fields, read once per packet.
+struct Qpv {
+    qpn: u32,
+    dqpn: u32,
+    mtu: u32,
+    path: Option<Path>,
+    who: mem::Accessor,
+    rre: bool,
+    rwe: bool,
+    rae: bool,
+    min_rnr_nak: u8,
+}
+
+fn qpv(side: &Side<'_>, qpn: u32) -> Option<Qpv> {
+    let qp = side.m.qps.get(qpn).ok()?;
+    Some(Qpv {
+        qpn,
+        dqpn: qp.ctx.remote_qpn(),
+        mtu: super::req::mtu_bytes(qp.ctx.mtu_raw()),
+        path: path::of(side.m, qpn, qp),
+        who: mem::Accessor {
+            pd: qp.pd,
+            rlky: qp.ctx.rlky(),
+        },
+        rre: qp.ctx.rre(),
+        rwe: qp.ctx.rwe(),
+        rae: qp.ctx.rae(),
+        min_rnr_nak: qp.ctx.min_rnr_nak(),
+    })
+}
+
+/// What became of a request.
+enum Verdict {
+    /// Accepted: `epsn` moves on by this many PSNs.
+    Done(u32),
+    /// No receive WQE: RNR NAK, the PSN stays expected.
+    Rnr,
+    /// Refused with this NAK syndrome; the QP moves to ERR.
+    Nak(u8),
+    /// Dropped without a word (a malformed packet the ICRC could not catch).
+    Drop,
+}
+
+/// A request packet for the QP its BTH names.
+pub(crate) fn request(side: &mut Side<'_>, pkt: &Packet<'_>) {
+    let qpn = pkt.bth.dqpn;
+    let ready = side.m.qps.get(qpn).is_ok_and(|q| {
+        q.ctx.st() == Ok(QpServiceType::Rc)
+            && matches!(q.ctx.state(), Ok(QpState::Rtr | QpState::Rts))
+    });
+    if !ready {
+        side.m.roce_stats.unknown_qpn += 1;
+        return;
+    }
+    let Some(v) = qpv(side, qpn) else {
+        return;
+    };
+    let Some(mut r) = take(side, qpn) else {
+        return;
+    };
+    let d = psn_diff(pkt.bth.psn, r.epsn);
+    if d > 0 {
+        rc_event(side.m, qpn, |c: &mut RcCounts| &mut c.out_of_sequence);
+        if !r.nak_sent {
+            r.nak_sent = true;
+            let psn = r.epsn;
+            answer(side, &v, &r, aeth::NAK_PSN_SEQUENCE, psn);
+        }
+        put(side, qpn, r);
+        return;
+    }
+    if d < 0 {
+        rc_event(side.m, qpn, |c: &mut RcCounts| &mut c.duplicate_request);
+        duplicate(side, &v, &r, pkt);
+        put(side, qpn, r);
+        return;
+    }
+    r.nak_sent = false;
+    let verdict = if sequence_ok(&r.msg, pkt) {
+        execute(side, &v, &mut r, pkt)
+    } else {
+        Verdict::Nak(aeth::NAK_INVALID_REQUEST)
+    };
+    match verdict {
+        Verdict::Done(n) => {
+            r.epsn = psn_add(r.epsn, n);
+            let acks = matches!(pkt.shape.kind, Kind::Send | Kind::Write);
+            if acks && pkt.bth.ack_req {
+                answer(side, &v, &r, aeth::ACK, pkt.bth.psn);
+            }
+            put(side, qpn, r);
+        }
+        Verdict::Rnr => {
+            answer(
+                side,
+                &v,
+                &r,
+                aeth::RNR_NAK | (v.min_rnr_nak & 0x1f),
+                pkt.bth.psn,
+            );
+            // The requester waits and resends from this PSN: what it sent behind it is
+            // dropped without a sequence NAK of its own.
+            r.nak_sent = true;
+            put(side, qpn, r);
+        }
+        Verdict::Nak(syn) => {
+            answer(side, &v, &r, syn, pkt.bth.psn);
+            r.msg = InMsg::None;
+            put(side, qpn, r);
+            let counter: fn(&mut RcCounts) -> &mut u32 = if syn == aeth::NAK_REMOTE_ACCESS {
+                |c: &mut RcCounts| &mut c.resp_remote_access_errors
+            } else {
+                |c: &mut RcCounts| &mut c.resp_remote_invalid_request
+            };
+            rc_event(side.m, qpn, counter);
+            let syndrome = match syn {
+                aeth::NAK_REMOTE_ACCESS => CqeSyndrome::RemoteAccessErr,
+                aeth::NAK_REMOTE_OPERATIONAL => CqeSyndrome::RemoteOpErr,
+                _ => CqeSyndrome::RemoteInvalReqErr,
+            };
+            if v.dqpn == qpn {
+                // A QP connected to itself: its NAK would find it already in ERR, so the
+                // requester half hears it now, before the move flushes its other WQEs.
+                super::req::fail_head(side, qpn, syndrome);
+            }
+            rc::set_err(side, qpn, true);
+            rc::responder_event(side, qpn, syndrome);
+        }
+        Verdict::Drop => put(side, qpn, r),
+    }
+}
+
+fn take(side: &mut Side<'_>, qpn: u32) -> Option<Responder> {
+    let qp = side.m.qps.get_mut(qpn).ok()?;
+    let epsn = qp.ctx.next_rcv_psn();
+    let conn = qp.roce.get_or_insert_with(Default::default);
+    Some(conn.resp.take().unwrap_or(Responder {
+        epsn,
+        msn: 0,
+        msg: InMsg::None,
+        nak_sent: false,
+        reads: VecDeque::new(),
+        atomics: VecDeque::new(),
+    }))
+}
+
+fn put(side: &mut Side<'_>, qpn: u32, r: Responder) {
+    if let Ok(qp) = side.m.qps.get_mut(qpn) {
+        qp.ctx.set_next_rcv_psn(r.epsn);
+        qp.roce.get_or_insert_with(Default::default).resp = Some(r);
+    }
+}
+
+/// True when `pkt` may follow the message in progress: the middle or end of the same kind
+/// of message, or, between messages, the start of a new one.
+fn sequence_ok(msg: &InMsg, pkt: &Packet<'_>) -> bool {
+    let s = pkt.shape;
+    let continues = matches!(s.pos, Pos::Middle | Pos::Last);
+    match msg {
+        InMsg::None => !continues,
+        InMsg::Send(_) => continues && s.kind == Kind::Send,
+        InMsg::Write { .. } => continues && s.kind == Kind::Write,
+    }
+}
+
+fn execute(side: &mut Side<'_>, v: &Qpv, r: &mut Responder, pkt: &Packet<'_>) -> Verdict {
+    let s = pkt.shape;
+    let mtu = v.mtu as usize;
+    // Every packet but a message's last carries exactly one MTU; the last at most one.
+    let full = matches!(s.pos, Pos::First | Pos::Middle);
+    if s.payload && (pkt.payload.len() > mtu || (full && pkt.payload.len() != mtu)) {
+        return Verdict::Nak(aeth::NAK_INVALID_REQUEST);
+    }
+    match s.kind {
+        Kind::Send => send(side, v, r, pkt),
+        Kind::Write => write(side, v, r, pkt),
+        Kind::Read => read(side, v, r, pkt),
+        Kind::Atomic => atomic(side, v, r, pkt),
+        _ => Verdict::Drop,
+    }
+}
+
+fn send(side: &mut Side<'_>, v: &Qpv, r: &mut Responder, pkt: &Packet<'_>) -> Verdict {
+    let t = Target::Qp(v.qpn);
+    if !rq::exists(side.m, t) {
+        return Verdict::Nak(aeth::NAK_INVALID_REQUEST);
+    }
+    let Some(posted) = rq::peek(side.m, side.dma, t) else {
+        return Verdict::Rnr;
+    };
+    let mut data = match std::mem::take(&mut r.msg) {
+        InMsg::Send(d) => d,
+        _ => Vec::new(),
+    };
+    let capacity: u64 = posted.sges.iter().map(|s| u64::from(s.len)).sum();
+    data.extend_from_slice(pkt.payload);
+    if data.len() as u64 > capacity {
+        rq::fail(side, t, posted.index, CqeSyndrome::LocalLengthErr);
+        return Verdict::Nak(aeth::NAK_INVALID_REQUEST);
+    }
+    if !pkt.shape.ends_message() {
+        r.msg = InMsg::Send(data);
+        return Verdict::Done(1);
+    }
+    if let Err(e) = rq::scatter(side.m, side.dma, v.who, &posted.sges, &data) {
+        let local = match e {
+            ScatterError::TooLong => CqeSyndrome::LocalLengthErr,
+            ScatterError::Protection => CqeSyndrome::LocalProtErr,
+        };
+        rq::fail(side, t, posted.index, local);
+        return Verdict::Nak(aeth::NAK_REMOTE_OPERATIONAL);
+    }
+    let opcode = match pkt.bth.opcode {
+        op::SEND_LAST_IMM | op::SEND_ONLY_IMM => CqeOpcode::RespSendImm,
+        op::SEND_LAST_INV | op::SEND_ONLY_INV => CqeOpcode::RespSendInv,
+        _ => CqeOpcode::RespSend,
+    };
+    let imm = (pkt.shape.imm || pkt.shape.ieth).then_some(pkt.imm);
+    receive_done(
+        side,
+        v,
+        posted.index,
+        opcode,
+        data.len() as u32,
+        imm,
+        pkt.bth.se,
+    );
+    r.msn = psn_add(r.msn, 1);
+    Verdict::Done(1)
+}
+
+/// Consumes the receive WQE at `index` with a successful CQE.
+fn receive_done(
+    side: &mut Side<'_>,
+    v: &Qpv,
+    index: u16,
+    opcode: CqeOpcode,
+    byte_cnt: u32,
+    imm: Option<u32>,
+    se: bool,
+) {
+    let t = Target::Qp(v.qpn);
+    rq::consume(side.m, t);
+    let Some(cqn) = rq::cqn(side.m, t) else {
+        return;
+    };
+    let mut c = cq::cqe(opcode, v.qpn, index);
+    c.set_byte_cnt(byte_cnt);
+    c.set_rqpn(v.dqpn & 0xff_ffff);
+    c.set_se(se);
+    if let Some(imm) = imm {
+        c.set_immediate(imm);
+    }
+    cq::post(side, cqn, *c.storage());
+}
+
+fn write(side: &mut Side<'_>, v: &Qpv, r: &mut Responder, pkt: &Packet<'_>) -> Verdict {
+    let s = pkt.shape;
+    let (va, rkey, left, total) = match (s.pos, &r.msg) {
+        (Pos::First | Pos::Only, _) => {
+            if !v.rwe {
+                return Verdict::Nak(aeth::NAK_REMOTE_ACCESS);
+            }
+            let reth = pkt.reth;
+            let whole = u64::from(reth.len);
+            if mem::resolve(
+                side.m,
+                reth.rkey,
+                v.who,
+                reth.va,
+                whole,
+                mem::Access::RemoteWrite,
+            )
+            .is_err()
+            {
+                return Verdict::Nak(aeth::NAK_REMOTE_ACCESS);
+            }
+            rc_event(side.m, v.qpn, |c: &mut RcCounts| &mut c.rx_write_requests);
+            (reth.va, reth.rkey, whole, reth.len)
+        }
+        (
+            _,
+            InMsg::Write {
+                va,
+                rkey,
+                left,
+                total,
+            },
+        ) => (*va, *rkey, *left, *total),
+        _ => return Verdict::Nak(aeth::NAK_INVALID_REQUEST),
+    };
+    let n = pkt.payload.len() as u64;
+    if n > left || (s.ends_message() && n != left) {
+        return Verdict::Nak(aeth::NAK_INVALID_REQUEST);
+    }
+    let Ok(e) = mem::resolve(side.m, rkey, v.who, va, n, mem::Access::RemoteWrite) else {
+        return Verdict::Nak(aeth::NAK_REMOTE_ACCESS);
+    };
+    if !mem::write(side.dma, &e, pkt.payload) {
+        side.m.dma_faults += 1;
+        return Verdict::Nak(aeth::NAK_REMOTE_ACCESS);
+    }
+    if !s.ends_message() {
+        r.msg = InMsg::Write {
+            va: va.wrapping_add(n),
+            rkey,
+            left: left - n,
+            total,
+        };
+        return Verdict::Done(1);
+    }
+    r.msg = InMsg::None;
+    if s.imm {
+        let t = Target::Qp(v.qpn);
+        if !rq::exists(side.m, t) {
+            return Verdict::Nak(aeth::NAK_INVALID_REQUEST);
+        }
+        let Some(posted) = rq::peek(side.m, side.dma, t) else {
+            return Verdict::Rnr;
+        };
+        receive_done(
+            side,
+            v,
+            posted.index,
+            CqeOpcode::RespWrImm,
+            total,
+            Some(pkt.imm),
+            pkt.bth.se,
+        );
+    }
+    r.msn = psn_add(r.msn, 1);
+    Verdict::Done(1)
+}
+
+/// The PSNs a read of `len` bytes takes: one response packet per MTU, at least one.
+fn read_packets(len: u32, mtu: u32) -> u32 {
+    len.div_ceil(mtu).max(1)
+}
+
+fn read(side: &mut Side<'_>, v: &Qpv, r: &mut Responder, pkt: &Packet<'_>) -> Verdict {
+    let reth = pkt.reth;
+    if !v.rre {
+        return Verdict::Nak(aeth::NAK_REMOTE_ACCESS);
+    }
+    let len = u64::from(reth.len);
+    if mem::resolve(
+        side.m,
+        reth.rkey,
+        v.who,
+        reth.va,
+        len,
+        mem::Access::RemoteRead,
+    )
+    .is_err()
+    {
+        return Verdict::Nak(aeth::NAK_REMOTE_ACCESS);
+    }
+    rc_event(side.m, v.qpn, |c: &mut RcCounts| &mut c.rx_read_requests);
+    r.msn = psn_add(r.msn, 1);
+    let done = ReadDone {
+        first_psn: pkt.bth.psn,
+        npkts: read_packets(reth.len, v.mtu),
+        va: reth.va,
+        rkey: reth.rkey,
+        len: reth.len,
+    };
+    if !serve_read(side, v, r, &done, pkt.bth.psn) {
+        return Verdict::Nak(aeth::NAK_REMOTE_ACCESS);
+    }
+    remember(&mut r.reads, done);
+    Verdict::Done(done.npkts)
+}
+
+fn remember<T>(list: &mut VecDeque<T>, item: T) {
+    if list.len() >= HISTORY {
+        list.pop_front();
+    }
+    list.push_back(item);
+}
+
+/// Sends the response packets of read `rd`, from PSN `from` (its first, or where a
+/// duplicate request resumes it).
+fn serve_read(side: &mut Side<'_>, v: &Qpv, r: &Responder, rd: &ReadDone, from: u32) -> bool {
+    let Some(p) = v.path else {
+        return true;
+    };
+    let start = psn_diff(from, rd.first_psn).max(0) as u32;
+    let mtu = u64::from(v.mtu);
+    let mut buf = Vec::new();
+    for i in start..rd.npkts {
+        let off = u64::from(i) * mtu;
+        let n = u64::from(rd.len).saturating_sub(off).min(mtu);
+        buf.clear();
+        if n > 0 {
+            let Ok(e) = mem::resolve(
+                side.m,
+                rd.rkey,
+                v.who,
+                rd.va.wrapping_add(off),
+                n,
+                mem::Access::RemoteRead,
+            ) else {
+                return false;
+            };
+            if !mem::read(side.dma, &e, &mut buf) {
+                side.m.dma_faults += 1;
+                return false;
+            }
+        }
+        let pos = match (i == 0, i + 1 == rd.npkts) {
+            (true, true) => Pos::Only,
+            (true, false) => Pos::First,
+            (false, true) => Pos::Last,
+            (false, false) => Pos::Middle,
+        };
+        let opcode = match pos {
+            Pos::Only => op::READ_RESPONSE_ONLY,
+            Pos::First => op::READ_RESPONSE_FIRST,
+            Pos::Middle => op::READ_RESPONSE_MIDDLE,
+            Pos::Last => op::READ_RESPONSE_LAST,
+        };
+        let ext = if pos == Pos::Middle {
+            Ext::new()
+        } else {
+            Ext::new().aeth(Aeth {
+                syndrome: aeth::ACK,
+                msn: r.msn,
+            })
+        };
+        let bth = bth(v, opcode, psn_add(rd.first_psn, i));
+        transmit(side, &p, &bth, ext.as_slice(), &buf);
+    }
+    true
+}
+
+fn atomic(side: &mut Side<'_>, v: &Qpv, r: &mut Responder, pkt: &Packet<'_>) -> Verdict {
+    let a = pkt.atomic;
+    if !v.rae {
+        return Verdict::Nak(aeth::NAK_REMOTE_ACCESS);
+    }
+    if a.va % 8 != 0 {
+        return Verdict::Nak(aeth::NAK_INVALID_REQUEST);
+    }
+    let Ok(e) = mem::resolve(side.m, a.rkey, v.who, a.va, 8, mem::Access::RemoteAtomic) else {
+        return Verdict::Nak(aeth::NAK_REMOTE_ACCESS);
+    };
+    let mut old = Vec::with_capacity(8);
+    if !mem::read(side.dma, &e, &mut old) || old.len() != 8 {
+        side.m.dma_faults += 1;
+        return Verdict::Nak(aeth::NAK_REMOTE_ACCESS);
+    }
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&old);
+    let orig = u64::from_be_bytes(b);
+    let new = if pkt.bth.opcode == op::COMPARE_SWAP {
+        if orig == a.compare {
+            a.swap_add
+        } else {
+            orig
+        }
+    } else {
+        orig.wrapping_add(a.swap_add)
+    };
+    if !mem::write(side.dma, &e, &new.to_be_bytes()) {
+        side.m.dma_faults += 1;
+        return Verdict::Nak(aeth::NAK_REMOTE_ACCESS);
+    }
+    rc_event(side.m, v.qpn, |c: &mut RcCounts| &mut c.rx_atomic_requests);
+    r.msn = psn_add(r.msn, 1);
+    remember(&mut r.atomics, (pkt.bth.psn, orig));
+    atomic_ack(side, v, r, pkt.bth.psn, orig);
+    Verdict::Done(1)
+}
+
+fn atomic_ack(side: &mut Side<'_>, v: &Qpv, r: &Responder, psn: u32, orig: u64) {
+    let Some(p) = v.path else {
+        return;
+    };
+    let ext = Ext::new()
+        .aeth(Aeth {
+            syndrome: aeth::ACK,
+            msn: r.msn,
+        })
+        .atomic_ack(orig);
+    transmit(
+        side,
+        &p,
+        &bth(v, op::ATOMIC_ACKNOWLEDGE, psn),
+        ext.as_slice(),
+        &[],
+    );
+}
+
+/// A request with a PSN already passed: ACK sends and writes again, serve reads again from
+/// the PSN asked for, answer atomics from their saved result.
+fn duplicate(side: &mut Side<'_>, v: &Qpv, r: &Responder, pkt: &Packet<'_>) {
+    match pkt.shape.kind {
+        Kind::Send | Kind::Write => {
+            let last = psn_add(r.epsn, super::PSN_MASK);
+            answer(side, v, r, aeth::ACK, last);
+        }
+        Kind::Read => {
+            let psn = pkt.bth.psn;
+            let Some(rd) = r.reads.iter().copied().find(|rd| {
+                psn_diff(psn, rd.first_psn) >= 0
+                    && psn_diff(psn_add(rd.first_psn, rd.npkts), psn) > 0
+            }) else {
+                return;
+            };
+            // The retried request names the rest of the original range.
+            let off = u64::from(psn_diff(psn, rd.first_psn) as u32) * u64::from(v.mtu);
+            let reth = pkt.reth;
+            if reth.rkey != rd.rkey || reth.va != rd.va.wrapping_add(off) {
+                return;
+            }
+            serve_read(side, v, r, &rd, psn);
+        }
+        Kind::Atomic => {
+            let psn = pkt.bth.psn;
+            if let Some(&(_, orig)) = r.atomics.iter().find(|(p, _)| *p == psn) {
+                atomic_ack(side, v, r, psn, orig);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn bth(v: &Qpv, opcode: u8, psn: u32) -> Bth {
+    Bth {
+        opcode,
+        se: false,
+        mig: false,
+        pad: 0,
+        pkey: wire::DEFAULT_PKEY,
+        dqpn: v.dqpn,
+        ack_req: false,
+        psn,
+    }
+}
+
+/// An ACK or NAK with `syndrome` for `psn`.
+fn answer(side: &mut Side<'_>, v: &Qpv, r: &Responder, syndrome: u8, psn: u32) {
+    let Some(p) = v.path else {
+        return;
+    };
+    let ext = Ext::new().aeth(Aeth {
+        syndrome,
+        msn: r.msn,
+    });
+    transmit(side, &p, &bth(v, op::ACKNOWLEDGE, psn), ext.as_slice(), &[]);
+}
