@@ -178,10 +178,15 @@ m_shutdown() {
 }
 
 . /netdev.sh
+. /roce.sh
 
 run_milestones() {
-  ctl_open || echo "@@INFO no control channel on ttyS1"
-  [ -c /dev/ttyS2 ] && peer_open
+  if [ "$ROCE_OK" = 1 ]; then
+    roce_open || echo "@@INFO no channel to the host's peer service on ttyS1"
+  else
+    ctl_open || echo "@@INFO no control channel on ttyS1"
+    [ -c /dev/ttyS2 ] && peer_open
+  fi
   for m in $(echo "$1" | tr , ' '); do
     case "$m" in
       bind) m_bind ;;
@@ -198,6 +203,9 @@ run_milestones() {
       fault) m_fault ;;
       down) m_down ;;
       reload) m_reload ;;
+      rxe) m_rxe ;;
+      rxe-self) m_rxe_self ;;
+      pingpong) m_pingpong ;;
       *) echo "@@INFO unknown milestone $m" ;;
     esac
   done
