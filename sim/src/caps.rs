@@ -291,8 +291,9 @@ impl Caps {
 
     /// The ConnectX-5 of [`Caps::connectx5`] as a Linux guest's Ethernet function: the port
     /// in Ethernet mode, so `mlx5_core` starts `mlx5e`; DTOR reported as in
-    /// [`Caps::connectx5_probe_only`]; RoCE off for now (its capability page and the RoCE
-    /// address commands `mlx5_core` then issues are not served yet). Every command `mlx5e`
+    /// [`Caps::connectx5_probe_only`]; RoCE off for now (the RoCE address commands are
+    /// served, but what else `mlx5_core` and `mlx5_ib` ask of a RoCE function has not been
+    /// checked against a guest). Every command `mlx5e`
     /// issues on probe, open, traffic (LSO, checksums, RSS, VLAN), TX recovery, close and
     /// unload is served: `MLX5_GUEST_PROFILE=ethernet scripts/guest` checks it. Striding RQs,
     /// LRO, multi-packet send WQEs, CQE compression and tunnel offloads stay off (not
