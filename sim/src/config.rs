@@ -62,6 +62,9 @@ pub struct Faults {
     /// The first this many SEND and LSO WQEs fail as if their first data segment's lkey were
     /// unknown (see [`FaultInjector::bad_lkey_sends`](crate::FaultInjector::bad_lkey_sends)).
     pub bad_lkey_sends: u32,
+    /// The port loses one frame in this many each way (0: none; see
+    /// [`FaultInjector::port_loss`](crate::FaultInjector::port_loss)).
+    pub port_loss: u32,
 }
 
 /// One firmware timeout as the PRM encodes it: a value and its unit.

@@ -6,6 +6,7 @@ use crate::bar::{self, Target};
 use crate::busmaster::BusMaster;
 use crate::cmdq::{self, Served};
 use crate::config::{Config, Mode};
+use crate::datapath::roce::RoceStats;
 use crate::datapath::{self, Side};
 use crate::dma::DmaSpace;
 use crate::events::{self, Posted};
@@ -201,13 +202,14 @@ impl Core {
         if frames.is_empty() {
             return;
         }
-        if self.capturing.load(Ordering::Relaxed) {
+        // A caller holding the lock saw loopback on when the frames were sent.
+        let looped = locked.is_some() || self.loopback.load(Ordering::Relaxed);
+        if looped && self.capturing.load(Ordering::Relaxed) {
             if let Some(c) = lock(&self.capture).as_mut() {
                 frames.iter().for_each(|f| c.record(f));
             }
         }
-        // A caller holding the lock saw loopback on when the frames were sent.
-        if locked.is_some() || self.loopback.load(Ordering::Relaxed) {
+        if looped {
             // One lock for the frames' arrival and for handing the buffers back.
             let mut guard;
             let m = match locked {
@@ -221,9 +223,18 @@ impl Core {
             recycle(m, frames);
             return;
         }
+        // Frames lost at the port (a fault) reach neither the capture nor the link.
         let link = lock(&self.link).clone();
-        if let Some(link) = link {
-            for f in frames.iter() {
+        for f in frames.iter() {
+            if self.faults.lose_sent() {
+                continue;
+            }
+            if self.capturing.load(Ordering::Relaxed) {
+                if let Some(c) = lock(&self.capture).as_mut() {
+                    c.record(f);
+                }
+            }
+            if let Some(link) = &link {
                 link.transmit(f);
             }
         }
@@ -234,6 +245,9 @@ impl Core {
     pub(crate) fn receive_frame(&self, frame: &[u8]) -> bool {
         if !self.bus_master.enabled() {
             self.bus_master.frame_dropped();
+            return false;
+        }
+        if self.faults.lose_arriving() {
             return false;
         }
         if self.capturing.load(Ordering::Relaxed) {
@@ -658,6 +672,12 @@ impl Device {
     /// Frames received and dropped.
     pub fn rx_dropped(&self) -> u64 {
         self.core.model().stats.rx_dropped
+    }
+
+    /// What the RoCE transport counted of the device as a whole: packets taken and sent,
+    /// and those dropped before reaching a QP (bad ICRC, malformed, bad opcode, unknown QPN).
+    pub fn roce_stats(&self) -> RoceStats {
+        self.core.model().roce_stats
     }
 
     /// Send doorbells (and BlueFlame copies) that named no QP or SQ of the UAR page they were

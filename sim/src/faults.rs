@@ -1,10 +1,10 @@
 //! Fault injection: make chosen commands fail or hang, flood the driver with page requests,
-//! or fail send WQEs on the data path, to exercise the error paths of a driver that a healthy
-//! device never takes.
+//! fail send WQEs on the data path, or lose frames at the port, to exercise the error and
+//! recovery paths of a driver (and of a RoCE peer) that a healthy device never takes.
 
 use crate::config::Faults;
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 #[derive(Debug, Default)]
@@ -21,7 +21,18 @@ pub struct FaultInjector {
     /// Send WQEs still to fail (see [`FaultInjector::bad_lkey_sends`]). Outside the mutex: the
     /// data path looks at it for every SEND, and a load is all it costs while it is 0.
     bad_lkey_sends: AtomicU32,
+    /// The port loses one frame in this many, each way (0: none; see
+    /// [`FaultInjector::port_loss`]).
+    loss_one_in: AtomicU32,
+    /// The loss decisions' random state (xorshift64), so a run is repeatable.
+    loss_state: AtomicU64,
+    /// Frames lost leaving the port, and arriving at it.
+    lost_sent: AtomicU64,
+    lost_arriving: AtomicU64,
 }
+
+/// The loss decisions' first state, unless [`FaultInjector::port_loss_seeded`] gives one.
+const LOSS_SEED: u64 = 0x9e37_79b9_7f4a_7c15;
 
 impl FaultInjector {
     pub(crate) fn new(initial: &Faults) -> FaultInjector {
@@ -36,6 +47,7 @@ impl FaultInjector {
             f.page_request_storm(events, pages);
         }
         f.bad_lkey_sends(initial.bad_lkey_sends);
+        f.port_loss(initial.port_loss);
         f
     }
 
@@ -78,10 +90,73 @@ impl FaultInjector {
         self.bad_lkey_sends.load(Ordering::Relaxed)
     }
 
-    /// Removes every fault.
+    /// The port becomes lossy: of the frames crossing it, one in `one_in` (chosen at random,
+    /// each way on its own) is lost, as on a bad cable or a congested switch. A frame lost
+    /// leaving the port never reaches the link (nor the capture); one lost arriving never
+    /// reaches the device (nor the capture). Frames looped back inside the device do not
+    /// cross the port and are never lost. 0 ends the loss, and so does 1 (losing every
+    /// frame is a link that is down: [`Device::detach_link`](crate::Device::detach_link)).
+    /// The choice is repeatable: the random state restarts from a fixed seed.
+    pub fn port_loss(&self, one_in: u32) {
+        self.port_loss_seeded(one_in, LOSS_SEED);
+    }
+
+    /// [`port_loss`](Self::port_loss) with the random state started from `seed` (0 is taken
+    /// as the fixed seed, which xorshift needs non-zero).
+    pub fn port_loss_seeded(&self, one_in: u32, seed: u64) {
+        let seed = if seed == 0 { LOSS_SEED } else { seed };
+        self.loss_state.store(seed, Ordering::Relaxed);
+        let one_in = if one_in >= 2 { one_in } else { 0 };
+        self.loss_one_in.store(one_in, Ordering::Relaxed);
+    }
+
+    /// Frames the port lost so far: `(leaving, arriving)`.
+    pub fn frames_lost(&self) -> (u64, u64) {
+        (
+            self.lost_sent.load(Ordering::Relaxed),
+            self.lost_arriving.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Whether the frame now leaving the port is lost (counted if so).
+    #[inline]
+    pub(crate) fn lose_sent(&self) -> bool {
+        self.lose(&self.lost_sent)
+    }
+
+    /// Whether the frame now arriving at the port is lost (counted if so).
+    #[inline]
+    pub(crate) fn lose_arriving(&self) -> bool {
+        self.lose(&self.lost_arriving)
+    }
+
+    fn lose(&self, count: &AtomicU64) -> bool {
+        let one_in = self.loss_one_in.load(Ordering::Relaxed);
+        if one_in == 0 {
+            return false;
+        }
+        let step = |mut x: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let prev = self
+            .loss_state
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |x| Some(step(x)))
+            .unwrap_or(LOSS_SEED);
+        let lost = step(prev) % u64::from(one_in) == 0;
+        if lost {
+            count.fetch_add(1, Ordering::Relaxed);
+        }
+        lost
+    }
+
+    /// Removes every fault (the lost-frame counts stay).
     pub fn clear(&self) {
         *self.lock() = State::default();
         self.bad_lkey_sends.store(0, Ordering::Relaxed);
+        self.loss_one_in.store(0, Ordering::Relaxed);
     }
 
     pub(crate) fn failure(&self, opcode: u16) -> Option<(u8, u32)> {

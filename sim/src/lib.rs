@@ -86,6 +86,7 @@ pub use bar::{BAR_SIZE, FIRST_UAR, UAR_PAGE_SIZE};
 pub use busmaster::HELD_MAX as BUS_MASTER_HELD_MAX;
 pub use caps::{Caps, SetRule, Settable};
 pub use config::{Config, Faults, FwReady, Mode, RcTransport, Timeout, Timeouts};
+pub use datapath::roce::RoceStats;
 pub use device::Device;
 pub use dma::{
     DmaBacking, DmaError, DmaRegion, DmaSpace, DEFAULT_DMA_LIMIT, DMA_PAGE_SIZE, IOVA_BASE,

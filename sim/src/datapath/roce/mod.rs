@@ -46,10 +46,13 @@ pub(crate) struct Conn {
     pub resp: Option<resp::Responder>,
 }
 
-/// What the RoCE path counts of the device as a whole (per-QP events go to the QP's queue
-/// counter set).
+/// What the RoCE path counts of the device as a whole ([`Device::roce_stats`]); per-QP events
+/// go to the QP's queue counter set (QUERY_Q_COUNTER).
+///
+/// [`Device::roce_stats`]: crate::Device::roce_stats
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct RoceStats {
+#[non_exhaustive]
+pub struct RoceStats {
     /// Packets received for one of the device's addresses and taken by the transport.
     pub rx_packets: u64,
     /// Packets sent (to the port or looped back).
