@@ -36,6 +36,7 @@
 
 pub mod backend;
 pub mod cmd;
+pub mod counters;
 pub mod cq;
 mod doorbell;
 pub mod eq;

@@ -40,6 +40,8 @@ pub(crate) enum Kind {
     FlowGroup { table: u32, group: u32 },
     /// A flow table entry.
     Fte { table: u32, index: u32 },
+    /// A queue counter set.
+    QCounter(u8),
 }
 
 impl Kind {
@@ -56,6 +58,7 @@ impl Kind {
             Kind::FlowTable(_) => "flow table",
             Kind::FlowGroup { .. } => "flow group",
             Kind::Fte { .. } => "flow entry",
+            Kind::QCounter(_) => "queue counter",
         }
     }
 
@@ -89,6 +92,9 @@ impl Kind {
                     i.set_table_id(table);
                     i.set_flow_index(index);
                 })
+                .map(drop),
+            Kind::QCounter(n) => hca
+                .run::<DeallocQCounter>(0, |i| i.set_counter_set_id(n))
                 .map(drop),
         }
     }

@@ -117,6 +117,7 @@ fn rst2init() -> Rst2init {
         rwe: false,
         rae: true,
         pm_state: QpPmState::Migrated,
+        counter_set_id: 0,
     }
 }
 

@@ -206,6 +206,7 @@ run_milestones() {
       rxe) m_rxe ;;
       rxe-self) m_rxe_self ;;
       pingpong) m_pingpong ;;
+      loss) m_loss ;;
       *) echo "@@INFO unknown milestone $m" ;;
     esac
   done

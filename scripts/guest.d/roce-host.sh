@@ -127,7 +127,7 @@ roce_qemu_nic() {
 
 # What the guest's roce.sh reads: its address and MAC, the bridge's, the model's, the sizes.
 roce_conf() {
-  printf '%s %s %s %s %s %s %s %s\n' "$roce_guest_ip" "$roce_prefix" "$roce_guest_mac" \
+  printf '%s %s %s %s %s %s %s %s %s\n' "$roce_guest_ip" "$roce_prefix" "$roce_guest_mac" \
     "$roce_bridge_ip" "$roce_model_ip" "$roce_model_mac" "${MLX5_ROCE_ITERS:-1000}" \
-    "${MLX5_ROCE_SIZES:-4096,1048576}"
+    "${MLX5_ROCE_SIZES:-4096,1048576}" "${MLX5_ROCE_LOSS:-50}"
 }

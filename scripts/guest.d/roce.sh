@@ -5,7 +5,7 @@
 
 ROCE_OK=0
 if [ -f /roceconf ]; then
-  read -r R_IP R_PREFIX R_MAC R_BRIDGE R_MODEL R_MODEL_MAC R_ITERS R_SIZES < /roceconf
+  read -r R_IP R_PREFIX R_MAC R_BRIDGE R_MODEL R_MODEL_MAC R_ITERS R_SIZES R_LOSS < /roceconf
   ROCE_OK=1
 fi
 roce_chan=0
@@ -113,11 +113,11 @@ pp_show() { sed "s/^/@@PP $1 /" "/tmp/pp-$1"; }
 
 # One exchange with the guest as server: ibv_rc_pingpong listens, the host's peer connects.
 pp_guest_server() { # SIZE
-  pp_tag=server-$1
+  pp_tag=server-$1${PP_LOSS:+-loss$PP_LOSS}
   pp_run "$pp_tag" -d rxe0 -g 1 -n "$R_ITERS" -s "$1" -m 1024
   wait_for 20 tcp_listening 18515 || { kill "$pp_pid"; pp_show "$pp_tag"; pp_why="the guest's server did not listen"; return 1; }
-  roce_ask "pp-client $1 $R_ITERS" "done client $1 *" "$PEER_WAIT" || { pp_wait 1; pp_show "$pp_tag"; pp_why="no answer from the host"; return 1; }
-  set -- $rreply; peer_rc=$4 peer_iters=$5
+  roce_ask "pp-client $1 $R_ITERS${PP_LOSS:+ $PP_LOSS}" "done client $1 *" "$PEER_WAIT" || { pp_wait 1; pp_show "$pp_tag"; pp_why="no answer from the host"; return 1; }
+  set -- $rreply; peer_rc=$4 peer_iters=$5 peer_lost=${6:-} peer_qp=${7:-}
   # A peer that failed leaves the server waiting: no need to give it long.
   if [ "$peer_rc" = 0 ]; then pp_wait 30; else pp_wait 1; fi
   pp_show "$pp_tag"
@@ -128,8 +128,8 @@ pp_guest_server() { # SIZE
 # connects to the bridge's address (the peer's TCP runs on the host's stack there); tried
 # again while the connection is refused.
 pp_guest_client() { # SIZE
-  pp_tag=client-$1
-  roce_ask "pp-server $1 $R_ITERS" "[rd]* server $1*" 90 || { pp_why="no answer from the host"; return 1; }
+  pp_tag=client-$1${PP_LOSS:+-loss$PP_LOSS}
+  roce_ask "pp-server $1 $R_ITERS${PP_LOSS:+ $PP_LOSS}" "[rd]* server $1*" 90 || { pp_why="no answer from the host"; return 1; }
   case "$rreply" in
     done*) set -- $rreply; pp_why="the host's peer exited before it listened (status $4)"; return 1 ;;
   esac
@@ -142,7 +142,7 @@ pp_guest_client() { # SIZE
   done
   pp_show "$pp_tag"
   roce_ask "" "done server $1 *" 60 || { pp_why="the host's peer did not finish"; return 1; }
-  set -- $rreply; peer_rc=$4 peer_iters=$5
+  set -- $rreply; peer_rc=$4 peer_iters=$5 peer_lost=${6:-} peer_qp=${7:-}
   pp_check "$pp_tag" "host server / guest client"
 }
 
@@ -167,6 +167,46 @@ m_pingpong() {
     pp_guest_client "$size" || { end fail "$pp_why"; return; }
   done
   end pass "$pp_notes"
+}
+
+# rxe_count NAME: soft-RoCE's device-wide count NAME (rdma statistic's hw counters), 0 if none.
+rxe_count() { cat "/sys/class/infiniband/rxe0/ports/1/hw_counters/$1" 2>/dev/null || echo 0; }
+RXE_COUNTS="completer_retry_err rcvd_seq_err out_of_seq_request duplicate_request retry_exceeded_err"
+# qp_count NAME: NAME's value in the host's last "qp=a:1,b:2" report, 0 if absent.
+qp_count() { echo "$peer_qp" | tr ',=' '\n\n' | sed -n "s/^$1:\([0-9]*\)$/\1/p" | head -n 1 | grep . || echo 0; }
+
+# loss: the pingpong again, both roles, with the model's port losing one frame in R_LOSS each
+# way (the peer's --loss). Every run must still complete its R_ITERS round trips with the data
+# intact, and both transports must show they recovered: soft-RoCE's retransmission
+# (completer_retry_err: timeouts, rcvd_seq_err: sequence NAKs) and out-of-sequence/duplicate
+# counts, and the model QP's (local_ack_timeout_err, packet_seq_err, out_of_sequence,
+# duplicate_request) and its port's lost frames both ways.
+m_loss() {
+  begin loss
+  [ -e /sys/class/infiniband/rxe0 ] || { end fail "no rxe0 (run the rxe milestone first)"; return; }
+  roce_ask hello hello 20 || { end fail "the host's peer service does not answer on ttyS1"; return; }
+  PEER_WAIT=${PEER_WAIT:-400}
+  for c in $RXE_COUNTS; do eval "before_$c=\$(rxe_count $c)"; done
+  pp_notes= PP_LOSS=${R_LOSS:-50}
+  lost_out=0 lost_in=0 h_resent=0 h_seen=0
+  for role in server client; do
+    pp_guest_$role 4096 || { PP_LOSS=; end fail "$pp_why"; return; }
+    o=${peer_lost#lost=}; o=${o%/*} i=${peer_lost#*/}
+    case "$o$i" in *[!0-9]*|'') PP_LOSS=; end fail "the host's peer did not report lost frames ($peer_lost)"; return ;; esac
+    lost_out=$((lost_out + o)) lost_in=$((lost_in + i))
+    h_resent=$((h_resent + $(qp_count local_ack_timeout_err) + $(qp_count packet_seq_err) + $(qp_count implied_nak_seq_err)))
+    h_seen=$((h_seen + $(qp_count out_of_sequence) + $(qp_count duplicate_request)))
+    info "host QP counters ($role run)" echo "$peer_qp $peer_lost"
+  done
+  PP_LOSS=
+  for c in $RXE_COUNTS; do eval "d_$c=\$((\$(rxe_count $c) - before_$c))"; done
+  info "rdma statistic" rdma statistic show link rxe0/1
+  g_resent=$((d_completer_retry_err + d_rcvd_seq_err)) g_seen=$((d_out_of_seq_request + d_duplicate_request))
+  counts="model port lost $lost_out leaving, $lost_in arriving; model QPs: $h_resent resends (timeouts + sequence NAKs), $h_seen out-of-sequence or duplicate; rxe0: completer_retry_err $d_completer_retry_err, rcvd_seq_err $d_rcvd_seq_err, out_of_seq_request $d_out_of_seq_request, duplicate_request $d_duplicate_request, retry_exceeded_err $d_retry_exceeded_err"
+  [ "$lost_out" -gt 0 ] && [ "$lost_in" -gt 0 ] || { end fail "the port lost nothing both ways: $counts"; return; }
+  [ "$h_resent" -gt 0 ] && [ "$h_seen" -gt 0 ] || { end fail "the model's counters did not move: $counts"; return; }
+  [ "$g_resent" -gt 0 ] && [ "$g_seen" -gt 0 ] || { end fail "soft-RoCE's counters did not move: $counts"; return; }
+  end pass "one frame in $R_LOSS lost each way; $pp_notes; $counts"
 }
 
 # rxe-self (a self-test of the tools, not in the profile's default list): two rxe devices on

@@ -25,12 +25,13 @@ use arp::Arp;
 use clap::Parser;
 use exchange::{Dest, ExchangeError, Serviced};
 use mlx5_driver::backend::sim::SimBackend;
+use mlx5_driver::counters::QCounter;
 use mlx5_driver::eth::{EthConfig, EthQueues, Pool};
 use mlx5_driver::roce::{gid_ipv4, link_local_gid, RoceAddress, RocePath};
 use mlx5_driver::{Hca, HcaConfig};
 use mlx5_prm::QpMtu;
 use mlx5_sim::tap::{ifconfig, Tap};
-use mlx5_sim::{Config, Mode, RcTransport};
+use mlx5_sim::{Config, Device, Faults, Mode, RcTransport};
 use pingpong::{Connected, Params, Side};
 use std::cell::RefCell;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -93,6 +94,16 @@ struct Args {
     /// Seconds to wait for ARP answers and, during the run, for any completion.
     #[arg(long, default_value_t = 10)]
     timeout: u64,
+    /// Make the model's port lossy: it loses one frame in this many, each way, at random
+    /// (a fault of the model; the transport's retransmissions must recover). The loss ends
+    /// when this side starts the last round: ibv_rc_pingpong ends without a handshake, so
+    /// a lost final ACK would leave one side resending to a peer that has already closed.
+    #[arg(long, value_name = "N")]
+    loss: Option<u32>,
+    /// Milliseconds the QP stays up after the last message, answering the peer's resends
+    /// (default: 2000 with --loss, else 0).
+    #[arg(long, value_name = "MS")]
+    linger: Option<u64>,
 }
 
 fn parse_mac(s: &str) -> Result<[u8; 6], String> {
@@ -165,7 +176,16 @@ fn run(args: &Args) -> Result<(), String> {
         mtu: mtu(args.mtu)?,
         check: args.check,
         timeout: Duration::from_secs(args.timeout),
+        counter_set_id: 0,
+        linger: Duration::from_millis(args.linger.unwrap_or(if args.loss.is_some() {
+            2000
+        } else {
+            0
+        })),
     };
+    if args.loss.is_some_and(|n| n < 2) {
+        return Err("--loss N loses one frame in N: N must be at least 2".into());
+    }
     if !mlx5_sim::tap::available() {
         return Err("/dev/net/tun does not exist: this machine cannot make TAP devices".into());
     }
@@ -175,6 +195,10 @@ fn run(args: &Args) -> Result<(), String> {
             Mode::Threaded
         } else {
             Mode::Inline
+        },
+        faults: Faults {
+            port_loss: args.loss.unwrap_or(0),
+            ..Faults::default()
         },
         ..Config::default()
     });
@@ -187,7 +211,7 @@ fn run(args: &Args) -> Result<(), String> {
     ifconfig::set_up(tap.name()).map_err(|e| format!("bringing {} up: {e}", tap.name()))?;
     let port = tap.attach(&device).map_err(|e| e.to_string())?;
     let hca = Hca::bring_up(backend, &HcaConfig::default()).map_err(|e| e.to_string())?;
-    let result = with_hca(args, &hca, &params, mac, (ip, prefix), peer_mac);
+    let result = with_hca(args, &hca, &device, &params, (mac, ip, prefix), peer_mac);
     let down = hca.teardown();
     if let Some(path) = &args.pcap {
         match device.stop_capture() {
@@ -196,6 +220,13 @@ fn run(args: &Args) -> Result<(), String> {
         }
     }
     port.close();
+    let (lost_out, lost_in) = device.faults().frames_lost();
+    let r = device.roce_stats();
+    println!(
+        "model port: {} RoCE packets sent, {} taken; lost {lost_out} leaving, {lost_in} arriving; \
+         dropped: {} bad ICRC, {} malformed, {} bad opcode, {} unknown QPN",
+        r.tx_packets, r.rx_packets, r.icrc_errors, r.malformed, r.bad_opcode, r.unknown_qpn
+    );
     result?;
     down.map(|_| ()).map_err(|e| format!("teardown: {e}"))
 }
@@ -203,9 +234,9 @@ fn run(args: &Args) -> Result<(), String> {
 fn with_hca(
     args: &Args,
     hca: &Hca<SimBackend>,
+    device: &Device,
     params: &Params,
-    mac: [u8; 6],
-    (ip, prefix): (Ipv4Addr, u8),
+    (mac, ip, prefix): ([u8; 6], Ipv4Addr, u8),
     peer_mac: Option<[u8; 6]>,
 ) -> Result<(), String> {
     let gids = [
@@ -230,7 +261,7 @@ fn with_hca(
     )
     .map_err(|e| format!("Ethernet queues: {e}"))?;
     let mut arp = Arp::new(eth, &pool, mac, ip);
-    let result = session(args, hca, params, &mut arp, peer_mac);
+    let result = session(args, hca, device, params, &mut arp, peer_mac);
     let answered = arp.answered;
     let destroyed = arp.into_queues().destroy();
     log::info!("ARP requests answered: {answered}");
@@ -286,10 +317,17 @@ impl Link {
 fn session(
     args: &Args,
     hca: &Hca<SimBackend>,
+    device: &Device,
     params: &Params,
     arp: &mut Arp<'_, SimBackend>,
     peer_mac: Option<[u8; 6]>,
 ) -> Result<(), String> {
+    // Counts the QP's transport events (out of sequence, timeouts, duplicates...).
+    let counter = QCounter::alloc(hca).map_err(|e| format!("ALLOC_Q_COUNTER: {e}"))?;
+    let params = &Params {
+        counter_set_id: counter.id(),
+        ..params.clone()
+    };
     let side = Side::new(hca, params)?;
     let gid_index = args.gid_idx.unwrap_or(0);
     let gid = match args.gid_idx {
@@ -344,7 +382,12 @@ fn session(
         }
     };
     println!("  remote address: {remote}");
-    let stats = connected.run(args.server.is_some(), &mut idle)?;
+    let mut last_round = || {
+        if args.loss.is_some() {
+            device.faults().port_loss(0);
+        }
+    };
+    let stats = connected.run_hooked(args.server.is_some(), &mut idle, &mut last_round)?;
     for line in stats.summary() {
         println!("{line}");
     }
@@ -354,5 +397,18 @@ fn session(
             stats.checked, stats.size
         );
     }
+    // The counts `rdma statistic` would show for this QP on Linux (the nonzero ones).
+    let counts = counter
+        .query(false)
+        .map_err(|e| format!("QUERY_Q_COUNTER: {e}"))?;
+    let shown: Vec<String> = counts.nonzero().map(|(n, v)| format!("{n} {v}")).collect();
+    println!(
+        "QP counters: {}",
+        if shown.is_empty() {
+            "all 0".to_string()
+        } else {
+            shown.join(", ")
+        }
+    );
     Ok(())
 }

@@ -10,7 +10,7 @@
 //! traffic; each receive is posted again as soon as it completes.
 
 use crate::exchange::Dest;
-use mlx5_driver::backend::Backend;
+use mlx5_driver::backend::{Backend, Events as _};
 use mlx5_driver::cq::{Completion, Cq};
 use mlx5_driver::mr::{Access, Region};
 use mlx5_driver::qp::{
@@ -46,6 +46,10 @@ pub struct Params {
     pub check: bool,
     /// Give up when no completion arrives for this long.
     pub timeout: Duration,
+    /// The queue counter set the QP counts its transport events in (0: none).
+    pub counter_set_id: u8,
+    /// How long the QP stays up after the last message, answering the peer's resends.
+    pub linger: Duration,
 }
 
 /// Byte `i` of the pattern `--check` sends.
@@ -150,6 +154,7 @@ impl<'h, B: Backend> Side<'h, B> {
             rwe: false,
             rae: false,
             pm_state: QpPmState::Migrated,
+            counter_set_id: params.counter_set_id,
         };
         let mut qp = qp
             .rst2init(init)
@@ -278,10 +283,25 @@ impl<B: Backend> Connected<'_, B> {
 
     /// The message loop; `client` sends first. `idle` runs whenever the CQ is empty (the
     /// example answers ARP there).
-    pub fn run(mut self, client: bool, idle: &mut dyn FnMut()) -> Fallible<Stats> {
+    #[allow(dead_code)] // the example itself uses run_hooked; the tests use this
+    pub fn run(self, client: bool, idle: &mut dyn FnMut()) -> Fallible<Stats> {
+        self.run_hooked(client, idle, &mut || {})
+    }
+
+    /// [`Connected::run`], calling `last_round` just before this side posts its last send
+    /// (the example ends its port's loss there, see `--loss`).
+    pub fn run_hooked(
+        mut self,
+        client: bool,
+        idle: &mut dyn FnMut(),
+        last_round: &mut dyn FnMut(),
+    ) -> Fallible<Stats> {
         let iters = self.params.iters;
         let mut pending = RECV_WRID;
         if client {
+            if iters == 1 {
+                last_round();
+            }
             self.post_send()?;
             pending |= SEND_WRID;
         }
@@ -299,7 +319,10 @@ impl<B: Backend> Connected<'_, B> {
                     ));
                 }
                 idle();
-                std::hint::spin_loop();
+                // Lets the device do its own work while nothing arrives: on the model, the
+                // transport's timers (ACK timeouts, RNR waits) run here.
+                let events = self.cq.hca().backend().events();
+                events.wait(Instant::now() + Duration::from_micros(20));
                 continue;
             }
             last = Instant::now();
@@ -333,15 +356,27 @@ impl<B: Backend> Connected<'_, B> {
                     pending &= !d.id;
                 }
                 if scnt < iters && pending == 0 {
+                    if scnt + 1 == iters {
+                        last_round();
+                    }
                     self.post_send()?;
                     pending = RECV_WRID | SEND_WRID;
                 }
             }
         }
+        let elapsed = start.elapsed();
+        // The QP stays up a while longer: the peer may still be resending its last message
+        // because our ACK of it was lost, and would fail if nobody answered.
+        let linger = Instant::now() + self.params.linger;
+        while Instant::now() < linger {
+            idle();
+            let events = self.cq.hca().backend().events();
+            events.wait(Instant::now() + Duration::from_micros(200));
+        }
         Ok(Stats {
             size: self.params.size,
             iters,
-            elapsed: start.elapsed(),
+            elapsed,
             checked,
         })
     }

@@ -34,7 +34,7 @@
 //! let qp = Qp::create(&hca, &cq, &cq, &config).unwrap();
 //! let qpn = qp.qpn(); // connected to itself
 //! let init = Rst2init { pkey_index: 0, vhca_port_num: 1, rre: true, rwe: true, rae: false,
-//!     pm_state: QpPmState::Migrated };
+//!     pm_state: QpPmState::Migrated, counter_set_id: 0 };
 //! let qp = qp.rst2init(init).map_err(|(e, _qp)| e).unwrap();
 //! let (rmac_47_32, rmac_31_0) = qp::rmac_fields([2, 0, 0, 0, 0, 1]);
 //! let rtr = Init2rtr { mtu: QpMtu::Mtu1k, log_msg_max: 20, remote_qpn: qpn, next_rcv_psn: 0,

@@ -28,6 +28,7 @@ fn rts<'h>(hca: &'h Hca<SimBackend>, cq: &Cq<'h, SimBackend>) -> Qp<'h, SimBacke
         rwe: false,
         rae: false,
         pm_state: QpPmState::Migrated,
+        counter_set_id: 0,
     };
     let qp = qp.rst2init(init).map_err(|(e, _)| e).unwrap();
     let (rmac_47_32, rmac_31_0) = rmac_fields([2, 0, 0, 0, 0, 1]);

@@ -49,6 +49,7 @@ pub fn params(remote_qpn: u32) -> (Rst2init, Init2rtr, Rtr2rts) {
         rwe: true,
         rae: true,
         pm_state: QpPmState::Migrated,
+        counter_set_id: 0,
     };
     let (rmac_47_32, rmac_31_0) = rmac_fields([2, 0, 0, 0, 0, 1]);
     let rtr = Init2rtr {

@@ -24,6 +24,8 @@ pub const QP_OPT_PM_STATE: u64 = 0x400;
 pub const QP_OPT_LAG_TX_AFF: u64 = 0x8000;
 /// Optional-parameter mask bit `pri_port` of state machine `qp`.
 pub const QP_OPT_PRI_PORT: u64 = 0x10000;
+/// Optional-parameter mask bit `counter_set_id` of state machine `qp`.
+pub const QP_OPT_COUNTER_SET_ID: u64 = 0x2000000;
 /// An RC QP is created in RST and brought up one step at a time: RST to INIT sets the port, the partition key and the remote access rights; INIT to RTR names the peer (its QP number, path and first expected PSN) and makes the receive side work; RTR to RTS sets the send side (first PSN, retries, timeout) and makes the QP fully operational. A send-queue error (SQER) is left for RTS again with SQERR2RTS. Any state can be sent to ERR (outstanding work flushes) or back to RST. RST2INIT takes no optional mask: every field of its context counts as given.
 ///
 /// PRM state machine `qp` over the states of [`QpState`].
@@ -71,6 +73,11 @@ pub const QP_STATE_MACHINE: crate::rt::sm::StateMachine<QpState> = crate::rt::sm
                     path: "qpc.pm_state",
                     bit_offset: 211,
                     width: 2,
+                },
+                crate::rt::sm::FieldRef {
+                    path: "qpc.counter_set_id",
+                    bit_offset: 288,
+                    width: 8,
                 },
             ],
             optional: &[],
@@ -441,6 +448,15 @@ pub const QP_STATE_MACHINE: crate::rt::sm::StateMachine<QpState> = crate::rt::sm
                     bit: "alt_addr_path",
                     mask: 0x1,
                 },
+                crate::rt::sm::OptionalField {
+                    field: crate::rt::sm::FieldRef {
+                        path: "qpc.counter_set_id",
+                        bit_offset: 288,
+                        width: 8,
+                    },
+                    bit: "counter_set_id",
+                    mask: 0x2000000,
+                },
             ],
         },
         crate::rt::sm::Transition {
@@ -635,7 +651,7 @@ pub mod qp_machine {
         const RAW: QpState = QpState::Suspended;
         const NAME: &'static str = "suspended";
     }
-    /// Bind the QP to a port and partition and set which remote operations it accepts.
+    /// Bind the QP to a port and partition, set which remote operations it accepts, and name the queue counter set that counts its transport events (0: none; Linux's mlx5_ib always names one here).
     ///
     /// Transition `rst2init` of state machine `qp`: from [`Rst`] to [`Init`], by command `rst2init_qp`.
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -664,6 +680,10 @@ pub mod qp_machine {
         ///
         /// `qpc.pm_state` of the input (required).
         pub pm_state: QpPmState,
+        /// Queue counter set (from ALLOC_Q_COUNTER) that counts this QP's events.
+        ///
+        /// `qpc.counter_set_id` of the input (required).
+        pub counter_set_id: u8,
     }
     impl crate::rt::typestate::Transition<Rst> for Rst2init {
         type To = Init;
@@ -687,6 +707,7 @@ pub mod qp_machine {
             input.qpc_mut().set_rwe(self.rwe);
             input.qpc_mut().set_rae(self.rae);
             input.qpc_mut().set_pm_state(self.pm_state);
+            input.qpc_mut().set_counter_set_id(self.counter_set_id);
             Ok(())
         }
     }
@@ -1054,7 +1075,7 @@ pub mod qp_machine {
             Ok(())
         }
     }
-    /// Change access rights, the RNR NAK timer, path migration or the alternate path of a working QP.
+    /// Change access rights, the RNR NAK timer, path migration or the alternate path of a working QP, or move it to another queue counter set (how mlx5_ib binds a QP to an `rdma statistic` counter).
     ///
     /// Transition `rts2rts` of state machine `qp`: from [`Rts`] to [`Rts`], by command `rts2rts_qp`.
     #[derive(Clone, Copy, PartialEq, Eq, Default)]
@@ -1089,6 +1110,10 @@ pub mod qp_machine {
         ///
         /// `qpc.secondary_address_path` of the input; when given, bit 0x1 of the optional-parameter mask is set.
         pub secondary_address_path: Option<Ads>,
+        /// Queue counter set (from ALLOC_Q_COUNTER) that counts this QP's events.
+        ///
+        /// `qpc.counter_set_id` of the input; when given, bit 0x2000000 of the optional-parameter mask is set.
+        pub counter_set_id: Option<u8>,
     }
     impl crate::rt::typestate::Transition<Rts> for Rts2rts {
         type To = Rts;
@@ -1131,6 +1156,10 @@ pub mod qp_machine {
                     .storage_mut()
                     .write_bytes(0, &v.storage()[..]);
                 mask |= 0x1;
+            }
+            if let Some(v) = self.optional.counter_set_id {
+                input.qpc_mut().set_counter_set_id(v);
+                mask |= 0x2000000;
             }
             input.set_opt_param_mask(mask as u32);
             Ok(())
@@ -1246,7 +1275,7 @@ pub mod qp_machine {
     }
     /// The transitions of state machine `qp` as methods of any `rt::typestate::Handle` in one of its states: each is callable where the handle's state is one the transition leaves, and returns the handle in the state it reaches.
     pub trait Transitions: crate::rt::typestate::Handle<Machine = Machine> {
-        /// Bind the QP to a port and partition and set which remote operations it accepts.
+        /// Bind the QP to a port and partition, set which remote operations it accepts, and name the queue counter set that counts its transport events (0: none; Linux's mlx5_ib always names one here).
         ///
         /// Transition `rst2init` of state machine `qp`: from [`Rst`] to [`Init`], by command `rst2init_qp`.
         #[inline]
@@ -1286,7 +1315,7 @@ pub mod qp_machine {
         {
             self.apply(args)
         }
-        /// Change access rights, the RNR NAK timer, path migration or the alternate path of a working QP.
+        /// Change access rights, the RNR NAK timer, path migration or the alternate path of a working QP, or move it to another queue counter set (how mlx5_ib binds a QP to an `rdma statistic` counter).
         ///
         /// Transition `rts2rts` of state machine `qp`: from [`Rts`] to [`Rts`], by command `rts2rts_qp`.
         #[inline]

@@ -42,6 +42,7 @@
 //!         rwe: true,
 //!         rae: false,
 //!         pm_state: QpPmState::Migrated,
+//!         counter_set_id: 0,
 //!     })
 //!     .unwrap();
 //! assert_eq!(qp.last[0..2], [0x05, 0x02]); // RST2INIT_QP's opcode, 0x502

@@ -9,5 +9,6 @@ fn main() {
         rwe: true,
         rae: false,
         pm_state: QpPmState::Migrated,
+        counter_set_id: 0,
     };
 }

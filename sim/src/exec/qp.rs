@@ -258,6 +258,12 @@ pub(super) fn transition(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
             Fail::bad_param(s::QP_BAD_MTU),
         )?;
     }
+    if writes(t, mask, "qpc.counter_set_id") {
+        let id = ctx.counter_set_id();
+        if id != 0 {
+            cx.m.qcounters.check(id.into(), s::QCNT_UNKNOWN)?;
+        }
+    }
     if writes(t, mask, "qpc.log_msg_max") {
         ensure(
             ctx.log_msg_max() <= gen.log_max_msg(),

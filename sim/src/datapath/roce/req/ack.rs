@@ -102,7 +102,12 @@ pub(super) fn on_response(
                     None
                 }
                 aeth::KIND_RNR => {
-                    acked(side, v, r, before);
+                    // A NAK acknowledges every PSN before the one it names: that is progress
+                    // too, and gives the retries back (else a long message over a lossy
+                    // link would use them all up while moving forward).
+                    if acked(side, v, r, before) {
+                        progressed(v, r, now);
+                    }
                     rc_event(side.m, v.qpn, |c: &mut RcCounts| &mut c.rnr_nak_retry_err);
                     if r.rnr_left == 0 {
                         rc_event(side.m, v.qpn, |c: &mut RcCounts| {
@@ -123,7 +128,9 @@ pub(super) fn on_response(
                 // An RNR wait already resends from the NAKed PSN.
                 aeth::KIND_NAK if syn == aeth::NAK_PSN_SEQUENCE && r.rnr_until.is_some() => None,
                 aeth::KIND_NAK => {
-                    acked(side, v, r, before);
+                    if acked(side, v, r, before) {
+                        progressed(v, r, now);
+                    }
                     let syndrome = match syn {
                         aeth::NAK_PSN_SEQUENCE => {
                             rc_event(side.m, v.qpn, |c: &mut RcCounts| &mut c.packet_seq_err);
