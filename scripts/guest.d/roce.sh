@@ -149,7 +149,7 @@ pp_guest_client() { # SIZE
 # pp_check TAG LABEL: both ends exited 0 and both report R_ITERS iterations.
 pp_check() {
   gi=$(iters_of "/tmp/pp-$1")
-  note="$2 $(echo "$1" | sed 's/.*-//') B: guest exit $pp_rc, $gi iters ($(rate_of "/tmp/pp-$1")); host exit $peer_rc, $peer_iters iters"
+  note="$2 $(echo "$1" | sed 's/^[a-z]*-\([0-9]*\).*/\1/') B: guest exit $pp_rc, $gi iters ($(rate_of "/tmp/pp-$1")); host exit $peer_rc, $peer_iters iters"
   [ "$pp_rc" = 0 ] && [ "$gi" = "$R_ITERS" ] && [ "$peer_rc" = 0 ] && [ "$peer_iters" = "$R_ITERS" ] \
     || { pp_why=$note; return 1; }
   pp_notes="${pp_notes:+$pp_notes; }$note"
