@@ -64,7 +64,11 @@ fn one_answer(seen: &[Seen]) -> (u8, u32, u32) {
 #[track_caller]
 fn good_send(d: &Dut<'_>, at: u32, msn: u32, data: &[u8]) {
     let seen = inject(d, &Pkt::new(op::SEND_ONLY, d.qpn, at).payload(data));
-    assert_eq!(one_answer(&seen), (syn::ACK, at, msn), "ACK of the good send");
+    assert_eq!(
+        one_answer(&seen),
+        (syn::ACK, at, msn),
+        "ACK of the good send"
+    );
     let e = d.rcq.poll(d.rig).expect("a receive CQE");
     let c = Cqe64::new_unchecked(e);
     assert_eq!(c.opcode(), Ok(CqeOpcode::RespSend));
@@ -212,16 +216,25 @@ fn a_psn_ahead_gets_one_sequence_nak_then_silence() {
         good_send(&d, FIRST_PSN, 1, b"first");
         let e = psn(FIRST_PSN, 1);
         let ahead = |n: u32| Pkt::new(op::SEND_ONLY, d.qpn, psn(e, n)).payload(b"early");
-        assert_eq!(one_answer(&inject(&d, &ahead(3))), (syn::NAK_SEQUENCE, e, 1));
+        assert_eq!(
+            one_answer(&inject(&d, &ahead(3))),
+            (syn::NAK_SEQUENCE, e, 1)
+        );
         assert!(inject(&d, &ahead(4)).is_empty(), "silence after the NAK");
-        assert!(inject(&d, &ahead(0x7f_ffff)).is_empty(), "the far end of the window");
+        assert!(
+            inject(&d, &ahead(0x7f_ffff)).is_empty(),
+            "the far end of the window"
+        );
         assert_eq!(d.counters().out_of_sequence(), 3);
         assert!(d.rcq.poll(rig).is_none(), "nothing executed");
         assert_eq!(d.state(), QpState::Rts);
         good_send(&d, e, 2, b"in order");
         // A new gap after the recovery gets its own NAK.
         let e = psn(e, 1);
-        assert_eq!(one_answer(&inject(&d, &ahead(5))), (syn::NAK_SEQUENCE, psn(e, 0), 2));
+        assert_eq!(
+            one_answer(&inject(&d, &ahead(5))),
+            (syn::NAK_SEQUENCE, psn(e, 0), 2)
+        );
     });
 }
 
@@ -243,11 +256,364 @@ fn a_duplicate_is_acknowledged_again_not_executed() {
         let w = Pkt::new(op::WRITE_ONLY, d.qpn, psn(FIRST_PSN, 2))
             .reth(d.mr_va, d.rkey, 4)
             .payload(b"abcd");
-        assert_eq!(one_answer(&inject(&d, &w)), (syn::ACK, psn(FIRST_PSN, 2), 3));
+        assert_eq!(
+            one_answer(&inject(&d, &w)),
+            (syn::ACK, psn(FIRST_PSN, 2), 3)
+        );
         rig.write(d.mr_va, b"ABCD");
-        assert_eq!(one_answer(&inject(&d, &w)), (syn::ACK, psn(FIRST_PSN, 2), 3));
+        assert_eq!(
+            one_answer(&inject(&d, &w)),
+            (syn::ACK, psn(FIRST_PSN, 2), 3)
+        );
         assert_eq!(rig.read(d.mr_va, 4), b"ABCD");
         assert_eq!(d.counters().duplicate_request(), 2);
         good_send(&d, psn(FIRST_PSN, 3), 4, b"on");
+    });
+}
+
+/// The frame of `p` cut to `n` bytes before its ICRC, with the IP and UDP lengths made to
+/// agree with the cut and the ICRC computed over what is left: only the header checks can
+/// tell.
+fn cut_consistently(p: &Pkt, n: usize) -> Vec<u8> {
+    let mut f = frame::build(&PEER, &DUT, p);
+    f.truncate(n);
+    let ip_len = (n - frame::ETH + 4) as u16;
+    f[frame::ETH + 2..frame::ETH + 4].copy_from_slice(&ip_len.to_be_bytes());
+    let udp_len = ip_len - frame::IP as u16;
+    let u = frame::ETH + frame::IP;
+    f[u + 4..u + 6].copy_from_slice(&udp_len.to_be_bytes());
+    frame::seal(&mut f);
+    f
+}
+
+/// Headers cut short and length fields that lie: a frame too short to be seen as UDP to
+/// port 4791 is not RoCE's and goes to Ethernet steering (which drops it); one that is RoCEv2
+/// but broken is dropped and counted as malformed. Never an answer, never a panic, and the QP
+/// goes on.
+#[test]
+fn truncated_headers_and_lying_lengths_are_dropped() {
+    with_rig(|rig| {
+        let d = Dut::new(rig, ALL);
+        let w = Pkt::new(op::WRITE_ONLY, d.qpn, FIRST_PSN)
+            .reth(d.mr_va, d.rkey, 8)
+            .payload(b"12345678");
+        let good = frame::build(&PEER, &DUT, &w);
+        // Not recognisably RoCEv2: cut inside Ethernet, IP, UDP.
+        for n in [0, 10, frame::ETH + 10, frame::ETH + frame::IP + 5] {
+            let (before, drops) = (stats(&d), rig.dev.rx_dropped());
+            assert!(deliver(&d, &good[..n]).is_empty());
+            assert_eq!(stats(&d), before, "cut at {n}: not RoCE's to count");
+            assert_eq!(
+                rig.dev.rx_dropped(),
+                drops + 1,
+                "cut at {n}: an Ethernet drop"
+            );
+        }
+        let mut broken: Vec<(&str, Vec<u8>)> = vec![
+            // Cut inside the BTH and the RETH, the IP length now longer than the frame.
+            ("BTH cut", good[..frame::BTH_AT + 6].to_vec()),
+            ("RETH cut", good[..frame::BTH_AT + 12 + 7].to_vec()),
+            // Cut with the lengths made consistent and a valid ICRC.
+            (
+                "BTH cut, consistent",
+                cut_consistently(&w, frame::BTH_AT + 6),
+            ),
+            (
+                "RETH cut, consistent",
+                cut_consistently(&w, frame::BTH_AT + 12 + 7),
+            ),
+        ];
+        let mut lie = |what: &'static str, edit: &dyn Fn(&mut Vec<u8>)| {
+            let mut f = good.clone();
+            edit(&mut f);
+            broken.push((what, f));
+        };
+        let ip_len = frame::ETH + 2;
+        let udp_len = frame::ETH + frame::IP + 4;
+        lie("IP length past the frame", &|f| {
+            f[ip_len..ip_len + 2].copy_from_slice(&2000u16.to_be_bytes());
+            frame::fix_ip_checksum(f);
+        });
+        lie("IP length short of the UDP", &|f| {
+            f[ip_len..ip_len + 2].copy_from_slice(&30u16.to_be_bytes());
+            frame::fix_ip_checksum(f);
+        });
+        lie("UDP length short", &|f| {
+            let v = u16::from_be_bytes([f[udp_len], f[udp_len + 1]]) - 4;
+            f[udp_len..udp_len + 2].copy_from_slice(&v.to_be_bytes());
+            frame::reseal(f);
+        });
+        lie("UDP length long", &|f| {
+            let v = u16::from_be_bytes([f[udp_len], f[udp_len + 1]]) + 4;
+            f[udp_len..udp_len + 2].copy_from_slice(&v.to_be_bytes());
+            frame::reseal(f);
+        });
+        lie("UDP length below BTH + ICRC", &|f| {
+            f[udp_len..udp_len + 2].copy_from_slice(&10u16.to_be_bytes());
+        });
+        lie("IPv4 options (IHL 6)", &|f| {
+            // Four NOP options after the fixed header, the lengths grown to match.
+            f[frame::ETH] = 0x46;
+            let at = frame::ETH + frame::IP;
+            f.splice(at..at, [1u8; 4]);
+            let v = u16::from_be_bytes([f[ip_len], f[ip_len + 1]]) + 4;
+            f[ip_len..ip_len + 2].copy_from_slice(&v.to_be_bytes());
+            f[frame::ETH + 10] = 0;
+            f[frame::ETH + 11] = 0;
+            let c = frame::ip_checksum(&f[frame::ETH..frame::ETH + 24]);
+            f[frame::ETH + 10..frame::ETH + 12].copy_from_slice(&c.to_be_bytes());
+        });
+        lie("an IP fragment (MF)", &|f| {
+            f[frame::ETH + 6] = 0x20;
+            frame::reseal(f);
+        });
+        lie("pad count past the payload", &|f| {
+            f[frame::BTH_AT + 1] = 0x30;
+            let end = f.len() - 4;
+            f.truncate(frame::BTH_AT + 12 + 16 + 2);
+            let cut = end - f.len();
+            let v = |x: u16| (x - cut as u16).to_be_bytes();
+            let (i, u) = (
+                u16::from_be_bytes([f[ip_len], f[ip_len + 1]]),
+                u16::from_be_bytes([f[udp_len], f[udp_len + 1]]),
+            );
+            f[ip_len..ip_len + 2].copy_from_slice(&v(i));
+            f[udp_len..udp_len + 2].copy_from_slice(&v(u));
+            frame::seal(f);
+        });
+        for (what, f) in &broken {
+            let before = stats(&d);
+            assert!(deliver(&d, f).is_empty(), "{what}: no answer");
+            let after = stats(&d);
+            assert_eq!(after.malformed, before.malformed + 1, "{what}: malformed");
+            assert_eq!(after.rx_packets, before.rx_packets, "{what}");
+        }
+        assert_eq!(rig.read(d.mr_va, 8), [0; 8], "nothing written");
+        assert_eq!(d.state(), QpState::Rts);
+        assert_eq!(one_answer(&inject(&d, &w)), (syn::ACK, FIRST_PSN, 1));
+        assert_eq!(rig.read(d.mr_va, 8), b"12345678");
+    });
+}
+
+/// Opcodes that are not RC (another transport, reserved codes) or a BTH transport version
+/// other than 0: dropped as a bad opcode.
+#[test]
+fn foreign_opcodes_and_versions_are_dropped() {
+    with_rig(|rig| {
+        let d = Dut::new(rig, ALL);
+        for opcode in [0x15, 0x1f, 0x24, 0x64, 0xff] {
+            let before = stats(&d).bad_opcode;
+            assert!(inject(&d, &Pkt::new(opcode, d.qpn, FIRST_PSN)).is_empty());
+            assert_eq!(stats(&d).bad_opcode, before + 1, "opcode {opcode:#x}");
+        }
+        let mut f = frame::build(
+            &PEER,
+            &DUT,
+            &Pkt::new(op::SEND_ONLY, d.qpn, FIRST_PSN).payload(b"v1"),
+        );
+        f[frame::BTH_AT + 1] |= 0x1; // TVer 1
+        frame::reseal(&mut f);
+        assert!(deliver(&d, &f).is_empty());
+        assert_eq!(stats(&d).bad_opcode, 6);
+        good_send(&d, FIRST_PSN, 1, b"v0");
+    });
+}
+
+/// A class C error: the request's NAK with `syndrome`, PSN `at` and MSN `msn`, the QP in ERR
+/// (where a further request is dropped as for an unknown QP), and, brought back to RTS, a
+/// working QP again.
+#[track_caller]
+fn fatal_nak(d: &Dut<'_>, seen: &[Seen], syndrome: u8, at: u32, msn: u32) {
+    assert_eq!(one_answer(seen), (syndrome, at, msn), "the NAK");
+    assert_eq!(d.state(), QpState::Err, "the responder QP goes to ERR");
+    let before = stats(d).unknown_qpn;
+    let again = Pkt::new(op::SEND_ONLY, d.qpn, psn(at, 1)).payload(b"late");
+    assert!(inject(d, &again).is_empty(), "silence in ERR");
+    assert_eq!(stats(d).unknown_qpn, before + 1);
+    d.reconnect();
+    good_send(d, FIRST_PSN, 1, b"back in RTS");
+    assert!(d.mr_guards_intact());
+}
+
+fn mtu_bytes(b: u8) -> Vec<u8> {
+    vec![b; MTU]
+}
+
+/// SEND_MIDDLE with no message begun: NAK invalid request (code 1), QP to ERR, counted in
+/// resp_remote_invalid_request.
+#[test]
+fn send_middle_without_first_is_an_invalid_request() {
+    with_rig(|rig| {
+        let d = Dut::new(rig, ALL);
+        let seen = inject(
+            &d,
+            &Pkt::new(op::SEND_MIDDLE, d.qpn, FIRST_PSN).payload(&mtu_bytes(1)),
+        );
+        fatal_nak(&d, &seen, syn::NAK_INVALID_REQUEST, FIRST_PSN, 0);
+        assert_eq!(d.counters().resp_remote_invalid_request(), 1);
+    });
+}
+
+/// Messages interleaved: after SEND_FIRST, a WRITE_LAST, a WRITE_MIDDLE or a new SEND_ONLY
+/// is out of sequence (IBTA's "missing last packet" case is class C on RC): NAK invalid
+/// request; a WRITE_LAST with no write begun likewise.
+#[test]
+fn an_opcode_out_of_sequence_is_an_invalid_request() {
+    let intruders = [
+        Pkt::new(op::WRITE_LAST, 0, 0).payload(b"tail"),
+        Pkt::new(op::WRITE_MIDDLE, 0, 0).payload(&mtu_bytes(2)),
+        Pkt::new(op::SEND_ONLY, 0, 0).payload(b"new message"),
+        Pkt::new(op::WRITE_FIRST, 0, 0).payload(&mtu_bytes(3)),
+    ];
+    for (k, intruder) in intruders.iter().enumerate() {
+        with_rig(|rig| {
+            let d = Dut::new(rig, ALL);
+            let first = Pkt::new(op::SEND_FIRST, d.qpn, FIRST_PSN).payload(&mtu_bytes(4));
+            assert_eq!(one_answer(&inject(&d, &first)), (syn::ACK, FIRST_PSN, 0));
+            let mut p = intruder.clone();
+            p.dqpn = d.qpn;
+            p.psn = psn(FIRST_PSN, 1);
+            if p.opcode == op::WRITE_FIRST {
+                p = p.reth(d.mr_va, d.rkey, 2 * MTU as u32);
+                let payload = std::mem::take(&mut p.payload);
+                p = p.payload(&payload);
+            }
+            let seen = inject(&d, &p);
+            fatal_nak(&d, &seen, syn::NAK_INVALID_REQUEST, psn(FIRST_PSN, 1), 0);
+            assert_eq!(d.counters().resp_remote_invalid_request(), 1, "case {k}");
+        });
+    }
+    with_rig(|rig| {
+        let d = Dut::new(rig, ALL);
+        let seen = inject(
+            &d,
+            &Pkt::new(op::WRITE_LAST, d.qpn, FIRST_PSN).payload(b"tail"),
+        );
+        fatal_nak(&d, &seen, syn::NAK_INVALID_REQUEST, FIRST_PSN, 0);
+    });
+}
+
+/// RETHs the memory region does not allow: a range running past its end, an R_Key that
+/// names no key, a QP without remote write (or read) rights. Remote access error NAK
+/// (code 2), QP to ERR, resp_remote_access_errors; nothing written outside the region.
+#[test]
+fn an_reth_outside_the_region_is_a_remote_access_error() {
+    type Case = fn(&Dut<'_>) -> Pkt;
+    let cases: [(&str, Rights, Case); 7] = [
+        ("write past the end", ALL, |d| {
+            Pkt::new(op::WRITE_ONLY, d.qpn, FIRST_PSN)
+                .reth(d.mr_va + MR_LEN - 4, d.rkey, 8)
+                .payload(b"overflow")
+        }),
+        ("write before the start", ALL, |d| {
+            Pkt::new(op::WRITE_ONLY, d.qpn, FIRST_PSN)
+                .reth(d.mr_va - 4, d.rkey, 8)
+                .payload(b"underflo")
+        }),
+        ("write whose RETH length runs past the end", ALL, |d| {
+            Pkt::new(op::WRITE_FIRST, d.qpn, FIRST_PSN)
+                .reth(d.mr_va + MR_LEN - MTU as u64, d.rkey, 2 * MTU as u32)
+                .payload(&mtu_bytes(9))
+        }),
+        ("write with a bad R_Key", ALL, |d| {
+            Pkt::new(op::WRITE_ONLY, d.qpn, FIRST_PSN)
+                .reth(d.mr_va, d.rkey ^ 0x0100, 4)
+                .payload(b"key!")
+        }),
+        (
+            "write without remote write rights",
+            Rights {
+                write: false,
+                ..ALL
+            },
+            |d| {
+                Pkt::new(op::WRITE_ONLY, d.qpn, FIRST_PSN)
+                    .reth(d.mr_va, d.rkey, 4)
+                    .payload(b"nope")
+            },
+        ),
+        (
+            "read without remote read rights",
+            Rights { read: false, ..ALL },
+            |d| Pkt::new(op::READ_REQUEST, d.qpn, FIRST_PSN).reth(d.mr_va, d.rkey, 16),
+        ),
+        ("read past the end", ALL, |d| {
+            Pkt::new(op::READ_REQUEST, d.qpn, FIRST_PSN).reth(d.mr_va + 8, d.rkey, MR_LEN as u32)
+        }),
+    ];
+    for (what, rights, case) in cases {
+        with_rig(|rig| {
+            let d = Dut::new(rig, rights);
+            let seen = inject(&d, &case(&d));
+            assert_eq!(seen.len(), 1, "{what}: {seen:?}");
+            fatal_nak(&d, &seen, syn::NAK_REMOTE_ACCESS, FIRST_PSN, 0);
+            assert_eq!(d.counters().resp_remote_access_errors(), 1, "{what}");
+            assert_eq!(rig.read(d.mr_va, 16), [0; 16], "{what}: nothing written");
+            assert!(rig.guards_intact());
+        });
+    }
+}
+
+/// Read requests at the edges: a DMA length of 2^31 (the largest message) is refused with a
+/// NAK, not answered with two million response packets; a zero-length read with no key and
+/// no address is answered with one empty READ_RESPONSE_ONLY (a zero-length RDMA operation
+/// need not carry a valid R_Key or VA: IBTA C9-88).
+#[test]
+fn read_requests_at_the_length_edges() {
+    with_rig(|rig| {
+        let d = Dut::new(rig, ALL);
+        let seen = inject(
+            &d,
+            &Pkt::new(op::READ_REQUEST, d.qpn, FIRST_PSN).reth(d.mr_va, d.rkey, 1 << 31),
+        );
+        fatal_nak(&d, &seen, syn::NAK_REMOTE_ACCESS, FIRST_PSN, 0);
+        let seen = inject(
+            &d,
+            &Pkt::new(op::READ_REQUEST, d.qpn, psn(FIRST_PSN, 1)).reth(0, 0, 0),
+        );
+        assert_eq!(seen.len(), 1, "{seen:?}");
+        assert_eq!(seen[0].opcode, op::READ_RESPONSE_ONLY);
+        assert_eq!(seen[0].psn, psn(FIRST_PSN, 1));
+        assert_eq!(seen[0].aeth, Some((syn::ACK, 2)));
+        assert!(seen[0].payload.is_empty());
+        // A zero-length write with no key is acknowledged, writing nothing.
+        let w = Pkt::new(op::WRITE_ONLY, d.qpn, psn(FIRST_PSN, 2)).reth(0, 0, 0);
+        assert_eq!(
+            one_answer(&inject(&d, &w)),
+            (syn::ACK, psn(FIRST_PSN, 2), 3)
+        );
+        assert_eq!(d.state(), QpState::Rts);
+        good_send(&d, psn(FIRST_PSN, 3), 4, b"still here");
+    });
+}
+
+/// Atomics: a misaligned address is an invalid request (code 1), one outside the region a
+/// remote access error (code 2); a good one answers with the original value.
+#[test]
+fn atomics_misaligned_or_outside_are_refused() {
+    with_rig(|rig| {
+        let d = Dut::new(rig, ALL);
+        rig.write(d.mr_va + 8, &40u64.to_be_bytes());
+        let fa = Pkt::new(op::FETCH_ADD, d.qpn, FIRST_PSN).atomic(d.mr_va + 8, d.rkey, 2, 0);
+        let seen = inject(&d, &fa);
+        assert_eq!(seen.len(), 1);
+        assert_eq!(seen[0].opcode, op::ATOMIC_ACKNOWLEDGE);
+        assert_eq!(
+            (seen[0].aeth, seen[0].atomic_orig),
+            (Some((syn::ACK, 1)), Some(40))
+        );
+        assert_eq!(rig.read(d.mr_va + 8, 8), 42u64.to_be_bytes());
+        let p = psn(FIRST_PSN, 1);
+        let odd = Pkt::new(op::FETCH_ADD, d.qpn, p).atomic(d.mr_va + 4, d.rkey, 1, 0);
+        let seen = inject(&d, &odd);
+        fatal_nak(&d, &seen, syn::NAK_INVALID_REQUEST, p, 1);
+        let out = Pkt::new(op::COMPARE_SWAP, d.qpn, psn(FIRST_PSN, 1)).atomic(
+            d.mr_va + MR_LEN,
+            d.rkey,
+            1,
+            0,
+        );
+        let seen = inject(&d, &out);
+        fatal_nak(&d, &seen, syn::NAK_REMOTE_ACCESS, psn(FIRST_PSN, 1), 1);
     });
 }

@@ -163,7 +163,9 @@ impl Pkt {
         let mut t = vec![self.opcode, (u8::from(self.se) << 7) | ((pad as u8) << 4)];
         t.extend_from_slice(&0xffffu16.to_be_bytes());
         t.extend_from_slice(&(self.dqpn & 0xff_ffff).to_be_bytes());
-        t.extend_from_slice(&((u32::from(self.ack_req) << 31) | (self.psn & 0xff_ffff)).to_be_bytes());
+        t.extend_from_slice(
+            &((u32::from(self.ack_req) << 31) | (self.psn & 0xff_ffff)).to_be_bytes(),
+        );
         t.extend_from_slice(&self.ext);
         t.extend_from_slice(&self.payload);
         t.extend(std::iter::repeat_n(0u8, pad));
@@ -263,7 +265,11 @@ pub fn parse(f: &[u8]) -> Option<Seen> {
         | op::ATOMIC_ACKNOWLEDGE => 4,
         _ => 0,
     };
-    let atomic_len = if opcode == op::ATOMIC_ACKNOWLEDGE { 8 } else { 0 };
+    let atomic_len = if opcode == op::ATOMIC_ACKNOWLEDGE {
+        8
+    } else {
+        0
+    };
     let body = BTH + aeth_len + atomic_len;
     if t.len() < body + pad {
         return None;
@@ -273,8 +279,8 @@ pub fn parse(f: &[u8]) -> Option<Seen> {
         let w = word(BTH);
         ((w >> 24) as u8, w & 0xff_ffff)
     });
-    let atomic_orig = (atomic_len > 0)
-        .then(|| (u64::from(word(BTH + 4)) << 32) | u64::from(word(BTH + 8)));
+    let atomic_orig =
+        (atomic_len > 0).then(|| (u64::from(word(BTH + 4)) << 32) | u64::from(word(BTH + 8)));
     let mac = |at: usize| -> [u8; 6] { f[at..at + 6].try_into().unwrap() };
     let ip4 = |at: usize| -> [u8; 4] { f[at..at + 4].try_into().unwrap() };
     Some(Seen {
