@@ -10,7 +10,7 @@ use super::rig::Rig;
 use mlx5_prm::cmd;
 use mlx5_prm::{
     AllocQCounterOut, CreateCqOut, CreateEqOut, CreateMkeyOut, QpMtu, QpPmState, QpRqType,
-    QpServiceType, QpState, QueryQCounterOut, QueryQpOut, WqeDataSeg,
+    QpServiceType, QpState, QueryQCounterOut, QueryQpOut, SendOpcode, WqeCtrlSeg, WqeDataSeg,
 };
 use std::cell::Cell;
 
@@ -80,6 +80,9 @@ pub struct Dut<'r> {
     pub recv: u64,
     pub lkey: u32,
     pub rights: Rights,
+    /// The local ACK timeout connect() sets (4.096 us << it).
+    pub ack_timeout: Cell<u8>,
+    sq_pc: Cell<u16>,
 }
 
 pub const MR_LEN: u64 = 4096;
@@ -195,6 +198,8 @@ impl<'r> Dut<'r> {
             recv,
             lkey,
             rights,
+            ack_timeout: Cell::new(12),
+            sq_pc: Cell::new(0),
         };
         d.connect();
         d
@@ -249,11 +254,13 @@ impl<'r> Dut<'r> {
                 q.set_next_send_psn(SEND_PSN);
                 q.set_retry_count(7);
                 q.set_rnr_retry(7);
-                q.primary_address_path_mut().set_ack_timeout(12);
+                q.primary_address_path_mut()
+                    .set_ack_timeout(self.ack_timeout.get());
             })
             .ok();
         self.rq_pc.set(0);
-        self.rig.write(self.qdbr, &0u32.to_be_bytes());
+        self.sq_pc.set(0);
+        self.rig.write(self.qdbr, &[0; 8]);
         for _ in 0..1 << LOG_RQ {
             self.post_recv();
         }
@@ -283,6 +290,35 @@ impl<'r> Dut<'r> {
         self.rq_pc.set(pc.wrapping_add(1));
         self.rig
             .write(self.qdbr, &u32::from(pc.wrapping_add(1)).to_be_bytes());
+    }
+
+    /// Posts send WQE `segments` (after a control segment for `opcode`, signaled) and rings
+    /// the doorbell.
+    pub fn post_send(&self, opcode: SendOpcode, segments: &[u8]) {
+        let pc = self.sq_pc.get();
+        let mut wqe = vec![0u8; 16];
+        wqe.extend_from_slice(segments);
+        let ds = (wqe.len() / 16) as u8;
+        wqe.resize(wqe.len().div_ceil(64) * 64, 0);
+        let mut c = WqeCtrlSeg::new_unchecked(&mut wqe[..16]);
+        c.set_opcode(opcode);
+        c.set_wqe_index(pc);
+        c.set_qpn(self.qpn);
+        c.set_ds(ds);
+        c.set_ce_raw(2);
+        let rq_bytes = (RQ_STRIDE << LOG_RQ) as u64;
+        for (k, block) in wqe.chunks(64).enumerate() {
+            let slot = (u64::from(pc) + k as u64) % (1 << LOG_SQ);
+            self.rig.write(self.qbuf + rq_bytes + slot * 64, block);
+        }
+        let next = pc.wrapping_add((wqe.len() / 64) as u16);
+        self.sq_pc.set(next);
+        self.rig
+            .write(self.qdbr + 4, &u32::from(next).to_be_bytes());
+        let first = u64::from_be_bytes(wqe[..8].try_into().unwrap());
+        self.rig
+            .dev
+            .write64(self.uar as usize * 4096 + 0x800, first);
     }
 
     /// The receive buffer of WQE `index`.
