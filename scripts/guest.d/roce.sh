@@ -162,10 +162,15 @@ m_pingpong() {
   roce_ask hello hello 20 || { end fail "the host's peer service does not answer on ttyS1"; return; }
   PEER_WAIT=${PEER_WAIT:-400}
   pp_notes=
-  for size in $(echo "$R_SIZES" | tr , ' '); do
-    pp_guest_server "$size" || { end fail "$pp_why"; return; }
-    pp_guest_client "$size" || { end fail "$pp_why"; return; }
+  all_iters=$R_ITERS
+  # Each size may name its own round trips: SIZE:ITERS (else R_ITERS).
+  for item in $(echo "$R_SIZES" | tr , ' '); do
+    size=${item%%:*} R_ITERS=$all_iters
+    [ "$item" = "$size" ] || R_ITERS=${item#*:}
+    pp_guest_server "$size" || { R_ITERS=$all_iters; end fail "$pp_why"; return; }
+    pp_guest_client "$size" || { R_ITERS=$all_iters; end fail "$pp_why"; return; }
   done
+  R_ITERS=$all_iters
   end pass "$pp_notes"
 }
 

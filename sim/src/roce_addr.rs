@@ -29,6 +29,10 @@ pub(crate) const VERSION_2: u8 = mlx5_prm::RoceVersion::Version2.raw();
 #[derive(Debug, Clone, Default)]
 pub(crate) struct RoceAddrTable {
     entries: Vec<Option<RoceAddr>>,
+    /// The indexes of the valid entries, in order: every RoCE packet sent or received asks
+    /// whether an address is the device's own, and a port has a handful of addresses in a
+    /// table of hundreds of slots.
+    valid: Vec<usize>,
 }
 
 impl RoceAddrTable {
@@ -36,6 +40,7 @@ impl RoceAddrTable {
     pub fn new(size: usize) -> RoceAddrTable {
         RoceAddrTable {
             entries: vec![None; size],
+            valid: Vec::new(),
         }
     }
 
@@ -52,19 +57,25 @@ impl RoceAddrTable {
     /// Writes (or, with `None`, clears) entry `index`; false when the index is outside the
     /// table.
     pub fn set(&mut self, index: usize, entry: Option<RoceAddr>) -> bool {
-        match self.entries.get_mut(index) {
-            Some(slot) => {
-                *slot = entry;
-                true
+        let Some(slot) = self.entries.get_mut(index) else {
+            return false;
+        };
+        let on = entry.is_some();
+        *slot = entry;
+        match (self.valid.binary_search(&index), on) {
+            (Err(at), true) => self.valid.insert(at, index),
+            (Ok(at), false) => {
+                self.valid.remove(at);
             }
-            None => false,
+            _ => {}
         }
+        true
     }
 
     /// The index of the first valid RoCEv2 entry whose L3 address is `l3`.
     pub fn find_v2(&self, l3: &[u8; 16]) -> Option<usize> {
-        self.entries.iter().position(|e| {
-            e.as_ref()
+        self.valid.iter().copied().find(|&i| {
+            self.get(i)
                 .is_some_and(|e| e.version == VERSION_2 && &e.l3 == l3)
         })
     }
@@ -72,5 +83,57 @@ impl RoceAddrTable {
     /// Clears every entry (a reset of the function).
     pub fn clear(&mut self) {
         self.entries.iter_mut().for_each(|e| *e = None);
+        self.valid.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v2(last: u8) -> RoceAddr {
+        let mut l3 = [0u8; 16];
+        l3[10] = 0xff;
+        l3[11] = 0xff;
+        l3[15] = last;
+        RoceAddr {
+            l3,
+            mac: [2, 0, 0, 0, 0, last],
+            vlan: None,
+            l3_type: L3_IPV4,
+            version: VERSION_2,
+        }
+    }
+
+    #[test]
+    fn lookups_follow_every_write_and_clear() {
+        let mut t = RoceAddrTable::new(256);
+        assert!(t.set(200, Some(v2(1))));
+        assert!(t.set(3, Some(v2(2))));
+        assert!(t.set(7, Some(v2(1))));
+        assert!(!t.set(256, Some(v2(9))), "outside the table");
+        // The first index holding the address, whatever order the writes came in.
+        assert_eq!(t.find_v2(&v2(1).l3), Some(7));
+        assert_eq!(t.find_v2(&v2(2).l3), Some(3));
+        assert!(t.set(7, None));
+        assert!(t.set(7, None), "clearing twice is fine");
+        assert_eq!(t.find_v2(&v2(1).l3), Some(200));
+        // Overwriting an entry replaces what it is found by.
+        assert!(t.set(200, Some(v2(5))));
+        assert_eq!(t.find_v2(&v2(1).l3), None);
+        assert_eq!(t.find_v2(&v2(5).l3), Some(200));
+        let v1 = RoceAddr {
+            version: 0,
+            ..v2(6)
+        };
+        assert!(t.set(9, Some(v1)));
+        assert_eq!(
+            t.find_v2(&v1.l3),
+            None,
+            "a RoCE v1 entry is not a v2 address"
+        );
+        t.clear();
+        assert_eq!(t.find_v2(&v2(2).l3), None);
+        assert_eq!(t.get(3), None);
     }
 }

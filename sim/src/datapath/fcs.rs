@@ -7,29 +7,6 @@
 //! carry frames as the kernel sees them), so the device computes the FCS the frame had on the
 //! wire: over the frame as it arrived, VLAN tag included, whether or not the RQ strips it.
 
-/// The reflected polynomial, one table entry per byte value.
-const TABLE: [u32; 256] = table();
-
-const fn table() -> [u32; 256] {
-    let mut t = [0u32; 256];
-    let mut i = 0;
-    while i < 256 {
-        let mut c = i as u32;
-        let mut k = 0;
-        while k < 8 {
-            c = if c & 1 != 0 {
-                0xedb8_8320 ^ (c >> 1)
-            } else {
-                c >> 1
-            };
-            k += 1;
-        }
-        t[i] = c;
-        i += 1;
-    }
-    t
-}
-
 /// The CRC-32 of `data`.
 pub(crate) fn crc32(data: &[u8]) -> u32 {
     !crc32_update(!0, data)
@@ -38,9 +15,15 @@ pub(crate) fn crc32(data: &[u8]) -> u32 {
 /// The CRC register after `data`, from register value `c` (neither preset nor complemented
 /// here): what a CRC over several pieces (the RoCE ICRC's masked headers, then the payload)
 /// is built from.
+///
+/// crc32fast does the work (carry-less multiplication where the CPU has it, some 0.1
+/// instructions a byte against 8 for a table): every RoCE packet needs its ICRC computed
+/// once when built and once when received, over the whole payload. Its values are the
+/// complement of the register this function speaks in.
 pub(crate) fn crc32_update(c: u32, data: &[u8]) -> u32 {
-    data.iter()
-        .fold(c, |c, &b| TABLE[usize::from((c as u8) ^ b)] ^ (c >> 8))
+    let mut h = crc32fast::Hasher::new_with_initial(!c);
+    h.update(data);
+    !h.finalize()
 }
 
 /// The four FCS bytes of `frame`, in wire order.
@@ -51,6 +34,36 @@ pub(crate) fn fcs(frame: &[u8]) -> [u8; 4] {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// The CRC register after `data` the slow way, bit by bit from the reflected polynomial:
+    /// the oracle `crc32_update` is checked against.
+    fn bitwise_update(mut c: u32, data: &[u8]) -> u32 {
+        for &b in data {
+            c ^= u32::from(b);
+            for _ in 0..8 {
+                c = if c & 1 != 0 {
+                    0xedb8_8320 ^ (c >> 1)
+                } else {
+                    c >> 1
+                };
+            }
+        }
+        c
+    }
+
+    proptest! {
+        #[test]
+        fn updates_agree_with_the_bitwise_crc(
+            start in any::<u32>(),
+            a in proptest::collection::vec(any::<u8>(), 0..300),
+            b in proptest::collection::vec(any::<u8>(), 0..300),
+        ) {
+            let fast = crc32_update(crc32_update(start, &a), &b);
+            let slow = bitwise_update(bitwise_update(start, &a), &b);
+            prop_assert_eq!(fast, slow);
+        }
+    }
 
     #[test]
     fn the_standard_check_value_and_the_residue() {

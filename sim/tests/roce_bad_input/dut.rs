@@ -217,6 +217,8 @@ impl<'r> Dut<'r> {
                 q.set_rwe(r.write);
                 q.set_rae(r.atomic);
                 q.set_pm_state(QpPmState::Migrated);
+                // Where Linux's mlx5_ib names the QP's counter set.
+                q.set_counter_set_id(self.counter_set);
             })
             .ok();
         self.rig
