@@ -40,6 +40,7 @@ pub(super) fn acked(side: &mut Side<'_>, v: &Qpv, r: &mut Requester, psn: u32) -
 pub(super) fn progressed(v: &Qpv, r: &mut Requester, now: Instant) {
     r.retries_left = v.retry_count;
     r.rnr_left = v.rnr_retry;
+    r.read_gap = None;
     r.deadline = None;
     arm_at(v, r, now);
 }
@@ -240,8 +241,14 @@ pub(super) fn read_response(
     let i = psn_diff(psn, first) as u32;
     if i != e.next_resp {
         if i > e.next_resp {
-            // A response is missing: ask again from it.
+            // A response is missing: ask again from it, once (the ones behind the gap,
+            // still arriving, are dropped until the resent responses come back).
             let from = psn_add(first, e.next_resp);
+            if r.read_gap == Some(from) {
+                return None;
+            }
+            r.read_gap = Some(from);
+            rc_event(side.m, v.qpn, |c: &mut RcCounts| &mut c.implied_nak_seq_err);
             return retry(side, v, r, from, now);
         }
         return None;

@@ -101,6 +101,11 @@ pub(crate) struct Requester {
     rnr_until: Option<Instant>,
     /// Reads and atomics in flight.
     rd_atomic: u32,
+    /// The PSN a missing read response was asked for again from, until progress: the
+    /// responses still on their way behind the gap are then dropped, not each taken for a
+    /// gap of its own (which would resend the read once per response and spend every retry
+    /// on one loss).
+    read_gap: Option<u32>,
 }
 
 impl Requester {
@@ -178,6 +183,7 @@ fn take(side: &mut Side<'_>, qpn: u32) -> Option<Requester> {
         deadline: None,
         rnr_until: None,
         rd_atomic: 0,
+        read_gap: None,
     }))
 }
 

@@ -1,0 +1,107 @@
+//! RC over RoCE v2 between two devices whose ports lose frames (`FaultInjector::port_loss`):
+//! long writes, reads and sends still complete with every byte right, the requester resends
+//! (go-back-N on sequence NAKs and timeouts, a read asked again from its first missing
+//! response), and nothing runs out of retries: each loss costs a resend, not a retry budget
+//! spent on the responses behind it.
+
+mod common;
+
+use common::dp::{on_roce, Node, Pair, Ring, Wqe};
+use mlx5_prm::{CqeOpcode, SendOpcode};
+use mlx5_sim::Wire;
+use std::time::{Duration, Instant};
+
+/// Polls `cq` for one CQE, ticking both devices (their ACK timers run there) for up to 20 s.
+fn wait(cq: &common::dp::Cq, nodes: [&Node; 2]) -> [u8; 64] {
+    let end = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(c) = cq.poll() {
+            return c;
+        }
+        assert!(Instant::now() < end, "no completion in 20 s");
+        std::thread::sleep(Duration::from_micros(200));
+        nodes.iter().for_each(|n| n.dev().tick());
+    }
+}
+
+fn pattern(len: usize, seed: u8) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u8).wrapping_mul(13) ^ seed ^ (i >> 9) as u8)
+        .collect()
+}
+
+fn lossy_transfers() {
+    let (na, nb) = (Node::inline(), Node::inline());
+    let _wire = Wire::connect(na.dev(), nb.dev());
+    for n in [&na, &nb] {
+        n.dev().faults().port_loss(10);
+    }
+    let p = Pair::new(&na, &nb, (true, true, true), 7);
+    const LEN: usize = 64 << 10; // 64 packets at the path MTU of 1024
+    let (a_buf, b_buf) = (na.alloc(4 * LEN), nb.alloc(4 * LEN));
+    let akey = na.mkey(na.pd, a_buf.iova, 4 * LEN as u64, "lr,lw,rr,rw");
+    let bkey = nb.mkey(nb.pd, b_buf.iova, 4 * LEN as u64, "lr,lw,rr,rw");
+    for round in 0..8u8 {
+        // A write of 64 KiB from a into b ...
+        na.write(a_buf.iova, &pattern(LEN, round));
+        p.a.post(
+            &Wqe::new(SendOpcode::RdmaWrite, p.a.qpn, true)
+                .raddr(b_buf.iova + LEN as u64, bkey)
+                .data(LEN as u32, akey, a_buf.iova)
+                .build(),
+            Ring::Doorbell,
+        );
+        let c = wait(&p.scq_a, [&na, &nb]);
+        assert_eq!(
+            mlx5_prm::Cqe64::new_unchecked(c).opcode(),
+            Ok(CqeOpcode::Req)
+        );
+        assert_eq!(nb.read(b_buf.iova + LEN as u64, LEN), pattern(LEN, round));
+        // ... read back into a's second buffer ...
+        p.a.post(
+            &Wqe::new(SendOpcode::RdmaRead, p.a.qpn, true)
+                .raddr(b_buf.iova + LEN as u64, bkey)
+                .data(LEN as u32, akey, a_buf.iova + 2 * LEN as u64)
+                .build(),
+            Ring::Doorbell,
+        );
+        let c = wait(&p.scq_a, [&na, &nb]);
+        let c = mlx5_prm::Cqe64::new_unchecked(c);
+        assert_eq!((c.opcode(), c.byte_cnt()), (Ok(CqeOpcode::Req), LEN as u32));
+        assert_eq!(
+            na.read(a_buf.iova + 2 * LEN as u64, LEN),
+            pattern(LEN, round)
+        );
+        // ... and sent back from b to a.
+        p.a.post_recv(&[(LEN as u32, akey, a_buf.iova + 3 * LEN as u64)]);
+        p.b.post(
+            &Wqe::new(SendOpcode::Send, p.b.qpn, true)
+                .data(LEN as u32, bkey, b_buf.iova + LEN as u64)
+                .build(),
+            Ring::Doorbell,
+        );
+        let c = mlx5_prm::Cqe64::new_unchecked(wait(&p.scq_b, [&na, &nb]));
+        assert_eq!(c.opcode(), Ok(CqeOpcode::Req));
+        let r = mlx5_prm::Cqe64::new_unchecked(wait(&p.rcq_a, [&na, &nb]));
+        assert_eq!(
+            (r.opcode(), r.byte_cnt()),
+            (Ok(CqeOpcode::RespSend), LEN as u32)
+        );
+        assert_eq!(
+            na.read(a_buf.iova + 3 * LEN as u64, LEN),
+            pattern(LEN, round)
+        );
+    }
+    for n in [&na, &nb] {
+        let (out, arriving) = n.dev().faults().frames_lost();
+        assert!(
+            out > 0 && arriving > 0,
+            "lost {out} leaving, {arriving} arriving"
+        );
+    }
+}
+
+#[test]
+fn writes_reads_and_sends_survive_a_port_losing_one_frame_in_10() {
+    on_roce(lossy_transfers);
+}
