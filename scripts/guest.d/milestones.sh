@@ -206,6 +206,7 @@ run_milestones() {
       rxe) m_rxe ;;
       rxe-self) m_rxe_self ;;
       pingpong) m_pingpong ;;
+      rdma) m_rdma ;;
       *) echo "@@INFO unknown milestone $m" ;;
     esac
   done
