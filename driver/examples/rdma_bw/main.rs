@@ -168,10 +168,14 @@ fn run(args: &Args) -> Result<(), String> {
         };
         let stream = stream.map_err(|e| format!("connection on port {}: {e}", args.port))?;
         let stream = oob::Serviced::new(stream, &mut idle).map_err(|e| e.to_string())?;
+        let op = if setup.kind.atomic() {
+            format!(" -A {}", args.atomic_type)
+        } else {
+            String::new()
+        };
         println!(
-            "{} {} as {role:?}: {} x {} B",
+            "{}{op} as {role:?}: {} x {} B",
             setup.kind.program(),
-            args.atomic_type,
             setup.iters,
             setup.size
         );
