@@ -207,6 +207,7 @@ run_milestones() {
       rxe-self) m_rxe_self ;;
       pingpong) m_pingpong ;;
       loss) m_loss ;;
+      rdma) m_rdma ;;
       *) echo "@@INFO unknown milestone $m" ;;
     esac
   done

@@ -275,3 +275,5 @@ m_rxe_self() {
   [ "$tx" -ge 2000 ] && [ "$rx" -ge 2000 ] || { end fail "$note; only $tx/$rx frames crossed rxva: not over the veth pair"; return; }
   end pass "$note; ib_write_bw 64 KiB x 2000: $row; rxva sent $tx frames, received $rx"
 }
+
+. /roce-rdma.sh

@@ -17,25 +17,27 @@
 //! rc_pingpong --tap rxe0tap --addr 10.99.0.2/24 -g 1 10.99.0.1
 //! ```
 
+#[path = "../common/arp.rs"]
 mod arp;
 mod exchange;
+#[path = "../common/oob.rs"]
+mod oob;
 mod pingpong;
+#[path = "../common/roce_port.rs"]
+mod roce_port;
 
 use arp::Arp;
 use clap::Parser;
-use exchange::{Dest, ExchangeError, Serviced};
+use exchange::{Dest, ExchangeError};
 use mlx5_driver::backend::sim::SimBackend;
 use mlx5_driver::counters::QCounter;
-use mlx5_driver::eth::{EthConfig, EthQueues, Pool};
-use mlx5_driver::roce::{gid_ipv4, link_local_gid, RoceAddress, RocePath};
-use mlx5_driver::{Hca, HcaConfig};
-use mlx5_prm::QpMtu;
-use mlx5_sim::tap::{ifconfig, Tap};
-use mlx5_sim::{Config, Device, Faults, Mode, RcTransport};
+use mlx5_driver::roce::RocePath;
+use mlx5_driver::Hca;
+use mlx5_sim::Device;
+use oob::Serviced;
 use pingpong::{Connected, Params, Side};
+use roce_port::{parse_mac, peer_mac_of, random_psn, PortArgs};
 use std::cell::RefCell;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -72,85 +74,15 @@ struct Args {
     /// fill. ibv_rc_pingpong itself does not check data.
     #[arg(long)]
     check: bool,
-    /// The TAP device the model's port uses, opened (created if missing) in this network
-    /// namespace and brought up; the harness bridges it to the peer.
-    #[arg(long)]
-    tap: String,
-    /// The model's IPv4 address and prefix (its GID index 1, and what it answers ARP for).
-    #[arg(long)]
-    addr: String,
-    /// The model's MAC.
-    #[arg(long, default_value = "02:4d:4c:58:35:10")]
-    mac: String,
-    /// The peer's MAC, instead of asking ARP for the IPv4 address in its GID.
-    #[arg(long = "peer-mac")]
-    peer_mac: Option<String>,
-    /// Run the model's command interface on its own firmware thread.
-    #[arg(long)]
-    threaded: bool,
-    /// Record the port's frames (both ways) to this pcap file.
-    #[arg(long)]
-    pcap: Option<PathBuf>,
-    /// Seconds to wait for ARP answers and, during the run, for any completion.
-    #[arg(long, default_value_t = 10)]
-    timeout: u64,
-    /// Make the model's port lossy: it loses one frame in this many, each way, at random
-    /// (a fault of the model; the transport's retransmissions must recover). The loss ends
-    /// when this side starts the last round: ibv_rc_pingpong ends without a handshake, so
-    /// a lost final ACK would leave one side resending to a peer that has already closed.
-    #[arg(long, value_name = "N")]
-    loss: Option<u32>,
+    /// The model's port.
+    #[command(flatten)]
+    port_args: PortArgs,
     /// Milliseconds the QP stays up after the last message, answering the peer's resends
-    /// (default: 2000 with --loss, else 0).
+    /// (default: 2000 with --loss, else 0). With --loss the port's loss also ends when this
+    /// side starts the last round: ibv_rc_pingpong ends without a handshake, so a lost final
+    /// ACK would leave one side resending to a peer that has already closed.
     #[arg(long, value_name = "MS")]
     linger: Option<u64>,
-}
-
-fn parse_mac(s: &str) -> Result<[u8; 6], String> {
-    let parts: Vec<&str> = s.split(':').collect();
-    let bytes: Vec<u8> = parts
-        .iter()
-        .filter_map(|p| u8::from_str_radix(p, 16).ok())
-        .collect();
-    <[u8; 6]>::try_from(bytes.as_slice())
-        .ok()
-        .filter(|_| parts.len() == 6)
-        .ok_or(format!("bad MAC {s:?} (want aa:bb:cc:dd:ee:ff)"))
-}
-
-fn parse_cidr(s: &str) -> Result<(Ipv4Addr, u8), String> {
-    let (ip, prefix) = s.split_once('/').unwrap_or((s, "24"));
-    let ip: Ipv4Addr = ip.parse().map_err(|_| format!("bad IPv4 address {ip:?}"))?;
-    let prefix: u8 = prefix
-        .parse()
-        .ok()
-        .filter(|p| *p <= 32)
-        .ok_or(format!("bad prefix {prefix:?}"))?;
-    Ok((ip, prefix))
-}
-
-fn mtu(bytes: u32) -> Result<QpMtu, String> {
-    Ok(match bytes {
-        256 => QpMtu::Mtu256,
-        512 => QpMtu::Mtu512,
-        1024 => QpMtu::Mtu1k,
-        2048 => QpMtu::Mtu2k,
-        4096 => QpMtu::Mtu4k,
-        _ => return Err(format!("MTU {bytes} is not 256, 512, 1024, 2048 or 4096")),
-    })
-}
-
-/// The MAC inside a link-local GID made from one (fe80::/64, EUI-64 with ff:fe).
-fn eui64_mac(gid: &[u8; 16]) -> Option<[u8; 6]> {
-    let g = gid;
-    (g[..8] == [0xfe, 0x80, 0, 0, 0, 0, 0, 0] && g[11] == 0xff && g[12] == 0xfe)
-        .then(|| [g[8] ^ 0x02, g[9], g[10], g[13], g[14], g[15]])
-}
-
-/// A PSN as ibv_rc_pingpong picks one: random, 24 bits.
-fn random_psn() -> u32 {
-    use std::hash::{BuildHasher, RandomState};
-    RandomState::new().hash_one(std::time::SystemTime::now()) as u32 & 0xff_ffff
 }
 
 fn main() -> ExitCode {
@@ -166,130 +98,29 @@ fn main() -> ExitCode {
 }
 
 fn run(args: &Args) -> Result<(), String> {
-    let mac = parse_mac(&args.mac)?;
-    let (ip, prefix) = parse_cidr(&args.addr)?;
-    let peer_mac = args.peer_mac.as_deref().map(parse_mac).transpose()?;
+    let peer_mac = args
+        .port_args
+        .peer_mac
+        .as_deref()
+        .map(parse_mac)
+        .transpose()?;
     let params = Params {
         size: args.size,
         rx_depth: args.rx_depth,
         iters: args.iters,
-        mtu: mtu(args.mtu)?,
+        mtu: roce_port::mtu(args.mtu)?,
         check: args.check,
-        timeout: Duration::from_secs(args.timeout),
+        timeout: Duration::from_secs(args.port_args.timeout),
         counter_set_id: 0,
-        linger: Duration::from_millis(args.linger.unwrap_or(if args.loss.is_some() {
+        linger: Duration::from_millis(args.linger.unwrap_or(if args.port_args.loss.is_some() {
             2000
         } else {
             0
         })),
     };
-    if args.loss.is_some_and(|n| n < 2) {
-        return Err("--loss N loses one frame in N: N must be at least 2".into());
-    }
-    if !mlx5_sim::tap::available() {
-        return Err("/dev/net/tun does not exist: this machine cannot make TAP devices".into());
-    }
-    let (backend, device) = SimBackend::new(Config {
-        rc_transport: RcTransport::Roce,
-        mode: if args.threaded {
-            Mode::Threaded
-        } else {
-            Mode::Inline
-        },
-        faults: Faults {
-            port_loss: args.loss.unwrap_or(0),
-            ..Faults::default()
-        },
-        ..Config::default()
-    });
-    if let Some(path) = &args.pcap {
-        device
-            .capture_to_file(path)
-            .map_err(|e| format!("pcap {}: {e}", path.display()))?;
-    }
-    let tap = Tap::create(&args.tap).map_err(|e| e.to_string())?;
-    ifconfig::set_up(tap.name()).map_err(|e| format!("bringing {} up: {e}", tap.name()))?;
-    let port = tap.attach(&device).map_err(|e| e.to_string())?;
-    let hca = Hca::bring_up(backend, &HcaConfig::default()).map_err(|e| e.to_string())?;
-    let result = with_hca(args, &hca, &device, &params, (mac, ip, prefix), peer_mac);
-    let down = hca.teardown();
-    if let Some(path) = &args.pcap {
-        match device.stop_capture() {
-            Ok(n) => println!("{n} frames written to {}", path.display()),
-            Err(e) => eprintln!("rc_pingpong: pcap: {e}"),
-        }
-    }
-    port.close();
-    let (lost_out, lost_in) = device.faults().frames_lost();
-    let r = device.roce_stats();
-    println!(
-        "model port: {} RoCE packets sent, {} taken; lost {lost_out} leaving, {lost_in} arriving; \
-         dropped: {} bad ICRC, {} malformed, {} bad opcode, {} unknown QPN",
-        r.tx_packets, r.rx_packets, r.icrc_errors, r.malformed, r.bad_opcode, r.unknown_qpn
-    );
-    result?;
-    down.map(|_| ()).map_err(|e| format!("teardown: {e}"))
-}
-
-fn with_hca(
-    args: &Args,
-    hca: &Hca<SimBackend>,
-    device: &Device,
-    params: &Params,
-    (mac, ip, prefix): ([u8; 6], Ipv4Addr, u8),
-    peer_mac: Option<[u8; 6]>,
-) -> Result<(), String> {
-    let gids = [
-        RoceAddress::v2(IpAddr::V6(link_local_gid(mac)), mac),
-        RoceAddress::v2(IpAddr::V4(ip), mac),
-    ];
-    for (i, a) in gids.iter().enumerate() {
-        hca.set_roce_address(i as u16, a)
-            .map_err(|e| format!("GID {i}: {e}"))?;
-    }
-    log::info!("GIDs: 0 {} 1 {} (/{prefix})", gids[0].ip, gids[1].ip);
-    let pool = Pool::new(hca, 256, 2048).map_err(|e| e.to_string())?;
-    let eth = EthQueues::create(
-        &pool,
-        &EthConfig {
-            log_sq_size: 6,
-            log_rq_size: 6,
-            signal_every: 1,
-            inline_l2: false,
-            macs: vec![mac, [0xff; 6]],
-        },
-    )
-    .map_err(|e| format!("Ethernet queues: {e}"))?;
-    let mut arp = Arp::new(eth, &pool, mac, ip);
-    let result = session(args, hca, device, params, &mut arp, peer_mac);
-    let answered = arp.answered;
-    let destroyed = arp.into_queues().destroy();
-    log::info!("ARP requests answered: {answered}");
-    result?;
-    destroyed.map_err(|e| e.to_string())
-}
-
-/// The peer's MAC: given, from ARP for the IPv4 address in its GID, or from its link-local
-/// GID.
-fn peer_mac_of(
-    remote: &Dest,
-    given: Option<[u8; 6]>,
-    arp: &mut Arp<'_, SimBackend>,
-    timeout: Duration,
-) -> Result<[u8; 6], String> {
-    if let Some(m) = given {
-        return Ok(m);
-    }
-    if remote.gid == [0; 16] {
-        return Err("the peer sent no GID: run it with -g (RoCE needs a GID)".into());
-    }
-    if let Some(v4) = gid_ipv4(&remote.gid) {
-        return arp.resolve(v4, timeout);
-    }
-    eui64_mac(&remote.gid).ok_or(format!(
-        "cannot tell the MAC of GID {}: give --peer-mac",
-        Ipv6Addr::from(remote.gid)
-    ))
+    roce_port::with_port(&args.port_args, "rc_pingpong", |hca, device, arp| {
+        session(args, hca, device, &params, arp, peer_mac)
+    })
 }
 
 /// What connecting the QP to the peer needs besides the peer's address.
@@ -308,7 +139,7 @@ impl Link {
         arp: &mut Arp<'_, SimBackend>,
         remote: &Dest,
     ) -> Result<Connected<'h, SimBackend>, String> {
-        let peer = peer_mac_of(remote, self.peer_mac, arp, self.timeout)?;
+        let peer = peer_mac_of(&remote.gid, self.peer_mac, arp, self.timeout)?;
         let path = RocePath::new(remote.gid, peer, self.gid_index);
         side.connect(remote, &path, self.psn)
     }
@@ -331,11 +162,7 @@ fn session(
     let side = Side::new(hca, params)?;
     let gid_index = args.gid_idx.unwrap_or(0);
     let gid = match args.gid_idx {
-        Some(i) => hca
-            .query_roce_address(u16::from(i))
-            .map_err(|e| e.to_string())?
-            .ok_or(format!("can't read sgid of index {i}"))?
-            .gid(),
+        Some(i) => roce_port::sgid(hca, i)?,
         None => [0; 16],
     };
     let mine = Dest {
@@ -360,14 +187,14 @@ fn session(
     };
     let (remote, connected) = match &args.server {
         Some(server) => {
-            let s = exchange::connect_to(server, args.port).map_err(|e| e.to_string())?;
+            let s = oob::connect_to(server, args.port).map_err(|e| e.to_string())?;
             let mut s = Serviced::new(s, &mut idle).map_err(|e| e.to_string())?;
             let remote = exchange::client_exchange(&mut s, &mine)
                 .map_err(|e| format!("Couldn't read/write remote address: {e}"))?;
             (remote, link.connect(side, &mut arp.borrow_mut(), &remote)?)
         }
         None => {
-            let s = exchange::accept_one(args.port, &mut idle)
+            let s = oob::accept_one(args.port, &mut idle)
                 .map_err(|e| format!("Couldn't listen to port {}: {e}", args.port))?;
             let mut s = Serviced::new(s, &mut idle).map_err(|e| e.to_string())?;
             let mut side = Some(side);
@@ -383,7 +210,7 @@ fn session(
     };
     println!("  remote address: {remote}");
     let mut last_round = || {
-        if args.loss.is_some() {
+        if args.port_args.loss.is_some() {
             device.faults().port_loss(0);
         }
     };
