@@ -14,9 +14,10 @@ roce_net=10.79.0 roce_prefix=24
 roce_bridge_ip=$roce_net.1 roce_model_ip=$roce_net.2 roce_guest_ip=$roce_net.3
 roce_model_mac=02:00:00:79:00:02 roce_guest_mac=02:00:00:79:00:03
 roce_bridge=mlx5br0 roce_guest_tap=mlx5rg0 roce_peer_tap=mlx5roce
-# The capture of the guest's TAP stops after this many frames: the 4096-byte exchanges of
-# pingpong are about 20000, the 1 MiB ones 4 million (4 GB), more than the wire check needs.
-roce_capture_frames=${MLX5_ROCE_CAPTURE_FRAMES:-60000}
+# Each peer run's capture of the guest's TAP stops after this many frames: a 4096-byte
+# pingpong of 1000 round trips is about 10000 each way, the 1 MiB ones 400,000 (400 MB),
+# more than the wire check needs; every run's first frames cover its opcodes.
+roce_capture_frames=${MLX5_ROCE_CAPTURE_FRAMES:-5000}
 
 # Packages from the pinned suite (apt-get download in the root, never installed there): the
 # rdma-core tools and provider, perftest, iproute2's rdma, and the libraries they link that the

@@ -188,8 +188,29 @@ fn a_bad_icrc_is_dropped_silently() {
         }
         assert!(d.rcq.poll(rig).is_none(), "nothing delivered");
         assert_eq!(stats(&d).rx_packets, 0);
+        // The port's counter for them, as PPCNT's extended Ethernet group reports it.
+        assert_eq!(ppcnt_icrc_errors(rig), flips.len() as u64);
         good_send(&d, FIRST_PSN, 1, b"intact payload");
+        assert_eq!(ppcnt_icrc_errors(rig), flips.len() as u64);
     });
+}
+
+/// rx_icrc_encapsulated of PPCNT's extended Ethernet group (0x5), read with ACCESS_REGISTER.
+fn ppcnt_icrc_errors(rig: &roce_bad_input::rig::Rig) -> u64 {
+    use mlx5_prm::cmd::{AccessRegister, AccessRegisterOpMod};
+    use mlx5_prm::rt::Command as _;
+    use mlx5_prm::{EthExtendedCntrsGrpDataLayout, PpcntCounterGroup, PpcntReg};
+    const PPCNT: u16 = 0x5008;
+    let mut buf = vec![0u8; 16 + 0x100];
+    AccessRegister::input(&mut buf[..], AccessRegisterOpMod::Read)
+        .unwrap()
+        .set_register_id(PPCNT);
+    let mut r = PpcntReg::new_unchecked(&mut buf[16..]);
+    r.set_local_port(1);
+    r.set_grp(PpcntCounterGroup::EthernetExtended);
+    let out = rig.exec(&buf, 16 + 0x100).ok();
+    let g = EthExtendedCntrsGrpDataLayout::new_unchecked(&out[16 + 8..16 + 0x100]);
+    (u64::from(g.rx_icrc_encapsulated_high()) << 32) | u64::from(g.rx_icrc_encapsulated_low())
 }
 
 /// A request for a QP number the device does not have, or has but not ready (RST), is

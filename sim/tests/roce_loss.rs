@@ -2,7 +2,7 @@
 //! long writes, reads and sends still complete with every byte right, the requester resends
 //! (go-back-N on sequence NAKs and timeouts, a read asked again from its first missing
 //! response), and nothing runs out of retries: each loss costs a resend, not a retry budget
-//! spent on the responses behind it.
+//! spent on the responses behind it. And RoCE traffic in the vport's and port's counters.
 
 mod common;
 
@@ -104,4 +104,68 @@ fn lossy_transfers() {
 #[test]
 fn writes_reads_and_sends_survive_a_port_losing_one_frame_in_10() {
     on_roce(lossy_transfers);
+}
+
+/// RoCE traffic in the port's and the vport's counters: the vport reports it as RDMA
+/// (received/transmitted_ib_unicast, Linux's rx/tx_vport_rdma_unicast), not as Ethernet; a
+/// port whose link is down takes no RoCE packet.
+fn roce_in_the_vport_counters() {
+    let (na, nb) = (Node::inline(), Node::inline());
+    let _wire = Wire::connect(na.dev(), nb.dev());
+    let p = Pair::new(&na, &nb, (true, true, true), 7);
+    let (a_buf, b_buf) = (na.alloc(1 << 16), nb.alloc(1 << 16));
+    let akey = na.mkey(na.pd, a_buf.iova, 1 << 16, "lr,lw");
+    let bkey = nb.mkey(nb.pd, b_buf.iova, 1 << 16, "lw,rw");
+    for _ in 0..10 {
+        p.a.post(
+            &Wqe::new(SendOpcode::RdmaWrite, p.a.qpn, true)
+                .raddr(b_buf.iova, bkey)
+                .data(4096, akey, a_buf.iova)
+                .build(),
+            Ring::Doorbell,
+        );
+        p.scq_a.expect(CqeOpcode::Req);
+    }
+    let vport = |n: &Node| {
+        let r = n
+            .host
+            .run::<mlx5_prm::cmd::QueryVportCounter>(0, 0, 0, |_| {})
+            .ok();
+        let v = mlx5_prm::QueryVportCounterOut::new_unchecked(r.out);
+        let pair = |t: mlx5_prm::TrafficCounter<&[u8]>| (t.packets(), t.octets());
+        (
+            pair(v.received_ib_unicast()),
+            pair(v.transmitted_ib_unicast()),
+            v.received_eth_unicast().packets() + v.transmitted_eth_unicast().packets(),
+        )
+    };
+    let (a, b) = (na.dev().roce_stats(), nb.dev().roce_stats());
+    // 4 KiB at MTU 1024: four requests and one ACK per write.
+    assert_eq!(
+        (a.tx_packets, a.rx_packets, b.tx_packets, b.rx_packets),
+        (40, 10, 10, 40)
+    );
+    let ((rx_a, _), (tx_a, tx_a_bytes), eth_a) = vport(&na);
+    let ((rx_b, rx_b_bytes), (tx_b, _), eth_b) = vport(&nb);
+    assert_eq!((rx_a, tx_a, rx_b, tx_b), (10, 40, 40, 10));
+    assert_eq!(tx_a_bytes, rx_b_bytes, "the same frames, both ends");
+    assert!(tx_a_bytes > 40 * 4096 / 4, "{tx_a_bytes} bytes");
+    assert_eq!((eth_a, eth_b), (0, 0), "no RoCE packet counts as Ethernet");
+    // The responder's link goes down: its port takes nothing, the requester gives up.
+    nb.dev().raise_port_change(1, false);
+    let dropped = nb.dev().rx_dropped();
+    p.a.post(
+        &Wqe::new(SendOpcode::RdmaWrite, p.a.qpn, true)
+            .raddr(b_buf.iova, bkey)
+            .data(64, akey, a_buf.iova)
+            .build(),
+        Ring::Doorbell,
+    );
+    assert_eq!(nb.dev().rx_dropped(), dropped + 1);
+    assert_eq!(nb.dev().roce_stats().rx_packets, 40);
+}
+
+#[test]
+fn roce_counts_as_rdma_traffic_and_needs_the_link_up() {
+    on_roce(roce_in_the_vport_counters);
 }

@@ -4806,7 +4806,402 @@ pub const MCIA_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
     ],
     nested: &[],
 };
-/// The counter_set of PPCNT. Its layout depends on the counter group in ppcnt_reg.grp; this spec describes the IEEE 802.3 and RFC 2863 groups.
+/// PPCNT counter group 0x5, the extended Ethernet counters of one port: transmit waits, receive buffer pressure, and RoCE packets dropped for a bad ICRC. Each counter is 64 bits, high half first.
+///
+/// PRM layout `eth_extended_cntrs_grp_data_layout`: 0xf8 bytes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct EthExtendedCntrsGrpDataLayout<B = [u8; 248]> {
+    buf: B,
+}
+crate::__prm_view!(
+    EthExtendedCntrsGrpDataLayout, "eth_extended_cntrs_grp_data_layout", 248
+);
+impl EthExtendedCntrsGrpDataLayout<[u8; 248]> {
+    #[doc = concat!(" Position of `", "port_transmit_wait_high", "`.")]
+    pub const PORT_TRANSMIT_WAIT_HIGH: rt::Field = rt::Field::new(
+        "port_transmit_wait_high",
+        0,
+        32,
+    );
+    #[doc = concat!(" Position of `", "port_transmit_wait_low", "`.")]
+    pub const PORT_TRANSMIT_WAIT_LOW: rt::Field = rt::Field::new(
+        "port_transmit_wait_low",
+        32,
+        32,
+    );
+    #[doc = concat!(" Position of `", "rx_buffer_almost_full_high", "`.")]
+    pub const RX_BUFFER_ALMOST_FULL_HIGH: rt::Field = rt::Field::new(
+        "rx_buffer_almost_full_high",
+        320,
+        32,
+    );
+    #[doc = concat!(" Position of `", "rx_buffer_almost_full_low", "`.")]
+    pub const RX_BUFFER_ALMOST_FULL_LOW: rt::Field = rt::Field::new(
+        "rx_buffer_almost_full_low",
+        352,
+        32,
+    );
+    #[doc = concat!(" Position of `", "rx_buffer_full_high", "`.")]
+    pub const RX_BUFFER_FULL_HIGH: rt::Field = rt::Field::new(
+        "rx_buffer_full_high",
+        384,
+        32,
+    );
+    #[doc = concat!(" Position of `", "rx_buffer_full_low", "`.")]
+    pub const RX_BUFFER_FULL_LOW: rt::Field = rt::Field::new(
+        "rx_buffer_full_low",
+        416,
+        32,
+    );
+    #[doc = concat!(" Position of `", "rx_icrc_encapsulated_high", "`.")]
+    pub const RX_ICRC_ENCAPSULATED_HIGH: rt::Field = rt::Field::new(
+        "rx_icrc_encapsulated_high",
+        448,
+        32,
+    );
+    #[doc = concat!(" Position of `", "rx_icrc_encapsulated_low", "`.")]
+    pub const RX_ICRC_ENCAPSULATED_LOW: rt::Field = rt::Field::new(
+        "rx_icrc_encapsulated_low",
+        480,
+        32,
+    );
+    /// The position of every field of `eth_extended_cntrs_grp_data_layout`, by offset.
+    pub const FIELDS: &'static [rt::Field] = &[
+        Self::PORT_TRANSMIT_WAIT_HIGH,
+        Self::PORT_TRANSMIT_WAIT_LOW,
+        Self::RX_BUFFER_ALMOST_FULL_HIGH,
+        Self::RX_BUFFER_ALMOST_FULL_LOW,
+        Self::RX_BUFFER_FULL_HIGH,
+        Self::RX_BUFFER_FULL_LOW,
+        Self::RX_ICRC_ENCAPSULATED_HIGH,
+        Self::RX_ICRC_ENCAPSULATED_LOW,
+    ];
+}
+impl<B: rt::Bytes> EthExtendedCntrsGrpDataLayout<B> {
+    /// Bits 63..32 of the time the port had data to send but could not.
+    ///
+    /// PRM `0x00[31:0]`: bit offset 0x0, 32 bits.
+    #[inline]
+    pub fn port_transmit_wait_high(&self) -> u32 {
+        self.buf.read_be32(0)
+    }
+    /// Bits 31..0 of port_transmit_wait.
+    ///
+    /// PRM `0x04[31:0]`: bit offset 0x20, 32 bits.
+    #[inline]
+    pub fn port_transmit_wait_low(&self) -> u32 {
+        self.buf.read_be32(4)
+    }
+    /// Bits 63..32 of the times the receive buffer passed its almost-full mark.
+    ///
+    /// PRM `0x28[31:0]`: bit offset 0x140, 32 bits.
+    #[inline]
+    pub fn rx_buffer_almost_full_high(&self) -> u32 {
+        self.buf.read_be32(40)
+    }
+    /// Bits 31..0 of rx_buffer_almost_full.
+    ///
+    /// PRM `0x2c[31:0]`: bit offset 0x160, 32 bits.
+    #[inline]
+    pub fn rx_buffer_almost_full_low(&self) -> u32 {
+        self.buf.read_be32(44)
+    }
+    /// Bits 63..32 of the times the receive buffer was full.
+    ///
+    /// PRM `0x30[31:0]`: bit offset 0x180, 32 bits.
+    #[inline]
+    pub fn rx_buffer_full_high(&self) -> u32 {
+        self.buf.read_be32(48)
+    }
+    /// Bits 31..0 of rx_buffer_full.
+    ///
+    /// PRM `0x34[31:0]`: bit offset 0x1a0, 32 bits.
+    #[inline]
+    pub fn rx_buffer_full_low(&self) -> u32 {
+        self.buf.read_be32(52)
+    }
+    /// Bits 63..32 of the RoCE packets received with an ICRC that did not match, and dropped.
+    ///
+    /// PRM `0x38[31:0]`: bit offset 0x1c0, 32 bits.
+    #[inline]
+    pub fn rx_icrc_encapsulated_high(&self) -> u32 {
+        self.buf.read_be32(56)
+    }
+    /// Bits 31..0 of rx_icrc_encapsulated.
+    ///
+    /// PRM `0x3c[31:0]`: bit offset 0x1e0, 32 bits.
+    #[inline]
+    pub fn rx_icrc_encapsulated_low(&self) -> u32 {
+        self.buf.read_be32(60)
+    }
+}
+impl<B: rt::BytesMut> EthExtendedCntrsGrpDataLayout<B> {
+    /// Writes [`Self::port_transmit_wait_high`].
+    #[inline]
+    pub fn set_port_transmit_wait_high(&mut self, v: u32) {
+        self.buf.write_be32(0, v)
+    }
+    /// Writes [`Self::port_transmit_wait_low`].
+    #[inline]
+    pub fn set_port_transmit_wait_low(&mut self, v: u32) {
+        self.buf.write_be32(4, v)
+    }
+    /// Writes [`Self::rx_buffer_almost_full_high`].
+    #[inline]
+    pub fn set_rx_buffer_almost_full_high(&mut self, v: u32) {
+        self.buf.write_be32(40, v)
+    }
+    /// Writes [`Self::rx_buffer_almost_full_low`].
+    #[inline]
+    pub fn set_rx_buffer_almost_full_low(&mut self, v: u32) {
+        self.buf.write_be32(44, v)
+    }
+    /// Writes [`Self::rx_buffer_full_high`].
+    #[inline]
+    pub fn set_rx_buffer_full_high(&mut self, v: u32) {
+        self.buf.write_be32(48, v)
+    }
+    /// Writes [`Self::rx_buffer_full_low`].
+    #[inline]
+    pub fn set_rx_buffer_full_low(&mut self, v: u32) {
+        self.buf.write_be32(52, v)
+    }
+    /// Writes [`Self::rx_icrc_encapsulated_high`].
+    #[inline]
+    pub fn set_rx_icrc_encapsulated_high(&mut self, v: u32) {
+        self.buf.write_be32(56, v)
+    }
+    /// Writes [`Self::rx_icrc_encapsulated_low`].
+    #[inline]
+    pub fn set_rx_icrc_encapsulated_low(&mut self, v: u32) {
+        self.buf.write_be32(60, v)
+    }
+}
+#[cfg(feature = "debug")]
+impl<B: rt::Bytes> ::core::fmt::Debug for EthExtendedCntrsGrpDataLayout<B> {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        let mut d = f.debug_struct(stringify!(EthExtendedCntrsGrpDataLayout));
+        d.field(
+            "port_transmit_wait_high",
+            &rt::fmt::Hex(self.port_transmit_wait_high().into()),
+        );
+        d.field(
+            "port_transmit_wait_low",
+            &rt::fmt::Hex(self.port_transmit_wait_low().into()),
+        );
+        d.field(
+            "rx_buffer_almost_full_high",
+            &rt::fmt::Hex(self.rx_buffer_almost_full_high().into()),
+        );
+        d.field(
+            "rx_buffer_almost_full_low",
+            &rt::fmt::Hex(self.rx_buffer_almost_full_low().into()),
+        );
+        d.field("rx_buffer_full_high", &rt::fmt::Hex(self.rx_buffer_full_high().into()));
+        d.field("rx_buffer_full_low", &rt::fmt::Hex(self.rx_buffer_full_low().into()));
+        d.field(
+            "rx_icrc_encapsulated_high",
+            &rt::fmt::Hex(self.rx_icrc_encapsulated_high().into()),
+        );
+        d.field(
+            "rx_icrc_encapsulated_low",
+            &rt::fmt::Hex(self.rx_icrc_encapsulated_low().into()),
+        );
+        let reserved = rt::fmt::ReservedSet {
+            buf: &self.buf,
+            masks: &[
+                (8, 0xffffffff),
+                (12, 0xffffffff),
+                (16, 0xffffffff),
+                (20, 0xffffffff),
+                (24, 0xffffffff),
+                (28, 0xffffffff),
+                (32, 0xffffffff),
+                (36, 0xffffffff),
+                (64, 0xffffffff),
+                (68, 0xffffffff),
+                (72, 0xffffffff),
+                (76, 0xffffffff),
+                (80, 0xffffffff),
+                (84, 0xffffffff),
+                (88, 0xffffffff),
+                (92, 0xffffffff),
+                (96, 0xffffffff),
+                (100, 0xffffffff),
+                (104, 0xffffffff),
+                (108, 0xffffffff),
+                (112, 0xffffffff),
+                (116, 0xffffffff),
+                (120, 0xffffffff),
+                (124, 0xffffffff),
+                (128, 0xffffffff),
+                (132, 0xffffffff),
+                (136, 0xffffffff),
+                (140, 0xffffffff),
+                (144, 0xffffffff),
+                (148, 0xffffffff),
+                (152, 0xffffffff),
+                (156, 0xffffffff),
+                (160, 0xffffffff),
+                (164, 0xffffffff),
+                (168, 0xffffffff),
+                (172, 0xffffffff),
+                (176, 0xffffffff),
+                (180, 0xffffffff),
+                (184, 0xffffffff),
+                (188, 0xffffffff),
+                (192, 0xffffffff),
+                (196, 0xffffffff),
+                (200, 0xffffffff),
+                (204, 0xffffffff),
+                (208, 0xffffffff),
+                (212, 0xffffffff),
+                (216, 0xffffffff),
+                (220, 0xffffffff),
+                (224, 0xffffffff),
+                (228, 0xffffffff),
+                (232, 0xffffffff),
+                (236, 0xffffffff),
+                (240, 0xffffffff),
+                (244, 0xffffffff),
+            ],
+        };
+        if reserved.any() {
+            d.field("reserved_bits_set", &reserved);
+        }
+        d.finish()
+    }
+}
+#[cfg(feature = "reflect")]
+/// Every field of `eth_extended_cntrs_grp_data_layout` with its accessors, for generic tools and tests.
+pub const ETH_EXTENDED_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
+    name: "eth_extended_cntrs_grp_data_layout",
+    size: 248,
+    fields: &[
+        rt::reflect::FieldAccess {
+            name: "port_transmit_wait_high",
+            bit_offset: 0,
+            width: 32,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = EthExtendedCntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.port_transmit_wait_high())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = EthExtendedCntrsGrpDataLayout::new_unchecked(b);
+                v.set_port_transmit_wait_high((x & 0xffffffff) as u32);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "port_transmit_wait_low",
+            bit_offset: 32,
+            width: 32,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = EthExtendedCntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.port_transmit_wait_low())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = EthExtendedCntrsGrpDataLayout::new_unchecked(b);
+                v.set_port_transmit_wait_low((x & 0xffffffff) as u32);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "rx_buffer_almost_full_high",
+            bit_offset: 320,
+            width: 32,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = EthExtendedCntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.rx_buffer_almost_full_high())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = EthExtendedCntrsGrpDataLayout::new_unchecked(b);
+                v.set_rx_buffer_almost_full_high((x & 0xffffffff) as u32);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "rx_buffer_almost_full_low",
+            bit_offset: 352,
+            width: 32,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = EthExtendedCntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.rx_buffer_almost_full_low())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = EthExtendedCntrsGrpDataLayout::new_unchecked(b);
+                v.set_rx_buffer_almost_full_low((x & 0xffffffff) as u32);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "rx_buffer_full_high",
+            bit_offset: 384,
+            width: 32,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = EthExtendedCntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.rx_buffer_full_high())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = EthExtendedCntrsGrpDataLayout::new_unchecked(b);
+                v.set_rx_buffer_full_high((x & 0xffffffff) as u32);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "rx_buffer_full_low",
+            bit_offset: 416,
+            width: 32,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = EthExtendedCntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.rx_buffer_full_low())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = EthExtendedCntrsGrpDataLayout::new_unchecked(b);
+                v.set_rx_buffer_full_low((x & 0xffffffff) as u32);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "rx_icrc_encapsulated_high",
+            bit_offset: 448,
+            width: 32,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = EthExtendedCntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.rx_icrc_encapsulated_high())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = EthExtendedCntrsGrpDataLayout::new_unchecked(b);
+                v.set_rx_icrc_encapsulated_high((x & 0xffffffff) as u32);
+            }),
+        },
+        rt::reflect::FieldAccess {
+            name: "rx_icrc_encapsulated_low",
+            bit_offset: 480,
+            width: 32,
+            count: 1,
+            trailing: false,
+            get: Some(|b, _| {
+                let v = EthExtendedCntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.rx_icrc_encapsulated_low())
+            }),
+            set: Some(|b, _, x| {
+                let mut v = EthExtendedCntrsGrpDataLayout::new_unchecked(b);
+                v.set_rx_icrc_encapsulated_low((x & 0xffffffff) as u32);
+            }),
+        },
+    ],
+    nested: &[],
+};
+/// The counter_set of PPCNT. Its layout depends on the counter group in ppcnt_reg.grp; this spec describes the IEEE 802.3, RFC 2863 and extended Ethernet groups.
 ///
 /// PRM union `eth_cntrs_grp_data_layout_auto`: 0xf8 bytes, read as one of its members.
 /// The member is picked by `ppcnt_reg.grp`.
@@ -4832,6 +5227,14 @@ impl<B: rt::Bytes> EthCntrsGrpDataLayoutAuto<B> {
     ) -> Eth2863CntrsGrpDataLayout<B::Sub<'_>> {
         Eth2863CntrsGrpDataLayout::new_unchecked(self.buf.sub(0, 248))
     }
+    /// Extended Ethernet counters (group 0x5).
+    /// The bytes read as `eth_extended_cntrs_grp_data_layout`. Selected by 0x5.
+    #[inline]
+    pub fn eth_extended_cntrs_grp_data_layout(
+        &self,
+    ) -> EthExtendedCntrsGrpDataLayout<B::Sub<'_>> {
+        EthExtendedCntrsGrpDataLayout::new_unchecked(self.buf.sub(0, 248))
+    }
     /// The member that `selector` (the raw value of `ppcnt_reg.grp`) picks, or an error carrying the value when no member has it.
     #[inline]
     pub fn select(
@@ -4850,6 +5253,13 @@ impl<B: rt::Bytes> EthCntrsGrpDataLayoutAuto<B> {
                 Ok(
                     EthCntrsGrpDataLayoutAutoRef::Eth2863CntrsGrpDataLayout(
                         self.eth_2863_cntrs_grp_data_layout(),
+                    ),
+                )
+            }
+            0x5 => {
+                Ok(
+                    EthCntrsGrpDataLayoutAutoRef::EthExtendedCntrsGrpDataLayout(
+                        self.eth_extended_cntrs_grp_data_layout(),
                     ),
                 )
             }
@@ -4885,6 +5295,13 @@ impl<B: rt::BytesMut> EthCntrsGrpDataLayoutAuto<B> {
     ) -> Eth2863CntrsGrpDataLayout<B::SubMut<'_>> {
         Eth2863CntrsGrpDataLayout::new_unchecked(self.buf.sub_mut(0, 248))
     }
+    /// The bytes read as `eth_extended_cntrs_grp_data_layout`. Selected by 0x5.
+    #[inline]
+    pub fn eth_extended_cntrs_grp_data_layout_mut(
+        &mut self,
+    ) -> EthExtendedCntrsGrpDataLayout<B::SubMut<'_>> {
+        EthExtendedCntrsGrpDataLayout::new_unchecked(self.buf.sub_mut(0, 248))
+    }
     /// The member that `selector` (the raw value of `ppcnt_reg.grp`) picks, or an error carrying the value when no member has it.
     #[inline]
     pub fn select_mut(
@@ -4906,6 +5323,13 @@ impl<B: rt::BytesMut> EthCntrsGrpDataLayoutAuto<B> {
                     ),
                 )
             }
+            0x5 => {
+                Ok(
+                    EthCntrsGrpDataLayoutAutoRef::EthExtendedCntrsGrpDataLayout(
+                        self.eth_extended_cntrs_grp_data_layout_mut(),
+                    ),
+                )
+            }
             _ => {
                 Err(rt::UnknownValue {
                     enumeration: "eth_cntrs_grp_data_layout_auto",
@@ -4922,6 +5346,8 @@ pub enum EthCntrsGrpDataLayoutAutoRef<S> {
     Eth8023CntrsGrpDataLayout(Eth8023CntrsGrpDataLayout<S>),
     #[allow(missing_docs)]
     Eth2863CntrsGrpDataLayout(Eth2863CntrsGrpDataLayout<S>),
+    #[allow(missing_docs)]
+    EthExtendedCntrsGrpDataLayout(EthExtendedCntrsGrpDataLayout<S>),
 }
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for EthCntrsGrpDataLayoutAuto<B> {
@@ -4950,6 +5376,11 @@ pub const ETH_CNTRS_GRP_DATA_LAYOUT_AUTO_ACCESS: rt::reflect::UnionAccess = rt::
             name: "eth_2863_cntrs_grp_data_layout",
             layout: "eth_2863_cntrs_grp_data_layout",
             when: Some(0x1),
+        },
+        rt::reflect::UnionMemberAccess {
+            name: "eth_extended_cntrs_grp_data_layout",
+            layout: "eth_extended_cntrs_grp_data_layout",
+            when: Some(0x5),
         },
     ],
     selector: Some(rt::reflect::SelectorAccess {

@@ -125,7 +125,11 @@ pub(crate) fn doorbell<'a>(
 /// transport (when RC QPs run on RoCE), anything else to Ethernet steering. True when it was
 /// delivered (or, for RoCE, taken).
 pub(crate) fn receive(side: &mut Side<'_>, frame: &[u8]) -> bool {
-    if side.m.rc_transport == crate::RcTransport::Roce && roce::receive(side, frame) {
+    // A port that is down takes nothing (the Ethernet path counts the drop).
+    if side.m.rc_transport == crate::RcTransport::Roce
+        && side.m.port.oper_up()
+        && roce::receive(side, frame)
+    {
         return true;
     }
     eth::receive(side, frame)

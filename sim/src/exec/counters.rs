@@ -80,6 +80,11 @@ pub struct VportCounters {
     pub rx: [Traffic; 3],
     /// Sent unicast, multicast and broadcast frames.
     pub tx: [Traffic; 3],
+    /// RoCE packets received and sent: the RDMA traffic QUERY_VPORT_COUNTER reports apart
+    /// from the Ethernet kinds (received_ib_unicast and transmitted_ib_unicast, Linux's
+    /// rx/tx_vport_rdma_unicast).
+    pub rdma_rx: Traffic,
+    pub rdma_tx: Traffic,
 }
 
 /// Index into [`VportCounters`]' arrays for a frame: by its destination MAC address.
@@ -101,6 +106,16 @@ impl VportCounters {
     pub(crate) fn sent(&mut self, frame: &[u8]) {
         self.tx[kind(frame)].add(frame.len());
     }
+
+    /// Counts a RoCE packet the port received for this function.
+    pub(crate) fn rdma_received(&mut self, frame: &[u8]) {
+        self.rdma_rx.add(frame.len());
+    }
+
+    /// Counts a RoCE packet sent.
+    pub(crate) fn rdma_sent(&mut self, frame: &[u8]) {
+        self.rdma_tx.add(frame.len());
+    }
 }
 
 /// Shortest frame on the wire without its FCS: shorter ones are padded.
@@ -113,18 +128,24 @@ fn wire_len(frame: &[u8]) -> usize {
     frame.len().max(MIN_WIRE_FRAME) + FCS
 }
 
-/// What the port carried: frames by direction and kind, in wire bytes.
+/// What the port carried: frames by direction and kind, in wire bytes; and RoCE packets it
+/// dropped for their ICRC (PPCNT's extended Ethernet group, rx_icrc_encapsulated).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Counts {
     pub traffic: VportCounters,
+    pub icrc_errors: u64,
 }
+
+/// The PPCNT groups that count (and clear) on their own: IEEE 802.3, RFC 2863, extended
+/// Ethernet.
+const GROUPS: usize = 3;
 
 /// The port's counters for PPCNT: the running counts, and for each counting group (802.3,
 /// RFC 2863) the counts at its last clear.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct PortCounters {
     now: Counts,
-    cleared: [Counts; 2],
+    cleared: [Counts; GROUPS],
 }
 
 fn minus(a: Traffic, b: Traffic) -> Traffic {
@@ -145,20 +166,26 @@ impl PortCounters {
         self.now.traffic.tx[kind(frame)].add(wire_len(frame));
     }
 
+    /// A RoCE packet dropped because its ICRC did not match.
+    pub(crate) fn icrc_error(&mut self) {
+        self.now.icrc_errors = self.now.icrc_errors.wrapping_add(1);
+    }
+
     /// The counts since group `slot` was last cleared.
     pub(crate) fn since(&self, slot: usize) -> Counts {
-        let base = self.cleared[slot.min(1)];
+        let base = self.cleared[slot.min(GROUPS - 1)];
         let mut c = self.now;
         for k in 0..3 {
             c.traffic.rx[k] = minus(c.traffic.rx[k], base.traffic.rx[k]);
             c.traffic.tx[k] = minus(c.traffic.tx[k], base.traffic.tx[k]);
         }
+        c.icrc_errors = c.icrc_errors.wrapping_sub(base.icrc_errors);
         c
     }
 
     /// Clears group `slot`.
     pub(crate) fn clear(&mut self, slot: usize) {
-        self.cleared[slot.min(1)] = self.now;
+        self.cleared[slot.min(GROUPS - 1)] = self.now;
     }
 }
 
@@ -293,5 +320,7 @@ pub(super) fn query_vport(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
     set(v.transmitted_eth_unicast_mut(), c.tx[0]);
     set(v.transmitted_eth_multicast_mut(), c.tx[1]);
     set(v.transmitted_eth_broadcast_mut(), c.tx[2]);
+    set(v.received_ib_unicast_mut(), c.rdma_rx);
+    set(v.transmitted_ib_unicast_mut(), c.rdma_tx);
     Ok(o)
 }

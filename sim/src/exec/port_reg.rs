@@ -16,8 +16,8 @@ use crate::fail::{ensure, Fail, Outcome};
 use crate::model::Port;
 use crate::syndrome as s;
 use mlx5_prm::{
-    Eth2863CntrsGrpDataLayout, Eth8023CntrsGrpDataLayout, PddrPageSelect, PddrReg, PfccReg,
-    PmlpReg, PpcntCounterGroup, PpcntReg,
+    Eth2863CntrsGrpDataLayout, Eth8023CntrsGrpDataLayout, EthExtendedCntrsGrpDataLayout,
+    PddrPageSelect, PddrReg, PfccReg, PmlpReg, PpcntCounterGroup, PpcntReg,
 };
 
 /// The module (cage) number of the port's lanes: MCIA's module field.
@@ -112,13 +112,14 @@ pub(super) fn ppcnt(counters: &mut PortCounters, image: &mut [u8]) -> Outcome<()
     let slot = match group {
         PpcntCounterGroup::Ieee8023 => 0,
         PpcntCounterGroup::Rfc2863 => 1,
+        PpcntCounterGroup::EthernetExtended => 2,
         _ => return Ok(()),
     };
     let c = counters.since(slot);
-    if slot == 0 {
-        ieee_802_3(&mut Eth8023CntrsGrpDataLayout::new_unchecked(raw), &c);
-    } else {
-        rfc_2863(&mut Eth2863CntrsGrpDataLayout::new_unchecked(raw), &c);
+    match slot {
+        0 => ieee_802_3(&mut Eth8023CntrsGrpDataLayout::new_unchecked(raw), &c),
+        1 => rfc_2863(&mut Eth2863CntrsGrpDataLayout::new_unchecked(raw), &c),
+        _ => extended(&mut EthExtendedCntrsGrpDataLayout::new_unchecked(raw), &c),
     }
     if clear {
         counters.clear(slot);
@@ -196,6 +197,17 @@ fn ieee_802_3(g: &mut Eth8023CntrsGrpDataLayout<&mut [u8]>, c: &crate::exec::cou
         set_a_broadcast_frames_received_ok_high,
         set_a_broadcast_frames_received_ok_low,
         c.traffic.rx[2].packets
+    );
+}
+
+/// The extended Ethernet group: of its counters the model has RoCE packets dropped for their
+/// ICRC (no transmit waits, no receive buffer pressure).
+fn extended(g: &mut EthExtendedCntrsGrpDataLayout<&mut [u8]>, c: &crate::exec::counters::Counts) {
+    put!(
+        g,
+        set_rx_icrc_encapsulated_high,
+        set_rx_icrc_encapsulated_low,
+        c.icrc_errors
     );
 }
 

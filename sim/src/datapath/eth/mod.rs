@@ -10,4 +10,4 @@ mod tx;
 
 pub(crate) use lso::LOG_MAX_LSO;
 pub(crate) use rx::receive;
-pub(crate) use tx::{count_sent, run, PORT_QUEUE_BUDGET};
+pub(crate) use tx::{count_sent_roce, run, PORT_QUEUE_BUDGET};

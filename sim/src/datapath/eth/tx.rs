@@ -11,6 +11,7 @@ use super::eseg::Eseg;
 use super::lso;
 use crate::caps::Caps;
 use crate::dma::DmaSpace;
+use crate::exec::counters::VportCounters;
 use crate::exec::mkey::Mkey;
 use crate::model::Model;
 use crate::table::Table;
@@ -194,10 +195,20 @@ fn send(
 /// shared it: a call per frame.
 #[inline(always)]
 pub(crate) fn count_sent(m: &mut Model) {
+    count(m, VportCounters::sent);
+}
+
+/// [`count_sent`] for a RoCE packet: the vport counts it as RDMA traffic, not Ethernet.
+pub(crate) fn count_sent_roce(m: &mut Model) {
+    count(m, VportCounters::rdma_sent);
+}
+
+#[inline(always)]
+fn count(m: &mut Model, vport: impl FnOnce(&mut VportCounters, &[u8])) {
     m.stats.tx_frames += 1;
     let up = m.port.oper_up();
     if let Some(sent) = m.outbox.last() {
-        m.vport_counters.sent(sent);
+        vport(&mut m.vport_counters, sent);
         if up {
             m.port.counters.sent(sent);
         }

@@ -86,6 +86,8 @@ pub(crate) fn receive(side: &mut Side<'_>, frame: &[u8]) -> bool {
     if !ours(side.m, frame) {
         return false;
     }
+    side.m.port.counters.received(frame);
+    side.m.vport_counters.rdma_received(frame);
     deliver(side, frame);
     drain(side);
     true
@@ -125,7 +127,10 @@ fn deliver(side: &mut Side<'_>, frame: &[u8]) {
             let s = &mut side.m.roce_stats;
             match e {
                 Refused::NotRoce | Refused::Malformed => s.malformed += 1,
-                Refused::Icrc => s.icrc_errors += 1,
+                Refused::Icrc => {
+                    s.icrc_errors += 1;
+                    side.m.port.counters.icrc_error();
+                }
                 Refused::Opcode => s.bad_opcode += 1,
             }
             return;
@@ -171,5 +176,5 @@ pub(crate) fn transmit(
         wire::build(f, path, bth, ext, payload);
         Ok::<(), ()>(())
     });
-    super::eth::count_sent(m);
+    super::eth::count_sent_roce(m);
 }
