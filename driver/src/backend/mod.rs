@@ -1,7 +1,7 @@
 //! The seam between the driver and a device: MMIO, DMA memory, event delivery and barriers.
 //!
 //! The driver is generic over [`Backend`] and monomorphised for each one (no `dyn` on the hot
-//! path). The device model implements it in [`sim`]; a VFIO backend for real hardware
+//! path). The device model implements it in `sim` (the `sim` feature); a VFIO backend for real hardware
 //! implements the same traits. Nothing here forms a Rust reference to memory the device may
 //! write: MMIO is reached through register reads and writes, DMA memory through
 //! [`mlx5_prm::rt::DeviceBytes`].

@@ -145,7 +145,7 @@ impl Device {
     }
 
     /// Sets (or with `None` removes) the function that sees every command the device
-    /// serves, with its whole input and output ([`CommandTrace`]).
+    /// serves, with its whole input and output ([`CommandTrace`](crate::CommandTrace)).
     pub fn set_command_observer(&self, observer: Option<CommandObserver>) {
         self.core.observer.set(observer);
     }
