@@ -110,6 +110,10 @@ pub fn emit(ctx: &Ctx, ir: &Ir, s: &Struct) -> TokenStream {
         }
     }
 
+    let raw_debug = match &ctx.raw_debug_cfg {
+        Some(cfg) => quote!(#cfg #krate::__prm_raw_debug!(#ty);),
+        None => quote!(),
+    };
     let debug_impl = if let Some(cfg) = &ctx.debug_cfg {
         let reserved = if s.register_block {
             quote!()
@@ -178,6 +182,7 @@ pub fn emit(ctx: &Ctx, ir: &Ir, s: &Struct) -> TokenStream {
         }
 
         #krate::__prm_view!(#ty, #name, #size);
+        #raw_debug
 
         impl #ty<[u8; #size]> {
             #(#consts)*

@@ -157,6 +157,10 @@ pub fn emit(ctx: &Ctx, ir: &Ir, u: &Union) -> TokenStream {
         None => (quote!(), quote!(), quote!()),
     };
 
+    let raw_debug = match &ctx.raw_debug_cfg {
+        Some(cfg) => quote!(#cfg #krate::__prm_raw_debug!(#ty);),
+        None => quote!(),
+    };
     let debug_impl = match &ctx.debug_cfg {
         None => quote!(),
         Some(cfg) => {
@@ -187,6 +191,7 @@ pub fn emit(ctx: &Ctx, ir: &Ir, u: &Union) -> TokenStream {
         }
 
         #krate::__prm_view!(#ty, #name, #size);
+        #raw_debug
 
         impl<B: #rt::Bytes> #ty<B> {
             #(#getters)*

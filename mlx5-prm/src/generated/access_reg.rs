@@ -395,6 +395,8 @@ pub struct PaosReg<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(PaosReg, "paos_reg", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(PaosReg);
 impl PaosReg<[u8; 16]> {
     #[doc = concat!(" Position of `", "swid", "`.")]
     pub const SWID: rt::Field = rt::Field::new("swid", 0, 8);
@@ -700,6 +702,8 @@ pub struct PtysReg<B = [u8; 64]> {
     buf: B,
 }
 crate::__prm_view!(PtysReg, "ptys_reg", 64);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(PtysReg);
 impl PtysReg<[u8; 64]> {
     #[doc = concat!(" Position of `", "an_disable_admin", "`.")]
     pub const AN_DISABLE_ADMIN: rt::Field = rt::Field::new("an_disable_admin", 1, 1);
@@ -1502,6 +1506,8 @@ pub struct PmtuReg<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(PmtuReg, "pmtu_reg", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(PmtuReg);
 impl PmtuReg<[u8; 16]> {
     #[doc = concat!(" Position of `", "local_port", "`.")]
     pub const LOCAL_PORT: rt::Field = rt::Field::new("local_port", 8, 8);
@@ -1666,6 +1672,8 @@ pub struct PpcntReg<B = [u8; 256]> {
     buf: B,
 }
 crate::__prm_view!(PpcntReg, "ppcnt_reg", 256);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(PpcntReg);
 impl PpcntReg<[u8; 256]> {
     #[doc = concat!(" Position of `", "swid", "`.")]
     pub const SWID: rt::Field = rt::Field::new("swid", 0, 8);
@@ -2006,6 +2014,8 @@ pub struct Eth8023CntrsGrpDataLayout<B = [u8; 248]> {
     buf: B,
 }
 crate::__prm_view!(Eth8023CntrsGrpDataLayout, "eth_802_3_cntrs_grp_data_layout", 248);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(Eth8023CntrsGrpDataLayout);
 impl Eth8023CntrsGrpDataLayout<[u8; 248]> {
     #[doc = concat!(" Position of `", "a_frames_transmitted_ok_high", "`.")]
     pub const A_FRAMES_TRANSMITTED_OK_HIGH: rt::Field = rt::Field::new(
@@ -3515,6 +3525,8 @@ pub struct Eth2863CntrsGrpDataLayout<B = [u8; 248]> {
     buf: B,
 }
 crate::__prm_view!(Eth2863CntrsGrpDataLayout, "eth_2863_cntrs_grp_data_layout", 248);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(Eth2863CntrsGrpDataLayout);
 impl Eth2863CntrsGrpDataLayout<[u8; 248]> {
     #[doc = concat!(" Position of `", "if_in_octets_high", "`.")]
     pub const IF_IN_OCTETS_HIGH: rt::Field = rt::Field::new("if_in_octets_high", 0, 32);
@@ -4535,6 +4547,8 @@ pub struct MciaReg<B = [u8; 144]> {
     buf: B,
 }
 crate::__prm_view!(MciaReg, "mcia_reg", 144);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(MciaReg);
 impl MciaReg<[u8; 144]> {
     #[doc = concat!(" Position of `", "l", "`.")]
     pub const L: rt::Field = rt::Field::new("l", 0, 1);
@@ -4816,6 +4830,8 @@ pub struct EthExtendedCntrsGrpDataLayout<B = [u8; 248]> {
 crate::__prm_view!(
     EthExtendedCntrsGrpDataLayout, "eth_extended_cntrs_grp_data_layout", 248
 );
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(EthExtendedCntrsGrpDataLayout);
 impl EthExtendedCntrsGrpDataLayout<[u8; 248]> {
     #[doc = concat!(" Position of `", "port_transmit_wait_high", "`.")]
     pub const PORT_TRANSMIT_WAIT_HIGH: rt::Field = rt::Field::new(
@@ -5210,6 +5226,8 @@ pub struct EthCntrsGrpDataLayoutAuto<B = [u8; 248]> {
     buf: B,
 }
 crate::__prm_view!(EthCntrsGrpDataLayoutAuto, "eth_cntrs_grp_data_layout_auto", 248);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(EthCntrsGrpDataLayoutAuto);
 impl<B: rt::Bytes> EthCntrsGrpDataLayoutAuto<B> {
     /// IEEE 802.3 counters (group 0x0).
     /// The bytes read as `eth_802_3_cntrs_grp_data_layout`. Selected by 0x0.

@@ -788,6 +788,8 @@ pub struct QueryHcaCapIn<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(QueryHcaCapIn, "query_hca_cap_in", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(QueryHcaCapIn);
 impl QueryHcaCapIn<[u8; 16]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -981,6 +983,8 @@ pub struct QueryHcaCapOut<B = [u8; 4112]> {
     buf: B,
 }
 crate::__prm_view!(QueryHcaCapOut, "query_hca_cap_out", 4112);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(QueryHcaCapOut);
 impl QueryHcaCapOut<[u8; 4112]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -1118,6 +1122,8 @@ pub struct CmdHcaCap<B = [u8; 256]> {
     buf: B,
 }
 crate::__prm_view!(CmdHcaCap, "cmd_hca_cap", 256);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(CmdHcaCap);
 impl CmdHcaCap<[u8; 256]> {
     #[doc = concat!(" Position of `", "page_request_disable", "`.")]
     pub const PAGE_REQUEST_DISABLE: rt::Field = rt::Field::new(
@@ -12386,6 +12392,8 @@ pub struct PerProtocolNetworkingOffloadCaps<B = [u8; 256]> {
 crate::__prm_view!(
     PerProtocolNetworkingOffloadCaps, "per_protocol_networking_offload_caps", 256
 );
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(PerProtocolNetworkingOffloadCaps);
 impl PerProtocolNetworkingOffloadCaps<[u8; 256]> {
     #[doc = concat!(" Position of `", "csum_cap", "`.")]
     pub const CSUM_CAP: rt::Field = rt::Field::new("csum_cap", 0, 1);
@@ -13808,6 +13816,8 @@ pub struct RoceCap<B = [u8; 256]> {
     buf: B,
 }
 crate::__prm_view!(RoceCap, "roce_cap", 256);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(RoceCap);
 impl RoceCap<[u8; 256]> {
     #[doc = concat!(" Position of `", "roce_apm", "`.")]
     pub const ROCE_APM: rt::Field = rt::Field::new("roce_apm", 0, 1);
@@ -14383,6 +14393,8 @@ pub struct AtomicCaps<B = [u8; 256]> {
     buf: B,
 }
 crate::__prm_view!(AtomicCaps, "atomic_caps", 256);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(AtomicCaps);
 impl AtomicCaps<[u8; 256]> {
     #[doc = concat!(" Position of `", "atomic_req_8b_endianness_mode", "`.")]
     pub const ATOMIC_REQ_8B_ENDIANNESS_MODE: rt::Field = rt::Field::new(
@@ -14695,6 +14707,8 @@ pub struct SetHcaCapIn<B = [u8; 4112]> {
     buf: B,
 }
 crate::__prm_view!(SetHcaCapIn, "set_hca_cap_in", 4112);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(SetHcaCapIn);
 impl SetHcaCapIn<[u8; 4112]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -14927,6 +14941,8 @@ pub struct SetHcaCapOut<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(SetHcaCapOut, "set_hca_cap_out", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(SetHcaCapOut);
 impl SetHcaCapOut<[u8; 16]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -15023,6 +15039,8 @@ pub struct HcaCapUnion<B = [u8; 4096]> {
     buf: B,
 }
 crate::__prm_view!(HcaCapUnion, "hca_cap_union", 4096);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(HcaCapUnion);
 impl<B: rt::Bytes> HcaCapUnion<B> {
     /// General capabilities.
     /// The bytes read as `cmd_hca_cap`. Selected by 0x0.

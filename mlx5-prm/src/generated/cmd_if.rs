@@ -357,6 +357,8 @@ pub struct CmdQueueEntry<B = [u8; 64]> {
     buf: B,
 }
 crate::__prm_view!(CmdQueueEntry, "cmd_queue_entry", 64);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(CmdQueueEntry);
 impl CmdQueueEntry<[u8; 64]> {
     #[doc = concat!(" Position of `", "type", "`.")]
     pub const TYPE: rt::Field = rt::Field::new("type", 0, 8);
@@ -884,6 +886,8 @@ pub struct CmdIfBox<B = [u8; 576]> {
     buf: B,
 }
 crate::__prm_view!(CmdIfBox, "cmd_if_box", 576);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(CmdIfBox);
 impl CmdIfBox<[u8; 576]> {
     #[doc = concat!(" Position of `", "mailbox_data", "`.")]
     pub const MAILBOX_DATA: rt::Field = rt::Field::new("mailbox_data", 0, 4096);
@@ -1166,6 +1170,8 @@ pub struct CmdIn<B = [u8; 8]> {
     buf: B,
 }
 crate::__prm_view!(CmdIn, "cmd_in", 8);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(CmdIn);
 impl CmdIn<[u8; 8]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -1336,6 +1342,8 @@ pub struct CmdOut<B = [u8; 12]> {
     buf: B,
 }
 crate::__prm_view!(CmdOut, "cmd_out", 12);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(CmdOut);
 impl CmdOut<[u8; 12]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);

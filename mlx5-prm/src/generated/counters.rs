@@ -14,6 +14,8 @@ pub struct AllocQCounterIn<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(AllocQCounterIn, "alloc_q_counter_in", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(AllocQCounterIn);
 impl AllocQCounterIn<[u8; 16]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -137,6 +139,8 @@ pub struct AllocQCounterOut<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(AllocQCounterOut, "alloc_q_counter_out", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(AllocQCounterOut);
 impl AllocQCounterOut<[u8; 16]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -266,6 +270,8 @@ pub struct DeallocQCounterIn<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(DeallocQCounterIn, "dealloc_q_counter_in", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(DeallocQCounterIn);
 impl DeallocQCounterIn<[u8; 16]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -395,6 +401,8 @@ pub struct DeallocQCounterOut<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(DeallocQCounterOut, "dealloc_q_counter_out", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(DeallocQCounterOut);
 impl DeallocQCounterOut<[u8; 16]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -490,6 +498,8 @@ pub struct QueryQCounterIn<B = [u8; 32]> {
     buf: B,
 }
 crate::__prm_view!(QueryQCounterIn, "query_q_counter_in", 32);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(QueryQCounterIn);
 impl QueryQCounterIn<[u8; 32]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -750,6 +760,8 @@ pub struct QueryQCounterOut<B = [u8; 256]> {
     buf: B,
 }
 crate::__prm_view!(QueryQCounterOut, "query_q_counter_out", 256);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(QueryQCounterOut);
 impl QueryQCounterOut<[u8; 256]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -2080,6 +2092,8 @@ pub struct QueryVportCounterIn<B = [u8; 32]> {
     buf: B,
 }
 crate::__prm_view!(QueryVportCounterIn, "query_vport_counter_in", 32);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(QueryVportCounterIn);
 impl QueryVportCounterIn<[u8; 32]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -2317,6 +2331,8 @@ pub struct TrafficCounter<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(TrafficCounter, "traffic_counter", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(TrafficCounter);
 impl TrafficCounter<[u8; 16]> {
     #[doc = concat!(" Position of `", "packets", "`.")]
     pub const PACKETS: rt::Field = rt::Field::new("packets", 0, 64);
@@ -2405,6 +2421,8 @@ pub struct QueryVportCounterOut<B = [u8; 528]> {
     buf: B,
 }
 crate::__prm_view!(QueryVportCounterOut, "query_vport_counter_out", 528);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(QueryVportCounterOut);
 impl QueryVportCounterOut<[u8; 528]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -3092,6 +3110,8 @@ pub struct QueryVnicEnvIn<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(QueryVnicEnvIn, "query_vnic_env_in", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(QueryVnicEnvIn);
 impl QueryVnicEnvIn<[u8; 16]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -3250,6 +3270,8 @@ pub struct QueryVnicEnvOut<B = [u8; 528]> {
     buf: B,
 }
 crate::__prm_view!(QueryVnicEnvOut, "query_vnic_env_out", 528);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(QueryVnicEnvOut);
 impl QueryVnicEnvOut<[u8; 528]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -3387,6 +3409,8 @@ pub struct VnicDiagnosticStatistics<B = [u8; 512]> {
     buf: B,
 }
 crate::__prm_view!(VnicDiagnosticStatistics, "vnic_diagnostic_statistics", 512);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(VnicDiagnosticStatistics);
 impl VnicDiagnosticStatistics<[u8; 512]> {
     #[doc = concat!(" Position of `", "counter_error_queues", "`.")]
     pub const COUNTER_ERROR_QUEUES: rt::Field = rt::Field::new(

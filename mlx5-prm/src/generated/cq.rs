@@ -148,6 +148,8 @@ pub struct Cqc<B = [u8; 64]> {
     buf: B,
 }
 crate::__prm_view!(Cqc, "cqc", 64);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(Cqc);
 impl Cqc<[u8; 64]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 4);
@@ -1137,6 +1139,8 @@ pub struct CreateCqIn<B = [u8; 272]> {
     buf: B,
 }
 crate::__prm_view!(CreateCqIn, "create_cq_in", 272);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(CreateCqIn);
 impl CreateCqIn<[u8; 272]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -1451,6 +1455,8 @@ pub struct CreateCqOut<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(CreateCqOut, "create_cq_out", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(CreateCqOut);
 impl CreateCqOut<[u8; 16]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -1584,6 +1590,8 @@ pub struct DestroyCqIn<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(DestroyCqIn, "destroy_cq_in", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(DestroyCqIn);
 impl DestroyCqIn<[u8; 16]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -1750,6 +1758,8 @@ pub struct DestroyCqOut<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(DestroyCqOut, "destroy_cq_out", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(DestroyCqOut);
 impl DestroyCqOut<[u8; 16]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -1845,6 +1855,8 @@ pub struct QueryCqIn<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(QueryCqIn, "query_cq_in", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(QueryCqIn);
 impl QueryCqIn<[u8; 16]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -1978,6 +1990,8 @@ pub struct QueryCqOut<B = [u8; 272]> {
     buf: B,
 }
 crate::__prm_view!(QueryCqOut, "query_cq_out", 272);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(QueryCqOut);
 impl QueryCqOut<[u8; 272]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -2236,6 +2250,8 @@ pub struct ModifyCqIn<B = [u8; 272]> {
     buf: B,
 }
 crate::__prm_view!(ModifyCqIn, "modify_cq_in", 272);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(ModifyCqIn);
 impl ModifyCqIn<[u8; 272]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -2643,6 +2659,8 @@ pub struct ModifyFieldSelect<B = [u8; 4]> {
     buf: B,
 }
 crate::__prm_view!(ModifyFieldSelect, "modify_field_select", 4);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(ModifyFieldSelect);
 impl ModifyFieldSelect<[u8; 4]> {
     #[doc = concat!(" Position of `", "modify_field_select", "`.")]
     pub const MODIFY_FIELD_SELECT: rt::Field = rt::Field::new(
@@ -2709,6 +2727,8 @@ pub struct ResizeFieldSelect<B = [u8; 4]> {
     buf: B,
 }
 crate::__prm_view!(ResizeFieldSelect, "resize_field_select", 4);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(ResizeFieldSelect);
 impl ResizeFieldSelect<[u8; 4]> {
     #[doc = concat!(" Position of `", "resize_field_select", "`.")]
     pub const RESIZE_FIELD_SELECT: rt::Field = rt::Field::new(
@@ -2775,6 +2795,8 @@ pub struct ModifyCqOut<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(ModifyCqOut, "modify_cq_out", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(ModifyCqOut);
 impl ModifyCqOut<[u8; 16]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -2874,6 +2896,8 @@ crate::__prm_view!(
     ModifyFieldSelectResizeFieldSelectAuto,
     "modify_field_select_resize_field_select_auto", 4
 );
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(ModifyFieldSelectResizeFieldSelectAuto);
 impl<B: rt::Bytes> ModifyFieldSelectResizeFieldSelectAuto<B> {
     /// Fields to change in place.
     /// The bytes read as `modify_field_select`. Selected by 0x0.

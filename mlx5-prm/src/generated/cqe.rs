@@ -729,6 +729,8 @@ pub struct Cqe64<B = [u8; 64]> {
     buf: B,
 }
 crate::__prm_view!(Cqe64, "cqe64", 64);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(Cqe64);
 impl Cqe64<[u8; 64]> {
     #[doc = concat!(" Position of `", "tls_offload", "`.")]
     pub const TLS_OFFLOAD: rt::Field = rt::Field::new("tls_offload", 3, 2);
@@ -1954,6 +1956,8 @@ pub struct ErrCqe<B = [u8; 64]> {
     buf: B,
 }
 crate::__prm_view!(ErrCqe, "err_cqe", 64);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(ErrCqe);
 impl ErrCqe<[u8; 64]> {
     #[doc = concat!(" Position of `", "srqn", "`.")]
     pub const SRQN: rt::Field = rt::Field::new("srqn", 264, 24);

@@ -148,6 +148,8 @@ pub struct CreateEqIn<B = [u8; 272]> {
     buf: B,
 }
 crate::__prm_view!(CreateEqIn, "create_eq_in", 272);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(CreateEqIn);
 impl CreateEqIn<[u8; 272]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -498,6 +500,8 @@ pub struct Eqc<B = [u8; 64]> {
     buf: B,
 }
 crate::__prm_view!(Eqc, "eqc", 64);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(Eqc);
 impl Eqc<[u8; 64]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 4);
@@ -1006,6 +1010,8 @@ pub struct CreateEqOut<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(CreateEqOut, "create_eq_out", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(CreateEqOut);
 impl CreateEqOut<[u8; 16]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -1135,6 +1141,8 @@ pub struct DestroyEqIn<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(DestroyEqIn, "destroy_eq_in", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(DestroyEqIn);
 impl DestroyEqIn<[u8; 16]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -1264,6 +1272,8 @@ pub struct DestroyEqOut<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(DestroyEqOut, "destroy_eq_out", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(DestroyEqOut);
 impl DestroyEqOut<[u8; 16]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -1359,6 +1369,8 @@ pub struct QueryEqIn<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(QueryEqIn, "query_eq_in", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(QueryEqIn);
 impl QueryEqIn<[u8; 16]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -1488,6 +1500,8 @@ pub struct QueryEqOut<B = [u8; 272]> {
     buf: B,
 }
 crate::__prm_view!(QueryEqOut, "query_eq_out", 272);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(QueryEqOut);
 impl QueryEqOut<[u8; 272]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);

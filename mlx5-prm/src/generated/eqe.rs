@@ -425,6 +425,8 @@ pub struct Eqe<B = [u8; 64]> {
     buf: B,
 }
 crate::__prm_view!(Eqe, "eqe", 64);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(Eqe);
 impl Eqe<[u8; 64]> {
     #[doc = concat!(" Position of `", "event_type", "`.")]
     pub const EVENT_TYPE: rt::Field = rt::Field::new("event_type", 8, 8);
@@ -650,6 +652,8 @@ pub struct CompEvent<B = [u8; 28]> {
     buf: B,
 }
 crate::__prm_view!(CompEvent, "comp_event", 28);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(CompEvent);
 impl CompEvent<[u8; 28]> {
     #[doc = concat!(" Position of `", "cq_number", "`.")]
     pub const CQ_NUMBER: rt::Field = rt::Field::new("cq_number", 200, 24);
@@ -735,6 +739,8 @@ pub struct DctEvents<B = [u8; 28]> {
     buf: B,
 }
 crate::__prm_view!(DctEvents, "dct_events", 28);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(DctEvents);
 impl DctEvents<[u8; 28]> {
     #[doc = concat!(" Position of `", "dct_number", "`.")]
     pub const DCT_NUMBER: rt::Field = rt::Field::new("dct_number", 200, 24);
@@ -820,6 +826,8 @@ pub struct QpEvents<B = [u8; 28]> {
     buf: B,
 }
 crate::__prm_view!(QpEvents, "qp_events", 28);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(QpEvents);
 impl QpEvents<[u8; 28]> {
     #[doc = concat!(" Position of `", "type", "`.")]
     pub const TYPE: rt::Field = rt::Field::new("type", 160, 8);
@@ -935,6 +943,8 @@ pub struct WqeAssociatedPageFaultEvent<B = [u8; 28]> {
     buf: B,
 }
 crate::__prm_view!(WqeAssociatedPageFaultEvent, "wqe_associated_page_fault_event", 28);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(WqeAssociatedPageFaultEvent);
 impl WqeAssociatedPageFaultEvent<[u8; 28]> {
     #[doc = concat!(" Position of `", "bytes_committed", "`.")]
     pub const BYTES_COMMITTED: rt::Field = rt::Field::new("bytes_committed", 0, 32);
@@ -1207,6 +1217,8 @@ pub struct RdmaPageFaultEvent<B = [u8; 28]> {
     buf: B,
 }
 crate::__prm_view!(RdmaPageFaultEvent, "rdma_page_fault_event", 28);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(RdmaPageFaultEvent);
 impl RdmaPageFaultEvent<[u8; 28]> {
     #[doc = concat!(" Position of `", "bytes_committed", "`.")]
     pub const BYTES_COMMITTED: rt::Field = rt::Field::new("bytes_committed", 0, 32);
@@ -1534,6 +1546,8 @@ pub struct CqError<B = [u8; 28]> {
     buf: B,
 }
 crate::__prm_view!(CqError, "cq_error", 28);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(CqError);
 impl CqError<[u8; 28]> {
     #[doc = concat!(" Position of `", "cqn", "`.")]
     pub const CQN: rt::Field = rt::Field::new("cqn", 8, 24);
@@ -1661,6 +1675,8 @@ pub struct DroppedPacketLogged<B = [u8; 28]> {
     buf: B,
 }
 crate::__prm_view!(DroppedPacketLogged, "dropped_packet_logged", 28);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(DroppedPacketLogged);
 impl DroppedPacketLogged<[u8; 28]> {
     /// The position of every field of `dropped_packet_logged`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[];
@@ -1705,6 +1721,8 @@ pub struct PortStateChangeEvent<B = [u8; 28]> {
     buf: B,
 }
 crate::__prm_view!(PortStateChangeEvent, "port_state_change_event", 28);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(PortStateChangeEvent);
 impl PortStateChangeEvent<[u8; 28]> {
     #[doc = concat!(" Position of `", "port_num", "`.")]
     pub const PORT_NUM: rt::Field = rt::Field::new("port_num", 64, 4);
@@ -1790,6 +1808,8 @@ pub struct GpioEvent<B = [u8; 28]> {
     buf: B,
 }
 crate::__prm_view!(GpioEvent, "gpio_event", 28);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(GpioEvent);
 impl GpioEvent<[u8; 28]> {
     #[doc = concat!(" Position of `", "gpio_event_hi", "`.")]
     pub const GPIO_EVENT_HI: rt::Field = rt::Field::new("gpio_event_hi", 96, 32);
@@ -1895,6 +1915,8 @@ pub struct DbBfCongestionEvent<B = [u8; 24]> {
     buf: B,
 }
 crate::__prm_view!(DbBfCongestionEvent, "db_bf_congestion_event", 24);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(DbBfCongestionEvent);
 impl DbBfCongestionEvent<[u8; 24]> {
     #[doc = concat!(" Position of `", "event_subtype", "`.")]
     pub const EVENT_SUBTYPE: rt::Field = rt::Field::new("event_subtype", 0, 8);
@@ -2004,6 +2026,8 @@ pub struct StallVlEvent<B = [u8; 24]> {
     buf: B,
 }
 crate::__prm_view!(StallVlEvent, "stall_vl_event", 24);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(StallVlEvent);
 impl StallVlEvent<[u8; 24]> {
     #[doc = concat!(" Position of `", "port_num", "`.")]
     pub const PORT_NUM: rt::Field = rt::Field::new("port_num", 24, 1);
@@ -2118,6 +2142,8 @@ pub struct CmdInterCompEvent<B = [u8; 28]> {
     buf: B,
 }
 crate::__prm_view!(CmdInterCompEvent, "cmd_inter_comp_event", 28);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(CmdInterCompEvent);
 impl CmdInterCompEvent<[u8; 28]> {
     #[doc = concat!(" Position of `", "command_completion_vector", "`.")]
     pub const COMMAND_COMPLETION_VECTOR: rt::Field = rt::Field::new(
@@ -2201,6 +2227,8 @@ pub struct PagesReqEvent<B = [u8; 28]> {
     buf: B,
 }
 crate::__prm_view!(PagesReqEvent, "pages_req_event", 28);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(PagesReqEvent);
 impl PagesReqEvent<[u8; 28]> {
     #[doc = concat!(" Position of `", "ec_function", "`.")]
     pub const EC_FUNCTION: rt::Field = rt::Field::new("ec_function", 0, 1);
@@ -2372,6 +2400,8 @@ pub struct EventAuto<B = [u8; 28]> {
     buf: B,
 }
 crate::__prm_view!(EventAuto, "event_auto", 28);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(EventAuto);
 impl<B: rt::Bytes> EventAuto<B> {
     /// For event_type comp.
     /// The bytes read as `comp_event`.

@@ -617,6 +617,8 @@ pub struct CreateFlowTableIn<B = [u8; 64]> {
     buf: B,
 }
 crate::__prm_view!(CreateFlowTableIn, "create_flow_table_in", 64);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(CreateFlowTableIn);
 impl CreateFlowTableIn<[u8; 64]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -898,6 +900,8 @@ pub struct FlowTableContext<B = [u8; 40]> {
     buf: B,
 }
 crate::__prm_view!(FlowTableContext, "flow_table_context", 40);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(FlowTableContext);
 impl FlowTableContext<[u8; 40]> {
     #[doc = concat!(" Position of `", "reformat_en", "`.")]
     pub const REFORMAT_EN: rt::Field = rt::Field::new("reformat_en", 0, 1);
@@ -1378,6 +1382,8 @@ pub struct CreateFlowTableOut<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(CreateFlowTableOut, "create_flow_table_out", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(CreateFlowTableOut);
 impl CreateFlowTableOut<[u8; 16]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -1616,6 +1622,8 @@ pub struct CreateFlowGroupIn<B = [u8; 1024]> {
     buf: B,
 }
 crate::__prm_view!(CreateFlowGroupIn, "create_flow_group_in", 1024);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(CreateFlowGroupIn);
 impl CreateFlowGroupIn<[u8; 1024]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -2244,6 +2252,8 @@ pub struct FteMatchParam<B = [u8; 512]> {
     buf: B,
 }
 crate::__prm_view!(FteMatchParam, "fte_match_param", 512);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(FteMatchParam);
 impl FteMatchParam<[u8; 512]> {
     #[doc = concat!(" Position of `", "outer_headers", "`.")]
     pub const OUTER_HEADERS: rt::Field = rt::Field::new("outer_headers", 0, 512);
@@ -2583,6 +2593,8 @@ pub struct FteMatchSetLyr24<B = [u8; 64]> {
     buf: B,
 }
 crate::__prm_view!(FteMatchSetLyr24, "fte_match_set_lyr_2_4", 64);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(FteMatchSetLyr24);
 impl FteMatchSetLyr24<[u8; 64]> {
     #[doc = concat!(" Position of `", "smac_47_16", "`.")]
     pub const SMAC_47_16: rt::Field = rt::Field::new("smac_47_16", 0, 32);
@@ -3485,6 +3497,8 @@ pub struct Ipv6Layout<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(Ipv6Layout, "ipv6_layout", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(Ipv6Layout);
 impl Ipv6Layout<[u8; 16]> {
     #[doc = concat!(" Position of `", "ipv6", "`.")]
     pub const IPV6: rt::Field = rt::Field::new("ipv6", 0, 128);
@@ -3533,6 +3547,8 @@ pub struct Ipv6SimpleLayout<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(Ipv6SimpleLayout, "ipv6_simple_layout", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(Ipv6SimpleLayout);
 impl Ipv6SimpleLayout<[u8; 16]> {
     #[doc = concat!(" Position of `", "ipv6_127_96", "`.")]
     pub const IPV6_127_96: rt::Field = rt::Field::new("ipv6_127_96", 0, 32);
@@ -3690,6 +3706,8 @@ pub struct Ipv4Layout<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(Ipv4Layout, "ipv4_layout", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(Ipv4Layout);
 impl Ipv4Layout<[u8; 16]> {
     #[doc = concat!(" Position of `", "ipv4", "`.")]
     pub const IPV4: rt::Field = rt::Field::new("ipv4", 96, 32);
@@ -3759,6 +3777,8 @@ pub struct FteMatchSetMisc<B = [u8; 64]> {
     buf: B,
 }
 crate::__prm_view!(FteMatchSetMisc, "fte_match_set_misc", 64);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(FteMatchSetMisc);
 impl FteMatchSetMisc<[u8; 64]> {
     #[doc = concat!(" Position of `", "gre_c_present", "`.")]
     pub const GRE_C_PRESENT: rt::Field = rt::Field::new("gre_c_present", 0, 1);
@@ -4937,6 +4957,8 @@ pub struct NvgreKey<B = [u8; 4]> {
     buf: B,
 }
 crate::__prm_view!(NvgreKey, "nvgre_key", 4);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(NvgreKey);
 impl NvgreKey<[u8; 4]> {
     #[doc = concat!(" Position of `", "hi", "`.")]
     pub const HI: rt::Field = rt::Field::new("hi", 0, 24);
@@ -5037,6 +5059,8 @@ pub struct GreKeyKey<B = [u8; 4]> {
     buf: B,
 }
 crate::__prm_view!(GreKeyKey, "gre_key_key", 4);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(GreKeyKey);
 impl GreKeyKey<[u8; 4]> {
     #[doc = concat!(" Position of `", "key", "`.")]
     pub const KEY: rt::Field = rt::Field::new("key", 0, 32);
@@ -5099,6 +5123,8 @@ pub struct FteMatchSetMisc2<B = [u8; 64]> {
     buf: B,
 }
 crate::__prm_view!(FteMatchSetMisc2, "fte_match_set_misc2", 64);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(FteMatchSetMisc2);
 impl FteMatchSetMisc2<[u8; 64]> {
     #[doc = concat!(" Position of `", "outer_first_mpls", "`.")]
     pub const OUTER_FIRST_MPLS: rt::Field = rt::Field::new("outer_first_mpls", 0, 32);
@@ -5641,6 +5667,8 @@ pub struct FteMatchMpls<B = [u8; 4]> {
     buf: B,
 }
 crate::__prm_view!(FteMatchMpls, "fte_match_mpls", 4);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(FteMatchMpls);
 impl FteMatchMpls<[u8; 4]> {
     #[doc = concat!(" Position of `", "mpls_label", "`.")]
     pub const MPLS_LABEL: rt::Field = rt::Field::new("mpls_label", 0, 20);
@@ -5814,6 +5842,8 @@ pub struct FteMatchSetMisc3<B = [u8; 64]> {
     buf: B,
 }
 crate::__prm_view!(FteMatchSetMisc3, "fte_match_set_misc3", 64);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(FteMatchSetMisc3);
 impl FteMatchSetMisc3<[u8; 64]> {
     #[doc = concat!(" Position of `", "inner_tcp_seq_num", "`.")]
     pub const INNER_TCP_SEQ_NUM: rt::Field = rt::Field::new("inner_tcp_seq_num", 0, 32);
@@ -6522,6 +6552,8 @@ pub struct FteMatchSetMisc4<B = [u8; 64]> {
     buf: B,
 }
 crate::__prm_view!(FteMatchSetMisc4, "fte_match_set_misc4", 64);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(FteMatchSetMisc4);
 impl FteMatchSetMisc4<[u8; 64]> {
     #[doc = concat!(" Position of `", "prog_sample_field_value_0", "`.")]
     pub const PROG_SAMPLE_FIELD_VALUE_0: rt::Field = rt::Field::new(
@@ -6875,6 +6907,8 @@ pub struct FteMatchSetMisc5<B = [u8; 64]> {
     buf: B,
 }
 crate::__prm_view!(FteMatchSetMisc5, "fte_match_set_misc5", 64);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(FteMatchSetMisc5);
 impl FteMatchSetMisc5<[u8; 64]> {
     #[doc = concat!(" Position of `", "macsec_tag_0", "`.")]
     pub const MACSEC_TAG_0: rt::Field = rt::Field::new("macsec_tag_0", 0, 32);
@@ -7172,6 +7206,8 @@ pub struct CreateFlowGroupOut<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(CreateFlowGroupOut, "create_flow_group_out", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(CreateFlowGroupOut);
 impl CreateFlowGroupOut<[u8; 16]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -7309,6 +7345,8 @@ pub struct SetFteIn<B = [u8; 832]> {
     buf: B,
 }
 crate::__prm_view!(SetFteIn, "set_fte_in", 832);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(SetFteIn);
 impl SetFteIn<[u8; 832]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -7709,6 +7747,8 @@ pub struct FlowContext<B = [u8; 768]> {
     buf: B,
 }
 crate::__prm_view!(FlowContext, "flow_context", 768);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(FlowContext);
 impl FlowContext<[u8; 768]> {
     #[doc = concat!(" Position of `", "push_vlan", "`.")]
     pub const PUSH_VLAN: rt::Field = rt::Field::new("push_vlan", 0, 32);
@@ -8576,6 +8616,8 @@ pub struct Vlan<B = [u8; 4]> {
     buf: B,
 }
 crate::__prm_view!(Vlan, "vlan", 4);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(Vlan);
 impl Vlan<[u8; 4]> {
     #[doc = concat!(" Position of `", "ethtype", "`.")]
     pub const ETHTYPE: rt::Field = rt::Field::new("ethtype", 0, 16);
@@ -8749,6 +8791,8 @@ pub struct ExecuteAso<B = [u8; 8]> {
     buf: B,
 }
 crate::__prm_view!(ExecuteAso, "execute_aso", 8);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(ExecuteAso);
 impl ExecuteAso<[u8; 8]> {
     #[doc = concat!(" Position of `", "valid", "`.")]
     pub const VALID: rt::Field = rt::Field::new("valid", 0, 1);
@@ -8898,6 +8942,8 @@ pub struct ExeAsoCtrlFlowMeter<B = [u8; 4]> {
     buf: B,
 }
 crate::__prm_view!(ExeAsoCtrlFlowMeter, "exe_aso_ctrl_flow_meter", 4);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(ExeAsoCtrlFlowMeter);
 impl ExeAsoCtrlFlowMeter<[u8; 4]> {
     #[doc = concat!(" Position of `", "return_reg_id", "`.")]
     pub const RETURN_REG_ID: rt::Field = rt::Field::new("return_reg_id", 0, 4);
@@ -9141,6 +9187,8 @@ pub struct ExtendedDestFormat<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(ExtendedDestFormat, "extended_dest_format", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(ExtendedDestFormat);
 impl ExtendedDestFormat<[u8; 16]> {
     #[doc = concat!(" Position of `", "destination_entry", "`.")]
     pub const DESTINATION_ENTRY: rt::Field = rt::Field::new("destination_entry", 0, 64);
@@ -9255,6 +9303,8 @@ pub struct DestFormatStruct<B = [u8; 8]> {
     buf: B,
 }
 crate::__prm_view!(DestFormatStruct, "dest_format_struct", 8);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(DestFormatStruct);
 impl DestFormatStruct<[u8; 8]> {
     #[doc = concat!(" Position of `", "destination_type", "`.")]
     pub const DESTINATION_TYPE: rt::Field = rt::Field::new("destination_type", 0, 8);
@@ -9522,6 +9572,8 @@ pub struct FlowCounterList<B = [u8; 8]> {
     buf: B,
 }
 crate::__prm_view!(FlowCounterList, "flow_counter_list", 8);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(FlowCounterList);
 impl FlowCounterList<[u8; 8]> {
     #[doc = concat!(" Position of `", "flow_counter_id", "`.")]
     pub const FLOW_COUNTER_ID: rt::Field = rt::Field::new("flow_counter_id", 0, 32);
@@ -9591,6 +9643,8 @@ pub struct SetFteOut<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(SetFteOut, "set_fte_out", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(SetFteOut);
 impl SetFteOut<[u8; 16]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -9686,6 +9740,8 @@ pub struct SetFlowTableRootIn<B = [u8; 64]> {
     buf: B,
 }
 crate::__prm_view!(SetFlowTableRootIn, "set_flow_table_root_in", 64);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(SetFlowTableRootIn);
 impl SetFlowTableRootIn<[u8; 64]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -10130,6 +10186,8 @@ pub struct SetFlowTableRootOut<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(SetFlowTableRootOut, "set_flow_table_root_out", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(SetFlowTableRootOut);
 impl SetFlowTableRootOut<[u8; 16]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -10225,6 +10283,8 @@ pub struct DestroyFlowTableIn<B = [u8; 64]> {
     buf: B,
 }
 crate::__prm_view!(DestroyFlowTableIn, "destroy_flow_table_in", 64);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(DestroyFlowTableIn);
 impl DestroyFlowTableIn<[u8; 64]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -10484,6 +10544,8 @@ pub struct DestroyFlowTableOut<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(DestroyFlowTableOut, "destroy_flow_table_out", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(DestroyFlowTableOut);
 impl DestroyFlowTableOut<[u8; 16]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -10579,6 +10641,8 @@ pub struct DestroyFlowGroupIn<B = [u8; 64]> {
     buf: B,
 }
 crate::__prm_view!(DestroyFlowGroupIn, "destroy_flow_group_in", 64);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(DestroyFlowGroupIn);
 impl DestroyFlowGroupIn<[u8; 64]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -10868,6 +10932,8 @@ pub struct DestroyFlowGroupOut<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(DestroyFlowGroupOut, "destroy_flow_group_out", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(DestroyFlowGroupOut);
 impl DestroyFlowGroupOut<[u8; 16]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -10963,6 +11029,8 @@ pub struct DeleteFteIn<B = [u8; 64]> {
     buf: B,
 }
 crate::__prm_view!(DeleteFteIn, "delete_fte_in", 64);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(DeleteFteIn);
 impl DeleteFteIn<[u8; 64]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -11252,6 +11320,8 @@ pub struct DeleteFteOut<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(DeleteFteOut, "delete_fte_out", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(DeleteFteOut);
 impl DeleteFteOut<[u8; 16]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -11347,6 +11417,8 @@ pub struct Ipv6LayoutIpv4LayoutAuto<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(Ipv6LayoutIpv4LayoutAuto, "ipv6_layout_ipv4_layout_auto", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(Ipv6LayoutIpv4LayoutAuto);
 impl<B: rt::Bytes> Ipv6LayoutIpv4LayoutAuto<B> {
     /// IPv6 address as four dwords.
     /// The bytes read as `ipv6_simple_layout`.
@@ -11428,6 +11500,8 @@ pub struct GreKey<B = [u8; 4]> {
     buf: B,
 }
 crate::__prm_view!(GreKey, "gre_key", 4);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(GreKey);
 impl<B: rt::Bytes> GreKey<B> {
     /// NVGRE virtual subnet id and flow id.
     /// The bytes read as `nvgre_key`.
@@ -11493,6 +11567,8 @@ pub struct ExeAsoCtrl<B = [u8; 4]> {
     buf: B,
 }
 crate::__prm_view!(ExeAsoCtrl, "exe_aso_ctrl", 4);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(ExeAsoCtrl);
 impl<B: rt::Bytes> ExeAsoCtrl<B> {
     /// Flow meter control.
     /// The bytes read as `exe_aso_ctrl_flow_meter`.
@@ -11544,6 +11620,8 @@ pub struct DestFormatStructFlowCounterListAuto<B = [u8; 16]> {
 crate::__prm_view!(
     DestFormatStructFlowCounterListAuto, "dest_format_struct_flow_counter_list_auto", 16
 );
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(DestFormatStructFlowCounterListAuto);
 impl<B: rt::Bytes> DestFormatStructFlowCounterListAuto<B> {
     /// A destination.
     /// The bytes read as `extended_dest_format`.

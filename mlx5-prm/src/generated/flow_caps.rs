@@ -14,6 +14,8 @@ pub struct FlowTableNicCap<B = [u8; 4096]> {
     buf: B,
 }
 crate::__prm_view!(FlowTableNicCap, "flow_table_nic_cap", 4096);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(FlowTableNicCap);
 impl FlowTableNicCap<[u8; 4096]> {
     #[doc = concat!(" Position of `", "nic_rx_multi_path_tirs", "`.")]
     pub const NIC_RX_MULTI_PATH_TIRS: rt::Field = rt::Field::new(
@@ -1814,6 +1816,8 @@ pub struct FlowTablePropLayout<B = [u8; 64]> {
     buf: B,
 }
 crate::__prm_view!(FlowTablePropLayout, "flow_table_prop_layout", 64);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(FlowTablePropLayout);
 impl FlowTablePropLayout<[u8; 64]> {
     #[doc = concat!(" Position of `", "ft_support", "`.")]
     pub const FT_SUPPORT: rt::Field = rt::Field::new("ft_support", 0, 1);
@@ -3623,6 +3627,8 @@ pub struct FlowTableFieldsSupported<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(FlowTableFieldsSupported, "flow_table_fields_supported", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(FlowTableFieldsSupported);
 impl FlowTableFieldsSupported<[u8; 16]> {
     #[doc = concat!(" Position of `", "outer_dmac", "`.")]
     pub const OUTER_DMAC: rt::Field = rt::Field::new("outer_dmac", 0, 1);
@@ -5735,6 +5741,8 @@ pub struct FlowTableFieldsSupported2<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(FlowTableFieldsSupported2, "flow_table_fields_supported_2", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(FlowTableFieldsSupported2);
 impl FlowTableFieldsSupported2<[u8; 16]> {
     #[doc = concat!(" Position of `", "inner_l4_type", "`.")]
     pub const INNER_L4_TYPE: rt::Field = rt::Field::new("inner_l4_type", 2, 1);

@@ -92,6 +92,8 @@ pub struct EnableHcaIn<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(EnableHcaIn, "enable_hca_in", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(EnableHcaIn);
 impl EnableHcaIn<[u8; 16]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -256,6 +258,8 @@ pub struct EnableHcaOut<B = [u8; 12]> {
     buf: B,
 }
 crate::__prm_view!(EnableHcaOut, "enable_hca_out", 12);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(EnableHcaOut);
 impl EnableHcaOut<[u8; 12]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -351,6 +355,8 @@ pub struct DisableHcaIn<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(DisableHcaIn, "disable_hca_in", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(DisableHcaIn);
 impl DisableHcaIn<[u8; 16]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -515,6 +521,8 @@ pub struct DisableHcaOut<B = [u8; 12]> {
     buf: B,
 }
 crate::__prm_view!(DisableHcaOut, "disable_hca_out", 12);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(DisableHcaOut);
 impl DisableHcaOut<[u8; 12]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -610,6 +618,8 @@ pub struct QueryIssiIn<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(QueryIssiIn, "query_issi_in", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(QueryIssiIn);
 impl QueryIssiIn<[u8; 16]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -705,6 +715,8 @@ pub struct QueryIssiOut<B = [u8; 112]> {
     buf: B,
 }
 crate::__prm_view!(QueryIssiOut, "query_issi_out", 112);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(QueryIssiOut);
 impl QueryIssiOut<[u8; 112]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -896,6 +908,8 @@ pub struct SetIssiIn<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(SetIssiIn, "set_issi_in", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(SetIssiIn);
 impl SetIssiIn<[u8; 16]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -1025,6 +1039,8 @@ pub struct SetIssiOut<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(SetIssiOut, "set_issi_out", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(SetIssiOut);
 impl SetIssiOut<[u8; 16]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -1120,6 +1136,8 @@ pub struct QueryPagesIn<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(QueryPagesIn, "query_pages_in", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(QueryPagesIn);
 impl QueryPagesIn<[u8; 16]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -1284,6 +1302,8 @@ pub struct QueryPagesOut<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(QueryPagesOut, "query_pages_out", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(QueryPagesOut);
 impl QueryPagesOut<[u8; 16]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -1479,6 +1499,8 @@ pub struct ManagePagesIn<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(ManagePagesIn, "manage_pages_in", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(ManagePagesIn);
 impl ManagePagesIn<[u8; 16]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -1743,6 +1765,8 @@ pub struct ManagePagesOut<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(ManagePagesOut, "manage_pages_out", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(ManagePagesOut);
 impl ManagePagesOut<[u8; 16]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -1945,6 +1969,8 @@ pub struct QueryAdapterIn<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(QueryAdapterIn, "query_adapter_in", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(QueryAdapterIn);
 impl QueryAdapterIn<[u8; 16]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -2040,6 +2066,8 @@ pub struct QueryAdapterOut<B = [u8; 272]> {
     buf: B,
 }
 crate::__prm_view!(QueryAdapterOut, "query_adapter_out", 272);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(QueryAdapterOut);
 impl QueryAdapterOut<[u8; 272]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -2179,6 +2207,8 @@ pub struct QueryAdapterParamBlock<B = [u8; 256]> {
     buf: B,
 }
 crate::__prm_view!(QueryAdapterParamBlock, "query_adapter_param_block", 256);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(QueryAdapterParamBlock);
 impl QueryAdapterParamBlock<[u8; 256]> {
     #[doc = concat!(" Position of `", "ieee_vendor_id", "`.")]
     pub const IEEE_VENDOR_ID: rt::Field = rt::Field::new("ieee_vendor_id", 200, 24);
@@ -2334,6 +2364,8 @@ pub struct InitHcaIn<B = [u8; 32]> {
     buf: B,
 }
 crate::__prm_view!(InitHcaIn, "init_hca_in", 32);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(InitHcaIn);
 impl InitHcaIn<[u8; 32]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -2540,6 +2572,8 @@ pub struct InitHcaOut<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(InitHcaOut, "init_hca_out", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(InitHcaOut);
 impl InitHcaOut<[u8; 16]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -2635,6 +2669,8 @@ pub struct TeardownHcaIn<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(TeardownHcaIn, "teardown_hca_in", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(TeardownHcaIn);
 impl TeardownHcaIn<[u8; 16]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -2776,6 +2812,8 @@ pub struct TeardownHcaOut<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(TeardownHcaOut, "teardown_hca_out", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(TeardownHcaOut);
 impl TeardownHcaOut<[u8; 16]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -2905,6 +2943,8 @@ pub struct SetDriverVersionIn<B = [u8; 80]> {
     buf: B,
 }
 crate::__prm_view!(SetDriverVersionIn, "set_driver_version_in", 80);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(SetDriverVersionIn);
 impl SetDriverVersionIn<[u8; 80]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -3021,6 +3061,8 @@ pub struct SetDriverVersionOut<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(SetDriverVersionOut, "set_driver_version_out", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(SetDriverVersionOut);
 impl SetDriverVersionOut<[u8; 16]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -3116,6 +3158,8 @@ pub struct AccessRegisterIn<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(AccessRegisterIn, "access_register_in", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(AccessRegisterIn);
 impl AccessRegisterIn<[u8; 16]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -3345,6 +3389,8 @@ pub struct AccessRegisterOut<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(AccessRegisterOut, "access_register_out", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(AccessRegisterOut);
 impl AccessRegisterOut<[u8; 16]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -3512,6 +3558,8 @@ pub struct AllocUarIn<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(AllocUarIn, "alloc_uar_in", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(AllocUarIn);
 impl AllocUarIn<[u8; 16]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -3635,6 +3683,8 @@ pub struct AllocUarOut<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(AllocUarOut, "alloc_uar_out", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(AllocUarOut);
 impl AllocUarOut<[u8; 16]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -3768,6 +3818,8 @@ pub struct DeallocUarIn<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(DeallocUarIn, "dealloc_uar_in", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(DeallocUarIn);
 impl DeallocUarIn<[u8; 16]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -3934,6 +3986,8 @@ pub struct DeallocUarOut<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(DeallocUarOut, "dealloc_uar_out", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(DeallocUarOut);
 impl DeallocUarOut<[u8; 16]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -4029,6 +4083,8 @@ pub struct AllocPdIn<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(AllocPdIn, "alloc_pd_in", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(AllocPdIn);
 impl AllocPdIn<[u8; 16]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -4152,6 +4208,8 @@ pub struct AllocPdOut<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(AllocPdOut, "alloc_pd_out", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(AllocPdOut);
 impl AllocPdOut<[u8; 16]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -4285,6 +4343,8 @@ pub struct DeallocPdIn<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(DeallocPdIn, "dealloc_pd_in", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(DeallocPdIn);
 impl DeallocPdIn<[u8; 16]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -4451,6 +4511,8 @@ pub struct DeallocPdOut<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(DeallocPdOut, "dealloc_pd_out", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(DeallocPdOut);
 impl DeallocPdOut<[u8; 16]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -4546,6 +4608,8 @@ pub struct AllocTransportDomainIn<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(AllocTransportDomainIn, "alloc_transport_domain_in", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(AllocTransportDomainIn);
 impl AllocTransportDomainIn<[u8; 16]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -4669,6 +4733,8 @@ pub struct AllocTransportDomainOut<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(AllocTransportDomainOut, "alloc_transport_domain_out", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(AllocTransportDomainOut);
 impl AllocTransportDomainOut<[u8; 16]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -4806,6 +4872,8 @@ pub struct DeallocTransportDomainIn<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(DeallocTransportDomainIn, "dealloc_transport_domain_in", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(DeallocTransportDomainIn);
 impl DeallocTransportDomainIn<[u8; 16]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -4972,6 +5040,8 @@ pub struct DeallocTransportDomainOut<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(DeallocTransportDomainOut, "dealloc_transport_domain_out", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(DeallocTransportDomainOut);
 impl DeallocTransportDomainOut<[u8; 16]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -5067,6 +5137,8 @@ pub struct QuerySpecialContextsIn<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(QuerySpecialContextsIn, "query_special_contexts_in", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(QuerySpecialContextsIn);
 impl QuerySpecialContextsIn<[u8; 16]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -5162,6 +5234,8 @@ pub struct QuerySpecialContextsOut<B = [u8; 32]> {
     buf: B,
 }
 crate::__prm_view!(QuerySpecialContextsOut, "query_special_contexts_out", 32);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(QuerySpecialContextsOut);
 impl QuerySpecialContextsOut<[u8; 32]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);

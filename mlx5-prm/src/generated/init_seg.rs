@@ -213,6 +213,8 @@ pub struct HealthBuffer<B = [u8; 64]> {
     buf: B,
 }
 crate::__prm_view!(HealthBuffer, "health_buffer", 64);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(HealthBuffer);
 impl HealthBuffer<[u8; 64]> {
     #[doc = concat!(" Position of `", "assert_existptr", "`.")]
     pub const ASSERT_EXISTPTR: rt::Field = rt::Field::new("assert_existptr", 256, 32);
@@ -507,6 +509,8 @@ pub struct InitialSeg<B = [u8; 16396]> {
     buf: B,
 }
 crate::__prm_view!(InitialSeg, "initial_seg", 16396);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(InitialSeg);
 impl InitialSeg<[u8; 16396]> {
     #[doc = concat!(" Position of `", "fw_rev_minor", "`.")]
     pub const FW_REV_MINOR: rt::Field = rt::Field::new("fw_rev_minor", 0, 16);

@@ -246,6 +246,8 @@ pub struct PcamRegs5000To507f<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(PcamRegs5000To507f, "pcam_regs_5000_to_507f", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(PcamRegs5000To507f);
 impl PcamRegs5000To507f<[u8; 16]> {
     #[doc = concat!(" Position of `", "port_access_reg_cap_mask_127_to_96", "`.")]
     pub const PORT_ACCESS_REG_CAP_MASK_127_TO_96: rt::Field = rt::Field::new(
@@ -731,6 +733,8 @@ pub struct PcamEnhancedFeatures<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(PcamEnhancedFeatures, "pcam_enhanced_features", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(PcamEnhancedFeatures);
 impl PcamEnhancedFeatures<[u8; 16]> {
     #[doc = concat!(" Position of `", "fec_100g_per_lane_in_pplm", "`.")]
     pub const FEC_100G_PER_LANE_IN_PPLM: rt::Field = rt::Field::new(
@@ -1132,6 +1136,8 @@ pub struct PcamReg<B = [u8; 80]> {
     buf: B,
 }
 crate::__prm_view!(PcamReg, "pcam_reg", 80);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(PcamReg);
 impl PcamReg<[u8; 80]> {
     #[doc = concat!(" Position of `", "feature_group", "`.")]
     pub const FEATURE_GROUP: rt::Field = rt::Field::new("feature_group", 8, 8);
@@ -1330,6 +1336,8 @@ pub struct McamAccessReg<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(McamAccessReg, "mcam_access_reg", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(McamAccessReg);
 impl McamAccessReg<[u8; 16]> {
     #[doc = concat!(" Position of `", "mcda", "`.")]
     pub const MCDA: rt::Field = rt::Field::new("mcda", 28, 1);
@@ -2005,6 +2013,8 @@ pub struct McamAccessRegBits1<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(McamAccessRegBits1, "mcam_access_reg_bits1", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(McamAccessRegBits1);
 impl McamAccessRegBits1<[u8; 16]> {
     #[doc = concat!(" Position of `", "regs_127_to_96", "`.")]
     pub const REGS_127_TO_96: rt::Field = rt::Field::new("regs_127_to_96", 0, 32);
@@ -2154,6 +2164,8 @@ pub struct McamAccessRegBits2<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(McamAccessRegBits2, "mcam_access_reg_bits2", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(McamAccessRegBits2);
 impl McamAccessRegBits2<[u8; 16]> {
     #[doc = concat!(" Position of `", "regs_127_to_99", "`.")]
     pub const REGS_127_TO_99: rt::Field = rt::Field::new("regs_127_to_99", 0, 29);
@@ -2463,6 +2475,8 @@ pub struct McamAccessRegBits3<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(McamAccessRegBits3, "mcam_access_reg_bits3", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(McamAccessRegBits3);
 impl McamAccessRegBits3<[u8; 16]> {
     #[doc = concat!(" Position of `", "regs_127_to_96", "`.")]
     pub const REGS_127_TO_96: rt::Field = rt::Field::new("regs_127_to_96", 0, 32);
@@ -2682,6 +2696,8 @@ pub struct McamEnhancedFeatures<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(McamEnhancedFeatures, "mcam_enhanced_features", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(McamEnhancedFeatures);
 impl McamEnhancedFeatures<[u8; 16]> {
     #[doc = concat!(" Position of `", "mtutc_freq_adj_units", "`.")]
     pub const MTUTC_FREQ_ADJ_UNITS: rt::Field = rt::Field::new(
@@ -3239,6 +3255,8 @@ pub struct McamReg<B = [u8; 72]> {
     buf: B,
 }
 crate::__prm_view!(McamReg, "mcam_reg", 72);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(McamReg);
 impl McamReg<[u8; 72]> {
     #[doc = concat!(" Position of `", "feature_group", "`.")]
     pub const FEATURE_GROUP: rt::Field = rt::Field::new("feature_group", 8, 8);
@@ -3441,6 +3459,8 @@ pub struct QcamAccessRegCapMask<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(QcamAccessRegCapMask, "qcam_access_reg_cap_mask", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(QcamAccessRegCapMask);
 impl QcamAccessRegCapMask<[u8; 16]> {
     #[doc = concat!(" Position of `", "qcam_access_reg_cap_mask_127_to_20", "`.")]
     pub const QCAM_ACCESS_REG_CAP_MASK_127_TO_20: rt::Field = rt::Field::new(
@@ -3788,6 +3808,8 @@ pub struct QcamQosFeatureCapMask<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(QcamQosFeatureCapMask, "qcam_qos_feature_cap_mask", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(QcamQosFeatureCapMask);
 impl QcamQosFeatureCapMask<[u8; 16]> {
     #[doc = concat!(" Position of `", "qcam_qos_feature_cap_mask_127_to_1", "`.")]
     pub const QCAM_QOS_FEATURE_CAP_MASK_127_TO_1: rt::Field = rt::Field::new(
@@ -3934,6 +3956,8 @@ pub struct QcamReg<B = [u8; 72]> {
     buf: B,
 }
 crate::__prm_view!(QcamReg, "qcam_reg", 72);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(QcamReg);
 impl QcamReg<[u8; 72]> {
     #[doc = concat!(" Position of `", "feature_group", "`.")]
     pub const FEATURE_GROUP: rt::Field = rt::Field::new("feature_group", 8, 8);
@@ -4136,6 +4160,8 @@ pub struct DefaultTimeout<B = [u8; 4]> {
     buf: B,
 }
 crate::__prm_view!(DefaultTimeout, "default_timeout", 4);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(DefaultTimeout);
 impl DefaultTimeout<[u8; 4]> {
     #[doc = concat!(" Position of `", "to_multiplier", "`.")]
     pub const TO_MULTIPLIER: rt::Field = rt::Field::new("to_multiplier", 0, 3);
@@ -4263,6 +4289,8 @@ pub struct DtorReg<B = [u8; 64]> {
     buf: B,
 }
 crate::__prm_view!(DtorReg, "dtor_reg", 64);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(DtorReg);
 impl DtorReg<[u8; 64]> {
     #[doc = concat!(" Position of `", "pcie_toggle_to", "`.")]
     pub const PCIE_TOGGLE_TO: rt::Field = rt::Field::new("pcie_toggle_to", 32, 32);
@@ -4739,6 +4767,8 @@ pub struct HostEndiannessReg<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(HostEndiannessReg, "host_endianness_reg", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(HostEndiannessReg);
 impl HostEndiannessReg<[u8; 16]> {
     #[doc = concat!(" Position of `", "he", "`.")]
     pub const HE: rt::Field = rt::Field::new("he", 0, 1);
@@ -4809,6 +4839,8 @@ pub struct PcamRegPortAccessRegCapMask<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(PcamRegPortAccessRegCapMask, "pcam_reg_port_access_reg_cap_mask", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(PcamRegPortAccessRegCapMask);
 impl<B: rt::Bytes> PcamRegPortAccessRegCapMask<B> {
     /// Group 0: registers 0x5000..0x507f.
     /// The bytes read as `pcam_regs_5000_to_507f`. Selected by 0x0.
@@ -4923,6 +4955,8 @@ pub struct PcamRegFeatureCapMask<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(PcamRegFeatureCapMask, "pcam_reg_feature_cap_mask", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(PcamRegFeatureCapMask);
 impl<B: rt::Bytes> PcamRegFeatureCapMask<B> {
     /// Feature group 0.
     /// The bytes read as `pcam_enhanced_features`. Selected by 0x0.
@@ -5033,6 +5067,8 @@ pub struct McamRegMngAccessRegCapMask<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(McamRegMngAccessRegCapMask, "mcam_reg_mng_access_reg_cap_mask", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(McamRegMngAccessRegCapMask);
 impl<B: rt::Bytes> McamRegMngAccessRegCapMask<B> {
     /// Group 0: registers 0x9000..0x907f.
     /// The bytes read as `mcam_access_reg`. Selected by 0x0.
@@ -5201,6 +5237,8 @@ pub struct McamRegMngFeatureCapMask<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(McamRegMngFeatureCapMask, "mcam_reg_mng_feature_cap_mask", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(McamRegMngFeatureCapMask);
 impl<B: rt::Bytes> McamRegMngFeatureCapMask<B> {
     /// Feature group 0.
     /// The bytes read as `mcam_enhanced_features`. Selected by 0x0.
@@ -5315,6 +5353,8 @@ pub struct QcamRegQosAccessRegCapMask<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(QcamRegQosAccessRegCapMask, "qcam_reg_qos_access_reg_cap_mask", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(QcamRegQosAccessRegCapMask);
 impl<B: rt::Bytes> QcamRegQosAccessRegCapMask<B> {
     /// Group 0: registers 0x4000..0x407f.
     /// The bytes read as `qcam_access_reg_cap_mask`. Selected by 0x0.
@@ -5417,6 +5457,8 @@ pub struct QcamRegQosFeatureCapMask<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(QcamRegQosFeatureCapMask, "qcam_reg_qos_feature_cap_mask", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(QcamRegQosFeatureCapMask);
 impl<B: rt::Bytes> QcamRegQosFeatureCapMask<B> {
     /// Feature group 0.
     /// The bytes read as `qcam_qos_feature_cap_mask`. Selected by 0x0.

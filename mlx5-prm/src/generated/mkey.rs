@@ -112,6 +112,8 @@ pub struct CreateMkeyIn<B = [u8; 272]> {
     buf: B,
 }
 crate::__prm_view!(CreateMkeyIn, "create_mkey_in", 272);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(CreateMkeyIn);
 impl CreateMkeyIn<[u8; 272]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -531,6 +533,8 @@ pub struct Mkc<B = [u8; 64]> {
     buf: B,
 }
 crate::__prm_view!(Mkc, "mkc", 64);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(Mkc);
 impl Mkc<[u8; 64]> {
     #[doc = concat!(" Position of `", "free", "`.")]
     pub const FREE: rt::Field = rt::Field::new("free", 1, 1);
@@ -1495,6 +1499,8 @@ pub struct CreateMkeyOut<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(CreateMkeyOut, "create_mkey_out", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(CreateMkeyOut);
 impl CreateMkeyOut<[u8; 16]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -1632,6 +1638,8 @@ pub struct DestroyMkeyIn<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(DestroyMkeyIn, "destroy_mkey_in", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(DestroyMkeyIn);
 impl DestroyMkeyIn<[u8; 16]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -1798,6 +1806,8 @@ pub struct DestroyMkeyOut<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(DestroyMkeyOut, "destroy_mkey_out", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(DestroyMkeyOut);
 impl DestroyMkeyOut<[u8; 16]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -1893,6 +1903,8 @@ pub struct QueryMkeyIn<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(QueryMkeyIn, "query_mkey_in", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(QueryMkeyIn);
 impl QueryMkeyIn<[u8; 16]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -2059,6 +2071,8 @@ pub struct QueryMkeyOut<B = [u8; 304]> {
     buf: B,
 }
 crate::__prm_view!(QueryMkeyOut, "query_mkey_out", 304);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(QueryMkeyOut);
 impl QueryMkeyOut<[u8; 304]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);

@@ -78,6 +78,8 @@ pub struct PfccReg<B = [u8; 32]> {
     buf: B,
 }
 crate::__prm_view!(PfccReg, "pfcc_reg", 32);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(PfccReg);
 impl PfccReg<[u8; 32]> {
     #[doc = concat!(" Position of `", "buf_ownership", "`.")]
     pub const BUF_OWNERSHIP: rt::Field = rt::Field::new("buf_ownership", 4, 2);
@@ -718,6 +720,8 @@ pub struct Lane2ModuleMapping<B = [u8; 4]> {
     buf: B,
 }
 crate::__prm_view!(Lane2ModuleMapping, "lane_2_module_mapping", 4);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(Lane2ModuleMapping);
 impl Lane2ModuleMapping<[u8; 4]> {
     #[doc = concat!(" Position of `", "rx_lane", "`.")]
     pub const RX_LANE: rt::Field = rt::Field::new("rx_lane", 4, 4);
@@ -867,6 +871,8 @@ pub struct PmlpReg<B = [u8; 64]> {
     buf: B,
 }
 crate::__prm_view!(PmlpReg, "pmlp_reg", 64);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(PmlpReg);
 impl PmlpReg<[u8; 64]> {
     #[doc = concat!(" Position of `", "rxtx", "`.")]
     pub const RXTX: rt::Field = rt::Field::new("rxtx", 0, 1);
@@ -1182,6 +1188,8 @@ pub struct PddrReg<B = [u8; 256]> {
     buf: B,
 }
 crate::__prm_view!(PddrReg, "pddr_reg", 256);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(PddrReg);
 impl PddrReg<[u8; 256]> {
     #[doc = concat!(" Position of `", "local_port", "`.")]
     pub const LOCAL_PORT: rt::Field = rt::Field::new("local_port", 8, 8);
@@ -1374,6 +1382,8 @@ pub struct PddrTroubleshootingPage<B = [u8; 248]> {
     buf: B,
 }
 crate::__prm_view!(PddrTroubleshootingPage, "pddr_troubleshooting_page", 248);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(PddrTroubleshootingPage);
 impl PddrTroubleshootingPage<[u8; 248]> {
     #[doc = concat!(" Position of `", "group_opcode", "`.")]
     pub const GROUP_OPCODE: rt::Field = rt::Field::new("group_opcode", 16, 16);
@@ -1557,6 +1567,8 @@ pub struct PddrMonitorOpcode<B = [u8; 4]> {
     buf: B,
 }
 crate::__prm_view!(PddrMonitorOpcode, "pddr_monitor_opcode", 4);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(PddrMonitorOpcode);
 impl PddrMonitorOpcode<[u8; 4]> {
     #[doc = concat!(" Position of `", "monitor_opcode", "`.")]
     pub const MONITOR_OPCODE: rt::Field = rt::Field::new("monitor_opcode", 16, 16);
@@ -1627,6 +1639,8 @@ pub struct PddrRegPageDataAuto<B = [u8; 248]> {
     buf: B,
 }
 crate::__prm_view!(PddrRegPageDataAuto, "pddr_reg_page_data_auto", 248);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(PddrRegPageDataAuto);
 impl<B: rt::Bytes> PddrRegPageDataAuto<B> {
     /// Troubleshooting page (page_select 1).
     /// The bytes read as `pddr_troubleshooting_page`. Selected by 0x1.
@@ -1746,6 +1760,8 @@ crate::__prm_view!(
     PddrTroubleshootingPageStatusOpcodeAuto,
     "pddr_troubleshooting_page_status_opcode_auto", 4
 );
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(PddrTroubleshootingPageStatusOpcodeAuto);
 impl<B: rt::Bytes> PddrTroubleshootingPageStatusOpcodeAuto<B> {
     /// Link monitor group.
     /// The bytes read as `pddr_monitor_opcode`. Selected by 0x0.

@@ -1044,6 +1044,8 @@ pub struct CreateQpIn<B = [u8; 272]> {
     buf: B,
 }
 crate::__prm_view!(CreateQpIn, "create_qp_in", 272);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(CreateQpIn);
 impl CreateQpIn<[u8; 272]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -1509,6 +1511,8 @@ pub struct Qpc<B = [u8; 232]> {
     buf: B,
 }
 crate::__prm_view!(Qpc, "qpc", 232);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(Qpc);
 impl Qpc<[u8; 232]> {
     #[doc = concat!(" Position of `", "state", "`.")]
     pub const STATE: rt::Field = rt::Field::new("state", 0, 4);
@@ -4306,6 +4310,8 @@ pub struct Ads<B = [u8; 44]> {
     buf: B,
 }
 crate::__prm_view!(Ads, "ads", 44);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(Ads);
 impl Ads<[u8; 44]> {
     #[doc = concat!(" Position of `", "fl", "`.")]
     pub const FL: rt::Field = rt::Field::new("fl", 0, 1);
@@ -5195,6 +5201,8 @@ pub struct CreateQpOut<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(CreateQpOut, "create_qp_out", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(CreateQpOut);
 impl CreateQpOut<[u8; 16]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -5363,6 +5371,8 @@ pub struct DestroyQpIn<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(DestroyQpIn, "destroy_qp_in", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(DestroyQpIn);
 impl DestroyQpIn<[u8; 16]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -5529,6 +5539,8 @@ pub struct DestroyQpOut<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(DestroyQpOut, "destroy_qp_out", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(DestroyQpOut);
 impl DestroyQpOut<[u8; 16]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -5624,6 +5636,8 @@ pub struct QueryQpIn<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(QueryQpIn, "query_qp_in", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(QueryQpIn);
 impl QueryQpIn<[u8; 16]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -5792,6 +5806,8 @@ pub struct QueryQpOut<B = [u8; 272]> {
     buf: B,
 }
 crate::__prm_view!(QueryQpOut, "query_qp_out", 272);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(QueryQpOut);
 impl QueryQpOut<[u8; 272]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -6064,6 +6080,8 @@ pub struct Rst2initQpIn<B = [u8; 272]> {
     buf: B,
 }
 crate::__prm_view!(Rst2initQpIn, "rst2init_qp_in", 272);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(Rst2initQpIn);
 impl Rst2initQpIn<[u8; 272]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -6339,6 +6357,8 @@ pub struct Rst2initQpOut<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(Rst2initQpOut, "rst2init_qp_out", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(Rst2initQpOut);
 impl Rst2initQpOut<[u8; 16]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -6464,6 +6484,8 @@ pub struct Init2initQpIn<B = [u8; 272]> {
     buf: B,
 }
 crate::__prm_view!(Init2initQpIn, "init2init_qp_in", 272);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(Init2initQpIn);
 impl Init2initQpIn<[u8; 272]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -6739,6 +6761,8 @@ pub struct Init2initQpOut<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(Init2initQpOut, "init2init_qp_out", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(Init2initQpOut);
 impl Init2initQpOut<[u8; 16]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -6864,6 +6888,8 @@ pub struct Init2rtrQpIn<B = [u8; 272]> {
     buf: B,
 }
 crate::__prm_view!(Init2rtrQpIn, "init2rtr_qp_in", 272);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(Init2rtrQpIn);
 impl Init2rtrQpIn<[u8; 272]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -7139,6 +7165,8 @@ pub struct Init2rtrQpOut<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(Init2rtrQpOut, "init2rtr_qp_out", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(Init2rtrQpOut);
 impl Init2rtrQpOut<[u8; 16]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -7264,6 +7292,8 @@ pub struct Rtr2rtsQpIn<B = [u8; 272]> {
     buf: B,
 }
 crate::__prm_view!(Rtr2rtsQpIn, "rtr2rts_qp_in", 272);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(Rtr2rtsQpIn);
 impl Rtr2rtsQpIn<[u8; 272]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -7539,6 +7569,8 @@ pub struct Rtr2rtsQpOut<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(Rtr2rtsQpOut, "rtr2rts_qp_out", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(Rtr2rtsQpOut);
 impl Rtr2rtsQpOut<[u8; 16]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -7664,6 +7696,8 @@ pub struct Rts2rtsQpIn<B = [u8; 272]> {
     buf: B,
 }
 crate::__prm_view!(Rts2rtsQpIn, "rts2rts_qp_in", 272);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(Rts2rtsQpIn);
 impl Rts2rtsQpIn<[u8; 272]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -7939,6 +7973,8 @@ pub struct Rts2rtsQpOut<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(Rts2rtsQpOut, "rts2rts_qp_out", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(Rts2rtsQpOut);
 impl Rts2rtsQpOut<[u8; 16]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -8064,6 +8100,8 @@ pub struct Sqerr2rtsQpIn<B = [u8; 272]> {
     buf: B,
 }
 crate::__prm_view!(Sqerr2rtsQpIn, "sqerr2rts_qp_in", 272);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(Sqerr2rtsQpIn);
 impl Sqerr2rtsQpIn<[u8; 272]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -8309,6 +8347,8 @@ pub struct Sqerr2rtsQpOut<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(Sqerr2rtsQpOut, "sqerr2rts_qp_out", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(Sqerr2rtsQpOut);
 impl Sqerr2rtsQpOut<[u8; 16]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -8404,6 +8444,8 @@ pub struct Qp2errIn<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(Qp2errIn, "qp_2err_in", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(Qp2errIn);
 impl Qp2errIn<[u8; 16]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -8570,6 +8612,8 @@ pub struct Qp2errOut<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(Qp2errOut, "qp_2err_out", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(Qp2errOut);
 impl Qp2errOut<[u8; 16]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -8665,6 +8709,8 @@ pub struct Qp2rstIn<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(Qp2rstIn, "qp_2rst_in", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(Qp2rstIn);
 impl Qp2rstIn<[u8; 16]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -8831,6 +8877,8 @@ pub struct Qp2rstOut<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(Qp2rstOut, "qp_2rst_out", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(Qp2rstOut);
 impl Qp2rstOut<[u8; 16]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);

@@ -148,6 +148,8 @@ pub struct RoceAddrLayout<B = [u8; 32]> {
     buf: B,
 }
 crate::__prm_view!(RoceAddrLayout, "roce_addr_layout", 32);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(RoceAddrLayout);
 impl RoceAddrLayout<[u8; 32]> {
     #[doc = concat!(" Position of `", "source_l3_address", "`.")]
     pub const SOURCE_L3_ADDRESS: rt::Field = rt::Field::new("source_l3_address", 0, 128);
@@ -428,6 +430,8 @@ pub struct SetRoceAddressIn<B = [u8; 48]> {
     buf: B,
 }
 crate::__prm_view!(SetRoceAddressIn, "set_roce_address_in", 48);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(SetRoceAddressIn);
 impl SetRoceAddressIn<[u8; 48]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -639,6 +643,8 @@ pub struct SetRoceAddressOut<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(SetRoceAddressOut, "set_roce_address_out", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(SetRoceAddressOut);
 impl SetRoceAddressOut<[u8; 16]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -734,6 +740,8 @@ pub struct QueryRoceAddressIn<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(QueryRoceAddressIn, "query_roce_address_in", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(QueryRoceAddressIn);
 impl QueryRoceAddressIn<[u8; 16]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -906,6 +914,8 @@ pub struct QueryRoceAddressOut<B = [u8; 48]> {
     buf: B,
 }
 crate::__prm_view!(QueryRoceAddressOut, "query_roce_address_out", 48);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(QueryRoceAddressOut);
 impl QueryRoceAddressOut<[u8; 48]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);

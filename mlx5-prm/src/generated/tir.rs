@@ -239,6 +239,8 @@ pub struct CreateTisIn<B = [u8; 192]> {
     buf: B,
 }
 crate::__prm_view!(CreateTisIn, "create_tis_in", 192);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(CreateTisIn);
 impl CreateTisIn<[u8; 192]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -413,6 +415,8 @@ pub struct Tisc<B = [u8; 160]> {
     buf: B,
 }
 crate::__prm_view!(Tisc, "tisc", 160);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(Tisc);
 impl Tisc<[u8; 160]> {
     #[doc = concat!(" Position of `", "strict_lag_tx_port_affinity", "`.")]
     pub const STRICT_LAG_TX_PORT_AFFINITY: rt::Field = rt::Field::new(
@@ -769,6 +773,8 @@ pub struct CreateTisOut<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(CreateTisOut, "create_tis_out", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(CreateTisOut);
 impl CreateTisOut<[u8; 16]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -902,6 +908,8 @@ pub struct DestroyTisIn<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(DestroyTisIn, "destroy_tis_in", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(DestroyTisIn);
 impl DestroyTisIn<[u8; 16]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -1068,6 +1076,8 @@ pub struct DestroyTisOut<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(DestroyTisOut, "destroy_tis_out", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(DestroyTisOut);
 impl DestroyTisOut<[u8; 16]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -1163,6 +1173,8 @@ pub struct CreateTirIn<B = [u8; 272]> {
     buf: B,
 }
 crate::__prm_view!(CreateTirIn, "create_tir_in", 272);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(CreateTirIn);
 impl CreateTirIn<[u8; 272]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -1337,6 +1349,8 @@ pub struct Tirc<B = [u8; 240]> {
     buf: B,
 }
 crate::__prm_view!(Tirc, "tirc", 240);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(Tirc);
 impl Tirc<[u8; 240]> {
     #[doc = concat!(" Position of `", "disp_type", "`.")]
     pub const DISP_TYPE: rt::Field = rt::Field::new("disp_type", 32, 4);
@@ -2069,6 +2083,8 @@ pub struct RxHashFieldSelect<B = [u8; 4]> {
     buf: B,
 }
 crate::__prm_view!(RxHashFieldSelect, "rx_hash_field_select", 4);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(RxHashFieldSelect);
 impl RxHashFieldSelect<[u8; 4]> {
     #[doc = concat!(" Position of `", "l3_prot_type", "`.")]
     pub const L3_PROT_TYPE: rt::Field = rt::Field::new("l3_prot_type", 0, 1);
@@ -2210,6 +2226,8 @@ pub struct CreateTirOut<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(CreateTirOut, "create_tir_out", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(CreateTirOut);
 impl CreateTirOut<[u8; 16]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -2448,6 +2466,8 @@ pub struct ModifyTirIn<B = [u8; 272]> {
     buf: B,
 }
 crate::__prm_view!(ModifyTirIn, "modify_tir_in", 272);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(ModifyTirIn);
 impl ModifyTirIn<[u8; 272]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -2697,6 +2717,8 @@ pub struct ModifyTirBitmask<B = [u8; 8]> {
     buf: B,
 }
 crate::__prm_view!(ModifyTirBitmask, "modify_tir_bitmask", 8);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(ModifyTirBitmask);
 impl ModifyTirBitmask<[u8; 8]> {
     #[doc = concat!(" Position of `", "self_lb_en", "`.")]
     pub const SELF_LB_EN: rt::Field = rt::Field::new("self_lb_en", 59, 1);
@@ -2830,6 +2852,8 @@ pub struct ModifyTirOut<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(ModifyTirOut, "modify_tir_out", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(ModifyTirOut);
 impl ModifyTirOut<[u8; 16]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -2925,6 +2949,8 @@ pub struct DestroyTirIn<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(DestroyTirIn, "destroy_tir_in", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(DestroyTirIn);
 impl DestroyTirIn<[u8; 16]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -3091,6 +3117,8 @@ pub struct DestroyTirOut<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(DestroyTirOut, "destroy_tir_out", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(DestroyTirOut);
 impl DestroyTirOut<[u8; 16]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -3186,6 +3214,8 @@ pub struct CreateRqtIn<B = [u8; 272]> {
     buf: B,
 }
 crate::__prm_view!(CreateRqtIn, "create_rqt_in", 272);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(CreateRqtIn);
 impl CreateRqtIn<[u8; 272]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -3362,6 +3392,8 @@ pub struct Rqtc<B = [u8; 240]> {
     buf: B,
 }
 crate::__prm_view!(Rqtc, "rqtc", 240);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(Rqtc);
 impl Rqtc<[u8; 240]> {
     #[doc = concat!(" Position of `", "list_q_type", "`.")]
     pub const LIST_Q_TYPE: rt::Field = rt::Field::new("list_q_type", 165, 3);
@@ -3674,6 +3706,8 @@ pub struct RqNum<B = [u8; 4]> {
     buf: B,
 }
 crate::__prm_view!(RqNum, "rq_num", 4);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(RqNum);
 impl RqNum<[u8; 4]> {
     #[doc = concat!(" Position of `", "rq_num", "`.")]
     pub const RQ_NUM: rt::Field = rt::Field::new("rq_num", 8, 24);
@@ -3751,6 +3785,8 @@ pub struct CreateRqtOut<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(CreateRqtOut, "create_rqt_out", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(CreateRqtOut);
 impl CreateRqtOut<[u8; 16]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -3884,6 +3920,8 @@ pub struct ModifyRqtIn<B = [u8; 272]> {
     buf: B,
 }
 crate::__prm_view!(ModifyRqtIn, "modify_rqt_in", 272);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(ModifyRqtIn);
 impl ModifyRqtIn<[u8; 272]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -4135,6 +4173,8 @@ pub struct RqtBitmask<B = [u8; 8]> {
     buf: B,
 }
 crate::__prm_view!(RqtBitmask, "rqt_bitmask", 8);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(RqtBitmask);
 impl RqtBitmask<[u8; 8]> {
     #[doc = concat!(" Position of `", "rqn_list", "`.")]
     pub const RQN_LIST: rt::Field = rt::Field::new("rqn_list", 63, 1);
@@ -4204,6 +4244,8 @@ pub struct ModifyRqtOut<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(ModifyRqtOut, "modify_rqt_out", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(ModifyRqtOut);
 impl ModifyRqtOut<[u8; 16]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -4299,6 +4341,8 @@ pub struct DestroyRqtIn<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(DestroyRqtIn, "destroy_rqt_in", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(DestroyRqtIn);
 impl DestroyRqtIn<[u8; 16]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -4465,6 +4509,8 @@ pub struct DestroyRqtOut<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(DestroyRqtOut, "destroy_rqt_out", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(DestroyRqtOut);
 impl DestroyRqtOut<[u8; 16]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);

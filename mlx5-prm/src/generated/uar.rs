@@ -87,6 +87,8 @@ pub struct CqDoorbellRecord<B = [u8; 8]> {
     buf: B,
 }
 crate::__prm_view!(CqDoorbellRecord, "cq_doorbell_record", 8);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(CqDoorbellRecord);
 impl CqDoorbellRecord<[u8; 8]> {
     #[doc = concat!(" Position of `", "consumer_index", "`.")]
     pub const CONSUMER_INDEX: rt::Field = rt::Field::new("consumer_index", 8, 24);
@@ -415,6 +417,8 @@ pub struct QpDoorbellRecord<B = [u8; 8]> {
     buf: B,
 }
 crate::__prm_view!(QpDoorbellRecord, "qp_doorbell_record", 8);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(QpDoorbellRecord);
 impl QpDoorbellRecord<[u8; 8]> {
     #[doc = concat!(" Position of `", "receive_counter", "`.")]
     pub const RECEIVE_COUNTER: rt::Field = rt::Field::new("receive_counter", 16, 16);
@@ -519,6 +523,8 @@ pub struct UarPage<B = [u8; 4096]> {
     buf: B,
 }
 crate::__prm_view!(UarPage, "uar_page", 4096);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(UarPage);
 impl UarPage<[u8; 4096]> {
     #[doc = concat!(" Position of `", "cq_arm_sn", "`.")]
     pub const CQ_ARM_SN: rt::Field = rt::Field::new("cq_arm_sn", 258, 2);

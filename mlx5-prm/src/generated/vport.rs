@@ -294,6 +294,8 @@ pub struct QueryVportStateIn<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(QueryVportStateIn, "query_vport_state_in", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(QueryVportStateIn);
 impl QueryVportStateIn<[u8; 16]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -454,6 +456,8 @@ pub struct QueryVportStateOut<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(QueryVportStateOut, "query_vport_state_out", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(QueryVportStateOut);
 impl QueryVportStateOut<[u8; 16]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -654,6 +658,8 @@ pub struct QueryNicVportContextIn<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(QueryNicVportContextIn, "query_nic_vport_context_in", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(QueryNicVportContextIn);
 impl QueryNicVportContextIn<[u8; 16]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -865,6 +871,8 @@ pub struct QueryNicVportContextOut<B = [u8; 272]> {
     buf: B,
 }
 crate::__prm_view!(QueryNicVportContextOut, "query_nic_vport_context_out", 272);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(QueryNicVportContextOut);
 impl QueryNicVportContextOut<[u8; 272]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -1012,6 +1020,8 @@ pub struct NicVportContext<B = [u8; 256]> {
     buf: B,
 }
 crate::__prm_view!(NicVportContext, "nic_vport_context", 256);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(NicVportContext);
 impl NicVportContext<[u8; 256]> {
     #[doc = concat!(" Position of `", "min_wqe_inline_mode", "`.")]
     pub const MIN_WQE_INLINE_MODE: rt::Field = rt::Field::new(
@@ -2096,6 +2106,8 @@ pub struct MacAddressLayout<B = [u8; 8]> {
     buf: B,
 }
 crate::__prm_view!(MacAddressLayout, "mac_address_layout", 8);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(MacAddressLayout);
 impl MacAddressLayout<[u8; 8]> {
     #[doc = concat!(" Position of `", "mac_addr_47_32", "`.")]
     pub const MAC_ADDR_47_32: rt::Field = rt::Field::new("mac_addr_47_32", 16, 16);
@@ -2198,6 +2210,8 @@ pub struct ModifyNicVportContextIn<B = [u8; 512]> {
     buf: B,
 }
 crate::__prm_view!(ModifyNicVportContextIn, "modify_nic_vport_context_in", 512);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(ModifyNicVportContextIn);
 impl ModifyNicVportContextIn<[u8; 512]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -2509,6 +2523,8 @@ pub struct ModifyNicVportFieldSelect<B = [u8; 4]> {
     buf: B,
 }
 crate::__prm_view!(ModifyNicVportFieldSelect, "modify_nic_vport_field_select", 4);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(ModifyNicVportFieldSelect);
 impl ModifyNicVportFieldSelect<[u8; 4]> {
     #[doc = concat!(" Position of `", "affiliation", "`.")]
     pub const AFFILIATION: rt::Field = rt::Field::new("affiliation", 18, 1);
@@ -2929,6 +2945,8 @@ pub struct ModifyNicVportContextOut<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(ModifyNicVportContextOut, "modify_nic_vport_context_out", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(ModifyNicVportContextOut);
 impl ModifyNicVportContextOut<[u8; 16]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);

@@ -585,6 +585,8 @@ pub struct CreateSqIn<B = [u8; 272]> {
     buf: B,
 }
 crate::__prm_view!(CreateSqIn, "create_sq_in", 272);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(CreateSqIn);
 impl CreateSqIn<[u8; 272]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -763,6 +765,8 @@ pub struct Sqc<B = [u8; 240]> {
     buf: B,
 }
 crate::__prm_view!(Sqc, "sqc", 240);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(Sqc);
 impl Sqc<[u8; 240]> {
     #[doc = concat!(" Position of `", "rlky", "`.")]
     pub const RLKY: rt::Field = rt::Field::new("rlky", 0, 1);
@@ -1638,6 +1642,8 @@ pub struct Wq<B = [u8; 192]> {
     buf: B,
 }
 crate::__prm_view!(Wq, "wq", 192);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(Wq);
 impl Wq<[u8; 192]> {
     #[doc = concat!(" Position of `", "wq_type", "`.")]
     pub const WQ_TYPE: rt::Field = rt::Field::new("wq_type", 0, 4);
@@ -3041,6 +3047,8 @@ pub struct CmdPas<B = [u8; 8]> {
     buf: B,
 }
 crate::__prm_view!(CmdPas, "cmd_pas", 8);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(CmdPas);
 impl CmdPas<[u8; 8]> {
     #[doc = concat!(" Position of `", "pa_h", "`.")]
     pub const PA_H: rt::Field = rt::Field::new("pa_h", 0, 32);
@@ -3148,6 +3156,8 @@ pub struct CreateSqOut<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(CreateSqOut, "create_sq_out", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(CreateSqOut);
 impl CreateSqOut<[u8; 16]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -3281,6 +3291,8 @@ pub struct ModifySqIn<B = [u8; 272]> {
     buf: B,
 }
 crate::__prm_view!(ModifySqIn, "modify_sq_in", 272);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(ModifySqIn);
 impl ModifySqIn<[u8; 272]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -3576,6 +3588,8 @@ pub struct ModifySqOut<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(ModifySqOut, "modify_sq_out", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(ModifySqOut);
 impl ModifySqOut<[u8; 16]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -3671,6 +3685,8 @@ pub struct DestroySqIn<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(DestroySqIn, "destroy_sq_in", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(DestroySqIn);
 impl DestroySqIn<[u8; 16]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -3837,6 +3853,8 @@ pub struct DestroySqOut<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(DestroySqOut, "destroy_sq_out", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(DestroySqOut);
 impl DestroySqOut<[u8; 16]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -3932,6 +3950,8 @@ pub struct QuerySqIn<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(QuerySqIn, "query_sq_in", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(QuerySqIn);
 impl QuerySqIn<[u8; 16]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -4065,6 +4085,8 @@ pub struct QuerySqOut<B = [u8; 272]> {
     buf: B,
 }
 crate::__prm_view!(QuerySqOut, "query_sq_out", 272);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(QuerySqOut);
 impl QuerySqOut<[u8; 272]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -4212,6 +4234,8 @@ pub struct CreateRqIn<B = [u8; 272]> {
     buf: B,
 }
 crate::__prm_view!(CreateRqIn, "create_rq_in", 272);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(CreateRqIn);
 impl CreateRqIn<[u8; 272]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -4390,6 +4414,8 @@ pub struct Rqc<B = [u8; 240]> {
     buf: B,
 }
 crate::__prm_view!(Rqc, "rqc", 240);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(Rqc);
 impl Rqc<[u8; 240]> {
     #[doc = concat!(" Position of `", "rlky", "`.")]
     pub const RLKY: rt::Field = rt::Field::new("rlky", 0, 1);
@@ -5221,6 +5247,8 @@ pub struct CreateRqOut<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(CreateRqOut, "create_rq_out", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(CreateRqOut);
 impl CreateRqOut<[u8; 16]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -5354,6 +5382,8 @@ pub struct ModifyRqIn<B = [u8; 272]> {
     buf: B,
 }
 crate::__prm_view!(ModifyRqIn, "modify_rq_in", 272);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(ModifyRqIn);
 impl ModifyRqIn<[u8; 272]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -5649,6 +5679,8 @@ pub struct ModifyRqOut<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(ModifyRqOut, "modify_rq_out", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(ModifyRqOut);
 impl ModifyRqOut<[u8; 16]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -5744,6 +5776,8 @@ pub struct DestroyRqIn<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(DestroyRqIn, "destroy_rq_in", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(DestroyRqIn);
 impl DestroyRqIn<[u8; 16]> {
     #[doc = concat!(" Position of `", "opcode", "`.")]
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -5910,6 +5944,8 @@ pub struct DestroyRqOut<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(DestroyRqOut, "destroy_rq_out", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(DestroyRqOut);
 impl DestroyRqOut<[u8; 16]> {
     #[doc = concat!(" Position of `", "status", "`.")]
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);

@@ -366,6 +366,8 @@ pub struct WqeCtrlSeg<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(WqeCtrlSeg, "wqe_ctrl_seg", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(WqeCtrlSeg);
 impl WqeCtrlSeg<[u8; 16]> {
     #[doc = concat!(" Position of `", "opmod", "`.")]
     pub const OPMOD: rt::Field = rt::Field::new("opmod", 0, 8);
@@ -784,6 +786,8 @@ pub struct WqeEthSeg<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(WqeEthSeg, "wqe_eth_seg", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(WqeEthSeg);
 impl WqeEthSeg<[u8; 16]> {
     #[doc = concat!(" Position of `", "swp_outer_l4_offset", "`.")]
     pub const SWP_OUTER_L4_OFFSET: rt::Field = rt::Field::new(
@@ -1327,6 +1331,8 @@ pub struct WqeEthSegInsert<B = [u8; 4]> {
     buf: B,
 }
 crate::__prm_view!(WqeEthSegInsert, "wqe_eth_seg_insert", 4);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(WqeEthSegInsert);
 impl WqeEthSegInsert<[u8; 4]> {
     #[doc = concat!(" Position of `", "insert_vlan", "`.")]
     pub const INSERT_VLAN: rt::Field = rt::Field::new("insert_vlan", 0, 1);
@@ -1491,6 +1497,8 @@ pub struct WqeDataSeg<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(WqeDataSeg, "wqe_data_seg", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(WqeDataSeg);
 impl WqeDataSeg<[u8; 16]> {
     #[doc = concat!(" Position of `", "byte_count", "`.")]
     pub const BYTE_COUNT: rt::Field = rt::Field::new("byte_count", 0, 32);
@@ -1613,6 +1621,8 @@ pub struct WqeRaddrSeg<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(WqeRaddrSeg, "wqe_raddr_seg", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(WqeRaddrSeg);
 impl WqeRaddrSeg<[u8; 16]> {
     #[doc = concat!(" Position of `", "raddr", "`.")]
     pub const RADDR: rt::Field = rt::Field::new("raddr", 0, 64);
@@ -1712,6 +1722,8 @@ pub struct WqeAtomicSeg<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(WqeAtomicSeg, "wqe_atomic_seg", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(WqeAtomicSeg);
 impl WqeAtomicSeg<[u8; 16]> {
     #[doc = concat!(" Position of `", "swap_add", "`.")]
     pub const SWAP_ADD: rt::Field = rt::Field::new("swap_add", 0, 64);
@@ -1804,6 +1816,8 @@ pub struct WqeMaskedAtomicSeg<B = [u8; 32]> {
     buf: B,
 }
 crate::__prm_view!(WqeMaskedAtomicSeg, "wqe_masked_atomic_seg", 32);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(WqeMaskedAtomicSeg);
 impl WqeMaskedAtomicSeg<[u8; 32]> {
     #[doc = concat!(" Position of `", "swap_add", "`.")]
     pub const SWAP_ADD: rt::Field = rt::Field::new("swap_add", 0, 64);
@@ -1961,6 +1975,8 @@ pub struct WqeInlineSeg<B = [u8; 4]> {
     buf: B,
 }
 crate::__prm_view!(WqeInlineSeg, "wqe_inline_seg", 4);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(WqeInlineSeg);
 impl WqeInlineSeg<[u8; 4]> {
     #[doc = concat!(" Position of `", "inline", "`.")]
     pub const INLINE: rt::Field = rt::Field::new("inline", 0, 1);
@@ -2139,6 +2155,8 @@ pub struct RecvWqe<B = [u8; 16]> {
     buf: B,
 }
 crate::__prm_view!(RecvWqe, "recv_wqe", 16);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(RecvWqe);
 impl RecvWqe<[u8; 16]> {
     #[doc = concat!(" Position of `", "scatter", "`.")]
     pub const SCATTER: rt::Field = rt::Field::new("scatter", 0, 128);

@@ -101,3 +101,22 @@ pub fn list<T: fmt::Debug>(
     }
     l.finish()
 }
+
+/// A view shown without decoding: `Name { len: N, bytes: 00112233 44556677 ... }`, every byte
+/// (the cheap `Debug` of the generated views when the `debug` feature is off).
+pub fn raw<B: Bytes + ?Sized>(f: &mut fmt::Formatter<'_>, name: &str, buf: &B) -> fmt::Result {
+    let mut bytes = [0u8; 64];
+    let len = buf.len();
+    write!(f, "{name} {{ len: {len}, bytes: ")?;
+    let mut at = 0;
+    while at < len {
+        let n = bytes.len().min(len - at);
+        buf.read_bytes(at, &mut bytes[..n]);
+        if at > 0 {
+            f.write_str(" ")?;
+        }
+        fmt::Debug::fmt(&HexBytes(&bytes[..n]), f)?;
+        at += n;
+    }
+    f.write_str(" }")
+}

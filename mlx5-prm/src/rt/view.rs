@@ -36,6 +36,21 @@ pub fn check_len<B: Bytes>(name: &'static str, size: usize, buf: &B) -> Result<(
     }
 }
 
+/// The `Debug` of a view when the decoding one (the crate's `debug` feature) is not built: the
+/// view's name, its length and its bytes in hex, so a view can always go into `dbg!`, an
+/// `assert_eq!` or a `#[derive(Debug)]` struct.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __prm_raw_debug {
+    ($ty:ident) => {
+        impl<B: $crate::rt::Bytes> ::core::fmt::Debug for $ty<B> {
+            fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                $crate::rt::fmt::raw(f, stringify!($ty), &self.buf)
+            }
+        }
+    };
+}
+
 /// The constructors and trait implementations every generated view shares; generated code
 /// invokes it once per layout so the boilerplate lives here, once.
 #[doc(hidden)]
