@@ -22,6 +22,7 @@ pub mod num;
 pub mod passes;
 pub mod position;
 pub mod show;
+pub mod show_items;
 pub mod source;
 pub mod syntax;
 pub mod synth;

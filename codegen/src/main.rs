@@ -37,13 +37,19 @@ enum Command {
         #[arg(long, value_enum, default_value_t = Format::Human)]
         format: Format,
     },
-    /// Prints one structure as a PRM-style table, reserved gaps included.
+    /// Prints what NAME names: a structure or union as a PRM-style table (reserved gaps
+    /// included), an enum with its values and the fields of its type, a command (by name or
+    /// opcode, e.g. 0x400) with its op_mods and mailbox layouts, or a field path
+    /// (`cmd_hca_cap.log_max_qp`, through nested layouts) with its position, type and doc.
     Show {
-        /// The structure, register block or union to show.
+        /// The structure, union, register block, enum, command, opcode or field path.
         name: String,
         /// Directory of `*.yaml` spec files.
         #[arg(long, default_value = "spec")]
         spec: PathBuf,
+        /// Only the rows of a layout whose name contains this (case-insensitive).
+        #[arg(long)]
+        filter: Option<String>,
     },
     /// Prints every structure's resolved layout, one field per line (tab-separated:
     /// struct, field, bit offset, width, kind, type), or as JSON with --json.
@@ -157,32 +163,27 @@ fn run(command: Command) -> Result<ExitCode, String> {
                 ExitCode::from(1)
             })
         }
-        Command::Show { name, spec } => {
+        Command::Show { name, spec, filter } => {
             let c = match compile_clean(&spec)? {
                 Ok(c) => c,
                 Err(code) => return Ok(code),
             };
-            if let Some(s) = c.ir.find_struct(&name) {
-                print!("{}", prm_codegen::show::table(&c.ir, s));
-                return Ok(ExitCode::SUCCESS);
+            match prm_codegen::show_items::show(&c.ir, &name, filter.as_deref()) {
+                prm_codegen::show_items::Shown::Text(t) => {
+                    print!("{t}");
+                    Ok(ExitCode::SUCCESS)
+                }
+                prm_codegen::show_items::Shown::Unknown(hint) => {
+                    let hint = hint
+                        .map(|s| format!(" (did you mean `{s}`?)"))
+                        .unwrap_or_default();
+                    eprintln!(
+                        "prmc: error: no layout, enum, command or field path `{name}` in `{}`{hint}",
+                        spec.display()
+                    );
+                    Ok(ExitCode::from(1))
+                }
             }
-            if let Some(u) = c.ir.find_union(&name) {
-                print!("{}", prm_codegen::show::union_table(&c.ir, u));
-                return Ok(ExitCode::SUCCESS);
-            }
-            let names: Vec<&str> =
-                c.ir.structs
-                    .iter()
-                    .map(|s| s.name.as_str())
-                    .chain(c.ir.unions.iter().map(|u| u.name.as_str()))
-                    .collect();
-            let hint = prm_codegen::load::suggest(&name, &names)
-                .map(|s| format!(" (did you mean `{s}`?)"))
-                .unwrap_or_default();
-            Err(format!(
-                "no structure or union named `{name}` in `{}`{hint}",
-                spec.display()
-            ))
         }
         Command::Layout { json, spec, name } => {
             let c = match compile_clean(&spec)? {

@@ -1,4 +1,5 @@
-//! `prmc show STRUCT`: a structure as a PRM-style table, reserved gaps included.
+//! `prmc show STRUCT`: a structure as a PRM-style table, reserved gaps included (the other
+//! things `show` names, enums, commands and field paths, are in `show_items`).
 
 use crate::ir::{ArrayCount, Ir, Struct};
 use crate::position::prm_notation;
@@ -64,6 +65,12 @@ fn reserved_rows(start: u64, end: u64, rows: &mut Vec<Row>) {
 
 /// Renders the table for one structure.
 pub fn table(ir: &Ir, s: &Struct) -> String {
+    table_filtered(ir, s, None)
+}
+
+/// [`table`] with only the rows whose name contains `filter` (case-insensitive), when given:
+/// for big layouts (`cmd_hca_cap` has hundreds of fields).
+pub fn table_filtered(ir: &Ir, s: &Struct, filter: Option<&str>) -> String {
     let mut rows = Vec::new();
     let mut covered = 0u64;
     for f in &s.fields {
@@ -109,6 +116,10 @@ pub fn table(ir: &Ir, s: &Struct) -> String {
     let size_bits = s.size * 8;
     if covered < size_bits {
         reserved_rows(covered, size_bits, &mut rows);
+    }
+    if let Some(want) = filter {
+        let want = want.to_lowercase();
+        rows.retain(|r| r.name.to_lowercase().contains(&want));
     }
 
     let mut out = String::new();

@@ -71,10 +71,91 @@ fn show_and_layout() {
     assert_eq!(code, 0);
     assert!(out.contains("0x00        0        0x1f  up"), "{out}");
     let (code, _, err) = prmc(&["show", "toy_prot", "--spec", "tests/good"]);
-    assert_eq!(code, 2);
+    assert_eq!(
+        code, 1,
+        "a name the spec does not have is bad input, not bad usage"
+    );
     assert!(err.contains("did you mean `toy_port`?"), "{err}");
     let (code, out, _) = prmc(&["layout", "--json", "--spec", "tests/good"]);
     assert_eq!(code, 0);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["format_version"], 1);
+}
+
+/// `show` names anything in the spec: enums, commands (by name or opcode), field paths through
+/// nested layouts, and filters big tables. Positions checked by hand against the PRM notation:
+/// `0x10[4:0]` is bits 128 + (31 - 4) = 155 = 0x9b in the kernel's numbering.
+#[test]
+fn show_enums_commands_field_paths_and_filters() {
+    let show = |args: &[&str]| {
+        let mut a = vec!["show"];
+        a.extend_from_slice(args);
+        a.extend_from_slice(&["--spec", "../spec"]);
+        prmc(&a)
+    };
+    let (code, out, err) = show(&["cqe_size"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("enum cqe_size: 3 bits, "), "{out}");
+    assert!(out.contains("0x1  bytes_128"), "{out}");
+    assert!(out.contains("fields of this type: cqc.cqe_sz"), "{out}");
+
+    let (code, by_name, _) = show(&["create_cq"]);
+    assert_eq!(code, 0);
+    assert!(
+        by_name.starts_with("command create_cq: opcode 0x400, "),
+        "{by_name}"
+    );
+    assert!(
+        by_name.contains("input:   create_cq_in (0x110 bytes)"),
+        "{by_name}"
+    );
+    assert!(
+        by_name.contains("output:  create_cq_out (0x10 bytes)"),
+        "{by_name}"
+    );
+    let (_, by_opcode, _) = show(&["0x400"]);
+    assert_eq!(by_opcode, by_name, "an opcode names its command");
+
+    let (code, out, _) = show(&["cmd_hca_cap.log_max_qp"]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("position: 0x10[4:0] of cmd_hca_cap (kernel bit offset 0x9b)"),
+        "{out}"
+    );
+    assert!(out.contains("width:    5 bits"), "{out}");
+    assert!(
+        out.contains("hca_cap_union"),
+        "where the layout is used: {out}"
+    );
+
+    // Through two nested layouts (the kernel's mlx5_ifc.h): qpc at bit 0xc0 of create_qp_in,
+    // primary_address_path at bit 0xc0 of qpc, rmac_47_32 at bit 0x130 of ads: 0x2b0 in all,
+    // byte 0x54, the low half of that dword.
+    let (code, out, err) = show(&["create_qp_in.qpc.primary_address_path.rmac_47_32"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("position: 0x54[15:0] of create_qp_in (kernel bit offset 0x2b0)"),
+        "{out}"
+    );
+    assert!(out.contains("in ads: 0x24[15:0]"), "{out}");
+    assert!(
+        out.contains("create_qp_in is the mailbox of: create_qp (0x500)"),
+        "{out}"
+    );
+
+    let (code, out, _) = show(&["cmd_hca_cap", "--filter", "LOG_MAX_QP"]);
+    assert_eq!(code, 0);
+    let rows: Vec<&str> = out.lines().filter(|l| l.starts_with("0x")).collect();
+    assert_eq!(rows.len(), 2, "log_max_qp_sz and log_max_qp: {out}");
+    assert!(!out.contains("(reserved)"), "{out}");
+
+    let (code, _, err) = show(&["cmd_hca_cap.log_max_qpp"]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("no layout, enum, command or field path"),
+        "{err}"
+    );
+    let (code, _, err) = show(&["cqe_sise"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("did you mean `cqe_size`?"), "{err}");
 }
