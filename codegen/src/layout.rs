@@ -10,7 +10,7 @@ use crate::ir::{Access, ArrayCount, Field, FieldType, Ir, Struct, Union, Word};
 use serde::Serialize;
 
 /// Version of the JSON layout contract.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 
 /// Nesting depth beyond which expansion stops (real PRM nesting is under 6 levels).
 const MAX_DEPTH: usize = 16;
@@ -195,6 +195,14 @@ pub struct FieldLayout {
     /// Register blocks: `ro`, `rw` or `wo`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub access: Option<Access>,
+    /// Where the field is in the top structure, in the PRM's notation (`0x54[15:0]`,
+    /// `0x18..0x100` for what spans dwords; `null` for a trailing array).
+    pub position: Option<String>,
+    /// The spec's documentation of the field (`null` without one).
+    pub doc: Option<String>,
+    /// Where the field is defined: the spec file relative to the spec directory, and the line
+    /// (`qp.yaml:225`).
+    pub source: String,
 }
 
 /// One union.
@@ -370,7 +378,7 @@ fn word_layout(s: &Struct, w: &Word) -> WordLayout {
     }
 }
 
-fn entry(f: &Field, name: String, base: u64) -> FieldLayout {
+fn entry(ir: &Ir, s: &Struct, f: &Field, name: String, base: u64) -> FieldLayout {
     let (kind, count, element_width, element_kind) = match f.count {
         None => (f.ty.kind(), None, None, None),
         Some(ArrayCount::Fixed(n)) => ("array", Some(Some(n)), Some(f.width), Some(f.ty.kind())),
@@ -386,13 +394,23 @@ fn entry(f: &Field, name: String, base: u64) -> FieldLayout {
         element_width,
         element_kind,
         access: f.access,
+        position: match f.count {
+            Some(ArrayCount::Trailing) => None,
+            _ => crate::position::prm_notation(base + f.bit_offset, f.span_bits().max(1)),
+        },
+        doc: f.doc.clone(),
+        source: format!(
+            "{}:{}",
+            ir.modules.get(s.module).map_or("", |m| m.relative.as_str()),
+            f.spans.name.line
+        ),
     }
 }
 
 fn expand(ir: &Ir, s: &Struct, prefix: &str, base: u64, depth: usize, out: &mut Vec<FieldLayout>) {
     for f in &s.fields {
         let name = format!("{prefix}{}", f.name);
-        out.push(entry(f, name.clone(), base));
+        out.push(entry(ir, s, f, name.clone(), base));
         if f.count.is_some() || depth >= MAX_DEPTH {
             continue;
         }
@@ -420,6 +438,13 @@ fn expand(ir: &Ir, s: &Struct, prefix: &str, base: u64, depth: usize, out: &mut 
                         element_width: None,
                         element_kind: None,
                         access: None,
+                        position: crate::position::prm_notation(at, inner.size * 8),
+                        doc: m.doc.clone(),
+                        source: format!(
+                            "{}:{}",
+                            ir.modules.get(u.module).map_or("", |m| m.relative.as_str()),
+                            m.span.line
+                        ),
                     });
                     expand(ir, inner, &format!("{mname}."), at, depth + 1, out);
                 }

@@ -155,7 +155,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
             let c = compile(&spec_dir)?;
             match format {
                 Format::Human => eprint!("{}", c.render_human()),
-                Format::Json => print!("{}", c.render_json()),
+                Format::Json => stdout(&c.render_json()),
             }
             Ok(if c.is_ok() {
                 ExitCode::SUCCESS
@@ -170,7 +170,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
             };
             match prm_codegen::show_items::show(&c.ir, &name, filter.as_deref()) {
                 prm_codegen::show_items::Shown::Text(t) => {
-                    print!("{t}");
+                    stdout(&t);
                     Ok(ExitCode::SUCCESS)
                 }
                 prm_codegen::show_items::Shown::Unknown(hint) => {
@@ -198,9 +198,9 @@ fn run(command: Command) -> Result<ExitCode, String> {
             };
             if json {
                 let text = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
-                println!("{text}");
+                stdout(&format!("{text}\n"));
             } else {
-                print!("{}", prm_codegen::layout::to_text(&doc));
+                stdout(&prm_codegen::layout::to_text(&doc));
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -296,3 +296,15 @@ fn run(command: Command) -> Result<ExitCode, String> {
 // glibc's allocator spends on them.
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// Writes a command's output to stdout. A reader that went away (`prmc layout | head`) ends
+/// the output quietly instead of panicking as `print!` would; other write errors are reported.
+fn stdout(text: &str) {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            eprintln!("prmc: error: writing the output: {e}");
+        }
+    }
+}

@@ -79,7 +79,7 @@ fn show_and_layout() {
     let (code, out, _) = prmc(&["layout", "--json", "--spec", "tests/good"]);
     assert_eq!(code, 0);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(v["format_version"], 1);
+    assert_eq!(v["format_version"], 2);
 }
 
 /// `show` names anything in the spec: enums, commands (by name or opcode), field paths through
