@@ -103,6 +103,13 @@ impl Diagnostics {
         self.items.push(d);
     }
 
+    /// Keeps only the problems `keep` accepts; returns how many errors it dropped.
+    pub fn retain(&mut self, keep: impl Fn(&Diagnostic) -> bool) -> usize {
+        let before = self.error_count();
+        self.items.retain(|d| keep(d));
+        before - self.error_count()
+    }
+
     /// All problems, sorted by file, line and column (stable for equal positions).
     pub fn sorted(&self) -> Vec<&Diagnostic> {
         let mut v: Vec<&Diagnostic> = self.items.iter().collect();

@@ -44,6 +44,15 @@ pub struct Compilation {
 }
 
 impl Compilation {
+    /// Keeps only the diagnostics located in the file read from `path` (the others are
+    /// checked but not reported: `prmc check FILE`); returns how many errors were dropped, or
+    /// `None` when no file of the compilation has that path.
+    pub fn only_file(&mut self, path: &Path) -> Option<usize> {
+        let same = |p: &Path| p == path || p.canonicalize().ok() == path.canonicalize().ok();
+        let file = self.sources.files.iter().position(|f| same(&f.path))?;
+        Some(self.diagnostics.retain(|d| d.span.file == file))
+    }
+
     /// True when the specs have no errors.
     pub fn is_ok(&self) -> bool {
         !self.diagnostics.has_errors()
@@ -64,11 +73,11 @@ impl Compilation {
 pub fn compile_dir(dir: &Path) -> std::io::Result<Compilation> {
     let mut files = Vec::new();
     for path in load::spec_files(dir)? {
-        let text = std::fs::read_to_string(&path)
+        let bytes = std::fs::read(&path)
             .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
-        files.push((path, text));
+        files.push((path, bytes));
     }
-    let mut c = compile_sources(files);
+    let mut c = compile_bytes(files);
     for m in &mut c.ir.modules {
         if let Ok(rel) = std::path::Path::new(&m.path).strip_prefix(dir) {
             m.relative = rel.display().to_string();
@@ -79,13 +88,64 @@ pub fn compile_dir(dir: &Path) -> std::io::Result<Compilation> {
 
 /// Compiles in-memory spec files given as `(path, text)`.
 pub fn compile_sources(files: Vec<(PathBuf, String)>) -> Compilation {
+    compile_bytes(
+        files
+            .into_iter()
+            .map(|(p, t)| (p, t.into_bytes()))
+            .collect(),
+    )
+}
+
+/// Compiles spec files given as `(path, bytes)`. A file that is not UTF-8 is one diagnostic at
+/// its first bad byte and is left out; the others are checked as usual.
+pub fn compile_bytes(files: Vec<(PathBuf, Vec<u8>)>) -> Compilation {
     let mut sources = SourceMap::default();
-    for (path, text) in files {
-        sources.add(&path, text);
+    let mut bad = Vec::new();
+    for (path, bytes) in files {
+        match String::from_utf8(bytes) {
+            Ok(text) => {
+                sources.add(&path, text);
+            }
+            Err(e) => {
+                let at = e.utf8_error().valid_up_to();
+                let bytes = e.into_bytes();
+                let byte = bytes.get(at).copied().unwrap_or(0);
+                let prefix = String::from_utf8_lossy(&bytes[..at]).into_owned();
+                let line = prefix.matches('\n').count() as u32 + 1;
+                let col = prefix.rsplit('\n').next().map_or(0, |l| l.chars().count()) as u32 + 1;
+                let file = sources.add(&path, String::from_utf8_lossy(&bytes).into_owned());
+                bad.push((file, line, col, byte));
+            }
+        }
     }
     let mut diagnostics = Diagnostics::default();
+    for &(file, line, col, byte) in &bad {
+        let span = source::Span {
+            file,
+            line,
+            col,
+            len: 1,
+        };
+        diagnostics.push(
+            diag::Diagnostic::error(
+                "not-utf8",
+                span,
+                format!("byte 0x{byte:02x} is not UTF-8: spec files are UTF-8 text, so this file is not checked"),
+            )
+            .with_hint("save the file as UTF-8 (or remove the byte)"),
+        );
+    }
     let parsed: Vec<_> = (0..sources.files.len())
-        .map(|i| load::parse_file(&sources, i, &mut diagnostics))
+        .map(|i| {
+            if bad.iter().any(|b| b.0 == i) {
+                syntax::SpecFile {
+                    file: i,
+                    ..syntax::SpecFile::default()
+                }
+            } else {
+                load::parse_file(&sources, i, &mut diagnostics)
+            }
+        })
         .collect();
     let ir = lower::lower(&sources, &parsed, &mut diagnostics);
     passes::run_all(&ir, &mut diagnostics);

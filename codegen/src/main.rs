@@ -26,12 +26,13 @@ enum Format {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Checks every spec file under SPEC_DIR and reports all problems.
+    /// Checks every spec file under SPEC_DIR and reports all problems; given one FILE, checks
+    /// the spec directory it is in (its references need the others) and reports that file's.
     ///
     /// Exit status: 0 when there are no errors, 1 when there are, 2 on a usage error.
     Check {
-        /// Directory of `*.yaml` spec files.
-        #[arg(default_value = "spec")]
+        /// Directory of `*.yaml` spec files, or one spec file.
+        #[arg(default_value = "spec", value_name = "SPEC_DIR|FILE")]
         spec_dir: PathBuf,
         /// Output format for diagnostics.
         #[arg(long, value_enum, default_value_t = Format::Human)]
@@ -152,7 +153,30 @@ fn compile_clean(dir: &Path) -> Result<Result<Compilation, ExitCode>, String> {
 fn run(command: Command) -> Result<ExitCode, String> {
     match command {
         Command::Check { spec_dir, format } => {
-            let c = compile(&spec_dir)?;
+            let mut c;
+            if spec_dir.is_file() {
+                let dir = match spec_dir.parent() {
+                    Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+                    _ => PathBuf::from("."),
+                };
+                c = compile(&dir)?;
+                let others = c.only_file(&spec_dir).ok_or_else(|| {
+                    format!(
+                        "`{}` is not a spec file (*.yaml, *.yml) of `{}`",
+                        spec_dir.display(),
+                        dir.display()
+                    )
+                })?;
+                if others > 0 {
+                    eprintln!(
+                        "prmc: note: {others} error{} in other files of `{}` not shown",
+                        if others == 1 { "" } else { "s" },
+                        dir.display()
+                    );
+                }
+            } else {
+                c = compile(&spec_dir)?;
+            }
             match format {
                 Format::Human => eprint!("{}", c.render_human()),
                 Format::Json => stdout(&c.render_json()),

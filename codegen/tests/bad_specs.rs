@@ -15,6 +15,7 @@ const DIR: &str = "tests/bad";
 /// Codes raised while loading and lowering (not by a pass) that must each have a fixture.
 const LOADER_CODES: &[&str] = &[
     "yaml",
+    "yaml-indentation",
     "duplicate-key",
     "unknown-key",
     "missing-key",

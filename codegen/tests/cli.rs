@@ -159,3 +159,52 @@ fn show_enums_commands_field_paths_and_filters() {
     assert_eq!(code, 1);
     assert!(err.contains("did you mean `cqe_size`?"), "{err}");
 }
+
+/// A file that is not UTF-8 is one diagnostic at its first bad byte; the other files are
+/// still checked (here one with an overlap error of its own). `check FILE` reports only that
+/// file's problems, and says how many it left out.
+#[test]
+fn a_non_utf8_file_is_one_diagnostic_and_one_file_can_be_checked() {
+    let dir = std::env::temp_dir().join(format!("prmc-utf8-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("a.yaml"),
+        b"structs:\n  a:\n    size: 4\n    fields:\n      f: \"0x00[31:0]\"\n\xc3\x28 x\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("b.yaml"),
+        "structs:\n  b:\n    size: 4\n    fields:\n      f: \"0x00[31:16]\"\n      g: \"0x00[20:0]\"\n",
+    )
+    .unwrap();
+    let d = dir.to_str().unwrap();
+    let (code, _, err) = prmc(&["check", d]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("a.yaml:6:1: error: byte 0xc3 is not UTF-8"),
+        "{err}"
+    );
+    assert!(
+        err.contains("b.yaml:6:10: error: `g` overlaps `f`"),
+        "{err}"
+    );
+    assert!(err.contains("2 errors"), "{err}");
+
+    let (code, _, err) = prmc(&["check", dir.join("b.yaml").to_str().unwrap()]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("`g` overlaps `f`") && !err.contains("UTF-8"),
+        "{err}"
+    );
+    assert!(err.contains("1 error in other files"), "{err}");
+    std::fs::write(
+        dir.join("b.yaml"),
+        "structs:\n  b:\n    size: 4\n    fields:\n      f: \"0x00[31:0]\"\n",
+    )
+    .unwrap();
+    let (code, _, err) = prmc(&["check", dir.join("b.yaml").to_str().unwrap()]);
+    assert_eq!(code, 0, "b.yaml is clean now: {err}");
+    let (code, _, err) = prmc(&["check", "Cargo.toml"]);
+    assert_eq!(code, 2, "not a spec file: {err}");
+    std::fs::remove_dir_all(&dir).ok();
+}

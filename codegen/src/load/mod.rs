@@ -69,6 +69,50 @@ pub fn parse_file(sources: &SourceMap, file: usize, diags: &mut Diagnostics) -> 
     spec
 }
 
+/// What is wrong with a line's indentation.
+enum Indent {
+    /// It lines up with none of its block's other keys (the span: the block's key).
+    Misaligned,
+    /// It is indented under a key whose value is already on that key's line (the span: that
+    /// key).
+    UnderValue,
+}
+
+/// When the YAML error on 1-based `line` is one of indentation: what kind, and the span of
+/// the key it concerns (the nearest line above with less indentation).
+fn indentation(sources: &SourceMap, file: usize, line: u32) -> Option<(Span, Indent)> {
+    let text = &sources.files.get(file)?.text;
+    let lines: Vec<&str> = text.lines().collect();
+    let at = usize::try_from(line).ok()?.checked_sub(1)?;
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let meaningful = |l: &&str| !l.trim().is_empty() && !l.trim_start().starts_with('#');
+    // The error may point at the line after the misplaced one: take the nearest meaningful
+    // line at or above it whose indentation no sibling shares.
+    let bad = (0..=at.min(lines.len().checked_sub(1)?))
+        .rev()
+        .find(|&i| meaningful(&lines[i]))?;
+    let own = indent(lines[bad]);
+    let parent = (0..bad)
+        .rev()
+        .find(|&i| meaningful(&lines[i]) && indent(lines[i]) < own)?;
+    let p = lines[parent];
+    let span = Span {
+        file,
+        line: u32::try_from(parent + 1).ok()?,
+        col: u32::try_from(indent(p) + 1).ok()?,
+        len: u32::try_from(p.trim().len()).ok()?,
+    };
+    if !p.trim_end().ends_with(':') {
+        // A key with its value on its line cannot open a block.
+        return (parent + 1 == bad).then_some((span, Indent::UnderValue));
+    }
+    let child_indent = (parent + 1..bad)
+        .map(|i| lines[i])
+        .find(meaningful)
+        .map(indent)?;
+    (child_indent != own).then_some((span, Indent::Misaligned))
+}
+
 fn load_error(sources: &SourceMap, file: usize, e: LoadError) -> Diagnostic {
     let r = Reader::span_at(sources, file, None);
     match e {
@@ -86,11 +130,35 @@ fn load_error(sources: &SourceMap, file: usize, e: LoadError) -> Diagnostic {
             .with_note(first, "first defined here")
             .with_hint("rename one of them; the rest of this file is not checked until then")
         }
-        LoadError::ScanError(m, se) => Diagnostic::error(
-            "yaml",
-            Reader::span_at(sources, file, Some(m)),
-            format!("YAML syntax error: {}", se.info()),
-        ),
+        LoadError::ScanError(m, se) => {
+            let span = Reader::span_at(sources, file, Some(m));
+            let d = Diagnostic::error("yaml", span, format!("YAML syntax error: {}", se.info()));
+            match indentation(sources, file, span.line) {
+                Some((block, Indent::Misaligned)) => Diagnostic::error(
+                    "yaml-indentation",
+                    span,
+                    format!(
+                        "indentation: this line does not line up with the block it is in \
+                         (YAML: {})",
+                        se.info()
+                    ),
+                )
+                .with_note(block, "the enclosing block starts here")
+                .with_hint("indent the line like the other keys of that block"),
+                Some((key, Indent::UnderValue)) => Diagnostic::error(
+                    "yaml-indentation",
+                    span,
+                    format!(
+                        "indentation: this line is indented under a key that already has a \
+                         value (YAML: {})",
+                        se.info()
+                    ),
+                )
+                .with_note(key, "this key's value ends on its line")
+                .with_hint("line the key up with the key above, or give that key no value"),
+                None => d,
+            }
+        }
         LoadError::TopLevelMustBeMapping(m) => Diagnostic::error(
             "yaml",
             Reader::span_at(sources, file, Some(m)),
