@@ -113,3 +113,92 @@ fn declare_flex_array_is_a_trailing_array() {
 fn missing_header_is_an_io_error() {
     assert!(import(&[PathBuf::from("tests/import/nope.h")]).is_err());
 }
+
+/// A flexible array in an anonymous union with reserved room (7.x's `query_esw_functions_out`):
+/// the structure keeps the size the room gives it (the C `sizeof`: a flexible array adds
+/// nothing), and the array is written as the elements that fit in the room, each a warning.
+#[test]
+fn flexible_array_over_reserved_room_keeps_the_size() {
+    let imp = import(&[PathBuf::from("tests/import/flex_room_ifc.h")]).expect("readable");
+    assert_eq!(imp.diagnostics.error_count(), 0);
+    let warnings: Vec<String> = imp
+        .diagnostics
+        .sorted()
+        .into_iter()
+        .map(|d| d.message.clone())
+        .collect();
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert!(warnings[0].contains("`picks`") && warnings[0].contains("the 2 element(s)"));
+    assert!(warnings[1].contains("`pairs`") && warnings[1].contains("the 0 element(s)"));
+    let c = prm_codegen::compile_sources(
+        imp.files
+            .into_iter()
+            .map(|(n, t)| (PathBuf::from(n), t))
+            .collect(),
+    );
+    assert!(c.is_ok(), "{}", c.render_human());
+    use prm_codegen::ir::{ArrayCount, FieldType};
+    // By hand from the fixture: 0x40 bits of header + 0xa0 bits of room = 0xe0 bits = 0x1c
+    // bytes; `picks` at bit 0x40, two 0x40-bit elements, then 0x20 reserved bits.
+    let report = c.ir.find_struct("toy_report_out").unwrap();
+    assert_eq!(report.size, 0x1c);
+    let picks = report.fields.iter().find(|f| f.name == "picks").unwrap();
+    assert_eq!(
+        (
+            picks.bit_offset,
+            picks.span_bits(),
+            picks.count,
+            picks.ty.clone()
+        ),
+        (
+            0x40,
+            0x80,
+            Some(ArrayCount::Fixed(2)),
+            FieldType::Union("toy_pick".into())
+        )
+    );
+    let names: Vec<&str> = report.fields.iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(names, ["status", "entries", "picks"]);
+    // 0x20 + 0x20 bits = 8 bytes, nothing but `status`.
+    let short = c.ir.find_struct("toy_short_out").unwrap();
+    assert_eq!(short.size, 8);
+    let names: Vec<&str> = short.fields.iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(names, ["status"]);
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 500, ..Default::default() })]
+
+    /// Whatever the room and element widths, the members written for a flexible array over
+    /// reserved room fill the room exactly, with as many whole elements as fit.
+    #[test]
+    fn flexible_array_over_room_fills_the_room(room in 0u64..1 << 24, elem in 0u64..1 << 16) {
+        use prm_codegen::import::{flex, Member};
+        let list = Member::Nested {
+            union: false,
+            tag: "t".into(),
+            name: "l".into(),
+            count: Some(None),
+            span: Default::default(),
+        };
+        let (laid, warning) = flex::as_fixed(&list, room, elem).expect("a flexible array");
+        let mut total = 0;
+        let mut fit = 0;
+        for m in &laid {
+            match m {
+                Member::Nested { count: Some(Some(n)), .. } => { fit = *n; total += n * elem; }
+                Member::Field { dims, .. } => total += dims[0].unwrap(),
+                other => proptest::prop_assert!(false, "{other:?}"),
+            }
+        }
+        proptest::prop_assert_eq!(total, room);
+        // By definition: the whole elements that fit (none of a zero-width type).
+        let expected = match elem {
+            0 => 0,
+            e => room / e,
+        };
+        proptest::prop_assert_eq!(fit, expected);
+        let said = format!("the {fit} element(s)");
+        proptest::prop_assert!(warning.contains(&said), "{}", warning);
+    }
+}

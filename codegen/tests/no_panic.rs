@@ -71,6 +71,8 @@ const HEADER_TOKENS: &[&str] = &[
     "\tu8 big[0x7f];\n",
     "\tstruct mlx5_ifc_a_bits n;\n",
     "\tunion mlx5_ifc_b_bits u[2];\n",
+    "\tDECLARE_FLEX_ARRAY(struct mlx5_ifc_a_bits, fa);\n",
+    "\tDECLARE_FLEX_ARRAY(union mlx5_ifc_b_bits, fb);\n",
     "\tu8 d[N];\n",
     "#define N (1 + 2)\n",
     "#define M N*N\n",

@@ -10,6 +10,8 @@
 //!   one-bit elements otherwise;
 //! - a structure whose size is not a whole number of dwords is padded to one, and one with no
 //!   fixed part (only a flexible array) is skipped, with the members of its type;
+//! - a flexible array sharing an anonymous union with reserved room is written as the
+//!   elements that fit in the room (see [`super::flex`]);
 //! - inline unions (`union { ... } name;`) become named unions `<parent>_<name>`, and union
 //!   members that are plain `u8` arrays become one-field structures `<union>_<member>`;
 //! - names with capitals are lower-cased (the kernel's name is kept in a comment).
@@ -175,6 +177,13 @@ impl<'a> Emitter<'a> {
         }
     }
 
+    /// The size in bits of the type `tag` as already laid out (0 when unknown or empty).
+    fn laid_size(&self, tag: &str) -> u64 {
+        let i = self.by_tag.get(tag);
+        i.and_then(|i| self.sizes.get(i).copied().flatten())
+            .unwrap_or(0)
+    }
+
     /// The spec name of a type and whether it is a union; `None` when unknown or empty (an
     /// empty layout is not written, so nothing may name it).
     fn type_of(&self, tag: &str) -> Option<(String, bool)> {
@@ -223,10 +232,7 @@ impl<'a> Emitter<'a> {
                     };
                     let elem = width / count.map_or(1, |c| c.unwrap_or(1).max(1));
                     let elem = if matches!(count, Some(None)) {
-                        self.by_tag
-                            .get(tag.as_str())
-                            .and_then(|&i| self.sizes.get(&i).copied().flatten())
-                            .unwrap_or(0)
+                        self.laid_size(tag)
                     } else {
                         elem
                     };
@@ -250,6 +256,21 @@ impl<'a> Emitter<'a> {
                         ));
                         self.fields += 1;
                     }
+                }
+                Member::Inline {
+                    union: true,
+                    members: inner,
+                    name: None,
+                    span,
+                } if super::flex::over_reserved(inner).is_some() => {
+                    let list = super::flex::over_reserved(inner)?;
+                    let Member::Nested { tag, .. } = list else {
+                        return None;
+                    };
+                    let elem = self.laid_size(tag);
+                    let (laid, warning) = super::flex::as_fixed(list, width, elem)?;
+                    self.warn(*span, warning);
+                    self.struct_members(parent, &laid, off, fields, used, anon, out)?;
                 }
                 Member::Inline {
                     union,

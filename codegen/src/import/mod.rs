@@ -15,6 +15,7 @@
 pub mod emit;
 pub mod enums;
 pub mod expr;
+pub mod flex;
 
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::source::{SourceMap, Span};
