@@ -86,12 +86,39 @@ enum Command {
         /// Header files.
         #[arg(required = true)]
         headers: Vec<PathBuf>,
-        /// Output directory.
-        #[arg(long)]
-        out: PathBuf,
+        /// Output directory (not with --only).
+        #[arg(long, required_unless_present = "only")]
+        out: Option<PathBuf>,
         /// Show the warnings (layouts written in another form than the header's).
         #[arg(long)]
         verbose: bool,
+        /// Print only this layout, as a spec file of its own, to stdout (no OUT needed): a
+        /// start for adding it to a spec.
+        #[arg(long, value_name = "NAME")]
+        only: Option<String>,
+    },
+    /// Compares the spec with a kernel `mlx5_ifc.h`: every layout both define, field by field
+    /// (offset, width, count), and every enum with a counterpart among the header's constants,
+    /// value by value; each difference with both positions in PRM notation and the spec's
+    /// file:line.
+    ///
+    /// Exit status: 0 when nothing differs (or, with --expected, everything that differs is
+    /// listed and every listed difference occurs), 1 otherwise, 2 on a usage error.
+    Compare {
+        /// The header (`include/linux/mlx5/mlx5_ifc.h`).
+        #[arg(long)]
+        header: PathBuf,
+        /// Directory of `*.yaml` spec files.
+        #[arg(long, default_value = "spec")]
+        spec: PathBuf,
+        /// The intended differences, with their reasons (tests/kernel_differences.yaml).
+        #[arg(long)]
+        expected: Option<PathBuf>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Human)]
+        format: Format,
+        /// Only these layouts and enums.
+        names: Vec<String>,
     },
     /// Writes a synthetic spec (for benchmarks) into OUT_DIR.
     #[command(hide = true)]
@@ -269,8 +296,24 @@ fn run(command: Command) -> Result<ExitCode, String> {
             headers,
             out,
             verbose,
+            only,
         } => {
             let imp = prm_codegen::import::import(&headers).map_err(|e| e.to_string())?;
+            if let Some(name) = only {
+                return match prm_codegen::import::only(&imp, &name) {
+                    Some(text) => {
+                        stdout(&text);
+                        Ok(ExitCode::SUCCESS)
+                    }
+                    None => {
+                        eprintln!("prmc: error: no layout `{name}` in the header(s)");
+                        Ok(ExitCode::from(1))
+                    }
+                };
+            }
+            let Some(out) = out else {
+                return Err("--out DIR is needed (or --only NAME)".into());
+            };
             let errors = imp.diagnostics.error_count();
             if verbose || errors > 0 {
                 for d in imp.diagnostics.sorted() {
@@ -295,6 +338,63 @@ fn run(command: Command) -> Result<ExitCode, String> {
                 if verbose { "" } else { "; --verbose shows them" }
             );
             Ok(if errors > 0 {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+        Command::Compare {
+            header,
+            spec,
+            expected,
+            format,
+            names,
+        } => {
+            let c = match compile_clean(&spec)? {
+                Ok(c) => c,
+                Err(code) => return Ok(code),
+            };
+            let list = match &expected {
+                None => None,
+                Some(p) => {
+                    let text = std::fs::read_to_string(p)
+                        .map_err(|e| format!("cannot read `{}`: {e}", p.display()))?;
+                    Some(
+                        prm_codegen::compare::expected::Expected::parse(&text)
+                            .map_err(|e| format!("{}: {e}", p.display()))?,
+                    )
+                }
+            };
+            let (kernel, enums) = match prm_codegen::compare::import_header(&header) {
+                Ok(k) => k,
+                Err(e) => {
+                    eprintln!("prmc: error: {}: {e}", header.display());
+                    return Ok(ExitCode::from(1));
+                }
+            };
+            let counterparts = list
+                .as_ref()
+                .map(|l| l.enum_counterparts.clone())
+                .unwrap_or_default();
+            let report =
+                prm_codegen::compare::compare(&c.ir, &kernel, &enums, &counterparts, &names);
+            let problems = list.as_ref().map(|l| l.problems(&report, &names));
+            match format {
+                Format::Human => stdout(&prm_codegen::compare::render_text(
+                    &report,
+                    &header.display().to_string(),
+                    problems.as_deref(),
+                )),
+                Format::Json => {
+                    let v = serde_json::json!({ "report": report, "problems": problems });
+                    stdout(&format!("{v:#}\n"));
+                }
+            }
+            let bad = match &problems {
+                Some(p) => !p.is_empty(),
+                None => !report.differences.is_empty(),
+            };
+            Ok(if bad {
                 ExitCode::from(1)
             } else {
                 ExitCode::SUCCESS

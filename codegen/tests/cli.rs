@@ -208,3 +208,62 @@ fn a_non_utf8_file_is_one_diagnostic_and_one_file_can_be_checked() {
     assert_eq!(code, 2, "not a spec file: {err}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `prmc compare`: 0 when the spec and the header agree, 1 with each difference (the spec's
+/// file:line, both positions), 2 on a usage error.
+#[test]
+fn compare_reports_differences_with_positions_and_exit_codes() {
+    let dir = std::env::temp_dir().join(format!("prmc-compare-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("spec")).unwrap();
+    std::fs::write(
+        dir.join("toy_ifc.h"),
+        "struct mlx5_ifc_toy_bits {\n\tu8         a[0x10];\n\tu8         b[0x10];\n};\n",
+    )
+    .unwrap();
+    let spec = |b: &str| {
+        std::fs::write(
+            dir.join("spec/toy.yaml"),
+            format!("structs:\n  toy:\n    size: 4\n    fields:\n      a: \"0x00[31:16]\"\n      b: \"{b}\"\n"),
+        )
+        .unwrap();
+    };
+    let (h, s) = (dir.join("toy_ifc.h"), dir.join("spec"));
+    let args = |extra: &[&str]| {
+        let mut a = vec![
+            "compare",
+            "--header",
+            h.to_str().unwrap(),
+            "--spec",
+            s.to_str().unwrap(),
+        ];
+        a.extend_from_slice(extra);
+        prmc(&a)
+    };
+    spec("0x00[15:0]");
+    let (code, out, err) = args(&[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("compared 1 layouts (2 fields agree)"), "{out}");
+    spec("0x00[14:0]");
+    let (code, out, _) = args(&[]);
+    assert_eq!(code, 1);
+    assert!(
+        out.contains("toy.yaml:6: toy.b (position): spec 0x00[14:0] (bit 0x11, 15 bits), header 0x00[15:0] (bit 0x10, 16 bits)"),
+        "{out}"
+    );
+    let (code, out, _) = args(&["--format", "json"]);
+    assert_eq!(code, 1);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["report"]["differences"][0]["kind"], "position");
+    let (code, _, err) = prmc(&["compare", "--spec", s.to_str().unwrap()]);
+    assert_eq!(code, 2, "no --header: {err}");
+
+    // `import --only` writes the header's layout as a spec file that checks and compares clean.
+    let (code, only, err) = prmc(&["import", h.to_str().unwrap(), "--only", "toy"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(only.starts_with("structs:\n  toy:\n    size: 0x4\n"), "{only}");
+    std::fs::write(dir.join("spec/toy.yaml"), &only).unwrap();
+    assert_eq!(args(&[]).0, 0, "the imported layout agrees with its header");
+    let (code, _, err) = prmc(&["import", h.to_str().unwrap(), "--only", "nope"]);
+    assert_eq!(code, 1, "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}

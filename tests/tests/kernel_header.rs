@@ -1,5 +1,6 @@
-//! The spec against an independent source: the Linux kernel's `mlx5_ifc.h`. The header is
-//! imported with `prmc import`, and every structure of `spec/` that the header also defines is
+//! The spec against an independent source: the Linux kernel's `mlx5_ifc.h`, through
+//! `prmc compare`'s library (`prm_codegen::compare`). The header is imported with `prmc
+//! import`, and every structure of `spec/` that the header also defines is
 //! compared field by field (name, bit offset, width), and every enum of `spec/` that has a
 //! counterpart among the header's enum constants is compared value by value. Every intended
 //! difference is listed with its reason in `tests/kernel_differences.yaml`; the test fails on
@@ -19,10 +20,8 @@
 //! not used: the list is written for 6.12, and against another header the test would fail on
 //! differences that are not the spec's.
 
-use prm_codegen::import::enums::{with_prefix, HeaderEnum};
-use prm_codegen::ir::{ArrayCount, FieldType, Ir, Struct};
-use serde::Deserialize;
-use std::collections::{BTreeMap, BTreeSet};
+use prm_codegen::compare::expected::Expected;
+use prm_codegen::import::enums::with_prefix;
 use std::path::PathBuf;
 
 /// The kernel series the spec and the list of differences follow.
@@ -69,264 +68,18 @@ fn version_key(v: &str) -> Vec<u64> {
         .collect()
 }
 
-/// The header's enums.
-fn header_enums() -> Vec<HeaderEnum> {
-    prm_codegen::import::import(&[header()])
-        .expect("header readable")
-        .enums
-}
-
-/// The kernel header, imported and compiled like a spec.
-fn kernel() -> Ir {
-    let imp = prm_codegen::import::import(&[header()]).expect("header readable");
-    assert_eq!(
-        imp.diagnostics.error_count(),
-        0,
-        "importing the header failed"
-    );
-    let c = prm_codegen::compile_sources(
-        imp.files
-            .into_iter()
-            .map(|(n, t)| (PathBuf::from(n), t))
-            .collect(),
-    );
-    assert!(
-        c.is_ok(),
-        "the imported header does not check:\n{}",
-        c.render_human()
-    );
-    c.ir
-}
-
-/// `tests/kernel_differences.yaml`.
-#[derive(Debug, Deserialize)]
-struct ListFile {
-    differences: Vec<Listed>,
-    /// Header constant prefixes of spec enums that the naming convention does not find.
-    #[serde(default)]
-    enum_counterparts: BTreeMap<String, String>,
-}
-
-/// One intended difference, as listed in `tests/kernel_differences.yaml`.
-#[derive(Debug, Deserialize)]
-struct Listed {
-    layout: String,
-    field: String,
-    kind: String,
-    reason: String,
-}
-
-/// What a field looks like for the comparison: `(bit offset, width of one element, count)`.
-fn shape(f: &prm_codegen::ir::Field) -> (u64, u64, String) {
-    let count = match f.count {
-        None => "1".to_string(),
-        Some(ArrayCount::Fixed(n)) => n.to_string(),
-        Some(ArrayCount::Trailing) => "trailing".into(),
-    };
-    // Byte strings compare by their whole span: the kernel writes them as [N][0x8].
-    if matches!(f.ty, prm_codegen::ir::FieldType::Bytes) && f.count.is_none() {
-        return (f.bit_offset, f.width, count);
-    }
-    (f.bit_offset, f.width, count)
-}
-
-fn normalise(s: &Struct) -> BTreeMap<String, (u64, u64, String)> {
-    s.fields
-        .iter()
-        .map(|f| (f.name.clone(), shape(f)))
-        .collect()
-}
-
-/// `(layout, field, kind) -> detail` for every difference found.
-fn differences(
-    spec: &Ir,
-    kernel: &Ir,
-) -> (BTreeMap<(String, String, String), String>, usize, usize) {
-    let mut out = BTreeMap::new();
-    let (mut layouts, mut fields) = (0, 0);
-    for s in &spec.structs {
-        let Some(k) = kernel.find_struct(&s.name) else {
-            continue;
-        };
-        layouts += 1;
-        if s.size != k.size {
-            out.insert(
-                (s.name.clone(), "*".into(), "size".into()),
-                format!("spec 0x{:x} bytes, header 0x{:x}", s.size, k.size),
-            );
-        }
-        let (ours, theirs) = (normalise(s), normalise(k));
-        for (name, shape) in &theirs {
-            match ours.get(name) {
-                None => {
-                    out.insert(
-                        (s.name.clone(), name.clone(), "missing".into()),
-                        format!("header has it at {shape:?}"),
-                    );
-                }
-                Some(o) if o != shape => {
-                    out.insert(
-                        (s.name.clone(), name.clone(), "position".into()),
-                        format!("spec (bit, width, count) {o:?}, header {shape:?}"),
-                    );
-                }
-                Some(_) => fields += 1,
-            }
-        }
-        for (name, shape) in &ours {
-            if !theirs.contains_key(name) {
-                out.insert(
-                    (s.name.clone(), name.clone(), "extra".into()),
-                    format!("spec has it at {shape:?}"),
-                );
-            }
-        }
-    }
-    for u in &spec.unions {
-        let Some(k) = kernel.find_union(&u.name) else {
-            continue;
-        };
-        layouts += 1;
-        if u.size != k.size {
-            out.insert(
-                (u.name.clone(), "*".into(), "size".into()),
-                format!("spec 0x{:x}, header 0x{:x}", u.size, k.size),
-            );
-        }
-        let theirs: BTreeMap<&str, &str> = k
-            .members
-            .iter()
-            .map(|m| (m.name.as_str(), m.ty.as_str()))
-            .collect();
-        for m in &u.members {
-            match theirs.get(m.name.as_str()) {
-                Some(t) if *t == m.ty => fields += 1,
-                Some(t) => {
-                    out.insert(
-                        (u.name.clone(), m.name.clone(), "position".into()),
-                        format!("spec type {}, header {t}", m.ty),
-                    );
-                }
-                None => {
-                    out.insert(
-                        (u.name.clone(), m.name.clone(), "extra".into()),
-                        "not a member in the header".into(),
-                    );
-                }
-            }
-        }
-        let ours: BTreeSet<&str> = u.members.iter().map(|m| m.name.as_str()).collect();
-        let left_out: Vec<&str> = theirs
-            .keys()
-            .filter(|n| !ours.contains(*n))
-            .copied()
-            .collect();
-        if !left_out.is_empty() {
-            out.insert(
-                (u.name.clone(), "*".into(), "members".into()),
-                format!("header members not in the spec: {}", left_out.join(", ")),
-            );
-        }
-    }
-    (out, layouts, fields)
-}
-
-/// The header constants an enum is compared with: `(prefix, [(lower-case rest, value)])`.
-fn counterpart(
-    spec: &Ir,
-    e: &prm_codegen::ir::Enum,
-    header: &[HeaderEnum],
-    explicit: &BTreeMap<String, String>,
-) -> Option<(String, Vec<(String, u64)>)> {
-    let mut prefixes = Vec::new();
-    prefixes.extend(explicit.get(&e.name).cloned());
-    prefixes.push(format!("MLX5_{}_", e.name.to_ascii_uppercase()));
-    for s in &spec.structs {
-        for f in &s.fields {
-            if f.ty == FieldType::Enum(e.name.clone()) {
-                prefixes.push(format!("MLX5_{}_{}_", s.name, f.name).to_ascii_uppercase());
-            }
-        }
-    }
-    prefixes.into_iter().find_map(|p| {
-        let c = with_prefix(header, &p);
-        (!c.is_empty()).then_some((p, c))
-    })
-}
-
-/// Differences between the spec's enums and their header counterparts, as for layouts;
-/// returns them with the number of enums and of values that agree.
-fn enum_differences(
-    spec: &Ir,
-    header: &[HeaderEnum],
-    explicit: &BTreeMap<String, String>,
-) -> (BTreeMap<(String, String, String), String>, usize, usize) {
-    let mut out = BTreeMap::new();
-    let (mut enums, mut values) = (0, 0);
-    for e in &spec.enums {
-        let Some((prefix, theirs)) = counterpart(spec, e, header, explicit) else {
-            continue;
-        };
-        enums += 1;
-        let numbers: BTreeSet<u64> = theirs.iter().map(|(_, v)| *v).collect();
-        for v in &e.values {
-            match theirs.iter().find(|(n, _)| *n == v.name) {
-                Some((_, hv)) if *hv != v.value => {
-                    out.insert(
-                        (e.name.clone(), v.name.clone(), "value".into()),
-                        format!(
-                            "spec 0x{:x}, header {prefix}{} = 0x{hv:x}",
-                            v.value,
-                            v.name.to_ascii_uppercase()
-                        ),
-                    );
-                }
-                Some(_) => values += 1,
-                None if numbers.contains(&v.value) => values += 1,
-                None => {
-                    out.insert(
-                        (e.name.clone(), v.name.clone(), "extra".into()),
-                        format!(
-                            "spec value 0x{:x}, which no {prefix}* constant has",
-                            v.value
-                        ),
-                    );
-                }
-            }
-        }
-        let ours: BTreeSet<u64> = e.values.iter().map(|v| v.value).collect();
-        let left_out: Vec<String> = theirs
-            .iter()
-            .filter(|(_, v)| !ours.contains(v))
-            .map(|(n, v)| format!("{prefix}{} = 0x{v:x}", n.to_ascii_uppercase()))
-            .collect();
-        if !left_out.is_empty() {
-            out.insert(
-                (e.name.clone(), "*".into(), "missing".into()),
-                format!("header values not in the spec: {}", left_out.join(", ")),
-            );
-        }
-    }
-    (out, enums, values)
-}
-
 #[test]
 fn spec_matches_the_kernel_header() {
-    let kernel = kernel();
+    // The comparison is `prmc compare`'s (prm_codegen::compare), with the list of intended
+    // differences; this test only finds the pinned header and fails on what is not as listed.
+    let header = header();
+    let (kernel, header_enums) =
+        prm_codegen::compare::import_header(&header).unwrap_or_else(|e| panic!("{e}"));
     let spec = prm_codegen::compile_dir(&prm_tests::spec_dir()).unwrap();
     assert!(spec.is_ok(), "{}", spec.render_human());
-    let (found, layouts, fields) = differences(&spec.ir, &kernel);
-
     let listed_path = prm_tests::workspace_root().join("tests/kernel_differences.yaml");
     let text = std::fs::read_to_string(&listed_path).unwrap();
-    let list = marked_yaml::from_yaml::<ListFile>(0, &text)
-        .unwrap_or_else(|e| panic!("{}: {e}", listed_path.display()));
-    let listed: Vec<Listed> = list.differences;
-    let header_enums = header_enums();
-    let (enum_found, enums, values) =
-        enum_differences(&spec.ir, &header_enums, &list.enum_counterparts);
-    let mut found = found;
-    found.extend(enum_found);
+    let list = Expected::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", listed_path.display()));
     for (name, prefix) in &list.enum_counterparts {
         if spec.ir.find_enum(name).is_none() || with_prefix(&header_enums, prefix).is_empty() {
             panic!(
@@ -334,45 +87,22 @@ fn spec_matches_the_kernel_header() {
             );
         }
     }
-    let mut problems = Vec::new();
-    for l in &listed {
-        if l.reason.trim().is_empty() {
-            problems.push(format!(
-                "{}.{} ({}): listed without a reason",
-                l.layout, l.field, l.kind
-            ));
-        }
-        if !found.contains_key(&(l.layout.clone(), l.field.clone(), l.kind.clone())) {
-            problems.push(format!(
-                "{}.{} ({}): listed, but the spec and the header now agree: remove it",
-                l.layout, l.field, l.kind
-            ));
-        }
-    }
-    for ((layout, field, kind), detail) in &found {
-        if !listed
-            .iter()
-            .any(|l| &l.layout == layout && &l.field == field && &l.kind == kind)
-        {
-            problems.push(format!(
-                "{layout}.{field} ({kind}): {detail}\n    fix the spec, or list it: - {{ layout: {layout}, field: \"{field}\", kind: {kind}, reason: ... }}"
-            ));
-        }
-    }
-    let not_in_header: Vec<&str> = spec
-        .ir
-        .structs
-        .iter()
-        .filter(|s| kernel.find_struct(&s.name).is_none())
-        .map(|s| s.name.as_str())
-        .collect();
+    let report = prm_codegen::compare::compare(
+        &spec.ir,
+        &kernel,
+        &header_enums,
+        &list.enum_counterparts,
+        &[],
+    );
+    let problems = list.problems(&report, &[]);
+    eprint!(
+        "{}",
+        prm_codegen::compare::render_text(&report, &header.display().to_string(), Some(&problems))
+    );
     eprintln!(
-        "compared {layouts} layouts and {fields} matching fields, {enums} enums and {values} matching \
-         values with {}; {} listed differences; not in the header (checked against other \
-         sources): {}",
-        header().display(),
-        listed.len(),
-        not_in_header.join(", ")
+        "{} listed differences; not in the header (checked against other sources): {}",
+        list.differences.len(),
+        report.not_in_header.join(", ")
     );
     assert!(
         problems.is_empty(),
@@ -380,6 +110,64 @@ fn spec_matches_the_kernel_header() {
         problems.len(),
         problems.join("\n")
     );
-    assert!(layouts > 0 && fields > 0, "nothing was compared");
-    assert!(enums > 0 && values > 0, "no enum was compared");
+    assert!(
+        report.layouts > 0 && report.fields > 0,
+        "nothing was compared"
+    );
+    assert!(
+        report.enums > 0 && report.values > 0,
+        "no enum was compared"
+    );
+}
+
+/// A difference the list does not have fails, with the spec's file:line and both positions
+/// in PRM notation; a listed difference that no longer occurs fails too.
+#[test]
+fn an_unlisted_or_stale_difference_is_reported_with_positions() {
+    let (kernel, header_enums) =
+        prm_codegen::compare::import_header(&header()).unwrap_or_else(|e| panic!("{e}"));
+    // A cqc whose log_cq_size is one bit wider than the header's 0x0c[28:24] (a one-field
+    // spec written for this test).
+    let spec = prm_codegen::compile_str(
+        "mine.yaml",
+        "structs:\n  cqc:\n    size: 0x40\n    fields:\n      log_cq_size: \"0x0c[29:24]\"\n",
+    );
+    assert!(spec.is_ok(), "{}", spec.render_human());
+    let report = prm_codegen::compare::compare(
+        &spec.ir,
+        &kernel,
+        &header_enums,
+        &Default::default(),
+        &["cqc".to_string()],
+    );
+    let d = report
+        .differences
+        .iter()
+        .find(|d| d.field == "log_cq_size")
+        .expect("the wider field differs");
+    assert_eq!(d.kind, "position");
+    assert_eq!(d.source.as_deref(), Some("mine.yaml:5"));
+    assert!(
+        d.detail.contains("spec 0x0c[29:24] (bit 0x62, 6 bits)")
+            && d.detail.contains("header 0x0c[28:24] (bit 0x63, 5 bits)"),
+        "{}",
+        d.detail
+    );
+    let list = Expected::parse(
+        "differences:\n  - { layout: cqc, field: \"uar_page\", kind: extra, reason: made up }\n",
+    )
+    .unwrap();
+    let problems = list.problems(&report, &["cqc".to_string()]);
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.contains("uar_page (extra): listed, but")),
+        "{problems:?}"
+    );
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.starts_with("mine.yaml:5: cqc.log_cq_size (position)")),
+        "{problems:?}"
+    );
 }

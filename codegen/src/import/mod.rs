@@ -450,3 +450,33 @@ pub fn import_sources(files: Vec<(PathBuf, String)>) -> Import {
     out.files = emitted.files;
     out
 }
+
+/// The spec text of one imported layout, `name`, as a file of its own (`structs:` or
+/// `unions:` and the layout's block, as the importer writes it): a start for adding a layout
+/// of the header to a spec (`prmc import --only NAME`). `None` when no imported file has it.
+pub fn only(imp: &Import, name: &str) -> Option<String> {
+    let key = format!("  {name}:");
+    for (_, text) in &imp.files {
+        let mut section = None;
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            if !line.starts_with(' ') && line.ends_with(':') {
+                section = Some(*line);
+            }
+            if *line != key {
+                continue;
+            }
+            let end = lines[i + 1..]
+                .iter()
+                .position(|l| !l.trim().is_empty() && !l.starts_with("   "))
+                .map_or(lines.len(), |n| i + 1 + n);
+            let mut out = format!("{}\n", section.unwrap_or("structs:"));
+            for l in &lines[i..end] {
+                out.push_str(l);
+                out.push('\n');
+            }
+            return Some(out);
+        }
+    }
+    None
+}
