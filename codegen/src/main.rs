@@ -269,6 +269,23 @@ fn run(command: Command) -> Result<ExitCode, String> {
             if runtime != "crate" {
                 config = config.runtime_crate(&runtime);
             }
+            // The preamble (and --check) name the command that was run, with its directories.
+            let default = spec_dir == Path::new("spec")
+                && out == Path::new("mlx5-prm/src/generated")
+                && runtime == "crate";
+            if !default {
+                let rt = if runtime == "crate" {
+                    String::new()
+                } else {
+                    format!(" --runtime {runtime}")
+                };
+                config.regenerate = format!(
+                    "prmc gen {} --out {}{rt}",
+                    spec_dir.display(),
+                    out.display()
+                );
+            }
+            let regenerate = config.regenerate.clone();
             let files = config.generate(&c.ir).map_err(|e| e.to_string())?;
             if check {
                 let differ = prm_codegen::gen::drift(&files, &out).map_err(|e| e.to_string())?;
@@ -279,7 +296,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
                 for d in &differ {
                     eprintln!("prmc: out of date: {}", out.join(d).display());
                 }
-                eprintln!("prmc: run `{}`", prm_codegen::gen::REGENERATE);
+                eprintln!("prmc: run `{regenerate}`");
                 return Ok(ExitCode::from(1));
             }
             let written = prm_codegen::gen::write_files(&files, &out).map_err(|e| e.to_string())?;
@@ -328,9 +345,10 @@ fn run(command: Command) -> Result<ExitCode, String> {
                 std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
             }
             eprintln!(
-                "prmc: imported {} layouts, {} fields from {} header(s) into {} ({} errors, {} warnings{})",
+                "prmc: imported {} layouts, {} fields, {} commands from {} header(s) into {} ({} errors, {} warnings{})",
                 imp.layouts,
                 imp.fields,
+                imp.commands,
                 imp.sources.files.len(),
                 out.display(),
                 errors,

@@ -260,7 +260,10 @@ fn compare_reports_differences_with_positions_and_exit_codes() {
     // `import --only` writes the header's layout as a spec file that checks and compares clean.
     let (code, only, err) = prmc(&["import", h.to_str().unwrap(), "--only", "toy"]);
     assert_eq!(code, 0, "{err}");
-    assert!(only.starts_with("structs:\n  toy:\n    size: 0x4\n"), "{only}");
+    assert!(
+        only.starts_with("structs:\n  toy:\n    size: 0x4\n"),
+        "{only}"
+    );
     std::fs::write(dir.join("spec/toy.yaml"), &only).unwrap();
     assert_eq!(args(&[]).0, 0, "the imported layout agrees with its header");
     let (code, _, err) = prmc(&["import", h.to_str().unwrap(), "--only", "nope"]);

@@ -202,3 +202,38 @@ proptest::proptest! {
         proptest::prop_assert!(warning.contains(&said), "{}", warning);
     }
 }
+
+/// Opcode constants become commands where the header has both mailboxes with the PRM's
+/// headers: `MLX5_CMD_OP_TOY_GO` pairs `toy_go_in`/`toy_go_out`; `TOY_HALF` has no output
+/// layout and `TOY_BAD`'s input has no op_mod, so neither is a command.
+#[test]
+fn opcodes_pair_with_their_mailboxes() {
+    let header = "enum {\n\tMLX5_CMD_OP_TOY_GO = 0x901,\n\tMLX5_CMD_OP_TOY_HALF = 0x902,\n\tMLX5_CMD_OP_TOY_BAD = 0x903,\n};\n\
+struct mlx5_ifc_toy_go_in_bits {\n\tu8 opcode[0x10];\n\tu8 uid[0x10];\n\tu8 reserved_at_20[0x10];\n\tu8 op_mod[0x10];\n\tu8 arg[0x20];\n\tu8 reserved_at_60[0x20];\n};\n\
+struct mlx5_ifc_toy_go_out_bits {\n\tu8 status[0x8];\n\tu8 reserved_at_8[0x18];\n\tu8 syndrome[0x20];\n\tu8 reserved_at_40[0x40];\n};\n\
+struct mlx5_ifc_toy_half_in_bits {\n\tu8 opcode[0x10];\n\tu8 uid[0x10];\n\tu8 reserved_at_20[0x10];\n\tu8 op_mod[0x10];\n};\n\
+struct mlx5_ifc_toy_bad_in_bits {\n\tu8 opcode[0x10];\n\tu8 uid[0x10];\n\tu8 reserved_at_20[0x20];\n};\n\
+struct mlx5_ifc_toy_bad_out_bits {\n\tu8 status[0x8];\n\tu8 reserved_at_8[0x18];\n\tu8 syndrome[0x20];\n};\n";
+    let imp =
+        prm_codegen::import::import_sources(vec![(PathBuf::from("cmd_ifc.h"), header.into())]);
+    assert_eq!(imp.diagnostics.error_count(), 0);
+    assert_eq!(imp.commands, 1);
+    let text = &imp.files[0].1;
+    assert!(
+        text.contains("commands:\n  toy_go: { opcode: 0x901, in: toy_go_in, out: toy_go_out }\n"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("toy_half:") && !text.contains("toy_bad:"),
+        "{text}"
+    );
+    let c = prm_codegen::compile_sources(
+        imp.files
+            .iter()
+            .map(|(n, t)| (PathBuf::from(n), t.clone()))
+            .collect(),
+    );
+    assert!(c.is_ok(), "{}", c.render_human());
+    assert_eq!(c.ir.commands.len(), 1);
+    assert_eq!(c.ir.commands[0].opcode, 0x901);
+}

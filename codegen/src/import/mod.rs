@@ -12,6 +12,7 @@
 //! in 6.12's RQT context) is read as its first member, with a warning for each other member:
 //! a spec structure has one trailing array.
 
+pub mod commands;
 pub mod emit;
 pub mod enums;
 pub mod expr;
@@ -386,6 +387,8 @@ pub struct Import {
     pub fields: usize,
     /// The headers' enums, in the order read (not written to the spec files).
     pub enums: Vec<enums::HeaderEnum>,
+    /// Commands written: opcode constants paired with their `_in` and `_out` layouts.
+    pub commands: usize,
 }
 
 /// Imports `headers` and the headers they `#include "..."` (found next to the includer).
@@ -424,7 +427,34 @@ pub fn import(headers: &[PathBuf]) -> std::io::Result<Import> {
     out.layouts = emitted.layouts;
     out.fields = emitted.fields;
     out.files = emitted.files;
+    add_commands(&mut out);
     Ok(out)
+}
+
+/// Pairs the opcode constants with their mailbox layouts and appends them as commands to the
+/// first file (the header named first), when the imported layouts check clean (a spec with
+/// errors has no layouts to pair).
+fn add_commands(out: &mut Import) {
+    if out.diagnostics.error_count() > 0 || out.files.is_empty() {
+        return;
+    }
+    let c = crate::compile_sources(
+        out.files
+            .iter()
+            .map(|(n, t)| (PathBuf::from(n), t.clone()))
+            .collect(),
+    );
+    if !c.is_ok() {
+        return;
+    }
+    let pairs = commands::pairs(&out.enums, &c.ir);
+    if pairs.is_empty() {
+        return;
+    }
+    out.commands = pairs.len();
+    if let Some((_, text)) = out.files.first_mut() {
+        text.push_str(&commands::section(&pairs));
+    }
 }
 
 /// Imports headers given as `(path, text)`, without following `#include`s (for tests and
@@ -448,6 +478,7 @@ pub fn import_sources(files: Vec<(PathBuf, String)>) -> Import {
     out.layouts = emitted.layouts;
     out.fields = emitted.fields;
     out.files = emitted.files;
+    add_commands(&mut out);
     out
 }
 
