@@ -12,6 +12,7 @@
 //! Nothing in the pipeline panics on bad input: problems are diagnostics.
 
 pub mod diag;
+pub mod diff;
 pub mod gen;
 pub mod import;
 pub mod ir;

@@ -24,6 +24,15 @@ enum Format {
     Json,
 }
 
+/// `prmc diff`'s output formats.
+#[derive(Copy, Clone, PartialEq, Eq, ValueEnum)]
+enum DiffFormat {
+    /// Grouped by item, one line per change.
+    Text,
+    /// The report as one JSON document (see docs/spec-format.md, "Spec diff").
+    Json,
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Checks every spec file under SPEC_DIR and reports all problems.
@@ -85,6 +94,24 @@ enum Command {
         /// Show the warnings (layouts written in another form than the header's).
         #[arg(long)]
         verbose: bool,
+    },
+    /// Compares two versions of the spec: per layout, fields added, removed, moved, resized,
+    /// retyped or renamed; enum values; commands. Each change is classified for the wire and
+    /// for the generated Rust API, with a semver-like verdict.
+    ///
+    /// Exit status: 0, or 1 when `--deny LEVEL` is given and the verdict reaches it, or when
+    /// an input has errors; 2 on a usage error.
+    Diff {
+        /// The old version: a spec directory, or a kernel-style header (`mlx5_ifc.h`).
+        old: PathBuf,
+        /// The new version: a spec directory or a header.
+        new: PathBuf,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = DiffFormat::Text)]
+        format: DiffFormat,
+        /// Exit 1 when the verdict reaches this level (`breaking` is `major`).
+        #[arg(long, value_name = "LEVEL", value_parser = ["breaking", "major", "minor", "patch"])]
+        deny: Option<String>,
     },
     /// Writes a synthetic spec (for benchmarks) into OUT_DIR.
     #[command(hide = true)]
@@ -275,6 +302,12 @@ fn run(command: Command) -> Result<ExitCode, String> {
                 ExitCode::SUCCESS
             })
         }
+        Command::Diff {
+            old,
+            new,
+            format,
+            deny,
+        } => diff(&old, &new, format, deny.as_deref()),
         Command::Synth {
             out_dir,
             structs,
@@ -289,6 +322,55 @@ fn run(command: Command) -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// `prmc diff`: loads both sides, prints the report, gates on `--deny`.
+fn diff(
+    old: &Path,
+    new: &Path,
+    format: DiffFormat,
+    deny: Option<&str>,
+) -> Result<ExitCode, String> {
+    use prm_codegen::diff::{self, input::InputError};
+    let load = |p: &Path| match diff::input::load(p) {
+        Ok(c) => Ok(Ok(c)),
+        Err(InputError::Usage(m)) => Err(m),
+        Err(InputError::Invalid(text)) => {
+            eprint!("{text}");
+            Ok(Err(ExitCode::from(1)))
+        }
+    };
+    let o = match load(old)? {
+        Ok(c) => c,
+        Err(code) => return Ok(code),
+    };
+    let n = match load(new)? {
+        Ok(c) => c,
+        Err(code) => return Ok(code),
+    };
+    let report = diff::diff(
+        &o.ir,
+        &n.ir,
+        &old.display().to_string(),
+        &new.display().to_string(),
+    );
+    match format {
+        DiffFormat::Text => print!("{}", diff::render::text(&report)),
+        DiffFormat::Json => print!("{}", diff::render::json(&report)),
+    }
+    let denied = deny
+        .and_then(diff::Level::parse_deny)
+        .is_some_and(|level| report.verdict >= level);
+    Ok(if denied {
+        eprintln!(
+            "prmc: verdict {} reaches --deny {}",
+            report.verdict.name(),
+            deny.unwrap_or_default()
+        );
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 // Code generation allocates millions of small token trees; mimalloc roughly halves the time
