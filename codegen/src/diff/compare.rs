@@ -206,7 +206,8 @@ fn structure(o: &Struct, n: &Struct, out: &mut Vec<Change>) {
 fn field(item: &str, o: &Field, n: &Field, out: &mut Vec<Change>) {
     let k = ItemKind::Struct;
     let m = Some(n.name.as_str());
-    if o.bit_offset != n.bit_offset {
+    // A width change moves the MSB-first offset too; it is reported once, as a resize.
+    if o.bit_offset != n.bit_offset && o.span_bits() == n.span_bits() {
         out.push(
             Change::new(
                 k,
@@ -239,6 +240,9 @@ fn field(item: &str, o: &Field, n: &Field, out: &mut Vec<Change>) {
             wire,
             rust,
         ));
+    } else if nested_resize(o, n) {
+        // The nested layout's own size changed: reported once, under that layout, with where
+        // it is embedded.
     } else if o.width != n.width || o.count != n.count {
         let (wire, rust, note) = resize(o, n);
         let mut c = Change::new(
@@ -278,6 +282,11 @@ fn field(item: &str, o: &Field, n: &Field, out: &mut Vec<Change>) {
     if o.doc != n.doc {
         out.push(doc_change(k, item, m));
     }
+}
+
+/// True for a nested structure or union whose width changed only because its type's size did.
+fn nested_resize(o: &Field, n: &Field) -> bool {
+    matches!(n.ty, FieldType::Struct(_) | FieldType::Union(_)) && o.count == n.count
 }
 
 fn union(o: &Union, n: &Union, out: &mut Vec<Change>) {

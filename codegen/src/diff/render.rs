@@ -98,9 +98,12 @@ fn item(out: &mut String, r: &Report, group: &[Change]) {
             (None, Some(n)) => n.clone(),
             (None, None) => String::new(),
         };
+        let line = format!("{what}{from_to}");
+        let line = line.trim_end_matches(": ");
+        let sep = if line.is_empty() { "" } else { " " };
         let _ = writeln!(
             out,
-            "  {:<5} {:<16} {what}{from_to} [{}]",
+            "  {:<5} {:<16} {line}{sep}[{}]",
             c.level.name(),
             kind_name(c.kind),
             impact(c)
