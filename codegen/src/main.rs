@@ -254,7 +254,16 @@ fn run(command: Command) -> Result<ExitCode, String> {
                 for d in &differ {
                     eprintln!("prmc: out of date: {}", out.join(d).display());
                 }
-                eprintln!("prmc: run `{}`", prm_codegen::gen::REGENERATE);
+                let report = prm_codegen::diff::generated::drift_report(&files, &out);
+                if report.changes.is_empty() {
+                    eprintln!("prmc: no layout changed (the difference is in code or docs)");
+                } else {
+                    eprint!("{}", prm_codegen::diff::render::text(&report));
+                }
+                eprintln!(
+                    "prmc: run `{}`",
+                    regenerate_command(&spec_dir, &out, &runtime)
+                );
                 return Ok(ExitCode::from(1));
             }
             let written = prm_codegen::gen::write_files(&files, &out).map_err(|e| e.to_string())?;
@@ -322,6 +331,30 @@ fn run(command: Command) -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// The command that regenerates `out` from `spec_dir` as this run was asked to (the
+/// directories and runtime it was given, not the defaults).
+fn regenerate_command(spec_dir: &Path, out: &Path, runtime: &str) -> String {
+    fn quote(s: &str) -> String {
+        let plain = !s.is_empty()
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_-./:+=@,".contains(c));
+        if plain {
+            s.to_string()
+        } else {
+            format!("'{}'", s.replace('\'', "'\\''"))
+        }
+    }
+    let mut cmd = format!(
+        "cargo run -p prm-codegen -- gen {} --out {}",
+        quote(&spec_dir.display().to_string()),
+        quote(&out.display().to_string())
+    );
+    if runtime != "crate" {
+        cmd.push_str(&format!(" --runtime {}", quote(runtime)));
+    }
+    cmd
 }
 
 /// `prmc diff`: loads both sides, prints the report, gates on `--deny`.

@@ -388,3 +388,95 @@ proptest! {
         prop_assert!(diff::diff(&c.ir, &c.ir, "m", "m").changes.is_empty());
     }
 }
+
+fn copy_spec(tag: &str) -> std::path::PathBuf {
+    let d = temp_dir(tag);
+    for e in std::fs::read_dir("../spec").unwrap() {
+        let p = e.unwrap().path();
+        std::fs::copy(&p, d.join(p.file_name().unwrap())).unwrap();
+    }
+    d
+}
+
+#[test]
+fn gen_check_prints_the_field_changes_and_the_command_with_its_directories() {
+    let d = copy_spec("gencheck");
+    let cq = d.join("cq.yaml");
+    let text = std::fs::read_to_string(&cq).unwrap();
+    let narrowed = text.replace(
+        "log_cq_size:     { at: \"0x0c[28:24]\"",
+        "log_cq_size:     { at: \"0x0c[27:24]\"",
+    );
+    assert_ne!(text, narrowed, "spec/cq.yaml changed; update this test");
+    std::fs::write(&cq, narrowed).unwrap();
+    let spec = d.to_str().unwrap();
+    let (code, _, err) = prmc(&["gen", spec, "--out", "../mlx5-prm/src/generated", "--check"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("out of date: ../mlx5-prm/src/generated/cq.rs"),
+        "{err}"
+    );
+    // 0x0c[28:24] is MSB-first bit 3 * 32 + (31 - 28) = 0x63, five bits; [27:24] is 0x64, four.
+    assert!(
+        err.contains("major resized          log_cq_size: 0x0c[28:24] (bit 0x63, 5 bits) u8 -> 0x0c[27:24] (bit 0x64, 4 bits) u8 [wire breaking, rust silent]"),
+        "{err}"
+    );
+    assert!(
+        err.contains("struct cqc (embedded in create_cq_in.cq_context"),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "run `cargo run -p prm-codegen -- gen {spec} --out ../mlx5-prm/src/generated`"
+        )),
+        "{err}"
+    );
+    // Exactly one field changed.
+    assert!(err.contains("(1 changes: 1 major"), "{err}");
+}
+
+#[test]
+fn generated_tables_read_back_like_the_spec() {
+    // The fresh generation's tables agree with the IR on every scalar field of cqc.
+    let c = load("../spec");
+    let files = prm_codegen::gen::Config::for_mlx5_prm()
+        .generate(&c.ir)
+        .unwrap();
+    let ir = diff::generated::tables_ir(files.iter().map(|f| f.contents.as_str()));
+    let (spec_cqc, table_cqc) = (
+        c.ir.find_struct("cqc").unwrap(),
+        ir.find_struct("cqc").unwrap(),
+    );
+    assert_eq!(spec_cqc.size, table_cqc.size);
+    let f = table_cqc
+        .fields
+        .iter()
+        .find(|f| f.name == "log_cq_size")
+        .unwrap();
+    assert_eq!((f.bit_offset, f.width), (0x63, 5));
+    assert_eq!(spec_cqc.fields.len(), table_cqc.fields.len());
+    // Nested layouts come back as nested entries with their type.
+    let cin = ir.find_struct("create_cq_in").unwrap();
+    let n = cin.fields.iter().find(|f| f.name == "cq_context").unwrap();
+    assert_eq!(n.ty, prm_codegen::ir::FieldType::Struct("cqc".into()));
+    assert_eq!(diff::diff(&ir, &ir, "a", "a").changes.len(), 0);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// The table reader takes any text without a panic.
+    #[test]
+    fn table_reader_never_panics(lines in proptest::collection::vec(proptest::sample::select(&[
+        "rt::reflect::LayoutAccess {", "rt::reflect::FieldAccess {", "rt::reflect::NestedAccess {",
+        "name: \"x\",", "name: \"", "size: 99999999999999999999999,", "size: 0x10,", "bit_offset: 4,",
+        "width: 18446744073709551615,", "count: 0,", "trailing: true,", "layout: \"y\",",
+        "kind: rt::reflect::NestedKind::Union,", "byte_offset: 18446744073709551615,", "}", ": ", "",
+    ][..]), 0..80), junk in "\\PC{0,200}") {
+        let mut text = lines.join("\n");
+        text.push_str(&junk);
+        let ir = diff::generated::tables_ir([text.as_str()]);
+        let r = diff::diff(&ir, &prm_codegen::ir::Ir::default(), "a", "b");
+        let _ = diff::render::text(&r);
+    }
+}

@@ -14,10 +14,12 @@
 //! - [`items`]: enums, commands and constants;
 //! - [`classify`]: the Rust type of an accessor and the impact rules;
 //! - [`render`]: text for people, JSON for tools;
-//! - [`input`]: reading OLD and NEW (a spec directory, or a kernel header through the importer).
+//! - [`input`]: reading OLD and NEW (a spec directory, or a kernel header through the importer);
+//! - [`generated`]: the layout tables in generated Rust, for `prmc gen --check`'s summary.
 
 pub mod classify;
 pub mod compare;
+pub mod generated;
 pub mod input;
 pub mod items;
 pub mod render;
