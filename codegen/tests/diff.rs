@@ -50,6 +50,13 @@ fn fields_each_kind_by_hand() {
         .as_deref()
         .unwrap()
         .contains("12 to 10 bits within u16"));
+    // 0x08[27:16]: dword 2, MSB-first bit 64 + (31 - 27) = 0x44; [25:16]: 0x46.
+    let at = |p: &Option<diff::Place>| {
+        p.as_ref()
+            .map(|p| (p.bit_offset, p.width, p.rust_type.clone()))
+    };
+    assert_eq!(at(&c.old_at), Some((0x44, 12, "u16".to_string())));
+    assert_eq!(at(&c.new_at), Some((0x46, 10, "u16".to_string())));
     // wide: 8 -> 12 bits, u8 -> u16: does not compile.
     let c = find(&r, "ctx", Some("wide"), ChangeKind::Resized);
     assert_eq!(impacts(c), (Wire::Breaking, Rust::Breaking, Level::Major));

@@ -151,7 +151,8 @@ fn structure(o: &Struct, n: &Struct, out: &mut Vec<Change>) {
                 Some(format!("{} {}", f.name, describe(f))),
                 wire,
                 Rust::Breaking,
-            );
+            )
+            .at(Some(of), Some(f));
             if rust_type(of) != rust_type(f) {
                 c = c.with_note("the type changed too");
             }
@@ -182,23 +183,27 @@ fn structure(o: &Struct, n: &Struct, out: &mut Vec<Change>) {
             Some(describe(f)),
             wire,
             Rust::Additive,
-        );
+        )
+        .at(None, Some(f));
         if let Some(note) = note {
             c = c.with_note(note);
         }
         out.push(c);
     }
     for of in old_only {
-        out.push(Change::new(
-            k,
-            name,
-            Some(&of.name),
-            ChangeKind::Removed,
-            Some(describe(of)),
-            None,
-            Wire::Breaking,
-            Rust::Breaking,
-        ));
+        out.push(
+            Change::new(
+                k,
+                name,
+                Some(&of.name),
+                ChangeKind::Removed,
+                Some(describe(of)),
+                None,
+                Wire::Breaking,
+                Rust::Breaking,
+            )
+            .at(Some(of), None),
+        );
     }
 }
 
@@ -219,6 +224,7 @@ fn field(item: &str, o: &Field, n: &Field, out: &mut Vec<Change>) {
                 Wire::Breaking,
                 Rust::None,
             )
+            .at(Some(o), Some(n))
             .with_note("same accessor, other bits"),
         );
     }
@@ -230,16 +236,19 @@ fn field(item: &str, o: &Field, n: &Field, out: &mut Vec<Change>) {
         } else {
             Wire::Breaking
         };
-        out.push(Change::new(
-            k,
-            item,
-            m,
-            ChangeKind::Retyped,
-            Some(describe(o)),
-            Some(describe(n)),
-            wire,
-            rust,
-        ));
+        out.push(
+            Change::new(
+                k,
+                item,
+                m,
+                ChangeKind::Retyped,
+                Some(describe(o)),
+                Some(describe(n)),
+                wire,
+                rust,
+            )
+            .at(Some(o), Some(n)),
+        );
     } else if nested_resize(o, n) {
         // The nested layout's own size changed: reported once, under that layout, with where
         // it is embedded.
@@ -254,7 +263,8 @@ fn field(item: &str, o: &Field, n: &Field, out: &mut Vec<Change>) {
             Some(describe(n)),
             wire,
             rust,
-        );
+        )
+        .at(Some(o), Some(n));
         if let Some(note) = note {
             c = c.with_note(note);
         }

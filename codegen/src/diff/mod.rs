@@ -202,6 +202,34 @@ pub struct Change {
     pub note: Option<String>,
     /// The larger of the two levels.
     pub level: Level,
+    /// For fields: where the old one was, in numbers (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub old_at: Option<Place>,
+    /// For fields: where the new one is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub new_at: Option<Place>,
+}
+
+/// A field's bits and accessor type, for tools that would rather not parse `old`/`new`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Place {
+    /// Absolute MSB-first bit offset in its layout (the kernel's numbering).
+    pub bit_offset: u64,
+    /// Bits occupied (all elements of a fixed array; 0 for a trailing one).
+    pub width: u64,
+    /// The generated accessor's Rust type.
+    pub rust_type: String,
+}
+
+impl Place {
+    /// The place of a field.
+    pub fn of(f: &crate::ir::Field) -> Place {
+        Place {
+            bit_offset: f.bit_offset,
+            width: f.span_bits(),
+            rust_type: classify::rust_type(f),
+        }
+    }
 }
 
 /// A layout that changed, with where it is embedded (in NEW, or in OLD when it is gone).
@@ -275,7 +303,16 @@ impl Change {
             rust,
             note: None,
             level: wire.level().max(rust.level()),
+            old_at: None,
+            new_at: None,
         }
+    }
+
+    /// The same change with the fields' places.
+    pub fn at(mut self, old: Option<&crate::ir::Field>, new: Option<&crate::ir::Field>) -> Change {
+        self.old_at = old.map(Place::of);
+        self.new_at = new.map(Place::of);
+        self
     }
 
     /// The same change with a note.
