@@ -487,3 +487,27 @@ proptest! {
         let _ = diff::render::text(&r);
     }
 }
+
+#[test]
+fn register_access_by_direction() {
+    let spec = |access: &str| {
+        let c = prm_codegen::compile_str(
+            "r.yaml",
+            &format!("registers:\n  regs:\n    size: 8\n    fields:\n      a: {{ at: \"0x00[31:0]\"{access} }}\n"),
+        );
+        assert!(c.is_ok(), "{}", c.render_human());
+        c
+    };
+    let (none, rw, ro) = (spec(""), spec(", access: rw"), spec(", access: ro"));
+    // No access is read-write, as the generator reads it: nothing to report.
+    assert!(diff::diff(&none.ir, &rw.ir, "a", "b").changes.is_empty());
+    let r = diff::diff(&rw.ir, &ro.ir, "a", "b");
+    let c = find(&r, "regs", Some("a"), ChangeKind::Retyped);
+    assert_eq!(
+        (c.old.as_deref(), c.new.as_deref()),
+        (Some("access rw"), Some("access ro"))
+    );
+    assert_eq!((c.wire, c.rust), (Wire::None, Rust::Breaking));
+    let c = &diff::diff(&ro.ir, &rw.ir, "a", "b").changes[0];
+    assert_eq!(c.rust, Rust::Additive);
+}

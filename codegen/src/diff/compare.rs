@@ -7,7 +7,7 @@
 
 use super::classify::{describe, in_reserved_space, place, resize, retype, rust_type};
 use super::{Change, ChangeKind, Embedding, ItemKind, Rust, Wire};
-use crate::ir::{Field, FieldType, Ir, Struct, Union};
+use crate::ir::{Access, Field, FieldType, Ir, Struct, Union};
 use std::collections::{BTreeSet, HashMap};
 
 /// Every structure's and union's changes, in NEW's order, removed layouts last.
@@ -270,21 +270,24 @@ fn field(item: &str, o: &Field, n: &Field, out: &mut Vec<Change>) {
         }
         out.push(c);
     }
-    if o.access != n.access {
-        let name = |a: Option<crate::ir::Access>| {
-            a.map(|a| format!("{a:?}").to_lowercase())
-                .unwrap_or_else(|| "rw".to_string())
+    // As the generator reads it: no access means read and write.
+    let dirs = |f: &Field| (f.access != Some(Access::Wo), f.access != Some(Access::Ro));
+    let (od, nd) = (dirs(o), dirs(n));
+    if od != nd {
+        let name = |(r, w): (bool, bool)| match (r, w) {
+            (true, false) => "access ro",
+            (false, true) => "access wo",
+            _ => "access rw",
         };
-        let (oa, na) = (name(o.access), name(n.access));
         // Losing a direction removes getters or setters; gaining one only adds.
-        let lost = (oa != "wo" && na == "wo") || (oa != "ro" && na == "ro");
+        let lost = (od.0 && !nd.0) || (od.1 && !nd.1);
         out.push(Change::new(
             k,
             item,
             m,
             ChangeKind::Retyped,
-            Some(format!("access {oa}")),
-            Some(format!("access {na}")),
+            Some(name(od).to_string()),
+            Some(name(nd).to_string()),
             Wire::None,
             if lost { Rust::Breaking } else { Rust::Additive },
         ));
