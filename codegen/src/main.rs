@@ -95,9 +95,12 @@ enum Command {
         #[arg(long)]
         verbose: bool,
     },
-    /// Compares two versions of the spec: per layout, fields added, removed, moved, resized,
-    /// retyped or renamed; enum values; commands. Each change is classified for the wire and
-    /// for the generated Rust API, with a semver-like verdict.
+    /// Compares two versions of the spec, classifying each change for the wire and the Rust API.
+    ///
+    /// Per layout, fields added, removed, moved, resized, retyped or renamed; enum values;
+    /// commands; constants. Each change is judged for the wire (do the device's bits change?)
+    /// and for the generated Rust API (does dependent code break, or silently change
+    /// meaning?), with a semver-like verdict (major, minor, patch, none).
     ///
     /// Exit status: 0, or 1 when `--deny LEVEL` is given and the verdict reaches it, or when
     /// an input has errors; 2 on a usage error.
@@ -254,11 +257,12 @@ fn run(command: Command) -> Result<ExitCode, String> {
                 for d in &differ {
                     eprintln!("prmc: out of date: {}", out.join(d).display());
                 }
-                let report = prm_codegen::diff::generated::drift_report(&files, &out);
-                if report.changes.is_empty() {
-                    eprintln!("prmc: no layout changed (the difference is in code or docs)");
-                } else {
-                    eprint!("{}", prm_codegen::diff::render::text(&report));
+                match prm_codegen::diff::generated::drift_report(&files, &out) {
+                    None => eprintln!("prmc: {} holds no generated layouts yet", out.display()),
+                    Some(r) if r.changes.is_empty() => {
+                        eprintln!("prmc: no layout changed (the difference is in code or docs)")
+                    }
+                    Some(r) => eprint!("{}", prm_codegen::diff::render::text(&r)),
                 }
                 eprintln!(
                     "prmc: run `{}`",

@@ -511,3 +511,36 @@ fn register_access_by_direction() {
     let c = &diff::diff(&ro.ir, &rw.ir, "a", "b").changes[0];
     assert_eq!(c.rust, Rust::Additive);
 }
+
+#[test]
+fn gen_check_without_layout_changes_says_so() {
+    let d = temp_dir("gencode");
+    for e in std::fs::read_dir("../mlx5-prm/src/generated").unwrap() {
+        let p = e.unwrap().path();
+        std::fs::copy(&p, d.join(p.file_name().unwrap())).unwrap();
+    }
+    let cq = d.join("cq.rs");
+    let mut text = std::fs::read_to_string(&cq).unwrap();
+    text.push_str("// an edit by hand\n");
+    std::fs::write(&cq, text).unwrap();
+    let out = d.to_str().unwrap();
+    let (code, _, err) = prmc(&["gen", "../spec", "--out", out, "--check"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("no layout changed"), "{err}");
+    assert!(
+        err.contains(&format!(
+            "run `cargo run -p prm-codegen -- gen ../spec --out {out}`"
+        )),
+        "{err}"
+    );
+    let empty = temp_dir("genempty");
+    let (code, _, err) = prmc(&[
+        "gen",
+        "../spec",
+        "--out",
+        empty.to_str().unwrap(),
+        "--check",
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("holds no generated layouts yet"), "{err}");
+}

@@ -170,18 +170,22 @@ pub fn tables_ir<'a>(texts: impl IntoIterator<Item = &'a str>) -> Ir {
 }
 
 /// The field-level difference between the generated files in `out_dir` (OLD; missing files
-/// read as empty) and a fresh generation `files` (NEW).
-pub fn drift_report(files: &[GeneratedFile], out_dir: &Path) -> super::Report {
+/// read as empty) and a fresh generation `files` (NEW); `None` when `out_dir` holds no table
+/// at all (nothing generated yet: a list of every layout as added would say nothing).
+pub fn drift_report(files: &[GeneratedFile], out_dir: &Path) -> Option<super::Report> {
     let on_disk: Vec<String> = files
         .iter()
         .map(|f| std::fs::read_to_string(out_dir.join(&f.path)).unwrap_or_default())
         .collect();
     let old = tables_ir(on_disk.iter().map(String::as_str));
+    if old.structs.is_empty() {
+        return None;
+    }
     let new = tables_ir(files.iter().map(|f| f.contents.as_str()));
-    super::diff(
+    Some(super::diff(
         &old,
         &new,
         &out_dir.display().to_string(),
         "the fresh generation",
-    )
+    ))
 }
