@@ -361,9 +361,12 @@ fn installed_kernel_header_against_the_spec() {
         .filter(|c| matches!(c.kind, ChangeKind::Moved | ChangeKind::Resized))
         .collect();
     assert!(wire_moves.is_empty(), "{wire_moves:#?}");
-    // And 1-bit flags the header leaves as numbers are bools in the spec: retyped, wire-neutral.
-    let c = find(&r, "cmd_hca_cap", Some("hca_cap_2"), ChangeKind::Retyped);
-    assert_eq!((c.wire, c.rust), (Wire::None, Rust::Breaking));
+    // Types differ (the header has no enums or flags; the spec does), bits do not: every
+    // retyping is wire-neutral. (Which fields are retyped depends on the importer, which may
+    // learn flags and enums; this holds either way.)
+    for c in r.changes.iter().filter(|c| c.kind == ChangeKind::Retyped) {
+        assert_eq!(c.wire, Wire::None, "{c:#?}");
+    }
     let same = diff::diff(&hdr.ir, &hdr.ir, "header", "header");
     assert!(same.changes.is_empty());
 }
