@@ -391,9 +391,17 @@ fn diff(
         &old.display().to_string(),
         &new.display().to_string(),
     );
-    match format {
-        DiffFormat::Text => print!("{}", diff::render::text(&report)),
-        DiffFormat::Json => print!("{}", diff::render::json(&report)),
+    let text = match format {
+        DiffFormat::Text => diff::render::text(&report),
+        DiffFormat::Json => diff::render::json(&report),
+    };
+    // A reader that stops early (`| head`) is not an error; `print!` would panic on it.
+    use std::io::Write;
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            return Err(format!("cannot write the report: {e}"))
+        }
+        _ => {}
     }
     let denied = deny
         .and_then(diff::Level::parse_deny)

@@ -547,3 +547,20 @@ fn gen_check_without_layout_changes_says_so() {
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("holds no generated layouts yet"), "{err}");
 }
+
+#[test]
+fn a_reader_that_stops_early_is_no_panic() {
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_prmc"))
+        .args(["diff", "tests/diff/old", "tests/diff/new"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Close the reading end before prmc has written anything (as `| head -0` would).
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(out.status.code(), Some(0), "{err}");
+}
