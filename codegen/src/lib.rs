@@ -13,6 +13,7 @@
 
 pub mod compare;
 pub mod diag;
+pub mod diff;
 pub mod gen;
 pub mod import;
 pub mod ir;

@@ -24,6 +24,15 @@ enum Format {
     Json,
 }
 
+/// `prmc diff`'s output formats.
+#[derive(Copy, Clone, PartialEq, Eq, ValueEnum)]
+enum DiffFormat {
+    /// Grouped by item, one line per change.
+    Text,
+    /// The report as one JSON document (see docs/spec-format.md, "Spec diff").
+    Json,
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Checks every spec file under SPEC_DIR and reports all problems; given one FILE, checks
@@ -119,6 +128,27 @@ enum Command {
         format: Format,
         /// Only these layouts and enums.
         names: Vec<String>,
+    },
+    /// Compares two versions of the spec, classifying each change for the wire and the Rust API.
+    ///
+    /// Per layout, fields added, removed, moved, resized, retyped or renamed; enum values;
+    /// commands; constants. Each change is judged for the wire (do the device's bits change?)
+    /// and for the generated Rust API (does dependent code break, or silently change
+    /// meaning?), with a semver-like verdict (major, minor, patch, none).
+    ///
+    /// Exit status: 0, or 1 when `--deny LEVEL` is given and the verdict reaches it, or when
+    /// an input has errors; 2 on a usage error.
+    Diff {
+        /// The old version: a spec directory, or a kernel-style header (`mlx5_ifc.h`).
+        old: PathBuf,
+        /// The new version: a spec directory or a header.
+        new: PathBuf,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = DiffFormat::Text)]
+        format: DiffFormat,
+        /// Exit 1 when the verdict reaches this level (`breaking` is `major`).
+        #[arg(long, value_name = "LEVEL", value_parser = ["breaking", "major", "minor", "patch"])]
+        deny: Option<String>,
     },
     /// Writes a synthetic spec (for benchmarks) into OUT_DIR.
     #[command(hide = true)]
@@ -274,16 +304,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
                 && out == Path::new("mlx5-prm/src/generated")
                 && runtime == "crate";
             if !default {
-                let rt = if runtime == "crate" {
-                    String::new()
-                } else {
-                    format!(" --runtime {runtime}")
-                };
-                config.regenerate = format!(
-                    "prmc gen {} --out {}{rt}",
-                    spec_dir.display(),
-                    out.display()
-                );
+                config.regenerate = regenerate_command(&spec_dir, &out, &runtime);
             }
             let regenerate = config.regenerate.clone();
             let files = config.generate(&c.ir).map_err(|e| e.to_string())?;
@@ -295,6 +316,13 @@ fn run(command: Command) -> Result<ExitCode, String> {
                 }
                 for d in &differ {
                     eprintln!("prmc: out of date: {}", out.join(d).display());
+                }
+                match prm_codegen::diff::generated::drift_report(&files, &out) {
+                    None => eprintln!("prmc: {} holds no generated layouts yet", out.display()),
+                    Some(r) if r.changes.is_empty() => {
+                        eprintln!("prmc: no layout changed (the difference is in code or docs)")
+                    }
+                    Some(r) => eprint!("{}", prm_codegen::diff::render::text(&r)),
                 }
                 eprintln!("prmc: run `{regenerate}`");
                 return Ok(ExitCode::from(1));
@@ -418,6 +446,12 @@ fn run(command: Command) -> Result<ExitCode, String> {
                 ExitCode::SUCCESS
             })
         }
+        Command::Diff {
+            old,
+            new,
+            format,
+            deny,
+        } => diff(&old, &new, format, deny.as_deref()),
         Command::Synth {
             out_dir,
             structs,
@@ -432,6 +466,87 @@ fn run(command: Command) -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// The command that regenerates `out` from `spec_dir` as this run was asked to (the
+/// directories and runtime it was given, not the defaults).
+fn regenerate_command(spec_dir: &Path, out: &Path, runtime: &str) -> String {
+    fn quote(s: &str) -> String {
+        let plain = !s.is_empty()
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_-./:+=@,".contains(c));
+        if plain {
+            s.to_string()
+        } else {
+            format!("'{}'", s.replace('\'', "'\\''"))
+        }
+    }
+    let mut cmd = format!(
+        "cargo run -p prm-codegen -- gen {} --out {}",
+        quote(&spec_dir.display().to_string()),
+        quote(&out.display().to_string())
+    );
+    if runtime != "crate" {
+        cmd.push_str(&format!(" --runtime {}", quote(runtime)));
+    }
+    cmd
+}
+
+/// `prmc diff`: loads both sides, prints the report, gates on `--deny`.
+fn diff(
+    old: &Path,
+    new: &Path,
+    format: DiffFormat,
+    deny: Option<&str>,
+) -> Result<ExitCode, String> {
+    use prm_codegen::diff::{self, input::InputError};
+    let load = |p: &Path| match diff::input::load(p) {
+        Ok(c) => Ok(Ok(c)),
+        Err(InputError::Usage(m)) => Err(m),
+        Err(InputError::Invalid(text)) => {
+            eprint!("{text}");
+            Ok(Err(ExitCode::from(1)))
+        }
+    };
+    let o = match load(old)? {
+        Ok(c) => c,
+        Err(code) => return Ok(code),
+    };
+    let n = match load(new)? {
+        Ok(c) => c,
+        Err(code) => return Ok(code),
+    };
+    let report = diff::diff(
+        &o.ir,
+        &n.ir,
+        &old.display().to_string(),
+        &new.display().to_string(),
+    );
+    let text = match format {
+        DiffFormat::Text => diff::render::text(&report),
+        DiffFormat::Json => diff::render::json(&report),
+    };
+    // A reader that stops early (`| head`) is not an error; `print!` would panic on it.
+    use std::io::Write;
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            return Err(format!("cannot write the report: {e}"))
+        }
+        _ => {}
+    }
+    let denied = deny
+        .and_then(diff::Level::parse_deny)
+        .is_some_and(|level| report.verdict >= level);
+    Ok(if denied {
+        eprintln!(
+            "prmc: verdict {} reaches --deny {}",
+            report.verdict.name(),
+            deny.unwrap_or_default()
+        );
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 // Code generation allocates millions of small token trees; mimalloc roughly halves the time
