@@ -136,3 +136,63 @@ fn trixie_backports_7_x_imports_clean() {
         .unwrap();
     assert_eq!(f.ty, FieldType::Union("net_function_params".into()));
 }
+
+/// `prmc diff` from one series' header to the next, 6.1 → 6.12 and 6.12 → 7.x: the reports
+/// are snapshots (a change of importer, differ or header pin shows in review), and a few
+/// entries are checked against the headers by hand.
+#[test]
+fn diffs_between_kernel_series() {
+    let cache = cache();
+    let header = |suite: &str| {
+        let h = cache.join(suite).join("mlx5/mlx5_ifc.h");
+        assert!(
+            h.is_file(),
+            "NO {suite} HEADER: run `scripts/kernel-headers`"
+        );
+        h
+    };
+    let diff = |a: &str, b: &str| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_prmc"))
+            .arg("diff")
+            .arg(header(a))
+            .arg(header(b))
+            .output()
+            .expect("prmc runs");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout)
+            .expect("UTF-8")
+            .replace(&cache.display().to_string(), "<headers>")
+    };
+    let (a, b) = (
+        diff("bookworm", "trixie"),
+        diff("trixie", "trixie-backports"),
+    );
+    println!("{}", a.lines().next().unwrap_or(""));
+    println!("{}", b.lines().next().unwrap_or(""));
+    // By hand, from the headers: 6.12 added flow_table_fields_supported_2's inner_l4_type at
+    // bit 2 (after reserved_at_0[0x2]), one bit, and MLX5_CMD_OP_ALLOW_OTHER_VHCA_ACCESS =
+    // 0xb16 with its mailboxes; 7.x added MLX5_CMD_OP_PSP_ROTATE_KEY = 0xb11.
+    assert!(
+        a.contains("  minor added            inner_l4_type: 0x00[29] (bit 0x2, 1 bit) u8"),
+        "{a}"
+    );
+    assert!(
+        a.contains("command allow_other_vhca_access\n  minor added            opcode 0xb16"),
+        "{a}"
+    );
+    assert!(
+        b.contains("command psp_rotate_key\n  minor added            opcode 0xb11"),
+        "{b}"
+    );
+    assert!(
+        !b.contains("command allow_other_vhca_access\n"),
+        "in both: {b}"
+    );
+    insta::assert_snapshot!("diff_6_1_to_6_12", a);
+    insta::assert_snapshot!("diff_6_12_to_7", b);
+}
