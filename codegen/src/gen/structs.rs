@@ -80,7 +80,7 @@ pub fn emit(ctx: &Ctx, ir: &Ir, s: &Struct) -> TokenStream {
     for f in &s.fields {
         let fname = &f.name;
         let mut cname = shouty(fname);
-        if cname == "SIZE" || cname == "FIELDS" {
+        if cname == "SIZE" || cname == "FIELDS" || cname == "LAYOUT" {
             cname = shouty(&format!("{fname}_field"));
         }
         let bit = usize_lit(f.bit_offset);
@@ -188,6 +188,12 @@ pub fn emit(ctx: &Ctx, ir: &Ir, s: &Struct) -> TokenStream {
             #(#consts)*
             #[doc = #fields_doc]
             pub const FIELDS: &'static [#rt::Field] = &[#(Self::#const_names),*];
+            /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+            pub const LAYOUT: #rt::Layout = #rt::Layout {
+                name: #name,
+                size: #size,
+                fields: Self::FIELDS,
+            };
         }
 
         impl<B: #rt::Bytes> #ty<B> {

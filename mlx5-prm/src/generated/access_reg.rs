@@ -422,6 +422,12 @@ impl PaosReg<[u8; 16]> {
         Self::EE,
         Self::E,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "paos_reg",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> PaosReg<B> {
     /// Switch partition id; 0 on a NIC.
@@ -807,6 +813,12 @@ impl PtysReg<[u8; 64]> {
         Self::CONNECTOR_TYPE,
         Self::ETH_PROTO_LP_ADVERTISE,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "ptys_reg",
+        size: 64,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> PtysReg<B> {
     /// Turn autonegotiation off and force the mode in the admin mask.
@@ -1524,6 +1536,12 @@ impl PmtuReg<[u8; 16]> {
         Self::ADMIN_MTU,
         Self::OPER_MTU,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "pmtu_reg",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> PmtuReg<B> {
     /// Port number (1 for the first port).
@@ -1702,6 +1720,12 @@ impl PpcntReg<[u8; 256]> {
         Self::PRIO_TC,
         Self::COUNTER_SET,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "ppcnt_reg",
+        size: 256,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> PpcntReg<B> {
     /// Switch partition id; 0 on a NIC.
@@ -2286,6 +2310,12 @@ impl Eth8023CntrsGrpDataLayout<[u8; 248]> {
         Self::A_PAUSE_MAC_CTRL_FRAMES_TRANSMITTED_HIGH,
         Self::A_PAUSE_MAC_CTRL_FRAMES_TRANSMITTED_LOW,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "eth_802_3_cntrs_grp_data_layout",
+        size: 248,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> Eth8023CntrsGrpDataLayout<B> {
     /// Bits 63..32 of the count of frames sent without error.
@@ -3701,6 +3731,12 @@ impl Eth2863CntrsGrpDataLayout<[u8; 248]> {
         Self::IF_OUT_BROADCAST_PKTS_HIGH,
         Self::IF_OUT_BROADCAST_PKTS_LOW,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "eth_2863_cntrs_grp_data_layout",
+        size: 248,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> Eth2863CntrsGrpDataLayout<B> {
     /// Bits 63..32 of the count of octets received on the interface including framing.
@@ -4581,6 +4617,12 @@ impl MciaReg<[u8; 144]> {
         Self::SIZE_FIELD,
         Self::DWORDS,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "mcia_reg",
+        size: 144,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> MciaReg<B> {
     /// Lock. Keeps other agents from accessing the module until a later access clears it.
@@ -4892,6 +4934,12 @@ impl EthExtendedCntrsGrpDataLayout<[u8; 248]> {
         Self::RX_ICRC_ENCAPSULATED_HIGH,
         Self::RX_ICRC_ENCAPSULATED_LOW,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "eth_extended_cntrs_grp_data_layout",
+        size: 248,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> EthExtendedCntrsGrpDataLayout<B> {
     /// Bits 63..32 of the time the port had data to send but could not.

@@ -809,6 +809,12 @@ impl QueryHcaCapIn<[u8; 16]> {
         Self::EC_VF_FUNCTION,
         Self::FUNCTION_ID,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "query_hca_cap_in",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> QueryHcaCapIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -998,6 +1004,12 @@ impl QueryHcaCapOut<[u8; 4112]> {
         Self::SYNDROME,
         Self::CAPABILITY,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "query_hca_cap_out",
+        size: 4112,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> QueryHcaCapOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -2609,6 +2621,12 @@ impl CmdHcaCap<[u8; 256]> {
         Self::VHCA_TUNNEL_COMMANDS,
         Self::MATCH_DEFINER_FORMAT_SUPPORTED,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "cmd_hca_cap",
+        size: 256,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> CmdHcaCap<B> {
     /// The device never asks for pages with page-request events, so a driver creates no EQ for them.
@@ -12588,6 +12606,12 @@ impl PerProtocolNetworkingOffloadCaps<[u8; 256]> {
         Self::LRO_MIN_MSS_SIZE,
         Self::LRO_TIMER_SUPPORTED_PERIODS,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "per_protocol_networking_offload_caps",
+        size: 256,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> PerProtocolNetworkingOffloadCaps<B> {
     /// The device checksums outgoing packets and validates incoming ones (L3 and L4).
@@ -13893,6 +13917,12 @@ impl RoceCap<[u8; 256]> {
         Self::R_ROCE_MIN_SRC_UDP_PORT,
         Self::ROCE_ADDRESS_TABLE_SIZE,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "roce_cap",
+        size: 256,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> RoceCap<B> {
     /// PRM `0x00[31]`: bit offset 0x0, 1 bit.
@@ -14426,6 +14456,12 @@ impl AtomicCaps<[u8; 256]> {
         Self::ATOMIC_SIZE_QP,
         Self::ATOMIC_SIZE_DC,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "atomic_caps",
+        size: 256,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> AtomicCaps<B> {
     /// Byte order the responder uses for the 8-byte operands and results of atomic requests.
@@ -14731,6 +14767,12 @@ impl SetHcaCapIn<[u8; 4112]> {
         Self::FUNCTION_ID,
         Self::CAPABILITY,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "set_hca_cap_in",
+        size: 4112,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> SetHcaCapIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -14950,6 +14992,12 @@ impl SetHcaCapOut<[u8; 16]> {
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `set_hca_cap_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "set_hca_cap_out",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> SetHcaCapOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.

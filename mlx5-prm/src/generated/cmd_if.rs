@@ -426,6 +426,12 @@ impl CmdQueueEntry<[u8; 64]> {
         Self::STATUS,
         Self::OWNERSHIP,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "cmd_queue_entry",
+        size: 64,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> CmdQueueEntry<B> {
     /// Transport type; always pcie_cmd_if_transport (7).
@@ -921,6 +927,12 @@ impl CmdIfBox<[u8; 576]> {
         Self::CTRL_SIGNATURE,
         Self::SIGNATURE,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "cmd_if_box",
+        size: 576,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> CmdIfBox<B> {
     /// 512 bytes of command input or output payload.
@@ -1185,6 +1197,12 @@ impl CmdIn<[u8; 8]> {
         Self::OP_MOD,
         Self::COMMAND,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "cmd_in",
+        size: 8,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> CmdIn<B> {
     /// Command opcode.
@@ -1357,6 +1375,12 @@ impl CmdOut<[u8; 12]> {
         Self::SYNDROME,
         Self::COMMAND_OUTPUT,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "cmd_out",
+        size: 12,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> CmdOut<B> {
     /// Command completion status.

@@ -25,6 +25,12 @@ impl AllocQCounterIn<[u8; 16]> {
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
     /// The position of every field of `alloc_q_counter_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::OPCODE, Self::UID, Self::OP_MOD];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "alloc_q_counter_in",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> AllocQCounterIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -154,6 +160,12 @@ impl AllocQCounterOut<[u8; 16]> {
         Self::SYNDROME,
         Self::COUNTER_SET_ID,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "alloc_q_counter_out",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> AllocQCounterOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -285,6 +297,12 @@ impl DeallocQCounterIn<[u8; 16]> {
         Self::OP_MOD,
         Self::COUNTER_SET_ID,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "dealloc_q_counter_in",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> DeallocQCounterIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -410,6 +428,12 @@ impl DeallocQCounterOut<[u8; 16]> {
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `dealloc_q_counter_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "dealloc_q_counter_out",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> DeallocQCounterOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -525,6 +549,12 @@ impl QueryQCounterIn<[u8; 32]> {
         Self::AGGREGATE,
         Self::COUNTER_SET_ID,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "query_q_counter_in",
+        size: 32,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> QueryQCounterIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -980,6 +1010,12 @@ impl QueryQCounterOut<[u8; 256]> {
         Self::ROCE_SLOW_RESTART_CNPS,
         Self::ROCE_SLOW_RESTART_TRANS,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "query_q_counter_out",
+        size: 256,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> QueryQCounterOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -2116,6 +2152,12 @@ impl QueryVportCounterIn<[u8; 32]> {
         Self::VPORT_NUMBER,
         Self::CLEAR,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "query_vport_counter_in",
+        size: 32,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> QueryVportCounterIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -2340,6 +2382,12 @@ impl TrafficCounter<[u8; 16]> {
     pub const OCTETS: rt::Field = rt::Field::new("octets", 64, 64);
     /// The position of every field of `traffic_counter`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::PACKETS, Self::OCTETS];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "traffic_counter",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> TrafficCounter<B> {
     /// PRM `0x00[63:0]`: bit offset 0x0, 64 bits.
@@ -2512,6 +2560,12 @@ impl QueryVportCounterOut<[u8; 528]> {
         Self::TRANSMITTED_ETH_MULTICAST,
         Self::LOCAL_LOOPBACK,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "query_vport_counter_out",
+        size: 528,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> QueryVportCounterOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -3128,6 +3182,12 @@ impl QueryVnicEnvIn<[u8; 16]> {
         Self::OTHER_VPORT,
         Self::VPORT_NUMBER,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "query_vnic_env_in",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> QueryVnicEnvIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -3285,6 +3345,12 @@ impl QueryVnicEnvOut<[u8; 528]> {
         Self::SYNDROME,
         Self::VPORT_ENV,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "query_vnic_env_out",
+        size: 528,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> QueryVnicEnvOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -3504,6 +3570,12 @@ impl VnicDiagnosticStatistics<[u8; 512]> {
         Self::GENERATED_PKT_STEERING_FAIL,
         Self::HANDLED_PKT_STEERING_FAIL,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "vnic_diagnostic_statistics",
+        size: 512,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> VnicDiagnosticStatistics<B> {
     /// Queues in error that count into a queue counter set.

@@ -250,6 +250,12 @@ impl Cqc<[u8; 64]> {
         Self::PRODUCER_COUNTER,
         Self::DBR_ADDR,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "cqc",
+        size: 64,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> Cqc<B> {
     /// CQ state reported by QUERY_CQ (0 = OK; overflow and write failure otherwise).
@@ -1163,6 +1169,12 @@ impl CreateCqIn<[u8; 272]> {
         Self::CQ_UMEM_VALID,
         Self::PAS,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "create_cq_in",
+        size: 272,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> CreateCqIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -1466,6 +1478,12 @@ impl CreateCqOut<[u8; 16]> {
     pub const CQN: rt::Field = rt::Field::new("cqn", 72, 24);
     /// The position of every field of `create_cq_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME, Self::CQN];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "create_cq_out",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> CreateCqOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -1608,6 +1626,12 @@ impl DestroyCqIn<[u8; 16]> {
         Self::OP_MOD,
         Self::CQN,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "destroy_cq_in",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> DestroyCqIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -1767,6 +1791,12 @@ impl DestroyCqOut<[u8; 16]> {
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `destroy_cq_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "destroy_cq_out",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> DestroyCqOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -1866,6 +1896,12 @@ impl QueryCqIn<[u8; 16]> {
     pub const CQN: rt::Field = rt::Field::new("cqn", 72, 24);
     /// The position of every field of `query_cq_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::OPCODE, Self::OP_MOD, Self::CQN];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "query_cq_in",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> QueryCqIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -2008,6 +2044,12 @@ impl QueryCqOut<[u8; 272]> {
         Self::CQ_CONTEXT,
         Self::PAS,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "query_cq_out",
+        size: 272,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> QueryCqOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -2284,6 +2326,12 @@ impl ModifyCqIn<[u8; 272]> {
         Self::CQ_UMEM_VALID,
         Self::PAS,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "modify_cq_in",
+        size: 272,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> ModifyCqIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -2670,6 +2718,12 @@ impl ModifyFieldSelect<[u8; 4]> {
     );
     /// The position of every field of `modify_field_select`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::MODIFY_FIELD_SELECT];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "modify_field_select",
+        size: 4,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> ModifyFieldSelect<B> {
     /// One bit per cqc field to update. Bit 0 (0x1) cq_period, bit 1 (0x2) cq_max_count, bit 2 (0x4) oi, bit 3 (0x8) c_eqn. Other bits are reserved.
@@ -2738,6 +2792,12 @@ impl ResizeFieldSelect<[u8; 4]> {
     );
     /// The position of every field of `resize_field_select`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::RESIZE_FIELD_SELECT];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "resize_field_select",
+        size: 4,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> ResizeFieldSelect<B> {
     /// One bit per ring-geometry field taken from the new cqc. Bit 0 (0x1) log_cq_size, bit 1 (0x2) page_offset, bit 2 (0x4) log_page_size. Other bits are reserved.
@@ -2804,6 +2864,12 @@ impl ModifyCqOut<[u8; 16]> {
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `modify_cq_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "modify_cq_out",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> ModifyCqOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.

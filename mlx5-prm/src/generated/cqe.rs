@@ -841,6 +841,12 @@ impl Cqe64<[u8; 64]> {
         Self::SE,
         Self::OWNER,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "cqe64",
+        size: 64,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> Cqe64<B> {
     /// TLS decryption result of a received packet (bits 4:3 of byte 0).
@@ -1989,6 +1995,12 @@ impl ErrCqe<[u8; 64]> {
         Self::OPCODE,
         Self::OWNER,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "err_cqe",
+        size: 64,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> ErrCqe<B> {
     /// SRQ number when the failed receive came from a shared receive queue.

@@ -172,6 +172,12 @@ impl CreateEqIn<[u8; 272]> {
         Self::EVENT_BITMASK,
         Self::PAS,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "create_eq_in",
+        size: 272,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> CreateEqIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -539,6 +545,12 @@ impl Eqc<[u8; 64]> {
         Self::CONSUMER_COUNTER,
         Self::PRODUCER_COUNTER,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "eqc",
+        size: 64,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> Eqc<B> {
     /// Error state of the EQ; only meaningful in QUERY_EQ output.
@@ -1025,6 +1037,12 @@ impl CreateEqOut<[u8; 16]> {
         Self::SYNDROME,
         Self::EQ_NUMBER,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "create_eq_out",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> CreateEqOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -1156,6 +1174,12 @@ impl DestroyEqIn<[u8; 16]> {
         Self::OP_MOD,
         Self::EQ_NUMBER,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "destroy_eq_in",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> DestroyEqIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -1281,6 +1305,12 @@ impl DestroyEqOut<[u8; 16]> {
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `destroy_eq_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "destroy_eq_out",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> DestroyEqOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -1384,6 +1414,12 @@ impl QueryEqIn<[u8; 16]> {
         Self::OP_MOD,
         Self::EQ_NUMBER,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "query_eq_in",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> QueryEqIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -1521,6 +1557,12 @@ impl QueryEqOut<[u8; 272]> {
         Self::EVENT_BITMASK,
         Self::PAS,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "query_eq_out",
+        size: 272,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> QueryEqOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.

@@ -446,6 +446,12 @@ impl Eqe<[u8; 64]> {
         Self::SIGNATURE,
         Self::OWNER,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "eqe",
+        size: 64,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> Eqe<B> {
     /// Kind of event; selects the layout of event_data.
@@ -659,6 +665,12 @@ impl CompEvent<[u8; 28]> {
     pub const CQ_NUMBER: rt::Field = rt::Field::new("cq_number", 200, 24);
     /// The position of every field of `comp_event`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::CQ_NUMBER];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "comp_event",
+        size: 28,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> CompEvent<B> {
     /// The CQ that has new completions; the driver runs its handler and re-arms it.
@@ -746,6 +758,12 @@ impl DctEvents<[u8; 28]> {
     pub const DCT_NUMBER: rt::Field = rt::Field::new("dct_number", 200, 24);
     /// The position of every field of `dct_events`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::DCT_NUMBER];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "dct_events",
+        size: 28,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> DctEvents<B> {
     /// The DCT the event is about.
@@ -835,6 +853,12 @@ impl QpEvents<[u8; 28]> {
     pub const QPN_RQN_SQN: rt::Field = rt::Field::new("qpn_rqn_sqn", 200, 24);
     /// The position of every field of `qp_events`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::TYPE, Self::QPN_RQN_SQN];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "qp_events",
+        size: 28,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> QpEvents<B> {
     /// Kind of resource the number refers to (QP 0, RQ 1, SQ 2, DCT 6).
@@ -970,6 +994,12 @@ impl WqeAssociatedPageFaultEvent<[u8; 28]> {
         Self::REQUESTOR,
         Self::QPN,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "wqe_associated_page_fault_event",
+        size: 28,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> WqeAssociatedPageFaultEvent<B> {
     /// Bytes of the message already processed before the fault.
@@ -1250,6 +1280,12 @@ impl RdmaPageFaultEvent<[u8; 28]> {
         Self::REQUESTOR,
         Self::QP_NUMBER,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "rdma_page_fault_event",
+        size: 28,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> RdmaPageFaultEvent<B> {
     /// Bytes of the message already processed before the fault.
@@ -1555,6 +1591,12 @@ impl CqError<[u8; 28]> {
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 88, 8);
     /// The position of every field of `cq_error`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::CQN, Self::SYNDROME];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "cq_error",
+        size: 28,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> CqError<B> {
     /// The CQ in error.
@@ -1680,6 +1722,12 @@ crate::__prm_raw_debug!(DroppedPacketLogged);
 impl DroppedPacketLogged<[u8; 28]> {
     /// The position of every field of `dropped_packet_logged`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "dropped_packet_logged",
+        size: 28,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> DroppedPacketLogged<B> {}
 impl<B: rt::BytesMut> DroppedPacketLogged<B> {}
@@ -1728,6 +1776,12 @@ impl PortStateChangeEvent<[u8; 28]> {
     pub const PORT_NUM: rt::Field = rt::Field::new("port_num", 64, 4);
     /// The position of every field of `port_state_change_event`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::PORT_NUM];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "port_state_change_event",
+        size: 28,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> PortStateChangeEvent<B> {
     /// The port that changed (numbered from 1).
@@ -1817,6 +1871,12 @@ impl GpioEvent<[u8; 28]> {
     pub const GPIO_EVENT_LO: rt::Field = rt::Field::new("gpio_event_lo", 128, 32);
     /// The position of every field of `gpio_event`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::GPIO_EVENT_HI, Self::GPIO_EVENT_LO];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "gpio_event",
+        size: 28,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> GpioEvent<B> {
     /// High half of the bitmap of GPIOs that fired.
@@ -1927,6 +1987,12 @@ impl DbBfCongestionEvent<[u8; 24]> {
         Self::EVENT_SUBTYPE,
         Self::CONGESTION_LEVEL,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "db_bf_congestion_event",
+        size: 24,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> DbBfCongestionEvent<B> {
     /// Kind of congestion notification.
@@ -2035,6 +2101,12 @@ impl StallVlEvent<[u8; 24]> {
     pub const VL: rt::Field = rt::Field::new("vl", 28, 4);
     /// The position of every field of `stall_vl_event`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::PORT_NUM, Self::VL];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "stall_vl_event",
+        size: 24,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> StallVlEvent<B> {
     /// One-bit selector of the port whose lane stalled.
@@ -2153,6 +2225,12 @@ impl CmdInterCompEvent<[u8; 28]> {
     );
     /// The position of every field of `cmd_inter_comp_event`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::COMMAND_COMPLETION_VECTOR];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "cmd_inter_comp_event",
+        size: 28,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> CmdInterCompEvent<B> {
     /// Bitmap of command queue entries that completed: bit n set means entry n was returned to software. The driver then reads each such entry's delivery status and output.
@@ -2245,6 +2323,12 @@ impl PagesReqEvent<[u8; 28]> {
         Self::FUNCTION_ID,
         Self::NUM_PAGES,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "pages_req_event",
+        size: 28,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> PagesReqEvent<B> {
     /// function_id names a function of the embedded CPU (SmartNIC Arm side). Named in device.h only.

@@ -648,6 +648,12 @@ impl CreateFlowTableIn<[u8; 64]> {
         Self::TABLE_TYPE,
         Self::FLOW_TABLE_CONTEXT,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "create_flow_table_in",
+        size: 64,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> CreateFlowTableIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -954,6 +960,12 @@ impl FlowTableContext<[u8; 40]> {
         Self::SW_OWNER_ICM_ROOT_1,
         Self::SW_OWNER_ICM_ROOT_0,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "flow_table_context",
+        size: 40,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> FlowTableContext<B> {
     /// Entries of the table may use the packet reformat (encapsulation) action.
@@ -1406,6 +1418,12 @@ impl CreateFlowTableOut<[u8; 16]> {
         Self::TABLE_ID,
         Self::ICM_ADDRESS_31_0,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "create_flow_table_out",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> CreateFlowTableOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -1675,6 +1693,12 @@ impl CreateFlowGroupIn<[u8; 1024]> {
         Self::MATCH_CRITERIA_ENABLE,
         Self::MATCH_CRITERIA,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "create_flow_group_in",
+        size: 1024,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> CreateFlowGroupIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -2295,6 +2319,12 @@ impl FteMatchParam<[u8; 512]> {
         Self::MISC_PARAMETERS_4,
         Self::MISC_PARAMETERS_5,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "fte_match_param",
+        size: 512,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> FteMatchParam<B> {
     /// L2 to L4 fields of the outer (or only) headers.
@@ -2682,6 +2712,12 @@ impl FteMatchSetLyr24<[u8; 64]> {
         Self::SRC_IPV4_SRC_IPV6,
         Self::DST_IPV4_DST_IPV6,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "fte_match_set_lyr_2_4",
+        size: 64,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> FteMatchSetLyr24<B> {
     /// Upper 32 bits of the source MAC address.
@@ -3504,6 +3540,12 @@ impl Ipv6Layout<[u8; 16]> {
     pub const IPV6: rt::Field = rt::Field::new("ipv6", 0, 128);
     /// The position of every field of `ipv6_layout`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::IPV6];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "ipv6_layout",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> Ipv6Layout<B> {
     /// The address in network byte order.
@@ -3565,6 +3607,12 @@ impl Ipv6SimpleLayout<[u8; 16]> {
         Self::IPV6_63_32,
         Self::IPV6_31_0,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "ipv6_simple_layout",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> Ipv6SimpleLayout<B> {
     /// Bits 127..96 of the address.
@@ -3713,6 +3761,12 @@ impl Ipv4Layout<[u8; 16]> {
     pub const IPV4: rt::Field = rt::Field::new("ipv4", 96, 32);
     /// The position of every field of `ipv4_layout`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::IPV4];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "ipv4_layout",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> Ipv4Layout<B> {
     /// The address.
@@ -3912,6 +3966,12 @@ impl FteMatchSetMisc<[u8; 64]> {
         Self::INNER_ESP_SPI,
         Self::OUTER_ESP_SPI,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "fte_match_set_misc",
+        size: 64,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> FteMatchSetMisc<B> {
     /// GRE checksum-present bit.
@@ -4966,6 +5026,12 @@ impl NvgreKey<[u8; 4]> {
     pub const LO: rt::Field = rt::Field::new("lo", 24, 8);
     /// The position of every field of `nvgre_key`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::HI, Self::LO];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "nvgre_key",
+        size: 4,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> NvgreKey<B> {
     /// Virtual subnet id (VSID).
@@ -5066,6 +5132,12 @@ impl GreKeyKey<[u8; 4]> {
     pub const KEY: rt::Field = rt::Field::new("key", 0, 32);
     /// The position of every field of `gre_key_key`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::KEY];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "gre_key_key",
+        size: 4,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> GreKeyKey<B> {
     /// The GRE key.
@@ -5182,6 +5254,12 @@ impl FteMatchSetMisc2<[u8; 64]> {
         Self::MACSEC_SYNDROME,
         Self::IPSEC_SYNDROME,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "fte_match_set_misc2",
+        size: 64,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> FteMatchSetMisc2<B> {
     /// First MPLS label of the outer headers.
@@ -5685,6 +5763,12 @@ impl FteMatchMpls<[u8; 4]> {
         Self::MPLS_S_BOS,
         Self::MPLS_TTL,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "fte_match_mpls",
+        size: 4,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> FteMatchMpls<B> {
     /// The 20-bit label.
@@ -5932,6 +6016,12 @@ impl FteMatchSetMisc3<[u8; 64]> {
         Self::GTPU_FIRST_EXT_DW_0,
         Self::GTPU_DW_0,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "fte_match_set_misc3",
+        size: 64,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> FteMatchSetMisc3<B> {
     /// Sequence number of the inner TCP header.
@@ -6614,6 +6704,12 @@ impl FteMatchSetMisc4<[u8; 64]> {
         Self::PROG_SAMPLE_FIELD_VALUE_3,
         Self::PROG_SAMPLE_FIELD_ID_3,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "fte_match_set_misc4",
+        size: 64,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> FteMatchSetMisc4<B> {
     /// Value of programmable sample field 0.
@@ -6937,6 +7033,12 @@ impl FteMatchSetMisc5<[u8; 64]> {
         Self::TUNNEL_HEADER_2,
         Self::TUNNEL_HEADER_3,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "fte_match_set_misc5",
+        size: 64,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> FteMatchSetMisc5<B> {
     /// MACsec tag word 0.
@@ -7221,6 +7323,12 @@ impl CreateFlowGroupOut<[u8; 16]> {
         Self::SYNDROME,
         Self::GROUP_ID,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "create_flow_group_out",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> CreateFlowGroupOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -7385,6 +7493,12 @@ impl SetFteIn<[u8; 832]> {
         Self::FLOW_INDEX,
         Self::FLOW_CONTEXT,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "set_fte_in",
+        size: 832,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> SetFteIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -7828,6 +7942,12 @@ impl FlowContext<[u8; 768]> {
         Self::EXECUTE_ASO,
         Self::DESTINATION,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "flow_context",
+        size: 768,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> FlowContext<B> {
     /// VLAN header inserted by the vlan_push action.
@@ -8634,6 +8754,12 @@ impl Vlan<[u8; 4]> {
         Self::CFI,
         Self::VID,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "vlan",
+        size: 4,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> Vlan<B> {
     /// TPID of the tag (0x8100 customer or 0x88a8 service).
@@ -8806,6 +8932,12 @@ impl ExecuteAso<[u8; 8]> {
         Self::ASO_OBJECT_ID,
         Self::EXE_ASO_CTRL,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "execute_aso",
+        size: 8,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> ExecuteAso<B> {
     /// The slot is in use.
@@ -8963,6 +9095,12 @@ impl ExeAsoCtrlFlowMeter<[u8; 4]> {
         Self::INIT_COLOR,
         Self::METER_ID,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "exe_aso_ctrl_flow_meter",
+        size: 4,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> ExeAsoCtrlFlowMeter<B> {
     /// Metadata register C that receives the meter's colour.
@@ -9203,6 +9341,12 @@ impl ExtendedDestFormat<[u8; 16]> {
         Self::DESTINATION_ENTRY,
         Self::PACKET_REFORMAT_ID,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "extended_dest_format",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> ExtendedDestFormat<B> {
     /// The destination.
@@ -9339,6 +9483,12 @@ impl DestFormatStruct<[u8; 8]> {
         Self::DESTINATION_TABLE_TYPE,
         Self::DESTINATION_ESWITCH_OWNER_VHCA_ID,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "dest_format_struct",
+        size: 8,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> DestFormatStruct<B> {
     /// Kind of object destination_id names.
@@ -9579,6 +9729,12 @@ impl FlowCounterList<[u8; 8]> {
     pub const FLOW_COUNTER_ID: rt::Field = rt::Field::new("flow_counter_id", 0, 32);
     /// The position of every field of `flow_counter_list`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::FLOW_COUNTER_ID];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "flow_counter_list",
+        size: 8,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> FlowCounterList<B> {
     /// Counter from ALLOC_FLOW_COUNTER.
@@ -9652,6 +9808,12 @@ impl SetFteOut<[u8; 16]> {
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `set_fte_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "set_fte_out",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> SetFteOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -9795,6 +9957,12 @@ impl SetFlowTableRootIn<[u8; 64]> {
         Self::TABLE_ESWITCH_OWNER_VHCA_ID_VALID,
         Self::TABLE_ESWITCH_OWNER_VHCA_ID,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "set_flow_table_root_in",
+        size: 64,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> SetFlowTableRootIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -10195,6 +10363,12 @@ impl SetFlowTableRootOut<[u8; 16]> {
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `set_flow_table_root_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "set_flow_table_root_out",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> SetFlowTableRootOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -10307,6 +10481,12 @@ impl DestroyFlowTableIn<[u8; 64]> {
         Self::TABLE_TYPE,
         Self::TABLE_ID,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "destroy_flow_table_in",
+        size: 64,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> DestroyFlowTableIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -10553,6 +10733,12 @@ impl DestroyFlowTableOut<[u8; 16]> {
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `destroy_flow_table_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "destroy_flow_table_out",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> DestroyFlowTableOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -10668,6 +10854,12 @@ impl DestroyFlowGroupIn<[u8; 64]> {
         Self::TABLE_ID,
         Self::GROUP_ID,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "destroy_flow_group_in",
+        size: 64,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> DestroyFlowGroupIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -10941,6 +11133,12 @@ impl DestroyFlowGroupOut<[u8; 16]> {
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `destroy_flow_group_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "destroy_flow_group_out",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> DestroyFlowGroupOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -11056,6 +11254,12 @@ impl DeleteFteIn<[u8; 64]> {
         Self::TABLE_ID,
         Self::FLOW_INDEX,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "delete_fte_in",
+        size: 64,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> DeleteFteIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -11329,6 +11533,12 @@ impl DeleteFteOut<[u8; 16]> {
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `delete_fte_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "delete_fte_out",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> DeleteFteOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.

@@ -161,6 +161,12 @@ impl FlowTableNicCap<[u8; 4096]> {
         Self::SW_STEERING_NIC_TX_ACTION_DROP_ICM_ADDRESS,
         Self::SW_STEERING_NIC_TX_ACTION_ALLOW_ICM_ADDRESS,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "flow_table_nic_cap",
+        size: 4096,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> FlowTableNicCap<B> {
     /// One flow entry may forward a packet to several TIRs.
@@ -2084,6 +2090,12 @@ impl FlowTablePropLayout<[u8; 64]> {
         Self::FT_FIELD_SUPPORT,
         Self::FT_FIELD_BITMASK_SUPPORT,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "flow_table_prop_layout",
+        size: 64,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> FlowTablePropLayout<B> {
     /// Flow tables exist in this domain.
@@ -3869,6 +3881,12 @@ impl FlowTableFieldsSupported<[u8; 16]> {
         Self::METADATA_REG_C_1,
         Self::METADATA_REG_C_0,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "flow_table_fields_supported",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> FlowTableFieldsSupported<B> {
     /// PRM `0x00[31]`: bit offset 0x0, 1 bit.
@@ -5759,6 +5777,12 @@ impl FlowTableFieldsSupported2<[u8; 16]> {
         Self::BTH_OPCODE,
         Self::TUNNEL_HEADER_0_1,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "flow_table_fields_supported_2",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> FlowTableFieldsSupported2<B> {
     /// The inner header's L4 protocol class.

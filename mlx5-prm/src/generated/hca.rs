@@ -114,6 +114,12 @@ impl EnableHcaIn<[u8; 16]> {
         Self::EMBEDDED_CPU_FUNCTION,
         Self::FUNCTION_ID,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "enable_hca_in",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> EnableHcaIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -267,6 +273,12 @@ impl EnableHcaOut<[u8; 12]> {
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `enable_hca_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "enable_hca_out",
+        size: 12,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> EnableHcaOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -377,6 +389,12 @@ impl DisableHcaIn<[u8; 16]> {
         Self::EMBEDDED_CPU_FUNCTION,
         Self::FUNCTION_ID,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "disable_hca_in",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> DisableHcaIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -530,6 +548,12 @@ impl DisableHcaOut<[u8; 12]> {
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `disable_hca_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "disable_hca_out",
+        size: 12,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> DisableHcaOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -627,6 +651,12 @@ impl QueryIssiIn<[u8; 16]> {
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
     /// The position of every field of `query_issi_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::OPCODE, Self::OP_MOD];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "query_issi_in",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> QueryIssiIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -737,6 +767,12 @@ impl QueryIssiOut<[u8; 112]> {
         Self::CURRENT_ISSI,
         Self::SUPPORTED_ISSI_DW0,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "query_issi_out",
+        size: 112,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> QueryIssiOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -923,6 +959,12 @@ impl SetIssiIn<[u8; 16]> {
         Self::OP_MOD,
         Self::CURRENT_ISSI,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "set_issi_in",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> SetIssiIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -1048,6 +1090,12 @@ impl SetIssiOut<[u8; 16]> {
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `set_issi_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "set_issi_out",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> SetIssiOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -1158,6 +1206,12 @@ impl QueryPagesIn<[u8; 16]> {
         Self::EMBEDDED_CPU_FUNCTION,
         Self::FUNCTION_ID,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "query_pages_in",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> QueryPagesIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -1327,6 +1381,12 @@ impl QueryPagesOut<[u8; 16]> {
         Self::FUNCTION_ID,
         Self::NUM_PAGES,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "query_pages_out",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> QueryPagesOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -1527,6 +1587,12 @@ impl ManagePagesIn<[u8; 16]> {
         Self::INPUT_NUM_ENTRIES,
         Self::PAS,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "manage_pages_in",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> ManagePagesIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -1787,6 +1853,12 @@ impl ManagePagesOut<[u8; 16]> {
         Self::OUTPUT_NUM_ENTRIES,
         Self::PAS,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "manage_pages_out",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> ManagePagesOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -1978,6 +2050,12 @@ impl QueryAdapterIn<[u8; 16]> {
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
     /// The position of every field of `query_adapter_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::OPCODE, Self::OP_MOD];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "query_adapter_in",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> QueryAdapterIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -2085,6 +2163,12 @@ impl QueryAdapterOut<[u8; 272]> {
         Self::SYNDROME,
         Self::QUERY_ADAPTER_STRUCT,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "query_adapter_out",
+        size: 272,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> QueryAdapterOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -2225,6 +2309,12 @@ impl QueryAdapterParamBlock<[u8; 256]> {
         Self::VSD,
         Self::VSD_CONTD_PSID,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "query_adapter_param_block",
+        size: 256,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> QueryAdapterParamBlock<B> {
     /// IEEE OUI of the adapter's vendor.
@@ -2382,6 +2472,12 @@ impl InitHcaIn<[u8; 32]> {
         Self::SW_VHCA_ID,
         Self::SW_OWNER_ID,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "init_hca_in",
+        size: 32,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> InitHcaIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -2581,6 +2677,12 @@ impl InitHcaOut<[u8; 16]> {
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `init_hca_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "init_hca_out",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> InitHcaOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -2684,6 +2786,12 @@ impl TeardownHcaIn<[u8; 16]> {
         Self::OP_MOD,
         Self::PROFILE,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "teardown_hca_in",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> TeardownHcaIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -2827,6 +2935,12 @@ impl TeardownHcaOut<[u8; 16]> {
         Self::SYNDROME,
         Self::STATE,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "teardown_hca_out",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> TeardownHcaOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -2958,6 +3072,12 @@ impl SetDriverVersionIn<[u8; 80]> {
         Self::OP_MOD,
         Self::DRIVER_VERSION,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "set_driver_version_in",
+        size: 80,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> SetDriverVersionIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -3070,6 +3190,12 @@ impl SetDriverVersionOut<[u8; 16]> {
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `set_driver_version_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "set_driver_version_out",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> SetDriverVersionOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -3179,6 +3305,12 @@ impl AccessRegisterIn<[u8; 16]> {
         Self::ARGUMENT,
         Self::REGISTER_DATA,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "access_register_in",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> AccessRegisterIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -3404,6 +3536,12 @@ impl AccessRegisterOut<[u8; 16]> {
         Self::SYNDROME,
         Self::REGISTER_DATA,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "access_register_out",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> AccessRegisterOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -3569,6 +3707,12 @@ impl AllocUarIn<[u8; 16]> {
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
     /// The position of every field of `alloc_uar_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::OPCODE, Self::UID, Self::OP_MOD];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "alloc_uar_in",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> AllocUarIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -3694,6 +3838,12 @@ impl AllocUarOut<[u8; 16]> {
     pub const UAR: rt::Field = rt::Field::new("uar", 72, 24);
     /// The position of every field of `alloc_uar_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME, Self::UAR];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "alloc_uar_out",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> AllocUarOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -3836,6 +3986,12 @@ impl DeallocUarIn<[u8; 16]> {
         Self::OP_MOD,
         Self::UAR,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "dealloc_uar_in",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> DeallocUarIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -3995,6 +4151,12 @@ impl DeallocUarOut<[u8; 16]> {
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `dealloc_uar_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "dealloc_uar_out",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> DeallocUarOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -4094,6 +4256,12 @@ impl AllocPdIn<[u8; 16]> {
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
     /// The position of every field of `alloc_pd_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::OPCODE, Self::UID, Self::OP_MOD];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "alloc_pd_in",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> AllocPdIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -4219,6 +4387,12 @@ impl AllocPdOut<[u8; 16]> {
     pub const PD: rt::Field = rt::Field::new("pd", 72, 24);
     /// The position of every field of `alloc_pd_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME, Self::PD];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "alloc_pd_out",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> AllocPdOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -4361,6 +4535,12 @@ impl DeallocPdIn<[u8; 16]> {
         Self::OP_MOD,
         Self::PD,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "dealloc_pd_in",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> DeallocPdIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -4520,6 +4700,12 @@ impl DeallocPdOut<[u8; 16]> {
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `dealloc_pd_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "dealloc_pd_out",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> DeallocPdOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -4619,6 +4805,12 @@ impl AllocTransportDomainIn<[u8; 16]> {
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
     /// The position of every field of `alloc_transport_domain_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::OPCODE, Self::UID, Self::OP_MOD];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "alloc_transport_domain_in",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> AllocTransportDomainIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -4748,6 +4940,12 @@ impl AllocTransportDomainOut<[u8; 16]> {
         Self::SYNDROME,
         Self::TRANSPORT_DOMAIN,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "alloc_transport_domain_out",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> AllocTransportDomainOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -4890,6 +5088,12 @@ impl DeallocTransportDomainIn<[u8; 16]> {
         Self::OP_MOD,
         Self::TRANSPORT_DOMAIN,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "dealloc_transport_domain_in",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> DeallocTransportDomainIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -5049,6 +5253,12 @@ impl DeallocTransportDomainOut<[u8; 16]> {
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `dealloc_transport_domain_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "dealloc_transport_domain_out",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> DeallocTransportDomainOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -5146,6 +5356,12 @@ impl QuerySpecialContextsIn<[u8; 16]> {
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
     /// The position of every field of `query_special_contexts_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::OPCODE, Self::OP_MOD];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "query_special_contexts_in",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> QuerySpecialContextsIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -5265,6 +5481,12 @@ impl QuerySpecialContextsOut<[u8; 32]> {
         Self::TERMINATE_SCATTER_LIST_MKEY,
         Self::REPEATED_MKEY,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "query_special_contexts_out",
+        size: 32,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> QuerySpecialContextsOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.

@@ -252,6 +252,12 @@ impl HealthBuffer<[u8; 64]> {
         Self::SYND,
         Self::EXT_SYND,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "health_buffer",
+        size: 64,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> HealthBuffer<B> {
     /// Firmware address of the assertion that fired (debug data for the vendor).
@@ -616,6 +622,12 @@ impl InitialSeg<[u8; 16396]> {
         Self::HEALTH_SYNDROME,
         Self::HEALTH_COUNTER,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "initial_seg",
+        size: 16396,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> InitialSeg<B> {
     /// Minor firmware revision.

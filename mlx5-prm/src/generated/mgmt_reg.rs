@@ -313,6 +313,12 @@ impl PcamRegs5000To507f<[u8; 16]> {
         Self::PPCNT,
         Self::PORT_ACCESS_REG_CAP_MASK_07_TO_00,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "pcam_regs_5000_to_507f",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> PcamRegs5000To507f<B> {
     /// Registers 0x505f..0x507f (bit 31 is PCAM itself).
@@ -808,6 +814,12 @@ impl PcamEnhancedFeatures<[u8; 16]> {
         Self::PPCNT_DISCARD_GROUP,
         Self::PPCNT_STATISTICAL_GROUP,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "pcam_enhanced_features",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> PcamEnhancedFeatures<B> {
     /// PRM `0x08[23]`: bit offset 0x48, 1 bit.
@@ -1158,6 +1170,12 @@ impl PcamReg<[u8; 80]> {
         Self::PORT_ACCESS_REG_CAP_MASK,
         Self::FEATURE_CAP_MASK,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "pcam_reg",
+        size: 80,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> PcamReg<B> {
     /// Which feature mask to report; 0 is the enhanced features.
@@ -1399,6 +1417,12 @@ impl McamAccessReg<[u8; 16]> {
         Self::MTMP,
         Self::REGS_9_TO_0,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "mcam_access_reg",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> McamAccessReg<B> {
     /// MCDA (0x9063) is implemented (firmware flashing).
@@ -2031,6 +2055,12 @@ impl McamAccessRegBits1<[u8; 16]> {
         Self::REGS_63_TO_32,
         Self::REGS_31_TO_0,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "mcam_access_reg_bits1",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> McamAccessRegBits1<B> {
     /// PRM `0x00[31:0]`: bit offset 0x0, 32 bits.
@@ -2194,6 +2224,12 @@ impl McamAccessRegBits2<[u8; 16]> {
         Self::REGS_63_TO_32,
         Self::REGS_31_TO_0,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "mcam_access_reg_bits2",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> McamAccessRegBits2<B> {
     /// PRM `0x00[31:3]`: bit offset 0x0, 29 bits.
@@ -2499,6 +2535,12 @@ impl McamAccessRegBits3<[u8; 16]> {
         Self::MTCTR,
         Self::MTPTM,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "mcam_access_reg_bits3",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> McamAccessRegBits3<B> {
     /// PRM `0x00[31:0]`: bit offset 0x0, 32 bits.
@@ -2798,6 +2840,12 @@ impl McamEnhancedFeatures<[u8; 16]> {
         Self::MTPPS_FS,
         Self::PCIE_PERFORMANCE_GROUP,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "mcam_enhanced_features",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> McamEnhancedFeatures<B> {
     /// PRM `0x08[15]`: bit offset 0x50, 1 bit.
@@ -3281,6 +3329,12 @@ impl McamReg<[u8; 72]> {
         Self::MNG_ACCESS_REG_CAP_MASK,
         Self::MNG_FEATURE_CAP_MASK,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "mcam_reg",
+        size: 72,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> McamReg<B> {
     /// Which feature mask to report; 0 is the enhanced features.
@@ -3498,6 +3552,12 @@ impl QcamAccessRegCapMask<[u8; 16]> {
         Self::QCAP,
         Self::QCAM_ACCESS_REG_CAP_MASK_0,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "qcam_access_reg_cap_mask",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> QcamAccessRegCapMask<B> {
     /// Number of elements of `qcam_access_reg_cap_mask_127_to_20`: 108.
@@ -3824,6 +3884,12 @@ impl QcamQosFeatureCapMask<[u8; 16]> {
         Self::QCAM_QOS_FEATURE_CAP_MASK_127_TO_1,
         Self::QPTS_TRUST_BOTH,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "qcam_qos_feature_cap_mask",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> QcamQosFeatureCapMask<B> {
     /// Number of elements of `qcam_qos_feature_cap_mask_127_to_1`: 127.
@@ -3982,6 +4048,12 @@ impl QcamReg<[u8; 72]> {
         Self::QOS_ACCESS_REG_CAP_MASK,
         Self::QOS_FEATURE_CAP_MASK,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "qcam_reg",
+        size: 72,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> QcamReg<B> {
     /// Which feature mask to report.
@@ -4169,6 +4241,12 @@ impl DefaultTimeout<[u8; 4]> {
     pub const TO_VALUE: rt::Field = rt::Field::new("to_value", 12, 20);
     /// The position of every field of `default_timeout`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::TO_MULTIPLIER, Self::TO_VALUE];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "default_timeout",
+        size: 4,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> DefaultTimeout<B> {
     /// Unit of to_value.
@@ -4340,6 +4418,12 @@ impl DtorReg<[u8; 64]> {
         Self::RECLAIM_VFS_PAGES_TO,
         Self::RESET_UNLOAD_TO,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "dtor_reg",
+        size: 64,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> DtorReg<B> {
     /// Link toggle after a reset.
@@ -4774,6 +4858,12 @@ impl HostEndiannessReg<[u8; 16]> {
     pub const HE: rt::Field = rt::Field::new("he", 0, 1);
     /// The position of every field of `host_endianness_reg`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::HE];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "host_endianness_reg",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> HostEndiannessReg<B> {
     /// The host is big-endian (0 for little-endian hosts such as x86).

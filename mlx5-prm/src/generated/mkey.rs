@@ -153,6 +153,12 @@ impl CreateMkeyIn<[u8; 272]> {
         Self::TRANSLATIONS_OCTWORD_ACTUAL_SIZE,
         Self::KLM_PAS_MTT,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "create_mkey_in",
+        size: 272,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> CreateMkeyIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -648,6 +654,12 @@ impl Mkc<[u8; 64]> {
         Self::RELAXED_ORDERING_READ,
         Self::LOG_PAGE_SIZE,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "mkc",
+        size: 64,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> Mkc<B> {
     /// The key is created in the free state, without usable translations; a UMR work request fills it in later. Linux sets it for keys it manages through UMR.
@@ -1514,6 +1526,12 @@ impl CreateMkeyOut<[u8; 16]> {
         Self::SYNDROME,
         Self::MKEY_INDEX,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "create_mkey_out",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> CreateMkeyOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -1656,6 +1674,12 @@ impl DestroyMkeyIn<[u8; 16]> {
         Self::OP_MOD,
         Self::MKEY_INDEX,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "destroy_mkey_in",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> DestroyMkeyIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -1815,6 +1839,12 @@ impl DestroyMkeyOut<[u8; 16]> {
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `destroy_mkey_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "destroy_mkey_out",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> DestroyMkeyOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -1921,6 +1951,12 @@ impl QueryMkeyIn<[u8; 16]> {
         Self::MKEY_INDEX,
         Self::PG_ACCESS,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "query_mkey_in",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> QueryMkeyIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -2104,6 +2140,12 @@ impl QueryMkeyOut<[u8; 304]> {
         Self::BSF0_KLM0_PAS_MTT0_1,
         Self::BSF1_KLM1_PAS_MTT2_3,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "query_mkey_out",
+        size: 304,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> QueryMkeyOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.

@@ -150,6 +150,12 @@ impl PfccReg<[u8; 32]> {
         Self::DEVICE_STALL_MINOR_WATERMARK,
         Self::DEVICE_STALL_CRITICAL_WATERMARK,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "pfcc_reg",
+        size: 32,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> PfccReg<B> {
     /// Who configures the port buffers: 0 firmware, 1 software.
@@ -735,6 +741,12 @@ impl Lane2ModuleMapping<[u8; 4]> {
         Self::TX_LANE,
         Self::MODULE,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "lane_2_module_mapping",
+        size: 4,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> Lane2ModuleMapping<B> {
     /// Receive lane of the module.
@@ -914,6 +926,12 @@ impl PmlpReg<[u8; 64]> {
         Self::LANE2_MODULE_MAPPING,
         Self::LANE3_MODULE_MAPPING,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "pmlp_reg",
+        size: 64,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> PmlpReg<B> {
     /// Receive lanes are mapped apart from transmit lanes (rx_lane used).
@@ -1206,6 +1224,12 @@ impl PddrReg<[u8; 256]> {
         Self::PAGE_SELECT,
         Self::PAGE_DATA,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "pddr_reg",
+        size: 256,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> PddrReg<B> {
     /// Port number (1 for the first port).
@@ -1397,6 +1421,12 @@ impl PddrTroubleshootingPage<[u8; 248]> {
         Self::STATUS_OPCODE,
         Self::STATUS_MESSAGE,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "pddr_troubleshooting_page",
+        size: 248,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> PddrTroubleshootingPage<B> {
     /// Group of status opcodes asked for: 0 the link monitor.
@@ -1574,6 +1604,12 @@ impl PddrMonitorOpcode<[u8; 4]> {
     pub const MONITOR_OPCODE: rt::Field = rt::Field::new("monitor_opcode", 16, 16);
     /// The position of every field of `pddr_monitor_opcode`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::MONITOR_OPCODE];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "pddr_monitor_opcode",
+        size: 4,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> PddrMonitorOpcode<B> {
     /// The opcode: 0 no issue; others name a cause (no partner, cable, ...).

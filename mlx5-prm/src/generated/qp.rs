@@ -1086,6 +1086,12 @@ impl CreateQpIn<[u8; 272]> {
         Self::WQ_UMEM_VALID,
         Self::PAS,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "create_qp_in",
+        size: 272,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> CreateQpIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -1773,6 +1779,12 @@ impl Qpc<[u8; 232]> {
         Self::DC_ACCESS_KEY,
         Self::DBR_UMEM_VALID,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "qpc",
+        size: 232,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> Qpc<B> {
     /// Current state; reported by QUERY_QP.
@@ -4394,6 +4406,12 @@ impl Ads<[u8; 44]> {
         Self::RMAC_47_32,
         Self::RMAC_31_0,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "ads",
+        size: 44,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> Ads<B> {
     /// Force-loopback flag of the path.
@@ -5219,6 +5237,12 @@ impl CreateQpOut<[u8; 16]> {
         Self::QPN,
         Self::ECE,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "create_qp_out",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> CreateQpOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -5389,6 +5413,12 @@ impl DestroyQpIn<[u8; 16]> {
         Self::OP_MOD,
         Self::QPN,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "destroy_qp_in",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> DestroyQpIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -5548,6 +5578,12 @@ impl DestroyQpOut<[u8; 16]> {
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `destroy_qp_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "destroy_qp_out",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> DestroyQpOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -5654,6 +5690,12 @@ impl QueryQpIn<[u8; 16]> {
         Self::QPC_EXT,
         Self::QPN,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "query_qp_in",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> QueryQpIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -5830,6 +5872,12 @@ impl QueryQpOut<[u8; 272]> {
         Self::QPC,
         Self::PAS,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "query_qp_out",
+        size: 272,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> QueryQpOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -6107,6 +6155,12 @@ impl Rst2initQpIn<[u8; 272]> {
         Self::ECE,
         Self::QPC,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "rst2init_qp_in",
+        size: 272,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> Rst2initQpIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -6368,6 +6422,12 @@ impl Rst2initQpOut<[u8; 16]> {
     pub const ECE: rt::Field = rt::Field::new("ece", 96, 32);
     /// The position of every field of `rst2init_qp_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME, Self::ECE];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "rst2init_qp_out",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> Rst2initQpOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -6511,6 +6571,12 @@ impl Init2initQpIn<[u8; 272]> {
         Self::ECE,
         Self::QPC,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "init2init_qp_in",
+        size: 272,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> Init2initQpIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -6772,6 +6838,12 @@ impl Init2initQpOut<[u8; 16]> {
     pub const ECE: rt::Field = rt::Field::new("ece", 96, 32);
     /// The position of every field of `init2init_qp_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME, Self::ECE];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "init2init_qp_out",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> Init2initQpOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -6915,6 +6987,12 @@ impl Init2rtrQpIn<[u8; 272]> {
         Self::ECE,
         Self::QPC,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "init2rtr_qp_in",
+        size: 272,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> Init2rtrQpIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -7176,6 +7254,12 @@ impl Init2rtrQpOut<[u8; 16]> {
     pub const ECE: rt::Field = rt::Field::new("ece", 96, 32);
     /// The position of every field of `init2rtr_qp_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME, Self::ECE];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "init2rtr_qp_out",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> Init2rtrQpOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -7319,6 +7403,12 @@ impl Rtr2rtsQpIn<[u8; 272]> {
         Self::ECE,
         Self::QPC,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "rtr2rts_qp_in",
+        size: 272,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> Rtr2rtsQpIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -7580,6 +7670,12 @@ impl Rtr2rtsQpOut<[u8; 16]> {
     pub const ECE: rt::Field = rt::Field::new("ece", 96, 32);
     /// The position of every field of `rtr2rts_qp_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME, Self::ECE];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "rtr2rts_qp_out",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> Rtr2rtsQpOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -7723,6 +7819,12 @@ impl Rts2rtsQpIn<[u8; 272]> {
         Self::ECE,
         Self::QPC,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "rts2rts_qp_in",
+        size: 272,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> Rts2rtsQpIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -7984,6 +8086,12 @@ impl Rts2rtsQpOut<[u8; 16]> {
     pub const ECE: rt::Field = rt::Field::new("ece", 96, 32);
     /// The position of every field of `rts2rts_qp_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME, Self::ECE];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "rts2rts_qp_out",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> Rts2rtsQpOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -8124,6 +8232,12 @@ impl Sqerr2rtsQpIn<[u8; 272]> {
         Self::OPT_PARAM_MASK,
         Self::QPC,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "sqerr2rts_qp_in",
+        size: 272,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> Sqerr2rtsQpIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -8356,6 +8470,12 @@ impl Sqerr2rtsQpOut<[u8; 16]> {
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `sqerr2rts_qp_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "sqerr2rts_qp_out",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> Sqerr2rtsQpOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -8462,6 +8582,12 @@ impl Qp2errIn<[u8; 16]> {
         Self::OP_MOD,
         Self::QPN,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "qp_2err_in",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> Qp2errIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -8621,6 +8747,12 @@ impl Qp2errOut<[u8; 16]> {
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `qp_2err_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "qp_2err_out",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> Qp2errOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -8727,6 +8859,12 @@ impl Qp2rstIn<[u8; 16]> {
         Self::OP_MOD,
         Self::QPN,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "qp_2rst_in",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> Qp2rstIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -8886,6 +9024,12 @@ impl Qp2rstOut<[u8; 16]> {
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `qp_2rst_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "qp_2rst_out",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> Qp2rstOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.

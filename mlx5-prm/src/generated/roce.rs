@@ -175,6 +175,12 @@ impl RoceAddrLayout<[u8; 32]> {
         Self::ROCE_L3_TYPE,
         Self::ROCE_VERSION,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "roce_addr_layout",
+        size: 32,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> RoceAddrLayout<B> {
     /// The source GID: an IPv6 address, or an IPv4 address in the IPv4-mapped form (::ffff:a.b.c.d), 16 bytes in network order. All zero marks an unused entry.
@@ -455,6 +461,12 @@ impl SetRoceAddressIn<[u8; 48]> {
         Self::VHCA_PORT_NUM,
         Self::ROCE_ADDRESS,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "set_roce_address_in",
+        size: 48,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> SetRoceAddressIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -652,6 +664,12 @@ impl SetRoceAddressOut<[u8; 16]> {
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `set_roce_address_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "set_roce_address_out",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> SetRoceAddressOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -762,6 +780,12 @@ impl QueryRoceAddressIn<[u8; 16]> {
         Self::ROCE_ADDRESS_INDEX,
         Self::VHCA_PORT_NUM,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "query_roce_address_in",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> QueryRoceAddressIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -929,6 +953,12 @@ impl QueryRoceAddressOut<[u8; 48]> {
         Self::SYNDROME,
         Self::ROCE_ADDRESS,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "query_roce_address_out",
+        size: 48,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> QueryRoceAddressOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.

@@ -257,6 +257,12 @@ impl CreateTisIn<[u8; 192]> {
         Self::OP_MOD,
         Self::CTX,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "create_tis_in",
+        size: 192,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> CreateTisIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -450,6 +456,12 @@ impl Tisc<[u8; 160]> {
         Self::UNDERLAY_QPN,
         Self::PD,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "tisc",
+        size: 160,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> Tisc<B> {
     /// Keep the traffic on the port given by lag_tx_port_affinity even when that port goes down, instead of letting it move to the other LAG port.
@@ -784,6 +796,12 @@ impl CreateTisOut<[u8; 16]> {
     pub const TISN: rt::Field = rt::Field::new("tisn", 72, 24);
     /// The position of every field of `create_tis_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME, Self::TISN];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "create_tis_out",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> CreateTisOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -926,6 +944,12 @@ impl DestroyTisIn<[u8; 16]> {
         Self::OP_MOD,
         Self::TISN,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "destroy_tis_in",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> DestroyTisIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -1085,6 +1109,12 @@ impl DestroyTisOut<[u8; 16]> {
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `destroy_tis_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "destroy_tis_out",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> DestroyTisOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -1191,6 +1221,12 @@ impl CreateTirIn<[u8; 272]> {
         Self::OP_MOD,
         Self::CTX,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "create_tir_in",
+        size: 272,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> CreateTirIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -1424,6 +1460,12 @@ impl Tirc<[u8; 240]> {
         Self::RX_HASH_FIELD_SELECTOR_OUTER,
         Self::RX_HASH_FIELD_SELECTOR_INNER,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "tirc",
+        size: 240,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> Tirc<B> {
     /// Dispatch mode. Direct uses inline_rqn; indirect hashes into the RQT in indirect_table.
@@ -2098,6 +2140,12 @@ impl RxHashFieldSelect<[u8; 4]> {
         Self::L4_PROT_TYPE,
         Self::SELECTED_FIELDS,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "rx_hash_field_select",
+        size: 4,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> RxHashFieldSelect<B> {
     /// Layer-3 protocol the selected fields belong to. 0 IPv4, 1 IPv6.
@@ -2250,6 +2298,12 @@ impl CreateTirOut<[u8; 16]> {
         Self::TIRN,
         Self::ICM_ADDRESS_31_0,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "create_tir_out",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> CreateTirOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -2490,6 +2544,12 @@ impl ModifyTirIn<[u8; 272]> {
         Self::BITMASK,
         Self::CTX,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "modify_tir_in",
+        size: 272,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> ModifyTirIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -2732,6 +2792,12 @@ impl ModifyTirBitmask<[u8; 8]> {
         Self::HASH,
         Self::PACKET_MERGE,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "modify_tir_bitmask",
+        size: 8,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> ModifyTirBitmask<B> {
     /// Apply self_lb_block (the loopback filter).
@@ -2861,6 +2927,12 @@ impl ModifyTirOut<[u8; 16]> {
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `modify_tir_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "modify_tir_out",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> ModifyTirOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -2967,6 +3039,12 @@ impl DestroyTirIn<[u8; 16]> {
         Self::OP_MOD,
         Self::TIRN,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "destroy_tir_in",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> DestroyTirIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -3126,6 +3204,12 @@ impl DestroyTirOut<[u8; 16]> {
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `destroy_tir_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "destroy_tir_out",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> DestroyTirOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -3232,6 +3316,12 @@ impl CreateRqtIn<[u8; 272]> {
         Self::OP_MOD,
         Self::RQT_CONTEXT,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "create_rqt_in",
+        size: 272,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> CreateRqtIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -3413,6 +3503,12 @@ impl Rqtc<[u8; 240]> {
         Self::RQT_ACTUAL_SIZE,
         Self::RQ_NUM,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "rqtc",
+        size: 240,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> Rqtc<B> {
     /// Kind of queue the entries name. 0 (plain RQs) is the usual value.
@@ -3713,6 +3809,12 @@ impl RqNum<[u8; 4]> {
     pub const RQ_NUM: rt::Field = rt::Field::new("rq_num", 8, 24);
     /// The position of every field of `rq_num`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::RQ_NUM];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "rq_num",
+        size: 4,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> RqNum<B> {
     /// Number of the RQ this entry sends packets to.
@@ -3796,6 +3898,12 @@ impl CreateRqtOut<[u8; 16]> {
     pub const RQTN: rt::Field = rt::Field::new("rqtn", 72, 24);
     /// The position of every field of `create_rqt_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME, Self::RQTN];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "create_rqt_out",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> CreateRqtOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -3944,6 +4052,12 @@ impl ModifyRqtIn<[u8; 272]> {
         Self::BITMASK,
         Self::CTX,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "modify_rqt_in",
+        size: 272,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> ModifyRqtIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -4180,6 +4294,12 @@ impl RqtBitmask<[u8; 8]> {
     pub const RQN_LIST: rt::Field = rt::Field::new("rqn_list", 63, 1);
     /// The position of every field of `rqt_bitmask`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::RQN_LIST];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "rqt_bitmask",
+        size: 8,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> RqtBitmask<B> {
     /// Apply rqt_actual_size and the RQ list.
@@ -4253,6 +4373,12 @@ impl ModifyRqtOut<[u8; 16]> {
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `modify_rqt_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "modify_rqt_out",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> ModifyRqtOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -4359,6 +4485,12 @@ impl DestroyRqtIn<[u8; 16]> {
         Self::OP_MOD,
         Self::RQTN,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "destroy_rqt_in",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> DestroyRqtIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -4518,6 +4650,12 @@ impl DestroyRqtOut<[u8; 16]> {
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `destroy_rqt_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "destroy_rqt_out",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> DestroyRqtOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.

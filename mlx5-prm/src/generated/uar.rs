@@ -105,6 +105,12 @@ impl CqDoorbellRecord<[u8; 8]> {
         Self::ARM_CMD,
         Self::ARM_CI,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "cq_doorbell_record",
+        size: 8,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> CqDoorbellRecord<B> {
     /// Consumer index of the CQ, the number of CQEs software has consumed, modulo 2^24. The device may reuse every slot before it.
@@ -429,6 +435,12 @@ impl QpDoorbellRecord<[u8; 8]> {
         Self::RECEIVE_COUNTER,
         Self::SEND_COUNTER,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "qp_doorbell_record",
+        size: 8,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> QpDoorbellRecord<B> {
     /// Receive producer counter, the number of receive WQEs posted modulo 2^16. The receive queue has no MMIO doorbell; updating this word is how new receive WQEs are announced.
@@ -556,6 +568,12 @@ impl UarPage<[u8; 4096]> {
         Self::EQ_UPDATE_CI,
         Self::BF_REGS,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "uar_page",
+        size: 4096,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> UarPage<B> {}
 impl<B: rt::BytesMut> UarPage<B> {

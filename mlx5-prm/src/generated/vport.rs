@@ -312,6 +312,12 @@ impl QueryVportStateIn<[u8; 16]> {
         Self::OTHER_VPORT,
         Self::VPORT_NUMBER,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "query_vport_state_in",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> QueryVportStateIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -474,6 +480,12 @@ impl QueryVportStateOut<[u8; 16]> {
         Self::ADMIN_STATE,
         Self::STATE,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "query_vport_state_out",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> QueryVportStateOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -679,6 +691,12 @@ impl QueryNicVportContextIn<[u8; 16]> {
         Self::VPORT_NUMBER,
         Self::ALLOWED_LIST_TYPE,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "query_nic_vport_context_in",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> QueryNicVportContextIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -890,6 +908,12 @@ impl QueryNicVportContextOut<[u8; 272]> {
         Self::SYNDROME,
         Self::NIC_VPORT_CONTEXT,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "query_nic_vport_context_out",
+        size: 272,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> QueryNicVportContextOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -1164,6 +1188,12 @@ impl NicVportContext<[u8; 256]> {
         Self::PERMANENT_ADDRESS,
         Self::CURRENT_UC_MAC_ADDRESS,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "nic_vport_context",
+        size: 256,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> NicVportContext<B> {
     /// Minimum headers a send WQE of this vport must carry inline, used when the Ethernet capability wqe_inline_mode says vport_context.
@@ -2118,6 +2148,12 @@ impl MacAddressLayout<[u8; 8]> {
         Self::MAC_ADDR_47_32,
         Self::MAC_ADDR_31_0,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "mac_address_layout",
+        size: 8,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> MacAddressLayout<B> {
     /// Upper 16 bits of the MAC address (its first two bytes).
@@ -2238,6 +2274,12 @@ impl ModifyNicVportContextIn<[u8; 512]> {
         Self::FIELD_SELECT,
         Self::NIC_VPORT_CONTEXT,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "modify_nic_vport_context_in",
+        size: 512,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> ModifyNicVportContextIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -2573,6 +2615,12 @@ impl ModifyNicVportFieldSelect<[u8; 4]> {
         Self::ADDRESSES_LIST,
         Self::ROCE_EN,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "modify_nic_vport_field_select",
+        size: 4,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> ModifyNicVportFieldSelect<B> {
     /// Apply the affiliation fields.
@@ -2954,6 +3002,12 @@ impl ModifyNicVportContextOut<[u8; 16]> {
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `modify_nic_vport_context_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "modify_nic_vport_context_out",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> ModifyNicVportContextOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.

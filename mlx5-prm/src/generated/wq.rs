@@ -603,6 +603,12 @@ impl CreateSqIn<[u8; 272]> {
         Self::OP_MOD,
         Self::CTX,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "create_sq_in",
+        size: 272,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> CreateSqIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -861,6 +867,12 @@ impl Sqc<[u8; 240]> {
         Self::TIS_NUM_0,
         Self::WQ,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "sqc",
+        size: 240,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> Sqc<B> {
     /// WQEs may use the device's reserved local key.
@@ -1783,6 +1795,12 @@ impl Wq<[u8; 192]> {
         Self::LOG_HEADERS_BUFFER_ENTRY_NUM,
         Self::PAS,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "wq",
+        size: 192,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> Wq<B> {
     /// Ring organisation; cyclic except for striding RQs.
@@ -3056,6 +3074,12 @@ impl CmdPas<[u8; 8]> {
     pub const PA_L: rt::Field = rt::Field::new("pa_l", 32, 20);
     /// The position of every field of `cmd_pas`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::PA_H, Self::PA_L];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "cmd_pas",
+        size: 8,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> CmdPas<B> {
     /// Bits 63..32 of the page's IO address.
@@ -3167,6 +3191,12 @@ impl CreateSqOut<[u8; 16]> {
     pub const SQN: rt::Field = rt::Field::new("sqn", 72, 24);
     /// The position of every field of `create_sq_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME, Self::SQN];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "create_sq_out",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> CreateSqOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -3318,6 +3348,12 @@ impl ModifySqIn<[u8; 272]> {
         Self::MODIFY_BITMASK,
         Self::CTX,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "modify_sq_in",
+        size: 272,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> ModifySqIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -3597,6 +3633,12 @@ impl ModifySqOut<[u8; 16]> {
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `modify_sq_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "modify_sq_out",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> ModifySqOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -3703,6 +3745,12 @@ impl DestroySqIn<[u8; 16]> {
         Self::OP_MOD,
         Self::SQN,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "destroy_sq_in",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> DestroySqIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -3862,6 +3910,12 @@ impl DestroySqOut<[u8; 16]> {
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `destroy_sq_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "destroy_sq_out",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> DestroySqOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -3961,6 +4015,12 @@ impl QuerySqIn<[u8; 16]> {
     pub const SQN: rt::Field = rt::Field::new("sqn", 72, 24);
     /// The position of every field of `query_sq_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::OPCODE, Self::OP_MOD, Self::SQN];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "query_sq_in",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> QuerySqIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -4100,6 +4160,12 @@ impl QuerySqOut<[u8; 272]> {
         Self::SYNDROME,
         Self::SQ_CONTEXT,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "query_sq_out",
+        size: 272,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> QuerySqOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -4252,6 +4318,12 @@ impl CreateRqIn<[u8; 272]> {
         Self::OP_MOD,
         Self::CTX,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "create_rq_in",
+        size: 272,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> CreateRqIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -4493,6 +4565,12 @@ impl Rqc<[u8; 240]> {
         Self::RESERVATION_TIMEOUT,
         Self::WQ,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "rqc",
+        size: 240,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> Rqc<B> {
     /// WQEs may use the device's reserved local key.
@@ -5258,6 +5336,12 @@ impl CreateRqOut<[u8; 16]> {
     pub const RQN: rt::Field = rt::Field::new("rqn", 72, 24);
     /// The position of every field of `create_rq_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME, Self::RQN];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "create_rq_out",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> CreateRqOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -5409,6 +5493,12 @@ impl ModifyRqIn<[u8; 272]> {
         Self::MODIFY_BITMASK,
         Self::CTX,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "modify_rq_in",
+        size: 272,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> ModifyRqIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -5688,6 +5778,12 @@ impl ModifyRqOut<[u8; 16]> {
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `modify_rq_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "modify_rq_out",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> ModifyRqOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.
@@ -5794,6 +5890,12 @@ impl DestroyRqIn<[u8; 16]> {
         Self::OP_MOD,
         Self::RQN,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "destroy_rq_in",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> DestroyRqIn<B> {
     /// PRM `0x00[31:16]`: bit offset 0x0, 16 bits.
@@ -5953,6 +6055,12 @@ impl DestroyRqOut<[u8; 16]> {
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `destroy_rq_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "destroy_rq_out",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> DestroyRqOut<B> {
     /// PRM `0x00[31:24]`: bit offset 0x0, 8 bits.

@@ -402,6 +402,12 @@ impl WqeCtrlSeg<[u8; 16]> {
         Self::SE,
         Self::IMM,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "wqe_ctrl_seg",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> WqeCtrlSeg<B> {
     /// Opcode modifier; its meaning depends on opcode (0 for plain sends).
@@ -860,6 +866,12 @@ impl WqeEthSeg<[u8; 16]> {
         Self::INLINE_HDR_SZ,
         Self::INLINE_HDR_START,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "wqe_eth_seg",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> WqeEthSeg<B> {
     /// Software parser hint; offset of the outer L4 header from the start of the frame in 2-byte units.
@@ -1349,6 +1361,12 @@ impl WqeEthSegInsert<[u8; 4]> {
         Self::SVLAN,
         Self::VLAN_TCI,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "wqe_eth_seg_insert",
+        size: 4,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> WqeEthSegInsert<B> {
     /// Insert a VLAN tag (MLX5_ETH_WQE_INSERT_VLAN, bit 15 of the insert type).
@@ -1508,6 +1526,12 @@ impl WqeDataSeg<[u8; 16]> {
     pub const ADDR: rt::Field = rt::Field::new("addr", 64, 64);
     /// The position of every field of `wqe_data_seg`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::BYTE_COUNT, Self::LKEY, Self::ADDR];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "wqe_data_seg",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> WqeDataSeg<B> {
     /// Length of the buffer in bytes.
@@ -1630,6 +1654,12 @@ impl WqeRaddrSeg<[u8; 16]> {
     pub const RKEY: rt::Field = rt::Field::new("rkey", 64, 32);
     /// The position of every field of `wqe_raddr_seg`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::RADDR, Self::RKEY];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "wqe_raddr_seg",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> WqeRaddrSeg<B> {
     /// Remote virtual address of the access.
@@ -1731,6 +1761,12 @@ impl WqeAtomicSeg<[u8; 16]> {
     pub const COMPARE: rt::Field = rt::Field::new("compare", 64, 64);
     /// The position of every field of `wqe_atomic_seg`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::SWAP_ADD, Self::COMPARE];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "wqe_atomic_seg",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> WqeAtomicSeg<B> {
     /// Value to swap in (compare and swap) or to add (fetch and add).
@@ -1834,6 +1870,12 @@ impl WqeMaskedAtomicSeg<[u8; 32]> {
         Self::SWAP_ADD_MASK,
         Self::COMPARE_MASK,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "wqe_masked_atomic_seg",
+        size: 32,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> WqeMaskedAtomicSeg<B> {
     /// Swap or add operand.
@@ -1990,6 +2032,12 @@ impl WqeInlineSeg<[u8; 4]> {
         Self::BYTE_COUNT,
         Self::DATA,
     ];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "wqe_inline_seg",
+        size: 4,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> WqeInlineSeg<B> {
     /// Always set; marks the segment as inline data rather than a data segment.
@@ -2164,6 +2212,12 @@ impl RecvWqe<[u8; 16]> {
     pub const SCATTER_MORE: rt::Field = rt::Field::new("scatter_more", 128, 128);
     /// The position of every field of `recv_wqe`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::SCATTER, Self::SCATTER_MORE];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "recv_wqe",
+        size: 16,
+        fields: Self::FIELDS,
+    };
 }
 impl<B: rt::Bytes> RecvWqe<B> {
     /// The first scatter entry.

@@ -10,6 +10,7 @@ mod command_info;
 mod device;
 mod error;
 pub mod fmt;
+mod layout;
 mod mmio;
 #[cfg(feature = "reflect")]
 pub mod reflect;
@@ -23,6 +24,7 @@ pub use command::{output_status, output_syndrome, Command, OpMod};
 pub use command_info::{CommandInfo, OpModInfo};
 pub use device::DeviceBytes;
 pub use error::{LayoutError, Overflow, UnknownValue};
+pub use layout::Layout;
 pub use mmio::{Mmio32, MmioBytes, MmioPtr, RegisterFile};
 pub use view::{check_len, View};
 
