@@ -11,6 +11,7 @@
 //!
 //! Nothing in the pipeline panics on bad input: problems are diagnostics.
 
+pub mod decode;
 pub mod diag;
 pub mod gen;
 pub mod import;

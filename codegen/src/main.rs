@@ -86,6 +86,57 @@ enum Command {
         #[arg(long)]
         verbose: bool,
     },
+    /// Decodes a hex dump (plain, xxd, hexdump -C) or raw bytes through a layout: every field
+    /// with its PRM position, kernel bit offset, raw and decoded value.
+    ///
+    /// Exit status: 0 when decoded, 1 on bad input (truncated, wrong length, bad hex), 2 on a
+    /// usage error (an unknown layout).
+    Decode {
+        /// The structure or union (with --command: the input file).
+        layout: Option<String>,
+        /// The dump; `-` or none reads stdin.
+        file: Option<PathBuf>,
+        /// Decode a command's mailbox instead: its opcode (0x400) or name.
+        #[arg(long)]
+        command: Option<String>,
+        /// With --command: the input mailbox (the default).
+        #[arg(long = "in", conflicts_with = "output")]
+        input: bool,
+        /// With --command: the output mailbox.
+        #[arg(long = "out")]
+        output: bool,
+        /// Read a union as this member: MEMBER, or PATH=MEMBER for one union (repeatable).
+        #[arg(long)]
+        member: Vec<String>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Human)]
+        format: Format,
+        /// The input is raw bytes, not a hex dump.
+        #[arg(long)]
+        binary: bool,
+        /// Directory of `*.yaml` spec files.
+        #[arg(long, default_value = "spec")]
+        spec: PathBuf,
+    },
+    /// Writes a layout's bytes from `field.path=value` assignments (numbers, enum value names,
+    /// true/false) as hex, the inverse of `decode`.
+    ///
+    /// Exit status: 0 when written, 1 on a bad assignment, 2 on a usage error.
+    Encode {
+        /// The structure or union.
+        layout: String,
+        /// Assignments, `field.path=value`.
+        assignments: Vec<String>,
+        /// Start from this dump instead of zeros.
+        #[arg(long)]
+        base: Option<PathBuf>,
+        /// Write raw bytes instead of hex.
+        #[arg(long)]
+        binary: bool,
+        /// Directory of `*.yaml` spec files.
+        #[arg(long, default_value = "spec")]
+        spec: PathBuf,
+    },
     /// Writes a synthetic spec (for benchmarks) into OUT_DIR.
     #[command(hide = true)]
     Synth {
@@ -274,6 +325,64 @@ fn run(command: Command) -> Result<ExitCode, String> {
             } else {
                 ExitCode::SUCCESS
             })
+        }
+        Command::Decode {
+            layout,
+            file,
+            command,
+            input: _,
+            output,
+            member,
+            format,
+            binary,
+            spec,
+        } => {
+            use prm_codegen::decode::cli::{self, Which};
+            let c = match compile_clean(&spec)? {
+                Ok(c) => c,
+                Err(code) => return Ok(code),
+            };
+            let (which, file) = match (command, layout) {
+                (Some(cmd), l) => (Which::Command(cmd, output), file.or(l.map(PathBuf::from))),
+                (None, Some(l)) => (Which::Layout(l), file),
+                (None, None) => return Err("name a LAYOUT or a --command".into()),
+            };
+            let json = format == Format::Json;
+            match cli::decode(&c.ir, &which, file.as_deref(), binary, &member, json) {
+                Ok(text) => print!("{text}"),
+                Err(cli::Failure::Usage(m)) => return Err(m),
+                Err(cli::Failure::Input(m)) => {
+                    eprintln!("prmc: error: {m}");
+                    return Ok(ExitCode::from(1));
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Encode {
+            layout,
+            assignments,
+            base,
+            binary,
+            spec,
+        } => {
+            use prm_codegen::decode::cli::{self, Which};
+            use std::io::Write as _;
+            let c = match compile_clean(&spec)? {
+                Ok(c) => c,
+                Err(code) => return Ok(code),
+            };
+            let which = Which::Layout(layout);
+            match cli::encode(&c.ir, &which, base.as_ref(), &assignments, binary) {
+                Ok(bytes) => std::io::stdout()
+                    .write_all(&bytes)
+                    .map_err(|e| e.to_string())?,
+                Err(cli::Failure::Usage(m)) => return Err(m),
+                Err(cli::Failure::Input(m)) => {
+                    eprintln!("prmc: error: {m}");
+                    return Ok(ExitCode::from(1));
+                }
+            }
+            Ok(ExitCode::SUCCESS)
         }
         Command::Synth {
             out_dir,
