@@ -349,7 +349,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
             };
             let json = format == Format::Json;
             match cli::decode(&c.ir, &which, file.as_deref(), binary, &member, json) {
-                Ok(text) => print!("{text}"),
+                Ok(text) => cli::write_stdout(text.as_bytes())?,
                 Err(cli::Failure::Usage(m)) => return Err(m),
                 Err(cli::Failure::Input(m)) => {
                     eprintln!("prmc: error: {m}");
@@ -366,16 +366,13 @@ fn run(command: Command) -> Result<ExitCode, String> {
             spec,
         } => {
             use prm_codegen::decode::cli::{self, Which};
-            use std::io::Write as _;
             let c = match compile_clean(&spec)? {
                 Ok(c) => c,
                 Err(code) => return Ok(code),
             };
             let which = Which::Layout(layout);
             match cli::encode(&c.ir, &which, base.as_ref(), &assignments, binary) {
-                Ok(bytes) => std::io::stdout()
-                    .write_all(&bytes)
-                    .map_err(|e| e.to_string())?,
+                Ok(bytes) => cli::write_stdout(&bytes)?,
                 Err(cli::Failure::Usage(m)) => return Err(m),
                 Err(cli::Failure::Input(m)) => {
                     eprintln!("prmc: error: {m}");

@@ -140,3 +140,13 @@ pub fn encode(
         hex::to_hex(&buf).into_bytes()
     })
 }
+
+/// Writes the output; a reader that went away (`| head`) is not an error.
+pub fn write_stdout(bytes: &[u8]) -> Result<(), String> {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(format!("stdout: {e}")),
+        _ => Ok(()),
+    }
+}
