@@ -147,3 +147,20 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    /// Any assignment text is an answer (bytes or an error), never a panic.
+    #[test]
+    fn encode_never_panics(layout in 0..LAYOUTS.len(), args in prop::collection::vec("[a-z_0-9.\\[\\]=x]{0,40}", 0..4)) {
+        let ir = &spec().ir;
+        let t = Target::find(ir, LAYOUTS[layout]).expect("layout in spec");
+        let pairs: Vec<(String, String)> = args
+            .iter()
+            .filter_map(|a| encode::split_assignment(a).ok())
+            .map(|(p, v)| (p.to_string(), v.to_string()))
+            .collect();
+        let _ = encode::encode(ir, t, None, &pairs);
+    }
+}
