@@ -423,3 +423,23 @@ fn works_on_an_imported_header() {
     assert_eq!(vlan["value"], 5);
     assert_eq!(vlan["position"], "0x08[15:0]");
 }
+
+#[test]
+fn unknown_member_is_a_usage_error() {
+    let (code, _, err) = prmc(
+        &[
+            "decode",
+            "ppcnt_reg",
+            "--spec",
+            "../spec",
+            "--member",
+            "eth_2863_cntrs",
+        ],
+        &hex::to_hex(&[0u8; 0x100]),
+    );
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("no union has a member `eth_2863_cntrs`"),
+        "{err}"
+    );
+}

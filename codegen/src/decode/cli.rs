@@ -89,6 +89,27 @@ pub fn bytes_of(name: &str, data: &[u8], binary: bool) -> Result<Vec<u8>, Failur
     hex::read_input(data).map_err(|e| Failure::Input(format!("{name}:{e}")))
 }
 
+/// Every `--member` must name a member of some union, so a typo is not silently ignored.
+fn check_members(ir: &Ir, members: &[String]) -> Result<(), Failure> {
+    let all: Vec<&str> = ir
+        .unions
+        .iter()
+        .flat_map(|u| u.members.iter().map(|m| m.name.as_str()))
+        .collect();
+    for m in members {
+        let name = m.split_once('=').map_or(m.as_str(), |(_, n)| n);
+        if !all.contains(&name) {
+            let hint = crate::load::suggest(name, &all)
+                .map(|s| format!(" (did you mean `{s}`?)"))
+                .unwrap_or_default();
+            return Err(Failure::Usage(format!(
+                "--member {m}: no union has a member `{name}`{hint}"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// `prmc decode`: the rendered tree.
 pub fn decode(
     ir: &Ir,
@@ -99,6 +120,7 @@ pub fn decode(
     json: bool,
 ) -> Result<String, Failure> {
     let t = target(ir, which)?;
+    check_members(ir, members)?;
     let (name, data) = read_source(file)?;
     let buf = bytes_of(&name, &data, binary)?;
     check_length(ir, t, buf.len()).map_err(|e| Failure::Input(format!("{name}: {e}")))?;
