@@ -158,6 +158,14 @@ pub fn parse_value(ir: &Ir, leaf: &Leaf, path: &str, text: &str) -> Result<Vec<u
         "false" if leaf.width == 1 => return Ok(vec![0]),
         _ => {}
     }
+    // An enum value's name wins over a number (imported enums may have names like `1g`).
+    let named = match leaf.ty {
+        FieldType::Enum(e) => ir.find_enum(e),
+        _ => None,
+    };
+    if let Some(v) = named.and_then(|e| e.values.iter().find(|v| v.name == text)) {
+        return fits(v.value.to_be_bytes().to_vec());
+    }
     if let Some(hex) = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
         let digits: String = hex.chars().filter(|&c| c != '_').collect();
         if digits.len() > 16 {
@@ -183,9 +191,6 @@ pub fn parse_value(ir: &Ir, leaf: &Leaf, path: &str, text: &str) -> Result<Vec<u
     }
     if let FieldType::Enum(e) = leaf.ty {
         if let Some(e) = ir.find_enum(e) {
-            if let Some(v) = e.values.iter().find(|v| v.name == text) {
-                return fits(v.value.to_be_bytes().to_vec());
-            }
             let names: Vec<&str> = e.values.iter().map(|v| v.name.as_str()).collect();
             let hint = crate::load::suggest(text, &names)
                 .map(|s| format!("did you mean `{s}`? "))
