@@ -123,10 +123,20 @@ enum Command {
     ///
     /// Exit status: 0 when written, 1 on a bad assignment, 2 on a usage error.
     Encode {
-        /// The structure or union.
-        layout: String,
+        /// The structure or union (not with --command).
+        layout: Option<String>,
         /// Assignments, `field.path=value`.
         assignments: Vec<String>,
+        /// Encode a command's mailbox instead: its opcode (0x400) or name; the input's
+        /// `opcode` field is filled in unless assigned.
+        #[arg(long)]
+        command: Option<String>,
+        /// With --command: the input mailbox (the default).
+        #[arg(long = "in", conflicts_with = "output")]
+        input: bool,
+        /// With --command: the output mailbox.
+        #[arg(long = "out")]
+        output: bool,
         /// Start from this dump instead of zeros.
         #[arg(long)]
         base: Option<PathBuf>,
@@ -360,7 +370,10 @@ fn run(command: Command) -> Result<ExitCode, String> {
         }
         Command::Encode {
             layout,
-            assignments,
+            mut assignments,
+            command,
+            input: _,
+            output,
             base,
             binary,
             spec,
@@ -370,7 +383,15 @@ fn run(command: Command) -> Result<ExitCode, String> {
                 Ok(c) => c,
                 Err(code) => return Ok(code),
             };
-            let which = Which::Layout(layout);
+            let which = match (command, layout) {
+                (Some(cmd), l) => {
+                    // With --command every positional is an assignment.
+                    assignments.splice(0..0, l);
+                    Which::Command(cmd, output)
+                }
+                (None, Some(l)) => Which::Layout(l),
+                (None, None) => return Err("name a LAYOUT or a --command".into()),
+            };
             match cli::encode(&c.ir, &which, base.as_ref(), &assignments, binary) {
                 Ok(bytes) => cli::write_stdout(&bytes)?,
                 Err(cli::Failure::Usage(m)) => return Err(m),

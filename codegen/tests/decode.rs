@@ -443,3 +443,24 @@ fn unknown_member_is_a_usage_error() {
         "{err}"
     );
 }
+
+#[test]
+fn encode_a_command_fills_in_its_opcode() {
+    // CREATE_CQ is 0x400 (spec/cq.yaml); opcode is create_cq_in's 0x00[31:16].
+    let (code, out, err) = prmc(
+        &[
+            "encode",
+            "--spec",
+            "../spec",
+            "--command",
+            "create_cq",
+            "uid=1",
+        ],
+        "",
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("04000001 00000000"), "{out}");
+    let (code, text, err) = prmc(&["decode", "--spec", "../spec", "--command", "0x400"], &out);
+    assert_eq!(code, 0, "{err}");
+    assert!(text.starts_with("create_cq_in: 0x110 bytes"), "{text}");
+}

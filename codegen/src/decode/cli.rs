@@ -30,18 +30,21 @@ pub enum Which {
     Command(String, bool),
 }
 
+/// Finds a command by opcode or name.
+fn command<'a>(ir: &'a Ir, c: &str) -> Result<&'a crate::ir::Command, Failure> {
+    match crate::num::parse_uint(c) {
+        Ok(op) => ir.commands.iter().find(|x| x.opcode == op),
+        Err(_) => ir.find_command(c),
+    }
+    .ok_or_else(|| Failure::Usage(format!("no command with opcode or name `{c}` in the spec")))
+}
+
 /// Finds the layout.
 pub fn target<'a>(ir: &'a Ir, which: &Which) -> Result<Target<'a>, Failure> {
     let name = match which {
         Which::Layout(n) => n.clone(),
         Which::Command(c, out) => {
-            let cmd = match crate::num::parse_uint(c) {
-                Ok(op) => ir.commands.iter().find(|x| x.opcode == op),
-                Err(_) => ir.find_command(c),
-            }
-            .ok_or_else(|| {
-                Failure::Usage(format!("no command with opcode or name `{c}` in the spec"))
-            })?;
+            let cmd = command(ir, c)?;
             if *out {
                 cmd.output.clone()
             } else {
@@ -151,10 +154,18 @@ pub fn encode(
             Some(bytes_of(&name, &data, false)?)
         }
     };
-    let pairs = assignments
+    let mut pairs = assignments
         .iter()
         .map(|a| encode::split_assignment(a).map(|(p, v)| (p.to_string(), v.to_string())))
         .collect::<Result<Vec<_>, _>>()?;
+    // A command's input carries its opcode: fill it in unless the user set it.
+    if let (Which::Command(c, false), Target::Struct(s)) = (which, t) {
+        let op = command(ir, c)?.opcode;
+        let has_field = s.fields.iter().any(|f| f.name == "opcode");
+        if has_field && !pairs.iter().any(|(p, _)| p == "opcode") {
+            pairs.insert(0, ("opcode".into(), format!("0x{op:x}")));
+        }
+    }
     let buf = encode::encode(ir, t, base, &pairs)?;
     Ok(if binary {
         buf
