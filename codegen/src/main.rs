@@ -109,8 +109,8 @@ enum Command {
         #[arg(long)]
         member: Vec<String>,
         /// Output format.
-        #[arg(long, value_enum, default_value_t = Format::Human)]
-        format: Format,
+        #[arg(long, value_enum, default_value_t = prm_codegen::decode::cli::OutputFormat::Text)]
+        format: prm_codegen::decode::cli::OutputFormat,
         /// The input is raw bytes, not a hex dump.
         #[arg(long)]
         binary: bool,
@@ -357,7 +357,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
                 (None, Some(l)) => (Which::Layout(l), file),
                 (None, None) => return Err("name a LAYOUT or a --command".into()),
             };
-            let json = format == Format::Json;
+            let json = format == cli::OutputFormat::Json;
             match cli::decode(&c.ir, &which, file.as_deref(), binary, &member, json) {
                 Ok(text) => cli::write_stdout(text.as_bytes())?,
                 Err(cli::Failure::Usage(m)) => return Err(m),

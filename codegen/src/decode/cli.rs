@@ -21,6 +21,15 @@ impl From<DecodeError> for Failure {
     }
 }
 
+/// `prmc decode --format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputFormat {
+    /// An indented tree, one field a line: path, PRM position, bit+width, raw, value.
+    Text,
+    /// One JSON document: `{ "layout", "bytes", "root" }` (see docs/spec-format.md).
+    Json,
+}
+
 /// Which layout to use: by name, or a command's input or output mailbox.
 #[derive(Debug, Clone)]
 pub enum Which {
