@@ -47,14 +47,14 @@ enum Shape {
 }
 
 /// True when `data` looks like a text dump rather than raw bytes: valid UTF-8 with no control
-/// characters other than tab, CR and LF, and at least one hex digit.
+/// characters other than tab, CR and LF. Real buffers nearly always hold a zero byte, so they
+/// read as raw; text that is no dump (`zz`) is then reported where it goes wrong instead of
+/// being decoded as bytes. `--binary` settles the rare printable buffer.
 pub fn looks_like_text(data: &[u8]) -> bool {
     match std::str::from_utf8(data) {
-        Ok(s) => {
-            s.chars()
-                .all(|c| !c.is_control() || matches!(c, '\t' | '\r' | '\n'))
-                && s.chars().any(|c| c.is_ascii_hexdigit())
-        }
+        Ok(s) => s
+            .chars()
+            .all(|c| !c.is_control() || matches!(c, '\t' | '\r' | '\n')),
         Err(_) => false,
     }
 }
