@@ -12,6 +12,7 @@
 //! Nothing in the pipeline panics on bad input: problems are diagnostics.
 
 pub mod compare;
+pub mod decode;
 pub mod diag;
 pub mod diff;
 pub mod gen;

@@ -150,6 +150,67 @@ enum Command {
         #[arg(long, value_name = "LEVEL", value_parser = ["breaking", "major", "minor", "patch"])]
         deny: Option<String>,
     },
+    /// Decodes a hex dump (plain, xxd, hexdump -C) or raw bytes through a layout: every field
+    /// with its PRM position, kernel bit offset, raw and decoded value.
+    ///
+    /// Exit status: 0 when decoded, 1 on bad input (truncated, wrong length, bad hex), 2 on a
+    /// usage error (an unknown layout).
+    Decode {
+        /// The structure or union (with --command: the input file).
+        layout: Option<String>,
+        /// The dump; `-` or none reads stdin.
+        file: Option<PathBuf>,
+        /// Decode a command's mailbox instead: its opcode (0x400) or name.
+        #[arg(long)]
+        command: Option<String>,
+        /// With --command: the input mailbox (the default).
+        #[arg(long = "in", conflicts_with = "output")]
+        input: bool,
+        /// With --command: the output mailbox.
+        #[arg(long = "out")]
+        output: bool,
+        /// Read a union as this member: MEMBER, or PATH=MEMBER for one union (repeatable).
+        #[arg(long)]
+        member: Vec<String>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = prm_codegen::decode::cli::OutputFormat::Text)]
+        format: prm_codegen::decode::cli::OutputFormat,
+        /// The input is raw bytes, not a hex dump.
+        #[arg(long)]
+        binary: bool,
+        /// Directory of `*.yaml` spec files.
+        #[arg(long, default_value = "spec")]
+        spec: PathBuf,
+    },
+    /// Writes a layout's bytes from `field.path=value` assignments (numbers, enum value names,
+    /// true/false) as hex, the inverse of `decode`.
+    ///
+    /// Exit status: 0 when written, 1 on a bad assignment, 2 on a usage error.
+    Encode {
+        /// The structure or union (not with --command).
+        layout: Option<String>,
+        /// Assignments, `field.path=value`.
+        assignments: Vec<String>,
+        /// Encode a command's mailbox instead: its opcode (0x400) or name; the input's
+        /// `opcode` field is filled in unless assigned.
+        #[arg(long)]
+        command: Option<String>,
+        /// With --command: the input mailbox (the default).
+        #[arg(long = "in", conflicts_with = "output")]
+        input: bool,
+        /// With --command: the output mailbox.
+        #[arg(long = "out")]
+        output: bool,
+        /// Start from this dump instead of zeros.
+        #[arg(long)]
+        base: Option<PathBuf>,
+        /// Write raw bytes instead of hex.
+        #[arg(long)]
+        binary: bool,
+        /// Directory of `*.yaml` spec files.
+        #[arg(long, default_value = "spec")]
+        spec: PathBuf,
+    },
     /// Writes a synthetic spec (for benchmarks) into OUT_DIR.
     #[command(hide = true)]
     Synth {
@@ -452,6 +513,72 @@ fn run(command: Command) -> Result<ExitCode, String> {
             format,
             deny,
         } => diff(&old, &new, format, deny.as_deref()),
+        Command::Decode {
+            layout,
+            file,
+            command,
+            input: _,
+            output,
+            member,
+            format,
+            binary,
+            spec,
+        } => {
+            use prm_codegen::decode::cli::{self, Which};
+            let c = match compile_clean(&spec)? {
+                Ok(c) => c,
+                Err(code) => return Ok(code),
+            };
+            let (which, file) = match (command, layout) {
+                (Some(cmd), l) => (Which::Command(cmd, output), file.or(l.map(PathBuf::from))),
+                (None, Some(l)) => (Which::Layout(l), file),
+                (None, None) => return Err("name a LAYOUT or a --command".into()),
+            };
+            let json = format == cli::OutputFormat::Json;
+            match cli::decode(&c.ir, &which, file.as_deref(), binary, &member, json) {
+                Ok(text) => cli::write_stdout(text.as_bytes())?,
+                Err(cli::Failure::Usage(m)) => return Err(m),
+                Err(cli::Failure::Input(m)) => {
+                    eprintln!("prmc: error: {m}");
+                    return Ok(ExitCode::from(1));
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Encode {
+            layout,
+            mut assignments,
+            command,
+            input: _,
+            output,
+            base,
+            binary,
+            spec,
+        } => {
+            use prm_codegen::decode::cli::{self, Which};
+            let c = match compile_clean(&spec)? {
+                Ok(c) => c,
+                Err(code) => return Ok(code),
+            };
+            let which = match (command, layout) {
+                (Some(cmd), l) => {
+                    // With --command every positional is an assignment.
+                    assignments.splice(0..0, l);
+                    Which::Command(cmd, output)
+                }
+                (None, Some(l)) => Which::Layout(l),
+                (None, None) => return Err("name a LAYOUT or a --command".into()),
+            };
+            match cli::encode(&c.ir, &which, base.as_ref(), &assignments, binary) {
+                Ok(bytes) => cli::write_stdout(&bytes)?,
+                Err(cli::Failure::Usage(m)) => return Err(m),
+                Err(cli::Failure::Input(m)) => {
+                    eprintln!("prmc: error: {m}");
+                    return Ok(ExitCode::from(1));
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Synth {
             out_dir,
             structs,

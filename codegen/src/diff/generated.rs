@@ -104,6 +104,12 @@ pub fn read_tables(text: &str, out: &mut Vec<Struct>) {
             });
             continue;
         }
+        // Other initialisers with `name:` lines (the `LAYOUT` text table of each view) end
+        // the entry being read rather than feed it.
+        if t.ends_with("::Layout {") {
+            finish(std::mem::replace(&mut entry, Entry::None), out);
+            continue;
+        }
         if t.ends_with("reflect::FieldAccess {") {
             finish(
                 std::mem::replace(&mut entry, Entry::Field(Part::default())),
