@@ -178,7 +178,7 @@ fn diffs_between_kernel_series() {
     // bit 2 (after reserved_at_0[0x2]), one bit, and MLX5_CMD_OP_ALLOW_OTHER_VHCA_ACCESS =
     // 0xb16 with its mailboxes; 7.x added MLX5_CMD_OP_PSP_ROTATE_KEY = 0xb11.
     assert!(
-        a.contains("  minor added            inner_l4_type: 0x00[29] (bit 0x2, 1 bit) u8"),
+        a.contains("  minor added            inner_l4_type: 0x00[29] (bit 0x2, 1 bit) bool"),
         "{a}"
     );
     assert!(

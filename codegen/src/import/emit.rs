@@ -329,6 +329,11 @@ impl<'a> Emitter<'a> {
             [Some(w)] => {
                 let w = *w;
                 if !crosses(off, w) {
+                    // A one-bit member is a flag in every mlx5_ifc.h layout: a bool.
+                    if w == 1 {
+                        return prm_notation(off, 1)
+                            .map(|p| format!("{{ at: {}, type: bool }}", quoted(&p)));
+                    }
                     return prm_notation(off, w).map(|p| quoted(&p));
                 }
                 if off % 8 == 0 && w % 8 == 0 {
