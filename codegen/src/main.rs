@@ -434,9 +434,10 @@ fn run(command: Command) -> Result<ExitCode, String> {
                 std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
             }
             eprintln!(
-                "prmc: imported {} layouts, {} fields, {} commands from {} header(s) into {} ({} errors, {} warnings{})",
+                "prmc: imported {} layouts, {} fields, {} enums, {} commands from {} header(s) into {} ({} errors, {} warnings{})",
                 imp.layouts,
                 imp.fields,
+                imp.spec_enums,
                 imp.commands,
                 imp.sources.files.len(),
                 out.display(),

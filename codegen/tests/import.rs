@@ -237,3 +237,43 @@ struct mlx5_ifc_toy_bad_out_bits {\n\tu8 status[0x8];\n\tu8 reserved_at_8[0x18];
     assert_eq!(c.ir.commands.len(), 1);
     assert_eq!(c.ir.commands[0].opcode, 0x901);
 }
+
+/// The header's enums become spec enums: a tagged one by its tag, an anonymous one by its
+/// constants' common prefix (nine in ten share it; the odd one keeps its own name), values by
+/// the rest; one whose value names collide is left out.
+#[test]
+fn header_enums_become_spec_enums() {
+    let header = "enum mlx5_port_status {\n\tMLX5_PORT_UP = 1,\n\tMLX5_PORT_DOWN = 2,\n};\n\
+enum {\n\tMLX5_TOY_OP_A = 0x10,\n\tMLX5_TOY_OP_B,\n\tMLX5_TOY_OP_C = 0x20,\n\tMLX5_TOY_OP_D,\n\tMLX5_TOY_OP_E,\n\tMLX5_TOY_OP_F,\n\tMLX5_TOY_OP_G,\n\tMLX5_TOY_OP_H,\n\tMLX5_TOY_OP_I,\n\tMLX5_TOY_OPCODE_Z = 0x30,\n};\n\
+enum {\n\tMLX5_CLASH_X_A = 1,\n\tMLX5_CLASH_X_a = 2,\n};\n\
+struct mlx5_ifc_toy_bits {\n\tu8 a[0x20];\n};\n";
+    let imp = prm_codegen::import::import_sources(vec![(PathBuf::from("e_ifc.h"), header.into())]);
+    assert_eq!(imp.diagnostics.error_count(), 0);
+    assert_eq!(imp.spec_enums, 2, "{}", imp.files[0].1);
+    let c = prm_codegen::compile_sources(
+        imp.files
+            .iter()
+            .map(|(n, t)| (PathBuf::from(n), t.clone()))
+            .collect(),
+    );
+    assert!(c.is_ok(), "{}", c.render_human());
+    let status = c.ir.find_enum("port_status").expect("tagged enum");
+    let v: Vec<(&str, u64)> = status
+        .values
+        .iter()
+        .map(|v| (v.name.as_str(), v.value))
+        .collect();
+    assert_eq!(v, [("up", 1), ("down", 2)]);
+    let op = c.ir.find_enum("toy_op").expect("anonymous enum by prefix");
+    let v: Vec<(&str, u64)> = op
+        .values
+        .iter()
+        .map(|v| (v.name.as_str(), v.value))
+        .collect();
+    assert_eq!(v[..3], [("a", 0x10), ("b", 0x11), ("c", 0x20)]);
+    assert_eq!(v.last(), Some(&("toy_opcode_z", 0x30)));
+    assert!(
+        c.ir.enums.iter().all(|e| !e.name.starts_with("clash")),
+        "colliding names left out"
+    );
+}

@@ -14,6 +14,7 @@
 
 pub mod commands;
 pub mod emit;
+pub mod enum_spec;
 pub mod enums;
 pub mod expr;
 pub mod flex;
@@ -389,6 +390,8 @@ pub struct Import {
     pub enums: Vec<enums::HeaderEnum>,
     /// Commands written: opcode constants paired with their `_in` and `_out` layouts.
     pub commands: usize,
+    /// The header's enums written as spec enums.
+    pub spec_enums: usize,
 }
 
 /// Imports `headers` and the headers they `#include "..."` (found next to the includer).
@@ -431,21 +434,49 @@ pub fn import(headers: &[PathBuf]) -> std::io::Result<Import> {
     Ok(out)
 }
 
-/// Pairs the opcode constants with their mailbox layouts and appends them as commands to the
-/// first file (the header named first), when the imported layouts check clean (a spec with
-/// errors has no layouts to pair).
+/// Adds what the headers' enums give a spec: the enums themselves, and the commands that pair
+/// an opcode constant with its mailbox layouts; written into the first file (the header named
+/// first). Each is kept only when the result still checks clean, so an import never gains an
+/// error from them.
 fn add_commands(out: &mut Import) {
     if out.diagnostics.error_count() > 0 || out.files.is_empty() {
         return;
     }
-    let c = crate::compile_sources(
-        out.files
-            .iter()
-            .map(|(n, t)| (PathBuf::from(n), t.clone()))
-            .collect(),
-    );
+    let compile = |files: &[(String, String)]| {
+        crate::compile_sources(
+            files
+                .iter()
+                .map(|(n, t)| (PathBuf::from(n), t.clone()))
+                .collect(),
+        )
+    };
+    let c = compile(&out.files);
     if !c.is_ok() {
         return;
+    }
+    let taken: std::collections::HashSet<String> =
+        c.ir.structs
+            .iter()
+            .map(|s| s.name.clone())
+            .chain(c.ir.unions.iter().map(|u| u.name.clone()))
+            .collect();
+    let enums = enum_spec::spec_enums(&out.enums, &taken);
+    if !enums.is_empty() {
+        let mut with = out.files.clone();
+        if let Some((_, text)) = with.first_mut() {
+            text.push_str(&enum_spec::section(&enums));
+        }
+        if compile(&with).is_ok() {
+            out.spec_enums = enums.len();
+            out.files = with;
+        } else {
+            let span = crate::source::Span::default();
+            out.diagnostics.push(crate::diag::Diagnostic::warning(
+                "import-enums",
+                span,
+                "the headers' enums would not check as spec enums: left out",
+            ));
+        }
     }
     let pairs = commands::pairs(&out.enums, &c.ir);
     if pairs.is_empty() {
