@@ -10,10 +10,18 @@ if [ -f /roceconf ]; then
 fi
 roce_chan=0
 
+# The host's lines land in ROCE_RX, one per line, written by a reader that blocks on the port:
+# a `read -t` that times out while a line is arriving loses the part it had read (seen once: a
+# reply whose first half vanished), so nothing here reads the port with a timeout.
+ROCE_RX=/tmp/roce-rx
+roce_seen=0
+
 roce_open() {
   [ -c /dev/ttyS1 ] || return 1
   stty -F /dev/ttyS1 raw -echo 2>/dev/null || return 1
   exec 5<>/dev/ttyS1
+  : > "$ROCE_RX"
+  ( while IFS= read -r l; do printf '%s\n' "$l" >> "$ROCE_RX"; done ) <&5 &
   roce_chan=1
 }
 
@@ -25,8 +33,10 @@ roce_ask() {
   [ -z "$1" ] || printf '%s\n' "$1" >&5
   deadline=$(($(cut -d. -f1 /proc/uptime) + $3))
   while [ "$(cut -d. -f1 /proc/uptime)" -lt "$deadline" ]; do
-    read -t 5 -r rreply <&5 || continue
-    rreply=$(printf '%s' "$rreply" | tr -d '\r')
+    total=$(wc -l < "$ROCE_RX")
+    if [ "$roce_seen" -ge "$total" ]; then sleep 0.2; continue; fi
+    roce_seen=$((roce_seen + 1))
+    rreply=$(sed -n "${roce_seen}p" "$ROCE_RX" | tr -d '\r')
     case "$rreply" in $2) echo "@@PEER ${1:-(wait)} => $rreply"; return 0 ;; esac
     echo "@@INFO roce channel: unexpected '$rreply'"
   done

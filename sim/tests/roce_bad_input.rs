@@ -290,7 +290,13 @@ fn a_duplicate_is_acknowledged_again_not_executed() {
             (syn::ACK, psn(FIRST_PSN, 2), 3)
         );
         assert_eq!(rig.read(d.mr_va, 4), b"ABCD");
-        assert_eq!(d.counters().duplicate_request(), 2);
+        // A resent packet that does not ask for an ACK gets none (the packet of the same run
+        // that asks does): no ACK reaches a requester in the middle of its resend.
+        let quiet = Pkt::new(op::SEND_ONLY, d.qpn, psn(FIRST_PSN, 1))
+            .payload(b"twice")
+            .unacked();
+        assert!(inject(&d, &quiet).is_empty(), "no ACK without AckReq");
+        assert_eq!(d.counters().duplicate_request(), 3);
         good_send(&d, psn(FIRST_PSN, 3), 4, b"on");
     });
 }

@@ -553,10 +553,16 @@ fn atomic_ack(side: &mut Side<'_>, v: &Qpv, r: &Responder, psn: u32, orig: u64) 
 /// the PSN asked for, answer atomics from their saved result.
 fn duplicate(side: &mut Side<'_>, v: &Qpv, r: &Responder, pkt: &Packet<'_>) {
     match pkt.shape.kind {
-        Kind::Send | Kind::Write => {
+        // A resent SEND or WRITE is acknowledged again, once per resent run: at the packets
+        // that ask for an ACK (the last of each message, and every so often), with the PSN of
+        // everything received so far. Answering every duplicate would ACK the requester while
+        // it is still resending, which soft-RoCE does not always survive (its requester was
+        // seen to stop for good after an ACK that arrived mid-resend).
+        Kind::Send | Kind::Write if pkt.bth.ack_req => {
             let last = psn_add(r.epsn, super::PSN_MASK);
             answer(side, v, r, aeth::ACK, last);
         }
+        Kind::Send | Kind::Write => {}
         Kind::Read => {
             let psn = pkt.bth.psn;
             let Some(rd) = r.reads.iter().copied().find(|rd| {
