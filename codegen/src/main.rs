@@ -654,14 +654,7 @@ fn diff(
         DiffFormat::Text => diff::render::text(&report),
         DiffFormat::Json => diff::render::json(&report),
     };
-    // A reader that stops early (`| head`) is not an error; `print!` would panic on it.
-    use std::io::Write;
-    match std::io::stdout().lock().write_all(text.as_bytes()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            return Err(format!("cannot write the report: {e}"))
-        }
-        _ => {}
-    }
+    stdout(&text);
     let denied = deny
         .and_then(diff::Level::parse_deny)
         .is_some_and(|level| report.verdict >= level);
@@ -685,11 +678,7 @@ static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// Writes a command's output to stdout. A reader that went away (`prmc layout | head`) ends
 /// the output quietly instead of panicking as `print!` would; other write errors are reported.
 fn stdout(text: &str) {
-    use std::io::Write as _;
-    let mut out = std::io::stdout().lock();
-    if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        if e.kind() != std::io::ErrorKind::BrokenPipe {
-            eprintln!("prmc: error: writing the output: {e}");
-        }
+    if let Err(e) = prm_codegen::decode::cli::write_stdout(text.as_bytes()) {
+        eprintln!("prmc: error: writing the output: {e}");
     }
 }
