@@ -175,27 +175,65 @@ pub fn render_human(d: &Diagnostic, sources: &SourceMap) -> String {
 }
 
 fn write_snippet(out: &mut String, span: Span, sources: &SourceMap) {
-    let Some(line) = sources.file(span).and_then(|f| f.line(span.line)) else {
+    let Some(file) = sources.file(span) else {
+        return;
+    };
+    // A file with no text (one that was not read: too large, a link loop) has no line to show.
+    let Some(line) = file.line(span.line).filter(|_| !file.text.is_empty()) else {
         return;
     };
     let num = span.line.to_string();
     let pad = " ".repeat(num.len());
-    // Tabs would misplace the caret; show them as single spaces.
-    let shown: String = line
-        .chars()
-        .map(|c| if c == '\t' { ' ' } else { c })
+    let at = (span.col.max(1) - 1) as usize;
+    // A very long line (a hostile or generated file) is shown as a window around the caret,
+    // found by walking at most `SNIPPET_REACH` characters, so each diagnostic costs a bounded
+    // amount however long the line is.
+    if at > SNIPPET_REACH {
+        let _ = writeln!(
+            out,
+            " {num} | … (column {} of a line too long to show)",
+            span.col
+        );
+        return;
+    }
+    let fits = line.chars().take(SNIPPET_WIDTH + 1).count() <= SNIPPET_WIDTH;
+    let start = if fits {
+        0
+    } else {
+        at.saturating_sub(SNIPPET_WIDTH / 3)
+    };
+    let mut window = line.chars().skip(start);
+    // Tabs would misplace the caret; show them as single spaces. Other control characters
+    // (a NUL in a hostile file) would reach the terminal raw: show their Unicode pictures
+    // (`␀`), one column each, so the caret still lines up.
+    let shown: String = window
+        .by_ref()
+        .take(SNIPPET_WIDTH)
+        .map(|c| match c {
+            '\t' => ' ',
+            '\0'..='\u{1f}' => char::from_u32(0x2400 + u32::from(c)).unwrap_or('?'),
+            '\u{7f}' => '\u{2421}',
+            c => c,
+        })
         .collect();
-    let width = shown.chars().count() as u32;
-    let col = span.col.max(1);
-    let len = span.len.max(1).min(width.saturating_sub(col - 1).max(1));
-    let _ = writeln!(out, " {num} | {shown}");
-    let _ = writeln!(
-        out,
-        " {pad} | {}{}",
-        " ".repeat((col - 1) as usize),
-        "^".repeat(len as usize)
-    );
+    let shown_len = shown.chars().count();
+    let before = if start > 0 { "…" } else { "" };
+    let after = if window.next().is_some() { "…" } else { "" };
+    let caret = if fits {
+        at
+    } else {
+        at.saturating_sub(start).min(shown_len) + usize::from(start > 0)
+    };
+    let len = (span.len.max(1) as usize).min((start + shown_len).saturating_sub(at).max(1));
+    let _ = writeln!(out, " {num} | {before}{shown}{after}");
+    let _ = writeln!(out, " {pad} | {}{}", " ".repeat(caret), "^".repeat(len));
 }
+
+/// Columns past which a source line is not shown under a diagnostic.
+const SNIPPET_REACH: usize = 4096;
+
+/// Characters of a source line shown under a diagnostic; longer lines are cut around the caret.
+const SNIPPET_WIDTH: usize = 160;
 
 /// Renders every diagnostic for a terminal, followed by a one-line summary.
 pub fn render_all_human(diags: &Diagnostics, sources: &SourceMap) -> String {

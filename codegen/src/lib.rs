@@ -15,6 +15,7 @@ pub mod compare;
 pub mod decode;
 pub mod diag;
 pub mod diff;
+pub mod doc;
 pub mod gen;
 pub mod import;
 pub mod ir;
@@ -74,13 +75,9 @@ impl Compilation {
 
 /// Compiles every `*.yaml` spec file under `dir` (recursively, in path order).
 pub fn compile_dir(dir: &Path) -> std::io::Result<Compilation> {
-    let mut files = Vec::new();
-    for path in load::spec_files(dir)? {
-        let bytes = std::fs::read(&path)
-            .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
-        files.push((path, bytes));
-    }
+    let (files, problems) = load::walk::read_specs(dir)?;
     let mut c = compile_bytes(files);
+    load::walk::report(&mut c, problems);
     for m in &mut c.ir.modules {
         if let Ok(rel) = std::path::Path::new(&m.path).strip_prefix(dir) {
             m.relative = rel.display().to_string();

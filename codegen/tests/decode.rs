@@ -172,7 +172,7 @@ fn command_mailbox_by_opcode() {
         &Which::Command("0x400".into(), false),
         Some(&f),
         false,
-        &[],
+        &cli::Picks::default(),
         false,
     )
     .unwrap();
@@ -181,7 +181,7 @@ fn command_mailbox_by_opcode() {
         &Which::Layout("create_cq_in".into()),
         Some(&f),
         false,
-        &[],
+        &cli::Picks::default(),
         false,
     )
     .unwrap();
@@ -213,6 +213,7 @@ fn union_through_selector_and_member() {
     );
     let opts = Options {
         members: vec!["eth_802_3_cntrs_grp_data_layout".into()],
+        known: Vec::new(),
     };
     let root = decode(ir, t, &b, &opts);
     assert_eq!(
@@ -463,4 +464,44 @@ fn encode_a_command_fills_in_its_opcode() {
     let (code, text, err) = prmc(&["decode", "--spec", "../spec", "--command", "0x400"], &out);
     assert_eq!(code, 0, "{err}");
     assert!(text.starts_with("create_cq_in: 0x110 bytes"), "{text}");
+}
+
+#[test]
+fn op_mod_picks_the_output_union_member_the_input_selected() {
+    // QUERY_HCA_CAP's output: the capability page is the member the input's op_mod picks
+    // (bits 15:1 the page, bit 0 current/maximum). Page 4 is RoCE, so op_mod 0x9 is the
+    // RoCE page's current values.
+    let zeros = "00".repeat(0x1010);
+    let args = [
+        "decode",
+        "--command",
+        "query_hca_cap",
+        "--out",
+        "--spec",
+        "../spec",
+    ];
+    let (code, out, err) = prmc(&[&args[..], &["--op-mod", "0x9"]].concat(), &zeros);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("member roce_cap chosen by query_hca_cap_in.op_mod = 0x9 (--op-mod)"),
+        "{out}"
+    );
+    assert!(out.contains("capability.roce_cap."), "{out}");
+    assert!(
+        !out.contains("capability.cmd_hca_cap."),
+        "only the picked member: {out}"
+    );
+    // Without it the output alone cannot say: every member, and how to pick one.
+    let (code, out, _) = prmc(&args, &zeros);
+    assert_eq!(code, 0);
+    assert!(out.contains("or --op-mod for a command's output"), "{out}");
+    // A value wider than op_mod, or --op-mod without a command, is a usage error.
+    let (code, _, err) = prmc(&[&args[..], &["--op-mod", "0x10000"]].concat(), &zeros);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("does not fit query_hca_cap_in.op_mod (16 bits)"),
+        "{err}"
+    );
+    let (code, _, err) = prmc(&["decode", "cqe64", "--op-mod", "1"], "");
+    assert_eq!(code, 2, "{err}");
 }

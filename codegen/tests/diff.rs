@@ -465,6 +465,31 @@ fn generated_tables_read_back_like_the_spec() {
         .unwrap();
     assert_eq!((f.bit_offset, f.width), (0x63, 5));
     assert_eq!(spec_cqc.fields.len(), table_cqc.fields.len());
+    // What each field holds comes back too: flags, enums by name, numbers.
+    let ty = |name: &str| {
+        let f = table_cqc.fields.iter().find(|f| f.name == name).unwrap();
+        f.ty.clone()
+    };
+    use prm_codegen::ir::FieldType;
+    assert_eq!(ty("cqe_sz"), FieldType::Enum("cqe_size".into()));
+    assert_eq!(ty("oi"), FieldType::Bool);
+    assert_eq!(ty("uar_page"), FieldType::Uint);
+    // Every field of every layout reads back with the spec's kind (enums, flags and bytes
+    // as such; every other number as a plain one).
+    for s in &c.ir.structs {
+        let t = ir.find_struct(&s.name).unwrap();
+        assert_eq!(s.fields.len(), t.fields.len(), "{}", s.name);
+        for a in &s.fields {
+            let b = t.fields.iter().find(|b| b.name == a.name);
+            let b = b.unwrap_or_else(|| panic!("{}.{} read back", s.name, a.name));
+            let want = match &a.ty {
+                FieldType::Enum(_) | FieldType::Bool | FieldType::Bytes => a.ty.clone(),
+                FieldType::Struct(_) | FieldType::Union(_) => a.ty.clone(),
+                _ => FieldType::Uint,
+            };
+            assert_eq!((&a.name, &b.ty), (&b.name, &want), "{}", s.name);
+        }
+    }
     // Nested layouts come back as nested entries with their type.
     let cin = ir.find_struct("create_cq_in").unwrap();
     let n = cin.fields.iter().find(|f| f.name == "cq_context").unwrap();
@@ -482,6 +507,8 @@ proptest! {
         "name: \"x\",", "name: \"", "size: 99999999999999999999999,", "size: 0x10,", "bit_offset: 4,",
         "width: 18446744073709551615,", "count: 0,", "trailing: true,", "layout: \"y\",",
         "kind: rt::reflect::NestedKind::Union,", "byte_offset: 18446744073709551615,", "}", ": ", "",
+        "kind: rt::reflect::ValueKind::Enum {", "kind: rt::reflect::ValueKind::Flag,",
+        "table: rt::reflect::NestedTable::Union(", "name: 7,",
     ][..]), 0..80), junk in "\\PC{0,200}") {
         let mut text = lines.join("\n");
         text.push_str(&junk);

@@ -277,3 +277,39 @@ struct mlx5_ifc_toy_bits {\n\tu8 a[0x20];\n};\n";
         "colliding names left out"
     );
 }
+
+#[test]
+fn a_header_nested_too_deep_is_refused_at_once() {
+    // Thousands of nested unions with a stray byte took the grammar over 10 s (the fuzzer's
+    // timeout: codegen/fuzz/seeds/import/regress_timeout_deep_unions.h); nesting past the
+    // limit is now one error at the bracket that goes too deep, before the grammar runs.
+    let seed = std::fs::read_to_string("fuzz/seeds/import/regress_timeout_deep_unions.h").unwrap();
+    let n = 5000;
+    let built = format!(
+        "struct mlx5_ifc_a_bits {{{}u8 x[0x20];{}}};\n",
+        "union {".repeat(n),
+        "};".repeat(n)
+    );
+    for text in [seed, built] {
+        let start = std::time::Instant::now();
+        let imp = prm_codegen::import::import_sources(vec![(PathBuf::from("deep.h"), text)]);
+        assert!(start.elapsed() < std::time::Duration::from_secs(1));
+        let d: Vec<_> = imp.diagnostics.sorted();
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert!(d[0].message.contains("nest deeper than 64 levels"), "{d:?}");
+        // The 65th bracket: `struct … {` (column 24) is the first, then `union {` every 7.
+        assert_eq!((d[0].span.line, d[0].span.col), (1, 25 + 63 * 7 + 6));
+    }
+    // As deep as the limit still reads: the struct, 62 unions and the array's `[`.
+    let ok = format!(
+        "struct mlx5_ifc_b_bits {{{}u8 x[0x20];{}}};\n",
+        "union {".repeat(62),
+        "};".repeat(62)
+    );
+    let imp = prm_codegen::import::import_sources(vec![(PathBuf::from("ok.h"), ok)]);
+    assert!(!imp
+        .diagnostics
+        .sorted()
+        .iter()
+        .any(|d| d.message.contains("nest deeper")));
+}

@@ -4,7 +4,11 @@
 //! eth_bench count tx|rx|fwd BATCH ROUNDS   one workload, for callgrind: only tx_batch and
 //!                                          rx_batch are measured (--toggle-collect), the
 //!                                          model's work runs outside them
-//! eth_bench mpps BATCH PACKETS             loopback through the model, wall-clock
+//! eth_bench mpps BATCH PACKETS [--link-down-at N]
+//!                                          loopback through the model, wall-clock; every
+//!                                          packet must come back (no packet for 2 s fails
+//!                                          the run with what was lost); --link-down-at
+//!                                          takes the link down after N sent, to show it
 //! ```
 //!
 //! In `count`, doorbells are held by [`Deferred`] while the driver runs and released to the
@@ -16,10 +20,12 @@ use mlx5_driver::backend::sim::SimBackend;
 use mlx5_driver::backend::Deferred;
 use mlx5_driver::eth::{EthConfig, EthQueues, Packet, Pool};
 use mlx5_driver::{Hca, HcaConfig};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 fn usage() -> ! {
-    eprintln!("usage: eth_bench count tx|rx|fwd BATCH ROUNDS | eth_bench mpps BATCH PACKETS");
+    eprintln!(
+        "usage: eth_bench count tx|rx|fwd BATCH ROUNDS | eth_bench mpps BATCH PACKETS [--link-down-at N]"
+    );
     std::process::exit(2)
 }
 
@@ -90,7 +96,10 @@ fn count(direction: &str, batch: usize, rounds: usize) {
     eprintln!("{direction}: {moved} packets");
 }
 
-fn mpps(batch: usize, packets: usize) {
+/// How long `mpps` waits for a packet to come back before calling the rest lost.
+const IDLE_LIMIT: Duration = Duration::from_secs(2);
+
+fn mpps(batch: usize, packets: usize, link_down_at: Option<usize>) {
     let (be, dev) = SimBackend::new(mlx5_sim::Config::default());
     let hca = Hca::bring_up(be, &HcaConfig::default()).expect("bring-up");
     let pool = Pool::new(&hca, BUFFERS, BUF_SIZE).expect("pool");
@@ -98,14 +107,36 @@ fn mpps(batch: usize, packets: usize) {
     dev.loopback(true);
     let (mut pkts, mut out) = (Vec::with_capacity(batch), Vec::with_capacity(batch));
     let start = Instant::now();
-    let mut received = 0;
+    let (mut sent, mut received) = (0usize, 0usize);
+    // A lost packet must fail the run, not hang it: no packet back for this long is a failure
+    // that says what went missing.
+    let mut progress = Instant::now();
     while received < packets {
-        pool.alloc_batch(&mut pkts, batch);
-        pkts.iter_mut().for_each(|p| p.set_len(60));
-        eth.tx_batch(&mut pkts).expect("tx");
-        pkts.clear();
-        received += eth.rx_batch(&mut out, batch).expect("rx");
+        if link_down_at.is_some_and(|n| sent >= n) && dev.tx_discarded() == 0 {
+            dev.raise_port_change(1, false);
+        }
+        if sent < packets {
+            pool.alloc_batch(&mut pkts, batch.min(packets - sent));
+            pkts.iter_mut().for_each(|p| p.set_len(60));
+            sent += eth.tx_batch(&mut pkts).expect("tx");
+            pkts.clear();
+        }
+        let got = eth.rx_batch(&mut out, batch).expect("rx");
         out.clear();
+        received += got;
+        if got > 0 {
+            progress = Instant::now();
+        } else if progress.elapsed() > IDLE_LIMIT {
+            eprintln!(
+                "eth_bench mpps: {received} of {sent} sent packets came back, none for {:?}: \
+                 {} lost (model: rx_dropped {}, tx_discarded {})",
+                IDLE_LIMIT,
+                sent - received,
+                dev.rx_dropped(),
+                dev.tx_discarded()
+            );
+            std::process::exit(1);
+        }
     }
     let secs = start.elapsed().as_secs_f64();
     println!(
@@ -122,7 +153,14 @@ fn main() {
             arg(&args, 2),
             arg(&args, 3),
         ),
-        Some("mpps") => mpps(arg(&args, 1), arg(&args, 2)),
+        Some("mpps") => {
+            let down = match args.get(3).map(String::as_str) {
+                None => None,
+                Some("--link-down-at") => Some(arg(&args, 4)),
+                Some(_) => usage(),
+            };
+            mpps(arg(&args, 1), arg(&args, 2), down)
+        }
         _ => usage(),
     }
 }

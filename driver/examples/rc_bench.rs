@@ -10,20 +10,20 @@
 //! rc_bench read 65536 2000 1 --fabric    # 64 KiB reads one at a time, in-memory fabric
 //! ```
 
+#[path = "common/rc_link.rs"]
+mod rc_link;
+
 use clap::{Parser, ValueEnum};
 use mlx5_driver::backend::sim::SimBackend;
 use mlx5_driver::backend::{Backend as _, Events as _};
 use mlx5_driver::cq::Cq;
-use mlx5_driver::mr::{Access, Region};
-use mlx5_driver::qp::{
-    Qp, QpConfig, RemoteAddr, Rst, Rst2init, Rtr2rts, Rtr2rtsOptional, Rts, SendOp, SendRequest,
-    Transitions as _,
-};
-use mlx5_driver::roce::{RoceAddress, RocePath};
+use mlx5_driver::mr::Region;
+use mlx5_driver::qp::{RemoteAddr, SendOp, SendRequest};
+use mlx5_driver::roce::RoceAddress;
 use mlx5_driver::{Hca, HcaConfig};
-use mlx5_prm::{QpMtu, QpPmState};
 use mlx5_sim::{Config, Device, RcTransport, Wire};
-use std::net::{IpAddr, Ipv4Addr};
+use rc_link::{connect, create, err, ALL, ENDS};
+use std::net::IpAddr;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -52,18 +52,6 @@ struct Args {
     fabric: bool,
 }
 
-const ENDS: [([u8; 6], Ipv4Addr); 2] = [
-    ([2, 0, 0, 0x52, 0, 1], Ipv4Addr::new(10, 82, 0, 1)),
-    ([2, 0, 0, 0x52, 0, 2], Ipv4Addr::new(10, 82, 0, 2)),
-];
-
-const ALL: Access = Access {
-    local_write: true,
-    remote_read: true,
-    remote_write: true,
-    remote_atomic: true,
-};
-
 fn main() -> ExitCode {
     let args = Args::parse();
     match run(&args) {
@@ -73,59 +61,6 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-fn err(what: &'static str) -> impl Fn(mlx5_driver::Error) -> String {
-    move |e| format!("{what}: {e}")
-}
-
-/// A QP of `hca` with room for `depth` outstanding requests, in RST.
-fn create<'h>(
-    hca: &'h Hca<SimBackend>,
-    cq: &Cq<'h, SimBackend>,
-    depth: usize,
-) -> Result<Qp<'h, SimBackend, Rst>, String> {
-    let log = depth.max(2).next_power_of_two().trailing_zeros() as u8;
-    let config = QpConfig {
-        log_sq_size: log + 1,
-        log_rq_size: log + 1,
-        log_rq_stride: 1,
-    };
-    Qp::create(hca, cq, cq, &config).map_err(err("creating a QP"))
-}
-
-/// `qp` to RTS toward QP `remote` of end `to` (its RoCE address, GID index 0 of both).
-fn connect<'h>(
-    hca: &'h Hca<SimBackend>,
-    qp: Qp<'h, SimBackend, Rst>,
-    remote: u32,
-    to: usize,
-) -> Result<Qp<'h, SimBackend, Rts>, String> {
-    let init = Rst2init {
-        pkey_index: 0,
-        vhca_port_num: 1,
-        rre: true,
-        rwe: true,
-        rae: true,
-        pm_state: QpPmState::Migrated,
-        counter_set_id: 0,
-    };
-    let qpn = qp.qpn();
-    let qp = qp.rst2init(init).map_err(|(e, _)| format!("INIT: {e}"))?;
-    let (mac, ip) = ENDS[to];
-    let gid = RoceAddress::v2(IpAddr::V4(ip), mac).gid();
-    let log_msg_max = hca.info().caps().log_max_msg();
-    let rtr = RocePath::new(gid, mac, 0).init2rtr(qpn, remote, 0, QpMtu::Mtu1k, log_msg_max);
-    let qp = qp.init2rtr(rtr).map_err(|(e, _)| format!("RTR: {e}"))?;
-    let rts = Rtr2rts {
-        next_send_psn: 0,
-        retry_count: 7,
-        rnr_retry: 7,
-        log_sra_max: 4,
-        ack_timeout: 14,
-        optional: Rtr2rtsOptional::default(),
-    };
-    qp.rtr2rts(rts).map_err(|(e, _)| format!("RTS: {e}"))
 }
 
 fn run(args: &Args) -> Result<(), String> {

@@ -75,7 +75,9 @@ impl EventQueue {
             .map(|p| ring.iova() + (p * 4096) as u64)
             .collect();
         let mask = events.iter().fold(0u64, |m, e| m | 1u64 << e.raw());
-        // On failure the ring is dropped, so freed: the EQ does not exist.
+        // On failure the EQ does not exist, if the device told the truth: the ring is freed
+        // when the command never reached it, quarantined otherwise (a device that made the
+        // EQ and reported a failure writes events to it on its own).
         let out = cmdq.run::<CreateEq, _, _>(be, 0, pages.len() * 8, 0, |i| {
             let mut ctx = i.eq_context_entry_mut();
             ctx.try_set_log_eq_size(log_size)?;
@@ -86,7 +88,16 @@ impl EventQueue {
                 i.set_pas(k, *p)?;
             }
             Ok(())
-        })?;
+        });
+        let out = match out {
+            Ok(out) => out,
+            Err(e) => {
+                if e.reached_device() {
+                    ring.quarantine();
+                }
+                return Err(e);
+            }
+        };
         let eqn = CreateEqOut::new_checked(&out[..])?.eq_number();
         let eq = EventQueue {
             ring,

@@ -189,6 +189,18 @@ pub enum Error {
 }
 
 impl Error {
+    /// Whether a failed command reached the device, which may then have acted on it whatever
+    /// it reported: every failure but the driver's own before the doorbell (no free slot,
+    /// no memory for mailboxes, a value that did not fit its field). Memory such a command
+    /// gave the device is not freed on the device's word that it failed.
+    pub fn reached_device(&self) -> bool {
+        match self {
+            Error::CommandTimeout { timeout, .. } => !timeout.is_zero(),
+            Error::Command { .. } | Error::Delivery { .. } | Error::BadDeviceValue { .. } => true,
+            _ => false,
+        }
+    }
+
     /// The command status, for command errors.
     pub fn status(&self) -> Option<u8> {
         match self {

@@ -19,6 +19,12 @@ const CHUNK: usize = 256;
 /// The pages the device holds, by IO address.
 pub struct Pages {
     given: HashMap<u64, DmaBuf>,
+    /// Pages of a MANAGE_PAGES (give) that failed after the device saw it: a failure status
+    /// or delivery status, a bad mailbox, no completion. The device may have taken them
+    /// whatever it said, so they are not freed: one it hands back is freed then, the rest go
+    /// to quarantine at teardown. They count against the limit, so a device that keeps
+    /// failing cannot make the driver set memory aside without bound.
+    disputed: HashMap<u64, DmaBuf>,
     /// Most pages the device may hold at once.
     limit: usize,
 }
@@ -28,6 +34,7 @@ impl Pages {
     pub fn new(limit: usize) -> Pages {
         Pages {
             given: HashMap::new(),
+            disputed: HashMap::new(),
             limit,
         }
     }
@@ -40,6 +47,11 @@ impl Pages {
     /// Most pages the device may hold.
     pub fn limit(&self) -> usize {
         self.limit
+    }
+
+    /// Pages of failed gives the device may hold (see the field's docs).
+    pub fn disputed(&self) -> usize {
+        self.disputed.len()
     }
 
     /// Asks how many pages the device wants at `stage` and gives or takes them. Returns the
@@ -105,7 +117,8 @@ impl Pages {
         sink: &mut Option<EventSink<'_>>,
         n: usize,
     ) -> Result<()> {
-        if n > self.limit.saturating_sub(self.held()) {
+        let lent = self.held() + self.disputed();
+        if n > self.limit.saturating_sub(lent) {
             Self::refuse(be, cmdq, sink, n);
             return Err(Error::PageLimit {
                 requested: n as u64,
@@ -149,14 +162,14 @@ impl Pages {
                         self.given.insert(p.iova(), p);
                     }
                 }
-                Err(e @ Error::CommandTimeout { .. }) => {
-                    // The device may have taken them: they are not freed.
+                Err(e) if e.reached_device() => {
+                    // The device may have taken them, whatever it said: not freed.
                     for p in batch {
-                        p.quarantine();
+                        self.disputed.insert(p.iova(), p);
                     }
                     return Err(e);
                 }
-                // A completed command with a bad status took nothing: freed with the batch.
+                // The command never reached the device: freed with the batch.
                 Err(e) => return Err(e),
             }
             left -= count;
@@ -198,7 +211,7 @@ impl Pages {
             for k in 0..got {
                 let addr = view.pas(k).unwrap_or(0);
                 // A page the device returns is its own no more: freed (dropped).
-                if self.given.remove(&addr).is_none() {
+                if self.given.remove(&addr).is_none() && self.disputed.remove(&addr).is_none() {
                     return Err(Error::BadDeviceValue {
                         command: ManagePages::NAME,
                         what: format!("returned page 0x{addr:x}, which it was never given"),
@@ -230,14 +243,21 @@ impl Pages {
                 });
             }
         }
+        // Pages of failed gives the device may hold: whatever comes back is freed; the
+        // device need not have any (the rest are quarantined).
+        while self.disputed() > 0 {
+            if self.take(be, cmdq, &mut sink, self.disputed())? == 0 {
+                break;
+            }
+        }
         Ok(())
     }
 
     /// Quarantines every page the device still holds (it never confirmed giving them back).
     /// Returns how many there were.
     pub fn quarantine_all(&mut self) -> usize {
-        let n = self.given.len();
-        for (_, p) in self.given.drain() {
+        let n = self.given.len() + self.disputed.len();
+        for (_, p) in self.given.drain().chain(self.disputed.drain()) {
             p.quarantine();
         }
         n

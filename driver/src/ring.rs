@@ -208,6 +208,7 @@ mod tests {
     fn offsets_from_field_constants_match_the_generated_accessors() {
         let (be, _dev) = SimBackend::new(mlx5_sim::Config::default());
         let buf = be.dma().alloc(4096, 4096).unwrap();
+        // SAFETY: 64 slots of 64 bytes fill the 4 KiB buffer, which outlives the ring.
         let ring: Ring<64> = unsafe { Ring::over(&buf, 64) };
         const IDX: usize = dword_of(WqeCtrlSeg::WQE_INDEX);
         const ADDR: usize = 32 + dword_of(WqeDataSeg::ADDR);
@@ -231,6 +232,7 @@ mod tests {
     fn a_run_addresses_the_ring_slots_it_covers_and_must_not_wrap() {
         let (be, _dev) = SimBackend::new(mlx5_sim::Config::default());
         let buf = be.dma().alloc(4096, 4096).unwrap();
+        // SAFETY: 64 slots of 64 bytes fill the 4 KiB buffer, which outlives the ring.
         let ring: Ring<64> = unsafe { Ring::over(&buf, 64) };
         // Index 125 is slot 61: three slots to the end.
         assert_eq!(ring.until_wrap(125), 3);

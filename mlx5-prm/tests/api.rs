@@ -168,8 +168,14 @@ fn debug_decodes_fields_and_flags_reserved_bits() {
     c.set_cqe_sz(CqeSize::Bytes128);
     c.set_log_cq_size(4);
     let text = format!("{c:?}");
-    assert!(text.contains("cqe_sz: Bytes128"), "{text}");
-    assert!(text.contains("log_cq_size: 0x4"), "{text}");
+    // Each field with its PRM position, enum values by the spec's names.
+    assert!(
+        text.starts_with("Cqc { status: 0x00[31:28] = 0x0, "),
+        "{text}"
+    );
+    assert!(text.contains("cqe_sz: 0x00[23:21] = bytes_128"), "{text}");
+    assert!(text.contains("log_cq_size: 0x0c[28:24] = 0x4"), "{text}");
+    assert!(text.contains("dbr_addr: 0x38[63:0] = 0x0 }"), "{text}");
     assert!(!text.contains("reserved_bits_set"), "{text}");
     let mut bytes = *c.storage();
     bytes[0x04] = 0x80; // dword 0x04 is wholly reserved
@@ -179,5 +185,5 @@ fn debug_decodes_fields_and_flags_reserved_bits() {
         "{text}"
     );
     c.set_cqe_sz_raw(6);
-    assert!(format!("{c:?}").contains("cqe_sz: unknown(0x6)"));
+    assert!(format!("{c:?}").contains("cqe_sz: 0x00[23:21] = unknown(0x6)"));
 }

@@ -35,8 +35,8 @@ fn views_print_with_or_without_the_debug_feature() {
     assert_eq!(owned, borrowed, "the storage does not change the form");
     if cfg!(feature = "debug") {
         assert!(owned.starts_with("Cqc {"), "{owned}");
-        assert!(owned.contains("log_cq_size: 0x7"), "{owned}");
-        assert!(owned.contains("uar_page: 0x1234"), "{owned}");
+        assert!(owned.contains("log_cq_size: 0x0c[28:24] = 0x7"), "{owned}");
+        assert!(owned.contains("uar_page: 0x0c[23:0] = 0x1234"), "{owned}");
     } else {
         assert_eq!(owned, plain("Cqc", &bytes));
         assert!(owned.contains("07"), "the field's byte is there: {owned}");

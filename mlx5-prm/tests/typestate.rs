@@ -352,6 +352,8 @@ fn the_device_refuses_what_the_types_would_not_allow() {
 }
 
 #[test]
+// Under Miri: trybuild runs cargo as a child process, which Miri cannot spawn.
+#[cfg_attr(miri, ignore)]
 fn trybuild_compile_failures() {
     let t = trybuild::TestCases::new();
     t.compile_fail("tests/ui/*.rs");

@@ -56,9 +56,15 @@ impl FaultInjector {
     }
 
     /// Every later execution of `opcode` fails with `status` and `syndrome`, without running,
-    /// until [`clear`](Self::clear). The command is delivered normally (delivery status OK).
+    /// until [`stop_failing`](Self::stop_failing) or [`clear`](Self::clear). The command is
+    /// delivered normally (delivery status OK).
     pub fn fail_command(&self, opcode: u16, status: u8, syndrome: u32) {
         self.lock().fail.insert(opcode, (status, syndrome));
+    }
+
+    /// `opcode` runs normally again; every other fault stays.
+    pub fn stop_failing(&self, opcode: u16) {
+        self.lock().fail.remove(&opcode);
     }
 
     /// Entries carrying `opcode` are never handed back: ownership stays with the device and

@@ -165,6 +165,9 @@ impl UarStates {
 pub(crate) struct DataStats {
     /// Frames SQs sent (whether or not anything was at the other end).
     pub tx_frames: u64,
+    /// Of those, frames the port discarded because its link was down (PPCNT's RFC 2863
+    /// `if_out_discards`, Linux's `tx_discards_phy`).
+    pub tx_discarded: u64,
     /// Frames received and delivered to at least one RQ.
     pub rx_frames: u64,
     /// Frames received and dropped: port down, no steering match, no receive WQE, ...
@@ -382,6 +385,7 @@ impl Model {
         self.uar_state.clear();
         self.pending = Pending::default();
         self.roce_addrs.clear();
+        self.qcounters.clear();
     }
 
     /// Back to the reset state of a disabled function (DISABLE_HCA); held pages stay held so a

@@ -167,3 +167,19 @@ fn vport_counters_count_sent_and_received_frames_by_address_kind() {
         .run::<cmd::QueryVportCounter>(0, 0, 0, |i| i.set_other_vport(true))
         .fails(0x3, syn::OTHER_FUNCTION);
 }
+
+#[test]
+fn teardown_frees_the_queue_counter_sets() {
+    let e = Eth::new(Node::inline(), &[MAC_A]);
+    alloc_set(&e);
+    alloc_set(&e);
+    assert_eq!(e.n.dev().objects().q_counters, 2);
+    e.n.host
+        .run::<cmd::TeardownHca>(0, 0, 0, |i| {
+            i.set_profile(mlx5_prm::TeardownHcaProfile::GracefulClose)
+        })
+        .ok();
+    // TEARDOWN_HCA drops every object of the function, counter sets among them.
+    let objects = e.n.dev().objects();
+    assert_eq!((objects.q_counters, objects.total()), (0, 0), "{objects:?}");
+}

@@ -151,6 +151,9 @@ fn solicited_arming_waits_for_a_solicited_completion() {
 }
 
 #[test]
+// Under Miri: the moderation period is wall-clock time, which the interpreter's slowness
+// passes between steps the test expects to fall inside one period.
+#[cfg_attr(miri, ignore)]
 fn moderation_by_count_and_period() {
     let n = Node::inline();
     let cq = n.cq_on(n.eqn, 4, false, |c| c.set_cq_max_count(3));

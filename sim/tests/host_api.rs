@@ -114,7 +114,7 @@ fn mappings_are_checked_and_unmapped_whole() {
     let dev = external();
     let a = Buf::new(0x4000);
     let b = Buf::new(0x1000);
-    // SAFETY (every map below): the buffers outlive `dev`'s use of them; everything mapped
+    // SAFETY: (every map below) the buffers outlive `dev`'s use of them; everything mapped
     // is unmapped before they are dropped.
     unsafe {
         dev.map_dma(0x10_0000, a.ptr, 0x4000).unwrap();

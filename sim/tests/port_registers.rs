@@ -307,3 +307,37 @@ fn modify_rqt_replaces_the_list_within_its_maximum() {
         .ok();
     modify(1, &[e.rqn]).fails(0x5, syn::RQT_UNKNOWN);
 }
+
+#[test]
+fn frames_sent_while_the_link_is_down_are_discarded_and_counted() {
+    let e = Eth::new(Node::inline(), &[MAC_A]);
+    e.n.dev().loopback(true);
+    e.post_recv(0, 2048);
+    e.n.dev().raise_port_change(1, false);
+    // The SQ completes them (the frame left the queue), but nothing reaches the wire: the
+    // port discards them and says so in RFC 2863's if_out_discards (ethtool's
+    // tx_discards_phy) and the model's tx_discarded.
+    for _ in 0..3 {
+        e.send(&l2(MAC_A, MAC_B), 0x8000, 100);
+        e.scq.expect(CqeOpcode::Req);
+    }
+    assert_eq!(e.n.dev().tx_discarded(), 3);
+    let r = ppcnt(&e, 0x1, false).ok();
+    let g = Eth2863CntrsGrpDataLayout::new_unchecked(&r.out[16 + 8..16 + 0x100]);
+    assert_eq!(g.if_out_discards_low(), 3);
+    assert_eq!(g.if_out_ucast_pkts_low(), 0, "not sent on the wire");
+    assert_eq!(ieee(&e, false).0, 0);
+    // Up again: frames leave and the discards stay as they were.
+    e.n.dev().raise_port_change(1, true);
+    e.send(&l2(MAC_A, MAC_B), 0x8000, 100);
+    e.scq.expect(CqeOpcode::Req);
+    e.rcq.expect(CqeOpcode::RespSend);
+    assert_eq!(e.n.dev().tx_discarded(), 3);
+    let r = ppcnt(&e, 0x1, true).ok();
+    let g = Eth2863CntrsGrpDataLayout::new_unchecked(&r.out[16 + 8..16 + 0x100]);
+    assert_eq!((g.if_out_discards_low(), g.if_out_ucast_pkts_low()), (3, 1));
+    // Cleared with its group.
+    let r = ppcnt(&e, 0x1, false).ok();
+    let g = Eth2863CntrsGrpDataLayout::new_unchecked(&r.out[16 + 8..16 + 0x100]);
+    assert_eq!(g.if_out_discards_low(), 0);
+}

@@ -2,10 +2,12 @@
 //! and writing the same bits MSB-first over the big-endian bytes, the way the PRM numbers
 //! them. Getters must return exactly the oracle's bits; setters must change exactly the
 //! field's bits and nothing else. Runs over the real spec (`mlx5_prm`) and the toy spec
-//! generated from `build.rs` (unions, arrays, trailing arrays, a register block).
+//! generated from `build.rs` (unions, arrays, trailing arrays, a register block). The
+//! decoding `Debug`, which reads the same tables, must show every field as the oracle reads
+//! it, at the position the spec gives.
 
 use bitvec::prelude::*;
-use mlx5_prm::rt::reflect::{FieldAccess, LayoutAccess};
+use mlx5_prm::rt::reflect::{Decoded, FieldAccess, LayoutAccess, ValueKind};
 use proptest::prelude::*;
 
 fn all_layouts() -> Vec<&'static LayoutAccess> {
@@ -71,7 +73,7 @@ fn check_layout(
                 let mut got = buf.to_vec();
                 set(&mut got, i, value);
                 let mut want = buf.to_vec();
-                if f.get.is_none() && f.width < 32 {
+                if !f.readable && f.width < 32 {
                     // A write-only register narrower than its dword is written whole, its
                     // other bits as zero.
                     let dword = bit / 32 * 32;
@@ -91,6 +93,7 @@ fn check_layout(
         }
     }
     for n in l.nested {
+        let view_offset = n.view_offset.expect("built with feature reflect");
         // Element i's sub-view where the spec puts it, for every element the buffer holds,
         // and none past the last.
         let n_elems = if n.trailing {
@@ -101,7 +104,7 @@ fn check_layout(
         for i in 0..=n_elems.min(16) {
             let want = (i < n_elems).then_some(n.byte_offset + i * n.stride);
             prop_assert_eq!(
-                (n.view_offset)(buf, i),
+                view_offset(buf, i),
                 want,
                 "{}.{}[{}] sub-view offset",
                 l.name,
@@ -110,7 +113,7 @@ fn check_layout(
             );
         }
         prop_assert_eq!(
-            (n.view_offset)(&buf[..l.size - 1], 0),
+            view_offset(&buf[..l.size - 1], 0),
             None,
             "{}.{} short",
             l.name,
@@ -122,6 +125,82 @@ fn check_layout(
             l.name,
             n.name
         );
+    }
+    Ok(())
+}
+
+/// A field's position as the PRM tables write it (the contract of `rt::Layout`'s text),
+/// worked out here rather than with the runtime's code.
+fn prm_position(bit: usize, width: usize) -> String {
+    let (dword, in_dword) = (bit / 32 * 4, bit % 32);
+    if in_dword + width <= 32 {
+        let hi = 31 - in_dword;
+        let lo = hi + 1 - width;
+        if hi == lo {
+            format!("0x{dword:02x}[{hi}]")
+        } else {
+            format!("0x{dword:02x}[{hi}:{lo}]")
+        }
+    } else if in_dword == 0 && width == 64 {
+        format!("0x{dword:02x}[63:0]")
+    } else if in_dword == 0 && width % 32 == 0 {
+        format!("0x{:02x}..0x{:02x}", bit / 8, (bit + width) / 8)
+    } else {
+        format!("bit 0x{bit:x} +{width}")
+    }
+}
+
+/// What the decoding `Debug` must print for field `f` (not an array) of `buf`.
+fn expected_entry(f: &FieldAccess, buf: &[u8]) -> String {
+    let (bit, width) = (f.bit_offset, f.width as usize);
+    let value = match f.kind {
+        ValueKind::Bytes => {
+            let b = &buf[bit / 8..(bit + width) / 8];
+            let groups: Vec<String> = b
+                .chunks(4)
+                .map(|c| c.iter().map(|x| format!("{x:02x}")).collect())
+                .collect();
+            groups.join(" ")
+        }
+        ValueKind::Flag => (oracle_get(buf, bit, f.width) != 0).to_string(),
+        ValueKind::Enum { value_name, .. } => {
+            let raw = oracle_get(buf, bit, f.width);
+            value_name(raw).map_or(format!("unknown(0x{raw:x})"), str::to_string)
+        }
+        ValueKind::Number => format!("0x{:x}", oracle_get(buf, bit, f.width)),
+    };
+    format!("{}: {} = {value}", f.name, prm_position(bit, width))
+}
+
+/// The decoded `Debug` of `l` over `bytes` shows every readable field as the oracle reads it
+/// and leaves out the write-only ones.
+fn check_debug(l: &'static LayoutAccess, bytes: &[u8]) -> Result<(), TestCaseError> {
+    let buf = &bytes[..l.size];
+    let text = format!("{:?}", Decoded::new(l, &buf));
+    // `Name { ... }`, or just `Name` for a layout with nothing to show.
+    let prefix = format!("{} {{ ", l.type_name);
+    prop_assert!(
+        text.starts_with(&prefix) || text == l.type_name,
+        "{}: {}",
+        l.name,
+        text
+    );
+    for f in l.fields {
+        if f.count != 1 || f.trailing {
+            continue;
+        }
+        let entry = expected_entry(f, buf);
+        if f.readable {
+            prop_assert!(text.contains(&entry), "{}: `{}` in {}", l.name, entry, text);
+        } else {
+            prop_assert!(
+                !text.contains(&entry),
+                "{}: `{}` in {}",
+                l.name,
+                entry,
+                text
+            );
+        }
     }
     Ok(())
 }
@@ -143,6 +222,15 @@ proptest! {
             check_layout(l, &bytes, value, pick)?;
         }
     }
+
+    #[test]
+    fn decoded_debug_shows_what_the_oracle_reads(
+        bytes in proptest::collection::vec(any::<u8>(), max_size()),
+    ) {
+        for l in all_layouts() {
+            check_debug(l, &bytes)?;
+        }
+    }
 }
 
 #[test]
@@ -154,12 +242,18 @@ fn every_layout_and_field_is_covered() {
     for (l, s) in mlx5_prm::ALL_LAYOUTS.iter().zip(&c.ir.structs) {
         assert_eq!(l.name, s.name);
         use prm_codegen::ir::FieldType;
-        // Byte fields are copied, not shifted. Every other field must be in the table.
-        let expected = s
+        // Every field is in the table: scalars and bytes in `fields`, the rest in `nested`.
+        let nested = s
             .fields
             .iter()
-            .filter(|f| !matches!(f.ty, FieldType::Bytes))
+            .filter(|f| matches!(f.ty, FieldType::Struct(_) | FieldType::Union(_)))
             .count();
-        assert_eq!(l.fields.len() + l.nested.len(), expected, "{}", s.name);
+        assert_eq!(
+            l.fields.len() + l.nested.len(),
+            s.fields.len(),
+            "{}",
+            s.name
+        );
+        assert_eq!(l.nested.len(), nested, "{}", s.name);
     }
 }

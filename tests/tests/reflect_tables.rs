@@ -4,7 +4,7 @@
 //! layout exists, selectors sit where the IR resolved them, lookups by name find each table,
 //! and `cmd::ALL` holds exactly the spec's commands with layouts that exist.
 
-use mlx5_prm::rt::reflect::{LayoutAccess, NestedKind, UnionAccess};
+use mlx5_prm::rt::reflect::{LayoutAccess, NestedKind, NestedTable, UnionAccess, ValueKind};
 use mlx5_prm::rt::CommandInfo;
 use prm_codegen::ir::{ArrayCount, FieldType, Ir};
 
@@ -70,7 +70,13 @@ fn every_nested_field_names_a_layout_of_its_size() {
                 assert_eq!(n.byte_offset * 8, f.bit_offset as usize, "{at}");
                 assert_eq!(n.size * 8, f.width as usize, "{at}");
                 assert_eq!(n.stride, n.size, "{at}: arrays are packed");
-                let size = match (&f.ty, n.kind) {
+                // The table the entry points at is the one of that name.
+                let linked = match n.table {
+                    NestedTable::Struct(x) => (x.name, x.size),
+                    NestedTable::Union(x) => (x.name, x.size),
+                };
+                assert_eq!(linked, (n.layout, n.size), "{at}: linked table");
+                let size = match (&f.ty, n.kind()) {
                     (FieldType::Struct(_), NestedKind::Struct) => {
                         (t.layout_by_name)(n.layout).map(|x| x.size)
                     }
@@ -120,6 +126,11 @@ fn every_union_member_and_selector_exists() {
                 );
                 let l = (t.layout_by_name)(m.layout)
                     .unwrap_or_else(|| panic!("{at}: member {} has no layout", m.name));
+                assert!(
+                    std::ptr::eq(l, m.table) || (l.name, l.size) == (m.table.name, m.table.size),
+                    "{at}: member {} links another table",
+                    m.name
+                );
                 assert!(
                     l.size <= u.size,
                     "{at}: member {} is larger than the union",
@@ -281,4 +292,59 @@ fn the_command_table_agrees_with_the_command_types() {
     check::<mlx5_prm::cmd::CreateSq>(mlx5_prm::cmd::by_opcode);
     check::<mlx5_prm::cmd::Sqerr2rtsQp>(mlx5_prm::cmd::by_opcode);
     check::<prm_tests::toy::cmd::QueryToyCap>(prm_tests::toy::cmd::by_opcode);
+}
+
+#[test]
+fn every_scalar_and_bytes_field_is_listed_with_its_kind() {
+    for t in both() {
+        let mut flags = 0;
+        let mut enums = 0;
+        let mut bytes = 0;
+        for (l, s) in t.layouts.iter().zip(&t.ir.structs) {
+            let listed: Vec<_> = s
+                .fields
+                .iter()
+                .filter(|f| !matches!(f.ty, FieldType::Struct(_) | FieldType::Union(_)))
+                .collect();
+            assert_eq!(l.fields.len(), listed.len(), "{}: {}", t.what, s.name);
+            for (a, f) in l.fields.iter().zip(listed) {
+                let at = format!("{}: {}.{}", t.what, s.name, f.name);
+                assert_eq!(
+                    (a.name, a.bit_offset, a.width as u64),
+                    (f.name.as_str(), f.bit_offset as usize, f.width),
+                    "{at}"
+                );
+                let readable = f.access != Some(prm_codegen::ir::Access::Wo);
+                assert_eq!(a.readable, readable, "{at}");
+                match (&f.ty, a.kind) {
+                    (FieldType::Bool, ValueKind::Flag) => flags += 1,
+                    (FieldType::Bytes, ValueKind::Bytes) => {
+                        assert!(a.get.is_none() && a.set.is_none(), "{at}");
+                        bytes += 1;
+                    }
+                    (FieldType::Enum(e), ValueKind::Enum { name, value_name }) => {
+                        assert_eq!(name, e, "{at}");
+                        let ie = t.ir.enums.iter().find(|x| &x.name == e).unwrap();
+                        for v in &ie.values {
+                            assert_eq!(value_name(v.value), Some(v.name.as_str()), "{at}");
+                        }
+                        enums += 1;
+                    }
+                    (FieldType::Bool | FieldType::Bytes | FieldType::Enum(_), k) => {
+                        panic!("{at}: {:?} listed as {k:?}", f.ty)
+                    }
+                    (_, ValueKind::Number) => {}
+                    (ty, k) => panic!("{at}: {ty:?} listed as {k:?}"),
+                }
+            }
+        }
+        assert!(
+            flags > 0 && enums > 0,
+            "{}: {flags} flags, {enums} enums",
+            t.what
+        );
+        if t.what == "spec/" {
+            assert!(bytes > 0, "{}", t.what);
+        }
+    }
 }

@@ -173,8 +173,12 @@ impl<'a> Decoder<'a> {
     fn nested(&mut self, prefix: &str, n: &NestedAccess, scope: &Scope<'_>, depth: u32) {
         let bytes = scope.bytes;
         let single = n.count == 1 && !n.trailing;
+        // Present: this crate builds mlx5-prm with `reflect`.
+        let Some(view_offset) = n.view_offset else {
+            return;
+        };
         for i in 0..MAX_ELEMENTS {
-            let Some(at) = (n.view_offset)(bytes, i) else {
+            let Some(at) = view_offset(bytes, i) else {
                 break;
             };
             let end = if n.runs_on {
@@ -195,7 +199,7 @@ impl<'a> Decoder<'a> {
                 raw_dwords(&mut self.out, &key, 0, sub);
                 continue;
             }
-            let picked = match n.kind {
+            let picked = match n.kind() {
                 NestedKind::Struct => commands::layout(n.layout).map(|l| (key.clone(), l)),
                 NestedKind::Union => commands::union(n.layout).and_then(|u| {
                     let raw = self.selector_value(u.selector.as_ref()?, scope)?;

@@ -122,22 +122,57 @@ fn check_members(ir: &Ir, members: &[String]) -> Result<(), Failure> {
     Ok(())
 }
 
+/// How `prmc decode` picks union members the buffer does not decide.
+#[derive(Debug, Clone, Default)]
+pub struct Picks {
+    /// `--member`: `MEMBER` or `PATH=MEMBER`.
+    pub member: Vec<String>,
+    /// `--op-mod`: the op_mod of the command whose mailbox is decoded.
+    pub op_mod: Option<u64>,
+}
+
 /// `prmc decode`: the rendered tree.
 pub fn decode(
     ir: &Ir,
     which: &Which,
     file: Option<&Path>,
     binary: bool,
-    members: &[String],
+    picks: &Picks,
     json: bool,
 ) -> Result<String, Failure> {
     let t = target(ir, which)?;
-    check_members(ir, members)?;
+    check_members(ir, &picks.member)?;
+    let mut known = Vec::new();
+    if let (Some(v), Which::Command(c, _)) = (picks.op_mod, which) {
+        let cmd = command(ir, c)?;
+        let op_mod = ir
+            .find_struct(&cmd.input)
+            .and_then(|s| s.fields.iter().find(|f| f.name == "op_mod"));
+        let Some(f) = op_mod else {
+            return Err(Failure::Usage(format!(
+                "--op-mod: the input of {} (`{}`) has no op_mod field",
+                cmd.name, cmd.input
+            )));
+        };
+        if f.width < 64 && v >> f.width != 0 {
+            return Err(Failure::Usage(format!(
+                "--op-mod {v:#x} does not fit {}.op_mod ({} bits)",
+                cmd.input, f.width
+            )));
+        }
+        known.push(tree::Known {
+            structure: cmd.input.clone(),
+            field: "op_mod".into(),
+            value: v,
+            how: "--op-mod".into(),
+        });
+    }
     let (name, data) = read_source(file)?;
     let buf = bytes_of(&name, &data, binary)?;
     check_length(ir, t, buf.len()).map_err(|e| Failure::Input(format!("{name}: {e}")))?;
     let opts = Options {
-        members: members.to_vec(),
+        members: picks.member.clone(),
+        known,
     };
     let root = tree::decode(ir, t, &buf, &opts);
     Ok(if json {

@@ -5,7 +5,8 @@
 //! can be found in the dump directly), the raw bits and the decoded value. Reserved bits that
 //! are set get a node of their own, since a set reserved bit is usually the bug being chased.
 //! Unions are read through their selector when the selector's structure encloses the union in
-//! this buffer, or through `--member`; otherwise every member is shown.
+//! this buffer, or is given from outside it (`--op-mod` for an output mailbox, whose unions the
+//! input's op_mod selects), or through `--member`; otherwise every member is shown.
 
 use super::bits;
 use crate::ir::{ArrayCount, Field, FieldType, Ir, Struct, Union};
@@ -54,6 +55,22 @@ pub struct Node {
 pub struct Options {
     /// `MEMBER` (any union with such a member) or `PATH=MEMBER` (the union at PATH).
     pub members: Vec<String>,
+    /// Selector fields whose value is known though they are not in the buffer.
+    pub known: Vec<Known>,
+}
+
+/// The value of a field outside the buffer that a union's selector names (the op_mod of the
+/// input mailbox, when the output is decoded).
+#[derive(Debug, Clone)]
+pub struct Known {
+    /// The structure holding the field (`query_hca_cap_in`).
+    pub structure: String,
+    /// The field's path in it (`op_mod`).
+    pub field: String,
+    /// Its value.
+    pub value: u64,
+    /// Where the value came from, for the note (`--op-mod`).
+    pub how: String,
 }
 
 /// A decoding failure: the input does not fit the layout.
@@ -413,26 +430,35 @@ impl<'a> Decoder<'a> {
                 "no selector: every member shown (pick one with --member)".into(),
             );
         };
-        let Some(&(_, base)) = self.stack.iter().rev().find(|(n, _)| *n == sel.structure) else {
-            return (
-                None,
-                format!(
-                    "selector {}.{} is not in this buffer: every member shown (pick one with --member)",
-                    sel.structure, sel.field
-                ),
-            );
+        let enclosing = self.stack.iter().rev().find(|(n, _)| *n == sel.structure);
+        let given = self
+            .opts
+            .known
+            .iter()
+            .find(|k| k.structure == sel.structure && k.field == sel.field);
+        let v = match (enclosing, given) {
+            (Some(&(_, base)), _) => {
+                bits::get_u64(self.buf, base + sel.bit_offset, sel.width).unwrap_or(0)
+            }
+            (None, Some(k)) => k.value,
+            (None, None) => {
+                return (
+                    None,
+                    format!(
+                        "selector {}.{} is not in this buffer: every member shown (pick one with --member, or --op-mod for a command's output)",
+                        sel.structure, sel.field
+                    ),
+                )
+            }
         };
-        let v = bits::get_u64(self.buf, base + sel.bit_offset, sel.width).unwrap_or(0)
-            >> sel.shift.min(63);
+        let v = v >> sel.shift.min(63);
+        let by = match (enclosing, given) {
+            (None, Some(k)) => format!("{}.{} = {:#x} ({})", k.structure, k.field, k.value, k.how),
+            _ => format!("{} = {v}", sel.field),
+        };
         match u.members.iter().find(|m| m.when == Some(v)) {
-            Some(m) => (
-                Some(&m.name),
-                format!("member {} chosen by {} = {v}", m.name, sel.field),
-            ),
-            None => (
-                None,
-                format!("{} = {v} picks no member: every member shown", sel.field),
-            ),
+            Some(m) => (Some(&m.name), format!("member {} chosen by {by}", m.name)),
+            None => (None, format!("{by} picks no member: every member shown")),
         }
     }
 }

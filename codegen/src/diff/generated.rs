@@ -6,8 +6,8 @@
 //! count, trailing, .. }], nested: [NestedAccess { .. }] }`, behind the `reflect` feature but
 //! always in the text). Reading that table from both the checked-in files and a fresh
 //! generation, and comparing the two with [`super::diff`], gives a field-level summary that
-//! sees offsets, widths, counts and nested layouts (not enum or flag types, which the table
-//! does not record).
+//! sees offsets, widths, counts, nested layouts and what a field holds (number, flag, enum
+//! by name, bytes; `kind: ValueKind::..`), though not the values of the enums themselves.
 //!
 //! The reader is line-based and lenient: the text is our own generator's output, and anything
 //! it does not recognise is skipped, never a panic.
@@ -35,6 +35,10 @@ struct Part {
     trailing: bool,
     layout: Option<String>,
     union: bool,
+    /// What a scalar entry holds, from its `kind:`.
+    ty: Option<FieldType>,
+    /// True after `kind: ValueKind::Enum {`: the next `name:` is the enum's.
+    enum_name_next: bool,
 }
 
 fn string_value(v: &str) -> Option<String> {
@@ -59,7 +63,7 @@ fn field_of(p: Part) -> Option<Field> {
     let ty = match p.layout {
         Some(l) if p.union => FieldType::Union(l),
         Some(l) => FieldType::Struct(l),
-        None => FieldType::Uint,
+        None => p.ty.unwrap_or(FieldType::Uint),
     };
     Some(Field {
         name: p.name?,
@@ -104,9 +108,9 @@ pub fn read_tables(text: &str, out: &mut Vec<Struct>) {
             });
             continue;
         }
-        // Other initialisers with `name:` lines (the `LAYOUT` text table of each view) end
-        // the entry being read rather than feed it.
-        if t.ends_with("::Layout {") {
+        // Other initialisers with `name:` lines (the `LAYOUT` text table of each view, a
+        // union's table and its members) end the entry being read rather than feed it.
+        if t.ends_with("::Layout {") || t.ends_with("reflect::UnionAccess {") {
             finish(std::mem::replace(&mut entry, Entry::None), out);
             continue;
         }
@@ -137,7 +141,21 @@ pub fn read_tables(text: &str, out: &mut Vec<Struct>) {
                 }
             }
             Entry::Field(p) => match key {
+                "name" if p.enum_name_next => {
+                    p.enum_name_next = false;
+                    p.ty = string_value(value).map(FieldType::Enum);
+                }
                 "name" => p.name = string_value(value),
+                "kind" => {
+                    p.ty = if value.contains("ValueKind::Flag") {
+                        Some(FieldType::Bool)
+                    } else if value.contains("ValueKind::Bytes") {
+                        Some(FieldType::Bytes)
+                    } else {
+                        None
+                    };
+                    p.enum_name_next = value.contains("ValueKind::Enum");
+                }
                 "bit_offset" => p.bit_offset = number_value(value),
                 "width" => p.width = number_value(value),
                 "count" => p.count = number_value(value),
@@ -147,7 +165,8 @@ pub fn read_tables(text: &str, out: &mut Vec<Struct>) {
             Entry::Nested(p) => match key {
                 "name" => p.name = string_value(value),
                 "layout" => p.layout = string_value(value),
-                "kind" => p.union = value.contains("Union"),
+                // `table: NestedTable::Union(..)`; `kind: NestedKind::Union` before it.
+                "table" | "kind" => p.union = value.contains("Union"),
                 "byte_offset" => p.bit_offset = number_value(value).map(|b| b.saturating_mul(8)),
                 "size" => p.width = number_value(value).map(|b| b.saturating_mul(8)),
                 "count" => p.count = number_value(value),

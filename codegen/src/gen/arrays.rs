@@ -4,7 +4,8 @@
 
 use super::ctx::Ctx;
 use super::fields::{
-    kind, reflect_nested_entry, scalar_type, setter_doc, usize_lit, FieldCode, Kind, NestedReflect,
+    kind, reflect_bytes, reflect_nested_entry, scalar_type, setter_doc, usize_lit, value_kind,
+    FieldCode, Kind, NestedReflect,
 };
 use super::names::{camel, method, uint_type};
 use crate::ir::{ArrayCount, Field, FieldType, Ir, Struct};
@@ -61,7 +62,6 @@ impl FieldCode {
         let mut reflect_field = None;
         let mut reflect_nested = None;
         let trailing = count == ArrayCount::Trailing;
-        let debug;
         match kind(f) {
             Kind::Scalar => {
                 let elem_t = scalar_type(ir, f);
@@ -126,17 +126,14 @@ impl FieldCode {
                         }
                     });
                 }
-                debug = Some(
-                    quote!(#rt::fmt::With(|f| #rt::fmt::list(f, self.#len_fn(), self.#iter().map(|v| #rt::fmt::Hex(u64::from(v)))))),
-                );
-                if let Some(cfg) = &ctx.reflect_cfg {
-                    let _ = cfg;
+                {
+                    let krate = &ctx.krate;
                     let count_l = match count {
                         ArrayCount::Fixed(n) => usize_lit(n),
                         ArrayCount::Trailing => usize_lit(0),
                     };
                     let get_fn = if readable {
-                        quote!(Some(|b: &[u8], i: usize| -> u64 { #ty::new_unchecked(b).#get(i).map_or(0, u64::from) }))
+                        quote!(#krate::__prm_accessor!(|b: &[u8], i: usize| -> u64 { #ty::new_unchecked(b).#get(i).map_or(0, u64::from) }))
                     } else {
                         quote!(None)
                     };
@@ -146,14 +143,15 @@ impl FieldCode {
                         quote!((x & #max_l) as #raw_t)
                     };
                     let set_fn = if writable {
-                        quote!(Some(|b: &mut [u8], i: usize, x: u64| { let _ = #ty::new_unchecked(b).#set(i, #set_back); }))
+                        quote!(#krate::__prm_accessor!(|b: &mut [u8], i: usize, x: u64| { let _ = #ty::new_unchecked(b).#set(i, #set_back); }))
                     } else {
                         quote!(None)
                     };
+                    let value_kind = value_kind(ctx, f);
                     reflect_field = Some(quote! {
                         #rt::reflect::FieldAccess {
                             name: #fname, bit_offset: #bit, width: #w32, count: #count_l, trailing: #trailing,
-                            get: #get_fn, set: #set_fn,
+                            kind: #value_kind, readable: #readable, get: #get_fn, set: #set_fn,
                         }
                     });
                 }
@@ -198,9 +196,11 @@ impl FieldCode {
                         }
                     });
                 }
-                debug = Some(
-                    quote!(#rt::fmt::With(|f| #rt::fmt::list(f, self.#len_fn(), self.#iter().map(|v| #rt::fmt::Hex(v.iter().fold(0u64, |a, b| a << 8 | u64::from(*b))))))),
-                );
+                let n = match count {
+                    ArrayCount::Fixed(n) => n,
+                    ArrayCount::Trailing => 0,
+                };
+                reflect_field = Some(reflect_bytes(ctx, f, readable, n, trailing));
             }
             Kind::Nested(t) => {
                 let nty = camel(t);
@@ -271,9 +271,6 @@ impl FieldCode {
                         });
                     }
                 }
-                debug = Some(
-                    quote!(#rt::fmt::With(|f| #rt::fmt::list(f, self.#len_fn(), self.#iter()))),
-                );
                 reflect_nested = Some(reflect_nested_entry(
                     ctx,
                     &NestedReflect {
@@ -288,7 +285,6 @@ impl FieldCode {
         FieldCode {
             getters,
             setters,
-            debug,
             reflect_field,
             reflect_nested,
         }

@@ -23,6 +23,9 @@ pub struct Ctx {
     pub raw_debug_cfg: Option<TokenStream>,
     /// The same for reflection tables.
     pub reflect_cfg: Option<TokenStream>,
+    /// The attribute for the per-layout tables (`FOO_ACCESS`), which both the reflection
+    /// index and the decoding `Debug` read: built when either is.
+    pub table_cfg: Option<TokenStream>,
 }
 
 impl Ctx {
@@ -48,6 +51,22 @@ impl Ctx {
                 Emit::Feature(f) => Some(quote!(#[cfg(not(feature = #f))])),
             },
             reflect_cfg: cfg(&config.reflect),
+            table_cfg: table_cfg(&config.debug, &config.reflect),
+        }
+    }
+}
+
+/// When the per-layout tables are needed: whenever the decoding `Debug` or reflection is.
+fn table_cfg(debug: &Emit, reflect: &Emit) -> Option<TokenStream> {
+    match (debug, reflect) {
+        (Emit::Never, Emit::Never) => None,
+        (Emit::Always, _) | (_, Emit::Always) => Some(quote!()),
+        (Emit::Feature(f), Emit::Never) | (Emit::Never, Emit::Feature(f)) => {
+            Some(quote!(#[cfg(feature = #f)]))
+        }
+        (Emit::Feature(a), Emit::Feature(b)) if a == b => Some(quote!(#[cfg(feature = #a)])),
+        (Emit::Feature(a), Emit::Feature(b)) => {
+            Some(quote!(#[cfg(any(feature = #a, feature = #b))]))
         }
     }
 }

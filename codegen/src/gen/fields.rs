@@ -1,5 +1,5 @@
-//! The accessors of one field of a view (getters, setters, sub-views) with its `Debug` and
-//! reflection entries: numbers, flags, enums, bytes and nested views here, arrays in
+//! The accessors of one field of a view (getters, setters, sub-views) with its reflection
+//! entry (which the decoding `Debug` also reads): numbers, flags, enums, bytes and nested views here, arrays in
 //! [`super::arrays`].
 
 use super::ctx::Ctx;
@@ -62,7 +62,6 @@ pub(super) fn dword_parts(bit: u64, width: u64) -> (u64, u32, u32) {
 pub(super) struct FieldCode {
     pub(super) getters: Vec<TokenStream>,
     pub(super) setters: Vec<TokenStream>,
-    pub(super) debug: Option<TokenStream>,
     pub(super) reflect_field: Option<TokenStream>,
     pub(super) reflect_nested: Option<TokenStream>,
 }
@@ -101,7 +100,6 @@ impl FieldCode {
         let mut setters = Vec::new();
         let mut reflect_field = None;
         let mut reflect_nested = None;
-        let debug;
         // Setters point at the getter's documentation; write-only fields carry it themselves.
         let wdoc = &setter_doc(fname, readable, doc);
         match kind(f) {
@@ -188,7 +186,6 @@ impl FieldCode {
                             let body = write_raw(quote!(u8::from(v)));
                             setters.push(quote! { #wdoc #[inline] pub fn #set(&mut self, v: bool) { #body } });
                         }
-                        debug = Some(quote!(self.#get()));
                         reflect_field = Some(reflect_scalar(
                             ctx,
                             &ty,
@@ -227,7 +224,6 @@ impl FieldCode {
                             });
                             setters.extend(raw_setters(&set_raw, &try_raw));
                         }
-                        debug = Some(quote!(#rt::fmt::EnumValue(self.#get())));
                         let m = max_l.clone();
                         reflect_field = Some(reflect_scalar(
                             ctx,
@@ -247,7 +243,6 @@ impl FieldCode {
                             let try_set = method("try_set_", fname, "");
                             setters.extend(raw_setters(&set, &try_set));
                         }
-                        debug = Some(quote!(#rt::fmt::Hex(self.#get().into())));
                         let m = max_l.clone();
                         reflect_field = Some(reflect_scalar(
                             ctx,
@@ -282,7 +277,7 @@ impl FieldCode {
                         pub fn #set(&mut self, v: &[u8; #n]) { self.buf.write_bytes(#at, v) }
                     });
                 }
-                debug = Some(quote!(#rt::fmt::HexBytes(&self.#get())));
+                reflect_field = Some(reflect_bytes(ctx, f, readable, 1, false));
             }
             Kind::Nested(t) => {
                 let nty = camel(t);
@@ -317,7 +312,6 @@ impl FieldCode {
                         pub fn #get_mut(&mut self) -> #nty<B::SubMut<'_>> { #nty::new_unchecked(self.buf.sub_mut(#at, #span)) }
                     });
                 }
-                debug = Some(quote!(self.#get()));
                 reflect_nested = Some(reflect_nested_entry(
                     ctx,
                     &NestedReflect {
@@ -337,7 +331,6 @@ impl FieldCode {
         FieldCode {
             getters,
             setters,
-            debug,
             reflect_field,
             reflect_nested,
         }
@@ -357,18 +350,66 @@ pub(super) fn reflect_scalar(
     let name = &f.name;
     let bit = usize_lit(f.bit_offset);
     let w = Literal::u32_unsuffixed(f.width as u32);
+    let krate = &ctx.krate;
     let get_fn = if readable {
-        quote!(Some(|b, _| { let v = #ty::new_unchecked(b); #get }))
+        quote!(#krate::__prm_accessor!(|b, _| { let v = #ty::new_unchecked(b); #get }))
     } else {
         quote!(None)
     };
     let set_fn = if writable {
-        quote!(Some(|b, _, x| { let mut v = #ty::new_unchecked(b); #set; }))
+        quote!(#krate::__prm_accessor!(|b, _, x| { let mut v = #ty::new_unchecked(b); #set; }))
     } else {
         quote!(None)
     };
+    let kind = value_kind(ctx, f);
     quote! {
-        #rt::reflect::FieldAccess { name: #name, bit_offset: #bit, width: #w, count: 1, trailing: false, get: #get_fn, set: #set_fn }
+        #rt::reflect::FieldAccess {
+            name: #name, bit_offset: #bit, width: #w, count: 1, trailing: false,
+            kind: #kind, readable: #readable, get: #get_fn, set: #set_fn,
+        }
+    }
+}
+
+/// The `rt::reflect::ValueKind` of a field: how its value is shown.
+pub(super) fn value_kind(ctx: &Ctx, f: &Field) -> TokenStream {
+    let rt = &ctx.rt;
+    match &f.ty {
+        FieldType::Bool => quote!(#rt::reflect::ValueKind::Flag),
+        FieldType::Bytes => quote!(#rt::reflect::ValueKind::Bytes),
+        FieldType::Enum(e) => {
+            let ety = camel(e);
+            quote! {
+                #rt::reflect::ValueKind::Enum {
+                    name: #e,
+                    value_name: |r| match #ety::from_raw(r) {
+                        Some(v) => Some(v.spec_name()),
+                        None => None,
+                    },
+                }
+            }
+        }
+        _ => quote!(#rt::reflect::ValueKind::Number),
+    }
+}
+
+/// The table entry of opaque bytes (or an array of them): shown, never read as a number.
+pub(super) fn reflect_bytes(
+    ctx: &Ctx,
+    f: &Field,
+    readable: bool,
+    count: u64,
+    trailing: bool,
+) -> TokenStream {
+    let rt = &ctx.rt;
+    let name = &f.name;
+    let bit = usize_lit(f.bit_offset);
+    let w = Literal::u32_unsuffixed(f.width as u32);
+    let count = usize_lit(count);
+    quote! {
+        #rt::reflect::FieldAccess {
+            name: #name, bit_offset: #bit, width: #w, count: #count, trailing: #trailing,
+            kind: #rt::reflect::ValueKind::Bytes, readable: #readable, get: None, set: None,
+        }
     }
 }
 
@@ -396,6 +437,8 @@ pub(super) fn reflect_nested_entry(ctx: &Ctx, n: &NestedReflect<'_>) -> TokenStr
         FieldType::Union(t) => (t.as_str(), quote!(Union)),
         other => (other.name(), quote!(Struct)),
     };
+    let table = super::names::shouty(&format!("{layout}_access"));
+    let krate = &ctx.krate;
     let byte = usize_lit(f.bit_offset / 8);
     let size = usize_lit(f.width / 8);
     let (count, trailing) = match f.count {
@@ -410,21 +453,21 @@ pub(super) fn reflect_nested_entry(ctx: &Ctx, n: &NestedReflect<'_>) -> TokenStr
         #rt::reflect::NestedAccess {
             name: #name,
             layout: #layout,
-            kind: #rt::reflect::NestedKind::#kind,
+            table: #rt::reflect::NestedTable::#kind(&#table),
             byte_offset: #byte,
             size: #size,
             count: #count,
             trailing: #trailing,
             stride: #size,
             runs_on: #runs_on,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
+            view_offset: #krate::__prm_accessor!(|b: &[u8], i: usize| -> Option<usize> {
                 if b.len() < #parent_size {
                     return None;
                 }
                 let v = #ty::new_unchecked(b);
                 #view
                 Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            }),
         }
     }
 }

@@ -68,12 +68,12 @@ pub fn emit(ctx: &Ctx, ir: &Ir, s: &Struct) -> TokenStream {
             "rt"
         ));
     }
+    layout_table(s, &mut doc);
 
     let mut consts = Vec::new();
     let mut const_names = Vec::new();
     let mut getters = Vec::new();
     let mut setters = Vec::new();
-    let mut debug = Vec::new();
     let mut reflect_fields = Vec::new();
     let mut reflect_nested = Vec::new();
 
@@ -97,11 +97,6 @@ pub fn emit(ctx: &Ctx, ir: &Ir, s: &Struct) -> TokenStream {
         let out = FieldCode::build(ctx, ir, s, f, readable, writable, &doc);
         getters.extend(out.getters);
         setters.extend(out.setters);
-        if readable {
-            if let Some(d) = out.debug {
-                debug.push(quote!(d.field(#fname, &#d);));
-            }
-        }
         if let Some(r) = out.reflect_field {
             reflect_fields.push(r);
         }
@@ -114,56 +109,45 @@ pub fn emit(ctx: &Ctx, ir: &Ir, s: &Struct) -> TokenStream {
         Some(cfg) => quote!(#cfg #krate::__prm_raw_debug!(#ty);),
         None => quote!(),
     };
-    let debug_impl = if let Some(cfg) = &ctx.debug_cfg {
-        let reserved = if s.register_block {
-            quote!()
-        } else {
-            let masks = reserved_masks(s);
-            if masks.is_empty() {
-                quote!()
-            } else {
-                let entries = masks.iter().map(|(at, m)| {
-                    let at = Literal::u32_unsuffixed(*at);
-                    let m = hex_u32(*m);
-                    quote!((#at, #m))
-                });
-                quote! {
-                    let reserved = #rt::fmt::ReservedSet { buf: &self.buf, masks: &[#(#entries),*] };
-                    if reserved.any() {
-                        d.field("reserved_bits_set", &reserved);
-                    }
-                }
-            }
-        };
-        quote! {
+    let rname = shouty(&format!("{name}_access"));
+    let debug_impl = match &ctx.debug_cfg {
+        Some(cfg) => quote! {
             #cfg
             impl<B: #rt::Bytes> ::core::fmt::Debug for #ty<B> {
                 fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-                    let mut d = f.debug_struct(stringify!(#ty));
-                    #(#debug)*
-                    #reserved
-                    d.finish()
+                    ::core::fmt::Debug::fmt(&#rt::reflect::Decoded::new(&#rname, &self.buf), f)
                 }
             }
-        }
-    } else {
-        quote!()
+        },
+        None => quote!(),
     };
 
-    let reflect = match &ctx.reflect_cfg {
+    let table = match &ctx.table_cfg {
         Some(cfg) => {
-            let rname = shouty(&format!("{name}_access"));
             let rdoc = format!(
-                " Every field of `{name}` with its accessors, for generic tools and tests."
+                " Every field of `{name}`: what the decoding `Debug` shows and generic tools read."
             );
+            let type_name = ty.to_string();
+            let reserved = if s.register_block {
+                Vec::new()
+            } else {
+                reserved_masks(s)
+            };
+            let reserved = reserved.iter().map(|(at, m)| {
+                let at = Literal::u32_unsuffixed(*at);
+                let m = hex_u32(*m);
+                quote!((#at, #m))
+            });
             quote! {
                 #cfg
                 #[doc = #rdoc]
                 pub const #rname: #rt::reflect::LayoutAccess = #rt::reflect::LayoutAccess {
                     name: #name,
+                    type_name: #type_name,
                     size: #size,
                     fields: &[#(#reflect_fields),*],
                     nested: &[#(#reflect_nested),*],
+                    reserved: &[#(#reserved),*],
                 };
             }
         }
@@ -205,8 +189,41 @@ pub fn emit(ctx: &Ctx, ir: &Ir, s: &Struct) -> TokenStream {
         }
 
         #debug_impl
-        #reflect
+        #table
         #word_items
+    }
+}
+
+/// Appends a compact `| offset | bits | field |` table of the fields to a view's rustdoc, so
+/// readers of `cargo doc` see the whole layout before the accessors (reserved gaps are the
+/// rows that are not there; `LAYOUT` has the same facts as text).
+fn layout_table(s: &Struct, doc: &mut Vec<String>) {
+    if s.fields.is_empty() {
+        return;
+    }
+    doc.push(String::new());
+    doc.push(" | offset | bits | field |".into());
+    doc.push(" |-------:|-----:|:------|".into());
+    for f in &s.fields {
+        let (offset, bits) = match f.count {
+            Some(ArrayCount::Trailing) => (format!("0x{:02x}", f.bit_offset / 8), "…".into()),
+            _ => match prm_notation(f.bit_offset, f.span_bits().max(1)) {
+                Some(n) => match n.split_once('[') {
+                    Some((off, bits)) => (off.to_string(), bits.trim_end_matches(']').to_string()),
+                    None => (n, "—".into()),
+                },
+                None => (
+                    format!("bit 0x{:x}", f.bit_offset),
+                    format!("+{}", f.span_bits()),
+                ),
+            },
+        };
+        let name = match f.count {
+            None => f.name.clone(),
+            Some(ArrayCount::Fixed(n)) => format!("{}[{n}]", f.name),
+            Some(ArrayCount::Trailing) => format!("{}[]", f.name),
+        };
+        doc.push(format!(" | {offset} | {bits} | `{name}` |"));
     }
 }
 

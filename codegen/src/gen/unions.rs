@@ -161,24 +161,17 @@ pub fn emit(ctx: &Ctx, ir: &Ir, u: &Union) -> TokenStream {
         Some(cfg) => quote!(#cfg #krate::__prm_raw_debug!(#ty);),
         None => quote!(),
     };
+    let rname = shouty(&format!("{name}_access"));
     let debug_impl = match &ctx.debug_cfg {
         None => quote!(),
-        Some(cfg) => {
-            quote! {
-                #cfg
-                impl<B: #rt::Bytes> ::core::fmt::Debug for #ty<B> {
-                    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-                        let mut head = [0u8; 16];
-                        let n = head.len().min(self.buf.len());
-                        self.buf.read_bytes(0, &mut head[..n]);
-                        f.debug_struct(stringify!(#ty))
-                            .field("bytes", &self.buf.len())
-                            .field("head", &#rt::fmt::HexBytes(&head[..n]))
-                            .finish()
-                    }
+        Some(cfg) => quote! {
+            #cfg
+            impl<B: #rt::Bytes> ::core::fmt::Debug for #ty<B> {
+                fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                    #rt::reflect::debug_union(f, &#rname, &self.buf)
                 }
             }
-        }
+        },
     };
 
     let reflect = reflect_table(ctx, u);
@@ -212,9 +205,10 @@ pub fn emit(ctx: &Ctx, ir: &Ir, u: &Union) -> TokenStream {
 /// The union's `rt::reflect::UnionAccess` (`FOO_ACCESS`, like a structure's table), when
 /// reflection is generated.
 fn reflect_table(ctx: &Ctx, u: &Union) -> TokenStream {
-    let Some(cfg) = &ctx.reflect_cfg else {
+    let Some(cfg) = &ctx.table_cfg else {
         return quote!();
     };
+    let type_name = camel(&u.name).to_string();
     let rt = &ctx.rt;
     let name = &u.name;
     let size = Literal::usize_unsuffixed(u.size as usize);
@@ -228,7 +222,8 @@ fn reflect_table(ctx: &Ctx, u: &Union) -> TokenStream {
             }
             None => quote!(None),
         };
-        quote!(#rt::reflect::UnionMemberAccess { name: #mname, layout: #layout, when: #when })
+        let table = shouty(&format!("{layout}_access"));
+        quote!(#rt::reflect::UnionMemberAccess { name: #mname, layout: #layout, table: &#table, when: #when })
     });
     let selector = match &u.selector {
         Some(sel) => {
@@ -245,13 +240,14 @@ fn reflect_table(ctx: &Ctx, u: &Union) -> TokenStream {
         None => quote!(None),
     };
     let rdoc = format!(
-        " The members of union `{name}` and the field that selects one, for generic tools."
+        " The members of union `{name}` and the field that selects one: what the decoding `Debug` and generic tools read."
     );
     quote! {
         #cfg
         #[doc = #rdoc]
         pub const #rname: #rt::reflect::UnionAccess = #rt::reflect::UnionAccess {
             name: #name,
+            type_name: #type_name,
             size: #size,
             members: &[#(#members),*],
             selector: #selector,

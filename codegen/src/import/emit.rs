@@ -16,12 +16,12 @@
 //!   members that are plain `u8` arrays become one-field structures `<union>_<member>`;
 //! - names with capitals are lower-cased (the kernel's name is kept in a comment).
 
+use super::yaml_out::{OutFile, OutStruct, OutUnion};
 use super::{Def, Member};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::position::prm_notation;
 use crate::source::{SourceMap, Span};
 use std::collections::{HashMap, HashSet};
-use std::fmt::Write as _;
 
 /// What the emitter produced.
 pub struct Emitted {
@@ -31,25 +31,6 @@ pub struct Emitted {
     pub layouts: usize,
     /// Fields written.
     pub fields: usize,
-}
-
-struct OutStruct {
-    name: String,
-    size: u64,
-    note: Option<String>,
-    fields: Vec<String>,
-}
-
-struct OutUnion {
-    name: String,
-    size: u64,
-    members: Vec<String>,
-}
-
-#[derive(Default)]
-struct OutFile {
-    structs: Vec<OutStruct>,
-    unions: Vec<OutUnion>,
 }
 
 struct Emitter<'a> {
@@ -566,64 +547,7 @@ pub fn emit(sources: &SourceMap, defs: &[Def], diags: &mut Diagnostics) -> Emitt
         .filter(|(_, f)| !f.structs.is_empty() || !f.unions.is_empty())
         .map(|(i, f)| {
             layouts += f.structs.len() + f.unions.len();
-            let src = &sources.files[i];
-            let mut y = String::new();
-            let _ = writeln!(
-                y,
-                "# Imported by `prmc import` from {}.",
-                src.path.display()
-            );
-            let _ = writeln!(
-                y,
-                "# A transcription for cross-checks and scale tests: not a spec to edit or commit."
-            );
-            let _ = writeln!(
-                y,
-                "doc: Layouts imported from {}.",
-                src.path
-                    .file_name()
-                    .map(|n| n.to_string_lossy())
-                    .unwrap_or_default()
-            );
-            if !f.structs.is_empty() {
-                y.push_str("\nstructs:\n");
-                for s in &f.structs {
-                    let _ = writeln!(y, "  {}:", s.name);
-                    let _ = writeln!(y, "    size: 0x{:x}", s.size);
-                    if let Some(n) = &s.note {
-                        let _ = writeln!(y, "    # {n}");
-                    }
-                    if s.fields.is_empty() {
-                        y.push_str("    fields: {}\n");
-                    } else {
-                        y.push_str("    fields:\n");
-                        for fl in &s.fields {
-                            let _ = writeln!(y, "      {fl}");
-                        }
-                    }
-                }
-            }
-            if !f.unions.is_empty() {
-                y.push_str("\nunions:\n");
-                for u in &f.unions {
-                    let _ = writeln!(y, "  {}:", u.name);
-                    let _ = writeln!(y, "    size: 0x{:x}", u.size);
-                    if u.members.is_empty() {
-                        y.push_str("    members: {}\n");
-                    } else {
-                        y.push_str("    members:\n");
-                        for m in &u.members {
-                            let _ = writeln!(y, "      {m}");
-                        }
-                    }
-                }
-            }
-            let stem = src
-                .path
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_else(|| format!("header{i}"));
-            (format!("{stem}.yaml"), y)
+            f.render(&sources.files[i].path, i)
         })
         .collect();
     Emitted {

@@ -13,11 +13,13 @@
 //! a spec structure has one trailing array.
 
 pub mod commands;
+pub mod depth;
 pub mod emit;
 pub mod enum_spec;
 pub mod enums;
 pub mod expr;
 pub mod flex;
+mod yaml_out;
 
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::source::{SourceMap, Span};
@@ -277,6 +279,14 @@ fn report_bad(members: &[Member], tag: &str, diags: &mut Diagnostics) {
     }
 }
 
+/// The 1-based line and column (in characters) of byte `at` of `text`.
+fn line_col(text: &str, at: usize) -> (u32, u32) {
+    let before = text.get(..at).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line as u32, col as u32)
+}
+
 /// Parses one header already in `sources`; appends its layout definitions to `defs`. Returns
 /// the quoted `#include` paths it names.
 pub fn parse_header(
@@ -299,6 +309,23 @@ pub fn parse_header_with_enums(
     diags: &mut Diagnostics,
 ) -> Vec<String> {
     let text = &sources.files[file].text;
+    if let Some(at) = depth::first_too_deep(text, depth::MAX_DEPTH) {
+        let (line, col) = line_col(text, at);
+        diags.push(Diagnostic::error(
+            "import",
+            Span {
+                file,
+                line,
+                col,
+                len: 1,
+            },
+            format!(
+                "brackets nest deeper than {} levels here (Linux's mlx5 headers nest at most 6): the header is not read",
+                depth::MAX_DEPTH
+            ),
+        ));
+        return Vec::new();
+    }
     let parsed = match HeaderParser::parse(Rule::file, text) {
         Ok(mut p) => p.next().expect("grammar: file"),
         Err(e) => {

@@ -14,38 +14,30 @@ use std::path::{Path, PathBuf};
 
 mod commands;
 mod layouts;
+pub mod limits;
 mod machines;
+pub mod prescan;
 mod unions;
+pub mod walk;
 mod words;
 
-/// Spec files found under a directory: every `*.yaml` / `*.yml`, recursively, sorted.
+/// Spec files found under a directory: every `*.yaml` / `*.yml`, recursively, sorted; each
+/// real file once (see [`walk`]). Problems of the walk are left out: use [`walk::read_specs`]
+/// to have them.
 pub fn spec_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d)? {
-            let path = entry?.path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if matches!(
-                path.extension().and_then(|e| e.to_str()),
-                Some("yaml" | "yml")
-            ) {
-                out.push(path);
-            }
-        }
-    }
-    out.sort();
-    Ok(out)
+    walk::spec_paths(dir).map(|(paths, _)| paths)
 }
 
 /// Parses one file's text. Problems go to `diags`; whatever could be read is returned.
 pub fn parse_file(sources: &SourceMap, file: usize, diags: &mut Diagnostics) -> SpecFile {
-    let text = &sources.files[file].text;
     let mut spec = SpecFile {
         file,
         ..SpecFile::default()
     };
+    let Some(text) = prescan::prescan(sources, file, diags) else {
+        return spec;
+    };
+    let text = text.as_ref();
     if text.lines().all(|l| {
         let t = l.trim();
         t.is_empty() || t.starts_with('#') || t == "---"
@@ -481,10 +473,22 @@ pub fn suggest<'s>(word: &str, allowed: &[&'s str]) -> Option<&'s str> {
         .map(|(_, a)| a)
 }
 
+/// Columns past which a token is not measured (its caret is one character), and the most
+/// characters measured: a hostile file's very long line would otherwise cost its whole length
+/// for each of its many spans. Real spec lines are under 300 characters.
+const MEASURED_COLUMNS: usize = 4096;
+
 /// Length of the YAML token starting at 1-based `col` of `line`: a quoted string through its
 /// closing quote, otherwise up to a flow delimiter, a comment or the end of the line.
 fn token_len(line: &str, col: usize) -> u32 {
-    let chars: Vec<char> = line.chars().skip(col.saturating_sub(1)).collect();
+    if col > MEASURED_COLUMNS {
+        return 1;
+    }
+    let chars: Vec<char> = line
+        .chars()
+        .skip(col.saturating_sub(1))
+        .take(MEASURED_COLUMNS)
+        .collect();
     let Some(&first) = chars.first() else {
         return 1;
     };

@@ -14,6 +14,7 @@ pub mod duplicates;
 pub mod dword_boundary;
 pub mod enum_fit;
 pub mod field_types;
+pub mod limits;
 pub mod naming;
 pub mod nested_span;
 pub mod opcodes;
@@ -50,6 +51,11 @@ pub const PASSES: &[Pass] = &[
         name: "size-alignment",
         summary: "structure and union sizes are non-zero multiples of 4 bytes",
         run: struct_size::run,
+    },
+    Pass {
+        name: "layout-limit",
+        summary: "layouts stay within the documented size and item limits",
+        run: limits::run,
     },
     Pass {
         name: "field-type",

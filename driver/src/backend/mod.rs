@@ -8,6 +8,8 @@
 
 mod barrier;
 pub mod deferred;
+#[cfg(feature = "forge")]
+pub mod forge;
 #[cfg(feature = "sim")]
 pub mod sim;
 

@@ -37,6 +37,9 @@ use mlx5_prm::*;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+/// Most page requests one [`Hca::poll_events`] serves.
+pub const MAX_PAGE_REQUESTS: usize = 64;
+
 /// An HCA brought up: owns the backend, the command queue, the firmware pages and every object
 /// created during bring-up, and releases them on drop (or [`Hca::teardown`]). Resources made
 /// from it borrow it, so it outlives them all.
@@ -399,7 +402,7 @@ impl<B: Backend> Hca<B> {
                 });
                 note(r.map(drop));
             }
-            if ctl.pages.held() > 0 {
+            if ctl.pages.held() + ctl.pages.disputed() > 0 {
                 if let Some(cmdq) = ctl.cmdq.as_mut() {
                     note(ctl.pages.reclaim_all(be, cmdq, None));
                 }
@@ -502,6 +505,10 @@ impl<B: Backend> Hca<B> {
     /// including the page requests already served, and events met while waiting for command
     /// completions). Every event is recorded even when serving a page request fails; the
     /// first such failure is then returned (after the rest of the batch was served).
+    ///
+    /// At most [`MAX_PAGE_REQUESTS`] page requests are served per call: a device that
+    /// answers every page command with another request cannot hold the caller here. Events
+    /// after the last one served wait, in order, for the next call.
     pub fn poll_events(&self) -> Result<Vec<Event>> {
         let mut guard = self.lock();
         let ctl = &mut *guard;
@@ -511,9 +518,13 @@ impl<B: Backend> Hca<B> {
             None => return Ok(events),
         }
         let mut first = None;
-        let mut served = 0;
+        let (mut served, mut requests) = (0, 0);
         while served < events.len() {
             if let Event::PageRequest { num_pages, .. } = events[served] {
+                if requests == MAX_PAGE_REQUESTS {
+                    break;
+                }
+                requests += 1;
                 if let Err(e) = ctl.apply_pages(&self.be, num_pages) {
                     log::warn!("serving a page request of {num_pages}: {e}");
                     first.get_or_insert(e);
@@ -522,6 +533,10 @@ impl<B: Backend> Hca<B> {
                 events.extend(ctl.pending.take());
             }
             served += 1;
+        }
+        // What was not reached waits for the next call, in order.
+        for e in events.drain(served..) {
+            ctl.pending.push(e);
         }
         events.retain(|e| !matches!(e, Event::CommandCompletion { .. }));
         for e in &events {

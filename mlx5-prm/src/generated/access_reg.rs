@@ -390,6 +390,16 @@ impl ::core::convert::From<PtysConnectorType> for u8 {
 /// PAOS, port administrative and operational status. A driver reads it for the link state and writes admin_status (with ase set) to bring a port up or down.
 ///
 /// PRM layout `paos_reg`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `swid` |
+/// | 0x00 | 23:16 | `local_port` |
+/// | 0x00 | 11:8 | `admin_status` |
+/// | 0x00 | 3:0 | `oper_status` |
+/// | 0x04 | 31 | `ase` |
+/// | 0x04 | 30 | `ee` |
+/// | 0x04 | 1:0 | `e` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct PaosReg<B = [u8; 16]> {
     buf: B,
@@ -568,28 +578,17 @@ impl<B: rt::BytesMut> PaosReg<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for PaosReg<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(PaosReg));
-        d.field("swid", &rt::fmt::Hex(self.swid().into()));
-        d.field("local_port", &rt::fmt::Hex(self.local_port().into()));
-        d.field("admin_status", &rt::fmt::EnumValue(self.admin_status()));
-        d.field("oper_status", &rt::fmt::EnumValue(self.oper_status()));
-        d.field("ase", &self.ase());
-        d.field("ee", &self.ee());
-        d.field("e", &rt::fmt::Hex(self.e().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xf0f0), (4, 0x3ffffffc), (8, 0xffffffff), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&PAOS_REG_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `paos_reg` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `paos_reg`: what the decoding `Debug` shows and generic tools read.
 pub const PAOS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "paos_reg",
+    type_name: "PaosReg",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -598,14 +597,15 @@ pub const PAOS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PaosReg::new_unchecked(b);
-                u64::from(v.swid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PaosReg::new_unchecked(b);
-                v.set_swid((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PaosReg::new_unchecked(b); u64::from(v.swid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PaosReg::new_unchecked(b); v.set_swid((x &
+                0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "local_port",
@@ -613,14 +613,15 @@ pub const PAOS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PaosReg::new_unchecked(b);
-                u64::from(v.local_port())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PaosReg::new_unchecked(b);
-                v.set_local_port((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PaosReg::new_unchecked(b); u64::from(v.local_port()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PaosReg::new_unchecked(b); v.set_local_port((x
+                & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "admin_status",
@@ -628,14 +629,22 @@ pub const PAOS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PaosReg::new_unchecked(b);
-                u64::from(v.admin_status_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PaosReg::new_unchecked(b);
-                v.set_admin_status_raw((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "paos_port_status",
+                value_name: |r| match PaosPortStatus::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PaosReg::new_unchecked(b); u64::from(v
+                .admin_status_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PaosReg::new_unchecked(b); v
+                .set_admin_status_raw((x & 0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "oper_status",
@@ -643,14 +652,22 @@ pub const PAOS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PaosReg::new_unchecked(b);
-                u64::from(v.oper_status_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PaosReg::new_unchecked(b);
-                v.set_oper_status_raw((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "paos_port_status",
+                value_name: |r| match PaosPortStatus::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PaosReg::new_unchecked(b); u64::from(v
+                .oper_status_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PaosReg::new_unchecked(b); v
+                .set_oper_status_raw((x & 0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ase",
@@ -658,14 +675,15 @@ pub const PAOS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PaosReg::new_unchecked(b);
-                u64::from(v.ase())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PaosReg::new_unchecked(b);
-                v.set_ase(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PaosReg::new_unchecked(b); u64::from(v.ase()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PaosReg::new_unchecked(b); v.set_ase(x & 1 !=
+                0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ee",
@@ -673,14 +691,15 @@ pub const PAOS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PaosReg::new_unchecked(b);
-                u64::from(v.ee())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PaosReg::new_unchecked(b);
-                v.set_ee(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PaosReg::new_unchecked(b); u64::from(v.ee()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PaosReg::new_unchecked(b); v.set_ee(x & 1 !=
+                0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "e",
@@ -688,21 +707,47 @@ pub const PAOS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 2,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PaosReg::new_unchecked(b);
-                u64::from(v.e())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PaosReg::new_unchecked(b);
-                v.set_e((x & 0x3) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PaosReg::new_unchecked(b); u64::from(v.e()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PaosReg::new_unchecked(b); v.set_e((x & 0x3) as
+                u8); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xf0f0), (4, 0x3ffffffc), (8, 0xffffffff), (12, 0xffffffff)],
 };
 /// PTYS, port type and speed. Reports the link modes a port supports, the ones enabled and the one in use; a driver writes the admin masks to restrict or force the speed. proto_mask says whether the Ethernet or the InfiniBand fields are meant.
 ///
 /// PRM layout `ptys_reg`: 0x40 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 30 | `an_disable_admin` |
+/// | 0x00 | 29 | `an_disable_cap` |
+/// | 0x00 | 23:16 | `local_port` |
+/// | 0x00 | 7:4 | `plane_ind` |
+/// | 0x00 | 2:0 | `proto_mask` |
+/// | 0x04 | 31:28 | `an_status` |
+/// | 0x04 | 15:0 | `data_rate_oper` |
+/// | 0x08 | 31:0 | `ext_eth_proto_capability` |
+/// | 0x0c | 31:0 | `eth_proto_capability` |
+/// | 0x10 | 31:16 | `ib_link_width_capability` |
+/// | 0x10 | 15:0 | `ib_proto_capability` |
+/// | 0x14 | 31:0 | `ext_eth_proto_admin` |
+/// | 0x18 | 31:0 | `eth_proto_admin` |
+/// | 0x1c | 31:16 | `ib_link_width_admin` |
+/// | 0x1c | 15:0 | `ib_proto_admin` |
+/// | 0x20 | 31:0 | `ext_eth_proto_oper` |
+/// | 0x24 | 31:0 | `eth_proto_oper` |
+/// | 0x28 | 31:16 | `ib_link_width_oper` |
+/// | 0x28 | 15:0 | `ib_proto_oper` |
+/// | 0x2c | 3:0 | `connector_type` |
+/// | 0x30 | 31:0 | `eth_proto_lp_advertise` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct PtysReg<B = [u8; 64]> {
     buf: B,
@@ -1135,61 +1180,17 @@ impl<B: rt::BytesMut> PtysReg<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for PtysReg<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(PtysReg));
-        d.field("an_disable_admin", &self.an_disable_admin());
-        d.field("an_disable_cap", &self.an_disable_cap());
-        d.field("local_port", &rt::fmt::Hex(self.local_port().into()));
-        d.field("plane_ind", &rt::fmt::Hex(self.plane_ind().into()));
-        d.field("proto_mask", &rt::fmt::Hex(self.proto_mask().into()));
-        d.field("an_status", &rt::fmt::EnumValue(self.an_status()));
-        d.field("data_rate_oper", &rt::fmt::Hex(self.data_rate_oper().into()));
-        d.field(
-            "ext_eth_proto_capability",
-            &rt::fmt::Hex(self.ext_eth_proto_capability().into()),
-        );
-        d.field(
-            "eth_proto_capability",
-            &rt::fmt::Hex(self.eth_proto_capability().into()),
-        );
-        d.field(
-            "ib_link_width_capability",
-            &rt::fmt::Hex(self.ib_link_width_capability().into()),
-        );
-        d.field("ib_proto_capability", &rt::fmt::Hex(self.ib_proto_capability().into()));
-        d.field("ext_eth_proto_admin", &rt::fmt::Hex(self.ext_eth_proto_admin().into()));
-        d.field("eth_proto_admin", &rt::fmt::Hex(self.eth_proto_admin().into()));
-        d.field("ib_link_width_admin", &rt::fmt::Hex(self.ib_link_width_admin().into()));
-        d.field("ib_proto_admin", &rt::fmt::Hex(self.ib_proto_admin().into()));
-        d.field("ext_eth_proto_oper", &rt::fmt::Hex(self.ext_eth_proto_oper().into()));
-        d.field("eth_proto_oper", &rt::fmt::Hex(self.eth_proto_oper().into()));
-        d.field("ib_link_width_oper", &rt::fmt::Hex(self.ib_link_width_oper().into()));
-        d.field("ib_proto_oper", &rt::fmt::Hex(self.ib_proto_oper().into()));
-        d.field("connector_type", &rt::fmt::EnumValue(self.connector_type()));
-        d.field(
-            "eth_proto_lp_advertise",
-            &rt::fmt::Hex(self.eth_proto_lp_advertise().into()),
-        );
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (0, 0x9f00ff08),
-                (4, 0xfff0000),
-                (44, 0xfffffff0),
-                (52, 0xffffffff),
-                (56, 0xffffffff),
-                (60, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&PTYS_REG_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `ptys_reg` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `ptys_reg`: what the decoding `Debug` shows and generic tools read.
 pub const PTYS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "ptys_reg",
+    type_name: "PtysReg",
     size: 64,
     fields: &[
         rt::reflect::FieldAccess {
@@ -1198,14 +1199,16 @@ pub const PTYS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PtysReg::new_unchecked(b);
-                u64::from(v.an_disable_admin())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PtysReg::new_unchecked(b);
-                v.set_an_disable_admin(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PtysReg::new_unchecked(b); u64::from(v
+                .an_disable_admin()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PtysReg::new_unchecked(b); v
+                .set_an_disable_admin(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "an_disable_cap",
@@ -1213,14 +1216,16 @@ pub const PTYS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PtysReg::new_unchecked(b);
-                u64::from(v.an_disable_cap())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PtysReg::new_unchecked(b);
-                v.set_an_disable_cap(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PtysReg::new_unchecked(b); u64::from(v
+                .an_disable_cap()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PtysReg::new_unchecked(b); v
+                .set_an_disable_cap(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "local_port",
@@ -1228,14 +1233,15 @@ pub const PTYS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PtysReg::new_unchecked(b);
-                u64::from(v.local_port())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PtysReg::new_unchecked(b);
-                v.set_local_port((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PtysReg::new_unchecked(b); u64::from(v.local_port()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PtysReg::new_unchecked(b); v.set_local_port((x
+                & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "plane_ind",
@@ -1243,14 +1249,15 @@ pub const PTYS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PtysReg::new_unchecked(b);
-                u64::from(v.plane_ind())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PtysReg::new_unchecked(b);
-                v.set_plane_ind((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PtysReg::new_unchecked(b); u64::from(v.plane_ind()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PtysReg::new_unchecked(b); v.set_plane_ind((x &
+                0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "proto_mask",
@@ -1258,14 +1265,15 @@ pub const PTYS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 3,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PtysReg::new_unchecked(b);
-                u64::from(v.proto_mask())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PtysReg::new_unchecked(b);
-                v.set_proto_mask((x & 0x7) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PtysReg::new_unchecked(b); u64::from(v.proto_mask()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PtysReg::new_unchecked(b); v.set_proto_mask((x
+                & 0x7) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "an_status",
@@ -1273,14 +1281,22 @@ pub const PTYS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PtysReg::new_unchecked(b);
-                u64::from(v.an_status_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PtysReg::new_unchecked(b);
-                v.set_an_status_raw((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "ptys_an_status",
+                value_name: |r| match PtysAnStatus::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PtysReg::new_unchecked(b); u64::from(v
+                .an_status_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PtysReg::new_unchecked(b); v
+                .set_an_status_raw((x & 0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "data_rate_oper",
@@ -1288,14 +1304,16 @@ pub const PTYS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PtysReg::new_unchecked(b);
-                u64::from(v.data_rate_oper())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PtysReg::new_unchecked(b);
-                v.set_data_rate_oper((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PtysReg::new_unchecked(b); u64::from(v
+                .data_rate_oper()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PtysReg::new_unchecked(b); v
+                .set_data_rate_oper((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ext_eth_proto_capability",
@@ -1303,14 +1321,16 @@ pub const PTYS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PtysReg::new_unchecked(b);
-                u64::from(v.ext_eth_proto_capability())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PtysReg::new_unchecked(b);
-                v.set_ext_eth_proto_capability((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PtysReg::new_unchecked(b); u64::from(v
+                .ext_eth_proto_capability()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PtysReg::new_unchecked(b); v
+                .set_ext_eth_proto_capability((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "eth_proto_capability",
@@ -1318,14 +1338,16 @@ pub const PTYS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PtysReg::new_unchecked(b);
-                u64::from(v.eth_proto_capability())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PtysReg::new_unchecked(b);
-                v.set_eth_proto_capability((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PtysReg::new_unchecked(b); u64::from(v
+                .eth_proto_capability()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PtysReg::new_unchecked(b); v
+                .set_eth_proto_capability((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ib_link_width_capability",
@@ -1333,14 +1355,16 @@ pub const PTYS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PtysReg::new_unchecked(b);
-                u64::from(v.ib_link_width_capability())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PtysReg::new_unchecked(b);
-                v.set_ib_link_width_capability((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PtysReg::new_unchecked(b); u64::from(v
+                .ib_link_width_capability()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PtysReg::new_unchecked(b); v
+                .set_ib_link_width_capability((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ib_proto_capability",
@@ -1348,14 +1372,16 @@ pub const PTYS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PtysReg::new_unchecked(b);
-                u64::from(v.ib_proto_capability())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PtysReg::new_unchecked(b);
-                v.set_ib_proto_capability((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PtysReg::new_unchecked(b); u64::from(v
+                .ib_proto_capability()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PtysReg::new_unchecked(b); v
+                .set_ib_proto_capability((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ext_eth_proto_admin",
@@ -1363,14 +1389,16 @@ pub const PTYS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PtysReg::new_unchecked(b);
-                u64::from(v.ext_eth_proto_admin())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PtysReg::new_unchecked(b);
-                v.set_ext_eth_proto_admin((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PtysReg::new_unchecked(b); u64::from(v
+                .ext_eth_proto_admin()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PtysReg::new_unchecked(b); v
+                .set_ext_eth_proto_admin((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "eth_proto_admin",
@@ -1378,14 +1406,16 @@ pub const PTYS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PtysReg::new_unchecked(b);
-                u64::from(v.eth_proto_admin())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PtysReg::new_unchecked(b);
-                v.set_eth_proto_admin((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PtysReg::new_unchecked(b); u64::from(v
+                .eth_proto_admin()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PtysReg::new_unchecked(b); v
+                .set_eth_proto_admin((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ib_link_width_admin",
@@ -1393,14 +1423,16 @@ pub const PTYS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PtysReg::new_unchecked(b);
-                u64::from(v.ib_link_width_admin())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PtysReg::new_unchecked(b);
-                v.set_ib_link_width_admin((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PtysReg::new_unchecked(b); u64::from(v
+                .ib_link_width_admin()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PtysReg::new_unchecked(b); v
+                .set_ib_link_width_admin((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ib_proto_admin",
@@ -1408,14 +1440,16 @@ pub const PTYS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PtysReg::new_unchecked(b);
-                u64::from(v.ib_proto_admin())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PtysReg::new_unchecked(b);
-                v.set_ib_proto_admin((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PtysReg::new_unchecked(b); u64::from(v
+                .ib_proto_admin()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PtysReg::new_unchecked(b); v
+                .set_ib_proto_admin((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ext_eth_proto_oper",
@@ -1423,14 +1457,16 @@ pub const PTYS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PtysReg::new_unchecked(b);
-                u64::from(v.ext_eth_proto_oper())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PtysReg::new_unchecked(b);
-                v.set_ext_eth_proto_oper((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PtysReg::new_unchecked(b); u64::from(v
+                .ext_eth_proto_oper()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PtysReg::new_unchecked(b); v
+                .set_ext_eth_proto_oper((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "eth_proto_oper",
@@ -1438,14 +1474,16 @@ pub const PTYS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PtysReg::new_unchecked(b);
-                u64::from(v.eth_proto_oper())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PtysReg::new_unchecked(b);
-                v.set_eth_proto_oper((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PtysReg::new_unchecked(b); u64::from(v
+                .eth_proto_oper()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PtysReg::new_unchecked(b); v
+                .set_eth_proto_oper((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ib_link_width_oper",
@@ -1453,14 +1491,16 @@ pub const PTYS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PtysReg::new_unchecked(b);
-                u64::from(v.ib_link_width_oper())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PtysReg::new_unchecked(b);
-                v.set_ib_link_width_oper((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PtysReg::new_unchecked(b); u64::from(v
+                .ib_link_width_oper()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PtysReg::new_unchecked(b); v
+                .set_ib_link_width_oper((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ib_proto_oper",
@@ -1468,14 +1508,16 @@ pub const PTYS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PtysReg::new_unchecked(b);
-                u64::from(v.ib_proto_oper())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PtysReg::new_unchecked(b);
-                v.set_ib_proto_oper((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PtysReg::new_unchecked(b); u64::from(v
+                .ib_proto_oper()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PtysReg::new_unchecked(b); v
+                .set_ib_proto_oper((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "connector_type",
@@ -1483,14 +1525,22 @@ pub const PTYS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PtysReg::new_unchecked(b);
-                u64::from(v.connector_type_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PtysReg::new_unchecked(b);
-                v.set_connector_type_raw((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "ptys_connector_type",
+                value_name: |r| match PtysConnectorType::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PtysReg::new_unchecked(b); u64::from(v
+                .connector_type_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PtysReg::new_unchecked(b); v
+                .set_connector_type_raw((x & 0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "eth_proto_lp_advertise",
@@ -1498,21 +1548,38 @@ pub const PTYS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PtysReg::new_unchecked(b);
-                u64::from(v.eth_proto_lp_advertise())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PtysReg::new_unchecked(b);
-                v.set_eth_proto_lp_advertise((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PtysReg::new_unchecked(b); u64::from(v
+                .eth_proto_lp_advertise()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PtysReg::new_unchecked(b); v
+                .set_eth_proto_lp_advertise((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[
+        (0, 0x9f00ff08),
+        (4, 0xfff0000),
+        (44, 0xfffffff0),
+        (52, 0xffffffff),
+        (56, 0xffffffff),
+        (60, 0xffffffff),
+    ],
 };
 /// PMTU, port MTU. A driver reads max_mtu to bound the MTU it offers, writes admin_mtu to set it, and reads oper_mtu for the value in force. All values are in bytes and count the whole layer-2 frame; the Linux Ethernet driver adds the Ethernet header, one VLAN tag and the FCS to the interface MTU.
 ///
 /// PRM layout `pmtu_reg`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 23:16 | `local_port` |
+/// | 0x04 | 31:16 | `max_mtu` |
+/// | 0x08 | 31:16 | `admin_mtu` |
+/// | 0x0c | 31:16 | `oper_mtu` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct PmtuReg<B = [u8; 16]> {
     buf: B,
@@ -1598,25 +1665,17 @@ impl<B: rt::BytesMut> PmtuReg<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for PmtuReg<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(PmtuReg));
-        d.field("local_port", &rt::fmt::Hex(self.local_port().into()));
-        d.field("max_mtu", &rt::fmt::Hex(self.max_mtu().into()));
-        d.field("admin_mtu", &rt::fmt::Hex(self.admin_mtu().into()));
-        d.field("oper_mtu", &rt::fmt::Hex(self.oper_mtu().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xff00ffff), (4, 0xffff), (8, 0xffff), (12, 0xffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&PMTU_REG_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `pmtu_reg` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `pmtu_reg`: what the decoding `Debug` shows and generic tools read.
 pub const PMTU_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "pmtu_reg",
+    type_name: "PmtuReg",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -1625,14 +1684,15 @@ pub const PMTU_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PmtuReg::new_unchecked(b);
-                u64::from(v.local_port())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PmtuReg::new_unchecked(b);
-                v.set_local_port((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PmtuReg::new_unchecked(b); u64::from(v.local_port()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PmtuReg::new_unchecked(b); v.set_local_port((x
+                & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "max_mtu",
@@ -1640,14 +1700,15 @@ pub const PMTU_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PmtuReg::new_unchecked(b);
-                u64::from(v.max_mtu())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PmtuReg::new_unchecked(b);
-                v.set_max_mtu((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PmtuReg::new_unchecked(b); u64::from(v.max_mtu()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PmtuReg::new_unchecked(b); v.set_max_mtu((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "admin_mtu",
@@ -1655,14 +1716,15 @@ pub const PMTU_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PmtuReg::new_unchecked(b);
-                u64::from(v.admin_mtu())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PmtuReg::new_unchecked(b);
-                v.set_admin_mtu((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PmtuReg::new_unchecked(b); u64::from(v.admin_mtu()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PmtuReg::new_unchecked(b); v.set_admin_mtu((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "oper_mtu",
@@ -1670,21 +1732,34 @@ pub const PMTU_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PmtuReg::new_unchecked(b);
-                u64::from(v.oper_mtu())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PmtuReg::new_unchecked(b);
-                v.set_oper_mtu((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PmtuReg::new_unchecked(b); u64::from(v.oper_mtu()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PmtuReg::new_unchecked(b); v.set_oper_mtu((x &
+                0xffff) as u16); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xff00ffff), (4, 0xffff), (8, 0xffff), (12, 0xffff)],
 };
 /// PPCNT, port performance counters. The driver names a counter group in grp (and a priority or traffic class in prio_tc for the per-priority groups) and reads the group's 64-bit counters from counter_set, each as a high and a low 32-bit half.
 ///
 /// PRM layout `ppcnt_reg`: 0x100 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `swid` |
+/// | 0x00 | 23:16 | `local_port` |
+/// | 0x00 | 15:14 | `pnat` |
+/// | 0x00 | 5:0 | `grp` |
+/// | 0x04 | 31 | `clr` |
+/// | 0x04 | 11:8 | `plane_ind` |
+/// | 0x04 | 4:0 | `prio_tc` |
+/// | 0x08..0x100 | — | `counter_set` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct PpcntReg<B = [u8; 256]> {
     buf: B,
@@ -1874,29 +1949,17 @@ impl<B: rt::BytesMut> PpcntReg<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for PpcntReg<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(PpcntReg));
-        d.field("swid", &rt::fmt::Hex(self.swid().into()));
-        d.field("local_port", &rt::fmt::Hex(self.local_port().into()));
-        d.field("pnat", &rt::fmt::Hex(self.pnat().into()));
-        d.field("grp", &rt::fmt::EnumValue(self.grp()));
-        d.field("clr", &self.clr());
-        d.field("plane_ind", &rt::fmt::Hex(self.plane_ind().into()));
-        d.field("prio_tc", &rt::fmt::Hex(self.prio_tc().into()));
-        d.field("counter_set", &self.counter_set());
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0x3fc0), (4, 0x7ffff0e0)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&PPCNT_REG_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `ppcnt_reg` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `ppcnt_reg`: what the decoding `Debug` shows and generic tools read.
 pub const PPCNT_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "ppcnt_reg",
+    type_name: "PpcntReg",
     size: 256,
     fields: &[
         rt::reflect::FieldAccess {
@@ -1905,14 +1968,15 @@ pub const PPCNT_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PpcntReg::new_unchecked(b);
-                u64::from(v.swid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PpcntReg::new_unchecked(b);
-                v.set_swid((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PpcntReg::new_unchecked(b); u64::from(v.swid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PpcntReg::new_unchecked(b); v.set_swid((x &
+                0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "local_port",
@@ -1920,14 +1984,16 @@ pub const PPCNT_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PpcntReg::new_unchecked(b);
-                u64::from(v.local_port())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PpcntReg::new_unchecked(b);
-                v.set_local_port((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PpcntReg::new_unchecked(b); u64::from(v.local_port())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PpcntReg::new_unchecked(b); v.set_local_port((x
+                & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "pnat",
@@ -1935,14 +2001,15 @@ pub const PPCNT_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             width: 2,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PpcntReg::new_unchecked(b);
-                u64::from(v.pnat())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PpcntReg::new_unchecked(b);
-                v.set_pnat((x & 0x3) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PpcntReg::new_unchecked(b); u64::from(v.pnat()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PpcntReg::new_unchecked(b); v.set_pnat((x &
+                0x3) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "grp",
@@ -1950,14 +2017,21 @@ pub const PPCNT_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             width: 6,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PpcntReg::new_unchecked(b);
-                u64::from(v.grp_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PpcntReg::new_unchecked(b);
-                v.set_grp_raw((x & 0x3f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "ppcnt_counter_group",
+                value_name: |r| match PpcntCounterGroup::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PpcntReg::new_unchecked(b); u64::from(v.grp_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PpcntReg::new_unchecked(b); v.set_grp_raw((x &
+                0x3f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "clr",
@@ -1965,14 +2039,15 @@ pub const PPCNT_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PpcntReg::new_unchecked(b);
-                u64::from(v.clr())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PpcntReg::new_unchecked(b);
-                v.set_clr(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PpcntReg::new_unchecked(b); u64::from(v.clr()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PpcntReg::new_unchecked(b); v.set_clr(x & 1 !=
+                0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "plane_ind",
@@ -1980,14 +2055,15 @@ pub const PPCNT_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PpcntReg::new_unchecked(b);
-                u64::from(v.plane_ind())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PpcntReg::new_unchecked(b);
-                v.set_plane_ind((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PpcntReg::new_unchecked(b); u64::from(v.plane_ind()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PpcntReg::new_unchecked(b); v.set_plane_ind((x
+                & 0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "prio_tc",
@@ -1995,44 +2071,84 @@ pub const PPCNT_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PpcntReg::new_unchecked(b);
-                u64::from(v.prio_tc())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PpcntReg::new_unchecked(b);
-                v.set_prio_tc((x & 0x1f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PpcntReg::new_unchecked(b); u64::from(v.prio_tc()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PpcntReg::new_unchecked(b); v.set_prio_tc((x &
+                0x1f) as u8); }
+            ),
         },
     ],
     nested: &[
         rt::reflect::NestedAccess {
             name: "counter_set",
             layout: "eth_cntrs_grp_data_layout_auto",
-            kind: rt::reflect::NestedKind::Union,
+            table: rt::reflect::NestedTable::Union(
+                &ETH_CNTRS_GRP_DATA_LAYOUT_AUTO_ACCESS,
+            ),
             byte_offset: 8,
             size: 248,
             count: 1,
             trailing: false,
             stride: 248,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 256 {
-                    return None;
-                }
-                let v = PpcntReg::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.counter_set();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 256 { return
+                None; } let v = PpcntReg::new_unchecked(b); if i != 0 { return None; }
+                let sub = v.counter_set(); Some(sub.storage().as_ptr() as usize - b
+                .as_ptr() as usize) }
+            ),
         },
     ],
+    reserved: &[(0, 0x3fc0), (4, 0x7ffff0e0)],
 };
 /// PPCNT counter group 0x0, the IEEE 802.3 MAC counters (frames, octets, errors and control frames of one port). Each counter is 64 bits, high half first.
 ///
 /// PRM layout `eth_802_3_cntrs_grp_data_layout`: 0xf8 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:0 | `a_frames_transmitted_ok_high` |
+/// | 0x04 | 31:0 | `a_frames_transmitted_ok_low` |
+/// | 0x08 | 31:0 | `a_frames_received_ok_high` |
+/// | 0x0c | 31:0 | `a_frames_received_ok_low` |
+/// | 0x10 | 31:0 | `a_frame_check_sequence_errors_high` |
+/// | 0x14 | 31:0 | `a_frame_check_sequence_errors_low` |
+/// | 0x18 | 31:0 | `a_alignment_errors_high` |
+/// | 0x1c | 31:0 | `a_alignment_errors_low` |
+/// | 0x20 | 31:0 | `a_octets_transmitted_ok_high` |
+/// | 0x24 | 31:0 | `a_octets_transmitted_ok_low` |
+/// | 0x28 | 31:0 | `a_octets_received_ok_high` |
+/// | 0x2c | 31:0 | `a_octets_received_ok_low` |
+/// | 0x30 | 31:0 | `a_multicast_frames_xmitted_ok_high` |
+/// | 0x34 | 31:0 | `a_multicast_frames_xmitted_ok_low` |
+/// | 0x38 | 31:0 | `a_broadcast_frames_xmitted_ok_high` |
+/// | 0x3c | 31:0 | `a_broadcast_frames_xmitted_ok_low` |
+/// | 0x40 | 31:0 | `a_multicast_frames_received_ok_high` |
+/// | 0x44 | 31:0 | `a_multicast_frames_received_ok_low` |
+/// | 0x48 | 31:0 | `a_broadcast_frames_received_ok_high` |
+/// | 0x4c | 31:0 | `a_broadcast_frames_received_ok_low` |
+/// | 0x50 | 31:0 | `a_in_range_length_errors_high` |
+/// | 0x54 | 31:0 | `a_in_range_length_errors_low` |
+/// | 0x58 | 31:0 | `a_out_of_range_length_field_high` |
+/// | 0x5c | 31:0 | `a_out_of_range_length_field_low` |
+/// | 0x60 | 31:0 | `a_frame_too_long_errors_high` |
+/// | 0x64 | 31:0 | `a_frame_too_long_errors_low` |
+/// | 0x68 | 31:0 | `a_symbol_error_during_carrier_high` |
+/// | 0x6c | 31:0 | `a_symbol_error_during_carrier_low` |
+/// | 0x70 | 31:0 | `a_mac_control_frames_transmitted_high` |
+/// | 0x74 | 31:0 | `a_mac_control_frames_transmitted_low` |
+/// | 0x78 | 31:0 | `a_mac_control_frames_received_high` |
+/// | 0x7c | 31:0 | `a_mac_control_frames_received_low` |
+/// | 0x80 | 31:0 | `a_unsupported_opcodes_received_high` |
+/// | 0x84 | 31:0 | `a_unsupported_opcodes_received_low` |
+/// | 0x88 | 31:0 | `a_pause_mac_ctrl_frames_received_high` |
+/// | 0x8c | 31:0 | `a_pause_mac_ctrl_frames_received_low` |
+/// | 0x90 | 31:0 | `a_pause_mac_ctrl_frames_transmitted_high` |
+/// | 0x94 | 31:0 | `a_pause_mac_ctrl_frames_transmitted_low` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Eth8023CntrsGrpDataLayout<B = [u8; 248]> {
     buf: B,
@@ -2780,198 +2896,20 @@ impl<B: rt::BytesMut> Eth8023CntrsGrpDataLayout<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for Eth8023CntrsGrpDataLayout<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(Eth8023CntrsGrpDataLayout));
-        d.field(
-            "a_frames_transmitted_ok_high",
-            &rt::fmt::Hex(self.a_frames_transmitted_ok_high().into()),
-        );
-        d.field(
-            "a_frames_transmitted_ok_low",
-            &rt::fmt::Hex(self.a_frames_transmitted_ok_low().into()),
-        );
-        d.field(
-            "a_frames_received_ok_high",
-            &rt::fmt::Hex(self.a_frames_received_ok_high().into()),
-        );
-        d.field(
-            "a_frames_received_ok_low",
-            &rt::fmt::Hex(self.a_frames_received_ok_low().into()),
-        );
-        d.field(
-            "a_frame_check_sequence_errors_high",
-            &rt::fmt::Hex(self.a_frame_check_sequence_errors_high().into()),
-        );
-        d.field(
-            "a_frame_check_sequence_errors_low",
-            &rt::fmt::Hex(self.a_frame_check_sequence_errors_low().into()),
-        );
-        d.field(
-            "a_alignment_errors_high",
-            &rt::fmt::Hex(self.a_alignment_errors_high().into()),
-        );
-        d.field(
-            "a_alignment_errors_low",
-            &rt::fmt::Hex(self.a_alignment_errors_low().into()),
-        );
-        d.field(
-            "a_octets_transmitted_ok_high",
-            &rt::fmt::Hex(self.a_octets_transmitted_ok_high().into()),
-        );
-        d.field(
-            "a_octets_transmitted_ok_low",
-            &rt::fmt::Hex(self.a_octets_transmitted_ok_low().into()),
-        );
-        d.field(
-            "a_octets_received_ok_high",
-            &rt::fmt::Hex(self.a_octets_received_ok_high().into()),
-        );
-        d.field(
-            "a_octets_received_ok_low",
-            &rt::fmt::Hex(self.a_octets_received_ok_low().into()),
-        );
-        d.field(
-            "a_multicast_frames_xmitted_ok_high",
-            &rt::fmt::Hex(self.a_multicast_frames_xmitted_ok_high().into()),
-        );
-        d.field(
-            "a_multicast_frames_xmitted_ok_low",
-            &rt::fmt::Hex(self.a_multicast_frames_xmitted_ok_low().into()),
-        );
-        d.field(
-            "a_broadcast_frames_xmitted_ok_high",
-            &rt::fmt::Hex(self.a_broadcast_frames_xmitted_ok_high().into()),
-        );
-        d.field(
-            "a_broadcast_frames_xmitted_ok_low",
-            &rt::fmt::Hex(self.a_broadcast_frames_xmitted_ok_low().into()),
-        );
-        d.field(
-            "a_multicast_frames_received_ok_high",
-            &rt::fmt::Hex(self.a_multicast_frames_received_ok_high().into()),
-        );
-        d.field(
-            "a_multicast_frames_received_ok_low",
-            &rt::fmt::Hex(self.a_multicast_frames_received_ok_low().into()),
-        );
-        d.field(
-            "a_broadcast_frames_received_ok_high",
-            &rt::fmt::Hex(self.a_broadcast_frames_received_ok_high().into()),
-        );
-        d.field(
-            "a_broadcast_frames_received_ok_low",
-            &rt::fmt::Hex(self.a_broadcast_frames_received_ok_low().into()),
-        );
-        d.field(
-            "a_in_range_length_errors_high",
-            &rt::fmt::Hex(self.a_in_range_length_errors_high().into()),
-        );
-        d.field(
-            "a_in_range_length_errors_low",
-            &rt::fmt::Hex(self.a_in_range_length_errors_low().into()),
-        );
-        d.field(
-            "a_out_of_range_length_field_high",
-            &rt::fmt::Hex(self.a_out_of_range_length_field_high().into()),
-        );
-        d.field(
-            "a_out_of_range_length_field_low",
-            &rt::fmt::Hex(self.a_out_of_range_length_field_low().into()),
-        );
-        d.field(
-            "a_frame_too_long_errors_high",
-            &rt::fmt::Hex(self.a_frame_too_long_errors_high().into()),
-        );
-        d.field(
-            "a_frame_too_long_errors_low",
-            &rt::fmt::Hex(self.a_frame_too_long_errors_low().into()),
-        );
-        d.field(
-            "a_symbol_error_during_carrier_high",
-            &rt::fmt::Hex(self.a_symbol_error_during_carrier_high().into()),
-        );
-        d.field(
-            "a_symbol_error_during_carrier_low",
-            &rt::fmt::Hex(self.a_symbol_error_during_carrier_low().into()),
-        );
-        d.field(
-            "a_mac_control_frames_transmitted_high",
-            &rt::fmt::Hex(self.a_mac_control_frames_transmitted_high().into()),
-        );
-        d.field(
-            "a_mac_control_frames_transmitted_low",
-            &rt::fmt::Hex(self.a_mac_control_frames_transmitted_low().into()),
-        );
-        d.field(
-            "a_mac_control_frames_received_high",
-            &rt::fmt::Hex(self.a_mac_control_frames_received_high().into()),
-        );
-        d.field(
-            "a_mac_control_frames_received_low",
-            &rt::fmt::Hex(self.a_mac_control_frames_received_low().into()),
-        );
-        d.field(
-            "a_unsupported_opcodes_received_high",
-            &rt::fmt::Hex(self.a_unsupported_opcodes_received_high().into()),
-        );
-        d.field(
-            "a_unsupported_opcodes_received_low",
-            &rt::fmt::Hex(self.a_unsupported_opcodes_received_low().into()),
-        );
-        d.field(
-            "a_pause_mac_ctrl_frames_received_high",
-            &rt::fmt::Hex(self.a_pause_mac_ctrl_frames_received_high().into()),
-        );
-        d.field(
-            "a_pause_mac_ctrl_frames_received_low",
-            &rt::fmt::Hex(self.a_pause_mac_ctrl_frames_received_low().into()),
-        );
-        d.field(
-            "a_pause_mac_ctrl_frames_transmitted_high",
-            &rt::fmt::Hex(self.a_pause_mac_ctrl_frames_transmitted_high().into()),
-        );
-        d.field(
-            "a_pause_mac_ctrl_frames_transmitted_low",
-            &rt::fmt::Hex(self.a_pause_mac_ctrl_frames_transmitted_low().into()),
-        );
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (152, 0xffffffff),
-                (156, 0xffffffff),
-                (160, 0xffffffff),
-                (164, 0xffffffff),
-                (168, 0xffffffff),
-                (172, 0xffffffff),
-                (176, 0xffffffff),
-                (180, 0xffffffff),
-                (184, 0xffffffff),
-                (188, 0xffffffff),
-                (192, 0xffffffff),
-                (196, 0xffffffff),
-                (200, 0xffffffff),
-                (204, 0xffffffff),
-                (208, 0xffffffff),
-                (212, 0xffffffff),
-                (216, 0xffffffff),
-                (220, 0xffffffff),
-                (224, 0xffffffff),
-                (228, 0xffffffff),
-                (232, 0xffffffff),
-                (236, 0xffffffff),
-                (240, 0xffffffff),
-                (244, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(
+                &ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS,
+                &self.buf,
+            ),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `eth_802_3_cntrs_grp_data_layout` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `eth_802_3_cntrs_grp_data_layout`: what the decoding `Debug` shows and generic tools read.
 pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "eth_802_3_cntrs_grp_data_layout",
+    type_name: "Eth8023CntrsGrpDataLayout",
     size: 248,
     fields: &[
         rt::reflect::FieldAccess {
@@ -2980,14 +2918,16 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_frames_transmitted_ok_high())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                v.set_a_frames_transmitted_ok_high((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.a_frames_transmitted_ok_high()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
+                .set_a_frames_transmitted_ok_high((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "a_frames_transmitted_ok_low",
@@ -2995,14 +2935,16 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_frames_transmitted_ok_low())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                v.set_a_frames_transmitted_ok_low((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.a_frames_transmitted_ok_low()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
+                .set_a_frames_transmitted_ok_low((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "a_frames_received_ok_high",
@@ -3010,14 +2952,16 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_frames_received_ok_high())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                v.set_a_frames_received_ok_high((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.a_frames_received_ok_high()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
+                .set_a_frames_received_ok_high((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "a_frames_received_ok_low",
@@ -3025,14 +2969,16 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_frames_received_ok_low())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                v.set_a_frames_received_ok_low((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.a_frames_received_ok_low()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
+                .set_a_frames_received_ok_low((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "a_frame_check_sequence_errors_high",
@@ -3040,14 +2986,16 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_frame_check_sequence_errors_high())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                v.set_a_frame_check_sequence_errors_high((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.a_frame_check_sequence_errors_high()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
+                .set_a_frame_check_sequence_errors_high((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "a_frame_check_sequence_errors_low",
@@ -3055,14 +3003,16 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_frame_check_sequence_errors_low())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                v.set_a_frame_check_sequence_errors_low((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.a_frame_check_sequence_errors_low()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
+                .set_a_frame_check_sequence_errors_low((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "a_alignment_errors_high",
@@ -3070,14 +3020,16 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_alignment_errors_high())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                v.set_a_alignment_errors_high((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.a_alignment_errors_high()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
+                .set_a_alignment_errors_high((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "a_alignment_errors_low",
@@ -3085,14 +3037,16 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_alignment_errors_low())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                v.set_a_alignment_errors_low((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.a_alignment_errors_low()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
+                .set_a_alignment_errors_low((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "a_octets_transmitted_ok_high",
@@ -3100,14 +3054,16 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_octets_transmitted_ok_high())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                v.set_a_octets_transmitted_ok_high((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.a_octets_transmitted_ok_high()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
+                .set_a_octets_transmitted_ok_high((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "a_octets_transmitted_ok_low",
@@ -3115,14 +3071,16 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_octets_transmitted_ok_low())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                v.set_a_octets_transmitted_ok_low((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.a_octets_transmitted_ok_low()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
+                .set_a_octets_transmitted_ok_low((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "a_octets_received_ok_high",
@@ -3130,14 +3088,16 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_octets_received_ok_high())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                v.set_a_octets_received_ok_high((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.a_octets_received_ok_high()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
+                .set_a_octets_received_ok_high((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "a_octets_received_ok_low",
@@ -3145,14 +3105,16 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_octets_received_ok_low())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                v.set_a_octets_received_ok_low((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.a_octets_received_ok_low()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
+                .set_a_octets_received_ok_low((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "a_multicast_frames_xmitted_ok_high",
@@ -3160,14 +3122,16 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_multicast_frames_xmitted_ok_high())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                v.set_a_multicast_frames_xmitted_ok_high((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.a_multicast_frames_xmitted_ok_high()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
+                .set_a_multicast_frames_xmitted_ok_high((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "a_multicast_frames_xmitted_ok_low",
@@ -3175,14 +3139,16 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_multicast_frames_xmitted_ok_low())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                v.set_a_multicast_frames_xmitted_ok_low((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.a_multicast_frames_xmitted_ok_low()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
+                .set_a_multicast_frames_xmitted_ok_low((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "a_broadcast_frames_xmitted_ok_high",
@@ -3190,14 +3156,16 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_broadcast_frames_xmitted_ok_high())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                v.set_a_broadcast_frames_xmitted_ok_high((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.a_broadcast_frames_xmitted_ok_high()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
+                .set_a_broadcast_frames_xmitted_ok_high((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "a_broadcast_frames_xmitted_ok_low",
@@ -3205,14 +3173,16 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_broadcast_frames_xmitted_ok_low())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                v.set_a_broadcast_frames_xmitted_ok_low((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.a_broadcast_frames_xmitted_ok_low()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
+                .set_a_broadcast_frames_xmitted_ok_low((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "a_multicast_frames_received_ok_high",
@@ -3220,14 +3190,16 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_multicast_frames_received_ok_high())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                v.set_a_multicast_frames_received_ok_high((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.a_multicast_frames_received_ok_high()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
+                .set_a_multicast_frames_received_ok_high((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "a_multicast_frames_received_ok_low",
@@ -3235,14 +3207,16 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_multicast_frames_received_ok_low())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                v.set_a_multicast_frames_received_ok_low((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.a_multicast_frames_received_ok_low()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
+                .set_a_multicast_frames_received_ok_low((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "a_broadcast_frames_received_ok_high",
@@ -3250,14 +3224,16 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_broadcast_frames_received_ok_high())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                v.set_a_broadcast_frames_received_ok_high((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.a_broadcast_frames_received_ok_high()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
+                .set_a_broadcast_frames_received_ok_high((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "a_broadcast_frames_received_ok_low",
@@ -3265,14 +3241,16 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_broadcast_frames_received_ok_low())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                v.set_a_broadcast_frames_received_ok_low((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.a_broadcast_frames_received_ok_low()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
+                .set_a_broadcast_frames_received_ok_low((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "a_in_range_length_errors_high",
@@ -3280,14 +3258,16 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_in_range_length_errors_high())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                v.set_a_in_range_length_errors_high((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.a_in_range_length_errors_high()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
+                .set_a_in_range_length_errors_high((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "a_in_range_length_errors_low",
@@ -3295,14 +3275,16 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_in_range_length_errors_low())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                v.set_a_in_range_length_errors_low((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.a_in_range_length_errors_low()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
+                .set_a_in_range_length_errors_low((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "a_out_of_range_length_field_high",
@@ -3310,14 +3292,16 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_out_of_range_length_field_high())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                v.set_a_out_of_range_length_field_high((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.a_out_of_range_length_field_high()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
+                .set_a_out_of_range_length_field_high((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "a_out_of_range_length_field_low",
@@ -3325,14 +3309,16 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_out_of_range_length_field_low())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                v.set_a_out_of_range_length_field_low((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.a_out_of_range_length_field_low()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
+                .set_a_out_of_range_length_field_low((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "a_frame_too_long_errors_high",
@@ -3340,14 +3326,16 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_frame_too_long_errors_high())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                v.set_a_frame_too_long_errors_high((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.a_frame_too_long_errors_high()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
+                .set_a_frame_too_long_errors_high((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "a_frame_too_long_errors_low",
@@ -3355,14 +3343,16 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_frame_too_long_errors_low())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                v.set_a_frame_too_long_errors_low((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.a_frame_too_long_errors_low()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
+                .set_a_frame_too_long_errors_low((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "a_symbol_error_during_carrier_high",
@@ -3370,14 +3360,16 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_symbol_error_during_carrier_high())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                v.set_a_symbol_error_during_carrier_high((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.a_symbol_error_during_carrier_high()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
+                .set_a_symbol_error_during_carrier_high((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "a_symbol_error_during_carrier_low",
@@ -3385,14 +3377,16 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_symbol_error_during_carrier_low())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                v.set_a_symbol_error_during_carrier_low((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.a_symbol_error_during_carrier_low()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
+                .set_a_symbol_error_during_carrier_low((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "a_mac_control_frames_transmitted_high",
@@ -3400,14 +3394,16 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_mac_control_frames_transmitted_high())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                v.set_a_mac_control_frames_transmitted_high((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.a_mac_control_frames_transmitted_high()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
+                .set_a_mac_control_frames_transmitted_high((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "a_mac_control_frames_transmitted_low",
@@ -3415,14 +3411,16 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_mac_control_frames_transmitted_low())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                v.set_a_mac_control_frames_transmitted_low((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.a_mac_control_frames_transmitted_low()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
+                .set_a_mac_control_frames_transmitted_low((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "a_mac_control_frames_received_high",
@@ -3430,14 +3428,16 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_mac_control_frames_received_high())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                v.set_a_mac_control_frames_received_high((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.a_mac_control_frames_received_high()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
+                .set_a_mac_control_frames_received_high((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "a_mac_control_frames_received_low",
@@ -3445,14 +3445,16 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_mac_control_frames_received_low())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                v.set_a_mac_control_frames_received_low((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.a_mac_control_frames_received_low()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
+                .set_a_mac_control_frames_received_low((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "a_unsupported_opcodes_received_high",
@@ -3460,14 +3462,16 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_unsupported_opcodes_received_high())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                v.set_a_unsupported_opcodes_received_high((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.a_unsupported_opcodes_received_high()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
+                .set_a_unsupported_opcodes_received_high((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "a_unsupported_opcodes_received_low",
@@ -3475,14 +3479,16 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_unsupported_opcodes_received_low())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                v.set_a_unsupported_opcodes_received_low((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.a_unsupported_opcodes_received_low()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
+                .set_a_unsupported_opcodes_received_low((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "a_pause_mac_ctrl_frames_received_high",
@@ -3490,14 +3496,16 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_pause_mac_ctrl_frames_received_high())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                v.set_a_pause_mac_ctrl_frames_received_high((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.a_pause_mac_ctrl_frames_received_high()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
+                .set_a_pause_mac_ctrl_frames_received_high((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "a_pause_mac_ctrl_frames_received_low",
@@ -3505,14 +3513,16 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_pause_mac_ctrl_frames_received_low())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                v.set_a_pause_mac_ctrl_frames_received_low((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.a_pause_mac_ctrl_frames_received_low()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
+                .set_a_pause_mac_ctrl_frames_received_low((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "a_pause_mac_ctrl_frames_transmitted_high",
@@ -3520,14 +3530,16 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_pause_mac_ctrl_frames_transmitted_high())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                v.set_a_pause_mac_ctrl_frames_transmitted_high((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.a_pause_mac_ctrl_frames_transmitted_high()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
+                .set_a_pause_mac_ctrl_frames_transmitted_high((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "a_pause_mac_ctrl_frames_transmitted_low",
@@ -3535,21 +3547,78 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_pause_mac_ctrl_frames_transmitted_low())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                v.set_a_pause_mac_ctrl_frames_transmitted_low((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.a_pause_mac_ctrl_frames_transmitted_low()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
+                .set_a_pause_mac_ctrl_frames_transmitted_low((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[
+        (152, 0xffffffff),
+        (156, 0xffffffff),
+        (160, 0xffffffff),
+        (164, 0xffffffff),
+        (168, 0xffffffff),
+        (172, 0xffffffff),
+        (176, 0xffffffff),
+        (180, 0xffffffff),
+        (184, 0xffffffff),
+        (188, 0xffffffff),
+        (192, 0xffffffff),
+        (196, 0xffffffff),
+        (200, 0xffffffff),
+        (204, 0xffffffff),
+        (208, 0xffffffff),
+        (212, 0xffffffff),
+        (216, 0xffffffff),
+        (220, 0xffffffff),
+        (224, 0xffffffff),
+        (228, 0xffffffff),
+        (232, 0xffffffff),
+        (236, 0xffffffff),
+        (240, 0xffffffff),
+        (244, 0xffffffff),
+    ],
 };
 /// PPCNT counter group 0x1, the RFC 2863 (IF-MIB) interface counters of one port. Each counter is 64 bits, high half first.
 ///
 /// PRM layout `eth_2863_cntrs_grp_data_layout`: 0xf8 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:0 | `if_in_octets_high` |
+/// | 0x04 | 31:0 | `if_in_octets_low` |
+/// | 0x08 | 31:0 | `if_in_ucast_pkts_high` |
+/// | 0x0c | 31:0 | `if_in_ucast_pkts_low` |
+/// | 0x10 | 31:0 | `if_in_discards_high` |
+/// | 0x14 | 31:0 | `if_in_discards_low` |
+/// | 0x18 | 31:0 | `if_in_errors_high` |
+/// | 0x1c | 31:0 | `if_in_errors_low` |
+/// | 0x20 | 31:0 | `if_in_unknown_protos_high` |
+/// | 0x24 | 31:0 | `if_in_unknown_protos_low` |
+/// | 0x28 | 31:0 | `if_out_octets_high` |
+/// | 0x2c | 31:0 | `if_out_octets_low` |
+/// | 0x30 | 31:0 | `if_out_ucast_pkts_high` |
+/// | 0x34 | 31:0 | `if_out_ucast_pkts_low` |
+/// | 0x38 | 31:0 | `if_out_discards_high` |
+/// | 0x3c | 31:0 | `if_out_discards_low` |
+/// | 0x40 | 31:0 | `if_out_errors_high` |
+/// | 0x44 | 31:0 | `if_out_errors_low` |
+/// | 0x48 | 31:0 | `if_in_multicast_pkts_high` |
+/// | 0x4c | 31:0 | `if_in_multicast_pkts_low` |
+/// | 0x50 | 31:0 | `if_in_broadcast_pkts_high` |
+/// | 0x54 | 31:0 | `if_in_broadcast_pkts_low` |
+/// | 0x58 | 31:0 | `if_out_multicast_pkts_high` |
+/// | 0x5c | 31:0 | `if_out_multicast_pkts_low` |
+/// | 0x60 | 31:0 | `if_out_broadcast_pkts_high` |
+/// | 0x64 | 31:0 | `if_out_broadcast_pkts_low` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Eth2863CntrsGrpDataLayout<B = [u8; 248]> {
     buf: B,
@@ -4057,129 +4126,20 @@ impl<B: rt::BytesMut> Eth2863CntrsGrpDataLayout<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for Eth2863CntrsGrpDataLayout<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(Eth2863CntrsGrpDataLayout));
-        d.field("if_in_octets_high", &rt::fmt::Hex(self.if_in_octets_high().into()));
-        d.field("if_in_octets_low", &rt::fmt::Hex(self.if_in_octets_low().into()));
-        d.field(
-            "if_in_ucast_pkts_high",
-            &rt::fmt::Hex(self.if_in_ucast_pkts_high().into()),
-        );
-        d.field(
-            "if_in_ucast_pkts_low",
-            &rt::fmt::Hex(self.if_in_ucast_pkts_low().into()),
-        );
-        d.field("if_in_discards_high", &rt::fmt::Hex(self.if_in_discards_high().into()));
-        d.field("if_in_discards_low", &rt::fmt::Hex(self.if_in_discards_low().into()));
-        d.field("if_in_errors_high", &rt::fmt::Hex(self.if_in_errors_high().into()));
-        d.field("if_in_errors_low", &rt::fmt::Hex(self.if_in_errors_low().into()));
-        d.field(
-            "if_in_unknown_protos_high",
-            &rt::fmt::Hex(self.if_in_unknown_protos_high().into()),
-        );
-        d.field(
-            "if_in_unknown_protos_low",
-            &rt::fmt::Hex(self.if_in_unknown_protos_low().into()),
-        );
-        d.field("if_out_octets_high", &rt::fmt::Hex(self.if_out_octets_high().into()));
-        d.field("if_out_octets_low", &rt::fmt::Hex(self.if_out_octets_low().into()));
-        d.field(
-            "if_out_ucast_pkts_high",
-            &rt::fmt::Hex(self.if_out_ucast_pkts_high().into()),
-        );
-        d.field(
-            "if_out_ucast_pkts_low",
-            &rt::fmt::Hex(self.if_out_ucast_pkts_low().into()),
-        );
-        d.field(
-            "if_out_discards_high",
-            &rt::fmt::Hex(self.if_out_discards_high().into()),
-        );
-        d.field("if_out_discards_low", &rt::fmt::Hex(self.if_out_discards_low().into()));
-        d.field("if_out_errors_high", &rt::fmt::Hex(self.if_out_errors_high().into()));
-        d.field("if_out_errors_low", &rt::fmt::Hex(self.if_out_errors_low().into()));
-        d.field(
-            "if_in_multicast_pkts_high",
-            &rt::fmt::Hex(self.if_in_multicast_pkts_high().into()),
-        );
-        d.field(
-            "if_in_multicast_pkts_low",
-            &rt::fmt::Hex(self.if_in_multicast_pkts_low().into()),
-        );
-        d.field(
-            "if_in_broadcast_pkts_high",
-            &rt::fmt::Hex(self.if_in_broadcast_pkts_high().into()),
-        );
-        d.field(
-            "if_in_broadcast_pkts_low",
-            &rt::fmt::Hex(self.if_in_broadcast_pkts_low().into()),
-        );
-        d.field(
-            "if_out_multicast_pkts_high",
-            &rt::fmt::Hex(self.if_out_multicast_pkts_high().into()),
-        );
-        d.field(
-            "if_out_multicast_pkts_low",
-            &rt::fmt::Hex(self.if_out_multicast_pkts_low().into()),
-        );
-        d.field(
-            "if_out_broadcast_pkts_high",
-            &rt::fmt::Hex(self.if_out_broadcast_pkts_high().into()),
-        );
-        d.field(
-            "if_out_broadcast_pkts_low",
-            &rt::fmt::Hex(self.if_out_broadcast_pkts_low().into()),
-        );
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (104, 0xffffffff),
-                (108, 0xffffffff),
-                (112, 0xffffffff),
-                (116, 0xffffffff),
-                (120, 0xffffffff),
-                (124, 0xffffffff),
-                (128, 0xffffffff),
-                (132, 0xffffffff),
-                (136, 0xffffffff),
-                (140, 0xffffffff),
-                (144, 0xffffffff),
-                (148, 0xffffffff),
-                (152, 0xffffffff),
-                (156, 0xffffffff),
-                (160, 0xffffffff),
-                (164, 0xffffffff),
-                (168, 0xffffffff),
-                (172, 0xffffffff),
-                (176, 0xffffffff),
-                (180, 0xffffffff),
-                (184, 0xffffffff),
-                (188, 0xffffffff),
-                (192, 0xffffffff),
-                (196, 0xffffffff),
-                (200, 0xffffffff),
-                (204, 0xffffffff),
-                (208, 0xffffffff),
-                (212, 0xffffffff),
-                (216, 0xffffffff),
-                (220, 0xffffffff),
-                (224, 0xffffffff),
-                (228, 0xffffffff),
-                (232, 0xffffffff),
-                (236, 0xffffffff),
-                (240, 0xffffffff),
-                (244, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(
+                &ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS,
+                &self.buf,
+            ),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `eth_2863_cntrs_grp_data_layout` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `eth_2863_cntrs_grp_data_layout`: what the decoding `Debug` shows and generic tools read.
 pub const ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "eth_2863_cntrs_grp_data_layout",
+    type_name: "Eth2863CntrsGrpDataLayout",
     size: 248,
     fields: &[
         rt::reflect::FieldAccess {
@@ -4188,14 +4148,16 @@ pub const ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.if_in_octets_high())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                v.set_if_in_octets_high((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.if_in_octets_high()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b); v
+                .set_if_in_octets_high((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "if_in_octets_low",
@@ -4203,14 +4165,16 @@ pub const ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.if_in_octets_low())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                v.set_if_in_octets_low((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.if_in_octets_low()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b); v
+                .set_if_in_octets_low((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "if_in_ucast_pkts_high",
@@ -4218,14 +4182,16 @@ pub const ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.if_in_ucast_pkts_high())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                v.set_if_in_ucast_pkts_high((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.if_in_ucast_pkts_high()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b); v
+                .set_if_in_ucast_pkts_high((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "if_in_ucast_pkts_low",
@@ -4233,14 +4199,16 @@ pub const ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.if_in_ucast_pkts_low())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                v.set_if_in_ucast_pkts_low((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.if_in_ucast_pkts_low()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b); v
+                .set_if_in_ucast_pkts_low((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "if_in_discards_high",
@@ -4248,14 +4216,16 @@ pub const ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.if_in_discards_high())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                v.set_if_in_discards_high((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.if_in_discards_high()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b); v
+                .set_if_in_discards_high((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "if_in_discards_low",
@@ -4263,14 +4233,16 @@ pub const ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.if_in_discards_low())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                v.set_if_in_discards_low((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.if_in_discards_low()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b); v
+                .set_if_in_discards_low((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "if_in_errors_high",
@@ -4278,14 +4250,16 @@ pub const ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.if_in_errors_high())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                v.set_if_in_errors_high((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.if_in_errors_high()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b); v
+                .set_if_in_errors_high((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "if_in_errors_low",
@@ -4293,14 +4267,16 @@ pub const ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.if_in_errors_low())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                v.set_if_in_errors_low((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.if_in_errors_low()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b); v
+                .set_if_in_errors_low((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "if_in_unknown_protos_high",
@@ -4308,14 +4284,16 @@ pub const ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.if_in_unknown_protos_high())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                v.set_if_in_unknown_protos_high((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.if_in_unknown_protos_high()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b); v
+                .set_if_in_unknown_protos_high((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "if_in_unknown_protos_low",
@@ -4323,14 +4301,16 @@ pub const ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.if_in_unknown_protos_low())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                v.set_if_in_unknown_protos_low((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.if_in_unknown_protos_low()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b); v
+                .set_if_in_unknown_protos_low((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "if_out_octets_high",
@@ -4338,14 +4318,16 @@ pub const ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.if_out_octets_high())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                v.set_if_out_octets_high((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.if_out_octets_high()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b); v
+                .set_if_out_octets_high((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "if_out_octets_low",
@@ -4353,14 +4335,16 @@ pub const ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.if_out_octets_low())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                v.set_if_out_octets_low((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.if_out_octets_low()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b); v
+                .set_if_out_octets_low((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "if_out_ucast_pkts_high",
@@ -4368,14 +4352,16 @@ pub const ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.if_out_ucast_pkts_high())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                v.set_if_out_ucast_pkts_high((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.if_out_ucast_pkts_high()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b); v
+                .set_if_out_ucast_pkts_high((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "if_out_ucast_pkts_low",
@@ -4383,14 +4369,16 @@ pub const ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.if_out_ucast_pkts_low())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                v.set_if_out_ucast_pkts_low((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.if_out_ucast_pkts_low()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b); v
+                .set_if_out_ucast_pkts_low((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "if_out_discards_high",
@@ -4398,14 +4386,16 @@ pub const ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.if_out_discards_high())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                v.set_if_out_discards_high((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.if_out_discards_high()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b); v
+                .set_if_out_discards_high((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "if_out_discards_low",
@@ -4413,14 +4403,16 @@ pub const ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.if_out_discards_low())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                v.set_if_out_discards_low((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.if_out_discards_low()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b); v
+                .set_if_out_discards_low((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "if_out_errors_high",
@@ -4428,14 +4420,16 @@ pub const ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.if_out_errors_high())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                v.set_if_out_errors_high((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.if_out_errors_high()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b); v
+                .set_if_out_errors_high((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "if_out_errors_low",
@@ -4443,14 +4437,16 @@ pub const ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.if_out_errors_low())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                v.set_if_out_errors_low((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.if_out_errors_low()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b); v
+                .set_if_out_errors_low((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "if_in_multicast_pkts_high",
@@ -4458,14 +4454,16 @@ pub const ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.if_in_multicast_pkts_high())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                v.set_if_in_multicast_pkts_high((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.if_in_multicast_pkts_high()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b); v
+                .set_if_in_multicast_pkts_high((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "if_in_multicast_pkts_low",
@@ -4473,14 +4471,16 @@ pub const ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.if_in_multicast_pkts_low())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                v.set_if_in_multicast_pkts_low((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.if_in_multicast_pkts_low()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b); v
+                .set_if_in_multicast_pkts_low((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "if_in_broadcast_pkts_high",
@@ -4488,14 +4488,16 @@ pub const ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.if_in_broadcast_pkts_high())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                v.set_if_in_broadcast_pkts_high((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.if_in_broadcast_pkts_high()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b); v
+                .set_if_in_broadcast_pkts_high((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "if_in_broadcast_pkts_low",
@@ -4503,14 +4505,16 @@ pub const ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.if_in_broadcast_pkts_low())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                v.set_if_in_broadcast_pkts_low((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.if_in_broadcast_pkts_low()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b); v
+                .set_if_in_broadcast_pkts_low((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "if_out_multicast_pkts_high",
@@ -4518,14 +4522,16 @@ pub const ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.if_out_multicast_pkts_high())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                v.set_if_out_multicast_pkts_high((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.if_out_multicast_pkts_high()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b); v
+                .set_if_out_multicast_pkts_high((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "if_out_multicast_pkts_low",
@@ -4533,14 +4539,16 @@ pub const ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.if_out_multicast_pkts_low())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                v.set_if_out_multicast_pkts_low((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.if_out_multicast_pkts_low()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b); v
+                .set_if_out_multicast_pkts_low((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "if_out_broadcast_pkts_high",
@@ -4548,14 +4556,16 @@ pub const ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.if_out_broadcast_pkts_high())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                v.set_if_out_broadcast_pkts_high((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.if_out_broadcast_pkts_high()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b); v
+                .set_if_out_broadcast_pkts_high((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "if_out_broadcast_pkts_low",
@@ -4563,21 +4573,72 @@ pub const ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.if_out_broadcast_pkts_low())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                v.set_if_out_broadcast_pkts_low((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.if_out_broadcast_pkts_low()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b); v
+                .set_if_out_broadcast_pkts_low((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[
+        (104, 0xffffffff),
+        (108, 0xffffffff),
+        (112, 0xffffffff),
+        (116, 0xffffffff),
+        (120, 0xffffffff),
+        (124, 0xffffffff),
+        (128, 0xffffffff),
+        (132, 0xffffffff),
+        (136, 0xffffffff),
+        (140, 0xffffffff),
+        (144, 0xffffffff),
+        (148, 0xffffffff),
+        (152, 0xffffffff),
+        (156, 0xffffffff),
+        (160, 0xffffffff),
+        (164, 0xffffffff),
+        (168, 0xffffffff),
+        (172, 0xffffffff),
+        (176, 0xffffffff),
+        (180, 0xffffffff),
+        (184, 0xffffffff),
+        (188, 0xffffffff),
+        (192, 0xffffffff),
+        (196, 0xffffffff),
+        (200, 0xffffffff),
+        (204, 0xffffffff),
+        (208, 0xffffffff),
+        (212, 0xffffffff),
+        (216, 0xffffffff),
+        (220, 0xffffffff),
+        (224, 0xffffffff),
+        (228, 0xffffffff),
+        (232, 0xffffffff),
+        (236, 0xffffffff),
+        (240, 0xffffffff),
+        (244, 0xffffffff),
+    ],
 };
 /// MCIA, management cable info access. Reads bytes of the EEPROM of the cable or transceiver module in a port cage (SFP, QSFP) at an I2C address, page and offset; ethtool's module EEPROM dump uses it.
 ///
 /// PRM layout `mcia_reg`: 0x90 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31 | `l` |
+/// | 0x00 | 23:16 | `module` |
+/// | 0x00 | 7:0 | `status` |
+/// | 0x04 | 31:24 | `i2c_device_address` |
+/// | 0x04 | 23:16 | `page_number` |
+/// | 0x04 | 15:0 | `device_address` |
+/// | 0x08 | 15:0 | `size` |
+/// | 0x10..0x90 | — | `dwords` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct MciaReg<B = [u8; 144]> {
     buf: B,
@@ -4729,29 +4790,17 @@ impl<B: rt::BytesMut> MciaReg<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for MciaReg<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(MciaReg));
-        d.field("l", &self.l());
-        d.field("module", &rt::fmt::Hex(self.module().into()));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("i2c_device_address", &rt::fmt::Hex(self.i2c_device_address().into()));
-        d.field("page_number", &rt::fmt::Hex(self.page_number().into()));
-        d.field("device_address", &rt::fmt::Hex(self.device_address().into()));
-        d.field("size", &rt::fmt::Hex(self.size().into()));
-        d.field("dwords", &rt::fmt::HexBytes(&self.dwords()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0x7f00ff00), (8, 0xffff0000), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&MCIA_REG_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `mcia_reg` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `mcia_reg`: what the decoding `Debug` shows and generic tools read.
 pub const MCIA_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "mcia_reg",
+    type_name: "MciaReg",
     size: 144,
     fields: &[
         rt::reflect::FieldAccess {
@@ -4760,14 +4809,15 @@ pub const MCIA_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = MciaReg::new_unchecked(b);
-                u64::from(v.l())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = MciaReg::new_unchecked(b);
-                v.set_l(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = MciaReg::new_unchecked(b); u64::from(v.l()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = MciaReg::new_unchecked(b); v.set_l(x & 1 != 0);
+                }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "module",
@@ -4775,14 +4825,15 @@ pub const MCIA_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = MciaReg::new_unchecked(b);
-                u64::from(v.module())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = MciaReg::new_unchecked(b);
-                v.set_module((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = MciaReg::new_unchecked(b); u64::from(v.module()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = MciaReg::new_unchecked(b); v.set_module((x &
+                0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "status",
@@ -4790,14 +4841,15 @@ pub const MCIA_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = MciaReg::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = MciaReg::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = MciaReg::new_unchecked(b); u64::from(v.status()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = MciaReg::new_unchecked(b); v.set_status((x &
+                0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "i2c_device_address",
@@ -4805,14 +4857,16 @@ pub const MCIA_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = MciaReg::new_unchecked(b);
-                u64::from(v.i2c_device_address())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = MciaReg::new_unchecked(b);
-                v.set_i2c_device_address((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = MciaReg::new_unchecked(b); u64::from(v
+                .i2c_device_address()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = MciaReg::new_unchecked(b); v
+                .set_i2c_device_address((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "page_number",
@@ -4820,14 +4874,16 @@ pub const MCIA_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = MciaReg::new_unchecked(b);
-                u64::from(v.page_number())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = MciaReg::new_unchecked(b);
-                v.set_page_number((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = MciaReg::new_unchecked(b); u64::from(v.page_number())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = MciaReg::new_unchecked(b); v.set_page_number((x
+                & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "device_address",
@@ -4835,14 +4891,16 @@ pub const MCIA_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = MciaReg::new_unchecked(b);
-                u64::from(v.device_address())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = MciaReg::new_unchecked(b);
-                v.set_device_address((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = MciaReg::new_unchecked(b); u64::from(v
+                .device_address()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = MciaReg::new_unchecked(b); v
+                .set_device_address((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "size",
@@ -4850,21 +4908,45 @@ pub const MCIA_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = MciaReg::new_unchecked(b);
-                u64::from(v.size())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = MciaReg::new_unchecked(b);
-                v.set_size((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = MciaReg::new_unchecked(b); u64::from(v.size()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = MciaReg::new_unchecked(b); v.set_size((x &
+                0xffff) as u16); }
+            ),
+        },
+        rt::reflect::FieldAccess {
+            name: "dwords",
+            bit_offset: 128,
+            width: 1024,
+            count: 1,
+            trailing: false,
+            kind: rt::reflect::ValueKind::Bytes,
+            readable: true,
+            get: None,
+            set: None,
         },
     ],
     nested: &[],
+    reserved: &[(0, 0x7f00ff00), (8, 0xffff0000), (12, 0xffffffff)],
 };
 /// PPCNT counter group 0x5, the extended Ethernet counters of one port: transmit waits, receive buffer pressure, and RoCE packets dropped for a bad ICRC. Each counter is 64 bits, high half first.
 ///
 /// PRM layout `eth_extended_cntrs_grp_data_layout`: 0xf8 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:0 | `port_transmit_wait_high` |
+/// | 0x04 | 31:0 | `port_transmit_wait_low` |
+/// | 0x28 | 31:0 | `rx_buffer_almost_full_high` |
+/// | 0x2c | 31:0 | `rx_buffer_almost_full_low` |
+/// | 0x30 | 31:0 | `rx_buffer_full_high` |
+/// | 0x34 | 31:0 | `rx_buffer_full_low` |
+/// | 0x38 | 31:0 | `rx_icrc_encapsulated_high` |
+/// | 0x3c | 31:0 | `rx_icrc_encapsulated_low` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct EthExtendedCntrsGrpDataLayout<B = [u8; 248]> {
     buf: B,
@@ -5044,102 +5126,20 @@ impl<B: rt::BytesMut> EthExtendedCntrsGrpDataLayout<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for EthExtendedCntrsGrpDataLayout<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(EthExtendedCntrsGrpDataLayout));
-        d.field(
-            "port_transmit_wait_high",
-            &rt::fmt::Hex(self.port_transmit_wait_high().into()),
-        );
-        d.field(
-            "port_transmit_wait_low",
-            &rt::fmt::Hex(self.port_transmit_wait_low().into()),
-        );
-        d.field(
-            "rx_buffer_almost_full_high",
-            &rt::fmt::Hex(self.rx_buffer_almost_full_high().into()),
-        );
-        d.field(
-            "rx_buffer_almost_full_low",
-            &rt::fmt::Hex(self.rx_buffer_almost_full_low().into()),
-        );
-        d.field("rx_buffer_full_high", &rt::fmt::Hex(self.rx_buffer_full_high().into()));
-        d.field("rx_buffer_full_low", &rt::fmt::Hex(self.rx_buffer_full_low().into()));
-        d.field(
-            "rx_icrc_encapsulated_high",
-            &rt::fmt::Hex(self.rx_icrc_encapsulated_high().into()),
-        );
-        d.field(
-            "rx_icrc_encapsulated_low",
-            &rt::fmt::Hex(self.rx_icrc_encapsulated_low().into()),
-        );
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (8, 0xffffffff),
-                (12, 0xffffffff),
-                (16, 0xffffffff),
-                (20, 0xffffffff),
-                (24, 0xffffffff),
-                (28, 0xffffffff),
-                (32, 0xffffffff),
-                (36, 0xffffffff),
-                (64, 0xffffffff),
-                (68, 0xffffffff),
-                (72, 0xffffffff),
-                (76, 0xffffffff),
-                (80, 0xffffffff),
-                (84, 0xffffffff),
-                (88, 0xffffffff),
-                (92, 0xffffffff),
-                (96, 0xffffffff),
-                (100, 0xffffffff),
-                (104, 0xffffffff),
-                (108, 0xffffffff),
-                (112, 0xffffffff),
-                (116, 0xffffffff),
-                (120, 0xffffffff),
-                (124, 0xffffffff),
-                (128, 0xffffffff),
-                (132, 0xffffffff),
-                (136, 0xffffffff),
-                (140, 0xffffffff),
-                (144, 0xffffffff),
-                (148, 0xffffffff),
-                (152, 0xffffffff),
-                (156, 0xffffffff),
-                (160, 0xffffffff),
-                (164, 0xffffffff),
-                (168, 0xffffffff),
-                (172, 0xffffffff),
-                (176, 0xffffffff),
-                (180, 0xffffffff),
-                (184, 0xffffffff),
-                (188, 0xffffffff),
-                (192, 0xffffffff),
-                (196, 0xffffffff),
-                (200, 0xffffffff),
-                (204, 0xffffffff),
-                (208, 0xffffffff),
-                (212, 0xffffffff),
-                (216, 0xffffffff),
-                (220, 0xffffffff),
-                (224, 0xffffffff),
-                (228, 0xffffffff),
-                (232, 0xffffffff),
-                (236, 0xffffffff),
-                (240, 0xffffffff),
-                (244, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(
+                &ETH_EXTENDED_CNTRS_GRP_DATA_LAYOUT_ACCESS,
+                &self.buf,
+            ),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `eth_extended_cntrs_grp_data_layout` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `eth_extended_cntrs_grp_data_layout`: what the decoding `Debug` shows and generic tools read.
 pub const ETH_EXTENDED_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "eth_extended_cntrs_grp_data_layout",
+    type_name: "EthExtendedCntrsGrpDataLayout",
     size: 248,
     fields: &[
         rt::reflect::FieldAccess {
@@ -5148,14 +5148,17 @@ pub const ETH_EXTENDED_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess =
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = EthExtendedCntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.port_transmit_wait_high())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = EthExtendedCntrsGrpDataLayout::new_unchecked(b);
-                v.set_port_transmit_wait_high((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = EthExtendedCntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.port_transmit_wait_high()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v =
+                EthExtendedCntrsGrpDataLayout::new_unchecked(b); v
+                .set_port_transmit_wait_high((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "port_transmit_wait_low",
@@ -5163,14 +5166,17 @@ pub const ETH_EXTENDED_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess =
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = EthExtendedCntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.port_transmit_wait_low())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = EthExtendedCntrsGrpDataLayout::new_unchecked(b);
-                v.set_port_transmit_wait_low((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = EthExtendedCntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.port_transmit_wait_low()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v =
+                EthExtendedCntrsGrpDataLayout::new_unchecked(b); v
+                .set_port_transmit_wait_low((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "rx_buffer_almost_full_high",
@@ -5178,14 +5184,17 @@ pub const ETH_EXTENDED_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess =
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = EthExtendedCntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.rx_buffer_almost_full_high())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = EthExtendedCntrsGrpDataLayout::new_unchecked(b);
-                v.set_rx_buffer_almost_full_high((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = EthExtendedCntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.rx_buffer_almost_full_high()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v =
+                EthExtendedCntrsGrpDataLayout::new_unchecked(b); v
+                .set_rx_buffer_almost_full_high((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "rx_buffer_almost_full_low",
@@ -5193,14 +5202,17 @@ pub const ETH_EXTENDED_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess =
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = EthExtendedCntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.rx_buffer_almost_full_low())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = EthExtendedCntrsGrpDataLayout::new_unchecked(b);
-                v.set_rx_buffer_almost_full_low((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = EthExtendedCntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.rx_buffer_almost_full_low()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v =
+                EthExtendedCntrsGrpDataLayout::new_unchecked(b); v
+                .set_rx_buffer_almost_full_low((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "rx_buffer_full_high",
@@ -5208,14 +5220,17 @@ pub const ETH_EXTENDED_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess =
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = EthExtendedCntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.rx_buffer_full_high())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = EthExtendedCntrsGrpDataLayout::new_unchecked(b);
-                v.set_rx_buffer_full_high((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = EthExtendedCntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.rx_buffer_full_high()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v =
+                EthExtendedCntrsGrpDataLayout::new_unchecked(b); v
+                .set_rx_buffer_full_high((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "rx_buffer_full_low",
@@ -5223,14 +5238,17 @@ pub const ETH_EXTENDED_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess =
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = EthExtendedCntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.rx_buffer_full_low())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = EthExtendedCntrsGrpDataLayout::new_unchecked(b);
-                v.set_rx_buffer_full_low((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = EthExtendedCntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.rx_buffer_full_low()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v =
+                EthExtendedCntrsGrpDataLayout::new_unchecked(b); v
+                .set_rx_buffer_full_low((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "rx_icrc_encapsulated_high",
@@ -5238,14 +5256,17 @@ pub const ETH_EXTENDED_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess =
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = EthExtendedCntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.rx_icrc_encapsulated_high())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = EthExtendedCntrsGrpDataLayout::new_unchecked(b);
-                v.set_rx_icrc_encapsulated_high((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = EthExtendedCntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.rx_icrc_encapsulated_high()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v =
+                EthExtendedCntrsGrpDataLayout::new_unchecked(b); v
+                .set_rx_icrc_encapsulated_high((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "rx_icrc_encapsulated_low",
@@ -5253,17 +5274,76 @@ pub const ETH_EXTENDED_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess =
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = EthExtendedCntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.rx_icrc_encapsulated_low())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = EthExtendedCntrsGrpDataLayout::new_unchecked(b);
-                v.set_rx_icrc_encapsulated_low((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = EthExtendedCntrsGrpDataLayout::new_unchecked(b);
+                u64::from(v.rx_icrc_encapsulated_low()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v =
+                EthExtendedCntrsGrpDataLayout::new_unchecked(b); v
+                .set_rx_icrc_encapsulated_low((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[
+        (8, 0xffffffff),
+        (12, 0xffffffff),
+        (16, 0xffffffff),
+        (20, 0xffffffff),
+        (24, 0xffffffff),
+        (28, 0xffffffff),
+        (32, 0xffffffff),
+        (36, 0xffffffff),
+        (64, 0xffffffff),
+        (68, 0xffffffff),
+        (72, 0xffffffff),
+        (76, 0xffffffff),
+        (80, 0xffffffff),
+        (84, 0xffffffff),
+        (88, 0xffffffff),
+        (92, 0xffffffff),
+        (96, 0xffffffff),
+        (100, 0xffffffff),
+        (104, 0xffffffff),
+        (108, 0xffffffff),
+        (112, 0xffffffff),
+        (116, 0xffffffff),
+        (120, 0xffffffff),
+        (124, 0xffffffff),
+        (128, 0xffffffff),
+        (132, 0xffffffff),
+        (136, 0xffffffff),
+        (140, 0xffffffff),
+        (144, 0xffffffff),
+        (148, 0xffffffff),
+        (152, 0xffffffff),
+        (156, 0xffffffff),
+        (160, 0xffffffff),
+        (164, 0xffffffff),
+        (168, 0xffffffff),
+        (172, 0xffffffff),
+        (176, 0xffffffff),
+        (180, 0xffffffff),
+        (184, 0xffffffff),
+        (188, 0xffffffff),
+        (192, 0xffffffff),
+        (196, 0xffffffff),
+        (200, 0xffffffff),
+        (204, 0xffffffff),
+        (208, 0xffffffff),
+        (212, 0xffffffff),
+        (216, 0xffffffff),
+        (220, 0xffffffff),
+        (224, 0xffffffff),
+        (228, 0xffffffff),
+        (232, 0xffffffff),
+        (236, 0xffffffff),
+        (240, 0xffffffff),
+        (244, 0xffffffff),
+    ],
 };
 /// The counter_set of PPCNT. Its layout depends on the counter group in ppcnt_reg.grp; this spec describes the IEEE 802.3, RFC 2863 and extended Ethernet groups.
 ///
@@ -5418,34 +5498,32 @@ pub enum EthCntrsGrpDataLayoutAutoRef<S> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for EthCntrsGrpDataLayoutAuto<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut head = [0u8; 16];
-        let n = head.len().min(self.buf.len());
-        self.buf.read_bytes(0, &mut head[..n]);
-        f.debug_struct(stringify!(EthCntrsGrpDataLayoutAuto))
-            .field("bytes", &self.buf.len())
-            .field("head", &rt::fmt::HexBytes(&head[..n]))
-            .finish()
+        rt::reflect::debug_union(f, &ETH_CNTRS_GRP_DATA_LAYOUT_AUTO_ACCESS, &self.buf)
     }
 }
-#[cfg(feature = "reflect")]
-/// The members of union `eth_cntrs_grp_data_layout_auto` and the field that selects one, for generic tools.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// The members of union `eth_cntrs_grp_data_layout_auto` and the field that selects one: what the decoding `Debug` and generic tools read.
 pub const ETH_CNTRS_GRP_DATA_LAYOUT_AUTO_ACCESS: rt::reflect::UnionAccess = rt::reflect::UnionAccess {
     name: "eth_cntrs_grp_data_layout_auto",
+    type_name: "EthCntrsGrpDataLayoutAuto",
     size: 248,
     members: &[
         rt::reflect::UnionMemberAccess {
             name: "eth_802_3_cntrs_grp_data_layout",
             layout: "eth_802_3_cntrs_grp_data_layout",
+            table: &ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS,
             when: Some(0x0),
         },
         rt::reflect::UnionMemberAccess {
             name: "eth_2863_cntrs_grp_data_layout",
             layout: "eth_2863_cntrs_grp_data_layout",
+            table: &ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS,
             when: Some(0x1),
         },
         rt::reflect::UnionMemberAccess {
             name: "eth_extended_cntrs_grp_data_layout",
             layout: "eth_extended_cntrs_grp_data_layout",
+            table: &ETH_EXTENDED_CNTRS_GRP_DATA_LAYOUT_ACCESS,
             when: Some(0x5),
         },
     ],

@@ -783,6 +783,14 @@ impl ::core::convert::From<EthWqeInlineModeCap> for u8 {
 /// Input of QUERY_HCA_CAP. op_mod selects the capability page (bits 15:1) and whether the device's maximum (bit 0 clear) or current (bit 0 set) values are returned.
 ///
 /// PRM layout `query_hca_cap_in`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x08 | 31 | `other_function` |
+/// | 0x08 | 30 | `ec_vf_function` |
+/// | 0x08 | 15:0 | `function_id` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct QueryHcaCapIn<B = [u8; 16]> {
     buf: B,
@@ -881,26 +889,17 @@ impl<B: rt::BytesMut> QueryHcaCapIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for QueryHcaCapIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(QueryHcaCapIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("other_function", &self.other_function());
-        d.field("ec_vf_function", &self.ec_vf_function());
-        d.field("function_id", &rt::fmt::Hex(self.function_id().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffff), (4, 0xffff0000), (8, 0x3fff0000), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QUERY_HCA_CAP_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `query_hca_cap_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `query_hca_cap_in`: what the decoding `Debug` shows and generic tools read.
 pub const QUERY_HCA_CAP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "query_hca_cap_in",
+    type_name: "QueryHcaCapIn",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -909,14 +908,16 @@ pub const QUERY_HCA_CAP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryHcaCapIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryHcaCapIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryHcaCapIn::new_unchecked(b); u64::from(v.opcode())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryHcaCapIn::new_unchecked(b); v
+                .set_opcode((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -924,14 +925,16 @@ pub const QUERY_HCA_CAP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryHcaCapIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryHcaCapIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryHcaCapIn::new_unchecked(b); u64::from(v.op_mod())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryHcaCapIn::new_unchecked(b); v
+                .set_op_mod((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "other_function",
@@ -939,14 +942,16 @@ pub const QUERY_HCA_CAP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryHcaCapIn::new_unchecked(b);
-                u64::from(v.other_function())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryHcaCapIn::new_unchecked(b);
-                v.set_other_function(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryHcaCapIn::new_unchecked(b); u64::from(v
+                .other_function()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryHcaCapIn::new_unchecked(b); v
+                .set_other_function(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ec_vf_function",
@@ -954,14 +959,16 @@ pub const QUERY_HCA_CAP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryHcaCapIn::new_unchecked(b);
-                u64::from(v.ec_vf_function())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryHcaCapIn::new_unchecked(b);
-                v.set_ec_vf_function(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryHcaCapIn::new_unchecked(b); u64::from(v
+                .ec_vf_function()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryHcaCapIn::new_unchecked(b); v
+                .set_ec_vf_function(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "function_id",
@@ -969,21 +976,30 @@ pub const QUERY_HCA_CAP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryHcaCapIn::new_unchecked(b);
-                u64::from(v.function_id())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryHcaCapIn::new_unchecked(b);
-                v.set_function_id((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryHcaCapIn::new_unchecked(b); u64::from(v
+                .function_id()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryHcaCapIn::new_unchecked(b); v
+                .set_function_id((x & 0xffff) as u16); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffff), (4, 0xffff0000), (8, 0x3fff0000), (12, 0xffffffff)],
 };
 /// Output of QUERY_HCA_CAP: one 4 KiB capability page at byte 0x10, laid out as the member of hca_cap_union that the query's op_mod selects.
 ///
 /// PRM layout `query_hca_cap_out`: 0x1010 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
+/// | 0x10..0x1010 | — | `capability` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct QueryHcaCapOut<B = [u8; 4112]> {
     buf: B,
@@ -1050,24 +1066,17 @@ impl<B: rt::BytesMut> QueryHcaCapOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for QueryHcaCapOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(QueryHcaCapOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        d.field("capability", &self.capability());
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QUERY_HCA_CAP_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `query_hca_cap_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `query_hca_cap_out`: what the decoding `Debug` shows and generic tools read.
 pub const QUERY_HCA_CAP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "query_hca_cap_out",
+    type_name: "QueryHcaCapOut",
     size: 4112,
     fields: &[
         rt::reflect::FieldAccess {
@@ -1076,14 +1085,16 @@ pub const QUERY_HCA_CAP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryHcaCapOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryHcaCapOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryHcaCapOut::new_unchecked(b); u64::from(v
+                .status()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryHcaCapOut::new_unchecked(b); v
+                .set_status((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -1091,44 +1102,360 @@ pub const QUERY_HCA_CAP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryHcaCapOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryHcaCapOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryHcaCapOut::new_unchecked(b); u64::from(v
+                .syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryHcaCapOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[
         rt::reflect::NestedAccess {
             name: "capability",
             layout: "hca_cap_union",
-            kind: rt::reflect::NestedKind::Union,
+            table: rt::reflect::NestedTable::Union(&HCA_CAP_UNION_ACCESS),
             byte_offset: 16,
             size: 4096,
             count: 1,
             trailing: false,
             stride: 4096,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 4112 {
-                    return None;
-                }
-                let v = QueryHcaCapOut::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.capability();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 4112 {
+                return None; } let v = QueryHcaCapOut::new_unchecked(b); if i != 0 {
+                return None; } let sub = v.capability(); Some(sub.storage().as_ptr() as
+                usize - b.as_ptr() as usize) }
+            ),
         },
     ],
+    reserved: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
 };
 /// General device capabilities (capability type 0), the page every driver reads first. Queried for the maximum and current values during bring-up; a driver changes a few of them with SET_HCA_CAP before INIT_HCA. log_max_* fields hold the base-2 log of a limit.
 ///
 /// PRM layout `cmd_hca_cap`: 0x100 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 25 | `page_request_disable` |
+/// | 0x00 | 15 | `shared_object_to_user_object_allowed` |
+/// | 0x00 | 0 | `vhca_resource_manager` |
+/// | 0x04 | 31 | `hca_cap_2` |
+/// | 0x04 | 30 | `create_lag_when_not_master_up` |
+/// | 0x04 | 29 | `dtor` |
+/// | 0x04 | 28 | `event_on_vhca_state_teardown_request` |
+/// | 0x04 | 27 | `event_on_vhca_state_in_use` |
+/// | 0x04 | 26 | `event_on_vhca_state_active` |
+/// | 0x04 | 25 | `event_on_vhca_state_allocated` |
+/// | 0x04 | 24 | `event_on_vhca_state_invalid` |
+/// | 0x04 | 15:0 | `vhca_id` |
+/// | 0x10 | 31:24 | `log_max_srq_sz` |
+/// | 0x10 | 23:16 | `log_max_qp_sz` |
+/// | 0x10 | 15 | `event_cap` |
+/// | 0x10 | 12 | `isolate_vl_tc_new` |
+/// | 0x10 | 7 | `prio_tag_required` |
+/// | 0x10 | 4:0 | `log_max_qp` |
+/// | 0x14 | 28 | `ece_support` |
+/// | 0x14 | 22 | `reg_c_preserve` |
+/// | 0x14 | 20:16 | `log_max_srq` |
+/// | 0x14 | 14 | `uplink_follow` |
+/// | 0x14 | 13 | `ts_cqe_to_dest_cqn` |
+/// | 0x14 | 6 | `go_back_n` |
+/// | 0x18 | 31:24 | `max_sgl_for_optimized_performance` |
+/// | 0x18 | 23:16 | `log_max_cq_sz` |
+/// | 0x18 | 15 | `relaxed_ordering_write_umr` |
+/// | 0x18 | 14 | `relaxed_ordering_read_umr` |
+/// | 0x18 | 6 | `virtio_net_device_emualtion_manager` |
+/// | 0x18 | 5 | `virtio_blk_device_emualtion_manager` |
+/// | 0x18 | 4:0 | `log_max_cq` |
+/// | 0x1c | 31:24 | `log_max_eq_sz` |
+/// | 0x1c | 23 | `relaxed_ordering_write` |
+/// | 0x1c | 22 | `relaxed_ordering_read_pci_enabled` |
+/// | 0x1c | 21:16 | `log_max_mkey` |
+/// | 0x1c | 9 | `terminate_scatter_list_mkey` |
+/// | 0x1c | 8 | `repeated_mkey` |
+/// | 0x1c | 7 | `dump_fill_mkey` |
+/// | 0x1c | 4 | `fast_teardown` |
+/// | 0x1c | 3:0 | `log_max_eq` |
+/// | 0x20 | 31:24 | `max_indirection` |
+/// | 0x20 | 23 | `fixed_buffer_size` |
+/// | 0x20 | 22:16 | `log_max_mrw_sz` |
+/// | 0x20 | 15 | `force_teardown` |
+/// | 0x20 | 13:8 | `log_max_bsf_list_size` |
+/// | 0x20 | 7 | `umr_extended_translation_offset` |
+/// | 0x20 | 6 | `null_mkey` |
+/// | 0x20 | 5:0 | `log_max_klm_list_size` |
+/// | 0x24 | 29 | `qpc_extension` |
+/// | 0x24 | 21:16 | `log_max_ra_req_dc` |
+/// | 0x24 | 13 | `eth_wqe_too_small` |
+/// | 0x24 | 6 | `vnic_env_cq_overrun` |
+/// | 0x24 | 5:0 | `log_max_ra_res_dc` |
+/// | 0x28 | 26 | `release_all_pages` |
+/// | 0x28 | 25 | `must_not_use` |
+/// | 0x28 | 22 | `roce_accl` |
+/// | 0x28 | 21:16 | `log_max_ra_req_qp` |
+/// | 0x28 | 5:0 | `log_max_ra_res_qp` |
+/// | 0x2c | 31 | `end_pad` |
+/// | 0x2c | 30 | `cc_query_allowed` |
+/// | 0x2c | 29 | `cc_modify_allowed` |
+/// | 0x2c | 28 | `start_pad` |
+/// | 0x2c | 27 | `cache_line_128byte` |
+/// | 0x2c | 22 | `rts2rts_qp_counters_set_id` |
+/// | 0x2c | 19 | `vnic_env_int_rq_oob` |
+/// | 0x2c | 18 | `sbcam_reg` |
+/// | 0x2c | 16 | `qcam_reg` |
+/// | 0x2c | 15:0 | `gid_table_size` |
+/// | 0x30 | 31 | `out_of_seq_cnt` |
+/// | 0x30 | 30 | `vport_counters` |
+/// | 0x30 | 29 | `retransmission_q_counters` |
+/// | 0x30 | 28 | `debug` |
+/// | 0x30 | 27 | `modify_rq_counter_set_id` |
+/// | 0x30 | 26 | `rq_delay_drop` |
+/// | 0x30 | 25:16 | `max_qp_cnt` |
+/// | 0x30 | 15:0 | `pkey_table_size` |
+/// | 0x34 | 31 | `vport_group_manager` |
+/// | 0x34 | 30 | `vhca_group_manager` |
+/// | 0x34 | 29 | `ib_virt` |
+/// | 0x34 | 28 | `eth_virt` |
+/// | 0x34 | 27 | `vnic_env_queue_counters` |
+/// | 0x34 | 26 | `ets` |
+/// | 0x34 | 25 | `nic_flow_table` |
+/// | 0x34 | 24 | `eswitch_manager` |
+/// | 0x34 | 23 | `device_memory` |
+/// | 0x34 | 22 | `mcam_reg` |
+/// | 0x34 | 21 | `pcam_reg` |
+/// | 0x34 | 20:16 | `local_ca_ack_delay` |
+/// | 0x34 | 15 | `port_module_event` |
+/// | 0x34 | 14 | `enhanced_error_q_counters` |
+/// | 0x34 | 13 | `ports_check` |
+/// | 0x34 | 11 | `disable_link_up` |
+/// | 0x34 | 10 | `beacon_led` |
+/// | 0x34 | 9:8 | `port_type` |
+/// | 0x34 | 7:0 | `num_ports` |
+/// | 0x38 | 30 | `pps` |
+/// | 0x38 | 29 | `pps_modify` |
+/// | 0x38 | 28:24 | `log_max_msg` |
+/// | 0x38 | 19:16 | `max_tc` |
+/// | 0x38 | 15 | `temp_warn_event` |
+/// | 0x38 | 14 | `dcbx` |
+/// | 0x38 | 13 | `general_notification_event` |
+/// | 0x38 | 10 | `fpga` |
+/// | 0x38 | 9 | `rol_s` |
+/// | 0x38 | 8 | `rol_g` |
+/// | 0x38 | 6 | `wol_s` |
+/// | 0x38 | 5 | `wol_g` |
+/// | 0x38 | 4 | `wol_a` |
+/// | 0x38 | 3 | `wol_b` |
+/// | 0x38 | 2 | `wol_m` |
+/// | 0x38 | 1 | `wol_u` |
+/// | 0x38 | 0 | `wol_p` |
+/// | 0x3c | 31:16 | `stat_rate_support` |
+/// | 0x3c | 14 | `pci_sync_for_fw_update_event` |
+/// | 0x3c | 7 | `init2_lag_tx_port_affinity` |
+/// | 0x3c | 4 | `wqe_based_flow_table_update_cap` |
+/// | 0x3c | 3:0 | `cqe_version` |
+/// | 0x40 | 31 | `compact_address_vector` |
+/// | 0x40 | 30 | `striding_rq` |
+/// | 0x40 | 28 | `ipoib_enhanced_offloads` |
+/// | 0x40 | 27 | `ipoib_basic_offloads` |
+/// | 0x40 | 25 | `repeated_block_disabled` |
+/// | 0x40 | 24 | `umr_modify_entity_size_disabled` |
+/// | 0x40 | 23 | `umr_modify_atomic_disabled` |
+/// | 0x40 | 22 | `umr_indirect_mkey_disabled` |
+/// | 0x40 | 21:20 | `umr_fence` |
+/// | 0x40 | 19 | `dc_req_scat_data_cqe` |
+/// | 0x40 | 16 | `drain_sigerr` |
+/// | 0x40 | 15:14 | `cmdif_checksum` |
+/// | 0x40 | 13 | `sigerr_cqe` |
+/// | 0x40 | 11 | `wq_signature` |
+/// | 0x40 | 10 | `sctr_data_cqe` |
+/// | 0x40 | 8 | `sho` |
+/// | 0x40 | 7 | `tph` |
+/// | 0x40 | 6 | `rf` |
+/// | 0x40 | 5 | `dct` |
+/// | 0x40 | 4 | `qos` |
+/// | 0x40 | 3 | `eth_net_offloads` |
+/// | 0x40 | 2 | `roce` |
+/// | 0x40 | 1 | `atomic` |
+/// | 0x44 | 31 | `cq_oi` |
+/// | 0x44 | 30 | `cq_resize` |
+/// | 0x44 | 29 | `cq_moderation` |
+/// | 0x44 | 28 | `cq_period_mode_modify` |
+/// | 0x44 | 25 | `cq_eq_remap` |
+/// | 0x44 | 24 | `pg` |
+/// | 0x44 | 23 | `block_lb_mc` |
+/// | 0x44 | 21 | `scqe_break_moderation` |
+/// | 0x44 | 20 | `cq_period_start_from_cqe` |
+/// | 0x44 | 19 | `cd` |
+/// | 0x44 | 17 | `apm` |
+/// | 0x44 | 16 | `vector_calc` |
+/// | 0x44 | 15 | `umr_ptr_rlky` |
+/// | 0x44 | 14 | `imaicl` |
+/// | 0x44 | 13 | `qp_packet_based` |
+/// | 0x44 | 9 | `qkv` |
+/// | 0x44 | 8 | `pkv` |
+/// | 0x44 | 7 | `set_deth_sqpn` |
+/// | 0x44 | 3 | `xrc` |
+/// | 0x44 | 2 | `ud` |
+/// | 0x44 | 1 | `uc` |
+/// | 0x44 | 0 | `rc` |
+/// | 0x48 | 31 | `uar_4k` |
+/// | 0x48 | 23 | `fl_rc_qp_when_roce_disabled` |
+/// | 0x48 | 22 | `regexp_params` |
+/// | 0x48 | 21:16 | `uar_sz` |
+/// | 0x48 | 15 | `port_selection_cap` |
+/// | 0x48 | 13 | `umem_uid_0` |
+/// | 0x48 | 7:0 | `log_pg_sz` |
+/// | 0x4c | 31 | `bf` |
+/// | 0x4c | 30 | `driver_version` |
+/// | 0x4c | 29 | `pad_tx_eth_packet` |
+/// | 0x4c | 25 | `mkey_by_name` |
+/// | 0x4c | 20:16 | `log_bf_reg_size` |
+/// | 0x4c | 12 | `qp_error_syndrome` |
+/// | 0x4c | 9:8 | `lag_dct` |
+/// | 0x4c | 7 | `lag_tx_port_affinity` |
+/// | 0x4c | 6 | `lag_native_fdb_selection` |
+/// | 0x4c | 4 | `lag_master` |
+/// | 0x4c | 3:0 | `num_lag_ports` |
+/// | 0x50 | 15:0 | `max_wqe_sz_sq` |
+/// | 0x54 | 20 | `shampo` |
+/// | 0x54 | 15:0 | `max_wqe_sz_rq` |
+/// | 0x58 | 31:16 | `max_flow_counter_31_16` |
+/// | 0x58 | 15:0 | `max_wqe_sz_sq_dc` |
+/// | 0x5c | 24:0 | `max_qp_mcg` |
+/// | 0x60 | 15:8 | `flow_counter_bulk_alloc` |
+/// | 0x60 | 7:0 | `log_max_mcg` |
+/// | 0x64 | 28:24 | `log_max_transport_domain` |
+/// | 0x64 | 21 | `relaxed_ordering_read` |
+/// | 0x64 | 20:16 | `log_max_pd` |
+/// | 0x64 | 10 | `pcie_reset_using_hotreset_method` |
+/// | 0x64 | 9 | `pci_sync_for_fw_update_with_driver_unload` |
+/// | 0x64 | 8 | `vnic_env_cnt_steering_fail` |
+/// | 0x64 | 7 | `vport_counter_local_loopback` |
+/// | 0x64 | 6 | `q_counter_aggregation` |
+/// | 0x64 | 5 | `q_counter_other_vport` |
+/// | 0x64 | 4:0 | `log_max_xrcd` |
+/// | 0x68 | 31 | `nic_receive_steering_discard` |
+/// | 0x68 | 30 | `receive_discard_vport_down` |
+/// | 0x68 | 29 | `transmit_discard_vport_down` |
+/// | 0x68 | 28 | `eq_overrun_count` |
+/// | 0x68 | 26 | `invalid_command_count` |
+/// | 0x68 | 25 | `quota_exceeded_count` |
+/// | 0x68 | 23:16 | `log_max_flow_counter_bulk` |
+/// | 0x68 | 15:0 | `max_flow_counter_15_0` |
+/// | 0x6c | 28:24 | `log_max_rq` |
+/// | 0x6c | 20:16 | `log_max_sq` |
+/// | 0x6c | 12:8 | `log_max_tir` |
+/// | 0x6c | 4:0 | `log_max_tis` |
+/// | 0x70 | 31 | `basic_cyclic_rcv_wqe` |
+/// | 0x70 | 28:24 | `log_max_rmp` |
+/// | 0x70 | 20:16 | `log_max_rqt` |
+/// | 0x70 | 12:8 | `log_max_rqt_size` |
+/// | 0x70 | 4:0 | `log_max_tis_per_sq` |
+/// | 0x74 | 31 | `ext_stride_num_range` |
+/// | 0x74 | 30 | `roce_rw_supported` |
+/// | 0x74 | 29 | `log_max_current_uc_list_wr_supported` |
+/// | 0x74 | 28:24 | `log_max_stride_sz_rq` |
+/// | 0x74 | 20:16 | `log_min_stride_sz_rq` |
+/// | 0x74 | 12:8 | `log_max_stride_sz_sq` |
+/// | 0x74 | 4:0 | `log_min_stride_sz_sq` |
+/// | 0x78 | 31 | `hairpin` |
+/// | 0x78 | 28:24 | `log_max_hairpin_queues` |
+/// | 0x78 | 20:16 | `log_max_hairpin_wq_data_sz` |
+/// | 0x78 | 12:8 | `log_max_hairpin_num_packets` |
+/// | 0x78 | 4:0 | `log_max_wq_sz` |
+/// | 0x7c | 31 | `nic_vport_change_event` |
+/// | 0x7c | 30 | `disable_local_lb_uc` |
+/// | 0x7c | 29 | `disable_local_lb_mc` |
+/// | 0x7c | 28:24 | `log_min_hairpin_wq_data_sz` |
+/// | 0x7c | 22 | `silent_mode` |
+/// | 0x7c | 21 | `vhca_state` |
+/// | 0x7c | 20:16 | `log_max_vlan_list` |
+/// | 0x7c | 12:8 | `log_max_current_mc_list` |
+/// | 0x7c | 4:0 | `log_max_current_uc_list` |
+/// | 0x80 | 63:0 | `general_obj_types` |
+/// | 0x88 | 31:30 | `sq_ts_format` |
+/// | 0x88 | 29:28 | `rq_ts_format` |
+/// | 0x88 | 27:24 | `steering_format_version` |
+/// | 0x88 | 23:0 | `create_qp_start_hint` |
+/// | 0x8c | 30 | `ats` |
+/// | 0x8c | 29 | `cross_vhca_rqt` |
+/// | 0x8c | 28:24 | `log_max_uctx` |
+/// | 0x8c | 22 | `crypto` |
+/// | 0x8c | 21 | `ipsec_offload` |
+/// | 0x8c | 20:16 | `log_max_umem` |
+/// | 0x8c | 15:0 | `max_num_eqs` |
+/// | 0x90 | 30 | `tls_tx` |
+/// | 0x90 | 29 | `tls_rx` |
+/// | 0x90 | 28:24 | `log_max_l2_table` |
+/// | 0x90 | 15:0 | `log_uar_page_sz` |
+/// | 0x98 | 31:0 | `device_frequency_mhz` |
+/// | 0x9c | 31:0 | `device_frequency_khz` |
+/// | 0xa4 | 31:0 | `num_of_uars_per_page` |
+/// | 0xa8 | 31:0 | `flex_parser_protocols` |
+/// | 0xac | 31:24 | `max_geneve_tlv_options` |
+/// | 0xac | 20:16 | `max_geneve_tlv_option_data_len` |
+/// | 0xac | 6 | `adv_virtualization` |
+/// | 0xb0 | 20:16 | `log_max_dci_stream_channels` |
+/// | 0xb0 | 12:8 | `log_max_dci_errored_streams` |
+/// | 0xb4 | 15 | `enhanced_cqe_compression` |
+/// | 0xb4 | 13 | `crossing_vhca_mkey` |
+/// | 0xb4 | 12:8 | `log_max_dek` |
+/// | 0xb4 | 3 | `mini_cqe_resp_stride_index` |
+/// | 0xb4 | 2 | `cqe_128_always` |
+/// | 0xb4 | 1 | `cqe_compression_128` |
+/// | 0xb4 | 0 | `cqe_compression` |
+/// | 0xb8 | 31:16 | `cqe_compression_timeout` |
+/// | 0xb8 | 15:0 | `cqe_compression_max_num` |
+/// | 0xbc | 23:20 | `flex_parser_id_gtpu_dw_0` |
+/// | 0xbc | 15 | `tag_matching` |
+/// | 0xbc | 14 | `rndv_offload_rc` |
+/// | 0xbc | 13 | `rndv_offload_dc` |
+/// | 0xbc | 12:8 | `log_tag_matching_list_sz` |
+/// | 0xbc | 4:0 | `log_max_xrq` |
+/// | 0xc0 | 31:24 | `affiliate_nic_vport_criteria` |
+/// | 0xc0 | 23:16 | `native_port_num` |
+/// | 0xc0 | 15:8 | `num_vhca_ports` |
+/// | 0xc0 | 7:4 | `flex_parser_id_gtpu_teid` |
+/// | 0xc0 | 1 | `sw_owner_id` |
+/// | 0xc4 | 31:16 | `max_num_of_monitor_counters` |
+/// | 0xc4 | 15:0 | `num_ppcnt_monitor_counters` |
+/// | 0xc8 | 31:16 | `max_num_sf` |
+/// | 0xc8 | 15:0 | `num_q_monitor_counters` |
+/// | 0xd0 | 31 | `sf` |
+/// | 0xd0 | 30 | `sf_set_partition` |
+/// | 0xd0 | 28:24 | `log_max_sf` |
+/// | 0xd0 | 23 | `apu` |
+/// | 0xd0 | 18 | `migration` |
+/// | 0xd0 | 15:8 | `log_min_sf_size` |
+/// | 0xd0 | 7:0 | `max_num_sf_partitions` |
+/// | 0xd4 | 31:0 | `uctx_cap` |
+/// | 0xd8 | 27:24 | `flex_parser_id_geneve_tlv_option_0` |
+/// | 0xd8 | 23:20 | `flex_parser_id_icmp_dw1` |
+/// | 0xd8 | 19:16 | `flex_parser_id_icmp_dw0` |
+/// | 0xd8 | 15:12 | `flex_parser_id_icmpv6_dw1` |
+/// | 0xd8 | 11:8 | `flex_parser_id_icmpv6_dw0` |
+/// | 0xd8 | 7:4 | `flex_parser_id_outer_first_mpls_over_gre` |
+/// | 0xd8 | 3:0 | `flex_parser_id_outer_first_mpls_over_udp_label` |
+/// | 0xdc | 31:16 | `max_num_match_definer` |
+/// | 0xdc | 15:0 | `sf_base_id` |
+/// | 0xe0 | 31:28 | `flex_parser_id_gtpu_dw_2` |
+/// | 0xe0 | 27:24 | `flex_parser_id_gtpu_first_ext_dw_0` |
+/// | 0xe0 | 23:0 | `num_total_dynamic_vf_msix` |
+/// | 0xe4 | 11:0 | `dynamic_msix_table_size` |
+/// | 0xe8 | 19:16 | `min_dynamic_vf_msix_table_size` |
+/// | 0xe8 | 13 | `data_direct` |
+/// | 0xe8 | 11:0 | `max_dynamic_vf_msix_table_size` |
+/// | 0xec | 28:24 | `log_max_num_header_modify_argument` |
+/// | 0xec | 23:20 | `log_header_modify_argument_granularity_offset` |
+/// | 0xec | 19:16 | `log_header_modify_argument_granularity` |
+/// | 0xec | 12:8 | `log_header_modify_argument_max_alloc` |
+/// | 0xf0 | 63:0 | `vhca_tunnel_commands` |
+/// | 0xf8 | 63:0 | `match_definer_format_supported` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct CmdHcaCap<B = [u8; 256]> {
     buf: B,
@@ -7087,589 +7414,17 @@ impl<B: rt::BytesMut> CmdHcaCap<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for CmdHcaCap<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(CmdHcaCap));
-        d.field("page_request_disable", &self.page_request_disable());
-        d.field(
-            "shared_object_to_user_object_allowed",
-            &self.shared_object_to_user_object_allowed(),
-        );
-        d.field("vhca_resource_manager", &self.vhca_resource_manager());
-        d.field("hca_cap_2", &self.hca_cap_2());
-        d.field("create_lag_when_not_master_up", &self.create_lag_when_not_master_up());
-        d.field("dtor", &self.dtor());
-        d.field(
-            "event_on_vhca_state_teardown_request",
-            &self.event_on_vhca_state_teardown_request(),
-        );
-        d.field("event_on_vhca_state_in_use", &self.event_on_vhca_state_in_use());
-        d.field("event_on_vhca_state_active", &self.event_on_vhca_state_active());
-        d.field("event_on_vhca_state_allocated", &self.event_on_vhca_state_allocated());
-        d.field("event_on_vhca_state_invalid", &self.event_on_vhca_state_invalid());
-        d.field("vhca_id", &rt::fmt::Hex(self.vhca_id().into()));
-        d.field("log_max_srq_sz", &rt::fmt::Hex(self.log_max_srq_sz().into()));
-        d.field("log_max_qp_sz", &rt::fmt::Hex(self.log_max_qp_sz().into()));
-        d.field("event_cap", &self.event_cap());
-        d.field("isolate_vl_tc_new", &self.isolate_vl_tc_new());
-        d.field("prio_tag_required", &self.prio_tag_required());
-        d.field("log_max_qp", &rt::fmt::Hex(self.log_max_qp().into()));
-        d.field("ece_support", &self.ece_support());
-        d.field("reg_c_preserve", &self.reg_c_preserve());
-        d.field("log_max_srq", &rt::fmt::Hex(self.log_max_srq().into()));
-        d.field("uplink_follow", &self.uplink_follow());
-        d.field("ts_cqe_to_dest_cqn", &self.ts_cqe_to_dest_cqn());
-        d.field("go_back_n", &self.go_back_n());
-        d.field(
-            "max_sgl_for_optimized_performance",
-            &rt::fmt::Hex(self.max_sgl_for_optimized_performance().into()),
-        );
-        d.field("log_max_cq_sz", &rt::fmt::Hex(self.log_max_cq_sz().into()));
-        d.field("relaxed_ordering_write_umr", &self.relaxed_ordering_write_umr());
-        d.field("relaxed_ordering_read_umr", &self.relaxed_ordering_read_umr());
-        d.field(
-            "virtio_net_device_emualtion_manager",
-            &self.virtio_net_device_emualtion_manager(),
-        );
-        d.field(
-            "virtio_blk_device_emualtion_manager",
-            &self.virtio_blk_device_emualtion_manager(),
-        );
-        d.field("log_max_cq", &rt::fmt::Hex(self.log_max_cq().into()));
-        d.field("log_max_eq_sz", &rt::fmt::Hex(self.log_max_eq_sz().into()));
-        d.field("relaxed_ordering_write", &self.relaxed_ordering_write());
-        d.field(
-            "relaxed_ordering_read_pci_enabled",
-            &self.relaxed_ordering_read_pci_enabled(),
-        );
-        d.field("log_max_mkey", &rt::fmt::Hex(self.log_max_mkey().into()));
-        d.field("terminate_scatter_list_mkey", &self.terminate_scatter_list_mkey());
-        d.field("repeated_mkey", &self.repeated_mkey());
-        d.field("dump_fill_mkey", &self.dump_fill_mkey());
-        d.field("fast_teardown", &self.fast_teardown());
-        d.field("log_max_eq", &rt::fmt::Hex(self.log_max_eq().into()));
-        d.field("max_indirection", &rt::fmt::Hex(self.max_indirection().into()));
-        d.field("fixed_buffer_size", &self.fixed_buffer_size());
-        d.field("log_max_mrw_sz", &rt::fmt::Hex(self.log_max_mrw_sz().into()));
-        d.field("force_teardown", &self.force_teardown());
-        d.field(
-            "log_max_bsf_list_size",
-            &rt::fmt::Hex(self.log_max_bsf_list_size().into()),
-        );
-        d.field(
-            "umr_extended_translation_offset",
-            &self.umr_extended_translation_offset(),
-        );
-        d.field("null_mkey", &self.null_mkey());
-        d.field(
-            "log_max_klm_list_size",
-            &rt::fmt::Hex(self.log_max_klm_list_size().into()),
-        );
-        d.field("qpc_extension", &self.qpc_extension());
-        d.field("log_max_ra_req_dc", &rt::fmt::Hex(self.log_max_ra_req_dc().into()));
-        d.field("eth_wqe_too_small", &self.eth_wqe_too_small());
-        d.field("vnic_env_cq_overrun", &self.vnic_env_cq_overrun());
-        d.field("log_max_ra_res_dc", &rt::fmt::Hex(self.log_max_ra_res_dc().into()));
-        d.field("release_all_pages", &self.release_all_pages());
-        d.field("must_not_use", &self.must_not_use());
-        d.field("roce_accl", &self.roce_accl());
-        d.field("log_max_ra_req_qp", &rt::fmt::Hex(self.log_max_ra_req_qp().into()));
-        d.field("log_max_ra_res_qp", &rt::fmt::Hex(self.log_max_ra_res_qp().into()));
-        d.field("end_pad", &self.end_pad());
-        d.field("cc_query_allowed", &self.cc_query_allowed());
-        d.field("cc_modify_allowed", &self.cc_modify_allowed());
-        d.field("start_pad", &self.start_pad());
-        d.field("cache_line_128byte", &self.cache_line_128byte());
-        d.field("rts2rts_qp_counters_set_id", &self.rts2rts_qp_counters_set_id());
-        d.field("vnic_env_int_rq_oob", &self.vnic_env_int_rq_oob());
-        d.field("sbcam_reg", &self.sbcam_reg());
-        d.field("qcam_reg", &self.qcam_reg());
-        d.field("gid_table_size", &rt::fmt::EnumValue(self.gid_table_size()));
-        d.field("out_of_seq_cnt", &self.out_of_seq_cnt());
-        d.field("vport_counters", &self.vport_counters());
-        d.field("retransmission_q_counters", &self.retransmission_q_counters());
-        d.field("debug", &self.debug());
-        d.field("modify_rq_counter_set_id", &self.modify_rq_counter_set_id());
-        d.field("rq_delay_drop", &self.rq_delay_drop());
-        d.field("max_qp_cnt", &rt::fmt::Hex(self.max_qp_cnt().into()));
-        d.field("pkey_table_size", &rt::fmt::EnumValue(self.pkey_table_size()));
-        d.field("vport_group_manager", &self.vport_group_manager());
-        d.field("vhca_group_manager", &self.vhca_group_manager());
-        d.field("ib_virt", &self.ib_virt());
-        d.field("eth_virt", &self.eth_virt());
-        d.field("vnic_env_queue_counters", &self.vnic_env_queue_counters());
-        d.field("ets", &self.ets());
-        d.field("nic_flow_table", &self.nic_flow_table());
-        d.field("eswitch_manager", &self.eswitch_manager());
-        d.field("device_memory", &self.device_memory());
-        d.field("mcam_reg", &self.mcam_reg());
-        d.field("pcam_reg", &self.pcam_reg());
-        d.field("local_ca_ack_delay", &rt::fmt::Hex(self.local_ca_ack_delay().into()));
-        d.field("port_module_event", &self.port_module_event());
-        d.field("enhanced_error_q_counters", &self.enhanced_error_q_counters());
-        d.field("ports_check", &self.ports_check());
-        d.field("disable_link_up", &self.disable_link_up());
-        d.field("beacon_led", &self.beacon_led());
-        d.field("port_type", &rt::fmt::EnumValue(self.port_type()));
-        d.field("num_ports", &rt::fmt::Hex(self.num_ports().into()));
-        d.field("pps", &self.pps());
-        d.field("pps_modify", &self.pps_modify());
-        d.field("log_max_msg", &rt::fmt::Hex(self.log_max_msg().into()));
-        d.field("max_tc", &rt::fmt::Hex(self.max_tc().into()));
-        d.field("temp_warn_event", &self.temp_warn_event());
-        d.field("dcbx", &self.dcbx());
-        d.field("general_notification_event", &self.general_notification_event());
-        d.field("fpga", &self.fpga());
-        d.field("rol_s", &self.rol_s());
-        d.field("rol_g", &self.rol_g());
-        d.field("wol_s", &self.wol_s());
-        d.field("wol_g", &self.wol_g());
-        d.field("wol_a", &self.wol_a());
-        d.field("wol_b", &self.wol_b());
-        d.field("wol_m", &self.wol_m());
-        d.field("wol_u", &self.wol_u());
-        d.field("wol_p", &self.wol_p());
-        d.field("stat_rate_support", &rt::fmt::Hex(self.stat_rate_support().into()));
-        d.field("pci_sync_for_fw_update_event", &self.pci_sync_for_fw_update_event());
-        d.field("init2_lag_tx_port_affinity", &self.init2_lag_tx_port_affinity());
-        d.field(
-            "wqe_based_flow_table_update_cap",
-            &self.wqe_based_flow_table_update_cap(),
-        );
-        d.field("cqe_version", &rt::fmt::Hex(self.cqe_version().into()));
-        d.field("compact_address_vector", &self.compact_address_vector());
-        d.field("striding_rq", &self.striding_rq());
-        d.field("ipoib_enhanced_offloads", &self.ipoib_enhanced_offloads());
-        d.field("ipoib_basic_offloads", &self.ipoib_basic_offloads());
-        d.field("repeated_block_disabled", &self.repeated_block_disabled());
-        d.field(
-            "umr_modify_entity_size_disabled",
-            &self.umr_modify_entity_size_disabled(),
-        );
-        d.field("umr_modify_atomic_disabled", &self.umr_modify_atomic_disabled());
-        d.field("umr_indirect_mkey_disabled", &self.umr_indirect_mkey_disabled());
-        d.field("umr_fence", &rt::fmt::EnumValue(self.umr_fence()));
-        d.field("dc_req_scat_data_cqe", &self.dc_req_scat_data_cqe());
-        d.field("drain_sigerr", &self.drain_sigerr());
-        d.field("cmdif_checksum", &rt::fmt::EnumValue(self.cmdif_checksum()));
-        d.field("sigerr_cqe", &self.sigerr_cqe());
-        d.field("wq_signature", &self.wq_signature());
-        d.field("sctr_data_cqe", &self.sctr_data_cqe());
-        d.field("sho", &self.sho());
-        d.field("tph", &self.tph());
-        d.field("rf", &self.rf());
-        d.field("dct", &self.dct());
-        d.field("qos", &self.qos());
-        d.field("eth_net_offloads", &self.eth_net_offloads());
-        d.field("roce", &self.roce());
-        d.field("atomic", &self.atomic());
-        d.field("cq_oi", &self.cq_oi());
-        d.field("cq_resize", &self.cq_resize());
-        d.field("cq_moderation", &self.cq_moderation());
-        d.field("cq_period_mode_modify", &self.cq_period_mode_modify());
-        d.field("cq_eq_remap", &self.cq_eq_remap());
-        d.field("pg", &self.pg());
-        d.field("block_lb_mc", &self.block_lb_mc());
-        d.field("scqe_break_moderation", &self.scqe_break_moderation());
-        d.field("cq_period_start_from_cqe", &self.cq_period_start_from_cqe());
-        d.field("cd", &self.cd());
-        d.field("apm", &self.apm());
-        d.field("vector_calc", &self.vector_calc());
-        d.field("umr_ptr_rlky", &self.umr_ptr_rlky());
-        d.field("imaicl", &self.imaicl());
-        d.field("qp_packet_based", &self.qp_packet_based());
-        d.field("qkv", &self.qkv());
-        d.field("pkv", &self.pkv());
-        d.field("set_deth_sqpn", &self.set_deth_sqpn());
-        d.field("xrc", &self.xrc());
-        d.field("ud", &self.ud());
-        d.field("uc", &self.uc());
-        d.field("rc", &self.rc());
-        d.field("uar_4k", &self.uar_4k());
-        d.field("fl_rc_qp_when_roce_disabled", &self.fl_rc_qp_when_roce_disabled());
-        d.field("regexp_params", &self.regexp_params());
-        d.field("uar_sz", &rt::fmt::Hex(self.uar_sz().into()));
-        d.field("port_selection_cap", &self.port_selection_cap());
-        d.field("umem_uid_0", &self.umem_uid_0());
-        d.field("log_pg_sz", &rt::fmt::Hex(self.log_pg_sz().into()));
-        d.field("bf", &self.bf());
-        d.field("driver_version", &self.driver_version());
-        d.field("pad_tx_eth_packet", &self.pad_tx_eth_packet());
-        d.field("mkey_by_name", &self.mkey_by_name());
-        d.field("log_bf_reg_size", &rt::fmt::Hex(self.log_bf_reg_size().into()));
-        d.field("qp_error_syndrome", &self.qp_error_syndrome());
-        d.field("lag_dct", &rt::fmt::Hex(self.lag_dct().into()));
-        d.field("lag_tx_port_affinity", &self.lag_tx_port_affinity());
-        d.field("lag_native_fdb_selection", &self.lag_native_fdb_selection());
-        d.field("lag_master", &self.lag_master());
-        d.field("num_lag_ports", &rt::fmt::Hex(self.num_lag_ports().into()));
-        d.field("max_wqe_sz_sq", &rt::fmt::Hex(self.max_wqe_sz_sq().into()));
-        d.field("shampo", &self.shampo());
-        d.field("max_wqe_sz_rq", &rt::fmt::Hex(self.max_wqe_sz_rq().into()));
-        d.field(
-            "max_flow_counter_31_16",
-            &rt::fmt::Hex(self.max_flow_counter_31_16().into()),
-        );
-        d.field("max_wqe_sz_sq_dc", &rt::fmt::Hex(self.max_wqe_sz_sq_dc().into()));
-        d.field("max_qp_mcg", &rt::fmt::Hex(self.max_qp_mcg().into()));
-        d.field(
-            "flow_counter_bulk_alloc",
-            &rt::fmt::Hex(self.flow_counter_bulk_alloc().into()),
-        );
-        d.field("log_max_mcg", &rt::fmt::Hex(self.log_max_mcg().into()));
-        d.field(
-            "log_max_transport_domain",
-            &rt::fmt::Hex(self.log_max_transport_domain().into()),
-        );
-        d.field("relaxed_ordering_read", &self.relaxed_ordering_read());
-        d.field("log_max_pd", &rt::fmt::Hex(self.log_max_pd().into()));
-        d.field(
-            "pcie_reset_using_hotreset_method",
-            &self.pcie_reset_using_hotreset_method(),
-        );
-        d.field(
-            "pci_sync_for_fw_update_with_driver_unload",
-            &self.pci_sync_for_fw_update_with_driver_unload(),
-        );
-        d.field("vnic_env_cnt_steering_fail", &self.vnic_env_cnt_steering_fail());
-        d.field("vport_counter_local_loopback", &self.vport_counter_local_loopback());
-        d.field("q_counter_aggregation", &self.q_counter_aggregation());
-        d.field("q_counter_other_vport", &self.q_counter_other_vport());
-        d.field("log_max_xrcd", &rt::fmt::Hex(self.log_max_xrcd().into()));
-        d.field("nic_receive_steering_discard", &self.nic_receive_steering_discard());
-        d.field("receive_discard_vport_down", &self.receive_discard_vport_down());
-        d.field("transmit_discard_vport_down", &self.transmit_discard_vport_down());
-        d.field("eq_overrun_count", &self.eq_overrun_count());
-        d.field("invalid_command_count", &self.invalid_command_count());
-        d.field("quota_exceeded_count", &self.quota_exceeded_count());
-        d.field(
-            "log_max_flow_counter_bulk",
-            &rt::fmt::Hex(self.log_max_flow_counter_bulk().into()),
-        );
-        d.field(
-            "max_flow_counter_15_0",
-            &rt::fmt::Hex(self.max_flow_counter_15_0().into()),
-        );
-        d.field("log_max_rq", &rt::fmt::Hex(self.log_max_rq().into()));
-        d.field("log_max_sq", &rt::fmt::Hex(self.log_max_sq().into()));
-        d.field("log_max_tir", &rt::fmt::Hex(self.log_max_tir().into()));
-        d.field("log_max_tis", &rt::fmt::Hex(self.log_max_tis().into()));
-        d.field("basic_cyclic_rcv_wqe", &self.basic_cyclic_rcv_wqe());
-        d.field("log_max_rmp", &rt::fmt::Hex(self.log_max_rmp().into()));
-        d.field("log_max_rqt", &rt::fmt::Hex(self.log_max_rqt().into()));
-        d.field("log_max_rqt_size", &rt::fmt::Hex(self.log_max_rqt_size().into()));
-        d.field("log_max_tis_per_sq", &rt::fmt::Hex(self.log_max_tis_per_sq().into()));
-        d.field("ext_stride_num_range", &self.ext_stride_num_range());
-        d.field("roce_rw_supported", &self.roce_rw_supported());
-        d.field(
-            "log_max_current_uc_list_wr_supported",
-            &self.log_max_current_uc_list_wr_supported(),
-        );
-        d.field(
-            "log_max_stride_sz_rq",
-            &rt::fmt::Hex(self.log_max_stride_sz_rq().into()),
-        );
-        d.field(
-            "log_min_stride_sz_rq",
-            &rt::fmt::Hex(self.log_min_stride_sz_rq().into()),
-        );
-        d.field(
-            "log_max_stride_sz_sq",
-            &rt::fmt::Hex(self.log_max_stride_sz_sq().into()),
-        );
-        d.field(
-            "log_min_stride_sz_sq",
-            &rt::fmt::Hex(self.log_min_stride_sz_sq().into()),
-        );
-        d.field("hairpin", &self.hairpin());
-        d.field(
-            "log_max_hairpin_queues",
-            &rt::fmt::Hex(self.log_max_hairpin_queues().into()),
-        );
-        d.field(
-            "log_max_hairpin_wq_data_sz",
-            &rt::fmt::Hex(self.log_max_hairpin_wq_data_sz().into()),
-        );
-        d.field(
-            "log_max_hairpin_num_packets",
-            &rt::fmt::Hex(self.log_max_hairpin_num_packets().into()),
-        );
-        d.field("log_max_wq_sz", &rt::fmt::Hex(self.log_max_wq_sz().into()));
-        d.field("nic_vport_change_event", &self.nic_vport_change_event());
-        d.field("disable_local_lb_uc", &self.disable_local_lb_uc());
-        d.field("disable_local_lb_mc", &self.disable_local_lb_mc());
-        d.field(
-            "log_min_hairpin_wq_data_sz",
-            &rt::fmt::Hex(self.log_min_hairpin_wq_data_sz().into()),
-        );
-        d.field("silent_mode", &self.silent_mode());
-        d.field("vhca_state", &self.vhca_state());
-        d.field("log_max_vlan_list", &rt::fmt::Hex(self.log_max_vlan_list().into()));
-        d.field(
-            "log_max_current_mc_list",
-            &rt::fmt::Hex(self.log_max_current_mc_list().into()),
-        );
-        d.field(
-            "log_max_current_uc_list",
-            &rt::fmt::Hex(self.log_max_current_uc_list().into()),
-        );
-        d.field("general_obj_types", &rt::fmt::Hex(self.general_obj_types().into()));
-        d.field("sq_ts_format", &rt::fmt::EnumValue(self.sq_ts_format()));
-        d.field("rq_ts_format", &rt::fmt::EnumValue(self.rq_ts_format()));
-        d.field(
-            "steering_format_version",
-            &rt::fmt::Hex(self.steering_format_version().into()),
-        );
-        d.field(
-            "create_qp_start_hint",
-            &rt::fmt::Hex(self.create_qp_start_hint().into()),
-        );
-        d.field("ats", &self.ats());
-        d.field("cross_vhca_rqt", &self.cross_vhca_rqt());
-        d.field("log_max_uctx", &rt::fmt::Hex(self.log_max_uctx().into()));
-        d.field("crypto", &self.crypto());
-        d.field("ipsec_offload", &self.ipsec_offload());
-        d.field("log_max_umem", &rt::fmt::Hex(self.log_max_umem().into()));
-        d.field("max_num_eqs", &rt::fmt::Hex(self.max_num_eqs().into()));
-        d.field("tls_tx", &self.tls_tx());
-        d.field("tls_rx", &self.tls_rx());
-        d.field("log_max_l2_table", &rt::fmt::Hex(self.log_max_l2_table().into()));
-        d.field("log_uar_page_sz", &rt::fmt::Hex(self.log_uar_page_sz().into()));
-        d.field(
-            "device_frequency_mhz",
-            &rt::fmt::Hex(self.device_frequency_mhz().into()),
-        );
-        d.field(
-            "device_frequency_khz",
-            &rt::fmt::Hex(self.device_frequency_khz().into()),
-        );
-        d.field(
-            "num_of_uars_per_page",
-            &rt::fmt::Hex(self.num_of_uars_per_page().into()),
-        );
-        d.field(
-            "flex_parser_protocols",
-            &rt::fmt::Hex(self.flex_parser_protocols().into()),
-        );
-        d.field(
-            "max_geneve_tlv_options",
-            &rt::fmt::Hex(self.max_geneve_tlv_options().into()),
-        );
-        d.field(
-            "max_geneve_tlv_option_data_len",
-            &rt::fmt::Hex(self.max_geneve_tlv_option_data_len().into()),
-        );
-        d.field("adv_virtualization", &self.adv_virtualization());
-        d.field(
-            "log_max_dci_stream_channels",
-            &rt::fmt::Hex(self.log_max_dci_stream_channels().into()),
-        );
-        d.field(
-            "log_max_dci_errored_streams",
-            &rt::fmt::Hex(self.log_max_dci_errored_streams().into()),
-        );
-        d.field("enhanced_cqe_compression", &self.enhanced_cqe_compression());
-        d.field("crossing_vhca_mkey", &self.crossing_vhca_mkey());
-        d.field("log_max_dek", &rt::fmt::Hex(self.log_max_dek().into()));
-        d.field("mini_cqe_resp_stride_index", &self.mini_cqe_resp_stride_index());
-        d.field("cqe_128_always", &self.cqe_128_always());
-        d.field("cqe_compression_128", &self.cqe_compression_128());
-        d.field("cqe_compression", &self.cqe_compression());
-        d.field(
-            "cqe_compression_timeout",
-            &rt::fmt::Hex(self.cqe_compression_timeout().into()),
-        );
-        d.field(
-            "cqe_compression_max_num",
-            &rt::fmt::Hex(self.cqe_compression_max_num().into()),
-        );
-        d.field(
-            "flex_parser_id_gtpu_dw_0",
-            &rt::fmt::Hex(self.flex_parser_id_gtpu_dw_0().into()),
-        );
-        d.field("tag_matching", &self.tag_matching());
-        d.field("rndv_offload_rc", &self.rndv_offload_rc());
-        d.field("rndv_offload_dc", &self.rndv_offload_dc());
-        d.field(
-            "log_tag_matching_list_sz",
-            &rt::fmt::Hex(self.log_tag_matching_list_sz().into()),
-        );
-        d.field("log_max_xrq", &rt::fmt::Hex(self.log_max_xrq().into()));
-        d.field(
-            "affiliate_nic_vport_criteria",
-            &rt::fmt::Hex(self.affiliate_nic_vport_criteria().into()),
-        );
-        d.field("native_port_num", &rt::fmt::Hex(self.native_port_num().into()));
-        d.field("num_vhca_ports", &rt::fmt::Hex(self.num_vhca_ports().into()));
-        d.field(
-            "flex_parser_id_gtpu_teid",
-            &rt::fmt::Hex(self.flex_parser_id_gtpu_teid().into()),
-        );
-        d.field("sw_owner_id", &self.sw_owner_id());
-        d.field(
-            "max_num_of_monitor_counters",
-            &rt::fmt::Hex(self.max_num_of_monitor_counters().into()),
-        );
-        d.field(
-            "num_ppcnt_monitor_counters",
-            &rt::fmt::Hex(self.num_ppcnt_monitor_counters().into()),
-        );
-        d.field("max_num_sf", &rt::fmt::Hex(self.max_num_sf().into()));
-        d.field(
-            "num_q_monitor_counters",
-            &rt::fmt::Hex(self.num_q_monitor_counters().into()),
-        );
-        d.field("sf", &self.sf());
-        d.field("sf_set_partition", &self.sf_set_partition());
-        d.field("log_max_sf", &rt::fmt::Hex(self.log_max_sf().into()));
-        d.field("apu", &self.apu());
-        d.field("migration", &self.migration());
-        d.field("log_min_sf_size", &rt::fmt::Hex(self.log_min_sf_size().into()));
-        d.field(
-            "max_num_sf_partitions",
-            &rt::fmt::Hex(self.max_num_sf_partitions().into()),
-        );
-        d.field("uctx_cap", &rt::fmt::Hex(self.uctx_cap().into()));
-        d.field(
-            "flex_parser_id_geneve_tlv_option_0",
-            &rt::fmt::Hex(self.flex_parser_id_geneve_tlv_option_0().into()),
-        );
-        d.field(
-            "flex_parser_id_icmp_dw1",
-            &rt::fmt::Hex(self.flex_parser_id_icmp_dw1().into()),
-        );
-        d.field(
-            "flex_parser_id_icmp_dw0",
-            &rt::fmt::Hex(self.flex_parser_id_icmp_dw0().into()),
-        );
-        d.field(
-            "flex_parser_id_icmpv6_dw1",
-            &rt::fmt::Hex(self.flex_parser_id_icmpv6_dw1().into()),
-        );
-        d.field(
-            "flex_parser_id_icmpv6_dw0",
-            &rt::fmt::Hex(self.flex_parser_id_icmpv6_dw0().into()),
-        );
-        d.field(
-            "flex_parser_id_outer_first_mpls_over_gre",
-            &rt::fmt::Hex(self.flex_parser_id_outer_first_mpls_over_gre().into()),
-        );
-        d.field(
-            "flex_parser_id_outer_first_mpls_over_udp_label",
-            &rt::fmt::Hex(self.flex_parser_id_outer_first_mpls_over_udp_label().into()),
-        );
-        d.field(
-            "max_num_match_definer",
-            &rt::fmt::Hex(self.max_num_match_definer().into()),
-        );
-        d.field("sf_base_id", &rt::fmt::Hex(self.sf_base_id().into()));
-        d.field(
-            "flex_parser_id_gtpu_dw_2",
-            &rt::fmt::Hex(self.flex_parser_id_gtpu_dw_2().into()),
-        );
-        d.field(
-            "flex_parser_id_gtpu_first_ext_dw_0",
-            &rt::fmt::Hex(self.flex_parser_id_gtpu_first_ext_dw_0().into()),
-        );
-        d.field(
-            "num_total_dynamic_vf_msix",
-            &rt::fmt::Hex(self.num_total_dynamic_vf_msix().into()),
-        );
-        d.field(
-            "dynamic_msix_table_size",
-            &rt::fmt::Hex(self.dynamic_msix_table_size().into()),
-        );
-        d.field(
-            "min_dynamic_vf_msix_table_size",
-            &rt::fmt::Hex(self.min_dynamic_vf_msix_table_size().into()),
-        );
-        d.field("data_direct", &self.data_direct());
-        d.field(
-            "max_dynamic_vf_msix_table_size",
-            &rt::fmt::Hex(self.max_dynamic_vf_msix_table_size().into()),
-        );
-        d.field(
-            "log_max_num_header_modify_argument",
-            &rt::fmt::Hex(self.log_max_num_header_modify_argument().into()),
-        );
-        d.field(
-            "log_header_modify_argument_granularity_offset",
-            &rt::fmt::Hex(self.log_header_modify_argument_granularity_offset().into()),
-        );
-        d.field(
-            "log_header_modify_argument_granularity",
-            &rt::fmt::Hex(self.log_header_modify_argument_granularity().into()),
-        );
-        d.field(
-            "log_header_modify_argument_max_alloc",
-            &rt::fmt::Hex(self.log_header_modify_argument_max_alloc().into()),
-        );
-        d.field(
-            "vhca_tunnel_commands",
-            &rt::fmt::Hex(self.vhca_tunnel_commands().into()),
-        );
-        d.field(
-            "match_definer_format_supported",
-            &rt::fmt::Hex(self.match_definer_format_supported().into()),
-        );
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (0, 0xfdff7ffe),
-                (4, 0xff0000),
-                (8, 0xffffffff),
-                (12, 0xffffffff),
-                (16, 0x6f60),
-                (20, 0xefa09fbf),
-                (24, 0x3f80),
-                (28, 0xfc60),
-                (32, 0x4000),
-                (36, 0xdfc0df80),
-                (40, 0xf980ffc0),
-                (44, 0x7b20000),
-                (52, 0x1000),
-                (56, 0x80f01880),
-                (60, 0xbf60),
-                (64, 0x24061201),
-                (68, 0xc441c70),
-                (72, 0x7f005f00),
-                (76, 0x1de0ec20),
-                (80, 0xffff0000),
-                (84, 0xffef0000),
-                (92, 0xfe000000),
-                (96, 0xffff0000),
-                (100, 0xe0c0f800),
-                (104, 0x9000000),
-                (108, 0xe0e0e0e0),
-                (112, 0x60e0e0e0),
-                (116, 0xe0e0e0),
-                (120, 0x60e0e0e0),
-                (124, 0x80e0e0),
-                (140, 0x80800000),
-                (144, 0x80ff0000),
-                (148, 0xffffffff),
-                (160, 0xffffffff),
-                (172, 0xe0ffbf),
-                (176, 0xffe0e0ff),
-                (180, 0xffff40f0),
-                (188, 0xff0f00e0),
-                (192, 0xd),
-                (204, 0xffffffff),
-                (208, 0x207b0000),
-                (216, 0xf0000000),
-                (228, 0xfffff000),
-                (232, 0xfff0d000),
-                (236, 0xe000e0ff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&CMD_HCA_CAP_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `cmd_hca_cap` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `cmd_hca_cap`: what the decoding `Debug` shows and generic tools read.
 pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "cmd_hca_cap",
+    type_name: "CmdHcaCap",
     size: 256,
     fields: &[
         rt::reflect::FieldAccess {
@@ -7678,14 +7433,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.page_request_disable())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_page_request_disable(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .page_request_disable()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_page_request_disable(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "shared_object_to_user_object_allowed",
@@ -7693,14 +7450,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.shared_object_to_user_object_allowed())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_shared_object_to_user_object_allowed(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .shared_object_to_user_object_allowed()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_shared_object_to_user_object_allowed(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "vhca_resource_manager",
@@ -7708,14 +7467,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.vhca_resource_manager())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_vhca_resource_manager(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .vhca_resource_manager()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_vhca_resource_manager(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "hca_cap_2",
@@ -7723,14 +7484,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.hca_cap_2())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_hca_cap_2(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.hca_cap_2())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_hca_cap_2(x
+                & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "create_lag_when_not_master_up",
@@ -7738,14 +7501,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.create_lag_when_not_master_up())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_create_lag_when_not_master_up(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .create_lag_when_not_master_up()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_create_lag_when_not_master_up(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "dtor",
@@ -7753,14 +7518,15 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.dtor())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_dtor(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.dtor()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_dtor(x & 1
+                != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "event_on_vhca_state_teardown_request",
@@ -7768,14 +7534,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.event_on_vhca_state_teardown_request())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_event_on_vhca_state_teardown_request(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .event_on_vhca_state_teardown_request()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_event_on_vhca_state_teardown_request(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "event_on_vhca_state_in_use",
@@ -7783,14 +7551,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.event_on_vhca_state_in_use())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_event_on_vhca_state_in_use(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .event_on_vhca_state_in_use()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_event_on_vhca_state_in_use(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "event_on_vhca_state_active",
@@ -7798,14 +7568,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.event_on_vhca_state_active())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_event_on_vhca_state_active(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .event_on_vhca_state_active()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_event_on_vhca_state_active(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "event_on_vhca_state_allocated",
@@ -7813,14 +7585,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.event_on_vhca_state_allocated())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_event_on_vhca_state_allocated(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .event_on_vhca_state_allocated()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_event_on_vhca_state_allocated(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "event_on_vhca_state_invalid",
@@ -7828,14 +7602,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.event_on_vhca_state_invalid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_event_on_vhca_state_invalid(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .event_on_vhca_state_invalid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_event_on_vhca_state_invalid(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "vhca_id",
@@ -7843,14 +7619,15 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.vhca_id())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_vhca_id((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.vhca_id()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_vhca_id((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_max_srq_sz",
@@ -7858,14 +7635,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.log_max_srq_sz())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_log_max_srq_sz((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .log_max_srq_sz()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_log_max_srq_sz((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_max_qp_sz",
@@ -7873,14 +7652,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.log_max_qp_sz())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_log_max_qp_sz((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .log_max_qp_sz()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_log_max_qp_sz((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "event_cap",
@@ -7888,14 +7669,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.event_cap())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_event_cap(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.event_cap())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_event_cap(x
+                & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "isolate_vl_tc_new",
@@ -7903,14 +7686,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.isolate_vl_tc_new())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_isolate_vl_tc_new(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .isolate_vl_tc_new()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_isolate_vl_tc_new(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "prio_tag_required",
@@ -7918,14 +7703,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.prio_tag_required())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_prio_tag_required(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .prio_tag_required()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_prio_tag_required(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_max_qp",
@@ -7933,14 +7720,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.log_max_qp())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_log_max_qp((x & 0x1f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.log_max_qp())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_log_max_qp((x & 0x1f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ece_support",
@@ -7948,14 +7737,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.ece_support())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_ece_support(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .ece_support()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_ece_support(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "reg_c_preserve",
@@ -7963,14 +7754,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.reg_c_preserve())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_reg_c_preserve(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .reg_c_preserve()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_reg_c_preserve(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_max_srq",
@@ -7978,14 +7771,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.log_max_srq())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_log_max_srq((x & 0x1f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .log_max_srq()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_log_max_srq((x & 0x1f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "uplink_follow",
@@ -7993,14 +7788,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.uplink_follow())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_uplink_follow(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .uplink_follow()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_uplink_follow(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ts_cqe_to_dest_cqn",
@@ -8008,14 +7805,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.ts_cqe_to_dest_cqn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_ts_cqe_to_dest_cqn(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .ts_cqe_to_dest_cqn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_ts_cqe_to_dest_cqn(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "go_back_n",
@@ -8023,14 +7822,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.go_back_n())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_go_back_n(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.go_back_n())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_go_back_n(x
+                & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "max_sgl_for_optimized_performance",
@@ -8038,14 +7839,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.max_sgl_for_optimized_performance())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_max_sgl_for_optimized_performance((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .max_sgl_for_optimized_performance()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_max_sgl_for_optimized_performance((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_max_cq_sz",
@@ -8053,14 +7856,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.log_max_cq_sz())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_log_max_cq_sz((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .log_max_cq_sz()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_log_max_cq_sz((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "relaxed_ordering_write_umr",
@@ -8068,14 +7873,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.relaxed_ordering_write_umr())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_relaxed_ordering_write_umr(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .relaxed_ordering_write_umr()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_relaxed_ordering_write_umr(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "relaxed_ordering_read_umr",
@@ -8083,14 +7890,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.relaxed_ordering_read_umr())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_relaxed_ordering_read_umr(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .relaxed_ordering_read_umr()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_relaxed_ordering_read_umr(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "virtio_net_device_emualtion_manager",
@@ -8098,14 +7907,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.virtio_net_device_emualtion_manager())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_virtio_net_device_emualtion_manager(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .virtio_net_device_emualtion_manager()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_virtio_net_device_emualtion_manager(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "virtio_blk_device_emualtion_manager",
@@ -8113,14 +7924,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.virtio_blk_device_emualtion_manager())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_virtio_blk_device_emualtion_manager(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .virtio_blk_device_emualtion_manager()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_virtio_blk_device_emualtion_manager(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_max_cq",
@@ -8128,14 +7941,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.log_max_cq())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_log_max_cq((x & 0x1f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.log_max_cq())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_log_max_cq((x & 0x1f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_max_eq_sz",
@@ -8143,14 +7958,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.log_max_eq_sz())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_log_max_eq_sz((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .log_max_eq_sz()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_log_max_eq_sz((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "relaxed_ordering_write",
@@ -8158,14 +7975,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.relaxed_ordering_write())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_relaxed_ordering_write(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .relaxed_ordering_write()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_relaxed_ordering_write(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "relaxed_ordering_read_pci_enabled",
@@ -8173,14 +7992,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.relaxed_ordering_read_pci_enabled())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_relaxed_ordering_read_pci_enabled(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .relaxed_ordering_read_pci_enabled()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_relaxed_ordering_read_pci_enabled(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_max_mkey",
@@ -8188,14 +8009,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 6,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.log_max_mkey())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_log_max_mkey((x & 0x3f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .log_max_mkey()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_log_max_mkey((x & 0x3f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "terminate_scatter_list_mkey",
@@ -8203,14 +8026,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.terminate_scatter_list_mkey())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_terminate_scatter_list_mkey(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .terminate_scatter_list_mkey()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_terminate_scatter_list_mkey(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "repeated_mkey",
@@ -8218,14 +8043,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.repeated_mkey())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_repeated_mkey(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .repeated_mkey()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_repeated_mkey(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "dump_fill_mkey",
@@ -8233,14 +8060,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.dump_fill_mkey())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_dump_fill_mkey(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .dump_fill_mkey()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_dump_fill_mkey(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "fast_teardown",
@@ -8248,14 +8077,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.fast_teardown())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_fast_teardown(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .fast_teardown()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_fast_teardown(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_max_eq",
@@ -8263,14 +8094,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.log_max_eq())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_log_max_eq((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.log_max_eq())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_log_max_eq((x & 0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "max_indirection",
@@ -8278,14 +8111,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.max_indirection())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_max_indirection((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .max_indirection()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_max_indirection((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "fixed_buffer_size",
@@ -8293,14 +8128,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.fixed_buffer_size())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_fixed_buffer_size(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .fixed_buffer_size()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_fixed_buffer_size(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_max_mrw_sz",
@@ -8308,14 +8145,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 7,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.log_max_mrw_sz())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_log_max_mrw_sz((x & 0x7f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .log_max_mrw_sz()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_log_max_mrw_sz((x & 0x7f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "force_teardown",
@@ -8323,14 +8162,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.force_teardown())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_force_teardown(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .force_teardown()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_force_teardown(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_max_bsf_list_size",
@@ -8338,14 +8179,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 6,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.log_max_bsf_list_size())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_log_max_bsf_list_size((x & 0x3f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .log_max_bsf_list_size()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_log_max_bsf_list_size((x & 0x3f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "umr_extended_translation_offset",
@@ -8353,14 +8196,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.umr_extended_translation_offset())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_umr_extended_translation_offset(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .umr_extended_translation_offset()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_umr_extended_translation_offset(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "null_mkey",
@@ -8368,14 +8213,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.null_mkey())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_null_mkey(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.null_mkey())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_null_mkey(x
+                & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_max_klm_list_size",
@@ -8383,14 +8230,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 6,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.log_max_klm_list_size())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_log_max_klm_list_size((x & 0x3f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .log_max_klm_list_size()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_log_max_klm_list_size((x & 0x3f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "qpc_extension",
@@ -8398,14 +8247,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.qpc_extension())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_qpc_extension(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .qpc_extension()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_qpc_extension(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_max_ra_req_dc",
@@ -8413,14 +8264,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 6,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.log_max_ra_req_dc())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_log_max_ra_req_dc((x & 0x3f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .log_max_ra_req_dc()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_log_max_ra_req_dc((x & 0x3f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "eth_wqe_too_small",
@@ -8428,14 +8281,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.eth_wqe_too_small())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_eth_wqe_too_small(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .eth_wqe_too_small()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_eth_wqe_too_small(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "vnic_env_cq_overrun",
@@ -8443,14 +8298,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.vnic_env_cq_overrun())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_vnic_env_cq_overrun(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .vnic_env_cq_overrun()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_vnic_env_cq_overrun(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_max_ra_res_dc",
@@ -8458,14 +8315,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 6,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.log_max_ra_res_dc())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_log_max_ra_res_dc((x & 0x3f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .log_max_ra_res_dc()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_log_max_ra_res_dc((x & 0x3f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "release_all_pages",
@@ -8473,14 +8332,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.release_all_pages())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_release_all_pages(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .release_all_pages()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_release_all_pages(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "must_not_use",
@@ -8488,14 +8349,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.must_not_use())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_must_not_use(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .must_not_use()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_must_not_use(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "roce_accl",
@@ -8503,14 +8366,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.roce_accl())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_roce_accl(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.roce_accl())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_roce_accl(x
+                & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_max_ra_req_qp",
@@ -8518,14 +8383,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 6,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.log_max_ra_req_qp())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_log_max_ra_req_qp((x & 0x3f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .log_max_ra_req_qp()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_log_max_ra_req_qp((x & 0x3f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_max_ra_res_qp",
@@ -8533,14 +8400,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 6,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.log_max_ra_res_qp())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_log_max_ra_res_qp((x & 0x3f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .log_max_ra_res_qp()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_log_max_ra_res_qp((x & 0x3f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "end_pad",
@@ -8548,14 +8417,15 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.end_pad())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_end_pad(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.end_pad()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_end_pad(x &
+                1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "cc_query_allowed",
@@ -8563,14 +8433,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.cc_query_allowed())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_cc_query_allowed(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .cc_query_allowed()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_cc_query_allowed(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "cc_modify_allowed",
@@ -8578,14 +8450,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.cc_modify_allowed())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_cc_modify_allowed(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .cc_modify_allowed()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_cc_modify_allowed(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "start_pad",
@@ -8593,14 +8467,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.start_pad())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_start_pad(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.start_pad())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_start_pad(x
+                & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "cache_line_128byte",
@@ -8608,14 +8484,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.cache_line_128byte())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_cache_line_128byte(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .cache_line_128byte()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_cache_line_128byte(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "rts2rts_qp_counters_set_id",
@@ -8623,14 +8501,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.rts2rts_qp_counters_set_id())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_rts2rts_qp_counters_set_id(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .rts2rts_qp_counters_set_id()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_rts2rts_qp_counters_set_id(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "vnic_env_int_rq_oob",
@@ -8638,14 +8518,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.vnic_env_int_rq_oob())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_vnic_env_int_rq_oob(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .vnic_env_int_rq_oob()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_vnic_env_int_rq_oob(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "sbcam_reg",
@@ -8653,14 +8535,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.sbcam_reg())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_sbcam_reg(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.sbcam_reg())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_sbcam_reg(x
+                & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "qcam_reg",
@@ -8668,14 +8552,15 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.qcam_reg())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_qcam_reg(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.qcam_reg()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_qcam_reg(x &
+                1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "gid_table_size",
@@ -8683,14 +8568,22 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.gid_table_size_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_gid_table_size_raw((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "hca_gid_table_size",
+                value_name: |r| match HcaGidTableSize::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .gid_table_size_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_gid_table_size_raw((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "out_of_seq_cnt",
@@ -8698,14 +8591,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.out_of_seq_cnt())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_out_of_seq_cnt(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .out_of_seq_cnt()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_out_of_seq_cnt(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "vport_counters",
@@ -8713,14 +8608,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.vport_counters())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_vport_counters(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .vport_counters()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_vport_counters(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "retransmission_q_counters",
@@ -8728,14 +8625,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.retransmission_q_counters())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_retransmission_q_counters(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .retransmission_q_counters()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_retransmission_q_counters(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "debug",
@@ -8743,14 +8642,15 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.debug())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_debug(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.debug()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_debug(x & 1
+                != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "modify_rq_counter_set_id",
@@ -8758,14 +8658,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.modify_rq_counter_set_id())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_modify_rq_counter_set_id(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .modify_rq_counter_set_id()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_modify_rq_counter_set_id(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "rq_delay_drop",
@@ -8773,14 +8675,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.rq_delay_drop())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_rq_delay_drop(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .rq_delay_drop()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_rq_delay_drop(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "max_qp_cnt",
@@ -8788,14 +8692,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 10,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.max_qp_cnt())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_max_qp_cnt((x & 0x3ff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.max_qp_cnt())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_max_qp_cnt((x & 0x3ff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "pkey_table_size",
@@ -8803,14 +8709,22 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.pkey_table_size_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_pkey_table_size_raw((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "hca_pkey_table_size",
+                value_name: |r| match HcaPkeyTableSize::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .pkey_table_size_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_pkey_table_size_raw((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "vport_group_manager",
@@ -8818,14 +8732,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.vport_group_manager())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_vport_group_manager(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .vport_group_manager()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_vport_group_manager(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "vhca_group_manager",
@@ -8833,14 +8749,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.vhca_group_manager())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_vhca_group_manager(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .vhca_group_manager()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_vhca_group_manager(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ib_virt",
@@ -8848,14 +8766,15 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.ib_virt())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_ib_virt(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.ib_virt()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_ib_virt(x &
+                1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "eth_virt",
@@ -8863,14 +8782,15 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.eth_virt())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_eth_virt(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.eth_virt()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_eth_virt(x &
+                1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "vnic_env_queue_counters",
@@ -8878,14 +8798,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.vnic_env_queue_counters())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_vnic_env_queue_counters(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .vnic_env_queue_counters()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_vnic_env_queue_counters(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ets",
@@ -8893,14 +8815,15 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.ets())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_ets(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.ets()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_ets(x & 1 !=
+                0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "nic_flow_table",
@@ -8908,14 +8831,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.nic_flow_table())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_nic_flow_table(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .nic_flow_table()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_nic_flow_table(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "eswitch_manager",
@@ -8923,14 +8848,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.eswitch_manager())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_eswitch_manager(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .eswitch_manager()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_eswitch_manager(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "device_memory",
@@ -8938,14 +8865,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.device_memory())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_device_memory(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .device_memory()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_device_memory(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "mcam_reg",
@@ -8953,14 +8882,15 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.mcam_reg())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_mcam_reg(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.mcam_reg()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_mcam_reg(x &
+                1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "pcam_reg",
@@ -8968,14 +8898,15 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.pcam_reg())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_pcam_reg(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.pcam_reg()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_pcam_reg(x &
+                1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "local_ca_ack_delay",
@@ -8983,14 +8914,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.local_ca_ack_delay())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_local_ca_ack_delay((x & 0x1f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .local_ca_ack_delay()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_local_ca_ack_delay((x & 0x1f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "port_module_event",
@@ -8998,14 +8931,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.port_module_event())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_port_module_event(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .port_module_event()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_port_module_event(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "enhanced_error_q_counters",
@@ -9013,14 +8948,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.enhanced_error_q_counters())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_enhanced_error_q_counters(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .enhanced_error_q_counters()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_enhanced_error_q_counters(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ports_check",
@@ -9028,14 +8965,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.ports_check())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_ports_check(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .ports_check()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_ports_check(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "disable_link_up",
@@ -9043,14 +8982,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.disable_link_up())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_disable_link_up(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .disable_link_up()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_disable_link_up(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "beacon_led",
@@ -9058,14 +8999,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.beacon_led())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_beacon_led(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.beacon_led())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_beacon_led(x
+                & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "port_type",
@@ -9073,14 +9016,22 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 2,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.port_type_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_port_type_raw((x & 0x3) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "hca_port_type",
+                value_name: |r| match HcaPortType::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .port_type_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_port_type_raw((x & 0x3) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "num_ports",
@@ -9088,14 +9039,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.num_ports())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_num_ports((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.num_ports())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_num_ports((x
+                & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "pps",
@@ -9103,14 +9056,15 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.pps())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_pps(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.pps()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_pps(x & 1 !=
+                0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "pps_modify",
@@ -9118,14 +9072,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.pps_modify())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_pps_modify(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.pps_modify())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_pps_modify(x
+                & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_max_msg",
@@ -9133,14 +9089,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.log_max_msg())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_log_max_msg((x & 0x1f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .log_max_msg()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_log_max_msg((x & 0x1f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "max_tc",
@@ -9148,14 +9106,15 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.max_tc())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_max_tc((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.max_tc()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_max_tc((x &
+                0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "temp_warn_event",
@@ -9163,14 +9122,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.temp_warn_event())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_temp_warn_event(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .temp_warn_event()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_temp_warn_event(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "dcbx",
@@ -9178,14 +9139,15 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.dcbx())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_dcbx(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.dcbx()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_dcbx(x & 1
+                != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "general_notification_event",
@@ -9193,14 +9155,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.general_notification_event())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_general_notification_event(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .general_notification_event()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_general_notification_event(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "fpga",
@@ -9208,14 +9172,15 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.fpga())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_fpga(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.fpga()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_fpga(x & 1
+                != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "rol_s",
@@ -9223,14 +9188,15 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.rol_s())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_rol_s(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.rol_s()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_rol_s(x & 1
+                != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "rol_g",
@@ -9238,14 +9204,15 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.rol_g())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_rol_g(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.rol_g()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_rol_g(x & 1
+                != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "wol_s",
@@ -9253,14 +9220,15 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.wol_s())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_wol_s(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.wol_s()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_wol_s(x & 1
+                != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "wol_g",
@@ -9268,14 +9236,15 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.wol_g())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_wol_g(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.wol_g()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_wol_g(x & 1
+                != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "wol_a",
@@ -9283,14 +9252,15 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.wol_a())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_wol_a(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.wol_a()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_wol_a(x & 1
+                != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "wol_b",
@@ -9298,14 +9268,15 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.wol_b())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_wol_b(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.wol_b()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_wol_b(x & 1
+                != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "wol_m",
@@ -9313,14 +9284,15 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.wol_m())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_wol_m(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.wol_m()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_wol_m(x & 1
+                != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "wol_u",
@@ -9328,14 +9300,15 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.wol_u())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_wol_u(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.wol_u()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_wol_u(x & 1
+                != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "wol_p",
@@ -9343,14 +9316,15 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.wol_p())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_wol_p(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.wol_p()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_wol_p(x & 1
+                != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "stat_rate_support",
@@ -9358,14 +9332,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.stat_rate_support())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_stat_rate_support((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .stat_rate_support()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_stat_rate_support((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "pci_sync_for_fw_update_event",
@@ -9373,14 +9349,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.pci_sync_for_fw_update_event())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_pci_sync_for_fw_update_event(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .pci_sync_for_fw_update_event()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_pci_sync_for_fw_update_event(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "init2_lag_tx_port_affinity",
@@ -9388,14 +9366,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.init2_lag_tx_port_affinity())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_init2_lag_tx_port_affinity(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .init2_lag_tx_port_affinity()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_init2_lag_tx_port_affinity(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "wqe_based_flow_table_update_cap",
@@ -9403,14 +9383,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.wqe_based_flow_table_update_cap())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_wqe_based_flow_table_update_cap(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .wqe_based_flow_table_update_cap()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_wqe_based_flow_table_update_cap(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "cqe_version",
@@ -9418,14 +9400,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.cqe_version())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_cqe_version((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .cqe_version()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_cqe_version((x & 0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "compact_address_vector",
@@ -9433,14 +9417,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.compact_address_vector())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_compact_address_vector(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .compact_address_vector()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_compact_address_vector(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "striding_rq",
@@ -9448,14 +9434,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.striding_rq())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_striding_rq(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .striding_rq()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_striding_rq(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ipoib_enhanced_offloads",
@@ -9463,14 +9451,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.ipoib_enhanced_offloads())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_ipoib_enhanced_offloads(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .ipoib_enhanced_offloads()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_ipoib_enhanced_offloads(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ipoib_basic_offloads",
@@ -9478,14 +9468,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.ipoib_basic_offloads())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_ipoib_basic_offloads(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .ipoib_basic_offloads()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_ipoib_basic_offloads(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "repeated_block_disabled",
@@ -9493,14 +9485,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.repeated_block_disabled())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_repeated_block_disabled(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .repeated_block_disabled()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_repeated_block_disabled(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "umr_modify_entity_size_disabled",
@@ -9508,14 +9502,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.umr_modify_entity_size_disabled())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_umr_modify_entity_size_disabled(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .umr_modify_entity_size_disabled()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_umr_modify_entity_size_disabled(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "umr_modify_atomic_disabled",
@@ -9523,14 +9519,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.umr_modify_atomic_disabled())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_umr_modify_atomic_disabled(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .umr_modify_atomic_disabled()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_umr_modify_atomic_disabled(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "umr_indirect_mkey_disabled",
@@ -9538,14 +9536,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.umr_indirect_mkey_disabled())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_umr_indirect_mkey_disabled(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .umr_indirect_mkey_disabled()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_umr_indirect_mkey_disabled(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "umr_fence",
@@ -9553,14 +9553,22 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 2,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.umr_fence_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_umr_fence_raw((x & 0x3) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "hca_umr_fence",
+                value_name: |r| match HcaUmrFence::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .umr_fence_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_umr_fence_raw((x & 0x3) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "dc_req_scat_data_cqe",
@@ -9568,14 +9576,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.dc_req_scat_data_cqe())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_dc_req_scat_data_cqe(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .dc_req_scat_data_cqe()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_dc_req_scat_data_cqe(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "drain_sigerr",
@@ -9583,14 +9593,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.drain_sigerr())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_drain_sigerr(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .drain_sigerr()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_drain_sigerr(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "cmdif_checksum",
@@ -9598,14 +9610,22 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 2,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.cmdif_checksum_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_cmdif_checksum_raw((x & 0x3) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "hca_cmdif_checksum",
+                value_name: |r| match HcaCmdifChecksum::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .cmdif_checksum_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_cmdif_checksum_raw((x & 0x3) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "sigerr_cqe",
@@ -9613,14 +9633,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.sigerr_cqe())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_sigerr_cqe(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.sigerr_cqe())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_sigerr_cqe(x
+                & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "wq_signature",
@@ -9628,14 +9650,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.wq_signature())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_wq_signature(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .wq_signature()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_wq_signature(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "sctr_data_cqe",
@@ -9643,14 +9667,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.sctr_data_cqe())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_sctr_data_cqe(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .sctr_data_cqe()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_sctr_data_cqe(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "sho",
@@ -9658,14 +9684,15 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.sho())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_sho(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.sho()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_sho(x & 1 !=
+                0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "tph",
@@ -9673,14 +9700,15 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.tph())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_tph(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.tph()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_tph(x & 1 !=
+                0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "rf",
@@ -9688,14 +9716,15 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.rf())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_rf(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.rf()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_rf(x & 1 !=
+                0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "dct",
@@ -9703,14 +9732,15 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.dct())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_dct(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.dct()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_dct(x & 1 !=
+                0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "qos",
@@ -9718,14 +9748,15 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.qos())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_qos(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.qos()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_qos(x & 1 !=
+                0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "eth_net_offloads",
@@ -9733,14 +9764,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.eth_net_offloads())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_eth_net_offloads(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .eth_net_offloads()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_eth_net_offloads(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "roce",
@@ -9748,14 +9781,15 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.roce())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_roce(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.roce()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_roce(x & 1
+                != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "atomic",
@@ -9763,14 +9797,15 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.atomic())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_atomic(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.atomic()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_atomic(x & 1
+                != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "cq_oi",
@@ -9778,14 +9813,15 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.cq_oi())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_cq_oi(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.cq_oi()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_cq_oi(x & 1
+                != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "cq_resize",
@@ -9793,14 +9829,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.cq_resize())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_cq_resize(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.cq_resize())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_cq_resize(x
+                & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "cq_moderation",
@@ -9808,14 +9846,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.cq_moderation())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_cq_moderation(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .cq_moderation()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_cq_moderation(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "cq_period_mode_modify",
@@ -9823,14 +9863,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.cq_period_mode_modify())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_cq_period_mode_modify(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .cq_period_mode_modify()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_cq_period_mode_modify(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "cq_eq_remap",
@@ -9838,14 +9880,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.cq_eq_remap())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_cq_eq_remap(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .cq_eq_remap()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_cq_eq_remap(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "pg",
@@ -9853,14 +9897,15 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.pg())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_pg(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.pg()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_pg(x & 1 !=
+                0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "block_lb_mc",
@@ -9868,14 +9913,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.block_lb_mc())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_block_lb_mc(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .block_lb_mc()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_block_lb_mc(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "scqe_break_moderation",
@@ -9883,14 +9930,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.scqe_break_moderation())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_scqe_break_moderation(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .scqe_break_moderation()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_scqe_break_moderation(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "cq_period_start_from_cqe",
@@ -9898,14 +9947,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.cq_period_start_from_cqe())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_cq_period_start_from_cqe(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .cq_period_start_from_cqe()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_cq_period_start_from_cqe(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "cd",
@@ -9913,14 +9964,15 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.cd())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_cd(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.cd()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_cd(x & 1 !=
+                0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "apm",
@@ -9928,14 +9980,15 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.apm())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_apm(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.apm()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_apm(x & 1 !=
+                0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "vector_calc",
@@ -9943,14 +9996,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.vector_calc())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_vector_calc(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .vector_calc()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_vector_calc(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "umr_ptr_rlky",
@@ -9958,14 +10013,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.umr_ptr_rlky())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_umr_ptr_rlky(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .umr_ptr_rlky()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_umr_ptr_rlky(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "imaicl",
@@ -9973,14 +10030,15 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.imaicl())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_imaicl(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.imaicl()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_imaicl(x & 1
+                != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "qp_packet_based",
@@ -9988,14 +10046,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.qp_packet_based())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_qp_packet_based(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .qp_packet_based()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_qp_packet_based(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "qkv",
@@ -10003,14 +10063,15 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.qkv())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_qkv(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.qkv()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_qkv(x & 1 !=
+                0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "pkv",
@@ -10018,14 +10079,15 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.pkv())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_pkv(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.pkv()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_pkv(x & 1 !=
+                0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "set_deth_sqpn",
@@ -10033,14 +10095,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.set_deth_sqpn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_set_deth_sqpn(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .set_deth_sqpn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_set_deth_sqpn(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "xrc",
@@ -10048,14 +10112,15 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.xrc())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_xrc(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.xrc()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_xrc(x & 1 !=
+                0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ud",
@@ -10063,14 +10128,15 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.ud())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_ud(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.ud()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_ud(x & 1 !=
+                0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "uc",
@@ -10078,14 +10144,15 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.uc())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_uc(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.uc()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_uc(x & 1 !=
+                0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "rc",
@@ -10093,14 +10160,15 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.rc())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_rc(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.rc()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_rc(x & 1 !=
+                0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "uar_4k",
@@ -10108,14 +10176,15 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.uar_4k())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_uar_4k(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.uar_4k()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_uar_4k(x & 1
+                != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "fl_rc_qp_when_roce_disabled",
@@ -10123,14 +10192,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.fl_rc_qp_when_roce_disabled())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_fl_rc_qp_when_roce_disabled(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .fl_rc_qp_when_roce_disabled()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_fl_rc_qp_when_roce_disabled(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "regexp_params",
@@ -10138,14 +10209,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.regexp_params())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_regexp_params(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .regexp_params()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_regexp_params(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "uar_sz",
@@ -10153,14 +10226,15 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 6,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.uar_sz())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_uar_sz((x & 0x3f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.uar_sz()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_uar_sz((x &
+                0x3f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "port_selection_cap",
@@ -10168,14 +10242,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.port_selection_cap())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_port_selection_cap(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .port_selection_cap()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_port_selection_cap(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "umem_uid_0",
@@ -10183,14 +10259,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.umem_uid_0())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_umem_uid_0(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.umem_uid_0())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_umem_uid_0(x
+                & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_pg_sz",
@@ -10198,14 +10276,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.log_pg_sz())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_log_pg_sz((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.log_pg_sz())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_log_pg_sz((x
+                & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "bf",
@@ -10213,14 +10293,15 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.bf())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_bf(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.bf()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_bf(x & 1 !=
+                0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "driver_version",
@@ -10228,14 +10309,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.driver_version())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_driver_version(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .driver_version()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_driver_version(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "pad_tx_eth_packet",
@@ -10243,14 +10326,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.pad_tx_eth_packet())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_pad_tx_eth_packet(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .pad_tx_eth_packet()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_pad_tx_eth_packet(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "mkey_by_name",
@@ -10258,14 +10343,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.mkey_by_name())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_mkey_by_name(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .mkey_by_name()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_mkey_by_name(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_bf_reg_size",
@@ -10273,14 +10360,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.log_bf_reg_size())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_log_bf_reg_size((x & 0x1f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .log_bf_reg_size()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_log_bf_reg_size((x & 0x1f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "qp_error_syndrome",
@@ -10288,14 +10377,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.qp_error_syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_qp_error_syndrome(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .qp_error_syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_qp_error_syndrome(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "lag_dct",
@@ -10303,14 +10394,15 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 2,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.lag_dct())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_lag_dct((x & 0x3) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.lag_dct()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_lag_dct((x &
+                0x3) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "lag_tx_port_affinity",
@@ -10318,14 +10410,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.lag_tx_port_affinity())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_lag_tx_port_affinity(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .lag_tx_port_affinity()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_lag_tx_port_affinity(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "lag_native_fdb_selection",
@@ -10333,14 +10427,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.lag_native_fdb_selection())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_lag_native_fdb_selection(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .lag_native_fdb_selection()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_lag_native_fdb_selection(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "lag_master",
@@ -10348,14 +10444,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.lag_master())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_lag_master(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.lag_master())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_lag_master(x
+                & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "num_lag_ports",
@@ -10363,14 +10461,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.num_lag_ports())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_num_lag_ports((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .num_lag_ports()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_num_lag_ports((x & 0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "max_wqe_sz_sq",
@@ -10378,14 +10478,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.max_wqe_sz_sq())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_max_wqe_sz_sq((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .max_wqe_sz_sq()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_max_wqe_sz_sq((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "shampo",
@@ -10393,14 +10495,15 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.shampo())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_shampo(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.shampo()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_shampo(x & 1
+                != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "max_wqe_sz_rq",
@@ -10408,14 +10511,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.max_wqe_sz_rq())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_max_wqe_sz_rq((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .max_wqe_sz_rq()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_max_wqe_sz_rq((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "max_flow_counter_31_16",
@@ -10423,14 +10528,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.max_flow_counter_31_16())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_max_flow_counter_31_16((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .max_flow_counter_31_16()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_max_flow_counter_31_16((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "max_wqe_sz_sq_dc",
@@ -10438,14 +10545,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.max_wqe_sz_sq_dc())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_max_wqe_sz_sq_dc((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .max_wqe_sz_sq_dc()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_max_wqe_sz_sq_dc((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "max_qp_mcg",
@@ -10453,14 +10562,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 25,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.max_qp_mcg())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_max_qp_mcg((x & 0x1ffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.max_qp_mcg())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_max_qp_mcg((x & 0x1ffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "flow_counter_bulk_alloc",
@@ -10468,14 +10579,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.flow_counter_bulk_alloc())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_flow_counter_bulk_alloc((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .flow_counter_bulk_alloc()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_flow_counter_bulk_alloc((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_max_mcg",
@@ -10483,14 +10596,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.log_max_mcg())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_log_max_mcg((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .log_max_mcg()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_log_max_mcg((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_max_transport_domain",
@@ -10498,14 +10613,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.log_max_transport_domain())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_log_max_transport_domain((x & 0x1f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .log_max_transport_domain()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_log_max_transport_domain((x & 0x1f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "relaxed_ordering_read",
@@ -10513,14 +10630,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.relaxed_ordering_read())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_relaxed_ordering_read(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .relaxed_ordering_read()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_relaxed_ordering_read(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_max_pd",
@@ -10528,14 +10647,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.log_max_pd())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_log_max_pd((x & 0x1f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.log_max_pd())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_log_max_pd((x & 0x1f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "pcie_reset_using_hotreset_method",
@@ -10543,14 +10664,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.pcie_reset_using_hotreset_method())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_pcie_reset_using_hotreset_method(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .pcie_reset_using_hotreset_method()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_pcie_reset_using_hotreset_method(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "pci_sync_for_fw_update_with_driver_unload",
@@ -10558,14 +10681,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.pci_sync_for_fw_update_with_driver_unload())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_pci_sync_for_fw_update_with_driver_unload(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .pci_sync_for_fw_update_with_driver_unload()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_pci_sync_for_fw_update_with_driver_unload(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "vnic_env_cnt_steering_fail",
@@ -10573,14 +10698,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.vnic_env_cnt_steering_fail())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_vnic_env_cnt_steering_fail(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .vnic_env_cnt_steering_fail()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_vnic_env_cnt_steering_fail(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "vport_counter_local_loopback",
@@ -10588,14 +10715,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.vport_counter_local_loopback())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_vport_counter_local_loopback(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .vport_counter_local_loopback()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_vport_counter_local_loopback(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "q_counter_aggregation",
@@ -10603,14 +10732,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.q_counter_aggregation())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_q_counter_aggregation(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .q_counter_aggregation()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_q_counter_aggregation(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "q_counter_other_vport",
@@ -10618,14 +10749,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.q_counter_other_vport())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_q_counter_other_vport(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .q_counter_other_vport()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_q_counter_other_vport(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_max_xrcd",
@@ -10633,14 +10766,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.log_max_xrcd())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_log_max_xrcd((x & 0x1f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .log_max_xrcd()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_log_max_xrcd((x & 0x1f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "nic_receive_steering_discard",
@@ -10648,14 +10783,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.nic_receive_steering_discard())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_nic_receive_steering_discard(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .nic_receive_steering_discard()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_nic_receive_steering_discard(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "receive_discard_vport_down",
@@ -10663,14 +10800,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.receive_discard_vport_down())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_receive_discard_vport_down(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .receive_discard_vport_down()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_receive_discard_vport_down(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "transmit_discard_vport_down",
@@ -10678,14 +10817,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.transmit_discard_vport_down())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_transmit_discard_vport_down(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .transmit_discard_vport_down()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_transmit_discard_vport_down(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "eq_overrun_count",
@@ -10693,14 +10834,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.eq_overrun_count())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_eq_overrun_count(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .eq_overrun_count()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_eq_overrun_count(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "invalid_command_count",
@@ -10708,14 +10851,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.invalid_command_count())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_invalid_command_count(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .invalid_command_count()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_invalid_command_count(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "quota_exceeded_count",
@@ -10723,14 +10868,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.quota_exceeded_count())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_quota_exceeded_count(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .quota_exceeded_count()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_quota_exceeded_count(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_max_flow_counter_bulk",
@@ -10738,14 +10885,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.log_max_flow_counter_bulk())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_log_max_flow_counter_bulk((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .log_max_flow_counter_bulk()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_log_max_flow_counter_bulk((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "max_flow_counter_15_0",
@@ -10753,14 +10902,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.max_flow_counter_15_0())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_max_flow_counter_15_0((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .max_flow_counter_15_0()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_max_flow_counter_15_0((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_max_rq",
@@ -10768,14 +10919,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.log_max_rq())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_log_max_rq((x & 0x1f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.log_max_rq())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_log_max_rq((x & 0x1f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_max_sq",
@@ -10783,14 +10936,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.log_max_sq())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_log_max_sq((x & 0x1f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.log_max_sq())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_log_max_sq((x & 0x1f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_max_tir",
@@ -10798,14 +10953,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.log_max_tir())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_log_max_tir((x & 0x1f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .log_max_tir()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_log_max_tir((x & 0x1f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_max_tis",
@@ -10813,14 +10970,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.log_max_tis())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_log_max_tis((x & 0x1f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .log_max_tis()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_log_max_tis((x & 0x1f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "basic_cyclic_rcv_wqe",
@@ -10828,14 +10987,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.basic_cyclic_rcv_wqe())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_basic_cyclic_rcv_wqe(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .basic_cyclic_rcv_wqe()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_basic_cyclic_rcv_wqe(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_max_rmp",
@@ -10843,14 +11004,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.log_max_rmp())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_log_max_rmp((x & 0x1f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .log_max_rmp()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_log_max_rmp((x & 0x1f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_max_rqt",
@@ -10858,14 +11021,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.log_max_rqt())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_log_max_rqt((x & 0x1f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .log_max_rqt()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_log_max_rqt((x & 0x1f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_max_rqt_size",
@@ -10873,14 +11038,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.log_max_rqt_size())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_log_max_rqt_size((x & 0x1f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .log_max_rqt_size()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_log_max_rqt_size((x & 0x1f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_max_tis_per_sq",
@@ -10888,14 +11055,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.log_max_tis_per_sq())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_log_max_tis_per_sq((x & 0x1f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .log_max_tis_per_sq()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_log_max_tis_per_sq((x & 0x1f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ext_stride_num_range",
@@ -10903,14 +11072,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.ext_stride_num_range())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_ext_stride_num_range(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .ext_stride_num_range()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_ext_stride_num_range(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "roce_rw_supported",
@@ -10918,14 +11089,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.roce_rw_supported())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_roce_rw_supported(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .roce_rw_supported()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_roce_rw_supported(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_max_current_uc_list_wr_supported",
@@ -10933,14 +11106,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.log_max_current_uc_list_wr_supported())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_log_max_current_uc_list_wr_supported(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .log_max_current_uc_list_wr_supported()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_log_max_current_uc_list_wr_supported(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_max_stride_sz_rq",
@@ -10948,14 +11123,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.log_max_stride_sz_rq())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_log_max_stride_sz_rq((x & 0x1f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .log_max_stride_sz_rq()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_log_max_stride_sz_rq((x & 0x1f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_min_stride_sz_rq",
@@ -10963,14 +11140,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.log_min_stride_sz_rq())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_log_min_stride_sz_rq((x & 0x1f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .log_min_stride_sz_rq()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_log_min_stride_sz_rq((x & 0x1f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_max_stride_sz_sq",
@@ -10978,14 +11157,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.log_max_stride_sz_sq())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_log_max_stride_sz_sq((x & 0x1f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .log_max_stride_sz_sq()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_log_max_stride_sz_sq((x & 0x1f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_min_stride_sz_sq",
@@ -10993,14 +11174,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.log_min_stride_sz_sq())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_log_min_stride_sz_sq((x & 0x1f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .log_min_stride_sz_sq()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_log_min_stride_sz_sq((x & 0x1f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "hairpin",
@@ -11008,14 +11191,15 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.hairpin())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_hairpin(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.hairpin()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_hairpin(x &
+                1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_max_hairpin_queues",
@@ -11023,14 +11207,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.log_max_hairpin_queues())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_log_max_hairpin_queues((x & 0x1f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .log_max_hairpin_queues()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_log_max_hairpin_queues((x & 0x1f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_max_hairpin_wq_data_sz",
@@ -11038,14 +11224,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.log_max_hairpin_wq_data_sz())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_log_max_hairpin_wq_data_sz((x & 0x1f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .log_max_hairpin_wq_data_sz()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_log_max_hairpin_wq_data_sz((x & 0x1f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_max_hairpin_num_packets",
@@ -11053,14 +11241,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.log_max_hairpin_num_packets())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_log_max_hairpin_num_packets((x & 0x1f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .log_max_hairpin_num_packets()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_log_max_hairpin_num_packets((x & 0x1f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_max_wq_sz",
@@ -11068,14 +11258,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.log_max_wq_sz())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_log_max_wq_sz((x & 0x1f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .log_max_wq_sz()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_log_max_wq_sz((x & 0x1f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "nic_vport_change_event",
@@ -11083,14 +11275,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.nic_vport_change_event())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_nic_vport_change_event(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .nic_vport_change_event()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_nic_vport_change_event(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "disable_local_lb_uc",
@@ -11098,14 +11292,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.disable_local_lb_uc())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_disable_local_lb_uc(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .disable_local_lb_uc()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_disable_local_lb_uc(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "disable_local_lb_mc",
@@ -11113,14 +11309,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.disable_local_lb_mc())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_disable_local_lb_mc(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .disable_local_lb_mc()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_disable_local_lb_mc(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_min_hairpin_wq_data_sz",
@@ -11128,14 +11326,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.log_min_hairpin_wq_data_sz())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_log_min_hairpin_wq_data_sz((x & 0x1f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .log_min_hairpin_wq_data_sz()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_log_min_hairpin_wq_data_sz((x & 0x1f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "silent_mode",
@@ -11143,14 +11343,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.silent_mode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_silent_mode(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .silent_mode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_silent_mode(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "vhca_state",
@@ -11158,14 +11360,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.vhca_state())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_vhca_state(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.vhca_state())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_vhca_state(x
+                & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_max_vlan_list",
@@ -11173,14 +11377,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.log_max_vlan_list())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_log_max_vlan_list((x & 0x1f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .log_max_vlan_list()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_log_max_vlan_list((x & 0x1f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_max_current_mc_list",
@@ -11188,14 +11394,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.log_max_current_mc_list())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_log_max_current_mc_list((x & 0x1f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .log_max_current_mc_list()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_log_max_current_mc_list((x & 0x1f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_max_current_uc_list",
@@ -11203,14 +11411,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.log_max_current_uc_list())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_log_max_current_uc_list((x & 0x1f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .log_max_current_uc_list()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_log_max_current_uc_list((x & 0x1f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "general_obj_types",
@@ -11218,14 +11428,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 64,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.general_obj_types())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_general_obj_types((x & 0xffffffffffffffff) as u64);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .general_obj_types()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_general_obj_types((x & 0xffffffffffffffff) as u64); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "sq_ts_format",
@@ -11233,14 +11445,22 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 2,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.sq_ts_format_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_sq_ts_format_raw((x & 0x3) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "hca_ts_format_cap",
+                value_name: |r| match HcaTsFormatCap::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .sq_ts_format_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_sq_ts_format_raw((x & 0x3) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "rq_ts_format",
@@ -11248,14 +11468,22 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 2,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.rq_ts_format_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_rq_ts_format_raw((x & 0x3) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "hca_ts_format_cap",
+                value_name: |r| match HcaTsFormatCap::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .rq_ts_format_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_rq_ts_format_raw((x & 0x3) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "steering_format_version",
@@ -11263,14 +11491,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.steering_format_version())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_steering_format_version((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .steering_format_version()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_steering_format_version((x & 0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "create_qp_start_hint",
@@ -11278,14 +11508,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.create_qp_start_hint())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_create_qp_start_hint((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .create_qp_start_hint()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_create_qp_start_hint((x & 0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ats",
@@ -11293,14 +11525,15 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.ats())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_ats(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.ats()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_ats(x & 1 !=
+                0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "cross_vhca_rqt",
@@ -11308,14 +11541,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.cross_vhca_rqt())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_cross_vhca_rqt(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .cross_vhca_rqt()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_cross_vhca_rqt(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_max_uctx",
@@ -11323,14 +11558,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.log_max_uctx())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_log_max_uctx((x & 0x1f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .log_max_uctx()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_log_max_uctx((x & 0x1f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "crypto",
@@ -11338,14 +11575,15 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.crypto())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_crypto(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.crypto()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_crypto(x & 1
+                != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ipsec_offload",
@@ -11353,14 +11591,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.ipsec_offload())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_ipsec_offload(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .ipsec_offload()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_ipsec_offload(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_max_umem",
@@ -11368,14 +11608,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.log_max_umem())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_log_max_umem((x & 0x1f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .log_max_umem()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_log_max_umem((x & 0x1f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "max_num_eqs",
@@ -11383,14 +11625,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.max_num_eqs())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_max_num_eqs((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .max_num_eqs()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_max_num_eqs((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "tls_tx",
@@ -11398,14 +11642,15 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.tls_tx())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_tls_tx(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.tls_tx()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_tls_tx(x & 1
+                != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "tls_rx",
@@ -11413,14 +11658,15 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.tls_rx())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_tls_rx(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.tls_rx()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_tls_rx(x & 1
+                != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_max_l2_table",
@@ -11428,14 +11674,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.log_max_l2_table())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_log_max_l2_table((x & 0x1f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .log_max_l2_table()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_log_max_l2_table((x & 0x1f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_uar_page_sz",
@@ -11443,14 +11691,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.log_uar_page_sz())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_log_uar_page_sz((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .log_uar_page_sz()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_log_uar_page_sz((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "device_frequency_mhz",
@@ -11458,14 +11708,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.device_frequency_mhz())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_device_frequency_mhz((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .device_frequency_mhz()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_device_frequency_mhz((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "device_frequency_khz",
@@ -11473,14 +11725,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.device_frequency_khz())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_device_frequency_khz((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .device_frequency_khz()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_device_frequency_khz((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "num_of_uars_per_page",
@@ -11488,14 +11742,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.num_of_uars_per_page())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_num_of_uars_per_page((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .num_of_uars_per_page()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_num_of_uars_per_page((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "flex_parser_protocols",
@@ -11503,14 +11759,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.flex_parser_protocols())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_flex_parser_protocols((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .flex_parser_protocols()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_flex_parser_protocols((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "max_geneve_tlv_options",
@@ -11518,14 +11776,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.max_geneve_tlv_options())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_max_geneve_tlv_options((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .max_geneve_tlv_options()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_max_geneve_tlv_options((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "max_geneve_tlv_option_data_len",
@@ -11533,14 +11793,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.max_geneve_tlv_option_data_len())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_max_geneve_tlv_option_data_len((x & 0x1f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .max_geneve_tlv_option_data_len()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_max_geneve_tlv_option_data_len((x & 0x1f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "adv_virtualization",
@@ -11548,14 +11810,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.adv_virtualization())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_adv_virtualization(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .adv_virtualization()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_adv_virtualization(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_max_dci_stream_channels",
@@ -11563,14 +11827,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.log_max_dci_stream_channels())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_log_max_dci_stream_channels((x & 0x1f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .log_max_dci_stream_channels()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_log_max_dci_stream_channels((x & 0x1f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_max_dci_errored_streams",
@@ -11578,14 +11844,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.log_max_dci_errored_streams())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_log_max_dci_errored_streams((x & 0x1f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .log_max_dci_errored_streams()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_log_max_dci_errored_streams((x & 0x1f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "enhanced_cqe_compression",
@@ -11593,14 +11861,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.enhanced_cqe_compression())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_enhanced_cqe_compression(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .enhanced_cqe_compression()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_enhanced_cqe_compression(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "crossing_vhca_mkey",
@@ -11608,14 +11878,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.crossing_vhca_mkey())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_crossing_vhca_mkey(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .crossing_vhca_mkey()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_crossing_vhca_mkey(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_max_dek",
@@ -11623,14 +11895,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.log_max_dek())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_log_max_dek((x & 0x1f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .log_max_dek()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_log_max_dek((x & 0x1f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "mini_cqe_resp_stride_index",
@@ -11638,14 +11912,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.mini_cqe_resp_stride_index())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_mini_cqe_resp_stride_index(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .mini_cqe_resp_stride_index()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_mini_cqe_resp_stride_index(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "cqe_128_always",
@@ -11653,14 +11929,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.cqe_128_always())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_cqe_128_always(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .cqe_128_always()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_cqe_128_always(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "cqe_compression_128",
@@ -11668,14 +11946,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.cqe_compression_128())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_cqe_compression_128(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .cqe_compression_128()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_cqe_compression_128(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "cqe_compression",
@@ -11683,14 +11963,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.cqe_compression())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_cqe_compression(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .cqe_compression()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_cqe_compression(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "cqe_compression_timeout",
@@ -11698,14 +11980,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.cqe_compression_timeout())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_cqe_compression_timeout((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .cqe_compression_timeout()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_cqe_compression_timeout((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "cqe_compression_max_num",
@@ -11713,14 +11997,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.cqe_compression_max_num())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_cqe_compression_max_num((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .cqe_compression_max_num()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_cqe_compression_max_num((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "flex_parser_id_gtpu_dw_0",
@@ -11728,14 +12014,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.flex_parser_id_gtpu_dw_0())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_flex_parser_id_gtpu_dw_0((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .flex_parser_id_gtpu_dw_0()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_flex_parser_id_gtpu_dw_0((x & 0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "tag_matching",
@@ -11743,14 +12031,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.tag_matching())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_tag_matching(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .tag_matching()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_tag_matching(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "rndv_offload_rc",
@@ -11758,14 +12048,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.rndv_offload_rc())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_rndv_offload_rc(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .rndv_offload_rc()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_rndv_offload_rc(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "rndv_offload_dc",
@@ -11773,14 +12065,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.rndv_offload_dc())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_rndv_offload_dc(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .rndv_offload_dc()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_rndv_offload_dc(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_tag_matching_list_sz",
@@ -11788,14 +12082,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.log_tag_matching_list_sz())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_log_tag_matching_list_sz((x & 0x1f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .log_tag_matching_list_sz()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_log_tag_matching_list_sz((x & 0x1f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_max_xrq",
@@ -11803,14 +12099,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.log_max_xrq())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_log_max_xrq((x & 0x1f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .log_max_xrq()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_log_max_xrq((x & 0x1f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "affiliate_nic_vport_criteria",
@@ -11818,14 +12116,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.affiliate_nic_vport_criteria())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_affiliate_nic_vport_criteria((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .affiliate_nic_vport_criteria()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_affiliate_nic_vport_criteria((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "native_port_num",
@@ -11833,14 +12133,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.native_port_num())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_native_port_num((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .native_port_num()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_native_port_num((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "num_vhca_ports",
@@ -11848,14 +12150,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.num_vhca_ports())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_num_vhca_ports((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .num_vhca_ports()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_num_vhca_ports((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "flex_parser_id_gtpu_teid",
@@ -11863,14 +12167,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.flex_parser_id_gtpu_teid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_flex_parser_id_gtpu_teid((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .flex_parser_id_gtpu_teid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_flex_parser_id_gtpu_teid((x & 0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "sw_owner_id",
@@ -11878,14 +12184,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.sw_owner_id())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_sw_owner_id(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .sw_owner_id()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_sw_owner_id(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "max_num_of_monitor_counters",
@@ -11893,14 +12201,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.max_num_of_monitor_counters())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_max_num_of_monitor_counters((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .max_num_of_monitor_counters()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_max_num_of_monitor_counters((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "num_ppcnt_monitor_counters",
@@ -11908,14 +12218,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.num_ppcnt_monitor_counters())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_num_ppcnt_monitor_counters((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .num_ppcnt_monitor_counters()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_num_ppcnt_monitor_counters((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "max_num_sf",
@@ -11923,14 +12235,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.max_num_sf())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_max_num_sf((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.max_num_sf())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_max_num_sf((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "num_q_monitor_counters",
@@ -11938,14 +12252,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.num_q_monitor_counters())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_num_q_monitor_counters((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .num_q_monitor_counters()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_num_q_monitor_counters((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "sf",
@@ -11953,14 +12269,15 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.sf())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_sf(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.sf()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_sf(x & 1 !=
+                0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "sf_set_partition",
@@ -11968,14 +12285,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.sf_set_partition())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_sf_set_partition(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .sf_set_partition()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_sf_set_partition(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_max_sf",
@@ -11983,14 +12302,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.log_max_sf())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_log_max_sf((x & 0x1f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.log_max_sf())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_log_max_sf((x & 0x1f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "apu",
@@ -11998,14 +12319,15 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.apu())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_apu(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.apu()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_apu(x & 1 !=
+                0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "migration",
@@ -12013,14 +12335,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.migration())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_migration(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.migration())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_migration(x
+                & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_min_sf_size",
@@ -12028,14 +12352,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.log_min_sf_size())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_log_min_sf_size((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .log_min_sf_size()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_log_min_sf_size((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "max_num_sf_partitions",
@@ -12043,14 +12369,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.max_num_sf_partitions())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_max_num_sf_partitions((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .max_num_sf_partitions()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_max_num_sf_partitions((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "uctx_cap",
@@ -12058,14 +12386,15 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.uctx_cap())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_uctx_cap((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.uctx_cap()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_uctx_cap((x
+                & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "flex_parser_id_geneve_tlv_option_0",
@@ -12073,14 +12402,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.flex_parser_id_geneve_tlv_option_0())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_flex_parser_id_geneve_tlv_option_0((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .flex_parser_id_geneve_tlv_option_0()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_flex_parser_id_geneve_tlv_option_0((x & 0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "flex_parser_id_icmp_dw1",
@@ -12088,14 +12419,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.flex_parser_id_icmp_dw1())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_flex_parser_id_icmp_dw1((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .flex_parser_id_icmp_dw1()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_flex_parser_id_icmp_dw1((x & 0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "flex_parser_id_icmp_dw0",
@@ -12103,14 +12436,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.flex_parser_id_icmp_dw0())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_flex_parser_id_icmp_dw0((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .flex_parser_id_icmp_dw0()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_flex_parser_id_icmp_dw0((x & 0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "flex_parser_id_icmpv6_dw1",
@@ -12118,14 +12453,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.flex_parser_id_icmpv6_dw1())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_flex_parser_id_icmpv6_dw1((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .flex_parser_id_icmpv6_dw1()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_flex_parser_id_icmpv6_dw1((x & 0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "flex_parser_id_icmpv6_dw0",
@@ -12133,14 +12470,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.flex_parser_id_icmpv6_dw0())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_flex_parser_id_icmpv6_dw0((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .flex_parser_id_icmpv6_dw0()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_flex_parser_id_icmpv6_dw0((x & 0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "flex_parser_id_outer_first_mpls_over_gre",
@@ -12148,14 +12487,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.flex_parser_id_outer_first_mpls_over_gre())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_flex_parser_id_outer_first_mpls_over_gre((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .flex_parser_id_outer_first_mpls_over_gre()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_flex_parser_id_outer_first_mpls_over_gre((x & 0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "flex_parser_id_outer_first_mpls_over_udp_label",
@@ -12163,14 +12504,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.flex_parser_id_outer_first_mpls_over_udp_label())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_flex_parser_id_outer_first_mpls_over_udp_label((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .flex_parser_id_outer_first_mpls_over_udp_label()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_flex_parser_id_outer_first_mpls_over_udp_label((x & 0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "max_num_match_definer",
@@ -12178,14 +12521,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.max_num_match_definer())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_max_num_match_definer((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .max_num_match_definer()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_max_num_match_definer((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "sf_base_id",
@@ -12193,14 +12538,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.sf_base_id())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_sf_base_id((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.sf_base_id())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_sf_base_id((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "flex_parser_id_gtpu_dw_2",
@@ -12208,14 +12555,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.flex_parser_id_gtpu_dw_2())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_flex_parser_id_gtpu_dw_2((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .flex_parser_id_gtpu_dw_2()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_flex_parser_id_gtpu_dw_2((x & 0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "flex_parser_id_gtpu_first_ext_dw_0",
@@ -12223,14 +12572,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.flex_parser_id_gtpu_first_ext_dw_0())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_flex_parser_id_gtpu_first_ext_dw_0((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .flex_parser_id_gtpu_first_ext_dw_0()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_flex_parser_id_gtpu_first_ext_dw_0((x & 0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "num_total_dynamic_vf_msix",
@@ -12238,14 +12589,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.num_total_dynamic_vf_msix())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_num_total_dynamic_vf_msix((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .num_total_dynamic_vf_msix()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_num_total_dynamic_vf_msix((x & 0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "dynamic_msix_table_size",
@@ -12253,14 +12606,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 12,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.dynamic_msix_table_size())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_dynamic_msix_table_size((x & 0xfff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .dynamic_msix_table_size()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_dynamic_msix_table_size((x & 0xfff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "min_dynamic_vf_msix_table_size",
@@ -12268,14 +12623,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.min_dynamic_vf_msix_table_size())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_min_dynamic_vf_msix_table_size((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .min_dynamic_vf_msix_table_size()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_min_dynamic_vf_msix_table_size((x & 0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "data_direct",
@@ -12283,14 +12640,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.data_direct())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_data_direct(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .data_direct()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_data_direct(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "max_dynamic_vf_msix_table_size",
@@ -12298,14 +12657,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 12,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.max_dynamic_vf_msix_table_size())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_max_dynamic_vf_msix_table_size((x & 0xfff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .max_dynamic_vf_msix_table_size()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_max_dynamic_vf_msix_table_size((x & 0xfff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_max_num_header_modify_argument",
@@ -12313,14 +12674,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.log_max_num_header_modify_argument())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_log_max_num_header_modify_argument((x & 0x1f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .log_max_num_header_modify_argument()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_log_max_num_header_modify_argument((x & 0x1f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_header_modify_argument_granularity_offset",
@@ -12328,14 +12691,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.log_header_modify_argument_granularity_offset())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_log_header_modify_argument_granularity_offset((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .log_header_modify_argument_granularity_offset()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_log_header_modify_argument_granularity_offset((x & 0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_header_modify_argument_granularity",
@@ -12343,14 +12708,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.log_header_modify_argument_granularity())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_log_header_modify_argument_granularity((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .log_header_modify_argument_granularity()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_log_header_modify_argument_granularity((x & 0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_header_modify_argument_max_alloc",
@@ -12358,14 +12725,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.log_header_modify_argument_max_alloc())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_log_header_modify_argument_max_alloc((x & 0x1f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .log_header_modify_argument_max_alloc()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_log_header_modify_argument_max_alloc((x & 0x1f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "vhca_tunnel_commands",
@@ -12373,14 +12742,16 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 64,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.vhca_tunnel_commands())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_vhca_tunnel_commands((x & 0xffffffffffffffff) as u64);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .vhca_tunnel_commands()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_vhca_tunnel_commands((x & 0xffffffffffffffff) as u64); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "match_definer_format_supported",
@@ -12388,21 +12759,111 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 64,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdHcaCap::new_unchecked(b);
-                u64::from(v.match_definer_format_supported())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdHcaCap::new_unchecked(b);
-                v.set_match_definer_format_supported((x & 0xffffffffffffffff) as u64);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
+                .match_definer_format_supported()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
+                .set_match_definer_format_supported((x & 0xffffffffffffffff) as u64); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[
+        (0, 0xfdff7ffe),
+        (4, 0xff0000),
+        (8, 0xffffffff),
+        (12, 0xffffffff),
+        (16, 0x6f60),
+        (20, 0xefa09fbf),
+        (24, 0x3f80),
+        (28, 0xfc60),
+        (32, 0x4000),
+        (36, 0xdfc0df80),
+        (40, 0xf980ffc0),
+        (44, 0x7b20000),
+        (52, 0x1000),
+        (56, 0x80f01880),
+        (60, 0xbf60),
+        (64, 0x24061201),
+        (68, 0xc441c70),
+        (72, 0x7f005f00),
+        (76, 0x1de0ec20),
+        (80, 0xffff0000),
+        (84, 0xffef0000),
+        (92, 0xfe000000),
+        (96, 0xffff0000),
+        (100, 0xe0c0f800),
+        (104, 0x9000000),
+        (108, 0xe0e0e0e0),
+        (112, 0x60e0e0e0),
+        (116, 0xe0e0e0),
+        (120, 0x60e0e0e0),
+        (124, 0x80e0e0),
+        (140, 0x80800000),
+        (144, 0x80ff0000),
+        (148, 0xffffffff),
+        (160, 0xffffffff),
+        (172, 0xe0ffbf),
+        (176, 0xffe0e0ff),
+        (180, 0xffff40f0),
+        (188, 0xff0f00e0),
+        (192, 0xd),
+        (204, 0xffffffff),
+        (208, 0x207b0000),
+        (216, 0xf0000000),
+        (228, 0xfffff000),
+        (232, 0xfff0d000),
+        (236, 0xe000e0ff),
+    ],
 };
 /// Ethernet offload capabilities (capability type 1): checksum, VLAN, LSO, LRO, RSS, inline and tunnel offloads. Valid when the general capability eth_net_offloads is set; an Ethernet driver reads it to decide which offloads to enable.
 ///
 /// PRM layout `per_protocol_networking_offload_caps`: 0x100 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31 | `csum_cap` |
+/// | 0x00 | 30 | `vlan_cap` |
+/// | 0x00 | 29 | `lro_cap` |
+/// | 0x00 | 28 | `lro_psh_flag` |
+/// | 0x00 | 27 | `lro_time_stamp` |
+/// | 0x00 | 24 | `wqe_vlan_insert` |
+/// | 0x00 | 23 | `self_lb_en_modifiable` |
+/// | 0x00 | 20:16 | `max_lso_cap` |
+/// | 0x00 | 15:14 | `multi_pkt_send_wqe` |
+/// | 0x00 | 13:12 | `wqe_inline_mode` |
+/// | 0x00 | 11:8 | `rss_ind_tbl_cap` |
+/// | 0x00 | 7 | `reg_umr_sq` |
+/// | 0x00 | 6 | `scatter_fcs` |
+/// | 0x00 | 5 | `enhanced_multi_pkt_send_wqe` |
+/// | 0x00 | 4 | `tunnel_lso_const_out_ip_id` |
+/// | 0x00 | 3 | `tunnel_lro_gre` |
+/// | 0x00 | 2 | `tunnel_lro_vxlan` |
+/// | 0x00 | 1 | `tunnel_stateless_gre` |
+/// | 0x00 | 0 | `tunnel_stateless_vxlan` |
+/// | 0x04 | 31 | `swp` |
+/// | 0x04 | 30 | `swp_csum` |
+/// | 0x04 | 29 | `swp_lso` |
+/// | 0x04 | 28 | `cqe_checksum_full` |
+/// | 0x04 | 27 | `tunnel_stateless_geneve_tx` |
+/// | 0x04 | 26 | `tunnel_stateless_mpls_over_udp` |
+/// | 0x04 | 25 | `tunnel_stateless_mpls_over_gre` |
+/// | 0x04 | 24 | `tunnel_stateless_vxlan_gpe` |
+/// | 0x04 | 23 | `tunnel_stateless_ipv4_over_vxlan` |
+/// | 0x04 | 22 | `tunnel_stateless_ip_over_ip` |
+/// | 0x04 | 21 | `insert_trailer` |
+/// | 0x04 | 19 | `tunnel_stateless_ip_over_ip_rx` |
+/// | 0x04 | 18 | `tunnel_stateless_ip_over_ip_tx` |
+/// | 0x04 | 15:8 | `max_vxlan_udp_ports` |
+/// | 0x04 | 7 | `swp_csum_l4_partial` |
+/// | 0x04 | 1 | `max_geneve_opt_len` |
+/// | 0x04 | 0 | `tunnel_stateless_geneve_rx` |
+/// | 0x08 | 15:0 | `lro_min_mss_size` |
+/// | 0x30..0x40 | — | `lro_timer_supported_periods[4]` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct PerProtocolNetworkingOffloadCaps<B = [u8; 256]> {
     buf: B,
@@ -13118,144 +13579,20 @@ impl<B: rt::BytesMut> PerProtocolNetworkingOffloadCaps<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for PerProtocolNetworkingOffloadCaps<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(PerProtocolNetworkingOffloadCaps));
-        d.field("csum_cap", &self.csum_cap());
-        d.field("vlan_cap", &self.vlan_cap());
-        d.field("lro_cap", &self.lro_cap());
-        d.field("lro_psh_flag", &self.lro_psh_flag());
-        d.field("lro_time_stamp", &self.lro_time_stamp());
-        d.field("wqe_vlan_insert", &self.wqe_vlan_insert());
-        d.field("self_lb_en_modifiable", &self.self_lb_en_modifiable());
-        d.field("max_lso_cap", &rt::fmt::Hex(self.max_lso_cap().into()));
-        d.field("multi_pkt_send_wqe", &rt::fmt::Hex(self.multi_pkt_send_wqe().into()));
-        d.field("wqe_inline_mode", &rt::fmt::EnumValue(self.wqe_inline_mode()));
-        d.field("rss_ind_tbl_cap", &rt::fmt::Hex(self.rss_ind_tbl_cap().into()));
-        d.field("reg_umr_sq", &self.reg_umr_sq());
-        d.field("scatter_fcs", &self.scatter_fcs());
-        d.field("enhanced_multi_pkt_send_wqe", &self.enhanced_multi_pkt_send_wqe());
-        d.field("tunnel_lso_const_out_ip_id", &self.tunnel_lso_const_out_ip_id());
-        d.field("tunnel_lro_gre", &self.tunnel_lro_gre());
-        d.field("tunnel_lro_vxlan", &self.tunnel_lro_vxlan());
-        d.field("tunnel_stateless_gre", &self.tunnel_stateless_gre());
-        d.field("tunnel_stateless_vxlan", &self.tunnel_stateless_vxlan());
-        d.field("swp", &self.swp());
-        d.field("swp_csum", &self.swp_csum());
-        d.field("swp_lso", &self.swp_lso());
-        d.field("cqe_checksum_full", &self.cqe_checksum_full());
-        d.field("tunnel_stateless_geneve_tx", &self.tunnel_stateless_geneve_tx());
-        d.field(
-            "tunnel_stateless_mpls_over_udp",
-            &self.tunnel_stateless_mpls_over_udp(),
-        );
-        d.field(
-            "tunnel_stateless_mpls_over_gre",
-            &self.tunnel_stateless_mpls_over_gre(),
-        );
-        d.field("tunnel_stateless_vxlan_gpe", &self.tunnel_stateless_vxlan_gpe());
-        d.field(
-            "tunnel_stateless_ipv4_over_vxlan",
-            &self.tunnel_stateless_ipv4_over_vxlan(),
-        );
-        d.field("tunnel_stateless_ip_over_ip", &self.tunnel_stateless_ip_over_ip());
-        d.field("insert_trailer", &self.insert_trailer());
-        d.field(
-            "tunnel_stateless_ip_over_ip_rx",
-            &self.tunnel_stateless_ip_over_ip_rx(),
-        );
-        d.field(
-            "tunnel_stateless_ip_over_ip_tx",
-            &self.tunnel_stateless_ip_over_ip_tx(),
-        );
-        d.field("max_vxlan_udp_ports", &rt::fmt::Hex(self.max_vxlan_udp_ports().into()));
-        d.field("swp_csum_l4_partial", &self.swp_csum_l4_partial());
-        d.field("max_geneve_opt_len", &self.max_geneve_opt_len());
-        d.field("tunnel_stateless_geneve_rx", &self.tunnel_stateless_geneve_rx());
-        d.field("lro_min_mss_size", &rt::fmt::Hex(self.lro_min_mss_size().into()));
-        d.field(
-            "lro_timer_supported_periods",
-            &rt::fmt::With(|f| rt::fmt::list(
-                f,
-                self.lro_timer_supported_periods_len(),
-                self
-                    .lro_timer_supported_periods_iter()
-                    .map(|v| rt::fmt::Hex(u64::from(v))),
-            )),
-        );
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (0, 0x6600000),
-                (4, 0x13007c),
-                (8, 0xffff0000),
-                (12, 0xffffffff),
-                (16, 0xffffffff),
-                (20, 0xffffffff),
-                (24, 0xffffffff),
-                (28, 0xffffffff),
-                (32, 0xffffffff),
-                (36, 0xffffffff),
-                (40, 0xffffffff),
-                (44, 0xffffffff),
-                (64, 0xffffffff),
-                (68, 0xffffffff),
-                (72, 0xffffffff),
-                (76, 0xffffffff),
-                (80, 0xffffffff),
-                (84, 0xffffffff),
-                (88, 0xffffffff),
-                (92, 0xffffffff),
-                (96, 0xffffffff),
-                (100, 0xffffffff),
-                (104, 0xffffffff),
-                (108, 0xffffffff),
-                (112, 0xffffffff),
-                (116, 0xffffffff),
-                (120, 0xffffffff),
-                (124, 0xffffffff),
-                (128, 0xffffffff),
-                (132, 0xffffffff),
-                (136, 0xffffffff),
-                (140, 0xffffffff),
-                (144, 0xffffffff),
-                (148, 0xffffffff),
-                (152, 0xffffffff),
-                (156, 0xffffffff),
-                (160, 0xffffffff),
-                (164, 0xffffffff),
-                (168, 0xffffffff),
-                (172, 0xffffffff),
-                (176, 0xffffffff),
-                (180, 0xffffffff),
-                (184, 0xffffffff),
-                (188, 0xffffffff),
-                (192, 0xffffffff),
-                (196, 0xffffffff),
-                (200, 0xffffffff),
-                (204, 0xffffffff),
-                (208, 0xffffffff),
-                (212, 0xffffffff),
-                (216, 0xffffffff),
-                (220, 0xffffffff),
-                (224, 0xffffffff),
-                (228, 0xffffffff),
-                (232, 0xffffffff),
-                (236, 0xffffffff),
-                (240, 0xffffffff),
-                (244, 0xffffffff),
-                (248, 0xffffffff),
-                (252, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(
+                &PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS,
+                &self.buf,
+            ),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `per_protocol_networking_offload_caps` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `per_protocol_networking_offload_caps`: what the decoding `Debug` shows and generic tools read.
 pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "per_protocol_networking_offload_caps",
+    type_name: "PerProtocolNetworkingOffloadCaps",
     size: 256,
     fields: &[
         rt::reflect::FieldAccess {
@@ -13264,14 +13601,17 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.csum_cap())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                v.set_csum_cap(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                u64::from(v.csum_cap()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v =
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v.set_csum_cap(x & 1
+                != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "vlan_cap",
@@ -13279,14 +13619,17 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.vlan_cap())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                v.set_vlan_cap(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                u64::from(v.vlan_cap()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v =
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v.set_vlan_cap(x & 1
+                != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "lro_cap",
@@ -13294,14 +13637,17 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.lro_cap())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                v.set_lro_cap(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                u64::from(v.lro_cap()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v =
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v.set_lro_cap(x & 1
+                != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "lro_psh_flag",
@@ -13309,14 +13655,17 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.lro_psh_flag())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                v.set_lro_psh_flag(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                u64::from(v.lro_psh_flag()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v =
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v.set_lro_psh_flag(x
+                & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "lro_time_stamp",
@@ -13324,14 +13673,17 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.lro_time_stamp())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                v.set_lro_time_stamp(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                u64::from(v.lro_time_stamp()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v =
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v
+                .set_lro_time_stamp(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "wqe_vlan_insert",
@@ -13339,14 +13691,17 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.wqe_vlan_insert())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                v.set_wqe_vlan_insert(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                u64::from(v.wqe_vlan_insert()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v =
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v
+                .set_wqe_vlan_insert(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "self_lb_en_modifiable",
@@ -13354,14 +13709,17 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.self_lb_en_modifiable())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                v.set_self_lb_en_modifiable(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                u64::from(v.self_lb_en_modifiable()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v =
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v
+                .set_self_lb_en_modifiable(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "max_lso_cap",
@@ -13369,14 +13727,17 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.max_lso_cap())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                v.set_max_lso_cap((x & 0x1f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                u64::from(v.max_lso_cap()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v =
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v.set_max_lso_cap((x
+                & 0x1f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "multi_pkt_send_wqe",
@@ -13384,14 +13745,17 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             width: 2,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.multi_pkt_send_wqe())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                v.set_multi_pkt_send_wqe((x & 0x3) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                u64::from(v.multi_pkt_send_wqe()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v =
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v
+                .set_multi_pkt_send_wqe((x & 0x3) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "wqe_inline_mode",
@@ -13399,14 +13763,23 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             width: 2,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.wqe_inline_mode_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                v.set_wqe_inline_mode_raw((x & 0x3) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "eth_wqe_inline_mode_cap",
+                value_name: |r| match EthWqeInlineModeCap::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                u64::from(v.wqe_inline_mode_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v =
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v
+                .set_wqe_inline_mode_raw((x & 0x3) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "rss_ind_tbl_cap",
@@ -13414,14 +13787,17 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.rss_ind_tbl_cap())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                v.set_rss_ind_tbl_cap((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                u64::from(v.rss_ind_tbl_cap()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v =
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v
+                .set_rss_ind_tbl_cap((x & 0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "reg_umr_sq",
@@ -13429,14 +13805,17 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.reg_umr_sq())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                v.set_reg_umr_sq(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                u64::from(v.reg_umr_sq()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v =
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v.set_reg_umr_sq(x &
+                1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "scatter_fcs",
@@ -13444,14 +13823,17 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.scatter_fcs())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                v.set_scatter_fcs(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                u64::from(v.scatter_fcs()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v =
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v.set_scatter_fcs(x &
+                1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "enhanced_multi_pkt_send_wqe",
@@ -13459,14 +13841,17 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.enhanced_multi_pkt_send_wqe())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                v.set_enhanced_multi_pkt_send_wqe(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                u64::from(v.enhanced_multi_pkt_send_wqe()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v =
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v
+                .set_enhanced_multi_pkt_send_wqe(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "tunnel_lso_const_out_ip_id",
@@ -13474,14 +13859,17 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.tunnel_lso_const_out_ip_id())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                v.set_tunnel_lso_const_out_ip_id(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                u64::from(v.tunnel_lso_const_out_ip_id()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v =
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v
+                .set_tunnel_lso_const_out_ip_id(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "tunnel_lro_gre",
@@ -13489,14 +13877,17 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.tunnel_lro_gre())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                v.set_tunnel_lro_gre(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                u64::from(v.tunnel_lro_gre()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v =
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v
+                .set_tunnel_lro_gre(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "tunnel_lro_vxlan",
@@ -13504,14 +13895,17 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.tunnel_lro_vxlan())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                v.set_tunnel_lro_vxlan(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                u64::from(v.tunnel_lro_vxlan()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v =
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v
+                .set_tunnel_lro_vxlan(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "tunnel_stateless_gre",
@@ -13519,14 +13913,17 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.tunnel_stateless_gre())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                v.set_tunnel_stateless_gre(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                u64::from(v.tunnel_stateless_gre()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v =
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v
+                .set_tunnel_stateless_gre(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "tunnel_stateless_vxlan",
@@ -13534,14 +13931,17 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.tunnel_stateless_vxlan())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                v.set_tunnel_stateless_vxlan(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                u64::from(v.tunnel_stateless_vxlan()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v =
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v
+                .set_tunnel_stateless_vxlan(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "swp",
@@ -13549,14 +13949,17 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.swp())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                v.set_swp(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                u64::from(v.swp()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v =
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v.set_swp(x & 1 !=
+                0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "swp_csum",
@@ -13564,14 +13967,17 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.swp_csum())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                v.set_swp_csum(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                u64::from(v.swp_csum()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v =
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v.set_swp_csum(x & 1
+                != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "swp_lso",
@@ -13579,14 +13985,17 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.swp_lso())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                v.set_swp_lso(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                u64::from(v.swp_lso()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v =
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v.set_swp_lso(x & 1
+                != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "cqe_checksum_full",
@@ -13594,14 +14003,17 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.cqe_checksum_full())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                v.set_cqe_checksum_full(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                u64::from(v.cqe_checksum_full()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v =
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v
+                .set_cqe_checksum_full(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "tunnel_stateless_geneve_tx",
@@ -13609,14 +14021,17 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.tunnel_stateless_geneve_tx())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                v.set_tunnel_stateless_geneve_tx(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                u64::from(v.tunnel_stateless_geneve_tx()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v =
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v
+                .set_tunnel_stateless_geneve_tx(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "tunnel_stateless_mpls_over_udp",
@@ -13624,14 +14039,17 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.tunnel_stateless_mpls_over_udp())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                v.set_tunnel_stateless_mpls_over_udp(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                u64::from(v.tunnel_stateless_mpls_over_udp()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v =
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v
+                .set_tunnel_stateless_mpls_over_udp(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "tunnel_stateless_mpls_over_gre",
@@ -13639,14 +14057,17 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.tunnel_stateless_mpls_over_gre())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                v.set_tunnel_stateless_mpls_over_gre(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                u64::from(v.tunnel_stateless_mpls_over_gre()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v =
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v
+                .set_tunnel_stateless_mpls_over_gre(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "tunnel_stateless_vxlan_gpe",
@@ -13654,14 +14075,17 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.tunnel_stateless_vxlan_gpe())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                v.set_tunnel_stateless_vxlan_gpe(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                u64::from(v.tunnel_stateless_vxlan_gpe()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v =
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v
+                .set_tunnel_stateless_vxlan_gpe(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "tunnel_stateless_ipv4_over_vxlan",
@@ -13669,14 +14093,17 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.tunnel_stateless_ipv4_over_vxlan())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                v.set_tunnel_stateless_ipv4_over_vxlan(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                u64::from(v.tunnel_stateless_ipv4_over_vxlan()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v =
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v
+                .set_tunnel_stateless_ipv4_over_vxlan(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "tunnel_stateless_ip_over_ip",
@@ -13684,14 +14111,17 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.tunnel_stateless_ip_over_ip())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                v.set_tunnel_stateless_ip_over_ip(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                u64::from(v.tunnel_stateless_ip_over_ip()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v =
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v
+                .set_tunnel_stateless_ip_over_ip(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "insert_trailer",
@@ -13699,14 +14129,17 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.insert_trailer())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                v.set_insert_trailer(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                u64::from(v.insert_trailer()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v =
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v
+                .set_insert_trailer(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "tunnel_stateless_ip_over_ip_rx",
@@ -13714,14 +14147,17 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.tunnel_stateless_ip_over_ip_rx())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                v.set_tunnel_stateless_ip_over_ip_rx(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                u64::from(v.tunnel_stateless_ip_over_ip_rx()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v =
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v
+                .set_tunnel_stateless_ip_over_ip_rx(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "tunnel_stateless_ip_over_ip_tx",
@@ -13729,14 +14165,17 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.tunnel_stateless_ip_over_ip_tx())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                v.set_tunnel_stateless_ip_over_ip_tx(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                u64::from(v.tunnel_stateless_ip_over_ip_tx()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v =
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v
+                .set_tunnel_stateless_ip_over_ip_tx(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "max_vxlan_udp_ports",
@@ -13744,14 +14183,17 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.max_vxlan_udp_ports())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                v.set_max_vxlan_udp_ports((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                u64::from(v.max_vxlan_udp_ports()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v =
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v
+                .set_max_vxlan_udp_ports((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "swp_csum_l4_partial",
@@ -13759,14 +14201,17 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.swp_csum_l4_partial())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                v.set_swp_csum_l4_partial(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                u64::from(v.swp_csum_l4_partial()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v =
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v
+                .set_swp_csum_l4_partial(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "max_geneve_opt_len",
@@ -13774,14 +14219,17 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.max_geneve_opt_len())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                v.set_max_geneve_opt_len(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                u64::from(v.max_geneve_opt_len()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v =
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v
+                .set_max_geneve_opt_len(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "tunnel_stateless_geneve_rx",
@@ -13789,14 +14237,17 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.tunnel_stateless_geneve_rx())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                v.set_tunnel_stateless_geneve_rx(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                u64::from(v.tunnel_stateless_geneve_rx()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v =
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v
+                .set_tunnel_stateless_geneve_rx(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "lro_min_mss_size",
@@ -13804,14 +14255,17 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.lro_min_mss_size())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                v.set_lro_min_mss_size((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                u64::from(v.lro_min_mss_size()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v =
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v
+                .set_lro_min_mss_size((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "lro_timer_supported_periods",
@@ -13819,22 +14273,103 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             width: 32,
             count: 4,
             trailing: false,
-            get: Some(|b: &[u8], i: usize| -> u64 {
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> u64 {
                 PerProtocolNetworkingOffloadCaps::new_unchecked(b)
-                    .lro_timer_supported_periods(i)
-                    .map_or(0, u64::from)
-            }),
-            set: Some(|b: &mut [u8], i: usize, x: u64| {
-                let _ = PerProtocolNetworkingOffloadCaps::new_unchecked(b)
-                    .set_lro_timer_supported_periods(i, (x & 0xffffffff) as u32);
-            }),
+                .lro_timer_supported_periods(i).map_or(0, u64::from) }
+            ),
+            set: crate::__prm_accessor!(
+                | b : & mut [u8], i : usize, x : u64 | { let _ =
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b)
+                .set_lro_timer_supported_periods(i, (x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[
+        (0, 0x6600000),
+        (4, 0x13007c),
+        (8, 0xffff0000),
+        (12, 0xffffffff),
+        (16, 0xffffffff),
+        (20, 0xffffffff),
+        (24, 0xffffffff),
+        (28, 0xffffffff),
+        (32, 0xffffffff),
+        (36, 0xffffffff),
+        (40, 0xffffffff),
+        (44, 0xffffffff),
+        (64, 0xffffffff),
+        (68, 0xffffffff),
+        (72, 0xffffffff),
+        (76, 0xffffffff),
+        (80, 0xffffffff),
+        (84, 0xffffffff),
+        (88, 0xffffffff),
+        (92, 0xffffffff),
+        (96, 0xffffffff),
+        (100, 0xffffffff),
+        (104, 0xffffffff),
+        (108, 0xffffffff),
+        (112, 0xffffffff),
+        (116, 0xffffffff),
+        (120, 0xffffffff),
+        (124, 0xffffffff),
+        (128, 0xffffffff),
+        (132, 0xffffffff),
+        (136, 0xffffffff),
+        (140, 0xffffffff),
+        (144, 0xffffffff),
+        (148, 0xffffffff),
+        (152, 0xffffffff),
+        (156, 0xffffffff),
+        (160, 0xffffffff),
+        (164, 0xffffffff),
+        (168, 0xffffffff),
+        (172, 0xffffffff),
+        (176, 0xffffffff),
+        (180, 0xffffffff),
+        (184, 0xffffffff),
+        (188, 0xffffffff),
+        (192, 0xffffffff),
+        (196, 0xffffffff),
+        (200, 0xffffffff),
+        (204, 0xffffffff),
+        (208, 0xffffffff),
+        (212, 0xffffffff),
+        (216, 0xffffffff),
+        (220, 0xffffffff),
+        (224, 0xffffffff),
+        (228, 0xffffffff),
+        (232, 0xffffffff),
+        (236, 0xffffffff),
+        (240, 0xffffffff),
+        (244, 0xffffffff),
+        (248, 0xffffffff),
+        (252, 0xffffffff),
+    ],
 };
 /// RoCE capabilities (capability type 4): supported RoCE versions and address types, UDP ports and the RoCE address table. Valid when the general capability roce is set.
 ///
 /// PRM layout `roce_cap`: 0x100 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31 | `roce_apm` |
+/// | 0x00 | 27 | `sw_r_roce_src_udp_port` |
+/// | 0x00 | 26 | `fl_rc_qp_when_roce_disabled` |
+/// | 0x00 | 25 | `fl_rc_qp_when_roce_enabled` |
+/// | 0x00 | 24 | `roce_cc_general` |
+/// | 0x00 | 23 | `qp_ooo_transmit_default` |
+/// | 0x00 | 1:0 | `qp_ts_format` |
+/// | 0x10 | 19:16 | `l3_type` |
+/// | 0x10 | 7:0 | `roce_version` |
+/// | 0x14 | 15:0 | `r_roce_dest_udp_port` |
+/// | 0x18 | 31:16 | `r_roce_max_src_udp_port` |
+/// | 0x18 | 15:0 | `r_roce_min_src_udp_port` |
+/// | 0x1c | 15:0 | `roce_address_table_size` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct RoceCap<B = [u8; 256]> {
     buf: B,
@@ -14111,110 +14646,17 @@ impl<B: rt::BytesMut> RoceCap<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for RoceCap<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(RoceCap));
-        d.field("roce_apm", &self.roce_apm());
-        d.field("sw_r_roce_src_udp_port", &self.sw_r_roce_src_udp_port());
-        d.field("fl_rc_qp_when_roce_disabled", &self.fl_rc_qp_when_roce_disabled());
-        d.field("fl_rc_qp_when_roce_enabled", &self.fl_rc_qp_when_roce_enabled());
-        d.field("roce_cc_general", &self.roce_cc_general());
-        d.field("qp_ooo_transmit_default", &self.qp_ooo_transmit_default());
-        d.field("qp_ts_format", &rt::fmt::EnumValue(self.qp_ts_format()));
-        d.field("l3_type", &rt::fmt::Hex(self.l3_type().into()));
-        d.field("roce_version", &rt::fmt::Hex(self.roce_version().into()));
-        d.field(
-            "r_roce_dest_udp_port",
-            &rt::fmt::Hex(self.r_roce_dest_udp_port().into()),
-        );
-        d.field(
-            "r_roce_max_src_udp_port",
-            &rt::fmt::Hex(self.r_roce_max_src_udp_port().into()),
-        );
-        d.field(
-            "r_roce_min_src_udp_port",
-            &rt::fmt::Hex(self.r_roce_min_src_udp_port().into()),
-        );
-        d.field(
-            "roce_address_table_size",
-            &rt::fmt::Hex(self.roce_address_table_size().into()),
-        );
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (0, 0x707ffffc),
-                (4, 0xffffffff),
-                (8, 0xffffffff),
-                (12, 0xffffffff),
-                (16, 0xfff0ff00),
-                (20, 0xffff0000),
-                (28, 0xffff0000),
-                (32, 0xffffffff),
-                (36, 0xffffffff),
-                (40, 0xffffffff),
-                (44, 0xffffffff),
-                (48, 0xffffffff),
-                (52, 0xffffffff),
-                (56, 0xffffffff),
-                (60, 0xffffffff),
-                (64, 0xffffffff),
-                (68, 0xffffffff),
-                (72, 0xffffffff),
-                (76, 0xffffffff),
-                (80, 0xffffffff),
-                (84, 0xffffffff),
-                (88, 0xffffffff),
-                (92, 0xffffffff),
-                (96, 0xffffffff),
-                (100, 0xffffffff),
-                (104, 0xffffffff),
-                (108, 0xffffffff),
-                (112, 0xffffffff),
-                (116, 0xffffffff),
-                (120, 0xffffffff),
-                (124, 0xffffffff),
-                (128, 0xffffffff),
-                (132, 0xffffffff),
-                (136, 0xffffffff),
-                (140, 0xffffffff),
-                (144, 0xffffffff),
-                (148, 0xffffffff),
-                (152, 0xffffffff),
-                (156, 0xffffffff),
-                (160, 0xffffffff),
-                (164, 0xffffffff),
-                (168, 0xffffffff),
-                (172, 0xffffffff),
-                (176, 0xffffffff),
-                (180, 0xffffffff),
-                (184, 0xffffffff),
-                (188, 0xffffffff),
-                (192, 0xffffffff),
-                (196, 0xffffffff),
-                (200, 0xffffffff),
-                (204, 0xffffffff),
-                (208, 0xffffffff),
-                (212, 0xffffffff),
-                (216, 0xffffffff),
-                (220, 0xffffffff),
-                (224, 0xffffffff),
-                (228, 0xffffffff),
-                (232, 0xffffffff),
-                (236, 0xffffffff),
-                (240, 0xffffffff),
-                (244, 0xffffffff),
-                (248, 0xffffffff),
-                (252, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&ROCE_CAP_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `roce_cap` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `roce_cap`: what the decoding `Debug` shows and generic tools read.
 pub const ROCE_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "roce_cap",
+    type_name: "RoceCap",
     size: 256,
     fields: &[
         rt::reflect::FieldAccess {
@@ -14223,14 +14665,15 @@ pub const ROCE_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = RoceCap::new_unchecked(b);
-                u64::from(v.roce_apm())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = RoceCap::new_unchecked(b);
-                v.set_roce_apm(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = RoceCap::new_unchecked(b); u64::from(v.roce_apm()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = RoceCap::new_unchecked(b); v.set_roce_apm(x & 1
+                != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "sw_r_roce_src_udp_port",
@@ -14238,14 +14681,16 @@ pub const ROCE_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = RoceCap::new_unchecked(b);
-                u64::from(v.sw_r_roce_src_udp_port())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = RoceCap::new_unchecked(b);
-                v.set_sw_r_roce_src_udp_port(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = RoceCap::new_unchecked(b); u64::from(v
+                .sw_r_roce_src_udp_port()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = RoceCap::new_unchecked(b); v
+                .set_sw_r_roce_src_udp_port(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "fl_rc_qp_when_roce_disabled",
@@ -14253,14 +14698,16 @@ pub const ROCE_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = RoceCap::new_unchecked(b);
-                u64::from(v.fl_rc_qp_when_roce_disabled())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = RoceCap::new_unchecked(b);
-                v.set_fl_rc_qp_when_roce_disabled(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = RoceCap::new_unchecked(b); u64::from(v
+                .fl_rc_qp_when_roce_disabled()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = RoceCap::new_unchecked(b); v
+                .set_fl_rc_qp_when_roce_disabled(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "fl_rc_qp_when_roce_enabled",
@@ -14268,14 +14715,16 @@ pub const ROCE_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = RoceCap::new_unchecked(b);
-                u64::from(v.fl_rc_qp_when_roce_enabled())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = RoceCap::new_unchecked(b);
-                v.set_fl_rc_qp_when_roce_enabled(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = RoceCap::new_unchecked(b); u64::from(v
+                .fl_rc_qp_when_roce_enabled()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = RoceCap::new_unchecked(b); v
+                .set_fl_rc_qp_when_roce_enabled(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "roce_cc_general",
@@ -14283,14 +14732,16 @@ pub const ROCE_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = RoceCap::new_unchecked(b);
-                u64::from(v.roce_cc_general())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = RoceCap::new_unchecked(b);
-                v.set_roce_cc_general(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = RoceCap::new_unchecked(b); u64::from(v
+                .roce_cc_general()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = RoceCap::new_unchecked(b); v
+                .set_roce_cc_general(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "qp_ooo_transmit_default",
@@ -14298,14 +14749,16 @@ pub const ROCE_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = RoceCap::new_unchecked(b);
-                u64::from(v.qp_ooo_transmit_default())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = RoceCap::new_unchecked(b);
-                v.set_qp_ooo_transmit_default(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = RoceCap::new_unchecked(b); u64::from(v
+                .qp_ooo_transmit_default()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = RoceCap::new_unchecked(b); v
+                .set_qp_ooo_transmit_default(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "qp_ts_format",
@@ -14313,14 +14766,22 @@ pub const ROCE_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 2,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = RoceCap::new_unchecked(b);
-                u64::from(v.qp_ts_format_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = RoceCap::new_unchecked(b);
-                v.set_qp_ts_format_raw((x & 0x3) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "hca_ts_format_cap",
+                value_name: |r| match HcaTsFormatCap::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = RoceCap::new_unchecked(b); u64::from(v
+                .qp_ts_format_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = RoceCap::new_unchecked(b); v
+                .set_qp_ts_format_raw((x & 0x3) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "l3_type",
@@ -14328,14 +14789,15 @@ pub const ROCE_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = RoceCap::new_unchecked(b);
-                u64::from(v.l3_type())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = RoceCap::new_unchecked(b);
-                v.set_l3_type((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = RoceCap::new_unchecked(b); u64::from(v.l3_type()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = RoceCap::new_unchecked(b); v.set_l3_type((x &
+                0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "roce_version",
@@ -14343,14 +14805,16 @@ pub const ROCE_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = RoceCap::new_unchecked(b);
-                u64::from(v.roce_version())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = RoceCap::new_unchecked(b);
-                v.set_roce_version((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = RoceCap::new_unchecked(b); u64::from(v.roce_version())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = RoceCap::new_unchecked(b); v
+                .set_roce_version((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "r_roce_dest_udp_port",
@@ -14358,14 +14822,16 @@ pub const ROCE_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = RoceCap::new_unchecked(b);
-                u64::from(v.r_roce_dest_udp_port())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = RoceCap::new_unchecked(b);
-                v.set_r_roce_dest_udp_port((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = RoceCap::new_unchecked(b); u64::from(v
+                .r_roce_dest_udp_port()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = RoceCap::new_unchecked(b); v
+                .set_r_roce_dest_udp_port((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "r_roce_max_src_udp_port",
@@ -14373,14 +14839,16 @@ pub const ROCE_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = RoceCap::new_unchecked(b);
-                u64::from(v.r_roce_max_src_udp_port())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = RoceCap::new_unchecked(b);
-                v.set_r_roce_max_src_udp_port((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = RoceCap::new_unchecked(b); u64::from(v
+                .r_roce_max_src_udp_port()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = RoceCap::new_unchecked(b); v
+                .set_r_roce_max_src_udp_port((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "r_roce_min_src_udp_port",
@@ -14388,14 +14856,16 @@ pub const ROCE_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = RoceCap::new_unchecked(b);
-                u64::from(v.r_roce_min_src_udp_port())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = RoceCap::new_unchecked(b);
-                v.set_r_roce_min_src_udp_port((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = RoceCap::new_unchecked(b); u64::from(v
+                .r_roce_min_src_udp_port()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = RoceCap::new_unchecked(b); v
+                .set_r_roce_min_src_udp_port((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "roce_address_table_size",
@@ -14403,21 +14873,96 @@ pub const ROCE_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = RoceCap::new_unchecked(b);
-                u64::from(v.roce_address_table_size())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = RoceCap::new_unchecked(b);
-                v.set_roce_address_table_size((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = RoceCap::new_unchecked(b); u64::from(v
+                .roce_address_table_size()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = RoceCap::new_unchecked(b); v
+                .set_roce_address_table_size((x & 0xffff) as u16); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[
+        (0, 0x707ffffc),
+        (4, 0xffffffff),
+        (8, 0xffffffff),
+        (12, 0xffffffff),
+        (16, 0xfff0ff00),
+        (20, 0xffff0000),
+        (28, 0xffff0000),
+        (32, 0xffffffff),
+        (36, 0xffffffff),
+        (40, 0xffffffff),
+        (44, 0xffffffff),
+        (48, 0xffffffff),
+        (52, 0xffffffff),
+        (56, 0xffffffff),
+        (60, 0xffffffff),
+        (64, 0xffffffff),
+        (68, 0xffffffff),
+        (72, 0xffffffff),
+        (76, 0xffffffff),
+        (80, 0xffffffff),
+        (84, 0xffffffff),
+        (88, 0xffffffff),
+        (92, 0xffffffff),
+        (96, 0xffffffff),
+        (100, 0xffffffff),
+        (104, 0xffffffff),
+        (108, 0xffffffff),
+        (112, 0xffffffff),
+        (116, 0xffffffff),
+        (120, 0xffffffff),
+        (124, 0xffffffff),
+        (128, 0xffffffff),
+        (132, 0xffffffff),
+        (136, 0xffffffff),
+        (140, 0xffffffff),
+        (144, 0xffffffff),
+        (148, 0xffffffff),
+        (152, 0xffffffff),
+        (156, 0xffffffff),
+        (160, 0xffffffff),
+        (164, 0xffffffff),
+        (168, 0xffffffff),
+        (172, 0xffffffff),
+        (176, 0xffffffff),
+        (180, 0xffffffff),
+        (184, 0xffffffff),
+        (188, 0xffffffff),
+        (192, 0xffffffff),
+        (196, 0xffffffff),
+        (200, 0xffffffff),
+        (204, 0xffffffff),
+        (208, 0xffffffff),
+        (212, 0xffffffff),
+        (216, 0xffffffff),
+        (220, 0xffffffff),
+        (224, 0xffffffff),
+        (228, 0xffffffff),
+        (232, 0xffffffff),
+        (236, 0xffffffff),
+        (240, 0xffffffff),
+        (244, 0xffffffff),
+        (248, 0xffffffff),
+        (252, 0xffffffff),
+    ],
 };
 /// Atomic operation capabilities (capability type 3): which atomic operations QPs offer, on which operand sizes, and the byte order of 8-byte atomic operands. Valid when the general capability atomic is set. Of this page a driver may change only atomic_req_8B_endianness_mode, and only to host byte order when supported_atomic_req_8B_endianness_mode_1 allows it.
 ///
 /// PRM layout `atomic_caps`: 0x100 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x08 | 31:30 | `atomic_req_8b_endianness_mode` |
+/// | 0x08 | 25 | `supported_atomic_req_8b_endianness_mode_1` |
+/// | 0x10 | 15:0 | `atomic_operations` |
+/// | 0x14 | 15:0 | `atomic_size_qp` |
+/// | 0x18 | 15:0 | `atomic_size_dc` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct AtomicCaps<B = [u8; 256]> {
     buf: B,
@@ -14564,97 +15109,17 @@ impl<B: rt::BytesMut> AtomicCaps<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for AtomicCaps<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(AtomicCaps));
-        d.field(
-            "atomic_req_8b_endianness_mode",
-            &rt::fmt::EnumValue(self.atomic_req_8b_endianness_mode()),
-        );
-        d.field(
-            "supported_atomic_req_8b_endianness_mode_1",
-            &self.supported_atomic_req_8b_endianness_mode_1(),
-        );
-        d.field("atomic_operations", &rt::fmt::Hex(self.atomic_operations().into()));
-        d.field("atomic_size_qp", &rt::fmt::Hex(self.atomic_size_qp().into()));
-        d.field("atomic_size_dc", &rt::fmt::Hex(self.atomic_size_dc().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (0, 0xffffffff),
-                (4, 0xffffffff),
-                (8, 0x3dffffff),
-                (12, 0xffffffff),
-                (16, 0xffff0000),
-                (20, 0xffff0000),
-                (24, 0xffff0000),
-                (28, 0xffffffff),
-                (32, 0xffffffff),
-                (36, 0xffffffff),
-                (40, 0xffffffff),
-                (44, 0xffffffff),
-                (48, 0xffffffff),
-                (52, 0xffffffff),
-                (56, 0xffffffff),
-                (60, 0xffffffff),
-                (64, 0xffffffff),
-                (68, 0xffffffff),
-                (72, 0xffffffff),
-                (76, 0xffffffff),
-                (80, 0xffffffff),
-                (84, 0xffffffff),
-                (88, 0xffffffff),
-                (92, 0xffffffff),
-                (96, 0xffffffff),
-                (100, 0xffffffff),
-                (104, 0xffffffff),
-                (108, 0xffffffff),
-                (112, 0xffffffff),
-                (116, 0xffffffff),
-                (120, 0xffffffff),
-                (124, 0xffffffff),
-                (128, 0xffffffff),
-                (132, 0xffffffff),
-                (136, 0xffffffff),
-                (140, 0xffffffff),
-                (144, 0xffffffff),
-                (148, 0xffffffff),
-                (152, 0xffffffff),
-                (156, 0xffffffff),
-                (160, 0xffffffff),
-                (164, 0xffffffff),
-                (168, 0xffffffff),
-                (172, 0xffffffff),
-                (176, 0xffffffff),
-                (180, 0xffffffff),
-                (184, 0xffffffff),
-                (188, 0xffffffff),
-                (192, 0xffffffff),
-                (196, 0xffffffff),
-                (200, 0xffffffff),
-                (204, 0xffffffff),
-                (208, 0xffffffff),
-                (212, 0xffffffff),
-                (216, 0xffffffff),
-                (220, 0xffffffff),
-                (224, 0xffffffff),
-                (228, 0xffffffff),
-                (232, 0xffffffff),
-                (236, 0xffffffff),
-                (240, 0xffffffff),
-                (244, 0xffffffff),
-                (248, 0xffffffff),
-                (252, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&ATOMIC_CAPS_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `atomic_caps` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `atomic_caps`: what the decoding `Debug` shows and generic tools read.
 pub const ATOMIC_CAPS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "atomic_caps",
+    type_name: "AtomicCaps",
     size: 256,
     fields: &[
         rt::reflect::FieldAccess {
@@ -14663,14 +15128,22 @@ pub const ATOMIC_CAPS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 2,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = AtomicCaps::new_unchecked(b);
-                u64::from(v.atomic_req_8b_endianness_mode_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = AtomicCaps::new_unchecked(b);
-                v.set_atomic_req_8b_endianness_mode_raw((x & 0x3) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "atomic_endianness_mode",
+                value_name: |r| match AtomicEndiannessMode::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = AtomicCaps::new_unchecked(b); u64::from(v
+                .atomic_req_8b_endianness_mode_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = AtomicCaps::new_unchecked(b); v
+                .set_atomic_req_8b_endianness_mode_raw((x & 0x3) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "supported_atomic_req_8b_endianness_mode_1",
@@ -14678,14 +15151,16 @@ pub const ATOMIC_CAPS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = AtomicCaps::new_unchecked(b);
-                u64::from(v.supported_atomic_req_8b_endianness_mode_1())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = AtomicCaps::new_unchecked(b);
-                v.set_supported_atomic_req_8b_endianness_mode_1(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = AtomicCaps::new_unchecked(b); u64::from(v
+                .supported_atomic_req_8b_endianness_mode_1()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = AtomicCaps::new_unchecked(b); v
+                .set_supported_atomic_req_8b_endianness_mode_1(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "atomic_operations",
@@ -14693,14 +15168,16 @@ pub const ATOMIC_CAPS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = AtomicCaps::new_unchecked(b);
-                u64::from(v.atomic_operations())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = AtomicCaps::new_unchecked(b);
-                v.set_atomic_operations((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = AtomicCaps::new_unchecked(b); u64::from(v
+                .atomic_operations()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = AtomicCaps::new_unchecked(b); v
+                .set_atomic_operations((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "atomic_size_qp",
@@ -14708,14 +15185,16 @@ pub const ATOMIC_CAPS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = AtomicCaps::new_unchecked(b);
-                u64::from(v.atomic_size_qp())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = AtomicCaps::new_unchecked(b);
-                v.set_atomic_size_qp((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = AtomicCaps::new_unchecked(b); u64::from(v
+                .atomic_size_qp()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = AtomicCaps::new_unchecked(b); v
+                .set_atomic_size_qp((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "atomic_size_dc",
@@ -14723,21 +15202,98 @@ pub const ATOMIC_CAPS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = AtomicCaps::new_unchecked(b);
-                u64::from(v.atomic_size_dc())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = AtomicCaps::new_unchecked(b);
-                v.set_atomic_size_dc((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = AtomicCaps::new_unchecked(b); u64::from(v
+                .atomic_size_dc()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = AtomicCaps::new_unchecked(b); v
+                .set_atomic_size_dc((x & 0xffff) as u16); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[
+        (0, 0xffffffff),
+        (4, 0xffffffff),
+        (8, 0x3dffffff),
+        (12, 0xffffffff),
+        (16, 0xffff0000),
+        (20, 0xffff0000),
+        (24, 0xffff0000),
+        (28, 0xffffffff),
+        (32, 0xffffffff),
+        (36, 0xffffffff),
+        (40, 0xffffffff),
+        (44, 0xffffffff),
+        (48, 0xffffffff),
+        (52, 0xffffffff),
+        (56, 0xffffffff),
+        (60, 0xffffffff),
+        (64, 0xffffffff),
+        (68, 0xffffffff),
+        (72, 0xffffffff),
+        (76, 0xffffffff),
+        (80, 0xffffffff),
+        (84, 0xffffffff),
+        (88, 0xffffffff),
+        (92, 0xffffffff),
+        (96, 0xffffffff),
+        (100, 0xffffffff),
+        (104, 0xffffffff),
+        (108, 0xffffffff),
+        (112, 0xffffffff),
+        (116, 0xffffffff),
+        (120, 0xffffffff),
+        (124, 0xffffffff),
+        (128, 0xffffffff),
+        (132, 0xffffffff),
+        (136, 0xffffffff),
+        (140, 0xffffffff),
+        (144, 0xffffffff),
+        (148, 0xffffffff),
+        (152, 0xffffffff),
+        (156, 0xffffffff),
+        (160, 0xffffffff),
+        (164, 0xffffffff),
+        (168, 0xffffffff),
+        (172, 0xffffffff),
+        (176, 0xffffffff),
+        (180, 0xffffffff),
+        (184, 0xffffffff),
+        (188, 0xffffffff),
+        (192, 0xffffffff),
+        (196, 0xffffffff),
+        (200, 0xffffffff),
+        (204, 0xffffffff),
+        (208, 0xffffffff),
+        (212, 0xffffffff),
+        (216, 0xffffffff),
+        (220, 0xffffffff),
+        (224, 0xffffffff),
+        (228, 0xffffffff),
+        (232, 0xffffffff),
+        (236, 0xffffffff),
+        (240, 0xffffffff),
+        (244, 0xffffffff),
+        (248, 0xffffffff),
+        (252, 0xffffffff),
+    ],
 };
 /// Input of SET_HCA_CAP: a whole capability page, normally the current values as queried with a few fields changed. op_mod bits 15:1 carry the capability type and bit 0 is clear.
 ///
 /// PRM layout `set_hca_cap_in`: 0x1010 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x08 | 31 | `other_function` |
+/// | 0x08 | 30 | `ec_vf_function` |
+/// | 0x08 | 15:0 | `function_id` |
+/// | 0x10..0x1010 | — | `capability` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct SetHcaCapIn<B = [u8; 4112]> {
     buf: B,
@@ -14851,27 +15407,17 @@ impl<B: rt::BytesMut> SetHcaCapIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for SetHcaCapIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(SetHcaCapIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("other_function", &self.other_function());
-        d.field("ec_vf_function", &self.ec_vf_function());
-        d.field("function_id", &rt::fmt::Hex(self.function_id().into()));
-        d.field("capability", &self.capability());
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffff), (4, 0xffff0000), (8, 0x3fff0000), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&SET_HCA_CAP_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `set_hca_cap_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `set_hca_cap_in`: what the decoding `Debug` shows and generic tools read.
 pub const SET_HCA_CAP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "set_hca_cap_in",
+    type_name: "SetHcaCapIn",
     size: 4112,
     fields: &[
         rt::reflect::FieldAccess {
@@ -14880,14 +15426,15 @@ pub const SET_HCA_CAP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = SetHcaCapIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = SetHcaCapIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = SetHcaCapIn::new_unchecked(b); u64::from(v.opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = SetHcaCapIn::new_unchecked(b); v.set_opcode((x
+                & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -14895,14 +15442,15 @@ pub const SET_HCA_CAP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = SetHcaCapIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = SetHcaCapIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = SetHcaCapIn::new_unchecked(b); u64::from(v.op_mod()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = SetHcaCapIn::new_unchecked(b); v.set_op_mod((x
+                & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "other_function",
@@ -14910,14 +15458,16 @@ pub const SET_HCA_CAP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = SetHcaCapIn::new_unchecked(b);
-                u64::from(v.other_function())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = SetHcaCapIn::new_unchecked(b);
-                v.set_other_function(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = SetHcaCapIn::new_unchecked(b); u64::from(v
+                .other_function()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = SetHcaCapIn::new_unchecked(b); v
+                .set_other_function(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ec_vf_function",
@@ -14925,14 +15475,16 @@ pub const SET_HCA_CAP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = SetHcaCapIn::new_unchecked(b);
-                u64::from(v.ec_vf_function())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = SetHcaCapIn::new_unchecked(b);
-                v.set_ec_vf_function(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = SetHcaCapIn::new_unchecked(b); u64::from(v
+                .ec_vf_function()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = SetHcaCapIn::new_unchecked(b); v
+                .set_ec_vf_function(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "function_id",
@@ -14940,44 +15492,47 @@ pub const SET_HCA_CAP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = SetHcaCapIn::new_unchecked(b);
-                u64::from(v.function_id())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = SetHcaCapIn::new_unchecked(b);
-                v.set_function_id((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = SetHcaCapIn::new_unchecked(b); u64::from(v
+                .function_id()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = SetHcaCapIn::new_unchecked(b); v
+                .set_function_id((x & 0xffff) as u16); }
+            ),
         },
     ],
     nested: &[
         rt::reflect::NestedAccess {
             name: "capability",
             layout: "hca_cap_union",
-            kind: rt::reflect::NestedKind::Union,
+            table: rt::reflect::NestedTable::Union(&HCA_CAP_UNION_ACCESS),
             byte_offset: 16,
             size: 4096,
             count: 1,
             trailing: false,
             stride: 4096,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 4112 {
-                    return None;
-                }
-                let v = SetHcaCapIn::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.capability();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 4112 {
+                return None; } let v = SetHcaCapIn::new_unchecked(b); if i != 0 { return
+                None; } let sub = v.capability(); Some(sub.storage().as_ptr() as usize -
+                b.as_ptr() as usize) }
+            ),
         },
     ],
+    reserved: &[(0, 0xffff), (4, 0xffff0000), (8, 0x3fff0000), (12, 0xffffffff)],
 };
 /// Output of SET_HCA_CAP (status only).
 ///
 /// PRM layout `set_hca_cap_out`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct SetHcaCapOut<B = [u8; 16]> {
     buf: B,
@@ -15026,23 +15581,17 @@ impl<B: rt::BytesMut> SetHcaCapOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for SetHcaCapOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(SetHcaCapOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&SET_HCA_CAP_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `set_hca_cap_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `set_hca_cap_out`: what the decoding `Debug` shows and generic tools read.
 pub const SET_HCA_CAP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "set_hca_cap_out",
+    type_name: "SetHcaCapOut",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -15051,14 +15600,16 @@ pub const SET_HCA_CAP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = SetHcaCapOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = SetHcaCapOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = SetHcaCapOut::new_unchecked(b); u64::from(v.status())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = SetHcaCapOut::new_unchecked(b); v.set_status((x
+                & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -15066,17 +15617,20 @@ pub const SET_HCA_CAP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = SetHcaCapOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = SetHcaCapOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = SetHcaCapOut::new_unchecked(b); u64::from(v
+                .syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = SetHcaCapOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
 };
 /// The 4 KiB capability page carried by QUERY_HCA_CAP and SET_HCA_CAP. The member follows the capability type in op_mod bits 15:1; the general, Ethernet-offload, atomic, RoCE and NIC flow-table pages are described here.
 ///
@@ -15229,44 +15783,44 @@ pub enum HcaCapUnionRef<S> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for HcaCapUnion<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut head = [0u8; 16];
-        let n = head.len().min(self.buf.len());
-        self.buf.read_bytes(0, &mut head[..n]);
-        f.debug_struct(stringify!(HcaCapUnion))
-            .field("bytes", &self.buf.len())
-            .field("head", &rt::fmt::HexBytes(&head[..n]))
-            .finish()
+        rt::reflect::debug_union(f, &HCA_CAP_UNION_ACCESS, &self.buf)
     }
 }
-#[cfg(feature = "reflect")]
-/// The members of union `hca_cap_union` and the field that selects one, for generic tools.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// The members of union `hca_cap_union` and the field that selects one: what the decoding `Debug` and generic tools read.
 pub const HCA_CAP_UNION_ACCESS: rt::reflect::UnionAccess = rt::reflect::UnionAccess {
     name: "hca_cap_union",
+    type_name: "HcaCapUnion",
     size: 4096,
     members: &[
         rt::reflect::UnionMemberAccess {
             name: "cmd_hca_cap",
             layout: "cmd_hca_cap",
+            table: &CMD_HCA_CAP_ACCESS,
             when: Some(0x0),
         },
         rt::reflect::UnionMemberAccess {
             name: "per_protocol_networking_offload_caps",
             layout: "per_protocol_networking_offload_caps",
+            table: &PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS,
             when: Some(0x1),
         },
         rt::reflect::UnionMemberAccess {
             name: "atomic_caps",
             layout: "atomic_caps",
+            table: &ATOMIC_CAPS_ACCESS,
             when: Some(0x3),
         },
         rt::reflect::UnionMemberAccess {
             name: "roce_cap",
             layout: "roce_cap",
+            table: &ROCE_CAP_ACCESS,
             when: Some(0x4),
         },
         rt::reflect::UnionMemberAccess {
             name: "flow_table_nic_cap",
             layout: "flow_table_nic_cap",
+            table: &FLOW_TABLE_NIC_CAP_ACCESS,
             when: Some(0x7),
         },
     ],

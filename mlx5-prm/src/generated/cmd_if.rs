@@ -352,6 +352,22 @@ impl ::core::convert::From<CmdStatus> for u8 {
 /// One command queue entry, written by the driver into the command queue page (entry n at n << log_cmdq_stride) before ringing the command doorbell. Firmware owns the entry while ownership is 1; it writes the first 16 output bytes, the delivery status and clears ownership when done, and the driver then reads the output (polling ownership or on a command-completion event).
 ///
 /// PRM layout `cmd_queue_entry`: 0x40 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `type` |
+/// | 0x04 | 31:0 | `input_length` |
+/// | 0x08 | 31:0 | `input_mailbox_pointer_63_32` |
+/// | 0x0c | 31:9 | `input_mailbox_pointer_31_9` |
+/// | 0x10..0x20 | — | `command_input_inline_data` |
+/// | 0x20..0x30 | — | `command_output_inline_data` |
+/// | 0x30 | 31:0 | `output_mailbox_pointer_63_32` |
+/// | 0x34 | 31:9 | `output_mailbox_pointer_31_9` |
+/// | 0x38 | 31:0 | `output_length` |
+/// | 0x3c | 31:24 | `token` |
+/// | 0x3c | 23:16 | `signature` |
+/// | 0x3c | 7:1 | `status` |
+/// | 0x3c | 0 | `ownership` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct CmdQueueEntry<B = [u8; 64]> {
     buf: B,
@@ -668,52 +684,17 @@ impl<B: rt::BytesMut> CmdQueueEntry<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for CmdQueueEntry<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(CmdQueueEntry));
-        d.field("type", &rt::fmt::EnumValue(self.r#type()));
-        d.field("input_length", &rt::fmt::Hex(self.input_length().into()));
-        d.field(
-            "input_mailbox_pointer_63_32",
-            &rt::fmt::Hex(self.input_mailbox_pointer_63_32().into()),
-        );
-        d.field(
-            "input_mailbox_pointer_31_9",
-            &rt::fmt::Hex(self.input_mailbox_pointer_31_9().into()),
-        );
-        d.field(
-            "command_input_inline_data",
-            &rt::fmt::HexBytes(&self.command_input_inline_data()),
-        );
-        d.field(
-            "command_output_inline_data",
-            &rt::fmt::HexBytes(&self.command_output_inline_data()),
-        );
-        d.field(
-            "output_mailbox_pointer_63_32",
-            &rt::fmt::Hex(self.output_mailbox_pointer_63_32().into()),
-        );
-        d.field(
-            "output_mailbox_pointer_31_9",
-            &rt::fmt::Hex(self.output_mailbox_pointer_31_9().into()),
-        );
-        d.field("output_length", &rt::fmt::Hex(self.output_length().into()));
-        d.field("token", &rt::fmt::Hex(self.token().into()));
-        d.field("signature", &rt::fmt::Hex(self.signature().into()));
-        d.field("status", &rt::fmt::EnumValue(self.status()));
-        d.field("ownership", &self.ownership());
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (12, 0x1ff), (52, 0x1ff), (60, 0xff00)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&CMD_QUEUE_ENTRY_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `cmd_queue_entry` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `cmd_queue_entry`: what the decoding `Debug` shows and generic tools read.
 pub const CMD_QUEUE_ENTRY_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "cmd_queue_entry",
+    type_name: "CmdQueueEntry",
     size: 64,
     fields: &[
         rt::reflect::FieldAccess {
@@ -722,14 +703,22 @@ pub const CMD_QUEUE_ENTRY_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdQueueEntry::new_unchecked(b);
-                u64::from(v.type_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdQueueEntry::new_unchecked(b);
-                v.set_type_raw((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "cmd_queue_entry_type",
+                value_name: |r| match CmdQueueEntryType::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdQueueEntry::new_unchecked(b); u64::from(v
+                .type_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdQueueEntry::new_unchecked(b); v
+                .set_type_raw((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "input_length",
@@ -737,14 +726,16 @@ pub const CMD_QUEUE_ENTRY_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdQueueEntry::new_unchecked(b);
-                u64::from(v.input_length())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdQueueEntry::new_unchecked(b);
-                v.set_input_length((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdQueueEntry::new_unchecked(b); u64::from(v
+                .input_length()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdQueueEntry::new_unchecked(b); v
+                .set_input_length((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "input_mailbox_pointer_63_32",
@@ -752,14 +743,16 @@ pub const CMD_QUEUE_ENTRY_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdQueueEntry::new_unchecked(b);
-                u64::from(v.input_mailbox_pointer_63_32())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdQueueEntry::new_unchecked(b);
-                v.set_input_mailbox_pointer_63_32((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdQueueEntry::new_unchecked(b); u64::from(v
+                .input_mailbox_pointer_63_32()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdQueueEntry::new_unchecked(b); v
+                .set_input_mailbox_pointer_63_32((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "input_mailbox_pointer_31_9",
@@ -767,14 +760,38 @@ pub const CMD_QUEUE_ENTRY_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 23,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdQueueEntry::new_unchecked(b);
-                u64::from(v.input_mailbox_pointer_31_9())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdQueueEntry::new_unchecked(b);
-                v.set_input_mailbox_pointer_31_9((x & 0x7fffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdQueueEntry::new_unchecked(b); u64::from(v
+                .input_mailbox_pointer_31_9()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdQueueEntry::new_unchecked(b); v
+                .set_input_mailbox_pointer_31_9((x & 0x7fffff) as u32); }
+            ),
+        },
+        rt::reflect::FieldAccess {
+            name: "command_input_inline_data",
+            bit_offset: 128,
+            width: 128,
+            count: 1,
+            trailing: false,
+            kind: rt::reflect::ValueKind::Bytes,
+            readable: true,
+            get: None,
+            set: None,
+        },
+        rt::reflect::FieldAccess {
+            name: "command_output_inline_data",
+            bit_offset: 256,
+            width: 128,
+            count: 1,
+            trailing: false,
+            kind: rt::reflect::ValueKind::Bytes,
+            readable: true,
+            get: None,
+            set: None,
         },
         rt::reflect::FieldAccess {
             name: "output_mailbox_pointer_63_32",
@@ -782,14 +799,16 @@ pub const CMD_QUEUE_ENTRY_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdQueueEntry::new_unchecked(b);
-                u64::from(v.output_mailbox_pointer_63_32())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdQueueEntry::new_unchecked(b);
-                v.set_output_mailbox_pointer_63_32((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdQueueEntry::new_unchecked(b); u64::from(v
+                .output_mailbox_pointer_63_32()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdQueueEntry::new_unchecked(b); v
+                .set_output_mailbox_pointer_63_32((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "output_mailbox_pointer_31_9",
@@ -797,14 +816,16 @@ pub const CMD_QUEUE_ENTRY_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 23,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdQueueEntry::new_unchecked(b);
-                u64::from(v.output_mailbox_pointer_31_9())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdQueueEntry::new_unchecked(b);
-                v.set_output_mailbox_pointer_31_9((x & 0x7fffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdQueueEntry::new_unchecked(b); u64::from(v
+                .output_mailbox_pointer_31_9()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdQueueEntry::new_unchecked(b); v
+                .set_output_mailbox_pointer_31_9((x & 0x7fffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "output_length",
@@ -812,14 +833,16 @@ pub const CMD_QUEUE_ENTRY_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdQueueEntry::new_unchecked(b);
-                u64::from(v.output_length())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdQueueEntry::new_unchecked(b);
-                v.set_output_length((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdQueueEntry::new_unchecked(b); u64::from(v
+                .output_length()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdQueueEntry::new_unchecked(b); v
+                .set_output_length((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "token",
@@ -827,14 +850,16 @@ pub const CMD_QUEUE_ENTRY_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdQueueEntry::new_unchecked(b);
-                u64::from(v.token())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdQueueEntry::new_unchecked(b);
-                v.set_token((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdQueueEntry::new_unchecked(b); u64::from(v.token())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdQueueEntry::new_unchecked(b); v.set_token((x
+                & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "signature",
@@ -842,14 +867,16 @@ pub const CMD_QUEUE_ENTRY_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdQueueEntry::new_unchecked(b);
-                u64::from(v.signature())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdQueueEntry::new_unchecked(b);
-                v.set_signature((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdQueueEntry::new_unchecked(b); u64::from(v
+                .signature()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdQueueEntry::new_unchecked(b); v
+                .set_signature((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "status",
@@ -857,14 +884,22 @@ pub const CMD_QUEUE_ENTRY_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 7,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdQueueEntry::new_unchecked(b);
-                u64::from(v.status_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdQueueEntry::new_unchecked(b);
-                v.set_status_raw((x & 0x7f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "cmd_delivery_status",
+                value_name: |r| match CmdDeliveryStatus::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdQueueEntry::new_unchecked(b); u64::from(v
+                .status_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdQueueEntry::new_unchecked(b); v
+                .set_status_raw((x & 0x7f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ownership",
@@ -872,21 +907,34 @@ pub const CMD_QUEUE_ENTRY_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdQueueEntry::new_unchecked(b);
-                u64::from(v.ownership())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdQueueEntry::new_unchecked(b);
-                v.set_ownership(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdQueueEntry::new_unchecked(b); u64::from(v
+                .ownership()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdQueueEntry::new_unchecked(b); v
+                .set_ownership(x & 1 != 0); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffff), (12, 0x1ff), (52, 0x1ff), (60, 0xff00)],
 };
 /// One mailbox block, a 576-byte buffer in host memory. Blocks form a singly linked chain that carries the input beyond the first 16 bytes (written by the driver) or receives the output beyond the first 16 bytes (written by firmware). The driver reads output blocks after the entry completes.
 ///
 /// PRM layout `cmd_if_box`: 0x240 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00..0x200 | — | `mailbox_data` |
+/// | 0x230 | 31:0 | `next_pointer_63_32` |
+/// | 0x234 | 31:10 | `next_pointer_31_10` |
+/// | 0x238 | 31:0 | `block_number` |
+/// | 0x23c | 23:16 | `token` |
+/// | 0x23c | 15:8 | `ctrl_signature` |
+/// | 0x23c | 7:0 | `signature` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct CmdIfBox<B = [u8; 576]> {
     buf: B,
@@ -1042,59 +1090,46 @@ impl<B: rt::BytesMut> CmdIfBox<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for CmdIfBox<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(CmdIfBox));
-        d.field("mailbox_data", &rt::fmt::HexBytes(&self.mailbox_data()));
-        d.field("next_pointer_63_32", &rt::fmt::Hex(self.next_pointer_63_32().into()));
-        d.field("next_pointer_31_10", &rt::fmt::Hex(self.next_pointer_31_10().into()));
-        d.field("block_number", &rt::fmt::Hex(self.block_number().into()));
-        d.field("token", &rt::fmt::Hex(self.token().into()));
-        d.field("ctrl_signature", &rt::fmt::Hex(self.ctrl_signature().into()));
-        d.field("signature", &rt::fmt::Hex(self.signature().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (512, 0xffffffff),
-                (516, 0xffffffff),
-                (520, 0xffffffff),
-                (524, 0xffffffff),
-                (528, 0xffffffff),
-                (532, 0xffffffff),
-                (536, 0xffffffff),
-                (540, 0xffffffff),
-                (544, 0xffffffff),
-                (548, 0xffffffff),
-                (552, 0xffffffff),
-                (556, 0xffffffff),
-                (564, 0x3ff),
-                (572, 0xff000000),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&CMD_IF_BOX_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `cmd_if_box` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `cmd_if_box`: what the decoding `Debug` shows and generic tools read.
 pub const CMD_IF_BOX_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "cmd_if_box",
+    type_name: "CmdIfBox",
     size: 576,
     fields: &[
+        rt::reflect::FieldAccess {
+            name: "mailbox_data",
+            bit_offset: 0,
+            width: 4096,
+            count: 1,
+            trailing: false,
+            kind: rt::reflect::ValueKind::Bytes,
+            readable: true,
+            get: None,
+            set: None,
+        },
         rt::reflect::FieldAccess {
             name: "next_pointer_63_32",
             bit_offset: 4480,
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdIfBox::new_unchecked(b);
-                u64::from(v.next_pointer_63_32())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdIfBox::new_unchecked(b);
-                v.set_next_pointer_63_32((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdIfBox::new_unchecked(b); u64::from(v
+                .next_pointer_63_32()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdIfBox::new_unchecked(b); v
+                .set_next_pointer_63_32((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "next_pointer_31_10",
@@ -1102,14 +1137,16 @@ pub const CMD_IF_BOX_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
             width: 22,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdIfBox::new_unchecked(b);
-                u64::from(v.next_pointer_31_10())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdIfBox::new_unchecked(b);
-                v.set_next_pointer_31_10((x & 0x3fffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdIfBox::new_unchecked(b); u64::from(v
+                .next_pointer_31_10()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdIfBox::new_unchecked(b); v
+                .set_next_pointer_31_10((x & 0x3fffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "block_number",
@@ -1117,14 +1154,16 @@ pub const CMD_IF_BOX_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdIfBox::new_unchecked(b);
-                u64::from(v.block_number())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdIfBox::new_unchecked(b);
-                v.set_block_number((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdIfBox::new_unchecked(b); u64::from(v
+                .block_number()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdIfBox::new_unchecked(b); v
+                .set_block_number((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "token",
@@ -1132,14 +1171,15 @@ pub const CMD_IF_BOX_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdIfBox::new_unchecked(b);
-                u64::from(v.token())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdIfBox::new_unchecked(b);
-                v.set_token((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdIfBox::new_unchecked(b); u64::from(v.token()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdIfBox::new_unchecked(b); v.set_token((x &
+                0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ctrl_signature",
@@ -1147,14 +1187,16 @@ pub const CMD_IF_BOX_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdIfBox::new_unchecked(b);
-                u64::from(v.ctrl_signature())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdIfBox::new_unchecked(b);
-                v.set_ctrl_signature((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdIfBox::new_unchecked(b); u64::from(v
+                .ctrl_signature()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdIfBox::new_unchecked(b); v
+                .set_ctrl_signature((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "signature",
@@ -1162,21 +1204,44 @@ pub const CMD_IF_BOX_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdIfBox::new_unchecked(b);
-                u64::from(v.signature())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdIfBox::new_unchecked(b);
-                v.set_signature((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdIfBox::new_unchecked(b); u64::from(v.signature()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdIfBox::new_unchecked(b); v.set_signature((x
+                & 0xff) as u8); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[
+        (512, 0xffffffff),
+        (516, 0xffffffff),
+        (520, 0xffffffff),
+        (524, 0xffffffff),
+        (528, 0xffffffff),
+        (532, 0xffffffff),
+        (536, 0xffffffff),
+        (540, 0xffffffff),
+        (544, 0xffffffff),
+        (548, 0xffffffff),
+        (552, 0xffffffff),
+        (556, 0xffffffff),
+        (564, 0x3ff),
+        (572, 0xff000000),
+    ],
 };
 /// The header common to every command input, written by the driver at the start of the input (inline data of the entry). Command-specific parameters follow.
 ///
 /// PRM layout `cmd_in`: 0x8 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x08 | … | `command[]` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct CmdIn<B = [u8; 8]> {
     buf: B,
@@ -1279,31 +1344,14 @@ impl<B: rt::BytesMut> CmdIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for CmdIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(CmdIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field(
-            "command",
-            &rt::fmt::With(|f| rt::fmt::list(
-                f,
-                self.command_len(),
-                self.command_iter().map(|v| rt::fmt::Hex(u64::from(v))),
-            )),
-        );
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffff), (4, 0xffff0000)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&CMD_IN_ACCESS, &self.buf), f)
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `cmd_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `cmd_in`: what the decoding `Debug` shows and generic tools read.
 pub const CMD_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "cmd_in",
+    type_name: "CmdIn",
     size: 8,
     fields: &[
         rt::reflect::FieldAccess {
@@ -1312,14 +1360,15 @@ pub const CMD_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdIn::new_unchecked(b); u64::from(v.opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdIn::new_unchecked(b); v.set_opcode((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -1327,14 +1376,15 @@ pub const CMD_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdIn::new_unchecked(b); u64::from(v.op_mod()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdIn::new_unchecked(b); v.set_op_mod((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "command",
@@ -1342,19 +1392,30 @@ pub const CMD_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 32,
             count: 0,
             trailing: true,
-            get: Some(|b: &[u8], i: usize| -> u64 {
-                CmdIn::new_unchecked(b).command(i).map_or(0, u64::from)
-            }),
-            set: Some(|b: &mut [u8], i: usize, x: u64| {
-                let _ = CmdIn::new_unchecked(b).set_command(i, (x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> u64 { CmdIn::new_unchecked(b).command(i)
+                .map_or(0, u64::from) }
+            ),
+            set: crate::__prm_accessor!(
+                | b : & mut [u8], i : usize, x : u64 | { let _ = CmdIn::new_unchecked(b)
+                .set_command(i, (x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffff), (4, 0xffff0000)],
 };
 /// The header common to every command output, written by firmware at the start of the output (inline output of the entry). The driver checks status first.
 ///
 /// PRM layout `cmd_out`: 0xc bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
+/// | 0x08 | 31:0 | `command_output` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct CmdOut<B = [u8; 12]> {
     buf: B,
@@ -1437,24 +1498,17 @@ impl<B: rt::BytesMut> CmdOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for CmdOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(CmdOut));
-        d.field("status", &rt::fmt::EnumValue(self.status()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        d.field("command_output", &rt::fmt::Hex(self.command_output().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&CMD_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `cmd_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `cmd_out`: what the decoding `Debug` shows and generic tools read.
 pub const CMD_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "cmd_out",
+    type_name: "CmdOut",
     size: 12,
     fields: &[
         rt::reflect::FieldAccess {
@@ -1463,14 +1517,21 @@ pub const CMD_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess 
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdOut::new_unchecked(b);
-                u64::from(v.status_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdOut::new_unchecked(b);
-                v.set_status_raw((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "cmd_status",
+                value_name: |r| match CmdStatus::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdOut::new_unchecked(b); u64::from(v.status_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdOut::new_unchecked(b); v.set_status_raw((x &
+                0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -1478,14 +1539,15 @@ pub const CMD_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess 
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdOut::new_unchecked(b); u64::from(v.syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdOut::new_unchecked(b); v.set_syndrome((x &
+                0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "command_output",
@@ -1493,15 +1555,18 @@ pub const CMD_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess 
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdOut::new_unchecked(b);
-                u64::from(v.command_output())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdOut::new_unchecked(b);
-                v.set_command_output((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdOut::new_unchecked(b); u64::from(v
+                .command_output()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdOut::new_unchecked(b); v
+                .set_command_output((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffff)],
 };

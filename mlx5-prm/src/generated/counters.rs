@@ -9,6 +9,12 @@ use crate::rt::{self, Bytes as _, BytesMut as _};
 /// Input of ALLOC_Q_COUNTER.
 ///
 /// PRM layout `alloc_q_counter_in`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x00 | 15:0 | `uid` |
+/// | 0x04 | 15:0 | `op_mod` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct AllocQCounterIn<B = [u8; 16]> {
     buf: B,
@@ -69,24 +75,17 @@ impl<B: rt::BytesMut> AllocQCounterIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for AllocQCounterIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(AllocQCounterIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("uid", &rt::fmt::Hex(self.uid().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(4, 0xffff0000), (8, 0xffffffff), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&ALLOC_Q_COUNTER_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `alloc_q_counter_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `alloc_q_counter_in`: what the decoding `Debug` shows and generic tools read.
 pub const ALLOC_Q_COUNTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "alloc_q_counter_in",
+    type_name: "AllocQCounterIn",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -95,14 +94,16 @@ pub const ALLOC_Q_COUNTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = AllocQCounterIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = AllocQCounterIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = AllocQCounterIn::new_unchecked(b); u64::from(v
+                .opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = AllocQCounterIn::new_unchecked(b); v
+                .set_opcode((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "uid",
@@ -110,14 +111,16 @@ pub const ALLOC_Q_COUNTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = AllocQCounterIn::new_unchecked(b);
-                u64::from(v.uid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = AllocQCounterIn::new_unchecked(b);
-                v.set_uid((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = AllocQCounterIn::new_unchecked(b); u64::from(v.uid())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = AllocQCounterIn::new_unchecked(b); v.set_uid((x
+                & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -125,21 +128,30 @@ pub const ALLOC_Q_COUNTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = AllocQCounterIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = AllocQCounterIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = AllocQCounterIn::new_unchecked(b); u64::from(v
+                .op_mod()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = AllocQCounterIn::new_unchecked(b); v
+                .set_op_mod((x & 0xffff) as u16); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(4, 0xffff0000), (8, 0xffffffff), (12, 0xffffffff)],
 };
 /// Output of ALLOC_Q_COUNTER.
 ///
 /// PRM layout `alloc_q_counter_out`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
+/// | 0x08 | 7:0 | `counter_set_id` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct AllocQCounterOut<B = [u8; 16]> {
     buf: B,
@@ -206,24 +218,17 @@ impl<B: rt::BytesMut> AllocQCounterOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for AllocQCounterOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(AllocQCounterOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        d.field("counter_set_id", &rt::fmt::Hex(self.counter_set_id().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0xffffff00), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&ALLOC_Q_COUNTER_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `alloc_q_counter_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `alloc_q_counter_out`: what the decoding `Debug` shows and generic tools read.
 pub const ALLOC_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "alloc_q_counter_out",
+    type_name: "AllocQCounterOut",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -232,14 +237,16 @@ pub const ALLOC_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = AllocQCounterOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = AllocQCounterOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = AllocQCounterOut::new_unchecked(b); u64::from(v
+                .status()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = AllocQCounterOut::new_unchecked(b); v
+                .set_status((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -247,14 +254,16 @@ pub const ALLOC_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = AllocQCounterOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = AllocQCounterOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = AllocQCounterOut::new_unchecked(b); u64::from(v
+                .syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = AllocQCounterOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "counter_set_id",
@@ -262,21 +271,30 @@ pub const ALLOC_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = AllocQCounterOut::new_unchecked(b);
-                u64::from(v.counter_set_id())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = AllocQCounterOut::new_unchecked(b);
-                v.set_counter_set_id((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = AllocQCounterOut::new_unchecked(b); u64::from(v
+                .counter_set_id()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = AllocQCounterOut::new_unchecked(b); v
+                .set_counter_set_id((x & 0xff) as u8); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffff), (8, 0xffffff00), (12, 0xffffffff)],
 };
 /// Input of DEALLOC_Q_COUNTER.
 ///
 /// PRM layout `dealloc_q_counter_in`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x08 | 7:0 | `counter_set_id` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct DeallocQCounterIn<B = [u8; 16]> {
     buf: B,
@@ -343,24 +361,17 @@ impl<B: rt::BytesMut> DeallocQCounterIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for DeallocQCounterIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(DeallocQCounterIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("counter_set_id", &rt::fmt::Hex(self.counter_set_id().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffff), (4, 0xffff0000), (8, 0xffffff00), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DEALLOC_Q_COUNTER_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `dealloc_q_counter_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `dealloc_q_counter_in`: what the decoding `Debug` shows and generic tools read.
 pub const DEALLOC_Q_COUNTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "dealloc_q_counter_in",
+    type_name: "DeallocQCounterIn",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -369,14 +380,16 @@ pub const DEALLOC_Q_COUNTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DeallocQCounterIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DeallocQCounterIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DeallocQCounterIn::new_unchecked(b); u64::from(v
+                .opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DeallocQCounterIn::new_unchecked(b); v
+                .set_opcode((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -384,14 +397,16 @@ pub const DEALLOC_Q_COUNTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DeallocQCounterIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DeallocQCounterIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DeallocQCounterIn::new_unchecked(b); u64::from(v
+                .op_mod()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DeallocQCounterIn::new_unchecked(b); v
+                .set_op_mod((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "counter_set_id",
@@ -399,21 +414,29 @@ pub const DEALLOC_Q_COUNTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DeallocQCounterIn::new_unchecked(b);
-                u64::from(v.counter_set_id())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DeallocQCounterIn::new_unchecked(b);
-                v.set_counter_set_id((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DeallocQCounterIn::new_unchecked(b); u64::from(v
+                .counter_set_id()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DeallocQCounterIn::new_unchecked(b); v
+                .set_counter_set_id((x & 0xff) as u8); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffff), (4, 0xffff0000), (8, 0xffffff00), (12, 0xffffffff)],
 };
 /// Output of DEALLOC_Q_COUNTER (status only).
 ///
 /// PRM layout `dealloc_q_counter_out`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct DeallocQCounterOut<B = [u8; 16]> {
     buf: B,
@@ -462,23 +485,17 @@ impl<B: rt::BytesMut> DeallocQCounterOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for DeallocQCounterOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(DeallocQCounterOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DEALLOC_Q_COUNTER_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `dealloc_q_counter_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `dealloc_q_counter_out`: what the decoding `Debug` shows and generic tools read.
 pub const DEALLOC_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "dealloc_q_counter_out",
+    type_name: "DeallocQCounterOut",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -487,14 +504,16 @@ pub const DEALLOC_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DeallocQCounterOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DeallocQCounterOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DeallocQCounterOut::new_unchecked(b); u64::from(v
+                .status()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DeallocQCounterOut::new_unchecked(b); v
+                .set_status((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -502,21 +521,34 @@ pub const DEALLOC_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DeallocQCounterOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DeallocQCounterOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DeallocQCounterOut::new_unchecked(b); u64::from(v
+                .syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DeallocQCounterOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
 };
 /// Input of QUERY_Q_COUNTER.
 ///
 /// PRM layout `query_q_counter_in`: 0x20 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x08 | 31 | `other_vport` |
+/// | 0x08 | 15:0 | `vport_number` |
+/// | 0x18 | 31 | `clear` |
+/// | 0x18 | 30 | `aggregate` |
+/// | 0x1c | 7:0 | `counter_set_id` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct QueryQCounterIn<B = [u8; 32]> {
     buf: B,
@@ -641,37 +673,17 @@ impl<B: rt::BytesMut> QueryQCounterIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for QueryQCounterIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(QueryQCounterIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("other_vport", &self.other_vport());
-        d.field("vport_number", &rt::fmt::Hex(self.vport_number().into()));
-        d.field("clear", &self.clear());
-        d.field("aggregate", &self.aggregate());
-        d.field("counter_set_id", &rt::fmt::Hex(self.counter_set_id().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (0, 0xffff),
-                (4, 0xffff0000),
-                (8, 0x7fff0000),
-                (12, 0xffffffff),
-                (16, 0xffffffff),
-                (20, 0xffffffff),
-                (24, 0x3fffffff),
-                (28, 0xffffff00),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QUERY_Q_COUNTER_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `query_q_counter_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `query_q_counter_in`: what the decoding `Debug` shows and generic tools read.
 pub const QUERY_Q_COUNTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "query_q_counter_in",
+    type_name: "QueryQCounterIn",
     size: 32,
     fields: &[
         rt::reflect::FieldAccess {
@@ -680,14 +692,16 @@ pub const QUERY_Q_COUNTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryQCounterIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryQCounterIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryQCounterIn::new_unchecked(b); u64::from(v
+                .opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryQCounterIn::new_unchecked(b); v
+                .set_opcode((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -695,14 +709,16 @@ pub const QUERY_Q_COUNTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryQCounterIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryQCounterIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryQCounterIn::new_unchecked(b); u64::from(v
+                .op_mod()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryQCounterIn::new_unchecked(b); v
+                .set_op_mod((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "other_vport",
@@ -710,14 +726,16 @@ pub const QUERY_Q_COUNTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryQCounterIn::new_unchecked(b);
-                u64::from(v.other_vport())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryQCounterIn::new_unchecked(b);
-                v.set_other_vport(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryQCounterIn::new_unchecked(b); u64::from(v
+                .other_vport()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryQCounterIn::new_unchecked(b); v
+                .set_other_vport(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "vport_number",
@@ -725,14 +743,16 @@ pub const QUERY_Q_COUNTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryQCounterIn::new_unchecked(b);
-                u64::from(v.vport_number())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryQCounterIn::new_unchecked(b);
-                v.set_vport_number((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryQCounterIn::new_unchecked(b); u64::from(v
+                .vport_number()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryQCounterIn::new_unchecked(b); v
+                .set_vport_number((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "clear",
@@ -740,14 +760,16 @@ pub const QUERY_Q_COUNTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryQCounterIn::new_unchecked(b);
-                u64::from(v.clear())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryQCounterIn::new_unchecked(b);
-                v.set_clear(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryQCounterIn::new_unchecked(b); u64::from(v
+                .clear()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryQCounterIn::new_unchecked(b); v
+                .set_clear(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "aggregate",
@@ -755,14 +777,16 @@ pub const QUERY_Q_COUNTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryQCounterIn::new_unchecked(b);
-                u64::from(v.aggregate())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryQCounterIn::new_unchecked(b);
-                v.set_aggregate(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryQCounterIn::new_unchecked(b); u64::from(v
+                .aggregate()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryQCounterIn::new_unchecked(b); v
+                .set_aggregate(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "counter_set_id",
@@ -770,21 +794,74 @@ pub const QUERY_Q_COUNTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryQCounterIn::new_unchecked(b);
-                u64::from(v.counter_set_id())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryQCounterIn::new_unchecked(b);
-                v.set_counter_set_id((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryQCounterIn::new_unchecked(b); u64::from(v
+                .counter_set_id()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryQCounterIn::new_unchecked(b); v
+                .set_counter_set_id((x & 0xff) as u8); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[
+        (0, 0xffff),
+        (4, 0xffff0000),
+        (8, 0x7fff0000),
+        (12, 0xffffffff),
+        (16, 0xffffffff),
+        (20, 0xffffffff),
+        (24, 0x3fffffff),
+        (28, 0xffffff00),
+    ],
 };
 /// Output of QUERY_Q_COUNTER: 32-bit counts of the events of the queues bound to the set. Each count stops at its maximum rather than wrapping.
 ///
 /// PRM layout `query_q_counter_out`: 0x100 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
+/// | 0x10 | 31:0 | `rx_write_requests` |
+/// | 0x18 | 31:0 | `rx_read_requests` |
+/// | 0x20 | 31:0 | `rx_atomic_requests` |
+/// | 0x28 | 31:0 | `rx_dct_connect` |
+/// | 0x30 | 31:0 | `out_of_buffer` |
+/// | 0x38 | 31:0 | `out_of_sequence` |
+/// | 0x40 | 31:0 | `duplicate_request` |
+/// | 0x48 | 31:0 | `rnr_nak_retry_err` |
+/// | 0x50 | 31:0 | `packet_seq_err` |
+/// | 0x58 | 31:0 | `implied_nak_seq_err` |
+/// | 0x60 | 31:0 | `local_ack_timeout_err` |
+/// | 0x70 | 31:0 | `req_rnr_retries_exceeded` |
+/// | 0x78 | 31:0 | `resp_local_length_error` |
+/// | 0x7c | 31:0 | `req_local_length_error` |
+/// | 0x80 | 31:0 | `resp_local_qp_error` |
+/// | 0x84 | 31:0 | `local_operation_error` |
+/// | 0x88 | 31:0 | `resp_local_protection` |
+/// | 0x8c | 31:0 | `req_local_protection` |
+/// | 0x90 | 31:0 | `resp_cqe_error` |
+/// | 0x94 | 31:0 | `req_cqe_error` |
+/// | 0x98 | 31:0 | `req_mw_binding` |
+/// | 0x9c | 31:0 | `req_bad_response` |
+/// | 0xa0 | 31:0 | `req_remote_invalid_request` |
+/// | 0xa4 | 31:0 | `resp_remote_invalid_request` |
+/// | 0xa8 | 31:0 | `req_remote_access_errors` |
+/// | 0xac | 31:0 | `resp_remote_access_errors` |
+/// | 0xb0 | 31:0 | `req_remote_operation_errors` |
+/// | 0xb4 | 31:0 | `req_transport_retries_exceeded` |
+/// | 0xb8 | 31:0 | `cq_overflow` |
+/// | 0xbc | 31:0 | `resp_cqe_flush_error` |
+/// | 0xc0 | 31:0 | `req_cqe_flush_error` |
+/// | 0xc8 | 31:0 | `roce_adp_retrans` |
+/// | 0xcc | 31:0 | `roce_adp_retrans_to` |
+/// | 0xd0 | 31:0 | `roce_slow_restart` |
+/// | 0xd4 | 31:0 | `roce_slow_restart_cnps` |
+/// | 0xd8 | 31:0 | `roce_slow_restart_trans` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct QueryQCounterOut<B = [u8; 256]> {
     buf: B,
@@ -1416,135 +1493,17 @@ impl<B: rt::BytesMut> QueryQCounterOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for QueryQCounterOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(QueryQCounterOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        d.field("rx_write_requests", &rt::fmt::Hex(self.rx_write_requests().into()));
-        d.field("rx_read_requests", &rt::fmt::Hex(self.rx_read_requests().into()));
-        d.field("rx_atomic_requests", &rt::fmt::Hex(self.rx_atomic_requests().into()));
-        d.field("rx_dct_connect", &rt::fmt::Hex(self.rx_dct_connect().into()));
-        d.field("out_of_buffer", &rt::fmt::Hex(self.out_of_buffer().into()));
-        d.field("out_of_sequence", &rt::fmt::Hex(self.out_of_sequence().into()));
-        d.field("duplicate_request", &rt::fmt::Hex(self.duplicate_request().into()));
-        d.field("rnr_nak_retry_err", &rt::fmt::Hex(self.rnr_nak_retry_err().into()));
-        d.field("packet_seq_err", &rt::fmt::Hex(self.packet_seq_err().into()));
-        d.field("implied_nak_seq_err", &rt::fmt::Hex(self.implied_nak_seq_err().into()));
-        d.field(
-            "local_ack_timeout_err",
-            &rt::fmt::Hex(self.local_ack_timeout_err().into()),
-        );
-        d.field(
-            "req_rnr_retries_exceeded",
-            &rt::fmt::Hex(self.req_rnr_retries_exceeded().into()),
-        );
-        d.field(
-            "resp_local_length_error",
-            &rt::fmt::Hex(self.resp_local_length_error().into()),
-        );
-        d.field(
-            "req_local_length_error",
-            &rt::fmt::Hex(self.req_local_length_error().into()),
-        );
-        d.field("resp_local_qp_error", &rt::fmt::Hex(self.resp_local_qp_error().into()));
-        d.field(
-            "local_operation_error",
-            &rt::fmt::Hex(self.local_operation_error().into()),
-        );
-        d.field(
-            "resp_local_protection",
-            &rt::fmt::Hex(self.resp_local_protection().into()),
-        );
-        d.field(
-            "req_local_protection",
-            &rt::fmt::Hex(self.req_local_protection().into()),
-        );
-        d.field("resp_cqe_error", &rt::fmt::Hex(self.resp_cqe_error().into()));
-        d.field("req_cqe_error", &rt::fmt::Hex(self.req_cqe_error().into()));
-        d.field("req_mw_binding", &rt::fmt::Hex(self.req_mw_binding().into()));
-        d.field("req_bad_response", &rt::fmt::Hex(self.req_bad_response().into()));
-        d.field(
-            "req_remote_invalid_request",
-            &rt::fmt::Hex(self.req_remote_invalid_request().into()),
-        );
-        d.field(
-            "resp_remote_invalid_request",
-            &rt::fmt::Hex(self.resp_remote_invalid_request().into()),
-        );
-        d.field(
-            "req_remote_access_errors",
-            &rt::fmt::Hex(self.req_remote_access_errors().into()),
-        );
-        d.field(
-            "resp_remote_access_errors",
-            &rt::fmt::Hex(self.resp_remote_access_errors().into()),
-        );
-        d.field(
-            "req_remote_operation_errors",
-            &rt::fmt::Hex(self.req_remote_operation_errors().into()),
-        );
-        d.field(
-            "req_transport_retries_exceeded",
-            &rt::fmt::Hex(self.req_transport_retries_exceeded().into()),
-        );
-        d.field("cq_overflow", &rt::fmt::Hex(self.cq_overflow().into()));
-        d.field(
-            "resp_cqe_flush_error",
-            &rt::fmt::Hex(self.resp_cqe_flush_error().into()),
-        );
-        d.field("req_cqe_flush_error", &rt::fmt::Hex(self.req_cqe_flush_error().into()));
-        d.field("roce_adp_retrans", &rt::fmt::Hex(self.roce_adp_retrans().into()));
-        d.field("roce_adp_retrans_to", &rt::fmt::Hex(self.roce_adp_retrans_to().into()));
-        d.field("roce_slow_restart", &rt::fmt::Hex(self.roce_slow_restart().into()));
-        d.field(
-            "roce_slow_restart_cnps",
-            &rt::fmt::Hex(self.roce_slow_restart_cnps().into()),
-        );
-        d.field(
-            "roce_slow_restart_trans",
-            &rt::fmt::Hex(self.roce_slow_restart_trans().into()),
-        );
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (0, 0xffffff),
-                (8, 0xffffffff),
-                (12, 0xffffffff),
-                (20, 0xffffffff),
-                (28, 0xffffffff),
-                (36, 0xffffffff),
-                (44, 0xffffffff),
-                (52, 0xffffffff),
-                (60, 0xffffffff),
-                (68, 0xffffffff),
-                (76, 0xffffffff),
-                (84, 0xffffffff),
-                (92, 0xffffffff),
-                (100, 0xffffffff),
-                (104, 0xffffffff),
-                (108, 0xffffffff),
-                (116, 0xffffffff),
-                (196, 0xffffffff),
-                (220, 0xffffffff),
-                (224, 0xffffffff),
-                (228, 0xffffffff),
-                (232, 0xffffffff),
-                (236, 0xffffffff),
-                (240, 0xffffffff),
-                (244, 0xffffffff),
-                (248, 0xffffffff),
-                (252, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QUERY_Q_COUNTER_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `query_q_counter_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `query_q_counter_out`: what the decoding `Debug` shows and generic tools read.
 pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "query_q_counter_out",
+    type_name: "QueryQCounterOut",
     size: 256,
     fields: &[
         rt::reflect::FieldAccess {
@@ -1553,14 +1512,16 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryQCounterOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryQCounterOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
+                .status()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
+                .set_status((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -1568,14 +1529,16 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryQCounterOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryQCounterOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
+                .syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "rx_write_requests",
@@ -1583,14 +1546,16 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryQCounterOut::new_unchecked(b);
-                u64::from(v.rx_write_requests())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryQCounterOut::new_unchecked(b);
-                v.set_rx_write_requests((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
+                .rx_write_requests()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
+                .set_rx_write_requests((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "rx_read_requests",
@@ -1598,14 +1563,16 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryQCounterOut::new_unchecked(b);
-                u64::from(v.rx_read_requests())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryQCounterOut::new_unchecked(b);
-                v.set_rx_read_requests((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
+                .rx_read_requests()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
+                .set_rx_read_requests((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "rx_atomic_requests",
@@ -1613,14 +1580,16 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryQCounterOut::new_unchecked(b);
-                u64::from(v.rx_atomic_requests())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryQCounterOut::new_unchecked(b);
-                v.set_rx_atomic_requests((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
+                .rx_atomic_requests()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
+                .set_rx_atomic_requests((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "rx_dct_connect",
@@ -1628,14 +1597,16 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryQCounterOut::new_unchecked(b);
-                u64::from(v.rx_dct_connect())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryQCounterOut::new_unchecked(b);
-                v.set_rx_dct_connect((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
+                .rx_dct_connect()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
+                .set_rx_dct_connect((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "out_of_buffer",
@@ -1643,14 +1614,16 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryQCounterOut::new_unchecked(b);
-                u64::from(v.out_of_buffer())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryQCounterOut::new_unchecked(b);
-                v.set_out_of_buffer((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
+                .out_of_buffer()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
+                .set_out_of_buffer((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "out_of_sequence",
@@ -1658,14 +1631,16 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryQCounterOut::new_unchecked(b);
-                u64::from(v.out_of_sequence())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryQCounterOut::new_unchecked(b);
-                v.set_out_of_sequence((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
+                .out_of_sequence()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
+                .set_out_of_sequence((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "duplicate_request",
@@ -1673,14 +1648,16 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryQCounterOut::new_unchecked(b);
-                u64::from(v.duplicate_request())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryQCounterOut::new_unchecked(b);
-                v.set_duplicate_request((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
+                .duplicate_request()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
+                .set_duplicate_request((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "rnr_nak_retry_err",
@@ -1688,14 +1665,16 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryQCounterOut::new_unchecked(b);
-                u64::from(v.rnr_nak_retry_err())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryQCounterOut::new_unchecked(b);
-                v.set_rnr_nak_retry_err((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
+                .rnr_nak_retry_err()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
+                .set_rnr_nak_retry_err((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "packet_seq_err",
@@ -1703,14 +1682,16 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryQCounterOut::new_unchecked(b);
-                u64::from(v.packet_seq_err())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryQCounterOut::new_unchecked(b);
-                v.set_packet_seq_err((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
+                .packet_seq_err()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
+                .set_packet_seq_err((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "implied_nak_seq_err",
@@ -1718,14 +1699,16 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryQCounterOut::new_unchecked(b);
-                u64::from(v.implied_nak_seq_err())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryQCounterOut::new_unchecked(b);
-                v.set_implied_nak_seq_err((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
+                .implied_nak_seq_err()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
+                .set_implied_nak_seq_err((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "local_ack_timeout_err",
@@ -1733,14 +1716,16 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryQCounterOut::new_unchecked(b);
-                u64::from(v.local_ack_timeout_err())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryQCounterOut::new_unchecked(b);
-                v.set_local_ack_timeout_err((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
+                .local_ack_timeout_err()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
+                .set_local_ack_timeout_err((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "req_rnr_retries_exceeded",
@@ -1748,14 +1733,16 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryQCounterOut::new_unchecked(b);
-                u64::from(v.req_rnr_retries_exceeded())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryQCounterOut::new_unchecked(b);
-                v.set_req_rnr_retries_exceeded((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
+                .req_rnr_retries_exceeded()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
+                .set_req_rnr_retries_exceeded((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "resp_local_length_error",
@@ -1763,14 +1750,16 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryQCounterOut::new_unchecked(b);
-                u64::from(v.resp_local_length_error())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryQCounterOut::new_unchecked(b);
-                v.set_resp_local_length_error((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
+                .resp_local_length_error()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
+                .set_resp_local_length_error((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "req_local_length_error",
@@ -1778,14 +1767,16 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryQCounterOut::new_unchecked(b);
-                u64::from(v.req_local_length_error())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryQCounterOut::new_unchecked(b);
-                v.set_req_local_length_error((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
+                .req_local_length_error()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
+                .set_req_local_length_error((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "resp_local_qp_error",
@@ -1793,14 +1784,16 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryQCounterOut::new_unchecked(b);
-                u64::from(v.resp_local_qp_error())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryQCounterOut::new_unchecked(b);
-                v.set_resp_local_qp_error((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
+                .resp_local_qp_error()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
+                .set_resp_local_qp_error((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "local_operation_error",
@@ -1808,14 +1801,16 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryQCounterOut::new_unchecked(b);
-                u64::from(v.local_operation_error())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryQCounterOut::new_unchecked(b);
-                v.set_local_operation_error((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
+                .local_operation_error()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
+                .set_local_operation_error((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "resp_local_protection",
@@ -1823,14 +1818,16 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryQCounterOut::new_unchecked(b);
-                u64::from(v.resp_local_protection())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryQCounterOut::new_unchecked(b);
-                v.set_resp_local_protection((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
+                .resp_local_protection()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
+                .set_resp_local_protection((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "req_local_protection",
@@ -1838,14 +1835,16 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryQCounterOut::new_unchecked(b);
-                u64::from(v.req_local_protection())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryQCounterOut::new_unchecked(b);
-                v.set_req_local_protection((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
+                .req_local_protection()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
+                .set_req_local_protection((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "resp_cqe_error",
@@ -1853,14 +1852,16 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryQCounterOut::new_unchecked(b);
-                u64::from(v.resp_cqe_error())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryQCounterOut::new_unchecked(b);
-                v.set_resp_cqe_error((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
+                .resp_cqe_error()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
+                .set_resp_cqe_error((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "req_cqe_error",
@@ -1868,14 +1869,16 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryQCounterOut::new_unchecked(b);
-                u64::from(v.req_cqe_error())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryQCounterOut::new_unchecked(b);
-                v.set_req_cqe_error((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
+                .req_cqe_error()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
+                .set_req_cqe_error((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "req_mw_binding",
@@ -1883,14 +1886,16 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryQCounterOut::new_unchecked(b);
-                u64::from(v.req_mw_binding())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryQCounterOut::new_unchecked(b);
-                v.set_req_mw_binding((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
+                .req_mw_binding()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
+                .set_req_mw_binding((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "req_bad_response",
@@ -1898,14 +1903,16 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryQCounterOut::new_unchecked(b);
-                u64::from(v.req_bad_response())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryQCounterOut::new_unchecked(b);
-                v.set_req_bad_response((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
+                .req_bad_response()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
+                .set_req_bad_response((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "req_remote_invalid_request",
@@ -1913,14 +1920,16 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryQCounterOut::new_unchecked(b);
-                u64::from(v.req_remote_invalid_request())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryQCounterOut::new_unchecked(b);
-                v.set_req_remote_invalid_request((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
+                .req_remote_invalid_request()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
+                .set_req_remote_invalid_request((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "resp_remote_invalid_request",
@@ -1928,14 +1937,16 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryQCounterOut::new_unchecked(b);
-                u64::from(v.resp_remote_invalid_request())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryQCounterOut::new_unchecked(b);
-                v.set_resp_remote_invalid_request((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
+                .resp_remote_invalid_request()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
+                .set_resp_remote_invalid_request((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "req_remote_access_errors",
@@ -1943,14 +1954,16 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryQCounterOut::new_unchecked(b);
-                u64::from(v.req_remote_access_errors())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryQCounterOut::new_unchecked(b);
-                v.set_req_remote_access_errors((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
+                .req_remote_access_errors()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
+                .set_req_remote_access_errors((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "resp_remote_access_errors",
@@ -1958,14 +1971,16 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryQCounterOut::new_unchecked(b);
-                u64::from(v.resp_remote_access_errors())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryQCounterOut::new_unchecked(b);
-                v.set_resp_remote_access_errors((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
+                .resp_remote_access_errors()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
+                .set_resp_remote_access_errors((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "req_remote_operation_errors",
@@ -1973,14 +1988,16 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryQCounterOut::new_unchecked(b);
-                u64::from(v.req_remote_operation_errors())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryQCounterOut::new_unchecked(b);
-                v.set_req_remote_operation_errors((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
+                .req_remote_operation_errors()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
+                .set_req_remote_operation_errors((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "req_transport_retries_exceeded",
@@ -1988,14 +2005,16 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryQCounterOut::new_unchecked(b);
-                u64::from(v.req_transport_retries_exceeded())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryQCounterOut::new_unchecked(b);
-                v.set_req_transport_retries_exceeded((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
+                .req_transport_retries_exceeded()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
+                .set_req_transport_retries_exceeded((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "cq_overflow",
@@ -2003,14 +2022,16 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryQCounterOut::new_unchecked(b);
-                u64::from(v.cq_overflow())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryQCounterOut::new_unchecked(b);
-                v.set_cq_overflow((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
+                .cq_overflow()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
+                .set_cq_overflow((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "resp_cqe_flush_error",
@@ -2018,14 +2039,16 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryQCounterOut::new_unchecked(b);
-                u64::from(v.resp_cqe_flush_error())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryQCounterOut::new_unchecked(b);
-                v.set_resp_cqe_flush_error((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
+                .resp_cqe_flush_error()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
+                .set_resp_cqe_flush_error((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "req_cqe_flush_error",
@@ -2033,14 +2056,16 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryQCounterOut::new_unchecked(b);
-                u64::from(v.req_cqe_flush_error())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryQCounterOut::new_unchecked(b);
-                v.set_req_cqe_flush_error((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
+                .req_cqe_flush_error()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
+                .set_req_cqe_flush_error((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "roce_adp_retrans",
@@ -2048,14 +2073,16 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryQCounterOut::new_unchecked(b);
-                u64::from(v.roce_adp_retrans())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryQCounterOut::new_unchecked(b);
-                v.set_roce_adp_retrans((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
+                .roce_adp_retrans()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
+                .set_roce_adp_retrans((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "roce_adp_retrans_to",
@@ -2063,14 +2090,16 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryQCounterOut::new_unchecked(b);
-                u64::from(v.roce_adp_retrans_to())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryQCounterOut::new_unchecked(b);
-                v.set_roce_adp_retrans_to((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
+                .roce_adp_retrans_to()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
+                .set_roce_adp_retrans_to((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "roce_slow_restart",
@@ -2078,14 +2107,16 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryQCounterOut::new_unchecked(b);
-                u64::from(v.roce_slow_restart())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryQCounterOut::new_unchecked(b);
-                v.set_roce_slow_restart((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
+                .roce_slow_restart()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
+                .set_roce_slow_restart((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "roce_slow_restart_cnps",
@@ -2093,14 +2124,16 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryQCounterOut::new_unchecked(b);
-                u64::from(v.roce_slow_restart_cnps())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryQCounterOut::new_unchecked(b);
-                v.set_roce_slow_restart_cnps((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
+                .roce_slow_restart_cnps()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
+                .set_roce_slow_restart_cnps((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "roce_slow_restart_trans",
@@ -2108,21 +2141,61 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryQCounterOut::new_unchecked(b);
-                u64::from(v.roce_slow_restart_trans())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryQCounterOut::new_unchecked(b);
-                v.set_roce_slow_restart_trans((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
+                .roce_slow_restart_trans()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
+                .set_roce_slow_restart_trans((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[
+        (0, 0xffffff),
+        (8, 0xffffffff),
+        (12, 0xffffffff),
+        (20, 0xffffffff),
+        (28, 0xffffffff),
+        (36, 0xffffffff),
+        (44, 0xffffffff),
+        (52, 0xffffffff),
+        (60, 0xffffffff),
+        (68, 0xffffffff),
+        (76, 0xffffffff),
+        (84, 0xffffffff),
+        (92, 0xffffffff),
+        (100, 0xffffffff),
+        (104, 0xffffffff),
+        (108, 0xffffffff),
+        (116, 0xffffffff),
+        (196, 0xffffffff),
+        (220, 0xffffffff),
+        (224, 0xffffffff),
+        (228, 0xffffffff),
+        (232, 0xffffffff),
+        (236, 0xffffffff),
+        (240, 0xffffffff),
+        (244, 0xffffffff),
+        (248, 0xffffffff),
+        (252, 0xffffffff),
+    ],
 };
 /// Input of QUERY_VPORT_COUNTER (op_mod 0, the vport's traffic counters).
 ///
 /// PRM layout `query_vport_counter_in`: 0x20 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x08 | 31 | `other_vport` |
+/// | 0x08 | 19:16 | `port_num` |
+/// | 0x08 | 15:0 | `vport_number` |
+/// | 0x18 | 31 | `clear` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct QueryVportCounterIn<B = [u8; 32]> {
     buf: B,
@@ -2240,36 +2313,17 @@ impl<B: rt::BytesMut> QueryVportCounterIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for QueryVportCounterIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(QueryVportCounterIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("other_vport", &self.other_vport());
-        d.field("port_num", &rt::fmt::Hex(self.port_num().into()));
-        d.field("vport_number", &rt::fmt::Hex(self.vport_number().into()));
-        d.field("clear", &self.clear());
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (0, 0xffff),
-                (4, 0xffff0000),
-                (8, 0x7ff00000),
-                (12, 0xffffffff),
-                (16, 0xffffffff),
-                (20, 0xffffffff),
-                (24, 0x7fffffff),
-                (28, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QUERY_VPORT_COUNTER_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `query_vport_counter_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `query_vport_counter_in`: what the decoding `Debug` shows and generic tools read.
 pub const QUERY_VPORT_COUNTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "query_vport_counter_in",
+    type_name: "QueryVportCounterIn",
     size: 32,
     fields: &[
         rt::reflect::FieldAccess {
@@ -2278,14 +2332,16 @@ pub const QUERY_VPORT_COUNTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryVportCounterIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryVportCounterIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryVportCounterIn::new_unchecked(b); u64::from(v
+                .opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryVportCounterIn::new_unchecked(b); v
+                .set_opcode((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -2293,14 +2349,16 @@ pub const QUERY_VPORT_COUNTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryVportCounterIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryVportCounterIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryVportCounterIn::new_unchecked(b); u64::from(v
+                .op_mod()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryVportCounterIn::new_unchecked(b); v
+                .set_op_mod((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "other_vport",
@@ -2308,14 +2366,16 @@ pub const QUERY_VPORT_COUNTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryVportCounterIn::new_unchecked(b);
-                u64::from(v.other_vport())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryVportCounterIn::new_unchecked(b);
-                v.set_other_vport(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryVportCounterIn::new_unchecked(b); u64::from(v
+                .other_vport()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryVportCounterIn::new_unchecked(b); v
+                .set_other_vport(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "port_num",
@@ -2323,14 +2383,16 @@ pub const QUERY_VPORT_COUNTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryVportCounterIn::new_unchecked(b);
-                u64::from(v.port_num())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryVportCounterIn::new_unchecked(b);
-                v.set_port_num((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryVportCounterIn::new_unchecked(b); u64::from(v
+                .port_num()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryVportCounterIn::new_unchecked(b); v
+                .set_port_num((x & 0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "vport_number",
@@ -2338,14 +2400,16 @@ pub const QUERY_VPORT_COUNTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryVportCounterIn::new_unchecked(b);
-                u64::from(v.vport_number())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryVportCounterIn::new_unchecked(b);
-                v.set_vport_number((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryVportCounterIn::new_unchecked(b); u64::from(v
+                .vport_number()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryVportCounterIn::new_unchecked(b); v
+                .set_vport_number((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "clear",
@@ -2353,21 +2417,38 @@ pub const QUERY_VPORT_COUNTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryVportCounterIn::new_unchecked(b);
-                u64::from(v.clear())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryVportCounterIn::new_unchecked(b);
-                v.set_clear(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryVportCounterIn::new_unchecked(b); u64::from(v
+                .clear()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryVportCounterIn::new_unchecked(b); v
+                .set_clear(x & 1 != 0); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[
+        (0, 0xffff),
+        (4, 0xffff0000),
+        (8, 0x7ff00000),
+        (12, 0xffffffff),
+        (16, 0xffffffff),
+        (20, 0xffffffff),
+        (24, 0x7fffffff),
+        (28, 0xffffffff),
+    ],
 };
 /// A packet count and a byte count (bytes of the frames without FCS), both 64-bit.
 ///
 /// PRM layout `traffic_counter`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 63:0 | `packets` |
+/// | 0x08 | 63:0 | `octets` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct TrafficCounter<B = [u8; 16]> {
     buf: B,
@@ -2416,16 +2497,17 @@ impl<B: rt::BytesMut> TrafficCounter<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for TrafficCounter<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(TrafficCounter));
-        d.field("packets", &rt::fmt::Hex(self.packets().into()));
-        d.field("octets", &rt::fmt::Hex(self.octets().into()));
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&TRAFFIC_COUNTER_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `traffic_counter` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `traffic_counter`: what the decoding `Debug` shows and generic tools read.
 pub const TRAFFIC_COUNTER_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "traffic_counter",
+    type_name: "TrafficCounter",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -2434,14 +2516,16 @@ pub const TRAFFIC_COUNTER_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 64,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = TrafficCounter::new_unchecked(b);
-                u64::from(v.packets())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = TrafficCounter::new_unchecked(b);
-                v.set_packets((x & 0xffffffffffffffff) as u64);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = TrafficCounter::new_unchecked(b); u64::from(v
+                .packets()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = TrafficCounter::new_unchecked(b); v
+                .set_packets((x & 0xffffffffffffffff) as u64); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "octets",
@@ -2449,21 +2533,42 @@ pub const TRAFFIC_COUNTER_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 64,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = TrafficCounter::new_unchecked(b);
-                u64::from(v.octets())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = TrafficCounter::new_unchecked(b);
-                v.set_octets((x & 0xffffffffffffffff) as u64);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = TrafficCounter::new_unchecked(b); u64::from(v
+                .octets()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = TrafficCounter::new_unchecked(b); v
+                .set_octets((x & 0xffffffffffffffff) as u64); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[],
 };
 /// Output of QUERY_VPORT_COUNTER, the vport's traffic by direction and kind.
 ///
 /// PRM layout `query_vport_counter_out`: 0x210 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
+/// | 0x10..0x20 | — | `received_errors` |
+/// | 0x20..0x30 | — | `transmit_errors` |
+/// | 0x30..0x40 | — | `received_ib_unicast` |
+/// | 0x40..0x50 | — | `transmitted_ib_unicast` |
+/// | 0x50..0x60 | — | `received_ib_multicast` |
+/// | 0x60..0x70 | — | `transmitted_ib_multicast` |
+/// | 0x70..0x80 | — | `received_eth_broadcast` |
+/// | 0x80..0x90 | — | `transmitted_eth_broadcast` |
+/// | 0x90..0xa0 | — | `received_eth_unicast` |
+/// | 0xa0..0xb0 | — | `transmitted_eth_unicast` |
+/// | 0xb0..0xc0 | — | `received_eth_multicast` |
+/// | 0xc0..0xd0 | — | `transmitted_eth_multicast` |
+/// | 0xd0..0xe0 | — | `local_loopback` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct QueryVportCounterOut<B = [u8; 528]> {
     buf: B,
@@ -2724,116 +2829,17 @@ impl<B: rt::BytesMut> QueryVportCounterOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for QueryVportCounterOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(QueryVportCounterOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        d.field("received_errors", &self.received_errors());
-        d.field("transmit_errors", &self.transmit_errors());
-        d.field("received_ib_unicast", &self.received_ib_unicast());
-        d.field("transmitted_ib_unicast", &self.transmitted_ib_unicast());
-        d.field("received_ib_multicast", &self.received_ib_multicast());
-        d.field("transmitted_ib_multicast", &self.transmitted_ib_multicast());
-        d.field("received_eth_broadcast", &self.received_eth_broadcast());
-        d.field("transmitted_eth_broadcast", &self.transmitted_eth_broadcast());
-        d.field("received_eth_unicast", &self.received_eth_unicast());
-        d.field("transmitted_eth_unicast", &self.transmitted_eth_unicast());
-        d.field("received_eth_multicast", &self.received_eth_multicast());
-        d.field("transmitted_eth_multicast", &self.transmitted_eth_multicast());
-        d.field("local_loopback", &self.local_loopback());
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (0, 0xffffff),
-                (8, 0xffffffff),
-                (12, 0xffffffff),
-                (224, 0xffffffff),
-                (228, 0xffffffff),
-                (232, 0xffffffff),
-                (236, 0xffffffff),
-                (240, 0xffffffff),
-                (244, 0xffffffff),
-                (248, 0xffffffff),
-                (252, 0xffffffff),
-                (256, 0xffffffff),
-                (260, 0xffffffff),
-                (264, 0xffffffff),
-                (268, 0xffffffff),
-                (272, 0xffffffff),
-                (276, 0xffffffff),
-                (280, 0xffffffff),
-                (284, 0xffffffff),
-                (288, 0xffffffff),
-                (292, 0xffffffff),
-                (296, 0xffffffff),
-                (300, 0xffffffff),
-                (304, 0xffffffff),
-                (308, 0xffffffff),
-                (312, 0xffffffff),
-                (316, 0xffffffff),
-                (320, 0xffffffff),
-                (324, 0xffffffff),
-                (328, 0xffffffff),
-                (332, 0xffffffff),
-                (336, 0xffffffff),
-                (340, 0xffffffff),
-                (344, 0xffffffff),
-                (348, 0xffffffff),
-                (352, 0xffffffff),
-                (356, 0xffffffff),
-                (360, 0xffffffff),
-                (364, 0xffffffff),
-                (368, 0xffffffff),
-                (372, 0xffffffff),
-                (376, 0xffffffff),
-                (380, 0xffffffff),
-                (384, 0xffffffff),
-                (388, 0xffffffff),
-                (392, 0xffffffff),
-                (396, 0xffffffff),
-                (400, 0xffffffff),
-                (404, 0xffffffff),
-                (408, 0xffffffff),
-                (412, 0xffffffff),
-                (416, 0xffffffff),
-                (420, 0xffffffff),
-                (424, 0xffffffff),
-                (428, 0xffffffff),
-                (432, 0xffffffff),
-                (436, 0xffffffff),
-                (440, 0xffffffff),
-                (444, 0xffffffff),
-                (448, 0xffffffff),
-                (452, 0xffffffff),
-                (456, 0xffffffff),
-                (460, 0xffffffff),
-                (464, 0xffffffff),
-                (468, 0xffffffff),
-                (472, 0xffffffff),
-                (476, 0xffffffff),
-                (480, 0xffffffff),
-                (484, 0xffffffff),
-                (488, 0xffffffff),
-                (492, 0xffffffff),
-                (496, 0xffffffff),
-                (500, 0xffffffff),
-                (504, 0xffffffff),
-                (508, 0xffffffff),
-                (512, 0xffffffff),
-                (516, 0xffffffff),
-                (520, 0xffffffff),
-                (524, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QUERY_VPORT_COUNTER_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `query_vport_counter_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `query_vport_counter_out`: what the decoding `Debug` shows and generic tools read.
 pub const QUERY_VPORT_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "query_vport_counter_out",
+    type_name: "QueryVportCounterOut",
     size: 528,
     fields: &[
         rt::reflect::FieldAccess {
@@ -2842,14 +2848,16 @@ pub const QUERY_VPORT_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflec
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryVportCounterOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryVportCounterOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryVportCounterOut::new_unchecked(b); u64::from(v
+                .status()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryVportCounterOut::new_unchecked(b); v
+                .set_status((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -2857,308 +2865,333 @@ pub const QUERY_VPORT_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflec
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryVportCounterOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryVportCounterOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryVportCounterOut::new_unchecked(b); u64::from(v
+                .syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryVportCounterOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[
         rt::reflect::NestedAccess {
             name: "received_errors",
             layout: "traffic_counter",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&TRAFFIC_COUNTER_ACCESS),
             byte_offset: 16,
             size: 16,
             count: 1,
             trailing: false,
             stride: 16,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 528 {
-                    return None;
-                }
-                let v = QueryVportCounterOut::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.received_errors();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 528 { return
+                None; } let v = QueryVportCounterOut::new_unchecked(b); if i != 0 {
+                return None; } let sub = v.received_errors(); Some(sub.storage().as_ptr()
+                as usize - b.as_ptr() as usize) }
+            ),
         },
         rt::reflect::NestedAccess {
             name: "transmit_errors",
             layout: "traffic_counter",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&TRAFFIC_COUNTER_ACCESS),
             byte_offset: 32,
             size: 16,
             count: 1,
             trailing: false,
             stride: 16,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 528 {
-                    return None;
-                }
-                let v = QueryVportCounterOut::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.transmit_errors();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 528 { return
+                None; } let v = QueryVportCounterOut::new_unchecked(b); if i != 0 {
+                return None; } let sub = v.transmit_errors(); Some(sub.storage().as_ptr()
+                as usize - b.as_ptr() as usize) }
+            ),
         },
         rt::reflect::NestedAccess {
             name: "received_ib_unicast",
             layout: "traffic_counter",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&TRAFFIC_COUNTER_ACCESS),
             byte_offset: 48,
             size: 16,
             count: 1,
             trailing: false,
             stride: 16,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 528 {
-                    return None;
-                }
-                let v = QueryVportCounterOut::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.received_ib_unicast();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 528 { return
+                None; } let v = QueryVportCounterOut::new_unchecked(b); if i != 0 {
+                return None; } let sub = v.received_ib_unicast(); Some(sub.storage()
+                .as_ptr() as usize - b.as_ptr() as usize) }
+            ),
         },
         rt::reflect::NestedAccess {
             name: "transmitted_ib_unicast",
             layout: "traffic_counter",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&TRAFFIC_COUNTER_ACCESS),
             byte_offset: 64,
             size: 16,
             count: 1,
             trailing: false,
             stride: 16,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 528 {
-                    return None;
-                }
-                let v = QueryVportCounterOut::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.transmitted_ib_unicast();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 528 { return
+                None; } let v = QueryVportCounterOut::new_unchecked(b); if i != 0 {
+                return None; } let sub = v.transmitted_ib_unicast(); Some(sub.storage()
+                .as_ptr() as usize - b.as_ptr() as usize) }
+            ),
         },
         rt::reflect::NestedAccess {
             name: "received_ib_multicast",
             layout: "traffic_counter",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&TRAFFIC_COUNTER_ACCESS),
             byte_offset: 80,
             size: 16,
             count: 1,
             trailing: false,
             stride: 16,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 528 {
-                    return None;
-                }
-                let v = QueryVportCounterOut::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.received_ib_multicast();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 528 { return
+                None; } let v = QueryVportCounterOut::new_unchecked(b); if i != 0 {
+                return None; } let sub = v.received_ib_multicast(); Some(sub.storage()
+                .as_ptr() as usize - b.as_ptr() as usize) }
+            ),
         },
         rt::reflect::NestedAccess {
             name: "transmitted_ib_multicast",
             layout: "traffic_counter",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&TRAFFIC_COUNTER_ACCESS),
             byte_offset: 96,
             size: 16,
             count: 1,
             trailing: false,
             stride: 16,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 528 {
-                    return None;
-                }
-                let v = QueryVportCounterOut::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.transmitted_ib_multicast();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 528 { return
+                None; } let v = QueryVportCounterOut::new_unchecked(b); if i != 0 {
+                return None; } let sub = v.transmitted_ib_multicast(); Some(sub.storage()
+                .as_ptr() as usize - b.as_ptr() as usize) }
+            ),
         },
         rt::reflect::NestedAccess {
             name: "received_eth_broadcast",
             layout: "traffic_counter",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&TRAFFIC_COUNTER_ACCESS),
             byte_offset: 112,
             size: 16,
             count: 1,
             trailing: false,
             stride: 16,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 528 {
-                    return None;
-                }
-                let v = QueryVportCounterOut::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.received_eth_broadcast();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 528 { return
+                None; } let v = QueryVportCounterOut::new_unchecked(b); if i != 0 {
+                return None; } let sub = v.received_eth_broadcast(); Some(sub.storage()
+                .as_ptr() as usize - b.as_ptr() as usize) }
+            ),
         },
         rt::reflect::NestedAccess {
             name: "transmitted_eth_broadcast",
             layout: "traffic_counter",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&TRAFFIC_COUNTER_ACCESS),
             byte_offset: 128,
             size: 16,
             count: 1,
             trailing: false,
             stride: 16,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 528 {
-                    return None;
-                }
-                let v = QueryVportCounterOut::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.transmitted_eth_broadcast();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 528 { return
+                None; } let v = QueryVportCounterOut::new_unchecked(b); if i != 0 {
+                return None; } let sub = v.transmitted_eth_broadcast(); Some(sub
+                .storage().as_ptr() as usize - b.as_ptr() as usize) }
+            ),
         },
         rt::reflect::NestedAccess {
             name: "received_eth_unicast",
             layout: "traffic_counter",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&TRAFFIC_COUNTER_ACCESS),
             byte_offset: 144,
             size: 16,
             count: 1,
             trailing: false,
             stride: 16,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 528 {
-                    return None;
-                }
-                let v = QueryVportCounterOut::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.received_eth_unicast();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 528 { return
+                None; } let v = QueryVportCounterOut::new_unchecked(b); if i != 0 {
+                return None; } let sub = v.received_eth_unicast(); Some(sub.storage()
+                .as_ptr() as usize - b.as_ptr() as usize) }
+            ),
         },
         rt::reflect::NestedAccess {
             name: "transmitted_eth_unicast",
             layout: "traffic_counter",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&TRAFFIC_COUNTER_ACCESS),
             byte_offset: 160,
             size: 16,
             count: 1,
             trailing: false,
             stride: 16,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 528 {
-                    return None;
-                }
-                let v = QueryVportCounterOut::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.transmitted_eth_unicast();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 528 { return
+                None; } let v = QueryVportCounterOut::new_unchecked(b); if i != 0 {
+                return None; } let sub = v.transmitted_eth_unicast(); Some(sub.storage()
+                .as_ptr() as usize - b.as_ptr() as usize) }
+            ),
         },
         rt::reflect::NestedAccess {
             name: "received_eth_multicast",
             layout: "traffic_counter",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&TRAFFIC_COUNTER_ACCESS),
             byte_offset: 176,
             size: 16,
             count: 1,
             trailing: false,
             stride: 16,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 528 {
-                    return None;
-                }
-                let v = QueryVportCounterOut::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.received_eth_multicast();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 528 { return
+                None; } let v = QueryVportCounterOut::new_unchecked(b); if i != 0 {
+                return None; } let sub = v.received_eth_multicast(); Some(sub.storage()
+                .as_ptr() as usize - b.as_ptr() as usize) }
+            ),
         },
         rt::reflect::NestedAccess {
             name: "transmitted_eth_multicast",
             layout: "traffic_counter",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&TRAFFIC_COUNTER_ACCESS),
             byte_offset: 192,
             size: 16,
             count: 1,
             trailing: false,
             stride: 16,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 528 {
-                    return None;
-                }
-                let v = QueryVportCounterOut::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.transmitted_eth_multicast();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 528 { return
+                None; } let v = QueryVportCounterOut::new_unchecked(b); if i != 0 {
+                return None; } let sub = v.transmitted_eth_multicast(); Some(sub
+                .storage().as_ptr() as usize - b.as_ptr() as usize) }
+            ),
         },
         rt::reflect::NestedAccess {
             name: "local_loopback",
             layout: "traffic_counter",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&TRAFFIC_COUNTER_ACCESS),
             byte_offset: 208,
             size: 16,
             count: 1,
             trailing: false,
             stride: 16,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 528 {
-                    return None;
-                }
-                let v = QueryVportCounterOut::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.local_loopback();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 528 { return
+                None; } let v = QueryVportCounterOut::new_unchecked(b); if i != 0 {
+                return None; } let sub = v.local_loopback(); Some(sub.storage().as_ptr()
+                as usize - b.as_ptr() as usize) }
+            ),
         },
+    ],
+    reserved: &[
+        (0, 0xffffff),
+        (8, 0xffffffff),
+        (12, 0xffffffff),
+        (224, 0xffffffff),
+        (228, 0xffffffff),
+        (232, 0xffffffff),
+        (236, 0xffffffff),
+        (240, 0xffffffff),
+        (244, 0xffffffff),
+        (248, 0xffffffff),
+        (252, 0xffffffff),
+        (256, 0xffffffff),
+        (260, 0xffffffff),
+        (264, 0xffffffff),
+        (268, 0xffffffff),
+        (272, 0xffffffff),
+        (276, 0xffffffff),
+        (280, 0xffffffff),
+        (284, 0xffffffff),
+        (288, 0xffffffff),
+        (292, 0xffffffff),
+        (296, 0xffffffff),
+        (300, 0xffffffff),
+        (304, 0xffffffff),
+        (308, 0xffffffff),
+        (312, 0xffffffff),
+        (316, 0xffffffff),
+        (320, 0xffffffff),
+        (324, 0xffffffff),
+        (328, 0xffffffff),
+        (332, 0xffffffff),
+        (336, 0xffffffff),
+        (340, 0xffffffff),
+        (344, 0xffffffff),
+        (348, 0xffffffff),
+        (352, 0xffffffff),
+        (356, 0xffffffff),
+        (360, 0xffffffff),
+        (364, 0xffffffff),
+        (368, 0xffffffff),
+        (372, 0xffffffff),
+        (376, 0xffffffff),
+        (380, 0xffffffff),
+        (384, 0xffffffff),
+        (388, 0xffffffff),
+        (392, 0xffffffff),
+        (396, 0xffffffff),
+        (400, 0xffffffff),
+        (404, 0xffffffff),
+        (408, 0xffffffff),
+        (412, 0xffffffff),
+        (416, 0xffffffff),
+        (420, 0xffffffff),
+        (424, 0xffffffff),
+        (428, 0xffffffff),
+        (432, 0xffffffff),
+        (436, 0xffffffff),
+        (440, 0xffffffff),
+        (444, 0xffffffff),
+        (448, 0xffffffff),
+        (452, 0xffffffff),
+        (456, 0xffffffff),
+        (460, 0xffffffff),
+        (464, 0xffffffff),
+        (468, 0xffffffff),
+        (472, 0xffffffff),
+        (476, 0xffffffff),
+        (480, 0xffffffff),
+        (484, 0xffffffff),
+        (488, 0xffffffff),
+        (492, 0xffffffff),
+        (496, 0xffffffff),
+        (500, 0xffffffff),
+        (504, 0xffffffff),
+        (508, 0xffffffff),
+        (512, 0xffffffff),
+        (516, 0xffffffff),
+        (520, 0xffffffff),
+        (524, 0xffffffff),
     ],
 };
 /// Input of QUERY_VNIC_ENV (op_mod 0, the vNIC's diagnostic statistics).
 ///
 /// PRM layout `query_vnic_env_in`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x08 | 31 | `other_vport` |
+/// | 0x08 | 15:0 | `vport_number` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct QueryVnicEnvIn<B = [u8; 16]> {
     buf: B,
@@ -3238,25 +3271,17 @@ impl<B: rt::BytesMut> QueryVnicEnvIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for QueryVnicEnvIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(QueryVnicEnvIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("other_vport", &self.other_vport());
-        d.field("vport_number", &rt::fmt::Hex(self.vport_number().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffff), (4, 0xffff0000), (8, 0x7fff0000), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QUERY_VNIC_ENV_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `query_vnic_env_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `query_vnic_env_in`: what the decoding `Debug` shows and generic tools read.
 pub const QUERY_VNIC_ENV_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "query_vnic_env_in",
+    type_name: "QueryVnicEnvIn",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -3265,14 +3290,16 @@ pub const QUERY_VNIC_ENV_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryVnicEnvIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryVnicEnvIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryVnicEnvIn::new_unchecked(b); u64::from(v
+                .opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryVnicEnvIn::new_unchecked(b); v
+                .set_opcode((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -3280,14 +3307,16 @@ pub const QUERY_VNIC_ENV_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryVnicEnvIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryVnicEnvIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryVnicEnvIn::new_unchecked(b); u64::from(v
+                .op_mod()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryVnicEnvIn::new_unchecked(b); v
+                .set_op_mod((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "other_vport",
@@ -3295,14 +3324,16 @@ pub const QUERY_VNIC_ENV_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryVnicEnvIn::new_unchecked(b);
-                u64::from(v.other_vport())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryVnicEnvIn::new_unchecked(b);
-                v.set_other_vport(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryVnicEnvIn::new_unchecked(b); u64::from(v
+                .other_vport()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryVnicEnvIn::new_unchecked(b); v
+                .set_other_vport(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "vport_number",
@@ -3310,21 +3341,30 @@ pub const QUERY_VNIC_ENV_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryVnicEnvIn::new_unchecked(b);
-                u64::from(v.vport_number())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryVnicEnvIn::new_unchecked(b);
-                v.set_vport_number((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryVnicEnvIn::new_unchecked(b); u64::from(v
+                .vport_number()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryVnicEnvIn::new_unchecked(b); v
+                .set_vport_number((x & 0xffff) as u16); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffff), (4, 0xffff0000), (8, 0x7fff0000), (12, 0xffffffff)],
 };
 /// Output of QUERY_VNIC_ENV.
 ///
 /// PRM layout `query_vnic_env_out`: 0x210 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
+/// | 0x10..0x210 | — | `vport_env` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct QueryVnicEnvOut<B = [u8; 528]> {
     buf: B,
@@ -3391,24 +3431,17 @@ impl<B: rt::BytesMut> QueryVnicEnvOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for QueryVnicEnvOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(QueryVnicEnvOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        d.field("vport_env", &self.vport_env());
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QUERY_VNIC_ENV_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `query_vnic_env_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `query_vnic_env_out`: what the decoding `Debug` shows and generic tools read.
 pub const QUERY_VNIC_ENV_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "query_vnic_env_out",
+    type_name: "QueryVnicEnvOut",
     size: 528,
     fields: &[
         rt::reflect::FieldAccess {
@@ -3417,14 +3450,16 @@ pub const QUERY_VNIC_ENV_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryVnicEnvOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryVnicEnvOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryVnicEnvOut::new_unchecked(b); u64::from(v
+                .status()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryVnicEnvOut::new_unchecked(b); v
+                .set_status((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -3432,44 +3467,60 @@ pub const QUERY_VNIC_ENV_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryVnicEnvOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryVnicEnvOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryVnicEnvOut::new_unchecked(b); u64::from(v
+                .syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryVnicEnvOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[
         rt::reflect::NestedAccess {
             name: "vport_env",
             layout: "vnic_diagnostic_statistics",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&VNIC_DIAGNOSTIC_STATISTICS_ACCESS),
             byte_offset: 16,
             size: 512,
             count: 1,
             trailing: false,
             stride: 512,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 528 {
-                    return None;
-                }
-                let v = QueryVnicEnvOut::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.vport_env();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 528 { return
+                None; } let v = QueryVnicEnvOut::new_unchecked(b); if i != 0 { return
+                None; } let sub = v.vport_env(); Some(sub.storage().as_ptr() as usize - b
+                .as_ptr() as usize) }
+            ),
         },
     ],
+    reserved: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
 };
 /// Diagnostic counters of a vNIC: packets its vport dropped outside any receive queue, and errors of its queues and commands. Linux's ethtool -S shows the ones whose capability bit is set (rx_steer_missed_packets for nic_receive_steering_discard).
 ///
 /// PRM layout `vnic_diagnostic_statistics`: 0x200 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:0 | `counter_error_queues` |
+/// | 0x04 | 31:0 | `total_error_queues` |
+/// | 0x08 | 31:0 | `send_queue_priority_update_flow` |
+/// | 0x10 | 63:0 | `nic_receive_steering_discard` |
+/// | 0x18 | 63:0 | `receive_discard_vport_down` |
+/// | 0x20 | 63:0 | `transmit_discard_vport_down` |
+/// | 0x28 | 31:0 | `async_eq_overrun` |
+/// | 0x2c | 31:0 | `comp_eq_overrun` |
+/// | 0x34 | 31:0 | `invalid_command` |
+/// | 0x38 | 31:0 | `quota_exceeded_command` |
+/// | 0x3c | 31:0 | `internal_rq_out_of_buffer` |
+/// | 0x40 | 31:0 | `cq_overrun` |
+/// | 0x44 | 31:0 | `eth_wqe_too_small` |
+/// | 0x60 | 63:0 | `generated_pkt_steering_fail` |
+/// | 0x68 | 63:0 | `handled_pkt_steering_fail` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct VnicDiagnosticStatistics<B = [u8; 512]> {
     buf: B,
@@ -3748,172 +3799,17 @@ impl<B: rt::BytesMut> VnicDiagnosticStatistics<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for VnicDiagnosticStatistics<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(VnicDiagnosticStatistics));
-        d.field(
-            "counter_error_queues",
-            &rt::fmt::Hex(self.counter_error_queues().into()),
-        );
-        d.field("total_error_queues", &rt::fmt::Hex(self.total_error_queues().into()));
-        d.field(
-            "send_queue_priority_update_flow",
-            &rt::fmt::Hex(self.send_queue_priority_update_flow().into()),
-        );
-        d.field(
-            "nic_receive_steering_discard",
-            &rt::fmt::Hex(self.nic_receive_steering_discard().into()),
-        );
-        d.field(
-            "receive_discard_vport_down",
-            &rt::fmt::Hex(self.receive_discard_vport_down().into()),
-        );
-        d.field(
-            "transmit_discard_vport_down",
-            &rt::fmt::Hex(self.transmit_discard_vport_down().into()),
-        );
-        d.field("async_eq_overrun", &rt::fmt::Hex(self.async_eq_overrun().into()));
-        d.field("comp_eq_overrun", &rt::fmt::Hex(self.comp_eq_overrun().into()));
-        d.field("invalid_command", &rt::fmt::Hex(self.invalid_command().into()));
-        d.field(
-            "quota_exceeded_command",
-            &rt::fmt::Hex(self.quota_exceeded_command().into()),
-        );
-        d.field(
-            "internal_rq_out_of_buffer",
-            &rt::fmt::Hex(self.internal_rq_out_of_buffer().into()),
-        );
-        d.field("cq_overrun", &rt::fmt::Hex(self.cq_overrun().into()));
-        d.field("eth_wqe_too_small", &rt::fmt::Hex(self.eth_wqe_too_small().into()));
-        d.field(
-            "generated_pkt_steering_fail",
-            &rt::fmt::Hex(self.generated_pkt_steering_fail().into()),
-        );
-        d.field(
-            "handled_pkt_steering_fail",
-            &rt::fmt::Hex(self.handled_pkt_steering_fail().into()),
-        );
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (12, 0xffffffff),
-                (48, 0xffffffff),
-                (72, 0xffffffff),
-                (76, 0xffffffff),
-                (80, 0xffffffff),
-                (84, 0xffffffff),
-                (88, 0xffffffff),
-                (92, 0xffffffff),
-                (112, 0xffffffff),
-                (116, 0xffffffff),
-                (120, 0xffffffff),
-                (124, 0xffffffff),
-                (128, 0xffffffff),
-                (132, 0xffffffff),
-                (136, 0xffffffff),
-                (140, 0xffffffff),
-                (144, 0xffffffff),
-                (148, 0xffffffff),
-                (152, 0xffffffff),
-                (156, 0xffffffff),
-                (160, 0xffffffff),
-                (164, 0xffffffff),
-                (168, 0xffffffff),
-                (172, 0xffffffff),
-                (176, 0xffffffff),
-                (180, 0xffffffff),
-                (184, 0xffffffff),
-                (188, 0xffffffff),
-                (192, 0xffffffff),
-                (196, 0xffffffff),
-                (200, 0xffffffff),
-                (204, 0xffffffff),
-                (208, 0xffffffff),
-                (212, 0xffffffff),
-                (216, 0xffffffff),
-                (220, 0xffffffff),
-                (224, 0xffffffff),
-                (228, 0xffffffff),
-                (232, 0xffffffff),
-                (236, 0xffffffff),
-                (240, 0xffffffff),
-                (244, 0xffffffff),
-                (248, 0xffffffff),
-                (252, 0xffffffff),
-                (256, 0xffffffff),
-                (260, 0xffffffff),
-                (264, 0xffffffff),
-                (268, 0xffffffff),
-                (272, 0xffffffff),
-                (276, 0xffffffff),
-                (280, 0xffffffff),
-                (284, 0xffffffff),
-                (288, 0xffffffff),
-                (292, 0xffffffff),
-                (296, 0xffffffff),
-                (300, 0xffffffff),
-                (304, 0xffffffff),
-                (308, 0xffffffff),
-                (312, 0xffffffff),
-                (316, 0xffffffff),
-                (320, 0xffffffff),
-                (324, 0xffffffff),
-                (328, 0xffffffff),
-                (332, 0xffffffff),
-                (336, 0xffffffff),
-                (340, 0xffffffff),
-                (344, 0xffffffff),
-                (348, 0xffffffff),
-                (352, 0xffffffff),
-                (356, 0xffffffff),
-                (360, 0xffffffff),
-                (364, 0xffffffff),
-                (368, 0xffffffff),
-                (372, 0xffffffff),
-                (376, 0xffffffff),
-                (380, 0xffffffff),
-                (384, 0xffffffff),
-                (388, 0xffffffff),
-                (392, 0xffffffff),
-                (396, 0xffffffff),
-                (400, 0xffffffff),
-                (404, 0xffffffff),
-                (408, 0xffffffff),
-                (412, 0xffffffff),
-                (416, 0xffffffff),
-                (420, 0xffffffff),
-                (424, 0xffffffff),
-                (428, 0xffffffff),
-                (432, 0xffffffff),
-                (436, 0xffffffff),
-                (440, 0xffffffff),
-                (444, 0xffffffff),
-                (448, 0xffffffff),
-                (452, 0xffffffff),
-                (456, 0xffffffff),
-                (460, 0xffffffff),
-                (464, 0xffffffff),
-                (468, 0xffffffff),
-                (472, 0xffffffff),
-                (476, 0xffffffff),
-                (480, 0xffffffff),
-                (484, 0xffffffff),
-                (488, 0xffffffff),
-                (492, 0xffffffff),
-                (496, 0xffffffff),
-                (500, 0xffffffff),
-                (504, 0xffffffff),
-                (508, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&VNIC_DIAGNOSTIC_STATISTICS_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `vnic_diagnostic_statistics` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `vnic_diagnostic_statistics`: what the decoding `Debug` shows and generic tools read.
 pub const VNIC_DIAGNOSTIC_STATISTICS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "vnic_diagnostic_statistics",
+    type_name: "VnicDiagnosticStatistics",
     size: 512,
     fields: &[
         rt::reflect::FieldAccess {
@@ -3922,14 +3818,16 @@ pub const VNIC_DIAGNOSTIC_STATISTICS_ACCESS: rt::reflect::LayoutAccess = rt::ref
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = VnicDiagnosticStatistics::new_unchecked(b);
-                u64::from(v.counter_error_queues())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = VnicDiagnosticStatistics::new_unchecked(b);
-                v.set_counter_error_queues((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = VnicDiagnosticStatistics::new_unchecked(b);
+                u64::from(v.counter_error_queues()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = VnicDiagnosticStatistics::new_unchecked(b); v
+                .set_counter_error_queues((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "total_error_queues",
@@ -3937,14 +3835,16 @@ pub const VNIC_DIAGNOSTIC_STATISTICS_ACCESS: rt::reflect::LayoutAccess = rt::ref
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = VnicDiagnosticStatistics::new_unchecked(b);
-                u64::from(v.total_error_queues())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = VnicDiagnosticStatistics::new_unchecked(b);
-                v.set_total_error_queues((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = VnicDiagnosticStatistics::new_unchecked(b);
+                u64::from(v.total_error_queues()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = VnicDiagnosticStatistics::new_unchecked(b); v
+                .set_total_error_queues((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "send_queue_priority_update_flow",
@@ -3952,14 +3852,16 @@ pub const VNIC_DIAGNOSTIC_STATISTICS_ACCESS: rt::reflect::LayoutAccess = rt::ref
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = VnicDiagnosticStatistics::new_unchecked(b);
-                u64::from(v.send_queue_priority_update_flow())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = VnicDiagnosticStatistics::new_unchecked(b);
-                v.set_send_queue_priority_update_flow((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = VnicDiagnosticStatistics::new_unchecked(b);
+                u64::from(v.send_queue_priority_update_flow()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = VnicDiagnosticStatistics::new_unchecked(b); v
+                .set_send_queue_priority_update_flow((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "nic_receive_steering_discard",
@@ -3967,14 +3869,16 @@ pub const VNIC_DIAGNOSTIC_STATISTICS_ACCESS: rt::reflect::LayoutAccess = rt::ref
             width: 64,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = VnicDiagnosticStatistics::new_unchecked(b);
-                u64::from(v.nic_receive_steering_discard())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = VnicDiagnosticStatistics::new_unchecked(b);
-                v.set_nic_receive_steering_discard((x & 0xffffffffffffffff) as u64);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = VnicDiagnosticStatistics::new_unchecked(b);
+                u64::from(v.nic_receive_steering_discard()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = VnicDiagnosticStatistics::new_unchecked(b); v
+                .set_nic_receive_steering_discard((x & 0xffffffffffffffff) as u64); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "receive_discard_vport_down",
@@ -3982,14 +3886,16 @@ pub const VNIC_DIAGNOSTIC_STATISTICS_ACCESS: rt::reflect::LayoutAccess = rt::ref
             width: 64,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = VnicDiagnosticStatistics::new_unchecked(b);
-                u64::from(v.receive_discard_vport_down())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = VnicDiagnosticStatistics::new_unchecked(b);
-                v.set_receive_discard_vport_down((x & 0xffffffffffffffff) as u64);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = VnicDiagnosticStatistics::new_unchecked(b);
+                u64::from(v.receive_discard_vport_down()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = VnicDiagnosticStatistics::new_unchecked(b); v
+                .set_receive_discard_vport_down((x & 0xffffffffffffffff) as u64); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "transmit_discard_vport_down",
@@ -3997,14 +3903,16 @@ pub const VNIC_DIAGNOSTIC_STATISTICS_ACCESS: rt::reflect::LayoutAccess = rt::ref
             width: 64,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = VnicDiagnosticStatistics::new_unchecked(b);
-                u64::from(v.transmit_discard_vport_down())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = VnicDiagnosticStatistics::new_unchecked(b);
-                v.set_transmit_discard_vport_down((x & 0xffffffffffffffff) as u64);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = VnicDiagnosticStatistics::new_unchecked(b);
+                u64::from(v.transmit_discard_vport_down()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = VnicDiagnosticStatistics::new_unchecked(b); v
+                .set_transmit_discard_vport_down((x & 0xffffffffffffffff) as u64); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "async_eq_overrun",
@@ -4012,14 +3920,16 @@ pub const VNIC_DIAGNOSTIC_STATISTICS_ACCESS: rt::reflect::LayoutAccess = rt::ref
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = VnicDiagnosticStatistics::new_unchecked(b);
-                u64::from(v.async_eq_overrun())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = VnicDiagnosticStatistics::new_unchecked(b);
-                v.set_async_eq_overrun((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = VnicDiagnosticStatistics::new_unchecked(b);
+                u64::from(v.async_eq_overrun()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = VnicDiagnosticStatistics::new_unchecked(b); v
+                .set_async_eq_overrun((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "comp_eq_overrun",
@@ -4027,14 +3937,16 @@ pub const VNIC_DIAGNOSTIC_STATISTICS_ACCESS: rt::reflect::LayoutAccess = rt::ref
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = VnicDiagnosticStatistics::new_unchecked(b);
-                u64::from(v.comp_eq_overrun())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = VnicDiagnosticStatistics::new_unchecked(b);
-                v.set_comp_eq_overrun((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = VnicDiagnosticStatistics::new_unchecked(b);
+                u64::from(v.comp_eq_overrun()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = VnicDiagnosticStatistics::new_unchecked(b); v
+                .set_comp_eq_overrun((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "invalid_command",
@@ -4042,14 +3954,16 @@ pub const VNIC_DIAGNOSTIC_STATISTICS_ACCESS: rt::reflect::LayoutAccess = rt::ref
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = VnicDiagnosticStatistics::new_unchecked(b);
-                u64::from(v.invalid_command())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = VnicDiagnosticStatistics::new_unchecked(b);
-                v.set_invalid_command((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = VnicDiagnosticStatistics::new_unchecked(b);
+                u64::from(v.invalid_command()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = VnicDiagnosticStatistics::new_unchecked(b); v
+                .set_invalid_command((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "quota_exceeded_command",
@@ -4057,14 +3971,16 @@ pub const VNIC_DIAGNOSTIC_STATISTICS_ACCESS: rt::reflect::LayoutAccess = rt::ref
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = VnicDiagnosticStatistics::new_unchecked(b);
-                u64::from(v.quota_exceeded_command())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = VnicDiagnosticStatistics::new_unchecked(b);
-                v.set_quota_exceeded_command((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = VnicDiagnosticStatistics::new_unchecked(b);
+                u64::from(v.quota_exceeded_command()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = VnicDiagnosticStatistics::new_unchecked(b); v
+                .set_quota_exceeded_command((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "internal_rq_out_of_buffer",
@@ -4072,14 +3988,16 @@ pub const VNIC_DIAGNOSTIC_STATISTICS_ACCESS: rt::reflect::LayoutAccess = rt::ref
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = VnicDiagnosticStatistics::new_unchecked(b);
-                u64::from(v.internal_rq_out_of_buffer())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = VnicDiagnosticStatistics::new_unchecked(b);
-                v.set_internal_rq_out_of_buffer((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = VnicDiagnosticStatistics::new_unchecked(b);
+                u64::from(v.internal_rq_out_of_buffer()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = VnicDiagnosticStatistics::new_unchecked(b); v
+                .set_internal_rq_out_of_buffer((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "cq_overrun",
@@ -4087,14 +4005,16 @@ pub const VNIC_DIAGNOSTIC_STATISTICS_ACCESS: rt::reflect::LayoutAccess = rt::ref
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = VnicDiagnosticStatistics::new_unchecked(b);
-                u64::from(v.cq_overrun())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = VnicDiagnosticStatistics::new_unchecked(b);
-                v.set_cq_overrun((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = VnicDiagnosticStatistics::new_unchecked(b);
+                u64::from(v.cq_overrun()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = VnicDiagnosticStatistics::new_unchecked(b); v
+                .set_cq_overrun((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "eth_wqe_too_small",
@@ -4102,14 +4022,16 @@ pub const VNIC_DIAGNOSTIC_STATISTICS_ACCESS: rt::reflect::LayoutAccess = rt::ref
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = VnicDiagnosticStatistics::new_unchecked(b);
-                u64::from(v.eth_wqe_too_small())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = VnicDiagnosticStatistics::new_unchecked(b);
-                v.set_eth_wqe_too_small((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = VnicDiagnosticStatistics::new_unchecked(b);
+                u64::from(v.eth_wqe_too_small()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = VnicDiagnosticStatistics::new_unchecked(b); v
+                .set_eth_wqe_too_small((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "generated_pkt_steering_fail",
@@ -4117,14 +4039,16 @@ pub const VNIC_DIAGNOSTIC_STATISTICS_ACCESS: rt::reflect::LayoutAccess = rt::ref
             width: 64,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = VnicDiagnosticStatistics::new_unchecked(b);
-                u64::from(v.generated_pkt_steering_fail())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = VnicDiagnosticStatistics::new_unchecked(b);
-                v.set_generated_pkt_steering_fail((x & 0xffffffffffffffff) as u64);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = VnicDiagnosticStatistics::new_unchecked(b);
+                u64::from(v.generated_pkt_steering_fail()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = VnicDiagnosticStatistics::new_unchecked(b); v
+                .set_generated_pkt_steering_fail((x & 0xffffffffffffffff) as u64); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "handled_pkt_steering_fail",
@@ -4132,17 +4056,129 @@ pub const VNIC_DIAGNOSTIC_STATISTICS_ACCESS: rt::reflect::LayoutAccess = rt::ref
             width: 64,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = VnicDiagnosticStatistics::new_unchecked(b);
-                u64::from(v.handled_pkt_steering_fail())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = VnicDiagnosticStatistics::new_unchecked(b);
-                v.set_handled_pkt_steering_fail((x & 0xffffffffffffffff) as u64);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = VnicDiagnosticStatistics::new_unchecked(b);
+                u64::from(v.handled_pkt_steering_fail()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = VnicDiagnosticStatistics::new_unchecked(b); v
+                .set_handled_pkt_steering_fail((x & 0xffffffffffffffff) as u64); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[
+        (12, 0xffffffff),
+        (48, 0xffffffff),
+        (72, 0xffffffff),
+        (76, 0xffffffff),
+        (80, 0xffffffff),
+        (84, 0xffffffff),
+        (88, 0xffffffff),
+        (92, 0xffffffff),
+        (112, 0xffffffff),
+        (116, 0xffffffff),
+        (120, 0xffffffff),
+        (124, 0xffffffff),
+        (128, 0xffffffff),
+        (132, 0xffffffff),
+        (136, 0xffffffff),
+        (140, 0xffffffff),
+        (144, 0xffffffff),
+        (148, 0xffffffff),
+        (152, 0xffffffff),
+        (156, 0xffffffff),
+        (160, 0xffffffff),
+        (164, 0xffffffff),
+        (168, 0xffffffff),
+        (172, 0xffffffff),
+        (176, 0xffffffff),
+        (180, 0xffffffff),
+        (184, 0xffffffff),
+        (188, 0xffffffff),
+        (192, 0xffffffff),
+        (196, 0xffffffff),
+        (200, 0xffffffff),
+        (204, 0xffffffff),
+        (208, 0xffffffff),
+        (212, 0xffffffff),
+        (216, 0xffffffff),
+        (220, 0xffffffff),
+        (224, 0xffffffff),
+        (228, 0xffffffff),
+        (232, 0xffffffff),
+        (236, 0xffffffff),
+        (240, 0xffffffff),
+        (244, 0xffffffff),
+        (248, 0xffffffff),
+        (252, 0xffffffff),
+        (256, 0xffffffff),
+        (260, 0xffffffff),
+        (264, 0xffffffff),
+        (268, 0xffffffff),
+        (272, 0xffffffff),
+        (276, 0xffffffff),
+        (280, 0xffffffff),
+        (284, 0xffffffff),
+        (288, 0xffffffff),
+        (292, 0xffffffff),
+        (296, 0xffffffff),
+        (300, 0xffffffff),
+        (304, 0xffffffff),
+        (308, 0xffffffff),
+        (312, 0xffffffff),
+        (316, 0xffffffff),
+        (320, 0xffffffff),
+        (324, 0xffffffff),
+        (328, 0xffffffff),
+        (332, 0xffffffff),
+        (336, 0xffffffff),
+        (340, 0xffffffff),
+        (344, 0xffffffff),
+        (348, 0xffffffff),
+        (352, 0xffffffff),
+        (356, 0xffffffff),
+        (360, 0xffffffff),
+        (364, 0xffffffff),
+        (368, 0xffffffff),
+        (372, 0xffffffff),
+        (376, 0xffffffff),
+        (380, 0xffffffff),
+        (384, 0xffffffff),
+        (388, 0xffffffff),
+        (392, 0xffffffff),
+        (396, 0xffffffff),
+        (400, 0xffffffff),
+        (404, 0xffffffff),
+        (408, 0xffffffff),
+        (412, 0xffffffff),
+        (416, 0xffffffff),
+        (420, 0xffffffff),
+        (424, 0xffffffff),
+        (428, 0xffffffff),
+        (432, 0xffffffff),
+        (436, 0xffffffff),
+        (440, 0xffffffff),
+        (444, 0xffffffff),
+        (448, 0xffffffff),
+        (452, 0xffffffff),
+        (456, 0xffffffff),
+        (460, 0xffffffff),
+        (464, 0xffffffff),
+        (468, 0xffffffff),
+        (472, 0xffffffff),
+        (476, 0xffffffff),
+        (480, 0xffffffff),
+        (484, 0xffffffff),
+        (488, 0xffffffff),
+        (492, 0xffffffff),
+        (496, 0xffffffff),
+        (500, 0xffffffff),
+        (504, 0xffffffff),
+        (508, 0xffffffff),
+    ],
 };
 /// The commands of this module, typed by opcode (see the runtime's `Command`).
 pub mod cmd {

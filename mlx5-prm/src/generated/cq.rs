@@ -143,6 +143,33 @@ impl ::core::convert::From<CqPeriodMode> for u8 {
 /// CQ context: ring geometry, moderation, the EQ that receives its completion events and the address of its doorbell record.
 ///
 /// PRM layout `cqc`: 0x40 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:28 | `status` |
+/// | 0x00 | 25 | `dbr_umem_valid` |
+/// | 0x00 | 24 | `apu_cq` |
+/// | 0x00 | 23:21 | `cqe_sz` |
+/// | 0x00 | 20 | `cc` |
+/// | 0x00 | 18 | `scqe_break_moderation_en` |
+/// | 0x00 | 17 | `oi` |
+/// | 0x00 | 16:15 | `cq_period_mode` |
+/// | 0x00 | 14 | `cqe_comp_en` |
+/// | 0x00 | 13:12 | `mini_cqe_res_format` |
+/// | 0x00 | 11:8 | `st` |
+/// | 0x00 | 1:0 | `cqe_compression_layout` |
+/// | 0x08 | 11:6 | `page_offset` |
+/// | 0x0c | 28:24 | `log_cq_size` |
+/// | 0x0c | 23:0 | `uar_page` |
+/// | 0x10 | 27:16 | `cq_period` |
+/// | 0x10 | 15:0 | `cq_max_count` |
+/// | 0x14 | 31:0 | `c_eqn_or_apu_element` |
+/// | 0x18 | 28:24 | `log_page_size` |
+/// | 0x20 | 23:0 | `last_notified_index` |
+/// | 0x24 | 23:0 | `last_solicit_index` |
+/// | 0x28 | 23:0 | `consumer_counter` |
+/// | 0x2c | 23:0 | `producer_counter` |
+/// | 0x38 | 63:0 | `dbr_addr` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Cqc<B = [u8; 64]> {
     buf: B,
@@ -713,65 +740,14 @@ impl<B: rt::BytesMut> Cqc<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for Cqc<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(Cqc));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("dbr_umem_valid", &self.dbr_umem_valid());
-        d.field("apu_cq", &self.apu_cq());
-        d.field("cqe_sz", &rt::fmt::EnumValue(self.cqe_sz()));
-        d.field("cc", &self.cc());
-        d.field("scqe_break_moderation_en", &self.scqe_break_moderation_en());
-        d.field("oi", &self.oi());
-        d.field("cq_period_mode", &rt::fmt::EnumValue(self.cq_period_mode()));
-        d.field("cqe_comp_en", &self.cqe_comp_en());
-        d.field("mini_cqe_res_format", &rt::fmt::Hex(self.mini_cqe_res_format().into()));
-        d.field("st", &rt::fmt::Hex(self.st().into()));
-        d.field(
-            "cqe_compression_layout",
-            &rt::fmt::Hex(self.cqe_compression_layout().into()),
-        );
-        d.field("page_offset", &rt::fmt::Hex(self.page_offset().into()));
-        d.field("log_cq_size", &rt::fmt::Hex(self.log_cq_size().into()));
-        d.field("uar_page", &rt::fmt::Hex(self.uar_page().into()));
-        d.field("cq_period", &rt::fmt::Hex(self.cq_period().into()));
-        d.field("cq_max_count", &rt::fmt::Hex(self.cq_max_count().into()));
-        d.field(
-            "c_eqn_or_apu_element",
-            &rt::fmt::Hex(self.c_eqn_or_apu_element().into()),
-        );
-        d.field("log_page_size", &rt::fmt::Hex(self.log_page_size().into()));
-        d.field("last_notified_index", &rt::fmt::Hex(self.last_notified_index().into()));
-        d.field("last_solicit_index", &rt::fmt::Hex(self.last_solicit_index().into()));
-        d.field("consumer_counter", &rt::fmt::Hex(self.consumer_counter().into()));
-        d.field("producer_counter", &rt::fmt::Hex(self.producer_counter().into()));
-        d.field("dbr_addr", &rt::fmt::Hex(self.dbr_addr().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (0, 0xc0800fc),
-                (4, 0xffffffff),
-                (8, 0xfffff03f),
-                (12, 0xe0000000),
-                (16, 0xf0000000),
-                (24, 0xe0ffffff),
-                (28, 0xffffffff),
-                (32, 0xff000000),
-                (36, 0xff000000),
-                (40, 0xff000000),
-                (44, 0xff000000),
-                (48, 0xffffffff),
-                (52, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&CQC_ACCESS, &self.buf), f)
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `cqc` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `cqc`: what the decoding `Debug` shows and generic tools read.
 pub const CQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "cqc",
+    type_name: "Cqc",
     size: 64,
     fields: &[
         rt::reflect::FieldAccess {
@@ -780,14 +756,15 @@ pub const CQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Cqc::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Cqc::new_unchecked(b);
-                v.set_status((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(v.status()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Cqc::new_unchecked(b); v.set_status((x & 0xf)
+                as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "dbr_umem_valid",
@@ -795,14 +772,15 @@ pub const CQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Cqc::new_unchecked(b);
-                u64::from(v.dbr_umem_valid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Cqc::new_unchecked(b);
-                v.set_dbr_umem_valid(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(v.dbr_umem_valid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Cqc::new_unchecked(b); v.set_dbr_umem_valid(x &
+                1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "apu_cq",
@@ -810,14 +788,15 @@ pub const CQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Cqc::new_unchecked(b);
-                u64::from(v.apu_cq())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Cqc::new_unchecked(b);
-                v.set_apu_cq(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(v.apu_cq()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Cqc::new_unchecked(b); v.set_apu_cq(x & 1 !=
+                0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "cqe_sz",
@@ -825,14 +804,21 @@ pub const CQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 3,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Cqc::new_unchecked(b);
-                u64::from(v.cqe_sz_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Cqc::new_unchecked(b);
-                v.set_cqe_sz_raw((x & 0x7) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "cqe_size",
+                value_name: |r| match CqeSize::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(v.cqe_sz_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Cqc::new_unchecked(b); v.set_cqe_sz_raw((x &
+                0x7) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "cc",
@@ -840,14 +826,14 @@ pub const CQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Cqc::new_unchecked(b);
-                u64::from(v.cc())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Cqc::new_unchecked(b);
-                v.set_cc(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(v.cc()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Cqc::new_unchecked(b); v.set_cc(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "scqe_break_moderation_en",
@@ -855,14 +841,16 @@ pub const CQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Cqc::new_unchecked(b);
-                u64::from(v.scqe_break_moderation_en())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Cqc::new_unchecked(b);
-                v.set_scqe_break_moderation_en(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(v
+                .scqe_break_moderation_en()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Cqc::new_unchecked(b); v
+                .set_scqe_break_moderation_en(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "oi",
@@ -870,14 +858,14 @@ pub const CQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Cqc::new_unchecked(b);
-                u64::from(v.oi())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Cqc::new_unchecked(b);
-                v.set_oi(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(v.oi()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Cqc::new_unchecked(b); v.set_oi(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "cq_period_mode",
@@ -885,14 +873,22 @@ pub const CQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 2,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Cqc::new_unchecked(b);
-                u64::from(v.cq_period_mode_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Cqc::new_unchecked(b);
-                v.set_cq_period_mode_raw((x & 0x3) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "cq_period_mode",
+                value_name: |r| match CqPeriodMode::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(v
+                .cq_period_mode_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Cqc::new_unchecked(b); v
+                .set_cq_period_mode_raw((x & 0x3) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "cqe_comp_en",
@@ -900,14 +896,15 @@ pub const CQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Cqc::new_unchecked(b);
-                u64::from(v.cqe_comp_en())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Cqc::new_unchecked(b);
-                v.set_cqe_comp_en(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(v.cqe_comp_en()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Cqc::new_unchecked(b); v.set_cqe_comp_en(x & 1
+                != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "mini_cqe_res_format",
@@ -915,14 +912,16 @@ pub const CQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 2,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Cqc::new_unchecked(b);
-                u64::from(v.mini_cqe_res_format())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Cqc::new_unchecked(b);
-                v.set_mini_cqe_res_format((x & 0x3) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(v
+                .mini_cqe_res_format()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Cqc::new_unchecked(b); v
+                .set_mini_cqe_res_format((x & 0x3) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "st",
@@ -930,14 +929,15 @@ pub const CQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Cqc::new_unchecked(b);
-                u64::from(v.st())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Cqc::new_unchecked(b);
-                v.set_st((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(v.st()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Cqc::new_unchecked(b); v.set_st((x & 0xf) as
+                u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "cqe_compression_layout",
@@ -945,14 +945,16 @@ pub const CQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 2,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Cqc::new_unchecked(b);
-                u64::from(v.cqe_compression_layout())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Cqc::new_unchecked(b);
-                v.set_cqe_compression_layout((x & 0x3) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(v
+                .cqe_compression_layout()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Cqc::new_unchecked(b); v
+                .set_cqe_compression_layout((x & 0x3) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "page_offset",
@@ -960,14 +962,15 @@ pub const CQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 6,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Cqc::new_unchecked(b);
-                u64::from(v.page_offset())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Cqc::new_unchecked(b);
-                v.set_page_offset((x & 0x3f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(v.page_offset()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Cqc::new_unchecked(b); v.set_page_offset((x &
+                0x3f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_cq_size",
@@ -975,14 +978,15 @@ pub const CQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Cqc::new_unchecked(b);
-                u64::from(v.log_cq_size())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Cqc::new_unchecked(b);
-                v.set_log_cq_size((x & 0x1f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(v.log_cq_size()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Cqc::new_unchecked(b); v.set_log_cq_size((x &
+                0x1f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "uar_page",
@@ -990,14 +994,15 @@ pub const CQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Cqc::new_unchecked(b);
-                u64::from(v.uar_page())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Cqc::new_unchecked(b);
-                v.set_uar_page((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(v.uar_page()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Cqc::new_unchecked(b); v.set_uar_page((x &
+                0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "cq_period",
@@ -1005,14 +1010,15 @@ pub const CQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 12,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Cqc::new_unchecked(b);
-                u64::from(v.cq_period())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Cqc::new_unchecked(b);
-                v.set_cq_period((x & 0xfff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(v.cq_period()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Cqc::new_unchecked(b); v.set_cq_period((x &
+                0xfff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "cq_max_count",
@@ -1020,14 +1026,15 @@ pub const CQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Cqc::new_unchecked(b);
-                u64::from(v.cq_max_count())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Cqc::new_unchecked(b);
-                v.set_cq_max_count((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(v.cq_max_count()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Cqc::new_unchecked(b); v.set_cq_max_count((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "c_eqn_or_apu_element",
@@ -1035,14 +1042,16 @@ pub const CQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Cqc::new_unchecked(b);
-                u64::from(v.c_eqn_or_apu_element())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Cqc::new_unchecked(b);
-                v.set_c_eqn_or_apu_element((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(v
+                .c_eqn_or_apu_element()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Cqc::new_unchecked(b); v
+                .set_c_eqn_or_apu_element((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_page_size",
@@ -1050,14 +1059,15 @@ pub const CQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Cqc::new_unchecked(b);
-                u64::from(v.log_page_size())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Cqc::new_unchecked(b);
-                v.set_log_page_size((x & 0x1f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(v.log_page_size()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Cqc::new_unchecked(b); v.set_log_page_size((x &
+                0x1f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "last_notified_index",
@@ -1065,14 +1075,16 @@ pub const CQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Cqc::new_unchecked(b);
-                u64::from(v.last_notified_index())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Cqc::new_unchecked(b);
-                v.set_last_notified_index((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(v
+                .last_notified_index()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Cqc::new_unchecked(b); v
+                .set_last_notified_index((x & 0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "last_solicit_index",
@@ -1080,14 +1092,16 @@ pub const CQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Cqc::new_unchecked(b);
-                u64::from(v.last_solicit_index())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Cqc::new_unchecked(b);
-                v.set_last_solicit_index((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(v
+                .last_solicit_index()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Cqc::new_unchecked(b); v
+                .set_last_solicit_index((x & 0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "consumer_counter",
@@ -1095,14 +1109,16 @@ pub const CQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Cqc::new_unchecked(b);
-                u64::from(v.consumer_counter())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Cqc::new_unchecked(b);
-                v.set_consumer_counter((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(v.consumer_counter())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Cqc::new_unchecked(b); v
+                .set_consumer_counter((x & 0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "producer_counter",
@@ -1110,14 +1126,16 @@ pub const CQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Cqc::new_unchecked(b);
-                u64::from(v.producer_counter())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Cqc::new_unchecked(b);
-                v.set_producer_counter((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(v.producer_counter())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Cqc::new_unchecked(b); v
+                .set_producer_counter((x & 0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "dbr_addr",
@@ -1125,21 +1143,46 @@ pub const CQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 64,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Cqc::new_unchecked(b);
-                u64::from(v.dbr_addr())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Cqc::new_unchecked(b);
-                v.set_dbr_addr((x & 0xffffffffffffffff) as u64);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(v.dbr_addr()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Cqc::new_unchecked(b); v.set_dbr_addr((x &
+                0xffffffffffffffff) as u64); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[
+        (0, 0xc0800fc),
+        (4, 0xffffffff),
+        (8, 0xfffff03f),
+        (12, 0xe0000000),
+        (16, 0xf0000000),
+        (24, 0xe0ffffff),
+        (28, 0xffffffff),
+        (32, 0xff000000),
+        (36, 0xff000000),
+        (40, 0xff000000),
+        (44, 0xff000000),
+        (48, 0xffffffff),
+        (52, 0xffffffff),
+    ],
 };
 /// Input of CREATE_CQ. The page list of the ring follows the fixed part.
 ///
 /// PRM layout `create_cq_in`: 0x110 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x00 | 15:0 | `uid` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x10..0x50 | — | `cq_context` |
+/// | 0x5c | 31 | `cq_umem_valid` |
+/// | 0x110 | … | `pas[]` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct CreateCqIn<B = [u8; 272]> {
     buf: B,
@@ -1277,86 +1320,17 @@ impl<B: rt::BytesMut> CreateCqIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for CreateCqIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(CreateCqIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("uid", &rt::fmt::Hex(self.uid().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("cq_context", &self.cq_context());
-        d.field("cq_umem_valid", &self.cq_umem_valid());
-        d.field(
-            "pas",
-            &rt::fmt::With(|f| rt::fmt::list(
-                f,
-                self.pas_len(),
-                self.pas_iter().map(|v| rt::fmt::Hex(u64::from(v))),
-            )),
-        );
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (4, 0xffff0000),
-                (8, 0xffffffff),
-                (12, 0xffffffff),
-                (80, 0xffffffff),
-                (84, 0xffffffff),
-                (88, 0xffffffff),
-                (92, 0x7fffffff),
-                (96, 0xffffffff),
-                (100, 0xffffffff),
-                (104, 0xffffffff),
-                (108, 0xffffffff),
-                (112, 0xffffffff),
-                (116, 0xffffffff),
-                (120, 0xffffffff),
-                (124, 0xffffffff),
-                (128, 0xffffffff),
-                (132, 0xffffffff),
-                (136, 0xffffffff),
-                (140, 0xffffffff),
-                (144, 0xffffffff),
-                (148, 0xffffffff),
-                (152, 0xffffffff),
-                (156, 0xffffffff),
-                (160, 0xffffffff),
-                (164, 0xffffffff),
-                (168, 0xffffffff),
-                (172, 0xffffffff),
-                (176, 0xffffffff),
-                (180, 0xffffffff),
-                (184, 0xffffffff),
-                (188, 0xffffffff),
-                (192, 0xffffffff),
-                (196, 0xffffffff),
-                (200, 0xffffffff),
-                (204, 0xffffffff),
-                (208, 0xffffffff),
-                (212, 0xffffffff),
-                (216, 0xffffffff),
-                (220, 0xffffffff),
-                (224, 0xffffffff),
-                (228, 0xffffffff),
-                (232, 0xffffffff),
-                (236, 0xffffffff),
-                (240, 0xffffffff),
-                (244, 0xffffffff),
-                (248, 0xffffffff),
-                (252, 0xffffffff),
-                (256, 0xffffffff),
-                (260, 0xffffffff),
-                (264, 0xffffffff),
-                (268, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&CREATE_CQ_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `create_cq_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `create_cq_in`: what the decoding `Debug` shows and generic tools read.
 pub const CREATE_CQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "create_cq_in",
+    type_name: "CreateCqIn",
     size: 272,
     fields: &[
         rt::reflect::FieldAccess {
@@ -1365,14 +1339,15 @@ pub const CREATE_CQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateCqIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateCqIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateCqIn::new_unchecked(b); u64::from(v.opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateCqIn::new_unchecked(b); v.set_opcode((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "uid",
@@ -1380,14 +1355,15 @@ pub const CREATE_CQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateCqIn::new_unchecked(b);
-                u64::from(v.uid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateCqIn::new_unchecked(b);
-                v.set_uid((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateCqIn::new_unchecked(b); u64::from(v.uid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateCqIn::new_unchecked(b); v.set_uid((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -1395,14 +1371,15 @@ pub const CREATE_CQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateCqIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateCqIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateCqIn::new_unchecked(b); u64::from(v.op_mod()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateCqIn::new_unchecked(b); v.set_op_mod((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "cq_umem_valid",
@@ -1410,14 +1387,16 @@ pub const CREATE_CQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateCqIn::new_unchecked(b);
-                u64::from(v.cq_umem_valid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateCqIn::new_unchecked(b);
-                v.set_cq_umem_valid(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateCqIn::new_unchecked(b); u64::from(v
+                .cq_umem_valid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateCqIn::new_unchecked(b); v
+                .set_cq_umem_valid(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "pas",
@@ -1425,43 +1404,101 @@ pub const CREATE_CQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 64,
             count: 0,
             trailing: true,
-            get: Some(|b: &[u8], i: usize| -> u64 {
-                CreateCqIn::new_unchecked(b).pas(i).map_or(0, u64::from)
-            }),
-            set: Some(|b: &mut [u8], i: usize, x: u64| {
-                let _ = CreateCqIn::new_unchecked(b)
-                    .set_pas(i, (x & 0xffffffffffffffff) as u64);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> u64 { CreateCqIn::new_unchecked(b).pas(i)
+                .map_or(0, u64::from) }
+            ),
+            set: crate::__prm_accessor!(
+                | b : & mut [u8], i : usize, x : u64 | { let _ =
+                CreateCqIn::new_unchecked(b).set_pas(i, (x & 0xffffffffffffffff) as u64);
+                }
+            ),
         },
     ],
     nested: &[
         rt::reflect::NestedAccess {
             name: "cq_context",
             layout: "cqc",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&CQC_ACCESS),
             byte_offset: 16,
             size: 64,
             count: 1,
             trailing: false,
             stride: 64,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 272 {
-                    return None;
-                }
-                let v = CreateCqIn::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.cq_context();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 272 { return
+                None; } let v = CreateCqIn::new_unchecked(b); if i != 0 { return None; }
+                let sub = v.cq_context(); Some(sub.storage().as_ptr() as usize - b
+                .as_ptr() as usize) }
+            ),
         },
+    ],
+    reserved: &[
+        (4, 0xffff0000),
+        (8, 0xffffffff),
+        (12, 0xffffffff),
+        (80, 0xffffffff),
+        (84, 0xffffffff),
+        (88, 0xffffffff),
+        (92, 0x7fffffff),
+        (96, 0xffffffff),
+        (100, 0xffffffff),
+        (104, 0xffffffff),
+        (108, 0xffffffff),
+        (112, 0xffffffff),
+        (116, 0xffffffff),
+        (120, 0xffffffff),
+        (124, 0xffffffff),
+        (128, 0xffffffff),
+        (132, 0xffffffff),
+        (136, 0xffffffff),
+        (140, 0xffffffff),
+        (144, 0xffffffff),
+        (148, 0xffffffff),
+        (152, 0xffffffff),
+        (156, 0xffffffff),
+        (160, 0xffffffff),
+        (164, 0xffffffff),
+        (168, 0xffffffff),
+        (172, 0xffffffff),
+        (176, 0xffffffff),
+        (180, 0xffffffff),
+        (184, 0xffffffff),
+        (188, 0xffffffff),
+        (192, 0xffffffff),
+        (196, 0xffffffff),
+        (200, 0xffffffff),
+        (204, 0xffffffff),
+        (208, 0xffffffff),
+        (212, 0xffffffff),
+        (216, 0xffffffff),
+        (220, 0xffffffff),
+        (224, 0xffffffff),
+        (228, 0xffffffff),
+        (232, 0xffffffff),
+        (236, 0xffffffff),
+        (240, 0xffffffff),
+        (244, 0xffffffff),
+        (248, 0xffffffff),
+        (252, 0xffffffff),
+        (256, 0xffffffff),
+        (260, 0xffffffff),
+        (264, 0xffffffff),
+        (268, 0xffffffff),
     ],
 };
 /// Output of CREATE_CQ.
 ///
 /// PRM layout `create_cq_out`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
+/// | 0x08 | 23:0 | `cqn` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct CreateCqOut<B = [u8; 16]> {
     buf: B,
@@ -1532,24 +1569,17 @@ impl<B: rt::BytesMut> CreateCqOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for CreateCqOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(CreateCqOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        d.field("cqn", &rt::fmt::Hex(self.cqn().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0xff000000), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&CREATE_CQ_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `create_cq_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `create_cq_out`: what the decoding `Debug` shows and generic tools read.
 pub const CREATE_CQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "create_cq_out",
+    type_name: "CreateCqOut",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -1558,14 +1588,15 @@ pub const CREATE_CQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateCqOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateCqOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateCqOut::new_unchecked(b); u64::from(v.status()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateCqOut::new_unchecked(b); v.set_status((x
+                & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -1573,14 +1604,16 @@ pub const CREATE_CQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateCqOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateCqOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateCqOut::new_unchecked(b); u64::from(v.syndrome())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateCqOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "cqn",
@@ -1588,21 +1621,30 @@ pub const CREATE_CQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateCqOut::new_unchecked(b);
-                u64::from(v.cqn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateCqOut::new_unchecked(b);
-                v.set_cqn((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateCqOut::new_unchecked(b); u64::from(v.cqn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateCqOut::new_unchecked(b); v.set_cqn((x &
+                0xffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffff), (8, 0xff000000), (12, 0xffffffff)],
 };
 /// Input of DESTROY_CQ.
 ///
 /// PRM layout `destroy_cq_in`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x00 | 15:0 | `uid` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x08 | 23:0 | `cqn` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct DestroyCqIn<B = [u8; 16]> {
     buf: B,
@@ -1690,25 +1732,17 @@ impl<B: rt::BytesMut> DestroyCqIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for DestroyCqIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(DestroyCqIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("uid", &rt::fmt::Hex(self.uid().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("cqn", &rt::fmt::Hex(self.cqn().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(4, 0xffff0000), (8, 0xff000000), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DESTROY_CQ_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `destroy_cq_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `destroy_cq_in`: what the decoding `Debug` shows and generic tools read.
 pub const DESTROY_CQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "destroy_cq_in",
+    type_name: "DestroyCqIn",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -1717,14 +1751,15 @@ pub const DESTROY_CQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyCqIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyCqIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyCqIn::new_unchecked(b); u64::from(v.opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyCqIn::new_unchecked(b); v.set_opcode((x
+                & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "uid",
@@ -1732,14 +1767,15 @@ pub const DESTROY_CQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyCqIn::new_unchecked(b);
-                u64::from(v.uid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyCqIn::new_unchecked(b);
-                v.set_uid((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyCqIn::new_unchecked(b); u64::from(v.uid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyCqIn::new_unchecked(b); v.set_uid((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -1747,14 +1783,15 @@ pub const DESTROY_CQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyCqIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyCqIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyCqIn::new_unchecked(b); u64::from(v.op_mod()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyCqIn::new_unchecked(b); v.set_op_mod((x
+                & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "cqn",
@@ -1762,21 +1799,28 @@ pub const DESTROY_CQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyCqIn::new_unchecked(b);
-                u64::from(v.cqn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyCqIn::new_unchecked(b);
-                v.set_cqn((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyCqIn::new_unchecked(b); u64::from(v.cqn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyCqIn::new_unchecked(b); v.set_cqn((x &
+                0xffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(4, 0xffff0000), (8, 0xff000000), (12, 0xffffffff)],
 };
 /// Output of DESTROY_CQ.
 ///
 /// PRM layout `destroy_cq_out`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct DestroyCqOut<B = [u8; 16]> {
     buf: B,
@@ -1825,23 +1869,17 @@ impl<B: rt::BytesMut> DestroyCqOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for DestroyCqOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(DestroyCqOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DESTROY_CQ_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `destroy_cq_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `destroy_cq_out`: what the decoding `Debug` shows and generic tools read.
 pub const DESTROY_CQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "destroy_cq_out",
+    type_name: "DestroyCqOut",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -1850,14 +1888,16 @@ pub const DESTROY_CQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyCqOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyCqOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyCqOut::new_unchecked(b); u64::from(v.status())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyCqOut::new_unchecked(b); v.set_status((x
+                & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -1865,21 +1905,30 @@ pub const DESTROY_CQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyCqOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyCqOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyCqOut::new_unchecked(b); u64::from(v
+                .syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyCqOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
 };
 /// Input of QUERY_CQ. Names the CQ whose context the driver wants to read back.
 ///
 /// PRM layout `query_cq_in`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x08 | 23:0 | `cqn` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct QueryCqIn<B = [u8; 16]> {
     buf: B,
@@ -1950,24 +1999,17 @@ impl<B: rt::BytesMut> QueryCqIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for QueryCqIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(QueryCqIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("cqn", &rt::fmt::Hex(self.cqn().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffff), (4, 0xffff0000), (8, 0xff000000), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QUERY_CQ_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `query_cq_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `query_cq_in`: what the decoding `Debug` shows and generic tools read.
 pub const QUERY_CQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "query_cq_in",
+    type_name: "QueryCqIn",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -1976,14 +2018,15 @@ pub const QUERY_CQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryCqIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryCqIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryCqIn::new_unchecked(b); u64::from(v.opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryCqIn::new_unchecked(b); v.set_opcode((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -1991,14 +2034,15 @@ pub const QUERY_CQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryCqIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryCqIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryCqIn::new_unchecked(b); u64::from(v.op_mod()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryCqIn::new_unchecked(b); v.set_op_mod((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "cqn",
@@ -2006,21 +2050,30 @@ pub const QUERY_CQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryCqIn::new_unchecked(b);
-                u64::from(v.cqn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryCqIn::new_unchecked(b);
-                v.set_cqn((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryCqIn::new_unchecked(b); u64::from(v.cqn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryCqIn::new_unchecked(b); v.set_cqn((x &
+                0xffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffff), (4, 0xffff0000), (8, 0xff000000), (12, 0xffffffff)],
 };
 /// Output of QUERY_CQ: the CQ's current context (state, moderation, counters) followed by the page list of its ring.
 ///
 /// PRM layout `query_cq_out`: 0x110 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
+/// | 0x10..0x50 | — | `cq_context` |
+/// | 0x110 | … | `pas[]` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct QueryCqOut<B = [u8; 272]> {
     buf: B,
@@ -2134,84 +2187,17 @@ impl<B: rt::BytesMut> QueryCqOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for QueryCqOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(QueryCqOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        d.field("cq_context", &self.cq_context());
-        d.field(
-            "pas",
-            &rt::fmt::With(|f| rt::fmt::list(
-                f,
-                self.pas_len(),
-                self.pas_iter().map(|v| rt::fmt::Hex(u64::from(v))),
-            )),
-        );
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (0, 0xffffff),
-                (8, 0xffffffff),
-                (12, 0xffffffff),
-                (80, 0xffffffff),
-                (84, 0xffffffff),
-                (88, 0xffffffff),
-                (92, 0xffffffff),
-                (96, 0xffffffff),
-                (100, 0xffffffff),
-                (104, 0xffffffff),
-                (108, 0xffffffff),
-                (112, 0xffffffff),
-                (116, 0xffffffff),
-                (120, 0xffffffff),
-                (124, 0xffffffff),
-                (128, 0xffffffff),
-                (132, 0xffffffff),
-                (136, 0xffffffff),
-                (140, 0xffffffff),
-                (144, 0xffffffff),
-                (148, 0xffffffff),
-                (152, 0xffffffff),
-                (156, 0xffffffff),
-                (160, 0xffffffff),
-                (164, 0xffffffff),
-                (168, 0xffffffff),
-                (172, 0xffffffff),
-                (176, 0xffffffff),
-                (180, 0xffffffff),
-                (184, 0xffffffff),
-                (188, 0xffffffff),
-                (192, 0xffffffff),
-                (196, 0xffffffff),
-                (200, 0xffffffff),
-                (204, 0xffffffff),
-                (208, 0xffffffff),
-                (212, 0xffffffff),
-                (216, 0xffffffff),
-                (220, 0xffffffff),
-                (224, 0xffffffff),
-                (228, 0xffffffff),
-                (232, 0xffffffff),
-                (236, 0xffffffff),
-                (240, 0xffffffff),
-                (244, 0xffffffff),
-                (248, 0xffffffff),
-                (252, 0xffffffff),
-                (256, 0xffffffff),
-                (260, 0xffffffff),
-                (264, 0xffffffff),
-                (268, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QUERY_CQ_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `query_cq_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `query_cq_out`: what the decoding `Debug` shows and generic tools read.
 pub const QUERY_CQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "query_cq_out",
+    type_name: "QueryCqOut",
     size: 272,
     fields: &[
         rt::reflect::FieldAccess {
@@ -2220,14 +2206,15 @@ pub const QUERY_CQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryCqOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryCqOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryCqOut::new_unchecked(b); u64::from(v.status()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryCqOut::new_unchecked(b); v.set_status((x &
+                0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -2235,14 +2222,16 @@ pub const QUERY_CQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryCqOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryCqOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryCqOut::new_unchecked(b); u64::from(v.syndrome())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryCqOut::new_unchecked(b); v.set_syndrome((x
+                & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "pas",
@@ -2250,43 +2239,106 @@ pub const QUERY_CQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 64,
             count: 0,
             trailing: true,
-            get: Some(|b: &[u8], i: usize| -> u64 {
-                QueryCqOut::new_unchecked(b).pas(i).map_or(0, u64::from)
-            }),
-            set: Some(|b: &mut [u8], i: usize, x: u64| {
-                let _ = QueryCqOut::new_unchecked(b)
-                    .set_pas(i, (x & 0xffffffffffffffff) as u64);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> u64 { QueryCqOut::new_unchecked(b).pas(i)
+                .map_or(0, u64::from) }
+            ),
+            set: crate::__prm_accessor!(
+                | b : & mut [u8], i : usize, x : u64 | { let _ =
+                QueryCqOut::new_unchecked(b).set_pas(i, (x & 0xffffffffffffffff) as u64);
+                }
+            ),
         },
     ],
     nested: &[
         rt::reflect::NestedAccess {
             name: "cq_context",
             layout: "cqc",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&CQC_ACCESS),
             byte_offset: 16,
             size: 64,
             count: 1,
             trailing: false,
             stride: 64,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 272 {
-                    return None;
-                }
-                let v = QueryCqOut::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.cq_context();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 272 { return
+                None; } let v = QueryCqOut::new_unchecked(b); if i != 0 { return None; }
+                let sub = v.cq_context(); Some(sub.storage().as_ptr() as usize - b
+                .as_ptr() as usize) }
+            ),
         },
+    ],
+    reserved: &[
+        (0, 0xffffff),
+        (8, 0xffffffff),
+        (12, 0xffffffff),
+        (80, 0xffffffff),
+        (84, 0xffffffff),
+        (88, 0xffffffff),
+        (92, 0xffffffff),
+        (96, 0xffffffff),
+        (100, 0xffffffff),
+        (104, 0xffffffff),
+        (108, 0xffffffff),
+        (112, 0xffffffff),
+        (116, 0xffffffff),
+        (120, 0xffffffff),
+        (124, 0xffffffff),
+        (128, 0xffffffff),
+        (132, 0xffffffff),
+        (136, 0xffffffff),
+        (140, 0xffffffff),
+        (144, 0xffffffff),
+        (148, 0xffffffff),
+        (152, 0xffffffff),
+        (156, 0xffffffff),
+        (160, 0xffffffff),
+        (164, 0xffffffff),
+        (168, 0xffffffff),
+        (172, 0xffffffff),
+        (176, 0xffffffff),
+        (180, 0xffffffff),
+        (184, 0xffffffff),
+        (188, 0xffffffff),
+        (192, 0xffffffff),
+        (196, 0xffffffff),
+        (200, 0xffffffff),
+        (204, 0xffffffff),
+        (208, 0xffffffff),
+        (212, 0xffffffff),
+        (216, 0xffffffff),
+        (220, 0xffffffff),
+        (224, 0xffffffff),
+        (228, 0xffffffff),
+        (232, 0xffffffff),
+        (236, 0xffffffff),
+        (240, 0xffffffff),
+        (244, 0xffffffff),
+        (248, 0xffffffff),
+        (252, 0xffffffff),
+        (256, 0xffffffff),
+        (260, 0xffffffff),
+        (264, 0xffffffff),
+        (268, 0xffffffff),
     ],
 };
 /// Input of MODIFY_CQ. With op_mod 0 it changes the context fields picked by modify_field_select (moderation, overrun ignore, EQ). With op_mod 1 it resizes the ring, taking the fields picked by resize_field_select and the new page list.
 ///
 /// PRM layout `modify_cq_in`: 0x110 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x00 | 15:0 | `uid` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x08 | 23:0 | `cqn` |
+/// | 0x0c | 31:0 | `modify_field_select_resize_field_select` |
+/// | 0x10..0x50 | — | `cq_context` |
+/// | 0x5c | 31 | `cq_umem_valid` |
+/// | 0x110 | … | `pas[]` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct ModifyCqIn<B = [u8; 272]> {
     buf: B,
@@ -2476,90 +2528,17 @@ impl<B: rt::BytesMut> ModifyCqIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for ModifyCqIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(ModifyCqIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("uid", &rt::fmt::Hex(self.uid().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("cqn", &rt::fmt::Hex(self.cqn().into()));
-        d.field(
-            "modify_field_select_resize_field_select",
-            &self.modify_field_select_resize_field_select(),
-        );
-        d.field("cq_context", &self.cq_context());
-        d.field("cq_umem_valid", &self.cq_umem_valid());
-        d.field(
-            "pas",
-            &rt::fmt::With(|f| rt::fmt::list(
-                f,
-                self.pas_len(),
-                self.pas_iter().map(|v| rt::fmt::Hex(u64::from(v))),
-            )),
-        );
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (4, 0xffff0000),
-                (8, 0xff000000),
-                (80, 0xffffffff),
-                (84, 0xffffffff),
-                (88, 0xffffffff),
-                (92, 0x7fffffff),
-                (96, 0xffffffff),
-                (100, 0xffffffff),
-                (104, 0xffffffff),
-                (108, 0xffffffff),
-                (112, 0xffffffff),
-                (116, 0xffffffff),
-                (120, 0xffffffff),
-                (124, 0xffffffff),
-                (128, 0xffffffff),
-                (132, 0xffffffff),
-                (136, 0xffffffff),
-                (140, 0xffffffff),
-                (144, 0xffffffff),
-                (148, 0xffffffff),
-                (152, 0xffffffff),
-                (156, 0xffffffff),
-                (160, 0xffffffff),
-                (164, 0xffffffff),
-                (168, 0xffffffff),
-                (172, 0xffffffff),
-                (176, 0xffffffff),
-                (180, 0xffffffff),
-                (184, 0xffffffff),
-                (188, 0xffffffff),
-                (192, 0xffffffff),
-                (196, 0xffffffff),
-                (200, 0xffffffff),
-                (204, 0xffffffff),
-                (208, 0xffffffff),
-                (212, 0xffffffff),
-                (216, 0xffffffff),
-                (220, 0xffffffff),
-                (224, 0xffffffff),
-                (228, 0xffffffff),
-                (232, 0xffffffff),
-                (236, 0xffffffff),
-                (240, 0xffffffff),
-                (244, 0xffffffff),
-                (248, 0xffffffff),
-                (252, 0xffffffff),
-                (256, 0xffffffff),
-                (260, 0xffffffff),
-                (264, 0xffffffff),
-                (268, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&MODIFY_CQ_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `modify_cq_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `modify_cq_in`: what the decoding `Debug` shows and generic tools read.
 pub const MODIFY_CQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "modify_cq_in",
+    type_name: "ModifyCqIn",
     size: 272,
     fields: &[
         rt::reflect::FieldAccess {
@@ -2568,14 +2547,15 @@ pub const MODIFY_CQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ModifyCqIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ModifyCqIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ModifyCqIn::new_unchecked(b); u64::from(v.opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ModifyCqIn::new_unchecked(b); v.set_opcode((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "uid",
@@ -2583,14 +2563,15 @@ pub const MODIFY_CQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ModifyCqIn::new_unchecked(b);
-                u64::from(v.uid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ModifyCqIn::new_unchecked(b);
-                v.set_uid((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ModifyCqIn::new_unchecked(b); u64::from(v.uid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ModifyCqIn::new_unchecked(b); v.set_uid((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -2598,14 +2579,15 @@ pub const MODIFY_CQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ModifyCqIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ModifyCqIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ModifyCqIn::new_unchecked(b); u64::from(v.op_mod()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ModifyCqIn::new_unchecked(b); v.set_op_mod((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "cqn",
@@ -2613,14 +2595,15 @@ pub const MODIFY_CQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ModifyCqIn::new_unchecked(b);
-                u64::from(v.cqn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ModifyCqIn::new_unchecked(b);
-                v.set_cqn((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ModifyCqIn::new_unchecked(b); u64::from(v.cqn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ModifyCqIn::new_unchecked(b); v.set_cqn((x &
+                0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "cq_umem_valid",
@@ -2628,14 +2611,16 @@ pub const MODIFY_CQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ModifyCqIn::new_unchecked(b);
-                u64::from(v.cq_umem_valid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ModifyCqIn::new_unchecked(b);
-                v.set_cq_umem_valid(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ModifyCqIn::new_unchecked(b); u64::from(v
+                .cq_umem_valid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ModifyCqIn::new_unchecked(b); v
+                .set_cq_umem_valid(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "pas",
@@ -2643,65 +2628,117 @@ pub const MODIFY_CQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 64,
             count: 0,
             trailing: true,
-            get: Some(|b: &[u8], i: usize| -> u64 {
-                ModifyCqIn::new_unchecked(b).pas(i).map_or(0, u64::from)
-            }),
-            set: Some(|b: &mut [u8], i: usize, x: u64| {
-                let _ = ModifyCqIn::new_unchecked(b)
-                    .set_pas(i, (x & 0xffffffffffffffff) as u64);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> u64 { ModifyCqIn::new_unchecked(b).pas(i)
+                .map_or(0, u64::from) }
+            ),
+            set: crate::__prm_accessor!(
+                | b : & mut [u8], i : usize, x : u64 | { let _ =
+                ModifyCqIn::new_unchecked(b).set_pas(i, (x & 0xffffffffffffffff) as u64);
+                }
+            ),
         },
     ],
     nested: &[
         rt::reflect::NestedAccess {
             name: "modify_field_select_resize_field_select",
             layout: "modify_field_select_resize_field_select_auto",
-            kind: rt::reflect::NestedKind::Union,
+            table: rt::reflect::NestedTable::Union(
+                &MODIFY_FIELD_SELECT_RESIZE_FIELD_SELECT_AUTO_ACCESS,
+            ),
             byte_offset: 12,
             size: 4,
             count: 1,
             trailing: false,
             stride: 4,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 272 {
-                    return None;
-                }
-                let v = ModifyCqIn::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.modify_field_select_resize_field_select();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 272 { return
+                None; } let v = ModifyCqIn::new_unchecked(b); if i != 0 { return None; }
+                let sub = v.modify_field_select_resize_field_select(); Some(sub.storage()
+                .as_ptr() as usize - b.as_ptr() as usize) }
+            ),
         },
         rt::reflect::NestedAccess {
             name: "cq_context",
             layout: "cqc",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&CQC_ACCESS),
             byte_offset: 16,
             size: 64,
             count: 1,
             trailing: false,
             stride: 64,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 272 {
-                    return None;
-                }
-                let v = ModifyCqIn::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.cq_context();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 272 { return
+                None; } let v = ModifyCqIn::new_unchecked(b); if i != 0 { return None; }
+                let sub = v.cq_context(); Some(sub.storage().as_ptr() as usize - b
+                .as_ptr() as usize) }
+            ),
         },
+    ],
+    reserved: &[
+        (4, 0xffff0000),
+        (8, 0xff000000),
+        (80, 0xffffffff),
+        (84, 0xffffffff),
+        (88, 0xffffffff),
+        (92, 0x7fffffff),
+        (96, 0xffffffff),
+        (100, 0xffffffff),
+        (104, 0xffffffff),
+        (108, 0xffffffff),
+        (112, 0xffffffff),
+        (116, 0xffffffff),
+        (120, 0xffffffff),
+        (124, 0xffffffff),
+        (128, 0xffffffff),
+        (132, 0xffffffff),
+        (136, 0xffffffff),
+        (140, 0xffffffff),
+        (144, 0xffffffff),
+        (148, 0xffffffff),
+        (152, 0xffffffff),
+        (156, 0xffffffff),
+        (160, 0xffffffff),
+        (164, 0xffffffff),
+        (168, 0xffffffff),
+        (172, 0xffffffff),
+        (176, 0xffffffff),
+        (180, 0xffffffff),
+        (184, 0xffffffff),
+        (188, 0xffffffff),
+        (192, 0xffffffff),
+        (196, 0xffffffff),
+        (200, 0xffffffff),
+        (204, 0xffffffff),
+        (208, 0xffffffff),
+        (212, 0xffffffff),
+        (216, 0xffffffff),
+        (220, 0xffffffff),
+        (224, 0xffffffff),
+        (228, 0xffffffff),
+        (232, 0xffffffff),
+        (236, 0xffffffff),
+        (240, 0xffffffff),
+        (244, 0xffffffff),
+        (248, 0xffffffff),
+        (252, 0xffffffff),
+        (256, 0xffffffff),
+        (260, 0xffffffff),
+        (264, 0xffffffff),
+        (268, 0xffffffff),
     ],
 };
 /// Field mask of MODIFY_CQ when op_mod is 0 (change context fields in place).
 ///
 /// PRM layout `modify_field_select`: 0x4 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:0 | `modify_field_select` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct ModifyFieldSelect<B = [u8; 4]> {
     buf: B,
@@ -2744,15 +2781,17 @@ impl<B: rt::BytesMut> ModifyFieldSelect<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for ModifyFieldSelect<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(ModifyFieldSelect));
-        d.field("modify_field_select", &rt::fmt::Hex(self.modify_field_select().into()));
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&MODIFY_FIELD_SELECT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `modify_field_select` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `modify_field_select`: what the decoding `Debug` shows and generic tools read.
 pub const MODIFY_FIELD_SELECT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "modify_field_select",
+    type_name: "ModifyFieldSelect",
     size: 4,
     fields: &[
         rt::reflect::FieldAccess {
@@ -2761,21 +2800,28 @@ pub const MODIFY_FIELD_SELECT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ModifyFieldSelect::new_unchecked(b);
-                u64::from(v.modify_field_select())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ModifyFieldSelect::new_unchecked(b);
-                v.set_modify_field_select((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ModifyFieldSelect::new_unchecked(b); u64::from(v
+                .modify_field_select()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ModifyFieldSelect::new_unchecked(b); v
+                .set_modify_field_select((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[],
 };
 /// Field mask of MODIFY_CQ when op_mod is 1 (resize the ring).
 ///
 /// PRM layout `resize_field_select`: 0x4 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:0 | `resize_field_select` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct ResizeFieldSelect<B = [u8; 4]> {
     buf: B,
@@ -2818,15 +2864,17 @@ impl<B: rt::BytesMut> ResizeFieldSelect<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for ResizeFieldSelect<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(ResizeFieldSelect));
-        d.field("resize_field_select", &rt::fmt::Hex(self.resize_field_select().into()));
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&RESIZE_FIELD_SELECT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `resize_field_select` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `resize_field_select`: what the decoding `Debug` shows and generic tools read.
 pub const RESIZE_FIELD_SELECT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "resize_field_select",
+    type_name: "ResizeFieldSelect",
     size: 4,
     fields: &[
         rt::reflect::FieldAccess {
@@ -2835,21 +2883,29 @@ pub const RESIZE_FIELD_SELECT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ResizeFieldSelect::new_unchecked(b);
-                u64::from(v.resize_field_select())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ResizeFieldSelect::new_unchecked(b);
-                v.set_resize_field_select((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ResizeFieldSelect::new_unchecked(b); u64::from(v
+                .resize_field_select()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ResizeFieldSelect::new_unchecked(b); v
+                .set_resize_field_select((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[],
 };
 /// Output of MODIFY_CQ.
 ///
 /// PRM layout `modify_cq_out`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct ModifyCqOut<B = [u8; 16]> {
     buf: B,
@@ -2898,23 +2954,17 @@ impl<B: rt::BytesMut> ModifyCqOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for ModifyCqOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(ModifyCqOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&MODIFY_CQ_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `modify_cq_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `modify_cq_out`: what the decoding `Debug` shows and generic tools read.
 pub const MODIFY_CQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "modify_cq_out",
+    type_name: "ModifyCqOut",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -2923,14 +2973,15 @@ pub const MODIFY_CQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ModifyCqOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ModifyCqOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ModifyCqOut::new_unchecked(b); u64::from(v.status()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ModifyCqOut::new_unchecked(b); v.set_status((x
+                & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -2938,17 +2989,20 @@ pub const MODIFY_CQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ModifyCqOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ModifyCqOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ModifyCqOut::new_unchecked(b); u64::from(v.syndrome())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ModifyCqOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
 };
 /// The field mask word of MODIFY_CQ. Its meaning depends on MODIFY_CQ's op_mod, 0 for a change in place and 1 for a resize.
 ///
@@ -3076,29 +3130,30 @@ pub enum ModifyFieldSelectResizeFieldSelectAutoRef<S> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for ModifyFieldSelectResizeFieldSelectAuto<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut head = [0u8; 16];
-        let n = head.len().min(self.buf.len());
-        self.buf.read_bytes(0, &mut head[..n]);
-        f.debug_struct(stringify!(ModifyFieldSelectResizeFieldSelectAuto))
-            .field("bytes", &self.buf.len())
-            .field("head", &rt::fmt::HexBytes(&head[..n]))
-            .finish()
+        rt::reflect::debug_union(
+            f,
+            &MODIFY_FIELD_SELECT_RESIZE_FIELD_SELECT_AUTO_ACCESS,
+            &self.buf,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// The members of union `modify_field_select_resize_field_select_auto` and the field that selects one, for generic tools.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// The members of union `modify_field_select_resize_field_select_auto` and the field that selects one: what the decoding `Debug` and generic tools read.
 pub const MODIFY_FIELD_SELECT_RESIZE_FIELD_SELECT_AUTO_ACCESS: rt::reflect::UnionAccess = rt::reflect::UnionAccess {
     name: "modify_field_select_resize_field_select_auto",
+    type_name: "ModifyFieldSelectResizeFieldSelectAuto",
     size: 4,
     members: &[
         rt::reflect::UnionMemberAccess {
             name: "modify_field_select",
             layout: "modify_field_select",
+            table: &MODIFY_FIELD_SELECT_ACCESS,
             when: Some(0x0),
         },
         rt::reflect::UnionMemberAccess {
             name: "resize_field_select",
             layout: "resize_field_select",
+            table: &RESIZE_FIELD_SELECT_ACCESS,
             when: Some(0x1),
         },
     ],

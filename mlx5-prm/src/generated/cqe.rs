@@ -724,6 +724,43 @@ impl ::core::convert::From<CqeTlsOffload> for u8 {
 /// Completion queue entry, written by the device into the CQ ring when a send WQE completes (requester CQE) or a receive completes (responder CQE). With 128-byte entries (cqc.cqe_sz = 1) this layout occupies the second 64 bytes of each slot. The driver reads the entry at its consumer index: when the owner bit matches the current pass and the opcode is not invalid, it issues a read barrier and then reads the remaining fields; on req_err or resp_err it reads the slot as err_cqe; on the compressed format the slot holds mini-CQEs instead. Afterwards it advances the consumer index and publishes it in the CQ doorbell record.
 ///
 /// PRM layout `cqe64`: 0x40 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 28:27 | `tls_offload` |
+/// | 0x00 | 24 | `outer_l3_tunneled` |
+/// | 0x00 | 15:0 | `wqe_id` |
+/// | 0x04 | 31:24 | `lro_tcppsh_abort_dupack` |
+/// | 0x04 | 23:16 | `lro_min_ttl` |
+/// | 0x04 | 15:0 | `lro_tcp_win` |
+/// | 0x08 | 31:0 | `lro_ack_seq_num` |
+/// | 0x0c | 31:0 | `rss_hash_result` |
+/// | 0x10 | 31:24 | `rss_hash_type` |
+/// | 0x10 | 23:16 | `ml_path` |
+/// | 0x14 | 31:16 | `check_sum` |
+/// | 0x14 | 15:0 | `slid` |
+/// | 0x18 | 31:24 | `flags` |
+/// | 0x18 | 23:0 | `rqpn` |
+/// | 0x1c | 26 | `l4_ok` |
+/// | 0x1c | 25 | `l3_ok` |
+/// | 0x1c | 24 | `l2_ok` |
+/// | 0x1c | 22:20 | `l4_hdr_type` |
+/// | 0x1c | 19:18 | `l3_hdr_type` |
+/// | 0x1c | 16 | `has_vlan` |
+/// | 0x1c | 15:0 | `vlan_info` |
+/// | 0x20 | 31:24 | `lro_num_seg` |
+/// | 0x20 | 23:0 | `srqn` |
+/// | 0x24 | 31:0 | `immediate` |
+/// | 0x2c | 31:0 | `byte_cnt` |
+/// | 0x30 | 63:0 | `timestamp` |
+/// | 0x38 | 31:24 | `s_wqe_opcode` |
+/// | 0x38 | 23:0 | `qpn` |
+/// | 0x3c | 31:16 | `wqe_counter` |
+/// | 0x3c | 15:8 | `signature` |
+/// | 0x3c | 7:4 | `opcode` |
+/// | 0x3c | 3:2 | `format` |
+/// | 0x3c | 1 | `se` |
+/// | 0x3c | 0 | `owner` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Cqe64<B = [u8; 64]> {
     buf: B,
@@ -1387,58 +1424,14 @@ impl<B: rt::BytesMut> Cqe64<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for Cqe64<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(Cqe64));
-        d.field("tls_offload", &rt::fmt::EnumValue(self.tls_offload()));
-        d.field("outer_l3_tunneled", &self.outer_l3_tunneled());
-        d.field("wqe_id", &rt::fmt::Hex(self.wqe_id().into()));
-        d.field(
-            "lro_tcppsh_abort_dupack",
-            &rt::fmt::Hex(self.lro_tcppsh_abort_dupack().into()),
-        );
-        d.field("lro_min_ttl", &rt::fmt::Hex(self.lro_min_ttl().into()));
-        d.field("lro_tcp_win", &rt::fmt::Hex(self.lro_tcp_win().into()));
-        d.field("lro_ack_seq_num", &rt::fmt::Hex(self.lro_ack_seq_num().into()));
-        d.field("rss_hash_result", &rt::fmt::Hex(self.rss_hash_result().into()));
-        d.field("rss_hash_type", &rt::fmt::Hex(self.rss_hash_type().into()));
-        d.field("ml_path", &rt::fmt::Hex(self.ml_path().into()));
-        d.field("check_sum", &rt::fmt::Hex(self.check_sum().into()));
-        d.field("slid", &rt::fmt::Hex(self.slid().into()));
-        d.field("flags", &rt::fmt::Hex(self.flags().into()));
-        d.field("rqpn", &rt::fmt::Hex(self.rqpn().into()));
-        d.field("l4_ok", &self.l4_ok());
-        d.field("l3_ok", &self.l3_ok());
-        d.field("l2_ok", &self.l2_ok());
-        d.field("l4_hdr_type", &rt::fmt::EnumValue(self.l4_hdr_type()));
-        d.field("l3_hdr_type", &rt::fmt::EnumValue(self.l3_hdr_type()));
-        d.field("has_vlan", &self.has_vlan());
-        d.field("vlan_info", &rt::fmt::Hex(self.vlan_info().into()));
-        d.field("lro_num_seg", &rt::fmt::Hex(self.lro_num_seg().into()));
-        d.field("srqn", &rt::fmt::Hex(self.srqn().into()));
-        d.field("immediate", &rt::fmt::Hex(self.immediate().into()));
-        d.field("byte_cnt", &rt::fmt::Hex(self.byte_cnt().into()));
-        d.field("timestamp", &rt::fmt::Hex(self.timestamp().into()));
-        d.field("s_wqe_opcode", &rt::fmt::Hex(self.s_wqe_opcode().into()));
-        d.field("qpn", &rt::fmt::Hex(self.qpn().into()));
-        d.field("wqe_counter", &rt::fmt::Hex(self.wqe_counter().into()));
-        d.field("signature", &rt::fmt::Hex(self.signature().into()));
-        d.field("opcode", &rt::fmt::EnumValue(self.opcode()));
-        d.field("format", &rt::fmt::EnumValue(self.format()));
-        d.field("se", &self.se());
-        d.field("owner", &self.owner());
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xe6ff0000), (16, 0xffff), (28, 0xf8820000), (40, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&CQE64_ACCESS, &self.buf), f)
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `cqe64` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `cqe64`: what the decoding `Debug` shows and generic tools read.
 pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "cqe64",
+    type_name: "Cqe64",
     size: 64,
     fields: &[
         rt::reflect::FieldAccess {
@@ -1447,14 +1440,22 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 2,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Cqe64::new_unchecked(b);
-                u64::from(v.tls_offload_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Cqe64::new_unchecked(b);
-                v.set_tls_offload_raw((x & 0x3) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "cqe_tls_offload",
+                value_name: |r| match CqeTlsOffload::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v
+                .tls_offload_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v
+                .set_tls_offload_raw((x & 0x3) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "outer_l3_tunneled",
@@ -1462,14 +1463,16 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Cqe64::new_unchecked(b);
-                u64::from(v.outer_l3_tunneled())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Cqe64::new_unchecked(b);
-                v.set_outer_l3_tunneled(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v
+                .outer_l3_tunneled()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v
+                .set_outer_l3_tunneled(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "wqe_id",
@@ -1477,14 +1480,15 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Cqe64::new_unchecked(b);
-                u64::from(v.wqe_id())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Cqe64::new_unchecked(b);
-                v.set_wqe_id((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v.wqe_id()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v.set_wqe_id((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "lro_tcppsh_abort_dupack",
@@ -1492,14 +1496,16 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Cqe64::new_unchecked(b);
-                u64::from(v.lro_tcppsh_abort_dupack())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Cqe64::new_unchecked(b);
-                v.set_lro_tcppsh_abort_dupack((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v
+                .lro_tcppsh_abort_dupack()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v
+                .set_lro_tcppsh_abort_dupack((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "lro_min_ttl",
@@ -1507,14 +1513,15 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Cqe64::new_unchecked(b);
-                u64::from(v.lro_min_ttl())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Cqe64::new_unchecked(b);
-                v.set_lro_min_ttl((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v.lro_min_ttl()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v.set_lro_min_ttl((x &
+                0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "lro_tcp_win",
@@ -1522,14 +1529,15 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Cqe64::new_unchecked(b);
-                u64::from(v.lro_tcp_win())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Cqe64::new_unchecked(b);
-                v.set_lro_tcp_win((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v.lro_tcp_win()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v.set_lro_tcp_win((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "lro_ack_seq_num",
@@ -1537,14 +1545,16 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Cqe64::new_unchecked(b);
-                u64::from(v.lro_ack_seq_num())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Cqe64::new_unchecked(b);
-                v.set_lro_ack_seq_num((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v
+                .lro_ack_seq_num()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v
+                .set_lro_ack_seq_num((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "rss_hash_result",
@@ -1552,14 +1562,16 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Cqe64::new_unchecked(b);
-                u64::from(v.rss_hash_result())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Cqe64::new_unchecked(b);
-                v.set_rss_hash_result((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v
+                .rss_hash_result()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v
+                .set_rss_hash_result((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "rss_hash_type",
@@ -1567,14 +1579,16 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Cqe64::new_unchecked(b);
-                u64::from(v.rss_hash_type())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Cqe64::new_unchecked(b);
-                v.set_rss_hash_type((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v.rss_hash_type())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v.set_rss_hash_type((x
+                & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ml_path",
@@ -1582,14 +1596,15 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Cqe64::new_unchecked(b);
-                u64::from(v.ml_path())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Cqe64::new_unchecked(b);
-                v.set_ml_path((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v.ml_path()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v.set_ml_path((x &
+                0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "check_sum",
@@ -1597,14 +1612,15 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Cqe64::new_unchecked(b);
-                u64::from(v.check_sum())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Cqe64::new_unchecked(b);
-                v.set_check_sum((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v.check_sum()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v.set_check_sum((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "slid",
@@ -1612,14 +1628,15 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Cqe64::new_unchecked(b);
-                u64::from(v.slid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Cqe64::new_unchecked(b);
-                v.set_slid((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v.slid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v.set_slid((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "flags",
@@ -1627,14 +1644,15 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Cqe64::new_unchecked(b);
-                u64::from(v.flags())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Cqe64::new_unchecked(b);
-                v.set_flags((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v.flags()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v.set_flags((x & 0xff)
+                as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "rqpn",
@@ -1642,14 +1660,15 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Cqe64::new_unchecked(b);
-                u64::from(v.rqpn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Cqe64::new_unchecked(b);
-                v.set_rqpn((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v.rqpn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v.set_rqpn((x &
+                0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "l4_ok",
@@ -1657,14 +1676,15 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Cqe64::new_unchecked(b);
-                u64::from(v.l4_ok())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Cqe64::new_unchecked(b);
-                v.set_l4_ok(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v.l4_ok()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v.set_l4_ok(x & 1 !=
+                0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "l3_ok",
@@ -1672,14 +1692,15 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Cqe64::new_unchecked(b);
-                u64::from(v.l3_ok())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Cqe64::new_unchecked(b);
-                v.set_l3_ok(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v.l3_ok()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v.set_l3_ok(x & 1 !=
+                0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "l2_ok",
@@ -1687,14 +1708,15 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Cqe64::new_unchecked(b);
-                u64::from(v.l2_ok())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Cqe64::new_unchecked(b);
-                v.set_l2_ok(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v.l2_ok()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v.set_l2_ok(x & 1 !=
+                0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "l4_hdr_type",
@@ -1702,14 +1724,22 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 3,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Cqe64::new_unchecked(b);
-                u64::from(v.l4_hdr_type_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Cqe64::new_unchecked(b);
-                v.set_l4_hdr_type_raw((x & 0x7) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "cqe_l4_hdr_type",
+                value_name: |r| match CqeL4HdrType::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v
+                .l4_hdr_type_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v
+                .set_l4_hdr_type_raw((x & 0x7) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "l3_hdr_type",
@@ -1717,14 +1747,22 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 2,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Cqe64::new_unchecked(b);
-                u64::from(v.l3_hdr_type_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Cqe64::new_unchecked(b);
-                v.set_l3_hdr_type_raw((x & 0x3) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "cqe_l3_hdr_type",
+                value_name: |r| match CqeL3HdrType::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v
+                .l3_hdr_type_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v
+                .set_l3_hdr_type_raw((x & 0x3) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "has_vlan",
@@ -1732,14 +1770,15 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Cqe64::new_unchecked(b);
-                u64::from(v.has_vlan())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Cqe64::new_unchecked(b);
-                v.set_has_vlan(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v.has_vlan()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v.set_has_vlan(x & 1
+                != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "vlan_info",
@@ -1747,14 +1786,15 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Cqe64::new_unchecked(b);
-                u64::from(v.vlan_info())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Cqe64::new_unchecked(b);
-                v.set_vlan_info((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v.vlan_info()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v.set_vlan_info((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "lro_num_seg",
@@ -1762,14 +1802,15 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Cqe64::new_unchecked(b);
-                u64::from(v.lro_num_seg())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Cqe64::new_unchecked(b);
-                v.set_lro_num_seg((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v.lro_num_seg()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v.set_lro_num_seg((x &
+                0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "srqn",
@@ -1777,14 +1818,15 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Cqe64::new_unchecked(b);
-                u64::from(v.srqn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Cqe64::new_unchecked(b);
-                v.set_srqn((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v.srqn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v.set_srqn((x &
+                0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "immediate",
@@ -1792,14 +1834,15 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Cqe64::new_unchecked(b);
-                u64::from(v.immediate())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Cqe64::new_unchecked(b);
-                v.set_immediate((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v.immediate()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v.set_immediate((x &
+                0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "byte_cnt",
@@ -1807,14 +1850,15 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Cqe64::new_unchecked(b);
-                u64::from(v.byte_cnt())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Cqe64::new_unchecked(b);
-                v.set_byte_cnt((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v.byte_cnt()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v.set_byte_cnt((x &
+                0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "timestamp",
@@ -1822,14 +1866,15 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 64,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Cqe64::new_unchecked(b);
-                u64::from(v.timestamp())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Cqe64::new_unchecked(b);
-                v.set_timestamp((x & 0xffffffffffffffff) as u64);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v.timestamp()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v.set_timestamp((x &
+                0xffffffffffffffff) as u64); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "s_wqe_opcode",
@@ -1837,14 +1882,15 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Cqe64::new_unchecked(b);
-                u64::from(v.s_wqe_opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Cqe64::new_unchecked(b);
-                v.set_s_wqe_opcode((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v.s_wqe_opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v.set_s_wqe_opcode((x
+                & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "qpn",
@@ -1852,14 +1898,15 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Cqe64::new_unchecked(b);
-                u64::from(v.qpn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Cqe64::new_unchecked(b);
-                v.set_qpn((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v.qpn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v.set_qpn((x &
+                0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "wqe_counter",
@@ -1867,14 +1914,15 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Cqe64::new_unchecked(b);
-                u64::from(v.wqe_counter())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Cqe64::new_unchecked(b);
-                v.set_wqe_counter((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v.wqe_counter()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v.set_wqe_counter((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "signature",
@@ -1882,14 +1930,15 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Cqe64::new_unchecked(b);
-                u64::from(v.signature())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Cqe64::new_unchecked(b);
-                v.set_signature((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v.signature()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v.set_signature((x &
+                0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "opcode",
@@ -1897,14 +1946,21 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Cqe64::new_unchecked(b);
-                u64::from(v.opcode_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Cqe64::new_unchecked(b);
-                v.set_opcode_raw((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "cqe_opcode",
+                value_name: |r| match CqeOpcode::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v.opcode_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v.set_opcode_raw((x &
+                0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "format",
@@ -1912,14 +1968,21 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 2,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Cqe64::new_unchecked(b);
-                u64::from(v.format_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Cqe64::new_unchecked(b);
-                v.set_format_raw((x & 0x3) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "cqe_format",
+                value_name: |r| match CqeFormat::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v.format_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v.set_format_raw((x &
+                0x3) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "se",
@@ -1927,14 +1990,15 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Cqe64::new_unchecked(b);
-                u64::from(v.se())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Cqe64::new_unchecked(b);
-                v.set_se(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v.se()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v.set_se(x & 1 != 0);
+                }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "owner",
@@ -1942,21 +2006,35 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Cqe64::new_unchecked(b);
-                u64::from(v.owner())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Cqe64::new_unchecked(b);
-                v.set_owner(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v.owner()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v.set_owner(x & 1 !=
+                0); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xe6ff0000), (16, 0xffff), (28, 0xf8820000), (40, 0xffffffff)],
 };
 /// Error completion, written by the device into the same 64-byte slot as cqe64 when a WQE completes in error (opcode req_err or resp_err). The driver reads it after seeing such an opcode, reports the syndrome and moves the queue to its error handling; later WQEs of the queue complete with wr_flush_err.
 ///
 /// PRM layout `err_cqe`: 0x40 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x20 | 23:0 | `srqn` |
+/// | 0x34 | 15:8 | `vendor_err_synd` |
+/// | 0x34 | 7:0 | `syndrome` |
+/// | 0x38 | 31:24 | `s_wqe_opcode` |
+/// | 0x38 | 23:0 | `qpn` |
+/// | 0x3c | 31:16 | `wqe_counter` |
+/// | 0x3c | 15:8 | `signature` |
+/// | 0x3c | 7:4 | `opcode` |
+/// | 0x3c | 0 | `owner` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct ErrCqe<B = [u8; 64]> {
     buf: B,
@@ -2165,46 +2243,17 @@ impl<B: rt::BytesMut> ErrCqe<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for ErrCqe<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(ErrCqe));
-        d.field("srqn", &rt::fmt::Hex(self.srqn().into()));
-        d.field("vendor_err_synd", &rt::fmt::Hex(self.vendor_err_synd().into()));
-        d.field("syndrome", &rt::fmt::EnumValue(self.syndrome()));
-        d.field("s_wqe_opcode", &rt::fmt::Hex(self.s_wqe_opcode().into()));
-        d.field("qpn", &rt::fmt::Hex(self.qpn().into()));
-        d.field("wqe_counter", &rt::fmt::Hex(self.wqe_counter().into()));
-        d.field("signature", &rt::fmt::Hex(self.signature().into()));
-        d.field("opcode", &rt::fmt::EnumValue(self.opcode()));
-        d.field("owner", &self.owner());
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (0, 0xffffffff),
-                (4, 0xffffffff),
-                (8, 0xffffffff),
-                (12, 0xffffffff),
-                (16, 0xffffffff),
-                (20, 0xffffffff),
-                (24, 0xffffffff),
-                (28, 0xffffffff),
-                (32, 0xff000000),
-                (36, 0xffffffff),
-                (40, 0xffffffff),
-                (44, 0xffffffff),
-                (48, 0xffffffff),
-                (52, 0xffff0000),
-                (60, 0xe),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&ERR_CQE_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `err_cqe` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `err_cqe`: what the decoding `Debug` shows and generic tools read.
 pub const ERR_CQE_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "err_cqe",
+    type_name: "ErrCqe",
     size: 64,
     fields: &[
         rt::reflect::FieldAccess {
@@ -2213,14 +2262,15 @@ pub const ERR_CQE_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess 
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ErrCqe::new_unchecked(b);
-                u64::from(v.srqn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ErrCqe::new_unchecked(b);
-                v.set_srqn((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ErrCqe::new_unchecked(b); u64::from(v.srqn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ErrCqe::new_unchecked(b); v.set_srqn((x &
+                0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "vendor_err_synd",
@@ -2228,14 +2278,16 @@ pub const ERR_CQE_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess 
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ErrCqe::new_unchecked(b);
-                u64::from(v.vendor_err_synd())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ErrCqe::new_unchecked(b);
-                v.set_vendor_err_synd((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ErrCqe::new_unchecked(b); u64::from(v
+                .vendor_err_synd()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ErrCqe::new_unchecked(b); v
+                .set_vendor_err_synd((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -2243,14 +2295,22 @@ pub const ERR_CQE_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess 
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ErrCqe::new_unchecked(b);
-                u64::from(v.syndrome_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ErrCqe::new_unchecked(b);
-                v.set_syndrome_raw((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "cqe_syndrome",
+                value_name: |r| match CqeSyndrome::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ErrCqe::new_unchecked(b); u64::from(v.syndrome_raw())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ErrCqe::new_unchecked(b); v.set_syndrome_raw((x
+                & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "s_wqe_opcode",
@@ -2258,14 +2318,16 @@ pub const ERR_CQE_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess 
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ErrCqe::new_unchecked(b);
-                u64::from(v.s_wqe_opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ErrCqe::new_unchecked(b);
-                v.set_s_wqe_opcode((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ErrCqe::new_unchecked(b); u64::from(v.s_wqe_opcode())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ErrCqe::new_unchecked(b); v.set_s_wqe_opcode((x
+                & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "qpn",
@@ -2273,14 +2335,15 @@ pub const ERR_CQE_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess 
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ErrCqe::new_unchecked(b);
-                u64::from(v.qpn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ErrCqe::new_unchecked(b);
-                v.set_qpn((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ErrCqe::new_unchecked(b); u64::from(v.qpn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ErrCqe::new_unchecked(b); v.set_qpn((x &
+                0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "wqe_counter",
@@ -2288,14 +2351,15 @@ pub const ERR_CQE_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess 
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ErrCqe::new_unchecked(b);
-                u64::from(v.wqe_counter())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ErrCqe::new_unchecked(b);
-                v.set_wqe_counter((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ErrCqe::new_unchecked(b); u64::from(v.wqe_counter()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ErrCqe::new_unchecked(b); v.set_wqe_counter((x
+                & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "signature",
@@ -2303,14 +2367,15 @@ pub const ERR_CQE_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess 
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ErrCqe::new_unchecked(b);
-                u64::from(v.signature())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ErrCqe::new_unchecked(b);
-                v.set_signature((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ErrCqe::new_unchecked(b); u64::from(v.signature()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ErrCqe::new_unchecked(b); v.set_signature((x &
+                0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "opcode",
@@ -2318,14 +2383,21 @@ pub const ERR_CQE_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess 
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ErrCqe::new_unchecked(b);
-                u64::from(v.opcode_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ErrCqe::new_unchecked(b);
-                v.set_opcode_raw((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "cqe_opcode",
+                value_name: |r| match CqeOpcode::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ErrCqe::new_unchecked(b); u64::from(v.opcode_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ErrCqe::new_unchecked(b); v.set_opcode_raw((x &
+                0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "owner",
@@ -2333,15 +2405,33 @@ pub const ERR_CQE_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess 
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ErrCqe::new_unchecked(b);
-                u64::from(v.owner())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ErrCqe::new_unchecked(b);
-                v.set_owner(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ErrCqe::new_unchecked(b); u64::from(v.owner()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ErrCqe::new_unchecked(b); v.set_owner(x & 1 !=
+                0); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[
+        (0, 0xffffffff),
+        (4, 0xffffffff),
+        (8, 0xffffffff),
+        (12, 0xffffffff),
+        (16, 0xffffffff),
+        (20, 0xffffffff),
+        (24, 0xffffffff),
+        (28, 0xffffffff),
+        (32, 0xff000000),
+        (36, 0xffffffff),
+        (40, 0xffffffff),
+        (44, 0xffffffff),
+        (48, 0xffffffff),
+        (52, 0xffff0000),
+        (60, 0xe),
+    ],
 };

@@ -143,6 +143,15 @@ impl ::core::convert::From<EqStatus> for u8 {
 /// Input of CREATE_EQ: the EQ context, the mask of event types to deliver, and the page list of the EQ buffer after the fixed part.
 ///
 /// PRM layout `create_eq_in`: 0x110 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x00 | 15:0 | `uid` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x10..0x50 | — | `eq_context_entry` |
+/// | 0x58..0x78 | — | `event_bitmask[4]` |
+/// | 0x110 | … | `pas[]` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct CreateEqIn<B = [u8; 272]> {
     buf: B,
@@ -318,85 +327,17 @@ impl<B: rt::BytesMut> CreateEqIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for CreateEqIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(CreateEqIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("uid", &rt::fmt::Hex(self.uid().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("eq_context_entry", &self.eq_context_entry());
-        d.field(
-            "event_bitmask",
-            &rt::fmt::With(|f| rt::fmt::list(
-                f,
-                self.event_bitmask_len(),
-                self.event_bitmask_iter().map(|v| rt::fmt::Hex(u64::from(v))),
-            )),
-        );
-        d.field(
-            "pas",
-            &rt::fmt::With(|f| rt::fmt::list(
-                f,
-                self.pas_len(),
-                self.pas_iter().map(|v| rt::fmt::Hex(u64::from(v))),
-            )),
-        );
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (4, 0xffff0000),
-                (8, 0xffffffff),
-                (12, 0xffffffff),
-                (80, 0xffffffff),
-                (84, 0xffffffff),
-                (120, 0xffffffff),
-                (124, 0xffffffff),
-                (128, 0xffffffff),
-                (132, 0xffffffff),
-                (136, 0xffffffff),
-                (140, 0xffffffff),
-                (144, 0xffffffff),
-                (148, 0xffffffff),
-                (152, 0xffffffff),
-                (156, 0xffffffff),
-                (160, 0xffffffff),
-                (164, 0xffffffff),
-                (168, 0xffffffff),
-                (172, 0xffffffff),
-                (176, 0xffffffff),
-                (180, 0xffffffff),
-                (184, 0xffffffff),
-                (188, 0xffffffff),
-                (192, 0xffffffff),
-                (196, 0xffffffff),
-                (200, 0xffffffff),
-                (204, 0xffffffff),
-                (208, 0xffffffff),
-                (212, 0xffffffff),
-                (216, 0xffffffff),
-                (220, 0xffffffff),
-                (224, 0xffffffff),
-                (228, 0xffffffff),
-                (232, 0xffffffff),
-                (236, 0xffffffff),
-                (240, 0xffffffff),
-                (244, 0xffffffff),
-                (248, 0xffffffff),
-                (252, 0xffffffff),
-                (256, 0xffffffff),
-                (260, 0xffffffff),
-                (264, 0xffffffff),
-                (268, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&CREATE_EQ_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `create_eq_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `create_eq_in`: what the decoding `Debug` shows and generic tools read.
 pub const CREATE_EQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "create_eq_in",
+    type_name: "CreateEqIn",
     size: 272,
     fields: &[
         rt::reflect::FieldAccess {
@@ -405,14 +346,15 @@ pub const CREATE_EQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateEqIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateEqIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateEqIn::new_unchecked(b); u64::from(v.opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateEqIn::new_unchecked(b); v.set_opcode((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "uid",
@@ -420,14 +362,15 @@ pub const CREATE_EQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateEqIn::new_unchecked(b);
-                u64::from(v.uid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateEqIn::new_unchecked(b);
-                v.set_uid((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateEqIn::new_unchecked(b); u64::from(v.uid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateEqIn::new_unchecked(b); v.set_uid((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -435,14 +378,15 @@ pub const CREATE_EQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateEqIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateEqIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateEqIn::new_unchecked(b); u64::from(v.op_mod()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateEqIn::new_unchecked(b); v.set_op_mod((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "event_bitmask",
@@ -450,13 +394,17 @@ pub const CREATE_EQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 64,
             count: 4,
             trailing: false,
-            get: Some(|b: &[u8], i: usize| -> u64 {
-                CreateEqIn::new_unchecked(b).event_bitmask(i).map_or(0, u64::from)
-            }),
-            set: Some(|b: &mut [u8], i: usize, x: u64| {
-                let _ = CreateEqIn::new_unchecked(b)
-                    .set_event_bitmask(i, (x & 0xffffffffffffffff) as u64);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> u64 { CreateEqIn::new_unchecked(b)
+                .event_bitmask(i).map_or(0, u64::from) }
+            ),
+            set: crate::__prm_accessor!(
+                | b : & mut [u8], i : usize, x : u64 | { let _ =
+                CreateEqIn::new_unchecked(b).set_event_bitmask(i, (x &
+                0xffffffffffffffff) as u64); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "pas",
@@ -464,43 +412,101 @@ pub const CREATE_EQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 64,
             count: 0,
             trailing: true,
-            get: Some(|b: &[u8], i: usize| -> u64 {
-                CreateEqIn::new_unchecked(b).pas(i).map_or(0, u64::from)
-            }),
-            set: Some(|b: &mut [u8], i: usize, x: u64| {
-                let _ = CreateEqIn::new_unchecked(b)
-                    .set_pas(i, (x & 0xffffffffffffffff) as u64);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> u64 { CreateEqIn::new_unchecked(b).pas(i)
+                .map_or(0, u64::from) }
+            ),
+            set: crate::__prm_accessor!(
+                | b : & mut [u8], i : usize, x : u64 | { let _ =
+                CreateEqIn::new_unchecked(b).set_pas(i, (x & 0xffffffffffffffff) as u64);
+                }
+            ),
         },
     ],
     nested: &[
         rt::reflect::NestedAccess {
             name: "eq_context_entry",
             layout: "eqc",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&EQC_ACCESS),
             byte_offset: 16,
             size: 64,
             count: 1,
             trailing: false,
             stride: 64,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 272 {
-                    return None;
-                }
-                let v = CreateEqIn::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.eq_context_entry();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 272 { return
+                None; } let v = CreateEqIn::new_unchecked(b); if i != 0 { return None; }
+                let sub = v.eq_context_entry(); Some(sub.storage().as_ptr() as usize - b
+                .as_ptr() as usize) }
+            ),
         },
+    ],
+    reserved: &[
+        (4, 0xffff0000),
+        (8, 0xffffffff),
+        (12, 0xffffffff),
+        (80, 0xffffffff),
+        (84, 0xffffffff),
+        (120, 0xffffffff),
+        (124, 0xffffffff),
+        (128, 0xffffffff),
+        (132, 0xffffffff),
+        (136, 0xffffffff),
+        (140, 0xffffffff),
+        (144, 0xffffffff),
+        (148, 0xffffffff),
+        (152, 0xffffffff),
+        (156, 0xffffffff),
+        (160, 0xffffffff),
+        (164, 0xffffffff),
+        (168, 0xffffffff),
+        (172, 0xffffffff),
+        (176, 0xffffffff),
+        (180, 0xffffffff),
+        (184, 0xffffffff),
+        (188, 0xffffffff),
+        (192, 0xffffffff),
+        (196, 0xffffffff),
+        (200, 0xffffffff),
+        (204, 0xffffffff),
+        (208, 0xffffffff),
+        (212, 0xffffffff),
+        (216, 0xffffffff),
+        (220, 0xffffffff),
+        (224, 0xffffffff),
+        (228, 0xffffffff),
+        (232, 0xffffffff),
+        (236, 0xffffffff),
+        (240, 0xffffffff),
+        (244, 0xffffffff),
+        (248, 0xffffffff),
+        (252, 0xffffffff),
+        (256, 0xffffffff),
+        (260, 0xffffffff),
+        (264, 0xffffffff),
+        (268, 0xffffffff),
     ],
 };
 /// EQ context: ring size and pages, interrupt vector, UAR used for the EQ doorbell, arming state and the device's counters. Written by CREATE_EQ and returned by QUERY_EQ.
 ///
 /// PRM layout `eqc`: 0x40 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:28 | `status` |
+/// | 0x00 | 18 | `ec` |
+/// | 0x00 | 17 | `oi` |
+/// | 0x00 | 11:8 | `st` |
+/// | 0x08 | 11:6 | `page_offset` |
+/// | 0x0c | 28:24 | `log_eq_size` |
+/// | 0x0c | 23:0 | `uar_page` |
+/// | 0x14 | 11:0 | `intr` |
+/// | 0x18 | 28:24 | `log_page_size` |
+/// | 0x28 | 23:0 | `consumer_counter` |
+/// | 0x2c | 23:0 | `producer_counter` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Eqc<B = [u8; 64]> {
     buf: B,
@@ -801,49 +807,14 @@ impl<B: rt::BytesMut> Eqc<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for Eqc<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(Eqc));
-        d.field("status", &rt::fmt::EnumValue(self.status()));
-        d.field("ec", &self.ec());
-        d.field("oi", &self.oi());
-        d.field("st", &rt::fmt::EnumValue(self.st()));
-        d.field("page_offset", &rt::fmt::Hex(self.page_offset().into()));
-        d.field("log_eq_size", &rt::fmt::Hex(self.log_eq_size().into()));
-        d.field("uar_page", &rt::fmt::Hex(self.uar_page().into()));
-        d.field("intr", &rt::fmt::Hex(self.intr().into()));
-        d.field("log_page_size", &rt::fmt::Hex(self.log_page_size().into()));
-        d.field("consumer_counter", &rt::fmt::Hex(self.consumer_counter().into()));
-        d.field("producer_counter", &rt::fmt::Hex(self.producer_counter().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (0, 0xff9f0ff),
-                (4, 0xffffffff),
-                (8, 0xfffff03f),
-                (12, 0xe0000000),
-                (16, 0xffffffff),
-                (20, 0xfffff000),
-                (24, 0xe0ffffff),
-                (28, 0xffffffff),
-                (32, 0xffffffff),
-                (36, 0xffffffff),
-                (40, 0xff000000),
-                (44, 0xff000000),
-                (48, 0xffffffff),
-                (52, 0xffffffff),
-                (56, 0xffffffff),
-                (60, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&EQC_ACCESS, &self.buf), f)
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `eqc` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `eqc`: what the decoding `Debug` shows and generic tools read.
 pub const EQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "eqc",
+    type_name: "Eqc",
     size: 64,
     fields: &[
         rt::reflect::FieldAccess {
@@ -852,14 +823,21 @@ pub const EQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eqc::new_unchecked(b);
-                u64::from(v.status_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eqc::new_unchecked(b);
-                v.set_status_raw((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "eq_status",
+                value_name: |r| match EqStatus::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eqc::new_unchecked(b); u64::from(v.status_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eqc::new_unchecked(b); v.set_status_raw((x &
+                0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ec",
@@ -867,14 +845,14 @@ pub const EQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eqc::new_unchecked(b);
-                u64::from(v.ec())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eqc::new_unchecked(b);
-                v.set_ec(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eqc::new_unchecked(b); u64::from(v.ec()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eqc::new_unchecked(b); v.set_ec(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "oi",
@@ -882,14 +860,14 @@ pub const EQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eqc::new_unchecked(b);
-                u64::from(v.oi())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eqc::new_unchecked(b);
-                v.set_oi(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eqc::new_unchecked(b); u64::from(v.oi()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eqc::new_unchecked(b); v.set_oi(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "st",
@@ -897,14 +875,21 @@ pub const EQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eqc::new_unchecked(b);
-                u64::from(v.st_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eqc::new_unchecked(b);
-                v.set_st_raw((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "eq_state",
+                value_name: |r| match EqState::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eqc::new_unchecked(b); u64::from(v.st_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eqc::new_unchecked(b); v.set_st_raw((x & 0xf)
+                as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "page_offset",
@@ -912,14 +897,15 @@ pub const EQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 6,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eqc::new_unchecked(b);
-                u64::from(v.page_offset())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eqc::new_unchecked(b);
-                v.set_page_offset((x & 0x3f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eqc::new_unchecked(b); u64::from(v.page_offset()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eqc::new_unchecked(b); v.set_page_offset((x &
+                0x3f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_eq_size",
@@ -927,14 +913,15 @@ pub const EQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eqc::new_unchecked(b);
-                u64::from(v.log_eq_size())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eqc::new_unchecked(b);
-                v.set_log_eq_size((x & 0x1f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eqc::new_unchecked(b); u64::from(v.log_eq_size()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eqc::new_unchecked(b); v.set_log_eq_size((x &
+                0x1f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "uar_page",
@@ -942,14 +929,15 @@ pub const EQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eqc::new_unchecked(b);
-                u64::from(v.uar_page())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eqc::new_unchecked(b);
-                v.set_uar_page((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eqc::new_unchecked(b); u64::from(v.uar_page()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eqc::new_unchecked(b); v.set_uar_page((x &
+                0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "intr",
@@ -957,14 +945,15 @@ pub const EQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 12,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eqc::new_unchecked(b);
-                u64::from(v.intr())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eqc::new_unchecked(b);
-                v.set_intr((x & 0xfff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eqc::new_unchecked(b); u64::from(v.intr()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eqc::new_unchecked(b); v.set_intr((x & 0xfff)
+                as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_page_size",
@@ -972,14 +961,15 @@ pub const EQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eqc::new_unchecked(b);
-                u64::from(v.log_page_size())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eqc::new_unchecked(b);
-                v.set_log_page_size((x & 0x1f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eqc::new_unchecked(b); u64::from(v.log_page_size()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eqc::new_unchecked(b); v.set_log_page_size((x &
+                0x1f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "consumer_counter",
@@ -987,14 +977,16 @@ pub const EQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eqc::new_unchecked(b);
-                u64::from(v.consumer_counter())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eqc::new_unchecked(b);
-                v.set_consumer_counter((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eqc::new_unchecked(b); u64::from(v.consumer_counter())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eqc::new_unchecked(b); v
+                .set_consumer_counter((x & 0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "producer_counter",
@@ -1002,21 +994,47 @@ pub const EQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eqc::new_unchecked(b);
-                u64::from(v.producer_counter())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eqc::new_unchecked(b);
-                v.set_producer_counter((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eqc::new_unchecked(b); u64::from(v.producer_counter())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eqc::new_unchecked(b); v
+                .set_producer_counter((x & 0xffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[
+        (0, 0xff9f0ff),
+        (4, 0xffffffff),
+        (8, 0xfffff03f),
+        (12, 0xe0000000),
+        (16, 0xffffffff),
+        (20, 0xfffff000),
+        (24, 0xe0ffffff),
+        (28, 0xffffffff),
+        (32, 0xffffffff),
+        (36, 0xffffffff),
+        (40, 0xff000000),
+        (44, 0xff000000),
+        (48, 0xffffffff),
+        (52, 0xffffffff),
+        (56, 0xffffffff),
+        (60, 0xffffffff),
+    ],
 };
 /// Output of CREATE_EQ.
 ///
 /// PRM layout `create_eq_out`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
+/// | 0x08 | 7:0 | `eq_number` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct CreateEqOut<B = [u8; 16]> {
     buf: B,
@@ -1083,24 +1101,17 @@ impl<B: rt::BytesMut> CreateEqOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for CreateEqOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(CreateEqOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        d.field("eq_number", &rt::fmt::Hex(self.eq_number().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0xffffff00), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&CREATE_EQ_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `create_eq_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `create_eq_out`: what the decoding `Debug` shows and generic tools read.
 pub const CREATE_EQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "create_eq_out",
+    type_name: "CreateEqOut",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -1109,14 +1120,15 @@ pub const CREATE_EQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateEqOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateEqOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateEqOut::new_unchecked(b); u64::from(v.status()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateEqOut::new_unchecked(b); v.set_status((x
+                & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -1124,14 +1136,16 @@ pub const CREATE_EQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateEqOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateEqOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateEqOut::new_unchecked(b); u64::from(v.syndrome())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateEqOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "eq_number",
@@ -1139,21 +1153,30 @@ pub const CREATE_EQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateEqOut::new_unchecked(b);
-                u64::from(v.eq_number())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateEqOut::new_unchecked(b);
-                v.set_eq_number((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateEqOut::new_unchecked(b); u64::from(v
+                .eq_number()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateEqOut::new_unchecked(b); v
+                .set_eq_number((x & 0xff) as u8); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffff), (8, 0xffffff00), (12, 0xffffffff)],
 };
 /// Input of DESTROY_EQ.
 ///
 /// PRM layout `destroy_eq_in`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x08 | 7:0 | `eq_number` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct DestroyEqIn<B = [u8; 16]> {
     buf: B,
@@ -1220,24 +1243,17 @@ impl<B: rt::BytesMut> DestroyEqIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for DestroyEqIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(DestroyEqIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("eq_number", &rt::fmt::Hex(self.eq_number().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffff), (4, 0xffff0000), (8, 0xffffff00), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DESTROY_EQ_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `destroy_eq_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `destroy_eq_in`: what the decoding `Debug` shows and generic tools read.
 pub const DESTROY_EQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "destroy_eq_in",
+    type_name: "DestroyEqIn",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -1246,14 +1262,15 @@ pub const DESTROY_EQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyEqIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyEqIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyEqIn::new_unchecked(b); u64::from(v.opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyEqIn::new_unchecked(b); v.set_opcode((x
+                & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -1261,14 +1278,15 @@ pub const DESTROY_EQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyEqIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyEqIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyEqIn::new_unchecked(b); u64::from(v.op_mod()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyEqIn::new_unchecked(b); v.set_op_mod((x
+                & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "eq_number",
@@ -1276,21 +1294,29 @@ pub const DESTROY_EQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyEqIn::new_unchecked(b);
-                u64::from(v.eq_number())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyEqIn::new_unchecked(b);
-                v.set_eq_number((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyEqIn::new_unchecked(b); u64::from(v
+                .eq_number()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyEqIn::new_unchecked(b); v
+                .set_eq_number((x & 0xff) as u8); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffff), (4, 0xffff0000), (8, 0xffffff00), (12, 0xffffffff)],
 };
 /// Output of DESTROY_EQ.
 ///
 /// PRM layout `destroy_eq_out`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct DestroyEqOut<B = [u8; 16]> {
     buf: B,
@@ -1339,23 +1365,17 @@ impl<B: rt::BytesMut> DestroyEqOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for DestroyEqOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(DestroyEqOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DESTROY_EQ_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `destroy_eq_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `destroy_eq_out`: what the decoding `Debug` shows and generic tools read.
 pub const DESTROY_EQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "destroy_eq_out",
+    type_name: "DestroyEqOut",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -1364,14 +1384,16 @@ pub const DESTROY_EQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyEqOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyEqOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyEqOut::new_unchecked(b); u64::from(v.status())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyEqOut::new_unchecked(b); v.set_status((x
+                & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -1379,21 +1401,30 @@ pub const DESTROY_EQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyEqOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyEqOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyEqOut::new_unchecked(b); u64::from(v
+                .syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyEqOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
 };
 /// Input of QUERY_EQ.
 ///
 /// PRM layout `query_eq_in`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x08 | 7:0 | `eq_number` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct QueryEqIn<B = [u8; 16]> {
     buf: B,
@@ -1460,24 +1491,17 @@ impl<B: rt::BytesMut> QueryEqIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for QueryEqIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(QueryEqIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("eq_number", &rt::fmt::Hex(self.eq_number().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffff), (4, 0xffff0000), (8, 0xffffff00), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QUERY_EQ_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `query_eq_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `query_eq_in`: what the decoding `Debug` shows and generic tools read.
 pub const QUERY_EQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "query_eq_in",
+    type_name: "QueryEqIn",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -1486,14 +1510,15 @@ pub const QUERY_EQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryEqIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryEqIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryEqIn::new_unchecked(b); u64::from(v.opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryEqIn::new_unchecked(b); v.set_opcode((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -1501,14 +1526,15 @@ pub const QUERY_EQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryEqIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryEqIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryEqIn::new_unchecked(b); u64::from(v.op_mod()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryEqIn::new_unchecked(b); v.set_op_mod((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "eq_number",
@@ -1516,21 +1542,32 @@ pub const QUERY_EQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryEqIn::new_unchecked(b);
-                u64::from(v.eq_number())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryEqIn::new_unchecked(b);
-                v.set_eq_number((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryEqIn::new_unchecked(b); u64::from(v.eq_number())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryEqIn::new_unchecked(b); v.set_eq_number((x
+                & 0xff) as u8); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffff), (4, 0xffff0000), (8, 0xffffff00), (12, 0xffffffff)],
 };
 /// Output of QUERY_EQ: the EQ context with its current counters and state, the first word of its event mask, and its page list.
 ///
 /// PRM layout `query_eq_out`: 0x110 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
+/// | 0x10..0x50 | — | `eq_context_entry` |
+/// | 0x58 | 63:0 | `event_bitmask` |
+/// | 0x110 | … | `pas[]` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct QueryEqOut<B = [u8; 272]> {
     buf: B,
@@ -1659,83 +1696,17 @@ impl<B: rt::BytesMut> QueryEqOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for QueryEqOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(QueryEqOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        d.field("eq_context_entry", &self.eq_context_entry());
-        d.field("event_bitmask", &rt::fmt::Hex(self.event_bitmask().into()));
-        d.field(
-            "pas",
-            &rt::fmt::With(|f| rt::fmt::list(
-                f,
-                self.pas_len(),
-                self.pas_iter().map(|v| rt::fmt::Hex(u64::from(v))),
-            )),
-        );
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (0, 0xffffff),
-                (8, 0xffffffff),
-                (12, 0xffffffff),
-                (80, 0xffffffff),
-                (84, 0xffffffff),
-                (96, 0xffffffff),
-                (100, 0xffffffff),
-                (104, 0xffffffff),
-                (108, 0xffffffff),
-                (112, 0xffffffff),
-                (116, 0xffffffff),
-                (120, 0xffffffff),
-                (124, 0xffffffff),
-                (128, 0xffffffff),
-                (132, 0xffffffff),
-                (136, 0xffffffff),
-                (140, 0xffffffff),
-                (144, 0xffffffff),
-                (148, 0xffffffff),
-                (152, 0xffffffff),
-                (156, 0xffffffff),
-                (160, 0xffffffff),
-                (164, 0xffffffff),
-                (168, 0xffffffff),
-                (172, 0xffffffff),
-                (176, 0xffffffff),
-                (180, 0xffffffff),
-                (184, 0xffffffff),
-                (188, 0xffffffff),
-                (192, 0xffffffff),
-                (196, 0xffffffff),
-                (200, 0xffffffff),
-                (204, 0xffffffff),
-                (208, 0xffffffff),
-                (212, 0xffffffff),
-                (216, 0xffffffff),
-                (220, 0xffffffff),
-                (224, 0xffffffff),
-                (228, 0xffffffff),
-                (232, 0xffffffff),
-                (236, 0xffffffff),
-                (240, 0xffffffff),
-                (244, 0xffffffff),
-                (248, 0xffffffff),
-                (252, 0xffffffff),
-                (256, 0xffffffff),
-                (260, 0xffffffff),
-                (264, 0xffffffff),
-                (268, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QUERY_EQ_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `query_eq_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `query_eq_out`: what the decoding `Debug` shows and generic tools read.
 pub const QUERY_EQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "query_eq_out",
+    type_name: "QueryEqOut",
     size: 272,
     fields: &[
         rt::reflect::FieldAccess {
@@ -1744,14 +1715,15 @@ pub const QUERY_EQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryEqOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryEqOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryEqOut::new_unchecked(b); u64::from(v.status()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryEqOut::new_unchecked(b); v.set_status((x &
+                0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -1759,14 +1731,16 @@ pub const QUERY_EQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryEqOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryEqOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryEqOut::new_unchecked(b); u64::from(v.syndrome())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryEqOut::new_unchecked(b); v.set_syndrome((x
+                & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "event_bitmask",
@@ -1774,14 +1748,16 @@ pub const QUERY_EQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 64,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryEqOut::new_unchecked(b);
-                u64::from(v.event_bitmask())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryEqOut::new_unchecked(b);
-                v.set_event_bitmask((x & 0xffffffffffffffff) as u64);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryEqOut::new_unchecked(b); u64::from(v
+                .event_bitmask()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryEqOut::new_unchecked(b); v
+                .set_event_bitmask((x & 0xffffffffffffffff) as u64); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "pas",
@@ -1789,38 +1765,88 @@ pub const QUERY_EQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 64,
             count: 0,
             trailing: true,
-            get: Some(|b: &[u8], i: usize| -> u64 {
-                QueryEqOut::new_unchecked(b).pas(i).map_or(0, u64::from)
-            }),
-            set: Some(|b: &mut [u8], i: usize, x: u64| {
-                let _ = QueryEqOut::new_unchecked(b)
-                    .set_pas(i, (x & 0xffffffffffffffff) as u64);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> u64 { QueryEqOut::new_unchecked(b).pas(i)
+                .map_or(0, u64::from) }
+            ),
+            set: crate::__prm_accessor!(
+                | b : & mut [u8], i : usize, x : u64 | { let _ =
+                QueryEqOut::new_unchecked(b).set_pas(i, (x & 0xffffffffffffffff) as u64);
+                }
+            ),
         },
     ],
     nested: &[
         rt::reflect::NestedAccess {
             name: "eq_context_entry",
             layout: "eqc",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&EQC_ACCESS),
             byte_offset: 16,
             size: 64,
             count: 1,
             trailing: false,
             stride: 64,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 272 {
-                    return None;
-                }
-                let v = QueryEqOut::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.eq_context_entry();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 272 { return
+                None; } let v = QueryEqOut::new_unchecked(b); if i != 0 { return None; }
+                let sub = v.eq_context_entry(); Some(sub.storage().as_ptr() as usize - b
+                .as_ptr() as usize) }
+            ),
         },
+    ],
+    reserved: &[
+        (0, 0xffffff),
+        (8, 0xffffffff),
+        (12, 0xffffffff),
+        (80, 0xffffffff),
+        (84, 0xffffffff),
+        (96, 0xffffffff),
+        (100, 0xffffffff),
+        (104, 0xffffffff),
+        (108, 0xffffffff),
+        (112, 0xffffffff),
+        (116, 0xffffffff),
+        (120, 0xffffffff),
+        (124, 0xffffffff),
+        (128, 0xffffffff),
+        (132, 0xffffffff),
+        (136, 0xffffffff),
+        (140, 0xffffffff),
+        (144, 0xffffffff),
+        (148, 0xffffffff),
+        (152, 0xffffffff),
+        (156, 0xffffffff),
+        (160, 0xffffffff),
+        (164, 0xffffffff),
+        (168, 0xffffffff),
+        (172, 0xffffffff),
+        (176, 0xffffffff),
+        (180, 0xffffffff),
+        (184, 0xffffffff),
+        (188, 0xffffffff),
+        (192, 0xffffffff),
+        (196, 0xffffffff),
+        (200, 0xffffffff),
+        (204, 0xffffffff),
+        (208, 0xffffffff),
+        (212, 0xffffffff),
+        (216, 0xffffffff),
+        (220, 0xffffffff),
+        (224, 0xffffffff),
+        (228, 0xffffffff),
+        (232, 0xffffffff),
+        (236, 0xffffffff),
+        (240, 0xffffffff),
+        (244, 0xffffffff),
+        (248, 0xffffffff),
+        (252, 0xffffffff),
+        (256, 0xffffffff),
+        (260, 0xffffffff),
+        (264, 0xffffffff),
+        (268, 0xffffffff),
     ],
 };
 /// The commands of this module, typed by opcode (see the runtime's `Command`).

@@ -420,6 +420,14 @@ impl ::core::convert::From<PortChangeSubtype> for u8 {
 /// Event queue entry, written by the device into the EQ ring. The driver polls the entry at its consumer index (from the interrupt handler): once the owner bit shows the entry belongs to software it issues a read barrier, dispatches on event_type, advances the consumer index and finally writes the index to the EQ doorbell in the UAR page.
 ///
 /// PRM layout `eqe`: 0x40 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 23:16 | `event_type` |
+/// | 0x00 | 7:0 | `event_sub_type` |
+/// | 0x20..0x3c | — | `event_data` |
+/// | 0x3c | 15:8 | `signature` |
+/// | 0x3c | 0 | `owner` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Eqe<B = [u8; 64]> {
     buf: B,
@@ -532,36 +540,14 @@ impl<B: rt::BytesMut> Eqe<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for Eqe<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(Eqe));
-        d.field("event_type", &rt::fmt::EnumValue(self.event_type()));
-        d.field("event_sub_type", &rt::fmt::Hex(self.event_sub_type().into()));
-        d.field("event_data", &self.event_data());
-        d.field("signature", &rt::fmt::Hex(self.signature().into()));
-        d.field("owner", &self.owner());
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (0, 0xff00ff00),
-                (4, 0xffffffff),
-                (8, 0xffffffff),
-                (12, 0xffffffff),
-                (16, 0xffffffff),
-                (20, 0xffffffff),
-                (24, 0xffffffff),
-                (28, 0xffffffff),
-                (60, 0xffff00fe),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&EQE_ACCESS, &self.buf), f)
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `eqe` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `eqe`: what the decoding `Debug` shows and generic tools read.
 pub const EQE_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "eqe",
+    type_name: "Eqe",
     size: 64,
     fields: &[
         rt::reflect::FieldAccess {
@@ -570,14 +556,21 @@ pub const EQE_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eqe::new_unchecked(b);
-                u64::from(v.event_type_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eqe::new_unchecked(b);
-                v.set_event_type_raw((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "event_type",
+                value_name: |r| match EventType::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eqe::new_unchecked(b); u64::from(v.event_type_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eqe::new_unchecked(b); v.set_event_type_raw((x
+                & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "event_sub_type",
@@ -585,14 +578,15 @@ pub const EQE_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eqe::new_unchecked(b);
-                u64::from(v.event_sub_type())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eqe::new_unchecked(b);
-                v.set_event_sub_type((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eqe::new_unchecked(b); u64::from(v.event_sub_type()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eqe::new_unchecked(b); v.set_event_sub_type((x
+                & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "signature",
@@ -600,14 +594,15 @@ pub const EQE_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eqe::new_unchecked(b);
-                u64::from(v.signature())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eqe::new_unchecked(b);
-                v.set_signature((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eqe::new_unchecked(b); u64::from(v.signature()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eqe::new_unchecked(b); v.set_signature((x &
+                0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "owner",
@@ -615,44 +610,55 @@ pub const EQE_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Eqe::new_unchecked(b);
-                u64::from(v.owner())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Eqe::new_unchecked(b);
-                v.set_owner(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Eqe::new_unchecked(b); u64::from(v.owner()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Eqe::new_unchecked(b); v.set_owner(x & 1 != 0);
+                }
+            ),
         },
     ],
     nested: &[
         rt::reflect::NestedAccess {
             name: "event_data",
             layout: "event_auto",
-            kind: rt::reflect::NestedKind::Union,
+            table: rt::reflect::NestedTable::Union(&EVENT_AUTO_ACCESS),
             byte_offset: 32,
             size: 28,
             count: 1,
             trailing: false,
             stride: 28,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 64 {
-                    return None;
-                }
-                let v = Eqe::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.event_data();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 64 { return
+                None; } let v = Eqe::new_unchecked(b); if i != 0 { return None; } let sub
+                = v.event_data(); Some(sub.storage().as_ptr() as usize - b.as_ptr() as
+                usize) }
+            ),
         },
+    ],
+    reserved: &[
+        (0, 0xff00ff00),
+        (4, 0xffffffff),
+        (8, 0xffffffff),
+        (12, 0xffffffff),
+        (16, 0xffffffff),
+        (20, 0xffffffff),
+        (24, 0xffffffff),
+        (28, 0xffffffff),
+        (60, 0xffff00fe),
     ],
 };
 /// Event data of a completion event (event_type comp).
 ///
 /// PRM layout `comp_event`: 0x1c bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x18 | 23:0 | `cq_number` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct CompEvent<B = [u8; 28]> {
     buf: B,
@@ -699,30 +705,17 @@ impl<B: rt::BytesMut> CompEvent<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for CompEvent<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(CompEvent));
-        d.field("cq_number", &rt::fmt::Hex(self.cq_number().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (0, 0xffffffff),
-                (4, 0xffffffff),
-                (8, 0xffffffff),
-                (12, 0xffffffff),
-                (16, 0xffffffff),
-                (20, 0xffffffff),
-                (24, 0xff000000),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&COMP_EVENT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `comp_event` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `comp_event`: what the decoding `Debug` shows and generic tools read.
 pub const COMP_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "comp_event",
+    type_name: "CompEvent",
     size: 28,
     fields: &[
         rt::reflect::FieldAccess {
@@ -731,21 +724,36 @@ pub const COMP_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CompEvent::new_unchecked(b);
-                u64::from(v.cq_number())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CompEvent::new_unchecked(b);
-                v.set_cq_number((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CompEvent::new_unchecked(b); u64::from(v.cq_number())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CompEvent::new_unchecked(b); v.set_cq_number((x
+                & 0xffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[
+        (0, 0xffffffff),
+        (4, 0xffffffff),
+        (8, 0xffffffff),
+        (12, 0xffffffff),
+        (16, 0xffffffff),
+        (20, 0xffffffff),
+        (24, 0xff000000),
+    ],
 };
 /// Event data of DCT events (such as dct_drained).
 ///
 /// PRM layout `dct_events`: 0x1c bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x18 | 23:0 | `dct_number` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct DctEvents<B = [u8; 28]> {
     buf: B,
@@ -792,30 +800,17 @@ impl<B: rt::BytesMut> DctEvents<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for DctEvents<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(DctEvents));
-        d.field("dct_number", &rt::fmt::Hex(self.dct_number().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (0, 0xffffffff),
-                (4, 0xffffffff),
-                (8, 0xffffffff),
-                (12, 0xffffffff),
-                (16, 0xffffffff),
-                (20, 0xffffffff),
-                (24, 0xff000000),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DCT_EVENTS_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `dct_events` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `dct_events`: what the decoding `Debug` shows and generic tools read.
 pub const DCT_EVENTS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "dct_events",
+    type_name: "DctEvents",
     size: 28,
     fields: &[
         rt::reflect::FieldAccess {
@@ -824,21 +819,37 @@ pub const DCT_EVENTS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DctEvents::new_unchecked(b);
-                u64::from(v.dct_number())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DctEvents::new_unchecked(b);
-                v.set_dct_number((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DctEvents::new_unchecked(b); u64::from(v.dct_number())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DctEvents::new_unchecked(b); v
+                .set_dct_number((x & 0xffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[
+        (0, 0xffffffff),
+        (4, 0xffffffff),
+        (8, 0xffffffff),
+        (12, 0xffffffff),
+        (16, 0xffffffff),
+        (20, 0xffffffff),
+        (24, 0xff000000),
+    ],
 };
 /// Event data of QP, RQ, SQ and SRQ affiliated events (path migration, communication established, work queue errors).
 ///
 /// PRM layout `qp_events`: 0x1c bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x14 | 31:24 | `type` |
+/// | 0x18 | 23:0 | `qpn_rqn_sqn` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct QpEvents<B = [u8; 28]> {
     buf: B,
@@ -899,31 +910,17 @@ impl<B: rt::BytesMut> QpEvents<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for QpEvents<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(QpEvents));
-        d.field("type", &rt::fmt::Hex(self.r#type().into()));
-        d.field("qpn_rqn_sqn", &rt::fmt::Hex(self.qpn_rqn_sqn().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (0, 0xffffffff),
-                (4, 0xffffffff),
-                (8, 0xffffffff),
-                (12, 0xffffffff),
-                (16, 0xffffffff),
-                (20, 0xffffff),
-                (24, 0xff000000),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QP_EVENTS_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `qp_events` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `qp_events`: what the decoding `Debug` shows and generic tools read.
 pub const QP_EVENTS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "qp_events",
+    type_name: "QpEvents",
     size: 28,
     fields: &[
         rt::reflect::FieldAccess {
@@ -932,14 +929,15 @@ pub const QP_EVENTS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QpEvents::new_unchecked(b);
-                u64::from(v.r#type())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QpEvents::new_unchecked(b);
-                v.set_type((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QpEvents::new_unchecked(b); u64::from(v.r#type()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QpEvents::new_unchecked(b); v.set_type((x &
+                0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "qpn_rqn_sqn",
@@ -947,21 +945,42 @@ pub const QP_EVENTS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QpEvents::new_unchecked(b);
-                u64::from(v.qpn_rqn_sqn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QpEvents::new_unchecked(b);
-                v.set_qpn_rqn_sqn((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QpEvents::new_unchecked(b); u64::from(v.qpn_rqn_sqn())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QpEvents::new_unchecked(b); v
+                .set_qpn_rqn_sqn((x & 0xffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[
+        (0, 0xffffffff),
+        (4, 0xffffffff),
+        (8, 0xffffffff),
+        (12, 0xffffffff),
+        (16, 0xffffffff),
+        (20, 0xffffff),
+        (24, 0xff000000),
+    ],
 };
 /// Event data of an on-demand-paging fault raised while the device fetched or executed a WQE (page_fault with sub-type 0).
 ///
 /// PRM layout `wqe_associated_page_fault_event`: 0x1c bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:0 | `bytes_committed` |
+/// | 0x04 | 15:0 | `wqe_index` |
+/// | 0x08 | 15:0 | `len` |
+/// | 0x18 | 26 | `rdma` |
+/// | 0x18 | 25 | `write_read` |
+/// | 0x18 | 24 | `requestor` |
+/// | 0x18 | 23:0 | `qpn` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct WqeAssociatedPageFaultEvent<B = [u8; 28]> {
     buf: B,
@@ -1100,35 +1119,20 @@ impl<B: rt::BytesMut> WqeAssociatedPageFaultEvent<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for WqeAssociatedPageFaultEvent<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(WqeAssociatedPageFaultEvent));
-        d.field("bytes_committed", &rt::fmt::Hex(self.bytes_committed().into()));
-        d.field("wqe_index", &rt::fmt::Hex(self.wqe_index().into()));
-        d.field("len", &rt::fmt::Hex(self.len().into()));
-        d.field("rdma", &self.rdma());
-        d.field("write_read", &self.write_read());
-        d.field("requestor", &self.requestor());
-        d.field("qpn", &rt::fmt::Hex(self.qpn().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (4, 0xffff0000),
-                (8, 0xffff0000),
-                (12, 0xffffffff),
-                (16, 0xffffffff),
-                (20, 0xffffffff),
-                (24, 0xf8000000),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(
+                &WQE_ASSOCIATED_PAGE_FAULT_EVENT_ACCESS,
+                &self.buf,
+            ),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `wqe_associated_page_fault_event` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `wqe_associated_page_fault_event`: what the decoding `Debug` shows and generic tools read.
 pub const WQE_ASSOCIATED_PAGE_FAULT_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "wqe_associated_page_fault_event",
+    type_name: "WqeAssociatedPageFaultEvent",
     size: 28,
     fields: &[
         rt::reflect::FieldAccess {
@@ -1137,14 +1141,16 @@ pub const WQE_ASSOCIATED_PAGE_FAULT_EVENT_ACCESS: rt::reflect::LayoutAccess = rt
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = WqeAssociatedPageFaultEvent::new_unchecked(b);
-                u64::from(v.bytes_committed())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = WqeAssociatedPageFaultEvent::new_unchecked(b);
-                v.set_bytes_committed((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = WqeAssociatedPageFaultEvent::new_unchecked(b);
+                u64::from(v.bytes_committed()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = WqeAssociatedPageFaultEvent::new_unchecked(b);
+                v.set_bytes_committed((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "wqe_index",
@@ -1152,14 +1158,16 @@ pub const WQE_ASSOCIATED_PAGE_FAULT_EVENT_ACCESS: rt::reflect::LayoutAccess = rt
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = WqeAssociatedPageFaultEvent::new_unchecked(b);
-                u64::from(v.wqe_index())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = WqeAssociatedPageFaultEvent::new_unchecked(b);
-                v.set_wqe_index((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = WqeAssociatedPageFaultEvent::new_unchecked(b);
+                u64::from(v.wqe_index()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = WqeAssociatedPageFaultEvent::new_unchecked(b);
+                v.set_wqe_index((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "len",
@@ -1167,14 +1175,16 @@ pub const WQE_ASSOCIATED_PAGE_FAULT_EVENT_ACCESS: rt::reflect::LayoutAccess = rt
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = WqeAssociatedPageFaultEvent::new_unchecked(b);
-                u64::from(v.len())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = WqeAssociatedPageFaultEvent::new_unchecked(b);
-                v.set_len((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = WqeAssociatedPageFaultEvent::new_unchecked(b);
+                u64::from(v.len()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = WqeAssociatedPageFaultEvent::new_unchecked(b);
+                v.set_len((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "rdma",
@@ -1182,14 +1192,16 @@ pub const WQE_ASSOCIATED_PAGE_FAULT_EVENT_ACCESS: rt::reflect::LayoutAccess = rt
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = WqeAssociatedPageFaultEvent::new_unchecked(b);
-                u64::from(v.rdma())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = WqeAssociatedPageFaultEvent::new_unchecked(b);
-                v.set_rdma(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = WqeAssociatedPageFaultEvent::new_unchecked(b);
+                u64::from(v.rdma()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = WqeAssociatedPageFaultEvent::new_unchecked(b);
+                v.set_rdma(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "write_read",
@@ -1197,14 +1209,16 @@ pub const WQE_ASSOCIATED_PAGE_FAULT_EVENT_ACCESS: rt::reflect::LayoutAccess = rt
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = WqeAssociatedPageFaultEvent::new_unchecked(b);
-                u64::from(v.write_read())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = WqeAssociatedPageFaultEvent::new_unchecked(b);
-                v.set_write_read(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = WqeAssociatedPageFaultEvent::new_unchecked(b);
+                u64::from(v.write_read()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = WqeAssociatedPageFaultEvent::new_unchecked(b);
+                v.set_write_read(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "requestor",
@@ -1212,14 +1226,16 @@ pub const WQE_ASSOCIATED_PAGE_FAULT_EVENT_ACCESS: rt::reflect::LayoutAccess = rt
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = WqeAssociatedPageFaultEvent::new_unchecked(b);
-                u64::from(v.requestor())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = WqeAssociatedPageFaultEvent::new_unchecked(b);
-                v.set_requestor(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = WqeAssociatedPageFaultEvent::new_unchecked(b);
+                u64::from(v.requestor()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = WqeAssociatedPageFaultEvent::new_unchecked(b);
+                v.set_requestor(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "qpn",
@@ -1227,21 +1243,43 @@ pub const WQE_ASSOCIATED_PAGE_FAULT_EVENT_ACCESS: rt::reflect::LayoutAccess = rt
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = WqeAssociatedPageFaultEvent::new_unchecked(b);
-                u64::from(v.qpn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = WqeAssociatedPageFaultEvent::new_unchecked(b);
-                v.set_qpn((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = WqeAssociatedPageFaultEvent::new_unchecked(b);
+                u64::from(v.qpn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = WqeAssociatedPageFaultEvent::new_unchecked(b);
+                v.set_qpn((x & 0xffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[
+        (4, 0xffff0000),
+        (8, 0xffff0000),
+        (12, 0xffffffff),
+        (16, 0xffffffff),
+        (20, 0xffffffff),
+        (24, 0xf8000000),
+    ],
 };
 /// Event data of an on-demand-paging fault on an RDMA access (page_fault with sub-type 1).
 ///
 /// PRM layout `rdma_page_fault_event`: 0x1c bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:0 | `bytes_committed` |
+/// | 0x04 | 31:0 | `r_key` |
+/// | 0x08 | 15:0 | `packet_len` |
+/// | 0x0c | 31:0 | `rdma_op_len` |
+/// | 0x10 | 63:0 | `rdma_va` |
+/// | 0x18 | 26 | `rdma` |
+/// | 0x18 | 25 | `write` |
+/// | 0x18 | 24 | `requestor` |
+/// | 0x18 | 23:0 | `qp_number` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct RdmaPageFaultEvent<B = [u8; 28]> {
     buf: B,
@@ -1410,30 +1448,17 @@ impl<B: rt::BytesMut> RdmaPageFaultEvent<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for RdmaPageFaultEvent<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(RdmaPageFaultEvent));
-        d.field("bytes_committed", &rt::fmt::Hex(self.bytes_committed().into()));
-        d.field("r_key", &rt::fmt::Hex(self.r_key().into()));
-        d.field("packet_len", &rt::fmt::Hex(self.packet_len().into()));
-        d.field("rdma_op_len", &rt::fmt::Hex(self.rdma_op_len().into()));
-        d.field("rdma_va", &rt::fmt::Hex(self.rdma_va().into()));
-        d.field("rdma", &self.rdma());
-        d.field("write", &self.write());
-        d.field("requestor", &self.requestor());
-        d.field("qp_number", &rt::fmt::Hex(self.qp_number().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(8, 0xffff0000), (24, 0xf8000000)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&RDMA_PAGE_FAULT_EVENT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `rdma_page_fault_event` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `rdma_page_fault_event`: what the decoding `Debug` shows and generic tools read.
 pub const RDMA_PAGE_FAULT_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "rdma_page_fault_event",
+    type_name: "RdmaPageFaultEvent",
     size: 28,
     fields: &[
         rt::reflect::FieldAccess {
@@ -1442,14 +1467,16 @@ pub const RDMA_PAGE_FAULT_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = RdmaPageFaultEvent::new_unchecked(b);
-                u64::from(v.bytes_committed())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = RdmaPageFaultEvent::new_unchecked(b);
-                v.set_bytes_committed((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = RdmaPageFaultEvent::new_unchecked(b); u64::from(v
+                .bytes_committed()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = RdmaPageFaultEvent::new_unchecked(b); v
+                .set_bytes_committed((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "r_key",
@@ -1457,14 +1484,16 @@ pub const RDMA_PAGE_FAULT_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = RdmaPageFaultEvent::new_unchecked(b);
-                u64::from(v.r_key())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = RdmaPageFaultEvent::new_unchecked(b);
-                v.set_r_key((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = RdmaPageFaultEvent::new_unchecked(b); u64::from(v
+                .r_key()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = RdmaPageFaultEvent::new_unchecked(b); v
+                .set_r_key((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "packet_len",
@@ -1472,14 +1501,16 @@ pub const RDMA_PAGE_FAULT_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = RdmaPageFaultEvent::new_unchecked(b);
-                u64::from(v.packet_len())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = RdmaPageFaultEvent::new_unchecked(b);
-                v.set_packet_len((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = RdmaPageFaultEvent::new_unchecked(b); u64::from(v
+                .packet_len()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = RdmaPageFaultEvent::new_unchecked(b); v
+                .set_packet_len((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "rdma_op_len",
@@ -1487,14 +1518,16 @@ pub const RDMA_PAGE_FAULT_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = RdmaPageFaultEvent::new_unchecked(b);
-                u64::from(v.rdma_op_len())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = RdmaPageFaultEvent::new_unchecked(b);
-                v.set_rdma_op_len((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = RdmaPageFaultEvent::new_unchecked(b); u64::from(v
+                .rdma_op_len()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = RdmaPageFaultEvent::new_unchecked(b); v
+                .set_rdma_op_len((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "rdma_va",
@@ -1502,14 +1535,16 @@ pub const RDMA_PAGE_FAULT_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 64,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = RdmaPageFaultEvent::new_unchecked(b);
-                u64::from(v.rdma_va())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = RdmaPageFaultEvent::new_unchecked(b);
-                v.set_rdma_va((x & 0xffffffffffffffff) as u64);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = RdmaPageFaultEvent::new_unchecked(b); u64::from(v
+                .rdma_va()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = RdmaPageFaultEvent::new_unchecked(b); v
+                .set_rdma_va((x & 0xffffffffffffffff) as u64); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "rdma",
@@ -1517,14 +1552,16 @@ pub const RDMA_PAGE_FAULT_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = RdmaPageFaultEvent::new_unchecked(b);
-                u64::from(v.rdma())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = RdmaPageFaultEvent::new_unchecked(b);
-                v.set_rdma(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = RdmaPageFaultEvent::new_unchecked(b); u64::from(v
+                .rdma()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = RdmaPageFaultEvent::new_unchecked(b); v
+                .set_rdma(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "write",
@@ -1532,14 +1569,16 @@ pub const RDMA_PAGE_FAULT_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = RdmaPageFaultEvent::new_unchecked(b);
-                u64::from(v.write())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = RdmaPageFaultEvent::new_unchecked(b);
-                v.set_write(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = RdmaPageFaultEvent::new_unchecked(b); u64::from(v
+                .write()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = RdmaPageFaultEvent::new_unchecked(b); v
+                .set_write(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "requestor",
@@ -1547,14 +1586,16 @@ pub const RDMA_PAGE_FAULT_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = RdmaPageFaultEvent::new_unchecked(b);
-                u64::from(v.requestor())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = RdmaPageFaultEvent::new_unchecked(b);
-                v.set_requestor(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = RdmaPageFaultEvent::new_unchecked(b); u64::from(v
+                .requestor()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = RdmaPageFaultEvent::new_unchecked(b); v
+                .set_requestor(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "qp_number",
@@ -1562,21 +1603,29 @@ pub const RDMA_PAGE_FAULT_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = RdmaPageFaultEvent::new_unchecked(b);
-                u64::from(v.qp_number())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = RdmaPageFaultEvent::new_unchecked(b);
-                v.set_qp_number((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = RdmaPageFaultEvent::new_unchecked(b); u64::from(v
+                .qp_number()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = RdmaPageFaultEvent::new_unchecked(b); v
+                .set_qp_number((x & 0xffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(8, 0xffff0000), (24, 0xf8000000)],
 };
 /// Event data of a CQ error event (event_type cq_error).
 ///
 /// PRM layout `cq_error`: 0x1c bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 23:0 | `cqn` |
+/// | 0x08 | 7:0 | `syndrome` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct CqError<B = [u8; 28]> {
     buf: B,
@@ -1649,31 +1698,17 @@ impl<B: rt::BytesMut> CqError<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for CqError<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(CqError));
-        d.field("cqn", &rt::fmt::Hex(self.cqn().into()));
-        d.field("syndrome", &rt::fmt::EnumValue(self.syndrome()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (0, 0xff000000),
-                (4, 0xffffffff),
-                (8, 0xffffff00),
-                (12, 0xffffffff),
-                (16, 0xffffffff),
-                (20, 0xffffffff),
-                (24, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&CQ_ERROR_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `cq_error` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `cq_error`: what the decoding `Debug` shows and generic tools read.
 pub const CQ_ERROR_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "cq_error",
+    type_name: "CqError",
     size: 28,
     fields: &[
         rt::reflect::FieldAccess {
@@ -1682,14 +1717,15 @@ pub const CQ_ERROR_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CqError::new_unchecked(b);
-                u64::from(v.cqn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CqError::new_unchecked(b);
-                v.set_cqn((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CqError::new_unchecked(b); u64::from(v.cqn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CqError::new_unchecked(b); v.set_cqn((x &
+                0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -1697,17 +1733,34 @@ pub const CQ_ERROR_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CqError::new_unchecked(b);
-                u64::from(v.syndrome_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CqError::new_unchecked(b);
-                v.set_syndrome_raw((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "cq_error_syndrome",
+                value_name: |r| match CqErrorSyndrome::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CqError::new_unchecked(b); u64::from(v.syndrome_raw())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CqError::new_unchecked(b); v
+                .set_syndrome_raw((x & 0xff) as u8); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[
+        (0, 0xff000000),
+        (4, 0xffffffff),
+        (8, 0xffffff00),
+        (12, 0xffffffff),
+        (16, 0xffffffff),
+        (20, 0xffffffff),
+        (24, 0xffffffff),
+    ],
 };
 /// Event data of a dropped-packet-logged event; it carries no fields.
 ///
@@ -1734,36 +1787,37 @@ impl<B: rt::BytesMut> DroppedPacketLogged<B> {}
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for DroppedPacketLogged<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(DroppedPacketLogged));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (0, 0xffffffff),
-                (4, 0xffffffff),
-                (8, 0xffffffff),
-                (12, 0xffffffff),
-                (16, 0xffffffff),
-                (20, 0xffffffff),
-                (24, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DROPPED_PACKET_LOGGED_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `dropped_packet_logged` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `dropped_packet_logged`: what the decoding `Debug` shows and generic tools read.
 pub const DROPPED_PACKET_LOGGED_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "dropped_packet_logged",
+    type_name: "DroppedPacketLogged",
     size: 28,
     fields: &[],
     nested: &[],
+    reserved: &[
+        (0, 0xffffffff),
+        (4, 0xffffffff),
+        (8, 0xffffffff),
+        (12, 0xffffffff),
+        (16, 0xffffffff),
+        (20, 0xffffffff),
+        (24, 0xffffffff),
+    ],
 };
 /// Event data of a port state change (event_type port_change); the new state is in eqe.event_sub_type.
 ///
 /// PRM layout `port_state_change_event`: 0x1c bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x08 | 31:28 | `port_num` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct PortStateChangeEvent<B = [u8; 28]> {
     buf: B,
@@ -1810,30 +1864,17 @@ impl<B: rt::BytesMut> PortStateChangeEvent<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for PortStateChangeEvent<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(PortStateChangeEvent));
-        d.field("port_num", &rt::fmt::Hex(self.port_num().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (0, 0xffffffff),
-                (4, 0xffffffff),
-                (8, 0xfffffff),
-                (12, 0xffffffff),
-                (16, 0xffffffff),
-                (20, 0xffffffff),
-                (24, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&PORT_STATE_CHANGE_EVENT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `port_state_change_event` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `port_state_change_event`: what the decoding `Debug` shows and generic tools read.
 pub const PORT_STATE_CHANGE_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "port_state_change_event",
+    type_name: "PortStateChangeEvent",
     size: 28,
     fields: &[
         rt::reflect::FieldAccess {
@@ -1842,21 +1883,37 @@ pub const PORT_STATE_CHANGE_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflec
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PortStateChangeEvent::new_unchecked(b);
-                u64::from(v.port_num())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PortStateChangeEvent::new_unchecked(b);
-                v.set_port_num((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PortStateChangeEvent::new_unchecked(b); u64::from(v
+                .port_num()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PortStateChangeEvent::new_unchecked(b); v
+                .set_port_num((x & 0xf) as u8); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[
+        (0, 0xffffffff),
+        (4, 0xffffffff),
+        (8, 0xfffffff),
+        (12, 0xffffffff),
+        (16, 0xffffffff),
+        (20, 0xffffffff),
+        (24, 0xffffffff),
+    ],
 };
 /// Event data of a GPIO event.
 ///
 /// PRM layout `gpio_event`: 0x1c bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x0c | 31:0 | `gpio_event_hi` |
+/// | 0x10 | 31:0 | `gpio_event_lo` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct GpioEvent<B = [u8; 28]> {
     buf: B,
@@ -1909,29 +1966,17 @@ impl<B: rt::BytesMut> GpioEvent<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for GpioEvent<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(GpioEvent));
-        d.field("gpio_event_hi", &rt::fmt::Hex(self.gpio_event_hi().into()));
-        d.field("gpio_event_lo", &rt::fmt::Hex(self.gpio_event_lo().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (0, 0xffffffff),
-                (4, 0xffffffff),
-                (8, 0xffffffff),
-                (20, 0xffffffff),
-                (24, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&GPIO_EVENT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `gpio_event` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `gpio_event`: what the decoding `Debug` shows and generic tools read.
 pub const GPIO_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "gpio_event",
+    type_name: "GpioEvent",
     size: 28,
     fields: &[
         rt::reflect::FieldAccess {
@@ -1940,14 +1985,16 @@ pub const GPIO_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = GpioEvent::new_unchecked(b);
-                u64::from(v.gpio_event_hi())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = GpioEvent::new_unchecked(b);
-                v.set_gpio_event_hi((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = GpioEvent::new_unchecked(b); u64::from(v
+                .gpio_event_hi()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = GpioEvent::new_unchecked(b); v
+                .set_gpio_event_hi((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "gpio_event_lo",
@@ -1955,21 +2002,35 @@ pub const GPIO_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = GpioEvent::new_unchecked(b);
-                u64::from(v.gpio_event_lo())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = GpioEvent::new_unchecked(b);
-                v.set_gpio_event_lo((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = GpioEvent::new_unchecked(b); u64::from(v
+                .gpio_event_lo()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = GpioEvent::new_unchecked(b); v
+                .set_gpio_event_lo((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[
+        (0, 0xffffffff),
+        (4, 0xffffffff),
+        (8, 0xffffffff),
+        (20, 0xffffffff),
+        (24, 0xffffffff),
+    ],
 };
 /// Event data of a doorbell or BlueFlame congestion event.
 ///
 /// PRM layout `db_bf_congestion_event`: 0x18 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `event_subtype` |
+/// | 0x00 | 15:8 | `congestion_level` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct DbBfCongestionEvent<B = [u8; 24]> {
     buf: B,
@@ -2025,30 +2086,17 @@ impl<B: rt::BytesMut> DbBfCongestionEvent<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for DbBfCongestionEvent<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(DbBfCongestionEvent));
-        d.field("event_subtype", &rt::fmt::Hex(self.event_subtype().into()));
-        d.field("congestion_level", &rt::fmt::Hex(self.congestion_level().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (0, 0xff00ff),
-                (4, 0xffffffff),
-                (8, 0xffffffff),
-                (12, 0xffffffff),
-                (16, 0xffffffff),
-                (20, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DB_BF_CONGESTION_EVENT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `db_bf_congestion_event` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `db_bf_congestion_event`: what the decoding `Debug` shows and generic tools read.
 pub const DB_BF_CONGESTION_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "db_bf_congestion_event",
+    type_name: "DbBfCongestionEvent",
     size: 24,
     fields: &[
         rt::reflect::FieldAccess {
@@ -2057,14 +2105,16 @@ pub const DB_BF_CONGESTION_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DbBfCongestionEvent::new_unchecked(b);
-                u64::from(v.event_subtype())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DbBfCongestionEvent::new_unchecked(b);
-                v.set_event_subtype((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DbBfCongestionEvent::new_unchecked(b); u64::from(v
+                .event_subtype()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DbBfCongestionEvent::new_unchecked(b); v
+                .set_event_subtype((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "congestion_level",
@@ -2072,21 +2122,36 @@ pub const DB_BF_CONGESTION_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DbBfCongestionEvent::new_unchecked(b);
-                u64::from(v.congestion_level())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DbBfCongestionEvent::new_unchecked(b);
-                v.set_congestion_level((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DbBfCongestionEvent::new_unchecked(b); u64::from(v
+                .congestion_level()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DbBfCongestionEvent::new_unchecked(b); v
+                .set_congestion_level((x & 0xff) as u8); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[
+        (0, 0xff00ff),
+        (4, 0xffffffff),
+        (8, 0xffffffff),
+        (12, 0xffffffff),
+        (16, 0xffffffff),
+        (20, 0xffffffff),
+    ],
 };
 /// Event data of a virtual-lane stall event.
 ///
 /// PRM layout `stall_vl_event`: 0x18 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 7 | `port_num` |
+/// | 0x00 | 3:0 | `vl` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct StallVlEvent<B = [u8; 24]> {
     buf: B,
@@ -2147,30 +2212,17 @@ impl<B: rt::BytesMut> StallVlEvent<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for StallVlEvent<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(StallVlEvent));
-        d.field("port_num", &self.port_num());
-        d.field("vl", &rt::fmt::Hex(self.vl().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (0, 0xffffff70),
-                (4, 0xffffffff),
-                (8, 0xffffffff),
-                (12, 0xffffffff),
-                (16, 0xffffffff),
-                (20, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&STALL_VL_EVENT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `stall_vl_event` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `stall_vl_event`: what the decoding `Debug` shows and generic tools read.
 pub const STALL_VL_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "stall_vl_event",
+    type_name: "StallVlEvent",
     size: 24,
     fields: &[
         rt::reflect::FieldAccess {
@@ -2179,14 +2231,16 @@ pub const STALL_VL_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = StallVlEvent::new_unchecked(b);
-                u64::from(v.port_num())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = StallVlEvent::new_unchecked(b);
-                v.set_port_num(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = StallVlEvent::new_unchecked(b); u64::from(v
+                .port_num()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = StallVlEvent::new_unchecked(b); v
+                .set_port_num(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "vl",
@@ -2194,21 +2248,34 @@ pub const STALL_VL_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = StallVlEvent::new_unchecked(b);
-                u64::from(v.vl())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = StallVlEvent::new_unchecked(b);
-                v.set_vl((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = StallVlEvent::new_unchecked(b); u64::from(v.vl()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = StallVlEvent::new_unchecked(b); v.set_vl((x &
+                0xf) as u8); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[
+        (0, 0xffffff70),
+        (4, 0xffffffff),
+        (8, 0xffffffff),
+        (12, 0xffffffff),
+        (16, 0xffffffff),
+        (20, 0xffffffff),
+    ],
 };
 /// Event data of a command completion event (event_type cmd).
 ///
 /// PRM layout `cmd_inter_comp_event`: 0x1c bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:0 | `command_completion_vector` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct CmdInterCompEvent<B = [u8; 28]> {
     buf: B,
@@ -2251,32 +2318,17 @@ impl<B: rt::BytesMut> CmdInterCompEvent<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for CmdInterCompEvent<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(CmdInterCompEvent));
-        d.field(
-            "command_completion_vector",
-            &rt::fmt::Hex(self.command_completion_vector().into()),
-        );
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (4, 0xffffffff),
-                (8, 0xffffffff),
-                (12, 0xffffffff),
-                (16, 0xffffffff),
-                (20, 0xffffffff),
-                (24, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&CMD_INTER_COMP_EVENT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `cmd_inter_comp_event` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `cmd_inter_comp_event`: what the decoding `Debug` shows and generic tools read.
 pub const CMD_INTER_COMP_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "cmd_inter_comp_event",
+    type_name: "CmdInterCompEvent",
     size: 28,
     fields: &[
         rt::reflect::FieldAccess {
@@ -2285,21 +2337,38 @@ pub const CMD_INTER_COMP_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdInterCompEvent::new_unchecked(b);
-                u64::from(v.command_completion_vector())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdInterCompEvent::new_unchecked(b);
-                v.set_command_completion_vector((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdInterCompEvent::new_unchecked(b); u64::from(v
+                .command_completion_vector()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdInterCompEvent::new_unchecked(b); v
+                .set_command_completion_vector((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[
+        (4, 0xffffffff),
+        (8, 0xffffffff),
+        (12, 0xffffffff),
+        (16, 0xffffffff),
+        (20, 0xffffffff),
+        (24, 0xffffffff),
+    ],
 };
 /// Event data of a page request (event_type page_request), found at eqe.event_data (byte 0x20 of the EQE) although mlx5_ifc.h does not list it in event_auto. The driver answers with MANAGE_PAGES.
 ///
 /// PRM layout `pages_req_event`: 0x1c bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31 | `ec_function` |
+/// | 0x00 | 30 | `release_all` |
+/// | 0x00 | 15:0 | `function_id` |
+/// | 0x04 | 31:0 | `num_pages` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct PagesReqEvent<B = [u8; 28]> {
     buf: B,
@@ -2385,32 +2454,17 @@ impl<B: rt::BytesMut> PagesReqEvent<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for PagesReqEvent<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(PagesReqEvent));
-        d.field("ec_function", &self.ec_function());
-        d.field("release_all", &self.release_all());
-        d.field("function_id", &rt::fmt::Hex(self.function_id().into()));
-        d.field("num_pages", &rt::fmt::Hex(self.num_pages().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (0, 0x3fff0000),
-                (8, 0xffffffff),
-                (12, 0xffffffff),
-                (16, 0xffffffff),
-                (20, 0xffffffff),
-                (24, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&PAGES_REQ_EVENT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `pages_req_event` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `pages_req_event`: what the decoding `Debug` shows and generic tools read.
 pub const PAGES_REQ_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "pages_req_event",
+    type_name: "PagesReqEvent",
     size: 28,
     fields: &[
         rt::reflect::FieldAccess {
@@ -2419,14 +2473,16 @@ pub const PAGES_REQ_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PagesReqEvent::new_unchecked(b);
-                u64::from(v.ec_function())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PagesReqEvent::new_unchecked(b);
-                v.set_ec_function(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PagesReqEvent::new_unchecked(b); u64::from(v
+                .ec_function()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PagesReqEvent::new_unchecked(b); v
+                .set_ec_function(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "release_all",
@@ -2434,14 +2490,16 @@ pub const PAGES_REQ_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PagesReqEvent::new_unchecked(b);
-                u64::from(v.release_all())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PagesReqEvent::new_unchecked(b);
-                v.set_release_all(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PagesReqEvent::new_unchecked(b); u64::from(v
+                .release_all()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PagesReqEvent::new_unchecked(b); v
+                .set_release_all(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "function_id",
@@ -2449,14 +2507,16 @@ pub const PAGES_REQ_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PagesReqEvent::new_unchecked(b);
-                u64::from(v.function_id())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PagesReqEvent::new_unchecked(b);
-                v.set_function_id((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PagesReqEvent::new_unchecked(b); u64::from(v
+                .function_id()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PagesReqEvent::new_unchecked(b); v
+                .set_function_id((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "num_pages",
@@ -2464,17 +2524,27 @@ pub const PAGES_REQ_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PagesReqEvent::new_unchecked(b);
-                u64::from(v.num_pages())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PagesReqEvent::new_unchecked(b);
-                v.set_num_pages((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PagesReqEvent::new_unchecked(b); u64::from(v
+                .num_pages()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PagesReqEvent::new_unchecked(b); v
+                .set_num_pages((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[
+        (0, 0x3fff0000),
+        (8, 0xffffffff),
+        (12, 0xffffffff),
+        (16, 0xffffffff),
+        (20, 0xffffffff),
+        (24, 0xffffffff),
+    ],
 };
 /// The 28-byte event data of an EQE; which member applies follows from eqe.event_type (several types share qp_events). The members are those mlx5_ifc.h lists. The data of a page request is laid out as pages_req_event, which the header keeps outside this union; read it at the same offset (eqe byte 0x20).
 ///
@@ -2631,79 +2701,86 @@ impl<B: rt::BytesMut> EventAuto<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for EventAuto<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut head = [0u8; 16];
-        let n = head.len().min(self.buf.len());
-        self.buf.read_bytes(0, &mut head[..n]);
-        f.debug_struct(stringify!(EventAuto))
-            .field("bytes", &self.buf.len())
-            .field("head", &rt::fmt::HexBytes(&head[..n]))
-            .finish()
+        rt::reflect::debug_union(f, &EVENT_AUTO_ACCESS, &self.buf)
     }
 }
-#[cfg(feature = "reflect")]
-/// The members of union `event_auto` and the field that selects one, for generic tools.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// The members of union `event_auto` and the field that selects one: what the decoding `Debug` and generic tools read.
 pub const EVENT_AUTO_ACCESS: rt::reflect::UnionAccess = rt::reflect::UnionAccess {
     name: "event_auto",
+    type_name: "EventAuto",
     size: 28,
     members: &[
         rt::reflect::UnionMemberAccess {
             name: "comp_event",
             layout: "comp_event",
+            table: &COMP_EVENT_ACCESS,
             when: None,
         },
         rt::reflect::UnionMemberAccess {
             name: "dct_events",
             layout: "dct_events",
+            table: &DCT_EVENTS_ACCESS,
             when: None,
         },
         rt::reflect::UnionMemberAccess {
             name: "qp_events",
             layout: "qp_events",
+            table: &QP_EVENTS_ACCESS,
             when: None,
         },
         rt::reflect::UnionMemberAccess {
             name: "wqe_associated_page_fault_event",
             layout: "wqe_associated_page_fault_event",
+            table: &WQE_ASSOCIATED_PAGE_FAULT_EVENT_ACCESS,
             when: None,
         },
         rt::reflect::UnionMemberAccess {
             name: "rdma_page_fault_event",
             layout: "rdma_page_fault_event",
+            table: &RDMA_PAGE_FAULT_EVENT_ACCESS,
             when: None,
         },
         rt::reflect::UnionMemberAccess {
             name: "cq_error",
             layout: "cq_error",
+            table: &CQ_ERROR_ACCESS,
             when: None,
         },
         rt::reflect::UnionMemberAccess {
             name: "dropped_packet_logged",
             layout: "dropped_packet_logged",
+            table: &DROPPED_PACKET_LOGGED_ACCESS,
             when: None,
         },
         rt::reflect::UnionMemberAccess {
             name: "port_state_change_event",
             layout: "port_state_change_event",
+            table: &PORT_STATE_CHANGE_EVENT_ACCESS,
             when: None,
         },
         rt::reflect::UnionMemberAccess {
             name: "gpio_event",
             layout: "gpio_event",
+            table: &GPIO_EVENT_ACCESS,
             when: None,
         },
         rt::reflect::UnionMemberAccess {
             name: "db_bf_congestion_event",
             layout: "db_bf_congestion_event",
+            table: &DB_BF_CONGESTION_EVENT_ACCESS,
             when: None,
         },
         rt::reflect::UnionMemberAccess {
             name: "stall_vl_event",
             layout: "stall_vl_event",
+            table: &STALL_VL_EVENT_ACCESS,
             when: None,
         },
         rt::reflect::UnionMemberAccess {
             name: "cmd_inter_comp_event",
             layout: "cmd_inter_comp_event",
+            table: &CMD_INTER_COMP_EVENT_ACCESS,
             when: None,
         },
     ],

@@ -612,6 +612,16 @@ impl ::core::convert::From<ExecuteAsoType> for u8 {
 /// Input of CREATE_FLOW_TABLE.
 ///
 /// PRM layout `create_flow_table_in`: 0x40 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x00 | 15:0 | `uid` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x08 | 31 | `other_vport` |
+/// | 0x08 | 15:0 | `vport_number` |
+/// | 0x10 | 31:24 | `table_type` |
+/// | 0x18..0x40 | — | `flow_table_context` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct CreateFlowTableIn<B = [u8; 64]> {
     buf: B,
@@ -752,34 +762,17 @@ impl<B: rt::BytesMut> CreateFlowTableIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for CreateFlowTableIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(CreateFlowTableIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("uid", &rt::fmt::Hex(self.uid().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("other_vport", &self.other_vport());
-        d.field("vport_number", &rt::fmt::Hex(self.vport_number().into()));
-        d.field("table_type", &rt::fmt::EnumValue(self.table_type()));
-        d.field("flow_table_context", &self.flow_table_context());
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (4, 0xffff0000),
-                (8, 0x7fff0000),
-                (12, 0xffffffff),
-                (16, 0xffffff),
-                (20, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&CREATE_FLOW_TABLE_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `create_flow_table_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `create_flow_table_in`: what the decoding `Debug` shows and generic tools read.
 pub const CREATE_FLOW_TABLE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "create_flow_table_in",
+    type_name: "CreateFlowTableIn",
     size: 64,
     fields: &[
         rt::reflect::FieldAccess {
@@ -788,14 +781,16 @@ pub const CREATE_FLOW_TABLE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateFlowTableIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateFlowTableIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateFlowTableIn::new_unchecked(b); u64::from(v
+                .opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateFlowTableIn::new_unchecked(b); v
+                .set_opcode((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "uid",
@@ -803,14 +798,16 @@ pub const CREATE_FLOW_TABLE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateFlowTableIn::new_unchecked(b);
-                u64::from(v.uid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateFlowTableIn::new_unchecked(b);
-                v.set_uid((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateFlowTableIn::new_unchecked(b); u64::from(v
+                .uid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateFlowTableIn::new_unchecked(b); v
+                .set_uid((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -818,14 +815,16 @@ pub const CREATE_FLOW_TABLE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateFlowTableIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateFlowTableIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateFlowTableIn::new_unchecked(b); u64::from(v
+                .op_mod()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateFlowTableIn::new_unchecked(b); v
+                .set_op_mod((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "other_vport",
@@ -833,14 +832,16 @@ pub const CREATE_FLOW_TABLE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateFlowTableIn::new_unchecked(b);
-                u64::from(v.other_vport())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateFlowTableIn::new_unchecked(b);
-                v.set_other_vport(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateFlowTableIn::new_unchecked(b); u64::from(v
+                .other_vport()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateFlowTableIn::new_unchecked(b); v
+                .set_other_vport(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "vport_number",
@@ -848,14 +849,16 @@ pub const CREATE_FLOW_TABLE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateFlowTableIn::new_unchecked(b);
-                u64::from(v.vport_number())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateFlowTableIn::new_unchecked(b);
-                v.set_vport_number((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateFlowTableIn::new_unchecked(b); u64::from(v
+                .vport_number()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateFlowTableIn::new_unchecked(b); v
+                .set_vport_number((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "table_type",
@@ -863,44 +866,69 @@ pub const CREATE_FLOW_TABLE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateFlowTableIn::new_unchecked(b);
-                u64::from(v.table_type_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateFlowTableIn::new_unchecked(b);
-                v.set_table_type_raw((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "flow_table_type",
+                value_name: |r| match FlowTableType::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateFlowTableIn::new_unchecked(b); u64::from(v
+                .table_type_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateFlowTableIn::new_unchecked(b); v
+                .set_table_type_raw((x & 0xff) as u8); }
+            ),
         },
     ],
     nested: &[
         rt::reflect::NestedAccess {
             name: "flow_table_context",
             layout: "flow_table_context",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&FLOW_TABLE_CONTEXT_ACCESS),
             byte_offset: 24,
             size: 40,
             count: 1,
             trailing: false,
             stride: 40,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 64 {
-                    return None;
-                }
-                let v = CreateFlowTableIn::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.flow_table_context();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 64 { return
+                None; } let v = CreateFlowTableIn::new_unchecked(b); if i != 0 { return
+                None; } let sub = v.flow_table_context(); Some(sub.storage().as_ptr() as
+                usize - b.as_ptr() as usize) }
+            ),
         },
+    ],
+    reserved: &[
+        (4, 0xffff0000),
+        (8, 0x7fff0000),
+        (12, 0xffffffff),
+        (16, 0xffffff),
+        (20, 0xffffffff),
     ],
 };
 /// Flow table attributes: its size, its level in the namespace, what happens on a miss and which packet-rewriting actions its entries may use. Given at CREATE_FLOW_TABLE and changed by MODIFY_FLOW_TABLE.
 ///
 /// PRM layout `flow_table_context`: 0x28 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31 | `reformat_en` |
+/// | 0x00 | 30 | `decap_en` |
+/// | 0x00 | 29 | `sw_owner` |
+/// | 0x00 | 28 | `termination_table` |
+/// | 0x00 | 27:24 | `table_miss_action` |
+/// | 0x00 | 23:16 | `level` |
+/// | 0x00 | 15 | `rtc_valid` |
+/// | 0x00 | 7:0 | `log_size` |
+/// | 0x04 | 23:0 | `table_miss_id` |
+/// | 0x08 | 23:0 | `lag_master_next_table_id` |
+/// | 0x18 | 63:0 | `sw_owner_icm_root_1` |
+/// | 0x20 | 63:0 | `sw_owner_icm_root_0` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct FlowTableContext<B = [u8; 40]> {
     buf: B,
@@ -1164,43 +1192,17 @@ impl<B: rt::BytesMut> FlowTableContext<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for FlowTableContext<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(FlowTableContext));
-        d.field("reformat_en", &self.reformat_en());
-        d.field("decap_en", &self.decap_en());
-        d.field("sw_owner", &self.sw_owner());
-        d.field("termination_table", &self.termination_table());
-        d.field("table_miss_action", &rt::fmt::EnumValue(self.table_miss_action()));
-        d.field("level", &rt::fmt::Hex(self.level().into()));
-        d.field("rtc_valid", &self.rtc_valid());
-        d.field("log_size", &rt::fmt::Hex(self.log_size().into()));
-        d.field("table_miss_id", &rt::fmt::Hex(self.table_miss_id().into()));
-        d.field(
-            "lag_master_next_table_id",
-            &rt::fmt::Hex(self.lag_master_next_table_id().into()),
-        );
-        d.field("sw_owner_icm_root_1", &rt::fmt::Hex(self.sw_owner_icm_root_1().into()));
-        d.field("sw_owner_icm_root_0", &rt::fmt::Hex(self.sw_owner_icm_root_0().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (0, 0x7f00),
-                (4, 0xff000000),
-                (8, 0xff000000),
-                (12, 0xffffffff),
-                (16, 0xffffffff),
-                (20, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&FLOW_TABLE_CONTEXT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `flow_table_context` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `flow_table_context`: what the decoding `Debug` shows and generic tools read.
 pub const FLOW_TABLE_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "flow_table_context",
+    type_name: "FlowTableContext",
     size: 40,
     fields: &[
         rt::reflect::FieldAccess {
@@ -1209,14 +1211,16 @@ pub const FLOW_TABLE_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableContext::new_unchecked(b);
-                u64::from(v.reformat_en())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableContext::new_unchecked(b);
-                v.set_reformat_en(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableContext::new_unchecked(b); u64::from(v
+                .reformat_en()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableContext::new_unchecked(b); v
+                .set_reformat_en(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "decap_en",
@@ -1224,14 +1228,16 @@ pub const FLOW_TABLE_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableContext::new_unchecked(b);
-                u64::from(v.decap_en())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableContext::new_unchecked(b);
-                v.set_decap_en(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableContext::new_unchecked(b); u64::from(v
+                .decap_en()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableContext::new_unchecked(b); v
+                .set_decap_en(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "sw_owner",
@@ -1239,14 +1245,16 @@ pub const FLOW_TABLE_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableContext::new_unchecked(b);
-                u64::from(v.sw_owner())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableContext::new_unchecked(b);
-                v.set_sw_owner(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableContext::new_unchecked(b); u64::from(v
+                .sw_owner()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableContext::new_unchecked(b); v
+                .set_sw_owner(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "termination_table",
@@ -1254,14 +1262,16 @@ pub const FLOW_TABLE_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableContext::new_unchecked(b);
-                u64::from(v.termination_table())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableContext::new_unchecked(b);
-                v.set_termination_table(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableContext::new_unchecked(b); u64::from(v
+                .termination_table()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableContext::new_unchecked(b); v
+                .set_termination_table(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "table_miss_action",
@@ -1269,14 +1279,22 @@ pub const FLOW_TABLE_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableContext::new_unchecked(b);
-                u64::from(v.table_miss_action_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableContext::new_unchecked(b);
-                v.set_table_miss_action_raw((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "flow_table_miss_action",
+                value_name: |r| match FlowTableMissAction::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableContext::new_unchecked(b); u64::from(v
+                .table_miss_action_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableContext::new_unchecked(b); v
+                .set_table_miss_action_raw((x & 0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "level",
@@ -1284,14 +1302,16 @@ pub const FLOW_TABLE_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableContext::new_unchecked(b);
-                u64::from(v.level())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableContext::new_unchecked(b);
-                v.set_level((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableContext::new_unchecked(b); u64::from(v
+                .level()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableContext::new_unchecked(b); v
+                .set_level((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "rtc_valid",
@@ -1299,14 +1319,16 @@ pub const FLOW_TABLE_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableContext::new_unchecked(b);
-                u64::from(v.rtc_valid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableContext::new_unchecked(b);
-                v.set_rtc_valid(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableContext::new_unchecked(b); u64::from(v
+                .rtc_valid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableContext::new_unchecked(b); v
+                .set_rtc_valid(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_size",
@@ -1314,14 +1336,16 @@ pub const FLOW_TABLE_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableContext::new_unchecked(b);
-                u64::from(v.log_size())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableContext::new_unchecked(b);
-                v.set_log_size((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableContext::new_unchecked(b); u64::from(v
+                .log_size()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableContext::new_unchecked(b); v
+                .set_log_size((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "table_miss_id",
@@ -1329,14 +1353,16 @@ pub const FLOW_TABLE_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableContext::new_unchecked(b);
-                u64::from(v.table_miss_id())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableContext::new_unchecked(b);
-                v.set_table_miss_id((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableContext::new_unchecked(b); u64::from(v
+                .table_miss_id()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableContext::new_unchecked(b); v
+                .set_table_miss_id((x & 0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "lag_master_next_table_id",
@@ -1344,14 +1370,16 @@ pub const FLOW_TABLE_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableContext::new_unchecked(b);
-                u64::from(v.lag_master_next_table_id())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableContext::new_unchecked(b);
-                v.set_lag_master_next_table_id((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableContext::new_unchecked(b); u64::from(v
+                .lag_master_next_table_id()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableContext::new_unchecked(b); v
+                .set_lag_master_next_table_id((x & 0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "sw_owner_icm_root_1",
@@ -1359,14 +1387,16 @@ pub const FLOW_TABLE_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 64,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableContext::new_unchecked(b);
-                u64::from(v.sw_owner_icm_root_1())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableContext::new_unchecked(b);
-                v.set_sw_owner_icm_root_1((x & 0xffffffffffffffff) as u64);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableContext::new_unchecked(b); u64::from(v
+                .sw_owner_icm_root_1()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableContext::new_unchecked(b); v
+                .set_sw_owner_icm_root_1((x & 0xffffffffffffffff) as u64); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "sw_owner_icm_root_0",
@@ -1374,21 +1404,40 @@ pub const FLOW_TABLE_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 64,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableContext::new_unchecked(b);
-                u64::from(v.sw_owner_icm_root_0())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableContext::new_unchecked(b);
-                v.set_sw_owner_icm_root_0((x & 0xffffffffffffffff) as u64);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableContext::new_unchecked(b); u64::from(v
+                .sw_owner_icm_root_0()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableContext::new_unchecked(b); v
+                .set_sw_owner_icm_root_0((x & 0xffffffffffffffff) as u64); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[
+        (0, 0x7f00),
+        (4, 0xff000000),
+        (8, 0xff000000),
+        (12, 0xffffffff),
+        (16, 0xffffffff),
+        (20, 0xffffffff),
+    ],
 };
 /// Output of CREATE_FLOW_TABLE.
 ///
 /// PRM layout `create_flow_table_out`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x00 | 23:0 | `icm_address_63_40` |
+/// | 0x04 | 31:0 | `syndrome` |
+/// | 0x08 | 31:24 | `icm_address_39_32` |
+/// | 0x08 | 23:0 | `table_id` |
+/// | 0x0c | 31:0 | `icm_address_31_0` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct CreateFlowTableOut<B = [u8; 16]> {
     buf: B,
@@ -1523,20 +1572,17 @@ impl<B: rt::BytesMut> CreateFlowTableOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for CreateFlowTableOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(CreateFlowTableOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("icm_address_63_40", &rt::fmt::Hex(self.icm_address_63_40().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        d.field("icm_address_39_32", &rt::fmt::Hex(self.icm_address_39_32().into()));
-        d.field("table_id", &rt::fmt::Hex(self.table_id().into()));
-        d.field("icm_address_31_0", &rt::fmt::Hex(self.icm_address_31_0().into()));
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&CREATE_FLOW_TABLE_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `create_flow_table_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `create_flow_table_out`: what the decoding `Debug` shows and generic tools read.
 pub const CREATE_FLOW_TABLE_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "create_flow_table_out",
+    type_name: "CreateFlowTableOut",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -1545,14 +1591,16 @@ pub const CREATE_FLOW_TABLE_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateFlowTableOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateFlowTableOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateFlowTableOut::new_unchecked(b); u64::from(v
+                .status()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateFlowTableOut::new_unchecked(b); v
+                .set_status((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "icm_address_63_40",
@@ -1560,14 +1608,16 @@ pub const CREATE_FLOW_TABLE_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateFlowTableOut::new_unchecked(b);
-                u64::from(v.icm_address_63_40())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateFlowTableOut::new_unchecked(b);
-                v.set_icm_address_63_40((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateFlowTableOut::new_unchecked(b); u64::from(v
+                .icm_address_63_40()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateFlowTableOut::new_unchecked(b); v
+                .set_icm_address_63_40((x & 0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -1575,14 +1625,16 @@ pub const CREATE_FLOW_TABLE_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateFlowTableOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateFlowTableOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateFlowTableOut::new_unchecked(b); u64::from(v
+                .syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateFlowTableOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "icm_address_39_32",
@@ -1590,14 +1642,16 @@ pub const CREATE_FLOW_TABLE_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateFlowTableOut::new_unchecked(b);
-                u64::from(v.icm_address_39_32())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateFlowTableOut::new_unchecked(b);
-                v.set_icm_address_39_32((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateFlowTableOut::new_unchecked(b); u64::from(v
+                .icm_address_39_32()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateFlowTableOut::new_unchecked(b); v
+                .set_icm_address_39_32((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "table_id",
@@ -1605,14 +1659,16 @@ pub const CREATE_FLOW_TABLE_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateFlowTableOut::new_unchecked(b);
-                u64::from(v.table_id())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateFlowTableOut::new_unchecked(b);
-                v.set_table_id((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateFlowTableOut::new_unchecked(b); u64::from(v
+                .table_id()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateFlowTableOut::new_unchecked(b); v
+                .set_table_id((x & 0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "icm_address_31_0",
@@ -1620,21 +1676,40 @@ pub const CREATE_FLOW_TABLE_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateFlowTableOut::new_unchecked(b);
-                u64::from(v.icm_address_31_0())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateFlowTableOut::new_unchecked(b);
-                v.set_icm_address_31_0((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateFlowTableOut::new_unchecked(b); u64::from(v
+                .icm_address_31_0()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateFlowTableOut::new_unchecked(b); v
+                .set_icm_address_31_0((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[],
 };
 /// Input of CREATE_FLOW_GROUP: a range of entries of one table and the match mask all of them share. Entries are later written into the range with SET_FTE.
 ///
 /// PRM layout `create_flow_group_in`: 0x400 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x08 | 31 | `other_vport` |
+/// | 0x08 | 15:0 | `vport_number` |
+/// | 0x10 | 31:24 | `table_type` |
+/// | 0x10 | 19:16 | `group_type` |
+/// | 0x14 | 23:0 | `table_id` |
+/// | 0x18 | 31 | `source_eswitch_owner_vhca_id_valid` |
+/// | 0x1c | 31:0 | `start_flow_index` |
+/// | 0x24 | 31:0 | `end_flow_index` |
+/// | 0x28 | 15:0 | `match_definer_id` |
+/// | 0x3c | 7:0 | `match_criteria_enable` |
+/// | 0x40..0x240 | — | `match_criteria` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct CreateFlowGroupIn<B = [u8; 1024]> {
     buf: B,
@@ -1899,167 +1974,17 @@ impl<B: rt::BytesMut> CreateFlowGroupIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for CreateFlowGroupIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(CreateFlowGroupIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("other_vport", &self.other_vport());
-        d.field("vport_number", &rt::fmt::Hex(self.vport_number().into()));
-        d.field("table_type", &rt::fmt::EnumValue(self.table_type()));
-        d.field("group_type", &rt::fmt::EnumValue(self.group_type()));
-        d.field("table_id", &rt::fmt::Hex(self.table_id().into()));
-        d.field(
-            "source_eswitch_owner_vhca_id_valid",
-            &self.source_eswitch_owner_vhca_id_valid(),
-        );
-        d.field("start_flow_index", &rt::fmt::Hex(self.start_flow_index().into()));
-        d.field("end_flow_index", &rt::fmt::Hex(self.end_flow_index().into()));
-        d.field("match_definer_id", &rt::fmt::Hex(self.match_definer_id().into()));
-        d.field(
-            "match_criteria_enable",
-            &rt::fmt::Hex(self.match_criteria_enable().into()),
-        );
-        d.field("match_criteria", &self.match_criteria());
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (0, 0xffff),
-                (4, 0xffff0000),
-                (8, 0x7fff0000),
-                (12, 0xffffffff),
-                (16, 0xf0ffff),
-                (20, 0xff000000),
-                (24, 0x7fffffff),
-                (32, 0xffffffff),
-                (40, 0xffff0000),
-                (44, 0xffffffff),
-                (48, 0xffffffff),
-                (52, 0xffffffff),
-                (56, 0xffffffff),
-                (60, 0xffffff00),
-                (576, 0xffffffff),
-                (580, 0xffffffff),
-                (584, 0xffffffff),
-                (588, 0xffffffff),
-                (592, 0xffffffff),
-                (596, 0xffffffff),
-                (600, 0xffffffff),
-                (604, 0xffffffff),
-                (608, 0xffffffff),
-                (612, 0xffffffff),
-                (616, 0xffffffff),
-                (620, 0xffffffff),
-                (624, 0xffffffff),
-                (628, 0xffffffff),
-                (632, 0xffffffff),
-                (636, 0xffffffff),
-                (640, 0xffffffff),
-                (644, 0xffffffff),
-                (648, 0xffffffff),
-                (652, 0xffffffff),
-                (656, 0xffffffff),
-                (660, 0xffffffff),
-                (664, 0xffffffff),
-                (668, 0xffffffff),
-                (672, 0xffffffff),
-                (676, 0xffffffff),
-                (680, 0xffffffff),
-                (684, 0xffffffff),
-                (688, 0xffffffff),
-                (692, 0xffffffff),
-                (696, 0xffffffff),
-                (700, 0xffffffff),
-                (704, 0xffffffff),
-                (708, 0xffffffff),
-                (712, 0xffffffff),
-                (716, 0xffffffff),
-                (720, 0xffffffff),
-                (724, 0xffffffff),
-                (728, 0xffffffff),
-                (732, 0xffffffff),
-                (736, 0xffffffff),
-                (740, 0xffffffff),
-                (744, 0xffffffff),
-                (748, 0xffffffff),
-                (752, 0xffffffff),
-                (756, 0xffffffff),
-                (760, 0xffffffff),
-                (764, 0xffffffff),
-                (768, 0xffffffff),
-                (772, 0xffffffff),
-                (776, 0xffffffff),
-                (780, 0xffffffff),
-                (784, 0xffffffff),
-                (788, 0xffffffff),
-                (792, 0xffffffff),
-                (796, 0xffffffff),
-                (800, 0xffffffff),
-                (804, 0xffffffff),
-                (808, 0xffffffff),
-                (812, 0xffffffff),
-                (816, 0xffffffff),
-                (820, 0xffffffff),
-                (824, 0xffffffff),
-                (828, 0xffffffff),
-                (832, 0xffffffff),
-                (836, 0xffffffff),
-                (840, 0xffffffff),
-                (844, 0xffffffff),
-                (848, 0xffffffff),
-                (852, 0xffffffff),
-                (856, 0xffffffff),
-                (860, 0xffffffff),
-                (864, 0xffffffff),
-                (868, 0xffffffff),
-                (872, 0xffffffff),
-                (876, 0xffffffff),
-                (880, 0xffffffff),
-                (884, 0xffffffff),
-                (888, 0xffffffff),
-                (892, 0xffffffff),
-                (896, 0xffffffff),
-                (900, 0xffffffff),
-                (904, 0xffffffff),
-                (908, 0xffffffff),
-                (912, 0xffffffff),
-                (916, 0xffffffff),
-                (920, 0xffffffff),
-                (924, 0xffffffff),
-                (928, 0xffffffff),
-                (932, 0xffffffff),
-                (936, 0xffffffff),
-                (940, 0xffffffff),
-                (944, 0xffffffff),
-                (948, 0xffffffff),
-                (952, 0xffffffff),
-                (956, 0xffffffff),
-                (960, 0xffffffff),
-                (964, 0xffffffff),
-                (968, 0xffffffff),
-                (972, 0xffffffff),
-                (976, 0xffffffff),
-                (980, 0xffffffff),
-                (984, 0xffffffff),
-                (988, 0xffffffff),
-                (992, 0xffffffff),
-                (996, 0xffffffff),
-                (1000, 0xffffffff),
-                (1004, 0xffffffff),
-                (1008, 0xffffffff),
-                (1012, 0xffffffff),
-                (1016, 0xffffffff),
-                (1020, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&CREATE_FLOW_GROUP_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `create_flow_group_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `create_flow_group_in`: what the decoding `Debug` shows and generic tools read.
 pub const CREATE_FLOW_GROUP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "create_flow_group_in",
+    type_name: "CreateFlowGroupIn",
     size: 1024,
     fields: &[
         rt::reflect::FieldAccess {
@@ -2068,14 +1993,16 @@ pub const CREATE_FLOW_GROUP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateFlowGroupIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateFlowGroupIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateFlowGroupIn::new_unchecked(b); u64::from(v
+                .opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateFlowGroupIn::new_unchecked(b); v
+                .set_opcode((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -2083,14 +2010,16 @@ pub const CREATE_FLOW_GROUP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateFlowGroupIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateFlowGroupIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateFlowGroupIn::new_unchecked(b); u64::from(v
+                .op_mod()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateFlowGroupIn::new_unchecked(b); v
+                .set_op_mod((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "other_vport",
@@ -2098,14 +2027,16 @@ pub const CREATE_FLOW_GROUP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateFlowGroupIn::new_unchecked(b);
-                u64::from(v.other_vport())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateFlowGroupIn::new_unchecked(b);
-                v.set_other_vport(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateFlowGroupIn::new_unchecked(b); u64::from(v
+                .other_vport()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateFlowGroupIn::new_unchecked(b); v
+                .set_other_vport(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "vport_number",
@@ -2113,14 +2044,16 @@ pub const CREATE_FLOW_GROUP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateFlowGroupIn::new_unchecked(b);
-                u64::from(v.vport_number())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateFlowGroupIn::new_unchecked(b);
-                v.set_vport_number((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateFlowGroupIn::new_unchecked(b); u64::from(v
+                .vport_number()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateFlowGroupIn::new_unchecked(b); v
+                .set_vport_number((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "table_type",
@@ -2128,14 +2061,22 @@ pub const CREATE_FLOW_GROUP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateFlowGroupIn::new_unchecked(b);
-                u64::from(v.table_type_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateFlowGroupIn::new_unchecked(b);
-                v.set_table_type_raw((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "flow_table_type",
+                value_name: |r| match FlowTableType::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateFlowGroupIn::new_unchecked(b); u64::from(v
+                .table_type_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateFlowGroupIn::new_unchecked(b); v
+                .set_table_type_raw((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "group_type",
@@ -2143,14 +2084,22 @@ pub const CREATE_FLOW_GROUP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateFlowGroupIn::new_unchecked(b);
-                u64::from(v.group_type_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateFlowGroupIn::new_unchecked(b);
-                v.set_group_type_raw((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "flow_group_type",
+                value_name: |r| match FlowGroupType::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateFlowGroupIn::new_unchecked(b); u64::from(v
+                .group_type_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateFlowGroupIn::new_unchecked(b); v
+                .set_group_type_raw((x & 0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "table_id",
@@ -2158,14 +2107,16 @@ pub const CREATE_FLOW_GROUP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateFlowGroupIn::new_unchecked(b);
-                u64::from(v.table_id())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateFlowGroupIn::new_unchecked(b);
-                v.set_table_id((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateFlowGroupIn::new_unchecked(b); u64::from(v
+                .table_id()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateFlowGroupIn::new_unchecked(b); v
+                .set_table_id((x & 0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "source_eswitch_owner_vhca_id_valid",
@@ -2173,14 +2124,16 @@ pub const CREATE_FLOW_GROUP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateFlowGroupIn::new_unchecked(b);
-                u64::from(v.source_eswitch_owner_vhca_id_valid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateFlowGroupIn::new_unchecked(b);
-                v.set_source_eswitch_owner_vhca_id_valid(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateFlowGroupIn::new_unchecked(b); u64::from(v
+                .source_eswitch_owner_vhca_id_valid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateFlowGroupIn::new_unchecked(b); v
+                .set_source_eswitch_owner_vhca_id_valid(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "start_flow_index",
@@ -2188,14 +2141,16 @@ pub const CREATE_FLOW_GROUP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateFlowGroupIn::new_unchecked(b);
-                u64::from(v.start_flow_index())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateFlowGroupIn::new_unchecked(b);
-                v.set_start_flow_index((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateFlowGroupIn::new_unchecked(b); u64::from(v
+                .start_flow_index()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateFlowGroupIn::new_unchecked(b); v
+                .set_start_flow_index((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "end_flow_index",
@@ -2203,14 +2158,16 @@ pub const CREATE_FLOW_GROUP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateFlowGroupIn::new_unchecked(b);
-                u64::from(v.end_flow_index())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateFlowGroupIn::new_unchecked(b);
-                v.set_end_flow_index((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateFlowGroupIn::new_unchecked(b); u64::from(v
+                .end_flow_index()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateFlowGroupIn::new_unchecked(b); v
+                .set_end_flow_index((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "match_definer_id",
@@ -2218,14 +2175,16 @@ pub const CREATE_FLOW_GROUP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateFlowGroupIn::new_unchecked(b);
-                u64::from(v.match_definer_id())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateFlowGroupIn::new_unchecked(b);
-                v.set_match_definer_id((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateFlowGroupIn::new_unchecked(b); u64::from(v
+                .match_definer_id()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateFlowGroupIn::new_unchecked(b); v
+                .set_match_definer_id((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "match_criteria_enable",
@@ -2233,44 +2192,179 @@ pub const CREATE_FLOW_GROUP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateFlowGroupIn::new_unchecked(b);
-                u64::from(v.match_criteria_enable())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateFlowGroupIn::new_unchecked(b);
-                v.set_match_criteria_enable((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateFlowGroupIn::new_unchecked(b); u64::from(v
+                .match_criteria_enable()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateFlowGroupIn::new_unchecked(b); v
+                .set_match_criteria_enable((x & 0xff) as u8); }
+            ),
         },
     ],
     nested: &[
         rt::reflect::NestedAccess {
             name: "match_criteria",
             layout: "fte_match_param",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&FTE_MATCH_PARAM_ACCESS),
             byte_offset: 64,
             size: 512,
             count: 1,
             trailing: false,
             stride: 512,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 1024 {
-                    return None;
-                }
-                let v = CreateFlowGroupIn::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.match_criteria();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 1024 {
+                return None; } let v = CreateFlowGroupIn::new_unchecked(b); if i != 0 {
+                return None; } let sub = v.match_criteria(); Some(sub.storage().as_ptr()
+                as usize - b.as_ptr() as usize) }
+            ),
         },
+    ],
+    reserved: &[
+        (0, 0xffff),
+        (4, 0xffff0000),
+        (8, 0x7fff0000),
+        (12, 0xffffffff),
+        (16, 0xf0ffff),
+        (20, 0xff000000),
+        (24, 0x7fffffff),
+        (32, 0xffffffff),
+        (40, 0xffff0000),
+        (44, 0xffffffff),
+        (48, 0xffffffff),
+        (52, 0xffffffff),
+        (56, 0xffffffff),
+        (60, 0xffffff00),
+        (576, 0xffffffff),
+        (580, 0xffffffff),
+        (584, 0xffffffff),
+        (588, 0xffffffff),
+        (592, 0xffffffff),
+        (596, 0xffffffff),
+        (600, 0xffffffff),
+        (604, 0xffffffff),
+        (608, 0xffffffff),
+        (612, 0xffffffff),
+        (616, 0xffffffff),
+        (620, 0xffffffff),
+        (624, 0xffffffff),
+        (628, 0xffffffff),
+        (632, 0xffffffff),
+        (636, 0xffffffff),
+        (640, 0xffffffff),
+        (644, 0xffffffff),
+        (648, 0xffffffff),
+        (652, 0xffffffff),
+        (656, 0xffffffff),
+        (660, 0xffffffff),
+        (664, 0xffffffff),
+        (668, 0xffffffff),
+        (672, 0xffffffff),
+        (676, 0xffffffff),
+        (680, 0xffffffff),
+        (684, 0xffffffff),
+        (688, 0xffffffff),
+        (692, 0xffffffff),
+        (696, 0xffffffff),
+        (700, 0xffffffff),
+        (704, 0xffffffff),
+        (708, 0xffffffff),
+        (712, 0xffffffff),
+        (716, 0xffffffff),
+        (720, 0xffffffff),
+        (724, 0xffffffff),
+        (728, 0xffffffff),
+        (732, 0xffffffff),
+        (736, 0xffffffff),
+        (740, 0xffffffff),
+        (744, 0xffffffff),
+        (748, 0xffffffff),
+        (752, 0xffffffff),
+        (756, 0xffffffff),
+        (760, 0xffffffff),
+        (764, 0xffffffff),
+        (768, 0xffffffff),
+        (772, 0xffffffff),
+        (776, 0xffffffff),
+        (780, 0xffffffff),
+        (784, 0xffffffff),
+        (788, 0xffffffff),
+        (792, 0xffffffff),
+        (796, 0xffffffff),
+        (800, 0xffffffff),
+        (804, 0xffffffff),
+        (808, 0xffffffff),
+        (812, 0xffffffff),
+        (816, 0xffffffff),
+        (820, 0xffffffff),
+        (824, 0xffffffff),
+        (828, 0xffffffff),
+        (832, 0xffffffff),
+        (836, 0xffffffff),
+        (840, 0xffffffff),
+        (844, 0xffffffff),
+        (848, 0xffffffff),
+        (852, 0xffffffff),
+        (856, 0xffffffff),
+        (860, 0xffffffff),
+        (864, 0xffffffff),
+        (868, 0xffffffff),
+        (872, 0xffffffff),
+        (876, 0xffffffff),
+        (880, 0xffffffff),
+        (884, 0xffffffff),
+        (888, 0xffffffff),
+        (892, 0xffffffff),
+        (896, 0xffffffff),
+        (900, 0xffffffff),
+        (904, 0xffffffff),
+        (908, 0xffffffff),
+        (912, 0xffffffff),
+        (916, 0xffffffff),
+        (920, 0xffffffff),
+        (924, 0xffffffff),
+        (928, 0xffffffff),
+        (932, 0xffffffff),
+        (936, 0xffffffff),
+        (940, 0xffffffff),
+        (944, 0xffffffff),
+        (948, 0xffffffff),
+        (952, 0xffffffff),
+        (956, 0xffffffff),
+        (960, 0xffffffff),
+        (964, 0xffffffff),
+        (968, 0xffffffff),
+        (972, 0xffffffff),
+        (976, 0xffffffff),
+        (980, 0xffffffff),
+        (984, 0xffffffff),
+        (988, 0xffffffff),
+        (992, 0xffffffff),
+        (996, 0xffffffff),
+        (1000, 0xffffffff),
+        (1004, 0xffffffff),
+        (1008, 0xffffffff),
+        (1012, 0xffffffff),
+        (1016, 0xffffffff),
+        (1020, 0xffffffff),
     ],
 };
 /// The full set of header fields steering can match, in seven parts. It serves both as a group's mask (create_flow_group_in.match_criteria) and as an entry's value (flow_context.match_value); match_criteria_enable says which parts count.
 ///
 /// PRM layout `fte_match_param`: 0x200 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00..0x40 | — | `outer_headers` |
+/// | 0x40..0x80 | — | `misc_parameters` |
+/// | 0x80..0xc0 | — | `inner_headers` |
+/// | 0xc0..0x100 | — | `misc_parameters_2` |
+/// | 0x100..0x140 | — | `misc_parameters_3` |
+/// | 0x140..0x180 | — | `misc_parameters_4` |
+/// | 0x180..0x1c0 | — | `misc_parameters_5` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct FteMatchParam<B = [u8; 512]> {
     buf: B,
@@ -2417,207 +2511,190 @@ impl<B: rt::BytesMut> FteMatchParam<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for FteMatchParam<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(FteMatchParam));
-        d.field("outer_headers", &self.outer_headers());
-        d.field("misc_parameters", &self.misc_parameters());
-        d.field("inner_headers", &self.inner_headers());
-        d.field("misc_parameters_2", &self.misc_parameters_2());
-        d.field("misc_parameters_3", &self.misc_parameters_3());
-        d.field("misc_parameters_4", &self.misc_parameters_4());
-        d.field("misc_parameters_5", &self.misc_parameters_5());
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (448, 0xffffffff),
-                (452, 0xffffffff),
-                (456, 0xffffffff),
-                (460, 0xffffffff),
-                (464, 0xffffffff),
-                (468, 0xffffffff),
-                (472, 0xffffffff),
-                (476, 0xffffffff),
-                (480, 0xffffffff),
-                (484, 0xffffffff),
-                (488, 0xffffffff),
-                (492, 0xffffffff),
-                (496, 0xffffffff),
-                (500, 0xffffffff),
-                (504, 0xffffffff),
-                (508, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&FTE_MATCH_PARAM_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `fte_match_param` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `fte_match_param`: what the decoding `Debug` shows and generic tools read.
 pub const FTE_MATCH_PARAM_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "fte_match_param",
+    type_name: "FteMatchParam",
     size: 512,
     fields: &[],
     nested: &[
         rt::reflect::NestedAccess {
             name: "outer_headers",
             layout: "fte_match_set_lyr_2_4",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&FTE_MATCH_SET_LYR_2_4_ACCESS),
             byte_offset: 0,
             size: 64,
             count: 1,
             trailing: false,
             stride: 64,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 512 {
-                    return None;
-                }
-                let v = FteMatchParam::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.outer_headers();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 512 { return
+                None; } let v = FteMatchParam::new_unchecked(b); if i != 0 { return None;
+                } let sub = v.outer_headers(); Some(sub.storage().as_ptr() as usize - b
+                .as_ptr() as usize) }
+            ),
         },
         rt::reflect::NestedAccess {
             name: "misc_parameters",
             layout: "fte_match_set_misc",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&FTE_MATCH_SET_MISC_ACCESS),
             byte_offset: 64,
             size: 64,
             count: 1,
             trailing: false,
             stride: 64,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 512 {
-                    return None;
-                }
-                let v = FteMatchParam::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.misc_parameters();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 512 { return
+                None; } let v = FteMatchParam::new_unchecked(b); if i != 0 { return None;
+                } let sub = v.misc_parameters(); Some(sub.storage().as_ptr() as usize - b
+                .as_ptr() as usize) }
+            ),
         },
         rt::reflect::NestedAccess {
             name: "inner_headers",
             layout: "fte_match_set_lyr_2_4",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&FTE_MATCH_SET_LYR_2_4_ACCESS),
             byte_offset: 128,
             size: 64,
             count: 1,
             trailing: false,
             stride: 64,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 512 {
-                    return None;
-                }
-                let v = FteMatchParam::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.inner_headers();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 512 { return
+                None; } let v = FteMatchParam::new_unchecked(b); if i != 0 { return None;
+                } let sub = v.inner_headers(); Some(sub.storage().as_ptr() as usize - b
+                .as_ptr() as usize) }
+            ),
         },
         rt::reflect::NestedAccess {
             name: "misc_parameters_2",
             layout: "fte_match_set_misc2",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&FTE_MATCH_SET_MISC2_ACCESS),
             byte_offset: 192,
             size: 64,
             count: 1,
             trailing: false,
             stride: 64,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 512 {
-                    return None;
-                }
-                let v = FteMatchParam::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.misc_parameters_2();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 512 { return
+                None; } let v = FteMatchParam::new_unchecked(b); if i != 0 { return None;
+                } let sub = v.misc_parameters_2(); Some(sub.storage().as_ptr() as usize -
+                b.as_ptr() as usize) }
+            ),
         },
         rt::reflect::NestedAccess {
             name: "misc_parameters_3",
             layout: "fte_match_set_misc3",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&FTE_MATCH_SET_MISC3_ACCESS),
             byte_offset: 256,
             size: 64,
             count: 1,
             trailing: false,
             stride: 64,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 512 {
-                    return None;
-                }
-                let v = FteMatchParam::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.misc_parameters_3();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 512 { return
+                None; } let v = FteMatchParam::new_unchecked(b); if i != 0 { return None;
+                } let sub = v.misc_parameters_3(); Some(sub.storage().as_ptr() as usize -
+                b.as_ptr() as usize) }
+            ),
         },
         rt::reflect::NestedAccess {
             name: "misc_parameters_4",
             layout: "fte_match_set_misc4",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&FTE_MATCH_SET_MISC4_ACCESS),
             byte_offset: 320,
             size: 64,
             count: 1,
             trailing: false,
             stride: 64,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 512 {
-                    return None;
-                }
-                let v = FteMatchParam::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.misc_parameters_4();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 512 { return
+                None; } let v = FteMatchParam::new_unchecked(b); if i != 0 { return None;
+                } let sub = v.misc_parameters_4(); Some(sub.storage().as_ptr() as usize -
+                b.as_ptr() as usize) }
+            ),
         },
         rt::reflect::NestedAccess {
             name: "misc_parameters_5",
             layout: "fte_match_set_misc5",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&FTE_MATCH_SET_MISC5_ACCESS),
             byte_offset: 384,
             size: 64,
             count: 1,
             trailing: false,
             stride: 64,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 512 {
-                    return None;
-                }
-                let v = FteMatchParam::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.misc_parameters_5();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 512 { return
+                None; } let v = FteMatchParam::new_unchecked(b); if i != 0 { return None;
+                } let sub = v.misc_parameters_5(); Some(sub.storage().as_ptr() as usize -
+                b.as_ptr() as usize) }
+            ),
         },
+    ],
+    reserved: &[
+        (448, 0xffffffff),
+        (452, 0xffffffff),
+        (456, 0xffffffff),
+        (460, 0xffffffff),
+        (464, 0xffffffff),
+        (468, 0xffffffff),
+        (472, 0xffffffff),
+        (476, 0xffffffff),
+        (480, 0xffffffff),
+        (484, 0xffffffff),
+        (488, 0xffffffff),
+        (492, 0xffffffff),
+        (496, 0xffffffff),
+        (500, 0xffffffff),
+        (504, 0xffffffff),
+        (508, 0xffffffff),
     ],
 };
 /// Layer 2 to 4 header fields: MAC addresses, VLAN, IP and TCP/UDP. Used for the outer headers and, in the same format, for the inner headers of tunnelled packets. As a mask each bit selects the packet bit to compare; as a value it gives the expected bit.
 ///
 /// PRM layout `fte_match_set_lyr_2_4`: 0x40 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:0 | `smac_47_16` |
+/// | 0x04 | 31:16 | `smac_15_0` |
+/// | 0x04 | 15:0 | `ethertype` |
+/// | 0x08 | 31:0 | `dmac_47_16` |
+/// | 0x0c | 31:16 | `dmac_15_0` |
+/// | 0x0c | 15:13 | `first_prio` |
+/// | 0x0c | 12 | `first_cfi` |
+/// | 0x0c | 11:0 | `first_vid` |
+/// | 0x10 | 31:24 | `ip_protocol` |
+/// | 0x10 | 23:18 | `ip_dscp` |
+/// | 0x10 | 17:16 | `ip_ecn` |
+/// | 0x10 | 15 | `cvlan_tag` |
+/// | 0x10 | 14 | `svlan_tag` |
+/// | 0x10 | 13 | `frag` |
+/// | 0x10 | 12:9 | `ip_version` |
+/// | 0x10 | 8:0 | `tcp_flags` |
+/// | 0x14 | 31:16 | `tcp_sport` |
+/// | 0x14 | 15:0 | `tcp_dport` |
+/// | 0x18 | 31:30 | `l4_type` |
+/// | 0x18 | 15:12 | `ipv4_ihl` |
+/// | 0x18 | 7:0 | `ttl_hoplimit` |
+/// | 0x1c | 31:16 | `udp_sport` |
+/// | 0x1c | 15:0 | `udp_dport` |
+/// | 0x20..0x30 | — | `src_ipv4_src_ipv6` |
+/// | 0x30..0x40 | — | `dst_ipv4_dst_ipv6` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct FteMatchSetLyr24<B = [u8; 64]> {
     buf: B,
@@ -3090,46 +3167,17 @@ impl<B: rt::BytesMut> FteMatchSetLyr24<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for FteMatchSetLyr24<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(FteMatchSetLyr24));
-        d.field("smac_47_16", &rt::fmt::Hex(self.smac_47_16().into()));
-        d.field("smac_15_0", &rt::fmt::Hex(self.smac_15_0().into()));
-        d.field("ethertype", &rt::fmt::Hex(self.ethertype().into()));
-        d.field("dmac_47_16", &rt::fmt::Hex(self.dmac_47_16().into()));
-        d.field("dmac_15_0", &rt::fmt::Hex(self.dmac_15_0().into()));
-        d.field("first_prio", &rt::fmt::Hex(self.first_prio().into()));
-        d.field("first_cfi", &self.first_cfi());
-        d.field("first_vid", &rt::fmt::Hex(self.first_vid().into()));
-        d.field("ip_protocol", &rt::fmt::Hex(self.ip_protocol().into()));
-        d.field("ip_dscp", &rt::fmt::Hex(self.ip_dscp().into()));
-        d.field("ip_ecn", &rt::fmt::Hex(self.ip_ecn().into()));
-        d.field("cvlan_tag", &self.cvlan_tag());
-        d.field("svlan_tag", &self.svlan_tag());
-        d.field("frag", &self.frag());
-        d.field("ip_version", &rt::fmt::Hex(self.ip_version().into()));
-        d.field("tcp_flags", &rt::fmt::Hex(self.tcp_flags().into()));
-        d.field("tcp_sport", &rt::fmt::Hex(self.tcp_sport().into()));
-        d.field("tcp_dport", &rt::fmt::Hex(self.tcp_dport().into()));
-        d.field("l4_type", &rt::fmt::Hex(self.l4_type().into()));
-        d.field("ipv4_ihl", &rt::fmt::Hex(self.ipv4_ihl().into()));
-        d.field("ttl_hoplimit", &rt::fmt::Hex(self.ttl_hoplimit().into()));
-        d.field("udp_sport", &rt::fmt::Hex(self.udp_sport().into()));
-        d.field("udp_dport", &rt::fmt::Hex(self.udp_dport().into()));
-        d.field("src_ipv4_src_ipv6", &self.src_ipv4_src_ipv6());
-        d.field("dst_ipv4_dst_ipv6", &self.dst_ipv4_dst_ipv6());
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(24, 0x3fff0f00)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&FTE_MATCH_SET_LYR_2_4_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `fte_match_set_lyr_2_4` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `fte_match_set_lyr_2_4`: what the decoding `Debug` shows and generic tools read.
 pub const FTE_MATCH_SET_LYR_2_4_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "fte_match_set_lyr_2_4",
+    type_name: "FteMatchSetLyr24",
     size: 64,
     fields: &[
         rt::reflect::FieldAccess {
@@ -3138,14 +3186,16 @@ pub const FTE_MATCH_SET_LYR_2_4_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetLyr24::new_unchecked(b);
-                u64::from(v.smac_47_16())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetLyr24::new_unchecked(b);
-                v.set_smac_47_16((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b); u64::from(v
+                .smac_47_16()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b); v
+                .set_smac_47_16((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "smac_15_0",
@@ -3153,14 +3203,16 @@ pub const FTE_MATCH_SET_LYR_2_4_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetLyr24::new_unchecked(b);
-                u64::from(v.smac_15_0())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetLyr24::new_unchecked(b);
-                v.set_smac_15_0((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b); u64::from(v
+                .smac_15_0()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b); v
+                .set_smac_15_0((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ethertype",
@@ -3168,14 +3220,16 @@ pub const FTE_MATCH_SET_LYR_2_4_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetLyr24::new_unchecked(b);
-                u64::from(v.ethertype())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetLyr24::new_unchecked(b);
-                v.set_ethertype((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b); u64::from(v
+                .ethertype()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b); v
+                .set_ethertype((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "dmac_47_16",
@@ -3183,14 +3237,16 @@ pub const FTE_MATCH_SET_LYR_2_4_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetLyr24::new_unchecked(b);
-                u64::from(v.dmac_47_16())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetLyr24::new_unchecked(b);
-                v.set_dmac_47_16((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b); u64::from(v
+                .dmac_47_16()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b); v
+                .set_dmac_47_16((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "dmac_15_0",
@@ -3198,14 +3254,16 @@ pub const FTE_MATCH_SET_LYR_2_4_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetLyr24::new_unchecked(b);
-                u64::from(v.dmac_15_0())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetLyr24::new_unchecked(b);
-                v.set_dmac_15_0((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b); u64::from(v
+                .dmac_15_0()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b); v
+                .set_dmac_15_0((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "first_prio",
@@ -3213,14 +3271,16 @@ pub const FTE_MATCH_SET_LYR_2_4_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 3,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetLyr24::new_unchecked(b);
-                u64::from(v.first_prio())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetLyr24::new_unchecked(b);
-                v.set_first_prio((x & 0x7) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b); u64::from(v
+                .first_prio()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b); v
+                .set_first_prio((x & 0x7) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "first_cfi",
@@ -3228,14 +3288,16 @@ pub const FTE_MATCH_SET_LYR_2_4_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetLyr24::new_unchecked(b);
-                u64::from(v.first_cfi())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetLyr24::new_unchecked(b);
-                v.set_first_cfi(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b); u64::from(v
+                .first_cfi()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b); v
+                .set_first_cfi(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "first_vid",
@@ -3243,14 +3305,16 @@ pub const FTE_MATCH_SET_LYR_2_4_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 12,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetLyr24::new_unchecked(b);
-                u64::from(v.first_vid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetLyr24::new_unchecked(b);
-                v.set_first_vid((x & 0xfff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b); u64::from(v
+                .first_vid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b); v
+                .set_first_vid((x & 0xfff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ip_protocol",
@@ -3258,14 +3322,16 @@ pub const FTE_MATCH_SET_LYR_2_4_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetLyr24::new_unchecked(b);
-                u64::from(v.ip_protocol())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetLyr24::new_unchecked(b);
-                v.set_ip_protocol((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b); u64::from(v
+                .ip_protocol()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b); v
+                .set_ip_protocol((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ip_dscp",
@@ -3273,14 +3339,16 @@ pub const FTE_MATCH_SET_LYR_2_4_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 6,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetLyr24::new_unchecked(b);
-                u64::from(v.ip_dscp())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetLyr24::new_unchecked(b);
-                v.set_ip_dscp((x & 0x3f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b); u64::from(v
+                .ip_dscp()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b); v
+                .set_ip_dscp((x & 0x3f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ip_ecn",
@@ -3288,14 +3356,16 @@ pub const FTE_MATCH_SET_LYR_2_4_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 2,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetLyr24::new_unchecked(b);
-                u64::from(v.ip_ecn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetLyr24::new_unchecked(b);
-                v.set_ip_ecn((x & 0x3) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b); u64::from(v
+                .ip_ecn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b); v
+                .set_ip_ecn((x & 0x3) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "cvlan_tag",
@@ -3303,14 +3373,16 @@ pub const FTE_MATCH_SET_LYR_2_4_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetLyr24::new_unchecked(b);
-                u64::from(v.cvlan_tag())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetLyr24::new_unchecked(b);
-                v.set_cvlan_tag(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b); u64::from(v
+                .cvlan_tag()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b); v
+                .set_cvlan_tag(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "svlan_tag",
@@ -3318,14 +3390,16 @@ pub const FTE_MATCH_SET_LYR_2_4_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetLyr24::new_unchecked(b);
-                u64::from(v.svlan_tag())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetLyr24::new_unchecked(b);
-                v.set_svlan_tag(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b); u64::from(v
+                .svlan_tag()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b); v
+                .set_svlan_tag(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "frag",
@@ -3333,14 +3407,16 @@ pub const FTE_MATCH_SET_LYR_2_4_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetLyr24::new_unchecked(b);
-                u64::from(v.frag())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetLyr24::new_unchecked(b);
-                v.set_frag(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b); u64::from(v
+                .frag()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b); v
+                .set_frag(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ip_version",
@@ -3348,14 +3424,16 @@ pub const FTE_MATCH_SET_LYR_2_4_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetLyr24::new_unchecked(b);
-                u64::from(v.ip_version())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetLyr24::new_unchecked(b);
-                v.set_ip_version((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b); u64::from(v
+                .ip_version()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b); v
+                .set_ip_version((x & 0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "tcp_flags",
@@ -3363,14 +3441,16 @@ pub const FTE_MATCH_SET_LYR_2_4_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 9,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetLyr24::new_unchecked(b);
-                u64::from(v.tcp_flags())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetLyr24::new_unchecked(b);
-                v.set_tcp_flags((x & 0x1ff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b); u64::from(v
+                .tcp_flags()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b); v
+                .set_tcp_flags((x & 0x1ff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "tcp_sport",
@@ -3378,14 +3458,16 @@ pub const FTE_MATCH_SET_LYR_2_4_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetLyr24::new_unchecked(b);
-                u64::from(v.tcp_sport())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetLyr24::new_unchecked(b);
-                v.set_tcp_sport((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b); u64::from(v
+                .tcp_sport()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b); v
+                .set_tcp_sport((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "tcp_dport",
@@ -3393,14 +3475,16 @@ pub const FTE_MATCH_SET_LYR_2_4_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetLyr24::new_unchecked(b);
-                u64::from(v.tcp_dport())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetLyr24::new_unchecked(b);
-                v.set_tcp_dport((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b); u64::from(v
+                .tcp_dport()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b); v
+                .set_tcp_dport((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "l4_type",
@@ -3408,14 +3492,16 @@ pub const FTE_MATCH_SET_LYR_2_4_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 2,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetLyr24::new_unchecked(b);
-                u64::from(v.l4_type())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetLyr24::new_unchecked(b);
-                v.set_l4_type((x & 0x3) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b); u64::from(v
+                .l4_type()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b); v
+                .set_l4_type((x & 0x3) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ipv4_ihl",
@@ -3423,14 +3509,16 @@ pub const FTE_MATCH_SET_LYR_2_4_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetLyr24::new_unchecked(b);
-                u64::from(v.ipv4_ihl())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetLyr24::new_unchecked(b);
-                v.set_ipv4_ihl((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b); u64::from(v
+                .ipv4_ihl()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b); v
+                .set_ipv4_ihl((x & 0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ttl_hoplimit",
@@ -3438,14 +3526,16 @@ pub const FTE_MATCH_SET_LYR_2_4_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetLyr24::new_unchecked(b);
-                u64::from(v.ttl_hoplimit())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetLyr24::new_unchecked(b);
-                v.set_ttl_hoplimit((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b); u64::from(v
+                .ttl_hoplimit()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b); v
+                .set_ttl_hoplimit((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "udp_sport",
@@ -3453,14 +3543,16 @@ pub const FTE_MATCH_SET_LYR_2_4_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetLyr24::new_unchecked(b);
-                u64::from(v.udp_sport())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetLyr24::new_unchecked(b);
-                v.set_udp_sport((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b); u64::from(v
+                .udp_sport()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b); v
+                .set_udp_sport((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "udp_dport",
@@ -3468,66 +3560,63 @@ pub const FTE_MATCH_SET_LYR_2_4_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetLyr24::new_unchecked(b);
-                u64::from(v.udp_dport())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetLyr24::new_unchecked(b);
-                v.set_udp_dport((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b); u64::from(v
+                .udp_dport()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b); v
+                .set_udp_dport((x & 0xffff) as u16); }
+            ),
         },
     ],
     nested: &[
         rt::reflect::NestedAccess {
             name: "src_ipv4_src_ipv6",
             layout: "ipv6_layout_ipv4_layout_auto",
-            kind: rt::reflect::NestedKind::Union,
+            table: rt::reflect::NestedTable::Union(&IPV6_LAYOUT_IPV4_LAYOUT_AUTO_ACCESS),
             byte_offset: 32,
             size: 16,
             count: 1,
             trailing: false,
             stride: 16,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 64 {
-                    return None;
-                }
-                let v = FteMatchSetLyr24::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.src_ipv4_src_ipv6();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 64 { return
+                None; } let v = FteMatchSetLyr24::new_unchecked(b); if i != 0 { return
+                None; } let sub = v.src_ipv4_src_ipv6(); Some(sub.storage().as_ptr() as
+                usize - b.as_ptr() as usize) }
+            ),
         },
         rt::reflect::NestedAccess {
             name: "dst_ipv4_dst_ipv6",
             layout: "ipv6_layout_ipv4_layout_auto",
-            kind: rt::reflect::NestedKind::Union,
+            table: rt::reflect::NestedTable::Union(&IPV6_LAYOUT_IPV4_LAYOUT_AUTO_ACCESS),
             byte_offset: 48,
             size: 16,
             count: 1,
             trailing: false,
             stride: 16,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 64 {
-                    return None;
-                }
-                let v = FteMatchSetLyr24::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.dst_ipv4_dst_ipv6();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 64 { return
+                None; } let v = FteMatchSetLyr24::new_unchecked(b); if i != 0 { return
+                None; } let sub = v.dst_ipv4_dst_ipv6(); Some(sub.storage().as_ptr() as
+                usize - b.as_ptr() as usize) }
+            ),
         },
     ],
+    reserved: &[(24, 0x3fff0f00)],
 };
 /// An IPv6 address in a 16-byte match slot.
 ///
 /// PRM layout `ipv6_layout`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00..0x10 | — | `ipv6` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Ipv6Layout<B = [u8; 16]> {
     buf: B,
@@ -3568,22 +3657,44 @@ impl<B: rt::BytesMut> Ipv6Layout<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for Ipv6Layout<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(Ipv6Layout));
-        d.field("ipv6", &rt::fmt::HexBytes(&self.ipv6()));
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&IPV6_LAYOUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `ipv6_layout` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `ipv6_layout`: what the decoding `Debug` shows and generic tools read.
 pub const IPV6_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "ipv6_layout",
+    type_name: "Ipv6Layout",
     size: 16,
-    fields: &[],
+    fields: &[
+        rt::reflect::FieldAccess {
+            name: "ipv6",
+            bit_offset: 0,
+            width: 128,
+            count: 1,
+            trailing: false,
+            kind: rt::reflect::ValueKind::Bytes,
+            readable: true,
+            get: None,
+            set: None,
+        },
+    ],
     nested: &[],
+    reserved: &[],
 };
 /// An IPv6 address in a 16-byte match slot, as four dwords, most significant first.
 ///
 /// PRM layout `ipv6_simple_layout`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:0 | `ipv6_127_96` |
+/// | 0x04 | 31:0 | `ipv6_95_64` |
+/// | 0x08 | 31:0 | `ipv6_63_32` |
+/// | 0x0c | 31:0 | `ipv6_31_0` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Ipv6SimpleLayout<B = [u8; 16]> {
     buf: B,
@@ -3669,18 +3780,17 @@ impl<B: rt::BytesMut> Ipv6SimpleLayout<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for Ipv6SimpleLayout<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(Ipv6SimpleLayout));
-        d.field("ipv6_127_96", &rt::fmt::Hex(self.ipv6_127_96().into()));
-        d.field("ipv6_95_64", &rt::fmt::Hex(self.ipv6_95_64().into()));
-        d.field("ipv6_63_32", &rt::fmt::Hex(self.ipv6_63_32().into()));
-        d.field("ipv6_31_0", &rt::fmt::Hex(self.ipv6_31_0().into()));
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&IPV6_SIMPLE_LAYOUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `ipv6_simple_layout` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `ipv6_simple_layout`: what the decoding `Debug` shows and generic tools read.
 pub const IPV6_SIMPLE_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "ipv6_simple_layout",
+    type_name: "Ipv6SimpleLayout",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -3689,14 +3799,16 @@ pub const IPV6_SIMPLE_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Ipv6SimpleLayout::new_unchecked(b);
-                u64::from(v.ipv6_127_96())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Ipv6SimpleLayout::new_unchecked(b);
-                v.set_ipv6_127_96((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Ipv6SimpleLayout::new_unchecked(b); u64::from(v
+                .ipv6_127_96()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Ipv6SimpleLayout::new_unchecked(b); v
+                .set_ipv6_127_96((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ipv6_95_64",
@@ -3704,14 +3816,16 @@ pub const IPV6_SIMPLE_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Ipv6SimpleLayout::new_unchecked(b);
-                u64::from(v.ipv6_95_64())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Ipv6SimpleLayout::new_unchecked(b);
-                v.set_ipv6_95_64((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Ipv6SimpleLayout::new_unchecked(b); u64::from(v
+                .ipv6_95_64()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Ipv6SimpleLayout::new_unchecked(b); v
+                .set_ipv6_95_64((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ipv6_63_32",
@@ -3719,14 +3833,16 @@ pub const IPV6_SIMPLE_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Ipv6SimpleLayout::new_unchecked(b);
-                u64::from(v.ipv6_63_32())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Ipv6SimpleLayout::new_unchecked(b);
-                v.set_ipv6_63_32((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Ipv6SimpleLayout::new_unchecked(b); u64::from(v
+                .ipv6_63_32()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Ipv6SimpleLayout::new_unchecked(b); v
+                .set_ipv6_63_32((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ipv6_31_0",
@@ -3734,21 +3850,28 @@ pub const IPV6_SIMPLE_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Ipv6SimpleLayout::new_unchecked(b);
-                u64::from(v.ipv6_31_0())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Ipv6SimpleLayout::new_unchecked(b);
-                v.set_ipv6_31_0((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Ipv6SimpleLayout::new_unchecked(b); u64::from(v
+                .ipv6_31_0()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Ipv6SimpleLayout::new_unchecked(b); v
+                .set_ipv6_31_0((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[],
 };
 /// An IPv4 address in a 16-byte match slot; the first 12 bytes are reserved.
 ///
 /// PRM layout `ipv4_layout`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x0c | 31:0 | `ipv4` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Ipv4Layout<B = [u8; 16]> {
     buf: B,
@@ -3787,22 +3910,17 @@ impl<B: rt::BytesMut> Ipv4Layout<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for Ipv4Layout<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(Ipv4Layout));
-        d.field("ipv4", &rt::fmt::Hex(self.ipv4().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffffff), (4, 0xffffffff), (8, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&IPV4_LAYOUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `ipv4_layout` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `ipv4_layout`: what the decoding `Debug` shows and generic tools read.
 pub const IPV4_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "ipv4_layout",
+    type_name: "Ipv4Layout",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -3811,21 +3929,57 @@ pub const IPV4_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Ipv4Layout::new_unchecked(b);
-                u64::from(v.ipv4())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Ipv4Layout::new_unchecked(b);
-                v.set_ipv4((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Ipv4Layout::new_unchecked(b); u64::from(v.ipv4()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Ipv4Layout::new_unchecked(b); v.set_ipv4((x &
+                0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffffff), (4, 0xffffffff), (8, 0xffffffff)],
 };
 /// Miscellaneous match fields: the packet's source (SQ, vport, e-switch owner), the second VLAN tags, and tunnel fields (GRE, VXLAN, GENEVE, IPv6 flow label, ESP).
 ///
 /// PRM layout `fte_match_set_misc`: 0x40 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31 | `gre_c_present` |
+/// | 0x00 | 29 | `gre_k_present` |
+/// | 0x00 | 28 | `gre_s_present` |
+/// | 0x00 | 27:24 | `source_vhca_port` |
+/// | 0x00 | 23:0 | `source_sqn` |
+/// | 0x04 | 31:16 | `source_eswitch_owner_vhca_id` |
+/// | 0x04 | 15:0 | `source_port` |
+/// | 0x08 | 31:29 | `outer_second_prio` |
+/// | 0x08 | 28 | `outer_second_cfi` |
+/// | 0x08 | 27:16 | `outer_second_vid` |
+/// | 0x08 | 15:13 | `inner_second_prio` |
+/// | 0x08 | 12 | `inner_second_cfi` |
+/// | 0x08 | 11:0 | `inner_second_vid` |
+/// | 0x0c | 31 | `outer_second_cvlan_tag` |
+/// | 0x0c | 30 | `inner_second_cvlan_tag` |
+/// | 0x0c | 29 | `outer_second_svlan_tag` |
+/// | 0x0c | 28 | `inner_second_svlan_tag` |
+/// | 0x0c | 15:0 | `gre_protocol` |
+/// | 0x10 | 31:0 | `gre_key` |
+/// | 0x14 | 31:8 | `vxlan_vni` |
+/// | 0x14 | 7:0 | `bth_opcode` |
+/// | 0x18 | 31:8 | `geneve_vni` |
+/// | 0x18 | 1 | `geneve_tlv_option_0_exist` |
+/// | 0x18 | 0 | `geneve_oam` |
+/// | 0x1c | 19:0 | `outer_ipv6_flow_label` |
+/// | 0x20 | 19:0 | `inner_ipv6_flow_label` |
+/// | 0x24 | 21:16 | `geneve_opt_len` |
+/// | 0x24 | 15:0 | `geneve_protocol_type` |
+/// | 0x28 | 23:0 | `bth_dst_qp` |
+/// | 0x2c | 31:0 | `inner_esp_spi` |
+/// | 0x30 | 31:0 | `outer_esp_spi` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct FteMatchSetMisc<B = [u8; 64]> {
     buf: B,
@@ -4462,75 +4616,17 @@ impl<B: rt::BytesMut> FteMatchSetMisc<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for FteMatchSetMisc<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(FteMatchSetMisc));
-        d.field("gre_c_present", &self.gre_c_present());
-        d.field("gre_k_present", &self.gre_k_present());
-        d.field("gre_s_present", &self.gre_s_present());
-        d.field("source_vhca_port", &rt::fmt::Hex(self.source_vhca_port().into()));
-        d.field("source_sqn", &rt::fmt::Hex(self.source_sqn().into()));
-        d.field(
-            "source_eswitch_owner_vhca_id",
-            &rt::fmt::Hex(self.source_eswitch_owner_vhca_id().into()),
-        );
-        d.field("source_port", &rt::fmt::Hex(self.source_port().into()));
-        d.field("outer_second_prio", &rt::fmt::Hex(self.outer_second_prio().into()));
-        d.field("outer_second_cfi", &self.outer_second_cfi());
-        d.field("outer_second_vid", &rt::fmt::Hex(self.outer_second_vid().into()));
-        d.field("inner_second_prio", &rt::fmt::Hex(self.inner_second_prio().into()));
-        d.field("inner_second_cfi", &self.inner_second_cfi());
-        d.field("inner_second_vid", &rt::fmt::Hex(self.inner_second_vid().into()));
-        d.field("outer_second_cvlan_tag", &self.outer_second_cvlan_tag());
-        d.field("inner_second_cvlan_tag", &self.inner_second_cvlan_tag());
-        d.field("outer_second_svlan_tag", &self.outer_second_svlan_tag());
-        d.field("inner_second_svlan_tag", &self.inner_second_svlan_tag());
-        d.field("gre_protocol", &rt::fmt::Hex(self.gre_protocol().into()));
-        d.field("gre_key", &self.gre_key());
-        d.field("vxlan_vni", &rt::fmt::Hex(self.vxlan_vni().into()));
-        d.field("bth_opcode", &rt::fmt::Hex(self.bth_opcode().into()));
-        d.field("geneve_vni", &rt::fmt::Hex(self.geneve_vni().into()));
-        d.field("geneve_tlv_option_0_exist", &self.geneve_tlv_option_0_exist());
-        d.field("geneve_oam", &self.geneve_oam());
-        d.field(
-            "outer_ipv6_flow_label",
-            &rt::fmt::Hex(self.outer_ipv6_flow_label().into()),
-        );
-        d.field(
-            "inner_ipv6_flow_label",
-            &rt::fmt::Hex(self.inner_ipv6_flow_label().into()),
-        );
-        d.field("geneve_opt_len", &rt::fmt::Hex(self.geneve_opt_len().into()));
-        d.field(
-            "geneve_protocol_type",
-            &rt::fmt::Hex(self.geneve_protocol_type().into()),
-        );
-        d.field("bth_dst_qp", &rt::fmt::Hex(self.bth_dst_qp().into()));
-        d.field("inner_esp_spi", &rt::fmt::Hex(self.inner_esp_spi().into()));
-        d.field("outer_esp_spi", &rt::fmt::Hex(self.outer_esp_spi().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (0, 0x40000000),
-                (12, 0xfff0000),
-                (24, 0xfc),
-                (28, 0xfff00000),
-                (32, 0xfff00000),
-                (36, 0xffc00000),
-                (40, 0xff000000),
-                (52, 0xffffffff),
-                (56, 0xffffffff),
-                (60, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&FTE_MATCH_SET_MISC_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `fte_match_set_misc` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `fte_match_set_misc`: what the decoding `Debug` shows and generic tools read.
 pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "fte_match_set_misc",
+    type_name: "FteMatchSetMisc",
     size: 64,
     fields: &[
         rt::reflect::FieldAccess {
@@ -4539,14 +4635,16 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc::new_unchecked(b);
-                u64::from(v.gre_c_present())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc::new_unchecked(b);
-                v.set_gre_c_present(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b); u64::from(v
+                .gre_c_present()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b); v
+                .set_gre_c_present(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "gre_k_present",
@@ -4554,14 +4652,16 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc::new_unchecked(b);
-                u64::from(v.gre_k_present())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc::new_unchecked(b);
-                v.set_gre_k_present(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b); u64::from(v
+                .gre_k_present()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b); v
+                .set_gre_k_present(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "gre_s_present",
@@ -4569,14 +4669,16 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc::new_unchecked(b);
-                u64::from(v.gre_s_present())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc::new_unchecked(b);
-                v.set_gre_s_present(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b); u64::from(v
+                .gre_s_present()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b); v
+                .set_gre_s_present(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "source_vhca_port",
@@ -4584,14 +4686,16 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc::new_unchecked(b);
-                u64::from(v.source_vhca_port())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc::new_unchecked(b);
-                v.set_source_vhca_port((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b); u64::from(v
+                .source_vhca_port()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b); v
+                .set_source_vhca_port((x & 0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "source_sqn",
@@ -4599,14 +4703,16 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc::new_unchecked(b);
-                u64::from(v.source_sqn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc::new_unchecked(b);
-                v.set_source_sqn((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b); u64::from(v
+                .source_sqn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b); v
+                .set_source_sqn((x & 0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "source_eswitch_owner_vhca_id",
@@ -4614,14 +4720,16 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc::new_unchecked(b);
-                u64::from(v.source_eswitch_owner_vhca_id())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc::new_unchecked(b);
-                v.set_source_eswitch_owner_vhca_id((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b); u64::from(v
+                .source_eswitch_owner_vhca_id()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b); v
+                .set_source_eswitch_owner_vhca_id((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "source_port",
@@ -4629,14 +4737,16 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc::new_unchecked(b);
-                u64::from(v.source_port())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc::new_unchecked(b);
-                v.set_source_port((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b); u64::from(v
+                .source_port()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b); v
+                .set_source_port((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "outer_second_prio",
@@ -4644,14 +4754,16 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 3,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc::new_unchecked(b);
-                u64::from(v.outer_second_prio())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc::new_unchecked(b);
-                v.set_outer_second_prio((x & 0x7) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b); u64::from(v
+                .outer_second_prio()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b); v
+                .set_outer_second_prio((x & 0x7) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "outer_second_cfi",
@@ -4659,14 +4771,16 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc::new_unchecked(b);
-                u64::from(v.outer_second_cfi())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc::new_unchecked(b);
-                v.set_outer_second_cfi(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b); u64::from(v
+                .outer_second_cfi()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b); v
+                .set_outer_second_cfi(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "outer_second_vid",
@@ -4674,14 +4788,16 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 12,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc::new_unchecked(b);
-                u64::from(v.outer_second_vid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc::new_unchecked(b);
-                v.set_outer_second_vid((x & 0xfff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b); u64::from(v
+                .outer_second_vid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b); v
+                .set_outer_second_vid((x & 0xfff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "inner_second_prio",
@@ -4689,14 +4805,16 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 3,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc::new_unchecked(b);
-                u64::from(v.inner_second_prio())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc::new_unchecked(b);
-                v.set_inner_second_prio((x & 0x7) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b); u64::from(v
+                .inner_second_prio()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b); v
+                .set_inner_second_prio((x & 0x7) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "inner_second_cfi",
@@ -4704,14 +4822,16 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc::new_unchecked(b);
-                u64::from(v.inner_second_cfi())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc::new_unchecked(b);
-                v.set_inner_second_cfi(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b); u64::from(v
+                .inner_second_cfi()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b); v
+                .set_inner_second_cfi(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "inner_second_vid",
@@ -4719,14 +4839,16 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 12,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc::new_unchecked(b);
-                u64::from(v.inner_second_vid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc::new_unchecked(b);
-                v.set_inner_second_vid((x & 0xfff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b); u64::from(v
+                .inner_second_vid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b); v
+                .set_inner_second_vid((x & 0xfff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "outer_second_cvlan_tag",
@@ -4734,14 +4856,16 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc::new_unchecked(b);
-                u64::from(v.outer_second_cvlan_tag())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc::new_unchecked(b);
-                v.set_outer_second_cvlan_tag(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b); u64::from(v
+                .outer_second_cvlan_tag()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b); v
+                .set_outer_second_cvlan_tag(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "inner_second_cvlan_tag",
@@ -4749,14 +4873,16 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc::new_unchecked(b);
-                u64::from(v.inner_second_cvlan_tag())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc::new_unchecked(b);
-                v.set_inner_second_cvlan_tag(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b); u64::from(v
+                .inner_second_cvlan_tag()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b); v
+                .set_inner_second_cvlan_tag(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "outer_second_svlan_tag",
@@ -4764,14 +4890,16 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc::new_unchecked(b);
-                u64::from(v.outer_second_svlan_tag())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc::new_unchecked(b);
-                v.set_outer_second_svlan_tag(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b); u64::from(v
+                .outer_second_svlan_tag()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b); v
+                .set_outer_second_svlan_tag(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "inner_second_svlan_tag",
@@ -4779,14 +4907,16 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc::new_unchecked(b);
-                u64::from(v.inner_second_svlan_tag())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc::new_unchecked(b);
-                v.set_inner_second_svlan_tag(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b); u64::from(v
+                .inner_second_svlan_tag()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b); v
+                .set_inner_second_svlan_tag(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "gre_protocol",
@@ -4794,14 +4924,16 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc::new_unchecked(b);
-                u64::from(v.gre_protocol())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc::new_unchecked(b);
-                v.set_gre_protocol((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b); u64::from(v
+                .gre_protocol()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b); v
+                .set_gre_protocol((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "vxlan_vni",
@@ -4809,14 +4941,16 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc::new_unchecked(b);
-                u64::from(v.vxlan_vni())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc::new_unchecked(b);
-                v.set_vxlan_vni((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b); u64::from(v
+                .vxlan_vni()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b); v
+                .set_vxlan_vni((x & 0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "bth_opcode",
@@ -4824,14 +4958,16 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc::new_unchecked(b);
-                u64::from(v.bth_opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc::new_unchecked(b);
-                v.set_bth_opcode((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b); u64::from(v
+                .bth_opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b); v
+                .set_bth_opcode((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "geneve_vni",
@@ -4839,14 +4975,16 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc::new_unchecked(b);
-                u64::from(v.geneve_vni())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc::new_unchecked(b);
-                v.set_geneve_vni((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b); u64::from(v
+                .geneve_vni()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b); v
+                .set_geneve_vni((x & 0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "geneve_tlv_option_0_exist",
@@ -4854,14 +4992,16 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc::new_unchecked(b);
-                u64::from(v.geneve_tlv_option_0_exist())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc::new_unchecked(b);
-                v.set_geneve_tlv_option_0_exist(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b); u64::from(v
+                .geneve_tlv_option_0_exist()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b); v
+                .set_geneve_tlv_option_0_exist(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "geneve_oam",
@@ -4869,14 +5009,16 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc::new_unchecked(b);
-                u64::from(v.geneve_oam())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc::new_unchecked(b);
-                v.set_geneve_oam(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b); u64::from(v
+                .geneve_oam()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b); v
+                .set_geneve_oam(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "outer_ipv6_flow_label",
@@ -4884,14 +5026,16 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 20,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc::new_unchecked(b);
-                u64::from(v.outer_ipv6_flow_label())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc::new_unchecked(b);
-                v.set_outer_ipv6_flow_label((x & 0xfffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b); u64::from(v
+                .outer_ipv6_flow_label()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b); v
+                .set_outer_ipv6_flow_label((x & 0xfffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "inner_ipv6_flow_label",
@@ -4899,14 +5043,16 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 20,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc::new_unchecked(b);
-                u64::from(v.inner_ipv6_flow_label())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc::new_unchecked(b);
-                v.set_inner_ipv6_flow_label((x & 0xfffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b); u64::from(v
+                .inner_ipv6_flow_label()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b); v
+                .set_inner_ipv6_flow_label((x & 0xfffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "geneve_opt_len",
@@ -4914,14 +5060,16 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 6,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc::new_unchecked(b);
-                u64::from(v.geneve_opt_len())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc::new_unchecked(b);
-                v.set_geneve_opt_len((x & 0x3f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b); u64::from(v
+                .geneve_opt_len()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b); v
+                .set_geneve_opt_len((x & 0x3f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "geneve_protocol_type",
@@ -4929,14 +5077,16 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc::new_unchecked(b);
-                u64::from(v.geneve_protocol_type())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc::new_unchecked(b);
-                v.set_geneve_protocol_type((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b); u64::from(v
+                .geneve_protocol_type()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b); v
+                .set_geneve_protocol_type((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "bth_dst_qp",
@@ -4944,14 +5094,16 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc::new_unchecked(b);
-                u64::from(v.bth_dst_qp())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc::new_unchecked(b);
-                v.set_bth_dst_qp((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b); u64::from(v
+                .bth_dst_qp()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b); v
+                .set_bth_dst_qp((x & 0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "inner_esp_spi",
@@ -4959,14 +5111,16 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc::new_unchecked(b);
-                u64::from(v.inner_esp_spi())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc::new_unchecked(b);
-                v.set_inner_esp_spi((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b); u64::from(v
+                .inner_esp_spi()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b); v
+                .set_inner_esp_spi((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "outer_esp_spi",
@@ -4974,44 +5128,58 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc::new_unchecked(b);
-                u64::from(v.outer_esp_spi())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc::new_unchecked(b);
-                v.set_outer_esp_spi((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b); u64::from(v
+                .outer_esp_spi()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b); v
+                .set_outer_esp_spi((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[
         rt::reflect::NestedAccess {
             name: "gre_key",
             layout: "gre_key",
-            kind: rt::reflect::NestedKind::Union,
+            table: rt::reflect::NestedTable::Union(&GRE_KEY_ACCESS),
             byte_offset: 16,
             size: 4,
             count: 1,
             trailing: false,
             stride: 4,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 64 {
-                    return None;
-                }
-                let v = FteMatchSetMisc::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.gre_key();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 64 { return
+                None; } let v = FteMatchSetMisc::new_unchecked(b); if i != 0 { return
+                None; } let sub = v.gre_key(); Some(sub.storage().as_ptr() as usize - b
+                .as_ptr() as usize) }
+            ),
         },
+    ],
+    reserved: &[
+        (0, 0x40000000),
+        (12, 0xfff0000),
+        (24, 0xfc),
+        (28, 0xfff00000),
+        (32, 0xfff00000),
+        (36, 0xffc00000),
+        (40, 0xff000000),
+        (52, 0xffffffff),
+        (56, 0xffffffff),
+        (60, 0xffffffff),
     ],
 };
 /// The GRE key word read as NVGRE, a 24-bit virtual subnet id and an 8-bit flow id.
 ///
 /// PRM layout `nvgre_key`: 0x4 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:8 | `hi` |
+/// | 0x00 | 7:0 | `lo` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct NvgreKey<B = [u8; 4]> {
     buf: B,
@@ -5072,16 +5240,17 @@ impl<B: rt::BytesMut> NvgreKey<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for NvgreKey<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(NvgreKey));
-        d.field("hi", &rt::fmt::Hex(self.hi().into()));
-        d.field("lo", &rt::fmt::Hex(self.lo().into()));
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&NVGRE_KEY_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `nvgre_key` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `nvgre_key`: what the decoding `Debug` shows and generic tools read.
 pub const NVGRE_KEY_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "nvgre_key",
+    type_name: "NvgreKey",
     size: 4,
     fields: &[
         rt::reflect::FieldAccess {
@@ -5090,14 +5259,15 @@ pub const NVGRE_KEY_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = NvgreKey::new_unchecked(b);
-                u64::from(v.hi())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = NvgreKey::new_unchecked(b);
-                v.set_hi((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = NvgreKey::new_unchecked(b); u64::from(v.hi()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = NvgreKey::new_unchecked(b); v.set_hi((x &
+                0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "lo",
@@ -5105,21 +5275,27 @@ pub const NVGRE_KEY_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = NvgreKey::new_unchecked(b);
-                u64::from(v.lo())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = NvgreKey::new_unchecked(b);
-                v.set_lo((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = NvgreKey::new_unchecked(b); u64::from(v.lo()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = NvgreKey::new_unchecked(b); v.set_lo((x & 0xff)
+                as u8); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[],
 };
 /// The GRE key word as one 32-bit key.
 ///
 /// PRM layout `gre_key_key`: 0x4 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:0 | `key` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct GreKeyKey<B = [u8; 4]> {
     buf: B,
@@ -5158,15 +5334,17 @@ impl<B: rt::BytesMut> GreKeyKey<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for GreKeyKey<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(GreKeyKey));
-        d.field("key", &rt::fmt::Hex(self.key().into()));
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&GRE_KEY_KEY_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `gre_key_key` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `gre_key_key`: what the decoding `Debug` shows and generic tools read.
 pub const GRE_KEY_KEY_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "gre_key_key",
+    type_name: "GreKeyKey",
     size: 4,
     fields: &[
         rt::reflect::FieldAccess {
@@ -5175,21 +5353,41 @@ pub const GRE_KEY_KEY_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = GreKeyKey::new_unchecked(b);
-                u64::from(v.key())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = GreKeyKey::new_unchecked(b);
-                v.set_key((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = GreKeyKey::new_unchecked(b); u64::from(v.key()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = GreKeyKey::new_unchecked(b); v.set_key((x &
+                0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[],
 };
 /// Second miscellaneous match part: the first MPLS label in several encapsulations and the metadata registers that earlier steering stages or the e-switch set (reg_c_*, reg_a).
 ///
 /// PRM layout `fte_match_set_misc2`: 0x40 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:0 | `outer_first_mpls` |
+/// | 0x04 | 31:0 | `inner_first_mpls` |
+/// | 0x08 | 31:0 | `outer_first_mpls_over_gre` |
+/// | 0x0c | 31:0 | `outer_first_mpls_over_udp` |
+/// | 0x10 | 31:0 | `metadata_reg_c_7` |
+/// | 0x14 | 31:0 | `metadata_reg_c_6` |
+/// | 0x18 | 31:0 | `metadata_reg_c_5` |
+/// | 0x1c | 31:0 | `metadata_reg_c_4` |
+/// | 0x20 | 31:0 | `metadata_reg_c_3` |
+/// | 0x24 | 31:0 | `metadata_reg_c_2` |
+/// | 0x28 | 31:0 | `metadata_reg_c_1` |
+/// | 0x2c | 31:0 | `metadata_reg_c_0` |
+/// | 0x30 | 31:0 | `metadata_reg_a` |
+/// | 0x34 | 23:16 | `macsec_syndrome` |
+/// | 0x34 | 15:8 | `ipsec_syndrome` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct FteMatchSetMisc2<B = [u8; 64]> {
     buf: B,
@@ -5448,36 +5646,17 @@ impl<B: rt::BytesMut> FteMatchSetMisc2<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for FteMatchSetMisc2<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(FteMatchSetMisc2));
-        d.field("outer_first_mpls", &self.outer_first_mpls());
-        d.field("inner_first_mpls", &self.inner_first_mpls());
-        d.field("outer_first_mpls_over_gre", &self.outer_first_mpls_over_gre());
-        d.field("outer_first_mpls_over_udp", &self.outer_first_mpls_over_udp());
-        d.field("metadata_reg_c_7", &rt::fmt::Hex(self.metadata_reg_c_7().into()));
-        d.field("metadata_reg_c_6", &rt::fmt::Hex(self.metadata_reg_c_6().into()));
-        d.field("metadata_reg_c_5", &rt::fmt::Hex(self.metadata_reg_c_5().into()));
-        d.field("metadata_reg_c_4", &rt::fmt::Hex(self.metadata_reg_c_4().into()));
-        d.field("metadata_reg_c_3", &rt::fmt::Hex(self.metadata_reg_c_3().into()));
-        d.field("metadata_reg_c_2", &rt::fmt::Hex(self.metadata_reg_c_2().into()));
-        d.field("metadata_reg_c_1", &rt::fmt::Hex(self.metadata_reg_c_1().into()));
-        d.field("metadata_reg_c_0", &rt::fmt::Hex(self.metadata_reg_c_0().into()));
-        d.field("metadata_reg_a", &rt::fmt::Hex(self.metadata_reg_a().into()));
-        d.field("macsec_syndrome", &rt::fmt::Hex(self.macsec_syndrome().into()));
-        d.field("ipsec_syndrome", &rt::fmt::Hex(self.ipsec_syndrome().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(52, 0xff0000ff), (56, 0xffffffff), (60, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&FTE_MATCH_SET_MISC2_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `fte_match_set_misc2` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `fte_match_set_misc2`: what the decoding `Debug` shows and generic tools read.
 pub const FTE_MATCH_SET_MISC2_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "fte_match_set_misc2",
+    type_name: "FteMatchSetMisc2",
     size: 64,
     fields: &[
         rt::reflect::FieldAccess {
@@ -5486,14 +5665,16 @@ pub const FTE_MATCH_SET_MISC2_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc2::new_unchecked(b);
-                u64::from(v.metadata_reg_c_7())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc2::new_unchecked(b);
-                v.set_metadata_reg_c_7((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc2::new_unchecked(b); u64::from(v
+                .metadata_reg_c_7()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc2::new_unchecked(b); v
+                .set_metadata_reg_c_7((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "metadata_reg_c_6",
@@ -5501,14 +5682,16 @@ pub const FTE_MATCH_SET_MISC2_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc2::new_unchecked(b);
-                u64::from(v.metadata_reg_c_6())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc2::new_unchecked(b);
-                v.set_metadata_reg_c_6((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc2::new_unchecked(b); u64::from(v
+                .metadata_reg_c_6()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc2::new_unchecked(b); v
+                .set_metadata_reg_c_6((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "metadata_reg_c_5",
@@ -5516,14 +5699,16 @@ pub const FTE_MATCH_SET_MISC2_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc2::new_unchecked(b);
-                u64::from(v.metadata_reg_c_5())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc2::new_unchecked(b);
-                v.set_metadata_reg_c_5((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc2::new_unchecked(b); u64::from(v
+                .metadata_reg_c_5()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc2::new_unchecked(b); v
+                .set_metadata_reg_c_5((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "metadata_reg_c_4",
@@ -5531,14 +5716,16 @@ pub const FTE_MATCH_SET_MISC2_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc2::new_unchecked(b);
-                u64::from(v.metadata_reg_c_4())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc2::new_unchecked(b);
-                v.set_metadata_reg_c_4((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc2::new_unchecked(b); u64::from(v
+                .metadata_reg_c_4()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc2::new_unchecked(b); v
+                .set_metadata_reg_c_4((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "metadata_reg_c_3",
@@ -5546,14 +5733,16 @@ pub const FTE_MATCH_SET_MISC2_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc2::new_unchecked(b);
-                u64::from(v.metadata_reg_c_3())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc2::new_unchecked(b);
-                v.set_metadata_reg_c_3((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc2::new_unchecked(b); u64::from(v
+                .metadata_reg_c_3()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc2::new_unchecked(b); v
+                .set_metadata_reg_c_3((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "metadata_reg_c_2",
@@ -5561,14 +5750,16 @@ pub const FTE_MATCH_SET_MISC2_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc2::new_unchecked(b);
-                u64::from(v.metadata_reg_c_2())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc2::new_unchecked(b);
-                v.set_metadata_reg_c_2((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc2::new_unchecked(b); u64::from(v
+                .metadata_reg_c_2()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc2::new_unchecked(b); v
+                .set_metadata_reg_c_2((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "metadata_reg_c_1",
@@ -5576,14 +5767,16 @@ pub const FTE_MATCH_SET_MISC2_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc2::new_unchecked(b);
-                u64::from(v.metadata_reg_c_1())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc2::new_unchecked(b);
-                v.set_metadata_reg_c_1((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc2::new_unchecked(b); u64::from(v
+                .metadata_reg_c_1()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc2::new_unchecked(b); v
+                .set_metadata_reg_c_1((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "metadata_reg_c_0",
@@ -5591,14 +5784,16 @@ pub const FTE_MATCH_SET_MISC2_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc2::new_unchecked(b);
-                u64::from(v.metadata_reg_c_0())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc2::new_unchecked(b);
-                v.set_metadata_reg_c_0((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc2::new_unchecked(b); u64::from(v
+                .metadata_reg_c_0()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc2::new_unchecked(b); v
+                .set_metadata_reg_c_0((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "metadata_reg_a",
@@ -5606,14 +5801,16 @@ pub const FTE_MATCH_SET_MISC2_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc2::new_unchecked(b);
-                u64::from(v.metadata_reg_a())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc2::new_unchecked(b);
-                v.set_metadata_reg_a((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc2::new_unchecked(b); u64::from(v
+                .metadata_reg_a()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc2::new_unchecked(b); v
+                .set_metadata_reg_a((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "macsec_syndrome",
@@ -5621,14 +5818,16 @@ pub const FTE_MATCH_SET_MISC2_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc2::new_unchecked(b);
-                u64::from(v.macsec_syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc2::new_unchecked(b);
-                v.set_macsec_syndrome((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc2::new_unchecked(b); u64::from(v
+                .macsec_syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc2::new_unchecked(b); v
+                .set_macsec_syndrome((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ipsec_syndrome",
@@ -5636,110 +5835,100 @@ pub const FTE_MATCH_SET_MISC2_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc2::new_unchecked(b);
-                u64::from(v.ipsec_syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc2::new_unchecked(b);
-                v.set_ipsec_syndrome((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc2::new_unchecked(b); u64::from(v
+                .ipsec_syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc2::new_unchecked(b); v
+                .set_ipsec_syndrome((x & 0xff) as u8); }
+            ),
         },
     ],
     nested: &[
         rt::reflect::NestedAccess {
             name: "outer_first_mpls",
             layout: "fte_match_mpls",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&FTE_MATCH_MPLS_ACCESS),
             byte_offset: 0,
             size: 4,
             count: 1,
             trailing: false,
             stride: 4,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 64 {
-                    return None;
-                }
-                let v = FteMatchSetMisc2::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.outer_first_mpls();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 64 { return
+                None; } let v = FteMatchSetMisc2::new_unchecked(b); if i != 0 { return
+                None; } let sub = v.outer_first_mpls(); Some(sub.storage().as_ptr() as
+                usize - b.as_ptr() as usize) }
+            ),
         },
         rt::reflect::NestedAccess {
             name: "inner_first_mpls",
             layout: "fte_match_mpls",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&FTE_MATCH_MPLS_ACCESS),
             byte_offset: 4,
             size: 4,
             count: 1,
             trailing: false,
             stride: 4,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 64 {
-                    return None;
-                }
-                let v = FteMatchSetMisc2::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.inner_first_mpls();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 64 { return
+                None; } let v = FteMatchSetMisc2::new_unchecked(b); if i != 0 { return
+                None; } let sub = v.inner_first_mpls(); Some(sub.storage().as_ptr() as
+                usize - b.as_ptr() as usize) }
+            ),
         },
         rt::reflect::NestedAccess {
             name: "outer_first_mpls_over_gre",
             layout: "fte_match_mpls",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&FTE_MATCH_MPLS_ACCESS),
             byte_offset: 8,
             size: 4,
             count: 1,
             trailing: false,
             stride: 4,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 64 {
-                    return None;
-                }
-                let v = FteMatchSetMisc2::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.outer_first_mpls_over_gre();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 64 { return
+                None; } let v = FteMatchSetMisc2::new_unchecked(b); if i != 0 { return
+                None; } let sub = v.outer_first_mpls_over_gre(); Some(sub.storage()
+                .as_ptr() as usize - b.as_ptr() as usize) }
+            ),
         },
         rt::reflect::NestedAccess {
             name: "outer_first_mpls_over_udp",
             layout: "fte_match_mpls",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&FTE_MATCH_MPLS_ACCESS),
             byte_offset: 12,
             size: 4,
             count: 1,
             trailing: false,
             stride: 4,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 64 {
-                    return None;
-                }
-                let v = FteMatchSetMisc2::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.outer_first_mpls_over_udp();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 64 { return
+                None; } let v = FteMatchSetMisc2::new_unchecked(b); if i != 0 { return
+                None; } let sub = v.outer_first_mpls_over_udp(); Some(sub.storage()
+                .as_ptr() as usize - b.as_ptr() as usize) }
+            ),
         },
     ],
+    reserved: &[(52, 0xff0000ff), (56, 0xffffffff), (60, 0xffffffff)],
 };
 /// One MPLS label stack entry.
 ///
 /// PRM layout `fte_match_mpls`: 0x4 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:12 | `mpls_label` |
+/// | 0x00 | 11:9 | `mpls_exp` |
+/// | 0x00 | 8 | `mpls_s_bos` |
+/// | 0x00 | 7:0 | `mpls_ttl` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct FteMatchMpls<B = [u8; 4]> {
     buf: B,
@@ -5841,18 +6030,17 @@ impl<B: rt::BytesMut> FteMatchMpls<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for FteMatchMpls<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(FteMatchMpls));
-        d.field("mpls_label", &rt::fmt::Hex(self.mpls_label().into()));
-        d.field("mpls_exp", &rt::fmt::Hex(self.mpls_exp().into()));
-        d.field("mpls_s_bos", &self.mpls_s_bos());
-        d.field("mpls_ttl", &rt::fmt::Hex(self.mpls_ttl().into()));
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&FTE_MATCH_MPLS_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `fte_match_mpls` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `fte_match_mpls`: what the decoding `Debug` shows and generic tools read.
 pub const FTE_MATCH_MPLS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "fte_match_mpls",
+    type_name: "FteMatchMpls",
     size: 4,
     fields: &[
         rt::reflect::FieldAccess {
@@ -5861,14 +6049,16 @@ pub const FTE_MATCH_MPLS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 20,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchMpls::new_unchecked(b);
-                u64::from(v.mpls_label())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchMpls::new_unchecked(b);
-                v.set_mpls_label((x & 0xfffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchMpls::new_unchecked(b); u64::from(v
+                .mpls_label()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchMpls::new_unchecked(b); v
+                .set_mpls_label((x & 0xfffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "mpls_exp",
@@ -5876,14 +6066,16 @@ pub const FTE_MATCH_MPLS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 3,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchMpls::new_unchecked(b);
-                u64::from(v.mpls_exp())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchMpls::new_unchecked(b);
-                v.set_mpls_exp((x & 0x7) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchMpls::new_unchecked(b); u64::from(v
+                .mpls_exp()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchMpls::new_unchecked(b); v
+                .set_mpls_exp((x & 0x7) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "mpls_s_bos",
@@ -5891,14 +6083,16 @@ pub const FTE_MATCH_MPLS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchMpls::new_unchecked(b);
-                u64::from(v.mpls_s_bos())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchMpls::new_unchecked(b);
-                v.set_mpls_s_bos(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchMpls::new_unchecked(b); u64::from(v
+                .mpls_s_bos()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchMpls::new_unchecked(b); v
+                .set_mpls_s_bos(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "mpls_ttl",
@@ -5906,21 +6100,47 @@ pub const FTE_MATCH_MPLS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchMpls::new_unchecked(b);
-                u64::from(v.mpls_ttl())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchMpls::new_unchecked(b);
-                v.set_mpls_ttl((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchMpls::new_unchecked(b); u64::from(v
+                .mpls_ttl()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchMpls::new_unchecked(b); v
+                .set_mpls_ttl((x & 0xff) as u8); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[],
 };
 /// Third miscellaneous match part: TCP sequence and acknowledgement numbers, VXLAN-GPE, ICMP and ICMPv6 headers, the first GENEVE option and GTP-U fields.
 ///
 /// PRM layout `fte_match_set_misc3`: 0x40 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:0 | `inner_tcp_seq_num` |
+/// | 0x04 | 31:0 | `outer_tcp_seq_num` |
+/// | 0x08 | 31:0 | `inner_tcp_ack_num` |
+/// | 0x0c | 31:0 | `outer_tcp_ack_num` |
+/// | 0x10 | 23:0 | `outer_vxlan_gpe_vni` |
+/// | 0x14 | 31:24 | `outer_vxlan_gpe_next_protocol` |
+/// | 0x14 | 23:16 | `outer_vxlan_gpe_flags` |
+/// | 0x18 | 31:0 | `icmp_header_data` |
+/// | 0x1c | 31:0 | `icmpv6_header_data` |
+/// | 0x20 | 31:24 | `icmp_type` |
+/// | 0x20 | 23:16 | `icmp_code` |
+/// | 0x20 | 15:8 | `icmpv6_type` |
+/// | 0x20 | 7:0 | `icmpv6_code` |
+/// | 0x24 | 31:0 | `geneve_tlv_option_0_data` |
+/// | 0x28 | 31:0 | `gtpu_teid` |
+/// | 0x2c | 31:24 | `gtpu_msg_type` |
+/// | 0x2c | 23:16 | `gtpu_msg_flags` |
+/// | 0x30 | 31:0 | `gtpu_dw_2` |
+/// | 0x34 | 31:0 | `gtpu_first_ext_dw_0` |
+/// | 0x38 | 31:0 | `gtpu_dw_0` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct FteMatchSetMisc3<B = [u8; 64]> {
     buf: B,
@@ -6285,50 +6505,17 @@ impl<B: rt::BytesMut> FteMatchSetMisc3<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for FteMatchSetMisc3<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(FteMatchSetMisc3));
-        d.field("inner_tcp_seq_num", &rt::fmt::Hex(self.inner_tcp_seq_num().into()));
-        d.field("outer_tcp_seq_num", &rt::fmt::Hex(self.outer_tcp_seq_num().into()));
-        d.field("inner_tcp_ack_num", &rt::fmt::Hex(self.inner_tcp_ack_num().into()));
-        d.field("outer_tcp_ack_num", &rt::fmt::Hex(self.outer_tcp_ack_num().into()));
-        d.field("outer_vxlan_gpe_vni", &rt::fmt::Hex(self.outer_vxlan_gpe_vni().into()));
-        d.field(
-            "outer_vxlan_gpe_next_protocol",
-            &rt::fmt::Hex(self.outer_vxlan_gpe_next_protocol().into()),
-        );
-        d.field(
-            "outer_vxlan_gpe_flags",
-            &rt::fmt::Hex(self.outer_vxlan_gpe_flags().into()),
-        );
-        d.field("icmp_header_data", &rt::fmt::Hex(self.icmp_header_data().into()));
-        d.field("icmpv6_header_data", &rt::fmt::Hex(self.icmpv6_header_data().into()));
-        d.field("icmp_type", &rt::fmt::Hex(self.icmp_type().into()));
-        d.field("icmp_code", &rt::fmt::Hex(self.icmp_code().into()));
-        d.field("icmpv6_type", &rt::fmt::Hex(self.icmpv6_type().into()));
-        d.field("icmpv6_code", &rt::fmt::Hex(self.icmpv6_code().into()));
-        d.field(
-            "geneve_tlv_option_0_data",
-            &rt::fmt::Hex(self.geneve_tlv_option_0_data().into()),
-        );
-        d.field("gtpu_teid", &rt::fmt::Hex(self.gtpu_teid().into()));
-        d.field("gtpu_msg_type", &rt::fmt::Hex(self.gtpu_msg_type().into()));
-        d.field("gtpu_msg_flags", &rt::fmt::Hex(self.gtpu_msg_flags().into()));
-        d.field("gtpu_dw_2", &rt::fmt::Hex(self.gtpu_dw_2().into()));
-        d.field("gtpu_first_ext_dw_0", &rt::fmt::Hex(self.gtpu_first_ext_dw_0().into()));
-        d.field("gtpu_dw_0", &rt::fmt::Hex(self.gtpu_dw_0().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(16, 0xff000000), (20, 0xffff), (44, 0xffff), (60, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&FTE_MATCH_SET_MISC3_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `fte_match_set_misc3` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `fte_match_set_misc3`: what the decoding `Debug` shows and generic tools read.
 pub const FTE_MATCH_SET_MISC3_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "fte_match_set_misc3",
+    type_name: "FteMatchSetMisc3",
     size: 64,
     fields: &[
         rt::reflect::FieldAccess {
@@ -6337,14 +6524,16 @@ pub const FTE_MATCH_SET_MISC3_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc3::new_unchecked(b);
-                u64::from(v.inner_tcp_seq_num())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc3::new_unchecked(b);
-                v.set_inner_tcp_seq_num((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc3::new_unchecked(b); u64::from(v
+                .inner_tcp_seq_num()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc3::new_unchecked(b); v
+                .set_inner_tcp_seq_num((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "outer_tcp_seq_num",
@@ -6352,14 +6541,16 @@ pub const FTE_MATCH_SET_MISC3_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc3::new_unchecked(b);
-                u64::from(v.outer_tcp_seq_num())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc3::new_unchecked(b);
-                v.set_outer_tcp_seq_num((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc3::new_unchecked(b); u64::from(v
+                .outer_tcp_seq_num()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc3::new_unchecked(b); v
+                .set_outer_tcp_seq_num((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "inner_tcp_ack_num",
@@ -6367,14 +6558,16 @@ pub const FTE_MATCH_SET_MISC3_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc3::new_unchecked(b);
-                u64::from(v.inner_tcp_ack_num())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc3::new_unchecked(b);
-                v.set_inner_tcp_ack_num((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc3::new_unchecked(b); u64::from(v
+                .inner_tcp_ack_num()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc3::new_unchecked(b); v
+                .set_inner_tcp_ack_num((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "outer_tcp_ack_num",
@@ -6382,14 +6575,16 @@ pub const FTE_MATCH_SET_MISC3_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc3::new_unchecked(b);
-                u64::from(v.outer_tcp_ack_num())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc3::new_unchecked(b);
-                v.set_outer_tcp_ack_num((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc3::new_unchecked(b); u64::from(v
+                .outer_tcp_ack_num()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc3::new_unchecked(b); v
+                .set_outer_tcp_ack_num((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "outer_vxlan_gpe_vni",
@@ -6397,14 +6592,16 @@ pub const FTE_MATCH_SET_MISC3_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc3::new_unchecked(b);
-                u64::from(v.outer_vxlan_gpe_vni())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc3::new_unchecked(b);
-                v.set_outer_vxlan_gpe_vni((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc3::new_unchecked(b); u64::from(v
+                .outer_vxlan_gpe_vni()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc3::new_unchecked(b); v
+                .set_outer_vxlan_gpe_vni((x & 0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "outer_vxlan_gpe_next_protocol",
@@ -6412,14 +6609,16 @@ pub const FTE_MATCH_SET_MISC3_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc3::new_unchecked(b);
-                u64::from(v.outer_vxlan_gpe_next_protocol())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc3::new_unchecked(b);
-                v.set_outer_vxlan_gpe_next_protocol((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc3::new_unchecked(b); u64::from(v
+                .outer_vxlan_gpe_next_protocol()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc3::new_unchecked(b); v
+                .set_outer_vxlan_gpe_next_protocol((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "outer_vxlan_gpe_flags",
@@ -6427,14 +6626,16 @@ pub const FTE_MATCH_SET_MISC3_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc3::new_unchecked(b);
-                u64::from(v.outer_vxlan_gpe_flags())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc3::new_unchecked(b);
-                v.set_outer_vxlan_gpe_flags((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc3::new_unchecked(b); u64::from(v
+                .outer_vxlan_gpe_flags()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc3::new_unchecked(b); v
+                .set_outer_vxlan_gpe_flags((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "icmp_header_data",
@@ -6442,14 +6643,16 @@ pub const FTE_MATCH_SET_MISC3_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc3::new_unchecked(b);
-                u64::from(v.icmp_header_data())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc3::new_unchecked(b);
-                v.set_icmp_header_data((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc3::new_unchecked(b); u64::from(v
+                .icmp_header_data()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc3::new_unchecked(b); v
+                .set_icmp_header_data((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "icmpv6_header_data",
@@ -6457,14 +6660,16 @@ pub const FTE_MATCH_SET_MISC3_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc3::new_unchecked(b);
-                u64::from(v.icmpv6_header_data())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc3::new_unchecked(b);
-                v.set_icmpv6_header_data((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc3::new_unchecked(b); u64::from(v
+                .icmpv6_header_data()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc3::new_unchecked(b); v
+                .set_icmpv6_header_data((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "icmp_type",
@@ -6472,14 +6677,16 @@ pub const FTE_MATCH_SET_MISC3_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc3::new_unchecked(b);
-                u64::from(v.icmp_type())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc3::new_unchecked(b);
-                v.set_icmp_type((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc3::new_unchecked(b); u64::from(v
+                .icmp_type()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc3::new_unchecked(b); v
+                .set_icmp_type((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "icmp_code",
@@ -6487,14 +6694,16 @@ pub const FTE_MATCH_SET_MISC3_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc3::new_unchecked(b);
-                u64::from(v.icmp_code())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc3::new_unchecked(b);
-                v.set_icmp_code((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc3::new_unchecked(b); u64::from(v
+                .icmp_code()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc3::new_unchecked(b); v
+                .set_icmp_code((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "icmpv6_type",
@@ -6502,14 +6711,16 @@ pub const FTE_MATCH_SET_MISC3_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc3::new_unchecked(b);
-                u64::from(v.icmpv6_type())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc3::new_unchecked(b);
-                v.set_icmpv6_type((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc3::new_unchecked(b); u64::from(v
+                .icmpv6_type()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc3::new_unchecked(b); v
+                .set_icmpv6_type((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "icmpv6_code",
@@ -6517,14 +6728,16 @@ pub const FTE_MATCH_SET_MISC3_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc3::new_unchecked(b);
-                u64::from(v.icmpv6_code())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc3::new_unchecked(b);
-                v.set_icmpv6_code((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc3::new_unchecked(b); u64::from(v
+                .icmpv6_code()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc3::new_unchecked(b); v
+                .set_icmpv6_code((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "geneve_tlv_option_0_data",
@@ -6532,14 +6745,16 @@ pub const FTE_MATCH_SET_MISC3_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc3::new_unchecked(b);
-                u64::from(v.geneve_tlv_option_0_data())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc3::new_unchecked(b);
-                v.set_geneve_tlv_option_0_data((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc3::new_unchecked(b); u64::from(v
+                .geneve_tlv_option_0_data()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc3::new_unchecked(b); v
+                .set_geneve_tlv_option_0_data((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "gtpu_teid",
@@ -6547,14 +6762,16 @@ pub const FTE_MATCH_SET_MISC3_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc3::new_unchecked(b);
-                u64::from(v.gtpu_teid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc3::new_unchecked(b);
-                v.set_gtpu_teid((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc3::new_unchecked(b); u64::from(v
+                .gtpu_teid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc3::new_unchecked(b); v
+                .set_gtpu_teid((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "gtpu_msg_type",
@@ -6562,14 +6779,16 @@ pub const FTE_MATCH_SET_MISC3_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc3::new_unchecked(b);
-                u64::from(v.gtpu_msg_type())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc3::new_unchecked(b);
-                v.set_gtpu_msg_type((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc3::new_unchecked(b); u64::from(v
+                .gtpu_msg_type()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc3::new_unchecked(b); v
+                .set_gtpu_msg_type((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "gtpu_msg_flags",
@@ -6577,14 +6796,16 @@ pub const FTE_MATCH_SET_MISC3_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc3::new_unchecked(b);
-                u64::from(v.gtpu_msg_flags())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc3::new_unchecked(b);
-                v.set_gtpu_msg_flags((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc3::new_unchecked(b); u64::from(v
+                .gtpu_msg_flags()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc3::new_unchecked(b); v
+                .set_gtpu_msg_flags((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "gtpu_dw_2",
@@ -6592,14 +6813,16 @@ pub const FTE_MATCH_SET_MISC3_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc3::new_unchecked(b);
-                u64::from(v.gtpu_dw_2())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc3::new_unchecked(b);
-                v.set_gtpu_dw_2((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc3::new_unchecked(b); u64::from(v
+                .gtpu_dw_2()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc3::new_unchecked(b); v
+                .set_gtpu_dw_2((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "gtpu_first_ext_dw_0",
@@ -6607,14 +6830,16 @@ pub const FTE_MATCH_SET_MISC3_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc3::new_unchecked(b);
-                u64::from(v.gtpu_first_ext_dw_0())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc3::new_unchecked(b);
-                v.set_gtpu_first_ext_dw_0((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc3::new_unchecked(b); u64::from(v
+                .gtpu_first_ext_dw_0()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc3::new_unchecked(b); v
+                .set_gtpu_first_ext_dw_0((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "gtpu_dw_0",
@@ -6622,21 +6847,35 @@ pub const FTE_MATCH_SET_MISC3_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc3::new_unchecked(b);
-                u64::from(v.gtpu_dw_0())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc3::new_unchecked(b);
-                v.set_gtpu_dw_0((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc3::new_unchecked(b); u64::from(v
+                .gtpu_dw_0()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc3::new_unchecked(b); v
+                .set_gtpu_dw_0((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(16, 0xff000000), (20, 0xffff), (44, 0xffff), (60, 0xffffffff)],
 };
 /// Fourth miscellaneous match part: up to four programmable sample fields, each a value and the id of the flex-parser sample it is compared with.
 ///
 /// PRM layout `fte_match_set_misc4`: 0x40 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:0 | `prog_sample_field_value_0` |
+/// | 0x04 | 31:0 | `prog_sample_field_id_0` |
+/// | 0x08 | 31:0 | `prog_sample_field_value_1` |
+/// | 0x0c | 31:0 | `prog_sample_field_id_1` |
+/// | 0x10 | 31:0 | `prog_sample_field_value_2` |
+/// | 0x14 | 31:0 | `prog_sample_field_id_2` |
+/// | 0x18 | 31:0 | `prog_sample_field_value_3` |
+/// | 0x1c | 31:0 | `prog_sample_field_id_3` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct FteMatchSetMisc4<B = [u8; 64]> {
     buf: B,
@@ -6814,62 +7053,17 @@ impl<B: rt::BytesMut> FteMatchSetMisc4<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for FteMatchSetMisc4<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(FteMatchSetMisc4));
-        d.field(
-            "prog_sample_field_value_0",
-            &rt::fmt::Hex(self.prog_sample_field_value_0().into()),
-        );
-        d.field(
-            "prog_sample_field_id_0",
-            &rt::fmt::Hex(self.prog_sample_field_id_0().into()),
-        );
-        d.field(
-            "prog_sample_field_value_1",
-            &rt::fmt::Hex(self.prog_sample_field_value_1().into()),
-        );
-        d.field(
-            "prog_sample_field_id_1",
-            &rt::fmt::Hex(self.prog_sample_field_id_1().into()),
-        );
-        d.field(
-            "prog_sample_field_value_2",
-            &rt::fmt::Hex(self.prog_sample_field_value_2().into()),
-        );
-        d.field(
-            "prog_sample_field_id_2",
-            &rt::fmt::Hex(self.prog_sample_field_id_2().into()),
-        );
-        d.field(
-            "prog_sample_field_value_3",
-            &rt::fmt::Hex(self.prog_sample_field_value_3().into()),
-        );
-        d.field(
-            "prog_sample_field_id_3",
-            &rt::fmt::Hex(self.prog_sample_field_id_3().into()),
-        );
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (32, 0xffffffff),
-                (36, 0xffffffff),
-                (40, 0xffffffff),
-                (44, 0xffffffff),
-                (48, 0xffffffff),
-                (52, 0xffffffff),
-                (56, 0xffffffff),
-                (60, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&FTE_MATCH_SET_MISC4_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `fte_match_set_misc4` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `fte_match_set_misc4`: what the decoding `Debug` shows and generic tools read.
 pub const FTE_MATCH_SET_MISC4_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "fte_match_set_misc4",
+    type_name: "FteMatchSetMisc4",
     size: 64,
     fields: &[
         rt::reflect::FieldAccess {
@@ -6878,14 +7072,16 @@ pub const FTE_MATCH_SET_MISC4_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc4::new_unchecked(b);
-                u64::from(v.prog_sample_field_value_0())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc4::new_unchecked(b);
-                v.set_prog_sample_field_value_0((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc4::new_unchecked(b); u64::from(v
+                .prog_sample_field_value_0()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc4::new_unchecked(b); v
+                .set_prog_sample_field_value_0((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "prog_sample_field_id_0",
@@ -6893,14 +7089,16 @@ pub const FTE_MATCH_SET_MISC4_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc4::new_unchecked(b);
-                u64::from(v.prog_sample_field_id_0())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc4::new_unchecked(b);
-                v.set_prog_sample_field_id_0((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc4::new_unchecked(b); u64::from(v
+                .prog_sample_field_id_0()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc4::new_unchecked(b); v
+                .set_prog_sample_field_id_0((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "prog_sample_field_value_1",
@@ -6908,14 +7106,16 @@ pub const FTE_MATCH_SET_MISC4_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc4::new_unchecked(b);
-                u64::from(v.prog_sample_field_value_1())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc4::new_unchecked(b);
-                v.set_prog_sample_field_value_1((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc4::new_unchecked(b); u64::from(v
+                .prog_sample_field_value_1()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc4::new_unchecked(b); v
+                .set_prog_sample_field_value_1((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "prog_sample_field_id_1",
@@ -6923,14 +7123,16 @@ pub const FTE_MATCH_SET_MISC4_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc4::new_unchecked(b);
-                u64::from(v.prog_sample_field_id_1())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc4::new_unchecked(b);
-                v.set_prog_sample_field_id_1((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc4::new_unchecked(b); u64::from(v
+                .prog_sample_field_id_1()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc4::new_unchecked(b); v
+                .set_prog_sample_field_id_1((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "prog_sample_field_value_2",
@@ -6938,14 +7140,16 @@ pub const FTE_MATCH_SET_MISC4_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc4::new_unchecked(b);
-                u64::from(v.prog_sample_field_value_2())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc4::new_unchecked(b);
-                v.set_prog_sample_field_value_2((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc4::new_unchecked(b); u64::from(v
+                .prog_sample_field_value_2()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc4::new_unchecked(b); v
+                .set_prog_sample_field_value_2((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "prog_sample_field_id_2",
@@ -6953,14 +7157,16 @@ pub const FTE_MATCH_SET_MISC4_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc4::new_unchecked(b);
-                u64::from(v.prog_sample_field_id_2())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc4::new_unchecked(b);
-                v.set_prog_sample_field_id_2((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc4::new_unchecked(b); u64::from(v
+                .prog_sample_field_id_2()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc4::new_unchecked(b); v
+                .set_prog_sample_field_id_2((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "prog_sample_field_value_3",
@@ -6968,14 +7174,16 @@ pub const FTE_MATCH_SET_MISC4_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc4::new_unchecked(b);
-                u64::from(v.prog_sample_field_value_3())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc4::new_unchecked(b);
-                v.set_prog_sample_field_value_3((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc4::new_unchecked(b); u64::from(v
+                .prog_sample_field_value_3()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc4::new_unchecked(b); v
+                .set_prog_sample_field_value_3((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "prog_sample_field_id_3",
@@ -6983,21 +7191,44 @@ pub const FTE_MATCH_SET_MISC4_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc4::new_unchecked(b);
-                u64::from(v.prog_sample_field_id_3())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc4::new_unchecked(b);
-                v.set_prog_sample_field_id_3((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc4::new_unchecked(b); u64::from(v
+                .prog_sample_field_id_3()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc4::new_unchecked(b); v
+                .set_prog_sample_field_id_3((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[
+        (32, 0xffffffff),
+        (36, 0xffffffff),
+        (40, 0xffffffff),
+        (44, 0xffffffff),
+        (48, 0xffffffff),
+        (52, 0xffffffff),
+        (56, 0xffffffff),
+        (60, 0xffffffff),
+    ],
 };
 /// Fifth miscellaneous match part, the MACsec tag words and the first words of a tunnel header.
 ///
 /// PRM layout `fte_match_set_misc5`: 0x40 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:0 | `macsec_tag_0` |
+/// | 0x04 | 31:0 | `macsec_tag_1` |
+/// | 0x08 | 31:0 | `macsec_tag_2` |
+/// | 0x0c | 31:0 | `macsec_tag_3` |
+/// | 0x10 | 31:0 | `tunnel_header_0` |
+/// | 0x14 | 31:0 | `tunnel_header_1` |
+/// | 0x18 | 31:0 | `tunnel_header_2` |
+/// | 0x1c | 31:0 | `tunnel_header_3` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct FteMatchSetMisc5<B = [u8; 64]> {
     buf: B,
@@ -7143,38 +7374,17 @@ impl<B: rt::BytesMut> FteMatchSetMisc5<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for FteMatchSetMisc5<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(FteMatchSetMisc5));
-        d.field("macsec_tag_0", &rt::fmt::Hex(self.macsec_tag_0().into()));
-        d.field("macsec_tag_1", &rt::fmt::Hex(self.macsec_tag_1().into()));
-        d.field("macsec_tag_2", &rt::fmt::Hex(self.macsec_tag_2().into()));
-        d.field("macsec_tag_3", &rt::fmt::Hex(self.macsec_tag_3().into()));
-        d.field("tunnel_header_0", &rt::fmt::Hex(self.tunnel_header_0().into()));
-        d.field("tunnel_header_1", &rt::fmt::Hex(self.tunnel_header_1().into()));
-        d.field("tunnel_header_2", &rt::fmt::Hex(self.tunnel_header_2().into()));
-        d.field("tunnel_header_3", &rt::fmt::Hex(self.tunnel_header_3().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (32, 0xffffffff),
-                (36, 0xffffffff),
-                (40, 0xffffffff),
-                (44, 0xffffffff),
-                (48, 0xffffffff),
-                (52, 0xffffffff),
-                (56, 0xffffffff),
-                (60, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&FTE_MATCH_SET_MISC5_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `fte_match_set_misc5` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `fte_match_set_misc5`: what the decoding `Debug` shows and generic tools read.
 pub const FTE_MATCH_SET_MISC5_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "fte_match_set_misc5",
+    type_name: "FteMatchSetMisc5",
     size: 64,
     fields: &[
         rt::reflect::FieldAccess {
@@ -7183,14 +7393,16 @@ pub const FTE_MATCH_SET_MISC5_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc5::new_unchecked(b);
-                u64::from(v.macsec_tag_0())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc5::new_unchecked(b);
-                v.set_macsec_tag_0((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc5::new_unchecked(b); u64::from(v
+                .macsec_tag_0()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc5::new_unchecked(b); v
+                .set_macsec_tag_0((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "macsec_tag_1",
@@ -7198,14 +7410,16 @@ pub const FTE_MATCH_SET_MISC5_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc5::new_unchecked(b);
-                u64::from(v.macsec_tag_1())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc5::new_unchecked(b);
-                v.set_macsec_tag_1((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc5::new_unchecked(b); u64::from(v
+                .macsec_tag_1()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc5::new_unchecked(b); v
+                .set_macsec_tag_1((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "macsec_tag_2",
@@ -7213,14 +7427,16 @@ pub const FTE_MATCH_SET_MISC5_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc5::new_unchecked(b);
-                u64::from(v.macsec_tag_2())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc5::new_unchecked(b);
-                v.set_macsec_tag_2((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc5::new_unchecked(b); u64::from(v
+                .macsec_tag_2()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc5::new_unchecked(b); v
+                .set_macsec_tag_2((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "macsec_tag_3",
@@ -7228,14 +7444,16 @@ pub const FTE_MATCH_SET_MISC5_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc5::new_unchecked(b);
-                u64::from(v.macsec_tag_3())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc5::new_unchecked(b);
-                v.set_macsec_tag_3((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc5::new_unchecked(b); u64::from(v
+                .macsec_tag_3()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc5::new_unchecked(b); v
+                .set_macsec_tag_3((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "tunnel_header_0",
@@ -7243,14 +7461,16 @@ pub const FTE_MATCH_SET_MISC5_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc5::new_unchecked(b);
-                u64::from(v.tunnel_header_0())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc5::new_unchecked(b);
-                v.set_tunnel_header_0((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc5::new_unchecked(b); u64::from(v
+                .tunnel_header_0()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc5::new_unchecked(b); v
+                .set_tunnel_header_0((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "tunnel_header_1",
@@ -7258,14 +7478,16 @@ pub const FTE_MATCH_SET_MISC5_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc5::new_unchecked(b);
-                u64::from(v.tunnel_header_1())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc5::new_unchecked(b);
-                v.set_tunnel_header_1((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc5::new_unchecked(b); u64::from(v
+                .tunnel_header_1()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc5::new_unchecked(b); v
+                .set_tunnel_header_1((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "tunnel_header_2",
@@ -7273,14 +7495,16 @@ pub const FTE_MATCH_SET_MISC5_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc5::new_unchecked(b);
-                u64::from(v.tunnel_header_2())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc5::new_unchecked(b);
-                v.set_tunnel_header_2((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc5::new_unchecked(b); u64::from(v
+                .tunnel_header_2()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc5::new_unchecked(b); v
+                .set_tunnel_header_2((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "tunnel_header_3",
@@ -7288,21 +7512,39 @@ pub const FTE_MATCH_SET_MISC5_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FteMatchSetMisc5::new_unchecked(b);
-                u64::from(v.tunnel_header_3())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FteMatchSetMisc5::new_unchecked(b);
-                v.set_tunnel_header_3((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FteMatchSetMisc5::new_unchecked(b); u64::from(v
+                .tunnel_header_3()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FteMatchSetMisc5::new_unchecked(b); v
+                .set_tunnel_header_3((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[
+        (32, 0xffffffff),
+        (36, 0xffffffff),
+        (40, 0xffffffff),
+        (44, 0xffffffff),
+        (48, 0xffffffff),
+        (52, 0xffffffff),
+        (56, 0xffffffff),
+        (60, 0xffffffff),
+    ],
 };
 /// Output of CREATE_FLOW_GROUP.
 ///
 /// PRM layout `create_flow_group_out`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
+/// | 0x08 | 23:0 | `group_id` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct CreateFlowGroupOut<B = [u8; 16]> {
     buf: B,
@@ -7377,24 +7619,17 @@ impl<B: rt::BytesMut> CreateFlowGroupOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for CreateFlowGroupOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(CreateFlowGroupOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        d.field("group_id", &rt::fmt::Hex(self.group_id().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0xff000000), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&CREATE_FLOW_GROUP_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `create_flow_group_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `create_flow_group_out`: what the decoding `Debug` shows and generic tools read.
 pub const CREATE_FLOW_GROUP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "create_flow_group_out",
+    type_name: "CreateFlowGroupOut",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -7403,14 +7638,16 @@ pub const CREATE_FLOW_GROUP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateFlowGroupOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateFlowGroupOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateFlowGroupOut::new_unchecked(b); u64::from(v
+                .status()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateFlowGroupOut::new_unchecked(b); v
+                .set_status((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -7418,14 +7655,16 @@ pub const CREATE_FLOW_GROUP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateFlowGroupOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateFlowGroupOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateFlowGroupOut::new_unchecked(b); u64::from(v
+                .syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateFlowGroupOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "group_id",
@@ -7433,21 +7672,37 @@ pub const CREATE_FLOW_GROUP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateFlowGroupOut::new_unchecked(b);
-                u64::from(v.group_id())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateFlowGroupOut::new_unchecked(b);
-                v.set_group_id((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateFlowGroupOut::new_unchecked(b); u64::from(v
+                .group_id()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateFlowGroupOut::new_unchecked(b); v
+                .set_group_id((x & 0xffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffff), (8, 0xff000000), (12, 0xffffffff)],
 };
 /// Input of SET_FTE: the table, the entry index and the entry's context. To change an existing entry the driver also sets modify_enable_mask to the parts that change.
 ///
 /// PRM layout `set_fte_in`: 0x340 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x08 | 31 | `other_vport` |
+/// | 0x08 | 15:0 | `vport_number` |
+/// | 0x10 | 31:24 | `table_type` |
+/// | 0x14 | 23:0 | `table_id` |
+/// | 0x18 | 31 | `ignore_flow_level` |
+/// | 0x18 | 7:0 | `modify_enable_mask` |
+/// | 0x20 | 31:0 | `flow_index` |
+/// | 0x40..0x340 | — | `flow_context` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct SetFteIn<B = [u8; 832]> {
     buf: B,
@@ -7649,47 +7904,17 @@ impl<B: rt::BytesMut> SetFteIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for SetFteIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(SetFteIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("other_vport", &self.other_vport());
-        d.field("vport_number", &rt::fmt::Hex(self.vport_number().into()));
-        d.field("table_type", &rt::fmt::EnumValue(self.table_type()));
-        d.field("table_id", &rt::fmt::Hex(self.table_id().into()));
-        d.field("ignore_flow_level", &self.ignore_flow_level());
-        d.field("modify_enable_mask", &rt::fmt::Hex(self.modify_enable_mask().into()));
-        d.field("flow_index", &rt::fmt::Hex(self.flow_index().into()));
-        d.field("flow_context", &self.flow_context());
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (0, 0xffff),
-                (4, 0xffff0000),
-                (8, 0x7fff0000),
-                (12, 0xffffffff),
-                (16, 0xffffff),
-                (20, 0xff000000),
-                (24, 0x7fffff00),
-                (28, 0xffffffff),
-                (36, 0xffffffff),
-                (40, 0xffffffff),
-                (44, 0xffffffff),
-                (48, 0xffffffff),
-                (52, 0xffffffff),
-                (56, 0xffffffff),
-                (60, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&SET_FTE_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `set_fte_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `set_fte_in`: what the decoding `Debug` shows and generic tools read.
 pub const SET_FTE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "set_fte_in",
+    type_name: "SetFteIn",
     size: 832,
     fields: &[
         rt::reflect::FieldAccess {
@@ -7698,14 +7923,15 @@ pub const SET_FTE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = SetFteIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = SetFteIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = SetFteIn::new_unchecked(b); u64::from(v.opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = SetFteIn::new_unchecked(b); v.set_opcode((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -7713,14 +7939,15 @@ pub const SET_FTE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = SetFteIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = SetFteIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = SetFteIn::new_unchecked(b); u64::from(v.op_mod()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = SetFteIn::new_unchecked(b); v.set_op_mod((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "other_vport",
@@ -7728,14 +7955,16 @@ pub const SET_FTE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = SetFteIn::new_unchecked(b);
-                u64::from(v.other_vport())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = SetFteIn::new_unchecked(b);
-                v.set_other_vport(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = SetFteIn::new_unchecked(b); u64::from(v.other_vport())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = SetFteIn::new_unchecked(b); v.set_other_vport(x
+                & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "vport_number",
@@ -7743,14 +7972,16 @@ pub const SET_FTE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = SetFteIn::new_unchecked(b);
-                u64::from(v.vport_number())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = SetFteIn::new_unchecked(b);
-                v.set_vport_number((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = SetFteIn::new_unchecked(b); u64::from(v
+                .vport_number()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = SetFteIn::new_unchecked(b); v
+                .set_vport_number((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "table_type",
@@ -7758,14 +7989,22 @@ pub const SET_FTE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = SetFteIn::new_unchecked(b);
-                u64::from(v.table_type_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = SetFteIn::new_unchecked(b);
-                v.set_table_type_raw((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "flow_table_type",
+                value_name: |r| match FlowTableType::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = SetFteIn::new_unchecked(b); u64::from(v
+                .table_type_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = SetFteIn::new_unchecked(b); v
+                .set_table_type_raw((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "table_id",
@@ -7773,14 +8012,15 @@ pub const SET_FTE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = SetFteIn::new_unchecked(b);
-                u64::from(v.table_id())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = SetFteIn::new_unchecked(b);
-                v.set_table_id((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = SetFteIn::new_unchecked(b); u64::from(v.table_id()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = SetFteIn::new_unchecked(b); v.set_table_id((x &
+                0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ignore_flow_level",
@@ -7788,14 +8028,16 @@ pub const SET_FTE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = SetFteIn::new_unchecked(b);
-                u64::from(v.ignore_flow_level())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = SetFteIn::new_unchecked(b);
-                v.set_ignore_flow_level(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = SetFteIn::new_unchecked(b); u64::from(v
+                .ignore_flow_level()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = SetFteIn::new_unchecked(b); v
+                .set_ignore_flow_level(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "modify_enable_mask",
@@ -7803,14 +8045,16 @@ pub const SET_FTE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = SetFteIn::new_unchecked(b);
-                u64::from(v.modify_enable_mask())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = SetFteIn::new_unchecked(b);
-                v.set_modify_enable_mask((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = SetFteIn::new_unchecked(b); u64::from(v
+                .modify_enable_mask()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = SetFteIn::new_unchecked(b); v
+                .set_modify_enable_mask((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "flow_index",
@@ -7818,44 +8062,78 @@ pub const SET_FTE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = SetFteIn::new_unchecked(b);
-                u64::from(v.flow_index())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = SetFteIn::new_unchecked(b);
-                v.set_flow_index((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = SetFteIn::new_unchecked(b); u64::from(v.flow_index())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = SetFteIn::new_unchecked(b); v.set_flow_index((x
+                & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[
         rt::reflect::NestedAccess {
             name: "flow_context",
             layout: "flow_context",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&FLOW_CONTEXT_ACCESS),
             byte_offset: 64,
             size: 768,
             count: 1,
             trailing: false,
             stride: 768,
             runs_on: true,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 832 {
-                    return None;
-                }
-                let v = SetFteIn::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.flow_context();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 832 { return
+                None; } let v = SetFteIn::new_unchecked(b); if i != 0 { return None; }
+                let sub = v.flow_context(); Some(sub.storage().as_ptr() as usize - b
+                .as_ptr() as usize) }
+            ),
         },
+    ],
+    reserved: &[
+        (0, 0xffff),
+        (4, 0xffff0000),
+        (8, 0x7fff0000),
+        (12, 0xffffffff),
+        (16, 0xffffff),
+        (20, 0xff000000),
+        (24, 0x7fffff00),
+        (28, 0xffffffff),
+        (36, 0xffffffff),
+        (40, 0xffffffff),
+        (44, 0xffffffff),
+        (48, 0xffffffff),
+        (52, 0xffffffff),
+        (56, 0xffffffff),
+        (60, 0xffffffff),
     ],
 };
 /// A flow table entry: the value it matches, the actions applied to matching packets and the lists of destinations and flow counters that follow the fixed part.
 ///
 /// PRM layout `flow_context`: 0x300 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:0 | `push_vlan` |
+/// | 0x04 | 31:0 | `group_id` |
+/// | 0x08 | 23:0 | `flow_tag` |
+/// | 0x0c | 15:0 | `action` |
+/// | 0x10 | 31 | `extended_destination` |
+/// | 0x10 | 30 | `uplink_hairpin_en` |
+/// | 0x10 | 29:28 | `flow_source` |
+/// | 0x10 | 27:24 | `encrypt_decrypt_type` |
+/// | 0x10 | 23:0 | `destination_list_size` |
+/// | 0x14 | 23:0 | `flow_counter_list_size` |
+/// | 0x18 | 31:0 | `packet_reformat_id` |
+/// | 0x1c | 31:0 | `modify_header_id` |
+/// | 0x20 | 31:0 | `push_vlan_2` |
+/// | 0x24 | 31:0 | `encrypt_decrypt_obj_id` |
+/// | 0x40..0x240 | — | `match_value` |
+/// | 0x240..0x260 | — | `execute_aso[4]` |
+/// | 0x300 | … | `destination[]` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct FlowContext<B = [u8; 768]> {
     buf: B,
@@ -8330,114 +8608,17 @@ impl<B: rt::BytesMut> FlowContext<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for FlowContext<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(FlowContext));
-        d.field("push_vlan", &self.push_vlan());
-        d.field("group_id", &rt::fmt::Hex(self.group_id().into()));
-        d.field("flow_tag", &rt::fmt::Hex(self.flow_tag().into()));
-        d.field("action", &rt::fmt::Hex(self.action().into()));
-        d.field("extended_destination", &self.extended_destination());
-        d.field("uplink_hairpin_en", &self.uplink_hairpin_en());
-        d.field("flow_source", &rt::fmt::EnumValue(self.flow_source()));
-        d.field(
-            "encrypt_decrypt_type",
-            &rt::fmt::EnumValue(self.encrypt_decrypt_type()),
-        );
-        d.field(
-            "destination_list_size",
-            &rt::fmt::Hex(self.destination_list_size().into()),
-        );
-        d.field(
-            "flow_counter_list_size",
-            &rt::fmt::Hex(self.flow_counter_list_size().into()),
-        );
-        d.field("packet_reformat_id", &rt::fmt::Hex(self.packet_reformat_id().into()));
-        d.field("modify_header_id", &rt::fmt::Hex(self.modify_header_id().into()));
-        d.field("push_vlan_2", &self.push_vlan_2());
-        d.field(
-            "encrypt_decrypt_obj_id",
-            &rt::fmt::Hex(self.encrypt_decrypt_obj_id().into()),
-        );
-        d.field("match_value", &self.match_value());
-        d.field(
-            "execute_aso",
-            &rt::fmt::With(|f| rt::fmt::list(
-                f,
-                self.execute_aso_len(),
-                self.execute_aso_iter(),
-            )),
-        );
-        d.field(
-            "destination",
-            &rt::fmt::With(|f| rt::fmt::list(
-                f,
-                self.destination_len(),
-                self.destination_iter(),
-            )),
-        );
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (8, 0xff000000),
-                (12, 0xffff0000),
-                (20, 0xff000000),
-                (40, 0xffffffff),
-                (44, 0xffffffff),
-                (48, 0xffffffff),
-                (52, 0xffffffff),
-                (56, 0xffffffff),
-                (60, 0xffffffff),
-                (608, 0xffffffff),
-                (612, 0xffffffff),
-                (616, 0xffffffff),
-                (620, 0xffffffff),
-                (624, 0xffffffff),
-                (628, 0xffffffff),
-                (632, 0xffffffff),
-                (636, 0xffffffff),
-                (640, 0xffffffff),
-                (644, 0xffffffff),
-                (648, 0xffffffff),
-                (652, 0xffffffff),
-                (656, 0xffffffff),
-                (660, 0xffffffff),
-                (664, 0xffffffff),
-                (668, 0xffffffff),
-                (672, 0xffffffff),
-                (676, 0xffffffff),
-                (680, 0xffffffff),
-                (684, 0xffffffff),
-                (688, 0xffffffff),
-                (692, 0xffffffff),
-                (696, 0xffffffff),
-                (700, 0xffffffff),
-                (704, 0xffffffff),
-                (708, 0xffffffff),
-                (712, 0xffffffff),
-                (716, 0xffffffff),
-                (720, 0xffffffff),
-                (724, 0xffffffff),
-                (728, 0xffffffff),
-                (732, 0xffffffff),
-                (736, 0xffffffff),
-                (740, 0xffffffff),
-                (744, 0xffffffff),
-                (748, 0xffffffff),
-                (752, 0xffffffff),
-                (756, 0xffffffff),
-                (760, 0xffffffff),
-                (764, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&FLOW_CONTEXT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `flow_context` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `flow_context`: what the decoding `Debug` shows and generic tools read.
 pub const FLOW_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "flow_context",
+    type_name: "FlowContext",
     size: 768,
     fields: &[
         rt::reflect::FieldAccess {
@@ -8446,14 +8627,16 @@ pub const FLOW_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowContext::new_unchecked(b);
-                u64::from(v.group_id())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowContext::new_unchecked(b);
-                v.set_group_id((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowContext::new_unchecked(b); u64::from(v.group_id())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowContext::new_unchecked(b); v
+                .set_group_id((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "flow_tag",
@@ -8461,14 +8644,16 @@ pub const FLOW_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowContext::new_unchecked(b);
-                u64::from(v.flow_tag())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowContext::new_unchecked(b);
-                v.set_flow_tag((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowContext::new_unchecked(b); u64::from(v.flow_tag())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowContext::new_unchecked(b); v
+                .set_flow_tag((x & 0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "action",
@@ -8476,14 +8661,15 @@ pub const FLOW_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowContext::new_unchecked(b);
-                u64::from(v.action())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowContext::new_unchecked(b);
-                v.set_action((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowContext::new_unchecked(b); u64::from(v.action()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowContext::new_unchecked(b); v.set_action((x
+                & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "extended_destination",
@@ -8491,14 +8677,16 @@ pub const FLOW_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowContext::new_unchecked(b);
-                u64::from(v.extended_destination())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowContext::new_unchecked(b);
-                v.set_extended_destination(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowContext::new_unchecked(b); u64::from(v
+                .extended_destination()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowContext::new_unchecked(b); v
+                .set_extended_destination(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "uplink_hairpin_en",
@@ -8506,14 +8694,16 @@ pub const FLOW_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowContext::new_unchecked(b);
-                u64::from(v.uplink_hairpin_en())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowContext::new_unchecked(b);
-                v.set_uplink_hairpin_en(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowContext::new_unchecked(b); u64::from(v
+                .uplink_hairpin_en()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowContext::new_unchecked(b); v
+                .set_uplink_hairpin_en(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "flow_source",
@@ -8521,14 +8711,22 @@ pub const FLOW_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 2,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowContext::new_unchecked(b);
-                u64::from(v.flow_source_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowContext::new_unchecked(b);
-                v.set_flow_source_raw((x & 0x3) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "flow_source",
+                value_name: |r| match FlowSource::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowContext::new_unchecked(b); u64::from(v
+                .flow_source_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowContext::new_unchecked(b); v
+                .set_flow_source_raw((x & 0x3) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "encrypt_decrypt_type",
@@ -8536,14 +8734,22 @@ pub const FLOW_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowContext::new_unchecked(b);
-                u64::from(v.encrypt_decrypt_type_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowContext::new_unchecked(b);
-                v.set_encrypt_decrypt_type_raw((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "flow_encrypt_decrypt_type",
+                value_name: |r| match FlowEncryptDecryptType::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowContext::new_unchecked(b); u64::from(v
+                .encrypt_decrypt_type_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowContext::new_unchecked(b); v
+                .set_encrypt_decrypt_type_raw((x & 0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "destination_list_size",
@@ -8551,14 +8757,16 @@ pub const FLOW_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowContext::new_unchecked(b);
-                u64::from(v.destination_list_size())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowContext::new_unchecked(b);
-                v.set_destination_list_size((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowContext::new_unchecked(b); u64::from(v
+                .destination_list_size()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowContext::new_unchecked(b); v
+                .set_destination_list_size((x & 0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "flow_counter_list_size",
@@ -8566,14 +8774,16 @@ pub const FLOW_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowContext::new_unchecked(b);
-                u64::from(v.flow_counter_list_size())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowContext::new_unchecked(b);
-                v.set_flow_counter_list_size((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowContext::new_unchecked(b); u64::from(v
+                .flow_counter_list_size()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowContext::new_unchecked(b); v
+                .set_flow_counter_list_size((x & 0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "packet_reformat_id",
@@ -8581,14 +8791,16 @@ pub const FLOW_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowContext::new_unchecked(b);
-                u64::from(v.packet_reformat_id())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowContext::new_unchecked(b);
-                v.set_packet_reformat_id((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowContext::new_unchecked(b); u64::from(v
+                .packet_reformat_id()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowContext::new_unchecked(b); v
+                .set_packet_reformat_id((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "modify_header_id",
@@ -8596,14 +8808,16 @@ pub const FLOW_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowContext::new_unchecked(b);
-                u64::from(v.modify_header_id())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowContext::new_unchecked(b);
-                v.set_modify_header_id((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowContext::new_unchecked(b); u64::from(v
+                .modify_header_id()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowContext::new_unchecked(b); v
+                .set_modify_header_id((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "encrypt_decrypt_obj_id",
@@ -8611,126 +8825,167 @@ pub const FLOW_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowContext::new_unchecked(b);
-                u64::from(v.encrypt_decrypt_obj_id())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowContext::new_unchecked(b);
-                v.set_encrypt_decrypt_obj_id((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowContext::new_unchecked(b); u64::from(v
+                .encrypt_decrypt_obj_id()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowContext::new_unchecked(b); v
+                .set_encrypt_decrypt_obj_id((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[
         rt::reflect::NestedAccess {
             name: "push_vlan",
             layout: "vlan",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&VLAN_ACCESS),
             byte_offset: 0,
             size: 4,
             count: 1,
             trailing: false,
             stride: 4,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 768 {
-                    return None;
-                }
-                let v = FlowContext::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.push_vlan();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 768 { return
+                None; } let v = FlowContext::new_unchecked(b); if i != 0 { return None; }
+                let sub = v.push_vlan(); Some(sub.storage().as_ptr() as usize - b
+                .as_ptr() as usize) }
+            ),
         },
         rt::reflect::NestedAccess {
             name: "push_vlan_2",
             layout: "vlan",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&VLAN_ACCESS),
             byte_offset: 32,
             size: 4,
             count: 1,
             trailing: false,
             stride: 4,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 768 {
-                    return None;
-                }
-                let v = FlowContext::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.push_vlan_2();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 768 { return
+                None; } let v = FlowContext::new_unchecked(b); if i != 0 { return None; }
+                let sub = v.push_vlan_2(); Some(sub.storage().as_ptr() as usize - b
+                .as_ptr() as usize) }
+            ),
         },
         rt::reflect::NestedAccess {
             name: "match_value",
             layout: "fte_match_param",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&FTE_MATCH_PARAM_ACCESS),
             byte_offset: 64,
             size: 512,
             count: 1,
             trailing: false,
             stride: 512,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 768 {
-                    return None;
-                }
-                let v = FlowContext::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.match_value();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 768 { return
+                None; } let v = FlowContext::new_unchecked(b); if i != 0 { return None; }
+                let sub = v.match_value(); Some(sub.storage().as_ptr() as usize - b
+                .as_ptr() as usize) }
+            ),
         },
         rt::reflect::NestedAccess {
             name: "execute_aso",
             layout: "execute_aso",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&EXECUTE_ASO_ACCESS),
             byte_offset: 576,
             size: 8,
             count: 4,
             trailing: false,
             stride: 8,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 768 {
-                    return None;
-                }
-                let v = FlowContext::new_unchecked(b);
-                let sub = v.execute_aso(i)?;
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 768 { return
+                None; } let v = FlowContext::new_unchecked(b); let sub = v.execute_aso(i)
+                ?; Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize) }
+            ),
         },
         rt::reflect::NestedAccess {
             name: "destination",
             layout: "dest_format_struct_flow_counter_list_auto",
-            kind: rt::reflect::NestedKind::Union,
+            table: rt::reflect::NestedTable::Union(
+                &DEST_FORMAT_STRUCT_FLOW_COUNTER_LIST_AUTO_ACCESS,
+            ),
             byte_offset: 768,
             size: 16,
             count: 0,
             trailing: true,
             stride: 16,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 768 {
-                    return None;
-                }
-                let v = FlowContext::new_unchecked(b);
-                let sub = v.destination(i)?;
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 768 { return
+                None; } let v = FlowContext::new_unchecked(b); let sub = v.destination(i)
+                ?; Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize) }
+            ),
         },
+    ],
+    reserved: &[
+        (8, 0xff000000),
+        (12, 0xffff0000),
+        (20, 0xff000000),
+        (40, 0xffffffff),
+        (44, 0xffffffff),
+        (48, 0xffffffff),
+        (52, 0xffffffff),
+        (56, 0xffffffff),
+        (60, 0xffffffff),
+        (608, 0xffffffff),
+        (612, 0xffffffff),
+        (616, 0xffffffff),
+        (620, 0xffffffff),
+        (624, 0xffffffff),
+        (628, 0xffffffff),
+        (632, 0xffffffff),
+        (636, 0xffffffff),
+        (640, 0xffffffff),
+        (644, 0xffffffff),
+        (648, 0xffffffff),
+        (652, 0xffffffff),
+        (656, 0xffffffff),
+        (660, 0xffffffff),
+        (664, 0xffffffff),
+        (668, 0xffffffff),
+        (672, 0xffffffff),
+        (676, 0xffffffff),
+        (680, 0xffffffff),
+        (684, 0xffffffff),
+        (688, 0xffffffff),
+        (692, 0xffffffff),
+        (696, 0xffffffff),
+        (700, 0xffffffff),
+        (704, 0xffffffff),
+        (708, 0xffffffff),
+        (712, 0xffffffff),
+        (716, 0xffffffff),
+        (720, 0xffffffff),
+        (724, 0xffffffff),
+        (728, 0xffffffff),
+        (732, 0xffffffff),
+        (736, 0xffffffff),
+        (740, 0xffffffff),
+        (744, 0xffffffff),
+        (748, 0xffffffff),
+        (752, 0xffffffff),
+        (756, 0xffffffff),
+        (760, 0xffffffff),
+        (764, 0xffffffff),
     ],
 };
 /// A VLAN header for the push-VLAN actions.
 ///
 /// PRM layout `vlan`: 0x4 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `ethtype` |
+/// | 0x00 | 15:13 | `prio` |
+/// | 0x00 | 12 | `cfi` |
+/// | 0x00 | 11:0 | `vid` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Vlan<B = [u8; 4]> {
     buf: B,
@@ -8832,18 +9087,14 @@ impl<B: rt::BytesMut> Vlan<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for Vlan<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(Vlan));
-        d.field("ethtype", &rt::fmt::Hex(self.ethtype().into()));
-        d.field("prio", &rt::fmt::Hex(self.prio().into()));
-        d.field("cfi", &self.cfi());
-        d.field("vid", &rt::fmt::Hex(self.vid().into()));
-        d.finish()
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&VLAN_ACCESS, &self.buf), f)
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `vlan` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `vlan`: what the decoding `Debug` shows and generic tools read.
 pub const VLAN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "vlan",
+    type_name: "Vlan",
     size: 4,
     fields: &[
         rt::reflect::FieldAccess {
@@ -8852,14 +9103,15 @@ pub const VLAN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Vlan::new_unchecked(b);
-                u64::from(v.ethtype())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Vlan::new_unchecked(b);
-                v.set_ethtype((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Vlan::new_unchecked(b); u64::from(v.ethtype()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Vlan::new_unchecked(b); v.set_ethtype((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "prio",
@@ -8867,14 +9119,15 @@ pub const VLAN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 3,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Vlan::new_unchecked(b);
-                u64::from(v.prio())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Vlan::new_unchecked(b);
-                v.set_prio((x & 0x7) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Vlan::new_unchecked(b); u64::from(v.prio()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Vlan::new_unchecked(b); v.set_prio((x & 0x7) as
+                u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "cfi",
@@ -8882,14 +9135,15 @@ pub const VLAN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Vlan::new_unchecked(b);
-                u64::from(v.cfi())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Vlan::new_unchecked(b);
-                v.set_cfi(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Vlan::new_unchecked(b); u64::from(v.cfi()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Vlan::new_unchecked(b); v.set_cfi(x & 1 != 0);
+                }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "vid",
@@ -8897,21 +9151,29 @@ pub const VLAN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 12,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Vlan::new_unchecked(b);
-                u64::from(v.vid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Vlan::new_unchecked(b);
-                v.set_vid((x & 0xfff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Vlan::new_unchecked(b); u64::from(v.vid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Vlan::new_unchecked(b); v.set_vid((x & 0xfff)
+                as u16); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[],
 };
 /// One ASO (advanced steering operation) of the execute-ASO action, such as a flow meter.
 ///
 /// PRM layout `execute_aso`: 0x8 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31 | `valid` |
+/// | 0x00 | 23:0 | `aso_object_id` |
+/// | 0x04 | 31:0 | `exe_aso_ctrl` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct ExecuteAso<B = [u8; 8]> {
     buf: B,
@@ -8990,24 +9252,17 @@ impl<B: rt::BytesMut> ExecuteAso<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for ExecuteAso<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(ExecuteAso));
-        d.field("valid", &self.valid());
-        d.field("aso_object_id", &rt::fmt::Hex(self.aso_object_id().into()));
-        d.field("exe_aso_ctrl", &self.exe_aso_ctrl());
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0x7f000000)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&EXECUTE_ASO_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `execute_aso` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `execute_aso`: what the decoding `Debug` shows and generic tools read.
 pub const EXECUTE_ASO_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "execute_aso",
+    type_name: "ExecuteAso",
     size: 8,
     fields: &[
         rt::reflect::FieldAccess {
@@ -9016,14 +9271,15 @@ pub const EXECUTE_ASO_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ExecuteAso::new_unchecked(b);
-                u64::from(v.valid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ExecuteAso::new_unchecked(b);
-                v.set_valid(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ExecuteAso::new_unchecked(b); u64::from(v.valid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ExecuteAso::new_unchecked(b); v.set_valid(x & 1
+                != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "aso_object_id",
@@ -9031,44 +9287,50 @@ pub const EXECUTE_ASO_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ExecuteAso::new_unchecked(b);
-                u64::from(v.aso_object_id())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ExecuteAso::new_unchecked(b);
-                v.set_aso_object_id((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ExecuteAso::new_unchecked(b); u64::from(v
+                .aso_object_id()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ExecuteAso::new_unchecked(b); v
+                .set_aso_object_id((x & 0xffffff) as u32); }
+            ),
         },
     ],
     nested: &[
         rt::reflect::NestedAccess {
             name: "exe_aso_ctrl",
             layout: "exe_aso_ctrl",
-            kind: rt::reflect::NestedKind::Union,
+            table: rt::reflect::NestedTable::Union(&EXE_ASO_CTRL_ACCESS),
             byte_offset: 4,
             size: 4,
             count: 1,
             trailing: false,
             stride: 4,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 8 {
-                    return None;
-                }
-                let v = ExecuteAso::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.exe_aso_ctrl();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 8 { return
+                None; } let v = ExecuteAso::new_unchecked(b); if i != 0 { return None; }
+                let sub = v.exe_aso_ctrl(); Some(sub.storage().as_ptr() as usize - b
+                .as_ptr() as usize) }
+            ),
         },
     ],
+    reserved: &[(0, 0x7f000000)],
 };
 /// Control word of an execute-ASO action on a flow meter.
 ///
 /// PRM layout `exe_aso_ctrl_flow_meter`: 0x4 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:28 | `return_reg_id` |
+/// | 0x00 | 27:24 | `aso_type` |
+/// | 0x00 | 3 | `action` |
+/// | 0x00 | 2:1 | `init_color` |
+/// | 0x00 | 0 | `meter_id` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct ExeAsoCtrlFlowMeter<B = [u8; 4]> {
     buf: B,
@@ -9217,26 +9479,17 @@ impl<B: rt::BytesMut> ExeAsoCtrlFlowMeter<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for ExeAsoCtrlFlowMeter<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(ExeAsoCtrlFlowMeter));
-        d.field("return_reg_id", &rt::fmt::Hex(self.return_reg_id().into()));
-        d.field("aso_type", &rt::fmt::EnumValue(self.aso_type()));
-        d.field("action", &self.action());
-        d.field("init_color", &rt::fmt::EnumValue(self.init_color()));
-        d.field("meter_id", &self.meter_id());
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xfffff0)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&EXE_ASO_CTRL_FLOW_METER_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `exe_aso_ctrl_flow_meter` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `exe_aso_ctrl_flow_meter`: what the decoding `Debug` shows and generic tools read.
 pub const EXE_ASO_CTRL_FLOW_METER_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "exe_aso_ctrl_flow_meter",
+    type_name: "ExeAsoCtrlFlowMeter",
     size: 4,
     fields: &[
         rt::reflect::FieldAccess {
@@ -9245,14 +9498,16 @@ pub const EXE_ASO_CTRL_FLOW_METER_ACCESS: rt::reflect::LayoutAccess = rt::reflec
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ExeAsoCtrlFlowMeter::new_unchecked(b);
-                u64::from(v.return_reg_id())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ExeAsoCtrlFlowMeter::new_unchecked(b);
-                v.set_return_reg_id((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ExeAsoCtrlFlowMeter::new_unchecked(b); u64::from(v
+                .return_reg_id()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ExeAsoCtrlFlowMeter::new_unchecked(b); v
+                .set_return_reg_id((x & 0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "aso_type",
@@ -9260,14 +9515,22 @@ pub const EXE_ASO_CTRL_FLOW_METER_ACCESS: rt::reflect::LayoutAccess = rt::reflec
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ExeAsoCtrlFlowMeter::new_unchecked(b);
-                u64::from(v.aso_type_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ExeAsoCtrlFlowMeter::new_unchecked(b);
-                v.set_aso_type_raw((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "execute_aso_type",
+                value_name: |r| match ExecuteAsoType::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ExeAsoCtrlFlowMeter::new_unchecked(b); u64::from(v
+                .aso_type_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ExeAsoCtrlFlowMeter::new_unchecked(b); v
+                .set_aso_type_raw((x & 0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "action",
@@ -9275,14 +9538,16 @@ pub const EXE_ASO_CTRL_FLOW_METER_ACCESS: rt::reflect::LayoutAccess = rt::reflec
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ExeAsoCtrlFlowMeter::new_unchecked(b);
-                u64::from(v.action())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ExeAsoCtrlFlowMeter::new_unchecked(b);
-                v.set_action(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ExeAsoCtrlFlowMeter::new_unchecked(b); u64::from(v
+                .action()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ExeAsoCtrlFlowMeter::new_unchecked(b); v
+                .set_action(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "init_color",
@@ -9290,14 +9555,22 @@ pub const EXE_ASO_CTRL_FLOW_METER_ACCESS: rt::reflect::LayoutAccess = rt::reflec
             width: 2,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ExeAsoCtrlFlowMeter::new_unchecked(b);
-                u64::from(v.init_color_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ExeAsoCtrlFlowMeter::new_unchecked(b);
-                v.set_init_color_raw((x & 0x3) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "flow_meter_color",
+                value_name: |r| match FlowMeterColor::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ExeAsoCtrlFlowMeter::new_unchecked(b); u64::from(v
+                .init_color_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ExeAsoCtrlFlowMeter::new_unchecked(b); v
+                .set_init_color_raw((x & 0x3) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "meter_id",
@@ -9305,21 +9578,29 @@ pub const EXE_ASO_CTRL_FLOW_METER_ACCESS: rt::reflect::LayoutAccess = rt::reflec
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ExeAsoCtrlFlowMeter::new_unchecked(b);
-                u64::from(v.meter_id())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ExeAsoCtrlFlowMeter::new_unchecked(b);
-                v.set_meter_id(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ExeAsoCtrlFlowMeter::new_unchecked(b); u64::from(v
+                .meter_id()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ExeAsoCtrlFlowMeter::new_unchecked(b); v
+                .set_meter_id(x & 1 != 0); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xfffff0)],
 };
 /// A destination in the extended format, with a packet reformat applied for this destination only.
 ///
 /// PRM layout `extended_dest_format`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 63:0 | `destination_entry` |
+/// | 0x08 | 31:0 | `packet_reformat_id` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct ExtendedDestFormat<B = [u8; 16]> {
     buf: B,
@@ -9379,23 +9660,17 @@ impl<B: rt::BytesMut> ExtendedDestFormat<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for ExtendedDestFormat<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(ExtendedDestFormat));
-        d.field("destination_entry", &self.destination_entry());
-        d.field("packet_reformat_id", &rt::fmt::Hex(self.packet_reformat_id().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&EXTENDED_DEST_FORMAT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `extended_dest_format` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `extended_dest_format`: what the decoding `Debug` shows and generic tools read.
 pub const EXTENDED_DEST_FORMAT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "extended_dest_format",
+    type_name: "ExtendedDestFormat",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -9404,44 +9679,51 @@ pub const EXTENDED_DEST_FORMAT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ExtendedDestFormat::new_unchecked(b);
-                u64::from(v.packet_reformat_id())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ExtendedDestFormat::new_unchecked(b);
-                v.set_packet_reformat_id((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ExtendedDestFormat::new_unchecked(b); u64::from(v
+                .packet_reformat_id()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ExtendedDestFormat::new_unchecked(b); v
+                .set_packet_reformat_id((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[
         rt::reflect::NestedAccess {
             name: "destination_entry",
             layout: "dest_format_struct",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&DEST_FORMAT_STRUCT_ACCESS),
             byte_offset: 0,
             size: 8,
             count: 1,
             trailing: false,
             stride: 8,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 16 {
-                    return None;
-                }
-                let v = ExtendedDestFormat::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.destination_entry();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 16 { return
+                None; } let v = ExtendedDestFormat::new_unchecked(b); if i != 0 { return
+                None; } let sub = v.destination_entry(); Some(sub.storage().as_ptr() as
+                usize - b.as_ptr() as usize) }
+            ),
         },
     ],
+    reserved: &[(12, 0xffffffff)],
 };
 /// One destination of a flow table entry.
 ///
 /// PRM layout `dest_format_struct`: 0x8 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `destination_type` |
+/// | 0x00 | 23:0 | `destination_id` |
+/// | 0x04 | 31 | `destination_eswitch_owner_vhca_id_valid` |
+/// | 0x04 | 30 | `packet_reformat` |
+/// | 0x04 | 23:16 | `destination_table_type` |
+/// | 0x04 | 15:0 | `destination_eswitch_owner_vhca_id` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct DestFormatStruct<B = [u8; 8]> {
     buf: B,
@@ -9589,36 +9871,17 @@ impl<B: rt::BytesMut> DestFormatStruct<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for DestFormatStruct<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(DestFormatStruct));
-        d.field("destination_type", &rt::fmt::EnumValue(self.destination_type()));
-        d.field("destination_id", &rt::fmt::Hex(self.destination_id().into()));
-        d.field(
-            "destination_eswitch_owner_vhca_id_valid",
-            &self.destination_eswitch_owner_vhca_id_valid(),
-        );
-        d.field("packet_reformat", &self.packet_reformat());
-        d.field(
-            "destination_table_type",
-            &rt::fmt::Hex(self.destination_table_type().into()),
-        );
-        d.field(
-            "destination_eswitch_owner_vhca_id",
-            &rt::fmt::Hex(self.destination_eswitch_owner_vhca_id().into()),
-        );
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(4, 0x3f000000)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DEST_FORMAT_STRUCT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `dest_format_struct` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `dest_format_struct`: what the decoding `Debug` shows and generic tools read.
 pub const DEST_FORMAT_STRUCT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "dest_format_struct",
+    type_name: "DestFormatStruct",
     size: 8,
     fields: &[
         rt::reflect::FieldAccess {
@@ -9627,14 +9890,22 @@ pub const DEST_FORMAT_STRUCT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestFormatStruct::new_unchecked(b);
-                u64::from(v.destination_type_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestFormatStruct::new_unchecked(b);
-                v.set_destination_type_raw((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "flow_destination_type",
+                value_name: |r| match FlowDestinationType::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestFormatStruct::new_unchecked(b); u64::from(v
+                .destination_type_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestFormatStruct::new_unchecked(b); v
+                .set_destination_type_raw((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "destination_id",
@@ -9642,14 +9913,16 @@ pub const DEST_FORMAT_STRUCT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestFormatStruct::new_unchecked(b);
-                u64::from(v.destination_id())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestFormatStruct::new_unchecked(b);
-                v.set_destination_id((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestFormatStruct::new_unchecked(b); u64::from(v
+                .destination_id()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestFormatStruct::new_unchecked(b); v
+                .set_destination_id((x & 0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "destination_eswitch_owner_vhca_id_valid",
@@ -9657,14 +9930,16 @@ pub const DEST_FORMAT_STRUCT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestFormatStruct::new_unchecked(b);
-                u64::from(v.destination_eswitch_owner_vhca_id_valid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestFormatStruct::new_unchecked(b);
-                v.set_destination_eswitch_owner_vhca_id_valid(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestFormatStruct::new_unchecked(b); u64::from(v
+                .destination_eswitch_owner_vhca_id_valid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestFormatStruct::new_unchecked(b); v
+                .set_destination_eswitch_owner_vhca_id_valid(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "packet_reformat",
@@ -9672,14 +9947,16 @@ pub const DEST_FORMAT_STRUCT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestFormatStruct::new_unchecked(b);
-                u64::from(v.packet_reformat())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestFormatStruct::new_unchecked(b);
-                v.set_packet_reformat(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestFormatStruct::new_unchecked(b); u64::from(v
+                .packet_reformat()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestFormatStruct::new_unchecked(b); v
+                .set_packet_reformat(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "destination_table_type",
@@ -9687,14 +9964,16 @@ pub const DEST_FORMAT_STRUCT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestFormatStruct::new_unchecked(b);
-                u64::from(v.destination_table_type())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestFormatStruct::new_unchecked(b);
-                v.set_destination_table_type((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestFormatStruct::new_unchecked(b); u64::from(v
+                .destination_table_type()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestFormatStruct::new_unchecked(b); v
+                .set_destination_table_type((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "destination_eswitch_owner_vhca_id",
@@ -9702,21 +9981,28 @@ pub const DEST_FORMAT_STRUCT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestFormatStruct::new_unchecked(b);
-                u64::from(v.destination_eswitch_owner_vhca_id())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestFormatStruct::new_unchecked(b);
-                v.set_destination_eswitch_owner_vhca_id((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestFormatStruct::new_unchecked(b); u64::from(v
+                .destination_eswitch_owner_vhca_id()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestFormatStruct::new_unchecked(b); v
+                .set_destination_eswitch_owner_vhca_id((x & 0xffff) as u16); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(4, 0x3f000000)],
 };
 /// One flow counter of a flow table entry, counted when the count action is set.
 ///
 /// PRM layout `flow_counter_list`: 0x8 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:0 | `flow_counter_id` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct FlowCounterList<B = [u8; 8]> {
     buf: B,
@@ -9755,22 +10041,17 @@ impl<B: rt::BytesMut> FlowCounterList<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for FlowCounterList<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(FlowCounterList));
-        d.field("flow_counter_id", &rt::fmt::Hex(self.flow_counter_id().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(4, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&FLOW_COUNTER_LIST_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `flow_counter_list` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `flow_counter_list`: what the decoding `Debug` shows and generic tools read.
 pub const FLOW_COUNTER_LIST_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "flow_counter_list",
+    type_name: "FlowCounterList",
     size: 8,
     fields: &[
         rt::reflect::FieldAccess {
@@ -9779,21 +10060,29 @@ pub const FLOW_COUNTER_LIST_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowCounterList::new_unchecked(b);
-                u64::from(v.flow_counter_id())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowCounterList::new_unchecked(b);
-                v.set_flow_counter_id((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowCounterList::new_unchecked(b); u64::from(v
+                .flow_counter_id()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowCounterList::new_unchecked(b); v
+                .set_flow_counter_id((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(4, 0xffffffff)],
 };
 /// Output of SET_FTE.
 ///
 /// PRM layout `set_fte_out`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct SetFteOut<B = [u8; 16]> {
     buf: B,
@@ -9842,23 +10131,17 @@ impl<B: rt::BytesMut> SetFteOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for SetFteOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(SetFteOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&SET_FTE_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `set_fte_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `set_fte_out`: what the decoding `Debug` shows and generic tools read.
 pub const SET_FTE_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "set_fte_out",
+    type_name: "SetFteOut",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -9867,14 +10150,15 @@ pub const SET_FTE_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = SetFteOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = SetFteOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = SetFteOut::new_unchecked(b); u64::from(v.status()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = SetFteOut::new_unchecked(b); v.set_status((x &
+                0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -9882,21 +10166,37 @@ pub const SET_FTE_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = SetFteOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = SetFteOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = SetFteOut::new_unchecked(b); u64::from(v.syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = SetFteOut::new_unchecked(b); v.set_syndrome((x
+                & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
 };
 /// Input of SET_FLOW_TABLE_ROOT. Processing of a vport's traffic of one table type starts at the root table; a driver sets it once its first table exists and again when the root changes.
 ///
 /// PRM layout `set_flow_table_root_in`: 0x40 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x08 | 31 | `other_vport` |
+/// | 0x08 | 15:0 | `vport_number` |
+/// | 0x10 | 31:24 | `table_type` |
+/// | 0x10 | 16 | `table_of_other_vport` |
+/// | 0x10 | 15:0 | `table_vport_number` |
+/// | 0x14 | 23:0 | `table_id` |
+/// | 0x18 | 23:0 | `underlay_qpn` |
+/// | 0x1c | 31 | `table_eswitch_owner_vhca_id_valid` |
+/// | 0x1c | 15:0 | `table_eswitch_owner_vhca_id` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct SetFlowTableRootIn<B = [u8; 64]> {
     buf: B,
@@ -10127,55 +10427,17 @@ impl<B: rt::BytesMut> SetFlowTableRootIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for SetFlowTableRootIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(SetFlowTableRootIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("other_vport", &self.other_vport());
-        d.field("vport_number", &rt::fmt::Hex(self.vport_number().into()));
-        d.field("table_type", &rt::fmt::EnumValue(self.table_type()));
-        d.field("table_of_other_vport", &self.table_of_other_vport());
-        d.field("table_vport_number", &rt::fmt::Hex(self.table_vport_number().into()));
-        d.field("table_id", &rt::fmt::Hex(self.table_id().into()));
-        d.field("underlay_qpn", &rt::fmt::Hex(self.underlay_qpn().into()));
-        d.field(
-            "table_eswitch_owner_vhca_id_valid",
-            &self.table_eswitch_owner_vhca_id_valid(),
-        );
-        d.field(
-            "table_eswitch_owner_vhca_id",
-            &rt::fmt::Hex(self.table_eswitch_owner_vhca_id().into()),
-        );
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (0, 0xffff),
-                (4, 0xffff0000),
-                (8, 0x7fff0000),
-                (12, 0xffffffff),
-                (16, 0xfe0000),
-                (20, 0xff000000),
-                (24, 0xff000000),
-                (28, 0x7fff0000),
-                (32, 0xffffffff),
-                (36, 0xffffffff),
-                (40, 0xffffffff),
-                (44, 0xffffffff),
-                (48, 0xffffffff),
-                (52, 0xffffffff),
-                (56, 0xffffffff),
-                (60, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&SET_FLOW_TABLE_ROOT_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `set_flow_table_root_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `set_flow_table_root_in`: what the decoding `Debug` shows and generic tools read.
 pub const SET_FLOW_TABLE_ROOT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "set_flow_table_root_in",
+    type_name: "SetFlowTableRootIn",
     size: 64,
     fields: &[
         rt::reflect::FieldAccess {
@@ -10184,14 +10446,16 @@ pub const SET_FLOW_TABLE_ROOT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = SetFlowTableRootIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = SetFlowTableRootIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = SetFlowTableRootIn::new_unchecked(b); u64::from(v
+                .opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = SetFlowTableRootIn::new_unchecked(b); v
+                .set_opcode((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -10199,14 +10463,16 @@ pub const SET_FLOW_TABLE_ROOT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = SetFlowTableRootIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = SetFlowTableRootIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = SetFlowTableRootIn::new_unchecked(b); u64::from(v
+                .op_mod()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = SetFlowTableRootIn::new_unchecked(b); v
+                .set_op_mod((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "other_vport",
@@ -10214,14 +10480,16 @@ pub const SET_FLOW_TABLE_ROOT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = SetFlowTableRootIn::new_unchecked(b);
-                u64::from(v.other_vport())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = SetFlowTableRootIn::new_unchecked(b);
-                v.set_other_vport(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = SetFlowTableRootIn::new_unchecked(b); u64::from(v
+                .other_vport()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = SetFlowTableRootIn::new_unchecked(b); v
+                .set_other_vport(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "vport_number",
@@ -10229,14 +10497,16 @@ pub const SET_FLOW_TABLE_ROOT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = SetFlowTableRootIn::new_unchecked(b);
-                u64::from(v.vport_number())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = SetFlowTableRootIn::new_unchecked(b);
-                v.set_vport_number((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = SetFlowTableRootIn::new_unchecked(b); u64::from(v
+                .vport_number()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = SetFlowTableRootIn::new_unchecked(b); v
+                .set_vport_number((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "table_type",
@@ -10244,14 +10514,22 @@ pub const SET_FLOW_TABLE_ROOT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = SetFlowTableRootIn::new_unchecked(b);
-                u64::from(v.table_type_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = SetFlowTableRootIn::new_unchecked(b);
-                v.set_table_type_raw((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "flow_table_type",
+                value_name: |r| match FlowTableType::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = SetFlowTableRootIn::new_unchecked(b); u64::from(v
+                .table_type_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = SetFlowTableRootIn::new_unchecked(b); v
+                .set_table_type_raw((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "table_of_other_vport",
@@ -10259,14 +10537,16 @@ pub const SET_FLOW_TABLE_ROOT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = SetFlowTableRootIn::new_unchecked(b);
-                u64::from(v.table_of_other_vport())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = SetFlowTableRootIn::new_unchecked(b);
-                v.set_table_of_other_vport(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = SetFlowTableRootIn::new_unchecked(b); u64::from(v
+                .table_of_other_vport()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = SetFlowTableRootIn::new_unchecked(b); v
+                .set_table_of_other_vport(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "table_vport_number",
@@ -10274,14 +10554,16 @@ pub const SET_FLOW_TABLE_ROOT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = SetFlowTableRootIn::new_unchecked(b);
-                u64::from(v.table_vport_number())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = SetFlowTableRootIn::new_unchecked(b);
-                v.set_table_vport_number((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = SetFlowTableRootIn::new_unchecked(b); u64::from(v
+                .table_vport_number()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = SetFlowTableRootIn::new_unchecked(b); v
+                .set_table_vport_number((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "table_id",
@@ -10289,14 +10571,16 @@ pub const SET_FLOW_TABLE_ROOT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = SetFlowTableRootIn::new_unchecked(b);
-                u64::from(v.table_id())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = SetFlowTableRootIn::new_unchecked(b);
-                v.set_table_id((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = SetFlowTableRootIn::new_unchecked(b); u64::from(v
+                .table_id()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = SetFlowTableRootIn::new_unchecked(b); v
+                .set_table_id((x & 0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "underlay_qpn",
@@ -10304,14 +10588,16 @@ pub const SET_FLOW_TABLE_ROOT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = SetFlowTableRootIn::new_unchecked(b);
-                u64::from(v.underlay_qpn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = SetFlowTableRootIn::new_unchecked(b);
-                v.set_underlay_qpn((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = SetFlowTableRootIn::new_unchecked(b); u64::from(v
+                .underlay_qpn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = SetFlowTableRootIn::new_unchecked(b); v
+                .set_underlay_qpn((x & 0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "table_eswitch_owner_vhca_id_valid",
@@ -10319,14 +10605,16 @@ pub const SET_FLOW_TABLE_ROOT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = SetFlowTableRootIn::new_unchecked(b);
-                u64::from(v.table_eswitch_owner_vhca_id_valid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = SetFlowTableRootIn::new_unchecked(b);
-                v.set_table_eswitch_owner_vhca_id_valid(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = SetFlowTableRootIn::new_unchecked(b); u64::from(v
+                .table_eswitch_owner_vhca_id_valid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = SetFlowTableRootIn::new_unchecked(b); v
+                .set_table_eswitch_owner_vhca_id_valid(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "table_eswitch_owner_vhca_id",
@@ -10334,21 +10622,46 @@ pub const SET_FLOW_TABLE_ROOT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = SetFlowTableRootIn::new_unchecked(b);
-                u64::from(v.table_eswitch_owner_vhca_id())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = SetFlowTableRootIn::new_unchecked(b);
-                v.set_table_eswitch_owner_vhca_id((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = SetFlowTableRootIn::new_unchecked(b); u64::from(v
+                .table_eswitch_owner_vhca_id()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = SetFlowTableRootIn::new_unchecked(b); v
+                .set_table_eswitch_owner_vhca_id((x & 0xffff) as u16); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[
+        (0, 0xffff),
+        (4, 0xffff0000),
+        (8, 0x7fff0000),
+        (12, 0xffffffff),
+        (16, 0xfe0000),
+        (20, 0xff000000),
+        (24, 0xff000000),
+        (28, 0x7fff0000),
+        (32, 0xffffffff),
+        (36, 0xffffffff),
+        (40, 0xffffffff),
+        (44, 0xffffffff),
+        (48, 0xffffffff),
+        (52, 0xffffffff),
+        (56, 0xffffffff),
+        (60, 0xffffffff),
+    ],
 };
 /// Output of SET_FLOW_TABLE_ROOT.
 ///
 /// PRM layout `set_flow_table_root_out`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct SetFlowTableRootOut<B = [u8; 16]> {
     buf: B,
@@ -10397,23 +10710,17 @@ impl<B: rt::BytesMut> SetFlowTableRootOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for SetFlowTableRootOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(SetFlowTableRootOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&SET_FLOW_TABLE_ROOT_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `set_flow_table_root_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `set_flow_table_root_out`: what the decoding `Debug` shows and generic tools read.
 pub const SET_FLOW_TABLE_ROOT_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "set_flow_table_root_out",
+    type_name: "SetFlowTableRootOut",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -10422,14 +10729,16 @@ pub const SET_FLOW_TABLE_ROOT_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflec
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = SetFlowTableRootOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = SetFlowTableRootOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = SetFlowTableRootOut::new_unchecked(b); u64::from(v
+                .status()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = SetFlowTableRootOut::new_unchecked(b); v
+                .set_status((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -10437,21 +10746,33 @@ pub const SET_FLOW_TABLE_ROOT_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflec
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = SetFlowTableRootOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = SetFlowTableRootOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = SetFlowTableRootOut::new_unchecked(b); u64::from(v
+                .syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = SetFlowTableRootOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
 };
 /// Input of DESTROY_FLOW_TABLE, which names the table by its type and id.
 ///
 /// PRM layout `destroy_flow_table_in`: 0x40 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x08 | 31 | `other_vport` |
+/// | 0x08 | 15:0 | `vport_number` |
+/// | 0x10 | 31:24 | `table_type` |
+/// | 0x14 | 23:0 | `table_id` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct DestroyFlowTableIn<B = [u8; 64]> {
     buf: B,
@@ -10583,44 +10904,17 @@ impl<B: rt::BytesMut> DestroyFlowTableIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for DestroyFlowTableIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(DestroyFlowTableIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("other_vport", &self.other_vport());
-        d.field("vport_number", &rt::fmt::Hex(self.vport_number().into()));
-        d.field("table_type", &rt::fmt::EnumValue(self.table_type()));
-        d.field("table_id", &rt::fmt::Hex(self.table_id().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (0, 0xffff),
-                (4, 0xffff0000),
-                (8, 0x7fff0000),
-                (12, 0xffffffff),
-                (16, 0xffffff),
-                (20, 0xff000000),
-                (24, 0xffffffff),
-                (28, 0xffffffff),
-                (32, 0xffffffff),
-                (36, 0xffffffff),
-                (40, 0xffffffff),
-                (44, 0xffffffff),
-                (48, 0xffffffff),
-                (52, 0xffffffff),
-                (56, 0xffffffff),
-                (60, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DESTROY_FLOW_TABLE_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `destroy_flow_table_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `destroy_flow_table_in`: what the decoding `Debug` shows and generic tools read.
 pub const DESTROY_FLOW_TABLE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "destroy_flow_table_in",
+    type_name: "DestroyFlowTableIn",
     size: 64,
     fields: &[
         rt::reflect::FieldAccess {
@@ -10629,14 +10923,16 @@ pub const DESTROY_FLOW_TABLE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyFlowTableIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyFlowTableIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyFlowTableIn::new_unchecked(b); u64::from(v
+                .opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyFlowTableIn::new_unchecked(b); v
+                .set_opcode((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -10644,14 +10940,16 @@ pub const DESTROY_FLOW_TABLE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyFlowTableIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyFlowTableIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyFlowTableIn::new_unchecked(b); u64::from(v
+                .op_mod()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyFlowTableIn::new_unchecked(b); v
+                .set_op_mod((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "other_vport",
@@ -10659,14 +10957,16 @@ pub const DESTROY_FLOW_TABLE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyFlowTableIn::new_unchecked(b);
-                u64::from(v.other_vport())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyFlowTableIn::new_unchecked(b);
-                v.set_other_vport(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyFlowTableIn::new_unchecked(b); u64::from(v
+                .other_vport()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyFlowTableIn::new_unchecked(b); v
+                .set_other_vport(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "vport_number",
@@ -10674,14 +10974,16 @@ pub const DESTROY_FLOW_TABLE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyFlowTableIn::new_unchecked(b);
-                u64::from(v.vport_number())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyFlowTableIn::new_unchecked(b);
-                v.set_vport_number((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyFlowTableIn::new_unchecked(b); u64::from(v
+                .vport_number()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyFlowTableIn::new_unchecked(b); v
+                .set_vport_number((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "table_type",
@@ -10689,14 +10991,22 @@ pub const DESTROY_FLOW_TABLE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyFlowTableIn::new_unchecked(b);
-                u64::from(v.table_type_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyFlowTableIn::new_unchecked(b);
-                v.set_table_type_raw((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "flow_table_type",
+                value_name: |r| match FlowTableType::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyFlowTableIn::new_unchecked(b); u64::from(v
+                .table_type_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyFlowTableIn::new_unchecked(b); v
+                .set_table_type_raw((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "table_id",
@@ -10704,21 +11014,46 @@ pub const DESTROY_FLOW_TABLE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyFlowTableIn::new_unchecked(b);
-                u64::from(v.table_id())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyFlowTableIn::new_unchecked(b);
-                v.set_table_id((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyFlowTableIn::new_unchecked(b); u64::from(v
+                .table_id()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyFlowTableIn::new_unchecked(b); v
+                .set_table_id((x & 0xffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[
+        (0, 0xffff),
+        (4, 0xffff0000),
+        (8, 0x7fff0000),
+        (12, 0xffffffff),
+        (16, 0xffffff),
+        (20, 0xff000000),
+        (24, 0xffffffff),
+        (28, 0xffffffff),
+        (32, 0xffffffff),
+        (36, 0xffffffff),
+        (40, 0xffffffff),
+        (44, 0xffffffff),
+        (48, 0xffffffff),
+        (52, 0xffffffff),
+        (56, 0xffffffff),
+        (60, 0xffffffff),
+    ],
 };
 /// Output of DESTROY_FLOW_TABLE.
 ///
 /// PRM layout `destroy_flow_table_out`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct DestroyFlowTableOut<B = [u8; 16]> {
     buf: B,
@@ -10767,23 +11102,17 @@ impl<B: rt::BytesMut> DestroyFlowTableOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for DestroyFlowTableOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(DestroyFlowTableOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DESTROY_FLOW_TABLE_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `destroy_flow_table_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `destroy_flow_table_out`: what the decoding `Debug` shows and generic tools read.
 pub const DESTROY_FLOW_TABLE_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "destroy_flow_table_out",
+    type_name: "DestroyFlowTableOut",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -10792,14 +11121,16 @@ pub const DESTROY_FLOW_TABLE_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyFlowTableOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyFlowTableOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyFlowTableOut::new_unchecked(b); u64::from(v
+                .status()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyFlowTableOut::new_unchecked(b); v
+                .set_status((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -10807,21 +11138,34 @@ pub const DESTROY_FLOW_TABLE_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyFlowTableOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyFlowTableOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyFlowTableOut::new_unchecked(b); u64::from(v
+                .syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyFlowTableOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
 };
 /// Input of DESTROY_FLOW_GROUP, which names the group and the table it was created in.
 ///
 /// PRM layout `destroy_flow_group_in`: 0x40 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x08 | 31 | `other_vport` |
+/// | 0x08 | 15:0 | `vport_number` |
+/// | 0x10 | 31:24 | `table_type` |
+/// | 0x14 | 23:0 | `table_id` |
+/// | 0x18 | 31:0 | `group_id` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct DestroyFlowGroupIn<B = [u8; 64]> {
     buf: B,
@@ -10968,44 +11312,17 @@ impl<B: rt::BytesMut> DestroyFlowGroupIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for DestroyFlowGroupIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(DestroyFlowGroupIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("other_vport", &self.other_vport());
-        d.field("vport_number", &rt::fmt::Hex(self.vport_number().into()));
-        d.field("table_type", &rt::fmt::EnumValue(self.table_type()));
-        d.field("table_id", &rt::fmt::Hex(self.table_id().into()));
-        d.field("group_id", &rt::fmt::Hex(self.group_id().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (0, 0xffff),
-                (4, 0xffff0000),
-                (8, 0x7fff0000),
-                (12, 0xffffffff),
-                (16, 0xffffff),
-                (20, 0xff000000),
-                (28, 0xffffffff),
-                (32, 0xffffffff),
-                (36, 0xffffffff),
-                (40, 0xffffffff),
-                (44, 0xffffffff),
-                (48, 0xffffffff),
-                (52, 0xffffffff),
-                (56, 0xffffffff),
-                (60, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DESTROY_FLOW_GROUP_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `destroy_flow_group_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `destroy_flow_group_in`: what the decoding `Debug` shows and generic tools read.
 pub const DESTROY_FLOW_GROUP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "destroy_flow_group_in",
+    type_name: "DestroyFlowGroupIn",
     size: 64,
     fields: &[
         rt::reflect::FieldAccess {
@@ -11014,14 +11331,16 @@ pub const DESTROY_FLOW_GROUP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyFlowGroupIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyFlowGroupIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyFlowGroupIn::new_unchecked(b); u64::from(v
+                .opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyFlowGroupIn::new_unchecked(b); v
+                .set_opcode((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -11029,14 +11348,16 @@ pub const DESTROY_FLOW_GROUP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyFlowGroupIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyFlowGroupIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyFlowGroupIn::new_unchecked(b); u64::from(v
+                .op_mod()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyFlowGroupIn::new_unchecked(b); v
+                .set_op_mod((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "other_vport",
@@ -11044,14 +11365,16 @@ pub const DESTROY_FLOW_GROUP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyFlowGroupIn::new_unchecked(b);
-                u64::from(v.other_vport())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyFlowGroupIn::new_unchecked(b);
-                v.set_other_vport(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyFlowGroupIn::new_unchecked(b); u64::from(v
+                .other_vport()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyFlowGroupIn::new_unchecked(b); v
+                .set_other_vport(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "vport_number",
@@ -11059,14 +11382,16 @@ pub const DESTROY_FLOW_GROUP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyFlowGroupIn::new_unchecked(b);
-                u64::from(v.vport_number())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyFlowGroupIn::new_unchecked(b);
-                v.set_vport_number((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyFlowGroupIn::new_unchecked(b); u64::from(v
+                .vport_number()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyFlowGroupIn::new_unchecked(b); v
+                .set_vport_number((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "table_type",
@@ -11074,14 +11399,22 @@ pub const DESTROY_FLOW_GROUP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyFlowGroupIn::new_unchecked(b);
-                u64::from(v.table_type_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyFlowGroupIn::new_unchecked(b);
-                v.set_table_type_raw((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "flow_table_type",
+                value_name: |r| match FlowTableType::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyFlowGroupIn::new_unchecked(b); u64::from(v
+                .table_type_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyFlowGroupIn::new_unchecked(b); v
+                .set_table_type_raw((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "table_id",
@@ -11089,14 +11422,16 @@ pub const DESTROY_FLOW_GROUP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyFlowGroupIn::new_unchecked(b);
-                u64::from(v.table_id())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyFlowGroupIn::new_unchecked(b);
-                v.set_table_id((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyFlowGroupIn::new_unchecked(b); u64::from(v
+                .table_id()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyFlowGroupIn::new_unchecked(b); v
+                .set_table_id((x & 0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "group_id",
@@ -11104,21 +11439,45 @@ pub const DESTROY_FLOW_GROUP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyFlowGroupIn::new_unchecked(b);
-                u64::from(v.group_id())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyFlowGroupIn::new_unchecked(b);
-                v.set_group_id((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyFlowGroupIn::new_unchecked(b); u64::from(v
+                .group_id()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyFlowGroupIn::new_unchecked(b); v
+                .set_group_id((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[
+        (0, 0xffff),
+        (4, 0xffff0000),
+        (8, 0x7fff0000),
+        (12, 0xffffffff),
+        (16, 0xffffff),
+        (20, 0xff000000),
+        (28, 0xffffffff),
+        (32, 0xffffffff),
+        (36, 0xffffffff),
+        (40, 0xffffffff),
+        (44, 0xffffffff),
+        (48, 0xffffffff),
+        (52, 0xffffffff),
+        (56, 0xffffffff),
+        (60, 0xffffffff),
+    ],
 };
 /// Output of DESTROY_FLOW_GROUP.
 ///
 /// PRM layout `destroy_flow_group_out`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct DestroyFlowGroupOut<B = [u8; 16]> {
     buf: B,
@@ -11167,23 +11526,17 @@ impl<B: rt::BytesMut> DestroyFlowGroupOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for DestroyFlowGroupOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(DestroyFlowGroupOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DESTROY_FLOW_GROUP_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `destroy_flow_group_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `destroy_flow_group_out`: what the decoding `Debug` shows and generic tools read.
 pub const DESTROY_FLOW_GROUP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "destroy_flow_group_out",
+    type_name: "DestroyFlowGroupOut",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -11192,14 +11545,16 @@ pub const DESTROY_FLOW_GROUP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyFlowGroupOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyFlowGroupOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyFlowGroupOut::new_unchecked(b); u64::from(v
+                .status()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyFlowGroupOut::new_unchecked(b); v
+                .set_status((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -11207,21 +11562,34 @@ pub const DESTROY_FLOW_GROUP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyFlowGroupOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyFlowGroupOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyFlowGroupOut::new_unchecked(b); u64::from(v
+                .syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyFlowGroupOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
 };
 /// Input of DELETE_FTE, which names the entry by its table and index.
 ///
 /// PRM layout `delete_fte_in`: 0x40 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x08 | 31 | `other_vport` |
+/// | 0x08 | 15:0 | `vport_number` |
+/// | 0x10 | 31:24 | `table_type` |
+/// | 0x14 | 23:0 | `table_id` |
+/// | 0x20 | 31:0 | `flow_index` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct DeleteFteIn<B = [u8; 64]> {
     buf: B,
@@ -11368,44 +11736,17 @@ impl<B: rt::BytesMut> DeleteFteIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for DeleteFteIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(DeleteFteIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("other_vport", &self.other_vport());
-        d.field("vport_number", &rt::fmt::Hex(self.vport_number().into()));
-        d.field("table_type", &rt::fmt::EnumValue(self.table_type()));
-        d.field("table_id", &rt::fmt::Hex(self.table_id().into()));
-        d.field("flow_index", &rt::fmt::Hex(self.flow_index().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (0, 0xffff),
-                (4, 0xffff0000),
-                (8, 0x7fff0000),
-                (12, 0xffffffff),
-                (16, 0xffffff),
-                (20, 0xff000000),
-                (24, 0xffffffff),
-                (28, 0xffffffff),
-                (36, 0xffffffff),
-                (40, 0xffffffff),
-                (44, 0xffffffff),
-                (48, 0xffffffff),
-                (52, 0xffffffff),
-                (56, 0xffffffff),
-                (60, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DELETE_FTE_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `delete_fte_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `delete_fte_in`: what the decoding `Debug` shows and generic tools read.
 pub const DELETE_FTE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "delete_fte_in",
+    type_name: "DeleteFteIn",
     size: 64,
     fields: &[
         rt::reflect::FieldAccess {
@@ -11414,14 +11755,15 @@ pub const DELETE_FTE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DeleteFteIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DeleteFteIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DeleteFteIn::new_unchecked(b); u64::from(v.opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DeleteFteIn::new_unchecked(b); v.set_opcode((x
+                & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -11429,14 +11771,15 @@ pub const DELETE_FTE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DeleteFteIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DeleteFteIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DeleteFteIn::new_unchecked(b); u64::from(v.op_mod()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DeleteFteIn::new_unchecked(b); v.set_op_mod((x
+                & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "other_vport",
@@ -11444,14 +11787,16 @@ pub const DELETE_FTE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DeleteFteIn::new_unchecked(b);
-                u64::from(v.other_vport())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DeleteFteIn::new_unchecked(b);
-                v.set_other_vport(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DeleteFteIn::new_unchecked(b); u64::from(v
+                .other_vport()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DeleteFteIn::new_unchecked(b); v
+                .set_other_vport(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "vport_number",
@@ -11459,14 +11804,16 @@ pub const DELETE_FTE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DeleteFteIn::new_unchecked(b);
-                u64::from(v.vport_number())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DeleteFteIn::new_unchecked(b);
-                v.set_vport_number((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DeleteFteIn::new_unchecked(b); u64::from(v
+                .vport_number()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DeleteFteIn::new_unchecked(b); v
+                .set_vport_number((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "table_type",
@@ -11474,14 +11821,22 @@ pub const DELETE_FTE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DeleteFteIn::new_unchecked(b);
-                u64::from(v.table_type_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DeleteFteIn::new_unchecked(b);
-                v.set_table_type_raw((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "flow_table_type",
+                value_name: |r| match FlowTableType::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DeleteFteIn::new_unchecked(b); u64::from(v
+                .table_type_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DeleteFteIn::new_unchecked(b); v
+                .set_table_type_raw((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "table_id",
@@ -11489,14 +11844,16 @@ pub const DELETE_FTE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DeleteFteIn::new_unchecked(b);
-                u64::from(v.table_id())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DeleteFteIn::new_unchecked(b);
-                v.set_table_id((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DeleteFteIn::new_unchecked(b); u64::from(v.table_id())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DeleteFteIn::new_unchecked(b); v
+                .set_table_id((x & 0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "flow_index",
@@ -11504,21 +11861,45 @@ pub const DELETE_FTE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DeleteFteIn::new_unchecked(b);
-                u64::from(v.flow_index())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DeleteFteIn::new_unchecked(b);
-                v.set_flow_index((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DeleteFteIn::new_unchecked(b); u64::from(v
+                .flow_index()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DeleteFteIn::new_unchecked(b); v
+                .set_flow_index((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[
+        (0, 0xffff),
+        (4, 0xffff0000),
+        (8, 0x7fff0000),
+        (12, 0xffffffff),
+        (16, 0xffffff),
+        (20, 0xff000000),
+        (24, 0xffffffff),
+        (28, 0xffffffff),
+        (36, 0xffffffff),
+        (40, 0xffffffff),
+        (44, 0xffffffff),
+        (48, 0xffffffff),
+        (52, 0xffffffff),
+        (56, 0xffffffff),
+        (60, 0xffffffff),
+    ],
 };
 /// Output of DELETE_FTE.
 ///
 /// PRM layout `delete_fte_out`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct DeleteFteOut<B = [u8; 16]> {
     buf: B,
@@ -11567,23 +11948,17 @@ impl<B: rt::BytesMut> DeleteFteOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for DeleteFteOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(DeleteFteOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DELETE_FTE_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `delete_fte_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `delete_fte_out`: what the decoding `Debug` shows and generic tools read.
 pub const DELETE_FTE_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "delete_fte_out",
+    type_name: "DeleteFteOut",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -11592,14 +11967,16 @@ pub const DELETE_FTE_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DeleteFteOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DeleteFteOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DeleteFteOut::new_unchecked(b); u64::from(v.status())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DeleteFteOut::new_unchecked(b); v.set_status((x
+                & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -11607,17 +11984,20 @@ pub const DELETE_FTE_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DeleteFteOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DeleteFteOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DeleteFteOut::new_unchecked(b); u64::from(v
+                .syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DeleteFteOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
 };
 /// A 16-byte IP address slot of a match set, read as IPv6 or IPv4 depending on the packet's IP version.
 ///
@@ -11669,34 +12049,32 @@ impl<B: rt::BytesMut> Ipv6LayoutIpv4LayoutAuto<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for Ipv6LayoutIpv4LayoutAuto<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut head = [0u8; 16];
-        let n = head.len().min(self.buf.len());
-        self.buf.read_bytes(0, &mut head[..n]);
-        f.debug_struct(stringify!(Ipv6LayoutIpv4LayoutAuto))
-            .field("bytes", &self.buf.len())
-            .field("head", &rt::fmt::HexBytes(&head[..n]))
-            .finish()
+        rt::reflect::debug_union(f, &IPV6_LAYOUT_IPV4_LAYOUT_AUTO_ACCESS, &self.buf)
     }
 }
-#[cfg(feature = "reflect")]
-/// The members of union `ipv6_layout_ipv4_layout_auto` and the field that selects one, for generic tools.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// The members of union `ipv6_layout_ipv4_layout_auto` and the field that selects one: what the decoding `Debug` and generic tools read.
 pub const IPV6_LAYOUT_IPV4_LAYOUT_AUTO_ACCESS: rt::reflect::UnionAccess = rt::reflect::UnionAccess {
     name: "ipv6_layout_ipv4_layout_auto",
+    type_name: "Ipv6LayoutIpv4LayoutAuto",
     size: 16,
     members: &[
         rt::reflect::UnionMemberAccess {
             name: "ipv6_simple_layout",
             layout: "ipv6_simple_layout",
+            table: &IPV6_SIMPLE_LAYOUT_ACCESS,
             when: None,
         },
         rt::reflect::UnionMemberAccess {
             name: "ipv6_layout",
             layout: "ipv6_layout",
+            table: &IPV6_LAYOUT_ACCESS,
             when: None,
         },
         rt::reflect::UnionMemberAccess {
             name: "ipv4_layout",
             layout: "ipv4_layout",
+            table: &IPV4_LAYOUT_ACCESS,
             when: None,
         },
     ],
@@ -11741,29 +12119,26 @@ impl<B: rt::BytesMut> GreKey<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for GreKey<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut head = [0u8; 16];
-        let n = head.len().min(self.buf.len());
-        self.buf.read_bytes(0, &mut head[..n]);
-        f.debug_struct(stringify!(GreKey))
-            .field("bytes", &self.buf.len())
-            .field("head", &rt::fmt::HexBytes(&head[..n]))
-            .finish()
+        rt::reflect::debug_union(f, &GRE_KEY_ACCESS, &self.buf)
     }
 }
-#[cfg(feature = "reflect")]
-/// The members of union `gre_key` and the field that selects one, for generic tools.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// The members of union `gre_key` and the field that selects one: what the decoding `Debug` and generic tools read.
 pub const GRE_KEY_ACCESS: rt::reflect::UnionAccess = rt::reflect::UnionAccess {
     name: "gre_key",
+    type_name: "GreKey",
     size: 4,
     members: &[
         rt::reflect::UnionMemberAccess {
             name: "nvgre",
             layout: "nvgre_key",
+            table: &NVGRE_KEY_ACCESS,
             when: None,
         },
         rt::reflect::UnionMemberAccess {
             name: "key",
             layout: "gre_key_key",
+            table: &GRE_KEY_KEY_ACCESS,
             when: None,
         },
     ],
@@ -11797,24 +12172,20 @@ impl<B: rt::BytesMut> ExeAsoCtrl<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for ExeAsoCtrl<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut head = [0u8; 16];
-        let n = head.len().min(self.buf.len());
-        self.buf.read_bytes(0, &mut head[..n]);
-        f.debug_struct(stringify!(ExeAsoCtrl))
-            .field("bytes", &self.buf.len())
-            .field("head", &rt::fmt::HexBytes(&head[..n]))
-            .finish()
+        rt::reflect::debug_union(f, &EXE_ASO_CTRL_ACCESS, &self.buf)
     }
 }
-#[cfg(feature = "reflect")]
-/// The members of union `exe_aso_ctrl` and the field that selects one, for generic tools.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// The members of union `exe_aso_ctrl` and the field that selects one: what the decoding `Debug` and generic tools read.
 pub const EXE_ASO_CTRL_ACCESS: rt::reflect::UnionAccess = rt::reflect::UnionAccess {
     name: "exe_aso_ctrl",
+    type_name: "ExeAsoCtrl",
     size: 4,
     members: &[
         rt::reflect::UnionMemberAccess {
             name: "exe_aso_ctrl_flow_meter",
             layout: "exe_aso_ctrl_flow_meter",
+            table: &EXE_ASO_CTRL_FLOW_METER_ACCESS,
             when: None,
         },
     ],
@@ -11861,29 +12232,30 @@ impl<B: rt::BytesMut> DestFormatStructFlowCounterListAuto<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for DestFormatStructFlowCounterListAuto<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut head = [0u8; 16];
-        let n = head.len().min(self.buf.len());
-        self.buf.read_bytes(0, &mut head[..n]);
-        f.debug_struct(stringify!(DestFormatStructFlowCounterListAuto))
-            .field("bytes", &self.buf.len())
-            .field("head", &rt::fmt::HexBytes(&head[..n]))
-            .finish()
+        rt::reflect::debug_union(
+            f,
+            &DEST_FORMAT_STRUCT_FLOW_COUNTER_LIST_AUTO_ACCESS,
+            &self.buf,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// The members of union `dest_format_struct_flow_counter_list_auto` and the field that selects one, for generic tools.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// The members of union `dest_format_struct_flow_counter_list_auto` and the field that selects one: what the decoding `Debug` and generic tools read.
 pub const DEST_FORMAT_STRUCT_FLOW_COUNTER_LIST_AUTO_ACCESS: rt::reflect::UnionAccess = rt::reflect::UnionAccess {
     name: "dest_format_struct_flow_counter_list_auto",
+    type_name: "DestFormatStructFlowCounterListAuto",
     size: 16,
     members: &[
         rt::reflect::UnionMemberAccess {
             name: "extended_dest_format",
             layout: "extended_dest_format",
+            table: &EXTENDED_DEST_FORMAT_ACCESS,
             when: None,
         },
         rt::reflect::UnionMemberAccess {
             name: "flow_counter_list",
             layout: "flow_counter_list",
+            table: &FLOW_COUNTER_LIST_ACCESS,
             when: None,
         },
     ],

@@ -9,6 +9,28 @@ use crate::rt::{self, Bytes as _, BytesMut as _};
 /// NIC flow-table capability page: a few device-wide bits and one property block per steering domain (receive, RDMA receive, receive sniffer, transmit, RDMA transmit, transmit sniffer).
 ///
 /// PRM layout `flow_table_nic_cap`: 0x1000 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31 | `nic_rx_multi_path_tirs` |
+/// | 0x00 | 30 | `nic_rx_multi_path_tirs_fts` |
+/// | 0x00 | 29 | `allow_sniffer_and_nic_rx_shared_tir` |
+/// | 0x00 | 24 | `sw_owner_reformat_supported` |
+/// | 0x04 | 31 | `encap_general_header` |
+/// | 0x04 | 20:16 | `log_max_packet_reformat_context` |
+/// | 0x04 | 9:0 | `max_encap_header_size` |
+/// | 0x40..0x80 | — | `flow_table_properties_nic_receive` |
+/// | 0x80..0xc0 | — | `flow_table_properties_nic_receive_rdma` |
+/// | 0xc0..0x100 | — | `flow_table_properties_nic_receive_sniffer` |
+/// | 0x100..0x140 | — | `flow_table_properties_nic_transmit` |
+/// | 0x140..0x180 | — | `flow_table_properties_nic_transmit_rdma` |
+/// | 0x180..0x1c0 | — | `flow_table_properties_nic_transmit_sniffer` |
+/// | 0x280..0x290 | — | `ft_field_support_2_nic_receive` |
+/// | 0x2a0..0x2b0 | — | `ft_field_support_2_nic_receive_rdma` |
+/// | 0x300..0x310 | — | `ft_field_support_2_nic_transmit_rdma` |
+/// | 0x400 | 63:0 | `sw_steering_nic_rx_action_drop_icm_address` |
+/// | 0x408 | 63:0 | `sw_steering_nic_tx_action_drop_icm_address` |
+/// | 0x410 | 63:0 | `sw_steering_nic_tx_action_allow_icm_address` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct FlowTableNicCap<B = [u8; 4096]> {
     buf: B,
@@ -464,996 +486,17 @@ impl<B: rt::BytesMut> FlowTableNicCap<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for FlowTableNicCap<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(FlowTableNicCap));
-        d.field("nic_rx_multi_path_tirs", &self.nic_rx_multi_path_tirs());
-        d.field("nic_rx_multi_path_tirs_fts", &self.nic_rx_multi_path_tirs_fts());
-        d.field(
-            "allow_sniffer_and_nic_rx_shared_tir",
-            &self.allow_sniffer_and_nic_rx_shared_tir(),
-        );
-        d.field("sw_owner_reformat_supported", &self.sw_owner_reformat_supported());
-        d.field("encap_general_header", &self.encap_general_header());
-        d.field(
-            "log_max_packet_reformat_context",
-            &rt::fmt::Hex(self.log_max_packet_reformat_context().into()),
-        );
-        d.field(
-            "max_encap_header_size",
-            &rt::fmt::Hex(self.max_encap_header_size().into()),
-        );
-        d.field(
-            "flow_table_properties_nic_receive",
-            &self.flow_table_properties_nic_receive(),
-        );
-        d.field(
-            "flow_table_properties_nic_receive_rdma",
-            &self.flow_table_properties_nic_receive_rdma(),
-        );
-        d.field(
-            "flow_table_properties_nic_receive_sniffer",
-            &self.flow_table_properties_nic_receive_sniffer(),
-        );
-        d.field(
-            "flow_table_properties_nic_transmit",
-            &self.flow_table_properties_nic_transmit(),
-        );
-        d.field(
-            "flow_table_properties_nic_transmit_rdma",
-            &self.flow_table_properties_nic_transmit_rdma(),
-        );
-        d.field(
-            "flow_table_properties_nic_transmit_sniffer",
-            &self.flow_table_properties_nic_transmit_sniffer(),
-        );
-        d.field(
-            "ft_field_support_2_nic_receive",
-            &self.ft_field_support_2_nic_receive(),
-        );
-        d.field(
-            "ft_field_support_2_nic_receive_rdma",
-            &self.ft_field_support_2_nic_receive_rdma(),
-        );
-        d.field(
-            "ft_field_support_2_nic_transmit_rdma",
-            &self.ft_field_support_2_nic_transmit_rdma(),
-        );
-        d.field(
-            "sw_steering_nic_rx_action_drop_icm_address",
-            &rt::fmt::Hex(self.sw_steering_nic_rx_action_drop_icm_address().into()),
-        );
-        d.field(
-            "sw_steering_nic_tx_action_drop_icm_address",
-            &rt::fmt::Hex(self.sw_steering_nic_tx_action_drop_icm_address().into()),
-        );
-        d.field(
-            "sw_steering_nic_tx_action_allow_icm_address",
-            &rt::fmt::Hex(self.sw_steering_nic_tx_action_allow_icm_address().into()),
-        );
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (0, 0x1effffff),
-                (4, 0x7fe0fc00),
-                (8, 0xffffffff),
-                (12, 0xffffffff),
-                (16, 0xffffffff),
-                (20, 0xffffffff),
-                (24, 0xffffffff),
-                (28, 0xffffffff),
-                (32, 0xffffffff),
-                (36, 0xffffffff),
-                (40, 0xffffffff),
-                (44, 0xffffffff),
-                (48, 0xffffffff),
-                (52, 0xffffffff),
-                (56, 0xffffffff),
-                (60, 0xffffffff),
-                (448, 0xffffffff),
-                (452, 0xffffffff),
-                (456, 0xffffffff),
-                (460, 0xffffffff),
-                (464, 0xffffffff),
-                (468, 0xffffffff),
-                (472, 0xffffffff),
-                (476, 0xffffffff),
-                (480, 0xffffffff),
-                (484, 0xffffffff),
-                (488, 0xffffffff),
-                (492, 0xffffffff),
-                (496, 0xffffffff),
-                (500, 0xffffffff),
-                (504, 0xffffffff),
-                (508, 0xffffffff),
-                (512, 0xffffffff),
-                (516, 0xffffffff),
-                (520, 0xffffffff),
-                (524, 0xffffffff),
-                (528, 0xffffffff),
-                (532, 0xffffffff),
-                (536, 0xffffffff),
-                (540, 0xffffffff),
-                (544, 0xffffffff),
-                (548, 0xffffffff),
-                (552, 0xffffffff),
-                (556, 0xffffffff),
-                (560, 0xffffffff),
-                (564, 0xffffffff),
-                (568, 0xffffffff),
-                (572, 0xffffffff),
-                (576, 0xffffffff),
-                (580, 0xffffffff),
-                (584, 0xffffffff),
-                (588, 0xffffffff),
-                (592, 0xffffffff),
-                (596, 0xffffffff),
-                (600, 0xffffffff),
-                (604, 0xffffffff),
-                (608, 0xffffffff),
-                (612, 0xffffffff),
-                (616, 0xffffffff),
-                (620, 0xffffffff),
-                (624, 0xffffffff),
-                (628, 0xffffffff),
-                (632, 0xffffffff),
-                (636, 0xffffffff),
-                (656, 0xffffffff),
-                (660, 0xffffffff),
-                (664, 0xffffffff),
-                (668, 0xffffffff),
-                (688, 0xffffffff),
-                (692, 0xffffffff),
-                (696, 0xffffffff),
-                (700, 0xffffffff),
-                (704, 0xffffffff),
-                (708, 0xffffffff),
-                (712, 0xffffffff),
-                (716, 0xffffffff),
-                (720, 0xffffffff),
-                (724, 0xffffffff),
-                (728, 0xffffffff),
-                (732, 0xffffffff),
-                (736, 0xffffffff),
-                (740, 0xffffffff),
-                (744, 0xffffffff),
-                (748, 0xffffffff),
-                (752, 0xffffffff),
-                (756, 0xffffffff),
-                (760, 0xffffffff),
-                (764, 0xffffffff),
-                (784, 0xffffffff),
-                (788, 0xffffffff),
-                (792, 0xffffffff),
-                (796, 0xffffffff),
-                (800, 0xffffffff),
-                (804, 0xffffffff),
-                (808, 0xffffffff),
-                (812, 0xffffffff),
-                (816, 0xffffffff),
-                (820, 0xffffffff),
-                (824, 0xffffffff),
-                (828, 0xffffffff),
-                (832, 0xffffffff),
-                (836, 0xffffffff),
-                (840, 0xffffffff),
-                (844, 0xffffffff),
-                (848, 0xffffffff),
-                (852, 0xffffffff),
-                (856, 0xffffffff),
-                (860, 0xffffffff),
-                (864, 0xffffffff),
-                (868, 0xffffffff),
-                (872, 0xffffffff),
-                (876, 0xffffffff),
-                (880, 0xffffffff),
-                (884, 0xffffffff),
-                (888, 0xffffffff),
-                (892, 0xffffffff),
-                (896, 0xffffffff),
-                (900, 0xffffffff),
-                (904, 0xffffffff),
-                (908, 0xffffffff),
-                (912, 0xffffffff),
-                (916, 0xffffffff),
-                (920, 0xffffffff),
-                (924, 0xffffffff),
-                (928, 0xffffffff),
-                (932, 0xffffffff),
-                (936, 0xffffffff),
-                (940, 0xffffffff),
-                (944, 0xffffffff),
-                (948, 0xffffffff),
-                (952, 0xffffffff),
-                (956, 0xffffffff),
-                (960, 0xffffffff),
-                (964, 0xffffffff),
-                (968, 0xffffffff),
-                (972, 0xffffffff),
-                (976, 0xffffffff),
-                (980, 0xffffffff),
-                (984, 0xffffffff),
-                (988, 0xffffffff),
-                (992, 0xffffffff),
-                (996, 0xffffffff),
-                (1000, 0xffffffff),
-                (1004, 0xffffffff),
-                (1008, 0xffffffff),
-                (1012, 0xffffffff),
-                (1016, 0xffffffff),
-                (1020, 0xffffffff),
-                (1048, 0xffffffff),
-                (1052, 0xffffffff),
-                (1056, 0xffffffff),
-                (1060, 0xffffffff),
-                (1064, 0xffffffff),
-                (1068, 0xffffffff),
-                (1072, 0xffffffff),
-                (1076, 0xffffffff),
-                (1080, 0xffffffff),
-                (1084, 0xffffffff),
-                (1088, 0xffffffff),
-                (1092, 0xffffffff),
-                (1096, 0xffffffff),
-                (1100, 0xffffffff),
-                (1104, 0xffffffff),
-                (1108, 0xffffffff),
-                (1112, 0xffffffff),
-                (1116, 0xffffffff),
-                (1120, 0xffffffff),
-                (1124, 0xffffffff),
-                (1128, 0xffffffff),
-                (1132, 0xffffffff),
-                (1136, 0xffffffff),
-                (1140, 0xffffffff),
-                (1144, 0xffffffff),
-                (1148, 0xffffffff),
-                (1152, 0xffffffff),
-                (1156, 0xffffffff),
-                (1160, 0xffffffff),
-                (1164, 0xffffffff),
-                (1168, 0xffffffff),
-                (1172, 0xffffffff),
-                (1176, 0xffffffff),
-                (1180, 0xffffffff),
-                (1184, 0xffffffff),
-                (1188, 0xffffffff),
-                (1192, 0xffffffff),
-                (1196, 0xffffffff),
-                (1200, 0xffffffff),
-                (1204, 0xffffffff),
-                (1208, 0xffffffff),
-                (1212, 0xffffffff),
-                (1216, 0xffffffff),
-                (1220, 0xffffffff),
-                (1224, 0xffffffff),
-                (1228, 0xffffffff),
-                (1232, 0xffffffff),
-                (1236, 0xffffffff),
-                (1240, 0xffffffff),
-                (1244, 0xffffffff),
-                (1248, 0xffffffff),
-                (1252, 0xffffffff),
-                (1256, 0xffffffff),
-                (1260, 0xffffffff),
-                (1264, 0xffffffff),
-                (1268, 0xffffffff),
-                (1272, 0xffffffff),
-                (1276, 0xffffffff),
-                (1280, 0xffffffff),
-                (1284, 0xffffffff),
-                (1288, 0xffffffff),
-                (1292, 0xffffffff),
-                (1296, 0xffffffff),
-                (1300, 0xffffffff),
-                (1304, 0xffffffff),
-                (1308, 0xffffffff),
-                (1312, 0xffffffff),
-                (1316, 0xffffffff),
-                (1320, 0xffffffff),
-                (1324, 0xffffffff),
-                (1328, 0xffffffff),
-                (1332, 0xffffffff),
-                (1336, 0xffffffff),
-                (1340, 0xffffffff),
-                (1344, 0xffffffff),
-                (1348, 0xffffffff),
-                (1352, 0xffffffff),
-                (1356, 0xffffffff),
-                (1360, 0xffffffff),
-                (1364, 0xffffffff),
-                (1368, 0xffffffff),
-                (1372, 0xffffffff),
-                (1376, 0xffffffff),
-                (1380, 0xffffffff),
-                (1384, 0xffffffff),
-                (1388, 0xffffffff),
-                (1392, 0xffffffff),
-                (1396, 0xffffffff),
-                (1400, 0xffffffff),
-                (1404, 0xffffffff),
-                (1408, 0xffffffff),
-                (1412, 0xffffffff),
-                (1416, 0xffffffff),
-                (1420, 0xffffffff),
-                (1424, 0xffffffff),
-                (1428, 0xffffffff),
-                (1432, 0xffffffff),
-                (1436, 0xffffffff),
-                (1440, 0xffffffff),
-                (1444, 0xffffffff),
-                (1448, 0xffffffff),
-                (1452, 0xffffffff),
-                (1456, 0xffffffff),
-                (1460, 0xffffffff),
-                (1464, 0xffffffff),
-                (1468, 0xffffffff),
-                (1472, 0xffffffff),
-                (1476, 0xffffffff),
-                (1480, 0xffffffff),
-                (1484, 0xffffffff),
-                (1488, 0xffffffff),
-                (1492, 0xffffffff),
-                (1496, 0xffffffff),
-                (1500, 0xffffffff),
-                (1504, 0xffffffff),
-                (1508, 0xffffffff),
-                (1512, 0xffffffff),
-                (1516, 0xffffffff),
-                (1520, 0xffffffff),
-                (1524, 0xffffffff),
-                (1528, 0xffffffff),
-                (1532, 0xffffffff),
-                (1536, 0xffffffff),
-                (1540, 0xffffffff),
-                (1544, 0xffffffff),
-                (1548, 0xffffffff),
-                (1552, 0xffffffff),
-                (1556, 0xffffffff),
-                (1560, 0xffffffff),
-                (1564, 0xffffffff),
-                (1568, 0xffffffff),
-                (1572, 0xffffffff),
-                (1576, 0xffffffff),
-                (1580, 0xffffffff),
-                (1584, 0xffffffff),
-                (1588, 0xffffffff),
-                (1592, 0xffffffff),
-                (1596, 0xffffffff),
-                (1600, 0xffffffff),
-                (1604, 0xffffffff),
-                (1608, 0xffffffff),
-                (1612, 0xffffffff),
-                (1616, 0xffffffff),
-                (1620, 0xffffffff),
-                (1624, 0xffffffff),
-                (1628, 0xffffffff),
-                (1632, 0xffffffff),
-                (1636, 0xffffffff),
-                (1640, 0xffffffff),
-                (1644, 0xffffffff),
-                (1648, 0xffffffff),
-                (1652, 0xffffffff),
-                (1656, 0xffffffff),
-                (1660, 0xffffffff),
-                (1664, 0xffffffff),
-                (1668, 0xffffffff),
-                (1672, 0xffffffff),
-                (1676, 0xffffffff),
-                (1680, 0xffffffff),
-                (1684, 0xffffffff),
-                (1688, 0xffffffff),
-                (1692, 0xffffffff),
-                (1696, 0xffffffff),
-                (1700, 0xffffffff),
-                (1704, 0xffffffff),
-                (1708, 0xffffffff),
-                (1712, 0xffffffff),
-                (1716, 0xffffffff),
-                (1720, 0xffffffff),
-                (1724, 0xffffffff),
-                (1728, 0xffffffff),
-                (1732, 0xffffffff),
-                (1736, 0xffffffff),
-                (1740, 0xffffffff),
-                (1744, 0xffffffff),
-                (1748, 0xffffffff),
-                (1752, 0xffffffff),
-                (1756, 0xffffffff),
-                (1760, 0xffffffff),
-                (1764, 0xffffffff),
-                (1768, 0xffffffff),
-                (1772, 0xffffffff),
-                (1776, 0xffffffff),
-                (1780, 0xffffffff),
-                (1784, 0xffffffff),
-                (1788, 0xffffffff),
-                (1792, 0xffffffff),
-                (1796, 0xffffffff),
-                (1800, 0xffffffff),
-                (1804, 0xffffffff),
-                (1808, 0xffffffff),
-                (1812, 0xffffffff),
-                (1816, 0xffffffff),
-                (1820, 0xffffffff),
-                (1824, 0xffffffff),
-                (1828, 0xffffffff),
-                (1832, 0xffffffff),
-                (1836, 0xffffffff),
-                (1840, 0xffffffff),
-                (1844, 0xffffffff),
-                (1848, 0xffffffff),
-                (1852, 0xffffffff),
-                (1856, 0xffffffff),
-                (1860, 0xffffffff),
-                (1864, 0xffffffff),
-                (1868, 0xffffffff),
-                (1872, 0xffffffff),
-                (1876, 0xffffffff),
-                (1880, 0xffffffff),
-                (1884, 0xffffffff),
-                (1888, 0xffffffff),
-                (1892, 0xffffffff),
-                (1896, 0xffffffff),
-                (1900, 0xffffffff),
-                (1904, 0xffffffff),
-                (1908, 0xffffffff),
-                (1912, 0xffffffff),
-                (1916, 0xffffffff),
-                (1920, 0xffffffff),
-                (1924, 0xffffffff),
-                (1928, 0xffffffff),
-                (1932, 0xffffffff),
-                (1936, 0xffffffff),
-                (1940, 0xffffffff),
-                (1944, 0xffffffff),
-                (1948, 0xffffffff),
-                (1952, 0xffffffff),
-                (1956, 0xffffffff),
-                (1960, 0xffffffff),
-                (1964, 0xffffffff),
-                (1968, 0xffffffff),
-                (1972, 0xffffffff),
-                (1976, 0xffffffff),
-                (1980, 0xffffffff),
-                (1984, 0xffffffff),
-                (1988, 0xffffffff),
-                (1992, 0xffffffff),
-                (1996, 0xffffffff),
-                (2000, 0xffffffff),
-                (2004, 0xffffffff),
-                (2008, 0xffffffff),
-                (2012, 0xffffffff),
-                (2016, 0xffffffff),
-                (2020, 0xffffffff),
-                (2024, 0xffffffff),
-                (2028, 0xffffffff),
-                (2032, 0xffffffff),
-                (2036, 0xffffffff),
-                (2040, 0xffffffff),
-                (2044, 0xffffffff),
-                (2048, 0xffffffff),
-                (2052, 0xffffffff),
-                (2056, 0xffffffff),
-                (2060, 0xffffffff),
-                (2064, 0xffffffff),
-                (2068, 0xffffffff),
-                (2072, 0xffffffff),
-                (2076, 0xffffffff),
-                (2080, 0xffffffff),
-                (2084, 0xffffffff),
-                (2088, 0xffffffff),
-                (2092, 0xffffffff),
-                (2096, 0xffffffff),
-                (2100, 0xffffffff),
-                (2104, 0xffffffff),
-                (2108, 0xffffffff),
-                (2112, 0xffffffff),
-                (2116, 0xffffffff),
-                (2120, 0xffffffff),
-                (2124, 0xffffffff),
-                (2128, 0xffffffff),
-                (2132, 0xffffffff),
-                (2136, 0xffffffff),
-                (2140, 0xffffffff),
-                (2144, 0xffffffff),
-                (2148, 0xffffffff),
-                (2152, 0xffffffff),
-                (2156, 0xffffffff),
-                (2160, 0xffffffff),
-                (2164, 0xffffffff),
-                (2168, 0xffffffff),
-                (2172, 0xffffffff),
-                (2176, 0xffffffff),
-                (2180, 0xffffffff),
-                (2184, 0xffffffff),
-                (2188, 0xffffffff),
-                (2192, 0xffffffff),
-                (2196, 0xffffffff),
-                (2200, 0xffffffff),
-                (2204, 0xffffffff),
-                (2208, 0xffffffff),
-                (2212, 0xffffffff),
-                (2216, 0xffffffff),
-                (2220, 0xffffffff),
-                (2224, 0xffffffff),
-                (2228, 0xffffffff),
-                (2232, 0xffffffff),
-                (2236, 0xffffffff),
-                (2240, 0xffffffff),
-                (2244, 0xffffffff),
-                (2248, 0xffffffff),
-                (2252, 0xffffffff),
-                (2256, 0xffffffff),
-                (2260, 0xffffffff),
-                (2264, 0xffffffff),
-                (2268, 0xffffffff),
-                (2272, 0xffffffff),
-                (2276, 0xffffffff),
-                (2280, 0xffffffff),
-                (2284, 0xffffffff),
-                (2288, 0xffffffff),
-                (2292, 0xffffffff),
-                (2296, 0xffffffff),
-                (2300, 0xffffffff),
-                (2304, 0xffffffff),
-                (2308, 0xffffffff),
-                (2312, 0xffffffff),
-                (2316, 0xffffffff),
-                (2320, 0xffffffff),
-                (2324, 0xffffffff),
-                (2328, 0xffffffff),
-                (2332, 0xffffffff),
-                (2336, 0xffffffff),
-                (2340, 0xffffffff),
-                (2344, 0xffffffff),
-                (2348, 0xffffffff),
-                (2352, 0xffffffff),
-                (2356, 0xffffffff),
-                (2360, 0xffffffff),
-                (2364, 0xffffffff),
-                (2368, 0xffffffff),
-                (2372, 0xffffffff),
-                (2376, 0xffffffff),
-                (2380, 0xffffffff),
-                (2384, 0xffffffff),
-                (2388, 0xffffffff),
-                (2392, 0xffffffff),
-                (2396, 0xffffffff),
-                (2400, 0xffffffff),
-                (2404, 0xffffffff),
-                (2408, 0xffffffff),
-                (2412, 0xffffffff),
-                (2416, 0xffffffff),
-                (2420, 0xffffffff),
-                (2424, 0xffffffff),
-                (2428, 0xffffffff),
-                (2432, 0xffffffff),
-                (2436, 0xffffffff),
-                (2440, 0xffffffff),
-                (2444, 0xffffffff),
-                (2448, 0xffffffff),
-                (2452, 0xffffffff),
-                (2456, 0xffffffff),
-                (2460, 0xffffffff),
-                (2464, 0xffffffff),
-                (2468, 0xffffffff),
-                (2472, 0xffffffff),
-                (2476, 0xffffffff),
-                (2480, 0xffffffff),
-                (2484, 0xffffffff),
-                (2488, 0xffffffff),
-                (2492, 0xffffffff),
-                (2496, 0xffffffff),
-                (2500, 0xffffffff),
-                (2504, 0xffffffff),
-                (2508, 0xffffffff),
-                (2512, 0xffffffff),
-                (2516, 0xffffffff),
-                (2520, 0xffffffff),
-                (2524, 0xffffffff),
-                (2528, 0xffffffff),
-                (2532, 0xffffffff),
-                (2536, 0xffffffff),
-                (2540, 0xffffffff),
-                (2544, 0xffffffff),
-                (2548, 0xffffffff),
-                (2552, 0xffffffff),
-                (2556, 0xffffffff),
-                (2560, 0xffffffff),
-                (2564, 0xffffffff),
-                (2568, 0xffffffff),
-                (2572, 0xffffffff),
-                (2576, 0xffffffff),
-                (2580, 0xffffffff),
-                (2584, 0xffffffff),
-                (2588, 0xffffffff),
-                (2592, 0xffffffff),
-                (2596, 0xffffffff),
-                (2600, 0xffffffff),
-                (2604, 0xffffffff),
-                (2608, 0xffffffff),
-                (2612, 0xffffffff),
-                (2616, 0xffffffff),
-                (2620, 0xffffffff),
-                (2624, 0xffffffff),
-                (2628, 0xffffffff),
-                (2632, 0xffffffff),
-                (2636, 0xffffffff),
-                (2640, 0xffffffff),
-                (2644, 0xffffffff),
-                (2648, 0xffffffff),
-                (2652, 0xffffffff),
-                (2656, 0xffffffff),
-                (2660, 0xffffffff),
-                (2664, 0xffffffff),
-                (2668, 0xffffffff),
-                (2672, 0xffffffff),
-                (2676, 0xffffffff),
-                (2680, 0xffffffff),
-                (2684, 0xffffffff),
-                (2688, 0xffffffff),
-                (2692, 0xffffffff),
-                (2696, 0xffffffff),
-                (2700, 0xffffffff),
-                (2704, 0xffffffff),
-                (2708, 0xffffffff),
-                (2712, 0xffffffff),
-                (2716, 0xffffffff),
-                (2720, 0xffffffff),
-                (2724, 0xffffffff),
-                (2728, 0xffffffff),
-                (2732, 0xffffffff),
-                (2736, 0xffffffff),
-                (2740, 0xffffffff),
-                (2744, 0xffffffff),
-                (2748, 0xffffffff),
-                (2752, 0xffffffff),
-                (2756, 0xffffffff),
-                (2760, 0xffffffff),
-                (2764, 0xffffffff),
-                (2768, 0xffffffff),
-                (2772, 0xffffffff),
-                (2776, 0xffffffff),
-                (2780, 0xffffffff),
-                (2784, 0xffffffff),
-                (2788, 0xffffffff),
-                (2792, 0xffffffff),
-                (2796, 0xffffffff),
-                (2800, 0xffffffff),
-                (2804, 0xffffffff),
-                (2808, 0xffffffff),
-                (2812, 0xffffffff),
-                (2816, 0xffffffff),
-                (2820, 0xffffffff),
-                (2824, 0xffffffff),
-                (2828, 0xffffffff),
-                (2832, 0xffffffff),
-                (2836, 0xffffffff),
-                (2840, 0xffffffff),
-                (2844, 0xffffffff),
-                (2848, 0xffffffff),
-                (2852, 0xffffffff),
-                (2856, 0xffffffff),
-                (2860, 0xffffffff),
-                (2864, 0xffffffff),
-                (2868, 0xffffffff),
-                (2872, 0xffffffff),
-                (2876, 0xffffffff),
-                (2880, 0xffffffff),
-                (2884, 0xffffffff),
-                (2888, 0xffffffff),
-                (2892, 0xffffffff),
-                (2896, 0xffffffff),
-                (2900, 0xffffffff),
-                (2904, 0xffffffff),
-                (2908, 0xffffffff),
-                (2912, 0xffffffff),
-                (2916, 0xffffffff),
-                (2920, 0xffffffff),
-                (2924, 0xffffffff),
-                (2928, 0xffffffff),
-                (2932, 0xffffffff),
-                (2936, 0xffffffff),
-                (2940, 0xffffffff),
-                (2944, 0xffffffff),
-                (2948, 0xffffffff),
-                (2952, 0xffffffff),
-                (2956, 0xffffffff),
-                (2960, 0xffffffff),
-                (2964, 0xffffffff),
-                (2968, 0xffffffff),
-                (2972, 0xffffffff),
-                (2976, 0xffffffff),
-                (2980, 0xffffffff),
-                (2984, 0xffffffff),
-                (2988, 0xffffffff),
-                (2992, 0xffffffff),
-                (2996, 0xffffffff),
-                (3000, 0xffffffff),
-                (3004, 0xffffffff),
-                (3008, 0xffffffff),
-                (3012, 0xffffffff),
-                (3016, 0xffffffff),
-                (3020, 0xffffffff),
-                (3024, 0xffffffff),
-                (3028, 0xffffffff),
-                (3032, 0xffffffff),
-                (3036, 0xffffffff),
-                (3040, 0xffffffff),
-                (3044, 0xffffffff),
-                (3048, 0xffffffff),
-                (3052, 0xffffffff),
-                (3056, 0xffffffff),
-                (3060, 0xffffffff),
-                (3064, 0xffffffff),
-                (3068, 0xffffffff),
-                (3072, 0xffffffff),
-                (3076, 0xffffffff),
-                (3080, 0xffffffff),
-                (3084, 0xffffffff),
-                (3088, 0xffffffff),
-                (3092, 0xffffffff),
-                (3096, 0xffffffff),
-                (3100, 0xffffffff),
-                (3104, 0xffffffff),
-                (3108, 0xffffffff),
-                (3112, 0xffffffff),
-                (3116, 0xffffffff),
-                (3120, 0xffffffff),
-                (3124, 0xffffffff),
-                (3128, 0xffffffff),
-                (3132, 0xffffffff),
-                (3136, 0xffffffff),
-                (3140, 0xffffffff),
-                (3144, 0xffffffff),
-                (3148, 0xffffffff),
-                (3152, 0xffffffff),
-                (3156, 0xffffffff),
-                (3160, 0xffffffff),
-                (3164, 0xffffffff),
-                (3168, 0xffffffff),
-                (3172, 0xffffffff),
-                (3176, 0xffffffff),
-                (3180, 0xffffffff),
-                (3184, 0xffffffff),
-                (3188, 0xffffffff),
-                (3192, 0xffffffff),
-                (3196, 0xffffffff),
-                (3200, 0xffffffff),
-                (3204, 0xffffffff),
-                (3208, 0xffffffff),
-                (3212, 0xffffffff),
-                (3216, 0xffffffff),
-                (3220, 0xffffffff),
-                (3224, 0xffffffff),
-                (3228, 0xffffffff),
-                (3232, 0xffffffff),
-                (3236, 0xffffffff),
-                (3240, 0xffffffff),
-                (3244, 0xffffffff),
-                (3248, 0xffffffff),
-                (3252, 0xffffffff),
-                (3256, 0xffffffff),
-                (3260, 0xffffffff),
-                (3264, 0xffffffff),
-                (3268, 0xffffffff),
-                (3272, 0xffffffff),
-                (3276, 0xffffffff),
-                (3280, 0xffffffff),
-                (3284, 0xffffffff),
-                (3288, 0xffffffff),
-                (3292, 0xffffffff),
-                (3296, 0xffffffff),
-                (3300, 0xffffffff),
-                (3304, 0xffffffff),
-                (3308, 0xffffffff),
-                (3312, 0xffffffff),
-                (3316, 0xffffffff),
-                (3320, 0xffffffff),
-                (3324, 0xffffffff),
-                (3328, 0xffffffff),
-                (3332, 0xffffffff),
-                (3336, 0xffffffff),
-                (3340, 0xffffffff),
-                (3344, 0xffffffff),
-                (3348, 0xffffffff),
-                (3352, 0xffffffff),
-                (3356, 0xffffffff),
-                (3360, 0xffffffff),
-                (3364, 0xffffffff),
-                (3368, 0xffffffff),
-                (3372, 0xffffffff),
-                (3376, 0xffffffff),
-                (3380, 0xffffffff),
-                (3384, 0xffffffff),
-                (3388, 0xffffffff),
-                (3392, 0xffffffff),
-                (3396, 0xffffffff),
-                (3400, 0xffffffff),
-                (3404, 0xffffffff),
-                (3408, 0xffffffff),
-                (3412, 0xffffffff),
-                (3416, 0xffffffff),
-                (3420, 0xffffffff),
-                (3424, 0xffffffff),
-                (3428, 0xffffffff),
-                (3432, 0xffffffff),
-                (3436, 0xffffffff),
-                (3440, 0xffffffff),
-                (3444, 0xffffffff),
-                (3448, 0xffffffff),
-                (3452, 0xffffffff),
-                (3456, 0xffffffff),
-                (3460, 0xffffffff),
-                (3464, 0xffffffff),
-                (3468, 0xffffffff),
-                (3472, 0xffffffff),
-                (3476, 0xffffffff),
-                (3480, 0xffffffff),
-                (3484, 0xffffffff),
-                (3488, 0xffffffff),
-                (3492, 0xffffffff),
-                (3496, 0xffffffff),
-                (3500, 0xffffffff),
-                (3504, 0xffffffff),
-                (3508, 0xffffffff),
-                (3512, 0xffffffff),
-                (3516, 0xffffffff),
-                (3520, 0xffffffff),
-                (3524, 0xffffffff),
-                (3528, 0xffffffff),
-                (3532, 0xffffffff),
-                (3536, 0xffffffff),
-                (3540, 0xffffffff),
-                (3544, 0xffffffff),
-                (3548, 0xffffffff),
-                (3552, 0xffffffff),
-                (3556, 0xffffffff),
-                (3560, 0xffffffff),
-                (3564, 0xffffffff),
-                (3568, 0xffffffff),
-                (3572, 0xffffffff),
-                (3576, 0xffffffff),
-                (3580, 0xffffffff),
-                (3584, 0xffffffff),
-                (3588, 0xffffffff),
-                (3592, 0xffffffff),
-                (3596, 0xffffffff),
-                (3600, 0xffffffff),
-                (3604, 0xffffffff),
-                (3608, 0xffffffff),
-                (3612, 0xffffffff),
-                (3616, 0xffffffff),
-                (3620, 0xffffffff),
-                (3624, 0xffffffff),
-                (3628, 0xffffffff),
-                (3632, 0xffffffff),
-                (3636, 0xffffffff),
-                (3640, 0xffffffff),
-                (3644, 0xffffffff),
-                (3648, 0xffffffff),
-                (3652, 0xffffffff),
-                (3656, 0xffffffff),
-                (3660, 0xffffffff),
-                (3664, 0xffffffff),
-                (3668, 0xffffffff),
-                (3672, 0xffffffff),
-                (3676, 0xffffffff),
-                (3680, 0xffffffff),
-                (3684, 0xffffffff),
-                (3688, 0xffffffff),
-                (3692, 0xffffffff),
-                (3696, 0xffffffff),
-                (3700, 0xffffffff),
-                (3704, 0xffffffff),
-                (3708, 0xffffffff),
-                (3712, 0xffffffff),
-                (3716, 0xffffffff),
-                (3720, 0xffffffff),
-                (3724, 0xffffffff),
-                (3728, 0xffffffff),
-                (3732, 0xffffffff),
-                (3736, 0xffffffff),
-                (3740, 0xffffffff),
-                (3744, 0xffffffff),
-                (3748, 0xffffffff),
-                (3752, 0xffffffff),
-                (3756, 0xffffffff),
-                (3760, 0xffffffff),
-                (3764, 0xffffffff),
-                (3768, 0xffffffff),
-                (3772, 0xffffffff),
-                (3776, 0xffffffff),
-                (3780, 0xffffffff),
-                (3784, 0xffffffff),
-                (3788, 0xffffffff),
-                (3792, 0xffffffff),
-                (3796, 0xffffffff),
-                (3800, 0xffffffff),
-                (3804, 0xffffffff),
-                (3808, 0xffffffff),
-                (3812, 0xffffffff),
-                (3816, 0xffffffff),
-                (3820, 0xffffffff),
-                (3824, 0xffffffff),
-                (3828, 0xffffffff),
-                (3832, 0xffffffff),
-                (3836, 0xffffffff),
-                (3840, 0xffffffff),
-                (3844, 0xffffffff),
-                (3848, 0xffffffff),
-                (3852, 0xffffffff),
-                (3856, 0xffffffff),
-                (3860, 0xffffffff),
-                (3864, 0xffffffff),
-                (3868, 0xffffffff),
-                (3872, 0xffffffff),
-                (3876, 0xffffffff),
-                (3880, 0xffffffff),
-                (3884, 0xffffffff),
-                (3888, 0xffffffff),
-                (3892, 0xffffffff),
-                (3896, 0xffffffff),
-                (3900, 0xffffffff),
-                (3904, 0xffffffff),
-                (3908, 0xffffffff),
-                (3912, 0xffffffff),
-                (3916, 0xffffffff),
-                (3920, 0xffffffff),
-                (3924, 0xffffffff),
-                (3928, 0xffffffff),
-                (3932, 0xffffffff),
-                (3936, 0xffffffff),
-                (3940, 0xffffffff),
-                (3944, 0xffffffff),
-                (3948, 0xffffffff),
-                (3952, 0xffffffff),
-                (3956, 0xffffffff),
-                (3960, 0xffffffff),
-                (3964, 0xffffffff),
-                (3968, 0xffffffff),
-                (3972, 0xffffffff),
-                (3976, 0xffffffff),
-                (3980, 0xffffffff),
-                (3984, 0xffffffff),
-                (3988, 0xffffffff),
-                (3992, 0xffffffff),
-                (3996, 0xffffffff),
-                (4000, 0xffffffff),
-                (4004, 0xffffffff),
-                (4008, 0xffffffff),
-                (4012, 0xffffffff),
-                (4016, 0xffffffff),
-                (4020, 0xffffffff),
-                (4024, 0xffffffff),
-                (4028, 0xffffffff),
-                (4032, 0xffffffff),
-                (4036, 0xffffffff),
-                (4040, 0xffffffff),
-                (4044, 0xffffffff),
-                (4048, 0xffffffff),
-                (4052, 0xffffffff),
-                (4056, 0xffffffff),
-                (4060, 0xffffffff),
-                (4064, 0xffffffff),
-                (4068, 0xffffffff),
-                (4072, 0xffffffff),
-                (4076, 0xffffffff),
-                (4080, 0xffffffff),
-                (4084, 0xffffffff),
-                (4088, 0xffffffff),
-                (4092, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&FLOW_TABLE_NIC_CAP_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `flow_table_nic_cap` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `flow_table_nic_cap`: what the decoding `Debug` shows and generic tools read.
 pub const FLOW_TABLE_NIC_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "flow_table_nic_cap",
+    type_name: "FlowTableNicCap",
     size: 4096,
     fields: &[
         rt::reflect::FieldAccess {
@@ -1462,14 +505,16 @@ pub const FLOW_TABLE_NIC_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableNicCap::new_unchecked(b);
-                u64::from(v.nic_rx_multi_path_tirs())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableNicCap::new_unchecked(b);
-                v.set_nic_rx_multi_path_tirs(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableNicCap::new_unchecked(b); u64::from(v
+                .nic_rx_multi_path_tirs()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableNicCap::new_unchecked(b); v
+                .set_nic_rx_multi_path_tirs(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "nic_rx_multi_path_tirs_fts",
@@ -1477,14 +522,16 @@ pub const FLOW_TABLE_NIC_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableNicCap::new_unchecked(b);
-                u64::from(v.nic_rx_multi_path_tirs_fts())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableNicCap::new_unchecked(b);
-                v.set_nic_rx_multi_path_tirs_fts(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableNicCap::new_unchecked(b); u64::from(v
+                .nic_rx_multi_path_tirs_fts()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableNicCap::new_unchecked(b); v
+                .set_nic_rx_multi_path_tirs_fts(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "allow_sniffer_and_nic_rx_shared_tir",
@@ -1492,14 +539,16 @@ pub const FLOW_TABLE_NIC_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableNicCap::new_unchecked(b);
-                u64::from(v.allow_sniffer_and_nic_rx_shared_tir())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableNicCap::new_unchecked(b);
-                v.set_allow_sniffer_and_nic_rx_shared_tir(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableNicCap::new_unchecked(b); u64::from(v
+                .allow_sniffer_and_nic_rx_shared_tir()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableNicCap::new_unchecked(b); v
+                .set_allow_sniffer_and_nic_rx_shared_tir(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "sw_owner_reformat_supported",
@@ -1507,14 +556,16 @@ pub const FLOW_TABLE_NIC_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableNicCap::new_unchecked(b);
-                u64::from(v.sw_owner_reformat_supported())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableNicCap::new_unchecked(b);
-                v.set_sw_owner_reformat_supported(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableNicCap::new_unchecked(b); u64::from(v
+                .sw_owner_reformat_supported()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableNicCap::new_unchecked(b); v
+                .set_sw_owner_reformat_supported(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "encap_general_header",
@@ -1522,14 +573,16 @@ pub const FLOW_TABLE_NIC_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableNicCap::new_unchecked(b);
-                u64::from(v.encap_general_header())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableNicCap::new_unchecked(b);
-                v.set_encap_general_header(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableNicCap::new_unchecked(b); u64::from(v
+                .encap_general_header()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableNicCap::new_unchecked(b); v
+                .set_encap_general_header(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_max_packet_reformat_context",
@@ -1537,14 +590,16 @@ pub const FLOW_TABLE_NIC_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableNicCap::new_unchecked(b);
-                u64::from(v.log_max_packet_reformat_context())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableNicCap::new_unchecked(b);
-                v.set_log_max_packet_reformat_context((x & 0x1f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableNicCap::new_unchecked(b); u64::from(v
+                .log_max_packet_reformat_context()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableNicCap::new_unchecked(b); v
+                .set_log_max_packet_reformat_context((x & 0x1f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "max_encap_header_size",
@@ -1552,14 +607,16 @@ pub const FLOW_TABLE_NIC_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 10,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableNicCap::new_unchecked(b);
-                u64::from(v.max_encap_header_size())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableNicCap::new_unchecked(b);
-                v.set_max_encap_header_size((x & 0x3ff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableNicCap::new_unchecked(b); u64::from(v
+                .max_encap_header_size()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableNicCap::new_unchecked(b); v
+                .set_max_encap_header_size((x & 0x3ff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "sw_steering_nic_rx_action_drop_icm_address",
@@ -1567,16 +624,17 @@ pub const FLOW_TABLE_NIC_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 64,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableNicCap::new_unchecked(b);
-                u64::from(v.sw_steering_nic_rx_action_drop_icm_address())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableNicCap::new_unchecked(b);
-                v.set_sw_steering_nic_rx_action_drop_icm_address(
-                    (x & 0xffffffffffffffff) as u64,
-                );
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableNicCap::new_unchecked(b); u64::from(v
+                .sw_steering_nic_rx_action_drop_icm_address()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableNicCap::new_unchecked(b); v
+                .set_sw_steering_nic_rx_action_drop_icm_address((x & 0xffffffffffffffff)
+                as u64); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "sw_steering_nic_tx_action_drop_icm_address",
@@ -1584,16 +642,17 @@ pub const FLOW_TABLE_NIC_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 64,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableNicCap::new_unchecked(b);
-                u64::from(v.sw_steering_nic_tx_action_drop_icm_address())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableNicCap::new_unchecked(b);
-                v.set_sw_steering_nic_tx_action_drop_icm_address(
-                    (x & 0xffffffffffffffff) as u64,
-                );
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableNicCap::new_unchecked(b); u64::from(v
+                .sw_steering_nic_tx_action_drop_icm_address()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableNicCap::new_unchecked(b); v
+                .set_sw_steering_nic_tx_action_drop_icm_address((x & 0xffffffffffffffff)
+                as u64); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "sw_steering_nic_tx_action_allow_icm_address",
@@ -1601,222 +660,1153 @@ pub const FLOW_TABLE_NIC_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 64,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableNicCap::new_unchecked(b);
-                u64::from(v.sw_steering_nic_tx_action_allow_icm_address())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableNicCap::new_unchecked(b);
-                v.set_sw_steering_nic_tx_action_allow_icm_address(
-                    (x & 0xffffffffffffffff) as u64,
-                );
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableNicCap::new_unchecked(b); u64::from(v
+                .sw_steering_nic_tx_action_allow_icm_address()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableNicCap::new_unchecked(b); v
+                .set_sw_steering_nic_tx_action_allow_icm_address((x & 0xffffffffffffffff)
+                as u64); }
+            ),
         },
     ],
     nested: &[
         rt::reflect::NestedAccess {
             name: "flow_table_properties_nic_receive",
             layout: "flow_table_prop_layout",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&FLOW_TABLE_PROP_LAYOUT_ACCESS),
             byte_offset: 64,
             size: 64,
             count: 1,
             trailing: false,
             stride: 64,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 4096 {
-                    return None;
-                }
-                let v = FlowTableNicCap::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.flow_table_properties_nic_receive();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 4096 {
+                return None; } let v = FlowTableNicCap::new_unchecked(b); if i != 0 {
+                return None; } let sub = v.flow_table_properties_nic_receive(); Some(sub
+                .storage().as_ptr() as usize - b.as_ptr() as usize) }
+            ),
         },
         rt::reflect::NestedAccess {
             name: "flow_table_properties_nic_receive_rdma",
             layout: "flow_table_prop_layout",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&FLOW_TABLE_PROP_LAYOUT_ACCESS),
             byte_offset: 128,
             size: 64,
             count: 1,
             trailing: false,
             stride: 64,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 4096 {
-                    return None;
-                }
-                let v = FlowTableNicCap::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.flow_table_properties_nic_receive_rdma();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 4096 {
+                return None; } let v = FlowTableNicCap::new_unchecked(b); if i != 0 {
+                return None; } let sub = v.flow_table_properties_nic_receive_rdma();
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize) }
+            ),
         },
         rt::reflect::NestedAccess {
             name: "flow_table_properties_nic_receive_sniffer",
             layout: "flow_table_prop_layout",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&FLOW_TABLE_PROP_LAYOUT_ACCESS),
             byte_offset: 192,
             size: 64,
             count: 1,
             trailing: false,
             stride: 64,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 4096 {
-                    return None;
-                }
-                let v = FlowTableNicCap::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.flow_table_properties_nic_receive_sniffer();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 4096 {
+                return None; } let v = FlowTableNicCap::new_unchecked(b); if i != 0 {
+                return None; } let sub = v.flow_table_properties_nic_receive_sniffer();
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize) }
+            ),
         },
         rt::reflect::NestedAccess {
             name: "flow_table_properties_nic_transmit",
             layout: "flow_table_prop_layout",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&FLOW_TABLE_PROP_LAYOUT_ACCESS),
             byte_offset: 256,
             size: 64,
             count: 1,
             trailing: false,
             stride: 64,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 4096 {
-                    return None;
-                }
-                let v = FlowTableNicCap::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.flow_table_properties_nic_transmit();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 4096 {
+                return None; } let v = FlowTableNicCap::new_unchecked(b); if i != 0 {
+                return None; } let sub = v.flow_table_properties_nic_transmit(); Some(sub
+                .storage().as_ptr() as usize - b.as_ptr() as usize) }
+            ),
         },
         rt::reflect::NestedAccess {
             name: "flow_table_properties_nic_transmit_rdma",
             layout: "flow_table_prop_layout",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&FLOW_TABLE_PROP_LAYOUT_ACCESS),
             byte_offset: 320,
             size: 64,
             count: 1,
             trailing: false,
             stride: 64,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 4096 {
-                    return None;
-                }
-                let v = FlowTableNicCap::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.flow_table_properties_nic_transmit_rdma();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 4096 {
+                return None; } let v = FlowTableNicCap::new_unchecked(b); if i != 0 {
+                return None; } let sub = v.flow_table_properties_nic_transmit_rdma();
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize) }
+            ),
         },
         rt::reflect::NestedAccess {
             name: "flow_table_properties_nic_transmit_sniffer",
             layout: "flow_table_prop_layout",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&FLOW_TABLE_PROP_LAYOUT_ACCESS),
             byte_offset: 384,
             size: 64,
             count: 1,
             trailing: false,
             stride: 64,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 4096 {
-                    return None;
-                }
-                let v = FlowTableNicCap::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.flow_table_properties_nic_transmit_sniffer();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 4096 {
+                return None; } let v = FlowTableNicCap::new_unchecked(b); if i != 0 {
+                return None; } let sub = v.flow_table_properties_nic_transmit_sniffer();
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize) }
+            ),
         },
         rt::reflect::NestedAccess {
             name: "ft_field_support_2_nic_receive",
             layout: "flow_table_fields_supported_2",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(
+                &FLOW_TABLE_FIELDS_SUPPORTED_2_ACCESS,
+            ),
             byte_offset: 640,
             size: 16,
             count: 1,
             trailing: false,
             stride: 16,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 4096 {
-                    return None;
-                }
-                let v = FlowTableNicCap::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.ft_field_support_2_nic_receive();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 4096 {
+                return None; } let v = FlowTableNicCap::new_unchecked(b); if i != 0 {
+                return None; } let sub = v.ft_field_support_2_nic_receive(); Some(sub
+                .storage().as_ptr() as usize - b.as_ptr() as usize) }
+            ),
         },
         rt::reflect::NestedAccess {
             name: "ft_field_support_2_nic_receive_rdma",
             layout: "flow_table_fields_supported_2",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(
+                &FLOW_TABLE_FIELDS_SUPPORTED_2_ACCESS,
+            ),
             byte_offset: 672,
             size: 16,
             count: 1,
             trailing: false,
             stride: 16,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 4096 {
-                    return None;
-                }
-                let v = FlowTableNicCap::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.ft_field_support_2_nic_receive_rdma();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 4096 {
+                return None; } let v = FlowTableNicCap::new_unchecked(b); if i != 0 {
+                return None; } let sub = v.ft_field_support_2_nic_receive_rdma();
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize) }
+            ),
         },
         rt::reflect::NestedAccess {
             name: "ft_field_support_2_nic_transmit_rdma",
             layout: "flow_table_fields_supported_2",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(
+                &FLOW_TABLE_FIELDS_SUPPORTED_2_ACCESS,
+            ),
             byte_offset: 768,
             size: 16,
             count: 1,
             trailing: false,
             stride: 16,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 4096 {
-                    return None;
-                }
-                let v = FlowTableNicCap::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.ft_field_support_2_nic_transmit_rdma();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 4096 {
+                return None; } let v = FlowTableNicCap::new_unchecked(b); if i != 0 {
+                return None; } let sub = v.ft_field_support_2_nic_transmit_rdma();
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize) }
+            ),
         },
+    ],
+    reserved: &[
+        (0, 0x1effffff),
+        (4, 0x7fe0fc00),
+        (8, 0xffffffff),
+        (12, 0xffffffff),
+        (16, 0xffffffff),
+        (20, 0xffffffff),
+        (24, 0xffffffff),
+        (28, 0xffffffff),
+        (32, 0xffffffff),
+        (36, 0xffffffff),
+        (40, 0xffffffff),
+        (44, 0xffffffff),
+        (48, 0xffffffff),
+        (52, 0xffffffff),
+        (56, 0xffffffff),
+        (60, 0xffffffff),
+        (448, 0xffffffff),
+        (452, 0xffffffff),
+        (456, 0xffffffff),
+        (460, 0xffffffff),
+        (464, 0xffffffff),
+        (468, 0xffffffff),
+        (472, 0xffffffff),
+        (476, 0xffffffff),
+        (480, 0xffffffff),
+        (484, 0xffffffff),
+        (488, 0xffffffff),
+        (492, 0xffffffff),
+        (496, 0xffffffff),
+        (500, 0xffffffff),
+        (504, 0xffffffff),
+        (508, 0xffffffff),
+        (512, 0xffffffff),
+        (516, 0xffffffff),
+        (520, 0xffffffff),
+        (524, 0xffffffff),
+        (528, 0xffffffff),
+        (532, 0xffffffff),
+        (536, 0xffffffff),
+        (540, 0xffffffff),
+        (544, 0xffffffff),
+        (548, 0xffffffff),
+        (552, 0xffffffff),
+        (556, 0xffffffff),
+        (560, 0xffffffff),
+        (564, 0xffffffff),
+        (568, 0xffffffff),
+        (572, 0xffffffff),
+        (576, 0xffffffff),
+        (580, 0xffffffff),
+        (584, 0xffffffff),
+        (588, 0xffffffff),
+        (592, 0xffffffff),
+        (596, 0xffffffff),
+        (600, 0xffffffff),
+        (604, 0xffffffff),
+        (608, 0xffffffff),
+        (612, 0xffffffff),
+        (616, 0xffffffff),
+        (620, 0xffffffff),
+        (624, 0xffffffff),
+        (628, 0xffffffff),
+        (632, 0xffffffff),
+        (636, 0xffffffff),
+        (656, 0xffffffff),
+        (660, 0xffffffff),
+        (664, 0xffffffff),
+        (668, 0xffffffff),
+        (688, 0xffffffff),
+        (692, 0xffffffff),
+        (696, 0xffffffff),
+        (700, 0xffffffff),
+        (704, 0xffffffff),
+        (708, 0xffffffff),
+        (712, 0xffffffff),
+        (716, 0xffffffff),
+        (720, 0xffffffff),
+        (724, 0xffffffff),
+        (728, 0xffffffff),
+        (732, 0xffffffff),
+        (736, 0xffffffff),
+        (740, 0xffffffff),
+        (744, 0xffffffff),
+        (748, 0xffffffff),
+        (752, 0xffffffff),
+        (756, 0xffffffff),
+        (760, 0xffffffff),
+        (764, 0xffffffff),
+        (784, 0xffffffff),
+        (788, 0xffffffff),
+        (792, 0xffffffff),
+        (796, 0xffffffff),
+        (800, 0xffffffff),
+        (804, 0xffffffff),
+        (808, 0xffffffff),
+        (812, 0xffffffff),
+        (816, 0xffffffff),
+        (820, 0xffffffff),
+        (824, 0xffffffff),
+        (828, 0xffffffff),
+        (832, 0xffffffff),
+        (836, 0xffffffff),
+        (840, 0xffffffff),
+        (844, 0xffffffff),
+        (848, 0xffffffff),
+        (852, 0xffffffff),
+        (856, 0xffffffff),
+        (860, 0xffffffff),
+        (864, 0xffffffff),
+        (868, 0xffffffff),
+        (872, 0xffffffff),
+        (876, 0xffffffff),
+        (880, 0xffffffff),
+        (884, 0xffffffff),
+        (888, 0xffffffff),
+        (892, 0xffffffff),
+        (896, 0xffffffff),
+        (900, 0xffffffff),
+        (904, 0xffffffff),
+        (908, 0xffffffff),
+        (912, 0xffffffff),
+        (916, 0xffffffff),
+        (920, 0xffffffff),
+        (924, 0xffffffff),
+        (928, 0xffffffff),
+        (932, 0xffffffff),
+        (936, 0xffffffff),
+        (940, 0xffffffff),
+        (944, 0xffffffff),
+        (948, 0xffffffff),
+        (952, 0xffffffff),
+        (956, 0xffffffff),
+        (960, 0xffffffff),
+        (964, 0xffffffff),
+        (968, 0xffffffff),
+        (972, 0xffffffff),
+        (976, 0xffffffff),
+        (980, 0xffffffff),
+        (984, 0xffffffff),
+        (988, 0xffffffff),
+        (992, 0xffffffff),
+        (996, 0xffffffff),
+        (1000, 0xffffffff),
+        (1004, 0xffffffff),
+        (1008, 0xffffffff),
+        (1012, 0xffffffff),
+        (1016, 0xffffffff),
+        (1020, 0xffffffff),
+        (1048, 0xffffffff),
+        (1052, 0xffffffff),
+        (1056, 0xffffffff),
+        (1060, 0xffffffff),
+        (1064, 0xffffffff),
+        (1068, 0xffffffff),
+        (1072, 0xffffffff),
+        (1076, 0xffffffff),
+        (1080, 0xffffffff),
+        (1084, 0xffffffff),
+        (1088, 0xffffffff),
+        (1092, 0xffffffff),
+        (1096, 0xffffffff),
+        (1100, 0xffffffff),
+        (1104, 0xffffffff),
+        (1108, 0xffffffff),
+        (1112, 0xffffffff),
+        (1116, 0xffffffff),
+        (1120, 0xffffffff),
+        (1124, 0xffffffff),
+        (1128, 0xffffffff),
+        (1132, 0xffffffff),
+        (1136, 0xffffffff),
+        (1140, 0xffffffff),
+        (1144, 0xffffffff),
+        (1148, 0xffffffff),
+        (1152, 0xffffffff),
+        (1156, 0xffffffff),
+        (1160, 0xffffffff),
+        (1164, 0xffffffff),
+        (1168, 0xffffffff),
+        (1172, 0xffffffff),
+        (1176, 0xffffffff),
+        (1180, 0xffffffff),
+        (1184, 0xffffffff),
+        (1188, 0xffffffff),
+        (1192, 0xffffffff),
+        (1196, 0xffffffff),
+        (1200, 0xffffffff),
+        (1204, 0xffffffff),
+        (1208, 0xffffffff),
+        (1212, 0xffffffff),
+        (1216, 0xffffffff),
+        (1220, 0xffffffff),
+        (1224, 0xffffffff),
+        (1228, 0xffffffff),
+        (1232, 0xffffffff),
+        (1236, 0xffffffff),
+        (1240, 0xffffffff),
+        (1244, 0xffffffff),
+        (1248, 0xffffffff),
+        (1252, 0xffffffff),
+        (1256, 0xffffffff),
+        (1260, 0xffffffff),
+        (1264, 0xffffffff),
+        (1268, 0xffffffff),
+        (1272, 0xffffffff),
+        (1276, 0xffffffff),
+        (1280, 0xffffffff),
+        (1284, 0xffffffff),
+        (1288, 0xffffffff),
+        (1292, 0xffffffff),
+        (1296, 0xffffffff),
+        (1300, 0xffffffff),
+        (1304, 0xffffffff),
+        (1308, 0xffffffff),
+        (1312, 0xffffffff),
+        (1316, 0xffffffff),
+        (1320, 0xffffffff),
+        (1324, 0xffffffff),
+        (1328, 0xffffffff),
+        (1332, 0xffffffff),
+        (1336, 0xffffffff),
+        (1340, 0xffffffff),
+        (1344, 0xffffffff),
+        (1348, 0xffffffff),
+        (1352, 0xffffffff),
+        (1356, 0xffffffff),
+        (1360, 0xffffffff),
+        (1364, 0xffffffff),
+        (1368, 0xffffffff),
+        (1372, 0xffffffff),
+        (1376, 0xffffffff),
+        (1380, 0xffffffff),
+        (1384, 0xffffffff),
+        (1388, 0xffffffff),
+        (1392, 0xffffffff),
+        (1396, 0xffffffff),
+        (1400, 0xffffffff),
+        (1404, 0xffffffff),
+        (1408, 0xffffffff),
+        (1412, 0xffffffff),
+        (1416, 0xffffffff),
+        (1420, 0xffffffff),
+        (1424, 0xffffffff),
+        (1428, 0xffffffff),
+        (1432, 0xffffffff),
+        (1436, 0xffffffff),
+        (1440, 0xffffffff),
+        (1444, 0xffffffff),
+        (1448, 0xffffffff),
+        (1452, 0xffffffff),
+        (1456, 0xffffffff),
+        (1460, 0xffffffff),
+        (1464, 0xffffffff),
+        (1468, 0xffffffff),
+        (1472, 0xffffffff),
+        (1476, 0xffffffff),
+        (1480, 0xffffffff),
+        (1484, 0xffffffff),
+        (1488, 0xffffffff),
+        (1492, 0xffffffff),
+        (1496, 0xffffffff),
+        (1500, 0xffffffff),
+        (1504, 0xffffffff),
+        (1508, 0xffffffff),
+        (1512, 0xffffffff),
+        (1516, 0xffffffff),
+        (1520, 0xffffffff),
+        (1524, 0xffffffff),
+        (1528, 0xffffffff),
+        (1532, 0xffffffff),
+        (1536, 0xffffffff),
+        (1540, 0xffffffff),
+        (1544, 0xffffffff),
+        (1548, 0xffffffff),
+        (1552, 0xffffffff),
+        (1556, 0xffffffff),
+        (1560, 0xffffffff),
+        (1564, 0xffffffff),
+        (1568, 0xffffffff),
+        (1572, 0xffffffff),
+        (1576, 0xffffffff),
+        (1580, 0xffffffff),
+        (1584, 0xffffffff),
+        (1588, 0xffffffff),
+        (1592, 0xffffffff),
+        (1596, 0xffffffff),
+        (1600, 0xffffffff),
+        (1604, 0xffffffff),
+        (1608, 0xffffffff),
+        (1612, 0xffffffff),
+        (1616, 0xffffffff),
+        (1620, 0xffffffff),
+        (1624, 0xffffffff),
+        (1628, 0xffffffff),
+        (1632, 0xffffffff),
+        (1636, 0xffffffff),
+        (1640, 0xffffffff),
+        (1644, 0xffffffff),
+        (1648, 0xffffffff),
+        (1652, 0xffffffff),
+        (1656, 0xffffffff),
+        (1660, 0xffffffff),
+        (1664, 0xffffffff),
+        (1668, 0xffffffff),
+        (1672, 0xffffffff),
+        (1676, 0xffffffff),
+        (1680, 0xffffffff),
+        (1684, 0xffffffff),
+        (1688, 0xffffffff),
+        (1692, 0xffffffff),
+        (1696, 0xffffffff),
+        (1700, 0xffffffff),
+        (1704, 0xffffffff),
+        (1708, 0xffffffff),
+        (1712, 0xffffffff),
+        (1716, 0xffffffff),
+        (1720, 0xffffffff),
+        (1724, 0xffffffff),
+        (1728, 0xffffffff),
+        (1732, 0xffffffff),
+        (1736, 0xffffffff),
+        (1740, 0xffffffff),
+        (1744, 0xffffffff),
+        (1748, 0xffffffff),
+        (1752, 0xffffffff),
+        (1756, 0xffffffff),
+        (1760, 0xffffffff),
+        (1764, 0xffffffff),
+        (1768, 0xffffffff),
+        (1772, 0xffffffff),
+        (1776, 0xffffffff),
+        (1780, 0xffffffff),
+        (1784, 0xffffffff),
+        (1788, 0xffffffff),
+        (1792, 0xffffffff),
+        (1796, 0xffffffff),
+        (1800, 0xffffffff),
+        (1804, 0xffffffff),
+        (1808, 0xffffffff),
+        (1812, 0xffffffff),
+        (1816, 0xffffffff),
+        (1820, 0xffffffff),
+        (1824, 0xffffffff),
+        (1828, 0xffffffff),
+        (1832, 0xffffffff),
+        (1836, 0xffffffff),
+        (1840, 0xffffffff),
+        (1844, 0xffffffff),
+        (1848, 0xffffffff),
+        (1852, 0xffffffff),
+        (1856, 0xffffffff),
+        (1860, 0xffffffff),
+        (1864, 0xffffffff),
+        (1868, 0xffffffff),
+        (1872, 0xffffffff),
+        (1876, 0xffffffff),
+        (1880, 0xffffffff),
+        (1884, 0xffffffff),
+        (1888, 0xffffffff),
+        (1892, 0xffffffff),
+        (1896, 0xffffffff),
+        (1900, 0xffffffff),
+        (1904, 0xffffffff),
+        (1908, 0xffffffff),
+        (1912, 0xffffffff),
+        (1916, 0xffffffff),
+        (1920, 0xffffffff),
+        (1924, 0xffffffff),
+        (1928, 0xffffffff),
+        (1932, 0xffffffff),
+        (1936, 0xffffffff),
+        (1940, 0xffffffff),
+        (1944, 0xffffffff),
+        (1948, 0xffffffff),
+        (1952, 0xffffffff),
+        (1956, 0xffffffff),
+        (1960, 0xffffffff),
+        (1964, 0xffffffff),
+        (1968, 0xffffffff),
+        (1972, 0xffffffff),
+        (1976, 0xffffffff),
+        (1980, 0xffffffff),
+        (1984, 0xffffffff),
+        (1988, 0xffffffff),
+        (1992, 0xffffffff),
+        (1996, 0xffffffff),
+        (2000, 0xffffffff),
+        (2004, 0xffffffff),
+        (2008, 0xffffffff),
+        (2012, 0xffffffff),
+        (2016, 0xffffffff),
+        (2020, 0xffffffff),
+        (2024, 0xffffffff),
+        (2028, 0xffffffff),
+        (2032, 0xffffffff),
+        (2036, 0xffffffff),
+        (2040, 0xffffffff),
+        (2044, 0xffffffff),
+        (2048, 0xffffffff),
+        (2052, 0xffffffff),
+        (2056, 0xffffffff),
+        (2060, 0xffffffff),
+        (2064, 0xffffffff),
+        (2068, 0xffffffff),
+        (2072, 0xffffffff),
+        (2076, 0xffffffff),
+        (2080, 0xffffffff),
+        (2084, 0xffffffff),
+        (2088, 0xffffffff),
+        (2092, 0xffffffff),
+        (2096, 0xffffffff),
+        (2100, 0xffffffff),
+        (2104, 0xffffffff),
+        (2108, 0xffffffff),
+        (2112, 0xffffffff),
+        (2116, 0xffffffff),
+        (2120, 0xffffffff),
+        (2124, 0xffffffff),
+        (2128, 0xffffffff),
+        (2132, 0xffffffff),
+        (2136, 0xffffffff),
+        (2140, 0xffffffff),
+        (2144, 0xffffffff),
+        (2148, 0xffffffff),
+        (2152, 0xffffffff),
+        (2156, 0xffffffff),
+        (2160, 0xffffffff),
+        (2164, 0xffffffff),
+        (2168, 0xffffffff),
+        (2172, 0xffffffff),
+        (2176, 0xffffffff),
+        (2180, 0xffffffff),
+        (2184, 0xffffffff),
+        (2188, 0xffffffff),
+        (2192, 0xffffffff),
+        (2196, 0xffffffff),
+        (2200, 0xffffffff),
+        (2204, 0xffffffff),
+        (2208, 0xffffffff),
+        (2212, 0xffffffff),
+        (2216, 0xffffffff),
+        (2220, 0xffffffff),
+        (2224, 0xffffffff),
+        (2228, 0xffffffff),
+        (2232, 0xffffffff),
+        (2236, 0xffffffff),
+        (2240, 0xffffffff),
+        (2244, 0xffffffff),
+        (2248, 0xffffffff),
+        (2252, 0xffffffff),
+        (2256, 0xffffffff),
+        (2260, 0xffffffff),
+        (2264, 0xffffffff),
+        (2268, 0xffffffff),
+        (2272, 0xffffffff),
+        (2276, 0xffffffff),
+        (2280, 0xffffffff),
+        (2284, 0xffffffff),
+        (2288, 0xffffffff),
+        (2292, 0xffffffff),
+        (2296, 0xffffffff),
+        (2300, 0xffffffff),
+        (2304, 0xffffffff),
+        (2308, 0xffffffff),
+        (2312, 0xffffffff),
+        (2316, 0xffffffff),
+        (2320, 0xffffffff),
+        (2324, 0xffffffff),
+        (2328, 0xffffffff),
+        (2332, 0xffffffff),
+        (2336, 0xffffffff),
+        (2340, 0xffffffff),
+        (2344, 0xffffffff),
+        (2348, 0xffffffff),
+        (2352, 0xffffffff),
+        (2356, 0xffffffff),
+        (2360, 0xffffffff),
+        (2364, 0xffffffff),
+        (2368, 0xffffffff),
+        (2372, 0xffffffff),
+        (2376, 0xffffffff),
+        (2380, 0xffffffff),
+        (2384, 0xffffffff),
+        (2388, 0xffffffff),
+        (2392, 0xffffffff),
+        (2396, 0xffffffff),
+        (2400, 0xffffffff),
+        (2404, 0xffffffff),
+        (2408, 0xffffffff),
+        (2412, 0xffffffff),
+        (2416, 0xffffffff),
+        (2420, 0xffffffff),
+        (2424, 0xffffffff),
+        (2428, 0xffffffff),
+        (2432, 0xffffffff),
+        (2436, 0xffffffff),
+        (2440, 0xffffffff),
+        (2444, 0xffffffff),
+        (2448, 0xffffffff),
+        (2452, 0xffffffff),
+        (2456, 0xffffffff),
+        (2460, 0xffffffff),
+        (2464, 0xffffffff),
+        (2468, 0xffffffff),
+        (2472, 0xffffffff),
+        (2476, 0xffffffff),
+        (2480, 0xffffffff),
+        (2484, 0xffffffff),
+        (2488, 0xffffffff),
+        (2492, 0xffffffff),
+        (2496, 0xffffffff),
+        (2500, 0xffffffff),
+        (2504, 0xffffffff),
+        (2508, 0xffffffff),
+        (2512, 0xffffffff),
+        (2516, 0xffffffff),
+        (2520, 0xffffffff),
+        (2524, 0xffffffff),
+        (2528, 0xffffffff),
+        (2532, 0xffffffff),
+        (2536, 0xffffffff),
+        (2540, 0xffffffff),
+        (2544, 0xffffffff),
+        (2548, 0xffffffff),
+        (2552, 0xffffffff),
+        (2556, 0xffffffff),
+        (2560, 0xffffffff),
+        (2564, 0xffffffff),
+        (2568, 0xffffffff),
+        (2572, 0xffffffff),
+        (2576, 0xffffffff),
+        (2580, 0xffffffff),
+        (2584, 0xffffffff),
+        (2588, 0xffffffff),
+        (2592, 0xffffffff),
+        (2596, 0xffffffff),
+        (2600, 0xffffffff),
+        (2604, 0xffffffff),
+        (2608, 0xffffffff),
+        (2612, 0xffffffff),
+        (2616, 0xffffffff),
+        (2620, 0xffffffff),
+        (2624, 0xffffffff),
+        (2628, 0xffffffff),
+        (2632, 0xffffffff),
+        (2636, 0xffffffff),
+        (2640, 0xffffffff),
+        (2644, 0xffffffff),
+        (2648, 0xffffffff),
+        (2652, 0xffffffff),
+        (2656, 0xffffffff),
+        (2660, 0xffffffff),
+        (2664, 0xffffffff),
+        (2668, 0xffffffff),
+        (2672, 0xffffffff),
+        (2676, 0xffffffff),
+        (2680, 0xffffffff),
+        (2684, 0xffffffff),
+        (2688, 0xffffffff),
+        (2692, 0xffffffff),
+        (2696, 0xffffffff),
+        (2700, 0xffffffff),
+        (2704, 0xffffffff),
+        (2708, 0xffffffff),
+        (2712, 0xffffffff),
+        (2716, 0xffffffff),
+        (2720, 0xffffffff),
+        (2724, 0xffffffff),
+        (2728, 0xffffffff),
+        (2732, 0xffffffff),
+        (2736, 0xffffffff),
+        (2740, 0xffffffff),
+        (2744, 0xffffffff),
+        (2748, 0xffffffff),
+        (2752, 0xffffffff),
+        (2756, 0xffffffff),
+        (2760, 0xffffffff),
+        (2764, 0xffffffff),
+        (2768, 0xffffffff),
+        (2772, 0xffffffff),
+        (2776, 0xffffffff),
+        (2780, 0xffffffff),
+        (2784, 0xffffffff),
+        (2788, 0xffffffff),
+        (2792, 0xffffffff),
+        (2796, 0xffffffff),
+        (2800, 0xffffffff),
+        (2804, 0xffffffff),
+        (2808, 0xffffffff),
+        (2812, 0xffffffff),
+        (2816, 0xffffffff),
+        (2820, 0xffffffff),
+        (2824, 0xffffffff),
+        (2828, 0xffffffff),
+        (2832, 0xffffffff),
+        (2836, 0xffffffff),
+        (2840, 0xffffffff),
+        (2844, 0xffffffff),
+        (2848, 0xffffffff),
+        (2852, 0xffffffff),
+        (2856, 0xffffffff),
+        (2860, 0xffffffff),
+        (2864, 0xffffffff),
+        (2868, 0xffffffff),
+        (2872, 0xffffffff),
+        (2876, 0xffffffff),
+        (2880, 0xffffffff),
+        (2884, 0xffffffff),
+        (2888, 0xffffffff),
+        (2892, 0xffffffff),
+        (2896, 0xffffffff),
+        (2900, 0xffffffff),
+        (2904, 0xffffffff),
+        (2908, 0xffffffff),
+        (2912, 0xffffffff),
+        (2916, 0xffffffff),
+        (2920, 0xffffffff),
+        (2924, 0xffffffff),
+        (2928, 0xffffffff),
+        (2932, 0xffffffff),
+        (2936, 0xffffffff),
+        (2940, 0xffffffff),
+        (2944, 0xffffffff),
+        (2948, 0xffffffff),
+        (2952, 0xffffffff),
+        (2956, 0xffffffff),
+        (2960, 0xffffffff),
+        (2964, 0xffffffff),
+        (2968, 0xffffffff),
+        (2972, 0xffffffff),
+        (2976, 0xffffffff),
+        (2980, 0xffffffff),
+        (2984, 0xffffffff),
+        (2988, 0xffffffff),
+        (2992, 0xffffffff),
+        (2996, 0xffffffff),
+        (3000, 0xffffffff),
+        (3004, 0xffffffff),
+        (3008, 0xffffffff),
+        (3012, 0xffffffff),
+        (3016, 0xffffffff),
+        (3020, 0xffffffff),
+        (3024, 0xffffffff),
+        (3028, 0xffffffff),
+        (3032, 0xffffffff),
+        (3036, 0xffffffff),
+        (3040, 0xffffffff),
+        (3044, 0xffffffff),
+        (3048, 0xffffffff),
+        (3052, 0xffffffff),
+        (3056, 0xffffffff),
+        (3060, 0xffffffff),
+        (3064, 0xffffffff),
+        (3068, 0xffffffff),
+        (3072, 0xffffffff),
+        (3076, 0xffffffff),
+        (3080, 0xffffffff),
+        (3084, 0xffffffff),
+        (3088, 0xffffffff),
+        (3092, 0xffffffff),
+        (3096, 0xffffffff),
+        (3100, 0xffffffff),
+        (3104, 0xffffffff),
+        (3108, 0xffffffff),
+        (3112, 0xffffffff),
+        (3116, 0xffffffff),
+        (3120, 0xffffffff),
+        (3124, 0xffffffff),
+        (3128, 0xffffffff),
+        (3132, 0xffffffff),
+        (3136, 0xffffffff),
+        (3140, 0xffffffff),
+        (3144, 0xffffffff),
+        (3148, 0xffffffff),
+        (3152, 0xffffffff),
+        (3156, 0xffffffff),
+        (3160, 0xffffffff),
+        (3164, 0xffffffff),
+        (3168, 0xffffffff),
+        (3172, 0xffffffff),
+        (3176, 0xffffffff),
+        (3180, 0xffffffff),
+        (3184, 0xffffffff),
+        (3188, 0xffffffff),
+        (3192, 0xffffffff),
+        (3196, 0xffffffff),
+        (3200, 0xffffffff),
+        (3204, 0xffffffff),
+        (3208, 0xffffffff),
+        (3212, 0xffffffff),
+        (3216, 0xffffffff),
+        (3220, 0xffffffff),
+        (3224, 0xffffffff),
+        (3228, 0xffffffff),
+        (3232, 0xffffffff),
+        (3236, 0xffffffff),
+        (3240, 0xffffffff),
+        (3244, 0xffffffff),
+        (3248, 0xffffffff),
+        (3252, 0xffffffff),
+        (3256, 0xffffffff),
+        (3260, 0xffffffff),
+        (3264, 0xffffffff),
+        (3268, 0xffffffff),
+        (3272, 0xffffffff),
+        (3276, 0xffffffff),
+        (3280, 0xffffffff),
+        (3284, 0xffffffff),
+        (3288, 0xffffffff),
+        (3292, 0xffffffff),
+        (3296, 0xffffffff),
+        (3300, 0xffffffff),
+        (3304, 0xffffffff),
+        (3308, 0xffffffff),
+        (3312, 0xffffffff),
+        (3316, 0xffffffff),
+        (3320, 0xffffffff),
+        (3324, 0xffffffff),
+        (3328, 0xffffffff),
+        (3332, 0xffffffff),
+        (3336, 0xffffffff),
+        (3340, 0xffffffff),
+        (3344, 0xffffffff),
+        (3348, 0xffffffff),
+        (3352, 0xffffffff),
+        (3356, 0xffffffff),
+        (3360, 0xffffffff),
+        (3364, 0xffffffff),
+        (3368, 0xffffffff),
+        (3372, 0xffffffff),
+        (3376, 0xffffffff),
+        (3380, 0xffffffff),
+        (3384, 0xffffffff),
+        (3388, 0xffffffff),
+        (3392, 0xffffffff),
+        (3396, 0xffffffff),
+        (3400, 0xffffffff),
+        (3404, 0xffffffff),
+        (3408, 0xffffffff),
+        (3412, 0xffffffff),
+        (3416, 0xffffffff),
+        (3420, 0xffffffff),
+        (3424, 0xffffffff),
+        (3428, 0xffffffff),
+        (3432, 0xffffffff),
+        (3436, 0xffffffff),
+        (3440, 0xffffffff),
+        (3444, 0xffffffff),
+        (3448, 0xffffffff),
+        (3452, 0xffffffff),
+        (3456, 0xffffffff),
+        (3460, 0xffffffff),
+        (3464, 0xffffffff),
+        (3468, 0xffffffff),
+        (3472, 0xffffffff),
+        (3476, 0xffffffff),
+        (3480, 0xffffffff),
+        (3484, 0xffffffff),
+        (3488, 0xffffffff),
+        (3492, 0xffffffff),
+        (3496, 0xffffffff),
+        (3500, 0xffffffff),
+        (3504, 0xffffffff),
+        (3508, 0xffffffff),
+        (3512, 0xffffffff),
+        (3516, 0xffffffff),
+        (3520, 0xffffffff),
+        (3524, 0xffffffff),
+        (3528, 0xffffffff),
+        (3532, 0xffffffff),
+        (3536, 0xffffffff),
+        (3540, 0xffffffff),
+        (3544, 0xffffffff),
+        (3548, 0xffffffff),
+        (3552, 0xffffffff),
+        (3556, 0xffffffff),
+        (3560, 0xffffffff),
+        (3564, 0xffffffff),
+        (3568, 0xffffffff),
+        (3572, 0xffffffff),
+        (3576, 0xffffffff),
+        (3580, 0xffffffff),
+        (3584, 0xffffffff),
+        (3588, 0xffffffff),
+        (3592, 0xffffffff),
+        (3596, 0xffffffff),
+        (3600, 0xffffffff),
+        (3604, 0xffffffff),
+        (3608, 0xffffffff),
+        (3612, 0xffffffff),
+        (3616, 0xffffffff),
+        (3620, 0xffffffff),
+        (3624, 0xffffffff),
+        (3628, 0xffffffff),
+        (3632, 0xffffffff),
+        (3636, 0xffffffff),
+        (3640, 0xffffffff),
+        (3644, 0xffffffff),
+        (3648, 0xffffffff),
+        (3652, 0xffffffff),
+        (3656, 0xffffffff),
+        (3660, 0xffffffff),
+        (3664, 0xffffffff),
+        (3668, 0xffffffff),
+        (3672, 0xffffffff),
+        (3676, 0xffffffff),
+        (3680, 0xffffffff),
+        (3684, 0xffffffff),
+        (3688, 0xffffffff),
+        (3692, 0xffffffff),
+        (3696, 0xffffffff),
+        (3700, 0xffffffff),
+        (3704, 0xffffffff),
+        (3708, 0xffffffff),
+        (3712, 0xffffffff),
+        (3716, 0xffffffff),
+        (3720, 0xffffffff),
+        (3724, 0xffffffff),
+        (3728, 0xffffffff),
+        (3732, 0xffffffff),
+        (3736, 0xffffffff),
+        (3740, 0xffffffff),
+        (3744, 0xffffffff),
+        (3748, 0xffffffff),
+        (3752, 0xffffffff),
+        (3756, 0xffffffff),
+        (3760, 0xffffffff),
+        (3764, 0xffffffff),
+        (3768, 0xffffffff),
+        (3772, 0xffffffff),
+        (3776, 0xffffffff),
+        (3780, 0xffffffff),
+        (3784, 0xffffffff),
+        (3788, 0xffffffff),
+        (3792, 0xffffffff),
+        (3796, 0xffffffff),
+        (3800, 0xffffffff),
+        (3804, 0xffffffff),
+        (3808, 0xffffffff),
+        (3812, 0xffffffff),
+        (3816, 0xffffffff),
+        (3820, 0xffffffff),
+        (3824, 0xffffffff),
+        (3828, 0xffffffff),
+        (3832, 0xffffffff),
+        (3836, 0xffffffff),
+        (3840, 0xffffffff),
+        (3844, 0xffffffff),
+        (3848, 0xffffffff),
+        (3852, 0xffffffff),
+        (3856, 0xffffffff),
+        (3860, 0xffffffff),
+        (3864, 0xffffffff),
+        (3868, 0xffffffff),
+        (3872, 0xffffffff),
+        (3876, 0xffffffff),
+        (3880, 0xffffffff),
+        (3884, 0xffffffff),
+        (3888, 0xffffffff),
+        (3892, 0xffffffff),
+        (3896, 0xffffffff),
+        (3900, 0xffffffff),
+        (3904, 0xffffffff),
+        (3908, 0xffffffff),
+        (3912, 0xffffffff),
+        (3916, 0xffffffff),
+        (3920, 0xffffffff),
+        (3924, 0xffffffff),
+        (3928, 0xffffffff),
+        (3932, 0xffffffff),
+        (3936, 0xffffffff),
+        (3940, 0xffffffff),
+        (3944, 0xffffffff),
+        (3948, 0xffffffff),
+        (3952, 0xffffffff),
+        (3956, 0xffffffff),
+        (3960, 0xffffffff),
+        (3964, 0xffffffff),
+        (3968, 0xffffffff),
+        (3972, 0xffffffff),
+        (3976, 0xffffffff),
+        (3980, 0xffffffff),
+        (3984, 0xffffffff),
+        (3988, 0xffffffff),
+        (3992, 0xffffffff),
+        (3996, 0xffffffff),
+        (4000, 0xffffffff),
+        (4004, 0xffffffff),
+        (4008, 0xffffffff),
+        (4012, 0xffffffff),
+        (4016, 0xffffffff),
+        (4020, 0xffffffff),
+        (4024, 0xffffffff),
+        (4028, 0xffffffff),
+        (4032, 0xffffffff),
+        (4036, 0xffffffff),
+        (4040, 0xffffffff),
+        (4044, 0xffffffff),
+        (4048, 0xffffffff),
+        (4052, 0xffffffff),
+        (4056, 0xffffffff),
+        (4060, 0xffffffff),
+        (4064, 0xffffffff),
+        (4068, 0xffffffff),
+        (4072, 0xffffffff),
+        (4076, 0xffffffff),
+        (4080, 0xffffffff),
+        (4084, 0xffffffff),
+        (4088, 0xffffffff),
+        (4092, 0xffffffff),
     ],
 };
 /// What the flow tables of one steering domain offer: support at all, the operations on tables and entries, the actions entries may take, size limits, and the match fields groups may use. A block whose ft_support is clear means the domain has no tables.
 ///
 /// PRM layout `flow_table_prop_layout`: 0x40 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31 | `ft_support` |
+/// | 0x00 | 29 | `flow_counter` |
+/// | 0x00 | 28 | `flow_modify_en` |
+/// | 0x00 | 27 | `modify_root` |
+/// | 0x00 | 26 | `identified_miss_table_mode` |
+/// | 0x00 | 25 | `flow_table_modify` |
+/// | 0x00 | 24 | `reformat` |
+/// | 0x00 | 23 | `decap` |
+/// | 0x00 | 22 | `reset_root_to_default` |
+/// | 0x00 | 21 | `pop_vlan` |
+/// | 0x00 | 20 | `push_vlan` |
+/// | 0x00 | 18 | `pop_vlan_2` |
+/// | 0x00 | 17 | `push_vlan_2` |
+/// | 0x00 | 16 | `reformat_and_vlan_action` |
+/// | 0x00 | 14 | `sw_owner` |
+/// | 0x00 | 13 | `reformat_l3_tunnel_to_l2` |
+/// | 0x00 | 12 | `reformat_l2_to_l3_tunnel` |
+/// | 0x00 | 11 | `reformat_and_modify_action` |
+/// | 0x00 | 10 | `ignore_flow_level` |
+/// | 0x00 | 8 | `table_miss_action_domain` |
+/// | 0x00 | 7 | `termination_table` |
+/// | 0x00 | 6 | `reformat_and_fwd_to_table` |
+/// | 0x00 | 3 | `ipsec_encrypt` |
+/// | 0x00 | 2 | `ipsec_decrypt` |
+/// | 0x00 | 1 | `sw_owner_v2` |
+/// | 0x04 | 31 | `termination_table_raw_traffic` |
+/// | 0x04 | 29:24 | `log_max_ft_size` |
+/// | 0x04 | 23:16 | `log_max_modify_header_context` |
+/// | 0x04 | 15:8 | `max_modify_header_actions` |
+/// | 0x04 | 7:0 | `max_ft_level` |
+/// | 0x08 | 31 | `reformat_add_esp_trasport` |
+/// | 0x08 | 30 | `reformat_l2_to_l3_esp_tunnel` |
+/// | 0x08 | 29 | `reformat_add_esp_transport_over_udp` |
+/// | 0x08 | 28 | `reformat_del_esp_trasport` |
+/// | 0x08 | 27 | `reformat_l3_esp_tunnel_to_l2` |
+/// | 0x08 | 26 | `reformat_del_esp_transport_over_udp` |
+/// | 0x08 | 25 | `execute_aso` |
+/// | 0x0c | 29 | `reformat_insert` |
+/// | 0x0c | 28 | `reformat_remove` |
+/// | 0x0c | 27 | `macsec_encrypt` |
+/// | 0x0c | 26 | `macsec_decrypt` |
+/// | 0x0c | 23 | `reformat_add_macsec` |
+/// | 0x0c | 22 | `reformat_remove_macsec` |
+/// | 0x0c | 21 | `reparse` |
+/// | 0x0c | 19 | `cross_vhca_object` |
+/// | 0x0c | 18 | `reformat_l2_to_l3_audp_tunnel` |
+/// | 0x0c | 17 | `reformat_l3_audp_tunnel_to_l2` |
+/// | 0x0c | 16 | `ignore_flow_level_rtc_valid` |
+/// | 0x0c | 7:0 | `log_max_ft_num` |
+/// | 0x10 | 15:8 | `log_max_flow_counter` |
+/// | 0x10 | 7:0 | `log_max_destination` |
+/// | 0x14 | 7:0 | `log_max_flow` |
+/// | 0x20..0x30 | — | `ft_field_support` |
+/// | 0x30..0x40 | — | `ft_field_bitmask_support` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct FlowTablePropLayout<B = [u8; 64]> {
     buf: B,
@@ -2708,99 +2698,17 @@ impl<B: rt::BytesMut> FlowTablePropLayout<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for FlowTablePropLayout<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(FlowTablePropLayout));
-        d.field("ft_support", &self.ft_support());
-        d.field("flow_counter", &self.flow_counter());
-        d.field("flow_modify_en", &self.flow_modify_en());
-        d.field("modify_root", &self.modify_root());
-        d.field("identified_miss_table_mode", &self.identified_miss_table_mode());
-        d.field("flow_table_modify", &self.flow_table_modify());
-        d.field("reformat", &self.reformat());
-        d.field("decap", &self.decap());
-        d.field("reset_root_to_default", &self.reset_root_to_default());
-        d.field("pop_vlan", &self.pop_vlan());
-        d.field("push_vlan", &self.push_vlan());
-        d.field("pop_vlan_2", &self.pop_vlan_2());
-        d.field("push_vlan_2", &self.push_vlan_2());
-        d.field("reformat_and_vlan_action", &self.reformat_and_vlan_action());
-        d.field("sw_owner", &self.sw_owner());
-        d.field("reformat_l3_tunnel_to_l2", &self.reformat_l3_tunnel_to_l2());
-        d.field("reformat_l2_to_l3_tunnel", &self.reformat_l2_to_l3_tunnel());
-        d.field("reformat_and_modify_action", &self.reformat_and_modify_action());
-        d.field("ignore_flow_level", &self.ignore_flow_level());
-        d.field("table_miss_action_domain", &self.table_miss_action_domain());
-        d.field("termination_table", &self.termination_table());
-        d.field("reformat_and_fwd_to_table", &self.reformat_and_fwd_to_table());
-        d.field("ipsec_encrypt", &self.ipsec_encrypt());
-        d.field("ipsec_decrypt", &self.ipsec_decrypt());
-        d.field("sw_owner_v2", &self.sw_owner_v2());
-        d.field("termination_table_raw_traffic", &self.termination_table_raw_traffic());
-        d.field("log_max_ft_size", &rt::fmt::Hex(self.log_max_ft_size().into()));
-        d.field(
-            "log_max_modify_header_context",
-            &rt::fmt::Hex(self.log_max_modify_header_context().into()),
-        );
-        d.field(
-            "max_modify_header_actions",
-            &rt::fmt::Hex(self.max_modify_header_actions().into()),
-        );
-        d.field("max_ft_level", &rt::fmt::Hex(self.max_ft_level().into()));
-        d.field("reformat_add_esp_trasport", &self.reformat_add_esp_trasport());
-        d.field("reformat_l2_to_l3_esp_tunnel", &self.reformat_l2_to_l3_esp_tunnel());
-        d.field(
-            "reformat_add_esp_transport_over_udp",
-            &self.reformat_add_esp_transport_over_udp(),
-        );
-        d.field("reformat_del_esp_trasport", &self.reformat_del_esp_trasport());
-        d.field("reformat_l3_esp_tunnel_to_l2", &self.reformat_l3_esp_tunnel_to_l2());
-        d.field(
-            "reformat_del_esp_transport_over_udp",
-            &self.reformat_del_esp_transport_over_udp(),
-        );
-        d.field("execute_aso", &self.execute_aso());
-        d.field("reformat_insert", &self.reformat_insert());
-        d.field("reformat_remove", &self.reformat_remove());
-        d.field("macsec_encrypt", &self.macsec_encrypt());
-        d.field("macsec_decrypt", &self.macsec_decrypt());
-        d.field("reformat_add_macsec", &self.reformat_add_macsec());
-        d.field("reformat_remove_macsec", &self.reformat_remove_macsec());
-        d.field("reparse", &self.reparse());
-        d.field("cross_vhca_object", &self.cross_vhca_object());
-        d.field("reformat_l2_to_l3_audp_tunnel", &self.reformat_l2_to_l3_audp_tunnel());
-        d.field("reformat_l3_audp_tunnel_to_l2", &self.reformat_l3_audp_tunnel_to_l2());
-        d.field("ignore_flow_level_rtc_valid", &self.ignore_flow_level_rtc_valid());
-        d.field("log_max_ft_num", &rt::fmt::Hex(self.log_max_ft_num().into()));
-        d.field(
-            "log_max_flow_counter",
-            &rt::fmt::Hex(self.log_max_flow_counter().into()),
-        );
-        d.field("log_max_destination", &rt::fmt::Hex(self.log_max_destination().into()));
-        d.field("log_max_flow", &rt::fmt::Hex(self.log_max_flow().into()));
-        d.field("ft_field_support", &self.ft_field_support());
-        d.field("ft_field_bitmask_support", &self.ft_field_bitmask_support());
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (0, 0x40088231),
-                (4, 0x40000000),
-                (8, 0x1ffffff),
-                (12, 0xc310ff00),
-                (16, 0xffff0000),
-                (20, 0xffffff00),
-                (24, 0xffffffff),
-                (28, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&FLOW_TABLE_PROP_LAYOUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `flow_table_prop_layout` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `flow_table_prop_layout`: what the decoding `Debug` shows and generic tools read.
 pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "flow_table_prop_layout",
+    type_name: "FlowTablePropLayout",
     size: 64,
     fields: &[
         rt::reflect::FieldAccess {
@@ -2809,14 +2717,16 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTablePropLayout::new_unchecked(b);
-                u64::from(v.ft_support())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTablePropLayout::new_unchecked(b);
-                v.set_ft_support(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
+                .ft_support()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
+                .set_ft_support(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "flow_counter",
@@ -2824,14 +2734,16 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTablePropLayout::new_unchecked(b);
-                u64::from(v.flow_counter())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTablePropLayout::new_unchecked(b);
-                v.set_flow_counter(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
+                .flow_counter()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
+                .set_flow_counter(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "flow_modify_en",
@@ -2839,14 +2751,16 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTablePropLayout::new_unchecked(b);
-                u64::from(v.flow_modify_en())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTablePropLayout::new_unchecked(b);
-                v.set_flow_modify_en(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
+                .flow_modify_en()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
+                .set_flow_modify_en(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "modify_root",
@@ -2854,14 +2768,16 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTablePropLayout::new_unchecked(b);
-                u64::from(v.modify_root())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTablePropLayout::new_unchecked(b);
-                v.set_modify_root(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
+                .modify_root()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
+                .set_modify_root(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "identified_miss_table_mode",
@@ -2869,14 +2785,16 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTablePropLayout::new_unchecked(b);
-                u64::from(v.identified_miss_table_mode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTablePropLayout::new_unchecked(b);
-                v.set_identified_miss_table_mode(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
+                .identified_miss_table_mode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
+                .set_identified_miss_table_mode(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "flow_table_modify",
@@ -2884,14 +2802,16 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTablePropLayout::new_unchecked(b);
-                u64::from(v.flow_table_modify())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTablePropLayout::new_unchecked(b);
-                v.set_flow_table_modify(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
+                .flow_table_modify()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
+                .set_flow_table_modify(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "reformat",
@@ -2899,14 +2819,16 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTablePropLayout::new_unchecked(b);
-                u64::from(v.reformat())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTablePropLayout::new_unchecked(b);
-                v.set_reformat(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
+                .reformat()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
+                .set_reformat(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "decap",
@@ -2914,14 +2836,16 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTablePropLayout::new_unchecked(b);
-                u64::from(v.decap())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTablePropLayout::new_unchecked(b);
-                v.set_decap(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
+                .decap()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
+                .set_decap(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "reset_root_to_default",
@@ -2929,14 +2853,16 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTablePropLayout::new_unchecked(b);
-                u64::from(v.reset_root_to_default())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTablePropLayout::new_unchecked(b);
-                v.set_reset_root_to_default(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
+                .reset_root_to_default()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
+                .set_reset_root_to_default(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "pop_vlan",
@@ -2944,14 +2870,16 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTablePropLayout::new_unchecked(b);
-                u64::from(v.pop_vlan())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTablePropLayout::new_unchecked(b);
-                v.set_pop_vlan(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
+                .pop_vlan()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
+                .set_pop_vlan(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "push_vlan",
@@ -2959,14 +2887,16 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTablePropLayout::new_unchecked(b);
-                u64::from(v.push_vlan())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTablePropLayout::new_unchecked(b);
-                v.set_push_vlan(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
+                .push_vlan()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
+                .set_push_vlan(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "pop_vlan_2",
@@ -2974,14 +2904,16 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTablePropLayout::new_unchecked(b);
-                u64::from(v.pop_vlan_2())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTablePropLayout::new_unchecked(b);
-                v.set_pop_vlan_2(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
+                .pop_vlan_2()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
+                .set_pop_vlan_2(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "push_vlan_2",
@@ -2989,14 +2921,16 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTablePropLayout::new_unchecked(b);
-                u64::from(v.push_vlan_2())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTablePropLayout::new_unchecked(b);
-                v.set_push_vlan_2(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
+                .push_vlan_2()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
+                .set_push_vlan_2(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "reformat_and_vlan_action",
@@ -3004,14 +2938,16 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTablePropLayout::new_unchecked(b);
-                u64::from(v.reformat_and_vlan_action())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTablePropLayout::new_unchecked(b);
-                v.set_reformat_and_vlan_action(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
+                .reformat_and_vlan_action()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
+                .set_reformat_and_vlan_action(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "sw_owner",
@@ -3019,14 +2955,16 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTablePropLayout::new_unchecked(b);
-                u64::from(v.sw_owner())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTablePropLayout::new_unchecked(b);
-                v.set_sw_owner(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
+                .sw_owner()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
+                .set_sw_owner(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "reformat_l3_tunnel_to_l2",
@@ -3034,14 +2972,16 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTablePropLayout::new_unchecked(b);
-                u64::from(v.reformat_l3_tunnel_to_l2())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTablePropLayout::new_unchecked(b);
-                v.set_reformat_l3_tunnel_to_l2(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
+                .reformat_l3_tunnel_to_l2()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
+                .set_reformat_l3_tunnel_to_l2(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "reformat_l2_to_l3_tunnel",
@@ -3049,14 +2989,16 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTablePropLayout::new_unchecked(b);
-                u64::from(v.reformat_l2_to_l3_tunnel())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTablePropLayout::new_unchecked(b);
-                v.set_reformat_l2_to_l3_tunnel(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
+                .reformat_l2_to_l3_tunnel()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
+                .set_reformat_l2_to_l3_tunnel(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "reformat_and_modify_action",
@@ -3064,14 +3006,16 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTablePropLayout::new_unchecked(b);
-                u64::from(v.reformat_and_modify_action())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTablePropLayout::new_unchecked(b);
-                v.set_reformat_and_modify_action(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
+                .reformat_and_modify_action()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
+                .set_reformat_and_modify_action(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ignore_flow_level",
@@ -3079,14 +3023,16 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTablePropLayout::new_unchecked(b);
-                u64::from(v.ignore_flow_level())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTablePropLayout::new_unchecked(b);
-                v.set_ignore_flow_level(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
+                .ignore_flow_level()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
+                .set_ignore_flow_level(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "table_miss_action_domain",
@@ -3094,14 +3040,16 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTablePropLayout::new_unchecked(b);
-                u64::from(v.table_miss_action_domain())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTablePropLayout::new_unchecked(b);
-                v.set_table_miss_action_domain(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
+                .table_miss_action_domain()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
+                .set_table_miss_action_domain(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "termination_table",
@@ -3109,14 +3057,16 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTablePropLayout::new_unchecked(b);
-                u64::from(v.termination_table())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTablePropLayout::new_unchecked(b);
-                v.set_termination_table(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
+                .termination_table()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
+                .set_termination_table(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "reformat_and_fwd_to_table",
@@ -3124,14 +3074,16 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTablePropLayout::new_unchecked(b);
-                u64::from(v.reformat_and_fwd_to_table())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTablePropLayout::new_unchecked(b);
-                v.set_reformat_and_fwd_to_table(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
+                .reformat_and_fwd_to_table()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
+                .set_reformat_and_fwd_to_table(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ipsec_encrypt",
@@ -3139,14 +3091,16 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTablePropLayout::new_unchecked(b);
-                u64::from(v.ipsec_encrypt())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTablePropLayout::new_unchecked(b);
-                v.set_ipsec_encrypt(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
+                .ipsec_encrypt()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
+                .set_ipsec_encrypt(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ipsec_decrypt",
@@ -3154,14 +3108,16 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTablePropLayout::new_unchecked(b);
-                u64::from(v.ipsec_decrypt())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTablePropLayout::new_unchecked(b);
-                v.set_ipsec_decrypt(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
+                .ipsec_decrypt()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
+                .set_ipsec_decrypt(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "sw_owner_v2",
@@ -3169,14 +3125,16 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTablePropLayout::new_unchecked(b);
-                u64::from(v.sw_owner_v2())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTablePropLayout::new_unchecked(b);
-                v.set_sw_owner_v2(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
+                .sw_owner_v2()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
+                .set_sw_owner_v2(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "termination_table_raw_traffic",
@@ -3184,14 +3142,16 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTablePropLayout::new_unchecked(b);
-                u64::from(v.termination_table_raw_traffic())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTablePropLayout::new_unchecked(b);
-                v.set_termination_table_raw_traffic(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
+                .termination_table_raw_traffic()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
+                .set_termination_table_raw_traffic(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_max_ft_size",
@@ -3199,14 +3159,16 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 6,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTablePropLayout::new_unchecked(b);
-                u64::from(v.log_max_ft_size())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTablePropLayout::new_unchecked(b);
-                v.set_log_max_ft_size((x & 0x3f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
+                .log_max_ft_size()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
+                .set_log_max_ft_size((x & 0x3f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_max_modify_header_context",
@@ -3214,14 +3176,16 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTablePropLayout::new_unchecked(b);
-                u64::from(v.log_max_modify_header_context())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTablePropLayout::new_unchecked(b);
-                v.set_log_max_modify_header_context((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
+                .log_max_modify_header_context()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
+                .set_log_max_modify_header_context((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "max_modify_header_actions",
@@ -3229,14 +3193,16 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTablePropLayout::new_unchecked(b);
-                u64::from(v.max_modify_header_actions())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTablePropLayout::new_unchecked(b);
-                v.set_max_modify_header_actions((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
+                .max_modify_header_actions()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
+                .set_max_modify_header_actions((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "max_ft_level",
@@ -3244,14 +3210,16 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTablePropLayout::new_unchecked(b);
-                u64::from(v.max_ft_level())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTablePropLayout::new_unchecked(b);
-                v.set_max_ft_level((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
+                .max_ft_level()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
+                .set_max_ft_level((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "reformat_add_esp_trasport",
@@ -3259,14 +3227,16 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTablePropLayout::new_unchecked(b);
-                u64::from(v.reformat_add_esp_trasport())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTablePropLayout::new_unchecked(b);
-                v.set_reformat_add_esp_trasport(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
+                .reformat_add_esp_trasport()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
+                .set_reformat_add_esp_trasport(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "reformat_l2_to_l3_esp_tunnel",
@@ -3274,14 +3244,16 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTablePropLayout::new_unchecked(b);
-                u64::from(v.reformat_l2_to_l3_esp_tunnel())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTablePropLayout::new_unchecked(b);
-                v.set_reformat_l2_to_l3_esp_tunnel(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
+                .reformat_l2_to_l3_esp_tunnel()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
+                .set_reformat_l2_to_l3_esp_tunnel(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "reformat_add_esp_transport_over_udp",
@@ -3289,14 +3261,16 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTablePropLayout::new_unchecked(b);
-                u64::from(v.reformat_add_esp_transport_over_udp())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTablePropLayout::new_unchecked(b);
-                v.set_reformat_add_esp_transport_over_udp(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
+                .reformat_add_esp_transport_over_udp()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
+                .set_reformat_add_esp_transport_over_udp(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "reformat_del_esp_trasport",
@@ -3304,14 +3278,16 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTablePropLayout::new_unchecked(b);
-                u64::from(v.reformat_del_esp_trasport())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTablePropLayout::new_unchecked(b);
-                v.set_reformat_del_esp_trasport(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
+                .reformat_del_esp_trasport()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
+                .set_reformat_del_esp_trasport(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "reformat_l3_esp_tunnel_to_l2",
@@ -3319,14 +3295,16 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTablePropLayout::new_unchecked(b);
-                u64::from(v.reformat_l3_esp_tunnel_to_l2())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTablePropLayout::new_unchecked(b);
-                v.set_reformat_l3_esp_tunnel_to_l2(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
+                .reformat_l3_esp_tunnel_to_l2()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
+                .set_reformat_l3_esp_tunnel_to_l2(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "reformat_del_esp_transport_over_udp",
@@ -3334,14 +3312,16 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTablePropLayout::new_unchecked(b);
-                u64::from(v.reformat_del_esp_transport_over_udp())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTablePropLayout::new_unchecked(b);
-                v.set_reformat_del_esp_transport_over_udp(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
+                .reformat_del_esp_transport_over_udp()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
+                .set_reformat_del_esp_transport_over_udp(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "execute_aso",
@@ -3349,14 +3329,16 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTablePropLayout::new_unchecked(b);
-                u64::from(v.execute_aso())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTablePropLayout::new_unchecked(b);
-                v.set_execute_aso(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
+                .execute_aso()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
+                .set_execute_aso(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "reformat_insert",
@@ -3364,14 +3346,16 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTablePropLayout::new_unchecked(b);
-                u64::from(v.reformat_insert())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTablePropLayout::new_unchecked(b);
-                v.set_reformat_insert(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
+                .reformat_insert()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
+                .set_reformat_insert(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "reformat_remove",
@@ -3379,14 +3363,16 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTablePropLayout::new_unchecked(b);
-                u64::from(v.reformat_remove())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTablePropLayout::new_unchecked(b);
-                v.set_reformat_remove(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
+                .reformat_remove()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
+                .set_reformat_remove(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "macsec_encrypt",
@@ -3394,14 +3380,16 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTablePropLayout::new_unchecked(b);
-                u64::from(v.macsec_encrypt())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTablePropLayout::new_unchecked(b);
-                v.set_macsec_encrypt(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
+                .macsec_encrypt()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
+                .set_macsec_encrypt(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "macsec_decrypt",
@@ -3409,14 +3397,16 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTablePropLayout::new_unchecked(b);
-                u64::from(v.macsec_decrypt())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTablePropLayout::new_unchecked(b);
-                v.set_macsec_decrypt(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
+                .macsec_decrypt()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
+                .set_macsec_decrypt(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "reformat_add_macsec",
@@ -3424,14 +3414,16 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTablePropLayout::new_unchecked(b);
-                u64::from(v.reformat_add_macsec())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTablePropLayout::new_unchecked(b);
-                v.set_reformat_add_macsec(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
+                .reformat_add_macsec()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
+                .set_reformat_add_macsec(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "reformat_remove_macsec",
@@ -3439,14 +3431,16 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTablePropLayout::new_unchecked(b);
-                u64::from(v.reformat_remove_macsec())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTablePropLayout::new_unchecked(b);
-                v.set_reformat_remove_macsec(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
+                .reformat_remove_macsec()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
+                .set_reformat_remove_macsec(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "reparse",
@@ -3454,14 +3448,16 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTablePropLayout::new_unchecked(b);
-                u64::from(v.reparse())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTablePropLayout::new_unchecked(b);
-                v.set_reparse(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
+                .reparse()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
+                .set_reparse(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "cross_vhca_object",
@@ -3469,14 +3465,16 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTablePropLayout::new_unchecked(b);
-                u64::from(v.cross_vhca_object())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTablePropLayout::new_unchecked(b);
-                v.set_cross_vhca_object(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
+                .cross_vhca_object()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
+                .set_cross_vhca_object(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "reformat_l2_to_l3_audp_tunnel",
@@ -3484,14 +3482,16 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTablePropLayout::new_unchecked(b);
-                u64::from(v.reformat_l2_to_l3_audp_tunnel())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTablePropLayout::new_unchecked(b);
-                v.set_reformat_l2_to_l3_audp_tunnel(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
+                .reformat_l2_to_l3_audp_tunnel()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
+                .set_reformat_l2_to_l3_audp_tunnel(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "reformat_l3_audp_tunnel_to_l2",
@@ -3499,14 +3499,16 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTablePropLayout::new_unchecked(b);
-                u64::from(v.reformat_l3_audp_tunnel_to_l2())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTablePropLayout::new_unchecked(b);
-                v.set_reformat_l3_audp_tunnel_to_l2(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
+                .reformat_l3_audp_tunnel_to_l2()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
+                .set_reformat_l3_audp_tunnel_to_l2(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ignore_flow_level_rtc_valid",
@@ -3514,14 +3516,16 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTablePropLayout::new_unchecked(b);
-                u64::from(v.ignore_flow_level_rtc_valid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTablePropLayout::new_unchecked(b);
-                v.set_ignore_flow_level_rtc_valid(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
+                .ignore_flow_level_rtc_valid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
+                .set_ignore_flow_level_rtc_valid(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_max_ft_num",
@@ -3529,14 +3533,16 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTablePropLayout::new_unchecked(b);
-                u64::from(v.log_max_ft_num())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTablePropLayout::new_unchecked(b);
-                v.set_log_max_ft_num((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
+                .log_max_ft_num()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
+                .set_log_max_ft_num((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_max_flow_counter",
@@ -3544,14 +3550,16 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTablePropLayout::new_unchecked(b);
-                u64::from(v.log_max_flow_counter())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTablePropLayout::new_unchecked(b);
-                v.set_log_max_flow_counter((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
+                .log_max_flow_counter()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
+                .set_log_max_flow_counter((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_max_destination",
@@ -3559,14 +3567,16 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTablePropLayout::new_unchecked(b);
-                u64::from(v.log_max_destination())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTablePropLayout::new_unchecked(b);
-                v.set_log_max_destination((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
+                .log_max_destination()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
+                .set_log_max_destination((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_max_flow",
@@ -3574,66 +3584,139 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTablePropLayout::new_unchecked(b);
-                u64::from(v.log_max_flow())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTablePropLayout::new_unchecked(b);
-                v.set_log_max_flow((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
+                .log_max_flow()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
+                .set_log_max_flow((x & 0xff) as u8); }
+            ),
         },
     ],
     nested: &[
         rt::reflect::NestedAccess {
             name: "ft_field_support",
             layout: "flow_table_fields_supported",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&FLOW_TABLE_FIELDS_SUPPORTED_ACCESS),
             byte_offset: 32,
             size: 16,
             count: 1,
             trailing: false,
             stride: 16,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 64 {
-                    return None;
-                }
-                let v = FlowTablePropLayout::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.ft_field_support();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 64 { return
+                None; } let v = FlowTablePropLayout::new_unchecked(b); if i != 0 { return
+                None; } let sub = v.ft_field_support(); Some(sub.storage().as_ptr() as
+                usize - b.as_ptr() as usize) }
+            ),
         },
         rt::reflect::NestedAccess {
             name: "ft_field_bitmask_support",
             layout: "flow_table_fields_supported",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&FLOW_TABLE_FIELDS_SUPPORTED_ACCESS),
             byte_offset: 48,
             size: 16,
             count: 1,
             trailing: false,
             stride: 16,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 64 {
-                    return None;
-                }
-                let v = FlowTablePropLayout::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.ft_field_bitmask_support();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 64 { return
+                None; } let v = FlowTablePropLayout::new_unchecked(b); if i != 0 { return
+                None; } let sub = v.ft_field_bitmask_support(); Some(sub.storage()
+                .as_ptr() as usize - b.as_ptr() as usize) }
+            ),
         },
+    ],
+    reserved: &[
+        (0, 0x40088231),
+        (4, 0x40000000),
+        (8, 0x1ffffff),
+        (12, 0xc310ff00),
+        (16, 0xffff0000),
+        (20, 0xffffff00),
+        (24, 0xffffffff),
+        (28, 0xffffffff),
     ],
 };
 /// One bit per packet field that flow matching can look at: the outer headers, the inner (tunnelled) headers, tunnel and MPLS fields and the metadata registers.
 ///
 /// PRM layout `flow_table_fields_supported`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31 | `outer_dmac` |
+/// | 0x00 | 30 | `outer_smac` |
+/// | 0x00 | 29 | `outer_ether_type` |
+/// | 0x00 | 28 | `outer_ip_version` |
+/// | 0x00 | 27 | `outer_first_prio` |
+/// | 0x00 | 26 | `outer_first_cfi` |
+/// | 0x00 | 25 | `outer_first_vid` |
+/// | 0x00 | 24 | `outer_ipv4_ttl` |
+/// | 0x00 | 23 | `outer_second_prio` |
+/// | 0x00 | 22 | `outer_second_cfi` |
+/// | 0x00 | 21 | `outer_second_vid` |
+/// | 0x00 | 19 | `outer_sip` |
+/// | 0x00 | 18 | `outer_dip` |
+/// | 0x00 | 17 | `outer_frag` |
+/// | 0x00 | 16 | `outer_ip_protocol` |
+/// | 0x00 | 15 | `outer_ip_ecn` |
+/// | 0x00 | 14 | `outer_ip_dscp` |
+/// | 0x00 | 13 | `outer_udp_sport` |
+/// | 0x00 | 12 | `outer_udp_dport` |
+/// | 0x00 | 11 | `outer_tcp_sport` |
+/// | 0x00 | 10 | `outer_tcp_dport` |
+/// | 0x00 | 9 | `outer_tcp_flags` |
+/// | 0x00 | 8 | `outer_gre_protocol` |
+/// | 0x00 | 7 | `outer_gre_key` |
+/// | 0x00 | 6 | `outer_vxlan_vni` |
+/// | 0x00 | 5 | `outer_geneve_vni` |
+/// | 0x00 | 4 | `outer_geneve_oam` |
+/// | 0x00 | 3 | `outer_geneve_protocol_type` |
+/// | 0x00 | 2 | `outer_geneve_opt_len` |
+/// | 0x00 | 1 | `source_vhca_port` |
+/// | 0x00 | 0 | `source_eswitch_port` |
+/// | 0x04 | 31 | `inner_dmac` |
+/// | 0x04 | 30 | `inner_smac` |
+/// | 0x04 | 29 | `inner_ether_type` |
+/// | 0x04 | 28 | `inner_ip_version` |
+/// | 0x04 | 27 | `inner_first_prio` |
+/// | 0x04 | 26 | `inner_first_cfi` |
+/// | 0x04 | 25 | `inner_first_vid` |
+/// | 0x04 | 23 | `inner_second_prio` |
+/// | 0x04 | 22 | `inner_second_cfi` |
+/// | 0x04 | 21 | `inner_second_vid` |
+/// | 0x04 | 19 | `inner_sip` |
+/// | 0x04 | 18 | `inner_dip` |
+/// | 0x04 | 17 | `inner_frag` |
+/// | 0x04 | 16 | `inner_ip_protocol` |
+/// | 0x04 | 15 | `inner_ip_ecn` |
+/// | 0x04 | 14 | `inner_ip_dscp` |
+/// | 0x04 | 13 | `inner_udp_sport` |
+/// | 0x04 | 12 | `inner_udp_dport` |
+/// | 0x04 | 11 | `inner_tcp_sport` |
+/// | 0x04 | 10 | `inner_tcp_dport` |
+/// | 0x04 | 9 | `inner_tcp_flags` |
+/// | 0x08 | 31 | `geneve_tlv_option_0_data` |
+/// | 0x08 | 30 | `geneve_tlv_option_0_exist` |
+/// | 0x08 | 26:23 | `outer_first_mpls_over_udp` |
+/// | 0x08 | 22:19 | `outer_first_mpls_over_gre` |
+/// | 0x08 | 18:15 | `inner_first_mpls` |
+/// | 0x08 | 14:11 | `outer_first_mpls` |
+/// | 0x08 | 8 | `outer_esp_spi` |
+/// | 0x08 | 5 | `bth_dst_qp` |
+/// | 0x0c | 7 | `metadata_reg_c_7` |
+/// | 0x0c | 6 | `metadata_reg_c_6` |
+/// | 0x0c | 5 | `metadata_reg_c_5` |
+/// | 0x0c | 4 | `metadata_reg_c_4` |
+/// | 0x0c | 3 | `metadata_reg_c_3` |
+/// | 0x0c | 2 | `metadata_reg_c_2` |
+/// | 0x0c | 1 | `metadata_reg_c_1` |
+/// | 0x0c | 0 | `metadata_reg_c_0` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct FlowTableFieldsSupported<B = [u8; 16]> {
     buf: B,
@@ -4637,95 +4720,17 @@ impl<B: rt::BytesMut> FlowTableFieldsSupported<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for FlowTableFieldsSupported<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(FlowTableFieldsSupported));
-        d.field("outer_dmac", &self.outer_dmac());
-        d.field("outer_smac", &self.outer_smac());
-        d.field("outer_ether_type", &self.outer_ether_type());
-        d.field("outer_ip_version", &self.outer_ip_version());
-        d.field("outer_first_prio", &self.outer_first_prio());
-        d.field("outer_first_cfi", &self.outer_first_cfi());
-        d.field("outer_first_vid", &self.outer_first_vid());
-        d.field("outer_ipv4_ttl", &self.outer_ipv4_ttl());
-        d.field("outer_second_prio", &self.outer_second_prio());
-        d.field("outer_second_cfi", &self.outer_second_cfi());
-        d.field("outer_second_vid", &self.outer_second_vid());
-        d.field("outer_sip", &self.outer_sip());
-        d.field("outer_dip", &self.outer_dip());
-        d.field("outer_frag", &self.outer_frag());
-        d.field("outer_ip_protocol", &self.outer_ip_protocol());
-        d.field("outer_ip_ecn", &self.outer_ip_ecn());
-        d.field("outer_ip_dscp", &self.outer_ip_dscp());
-        d.field("outer_udp_sport", &self.outer_udp_sport());
-        d.field("outer_udp_dport", &self.outer_udp_dport());
-        d.field("outer_tcp_sport", &self.outer_tcp_sport());
-        d.field("outer_tcp_dport", &self.outer_tcp_dport());
-        d.field("outer_tcp_flags", &self.outer_tcp_flags());
-        d.field("outer_gre_protocol", &self.outer_gre_protocol());
-        d.field("outer_gre_key", &self.outer_gre_key());
-        d.field("outer_vxlan_vni", &self.outer_vxlan_vni());
-        d.field("outer_geneve_vni", &self.outer_geneve_vni());
-        d.field("outer_geneve_oam", &self.outer_geneve_oam());
-        d.field("outer_geneve_protocol_type", &self.outer_geneve_protocol_type());
-        d.field("outer_geneve_opt_len", &self.outer_geneve_opt_len());
-        d.field("source_vhca_port", &self.source_vhca_port());
-        d.field("source_eswitch_port", &self.source_eswitch_port());
-        d.field("inner_dmac", &self.inner_dmac());
-        d.field("inner_smac", &self.inner_smac());
-        d.field("inner_ether_type", &self.inner_ether_type());
-        d.field("inner_ip_version", &self.inner_ip_version());
-        d.field("inner_first_prio", &self.inner_first_prio());
-        d.field("inner_first_cfi", &self.inner_first_cfi());
-        d.field("inner_first_vid", &self.inner_first_vid());
-        d.field("inner_second_prio", &self.inner_second_prio());
-        d.field("inner_second_cfi", &self.inner_second_cfi());
-        d.field("inner_second_vid", &self.inner_second_vid());
-        d.field("inner_sip", &self.inner_sip());
-        d.field("inner_dip", &self.inner_dip());
-        d.field("inner_frag", &self.inner_frag());
-        d.field("inner_ip_protocol", &self.inner_ip_protocol());
-        d.field("inner_ip_ecn", &self.inner_ip_ecn());
-        d.field("inner_ip_dscp", &self.inner_ip_dscp());
-        d.field("inner_udp_sport", &self.inner_udp_sport());
-        d.field("inner_udp_dport", &self.inner_udp_dport());
-        d.field("inner_tcp_sport", &self.inner_tcp_sport());
-        d.field("inner_tcp_dport", &self.inner_tcp_dport());
-        d.field("inner_tcp_flags", &self.inner_tcp_flags());
-        d.field("geneve_tlv_option_0_data", &self.geneve_tlv_option_0_data());
-        d.field("geneve_tlv_option_0_exist", &self.geneve_tlv_option_0_exist());
-        d.field(
-            "outer_first_mpls_over_udp",
-            &rt::fmt::Hex(self.outer_first_mpls_over_udp().into()),
-        );
-        d.field(
-            "outer_first_mpls_over_gre",
-            &rt::fmt::Hex(self.outer_first_mpls_over_gre().into()),
-        );
-        d.field("inner_first_mpls", &rt::fmt::Hex(self.inner_first_mpls().into()));
-        d.field("outer_first_mpls", &rt::fmt::Hex(self.outer_first_mpls().into()));
-        d.field("outer_esp_spi", &self.outer_esp_spi());
-        d.field("bth_dst_qp", &self.bth_dst_qp());
-        d.field("metadata_reg_c_7", &self.metadata_reg_c_7());
-        d.field("metadata_reg_c_6", &self.metadata_reg_c_6());
-        d.field("metadata_reg_c_5", &self.metadata_reg_c_5());
-        d.field("metadata_reg_c_4", &self.metadata_reg_c_4());
-        d.field("metadata_reg_c_3", &self.metadata_reg_c_3());
-        d.field("metadata_reg_c_2", &self.metadata_reg_c_2());
-        d.field("metadata_reg_c_1", &self.metadata_reg_c_1());
-        d.field("metadata_reg_c_0", &self.metadata_reg_c_0());
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0x100000), (4, 0x11001ff), (8, 0x380006df), (12, 0xffffff00)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&FLOW_TABLE_FIELDS_SUPPORTED_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `flow_table_fields_supported` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `flow_table_fields_supported`: what the decoding `Debug` shows and generic tools read.
 pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "flow_table_fields_supported",
+    type_name: "FlowTableFieldsSupported",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -4734,14 +4739,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_dmac())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_outer_dmac(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.outer_dmac()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_outer_dmac(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "outer_smac",
@@ -4749,14 +4756,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_smac())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_outer_smac(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.outer_smac()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_outer_smac(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "outer_ether_type",
@@ -4764,14 +4773,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_ether_type())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_outer_ether_type(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.outer_ether_type()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_outer_ether_type(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "outer_ip_version",
@@ -4779,14 +4790,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_ip_version())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_outer_ip_version(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.outer_ip_version()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_outer_ip_version(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "outer_first_prio",
@@ -4794,14 +4807,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_first_prio())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_outer_first_prio(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.outer_first_prio()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_outer_first_prio(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "outer_first_cfi",
@@ -4809,14 +4824,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_first_cfi())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_outer_first_cfi(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.outer_first_cfi()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_outer_first_cfi(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "outer_first_vid",
@@ -4824,14 +4841,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_first_vid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_outer_first_vid(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.outer_first_vid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_outer_first_vid(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "outer_ipv4_ttl",
@@ -4839,14 +4858,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_ipv4_ttl())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_outer_ipv4_ttl(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.outer_ipv4_ttl()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_outer_ipv4_ttl(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "outer_second_prio",
@@ -4854,14 +4875,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_second_prio())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_outer_second_prio(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.outer_second_prio()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_outer_second_prio(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "outer_second_cfi",
@@ -4869,14 +4892,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_second_cfi())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_outer_second_cfi(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.outer_second_cfi()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_outer_second_cfi(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "outer_second_vid",
@@ -4884,14 +4909,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_second_vid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_outer_second_vid(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.outer_second_vid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_outer_second_vid(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "outer_sip",
@@ -4899,14 +4926,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_sip())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_outer_sip(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.outer_sip()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_outer_sip(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "outer_dip",
@@ -4914,14 +4943,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_dip())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_outer_dip(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.outer_dip()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_outer_dip(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "outer_frag",
@@ -4929,14 +4960,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_frag())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_outer_frag(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.outer_frag()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_outer_frag(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "outer_ip_protocol",
@@ -4944,14 +4977,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_ip_protocol())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_outer_ip_protocol(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.outer_ip_protocol()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_outer_ip_protocol(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "outer_ip_ecn",
@@ -4959,14 +4994,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_ip_ecn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_outer_ip_ecn(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.outer_ip_ecn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_outer_ip_ecn(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "outer_ip_dscp",
@@ -4974,14 +5011,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_ip_dscp())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_outer_ip_dscp(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.outer_ip_dscp()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_outer_ip_dscp(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "outer_udp_sport",
@@ -4989,14 +5028,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_udp_sport())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_outer_udp_sport(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.outer_udp_sport()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_outer_udp_sport(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "outer_udp_dport",
@@ -5004,14 +5045,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_udp_dport())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_outer_udp_dport(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.outer_udp_dport()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_outer_udp_dport(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "outer_tcp_sport",
@@ -5019,14 +5062,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_tcp_sport())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_outer_tcp_sport(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.outer_tcp_sport()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_outer_tcp_sport(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "outer_tcp_dport",
@@ -5034,14 +5079,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_tcp_dport())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_outer_tcp_dport(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.outer_tcp_dport()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_outer_tcp_dport(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "outer_tcp_flags",
@@ -5049,14 +5096,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_tcp_flags())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_outer_tcp_flags(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.outer_tcp_flags()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_outer_tcp_flags(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "outer_gre_protocol",
@@ -5064,14 +5113,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_gre_protocol())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_outer_gre_protocol(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.outer_gre_protocol()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_outer_gre_protocol(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "outer_gre_key",
@@ -5079,14 +5130,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_gre_key())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_outer_gre_key(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.outer_gre_key()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_outer_gre_key(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "outer_vxlan_vni",
@@ -5094,14 +5147,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_vxlan_vni())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_outer_vxlan_vni(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.outer_vxlan_vni()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_outer_vxlan_vni(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "outer_geneve_vni",
@@ -5109,14 +5164,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_geneve_vni())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_outer_geneve_vni(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.outer_geneve_vni()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_outer_geneve_vni(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "outer_geneve_oam",
@@ -5124,14 +5181,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_geneve_oam())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_outer_geneve_oam(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.outer_geneve_oam()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_outer_geneve_oam(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "outer_geneve_protocol_type",
@@ -5139,14 +5198,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_geneve_protocol_type())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_outer_geneve_protocol_type(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.outer_geneve_protocol_type()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_outer_geneve_protocol_type(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "outer_geneve_opt_len",
@@ -5154,14 +5215,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_geneve_opt_len())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_outer_geneve_opt_len(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.outer_geneve_opt_len()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_outer_geneve_opt_len(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "source_vhca_port",
@@ -5169,14 +5232,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.source_vhca_port())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_source_vhca_port(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.source_vhca_port()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_source_vhca_port(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "source_eswitch_port",
@@ -5184,14 +5249,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.source_eswitch_port())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_source_eswitch_port(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.source_eswitch_port()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_source_eswitch_port(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "inner_dmac",
@@ -5199,14 +5266,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.inner_dmac())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_inner_dmac(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.inner_dmac()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_inner_dmac(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "inner_smac",
@@ -5214,14 +5283,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.inner_smac())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_inner_smac(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.inner_smac()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_inner_smac(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "inner_ether_type",
@@ -5229,14 +5300,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.inner_ether_type())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_inner_ether_type(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.inner_ether_type()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_inner_ether_type(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "inner_ip_version",
@@ -5244,14 +5317,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.inner_ip_version())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_inner_ip_version(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.inner_ip_version()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_inner_ip_version(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "inner_first_prio",
@@ -5259,14 +5334,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.inner_first_prio())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_inner_first_prio(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.inner_first_prio()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_inner_first_prio(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "inner_first_cfi",
@@ -5274,14 +5351,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.inner_first_cfi())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_inner_first_cfi(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.inner_first_cfi()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_inner_first_cfi(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "inner_first_vid",
@@ -5289,14 +5368,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.inner_first_vid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_inner_first_vid(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.inner_first_vid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_inner_first_vid(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "inner_second_prio",
@@ -5304,14 +5385,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.inner_second_prio())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_inner_second_prio(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.inner_second_prio()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_inner_second_prio(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "inner_second_cfi",
@@ -5319,14 +5402,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.inner_second_cfi())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_inner_second_cfi(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.inner_second_cfi()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_inner_second_cfi(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "inner_second_vid",
@@ -5334,14 +5419,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.inner_second_vid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_inner_second_vid(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.inner_second_vid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_inner_second_vid(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "inner_sip",
@@ -5349,14 +5436,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.inner_sip())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_inner_sip(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.inner_sip()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_inner_sip(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "inner_dip",
@@ -5364,14 +5453,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.inner_dip())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_inner_dip(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.inner_dip()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_inner_dip(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "inner_frag",
@@ -5379,14 +5470,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.inner_frag())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_inner_frag(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.inner_frag()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_inner_frag(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "inner_ip_protocol",
@@ -5394,14 +5487,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.inner_ip_protocol())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_inner_ip_protocol(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.inner_ip_protocol()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_inner_ip_protocol(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "inner_ip_ecn",
@@ -5409,14 +5504,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.inner_ip_ecn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_inner_ip_ecn(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.inner_ip_ecn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_inner_ip_ecn(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "inner_ip_dscp",
@@ -5424,14 +5521,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.inner_ip_dscp())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_inner_ip_dscp(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.inner_ip_dscp()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_inner_ip_dscp(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "inner_udp_sport",
@@ -5439,14 +5538,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.inner_udp_sport())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_inner_udp_sport(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.inner_udp_sport()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_inner_udp_sport(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "inner_udp_dport",
@@ -5454,14 +5555,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.inner_udp_dport())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_inner_udp_dport(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.inner_udp_dport()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_inner_udp_dport(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "inner_tcp_sport",
@@ -5469,14 +5572,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.inner_tcp_sport())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_inner_tcp_sport(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.inner_tcp_sport()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_inner_tcp_sport(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "inner_tcp_dport",
@@ -5484,14 +5589,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.inner_tcp_dport())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_inner_tcp_dport(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.inner_tcp_dport()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_inner_tcp_dport(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "inner_tcp_flags",
@@ -5499,14 +5606,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.inner_tcp_flags())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_inner_tcp_flags(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.inner_tcp_flags()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_inner_tcp_flags(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "geneve_tlv_option_0_data",
@@ -5514,14 +5623,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.geneve_tlv_option_0_data())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_geneve_tlv_option_0_data(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.geneve_tlv_option_0_data()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_geneve_tlv_option_0_data(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "geneve_tlv_option_0_exist",
@@ -5529,14 +5640,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.geneve_tlv_option_0_exist())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_geneve_tlv_option_0_exist(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.geneve_tlv_option_0_exist()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_geneve_tlv_option_0_exist(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "outer_first_mpls_over_udp",
@@ -5544,14 +5657,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_first_mpls_over_udp())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_outer_first_mpls_over_udp((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.outer_first_mpls_over_udp()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_outer_first_mpls_over_udp((x & 0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "outer_first_mpls_over_gre",
@@ -5559,14 +5674,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_first_mpls_over_gre())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_outer_first_mpls_over_gre((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.outer_first_mpls_over_gre()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_outer_first_mpls_over_gre((x & 0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "inner_first_mpls",
@@ -5574,14 +5691,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.inner_first_mpls())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_inner_first_mpls((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.inner_first_mpls()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_inner_first_mpls((x & 0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "outer_first_mpls",
@@ -5589,14 +5708,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_first_mpls())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_outer_first_mpls((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.outer_first_mpls()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_outer_first_mpls((x & 0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "outer_esp_spi",
@@ -5604,14 +5725,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_esp_spi())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_outer_esp_spi(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.outer_esp_spi()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_outer_esp_spi(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "bth_dst_qp",
@@ -5619,14 +5742,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.bth_dst_qp())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_bth_dst_qp(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.bth_dst_qp()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_bth_dst_qp(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "metadata_reg_c_7",
@@ -5634,14 +5759,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.metadata_reg_c_7())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_metadata_reg_c_7(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.metadata_reg_c_7()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_metadata_reg_c_7(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "metadata_reg_c_6",
@@ -5649,14 +5776,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.metadata_reg_c_6())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_metadata_reg_c_6(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.metadata_reg_c_6()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_metadata_reg_c_6(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "metadata_reg_c_5",
@@ -5664,14 +5793,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.metadata_reg_c_5())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_metadata_reg_c_5(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.metadata_reg_c_5()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_metadata_reg_c_5(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "metadata_reg_c_4",
@@ -5679,14 +5810,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.metadata_reg_c_4())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_metadata_reg_c_4(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.metadata_reg_c_4()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_metadata_reg_c_4(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "metadata_reg_c_3",
@@ -5694,14 +5827,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.metadata_reg_c_3())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_metadata_reg_c_3(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.metadata_reg_c_3()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_metadata_reg_c_3(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "metadata_reg_c_2",
@@ -5709,14 +5844,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.metadata_reg_c_2())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_metadata_reg_c_2(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.metadata_reg_c_2()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_metadata_reg_c_2(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "metadata_reg_c_1",
@@ -5724,14 +5861,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.metadata_reg_c_1())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_metadata_reg_c_1(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.metadata_reg_c_1()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_metadata_reg_c_1(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "metadata_reg_c_0",
@@ -5739,21 +5878,31 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.metadata_reg_c_0())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported::new_unchecked(b);
-                v.set_metadata_reg_c_0(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
+                u64::from(v.metadata_reg_c_0()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
+                .set_metadata_reg_c_0(x & 1 != 0); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0x100000), (4, 0x11001ff), (8, 0x380006df), (12, 0xffffff00)],
 };
 /// Match fields added after flow_table_fields_supported was full.
 ///
 /// PRM layout `flow_table_fields_supported_2`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 29 | `inner_l4_type` |
+/// | 0x00 | 28 | `outer_l4_type` |
+/// | 0x00 | 17 | `bth_opcode` |
+/// | 0x00 | 15 | `tunnel_header_0_1` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct FlowTableFieldsSupported2<B = [u8; 16]> {
     buf: B,
@@ -5839,25 +5988,17 @@ impl<B: rt::BytesMut> FlowTableFieldsSupported2<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for FlowTableFieldsSupported2<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(FlowTableFieldsSupported2));
-        d.field("inner_l4_type", &self.inner_l4_type());
-        d.field("outer_l4_type", &self.outer_l4_type());
-        d.field("bth_opcode", &self.bth_opcode());
-        d.field("tunnel_header_0_1", &self.tunnel_header_0_1());
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xcffd7fff), (4, 0xffffffff), (8, 0xffffffff), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&FLOW_TABLE_FIELDS_SUPPORTED_2_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `flow_table_fields_supported_2` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `flow_table_fields_supported_2`: what the decoding `Debug` shows and generic tools read.
 pub const FLOW_TABLE_FIELDS_SUPPORTED_2_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "flow_table_fields_supported_2",
+    type_name: "FlowTableFieldsSupported2",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -5866,14 +6007,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_2_ACCESS: rt::reflect::LayoutAccess = rt::
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported2::new_unchecked(b);
-                u64::from(v.inner_l4_type())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported2::new_unchecked(b);
-                v.set_inner_l4_type(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported2::new_unchecked(b);
+                u64::from(v.inner_l4_type()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported2::new_unchecked(b); v
+                .set_inner_l4_type(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "outer_l4_type",
@@ -5881,14 +6024,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_2_ACCESS: rt::reflect::LayoutAccess = rt::
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported2::new_unchecked(b);
-                u64::from(v.outer_l4_type())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported2::new_unchecked(b);
-                v.set_outer_l4_type(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported2::new_unchecked(b);
+                u64::from(v.outer_l4_type()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported2::new_unchecked(b); v
+                .set_outer_l4_type(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "bth_opcode",
@@ -5896,14 +6041,16 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_2_ACCESS: rt::reflect::LayoutAccess = rt::
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported2::new_unchecked(b);
-                u64::from(v.bth_opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported2::new_unchecked(b);
-                v.set_bth_opcode(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported2::new_unchecked(b);
+                u64::from(v.bth_opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported2::new_unchecked(b); v
+                .set_bth_opcode(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "tunnel_header_0_1",
@@ -5911,15 +6058,18 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_2_ACCESS: rt::reflect::LayoutAccess = rt::
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = FlowTableFieldsSupported2::new_unchecked(b);
-                u64::from(v.tunnel_header_0_1())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = FlowTableFieldsSupported2::new_unchecked(b);
-                v.set_tunnel_header_0_1(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = FlowTableFieldsSupported2::new_unchecked(b);
+                u64::from(v.tunnel_header_0_1()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = FlowTableFieldsSupported2::new_unchecked(b); v
+                .set_tunnel_header_0_1(x & 1 != 0); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xcffd7fff), (4, 0xffffffff), (8, 0xffffffff), (12, 0xffffffff)],
 };

@@ -87,6 +87,13 @@ impl ::core::convert::From<TeardownHcaProfile> for u8 {
 /// Input of ENABLE_HCA; names the function to enable.
 ///
 /// PRM layout `enable_hca_in`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x08 | 31 | `embedded_cpu_function` |
+/// | 0x08 | 15:0 | `function_id` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct EnableHcaIn<B = [u8; 16]> {
     buf: B,
@@ -172,25 +179,17 @@ impl<B: rt::BytesMut> EnableHcaIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for EnableHcaIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(EnableHcaIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("embedded_cpu_function", &self.embedded_cpu_function());
-        d.field("function_id", &rt::fmt::Hex(self.function_id().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffff), (4, 0xffff0000), (8, 0x7fff0000), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&ENABLE_HCA_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `enable_hca_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `enable_hca_in`: what the decoding `Debug` shows and generic tools read.
 pub const ENABLE_HCA_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "enable_hca_in",
+    type_name: "EnableHcaIn",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -199,14 +198,15 @@ pub const ENABLE_HCA_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = EnableHcaIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = EnableHcaIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = EnableHcaIn::new_unchecked(b); u64::from(v.opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = EnableHcaIn::new_unchecked(b); v.set_opcode((x
+                & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -214,14 +214,15 @@ pub const ENABLE_HCA_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = EnableHcaIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = EnableHcaIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = EnableHcaIn::new_unchecked(b); u64::from(v.op_mod()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = EnableHcaIn::new_unchecked(b); v.set_op_mod((x
+                & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "embedded_cpu_function",
@@ -229,14 +230,16 @@ pub const ENABLE_HCA_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = EnableHcaIn::new_unchecked(b);
-                u64::from(v.embedded_cpu_function())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = EnableHcaIn::new_unchecked(b);
-                v.set_embedded_cpu_function(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = EnableHcaIn::new_unchecked(b); u64::from(v
+                .embedded_cpu_function()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = EnableHcaIn::new_unchecked(b); v
+                .set_embedded_cpu_function(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "function_id",
@@ -244,21 +247,29 @@ pub const ENABLE_HCA_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = EnableHcaIn::new_unchecked(b);
-                u64::from(v.function_id())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = EnableHcaIn::new_unchecked(b);
-                v.set_function_id((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = EnableHcaIn::new_unchecked(b); u64::from(v
+                .function_id()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = EnableHcaIn::new_unchecked(b); v
+                .set_function_id((x & 0xffff) as u16); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffff), (4, 0xffff0000), (8, 0x7fff0000), (12, 0xffffffff)],
 };
 /// Output of ENABLE_HCA (status only).
 ///
 /// PRM layout `enable_hca_out`: 0xc bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct EnableHcaOut<B = [u8; 12]> {
     buf: B,
@@ -307,23 +318,17 @@ impl<B: rt::BytesMut> EnableHcaOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for EnableHcaOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(EnableHcaOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&ENABLE_HCA_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `enable_hca_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `enable_hca_out`: what the decoding `Debug` shows and generic tools read.
 pub const ENABLE_HCA_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "enable_hca_out",
+    type_name: "EnableHcaOut",
     size: 12,
     fields: &[
         rt::reflect::FieldAccess {
@@ -332,14 +337,16 @@ pub const ENABLE_HCA_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = EnableHcaOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = EnableHcaOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = EnableHcaOut::new_unchecked(b); u64::from(v.status())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = EnableHcaOut::new_unchecked(b); v.set_status((x
+                & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -347,21 +354,31 @@ pub const ENABLE_HCA_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = EnableHcaOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = EnableHcaOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = EnableHcaOut::new_unchecked(b); u64::from(v
+                .syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = EnableHcaOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffff), (8, 0xffffffff)],
 };
 /// Input of DISABLE_HCA; names the function to disable.
 ///
 /// PRM layout `disable_hca_in`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x08 | 31 | `embedded_cpu_function` |
+/// | 0x08 | 15:0 | `function_id` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct DisableHcaIn<B = [u8; 16]> {
     buf: B,
@@ -447,25 +464,17 @@ impl<B: rt::BytesMut> DisableHcaIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for DisableHcaIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(DisableHcaIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("embedded_cpu_function", &self.embedded_cpu_function());
-        d.field("function_id", &rt::fmt::Hex(self.function_id().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffff), (4, 0xffff0000), (8, 0x7fff0000), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DISABLE_HCA_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `disable_hca_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `disable_hca_in`: what the decoding `Debug` shows and generic tools read.
 pub const DISABLE_HCA_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "disable_hca_in",
+    type_name: "DisableHcaIn",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -474,14 +483,16 @@ pub const DISABLE_HCA_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DisableHcaIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DisableHcaIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DisableHcaIn::new_unchecked(b); u64::from(v.opcode())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DisableHcaIn::new_unchecked(b); v.set_opcode((x
+                & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -489,14 +500,16 @@ pub const DISABLE_HCA_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DisableHcaIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DisableHcaIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DisableHcaIn::new_unchecked(b); u64::from(v.op_mod())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DisableHcaIn::new_unchecked(b); v.set_op_mod((x
+                & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "embedded_cpu_function",
@@ -504,14 +517,16 @@ pub const DISABLE_HCA_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DisableHcaIn::new_unchecked(b);
-                u64::from(v.embedded_cpu_function())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DisableHcaIn::new_unchecked(b);
-                v.set_embedded_cpu_function(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DisableHcaIn::new_unchecked(b); u64::from(v
+                .embedded_cpu_function()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DisableHcaIn::new_unchecked(b); v
+                .set_embedded_cpu_function(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "function_id",
@@ -519,21 +534,29 @@ pub const DISABLE_HCA_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DisableHcaIn::new_unchecked(b);
-                u64::from(v.function_id())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DisableHcaIn::new_unchecked(b);
-                v.set_function_id((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DisableHcaIn::new_unchecked(b); u64::from(v
+                .function_id()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DisableHcaIn::new_unchecked(b); v
+                .set_function_id((x & 0xffff) as u16); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffff), (4, 0xffff0000), (8, 0x7fff0000), (12, 0xffffffff)],
 };
 /// Output of DISABLE_HCA (status only).
 ///
 /// PRM layout `disable_hca_out`: 0xc bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct DisableHcaOut<B = [u8; 12]> {
     buf: B,
@@ -582,23 +605,17 @@ impl<B: rt::BytesMut> DisableHcaOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for DisableHcaOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(DisableHcaOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DISABLE_HCA_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `disable_hca_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `disable_hca_out`: what the decoding `Debug` shows and generic tools read.
 pub const DISABLE_HCA_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "disable_hca_out",
+    type_name: "DisableHcaOut",
     size: 12,
     fields: &[
         rt::reflect::FieldAccess {
@@ -607,14 +624,16 @@ pub const DISABLE_HCA_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DisableHcaOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DisableHcaOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DisableHcaOut::new_unchecked(b); u64::from(v.status())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DisableHcaOut::new_unchecked(b); v
+                .set_status((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -622,21 +641,29 @@ pub const DISABLE_HCA_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DisableHcaOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DisableHcaOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DisableHcaOut::new_unchecked(b); u64::from(v
+                .syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DisableHcaOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffff), (8, 0xffffffff)],
 };
 /// Input of QUERY_ISSI (header only).
 ///
 /// PRM layout `query_issi_in`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x04 | 15:0 | `op_mod` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct QueryIssiIn<B = [u8; 16]> {
     buf: B,
@@ -685,23 +712,17 @@ impl<B: rt::BytesMut> QueryIssiIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for QueryIssiIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(QueryIssiIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffff), (4, 0xffff0000), (8, 0xffffffff), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QUERY_ISSI_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `query_issi_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `query_issi_in`: what the decoding `Debug` shows and generic tools read.
 pub const QUERY_ISSI_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "query_issi_in",
+    type_name: "QueryIssiIn",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -710,14 +731,15 @@ pub const QUERY_ISSI_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryIssiIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryIssiIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryIssiIn::new_unchecked(b); u64::from(v.opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryIssiIn::new_unchecked(b); v.set_opcode((x
+                & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -725,21 +747,30 @@ pub const QUERY_ISSI_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryIssiIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryIssiIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryIssiIn::new_unchecked(b); u64::from(v.op_mod()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryIssiIn::new_unchecked(b); v.set_op_mod((x
+                & 0xffff) as u16); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffff), (4, 0xffff0000), (8, 0xffffffff), (12, 0xffffffff)],
 };
 /// Output of QUERY_ISSI: the ISSI in force and the bitmap of supported ones. If the command itself fails, drivers assume the firmware only knows ISSI 0.
 ///
 /// PRM layout `query_issi_out`: 0x70 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
+/// | 0x08 | 15:0 | `current_issi` |
+/// | 0x6c | 31:0 | `supported_issi_dw0` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct QueryIssiOut<B = [u8; 112]> {
     buf: B,
@@ -825,52 +856,17 @@ impl<B: rt::BytesMut> QueryIssiOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for QueryIssiOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(QueryIssiOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        d.field("current_issi", &rt::fmt::Hex(self.current_issi().into()));
-        d.field("supported_issi_dw0", &rt::fmt::Hex(self.supported_issi_dw0().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (0, 0xffffff),
-                (8, 0xffff0000),
-                (12, 0xffffffff),
-                (16, 0xffffffff),
-                (20, 0xffffffff),
-                (24, 0xffffffff),
-                (28, 0xffffffff),
-                (32, 0xffffffff),
-                (36, 0xffffffff),
-                (40, 0xffffffff),
-                (44, 0xffffffff),
-                (48, 0xffffffff),
-                (52, 0xffffffff),
-                (56, 0xffffffff),
-                (60, 0xffffffff),
-                (64, 0xffffffff),
-                (68, 0xffffffff),
-                (72, 0xffffffff),
-                (76, 0xffffffff),
-                (80, 0xffffffff),
-                (84, 0xffffffff),
-                (88, 0xffffffff),
-                (92, 0xffffffff),
-                (96, 0xffffffff),
-                (100, 0xffffffff),
-                (104, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QUERY_ISSI_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `query_issi_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `query_issi_out`: what the decoding `Debug` shows and generic tools read.
 pub const QUERY_ISSI_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "query_issi_out",
+    type_name: "QueryIssiOut",
     size: 112,
     fields: &[
         rt::reflect::FieldAccess {
@@ -879,14 +875,16 @@ pub const QUERY_ISSI_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryIssiOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryIssiOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryIssiOut::new_unchecked(b); u64::from(v.status())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryIssiOut::new_unchecked(b); v.set_status((x
+                & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -894,14 +892,16 @@ pub const QUERY_ISSI_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryIssiOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryIssiOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryIssiOut::new_unchecked(b); u64::from(v
+                .syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryIssiOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "current_issi",
@@ -909,14 +909,16 @@ pub const QUERY_ISSI_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryIssiOut::new_unchecked(b);
-                u64::from(v.current_issi())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryIssiOut::new_unchecked(b);
-                v.set_current_issi((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryIssiOut::new_unchecked(b); u64::from(v
+                .current_issi()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryIssiOut::new_unchecked(b); v
+                .set_current_issi((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "supported_issi_dw0",
@@ -924,21 +926,57 @@ pub const QUERY_ISSI_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryIssiOut::new_unchecked(b);
-                u64::from(v.supported_issi_dw0())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryIssiOut::new_unchecked(b);
-                v.set_supported_issi_dw0((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryIssiOut::new_unchecked(b); u64::from(v
+                .supported_issi_dw0()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryIssiOut::new_unchecked(b); v
+                .set_supported_issi_dw0((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[
+        (0, 0xffffff),
+        (8, 0xffff0000),
+        (12, 0xffffffff),
+        (16, 0xffffffff),
+        (20, 0xffffffff),
+        (24, 0xffffffff),
+        (28, 0xffffffff),
+        (32, 0xffffffff),
+        (36, 0xffffffff),
+        (40, 0xffffffff),
+        (44, 0xffffffff),
+        (48, 0xffffffff),
+        (52, 0xffffffff),
+        (56, 0xffffffff),
+        (60, 0xffffffff),
+        (64, 0xffffffff),
+        (68, 0xffffffff),
+        (72, 0xffffffff),
+        (76, 0xffffffff),
+        (80, 0xffffffff),
+        (84, 0xffffffff),
+        (88, 0xffffffff),
+        (92, 0xffffffff),
+        (96, 0xffffffff),
+        (100, 0xffffffff),
+        (104, 0xffffffff),
+    ],
 };
 /// Input of SET_ISSI.
 ///
 /// PRM layout `set_issi_in`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x08 | 15:0 | `current_issi` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct SetIssiIn<B = [u8; 16]> {
     buf: B,
@@ -1005,24 +1043,17 @@ impl<B: rt::BytesMut> SetIssiIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for SetIssiIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(SetIssiIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("current_issi", &rt::fmt::Hex(self.current_issi().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffff), (4, 0xffff0000), (8, 0xffff0000), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&SET_ISSI_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `set_issi_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `set_issi_in`: what the decoding `Debug` shows and generic tools read.
 pub const SET_ISSI_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "set_issi_in",
+    type_name: "SetIssiIn",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -1031,14 +1062,15 @@ pub const SET_ISSI_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = SetIssiIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = SetIssiIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = SetIssiIn::new_unchecked(b); u64::from(v.opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = SetIssiIn::new_unchecked(b); v.set_opcode((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -1046,14 +1078,15 @@ pub const SET_ISSI_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = SetIssiIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = SetIssiIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = SetIssiIn::new_unchecked(b); u64::from(v.op_mod()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = SetIssiIn::new_unchecked(b); v.set_op_mod((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "current_issi",
@@ -1061,21 +1094,29 @@ pub const SET_ISSI_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = SetIssiIn::new_unchecked(b);
-                u64::from(v.current_issi())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = SetIssiIn::new_unchecked(b);
-                v.set_current_issi((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = SetIssiIn::new_unchecked(b); u64::from(v
+                .current_issi()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = SetIssiIn::new_unchecked(b); v
+                .set_current_issi((x & 0xffff) as u16); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffff), (4, 0xffff0000), (8, 0xffff0000), (12, 0xffffffff)],
 };
 /// Output of SET_ISSI (status only).
 ///
 /// PRM layout `set_issi_out`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct SetIssiOut<B = [u8; 16]> {
     buf: B,
@@ -1124,23 +1165,17 @@ impl<B: rt::BytesMut> SetIssiOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for SetIssiOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(SetIssiOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&SET_ISSI_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `set_issi_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `set_issi_out`: what the decoding `Debug` shows and generic tools read.
 pub const SET_ISSI_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "set_issi_out",
+    type_name: "SetIssiOut",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -1149,14 +1184,15 @@ pub const SET_ISSI_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = SetIssiOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = SetIssiOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = SetIssiOut::new_unchecked(b); u64::from(v.status()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = SetIssiOut::new_unchecked(b); v.set_status((x &
+                0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -1164,21 +1200,31 @@ pub const SET_ISSI_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = SetIssiOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = SetIssiOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = SetIssiOut::new_unchecked(b); u64::from(v.syndrome())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = SetIssiOut::new_unchecked(b); v.set_syndrome((x
+                & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
 };
 /// Input of QUERY_PAGES; op_mod picks the stage (boot, init or regular).
 ///
 /// PRM layout `query_pages_in`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x08 | 31 | `embedded_cpu_function` |
+/// | 0x08 | 15:0 | `function_id` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct QueryPagesIn<B = [u8; 16]> {
     buf: B,
@@ -1264,25 +1310,17 @@ impl<B: rt::BytesMut> QueryPagesIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for QueryPagesIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(QueryPagesIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("embedded_cpu_function", &self.embedded_cpu_function());
-        d.field("function_id", &rt::fmt::Hex(self.function_id().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffff), (4, 0xffff0000), (8, 0x7fff0000), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QUERY_PAGES_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `query_pages_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `query_pages_in`: what the decoding `Debug` shows and generic tools read.
 pub const QUERY_PAGES_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "query_pages_in",
+    type_name: "QueryPagesIn",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -1291,14 +1329,16 @@ pub const QUERY_PAGES_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryPagesIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryPagesIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryPagesIn::new_unchecked(b); u64::from(v.opcode())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryPagesIn::new_unchecked(b); v.set_opcode((x
+                & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -1306,14 +1346,16 @@ pub const QUERY_PAGES_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryPagesIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryPagesIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryPagesIn::new_unchecked(b); u64::from(v.op_mod())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryPagesIn::new_unchecked(b); v.set_op_mod((x
+                & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "embedded_cpu_function",
@@ -1321,14 +1363,16 @@ pub const QUERY_PAGES_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryPagesIn::new_unchecked(b);
-                u64::from(v.embedded_cpu_function())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryPagesIn::new_unchecked(b);
-                v.set_embedded_cpu_function(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryPagesIn::new_unchecked(b); u64::from(v
+                .embedded_cpu_function()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryPagesIn::new_unchecked(b); v
+                .set_embedded_cpu_function(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "function_id",
@@ -1336,21 +1380,32 @@ pub const QUERY_PAGES_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryPagesIn::new_unchecked(b);
-                u64::from(v.function_id())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryPagesIn::new_unchecked(b);
-                v.set_function_id((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryPagesIn::new_unchecked(b); u64::from(v
+                .function_id()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryPagesIn::new_unchecked(b); v
+                .set_function_id((x & 0xffff) as u16); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffff), (4, 0xffff0000), (8, 0x7fff0000), (12, 0xffffffff)],
 };
 /// Output of QUERY_PAGES; the driver follows it with MANAGE_PAGES for the count it reports.
 ///
 /// PRM layout `query_pages_out`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
+/// | 0x08 | 31 | `embedded_cpu_function` |
+/// | 0x08 | 15:0 | `function_id` |
+/// | 0x0c | 31:0 | `num_pages` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct QueryPagesOut<B = [u8; 16]> {
     buf: B,
@@ -1451,26 +1506,17 @@ impl<B: rt::BytesMut> QueryPagesOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for QueryPagesOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(QueryPagesOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        d.field("embedded_cpu_function", &self.embedded_cpu_function());
-        d.field("function_id", &rt::fmt::Hex(self.function_id().into()));
-        d.field("num_pages", &rt::fmt::Hex(self.num_pages().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0x7fff0000)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QUERY_PAGES_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `query_pages_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `query_pages_out`: what the decoding `Debug` shows and generic tools read.
 pub const QUERY_PAGES_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "query_pages_out",
+    type_name: "QueryPagesOut",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -1479,14 +1525,16 @@ pub const QUERY_PAGES_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryPagesOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryPagesOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryPagesOut::new_unchecked(b); u64::from(v.status())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryPagesOut::new_unchecked(b); v
+                .set_status((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -1494,14 +1542,16 @@ pub const QUERY_PAGES_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryPagesOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryPagesOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryPagesOut::new_unchecked(b); u64::from(v
+                .syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryPagesOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "embedded_cpu_function",
@@ -1509,14 +1559,16 @@ pub const QUERY_PAGES_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryPagesOut::new_unchecked(b);
-                u64::from(v.embedded_cpu_function())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryPagesOut::new_unchecked(b);
-                v.set_embedded_cpu_function(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryPagesOut::new_unchecked(b); u64::from(v
+                .embedded_cpu_function()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryPagesOut::new_unchecked(b); v
+                .set_embedded_cpu_function(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "function_id",
@@ -1524,14 +1576,16 @@ pub const QUERY_PAGES_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryPagesOut::new_unchecked(b);
-                u64::from(v.function_id())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryPagesOut::new_unchecked(b);
-                v.set_function_id((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryPagesOut::new_unchecked(b); u64::from(v
+                .function_id()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryPagesOut::new_unchecked(b); v
+                .set_function_id((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "num_pages",
@@ -1539,21 +1593,33 @@ pub const QUERY_PAGES_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryPagesOut::new_unchecked(b);
-                u64::from(v.num_pages())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryPagesOut::new_unchecked(b);
-                v.set_num_pages((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryPagesOut::new_unchecked(b); u64::from(v
+                .num_pages()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryPagesOut::new_unchecked(b); v
+                .set_num_pages((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffff), (8, 0x7fff0000)],
 };
 /// Input of MANAGE_PAGES. For a give, the page addresses follow the fixed part, so the input grows by 8 bytes per page and mostly travels in mailboxes.
 ///
 /// PRM layout `manage_pages_in`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x08 | 31 | `embedded_cpu_function` |
+/// | 0x08 | 15:0 | `function_id` |
+/// | 0x0c | 31:0 | `input_num_entries` |
+/// | 0x10 | … | `pas[]` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct ManagePagesIn<B = [u8; 16]> {
     buf: B,
@@ -1701,34 +1767,17 @@ impl<B: rt::BytesMut> ManagePagesIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for ManagePagesIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(ManagePagesIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("embedded_cpu_function", &self.embedded_cpu_function());
-        d.field("function_id", &rt::fmt::Hex(self.function_id().into()));
-        d.field("input_num_entries", &rt::fmt::Hex(self.input_num_entries().into()));
-        d.field(
-            "pas",
-            &rt::fmt::With(|f| rt::fmt::list(
-                f,
-                self.pas_len(),
-                self.pas_iter().map(|v| rt::fmt::Hex(u64::from(v))),
-            )),
-        );
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffff), (4, 0xffff0000), (8, 0x7fff0000)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&MANAGE_PAGES_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `manage_pages_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `manage_pages_in`: what the decoding `Debug` shows and generic tools read.
 pub const MANAGE_PAGES_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "manage_pages_in",
+    type_name: "ManagePagesIn",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -1737,14 +1786,16 @@ pub const MANAGE_PAGES_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ManagePagesIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ManagePagesIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ManagePagesIn::new_unchecked(b); u64::from(v.opcode())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ManagePagesIn::new_unchecked(b); v
+                .set_opcode((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -1752,14 +1803,16 @@ pub const MANAGE_PAGES_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ManagePagesIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ManagePagesIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ManagePagesIn::new_unchecked(b); u64::from(v.op_mod())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ManagePagesIn::new_unchecked(b); v
+                .set_op_mod((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "embedded_cpu_function",
@@ -1767,14 +1820,16 @@ pub const MANAGE_PAGES_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ManagePagesIn::new_unchecked(b);
-                u64::from(v.embedded_cpu_function())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ManagePagesIn::new_unchecked(b);
-                v.set_embedded_cpu_function(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ManagePagesIn::new_unchecked(b); u64::from(v
+                .embedded_cpu_function()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ManagePagesIn::new_unchecked(b); v
+                .set_embedded_cpu_function(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "function_id",
@@ -1782,14 +1837,16 @@ pub const MANAGE_PAGES_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ManagePagesIn::new_unchecked(b);
-                u64::from(v.function_id())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ManagePagesIn::new_unchecked(b);
-                v.set_function_id((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ManagePagesIn::new_unchecked(b); u64::from(v
+                .function_id()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ManagePagesIn::new_unchecked(b); v
+                .set_function_id((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "input_num_entries",
@@ -1797,14 +1854,16 @@ pub const MANAGE_PAGES_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ManagePagesIn::new_unchecked(b);
-                u64::from(v.input_num_entries())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ManagePagesIn::new_unchecked(b);
-                v.set_input_num_entries((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ManagePagesIn::new_unchecked(b); u64::from(v
+                .input_num_entries()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ManagePagesIn::new_unchecked(b); v
+                .set_input_num_entries((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "pas",
@@ -1812,20 +1871,32 @@ pub const MANAGE_PAGES_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 64,
             count: 0,
             trailing: true,
-            get: Some(|b: &[u8], i: usize| -> u64 {
-                ManagePagesIn::new_unchecked(b).pas(i).map_or(0, u64::from)
-            }),
-            set: Some(|b: &mut [u8], i: usize, x: u64| {
-                let _ = ManagePagesIn::new_unchecked(b)
-                    .set_pas(i, (x & 0xffffffffffffffff) as u64);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> u64 { ManagePagesIn::new_unchecked(b).pas(i)
+                .map_or(0, u64::from) }
+            ),
+            set: crate::__prm_accessor!(
+                | b : & mut [u8], i : usize, x : u64 | { let _ =
+                ManagePagesIn::new_unchecked(b).set_pas(i, (x & 0xffffffffffffffff) as
+                u64); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffff), (4, 0xffff0000), (8, 0x7fff0000)],
 };
 /// Output of MANAGE_PAGES; only a take returns page addresses.
 ///
 /// PRM layout `manage_pages_out`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
+/// | 0x08 | 31:0 | `output_num_entries` |
+/// | 0x10 | … | `pas[]` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct ManagePagesOut<B = [u8; 16]> {
     buf: B,
@@ -1943,32 +2014,17 @@ impl<B: rt::BytesMut> ManagePagesOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for ManagePagesOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(ManagePagesOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        d.field("output_num_entries", &rt::fmt::Hex(self.output_num_entries().into()));
-        d.field(
-            "pas",
-            &rt::fmt::With(|f| rt::fmt::list(
-                f,
-                self.pas_len(),
-                self.pas_iter().map(|v| rt::fmt::Hex(u64::from(v))),
-            )),
-        );
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&MANAGE_PAGES_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `manage_pages_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `manage_pages_out`: what the decoding `Debug` shows and generic tools read.
 pub const MANAGE_PAGES_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "manage_pages_out",
+    type_name: "ManagePagesOut",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -1977,14 +2033,16 @@ pub const MANAGE_PAGES_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ManagePagesOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ManagePagesOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ManagePagesOut::new_unchecked(b); u64::from(v
+                .status()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ManagePagesOut::new_unchecked(b); v
+                .set_status((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -1992,14 +2050,16 @@ pub const MANAGE_PAGES_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ManagePagesOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ManagePagesOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ManagePagesOut::new_unchecked(b); u64::from(v
+                .syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ManagePagesOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "output_num_entries",
@@ -2007,14 +2067,16 @@ pub const MANAGE_PAGES_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ManagePagesOut::new_unchecked(b);
-                u64::from(v.output_num_entries())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ManagePagesOut::new_unchecked(b);
-                v.set_output_num_entries((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ManagePagesOut::new_unchecked(b); u64::from(v
+                .output_num_entries()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ManagePagesOut::new_unchecked(b); v
+                .set_output_num_entries((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "pas",
@@ -2022,20 +2084,30 @@ pub const MANAGE_PAGES_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             width: 64,
             count: 0,
             trailing: true,
-            get: Some(|b: &[u8], i: usize| -> u64 {
-                ManagePagesOut::new_unchecked(b).pas(i).map_or(0, u64::from)
-            }),
-            set: Some(|b: &mut [u8], i: usize, x: u64| {
-                let _ = ManagePagesOut::new_unchecked(b)
-                    .set_pas(i, (x & 0xffffffffffffffff) as u64);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> u64 { ManagePagesOut::new_unchecked(b)
+                .pas(i).map_or(0, u64::from) }
+            ),
+            set: crate::__prm_accessor!(
+                | b : & mut [u8], i : usize, x : u64 | { let _ =
+                ManagePagesOut::new_unchecked(b).set_pas(i, (x & 0xffffffffffffffff) as
+                u64); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffff), (12, 0xffffffff)],
 };
 /// Input of QUERY_ADAPTER (header only).
 ///
 /// PRM layout `query_adapter_in`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x04 | 15:0 | `op_mod` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct QueryAdapterIn<B = [u8; 16]> {
     buf: B,
@@ -2084,23 +2156,17 @@ impl<B: rt::BytesMut> QueryAdapterIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for QueryAdapterIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(QueryAdapterIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffff), (4, 0xffff0000), (8, 0xffffffff), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QUERY_ADAPTER_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `query_adapter_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `query_adapter_in`: what the decoding `Debug` shows and generic tools read.
 pub const QUERY_ADAPTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "query_adapter_in",
+    type_name: "QueryAdapterIn",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -2109,14 +2175,16 @@ pub const QUERY_ADAPTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryAdapterIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryAdapterIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryAdapterIn::new_unchecked(b); u64::from(v
+                .opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryAdapterIn::new_unchecked(b); v
+                .set_opcode((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -2124,21 +2192,30 @@ pub const QUERY_ADAPTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryAdapterIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryAdapterIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryAdapterIn::new_unchecked(b); u64::from(v
+                .op_mod()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryAdapterIn::new_unchecked(b); v
+                .set_op_mod((x & 0xffff) as u16); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffff), (4, 0xffff0000), (8, 0xffffffff), (12, 0xffffffff)],
 };
 /// Output of QUERY_ADAPTER; the data sits in the parameter block at byte 0x10.
 ///
 /// PRM layout `query_adapter_out`: 0x110 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
+/// | 0x10..0x110 | — | `query_adapter_struct` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct QueryAdapterOut<B = [u8; 272]> {
     buf: B,
@@ -2207,24 +2284,17 @@ impl<B: rt::BytesMut> QueryAdapterOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for QueryAdapterOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(QueryAdapterOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        d.field("query_adapter_struct", &self.query_adapter_struct());
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QUERY_ADAPTER_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `query_adapter_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `query_adapter_out`: what the decoding `Debug` shows and generic tools read.
 pub const QUERY_ADAPTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "query_adapter_out",
+    type_name: "QueryAdapterOut",
     size: 272,
     fields: &[
         rt::reflect::FieldAccess {
@@ -2233,14 +2303,16 @@ pub const QUERY_ADAPTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryAdapterOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryAdapterOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryAdapterOut::new_unchecked(b); u64::from(v
+                .status()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryAdapterOut::new_unchecked(b); v
+                .set_status((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -2248,44 +2320,49 @@ pub const QUERY_ADAPTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryAdapterOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryAdapterOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryAdapterOut::new_unchecked(b); u64::from(v
+                .syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryAdapterOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[
         rt::reflect::NestedAccess {
             name: "query_adapter_struct",
             layout: "query_adapter_param_block",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&QUERY_ADAPTER_PARAM_BLOCK_ACCESS),
             byte_offset: 16,
             size: 256,
             count: 1,
             trailing: false,
             stride: 256,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 272 {
-                    return None;
-                }
-                let v = QueryAdapterOut::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.query_adapter_struct();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 272 { return
+                None; } let v = QueryAdapterOut::new_unchecked(b); if i != 0 { return
+                None; } let sub = v.query_adapter_struct(); Some(sub.storage().as_ptr()
+                as usize - b.as_ptr() as usize) }
+            ),
         },
     ],
+    reserved: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
 };
 /// Adapter identity returned by QUERY_ADAPTER: vendor IDs, vendor-specific data and the board's PSID, which drivers report as the board ID.
 ///
 /// PRM layout `query_adapter_param_block`: 0x100 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x18 | 23:0 | `ieee_vendor_id` |
+/// | 0x1c | 15:0 | `vsd_vendor_id` |
+/// | 0x20..0xf0 | — | `vsd` |
+/// | 0xf0..0x100 | — | `vsd_contd_psid` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct QueryAdapterParamBlock<B = [u8; 256]> {
     buf: B,
@@ -2383,34 +2460,17 @@ impl<B: rt::BytesMut> QueryAdapterParamBlock<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for QueryAdapterParamBlock<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(QueryAdapterParamBlock));
-        d.field("ieee_vendor_id", &rt::fmt::Hex(self.ieee_vendor_id().into()));
-        d.field("vsd_vendor_id", &rt::fmt::Hex(self.vsd_vendor_id().into()));
-        d.field("vsd", &rt::fmt::HexBytes(&self.vsd()));
-        d.field("vsd_contd_psid", &rt::fmt::HexBytes(&self.vsd_contd_psid()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (0, 0xffffffff),
-                (4, 0xffffffff),
-                (8, 0xffffffff),
-                (12, 0xffffffff),
-                (16, 0xffffffff),
-                (20, 0xffffffff),
-                (24, 0xff000000),
-                (28, 0xffff0000),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QUERY_ADAPTER_PARAM_BLOCK_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `query_adapter_param_block` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `query_adapter_param_block`: what the decoding `Debug` shows and generic tools read.
 pub const QUERY_ADAPTER_PARAM_BLOCK_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "query_adapter_param_block",
+    type_name: "QueryAdapterParamBlock",
     size: 256,
     fields: &[
         rt::reflect::FieldAccess {
@@ -2419,14 +2479,16 @@ pub const QUERY_ADAPTER_PARAM_BLOCK_ACCESS: rt::reflect::LayoutAccess = rt::refl
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryAdapterParamBlock::new_unchecked(b);
-                u64::from(v.ieee_vendor_id())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryAdapterParamBlock::new_unchecked(b);
-                v.set_ieee_vendor_id((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryAdapterParamBlock::new_unchecked(b); u64::from(v
+                .ieee_vendor_id()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryAdapterParamBlock::new_unchecked(b); v
+                .set_ieee_vendor_id((x & 0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "vsd_vendor_id",
@@ -2434,21 +2496,62 @@ pub const QUERY_ADAPTER_PARAM_BLOCK_ACCESS: rt::reflect::LayoutAccess = rt::refl
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryAdapterParamBlock::new_unchecked(b);
-                u64::from(v.vsd_vendor_id())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryAdapterParamBlock::new_unchecked(b);
-                v.set_vsd_vendor_id((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryAdapterParamBlock::new_unchecked(b); u64::from(v
+                .vsd_vendor_id()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryAdapterParamBlock::new_unchecked(b); v
+                .set_vsd_vendor_id((x & 0xffff) as u16); }
+            ),
+        },
+        rt::reflect::FieldAccess {
+            name: "vsd",
+            bit_offset: 256,
+            width: 1664,
+            count: 1,
+            trailing: false,
+            kind: rt::reflect::ValueKind::Bytes,
+            readable: true,
+            get: None,
+            set: None,
+        },
+        rt::reflect::FieldAccess {
+            name: "vsd_contd_psid",
+            bit_offset: 1920,
+            width: 128,
+            count: 1,
+            trailing: false,
+            kind: rt::reflect::ValueKind::Bytes,
+            readable: true,
+            get: None,
+            set: None,
         },
     ],
     nested: &[],
+    reserved: &[
+        (0, 0xffffffff),
+        (4, 0xffffffff),
+        (8, 0xffffffff),
+        (12, 0xffffffff),
+        (16, 0xffffffff),
+        (20, 0xffffffff),
+        (24, 0xff000000),
+        (28, 0xffff0000),
+    ],
 };
 /// Input of INIT_HCA.
 ///
 /// PRM layout `init_hca_in`: 0x20 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x0c | 29:16 | `sw_vhca_id` |
+/// | 0x10..0x20 | — | `sw_owner_id[4]` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct InitHcaIn<B = [u8; 32]> {
     buf: B,
@@ -2570,32 +2673,17 @@ impl<B: rt::BytesMut> InitHcaIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for InitHcaIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(InitHcaIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("sw_vhca_id", &rt::fmt::Hex(self.sw_vhca_id().into()));
-        d.field(
-            "sw_owner_id",
-            &rt::fmt::With(|f| rt::fmt::list(
-                f,
-                self.sw_owner_id_len(),
-                self.sw_owner_id_iter().map(|v| rt::fmt::Hex(u64::from(v))),
-            )),
-        );
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffff), (4, 0xffff0000), (8, 0xffffffff), (12, 0xc000ffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&INIT_HCA_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `init_hca_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `init_hca_in`: what the decoding `Debug` shows and generic tools read.
 pub const INIT_HCA_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "init_hca_in",
+    type_name: "InitHcaIn",
     size: 32,
     fields: &[
         rt::reflect::FieldAccess {
@@ -2604,14 +2692,15 @@ pub const INIT_HCA_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = InitHcaIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = InitHcaIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = InitHcaIn::new_unchecked(b); u64::from(v.opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = InitHcaIn::new_unchecked(b); v.set_opcode((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -2619,14 +2708,15 @@ pub const INIT_HCA_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = InitHcaIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = InitHcaIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = InitHcaIn::new_unchecked(b); u64::from(v.op_mod()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = InitHcaIn::new_unchecked(b); v.set_op_mod((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "sw_vhca_id",
@@ -2634,14 +2724,16 @@ pub const INIT_HCA_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 14,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = InitHcaIn::new_unchecked(b);
-                u64::from(v.sw_vhca_id())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = InitHcaIn::new_unchecked(b);
-                v.set_sw_vhca_id((x & 0x3fff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = InitHcaIn::new_unchecked(b); u64::from(v.sw_vhca_id())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = InitHcaIn::new_unchecked(b); v
+                .set_sw_vhca_id((x & 0x3fff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "sw_owner_id",
@@ -2649,20 +2741,30 @@ pub const INIT_HCA_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 32,
             count: 4,
             trailing: false,
-            get: Some(|b: &[u8], i: usize| -> u64 {
-                InitHcaIn::new_unchecked(b).sw_owner_id(i).map_or(0, u64::from)
-            }),
-            set: Some(|b: &mut [u8], i: usize, x: u64| {
-                let _ = InitHcaIn::new_unchecked(b)
-                    .set_sw_owner_id(i, (x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> u64 { InitHcaIn::new_unchecked(b)
+                .sw_owner_id(i).map_or(0, u64::from) }
+            ),
+            set: crate::__prm_accessor!(
+                | b : & mut [u8], i : usize, x : u64 | { let _ =
+                InitHcaIn::new_unchecked(b).set_sw_owner_id(i, (x & 0xffffffff) as u32);
+                }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffff), (4, 0xffff0000), (8, 0xffffffff), (12, 0xc000ffff)],
 };
 /// Output of INIT_HCA (status only).
 ///
 /// PRM layout `init_hca_out`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct InitHcaOut<B = [u8; 16]> {
     buf: B,
@@ -2711,23 +2813,17 @@ impl<B: rt::BytesMut> InitHcaOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for InitHcaOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(InitHcaOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&INIT_HCA_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `init_hca_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `init_hca_out`: what the decoding `Debug` shows and generic tools read.
 pub const INIT_HCA_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "init_hca_out",
+    type_name: "InitHcaOut",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -2736,14 +2832,15 @@ pub const INIT_HCA_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = InitHcaOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = InitHcaOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = InitHcaOut::new_unchecked(b); u64::from(v.status()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = InitHcaOut::new_unchecked(b); v.set_status((x &
+                0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -2751,21 +2848,30 @@ pub const INIT_HCA_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = InitHcaOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = InitHcaOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = InitHcaOut::new_unchecked(b); u64::from(v.syndrome())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = InitHcaOut::new_unchecked(b); v.set_syndrome((x
+                & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
 };
 /// Input of TEARDOWN_HCA.
 ///
 /// PRM layout `teardown_hca_in`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x08 | 15:0 | `profile` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct TeardownHcaIn<B = [u8; 16]> {
     buf: B,
@@ -2844,24 +2950,17 @@ impl<B: rt::BytesMut> TeardownHcaIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for TeardownHcaIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(TeardownHcaIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("profile", &rt::fmt::EnumValue(self.profile()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffff), (4, 0xffff0000), (8, 0xffff0000), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&TEARDOWN_HCA_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `teardown_hca_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `teardown_hca_in`: what the decoding `Debug` shows and generic tools read.
 pub const TEARDOWN_HCA_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "teardown_hca_in",
+    type_name: "TeardownHcaIn",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -2870,14 +2969,16 @@ pub const TEARDOWN_HCA_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = TeardownHcaIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = TeardownHcaIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = TeardownHcaIn::new_unchecked(b); u64::from(v.opcode())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = TeardownHcaIn::new_unchecked(b); v
+                .set_opcode((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -2885,14 +2986,16 @@ pub const TEARDOWN_HCA_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = TeardownHcaIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = TeardownHcaIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = TeardownHcaIn::new_unchecked(b); u64::from(v.op_mod())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = TeardownHcaIn::new_unchecked(b); v
+                .set_op_mod((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "profile",
@@ -2900,21 +3003,36 @@ pub const TEARDOWN_HCA_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = TeardownHcaIn::new_unchecked(b);
-                u64::from(v.profile_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = TeardownHcaIn::new_unchecked(b);
-                v.set_profile_raw((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "teardown_hca_profile",
+                value_name: |r| match TeardownHcaProfile::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = TeardownHcaIn::new_unchecked(b); u64::from(v
+                .profile_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = TeardownHcaIn::new_unchecked(b); v
+                .set_profile_raw((x & 0xffff) as u16); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffff), (4, 0xffff0000), (8, 0xffff0000), (12, 0xffffffff)],
 };
 /// Output of TEARDOWN_HCA.
 ///
 /// PRM layout `teardown_hca_out`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
+/// | 0x0c | 0 | `state` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct TeardownHcaOut<B = [u8; 16]> {
     buf: B,
@@ -2981,24 +3099,17 @@ impl<B: rt::BytesMut> TeardownHcaOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for TeardownHcaOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(TeardownHcaOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        d.field("state", &self.state());
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xfffffffe)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&TEARDOWN_HCA_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `teardown_hca_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `teardown_hca_out`: what the decoding `Debug` shows and generic tools read.
 pub const TEARDOWN_HCA_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "teardown_hca_out",
+    type_name: "TeardownHcaOut",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -3007,14 +3118,16 @@ pub const TEARDOWN_HCA_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = TeardownHcaOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = TeardownHcaOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = TeardownHcaOut::new_unchecked(b); u64::from(v
+                .status()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = TeardownHcaOut::new_unchecked(b); v
+                .set_status((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -3022,14 +3135,16 @@ pub const TEARDOWN_HCA_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = TeardownHcaOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = TeardownHcaOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = TeardownHcaOut::new_unchecked(b); u64::from(v
+                .syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = TeardownHcaOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "state",
@@ -3037,21 +3152,30 @@ pub const TEARDOWN_HCA_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = TeardownHcaOut::new_unchecked(b);
-                u64::from(v.state())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = TeardownHcaOut::new_unchecked(b);
-                v.set_state(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = TeardownHcaOut::new_unchecked(b); u64::from(v.state())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = TeardownHcaOut::new_unchecked(b); v.set_state(x
+                & 1 != 0); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xfffffffe)],
 };
 /// Input of SET_DRIVER_VERSION.
 ///
 /// PRM layout `set_driver_version_in`: 0x50 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x10..0x50 | — | `driver_version` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct SetDriverVersionIn<B = [u8; 80]> {
     buf: B,
@@ -3120,24 +3244,17 @@ impl<B: rt::BytesMut> SetDriverVersionIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for SetDriverVersionIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(SetDriverVersionIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("driver_version", &rt::fmt::HexBytes(&self.driver_version()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffff), (4, 0xffff0000), (8, 0xffffffff), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&SET_DRIVER_VERSION_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `set_driver_version_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `set_driver_version_in`: what the decoding `Debug` shows and generic tools read.
 pub const SET_DRIVER_VERSION_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "set_driver_version_in",
+    type_name: "SetDriverVersionIn",
     size: 80,
     fields: &[
         rt::reflect::FieldAccess {
@@ -3146,14 +3263,16 @@ pub const SET_DRIVER_VERSION_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = SetDriverVersionIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = SetDriverVersionIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = SetDriverVersionIn::new_unchecked(b); u64::from(v
+                .opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = SetDriverVersionIn::new_unchecked(b); v
+                .set_opcode((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -3161,21 +3280,40 @@ pub const SET_DRIVER_VERSION_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = SetDriverVersionIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = SetDriverVersionIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = SetDriverVersionIn::new_unchecked(b); u64::from(v
+                .op_mod()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = SetDriverVersionIn::new_unchecked(b); v
+                .set_op_mod((x & 0xffff) as u16); }
+            ),
+        },
+        rt::reflect::FieldAccess {
+            name: "driver_version",
+            bit_offset: 128,
+            width: 512,
+            count: 1,
+            trailing: false,
+            kind: rt::reflect::ValueKind::Bytes,
+            readable: true,
+            get: None,
+            set: None,
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffff), (4, 0xffff0000), (8, 0xffffffff), (12, 0xffffffff)],
 };
 /// Output of SET_DRIVER_VERSION (status only).
 ///
 /// PRM layout `set_driver_version_out`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct SetDriverVersionOut<B = [u8; 16]> {
     buf: B,
@@ -3224,23 +3362,17 @@ impl<B: rt::BytesMut> SetDriverVersionOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for SetDriverVersionOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(SetDriverVersionOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&SET_DRIVER_VERSION_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `set_driver_version_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `set_driver_version_out`: what the decoding `Debug` shows and generic tools read.
 pub const SET_DRIVER_VERSION_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "set_driver_version_out",
+    type_name: "SetDriverVersionOut",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -3249,14 +3381,16 @@ pub const SET_DRIVER_VERSION_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = SetDriverVersionOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = SetDriverVersionOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = SetDriverVersionOut::new_unchecked(b); u64::from(v
+                .status()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = SetDriverVersionOut::new_unchecked(b); v
+                .set_status((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -3264,21 +3398,32 @@ pub const SET_DRIVER_VERSION_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = SetDriverVersionOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = SetDriverVersionOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = SetDriverVersionOut::new_unchecked(b); u64::from(v
+                .syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = SetDriverVersionOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
 };
 /// Input of ACCESS_REG; for a write, the register contents follow the fixed part.
 ///
 /// PRM layout `access_register_in`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x08 | 15:0 | `register_id` |
+/// | 0x0c | 31:0 | `argument` |
+/// | 0x10 | … | `register_data[]` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct AccessRegisterIn<B = [u8; 16]> {
     buf: B,
@@ -3407,33 +3552,17 @@ impl<B: rt::BytesMut> AccessRegisterIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for AccessRegisterIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(AccessRegisterIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("register_id", &rt::fmt::Hex(self.register_id().into()));
-        d.field("argument", &rt::fmt::Hex(self.argument().into()));
-        d.field(
-            "register_data",
-            &rt::fmt::With(|f| rt::fmt::list(
-                f,
-                self.register_data_len(),
-                self.register_data_iter().map(|v| rt::fmt::Hex(u64::from(v))),
-            )),
-        );
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffff), (4, 0xffff0000), (8, 0xffff0000)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&ACCESS_REGISTER_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `access_register_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `access_register_in`: what the decoding `Debug` shows and generic tools read.
 pub const ACCESS_REGISTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "access_register_in",
+    type_name: "AccessRegisterIn",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -3442,14 +3571,16 @@ pub const ACCESS_REGISTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = AccessRegisterIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = AccessRegisterIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = AccessRegisterIn::new_unchecked(b); u64::from(v
+                .opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = AccessRegisterIn::new_unchecked(b); v
+                .set_opcode((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -3457,14 +3588,16 @@ pub const ACCESS_REGISTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = AccessRegisterIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = AccessRegisterIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = AccessRegisterIn::new_unchecked(b); u64::from(v
+                .op_mod()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = AccessRegisterIn::new_unchecked(b); v
+                .set_op_mod((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "register_id",
@@ -3472,14 +3605,16 @@ pub const ACCESS_REGISTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = AccessRegisterIn::new_unchecked(b);
-                u64::from(v.register_id())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = AccessRegisterIn::new_unchecked(b);
-                v.set_register_id((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = AccessRegisterIn::new_unchecked(b); u64::from(v
+                .register_id()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = AccessRegisterIn::new_unchecked(b); v
+                .set_register_id((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "argument",
@@ -3487,14 +3622,16 @@ pub const ACCESS_REGISTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = AccessRegisterIn::new_unchecked(b);
-                u64::from(v.argument())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = AccessRegisterIn::new_unchecked(b);
-                v.set_argument((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = AccessRegisterIn::new_unchecked(b); u64::from(v
+                .argument()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = AccessRegisterIn::new_unchecked(b); v
+                .set_argument((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "register_data",
@@ -3502,20 +3639,31 @@ pub const ACCESS_REGISTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 32,
             count: 0,
             trailing: true,
-            get: Some(|b: &[u8], i: usize| -> u64 {
-                AccessRegisterIn::new_unchecked(b).register_data(i).map_or(0, u64::from)
-            }),
-            set: Some(|b: &mut [u8], i: usize, x: u64| {
-                let _ = AccessRegisterIn::new_unchecked(b)
-                    .set_register_data(i, (x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> u64 { AccessRegisterIn::new_unchecked(b)
+                .register_data(i).map_or(0, u64::from) }
+            ),
+            set: crate::__prm_accessor!(
+                | b : & mut [u8], i : usize, x : u64 | { let _ =
+                AccessRegisterIn::new_unchecked(b).set_register_data(i, (x & 0xffffffff)
+                as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffff), (4, 0xffff0000), (8, 0xffff0000)],
 };
 /// Output of ACCESS_REG.
 ///
 /// PRM layout `access_register_out`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
+/// | 0x10 | … | `register_data[]` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct AccessRegisterOut<B = [u8; 16]> {
     buf: B,
@@ -3614,31 +3762,17 @@ impl<B: rt::BytesMut> AccessRegisterOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for AccessRegisterOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(AccessRegisterOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        d.field(
-            "register_data",
-            &rt::fmt::With(|f| rt::fmt::list(
-                f,
-                self.register_data_len(),
-                self.register_data_iter().map(|v| rt::fmt::Hex(u64::from(v))),
-            )),
-        );
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&ACCESS_REGISTER_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `access_register_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `access_register_out`: what the decoding `Debug` shows and generic tools read.
 pub const ACCESS_REGISTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "access_register_out",
+    type_name: "AccessRegisterOut",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -3647,14 +3781,16 @@ pub const ACCESS_REGISTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = AccessRegisterOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = AccessRegisterOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = AccessRegisterOut::new_unchecked(b); u64::from(v
+                .status()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = AccessRegisterOut::new_unchecked(b); v
+                .set_status((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -3662,14 +3798,16 @@ pub const ACCESS_REGISTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = AccessRegisterOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = AccessRegisterOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = AccessRegisterOut::new_unchecked(b); u64::from(v
+                .syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = AccessRegisterOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "register_data",
@@ -3677,20 +3815,31 @@ pub const ACCESS_REGISTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 32,
             count: 0,
             trailing: true,
-            get: Some(|b: &[u8], i: usize| -> u64 {
-                AccessRegisterOut::new_unchecked(b).register_data(i).map_or(0, u64::from)
-            }),
-            set: Some(|b: &mut [u8], i: usize, x: u64| {
-                let _ = AccessRegisterOut::new_unchecked(b)
-                    .set_register_data(i, (x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> u64 { AccessRegisterOut::new_unchecked(b)
+                .register_data(i).map_or(0, u64::from) }
+            ),
+            set: crate::__prm_accessor!(
+                | b : & mut [u8], i : usize, x : u64 | { let _ =
+                AccessRegisterOut::new_unchecked(b).set_register_data(i, (x & 0xffffffff)
+                as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
 };
 /// Input of ALLOC_UAR (header only).
 ///
 /// PRM layout `alloc_uar_in`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x00 | 15:0 | `uid` |
+/// | 0x04 | 15:0 | `op_mod` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct AllocUarIn<B = [u8; 16]> {
     buf: B,
@@ -3751,24 +3900,17 @@ impl<B: rt::BytesMut> AllocUarIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for AllocUarIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(AllocUarIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("uid", &rt::fmt::Hex(self.uid().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(4, 0xffff0000), (8, 0xffffffff), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&ALLOC_UAR_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `alloc_uar_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `alloc_uar_in`: what the decoding `Debug` shows and generic tools read.
 pub const ALLOC_UAR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "alloc_uar_in",
+    type_name: "AllocUarIn",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -3777,14 +3919,15 @@ pub const ALLOC_UAR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = AllocUarIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = AllocUarIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = AllocUarIn::new_unchecked(b); u64::from(v.opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = AllocUarIn::new_unchecked(b); v.set_opcode((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "uid",
@@ -3792,14 +3935,15 @@ pub const ALLOC_UAR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = AllocUarIn::new_unchecked(b);
-                u64::from(v.uid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = AllocUarIn::new_unchecked(b);
-                v.set_uid((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = AllocUarIn::new_unchecked(b); u64::from(v.uid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = AllocUarIn::new_unchecked(b); v.set_uid((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -3807,21 +3951,29 @@ pub const ALLOC_UAR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = AllocUarIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = AllocUarIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = AllocUarIn::new_unchecked(b); u64::from(v.op_mod()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = AllocUarIn::new_unchecked(b); v.set_op_mod((x &
+                0xffff) as u16); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(4, 0xffff0000), (8, 0xffffffff), (12, 0xffffffff)],
 };
 /// Output of ALLOC_UAR.
 ///
 /// PRM layout `alloc_uar_out`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
+/// | 0x08 | 23:0 | `uar` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct AllocUarOut<B = [u8; 16]> {
     buf: B,
@@ -3892,24 +4044,17 @@ impl<B: rt::BytesMut> AllocUarOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for AllocUarOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(AllocUarOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        d.field("uar", &rt::fmt::Hex(self.uar().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0xff000000), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&ALLOC_UAR_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `alloc_uar_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `alloc_uar_out`: what the decoding `Debug` shows and generic tools read.
 pub const ALLOC_UAR_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "alloc_uar_out",
+    type_name: "AllocUarOut",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -3918,14 +4063,15 @@ pub const ALLOC_UAR_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = AllocUarOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = AllocUarOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = AllocUarOut::new_unchecked(b); u64::from(v.status()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = AllocUarOut::new_unchecked(b); v.set_status((x
+                & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -3933,14 +4079,16 @@ pub const ALLOC_UAR_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = AllocUarOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = AllocUarOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = AllocUarOut::new_unchecked(b); u64::from(v.syndrome())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = AllocUarOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "uar",
@@ -3948,21 +4096,30 @@ pub const ALLOC_UAR_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = AllocUarOut::new_unchecked(b);
-                u64::from(v.uar())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = AllocUarOut::new_unchecked(b);
-                v.set_uar((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = AllocUarOut::new_unchecked(b); u64::from(v.uar()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = AllocUarOut::new_unchecked(b); v.set_uar((x &
+                0xffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffff), (8, 0xff000000), (12, 0xffffffff)],
 };
 /// Input of DEALLOC_UAR.
 ///
 /// PRM layout `dealloc_uar_in`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x00 | 15:0 | `uid` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x08 | 23:0 | `uar` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct DeallocUarIn<B = [u8; 16]> {
     buf: B,
@@ -4050,25 +4207,17 @@ impl<B: rt::BytesMut> DeallocUarIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for DeallocUarIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(DeallocUarIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("uid", &rt::fmt::Hex(self.uid().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("uar", &rt::fmt::Hex(self.uar().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(4, 0xffff0000), (8, 0xff000000), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DEALLOC_UAR_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `dealloc_uar_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `dealloc_uar_in`: what the decoding `Debug` shows and generic tools read.
 pub const DEALLOC_UAR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "dealloc_uar_in",
+    type_name: "DeallocUarIn",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -4077,14 +4226,16 @@ pub const DEALLOC_UAR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DeallocUarIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DeallocUarIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DeallocUarIn::new_unchecked(b); u64::from(v.opcode())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DeallocUarIn::new_unchecked(b); v.set_opcode((x
+                & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "uid",
@@ -4092,14 +4243,15 @@ pub const DEALLOC_UAR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DeallocUarIn::new_unchecked(b);
-                u64::from(v.uid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DeallocUarIn::new_unchecked(b);
-                v.set_uid((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DeallocUarIn::new_unchecked(b); u64::from(v.uid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DeallocUarIn::new_unchecked(b); v.set_uid((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -4107,14 +4259,16 @@ pub const DEALLOC_UAR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DeallocUarIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DeallocUarIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DeallocUarIn::new_unchecked(b); u64::from(v.op_mod())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DeallocUarIn::new_unchecked(b); v.set_op_mod((x
+                & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "uar",
@@ -4122,21 +4276,28 @@ pub const DEALLOC_UAR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DeallocUarIn::new_unchecked(b);
-                u64::from(v.uar())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DeallocUarIn::new_unchecked(b);
-                v.set_uar((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DeallocUarIn::new_unchecked(b); u64::from(v.uar()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DeallocUarIn::new_unchecked(b); v.set_uar((x &
+                0xffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(4, 0xffff0000), (8, 0xff000000), (12, 0xffffffff)],
 };
 /// Output of DEALLOC_UAR (status only).
 ///
 /// PRM layout `dealloc_uar_out`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct DeallocUarOut<B = [u8; 16]> {
     buf: B,
@@ -4185,23 +4346,17 @@ impl<B: rt::BytesMut> DeallocUarOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for DeallocUarOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(DeallocUarOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DEALLOC_UAR_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `dealloc_uar_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `dealloc_uar_out`: what the decoding `Debug` shows and generic tools read.
 pub const DEALLOC_UAR_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "dealloc_uar_out",
+    type_name: "DeallocUarOut",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -4210,14 +4365,16 @@ pub const DEALLOC_UAR_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DeallocUarOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DeallocUarOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DeallocUarOut::new_unchecked(b); u64::from(v.status())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DeallocUarOut::new_unchecked(b); v
+                .set_status((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -4225,21 +4382,30 @@ pub const DEALLOC_UAR_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DeallocUarOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DeallocUarOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DeallocUarOut::new_unchecked(b); u64::from(v
+                .syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DeallocUarOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
 };
 /// Input of ALLOC_PD (header only).
 ///
 /// PRM layout `alloc_pd_in`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x00 | 15:0 | `uid` |
+/// | 0x04 | 15:0 | `op_mod` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct AllocPdIn<B = [u8; 16]> {
     buf: B,
@@ -4300,24 +4466,17 @@ impl<B: rt::BytesMut> AllocPdIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for AllocPdIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(AllocPdIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("uid", &rt::fmt::Hex(self.uid().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(4, 0xffff0000), (8, 0xffffffff), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&ALLOC_PD_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `alloc_pd_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `alloc_pd_in`: what the decoding `Debug` shows and generic tools read.
 pub const ALLOC_PD_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "alloc_pd_in",
+    type_name: "AllocPdIn",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -4326,14 +4485,15 @@ pub const ALLOC_PD_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = AllocPdIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = AllocPdIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = AllocPdIn::new_unchecked(b); u64::from(v.opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = AllocPdIn::new_unchecked(b); v.set_opcode((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "uid",
@@ -4341,14 +4501,15 @@ pub const ALLOC_PD_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = AllocPdIn::new_unchecked(b);
-                u64::from(v.uid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = AllocPdIn::new_unchecked(b);
-                v.set_uid((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = AllocPdIn::new_unchecked(b); u64::from(v.uid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = AllocPdIn::new_unchecked(b); v.set_uid((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -4356,21 +4517,29 @@ pub const ALLOC_PD_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = AllocPdIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = AllocPdIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = AllocPdIn::new_unchecked(b); u64::from(v.op_mod()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = AllocPdIn::new_unchecked(b); v.set_op_mod((x &
+                0xffff) as u16); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(4, 0xffff0000), (8, 0xffffffff), (12, 0xffffffff)],
 };
 /// Output of ALLOC_PD.
 ///
 /// PRM layout `alloc_pd_out`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
+/// | 0x08 | 23:0 | `pd` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct AllocPdOut<B = [u8; 16]> {
     buf: B,
@@ -4441,24 +4610,17 @@ impl<B: rt::BytesMut> AllocPdOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for AllocPdOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(AllocPdOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        d.field("pd", &rt::fmt::Hex(self.pd().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0xff000000), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&ALLOC_PD_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `alloc_pd_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `alloc_pd_out`: what the decoding `Debug` shows and generic tools read.
 pub const ALLOC_PD_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "alloc_pd_out",
+    type_name: "AllocPdOut",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -4467,14 +4629,15 @@ pub const ALLOC_PD_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = AllocPdOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = AllocPdOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = AllocPdOut::new_unchecked(b); u64::from(v.status()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = AllocPdOut::new_unchecked(b); v.set_status((x &
+                0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -4482,14 +4645,16 @@ pub const ALLOC_PD_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = AllocPdOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = AllocPdOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = AllocPdOut::new_unchecked(b); u64::from(v.syndrome())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = AllocPdOut::new_unchecked(b); v.set_syndrome((x
+                & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "pd",
@@ -4497,21 +4662,30 @@ pub const ALLOC_PD_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = AllocPdOut::new_unchecked(b);
-                u64::from(v.pd())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = AllocPdOut::new_unchecked(b);
-                v.set_pd((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = AllocPdOut::new_unchecked(b); u64::from(v.pd()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = AllocPdOut::new_unchecked(b); v.set_pd((x &
+                0xffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffff), (8, 0xff000000), (12, 0xffffffff)],
 };
 /// Input of DEALLOC_PD.
 ///
 /// PRM layout `dealloc_pd_in`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x00 | 15:0 | `uid` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x08 | 23:0 | `pd` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct DeallocPdIn<B = [u8; 16]> {
     buf: B,
@@ -4599,25 +4773,17 @@ impl<B: rt::BytesMut> DeallocPdIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for DeallocPdIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(DeallocPdIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("uid", &rt::fmt::Hex(self.uid().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("pd", &rt::fmt::Hex(self.pd().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(4, 0xffff0000), (8, 0xff000000), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DEALLOC_PD_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `dealloc_pd_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `dealloc_pd_in`: what the decoding `Debug` shows and generic tools read.
 pub const DEALLOC_PD_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "dealloc_pd_in",
+    type_name: "DeallocPdIn",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -4626,14 +4792,15 @@ pub const DEALLOC_PD_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DeallocPdIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DeallocPdIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DeallocPdIn::new_unchecked(b); u64::from(v.opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DeallocPdIn::new_unchecked(b); v.set_opcode((x
+                & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "uid",
@@ -4641,14 +4808,15 @@ pub const DEALLOC_PD_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DeallocPdIn::new_unchecked(b);
-                u64::from(v.uid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DeallocPdIn::new_unchecked(b);
-                v.set_uid((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DeallocPdIn::new_unchecked(b); u64::from(v.uid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DeallocPdIn::new_unchecked(b); v.set_uid((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -4656,14 +4824,15 @@ pub const DEALLOC_PD_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DeallocPdIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DeallocPdIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DeallocPdIn::new_unchecked(b); u64::from(v.op_mod()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DeallocPdIn::new_unchecked(b); v.set_op_mod((x
+                & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "pd",
@@ -4671,21 +4840,28 @@ pub const DEALLOC_PD_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DeallocPdIn::new_unchecked(b);
-                u64::from(v.pd())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DeallocPdIn::new_unchecked(b);
-                v.set_pd((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DeallocPdIn::new_unchecked(b); u64::from(v.pd()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DeallocPdIn::new_unchecked(b); v.set_pd((x &
+                0xffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(4, 0xffff0000), (8, 0xff000000), (12, 0xffffffff)],
 };
 /// Output of DEALLOC_PD (status only).
 ///
 /// PRM layout `dealloc_pd_out`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct DeallocPdOut<B = [u8; 16]> {
     buf: B,
@@ -4734,23 +4910,17 @@ impl<B: rt::BytesMut> DeallocPdOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for DeallocPdOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(DeallocPdOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DEALLOC_PD_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `dealloc_pd_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `dealloc_pd_out`: what the decoding `Debug` shows and generic tools read.
 pub const DEALLOC_PD_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "dealloc_pd_out",
+    type_name: "DeallocPdOut",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -4759,14 +4929,16 @@ pub const DEALLOC_PD_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DeallocPdOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DeallocPdOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DeallocPdOut::new_unchecked(b); u64::from(v.status())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DeallocPdOut::new_unchecked(b); v.set_status((x
+                & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -4774,21 +4946,30 @@ pub const DEALLOC_PD_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DeallocPdOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DeallocPdOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DeallocPdOut::new_unchecked(b); u64::from(v
+                .syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DeallocPdOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
 };
 /// Input of ALLOC_TRANSPORT_DOMAIN (header only).
 ///
 /// PRM layout `alloc_transport_domain_in`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x00 | 15:0 | `uid` |
+/// | 0x04 | 15:0 | `op_mod` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct AllocTransportDomainIn<B = [u8; 16]> {
     buf: B,
@@ -4849,24 +5030,17 @@ impl<B: rt::BytesMut> AllocTransportDomainIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for AllocTransportDomainIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(AllocTransportDomainIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("uid", &rt::fmt::Hex(self.uid().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(4, 0xffff0000), (8, 0xffffffff), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&ALLOC_TRANSPORT_DOMAIN_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `alloc_transport_domain_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `alloc_transport_domain_in`: what the decoding `Debug` shows and generic tools read.
 pub const ALLOC_TRANSPORT_DOMAIN_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "alloc_transport_domain_in",
+    type_name: "AllocTransportDomainIn",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -4875,14 +5049,16 @@ pub const ALLOC_TRANSPORT_DOMAIN_IN_ACCESS: rt::reflect::LayoutAccess = rt::refl
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = AllocTransportDomainIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = AllocTransportDomainIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = AllocTransportDomainIn::new_unchecked(b); u64::from(v
+                .opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = AllocTransportDomainIn::new_unchecked(b); v
+                .set_opcode((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "uid",
@@ -4890,14 +5066,16 @@ pub const ALLOC_TRANSPORT_DOMAIN_IN_ACCESS: rt::reflect::LayoutAccess = rt::refl
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = AllocTransportDomainIn::new_unchecked(b);
-                u64::from(v.uid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = AllocTransportDomainIn::new_unchecked(b);
-                v.set_uid((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = AllocTransportDomainIn::new_unchecked(b); u64::from(v
+                .uid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = AllocTransportDomainIn::new_unchecked(b); v
+                .set_uid((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -4905,21 +5083,30 @@ pub const ALLOC_TRANSPORT_DOMAIN_IN_ACCESS: rt::reflect::LayoutAccess = rt::refl
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = AllocTransportDomainIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = AllocTransportDomainIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = AllocTransportDomainIn::new_unchecked(b); u64::from(v
+                .op_mod()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = AllocTransportDomainIn::new_unchecked(b); v
+                .set_op_mod((x & 0xffff) as u16); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(4, 0xffff0000), (8, 0xffffffff), (12, 0xffffffff)],
 };
 /// Output of ALLOC_TRANSPORT_DOMAIN.
 ///
 /// PRM layout `alloc_transport_domain_out`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
+/// | 0x08 | 23:0 | `transport_domain` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct AllocTransportDomainOut<B = [u8; 16]> {
     buf: B,
@@ -4994,24 +5181,17 @@ impl<B: rt::BytesMut> AllocTransportDomainOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for AllocTransportDomainOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(AllocTransportDomainOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        d.field("transport_domain", &rt::fmt::Hex(self.transport_domain().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0xff000000), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&ALLOC_TRANSPORT_DOMAIN_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `alloc_transport_domain_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `alloc_transport_domain_out`: what the decoding `Debug` shows and generic tools read.
 pub const ALLOC_TRANSPORT_DOMAIN_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "alloc_transport_domain_out",
+    type_name: "AllocTransportDomainOut",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -5020,14 +5200,16 @@ pub const ALLOC_TRANSPORT_DOMAIN_OUT_ACCESS: rt::reflect::LayoutAccess = rt::ref
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = AllocTransportDomainOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = AllocTransportDomainOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = AllocTransportDomainOut::new_unchecked(b); u64::from(v
+                .status()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = AllocTransportDomainOut::new_unchecked(b); v
+                .set_status((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -5035,14 +5217,16 @@ pub const ALLOC_TRANSPORT_DOMAIN_OUT_ACCESS: rt::reflect::LayoutAccess = rt::ref
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = AllocTransportDomainOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = AllocTransportDomainOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = AllocTransportDomainOut::new_unchecked(b); u64::from(v
+                .syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = AllocTransportDomainOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "transport_domain",
@@ -5050,21 +5234,31 @@ pub const ALLOC_TRANSPORT_DOMAIN_OUT_ACCESS: rt::reflect::LayoutAccess = rt::ref
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = AllocTransportDomainOut::new_unchecked(b);
-                u64::from(v.transport_domain())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = AllocTransportDomainOut::new_unchecked(b);
-                v.set_transport_domain((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = AllocTransportDomainOut::new_unchecked(b); u64::from(v
+                .transport_domain()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = AllocTransportDomainOut::new_unchecked(b); v
+                .set_transport_domain((x & 0xffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffff), (8, 0xff000000), (12, 0xffffffff)],
 };
 /// Input of DEALLOC_TRANSPORT_DOMAIN.
 ///
 /// PRM layout `dealloc_transport_domain_in`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x00 | 15:0 | `uid` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x08 | 23:0 | `transport_domain` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct DeallocTransportDomainIn<B = [u8; 16]> {
     buf: B,
@@ -5152,25 +5346,17 @@ impl<B: rt::BytesMut> DeallocTransportDomainIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for DeallocTransportDomainIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(DeallocTransportDomainIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("uid", &rt::fmt::Hex(self.uid().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("transport_domain", &rt::fmt::Hex(self.transport_domain().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(4, 0xffff0000), (8, 0xff000000), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DEALLOC_TRANSPORT_DOMAIN_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `dealloc_transport_domain_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `dealloc_transport_domain_in`: what the decoding `Debug` shows and generic tools read.
 pub const DEALLOC_TRANSPORT_DOMAIN_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "dealloc_transport_domain_in",
+    type_name: "DeallocTransportDomainIn",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -5179,14 +5365,16 @@ pub const DEALLOC_TRANSPORT_DOMAIN_IN_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DeallocTransportDomainIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DeallocTransportDomainIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DeallocTransportDomainIn::new_unchecked(b);
+                u64::from(v.opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DeallocTransportDomainIn::new_unchecked(b); v
+                .set_opcode((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "uid",
@@ -5194,14 +5382,16 @@ pub const DEALLOC_TRANSPORT_DOMAIN_IN_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DeallocTransportDomainIn::new_unchecked(b);
-                u64::from(v.uid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DeallocTransportDomainIn::new_unchecked(b);
-                v.set_uid((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DeallocTransportDomainIn::new_unchecked(b);
+                u64::from(v.uid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DeallocTransportDomainIn::new_unchecked(b); v
+                .set_uid((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -5209,14 +5399,16 @@ pub const DEALLOC_TRANSPORT_DOMAIN_IN_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DeallocTransportDomainIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DeallocTransportDomainIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DeallocTransportDomainIn::new_unchecked(b);
+                u64::from(v.op_mod()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DeallocTransportDomainIn::new_unchecked(b); v
+                .set_op_mod((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "transport_domain",
@@ -5224,21 +5416,29 @@ pub const DEALLOC_TRANSPORT_DOMAIN_IN_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DeallocTransportDomainIn::new_unchecked(b);
-                u64::from(v.transport_domain())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DeallocTransportDomainIn::new_unchecked(b);
-                v.set_transport_domain((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DeallocTransportDomainIn::new_unchecked(b);
+                u64::from(v.transport_domain()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DeallocTransportDomainIn::new_unchecked(b); v
+                .set_transport_domain((x & 0xffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(4, 0xffff0000), (8, 0xff000000), (12, 0xffffffff)],
 };
 /// Output of DEALLOC_TRANSPORT_DOMAIN (status only).
 ///
 /// PRM layout `dealloc_transport_domain_out`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct DeallocTransportDomainOut<B = [u8; 16]> {
     buf: B,
@@ -5287,23 +5487,17 @@ impl<B: rt::BytesMut> DeallocTransportDomainOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for DeallocTransportDomainOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(DeallocTransportDomainOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DEALLOC_TRANSPORT_DOMAIN_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `dealloc_transport_domain_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `dealloc_transport_domain_out`: what the decoding `Debug` shows and generic tools read.
 pub const DEALLOC_TRANSPORT_DOMAIN_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "dealloc_transport_domain_out",
+    type_name: "DeallocTransportDomainOut",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -5312,14 +5506,16 @@ pub const DEALLOC_TRANSPORT_DOMAIN_OUT_ACCESS: rt::reflect::LayoutAccess = rt::r
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DeallocTransportDomainOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DeallocTransportDomainOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DeallocTransportDomainOut::new_unchecked(b);
+                u64::from(v.status()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DeallocTransportDomainOut::new_unchecked(b); v
+                .set_status((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -5327,21 +5523,29 @@ pub const DEALLOC_TRANSPORT_DOMAIN_OUT_ACCESS: rt::reflect::LayoutAccess = rt::r
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DeallocTransportDomainOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DeallocTransportDomainOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DeallocTransportDomainOut::new_unchecked(b);
+                u64::from(v.syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DeallocTransportDomainOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
 };
 /// Input of QUERY_SPECIAL_CONTEXTS (header only).
 ///
 /// PRM layout `query_special_contexts_in`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x04 | 15:0 | `op_mod` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct QuerySpecialContextsIn<B = [u8; 16]> {
     buf: B,
@@ -5390,23 +5594,17 @@ impl<B: rt::BytesMut> QuerySpecialContextsIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for QuerySpecialContextsIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(QuerySpecialContextsIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffff), (4, 0xffff0000), (8, 0xffffffff), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QUERY_SPECIAL_CONTEXTS_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `query_special_contexts_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `query_special_contexts_in`: what the decoding `Debug` shows and generic tools read.
 pub const QUERY_SPECIAL_CONTEXTS_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "query_special_contexts_in",
+    type_name: "QuerySpecialContextsIn",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -5415,14 +5613,16 @@ pub const QUERY_SPECIAL_CONTEXTS_IN_ACCESS: rt::reflect::LayoutAccess = rt::refl
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QuerySpecialContextsIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QuerySpecialContextsIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QuerySpecialContextsIn::new_unchecked(b); u64::from(v
+                .opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QuerySpecialContextsIn::new_unchecked(b); v
+                .set_opcode((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -5430,21 +5630,34 @@ pub const QUERY_SPECIAL_CONTEXTS_IN_ACCESS: rt::reflect::LayoutAccess = rt::refl
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QuerySpecialContextsIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QuerySpecialContextsIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QuerySpecialContextsIn::new_unchecked(b); u64::from(v
+                .op_mod()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QuerySpecialContextsIn::new_unchecked(b); v
+                .set_op_mod((x & 0xffff) as u16); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffff), (4, 0xffff0000), (8, 0xffffffff), (12, 0xffffffff)],
 };
 /// Output of QUERY_SPECIAL_CONTEXTS, the device-wide reserved memory keys.
 ///
 /// PRM layout `query_special_contexts_out`: 0x20 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
+/// | 0x08 | 31:0 | `dump_fill_mkey` |
+/// | 0x0c | 31:0 | `resd_lkey` |
+/// | 0x10 | 31:0 | `null_mkey` |
+/// | 0x14 | 31:0 | `terminate_scatter_list_mkey` |
+/// | 0x18 | 31:0 | `repeated_mkey` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct QuerySpecialContextsOut<B = [u8; 32]> {
     buf: B,
@@ -5575,31 +5788,17 @@ impl<B: rt::BytesMut> QuerySpecialContextsOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for QuerySpecialContextsOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(QuerySpecialContextsOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        d.field("dump_fill_mkey", &rt::fmt::Hex(self.dump_fill_mkey().into()));
-        d.field("resd_lkey", &rt::fmt::Hex(self.resd_lkey().into()));
-        d.field("null_mkey", &rt::fmt::Hex(self.null_mkey().into()));
-        d.field(
-            "terminate_scatter_list_mkey",
-            &rt::fmt::Hex(self.terminate_scatter_list_mkey().into()),
-        );
-        d.field("repeated_mkey", &rt::fmt::Hex(self.repeated_mkey().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (28, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QUERY_SPECIAL_CONTEXTS_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `query_special_contexts_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `query_special_contexts_out`: what the decoding `Debug` shows and generic tools read.
 pub const QUERY_SPECIAL_CONTEXTS_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "query_special_contexts_out",
+    type_name: "QuerySpecialContextsOut",
     size: 32,
     fields: &[
         rt::reflect::FieldAccess {
@@ -5608,14 +5807,16 @@ pub const QUERY_SPECIAL_CONTEXTS_OUT_ACCESS: rt::reflect::LayoutAccess = rt::ref
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QuerySpecialContextsOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QuerySpecialContextsOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QuerySpecialContextsOut::new_unchecked(b); u64::from(v
+                .status()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QuerySpecialContextsOut::new_unchecked(b); v
+                .set_status((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -5623,14 +5824,16 @@ pub const QUERY_SPECIAL_CONTEXTS_OUT_ACCESS: rt::reflect::LayoutAccess = rt::ref
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QuerySpecialContextsOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QuerySpecialContextsOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QuerySpecialContextsOut::new_unchecked(b); u64::from(v
+                .syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QuerySpecialContextsOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "dump_fill_mkey",
@@ -5638,14 +5841,16 @@ pub const QUERY_SPECIAL_CONTEXTS_OUT_ACCESS: rt::reflect::LayoutAccess = rt::ref
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QuerySpecialContextsOut::new_unchecked(b);
-                u64::from(v.dump_fill_mkey())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QuerySpecialContextsOut::new_unchecked(b);
-                v.set_dump_fill_mkey((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QuerySpecialContextsOut::new_unchecked(b); u64::from(v
+                .dump_fill_mkey()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QuerySpecialContextsOut::new_unchecked(b); v
+                .set_dump_fill_mkey((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "resd_lkey",
@@ -5653,14 +5858,16 @@ pub const QUERY_SPECIAL_CONTEXTS_OUT_ACCESS: rt::reflect::LayoutAccess = rt::ref
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QuerySpecialContextsOut::new_unchecked(b);
-                u64::from(v.resd_lkey())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QuerySpecialContextsOut::new_unchecked(b);
-                v.set_resd_lkey((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QuerySpecialContextsOut::new_unchecked(b); u64::from(v
+                .resd_lkey()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QuerySpecialContextsOut::new_unchecked(b); v
+                .set_resd_lkey((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "null_mkey",
@@ -5668,14 +5875,16 @@ pub const QUERY_SPECIAL_CONTEXTS_OUT_ACCESS: rt::reflect::LayoutAccess = rt::ref
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QuerySpecialContextsOut::new_unchecked(b);
-                u64::from(v.null_mkey())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QuerySpecialContextsOut::new_unchecked(b);
-                v.set_null_mkey((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QuerySpecialContextsOut::new_unchecked(b); u64::from(v
+                .null_mkey()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QuerySpecialContextsOut::new_unchecked(b); v
+                .set_null_mkey((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "terminate_scatter_list_mkey",
@@ -5683,14 +5892,16 @@ pub const QUERY_SPECIAL_CONTEXTS_OUT_ACCESS: rt::reflect::LayoutAccess = rt::ref
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QuerySpecialContextsOut::new_unchecked(b);
-                u64::from(v.terminate_scatter_list_mkey())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QuerySpecialContextsOut::new_unchecked(b);
-                v.set_terminate_scatter_list_mkey((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QuerySpecialContextsOut::new_unchecked(b); u64::from(v
+                .terminate_scatter_list_mkey()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QuerySpecialContextsOut::new_unchecked(b); v
+                .set_terminate_scatter_list_mkey((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "repeated_mkey",
@@ -5698,17 +5909,20 @@ pub const QUERY_SPECIAL_CONTEXTS_OUT_ACCESS: rt::reflect::LayoutAccess = rt::ref
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QuerySpecialContextsOut::new_unchecked(b);
-                u64::from(v.repeated_mkey())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QuerySpecialContextsOut::new_unchecked(b);
-                v.set_repeated_mkey((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QuerySpecialContextsOut::new_unchecked(b); u64::from(v
+                .repeated_mkey()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QuerySpecialContextsOut::new_unchecked(b); v
+                .set_repeated_mkey((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffff), (28, 0xffffffff)],
 };
 /// The commands of this module, typed by opcode (see the runtime's `Command`).
 pub mod cmd {

@@ -208,6 +208,20 @@ impl ::core::convert::From<HealthSyndrome> for u8 {
 /// PRM register block `health_buffer`: 0x40 bytes.
 ///
 /// Use it over [`rt::MmioBytes`] so that every access is a 32-bit big-endian register access.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x20 | 31:0 | `assert_existptr` |
+/// | 0x24 | 31:0 | `assert_callra` |
+/// | 0x2c | 31:0 | `time` |
+/// | 0x30 | 31:0 | `fw_version` |
+/// | 0x34 | 31:0 | `hw_id` |
+/// | 0x38 | 31 | `rfr` |
+/// | 0x38 | 27 | `valid` |
+/// | 0x38 | 26:24 | `severity` |
+/// | 0x3c | 31:24 | `irisc_index` |
+/// | 0x3c | 23:16 | `synd` |
+/// | 0x3c | 15:0 | `ext_synd` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct HealthBuffer<B = [u8; 64]> {
     buf: B,
@@ -349,25 +363,17 @@ impl<B: rt::BytesMut> HealthBuffer<B> {}
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for HealthBuffer<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(HealthBuffer));
-        d.field("assert_existptr", &rt::fmt::Hex(self.assert_existptr().into()));
-        d.field("assert_callra", &rt::fmt::Hex(self.assert_callra().into()));
-        d.field("time", &rt::fmt::Hex(self.time().into()));
-        d.field("fw_version", &rt::fmt::Hex(self.fw_version().into()));
-        d.field("hw_id", &rt::fmt::Hex(self.hw_id().into()));
-        d.field("rfr", &self.rfr());
-        d.field("valid", &self.valid());
-        d.field("severity", &rt::fmt::Hex(self.severity().into()));
-        d.field("irisc_index", &rt::fmt::Hex(self.irisc_index().into()));
-        d.field("synd", &rt::fmt::EnumValue(self.synd()));
-        d.field("ext_synd", &rt::fmt::Hex(self.ext_synd().into()));
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&HEALTH_BUFFER_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `health_buffer` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `health_buffer`: what the decoding `Debug` shows and generic tools read.
 pub const HEALTH_BUFFER_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "health_buffer",
+    type_name: "HealthBuffer",
     size: 64,
     fields: &[
         rt::reflect::FieldAccess {
@@ -376,10 +382,12 @@ pub const HEALTH_BUFFER_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = HealthBuffer::new_unchecked(b);
-                u64::from(v.assert_existptr())
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = HealthBuffer::new_unchecked(b); u64::from(v
+                .assert_existptr()) }
+            ),
             set: None,
         },
         rt::reflect::FieldAccess {
@@ -388,10 +396,12 @@ pub const HEALTH_BUFFER_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = HealthBuffer::new_unchecked(b);
-                u64::from(v.assert_callra())
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = HealthBuffer::new_unchecked(b); u64::from(v
+                .assert_callra()) }
+            ),
             set: None,
         },
         rt::reflect::FieldAccess {
@@ -400,10 +410,11 @@ pub const HEALTH_BUFFER_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = HealthBuffer::new_unchecked(b);
-                u64::from(v.time())
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = HealthBuffer::new_unchecked(b); u64::from(v.time()) }
+            ),
             set: None,
         },
         rt::reflect::FieldAccess {
@@ -412,10 +423,12 @@ pub const HEALTH_BUFFER_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = HealthBuffer::new_unchecked(b);
-                u64::from(v.fw_version())
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = HealthBuffer::new_unchecked(b); u64::from(v
+                .fw_version()) }
+            ),
             set: None,
         },
         rt::reflect::FieldAccess {
@@ -424,10 +437,11 @@ pub const HEALTH_BUFFER_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = HealthBuffer::new_unchecked(b);
-                u64::from(v.hw_id())
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = HealthBuffer::new_unchecked(b); u64::from(v.hw_id()) }
+            ),
             set: None,
         },
         rt::reflect::FieldAccess {
@@ -436,10 +450,11 @@ pub const HEALTH_BUFFER_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = HealthBuffer::new_unchecked(b);
-                u64::from(v.rfr())
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = HealthBuffer::new_unchecked(b); u64::from(v.rfr()) }
+            ),
             set: None,
         },
         rt::reflect::FieldAccess {
@@ -448,10 +463,11 @@ pub const HEALTH_BUFFER_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = HealthBuffer::new_unchecked(b);
-                u64::from(v.valid())
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = HealthBuffer::new_unchecked(b); u64::from(v.valid()) }
+            ),
             set: None,
         },
         rt::reflect::FieldAccess {
@@ -460,10 +476,12 @@ pub const HEALTH_BUFFER_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 3,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = HealthBuffer::new_unchecked(b);
-                u64::from(v.severity())
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = HealthBuffer::new_unchecked(b); u64::from(v
+                .severity()) }
+            ),
             set: None,
         },
         rt::reflect::FieldAccess {
@@ -472,10 +490,12 @@ pub const HEALTH_BUFFER_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = HealthBuffer::new_unchecked(b);
-                u64::from(v.irisc_index())
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = HealthBuffer::new_unchecked(b); u64::from(v
+                .irisc_index()) }
+            ),
             set: None,
         },
         rt::reflect::FieldAccess {
@@ -484,10 +504,18 @@ pub const HEALTH_BUFFER_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = HealthBuffer::new_unchecked(b);
-                u64::from(v.synd_raw())
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "health_syndrome",
+                value_name: |r| match HealthSyndrome::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = HealthBuffer::new_unchecked(b); u64::from(v
+                .synd_raw()) }
+            ),
             set: None,
         },
         rt::reflect::FieldAccess {
@@ -496,20 +524,49 @@ pub const HEALTH_BUFFER_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = HealthBuffer::new_unchecked(b);
-                u64::from(v.ext_synd())
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = HealthBuffer::new_unchecked(b); u64::from(v
+                .ext_synd()) }
+            ),
             set: None,
         },
     ],
     nested: &[],
+    reserved: &[],
 };
 /// The initialization segment, a register block at offset 0 of BAR 0 that firmware exposes to the driver before any command can run. The driver reads the revisions first, waits until initializing clears, writes the command queue address and then rings command_doorbell_vector for every posted command. After bring-up it polls the health fields periodically. All registers are big-endian 32-bit words. Fields that only the kernel's device.h names (struct mlx5_init_seg: the firmware-reset flag, the command timeouts and the internal timer) are included here and listed as extras in tests/kernel_differences.yaml; the real-time clock at 0x2000 is left out.
 ///
 /// PRM register block `initial_seg`: 0x400c bytes.
 ///
 /// Use it over [`rt::MmioBytes`] so that every access is a 32-bit big-endian register access.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `fw_rev_minor` |
+/// | 0x00 | 15:0 | `fw_rev_major` |
+/// | 0x04 | 31:16 | `cmd_interface_rev` |
+/// | 0x04 | 15:0 | `fw_rev_subminor` |
+/// | 0x10 | 31:0 | `cmdq_phy_addr_63_32` |
+/// | 0x14 | 31:12 | `cmdq_phy_addr_31_12` |
+/// | 0x14 | 9:8 | `nic_interface` |
+/// | 0x14 | 7:4 | `log_cmdq_size` |
+/// | 0x14 | 3:0 | `log_cmdq_stride` |
+/// | 0x18 | 31:0 | `command_doorbell_vector` |
+/// | 0x1fc | 31 | `initializing` |
+/// | 0x1fc | 30 | `fw_reset_supported` |
+/// | 0x1fc | 26:24 | `nic_interface_supported` |
+/// | 0x1fc | 23 | `embedded_cpu` |
+/// | 0x200..0x240 | — | `health_buffer` |
+/// | 0x240 | 31:0 | `no_dram_nic_offset` |
+/// | 0xff8 | 31:0 | `cmd_exec_to` |
+/// | 0xffc | 31:0 | `cmd_q_init_to` |
+/// | 0x1000 | 31:0 | `internal_timer_h` |
+/// | 0x1004 | 31:0 | `internal_timer_l` |
+/// | 0x100c | 0 | `clear_int` |
+/// | 0x1010 | 31:24 | `health_syndrome` |
+/// | 0x1010 | 23:0 | `health_counter` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct InitialSeg<B = [u8; 16396]> {
     buf: B,
@@ -865,38 +922,17 @@ impl<B: rt::BytesMut> InitialSeg<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for InitialSeg<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(InitialSeg));
-        d.field("fw_rev_minor", &rt::fmt::Hex(self.fw_rev_minor().into()));
-        d.field("fw_rev_major", &rt::fmt::Hex(self.fw_rev_major().into()));
-        d.field("cmd_interface_rev", &rt::fmt::Hex(self.cmd_interface_rev().into()));
-        d.field("fw_rev_subminor", &rt::fmt::Hex(self.fw_rev_subminor().into()));
-        d.field("cmdq_phy_addr_63_32", &rt::fmt::Hex(self.cmdq_phy_addr_63_32().into()));
-        d.field("cmdq_phy_addr_31_12", &rt::fmt::Hex(self.cmdq_phy_addr_31_12().into()));
-        d.field("nic_interface", &rt::fmt::EnumValue(self.nic_interface()));
-        d.field("log_cmdq_size", &rt::fmt::Hex(self.log_cmdq_size().into()));
-        d.field("log_cmdq_stride", &rt::fmt::Hex(self.log_cmdq_stride().into()));
-        d.field("initializing", &self.initializing());
-        d.field("fw_reset_supported", &self.fw_reset_supported());
-        d.field(
-            "nic_interface_supported",
-            &rt::fmt::EnumValue(self.nic_interface_supported()),
-        );
-        d.field("embedded_cpu", &self.embedded_cpu());
-        d.field("health_buffer", &self.health_buffer());
-        d.field("no_dram_nic_offset", &rt::fmt::Hex(self.no_dram_nic_offset().into()));
-        d.field("cmd_exec_to", &rt::fmt::Hex(self.cmd_exec_to().into()));
-        d.field("cmd_q_init_to", &rt::fmt::Hex(self.cmd_q_init_to().into()));
-        d.field("internal_timer_h", &rt::fmt::Hex(self.internal_timer_h().into()));
-        d.field("internal_timer_l", &rt::fmt::Hex(self.internal_timer_l().into()));
-        d.field("health_syndrome", &rt::fmt::EnumValue(self.health_syndrome()));
-        d.field("health_counter", &rt::fmt::Hex(self.health_counter().into()));
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&INITIAL_SEG_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `initial_seg` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `initial_seg`: what the decoding `Debug` shows and generic tools read.
 pub const INITIAL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "initial_seg",
+    type_name: "InitialSeg",
     size: 16396,
     fields: &[
         rt::reflect::FieldAccess {
@@ -905,10 +941,12 @@ pub const INITIAL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = InitialSeg::new_unchecked(b);
-                u64::from(v.fw_rev_minor())
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = InitialSeg::new_unchecked(b); u64::from(v
+                .fw_rev_minor()) }
+            ),
             set: None,
         },
         rt::reflect::FieldAccess {
@@ -917,10 +955,12 @@ pub const INITIAL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = InitialSeg::new_unchecked(b);
-                u64::from(v.fw_rev_major())
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = InitialSeg::new_unchecked(b); u64::from(v
+                .fw_rev_major()) }
+            ),
             set: None,
         },
         rt::reflect::FieldAccess {
@@ -929,10 +969,12 @@ pub const INITIAL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = InitialSeg::new_unchecked(b);
-                u64::from(v.cmd_interface_rev())
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = InitialSeg::new_unchecked(b); u64::from(v
+                .cmd_interface_rev()) }
+            ),
             set: None,
         },
         rt::reflect::FieldAccess {
@@ -941,10 +983,12 @@ pub const INITIAL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = InitialSeg::new_unchecked(b);
-                u64::from(v.fw_rev_subminor())
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = InitialSeg::new_unchecked(b); u64::from(v
+                .fw_rev_subminor()) }
+            ),
             set: None,
         },
         rt::reflect::FieldAccess {
@@ -953,14 +997,16 @@ pub const INITIAL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = InitialSeg::new_unchecked(b);
-                u64::from(v.cmdq_phy_addr_63_32())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = InitialSeg::new_unchecked(b);
-                v.set_cmdq_phy_addr_63_32((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = InitialSeg::new_unchecked(b); u64::from(v
+                .cmdq_phy_addr_63_32()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = InitialSeg::new_unchecked(b); v
+                .set_cmdq_phy_addr_63_32((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "cmdq_phy_addr_31_12",
@@ -968,14 +1014,16 @@ pub const INITIAL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 20,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = InitialSeg::new_unchecked(b);
-                u64::from(v.cmdq_phy_addr_31_12())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = InitialSeg::new_unchecked(b);
-                v.set_cmdq_phy_addr_31_12((x & 0xfffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = InitialSeg::new_unchecked(b); u64::from(v
+                .cmdq_phy_addr_31_12()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = InitialSeg::new_unchecked(b); v
+                .set_cmdq_phy_addr_31_12((x & 0xfffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "nic_interface",
@@ -983,14 +1031,22 @@ pub const INITIAL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 2,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = InitialSeg::new_unchecked(b);
-                u64::from(v.nic_interface_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = InitialSeg::new_unchecked(b);
-                v.set_nic_interface_raw((x & 0x3) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "nic_interface_mode",
+                value_name: |r| match NicInterfaceMode::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = InitialSeg::new_unchecked(b); u64::from(v
+                .nic_interface_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = InitialSeg::new_unchecked(b); v
+                .set_nic_interface_raw((x & 0x3) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_cmdq_size",
@@ -998,10 +1054,12 @@ pub const INITIAL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = InitialSeg::new_unchecked(b);
-                u64::from(v.log_cmdq_size())
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = InitialSeg::new_unchecked(b); u64::from(v
+                .log_cmdq_size()) }
+            ),
             set: None,
         },
         rt::reflect::FieldAccess {
@@ -1010,10 +1068,12 @@ pub const INITIAL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = InitialSeg::new_unchecked(b);
-                u64::from(v.log_cmdq_stride())
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = InitialSeg::new_unchecked(b); u64::from(v
+                .log_cmdq_stride()) }
+            ),
             set: None,
         },
         rt::reflect::FieldAccess {
@@ -1022,11 +1082,13 @@ pub const INITIAL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 32,
             count: 1,
             trailing: false,
+            kind: rt::reflect::ValueKind::Number,
+            readable: false,
             get: None,
-            set: Some(|b, _, x| {
-                let mut v = InitialSeg::new_unchecked(b);
-                v.set_command_doorbell_vector((x & 0xffffffff) as u32);
-            }),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = InitialSeg::new_unchecked(b); v
+                .set_command_doorbell_vector((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "initializing",
@@ -1034,10 +1096,12 @@ pub const INITIAL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = InitialSeg::new_unchecked(b);
-                u64::from(v.initializing())
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = InitialSeg::new_unchecked(b); u64::from(v
+                .initializing()) }
+            ),
             set: None,
         },
         rt::reflect::FieldAccess {
@@ -1046,10 +1110,12 @@ pub const INITIAL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = InitialSeg::new_unchecked(b);
-                u64::from(v.fw_reset_supported())
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = InitialSeg::new_unchecked(b); u64::from(v
+                .fw_reset_supported()) }
+            ),
             set: None,
         },
         rt::reflect::FieldAccess {
@@ -1058,10 +1124,18 @@ pub const INITIAL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 3,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = InitialSeg::new_unchecked(b);
-                u64::from(v.nic_interface_supported_raw())
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "nic_interface_mode",
+                value_name: |r| match NicInterfaceMode::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = InitialSeg::new_unchecked(b); u64::from(v
+                .nic_interface_supported_raw()) }
+            ),
             set: None,
         },
         rt::reflect::FieldAccess {
@@ -1070,10 +1144,12 @@ pub const INITIAL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = InitialSeg::new_unchecked(b);
-                u64::from(v.embedded_cpu())
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = InitialSeg::new_unchecked(b); u64::from(v
+                .embedded_cpu()) }
+            ),
             set: None,
         },
         rt::reflect::FieldAccess {
@@ -1082,10 +1158,12 @@ pub const INITIAL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = InitialSeg::new_unchecked(b);
-                u64::from(v.no_dram_nic_offset())
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = InitialSeg::new_unchecked(b); u64::from(v
+                .no_dram_nic_offset()) }
+            ),
             set: None,
         },
         rt::reflect::FieldAccess {
@@ -1094,10 +1172,12 @@ pub const INITIAL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = InitialSeg::new_unchecked(b);
-                u64::from(v.cmd_exec_to())
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = InitialSeg::new_unchecked(b); u64::from(v
+                .cmd_exec_to()) }
+            ),
             set: None,
         },
         rt::reflect::FieldAccess {
@@ -1106,10 +1186,12 @@ pub const INITIAL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = InitialSeg::new_unchecked(b);
-                u64::from(v.cmd_q_init_to())
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = InitialSeg::new_unchecked(b); u64::from(v
+                .cmd_q_init_to()) }
+            ),
             set: None,
         },
         rt::reflect::FieldAccess {
@@ -1118,10 +1200,12 @@ pub const INITIAL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = InitialSeg::new_unchecked(b);
-                u64::from(v.internal_timer_h())
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = InitialSeg::new_unchecked(b); u64::from(v
+                .internal_timer_h()) }
+            ),
             set: None,
         },
         rt::reflect::FieldAccess {
@@ -1130,10 +1214,12 @@ pub const INITIAL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = InitialSeg::new_unchecked(b);
-                u64::from(v.internal_timer_l())
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = InitialSeg::new_unchecked(b); u64::from(v
+                .internal_timer_l()) }
+            ),
             set: None,
         },
         rt::reflect::FieldAccess {
@@ -1142,11 +1228,13 @@ pub const INITIAL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
+            kind: rt::reflect::ValueKind::Flag,
+            readable: false,
             get: None,
-            set: Some(|b, _, x| {
-                let mut v = InitialSeg::new_unchecked(b);
-                v.set_clear_int(x & 1 != 0);
-            }),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = InitialSeg::new_unchecked(b); v.set_clear_int(x
+                & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "health_syndrome",
@@ -1154,10 +1242,18 @@ pub const INITIAL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = InitialSeg::new_unchecked(b);
-                u64::from(v.health_syndrome_raw())
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "health_syndrome",
+                value_name: |r| match HealthSyndrome::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = InitialSeg::new_unchecked(b); u64::from(v
+                .health_syndrome_raw()) }
+            ),
             set: None,
         },
         rt::reflect::FieldAccess {
@@ -1166,10 +1262,12 @@ pub const INITIAL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = InitialSeg::new_unchecked(b);
-                u64::from(v.health_counter())
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = InitialSeg::new_unchecked(b); u64::from(v
+                .health_counter()) }
+            ),
             set: None,
         },
     ],
@@ -1177,24 +1275,20 @@ pub const INITIAL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
         rt::reflect::NestedAccess {
             name: "health_buffer",
             layout: "health_buffer",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&HEALTH_BUFFER_ACCESS),
             byte_offset: 512,
             size: 64,
             count: 1,
             trailing: false,
             stride: 64,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 16396 {
-                    return None;
-                }
-                let v = InitialSeg::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.health_buffer();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 16396 {
+                return None; } let v = InitialSeg::new_unchecked(b); if i != 0 { return
+                None; } let sub = v.health_buffer(); Some(sub.storage().as_ptr() as usize
+                - b.as_ptr() as usize) }
+            ),
         },
     ],
+    reserved: &[],
 };

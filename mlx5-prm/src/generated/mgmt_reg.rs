@@ -241,6 +241,20 @@ impl ::core::convert::From<TimeoutUnit> for u8 {
 /// PCAM group 0: one bit per port register id 0x5000 to 0x507f, bit n (counted from the low end of the last dword) standing for register 0x5000 + n. The header names a few bits and covers the rest with range fields.
 ///
 /// PRM layout `pcam_regs_5000_to_507f`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:0 | `port_access_reg_cap_mask_127_to_96` |
+/// | 0x04 | 31:0 | `port_access_reg_cap_mask_95_to_64` |
+/// | 0x08 | 31:4 | `port_access_reg_cap_mask_63_to_36` |
+/// | 0x08 | 3 | `pplm` |
+/// | 0x08 | 2:0 | `port_access_reg_cap_mask_34_to_32` |
+/// | 0x0c | 31:13 | `port_access_reg_cap_mask_31_to_13` |
+/// | 0x0c | 12 | `pbmc` |
+/// | 0x0c | 11 | `pptb` |
+/// | 0x0c | 10:9 | `port_access_reg_cap_mask_10_to_09` |
+/// | 0x0c | 8 | `ppcnt` |
+/// | 0x0c | 7:0 | `port_access_reg_cap_mask_07_to_00` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct PcamRegs5000To507f<B = [u8; 16]> {
     buf: B,
@@ -521,46 +535,17 @@ impl<B: rt::BytesMut> PcamRegs5000To507f<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for PcamRegs5000To507f<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(PcamRegs5000To507f));
-        d.field(
-            "port_access_reg_cap_mask_127_to_96",
-            &rt::fmt::Hex(self.port_access_reg_cap_mask_127_to_96().into()),
-        );
-        d.field(
-            "port_access_reg_cap_mask_95_to_64",
-            &rt::fmt::Hex(self.port_access_reg_cap_mask_95_to_64().into()),
-        );
-        d.field(
-            "port_access_reg_cap_mask_63_to_36",
-            &rt::fmt::Hex(self.port_access_reg_cap_mask_63_to_36().into()),
-        );
-        d.field("pplm", &self.pplm());
-        d.field(
-            "port_access_reg_cap_mask_34_to_32",
-            &rt::fmt::Hex(self.port_access_reg_cap_mask_34_to_32().into()),
-        );
-        d.field(
-            "port_access_reg_cap_mask_31_to_13",
-            &rt::fmt::Hex(self.port_access_reg_cap_mask_31_to_13().into()),
-        );
-        d.field("pbmc", &self.pbmc());
-        d.field("pptb", &self.pptb());
-        d.field(
-            "port_access_reg_cap_mask_10_to_09",
-            &rt::fmt::Hex(self.port_access_reg_cap_mask_10_to_09().into()),
-        );
-        d.field("ppcnt", &self.ppcnt());
-        d.field(
-            "port_access_reg_cap_mask_07_to_00",
-            &rt::fmt::Hex(self.port_access_reg_cap_mask_07_to_00().into()),
-        );
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&PCAM_REGS_5000_TO_507F_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `pcam_regs_5000_to_507f` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `pcam_regs_5000_to_507f`: what the decoding `Debug` shows and generic tools read.
 pub const PCAM_REGS_5000_TO_507F_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "pcam_regs_5000_to_507f",
+    type_name: "PcamRegs5000To507f",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -569,14 +554,16 @@ pub const PCAM_REGS_5000_TO_507F_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PcamRegs5000To507f::new_unchecked(b);
-                u64::from(v.port_access_reg_cap_mask_127_to_96())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PcamRegs5000To507f::new_unchecked(b);
-                v.set_port_access_reg_cap_mask_127_to_96((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PcamRegs5000To507f::new_unchecked(b); u64::from(v
+                .port_access_reg_cap_mask_127_to_96()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PcamRegs5000To507f::new_unchecked(b); v
+                .set_port_access_reg_cap_mask_127_to_96((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "port_access_reg_cap_mask_95_to_64",
@@ -584,14 +571,16 @@ pub const PCAM_REGS_5000_TO_507F_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PcamRegs5000To507f::new_unchecked(b);
-                u64::from(v.port_access_reg_cap_mask_95_to_64())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PcamRegs5000To507f::new_unchecked(b);
-                v.set_port_access_reg_cap_mask_95_to_64((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PcamRegs5000To507f::new_unchecked(b); u64::from(v
+                .port_access_reg_cap_mask_95_to_64()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PcamRegs5000To507f::new_unchecked(b); v
+                .set_port_access_reg_cap_mask_95_to_64((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "port_access_reg_cap_mask_63_to_36",
@@ -599,14 +588,16 @@ pub const PCAM_REGS_5000_TO_507F_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 28,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PcamRegs5000To507f::new_unchecked(b);
-                u64::from(v.port_access_reg_cap_mask_63_to_36())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PcamRegs5000To507f::new_unchecked(b);
-                v.set_port_access_reg_cap_mask_63_to_36((x & 0xfffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PcamRegs5000To507f::new_unchecked(b); u64::from(v
+                .port_access_reg_cap_mask_63_to_36()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PcamRegs5000To507f::new_unchecked(b); v
+                .set_port_access_reg_cap_mask_63_to_36((x & 0xfffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "pplm",
@@ -614,14 +605,16 @@ pub const PCAM_REGS_5000_TO_507F_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PcamRegs5000To507f::new_unchecked(b);
-                u64::from(v.pplm())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PcamRegs5000To507f::new_unchecked(b);
-                v.set_pplm(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PcamRegs5000To507f::new_unchecked(b); u64::from(v
+                .pplm()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PcamRegs5000To507f::new_unchecked(b); v
+                .set_pplm(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "port_access_reg_cap_mask_34_to_32",
@@ -629,14 +622,16 @@ pub const PCAM_REGS_5000_TO_507F_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 3,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PcamRegs5000To507f::new_unchecked(b);
-                u64::from(v.port_access_reg_cap_mask_34_to_32())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PcamRegs5000To507f::new_unchecked(b);
-                v.set_port_access_reg_cap_mask_34_to_32((x & 0x7) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PcamRegs5000To507f::new_unchecked(b); u64::from(v
+                .port_access_reg_cap_mask_34_to_32()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PcamRegs5000To507f::new_unchecked(b); v
+                .set_port_access_reg_cap_mask_34_to_32((x & 0x7) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "port_access_reg_cap_mask_31_to_13",
@@ -644,14 +639,16 @@ pub const PCAM_REGS_5000_TO_507F_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 19,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PcamRegs5000To507f::new_unchecked(b);
-                u64::from(v.port_access_reg_cap_mask_31_to_13())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PcamRegs5000To507f::new_unchecked(b);
-                v.set_port_access_reg_cap_mask_31_to_13((x & 0x7ffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PcamRegs5000To507f::new_unchecked(b); u64::from(v
+                .port_access_reg_cap_mask_31_to_13()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PcamRegs5000To507f::new_unchecked(b); v
+                .set_port_access_reg_cap_mask_31_to_13((x & 0x7ffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "pbmc",
@@ -659,14 +656,16 @@ pub const PCAM_REGS_5000_TO_507F_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PcamRegs5000To507f::new_unchecked(b);
-                u64::from(v.pbmc())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PcamRegs5000To507f::new_unchecked(b);
-                v.set_pbmc(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PcamRegs5000To507f::new_unchecked(b); u64::from(v
+                .pbmc()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PcamRegs5000To507f::new_unchecked(b); v
+                .set_pbmc(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "pptb",
@@ -674,14 +673,16 @@ pub const PCAM_REGS_5000_TO_507F_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PcamRegs5000To507f::new_unchecked(b);
-                u64::from(v.pptb())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PcamRegs5000To507f::new_unchecked(b);
-                v.set_pptb(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PcamRegs5000To507f::new_unchecked(b); u64::from(v
+                .pptb()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PcamRegs5000To507f::new_unchecked(b); v
+                .set_pptb(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "port_access_reg_cap_mask_10_to_09",
@@ -689,14 +690,16 @@ pub const PCAM_REGS_5000_TO_507F_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 2,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PcamRegs5000To507f::new_unchecked(b);
-                u64::from(v.port_access_reg_cap_mask_10_to_09())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PcamRegs5000To507f::new_unchecked(b);
-                v.set_port_access_reg_cap_mask_10_to_09((x & 0x3) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PcamRegs5000To507f::new_unchecked(b); u64::from(v
+                .port_access_reg_cap_mask_10_to_09()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PcamRegs5000To507f::new_unchecked(b); v
+                .set_port_access_reg_cap_mask_10_to_09((x & 0x3) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ppcnt",
@@ -704,14 +707,16 @@ pub const PCAM_REGS_5000_TO_507F_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PcamRegs5000To507f::new_unchecked(b);
-                u64::from(v.ppcnt())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PcamRegs5000To507f::new_unchecked(b);
-                v.set_ppcnt(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PcamRegs5000To507f::new_unchecked(b); u64::from(v
+                .ppcnt()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PcamRegs5000To507f::new_unchecked(b); v
+                .set_ppcnt(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "port_access_reg_cap_mask_07_to_00",
@@ -719,21 +724,38 @@ pub const PCAM_REGS_5000_TO_507F_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PcamRegs5000To507f::new_unchecked(b);
-                u64::from(v.port_access_reg_cap_mask_07_to_00())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PcamRegs5000To507f::new_unchecked(b);
-                v.set_port_access_reg_cap_mask_07_to_00((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PcamRegs5000To507f::new_unchecked(b); u64::from(v
+                .port_access_reg_cap_mask_07_to_00()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PcamRegs5000To507f::new_unchecked(b); v
+                .set_port_access_reg_cap_mask_07_to_00((x & 0xff) as u8); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[],
 };
 /// PCAM feature group 0, the optional behaviours of port registers.
 ///
 /// PRM layout `pcam_enhanced_features`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x08 | 23 | `fec_100g_per_lane_in_pplm` |
+/// | 0x08 | 12 | `buffer_ownership` |
+/// | 0x0c | 23 | `fec_50g_per_lane_in_pplm` |
+/// | 0x0c | 18 | `rx_icrc_encapsulated_counter` |
+/// | 0x0c | 13 | `ptys_extended_ethernet` |
+/// | 0x0c | 9 | `pfcc_mask` |
+/// | 0x0c | 5 | `per_lane_error_counters` |
+/// | 0x0c | 4 | `rx_buffer_fullness_counters` |
+/// | 0x0c | 3 | `ptys_connector_type` |
+/// | 0x0c | 1 | `ppcnt_discard_group` |
+/// | 0x0c | 0 | `ppcnt_statistical_group` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct PcamEnhancedFeatures<B = [u8; 16]> {
     buf: B,
@@ -944,32 +966,17 @@ impl<B: rt::BytesMut> PcamEnhancedFeatures<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for PcamEnhancedFeatures<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(PcamEnhancedFeatures));
-        d.field("fec_100g_per_lane_in_pplm", &self.fec_100g_per_lane_in_pplm());
-        d.field("buffer_ownership", &self.buffer_ownership());
-        d.field("fec_50g_per_lane_in_pplm", &self.fec_50g_per_lane_in_pplm());
-        d.field("rx_icrc_encapsulated_counter", &self.rx_icrc_encapsulated_counter());
-        d.field("ptys_extended_ethernet", &self.ptys_extended_ethernet());
-        d.field("pfcc_mask", &self.pfcc_mask());
-        d.field("per_lane_error_counters", &self.per_lane_error_counters());
-        d.field("rx_buffer_fullness_counters", &self.rx_buffer_fullness_counters());
-        d.field("ptys_connector_type", &self.ptys_connector_type());
-        d.field("ppcnt_discard_group", &self.ppcnt_discard_group());
-        d.field("ppcnt_statistical_group", &self.ppcnt_statistical_group());
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffffff), (4, 0xffffffff), (8, 0xff7fefff), (12, 0xff7bddc4)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&PCAM_ENHANCED_FEATURES_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `pcam_enhanced_features` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `pcam_enhanced_features`: what the decoding `Debug` shows and generic tools read.
 pub const PCAM_ENHANCED_FEATURES_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "pcam_enhanced_features",
+    type_name: "PcamEnhancedFeatures",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -978,14 +985,16 @@ pub const PCAM_ENHANCED_FEATURES_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PcamEnhancedFeatures::new_unchecked(b);
-                u64::from(v.fec_100g_per_lane_in_pplm())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PcamEnhancedFeatures::new_unchecked(b);
-                v.set_fec_100g_per_lane_in_pplm(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PcamEnhancedFeatures::new_unchecked(b); u64::from(v
+                .fec_100g_per_lane_in_pplm()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PcamEnhancedFeatures::new_unchecked(b); v
+                .set_fec_100g_per_lane_in_pplm(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "buffer_ownership",
@@ -993,14 +1002,16 @@ pub const PCAM_ENHANCED_FEATURES_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PcamEnhancedFeatures::new_unchecked(b);
-                u64::from(v.buffer_ownership())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PcamEnhancedFeatures::new_unchecked(b);
-                v.set_buffer_ownership(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PcamEnhancedFeatures::new_unchecked(b); u64::from(v
+                .buffer_ownership()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PcamEnhancedFeatures::new_unchecked(b); v
+                .set_buffer_ownership(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "fec_50g_per_lane_in_pplm",
@@ -1008,14 +1019,16 @@ pub const PCAM_ENHANCED_FEATURES_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PcamEnhancedFeatures::new_unchecked(b);
-                u64::from(v.fec_50g_per_lane_in_pplm())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PcamEnhancedFeatures::new_unchecked(b);
-                v.set_fec_50g_per_lane_in_pplm(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PcamEnhancedFeatures::new_unchecked(b); u64::from(v
+                .fec_50g_per_lane_in_pplm()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PcamEnhancedFeatures::new_unchecked(b); v
+                .set_fec_50g_per_lane_in_pplm(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "rx_icrc_encapsulated_counter",
@@ -1023,14 +1036,16 @@ pub const PCAM_ENHANCED_FEATURES_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PcamEnhancedFeatures::new_unchecked(b);
-                u64::from(v.rx_icrc_encapsulated_counter())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PcamEnhancedFeatures::new_unchecked(b);
-                v.set_rx_icrc_encapsulated_counter(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PcamEnhancedFeatures::new_unchecked(b); u64::from(v
+                .rx_icrc_encapsulated_counter()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PcamEnhancedFeatures::new_unchecked(b); v
+                .set_rx_icrc_encapsulated_counter(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ptys_extended_ethernet",
@@ -1038,14 +1053,16 @@ pub const PCAM_ENHANCED_FEATURES_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PcamEnhancedFeatures::new_unchecked(b);
-                u64::from(v.ptys_extended_ethernet())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PcamEnhancedFeatures::new_unchecked(b);
-                v.set_ptys_extended_ethernet(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PcamEnhancedFeatures::new_unchecked(b); u64::from(v
+                .ptys_extended_ethernet()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PcamEnhancedFeatures::new_unchecked(b); v
+                .set_ptys_extended_ethernet(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "pfcc_mask",
@@ -1053,14 +1070,16 @@ pub const PCAM_ENHANCED_FEATURES_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PcamEnhancedFeatures::new_unchecked(b);
-                u64::from(v.pfcc_mask())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PcamEnhancedFeatures::new_unchecked(b);
-                v.set_pfcc_mask(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PcamEnhancedFeatures::new_unchecked(b); u64::from(v
+                .pfcc_mask()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PcamEnhancedFeatures::new_unchecked(b); v
+                .set_pfcc_mask(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "per_lane_error_counters",
@@ -1068,14 +1087,16 @@ pub const PCAM_ENHANCED_FEATURES_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PcamEnhancedFeatures::new_unchecked(b);
-                u64::from(v.per_lane_error_counters())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PcamEnhancedFeatures::new_unchecked(b);
-                v.set_per_lane_error_counters(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PcamEnhancedFeatures::new_unchecked(b); u64::from(v
+                .per_lane_error_counters()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PcamEnhancedFeatures::new_unchecked(b); v
+                .set_per_lane_error_counters(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "rx_buffer_fullness_counters",
@@ -1083,14 +1104,16 @@ pub const PCAM_ENHANCED_FEATURES_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PcamEnhancedFeatures::new_unchecked(b);
-                u64::from(v.rx_buffer_fullness_counters())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PcamEnhancedFeatures::new_unchecked(b);
-                v.set_rx_buffer_fullness_counters(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PcamEnhancedFeatures::new_unchecked(b); u64::from(v
+                .rx_buffer_fullness_counters()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PcamEnhancedFeatures::new_unchecked(b); v
+                .set_rx_buffer_fullness_counters(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ptys_connector_type",
@@ -1098,14 +1121,16 @@ pub const PCAM_ENHANCED_FEATURES_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PcamEnhancedFeatures::new_unchecked(b);
-                u64::from(v.ptys_connector_type())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PcamEnhancedFeatures::new_unchecked(b);
-                v.set_ptys_connector_type(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PcamEnhancedFeatures::new_unchecked(b); u64::from(v
+                .ptys_connector_type()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PcamEnhancedFeatures::new_unchecked(b); v
+                .set_ptys_connector_type(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ppcnt_discard_group",
@@ -1113,14 +1138,16 @@ pub const PCAM_ENHANCED_FEATURES_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PcamEnhancedFeatures::new_unchecked(b);
-                u64::from(v.ppcnt_discard_group())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PcamEnhancedFeatures::new_unchecked(b);
-                v.set_ppcnt_discard_group(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PcamEnhancedFeatures::new_unchecked(b); u64::from(v
+                .ppcnt_discard_group()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PcamEnhancedFeatures::new_unchecked(b); v
+                .set_ppcnt_discard_group(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ppcnt_statistical_group",
@@ -1128,21 +1155,31 @@ pub const PCAM_ENHANCED_FEATURES_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PcamEnhancedFeatures::new_unchecked(b);
-                u64::from(v.ppcnt_statistical_group())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PcamEnhancedFeatures::new_unchecked(b);
-                v.set_ppcnt_statistical_group(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PcamEnhancedFeatures::new_unchecked(b); u64::from(v
+                .ppcnt_statistical_group()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PcamEnhancedFeatures::new_unchecked(b); v
+                .set_ppcnt_statistical_group(x & 1 != 0); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffffff), (4, 0xffffffff), (8, 0xff7fefff), (12, 0xff7bddc4)],
 };
 /// PCAM, the port capability mask register (read only). The driver names a feature group and an access register group in the input; the output carries the two masks of those groups. Linux reads feature group 0 and access register group 0 once, after INIT_HCA, when the general capability pcam_reg is set.
 ///
 /// PRM layout `pcam_reg`: 0x50 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 23:16 | `feature_group` |
+/// | 0x00 | 7:0 | `access_reg_group` |
+/// | 0x08..0x18 | — | `port_access_reg_cap_mask` |
+/// | 0x28..0x38 | — | `feature_cap_mask` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct PcamReg<B = [u8; 80]> {
     buf: B,
@@ -1234,38 +1271,17 @@ impl<B: rt::BytesMut> PcamReg<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for PcamReg<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(PcamReg));
-        d.field("feature_group", &rt::fmt::Hex(self.feature_group().into()));
-        d.field("access_reg_group", &rt::fmt::Hex(self.access_reg_group().into()));
-        d.field("port_access_reg_cap_mask", &self.port_access_reg_cap_mask());
-        d.field("feature_cap_mask", &self.feature_cap_mask());
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (0, 0xff00ff00),
-                (4, 0xffffffff),
-                (24, 0xffffffff),
-                (28, 0xffffffff),
-                (32, 0xffffffff),
-                (36, 0xffffffff),
-                (56, 0xffffffff),
-                (60, 0xffffffff),
-                (64, 0xffffffff),
-                (68, 0xffffffff),
-                (72, 0xffffffff),
-                (76, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&PCAM_REG_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `pcam_reg` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `pcam_reg`: what the decoding `Debug` shows and generic tools read.
 pub const PCAM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "pcam_reg",
+    type_name: "PcamReg",
     size: 80,
     fields: &[
         rt::reflect::FieldAccess {
@@ -1274,14 +1290,16 @@ pub const PCAM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PcamReg::new_unchecked(b);
-                u64::from(v.feature_group())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PcamReg::new_unchecked(b);
-                v.set_feature_group((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PcamReg::new_unchecked(b); u64::from(v
+                .feature_group()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PcamReg::new_unchecked(b); v
+                .set_feature_group((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "access_reg_group",
@@ -1289,66 +1307,96 @@ pub const PCAM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PcamReg::new_unchecked(b);
-                u64::from(v.access_reg_group())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PcamReg::new_unchecked(b);
-                v.set_access_reg_group((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PcamReg::new_unchecked(b); u64::from(v
+                .access_reg_group()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PcamReg::new_unchecked(b); v
+                .set_access_reg_group((x & 0xff) as u8); }
+            ),
         },
     ],
     nested: &[
         rt::reflect::NestedAccess {
             name: "port_access_reg_cap_mask",
             layout: "pcam_reg_port_access_reg_cap_mask",
-            kind: rt::reflect::NestedKind::Union,
+            table: rt::reflect::NestedTable::Union(
+                &PCAM_REG_PORT_ACCESS_REG_CAP_MASK_ACCESS,
+            ),
             byte_offset: 8,
             size: 16,
             count: 1,
             trailing: false,
             stride: 16,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 80 {
-                    return None;
-                }
-                let v = PcamReg::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.port_access_reg_cap_mask();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 80 { return
+                None; } let v = PcamReg::new_unchecked(b); if i != 0 { return None; } let
+                sub = v.port_access_reg_cap_mask(); Some(sub.storage().as_ptr() as usize
+                - b.as_ptr() as usize) }
+            ),
         },
         rt::reflect::NestedAccess {
             name: "feature_cap_mask",
             layout: "pcam_reg_feature_cap_mask",
-            kind: rt::reflect::NestedKind::Union,
+            table: rt::reflect::NestedTable::Union(&PCAM_REG_FEATURE_CAP_MASK_ACCESS),
             byte_offset: 40,
             size: 16,
             count: 1,
             trailing: false,
             stride: 16,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 80 {
-                    return None;
-                }
-                let v = PcamReg::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.feature_cap_mask();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 80 { return
+                None; } let v = PcamReg::new_unchecked(b); if i != 0 { return None; } let
+                sub = v.feature_cap_mask(); Some(sub.storage().as_ptr() as usize - b
+                .as_ptr() as usize) }
+            ),
         },
+    ],
+    reserved: &[
+        (0, 0xff00ff00),
+        (4, 0xffffffff),
+        (24, 0xffffffff),
+        (28, 0xffffffff),
+        (32, 0xffffffff),
+        (36, 0xffffffff),
+        (56, 0xffffffff),
+        (60, 0xffffffff),
+        (64, 0xffffffff),
+        (68, 0xffffffff),
+        (72, 0xffffffff),
+        (76, 0xffffffff),
     ],
 };
 /// MCAM group 0: one bit per management register id 0x9000 to 0x907f, bit n standing for register 0x9000 + n. The named bits are the ones Linux tests.
 ///
 /// PRM layout `mcam_access_reg`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 3 | `mcda` |
+/// | 0x00 | 2 | `mcc` |
+/// | 0x00 | 1 | `mcqi` |
+/// | 0x00 | 0 | `mcqs` |
+/// | 0x04 | 31:26 | `regs_95_to_90` |
+/// | 0x04 | 25 | `mpir` |
+/// | 0x04 | 24:23 | `regs_88_to_87` |
+/// | 0x04 | 22 | `mpegc` |
+/// | 0x04 | 21 | `mtutc` |
+/// | 0x04 | 20:4 | `regs_84_to_68` |
+/// | 0x04 | 3:0 | `tracer_registers` |
+/// | 0x08 | 31:14 | `regs_63_to_46` |
+/// | 0x08 | 13 | `mrtc` |
+/// | 0x08 | 12:9 | `regs_44_to_41` |
+/// | 0x08 | 8 | `mfrl` |
+/// | 0x08 | 7:0 | `regs_39_to_32` |
+/// | 0x0c | 31:11 | `regs_31_to_11` |
+/// | 0x0c | 10 | `mtmp` |
+/// | 0x0c | 9:0 | `regs_9_to_0` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct McamAccessReg<B = [u8; 16]> {
     buf: B,
@@ -1705,40 +1753,17 @@ impl<B: rt::BytesMut> McamAccessReg<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for McamAccessReg<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(McamAccessReg));
-        d.field("mcda", &self.mcda());
-        d.field("mcc", &self.mcc());
-        d.field("mcqi", &self.mcqi());
-        d.field("mcqs", &self.mcqs());
-        d.field("regs_95_to_90", &rt::fmt::Hex(self.regs_95_to_90().into()));
-        d.field("mpir", &self.mpir());
-        d.field("regs_88_to_87", &rt::fmt::Hex(self.regs_88_to_87().into()));
-        d.field("mpegc", &self.mpegc());
-        d.field("mtutc", &self.mtutc());
-        d.field("regs_84_to_68", &rt::fmt::Hex(self.regs_84_to_68().into()));
-        d.field("tracer_registers", &rt::fmt::Hex(self.tracer_registers().into()));
-        d.field("regs_63_to_46", &rt::fmt::Hex(self.regs_63_to_46().into()));
-        d.field("mrtc", &self.mrtc());
-        d.field("regs_44_to_41", &rt::fmt::Hex(self.regs_44_to_41().into()));
-        d.field("mfrl", &self.mfrl());
-        d.field("regs_39_to_32", &rt::fmt::Hex(self.regs_39_to_32().into()));
-        d.field("regs_31_to_11", &rt::fmt::Hex(self.regs_31_to_11().into()));
-        d.field("mtmp", &self.mtmp());
-        d.field("regs_9_to_0", &rt::fmt::Hex(self.regs_9_to_0().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xfffffff0)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&MCAM_ACCESS_REG_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `mcam_access_reg` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `mcam_access_reg`: what the decoding `Debug` shows and generic tools read.
 pub const MCAM_ACCESS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "mcam_access_reg",
+    type_name: "McamAccessReg",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -1747,14 +1772,15 @@ pub const MCAM_ACCESS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = McamAccessReg::new_unchecked(b);
-                u64::from(v.mcda())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = McamAccessReg::new_unchecked(b);
-                v.set_mcda(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = McamAccessReg::new_unchecked(b); u64::from(v.mcda()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = McamAccessReg::new_unchecked(b); v.set_mcda(x &
+                1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "mcc",
@@ -1762,14 +1788,15 @@ pub const MCAM_ACCESS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = McamAccessReg::new_unchecked(b);
-                u64::from(v.mcc())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = McamAccessReg::new_unchecked(b);
-                v.set_mcc(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = McamAccessReg::new_unchecked(b); u64::from(v.mcc()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = McamAccessReg::new_unchecked(b); v.set_mcc(x &
+                1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "mcqi",
@@ -1777,14 +1804,15 @@ pub const MCAM_ACCESS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = McamAccessReg::new_unchecked(b);
-                u64::from(v.mcqi())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = McamAccessReg::new_unchecked(b);
-                v.set_mcqi(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = McamAccessReg::new_unchecked(b); u64::from(v.mcqi()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = McamAccessReg::new_unchecked(b); v.set_mcqi(x &
+                1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "mcqs",
@@ -1792,14 +1820,15 @@ pub const MCAM_ACCESS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = McamAccessReg::new_unchecked(b);
-                u64::from(v.mcqs())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = McamAccessReg::new_unchecked(b);
-                v.set_mcqs(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = McamAccessReg::new_unchecked(b); u64::from(v.mcqs()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = McamAccessReg::new_unchecked(b); v.set_mcqs(x &
+                1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "regs_95_to_90",
@@ -1807,14 +1836,16 @@ pub const MCAM_ACCESS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 6,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = McamAccessReg::new_unchecked(b);
-                u64::from(v.regs_95_to_90())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = McamAccessReg::new_unchecked(b);
-                v.set_regs_95_to_90((x & 0x3f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = McamAccessReg::new_unchecked(b); u64::from(v
+                .regs_95_to_90()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = McamAccessReg::new_unchecked(b); v
+                .set_regs_95_to_90((x & 0x3f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "mpir",
@@ -1822,14 +1853,15 @@ pub const MCAM_ACCESS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = McamAccessReg::new_unchecked(b);
-                u64::from(v.mpir())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = McamAccessReg::new_unchecked(b);
-                v.set_mpir(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = McamAccessReg::new_unchecked(b); u64::from(v.mpir()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = McamAccessReg::new_unchecked(b); v.set_mpir(x &
+                1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "regs_88_to_87",
@@ -1837,14 +1869,16 @@ pub const MCAM_ACCESS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 2,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = McamAccessReg::new_unchecked(b);
-                u64::from(v.regs_88_to_87())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = McamAccessReg::new_unchecked(b);
-                v.set_regs_88_to_87((x & 0x3) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = McamAccessReg::new_unchecked(b); u64::from(v
+                .regs_88_to_87()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = McamAccessReg::new_unchecked(b); v
+                .set_regs_88_to_87((x & 0x3) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "mpegc",
@@ -1852,14 +1886,16 @@ pub const MCAM_ACCESS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = McamAccessReg::new_unchecked(b);
-                u64::from(v.mpegc())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = McamAccessReg::new_unchecked(b);
-                v.set_mpegc(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = McamAccessReg::new_unchecked(b); u64::from(v.mpegc())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = McamAccessReg::new_unchecked(b); v.set_mpegc(x
+                & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "mtutc",
@@ -1867,14 +1903,16 @@ pub const MCAM_ACCESS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = McamAccessReg::new_unchecked(b);
-                u64::from(v.mtutc())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = McamAccessReg::new_unchecked(b);
-                v.set_mtutc(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = McamAccessReg::new_unchecked(b); u64::from(v.mtutc())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = McamAccessReg::new_unchecked(b); v.set_mtutc(x
+                & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "regs_84_to_68",
@@ -1882,14 +1920,16 @@ pub const MCAM_ACCESS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 17,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = McamAccessReg::new_unchecked(b);
-                u64::from(v.regs_84_to_68())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = McamAccessReg::new_unchecked(b);
-                v.set_regs_84_to_68((x & 0x1ffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = McamAccessReg::new_unchecked(b); u64::from(v
+                .regs_84_to_68()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = McamAccessReg::new_unchecked(b); v
+                .set_regs_84_to_68((x & 0x1ffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "tracer_registers",
@@ -1897,14 +1937,16 @@ pub const MCAM_ACCESS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = McamAccessReg::new_unchecked(b);
-                u64::from(v.tracer_registers())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = McamAccessReg::new_unchecked(b);
-                v.set_tracer_registers((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = McamAccessReg::new_unchecked(b); u64::from(v
+                .tracer_registers()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = McamAccessReg::new_unchecked(b); v
+                .set_tracer_registers((x & 0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "regs_63_to_46",
@@ -1912,14 +1954,16 @@ pub const MCAM_ACCESS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 18,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = McamAccessReg::new_unchecked(b);
-                u64::from(v.regs_63_to_46())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = McamAccessReg::new_unchecked(b);
-                v.set_regs_63_to_46((x & 0x3ffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = McamAccessReg::new_unchecked(b); u64::from(v
+                .regs_63_to_46()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = McamAccessReg::new_unchecked(b); v
+                .set_regs_63_to_46((x & 0x3ffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "mrtc",
@@ -1927,14 +1971,15 @@ pub const MCAM_ACCESS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = McamAccessReg::new_unchecked(b);
-                u64::from(v.mrtc())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = McamAccessReg::new_unchecked(b);
-                v.set_mrtc(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = McamAccessReg::new_unchecked(b); u64::from(v.mrtc()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = McamAccessReg::new_unchecked(b); v.set_mrtc(x &
+                1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "regs_44_to_41",
@@ -1942,14 +1987,16 @@ pub const MCAM_ACCESS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = McamAccessReg::new_unchecked(b);
-                u64::from(v.regs_44_to_41())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = McamAccessReg::new_unchecked(b);
-                v.set_regs_44_to_41((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = McamAccessReg::new_unchecked(b); u64::from(v
+                .regs_44_to_41()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = McamAccessReg::new_unchecked(b); v
+                .set_regs_44_to_41((x & 0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "mfrl",
@@ -1957,14 +2004,15 @@ pub const MCAM_ACCESS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = McamAccessReg::new_unchecked(b);
-                u64::from(v.mfrl())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = McamAccessReg::new_unchecked(b);
-                v.set_mfrl(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = McamAccessReg::new_unchecked(b); u64::from(v.mfrl()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = McamAccessReg::new_unchecked(b); v.set_mfrl(x &
+                1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "regs_39_to_32",
@@ -1972,14 +2020,16 @@ pub const MCAM_ACCESS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = McamAccessReg::new_unchecked(b);
-                u64::from(v.regs_39_to_32())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = McamAccessReg::new_unchecked(b);
-                v.set_regs_39_to_32((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = McamAccessReg::new_unchecked(b); u64::from(v
+                .regs_39_to_32()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = McamAccessReg::new_unchecked(b); v
+                .set_regs_39_to_32((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "regs_31_to_11",
@@ -1987,14 +2037,16 @@ pub const MCAM_ACCESS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 21,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = McamAccessReg::new_unchecked(b);
-                u64::from(v.regs_31_to_11())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = McamAccessReg::new_unchecked(b);
-                v.set_regs_31_to_11((x & 0x1fffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = McamAccessReg::new_unchecked(b); u64::from(v
+                .regs_31_to_11()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = McamAccessReg::new_unchecked(b); v
+                .set_regs_31_to_11((x & 0x1fffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "mtmp",
@@ -2002,14 +2054,15 @@ pub const MCAM_ACCESS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = McamAccessReg::new_unchecked(b);
-                u64::from(v.mtmp())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = McamAccessReg::new_unchecked(b);
-                v.set_mtmp(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = McamAccessReg::new_unchecked(b); u64::from(v.mtmp()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = McamAccessReg::new_unchecked(b); v.set_mtmp(x &
+                1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "regs_9_to_0",
@@ -2017,21 +2070,31 @@ pub const MCAM_ACCESS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 10,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = McamAccessReg::new_unchecked(b);
-                u64::from(v.regs_9_to_0())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = McamAccessReg::new_unchecked(b);
-                v.set_regs_9_to_0((x & 0x3ff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = McamAccessReg::new_unchecked(b); u64::from(v
+                .regs_9_to_0()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = McamAccessReg::new_unchecked(b); v
+                .set_regs_9_to_0((x & 0x3ff) as u16); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xfffffff0)],
 };
 /// MCAM group 1, registers 0x9080..0x90ff, bit n for 0x9080 + n.
 ///
 /// PRM layout `mcam_access_reg_bits1`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:0 | `regs_127_to_96` |
+/// | 0x04 | 31:0 | `regs_95_to_64` |
+/// | 0x08 | 31:0 | `regs_63_to_32` |
+/// | 0x0c | 31:0 | `regs_31_to_0` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct McamAccessRegBits1<B = [u8; 16]> {
     buf: B,
@@ -2109,18 +2172,17 @@ impl<B: rt::BytesMut> McamAccessRegBits1<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for McamAccessRegBits1<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(McamAccessRegBits1));
-        d.field("regs_127_to_96", &rt::fmt::Hex(self.regs_127_to_96().into()));
-        d.field("regs_95_to_64", &rt::fmt::Hex(self.regs_95_to_64().into()));
-        d.field("regs_63_to_32", &rt::fmt::Hex(self.regs_63_to_32().into()));
-        d.field("regs_31_to_0", &rt::fmt::Hex(self.regs_31_to_0().into()));
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&MCAM_ACCESS_REG_BITS1_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `mcam_access_reg_bits1` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `mcam_access_reg_bits1`: what the decoding `Debug` shows and generic tools read.
 pub const MCAM_ACCESS_REG_BITS1_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "mcam_access_reg_bits1",
+    type_name: "McamAccessRegBits1",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -2129,14 +2191,16 @@ pub const MCAM_ACCESS_REG_BITS1_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = McamAccessRegBits1::new_unchecked(b);
-                u64::from(v.regs_127_to_96())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = McamAccessRegBits1::new_unchecked(b);
-                v.set_regs_127_to_96((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = McamAccessRegBits1::new_unchecked(b); u64::from(v
+                .regs_127_to_96()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = McamAccessRegBits1::new_unchecked(b); v
+                .set_regs_127_to_96((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "regs_95_to_64",
@@ -2144,14 +2208,16 @@ pub const MCAM_ACCESS_REG_BITS1_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = McamAccessRegBits1::new_unchecked(b);
-                u64::from(v.regs_95_to_64())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = McamAccessRegBits1::new_unchecked(b);
-                v.set_regs_95_to_64((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = McamAccessRegBits1::new_unchecked(b); u64::from(v
+                .regs_95_to_64()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = McamAccessRegBits1::new_unchecked(b); v
+                .set_regs_95_to_64((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "regs_63_to_32",
@@ -2159,14 +2225,16 @@ pub const MCAM_ACCESS_REG_BITS1_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = McamAccessRegBits1::new_unchecked(b);
-                u64::from(v.regs_63_to_32())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = McamAccessRegBits1::new_unchecked(b);
-                v.set_regs_63_to_32((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = McamAccessRegBits1::new_unchecked(b); u64::from(v
+                .regs_63_to_32()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = McamAccessRegBits1::new_unchecked(b); v
+                .set_regs_63_to_32((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "regs_31_to_0",
@@ -2174,21 +2242,35 @@ pub const MCAM_ACCESS_REG_BITS1_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = McamAccessRegBits1::new_unchecked(b);
-                u64::from(v.regs_31_to_0())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = McamAccessRegBits1::new_unchecked(b);
-                v.set_regs_31_to_0((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = McamAccessRegBits1::new_unchecked(b); u64::from(v
+                .regs_31_to_0()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = McamAccessRegBits1::new_unchecked(b); v
+                .set_regs_31_to_0((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[],
 };
 /// MCAM group 2, registers 0x9100..0x917f, bit n for 0x9100 + n.
 ///
 /// PRM layout `mcam_access_reg_bits2`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:3 | `regs_127_to_99` |
+/// | 0x00 | 2 | `mirc` |
+/// | 0x00 | 1:0 | `regs_97_to_96` |
+/// | 0x04 | 31:23 | `regs_95_to_87` |
+/// | 0x04 | 22:21 | `synce_registers` |
+/// | 0x04 | 20:0 | `regs_84_to_64` |
+/// | 0x08 | 31:0 | `regs_63_to_32` |
+/// | 0x0c | 31:0 | `regs_31_to_0` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct McamAccessRegBits2<B = [u8; 16]> {
     buf: B,
@@ -2362,22 +2444,17 @@ impl<B: rt::BytesMut> McamAccessRegBits2<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for McamAccessRegBits2<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(McamAccessRegBits2));
-        d.field("regs_127_to_99", &rt::fmt::Hex(self.regs_127_to_99().into()));
-        d.field("mirc", &self.mirc());
-        d.field("regs_97_to_96", &rt::fmt::Hex(self.regs_97_to_96().into()));
-        d.field("regs_95_to_87", &rt::fmt::Hex(self.regs_95_to_87().into()));
-        d.field("synce_registers", &rt::fmt::Hex(self.synce_registers().into()));
-        d.field("regs_84_to_64", &rt::fmt::Hex(self.regs_84_to_64().into()));
-        d.field("regs_63_to_32", &rt::fmt::Hex(self.regs_63_to_32().into()));
-        d.field("regs_31_to_0", &rt::fmt::Hex(self.regs_31_to_0().into()));
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&MCAM_ACCESS_REG_BITS2_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `mcam_access_reg_bits2` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `mcam_access_reg_bits2`: what the decoding `Debug` shows and generic tools read.
 pub const MCAM_ACCESS_REG_BITS2_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "mcam_access_reg_bits2",
+    type_name: "McamAccessRegBits2",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -2386,14 +2463,16 @@ pub const MCAM_ACCESS_REG_BITS2_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 29,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = McamAccessRegBits2::new_unchecked(b);
-                u64::from(v.regs_127_to_99())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = McamAccessRegBits2::new_unchecked(b);
-                v.set_regs_127_to_99((x & 0x1fffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = McamAccessRegBits2::new_unchecked(b); u64::from(v
+                .regs_127_to_99()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = McamAccessRegBits2::new_unchecked(b); v
+                .set_regs_127_to_99((x & 0x1fffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "mirc",
@@ -2401,14 +2480,16 @@ pub const MCAM_ACCESS_REG_BITS2_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = McamAccessRegBits2::new_unchecked(b);
-                u64::from(v.mirc())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = McamAccessRegBits2::new_unchecked(b);
-                v.set_mirc(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = McamAccessRegBits2::new_unchecked(b); u64::from(v
+                .mirc()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = McamAccessRegBits2::new_unchecked(b); v
+                .set_mirc(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "regs_97_to_96",
@@ -2416,14 +2497,16 @@ pub const MCAM_ACCESS_REG_BITS2_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 2,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = McamAccessRegBits2::new_unchecked(b);
-                u64::from(v.regs_97_to_96())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = McamAccessRegBits2::new_unchecked(b);
-                v.set_regs_97_to_96((x & 0x3) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = McamAccessRegBits2::new_unchecked(b); u64::from(v
+                .regs_97_to_96()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = McamAccessRegBits2::new_unchecked(b); v
+                .set_regs_97_to_96((x & 0x3) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "regs_95_to_87",
@@ -2431,14 +2514,16 @@ pub const MCAM_ACCESS_REG_BITS2_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 9,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = McamAccessRegBits2::new_unchecked(b);
-                u64::from(v.regs_95_to_87())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = McamAccessRegBits2::new_unchecked(b);
-                v.set_regs_95_to_87((x & 0x1ff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = McamAccessRegBits2::new_unchecked(b); u64::from(v
+                .regs_95_to_87()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = McamAccessRegBits2::new_unchecked(b); v
+                .set_regs_95_to_87((x & 0x1ff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "synce_registers",
@@ -2446,14 +2531,16 @@ pub const MCAM_ACCESS_REG_BITS2_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 2,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = McamAccessRegBits2::new_unchecked(b);
-                u64::from(v.synce_registers())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = McamAccessRegBits2::new_unchecked(b);
-                v.set_synce_registers((x & 0x3) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = McamAccessRegBits2::new_unchecked(b); u64::from(v
+                .synce_registers()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = McamAccessRegBits2::new_unchecked(b); v
+                .set_synce_registers((x & 0x3) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "regs_84_to_64",
@@ -2461,14 +2548,16 @@ pub const MCAM_ACCESS_REG_BITS2_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 21,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = McamAccessRegBits2::new_unchecked(b);
-                u64::from(v.regs_84_to_64())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = McamAccessRegBits2::new_unchecked(b);
-                v.set_regs_84_to_64((x & 0x1fffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = McamAccessRegBits2::new_unchecked(b); u64::from(v
+                .regs_84_to_64()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = McamAccessRegBits2::new_unchecked(b); v
+                .set_regs_84_to_64((x & 0x1fffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "regs_63_to_32",
@@ -2476,14 +2565,16 @@ pub const MCAM_ACCESS_REG_BITS2_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = McamAccessRegBits2::new_unchecked(b);
-                u64::from(v.regs_63_to_32())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = McamAccessRegBits2::new_unchecked(b);
-                v.set_regs_63_to_32((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = McamAccessRegBits2::new_unchecked(b); u64::from(v
+                .regs_63_to_32()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = McamAccessRegBits2::new_unchecked(b); v
+                .set_regs_63_to_32((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "regs_31_to_0",
@@ -2491,21 +2582,33 @@ pub const MCAM_ACCESS_REG_BITS2_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = McamAccessRegBits2::new_unchecked(b);
-                u64::from(v.regs_31_to_0())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = McamAccessRegBits2::new_unchecked(b);
-                v.set_regs_31_to_0((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = McamAccessRegBits2::new_unchecked(b); u64::from(v
+                .regs_31_to_0()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = McamAccessRegBits2::new_unchecked(b); v
+                .set_regs_31_to_0((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[],
 };
 /// MCAM group 3, registers 0x9180..0x91ff, bit n for 0x9180 + n.
 ///
 /// PRM layout `mcam_access_reg_bits3`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:0 | `regs_127_to_96` |
+/// | 0x04 | 31:0 | `regs_95_to_64` |
+/// | 0x08 | 31:0 | `regs_63_to_32` |
+/// | 0x0c | 31:2 | `regs_31_to_2` |
+/// | 0x0c | 1 | `mtctr` |
+/// | 0x0c | 0 | `mtptm` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct McamAccessRegBits3<B = [u8; 16]> {
     buf: B,
@@ -2621,20 +2724,17 @@ impl<B: rt::BytesMut> McamAccessRegBits3<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for McamAccessRegBits3<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(McamAccessRegBits3));
-        d.field("regs_127_to_96", &rt::fmt::Hex(self.regs_127_to_96().into()));
-        d.field("regs_95_to_64", &rt::fmt::Hex(self.regs_95_to_64().into()));
-        d.field("regs_63_to_32", &rt::fmt::Hex(self.regs_63_to_32().into()));
-        d.field("regs_31_to_2", &rt::fmt::Hex(self.regs_31_to_2().into()));
-        d.field("mtctr", &self.mtctr());
-        d.field("mtptm", &self.mtptm());
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&MCAM_ACCESS_REG_BITS3_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `mcam_access_reg_bits3` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `mcam_access_reg_bits3`: what the decoding `Debug` shows and generic tools read.
 pub const MCAM_ACCESS_REG_BITS3_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "mcam_access_reg_bits3",
+    type_name: "McamAccessRegBits3",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -2643,14 +2743,16 @@ pub const MCAM_ACCESS_REG_BITS3_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = McamAccessRegBits3::new_unchecked(b);
-                u64::from(v.regs_127_to_96())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = McamAccessRegBits3::new_unchecked(b);
-                v.set_regs_127_to_96((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = McamAccessRegBits3::new_unchecked(b); u64::from(v
+                .regs_127_to_96()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = McamAccessRegBits3::new_unchecked(b); v
+                .set_regs_127_to_96((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "regs_95_to_64",
@@ -2658,14 +2760,16 @@ pub const MCAM_ACCESS_REG_BITS3_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = McamAccessRegBits3::new_unchecked(b);
-                u64::from(v.regs_95_to_64())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = McamAccessRegBits3::new_unchecked(b);
-                v.set_regs_95_to_64((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = McamAccessRegBits3::new_unchecked(b); u64::from(v
+                .regs_95_to_64()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = McamAccessRegBits3::new_unchecked(b); v
+                .set_regs_95_to_64((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "regs_63_to_32",
@@ -2673,14 +2777,16 @@ pub const MCAM_ACCESS_REG_BITS3_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = McamAccessRegBits3::new_unchecked(b);
-                u64::from(v.regs_63_to_32())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = McamAccessRegBits3::new_unchecked(b);
-                v.set_regs_63_to_32((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = McamAccessRegBits3::new_unchecked(b); u64::from(v
+                .regs_63_to_32()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = McamAccessRegBits3::new_unchecked(b); v
+                .set_regs_63_to_32((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "regs_31_to_2",
@@ -2688,14 +2794,16 @@ pub const MCAM_ACCESS_REG_BITS3_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 30,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = McamAccessRegBits3::new_unchecked(b);
-                u64::from(v.regs_31_to_2())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = McamAccessRegBits3::new_unchecked(b);
-                v.set_regs_31_to_2((x & 0x3fffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = McamAccessRegBits3::new_unchecked(b); u64::from(v
+                .regs_31_to_2()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = McamAccessRegBits3::new_unchecked(b); v
+                .set_regs_31_to_2((x & 0x3fffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "mtctr",
@@ -2703,14 +2811,16 @@ pub const MCAM_ACCESS_REG_BITS3_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = McamAccessRegBits3::new_unchecked(b);
-                u64::from(v.mtctr())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = McamAccessRegBits3::new_unchecked(b);
-                v.set_mtctr(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = McamAccessRegBits3::new_unchecked(b); u64::from(v
+                .mtctr()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = McamAccessRegBits3::new_unchecked(b); v
+                .set_mtctr(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "mtptm",
@@ -2718,21 +2828,43 @@ pub const MCAM_ACCESS_REG_BITS3_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = McamAccessRegBits3::new_unchecked(b);
-                u64::from(v.mtptm())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = McamAccessRegBits3::new_unchecked(b);
-                v.set_mtptm(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = McamAccessRegBits3::new_unchecked(b); u64::from(v
+                .mtptm()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = McamAccessRegBits3::new_unchecked(b); v
+                .set_mtptm(x & 1 != 0); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[],
 };
 /// MCAM feature group 0, the optional behaviours of management registers.
 ///
 /// PRM layout `mcam_enhanced_features`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x08 | 15 | `mtutc_freq_adj_units` |
+/// | 0x08 | 14 | `mtutc_time_adjustment_extended_range` |
+/// | 0x08 | 2 | `mcia_32dwords` |
+/// | 0x08 | 1 | `out_pulse_duration_ns` |
+/// | 0x08 | 0 | `npps_period` |
+/// | 0x0c | 21 | `reset_state` |
+/// | 0x0c | 20 | `ptpcyc2realtime_modify` |
+/// | 0x0c | 17 | `pci_status_and_power` |
+/// | 0x0c | 11 | `mark_tx_action_cnp` |
+/// | 0x0c | 10 | `mark_tx_action_cqe` |
+/// | 0x0c | 9 | `dynamic_tx_overflow` |
+/// | 0x0c | 4 | `pcie_outbound_stalled` |
+/// | 0x0c | 3 | `tx_overflow_buffer_pkt` |
+/// | 0x0c | 2 | `mtpps_enh_out_per_adj` |
+/// | 0x0c | 1 | `mtpps_fs` |
+/// | 0x0c | 0 | `pcie_performance_group` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct McamEnhancedFeatures<B = [u8; 16]> {
     buf: B,
@@ -3016,40 +3148,17 @@ impl<B: rt::BytesMut> McamEnhancedFeatures<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for McamEnhancedFeatures<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(McamEnhancedFeatures));
-        d.field("mtutc_freq_adj_units", &self.mtutc_freq_adj_units());
-        d.field(
-            "mtutc_time_adjustment_extended_range",
-            &self.mtutc_time_adjustment_extended_range(),
-        );
-        d.field("mcia_32dwords", &self.mcia_32dwords());
-        d.field("out_pulse_duration_ns", &self.out_pulse_duration_ns());
-        d.field("npps_period", &self.npps_period());
-        d.field("reset_state", &self.reset_state());
-        d.field("ptpcyc2realtime_modify", &self.ptpcyc2realtime_modify());
-        d.field("pci_status_and_power", &self.pci_status_and_power());
-        d.field("mark_tx_action_cnp", &self.mark_tx_action_cnp());
-        d.field("mark_tx_action_cqe", &self.mark_tx_action_cqe());
-        d.field("dynamic_tx_overflow", &self.dynamic_tx_overflow());
-        d.field("pcie_outbound_stalled", &self.pcie_outbound_stalled());
-        d.field("tx_overflow_buffer_pkt", &self.tx_overflow_buffer_pkt());
-        d.field("mtpps_enh_out_per_adj", &self.mtpps_enh_out_per_adj());
-        d.field("mtpps_fs", &self.mtpps_fs());
-        d.field("pcie_performance_group", &self.pcie_performance_group());
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffffff), (4, 0xffffffff), (8, 0xffff3ff8), (12, 0xffcdf1e0)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&MCAM_ENHANCED_FEATURES_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `mcam_enhanced_features` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `mcam_enhanced_features`: what the decoding `Debug` shows and generic tools read.
 pub const MCAM_ENHANCED_FEATURES_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "mcam_enhanced_features",
+    type_name: "McamEnhancedFeatures",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -3058,14 +3167,16 @@ pub const MCAM_ENHANCED_FEATURES_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = McamEnhancedFeatures::new_unchecked(b);
-                u64::from(v.mtutc_freq_adj_units())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = McamEnhancedFeatures::new_unchecked(b);
-                v.set_mtutc_freq_adj_units(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = McamEnhancedFeatures::new_unchecked(b); u64::from(v
+                .mtutc_freq_adj_units()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = McamEnhancedFeatures::new_unchecked(b); v
+                .set_mtutc_freq_adj_units(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "mtutc_time_adjustment_extended_range",
@@ -3073,14 +3184,16 @@ pub const MCAM_ENHANCED_FEATURES_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = McamEnhancedFeatures::new_unchecked(b);
-                u64::from(v.mtutc_time_adjustment_extended_range())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = McamEnhancedFeatures::new_unchecked(b);
-                v.set_mtutc_time_adjustment_extended_range(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = McamEnhancedFeatures::new_unchecked(b); u64::from(v
+                .mtutc_time_adjustment_extended_range()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = McamEnhancedFeatures::new_unchecked(b); v
+                .set_mtutc_time_adjustment_extended_range(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "mcia_32dwords",
@@ -3088,14 +3201,16 @@ pub const MCAM_ENHANCED_FEATURES_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = McamEnhancedFeatures::new_unchecked(b);
-                u64::from(v.mcia_32dwords())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = McamEnhancedFeatures::new_unchecked(b);
-                v.set_mcia_32dwords(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = McamEnhancedFeatures::new_unchecked(b); u64::from(v
+                .mcia_32dwords()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = McamEnhancedFeatures::new_unchecked(b); v
+                .set_mcia_32dwords(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "out_pulse_duration_ns",
@@ -3103,14 +3218,16 @@ pub const MCAM_ENHANCED_FEATURES_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = McamEnhancedFeatures::new_unchecked(b);
-                u64::from(v.out_pulse_duration_ns())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = McamEnhancedFeatures::new_unchecked(b);
-                v.set_out_pulse_duration_ns(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = McamEnhancedFeatures::new_unchecked(b); u64::from(v
+                .out_pulse_duration_ns()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = McamEnhancedFeatures::new_unchecked(b); v
+                .set_out_pulse_duration_ns(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "npps_period",
@@ -3118,14 +3235,16 @@ pub const MCAM_ENHANCED_FEATURES_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = McamEnhancedFeatures::new_unchecked(b);
-                u64::from(v.npps_period())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = McamEnhancedFeatures::new_unchecked(b);
-                v.set_npps_period(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = McamEnhancedFeatures::new_unchecked(b); u64::from(v
+                .npps_period()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = McamEnhancedFeatures::new_unchecked(b); v
+                .set_npps_period(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "reset_state",
@@ -3133,14 +3252,16 @@ pub const MCAM_ENHANCED_FEATURES_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = McamEnhancedFeatures::new_unchecked(b);
-                u64::from(v.reset_state())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = McamEnhancedFeatures::new_unchecked(b);
-                v.set_reset_state(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = McamEnhancedFeatures::new_unchecked(b); u64::from(v
+                .reset_state()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = McamEnhancedFeatures::new_unchecked(b); v
+                .set_reset_state(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ptpcyc2realtime_modify",
@@ -3148,14 +3269,16 @@ pub const MCAM_ENHANCED_FEATURES_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = McamEnhancedFeatures::new_unchecked(b);
-                u64::from(v.ptpcyc2realtime_modify())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = McamEnhancedFeatures::new_unchecked(b);
-                v.set_ptpcyc2realtime_modify(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = McamEnhancedFeatures::new_unchecked(b); u64::from(v
+                .ptpcyc2realtime_modify()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = McamEnhancedFeatures::new_unchecked(b); v
+                .set_ptpcyc2realtime_modify(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "pci_status_and_power",
@@ -3163,14 +3286,16 @@ pub const MCAM_ENHANCED_FEATURES_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = McamEnhancedFeatures::new_unchecked(b);
-                u64::from(v.pci_status_and_power())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = McamEnhancedFeatures::new_unchecked(b);
-                v.set_pci_status_and_power(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = McamEnhancedFeatures::new_unchecked(b); u64::from(v
+                .pci_status_and_power()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = McamEnhancedFeatures::new_unchecked(b); v
+                .set_pci_status_and_power(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "mark_tx_action_cnp",
@@ -3178,14 +3303,16 @@ pub const MCAM_ENHANCED_FEATURES_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = McamEnhancedFeatures::new_unchecked(b);
-                u64::from(v.mark_tx_action_cnp())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = McamEnhancedFeatures::new_unchecked(b);
-                v.set_mark_tx_action_cnp(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = McamEnhancedFeatures::new_unchecked(b); u64::from(v
+                .mark_tx_action_cnp()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = McamEnhancedFeatures::new_unchecked(b); v
+                .set_mark_tx_action_cnp(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "mark_tx_action_cqe",
@@ -3193,14 +3320,16 @@ pub const MCAM_ENHANCED_FEATURES_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = McamEnhancedFeatures::new_unchecked(b);
-                u64::from(v.mark_tx_action_cqe())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = McamEnhancedFeatures::new_unchecked(b);
-                v.set_mark_tx_action_cqe(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = McamEnhancedFeatures::new_unchecked(b); u64::from(v
+                .mark_tx_action_cqe()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = McamEnhancedFeatures::new_unchecked(b); v
+                .set_mark_tx_action_cqe(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "dynamic_tx_overflow",
@@ -3208,14 +3337,16 @@ pub const MCAM_ENHANCED_FEATURES_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = McamEnhancedFeatures::new_unchecked(b);
-                u64::from(v.dynamic_tx_overflow())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = McamEnhancedFeatures::new_unchecked(b);
-                v.set_dynamic_tx_overflow(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = McamEnhancedFeatures::new_unchecked(b); u64::from(v
+                .dynamic_tx_overflow()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = McamEnhancedFeatures::new_unchecked(b); v
+                .set_dynamic_tx_overflow(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "pcie_outbound_stalled",
@@ -3223,14 +3354,16 @@ pub const MCAM_ENHANCED_FEATURES_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = McamEnhancedFeatures::new_unchecked(b);
-                u64::from(v.pcie_outbound_stalled())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = McamEnhancedFeatures::new_unchecked(b);
-                v.set_pcie_outbound_stalled(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = McamEnhancedFeatures::new_unchecked(b); u64::from(v
+                .pcie_outbound_stalled()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = McamEnhancedFeatures::new_unchecked(b); v
+                .set_pcie_outbound_stalled(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "tx_overflow_buffer_pkt",
@@ -3238,14 +3371,16 @@ pub const MCAM_ENHANCED_FEATURES_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = McamEnhancedFeatures::new_unchecked(b);
-                u64::from(v.tx_overflow_buffer_pkt())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = McamEnhancedFeatures::new_unchecked(b);
-                v.set_tx_overflow_buffer_pkt(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = McamEnhancedFeatures::new_unchecked(b); u64::from(v
+                .tx_overflow_buffer_pkt()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = McamEnhancedFeatures::new_unchecked(b); v
+                .set_tx_overflow_buffer_pkt(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "mtpps_enh_out_per_adj",
@@ -3253,14 +3388,16 @@ pub const MCAM_ENHANCED_FEATURES_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = McamEnhancedFeatures::new_unchecked(b);
-                u64::from(v.mtpps_enh_out_per_adj())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = McamEnhancedFeatures::new_unchecked(b);
-                v.set_mtpps_enh_out_per_adj(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = McamEnhancedFeatures::new_unchecked(b); u64::from(v
+                .mtpps_enh_out_per_adj()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = McamEnhancedFeatures::new_unchecked(b); v
+                .set_mtpps_enh_out_per_adj(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "mtpps_fs",
@@ -3268,14 +3405,16 @@ pub const MCAM_ENHANCED_FEATURES_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = McamEnhancedFeatures::new_unchecked(b);
-                u64::from(v.mtpps_fs())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = McamEnhancedFeatures::new_unchecked(b);
-                v.set_mtpps_fs(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = McamEnhancedFeatures::new_unchecked(b); u64::from(v
+                .mtpps_fs()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = McamEnhancedFeatures::new_unchecked(b); v
+                .set_mtpps_fs(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "pcie_performance_group",
@@ -3283,21 +3422,31 @@ pub const MCAM_ENHANCED_FEATURES_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = McamEnhancedFeatures::new_unchecked(b);
-                u64::from(v.pcie_performance_group())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = McamEnhancedFeatures::new_unchecked(b);
-                v.set_pcie_performance_group(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = McamEnhancedFeatures::new_unchecked(b); u64::from(v
+                .pcie_performance_group()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = McamEnhancedFeatures::new_unchecked(b); v
+                .set_pcie_performance_group(x & 1 != 0); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffffff), (4, 0xffffffff), (8, 0xffff3ff8), (12, 0xffcdf1e0)],
 };
 /// MCAM, the management capability mask register (read only). Linux reads feature group 0 with access register groups 0, 2 and 3 after INIT_HCA when the general capability mcam_reg is set; what it finds there decides whether it starts the firmware tracer, the hwmon sensors, firmware reset support and the PTP clock adjustments.
 ///
 /// PRM layout `mcam_reg`: 0x48 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 23:16 | `feature_group` |
+/// | 0x00 | 7:0 | `access_reg_group` |
+/// | 0x08..0x18 | — | `mng_access_reg_cap_mask` |
+/// | 0x28..0x38 | — | `mng_feature_cap_mask` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct McamReg<B = [u8; 72]> {
     buf: B,
@@ -3395,36 +3544,17 @@ impl<B: rt::BytesMut> McamReg<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for McamReg<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(McamReg));
-        d.field("feature_group", &rt::fmt::Hex(self.feature_group().into()));
-        d.field("access_reg_group", &rt::fmt::Hex(self.access_reg_group().into()));
-        d.field("mng_access_reg_cap_mask", &self.mng_access_reg_cap_mask());
-        d.field("mng_feature_cap_mask", &self.mng_feature_cap_mask());
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (0, 0xff00ff00),
-                (4, 0xffffffff),
-                (24, 0xffffffff),
-                (28, 0xffffffff),
-                (32, 0xffffffff),
-                (36, 0xffffffff),
-                (56, 0xffffffff),
-                (60, 0xffffffff),
-                (64, 0xffffffff),
-                (68, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&MCAM_REG_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `mcam_reg` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `mcam_reg`: what the decoding `Debug` shows and generic tools read.
 pub const MCAM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "mcam_reg",
+    type_name: "McamReg",
     size: 72,
     fields: &[
         rt::reflect::FieldAccess {
@@ -3433,14 +3563,16 @@ pub const MCAM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = McamReg::new_unchecked(b);
-                u64::from(v.feature_group())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = McamReg::new_unchecked(b);
-                v.set_feature_group((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = McamReg::new_unchecked(b); u64::from(v
+                .feature_group()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = McamReg::new_unchecked(b); v
+                .set_feature_group((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "access_reg_group",
@@ -3448,66 +3580,84 @@ pub const MCAM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = McamReg::new_unchecked(b);
-                u64::from(v.access_reg_group())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = McamReg::new_unchecked(b);
-                v.set_access_reg_group((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = McamReg::new_unchecked(b); u64::from(v
+                .access_reg_group()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = McamReg::new_unchecked(b); v
+                .set_access_reg_group((x & 0xff) as u8); }
+            ),
         },
     ],
     nested: &[
         rt::reflect::NestedAccess {
             name: "mng_access_reg_cap_mask",
             layout: "mcam_reg_mng_access_reg_cap_mask",
-            kind: rt::reflect::NestedKind::Union,
+            table: rt::reflect::NestedTable::Union(
+                &MCAM_REG_MNG_ACCESS_REG_CAP_MASK_ACCESS,
+            ),
             byte_offset: 8,
             size: 16,
             count: 1,
             trailing: false,
             stride: 16,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 72 {
-                    return None;
-                }
-                let v = McamReg::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.mng_access_reg_cap_mask();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 72 { return
+                None; } let v = McamReg::new_unchecked(b); if i != 0 { return None; } let
+                sub = v.mng_access_reg_cap_mask(); Some(sub.storage().as_ptr() as usize -
+                b.as_ptr() as usize) }
+            ),
         },
         rt::reflect::NestedAccess {
             name: "mng_feature_cap_mask",
             layout: "mcam_reg_mng_feature_cap_mask",
-            kind: rt::reflect::NestedKind::Union,
+            table: rt::reflect::NestedTable::Union(
+                &MCAM_REG_MNG_FEATURE_CAP_MASK_ACCESS,
+            ),
             byte_offset: 40,
             size: 16,
             count: 1,
             trailing: false,
             stride: 16,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 72 {
-                    return None;
-                }
-                let v = McamReg::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.mng_feature_cap_mask();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 72 { return
+                None; } let v = McamReg::new_unchecked(b); if i != 0 { return None; } let
+                sub = v.mng_feature_cap_mask(); Some(sub.storage().as_ptr() as usize - b
+                .as_ptr() as usize) }
+            ),
         },
+    ],
+    reserved: &[
+        (0, 0xff00ff00),
+        (4, 0xffffffff),
+        (24, 0xffffffff),
+        (28, 0xffffffff),
+        (32, 0xffffffff),
+        (36, 0xffffffff),
+        (56, 0xffffffff),
+        (60, 0xffffffff),
+        (64, 0xffffffff),
+        (68, 0xffffffff),
     ],
 };
 /// QCAM group 0, one bit per QoS register id 0x4000 to 0x407f (bit n for 0x4000 + n).
 ///
 /// PRM layout `qcam_access_reg_cap_mask`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | bit 0x0 | +108 | `qcam_access_reg_cap_mask_127_to_20[108]` |
+/// | 0x0c | 19 | `qpdpm` |
+/// | 0x0c | 18:4 | `qcam_access_reg_cap_mask_18_to_4` |
+/// | 0x0c | 3 | `qdpm` |
+/// | 0x0c | 2 | `qpts` |
+/// | 0x0c | 1 | `qcap` |
+/// | 0x0c | 0 | `qcam_access_reg_cap_mask_0` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct QcamAccessRegCapMask<B = [u8; 16]> {
     buf: B,
@@ -3719,36 +3869,17 @@ impl<B: rt::BytesMut> QcamAccessRegCapMask<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for QcamAccessRegCapMask<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(QcamAccessRegCapMask));
-        d.field(
-            "qcam_access_reg_cap_mask_127_to_20",
-            &rt::fmt::With(|f| rt::fmt::list(
-                f,
-                self.qcam_access_reg_cap_mask_127_to_20_len(),
-                self
-                    .qcam_access_reg_cap_mask_127_to_20_iter()
-                    .map(|v| rt::fmt::Hex(u64::from(v))),
-            )),
-        );
-        d.field("qpdpm", &self.qpdpm());
-        d.field(
-            "qcam_access_reg_cap_mask_18_to_4",
-            &rt::fmt::Hex(self.qcam_access_reg_cap_mask_18_to_4().into()),
-        );
-        d.field("qdpm", &self.qdpm());
-        d.field("qpts", &self.qpts());
-        d.field("qcap", &self.qcap());
-        d.field(
-            "qcam_access_reg_cap_mask_0",
-            &rt::fmt::Hex(self.qcam_access_reg_cap_mask_0().into()),
-        );
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QCAM_ACCESS_REG_CAP_MASK_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `qcam_access_reg_cap_mask` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `qcam_access_reg_cap_mask`: what the decoding `Debug` shows and generic tools read.
 pub const QCAM_ACCESS_REG_CAP_MASK_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "qcam_access_reg_cap_mask",
+    type_name: "QcamAccessRegCapMask",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -3757,15 +3888,17 @@ pub const QCAM_ACCESS_REG_CAP_MASK_ACCESS: rt::reflect::LayoutAccess = rt::refle
             width: 1,
             count: 108,
             trailing: false,
-            get: Some(|b: &[u8], i: usize| -> u64 {
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> u64 { QcamAccessRegCapMask::new_unchecked(b)
+                .qcam_access_reg_cap_mask_127_to_20(i).map_or(0, u64::from) }
+            ),
+            set: crate::__prm_accessor!(
+                | b : & mut [u8], i : usize, x : u64 | { let _ =
                 QcamAccessRegCapMask::new_unchecked(b)
-                    .qcam_access_reg_cap_mask_127_to_20(i)
-                    .map_or(0, u64::from)
-            }),
-            set: Some(|b: &mut [u8], i: usize, x: u64| {
-                let _ = QcamAccessRegCapMask::new_unchecked(b)
-                    .set_qcam_access_reg_cap_mask_127_to_20(i, (x & 0x1) as u8);
-            }),
+                .set_qcam_access_reg_cap_mask_127_to_20(i, (x & 0x1) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "qpdpm",
@@ -3773,14 +3906,16 @@ pub const QCAM_ACCESS_REG_CAP_MASK_ACCESS: rt::reflect::LayoutAccess = rt::refle
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QcamAccessRegCapMask::new_unchecked(b);
-                u64::from(v.qpdpm())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QcamAccessRegCapMask::new_unchecked(b);
-                v.set_qpdpm(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QcamAccessRegCapMask::new_unchecked(b); u64::from(v
+                .qpdpm()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QcamAccessRegCapMask::new_unchecked(b); v
+                .set_qpdpm(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "qcam_access_reg_cap_mask_18_to_4",
@@ -3788,14 +3923,16 @@ pub const QCAM_ACCESS_REG_CAP_MASK_ACCESS: rt::reflect::LayoutAccess = rt::refle
             width: 15,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QcamAccessRegCapMask::new_unchecked(b);
-                u64::from(v.qcam_access_reg_cap_mask_18_to_4())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QcamAccessRegCapMask::new_unchecked(b);
-                v.set_qcam_access_reg_cap_mask_18_to_4((x & 0x7fff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QcamAccessRegCapMask::new_unchecked(b); u64::from(v
+                .qcam_access_reg_cap_mask_18_to_4()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QcamAccessRegCapMask::new_unchecked(b); v
+                .set_qcam_access_reg_cap_mask_18_to_4((x & 0x7fff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "qdpm",
@@ -3803,14 +3940,16 @@ pub const QCAM_ACCESS_REG_CAP_MASK_ACCESS: rt::reflect::LayoutAccess = rt::refle
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QcamAccessRegCapMask::new_unchecked(b);
-                u64::from(v.qdpm())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QcamAccessRegCapMask::new_unchecked(b);
-                v.set_qdpm(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QcamAccessRegCapMask::new_unchecked(b); u64::from(v
+                .qdpm()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QcamAccessRegCapMask::new_unchecked(b); v
+                .set_qdpm(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "qpts",
@@ -3818,14 +3957,16 @@ pub const QCAM_ACCESS_REG_CAP_MASK_ACCESS: rt::reflect::LayoutAccess = rt::refle
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QcamAccessRegCapMask::new_unchecked(b);
-                u64::from(v.qpts())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QcamAccessRegCapMask::new_unchecked(b);
-                v.set_qpts(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QcamAccessRegCapMask::new_unchecked(b); u64::from(v
+                .qpts()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QcamAccessRegCapMask::new_unchecked(b); v
+                .set_qpts(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "qcap",
@@ -3833,14 +3974,16 @@ pub const QCAM_ACCESS_REG_CAP_MASK_ACCESS: rt::reflect::LayoutAccess = rt::refle
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QcamAccessRegCapMask::new_unchecked(b);
-                u64::from(v.qcap())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QcamAccessRegCapMask::new_unchecked(b);
-                v.set_qcap(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QcamAccessRegCapMask::new_unchecked(b); u64::from(v
+                .qcap()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QcamAccessRegCapMask::new_unchecked(b); v
+                .set_qcap(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "qcam_access_reg_cap_mask_0",
@@ -3848,21 +3991,29 @@ pub const QCAM_ACCESS_REG_CAP_MASK_ACCESS: rt::reflect::LayoutAccess = rt::refle
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QcamAccessRegCapMask::new_unchecked(b);
-                u64::from(v.qcam_access_reg_cap_mask_0())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QcamAccessRegCapMask::new_unchecked(b);
-                v.set_qcam_access_reg_cap_mask_0((x & 0x1) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QcamAccessRegCapMask::new_unchecked(b); u64::from(v
+                .qcam_access_reg_cap_mask_0()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QcamAccessRegCapMask::new_unchecked(b); v
+                .set_qcam_access_reg_cap_mask_0((x & 0x1) as u8); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[],
 };
 /// QCAM feature group 0.
 ///
 /// PRM layout `qcam_qos_feature_cap_mask`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | bit 0x0 | +127 | `qcam_qos_feature_cap_mask_127_to_1[127]` |
+/// | 0x0c | 0 | `qpts_trust_both` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct QcamQosFeatureCapMask<B = [u8; 16]> {
     buf: B,
@@ -3959,25 +4110,17 @@ impl<B: rt::BytesMut> QcamQosFeatureCapMask<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for QcamQosFeatureCapMask<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(QcamQosFeatureCapMask));
-        d.field(
-            "qcam_qos_feature_cap_mask_127_to_1",
-            &rt::fmt::With(|f| rt::fmt::list(
-                f,
-                self.qcam_qos_feature_cap_mask_127_to_1_len(),
-                self
-                    .qcam_qos_feature_cap_mask_127_to_1_iter()
-                    .map(|v| rt::fmt::Hex(u64::from(v))),
-            )),
-        );
-        d.field("qpts_trust_both", &self.qpts_trust_both());
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QCAM_QOS_FEATURE_CAP_MASK_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `qcam_qos_feature_cap_mask` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `qcam_qos_feature_cap_mask`: what the decoding `Debug` shows and generic tools read.
 pub const QCAM_QOS_FEATURE_CAP_MASK_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "qcam_qos_feature_cap_mask",
+    type_name: "QcamQosFeatureCapMask",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -3986,15 +4129,18 @@ pub const QCAM_QOS_FEATURE_CAP_MASK_ACCESS: rt::reflect::LayoutAccess = rt::refl
             width: 1,
             count: 127,
             trailing: false,
-            get: Some(|b: &[u8], i: usize| -> u64 {
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> u64 {
                 QcamQosFeatureCapMask::new_unchecked(b)
-                    .qcam_qos_feature_cap_mask_127_to_1(i)
-                    .map_or(0, u64::from)
-            }),
-            set: Some(|b: &mut [u8], i: usize, x: u64| {
-                let _ = QcamQosFeatureCapMask::new_unchecked(b)
-                    .set_qcam_qos_feature_cap_mask_127_to_1(i, (x & 0x1) as u8);
-            }),
+                .qcam_qos_feature_cap_mask_127_to_1(i).map_or(0, u64::from) }
+            ),
+            set: crate::__prm_accessor!(
+                | b : & mut [u8], i : usize, x : u64 | { let _ =
+                QcamQosFeatureCapMask::new_unchecked(b)
+                .set_qcam_qos_feature_cap_mask_127_to_1(i, (x & 0x1) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "qpts_trust_both",
@@ -4002,21 +4148,31 @@ pub const QCAM_QOS_FEATURE_CAP_MASK_ACCESS: rt::reflect::LayoutAccess = rt::refl
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QcamQosFeatureCapMask::new_unchecked(b);
-                u64::from(v.qpts_trust_both())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QcamQosFeatureCapMask::new_unchecked(b);
-                v.set_qpts_trust_both(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QcamQosFeatureCapMask::new_unchecked(b); u64::from(v
+                .qpts_trust_both()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QcamQosFeatureCapMask::new_unchecked(b); v
+                .set_qpts_trust_both(x & 1 != 0); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[],
 };
 /// QCAM, the QoS capability mask register (read only). Linux reads feature group 0 and access register group 0 after INIT_HCA when the general capability qcam_reg is set.
 ///
 /// PRM layout `qcam_reg`: 0x48 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 23:16 | `feature_group` |
+/// | 0x00 | 7:0 | `access_reg_group` |
+/// | 0x08..0x18 | — | `qos_access_reg_cap_mask` |
+/// | 0x28..0x38 | — | `qos_feature_cap_mask` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct QcamReg<B = [u8; 72]> {
     buf: B,
@@ -4114,36 +4270,17 @@ impl<B: rt::BytesMut> QcamReg<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for QcamReg<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(QcamReg));
-        d.field("feature_group", &rt::fmt::Hex(self.feature_group().into()));
-        d.field("access_reg_group", &rt::fmt::Hex(self.access_reg_group().into()));
-        d.field("qos_access_reg_cap_mask", &self.qos_access_reg_cap_mask());
-        d.field("qos_feature_cap_mask", &self.qos_feature_cap_mask());
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (0, 0xff00ff00),
-                (4, 0xffffffff),
-                (24, 0xffffffff),
-                (28, 0xffffffff),
-                (32, 0xffffffff),
-                (36, 0xffffffff),
-                (56, 0xffffffff),
-                (60, 0xffffffff),
-                (64, 0xffffffff),
-                (68, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QCAM_REG_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `qcam_reg` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `qcam_reg`: what the decoding `Debug` shows and generic tools read.
 pub const QCAM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "qcam_reg",
+    type_name: "QcamReg",
     size: 72,
     fields: &[
         rt::reflect::FieldAccess {
@@ -4152,14 +4289,16 @@ pub const QCAM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QcamReg::new_unchecked(b);
-                u64::from(v.feature_group())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QcamReg::new_unchecked(b);
-                v.set_feature_group((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QcamReg::new_unchecked(b); u64::from(v
+                .feature_group()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QcamReg::new_unchecked(b); v
+                .set_feature_group((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "access_reg_group",
@@ -4167,66 +4306,79 @@ pub const QCAM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QcamReg::new_unchecked(b);
-                u64::from(v.access_reg_group())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QcamReg::new_unchecked(b);
-                v.set_access_reg_group((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QcamReg::new_unchecked(b); u64::from(v
+                .access_reg_group()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QcamReg::new_unchecked(b); v
+                .set_access_reg_group((x & 0xff) as u8); }
+            ),
         },
     ],
     nested: &[
         rt::reflect::NestedAccess {
             name: "qos_access_reg_cap_mask",
             layout: "qcam_reg_qos_access_reg_cap_mask",
-            kind: rt::reflect::NestedKind::Union,
+            table: rt::reflect::NestedTable::Union(
+                &QCAM_REG_QOS_ACCESS_REG_CAP_MASK_ACCESS,
+            ),
             byte_offset: 8,
             size: 16,
             count: 1,
             trailing: false,
             stride: 16,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 72 {
-                    return None;
-                }
-                let v = QcamReg::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.qos_access_reg_cap_mask();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 72 { return
+                None; } let v = QcamReg::new_unchecked(b); if i != 0 { return None; } let
+                sub = v.qos_access_reg_cap_mask(); Some(sub.storage().as_ptr() as usize -
+                b.as_ptr() as usize) }
+            ),
         },
         rt::reflect::NestedAccess {
             name: "qos_feature_cap_mask",
             layout: "qcam_reg_qos_feature_cap_mask",
-            kind: rt::reflect::NestedKind::Union,
+            table: rt::reflect::NestedTable::Union(
+                &QCAM_REG_QOS_FEATURE_CAP_MASK_ACCESS,
+            ),
             byte_offset: 40,
             size: 16,
             count: 1,
             trailing: false,
             stride: 16,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 72 {
-                    return None;
-                }
-                let v = QcamReg::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.qos_feature_cap_mask();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 72 { return
+                None; } let v = QcamReg::new_unchecked(b); if i != 0 { return None; } let
+                sub = v.qos_feature_cap_mask(); Some(sub.storage().as_ptr() as usize - b
+                .as_ptr() as usize) }
+            ),
         },
+    ],
+    reserved: &[
+        (0, 0xff00ff00),
+        (4, 0xffffffff),
+        (24, 0xffffffff),
+        (28, 0xffffffff),
+        (32, 0xffffffff),
+        (36, 0xffffffff),
+        (56, 0xffffffff),
+        (60, 0xffffffff),
+        (64, 0xffffffff),
+        (68, 0xffffffff),
     ],
 };
 /// One firmware timeout, a value in a unit; 0 means firmware gives no value and the driver keeps its own.
 ///
 /// PRM layout `default_timeout`: 0x4 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:29 | `to_multiplier` |
+/// | 0x00 | 19:0 | `to_value` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct DefaultTimeout<B = [u8; 4]> {
     buf: B,
@@ -4307,23 +4459,17 @@ impl<B: rt::BytesMut> DefaultTimeout<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for DefaultTimeout<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(DefaultTimeout));
-        d.field("to_multiplier", &rt::fmt::EnumValue(self.to_multiplier()));
-        d.field("to_value", &rt::fmt::Hex(self.to_value().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0x1ff00000)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DEFAULT_TIMEOUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `default_timeout` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `default_timeout`: what the decoding `Debug` shows and generic tools read.
 pub const DEFAULT_TIMEOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "default_timeout",
+    type_name: "DefaultTimeout",
     size: 4,
     fields: &[
         rt::reflect::FieldAccess {
@@ -4332,14 +4478,22 @@ pub const DEFAULT_TIMEOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 3,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DefaultTimeout::new_unchecked(b);
-                u64::from(v.to_multiplier_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DefaultTimeout::new_unchecked(b);
-                v.set_to_multiplier_raw((x & 0x7) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "timeout_unit",
+                value_name: |r| match TimeoutUnit::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DefaultTimeout::new_unchecked(b); u64::from(v
+                .to_multiplier_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DefaultTimeout::new_unchecked(b); v
+                .set_to_multiplier_raw((x & 0x7) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "to_value",
@@ -4347,21 +4501,38 @@ pub const DEFAULT_TIMEOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 20,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DefaultTimeout::new_unchecked(b);
-                u64::from(v.to_value())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DefaultTimeout::new_unchecked(b);
-                v.set_to_value((x & 0xfffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DefaultTimeout::new_unchecked(b); u64::from(v
+                .to_value()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DefaultTimeout::new_unchecked(b); v
+                .set_to_value((x & 0xfffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0x1ff00000)],
 };
 /// DTOR, the default timeouts register (read only): how long firmware needs for each kind of long operation. Linux reads it right after the boot pages, and only when the initialization segment's command timeouts (cmd_q_init_to) are non-zero; a timeout of 0 leaves the driver's default.
 ///
 /// PRM layout `dtor_reg`: 0x40 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x04 | 31:0 | `pcie_toggle_to` |
+/// | 0x14 | 31:0 | `health_poll_to` |
+/// | 0x18 | 31:0 | `full_crdump_to` |
+/// | 0x1c | 31:0 | `fw_reset_to` |
+/// | 0x20 | 31:0 | `flush_on_err_to` |
+/// | 0x24 | 31:0 | `pci_sync_update_to` |
+/// | 0x28 | 31:0 | `tear_down_to` |
+/// | 0x2c | 31:0 | `fsm_reactivate_to` |
+/// | 0x30 | 31:0 | `reclaim_pages_to` |
+/// | 0x34 | 31:0 | `reclaim_vfs_pages_to` |
+/// | 0x38 | 31:0 | `reset_unload_to` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct DtorReg<B = [u8; 64]> {
     buf: B,
@@ -4564,288 +4735,223 @@ impl<B: rt::BytesMut> DtorReg<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for DtorReg<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(DtorReg));
-        d.field("pcie_toggle_to", &self.pcie_toggle_to());
-        d.field("health_poll_to", &self.health_poll_to());
-        d.field("full_crdump_to", &self.full_crdump_to());
-        d.field("fw_reset_to", &self.fw_reset_to());
-        d.field("flush_on_err_to", &self.flush_on_err_to());
-        d.field("pci_sync_update_to", &self.pci_sync_update_to());
-        d.field("tear_down_to", &self.tear_down_to());
-        d.field("fsm_reactivate_to", &self.fsm_reactivate_to());
-        d.field("reclaim_pages_to", &self.reclaim_pages_to());
-        d.field("reclaim_vfs_pages_to", &self.reclaim_vfs_pages_to());
-        d.field("reset_unload_to", &self.reset_unload_to());
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (0, 0xffffffff),
-                (8, 0xffffffff),
-                (12, 0xffffffff),
-                (16, 0xffffffff),
-                (60, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DTOR_REG_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `dtor_reg` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `dtor_reg`: what the decoding `Debug` shows and generic tools read.
 pub const DTOR_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "dtor_reg",
+    type_name: "DtorReg",
     size: 64,
     fields: &[],
     nested: &[
         rt::reflect::NestedAccess {
             name: "pcie_toggle_to",
             layout: "default_timeout",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&DEFAULT_TIMEOUT_ACCESS),
             byte_offset: 4,
             size: 4,
             count: 1,
             trailing: false,
             stride: 4,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 64 {
-                    return None;
-                }
-                let v = DtorReg::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.pcie_toggle_to();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 64 { return
+                None; } let v = DtorReg::new_unchecked(b); if i != 0 { return None; } let
+                sub = v.pcie_toggle_to(); Some(sub.storage().as_ptr() as usize - b
+                .as_ptr() as usize) }
+            ),
         },
         rt::reflect::NestedAccess {
             name: "health_poll_to",
             layout: "default_timeout",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&DEFAULT_TIMEOUT_ACCESS),
             byte_offset: 20,
             size: 4,
             count: 1,
             trailing: false,
             stride: 4,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 64 {
-                    return None;
-                }
-                let v = DtorReg::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.health_poll_to();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 64 { return
+                None; } let v = DtorReg::new_unchecked(b); if i != 0 { return None; } let
+                sub = v.health_poll_to(); Some(sub.storage().as_ptr() as usize - b
+                .as_ptr() as usize) }
+            ),
         },
         rt::reflect::NestedAccess {
             name: "full_crdump_to",
             layout: "default_timeout",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&DEFAULT_TIMEOUT_ACCESS),
             byte_offset: 24,
             size: 4,
             count: 1,
             trailing: false,
             stride: 4,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 64 {
-                    return None;
-                }
-                let v = DtorReg::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.full_crdump_to();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 64 { return
+                None; } let v = DtorReg::new_unchecked(b); if i != 0 { return None; } let
+                sub = v.full_crdump_to(); Some(sub.storage().as_ptr() as usize - b
+                .as_ptr() as usize) }
+            ),
         },
         rt::reflect::NestedAccess {
             name: "fw_reset_to",
             layout: "default_timeout",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&DEFAULT_TIMEOUT_ACCESS),
             byte_offset: 28,
             size: 4,
             count: 1,
             trailing: false,
             stride: 4,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 64 {
-                    return None;
-                }
-                let v = DtorReg::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.fw_reset_to();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 64 { return
+                None; } let v = DtorReg::new_unchecked(b); if i != 0 { return None; } let
+                sub = v.fw_reset_to(); Some(sub.storage().as_ptr() as usize - b.as_ptr()
+                as usize) }
+            ),
         },
         rt::reflect::NestedAccess {
             name: "flush_on_err_to",
             layout: "default_timeout",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&DEFAULT_TIMEOUT_ACCESS),
             byte_offset: 32,
             size: 4,
             count: 1,
             trailing: false,
             stride: 4,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 64 {
-                    return None;
-                }
-                let v = DtorReg::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.flush_on_err_to();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 64 { return
+                None; } let v = DtorReg::new_unchecked(b); if i != 0 { return None; } let
+                sub = v.flush_on_err_to(); Some(sub.storage().as_ptr() as usize - b
+                .as_ptr() as usize) }
+            ),
         },
         rt::reflect::NestedAccess {
             name: "pci_sync_update_to",
             layout: "default_timeout",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&DEFAULT_TIMEOUT_ACCESS),
             byte_offset: 36,
             size: 4,
             count: 1,
             trailing: false,
             stride: 4,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 64 {
-                    return None;
-                }
-                let v = DtorReg::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.pci_sync_update_to();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 64 { return
+                None; } let v = DtorReg::new_unchecked(b); if i != 0 { return None; } let
+                sub = v.pci_sync_update_to(); Some(sub.storage().as_ptr() as usize - b
+                .as_ptr() as usize) }
+            ),
         },
         rt::reflect::NestedAccess {
             name: "tear_down_to",
             layout: "default_timeout",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&DEFAULT_TIMEOUT_ACCESS),
             byte_offset: 40,
             size: 4,
             count: 1,
             trailing: false,
             stride: 4,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 64 {
-                    return None;
-                }
-                let v = DtorReg::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.tear_down_to();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 64 { return
+                None; } let v = DtorReg::new_unchecked(b); if i != 0 { return None; } let
+                sub = v.tear_down_to(); Some(sub.storage().as_ptr() as usize - b.as_ptr()
+                as usize) }
+            ),
         },
         rt::reflect::NestedAccess {
             name: "fsm_reactivate_to",
             layout: "default_timeout",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&DEFAULT_TIMEOUT_ACCESS),
             byte_offset: 44,
             size: 4,
             count: 1,
             trailing: false,
             stride: 4,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 64 {
-                    return None;
-                }
-                let v = DtorReg::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.fsm_reactivate_to();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 64 { return
+                None; } let v = DtorReg::new_unchecked(b); if i != 0 { return None; } let
+                sub = v.fsm_reactivate_to(); Some(sub.storage().as_ptr() as usize - b
+                .as_ptr() as usize) }
+            ),
         },
         rt::reflect::NestedAccess {
             name: "reclaim_pages_to",
             layout: "default_timeout",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&DEFAULT_TIMEOUT_ACCESS),
             byte_offset: 48,
             size: 4,
             count: 1,
             trailing: false,
             stride: 4,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 64 {
-                    return None;
-                }
-                let v = DtorReg::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.reclaim_pages_to();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 64 { return
+                None; } let v = DtorReg::new_unchecked(b); if i != 0 { return None; } let
+                sub = v.reclaim_pages_to(); Some(sub.storage().as_ptr() as usize - b
+                .as_ptr() as usize) }
+            ),
         },
         rt::reflect::NestedAccess {
             name: "reclaim_vfs_pages_to",
             layout: "default_timeout",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&DEFAULT_TIMEOUT_ACCESS),
             byte_offset: 52,
             size: 4,
             count: 1,
             trailing: false,
             stride: 4,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 64 {
-                    return None;
-                }
-                let v = DtorReg::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.reclaim_vfs_pages_to();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 64 { return
+                None; } let v = DtorReg::new_unchecked(b); if i != 0 { return None; } let
+                sub = v.reclaim_vfs_pages_to(); Some(sub.storage().as_ptr() as usize - b
+                .as_ptr() as usize) }
+            ),
         },
         rt::reflect::NestedAccess {
             name: "reset_unload_to",
             layout: "default_timeout",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&DEFAULT_TIMEOUT_ACCESS),
             byte_offset: 56,
             size: 4,
             count: 1,
             trailing: false,
             stride: 4,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 64 {
-                    return None;
-                }
-                let v = DtorReg::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.reset_unload_to();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 64 { return
+                None; } let v = DtorReg::new_unchecked(b); if i != 0 { return None; } let
+                sub = v.reset_unload_to(); Some(sub.storage().as_ptr() as usize - b
+                .as_ptr() as usize) }
+            ),
         },
+    ],
+    reserved: &[
+        (0, 0xffffffff),
+        (8, 0xffffffff),
+        (12, 0xffffffff),
+        (16, 0xffffffff),
+        (60, 0xffffffff),
     ],
 };
 /// The host endianness register (id 0x7004), a 16-byte register whose first byte tells the device the host's byte order. Linux writes it first of all, right after ENABLE_HCA and ISSI, on physical functions only. Not in mlx5_ifc.h (the kernel keeps it as a C struct of one byte and 15 reserved ones); checked by hand.
 ///
 /// PRM layout `host_endianness_reg`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31 | `he` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct HostEndiannessReg<B = [u8; 16]> {
     buf: B,
@@ -4884,22 +4990,17 @@ impl<B: rt::BytesMut> HostEndiannessReg<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for HostEndiannessReg<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(HostEndiannessReg));
-        d.field("he", &self.he());
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0x7fffffff), (4, 0xffffffff), (8, 0xffffffff), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&HOST_ENDIANNESS_REG_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `host_endianness_reg` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `host_endianness_reg`: what the decoding `Debug` shows and generic tools read.
 pub const HOST_ENDIANNESS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "host_endianness_reg",
+    type_name: "HostEndiannessReg",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -4908,17 +5009,20 @@ pub const HOST_ENDIANNESS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = HostEndiannessReg::new_unchecked(b);
-                u64::from(v.he())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = HostEndiannessReg::new_unchecked(b);
-                v.set_he(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = HostEndiannessReg::new_unchecked(b); u64::from(v.he())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = HostEndiannessReg::new_unchecked(b); v.set_he(x
+                & 1 != 0); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0x7fffffff), (4, 0xffffffff), (8, 0xffffffff), (12, 0xffffffff)],
 };
 /// The register mask of PCAM, by access register group.
 ///
@@ -5007,24 +5111,20 @@ pub enum PcamRegPortAccessRegCapMaskRef<S> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for PcamRegPortAccessRegCapMask<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut head = [0u8; 16];
-        let n = head.len().min(self.buf.len());
-        self.buf.read_bytes(0, &mut head[..n]);
-        f.debug_struct(stringify!(PcamRegPortAccessRegCapMask))
-            .field("bytes", &self.buf.len())
-            .field("head", &rt::fmt::HexBytes(&head[..n]))
-            .finish()
+        rt::reflect::debug_union(f, &PCAM_REG_PORT_ACCESS_REG_CAP_MASK_ACCESS, &self.buf)
     }
 }
-#[cfg(feature = "reflect")]
-/// The members of union `pcam_reg_port_access_reg_cap_mask` and the field that selects one, for generic tools.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// The members of union `pcam_reg_port_access_reg_cap_mask` and the field that selects one: what the decoding `Debug` and generic tools read.
 pub const PCAM_REG_PORT_ACCESS_REG_CAP_MASK_ACCESS: rt::reflect::UnionAccess = rt::reflect::UnionAccess {
     name: "pcam_reg_port_access_reg_cap_mask",
+    type_name: "PcamRegPortAccessRegCapMask",
     size: 16,
     members: &[
         rt::reflect::UnionMemberAccess {
             name: "regs_5000_to_507f",
             layout: "pcam_regs_5000_to_507f",
+            table: &PCAM_REGS_5000_TO_507F_ACCESS,
             when: Some(0x0),
         },
     ],
@@ -5119,24 +5219,20 @@ pub enum PcamRegFeatureCapMaskRef<S> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for PcamRegFeatureCapMask<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut head = [0u8; 16];
-        let n = head.len().min(self.buf.len());
-        self.buf.read_bytes(0, &mut head[..n]);
-        f.debug_struct(stringify!(PcamRegFeatureCapMask))
-            .field("bytes", &self.buf.len())
-            .field("head", &rt::fmt::HexBytes(&head[..n]))
-            .finish()
+        rt::reflect::debug_union(f, &PCAM_REG_FEATURE_CAP_MASK_ACCESS, &self.buf)
     }
 }
-#[cfg(feature = "reflect")]
-/// The members of union `pcam_reg_feature_cap_mask` and the field that selects one, for generic tools.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// The members of union `pcam_reg_feature_cap_mask` and the field that selects one: what the decoding `Debug` and generic tools read.
 pub const PCAM_REG_FEATURE_CAP_MASK_ACCESS: rt::reflect::UnionAccess = rt::reflect::UnionAccess {
     name: "pcam_reg_feature_cap_mask",
+    type_name: "PcamRegFeatureCapMask",
     size: 16,
     members: &[
         rt::reflect::UnionMemberAccess {
             name: "enhanced_features",
             layout: "pcam_enhanced_features",
+            table: &PCAM_ENHANCED_FEATURES_ACCESS,
             when: Some(0x0),
         },
     ],
@@ -5274,39 +5370,38 @@ pub enum McamRegMngAccessRegCapMaskRef<S> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for McamRegMngAccessRegCapMask<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut head = [0u8; 16];
-        let n = head.len().min(self.buf.len());
-        self.buf.read_bytes(0, &mut head[..n]);
-        f.debug_struct(stringify!(McamRegMngAccessRegCapMask))
-            .field("bytes", &self.buf.len())
-            .field("head", &rt::fmt::HexBytes(&head[..n]))
-            .finish()
+        rt::reflect::debug_union(f, &MCAM_REG_MNG_ACCESS_REG_CAP_MASK_ACCESS, &self.buf)
     }
 }
-#[cfg(feature = "reflect")]
-/// The members of union `mcam_reg_mng_access_reg_cap_mask` and the field that selects one, for generic tools.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// The members of union `mcam_reg_mng_access_reg_cap_mask` and the field that selects one: what the decoding `Debug` and generic tools read.
 pub const MCAM_REG_MNG_ACCESS_REG_CAP_MASK_ACCESS: rt::reflect::UnionAccess = rt::reflect::UnionAccess {
     name: "mcam_reg_mng_access_reg_cap_mask",
+    type_name: "McamRegMngAccessRegCapMask",
     size: 16,
     members: &[
         rt::reflect::UnionMemberAccess {
             name: "access_regs",
             layout: "mcam_access_reg",
+            table: &MCAM_ACCESS_REG_ACCESS,
             when: Some(0x0),
         },
         rt::reflect::UnionMemberAccess {
             name: "access_regs1",
             layout: "mcam_access_reg_bits1",
+            table: &MCAM_ACCESS_REG_BITS1_ACCESS,
             when: Some(0x1),
         },
         rt::reflect::UnionMemberAccess {
             name: "access_regs2",
             layout: "mcam_access_reg_bits2",
+            table: &MCAM_ACCESS_REG_BITS2_ACCESS,
             when: Some(0x2),
         },
         rt::reflect::UnionMemberAccess {
             name: "access_regs3",
             layout: "mcam_access_reg_bits3",
+            table: &MCAM_ACCESS_REG_BITS3_ACCESS,
             when: Some(0x3),
         },
     ],
@@ -5405,24 +5500,20 @@ pub enum McamRegMngFeatureCapMaskRef<S> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for McamRegMngFeatureCapMask<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut head = [0u8; 16];
-        let n = head.len().min(self.buf.len());
-        self.buf.read_bytes(0, &mut head[..n]);
-        f.debug_struct(stringify!(McamRegMngFeatureCapMask))
-            .field("bytes", &self.buf.len())
-            .field("head", &rt::fmt::HexBytes(&head[..n]))
-            .finish()
+        rt::reflect::debug_union(f, &MCAM_REG_MNG_FEATURE_CAP_MASK_ACCESS, &self.buf)
     }
 }
-#[cfg(feature = "reflect")]
-/// The members of union `mcam_reg_mng_feature_cap_mask` and the field that selects one, for generic tools.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// The members of union `mcam_reg_mng_feature_cap_mask` and the field that selects one: what the decoding `Debug` and generic tools read.
 pub const MCAM_REG_MNG_FEATURE_CAP_MASK_ACCESS: rt::reflect::UnionAccess = rt::reflect::UnionAccess {
     name: "mcam_reg_mng_feature_cap_mask",
+    type_name: "McamRegMngFeatureCapMask",
     size: 16,
     members: &[
         rt::reflect::UnionMemberAccess {
             name: "enhanced_features",
             layout: "mcam_enhanced_features",
+            table: &MCAM_ENHANCED_FEATURES_ACCESS,
             when: Some(0x0),
         },
     ],
@@ -5509,24 +5600,20 @@ pub enum QcamRegQosAccessRegCapMaskRef<S> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for QcamRegQosAccessRegCapMask<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut head = [0u8; 16];
-        let n = head.len().min(self.buf.len());
-        self.buf.read_bytes(0, &mut head[..n]);
-        f.debug_struct(stringify!(QcamRegQosAccessRegCapMask))
-            .field("bytes", &self.buf.len())
-            .field("head", &rt::fmt::HexBytes(&head[..n]))
-            .finish()
+        rt::reflect::debug_union(f, &QCAM_REG_QOS_ACCESS_REG_CAP_MASK_ACCESS, &self.buf)
     }
 }
-#[cfg(feature = "reflect")]
-/// The members of union `qcam_reg_qos_access_reg_cap_mask` and the field that selects one, for generic tools.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// The members of union `qcam_reg_qos_access_reg_cap_mask` and the field that selects one: what the decoding `Debug` and generic tools read.
 pub const QCAM_REG_QOS_ACCESS_REG_CAP_MASK_ACCESS: rt::reflect::UnionAccess = rt::reflect::UnionAccess {
     name: "qcam_reg_qos_access_reg_cap_mask",
+    type_name: "QcamRegQosAccessRegCapMask",
     size: 16,
     members: &[
         rt::reflect::UnionMemberAccess {
             name: "reg_cap",
             layout: "qcam_access_reg_cap_mask",
+            table: &QCAM_ACCESS_REG_CAP_MASK_ACCESS,
             when: Some(0x0),
         },
     ],
@@ -5613,24 +5700,20 @@ pub enum QcamRegQosFeatureCapMaskRef<S> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for QcamRegQosFeatureCapMask<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut head = [0u8; 16];
-        let n = head.len().min(self.buf.len());
-        self.buf.read_bytes(0, &mut head[..n]);
-        f.debug_struct(stringify!(QcamRegQosFeatureCapMask))
-            .field("bytes", &self.buf.len())
-            .field("head", &rt::fmt::HexBytes(&head[..n]))
-            .finish()
+        rt::reflect::debug_union(f, &QCAM_REG_QOS_FEATURE_CAP_MASK_ACCESS, &self.buf)
     }
 }
-#[cfg(feature = "reflect")]
-/// The members of union `qcam_reg_qos_feature_cap_mask` and the field that selects one, for generic tools.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// The members of union `qcam_reg_qos_feature_cap_mask` and the field that selects one: what the decoding `Debug` and generic tools read.
 pub const QCAM_REG_QOS_FEATURE_CAP_MASK_ACCESS: rt::reflect::UnionAccess = rt::reflect::UnionAccess {
     name: "qcam_reg_qos_feature_cap_mask",
+    type_name: "QcamRegQosFeatureCapMask",
     size: 16,
     members: &[
         rt::reflect::UnionMemberAccess {
             name: "feature_cap",
             layout: "qcam_qos_feature_cap_mask",
+            table: &QCAM_QOS_FEATURE_CAP_MASK_ACCESS,
             when: Some(0x0),
         },
     ],

@@ -107,6 +107,18 @@ impl ::core::convert::From<MkeyAccessMode> for u8 {
 /// Input of CREATE_MKEY: the mkey context, followed after the fixed part by the translation entries (MTT page addresses or KLM/KSM entries) the key starts with.
 ///
 /// PRM layout `create_mkey_in`: 0x110 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x00 | 15:0 | `uid` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x0c | 31 | `pg_access` |
+/// | 0x0c | 30 | `mkey_umem_valid` |
+/// | 0x0c | 29 | `data_direct` |
+/// | 0x10..0x50 | — | `memory_key_mkey_entry` |
+/// | 0x60 | 31:0 | `translations_octword_actual_size` |
+/// | 0x110 | … | `klm_pas_mtt[]` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct CreateMkeyIn<B = [u8; 272]> {
     buf: B,
@@ -299,91 +311,17 @@ impl<B: rt::BytesMut> CreateMkeyIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for CreateMkeyIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(CreateMkeyIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("uid", &rt::fmt::Hex(self.uid().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("pg_access", &self.pg_access());
-        d.field("mkey_umem_valid", &self.mkey_umem_valid());
-        d.field("data_direct", &self.data_direct());
-        d.field("memory_key_mkey_entry", &self.memory_key_mkey_entry());
-        d.field(
-            "translations_octword_actual_size",
-            &rt::fmt::Hex(self.translations_octword_actual_size().into()),
-        );
-        d.field(
-            "klm_pas_mtt",
-            &rt::fmt::With(|f| rt::fmt::list(
-                f,
-                self.klm_pas_mtt_len(),
-                self.klm_pas_mtt_iter().map(|v| rt::fmt::Hex(u64::from(v))),
-            )),
-        );
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (4, 0xffff0000),
-                (8, 0xffffffff),
-                (12, 0x1fffffff),
-                (80, 0xffffffff),
-                (84, 0xffffffff),
-                (88, 0xffffffff),
-                (92, 0xffffffff),
-                (100, 0xffffffff),
-                (104, 0xffffffff),
-                (108, 0xffffffff),
-                (112, 0xffffffff),
-                (116, 0xffffffff),
-                (120, 0xffffffff),
-                (124, 0xffffffff),
-                (128, 0xffffffff),
-                (132, 0xffffffff),
-                (136, 0xffffffff),
-                (140, 0xffffffff),
-                (144, 0xffffffff),
-                (148, 0xffffffff),
-                (152, 0xffffffff),
-                (156, 0xffffffff),
-                (160, 0xffffffff),
-                (164, 0xffffffff),
-                (168, 0xffffffff),
-                (172, 0xffffffff),
-                (176, 0xffffffff),
-                (180, 0xffffffff),
-                (184, 0xffffffff),
-                (188, 0xffffffff),
-                (192, 0xffffffff),
-                (196, 0xffffffff),
-                (200, 0xffffffff),
-                (204, 0xffffffff),
-                (208, 0xffffffff),
-                (212, 0xffffffff),
-                (216, 0xffffffff),
-                (220, 0xffffffff),
-                (224, 0xffffffff),
-                (228, 0xffffffff),
-                (232, 0xffffffff),
-                (236, 0xffffffff),
-                (240, 0xffffffff),
-                (244, 0xffffffff),
-                (248, 0xffffffff),
-                (252, 0xffffffff),
-                (256, 0xffffffff),
-                (260, 0xffffffff),
-                (264, 0xffffffff),
-                (268, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&CREATE_MKEY_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `create_mkey_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `create_mkey_in`: what the decoding `Debug` shows and generic tools read.
 pub const CREATE_MKEY_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "create_mkey_in",
+    type_name: "CreateMkeyIn",
     size: 272,
     fields: &[
         rt::reflect::FieldAccess {
@@ -392,14 +330,16 @@ pub const CREATE_MKEY_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateMkeyIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateMkeyIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateMkeyIn::new_unchecked(b); u64::from(v.opcode())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateMkeyIn::new_unchecked(b); v.set_opcode((x
+                & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "uid",
@@ -407,14 +347,15 @@ pub const CREATE_MKEY_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateMkeyIn::new_unchecked(b);
-                u64::from(v.uid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateMkeyIn::new_unchecked(b);
-                v.set_uid((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateMkeyIn::new_unchecked(b); u64::from(v.uid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateMkeyIn::new_unchecked(b); v.set_uid((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -422,14 +363,16 @@ pub const CREATE_MKEY_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateMkeyIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateMkeyIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateMkeyIn::new_unchecked(b); u64::from(v.op_mod())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateMkeyIn::new_unchecked(b); v.set_op_mod((x
+                & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "pg_access",
@@ -437,14 +380,16 @@ pub const CREATE_MKEY_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateMkeyIn::new_unchecked(b);
-                u64::from(v.pg_access())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateMkeyIn::new_unchecked(b);
-                v.set_pg_access(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateMkeyIn::new_unchecked(b); u64::from(v
+                .pg_access()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateMkeyIn::new_unchecked(b); v
+                .set_pg_access(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "mkey_umem_valid",
@@ -452,14 +397,16 @@ pub const CREATE_MKEY_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateMkeyIn::new_unchecked(b);
-                u64::from(v.mkey_umem_valid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateMkeyIn::new_unchecked(b);
-                v.set_mkey_umem_valid(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateMkeyIn::new_unchecked(b); u64::from(v
+                .mkey_umem_valid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateMkeyIn::new_unchecked(b); v
+                .set_mkey_umem_valid(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "data_direct",
@@ -467,14 +414,16 @@ pub const CREATE_MKEY_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateMkeyIn::new_unchecked(b);
-                u64::from(v.data_direct())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateMkeyIn::new_unchecked(b);
-                v.set_data_direct(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateMkeyIn::new_unchecked(b); u64::from(v
+                .data_direct()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateMkeyIn::new_unchecked(b); v
+                .set_data_direct(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "translations_octword_actual_size",
@@ -482,14 +431,16 @@ pub const CREATE_MKEY_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateMkeyIn::new_unchecked(b);
-                u64::from(v.translations_octword_actual_size())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateMkeyIn::new_unchecked(b);
-                v.set_translations_octword_actual_size((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateMkeyIn::new_unchecked(b); u64::from(v
+                .translations_octword_actual_size()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateMkeyIn::new_unchecked(b); v
+                .set_translations_octword_actual_size((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "klm_pas_mtt",
@@ -497,43 +448,124 @@ pub const CREATE_MKEY_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 32,
             count: 0,
             trailing: true,
-            get: Some(|b: &[u8], i: usize| -> u64 {
-                CreateMkeyIn::new_unchecked(b).klm_pas_mtt(i).map_or(0, u64::from)
-            }),
-            set: Some(|b: &mut [u8], i: usize, x: u64| {
-                let _ = CreateMkeyIn::new_unchecked(b)
-                    .set_klm_pas_mtt(i, (x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> u64 { CreateMkeyIn::new_unchecked(b)
+                .klm_pas_mtt(i).map_or(0, u64::from) }
+            ),
+            set: crate::__prm_accessor!(
+                | b : & mut [u8], i : usize, x : u64 | { let _ =
+                CreateMkeyIn::new_unchecked(b).set_klm_pas_mtt(i, (x & 0xffffffff) as
+                u32); }
+            ),
         },
     ],
     nested: &[
         rt::reflect::NestedAccess {
             name: "memory_key_mkey_entry",
             layout: "mkc",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&MKC_ACCESS),
             byte_offset: 16,
             size: 64,
             count: 1,
             trailing: false,
             stride: 64,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 272 {
-                    return None;
-                }
-                let v = CreateMkeyIn::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.memory_key_mkey_entry();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 272 { return
+                None; } let v = CreateMkeyIn::new_unchecked(b); if i != 0 { return None;
+                } let sub = v.memory_key_mkey_entry(); Some(sub.storage().as_ptr() as
+                usize - b.as_ptr() as usize) }
+            ),
         },
+    ],
+    reserved: &[
+        (4, 0xffff0000),
+        (8, 0xffffffff),
+        (12, 0x1fffffff),
+        (80, 0xffffffff),
+        (84, 0xffffffff),
+        (88, 0xffffffff),
+        (92, 0xffffffff),
+        (100, 0xffffffff),
+        (104, 0xffffffff),
+        (108, 0xffffffff),
+        (112, 0xffffffff),
+        (116, 0xffffffff),
+        (120, 0xffffffff),
+        (124, 0xffffffff),
+        (128, 0xffffffff),
+        (132, 0xffffffff),
+        (136, 0xffffffff),
+        (140, 0xffffffff),
+        (144, 0xffffffff),
+        (148, 0xffffffff),
+        (152, 0xffffffff),
+        (156, 0xffffffff),
+        (160, 0xffffffff),
+        (164, 0xffffffff),
+        (168, 0xffffffff),
+        (172, 0xffffffff),
+        (176, 0xffffffff),
+        (180, 0xffffffff),
+        (184, 0xffffffff),
+        (188, 0xffffffff),
+        (192, 0xffffffff),
+        (196, 0xffffffff),
+        (200, 0xffffffff),
+        (204, 0xffffffff),
+        (208, 0xffffffff),
+        (212, 0xffffffff),
+        (216, 0xffffffff),
+        (220, 0xffffffff),
+        (224, 0xffffffff),
+        (228, 0xffffffff),
+        (232, 0xffffffff),
+        (236, 0xffffffff),
+        (240, 0xffffffff),
+        (244, 0xffffffff),
+        (248, 0xffffffff),
+        (252, 0xffffffff),
+        (256, 0xffffffff),
+        (260, 0xffffffff),
+        (264, 0xffffffff),
+        (268, 0xffffffff),
     ],
 };
 /// Mkey context: translation mode, access rights, owning PD, address range and the size of the translation table. Written by CREATE_MKEY (or a UMR work request) and returned by QUERY_MKEY.
 ///
 /// PRM layout `mkc`: 0x40 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 30 | `free` |
+/// | 0x00 | 28:26 | `access_mode_4_2` |
+/// | 0x00 | 18 | `relaxed_ordering_write` |
+/// | 0x00 | 16 | `small_fence_on_rdma_read_response` |
+/// | 0x00 | 15 | `umr_en` |
+/// | 0x00 | 14 | `a` |
+/// | 0x00 | 13 | `rw` |
+/// | 0x00 | 12 | `rr` |
+/// | 0x00 | 11 | `lw` |
+/// | 0x00 | 10 | `lr` |
+/// | 0x00 | 9:8 | `access_mode_1_0` |
+/// | 0x00 | 5:4 | `ma_translation_mode` |
+/// | 0x04 | 31:8 | `qpn` |
+/// | 0x04 | 7:0 | `mkey_7_0` |
+/// | 0x0c | 31 | `length64` |
+/// | 0x0c | 30 | `bsf_en` |
+/// | 0x0c | 29 | `sync_umr` |
+/// | 0x0c | 26 | `expected_sigerr_count` |
+/// | 0x0c | 24 | `en_rinval` |
+/// | 0x0c | 23:0 | `pd` |
+/// | 0x10 | 63:0 | `start_addr` |
+/// | 0x18 | 63:0 | `len` |
+/// | 0x20 | 31:0 | `bsf_octword_size` |
+/// | 0x30 | 31:16 | `crossing_target_vhca_id` |
+/// | 0x34 | 31:0 | `translations_octword_size` |
+/// | 0x38 | 6 | `relaxed_ordering_read` |
+/// | 0x38 | 5:0 | `log_page_size` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Mkc<B = [u8; 64]> {
     buf: B,
@@ -1032,67 +1064,14 @@ impl<B: rt::BytesMut> Mkc<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for Mkc<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(Mkc));
-        d.field("free", &self.free());
-        d.field("access_mode_4_2", &rt::fmt::Hex(self.access_mode_4_2().into()));
-        d.field("relaxed_ordering_write", &self.relaxed_ordering_write());
-        d.field(
-            "small_fence_on_rdma_read_response",
-            &self.small_fence_on_rdma_read_response(),
-        );
-        d.field("umr_en", &self.umr_en());
-        d.field("a", &self.a());
-        d.field("rw", &self.rw());
-        d.field("rr", &self.rr());
-        d.field("lw", &self.lw());
-        d.field("lr", &self.lr());
-        d.field("access_mode_1_0", &rt::fmt::Hex(self.access_mode_1_0().into()));
-        d.field("ma_translation_mode", &rt::fmt::Hex(self.ma_translation_mode().into()));
-        d.field("qpn", &rt::fmt::Hex(self.qpn().into()));
-        d.field("mkey_7_0", &rt::fmt::Hex(self.mkey_7_0().into()));
-        d.field("length64", &self.length64());
-        d.field("bsf_en", &self.bsf_en());
-        d.field("sync_umr", &self.sync_umr());
-        d.field("expected_sigerr_count", &self.expected_sigerr_count());
-        d.field("en_rinval", &self.en_rinval());
-        d.field("pd", &rt::fmt::Hex(self.pd().into()));
-        d.field("start_addr", &rt::fmt::Hex(self.start_addr().into()));
-        d.field("len", &rt::fmt::Hex(self.len().into()));
-        d.field("bsf_octword_size", &rt::fmt::Hex(self.bsf_octword_size().into()));
-        d.field(
-            "crossing_target_vhca_id",
-            &rt::fmt::Hex(self.crossing_target_vhca_id().into()),
-        );
-        d.field(
-            "translations_octword_size",
-            &rt::fmt::Hex(self.translations_octword_size().into()),
-        );
-        d.field("relaxed_ordering_read", &self.relaxed_ordering_read());
-        d.field("log_page_size", &rt::fmt::Hex(self.log_page_size().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (0, 0xa3fa00cf),
-                (8, 0xffffffff),
-                (12, 0x1a000000),
-                (36, 0xffffffff),
-                (40, 0xffffffff),
-                (44, 0xffffffff),
-                (48, 0xffff),
-                (56, 0xffffff80),
-                (60, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&MKC_ACCESS, &self.buf), f)
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `mkc` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `mkc`: what the decoding `Debug` shows and generic tools read.
 pub const MKC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "mkc",
+    type_name: "Mkc",
     size: 64,
     fields: &[
         rt::reflect::FieldAccess {
@@ -1101,14 +1080,15 @@ pub const MKC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Mkc::new_unchecked(b);
-                u64::from(v.free())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Mkc::new_unchecked(b);
-                v.set_free(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(v.free()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Mkc::new_unchecked(b); v.set_free(x & 1 != 0);
+                }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "access_mode_4_2",
@@ -1116,14 +1096,16 @@ pub const MKC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 3,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Mkc::new_unchecked(b);
-                u64::from(v.access_mode_4_2())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Mkc::new_unchecked(b);
-                v.set_access_mode_4_2((x & 0x7) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(v.access_mode_4_2())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Mkc::new_unchecked(b); v.set_access_mode_4_2((x
+                & 0x7) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "relaxed_ordering_write",
@@ -1131,14 +1113,16 @@ pub const MKC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Mkc::new_unchecked(b);
-                u64::from(v.relaxed_ordering_write())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Mkc::new_unchecked(b);
-                v.set_relaxed_ordering_write(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(v
+                .relaxed_ordering_write()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Mkc::new_unchecked(b); v
+                .set_relaxed_ordering_write(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "small_fence_on_rdma_read_response",
@@ -1146,14 +1130,16 @@ pub const MKC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Mkc::new_unchecked(b);
-                u64::from(v.small_fence_on_rdma_read_response())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Mkc::new_unchecked(b);
-                v.set_small_fence_on_rdma_read_response(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(v
+                .small_fence_on_rdma_read_response()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Mkc::new_unchecked(b); v
+                .set_small_fence_on_rdma_read_response(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "umr_en",
@@ -1161,14 +1147,15 @@ pub const MKC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Mkc::new_unchecked(b);
-                u64::from(v.umr_en())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Mkc::new_unchecked(b);
-                v.set_umr_en(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(v.umr_en()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Mkc::new_unchecked(b); v.set_umr_en(x & 1 !=
+                0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "a",
@@ -1176,14 +1163,14 @@ pub const MKC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Mkc::new_unchecked(b);
-                u64::from(v.a())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Mkc::new_unchecked(b);
-                v.set_a(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(v.a()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Mkc::new_unchecked(b); v.set_a(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "rw",
@@ -1191,14 +1178,14 @@ pub const MKC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Mkc::new_unchecked(b);
-                u64::from(v.rw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Mkc::new_unchecked(b);
-                v.set_rw(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(v.rw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Mkc::new_unchecked(b); v.set_rw(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "rr",
@@ -1206,14 +1193,14 @@ pub const MKC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Mkc::new_unchecked(b);
-                u64::from(v.rr())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Mkc::new_unchecked(b);
-                v.set_rr(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(v.rr()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Mkc::new_unchecked(b); v.set_rr(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "lw",
@@ -1221,14 +1208,14 @@ pub const MKC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Mkc::new_unchecked(b);
-                u64::from(v.lw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Mkc::new_unchecked(b);
-                v.set_lw(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(v.lw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Mkc::new_unchecked(b); v.set_lw(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "lr",
@@ -1236,14 +1223,14 @@ pub const MKC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Mkc::new_unchecked(b);
-                u64::from(v.lr())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Mkc::new_unchecked(b);
-                v.set_lr(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(v.lr()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Mkc::new_unchecked(b); v.set_lr(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "access_mode_1_0",
@@ -1251,14 +1238,16 @@ pub const MKC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 2,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Mkc::new_unchecked(b);
-                u64::from(v.access_mode_1_0())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Mkc::new_unchecked(b);
-                v.set_access_mode_1_0((x & 0x3) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(v.access_mode_1_0())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Mkc::new_unchecked(b); v.set_access_mode_1_0((x
+                & 0x3) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ma_translation_mode",
@@ -1266,14 +1255,16 @@ pub const MKC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 2,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Mkc::new_unchecked(b);
-                u64::from(v.ma_translation_mode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Mkc::new_unchecked(b);
-                v.set_ma_translation_mode((x & 0x3) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(v
+                .ma_translation_mode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Mkc::new_unchecked(b); v
+                .set_ma_translation_mode((x & 0x3) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "qpn",
@@ -1281,14 +1272,15 @@ pub const MKC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Mkc::new_unchecked(b);
-                u64::from(v.qpn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Mkc::new_unchecked(b);
-                v.set_qpn((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(v.qpn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Mkc::new_unchecked(b); v.set_qpn((x & 0xffffff)
+                as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "mkey_7_0",
@@ -1296,14 +1288,15 @@ pub const MKC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Mkc::new_unchecked(b);
-                u64::from(v.mkey_7_0())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Mkc::new_unchecked(b);
-                v.set_mkey_7_0((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(v.mkey_7_0()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Mkc::new_unchecked(b); v.set_mkey_7_0((x &
+                0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "length64",
@@ -1311,14 +1304,15 @@ pub const MKC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Mkc::new_unchecked(b);
-                u64::from(v.length64())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Mkc::new_unchecked(b);
-                v.set_length64(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(v.length64()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Mkc::new_unchecked(b); v.set_length64(x & 1 !=
+                0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "bsf_en",
@@ -1326,14 +1320,15 @@ pub const MKC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Mkc::new_unchecked(b);
-                u64::from(v.bsf_en())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Mkc::new_unchecked(b);
-                v.set_bsf_en(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(v.bsf_en()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Mkc::new_unchecked(b); v.set_bsf_en(x & 1 !=
+                0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "sync_umr",
@@ -1341,14 +1336,15 @@ pub const MKC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Mkc::new_unchecked(b);
-                u64::from(v.sync_umr())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Mkc::new_unchecked(b);
-                v.set_sync_umr(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(v.sync_umr()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Mkc::new_unchecked(b); v.set_sync_umr(x & 1 !=
+                0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "expected_sigerr_count",
@@ -1356,14 +1352,16 @@ pub const MKC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Mkc::new_unchecked(b);
-                u64::from(v.expected_sigerr_count())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Mkc::new_unchecked(b);
-                v.set_expected_sigerr_count(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(v
+                .expected_sigerr_count()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Mkc::new_unchecked(b); v
+                .set_expected_sigerr_count(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "en_rinval",
@@ -1371,14 +1369,15 @@ pub const MKC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Mkc::new_unchecked(b);
-                u64::from(v.en_rinval())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Mkc::new_unchecked(b);
-                v.set_en_rinval(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(v.en_rinval()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Mkc::new_unchecked(b); v.set_en_rinval(x & 1 !=
+                0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "pd",
@@ -1386,14 +1385,15 @@ pub const MKC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Mkc::new_unchecked(b);
-                u64::from(v.pd())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Mkc::new_unchecked(b);
-                v.set_pd((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(v.pd()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Mkc::new_unchecked(b); v.set_pd((x & 0xffffff)
+                as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "start_addr",
@@ -1401,14 +1401,15 @@ pub const MKC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 64,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Mkc::new_unchecked(b);
-                u64::from(v.start_addr())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Mkc::new_unchecked(b);
-                v.set_start_addr((x & 0xffffffffffffffff) as u64);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(v.start_addr()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Mkc::new_unchecked(b); v.set_start_addr((x &
+                0xffffffffffffffff) as u64); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "len",
@@ -1416,14 +1417,15 @@ pub const MKC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 64,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Mkc::new_unchecked(b);
-                u64::from(v.len())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Mkc::new_unchecked(b);
-                v.set_len((x & 0xffffffffffffffff) as u64);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(v.len()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Mkc::new_unchecked(b); v.set_len((x &
+                0xffffffffffffffff) as u64); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "bsf_octword_size",
@@ -1431,14 +1433,16 @@ pub const MKC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Mkc::new_unchecked(b);
-                u64::from(v.bsf_octword_size())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Mkc::new_unchecked(b);
-                v.set_bsf_octword_size((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(v.bsf_octword_size())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Mkc::new_unchecked(b); v
+                .set_bsf_octword_size((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "crossing_target_vhca_id",
@@ -1446,14 +1450,16 @@ pub const MKC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Mkc::new_unchecked(b);
-                u64::from(v.crossing_target_vhca_id())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Mkc::new_unchecked(b);
-                v.set_crossing_target_vhca_id((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(v
+                .crossing_target_vhca_id()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Mkc::new_unchecked(b); v
+                .set_crossing_target_vhca_id((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "translations_octword_size",
@@ -1461,14 +1467,16 @@ pub const MKC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Mkc::new_unchecked(b);
-                u64::from(v.translations_octword_size())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Mkc::new_unchecked(b);
-                v.set_translations_octword_size((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(v
+                .translations_octword_size()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Mkc::new_unchecked(b); v
+                .set_translations_octword_size((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "relaxed_ordering_read",
@@ -1476,14 +1484,16 @@ pub const MKC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Mkc::new_unchecked(b);
-                u64::from(v.relaxed_ordering_read())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Mkc::new_unchecked(b);
-                v.set_relaxed_ordering_read(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(v
+                .relaxed_ordering_read()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Mkc::new_unchecked(b); v
+                .set_relaxed_ordering_read(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_page_size",
@@ -1491,21 +1501,39 @@ pub const MKC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 6,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Mkc::new_unchecked(b);
-                u64::from(v.log_page_size())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Mkc::new_unchecked(b);
-                v.set_log_page_size((x & 0x3f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(v.log_page_size()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Mkc::new_unchecked(b); v.set_log_page_size((x &
+                0x3f) as u8); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[
+        (0, 0xa3fa00cf),
+        (8, 0xffffffff),
+        (12, 0x1a000000),
+        (36, 0xffffffff),
+        (40, 0xffffffff),
+        (44, 0xffffffff),
+        (48, 0xffff),
+        (56, 0xffffff80),
+        (60, 0xffffffff),
+    ],
 };
 /// Output of CREATE_MKEY.
 ///
 /// PRM layout `create_mkey_out`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
+/// | 0x08 | 23:0 | `mkey_index` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct CreateMkeyOut<B = [u8; 16]> {
     buf: B,
@@ -1580,24 +1608,17 @@ impl<B: rt::BytesMut> CreateMkeyOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for CreateMkeyOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(CreateMkeyOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        d.field("mkey_index", &rt::fmt::Hex(self.mkey_index().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0xff000000), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&CREATE_MKEY_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `create_mkey_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `create_mkey_out`: what the decoding `Debug` shows and generic tools read.
 pub const CREATE_MKEY_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "create_mkey_out",
+    type_name: "CreateMkeyOut",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -1606,14 +1627,16 @@ pub const CREATE_MKEY_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateMkeyOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateMkeyOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateMkeyOut::new_unchecked(b); u64::from(v.status())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateMkeyOut::new_unchecked(b); v
+                .set_status((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -1621,14 +1644,16 @@ pub const CREATE_MKEY_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateMkeyOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateMkeyOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateMkeyOut::new_unchecked(b); u64::from(v
+                .syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateMkeyOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "mkey_index",
@@ -1636,21 +1661,31 @@ pub const CREATE_MKEY_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateMkeyOut::new_unchecked(b);
-                u64::from(v.mkey_index())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateMkeyOut::new_unchecked(b);
-                v.set_mkey_index((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateMkeyOut::new_unchecked(b); u64::from(v
+                .mkey_index()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateMkeyOut::new_unchecked(b); v
+                .set_mkey_index((x & 0xffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffff), (8, 0xff000000), (12, 0xffffffff)],
 };
 /// Input of DESTROY_MKEY.
 ///
 /// PRM layout `destroy_mkey_in`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x00 | 15:0 | `uid` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x08 | 23:0 | `mkey_index` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct DestroyMkeyIn<B = [u8; 16]> {
     buf: B,
@@ -1738,25 +1773,17 @@ impl<B: rt::BytesMut> DestroyMkeyIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for DestroyMkeyIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(DestroyMkeyIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("uid", &rt::fmt::Hex(self.uid().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("mkey_index", &rt::fmt::Hex(self.mkey_index().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(4, 0xffff0000), (8, 0xff000000), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DESTROY_MKEY_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `destroy_mkey_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `destroy_mkey_in`: what the decoding `Debug` shows and generic tools read.
 pub const DESTROY_MKEY_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "destroy_mkey_in",
+    type_name: "DestroyMkeyIn",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -1765,14 +1792,16 @@ pub const DESTROY_MKEY_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyMkeyIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyMkeyIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyMkeyIn::new_unchecked(b); u64::from(v.opcode())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyMkeyIn::new_unchecked(b); v
+                .set_opcode((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "uid",
@@ -1780,14 +1809,15 @@ pub const DESTROY_MKEY_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyMkeyIn::new_unchecked(b);
-                u64::from(v.uid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyMkeyIn::new_unchecked(b);
-                v.set_uid((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyMkeyIn::new_unchecked(b); u64::from(v.uid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyMkeyIn::new_unchecked(b); v.set_uid((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -1795,14 +1825,16 @@ pub const DESTROY_MKEY_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyMkeyIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyMkeyIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyMkeyIn::new_unchecked(b); u64::from(v.op_mod())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyMkeyIn::new_unchecked(b); v
+                .set_op_mod((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "mkey_index",
@@ -1810,21 +1842,29 @@ pub const DESTROY_MKEY_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyMkeyIn::new_unchecked(b);
-                u64::from(v.mkey_index())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyMkeyIn::new_unchecked(b);
-                v.set_mkey_index((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyMkeyIn::new_unchecked(b); u64::from(v
+                .mkey_index()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyMkeyIn::new_unchecked(b); v
+                .set_mkey_index((x & 0xffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(4, 0xffff0000), (8, 0xff000000), (12, 0xffffffff)],
 };
 /// Output of DESTROY_MKEY.
 ///
 /// PRM layout `destroy_mkey_out`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct DestroyMkeyOut<B = [u8; 16]> {
     buf: B,
@@ -1873,23 +1913,17 @@ impl<B: rt::BytesMut> DestroyMkeyOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for DestroyMkeyOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(DestroyMkeyOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DESTROY_MKEY_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `destroy_mkey_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `destroy_mkey_out`: what the decoding `Debug` shows and generic tools read.
 pub const DESTROY_MKEY_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "destroy_mkey_out",
+    type_name: "DestroyMkeyOut",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -1898,14 +1932,16 @@ pub const DESTROY_MKEY_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyMkeyOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyMkeyOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyMkeyOut::new_unchecked(b); u64::from(v
+                .status()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyMkeyOut::new_unchecked(b); v
+                .set_status((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -1913,21 +1949,31 @@ pub const DESTROY_MKEY_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyMkeyOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyMkeyOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyMkeyOut::new_unchecked(b); u64::from(v
+                .syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyMkeyOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
 };
 /// Input of QUERY_MKEY.
 ///
 /// PRM layout `query_mkey_in`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x08 | 23:0 | `mkey_index` |
+/// | 0x0c | 31 | `pg_access` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct QueryMkeyIn<B = [u8; 16]> {
     buf: B,
@@ -2015,25 +2061,17 @@ impl<B: rt::BytesMut> QueryMkeyIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for QueryMkeyIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(QueryMkeyIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("mkey_index", &rt::fmt::Hex(self.mkey_index().into()));
-        d.field("pg_access", &self.pg_access());
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffff), (4, 0xffff0000), (8, 0xff000000), (12, 0x7fffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QUERY_MKEY_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `query_mkey_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `query_mkey_in`: what the decoding `Debug` shows and generic tools read.
 pub const QUERY_MKEY_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "query_mkey_in",
+    type_name: "QueryMkeyIn",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -2042,14 +2080,15 @@ pub const QUERY_MKEY_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryMkeyIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryMkeyIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryMkeyIn::new_unchecked(b); u64::from(v.opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryMkeyIn::new_unchecked(b); v.set_opcode((x
+                & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -2057,14 +2096,15 @@ pub const QUERY_MKEY_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryMkeyIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryMkeyIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryMkeyIn::new_unchecked(b); u64::from(v.op_mod()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryMkeyIn::new_unchecked(b); v.set_op_mod((x
+                & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "mkey_index",
@@ -2072,14 +2112,16 @@ pub const QUERY_MKEY_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryMkeyIn::new_unchecked(b);
-                u64::from(v.mkey_index())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryMkeyIn::new_unchecked(b);
-                v.set_mkey_index((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryMkeyIn::new_unchecked(b); u64::from(v
+                .mkey_index()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryMkeyIn::new_unchecked(b); v
+                .set_mkey_index((x & 0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "pg_access",
@@ -2087,21 +2129,32 @@ pub const QUERY_MKEY_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryMkeyIn::new_unchecked(b);
-                u64::from(v.pg_access())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryMkeyIn::new_unchecked(b);
-                v.set_pg_access(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryMkeyIn::new_unchecked(b); u64::from(v
+                .pg_access()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryMkeyIn::new_unchecked(b); v
+                .set_pg_access(x & 1 != 0); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffff), (4, 0xffff0000), (8, 0xff000000), (12, 0x7fffffff)],
 };
 /// Output of QUERY_MKEY; the mkey context followed by the first 32 bytes of its translation entries.
 ///
 /// PRM layout `query_mkey_out`: 0x130 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
+/// | 0x10..0x50 | — | `memory_key_mkey_entry` |
+/// | 0x110..0x120 | — | `bsf0_klm0_pas_mtt0_1` |
+/// | 0x120..0x130 | — | `bsf1_klm1_pas_mtt2_3` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct QueryMkeyOut<B = [u8; 304]> {
     buf: B,
@@ -2214,84 +2267,17 @@ impl<B: rt::BytesMut> QueryMkeyOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for QueryMkeyOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(QueryMkeyOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        d.field("memory_key_mkey_entry", &self.memory_key_mkey_entry());
-        d.field(
-            "bsf0_klm0_pas_mtt0_1",
-            &rt::fmt::HexBytes(&self.bsf0_klm0_pas_mtt0_1()),
-        );
-        d.field(
-            "bsf1_klm1_pas_mtt2_3",
-            &rt::fmt::HexBytes(&self.bsf1_klm1_pas_mtt2_3()),
-        );
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (0, 0xffffff),
-                (8, 0xffffffff),
-                (12, 0xffffffff),
-                (80, 0xffffffff),
-                (84, 0xffffffff),
-                (88, 0xffffffff),
-                (92, 0xffffffff),
-                (96, 0xffffffff),
-                (100, 0xffffffff),
-                (104, 0xffffffff),
-                (108, 0xffffffff),
-                (112, 0xffffffff),
-                (116, 0xffffffff),
-                (120, 0xffffffff),
-                (124, 0xffffffff),
-                (128, 0xffffffff),
-                (132, 0xffffffff),
-                (136, 0xffffffff),
-                (140, 0xffffffff),
-                (144, 0xffffffff),
-                (148, 0xffffffff),
-                (152, 0xffffffff),
-                (156, 0xffffffff),
-                (160, 0xffffffff),
-                (164, 0xffffffff),
-                (168, 0xffffffff),
-                (172, 0xffffffff),
-                (176, 0xffffffff),
-                (180, 0xffffffff),
-                (184, 0xffffffff),
-                (188, 0xffffffff),
-                (192, 0xffffffff),
-                (196, 0xffffffff),
-                (200, 0xffffffff),
-                (204, 0xffffffff),
-                (208, 0xffffffff),
-                (212, 0xffffffff),
-                (216, 0xffffffff),
-                (220, 0xffffffff),
-                (224, 0xffffffff),
-                (228, 0xffffffff),
-                (232, 0xffffffff),
-                (236, 0xffffffff),
-                (240, 0xffffffff),
-                (244, 0xffffffff),
-                (248, 0xffffffff),
-                (252, 0xffffffff),
-                (256, 0xffffffff),
-                (260, 0xffffffff),
-                (264, 0xffffffff),
-                (268, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QUERY_MKEY_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `query_mkey_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `query_mkey_out`: what the decoding `Debug` shows and generic tools read.
 pub const QUERY_MKEY_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "query_mkey_out",
+    type_name: "QueryMkeyOut",
     size: 304,
     fields: &[
         rt::reflect::FieldAccess {
@@ -2300,14 +2286,16 @@ pub const QUERY_MKEY_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryMkeyOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryMkeyOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryMkeyOut::new_unchecked(b); u64::from(v.status())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryMkeyOut::new_unchecked(b); v.set_status((x
+                & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -2315,39 +2303,111 @@ pub const QUERY_MKEY_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryMkeyOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryMkeyOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryMkeyOut::new_unchecked(b); u64::from(v
+                .syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryMkeyOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
+        },
+        rt::reflect::FieldAccess {
+            name: "bsf0_klm0_pas_mtt0_1",
+            bit_offset: 2176,
+            width: 128,
+            count: 1,
+            trailing: false,
+            kind: rt::reflect::ValueKind::Bytes,
+            readable: true,
+            get: None,
+            set: None,
+        },
+        rt::reflect::FieldAccess {
+            name: "bsf1_klm1_pas_mtt2_3",
+            bit_offset: 2304,
+            width: 128,
+            count: 1,
+            trailing: false,
+            kind: rt::reflect::ValueKind::Bytes,
+            readable: true,
+            get: None,
+            set: None,
         },
     ],
     nested: &[
         rt::reflect::NestedAccess {
             name: "memory_key_mkey_entry",
             layout: "mkc",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&MKC_ACCESS),
             byte_offset: 16,
             size: 64,
             count: 1,
             trailing: false,
             stride: 64,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 304 {
-                    return None;
-                }
-                let v = QueryMkeyOut::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.memory_key_mkey_entry();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 304 { return
+                None; } let v = QueryMkeyOut::new_unchecked(b); if i != 0 { return None;
+                } let sub = v.memory_key_mkey_entry(); Some(sub.storage().as_ptr() as
+                usize - b.as_ptr() as usize) }
+            ),
         },
+    ],
+    reserved: &[
+        (0, 0xffffff),
+        (8, 0xffffffff),
+        (12, 0xffffffff),
+        (80, 0xffffffff),
+        (84, 0xffffffff),
+        (88, 0xffffffff),
+        (92, 0xffffffff),
+        (96, 0xffffffff),
+        (100, 0xffffffff),
+        (104, 0xffffffff),
+        (108, 0xffffffff),
+        (112, 0xffffffff),
+        (116, 0xffffffff),
+        (120, 0xffffffff),
+        (124, 0xffffffff),
+        (128, 0xffffffff),
+        (132, 0xffffffff),
+        (136, 0xffffffff),
+        (140, 0xffffffff),
+        (144, 0xffffffff),
+        (148, 0xffffffff),
+        (152, 0xffffffff),
+        (156, 0xffffffff),
+        (160, 0xffffffff),
+        (164, 0xffffffff),
+        (168, 0xffffffff),
+        (172, 0xffffffff),
+        (176, 0xffffffff),
+        (180, 0xffffffff),
+        (184, 0xffffffff),
+        (188, 0xffffffff),
+        (192, 0xffffffff),
+        (196, 0xffffffff),
+        (200, 0xffffffff),
+        (204, 0xffffffff),
+        (208, 0xffffffff),
+        (212, 0xffffffff),
+        (216, 0xffffffff),
+        (220, 0xffffffff),
+        (224, 0xffffffff),
+        (228, 0xffffffff),
+        (232, 0xffffffff),
+        (236, 0xffffffff),
+        (240, 0xffffffff),
+        (244, 0xffffffff),
+        (248, 0xffffffff),
+        (252, 0xffffffff),
+        (256, 0xffffffff),
+        (260, 0xffffffff),
+        (264, 0xffffffff),
+        (268, 0xffffffff),
     ],
 };
 /// The commands of this module, typed by opcode (see the runtime's `Command`).

@@ -73,6 +73,27 @@ impl ::core::convert::From<PddrPageSelect> for u8 {
 /// PFCC, port flow control configuration. Global pause (pptx, pprx) and per-priority flow control (pfctx, pfcrx bit masks over the eight priorities) in each direction. ethtool reads it for the pause settings and the per-priority counter names, and writes it to change them.
 ///
 /// PRM layout `pfcc_reg`: 0x20 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 27:26 | `buf_ownership` |
+/// | 0x00 | 23:16 | `local_port` |
+/// | 0x00 | 4 | `ppan_mask_n` |
+/// | 0x00 | 3 | `minor_stall_mask` |
+/// | 0x00 | 2 | `critical_stall_mask` |
+/// | 0x04 | 31:28 | `ppan` |
+/// | 0x04 | 23:16 | `prio_mask_tx` |
+/// | 0x04 | 7:0 | `prio_mask_rx` |
+/// | 0x08 | 31 | `pptx` |
+/// | 0x08 | 30 | `aptx` |
+/// | 0x08 | 29 | `pptx_mask_n` |
+/// | 0x08 | 23:16 | `pfctx` |
+/// | 0x0c | 31 | `pprx` |
+/// | 0x0c | 30 | `aprx` |
+/// | 0x0c | 29 | `pprx_mask_n` |
+/// | 0x0c | 23:16 | `pfcrx` |
+/// | 0x10 | 31:16 | `device_stall_minor_watermark` |
+/// | 0x10 | 15:0 | `device_stall_critical_watermark` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct PfccReg<B = [u8; 32]> {
     buf: B,
@@ -396,53 +417,17 @@ impl<B: rt::BytesMut> PfccReg<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for PfccReg<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(PfccReg));
-        d.field("buf_ownership", &rt::fmt::Hex(self.buf_ownership().into()));
-        d.field("local_port", &rt::fmt::Hex(self.local_port().into()));
-        d.field("ppan_mask_n", &self.ppan_mask_n());
-        d.field("minor_stall_mask", &self.minor_stall_mask());
-        d.field("critical_stall_mask", &self.critical_stall_mask());
-        d.field("ppan", &rt::fmt::Hex(self.ppan().into()));
-        d.field("prio_mask_tx", &rt::fmt::Hex(self.prio_mask_tx().into()));
-        d.field("prio_mask_rx", &rt::fmt::Hex(self.prio_mask_rx().into()));
-        d.field("pptx", &self.pptx());
-        d.field("aptx", &self.aptx());
-        d.field("pptx_mask_n", &self.pptx_mask_n());
-        d.field("pfctx", &rt::fmt::Hex(self.pfctx().into()));
-        d.field("pprx", &self.pprx());
-        d.field("aprx", &self.aprx());
-        d.field("pprx_mask_n", &self.pprx_mask_n());
-        d.field("pfcrx", &rt::fmt::Hex(self.pfcrx().into()));
-        d.field(
-            "device_stall_minor_watermark",
-            &rt::fmt::Hex(self.device_stall_minor_watermark().into()),
-        );
-        d.field(
-            "device_stall_critical_watermark",
-            &rt::fmt::Hex(self.device_stall_critical_watermark().into()),
-        );
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (0, 0xf300ffe3),
-                (4, 0xf00ff00),
-                (8, 0x1f00ffff),
-                (12, 0x1f00ffff),
-                (20, 0xffffffff),
-                (24, 0xffffffff),
-                (28, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&PFCC_REG_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `pfcc_reg` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `pfcc_reg`: what the decoding `Debug` shows and generic tools read.
 pub const PFCC_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "pfcc_reg",
+    type_name: "PfccReg",
     size: 32,
     fields: &[
         rt::reflect::FieldAccess {
@@ -451,14 +436,16 @@ pub const PFCC_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 2,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PfccReg::new_unchecked(b);
-                u64::from(v.buf_ownership())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PfccReg::new_unchecked(b);
-                v.set_buf_ownership((x & 0x3) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PfccReg::new_unchecked(b); u64::from(v
+                .buf_ownership()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PfccReg::new_unchecked(b); v
+                .set_buf_ownership((x & 0x3) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "local_port",
@@ -466,14 +453,15 @@ pub const PFCC_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PfccReg::new_unchecked(b);
-                u64::from(v.local_port())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PfccReg::new_unchecked(b);
-                v.set_local_port((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PfccReg::new_unchecked(b); u64::from(v.local_port()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PfccReg::new_unchecked(b); v.set_local_port((x
+                & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ppan_mask_n",
@@ -481,14 +469,16 @@ pub const PFCC_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PfccReg::new_unchecked(b);
-                u64::from(v.ppan_mask_n())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PfccReg::new_unchecked(b);
-                v.set_ppan_mask_n(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PfccReg::new_unchecked(b); u64::from(v.ppan_mask_n())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PfccReg::new_unchecked(b); v.set_ppan_mask_n(x
+                & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "minor_stall_mask",
@@ -496,14 +486,16 @@ pub const PFCC_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PfccReg::new_unchecked(b);
-                u64::from(v.minor_stall_mask())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PfccReg::new_unchecked(b);
-                v.set_minor_stall_mask(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PfccReg::new_unchecked(b); u64::from(v
+                .minor_stall_mask()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PfccReg::new_unchecked(b); v
+                .set_minor_stall_mask(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "critical_stall_mask",
@@ -511,14 +503,16 @@ pub const PFCC_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PfccReg::new_unchecked(b);
-                u64::from(v.critical_stall_mask())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PfccReg::new_unchecked(b);
-                v.set_critical_stall_mask(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PfccReg::new_unchecked(b); u64::from(v
+                .critical_stall_mask()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PfccReg::new_unchecked(b); v
+                .set_critical_stall_mask(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ppan",
@@ -526,14 +520,15 @@ pub const PFCC_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PfccReg::new_unchecked(b);
-                u64::from(v.ppan())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PfccReg::new_unchecked(b);
-                v.set_ppan((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PfccReg::new_unchecked(b); u64::from(v.ppan()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PfccReg::new_unchecked(b); v.set_ppan((x & 0xf)
+                as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "prio_mask_tx",
@@ -541,14 +536,16 @@ pub const PFCC_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PfccReg::new_unchecked(b);
-                u64::from(v.prio_mask_tx())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PfccReg::new_unchecked(b);
-                v.set_prio_mask_tx((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PfccReg::new_unchecked(b); u64::from(v.prio_mask_tx())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PfccReg::new_unchecked(b); v
+                .set_prio_mask_tx((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "prio_mask_rx",
@@ -556,14 +553,16 @@ pub const PFCC_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PfccReg::new_unchecked(b);
-                u64::from(v.prio_mask_rx())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PfccReg::new_unchecked(b);
-                v.set_prio_mask_rx((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PfccReg::new_unchecked(b); u64::from(v.prio_mask_rx())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PfccReg::new_unchecked(b); v
+                .set_prio_mask_rx((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "pptx",
@@ -571,14 +570,15 @@ pub const PFCC_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PfccReg::new_unchecked(b);
-                u64::from(v.pptx())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PfccReg::new_unchecked(b);
-                v.set_pptx(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PfccReg::new_unchecked(b); u64::from(v.pptx()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PfccReg::new_unchecked(b); v.set_pptx(x & 1 !=
+                0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "aptx",
@@ -586,14 +586,15 @@ pub const PFCC_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PfccReg::new_unchecked(b);
-                u64::from(v.aptx())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PfccReg::new_unchecked(b);
-                v.set_aptx(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PfccReg::new_unchecked(b); u64::from(v.aptx()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PfccReg::new_unchecked(b); v.set_aptx(x & 1 !=
+                0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "pptx_mask_n",
@@ -601,14 +602,16 @@ pub const PFCC_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PfccReg::new_unchecked(b);
-                u64::from(v.pptx_mask_n())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PfccReg::new_unchecked(b);
-                v.set_pptx_mask_n(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PfccReg::new_unchecked(b); u64::from(v.pptx_mask_n())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PfccReg::new_unchecked(b); v.set_pptx_mask_n(x
+                & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "pfctx",
@@ -616,14 +619,15 @@ pub const PFCC_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PfccReg::new_unchecked(b);
-                u64::from(v.pfctx())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PfccReg::new_unchecked(b);
-                v.set_pfctx((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PfccReg::new_unchecked(b); u64::from(v.pfctx()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PfccReg::new_unchecked(b); v.set_pfctx((x &
+                0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "pprx",
@@ -631,14 +635,15 @@ pub const PFCC_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PfccReg::new_unchecked(b);
-                u64::from(v.pprx())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PfccReg::new_unchecked(b);
-                v.set_pprx(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PfccReg::new_unchecked(b); u64::from(v.pprx()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PfccReg::new_unchecked(b); v.set_pprx(x & 1 !=
+                0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "aprx",
@@ -646,14 +651,15 @@ pub const PFCC_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PfccReg::new_unchecked(b);
-                u64::from(v.aprx())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PfccReg::new_unchecked(b);
-                v.set_aprx(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PfccReg::new_unchecked(b); u64::from(v.aprx()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PfccReg::new_unchecked(b); v.set_aprx(x & 1 !=
+                0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "pprx_mask_n",
@@ -661,14 +667,16 @@ pub const PFCC_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PfccReg::new_unchecked(b);
-                u64::from(v.pprx_mask_n())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PfccReg::new_unchecked(b);
-                v.set_pprx_mask_n(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PfccReg::new_unchecked(b); u64::from(v.pprx_mask_n())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PfccReg::new_unchecked(b); v.set_pprx_mask_n(x
+                & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "pfcrx",
@@ -676,14 +684,15 @@ pub const PFCC_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PfccReg::new_unchecked(b);
-                u64::from(v.pfcrx())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PfccReg::new_unchecked(b);
-                v.set_pfcrx((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PfccReg::new_unchecked(b); u64::from(v.pfcrx()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PfccReg::new_unchecked(b); v.set_pfcrx((x &
+                0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "device_stall_minor_watermark",
@@ -691,14 +700,16 @@ pub const PFCC_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PfccReg::new_unchecked(b);
-                u64::from(v.device_stall_minor_watermark())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PfccReg::new_unchecked(b);
-                v.set_device_stall_minor_watermark((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PfccReg::new_unchecked(b); u64::from(v
+                .device_stall_minor_watermark()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PfccReg::new_unchecked(b); v
+                .set_device_stall_minor_watermark((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "device_stall_critical_watermark",
@@ -706,21 +717,38 @@ pub const PFCC_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PfccReg::new_unchecked(b);
-                u64::from(v.device_stall_critical_watermark())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PfccReg::new_unchecked(b);
-                v.set_device_stall_critical_watermark((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PfccReg::new_unchecked(b); u64::from(v
+                .device_stall_critical_watermark()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PfccReg::new_unchecked(b); v
+                .set_device_stall_critical_watermark((x & 0xffff) as u16); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[
+        (0, 0xf300ffe3),
+        (4, 0xf00ff00),
+        (8, 0x1f00ffff),
+        (12, 0x1f00ffff),
+        (20, 0xffffffff),
+        (24, 0xffffffff),
+        (28, 0xffffffff),
+    ],
 };
 /// Where one lane of a port goes, a module (cage) and its receive and transmit lanes.
 ///
 /// PRM layout `lane_2_module_mapping`: 0x4 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 27:24 | `rx_lane` |
+/// | 0x00 | 19:16 | `tx_lane` |
+/// | 0x00 | 7:0 | `module` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Lane2ModuleMapping<B = [u8; 4]> {
     buf: B,
@@ -807,24 +835,17 @@ impl<B: rt::BytesMut> Lane2ModuleMapping<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for Lane2ModuleMapping<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(Lane2ModuleMapping));
-        d.field("rx_lane", &rt::fmt::Hex(self.rx_lane().into()));
-        d.field("tx_lane", &rt::fmt::Hex(self.tx_lane().into()));
-        d.field("module", &rt::fmt::Hex(self.module().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xf0f0ff00)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&LANE_2_MODULE_MAPPING_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `lane_2_module_mapping` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `lane_2_module_mapping`: what the decoding `Debug` shows and generic tools read.
 pub const LANE_2_MODULE_MAPPING_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "lane_2_module_mapping",
+    type_name: "Lane2ModuleMapping",
     size: 4,
     fields: &[
         rt::reflect::FieldAccess {
@@ -833,14 +854,16 @@ pub const LANE_2_MODULE_MAPPING_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Lane2ModuleMapping::new_unchecked(b);
-                u64::from(v.rx_lane())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Lane2ModuleMapping::new_unchecked(b);
-                v.set_rx_lane((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Lane2ModuleMapping::new_unchecked(b); u64::from(v
+                .rx_lane()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Lane2ModuleMapping::new_unchecked(b); v
+                .set_rx_lane((x & 0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "tx_lane",
@@ -848,14 +871,16 @@ pub const LANE_2_MODULE_MAPPING_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Lane2ModuleMapping::new_unchecked(b);
-                u64::from(v.tx_lane())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Lane2ModuleMapping::new_unchecked(b);
-                v.set_tx_lane((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Lane2ModuleMapping::new_unchecked(b); u64::from(v
+                .tx_lane()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Lane2ModuleMapping::new_unchecked(b); v
+                .set_tx_lane((x & 0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "module",
@@ -863,21 +888,34 @@ pub const LANE_2_MODULE_MAPPING_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Lane2ModuleMapping::new_unchecked(b);
-                u64::from(v.module())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Lane2ModuleMapping::new_unchecked(b);
-                v.set_module((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Lane2ModuleMapping::new_unchecked(b); u64::from(v
+                .module()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Lane2ModuleMapping::new_unchecked(b); v
+                .set_module((x & 0xff) as u8); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xf0f0ff00)],
 };
 /// PMLP, port module lane mapping. Which module a port's lanes use; Linux reads lane 0's module number before every MCIA access to the module EEPROM.
 ///
 /// PRM layout `pmlp_reg`: 0x40 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31 | `rxtx` |
+/// | 0x00 | 23:16 | `local_port` |
+/// | 0x00 | 7:0 | `width` |
+/// | 0x04 | 31:0 | `lane0_module_mapping` |
+/// | 0x08 | 31:0 | `lane1_module_mapping` |
+/// | 0x0c | 31:0 | `lane2_module_mapping` |
+/// | 0x10 | 31:0 | `lane3_module_mapping` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct PmlpReg<B = [u8; 64]> {
     buf: B,
@@ -1024,41 +1062,17 @@ impl<B: rt::BytesMut> PmlpReg<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for PmlpReg<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(PmlpReg));
-        d.field("rxtx", &self.rxtx());
-        d.field("local_port", &rt::fmt::Hex(self.local_port().into()));
-        d.field("width", &rt::fmt::Hex(self.width().into()));
-        d.field("lane0_module_mapping", &self.lane0_module_mapping());
-        d.field("lane1_module_mapping", &self.lane1_module_mapping());
-        d.field("lane2_module_mapping", &self.lane2_module_mapping());
-        d.field("lane3_module_mapping", &self.lane3_module_mapping());
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (0, 0x7f00ff00),
-                (20, 0xffffffff),
-                (24, 0xffffffff),
-                (28, 0xffffffff),
-                (32, 0xffffffff),
-                (36, 0xffffffff),
-                (40, 0xffffffff),
-                (44, 0xffffffff),
-                (48, 0xffffffff),
-                (52, 0xffffffff),
-                (56, 0xffffffff),
-                (60, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&PMLP_REG_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `pmlp_reg` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `pmlp_reg`: what the decoding `Debug` shows and generic tools read.
 pub const PMLP_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "pmlp_reg",
+    type_name: "PmlpReg",
     size: 64,
     fields: &[
         rt::reflect::FieldAccess {
@@ -1067,14 +1081,15 @@ pub const PMLP_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PmlpReg::new_unchecked(b);
-                u64::from(v.rxtx())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PmlpReg::new_unchecked(b);
-                v.set_rxtx(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PmlpReg::new_unchecked(b); u64::from(v.rxtx()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PmlpReg::new_unchecked(b); v.set_rxtx(x & 1 !=
+                0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "local_port",
@@ -1082,14 +1097,15 @@ pub const PMLP_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PmlpReg::new_unchecked(b);
-                u64::from(v.local_port())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PmlpReg::new_unchecked(b);
-                v.set_local_port((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PmlpReg::new_unchecked(b); u64::from(v.local_port()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PmlpReg::new_unchecked(b); v.set_local_port((x
+                & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "width",
@@ -1097,110 +1113,112 @@ pub const PMLP_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PmlpReg::new_unchecked(b);
-                u64::from(v.width())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PmlpReg::new_unchecked(b);
-                v.set_width((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PmlpReg::new_unchecked(b); u64::from(v.width()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PmlpReg::new_unchecked(b); v.set_width((x &
+                0xff) as u8); }
+            ),
         },
     ],
     nested: &[
         rt::reflect::NestedAccess {
             name: "lane0_module_mapping",
             layout: "lane_2_module_mapping",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&LANE_2_MODULE_MAPPING_ACCESS),
             byte_offset: 4,
             size: 4,
             count: 1,
             trailing: false,
             stride: 4,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 64 {
-                    return None;
-                }
-                let v = PmlpReg::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.lane0_module_mapping();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 64 { return
+                None; } let v = PmlpReg::new_unchecked(b); if i != 0 { return None; } let
+                sub = v.lane0_module_mapping(); Some(sub.storage().as_ptr() as usize - b
+                .as_ptr() as usize) }
+            ),
         },
         rt::reflect::NestedAccess {
             name: "lane1_module_mapping",
             layout: "lane_2_module_mapping",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&LANE_2_MODULE_MAPPING_ACCESS),
             byte_offset: 8,
             size: 4,
             count: 1,
             trailing: false,
             stride: 4,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 64 {
-                    return None;
-                }
-                let v = PmlpReg::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.lane1_module_mapping();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 64 { return
+                None; } let v = PmlpReg::new_unchecked(b); if i != 0 { return None; } let
+                sub = v.lane1_module_mapping(); Some(sub.storage().as_ptr() as usize - b
+                .as_ptr() as usize) }
+            ),
         },
         rt::reflect::NestedAccess {
             name: "lane2_module_mapping",
             layout: "lane_2_module_mapping",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&LANE_2_MODULE_MAPPING_ACCESS),
             byte_offset: 12,
             size: 4,
             count: 1,
             trailing: false,
             stride: 4,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 64 {
-                    return None;
-                }
-                let v = PmlpReg::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.lane2_module_mapping();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 64 { return
+                None; } let v = PmlpReg::new_unchecked(b); if i != 0 { return None; } let
+                sub = v.lane2_module_mapping(); Some(sub.storage().as_ptr() as usize - b
+                .as_ptr() as usize) }
+            ),
         },
         rt::reflect::NestedAccess {
             name: "lane3_module_mapping",
             layout: "lane_2_module_mapping",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&LANE_2_MODULE_MAPPING_ACCESS),
             byte_offset: 16,
             size: 4,
             count: 1,
             trailing: false,
             stride: 4,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 64 {
-                    return None;
-                }
-                let v = PmlpReg::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.lane3_module_mapping();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 64 { return
+                None; } let v = PmlpReg::new_unchecked(b); if i != 0 { return None; } let
+                sub = v.lane3_module_mapping(); Some(sub.storage().as_ptr() as usize - b
+                .as_ptr() as usize) }
+            ),
         },
+    ],
+    reserved: &[
+        (0, 0x7f00ff00),
+        (20, 0xffffffff),
+        (24, 0xffffffff),
+        (28, 0xffffffff),
+        (32, 0xffffffff),
+        (36, 0xffffffff),
+        (40, 0xffffffff),
+        (44, 0xffffffff),
+        (48, 0xffffffff),
+        (52, 0xffffffff),
+        (56, 0xffffffff),
+        (60, 0xffffffff),
     ],
 };
 /// PDDR, port diagnostics database. The driver picks a page in page_select and reads it from page_data.
 ///
 /// PRM layout `pddr_reg`: 0x100 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 23:16 | `local_port` |
+/// | 0x00 | 15:14 | `pnat` |
+/// | 0x04 | 7:0 | `page_select` |
+/// | 0x08..0x100 | — | `page_data` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct PddrReg<B = [u8; 256]> {
     buf: B,
@@ -1306,25 +1324,17 @@ impl<B: rt::BytesMut> PddrReg<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for PddrReg<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(PddrReg));
-        d.field("local_port", &rt::fmt::Hex(self.local_port().into()));
-        d.field("pnat", &rt::fmt::Hex(self.pnat().into()));
-        d.field("page_select", &rt::fmt::EnumValue(self.page_select()));
-        d.field("page_data", &self.page_data());
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xff003fff), (4, 0xffffff00)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&PDDR_REG_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `pddr_reg` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `pddr_reg`: what the decoding `Debug` shows and generic tools read.
 pub const PDDR_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "pddr_reg",
+    type_name: "PddrReg",
     size: 256,
     fields: &[
         rt::reflect::FieldAccess {
@@ -1333,14 +1343,15 @@ pub const PDDR_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PddrReg::new_unchecked(b);
-                u64::from(v.local_port())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PddrReg::new_unchecked(b);
-                v.set_local_port((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PddrReg::new_unchecked(b); u64::from(v.local_port()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PddrReg::new_unchecked(b); v.set_local_port((x
+                & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "pnat",
@@ -1348,14 +1359,15 @@ pub const PDDR_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 2,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PddrReg::new_unchecked(b);
-                u64::from(v.pnat())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PddrReg::new_unchecked(b);
-                v.set_pnat((x & 0x3) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PddrReg::new_unchecked(b); u64::from(v.pnat()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PddrReg::new_unchecked(b); v.set_pnat((x & 0x3)
+                as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "page_select",
@@ -1363,44 +1375,54 @@ pub const PDDR_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PddrReg::new_unchecked(b);
-                u64::from(v.page_select_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PddrReg::new_unchecked(b);
-                v.set_page_select_raw((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "pddr_page_select",
+                value_name: |r| match PddrPageSelect::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PddrReg::new_unchecked(b); u64::from(v
+                .page_select_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PddrReg::new_unchecked(b); v
+                .set_page_select_raw((x & 0xff) as u8); }
+            ),
         },
     ],
     nested: &[
         rt::reflect::NestedAccess {
             name: "page_data",
             layout: "pddr_reg_page_data_auto",
-            kind: rt::reflect::NestedKind::Union,
+            table: rt::reflect::NestedTable::Union(&PDDR_REG_PAGE_DATA_AUTO_ACCESS),
             byte_offset: 8,
             size: 248,
             count: 1,
             trailing: false,
             stride: 248,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 256 {
-                    return None;
-                }
-                let v = PddrReg::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.page_data();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 256 { return
+                None; } let v = PddrReg::new_unchecked(b); if i != 0 { return None; } let
+                sub = v.page_data(); Some(sub.storage().as_ptr() as usize - b.as_ptr() as
+                usize) }
+            ),
         },
     ],
+    reserved: &[(0, 0xff003fff), (4, 0xffffff00)],
 };
 /// PDDR's troubleshooting page: for the group the driver names (0, the link monitor), a status opcode saying what keeps the link down, and a message in text. Linux maps known opcodes to ethtool's link extended states; 0 means nothing to report.
 ///
 /// PRM layout `pddr_troubleshooting_page`: 0xf8 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 15:0 | `group_opcode` |
+/// | 0x04 | 31:0 | `status_opcode` |
+/// | 0x0c..0xf8 | — | `status_message[59]` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct PddrTroubleshootingPage<B = [u8; 248]> {
     buf: B,
@@ -1505,31 +1527,17 @@ impl<B: rt::BytesMut> PddrTroubleshootingPage<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for PddrTroubleshootingPage<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(PddrTroubleshootingPage));
-        d.field("group_opcode", &rt::fmt::Hex(self.group_opcode().into()));
-        d.field("status_opcode", &self.status_opcode());
-        d.field(
-            "status_message",
-            &rt::fmt::With(|f| rt::fmt::list(
-                f,
-                self.status_message_len(),
-                self.status_message_iter().map(|v| rt::fmt::Hex(u64::from(v))),
-            )),
-        );
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffff0000), (8, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&PDDR_TROUBLESHOOTING_PAGE_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `pddr_troubleshooting_page` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `pddr_troubleshooting_page`: what the decoding `Debug` shows and generic tools read.
 pub const PDDR_TROUBLESHOOTING_PAGE_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "pddr_troubleshooting_page",
+    type_name: "PddrTroubleshootingPage",
     size: 248,
     fields: &[
         rt::reflect::FieldAccess {
@@ -1538,14 +1546,16 @@ pub const PDDR_TROUBLESHOOTING_PAGE_ACCESS: rt::reflect::LayoutAccess = rt::refl
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PddrTroubleshootingPage::new_unchecked(b);
-                u64::from(v.group_opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PddrTroubleshootingPage::new_unchecked(b);
-                v.set_group_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PddrTroubleshootingPage::new_unchecked(b); u64::from(v
+                .group_opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PddrTroubleshootingPage::new_unchecked(b); v
+                .set_group_opcode((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "status_message",
@@ -1553,45 +1563,50 @@ pub const PDDR_TROUBLESHOOTING_PAGE_ACCESS: rt::reflect::LayoutAccess = rt::refl
             width: 32,
             count: 59,
             trailing: false,
-            get: Some(|b: &[u8], i: usize| -> u64 {
-                PddrTroubleshootingPage::new_unchecked(b)
-                    .status_message(i)
-                    .map_or(0, u64::from)
-            }),
-            set: Some(|b: &mut [u8], i: usize, x: u64| {
-                let _ = PddrTroubleshootingPage::new_unchecked(b)
-                    .set_status_message(i, (x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> u64 {
+                PddrTroubleshootingPage::new_unchecked(b).status_message(i).map_or(0,
+                u64::from) }
+            ),
+            set: crate::__prm_accessor!(
+                | b : & mut [u8], i : usize, x : u64 | { let _ =
+                PddrTroubleshootingPage::new_unchecked(b).set_status_message(i, (x &
+                0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[
         rt::reflect::NestedAccess {
             name: "status_opcode",
             layout: "pddr_troubleshooting_page_status_opcode_auto",
-            kind: rt::reflect::NestedKind::Union,
+            table: rt::reflect::NestedTable::Union(
+                &PDDR_TROUBLESHOOTING_PAGE_STATUS_OPCODE_AUTO_ACCESS,
+            ),
             byte_offset: 4,
             size: 4,
             count: 1,
             trailing: false,
             stride: 4,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 248 {
-                    return None;
-                }
-                let v = PddrTroubleshootingPage::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.status_opcode();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 248 { return
+                None; } let v = PddrTroubleshootingPage::new_unchecked(b); if i != 0 {
+                return None; } let sub = v.status_opcode(); Some(sub.storage().as_ptr()
+                as usize - b.as_ptr() as usize) }
+            ),
         },
     ],
+    reserved: &[(0, 0xffff0000), (8, 0xffffffff)],
 };
 /// A status opcode of the link monitor group.
 ///
 /// PRM layout `pddr_monitor_opcode`: 0x4 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 15:0 | `monitor_opcode` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct PddrMonitorOpcode<B = [u8; 4]> {
     buf: B,
@@ -1630,22 +1645,17 @@ impl<B: rt::BytesMut> PddrMonitorOpcode<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for PddrMonitorOpcode<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(PddrMonitorOpcode));
-        d.field("monitor_opcode", &rt::fmt::Hex(self.monitor_opcode().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffff0000)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&PDDR_MONITOR_OPCODE_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `pddr_monitor_opcode` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `pddr_monitor_opcode`: what the decoding `Debug` shows and generic tools read.
 pub const PDDR_MONITOR_OPCODE_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "pddr_monitor_opcode",
+    type_name: "PddrMonitorOpcode",
     size: 4,
     fields: &[
         rt::reflect::FieldAccess {
@@ -1654,17 +1664,20 @@ pub const PDDR_MONITOR_OPCODE_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = PddrMonitorOpcode::new_unchecked(b);
-                u64::from(v.monitor_opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = PddrMonitorOpcode::new_unchecked(b);
-                v.set_monitor_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PddrMonitorOpcode::new_unchecked(b); u64::from(v
+                .monitor_opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PddrMonitorOpcode::new_unchecked(b); v
+                .set_monitor_opcode((x & 0xffff) as u16); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffff0000)],
 };
 /// The page of PDDR that page_select names; the troubleshooting page is described here.
 ///
@@ -1755,24 +1768,20 @@ pub enum PddrRegPageDataAutoRef<S> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for PddrRegPageDataAuto<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut head = [0u8; 16];
-        let n = head.len().min(self.buf.len());
-        self.buf.read_bytes(0, &mut head[..n]);
-        f.debug_struct(stringify!(PddrRegPageDataAuto))
-            .field("bytes", &self.buf.len())
-            .field("head", &rt::fmt::HexBytes(&head[..n]))
-            .finish()
+        rt::reflect::debug_union(f, &PDDR_REG_PAGE_DATA_AUTO_ACCESS, &self.buf)
     }
 }
-#[cfg(feature = "reflect")]
-/// The members of union `pddr_reg_page_data_auto` and the field that selects one, for generic tools.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// The members of union `pddr_reg_page_data_auto` and the field that selects one: what the decoding `Debug` and generic tools read.
 pub const PDDR_REG_PAGE_DATA_AUTO_ACCESS: rt::reflect::UnionAccess = rt::reflect::UnionAccess {
     name: "pddr_reg_page_data_auto",
+    type_name: "PddrRegPageDataAuto",
     size: 248,
     members: &[
         rt::reflect::UnionMemberAccess {
             name: "pddr_troubleshooting_page",
             layout: "pddr_troubleshooting_page",
+            table: &PDDR_TROUBLESHOOTING_PAGE_ACCESS,
             when: Some(0x1),
         },
     ],
@@ -1883,24 +1892,24 @@ pub enum PddrTroubleshootingPageStatusOpcodeAutoRef<S> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for PddrTroubleshootingPageStatusOpcodeAuto<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut head = [0u8; 16];
-        let n = head.len().min(self.buf.len());
-        self.buf.read_bytes(0, &mut head[..n]);
-        f.debug_struct(stringify!(PddrTroubleshootingPageStatusOpcodeAuto))
-            .field("bytes", &self.buf.len())
-            .field("head", &rt::fmt::HexBytes(&head[..n]))
-            .finish()
+        rt::reflect::debug_union(
+            f,
+            &PDDR_TROUBLESHOOTING_PAGE_STATUS_OPCODE_AUTO_ACCESS,
+            &self.buf,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// The members of union `pddr_troubleshooting_page_status_opcode_auto` and the field that selects one, for generic tools.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// The members of union `pddr_troubleshooting_page_status_opcode_auto` and the field that selects one: what the decoding `Debug` and generic tools read.
 pub const PDDR_TROUBLESHOOTING_PAGE_STATUS_OPCODE_AUTO_ACCESS: rt::reflect::UnionAccess = rt::reflect::UnionAccess {
     name: "pddr_troubleshooting_page_status_opcode_auto",
+    type_name: "PddrTroubleshootingPageStatusOpcodeAuto",
     size: 4,
     members: &[
         rt::reflect::UnionMemberAccess {
             name: "pddr_monitor_opcode",
             layout: "pddr_monitor_opcode",
+            table: &PDDR_MONITOR_OPCODE_ACCESS,
             when: Some(0x0),
         },
     ],

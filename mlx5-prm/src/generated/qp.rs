@@ -1039,6 +1039,21 @@ impl ::core::convert::From<QpOptParam> for u32 {
 /// Input of CREATE_QP: the initial QP context and, after the fixed part, the IO addresses of the pages of the QP buffer (receive queue first, then send queue).
 ///
 /// PRM layout `create_qp_in`: 0x110 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x00 | 15:0 | `uid` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x08 | 31 | `qpc_ext` |
+/// | 0x08 | 23:0 | `input_qpn` |
+/// | 0x10 | 31:0 | `opt_param_mask` |
+/// | 0x14 | 31:0 | `ece` |
+/// | 0x18..0x100 | — | `qpc` |
+/// | 0x100 | 63:0 | `wq_umem_offset` |
+/// | 0x108 | 31:0 | `wq_umem_id` |
+/// | 0x10c | 31 | `wq_umem_valid` |
+/// | 0x110 | … | `pas[]` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct CreateQpIn<B = [u8; 272]> {
     buf: B,
@@ -1278,45 +1293,17 @@ impl<B: rt::BytesMut> CreateQpIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for CreateQpIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(CreateQpIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("uid", &rt::fmt::Hex(self.uid().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("qpc_ext", &self.qpc_ext());
-        d.field("input_qpn", &rt::fmt::Hex(self.input_qpn().into()));
-        d.field("opt_param_mask", &rt::fmt::Hex(self.opt_param_mask().into()));
-        d.field("ece", &rt::fmt::Hex(self.ece().into()));
-        d.field("qpc", &self.qpc());
-        d.field("wq_umem_offset", &rt::fmt::Hex(self.wq_umem_offset().into()));
-        d.field("wq_umem_id", &rt::fmt::Hex(self.wq_umem_id().into()));
-        d.field("wq_umem_valid", &self.wq_umem_valid());
-        d.field(
-            "pas",
-            &rt::fmt::With(|f| rt::fmt::list(
-                f,
-                self.pas_len(),
-                self.pas_iter().map(|v| rt::fmt::Hex(u64::from(v))),
-            )),
-        );
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (4, 0xffff0000),
-                (8, 0x7f000000),
-                (12, 0xffffffff),
-                (268, 0x7fffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&CREATE_QP_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `create_qp_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `create_qp_in`: what the decoding `Debug` shows and generic tools read.
 pub const CREATE_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "create_qp_in",
+    type_name: "CreateQpIn",
     size: 272,
     fields: &[
         rt::reflect::FieldAccess {
@@ -1325,14 +1312,15 @@ pub const CREATE_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateQpIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateQpIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateQpIn::new_unchecked(b); u64::from(v.opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateQpIn::new_unchecked(b); v.set_opcode((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "uid",
@@ -1340,14 +1328,15 @@ pub const CREATE_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateQpIn::new_unchecked(b);
-                u64::from(v.uid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateQpIn::new_unchecked(b);
-                v.set_uid((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateQpIn::new_unchecked(b); u64::from(v.uid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateQpIn::new_unchecked(b); v.set_uid((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -1355,14 +1344,15 @@ pub const CREATE_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateQpIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateQpIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateQpIn::new_unchecked(b); u64::from(v.op_mod()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateQpIn::new_unchecked(b); v.set_op_mod((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "qpc_ext",
@@ -1370,14 +1360,15 @@ pub const CREATE_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateQpIn::new_unchecked(b);
-                u64::from(v.qpc_ext())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateQpIn::new_unchecked(b);
-                v.set_qpc_ext(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateQpIn::new_unchecked(b); u64::from(v.qpc_ext()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateQpIn::new_unchecked(b); v.set_qpc_ext(x &
+                1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "input_qpn",
@@ -1385,14 +1376,16 @@ pub const CREATE_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateQpIn::new_unchecked(b);
-                u64::from(v.input_qpn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateQpIn::new_unchecked(b);
-                v.set_input_qpn((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateQpIn::new_unchecked(b); u64::from(v.input_qpn())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateQpIn::new_unchecked(b); v
+                .set_input_qpn((x & 0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "opt_param_mask",
@@ -1400,14 +1393,16 @@ pub const CREATE_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateQpIn::new_unchecked(b);
-                u64::from(v.opt_param_mask())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateQpIn::new_unchecked(b);
-                v.set_opt_param_mask((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateQpIn::new_unchecked(b); u64::from(v
+                .opt_param_mask()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateQpIn::new_unchecked(b); v
+                .set_opt_param_mask((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ece",
@@ -1415,14 +1410,15 @@ pub const CREATE_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateQpIn::new_unchecked(b);
-                u64::from(v.ece())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateQpIn::new_unchecked(b);
-                v.set_ece((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateQpIn::new_unchecked(b); u64::from(v.ece()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateQpIn::new_unchecked(b); v.set_ece((x &
+                0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "wq_umem_offset",
@@ -1430,14 +1426,16 @@ pub const CREATE_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 64,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateQpIn::new_unchecked(b);
-                u64::from(v.wq_umem_offset())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateQpIn::new_unchecked(b);
-                v.set_wq_umem_offset((x & 0xffffffffffffffff) as u64);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateQpIn::new_unchecked(b); u64::from(v
+                .wq_umem_offset()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateQpIn::new_unchecked(b); v
+                .set_wq_umem_offset((x & 0xffffffffffffffff) as u64); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "wq_umem_id",
@@ -1445,14 +1443,16 @@ pub const CREATE_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateQpIn::new_unchecked(b);
-                u64::from(v.wq_umem_id())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateQpIn::new_unchecked(b);
-                v.set_wq_umem_id((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateQpIn::new_unchecked(b); u64::from(v
+                .wq_umem_id()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateQpIn::new_unchecked(b); v
+                .set_wq_umem_id((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "wq_umem_valid",
@@ -1460,14 +1460,16 @@ pub const CREATE_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateQpIn::new_unchecked(b);
-                u64::from(v.wq_umem_valid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateQpIn::new_unchecked(b);
-                v.set_wq_umem_valid(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateQpIn::new_unchecked(b); u64::from(v
+                .wq_umem_valid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateQpIn::new_unchecked(b); v
+                .set_wq_umem_valid(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "pas",
@@ -1475,43 +1477,118 @@ pub const CREATE_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 64,
             count: 0,
             trailing: true,
-            get: Some(|b: &[u8], i: usize| -> u64 {
-                CreateQpIn::new_unchecked(b).pas(i).map_or(0, u64::from)
-            }),
-            set: Some(|b: &mut [u8], i: usize, x: u64| {
-                let _ = CreateQpIn::new_unchecked(b)
-                    .set_pas(i, (x & 0xffffffffffffffff) as u64);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> u64 { CreateQpIn::new_unchecked(b).pas(i)
+                .map_or(0, u64::from) }
+            ),
+            set: crate::__prm_accessor!(
+                | b : & mut [u8], i : usize, x : u64 | { let _ =
+                CreateQpIn::new_unchecked(b).set_pas(i, (x & 0xffffffffffffffff) as u64);
+                }
+            ),
         },
     ],
     nested: &[
         rt::reflect::NestedAccess {
             name: "qpc",
             layout: "qpc",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&QPC_ACCESS),
             byte_offset: 24,
             size: 232,
             count: 1,
             trailing: false,
             stride: 232,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 272 {
-                    return None;
-                }
-                let v = CreateQpIn::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.qpc();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 272 { return
+                None; } let v = CreateQpIn::new_unchecked(b); if i != 0 { return None; }
+                let sub = v.qpc(); Some(sub.storage().as_ptr() as usize - b.as_ptr() as
+                usize) }
+            ),
         },
     ],
+    reserved: &[(4, 0xffff0000), (8, 0x7f000000), (12, 0xffffffff), (268, 0x7fffffff)],
 };
 /// QP context: service type, queue geometry, completion queues, doorbell record, address paths, PSNs and RDMA limits. CREATE_QP and each transition command write it (the transition only applies the fields it owns); QUERY_QP returns it.
 ///
 /// PRM layout `qpc`: 0xe8 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:28 | `state` |
+/// | 0x00 | 27:24 | `lag_tx_port_affinity` |
+/// | 0x00 | 23:16 | `st` |
+/// | 0x00 | 13 | `isolate_vl_tc` |
+/// | 0x00 | 12:11 | `pm_state` |
+/// | 0x00 | 9:8 | `req_e2e_credit_mode` |
+/// | 0x00 | 7:4 | `offload_type` |
+/// | 0x00 | 3:2 | `end_padding_mode` |
+/// | 0x04 | 31 | `wq_signature` |
+/// | 0x04 | 30 | `block_lb_mc` |
+/// | 0x04 | 29 | `atomic_like_write_en` |
+/// | 0x04 | 28 | `latency_sensitive` |
+/// | 0x04 | 26 | `drain_sigerr` |
+/// | 0x04 | 23:0 | `pd` |
+/// | 0x08 | 31:29 | `mtu` |
+/// | 0x08 | 28:24 | `log_msg_max` |
+/// | 0x08 | 22:19 | `log_rq_size` |
+/// | 0x08 | 18:16 | `log_rq_stride` |
+/// | 0x08 | 15 | `no_sq` |
+/// | 0x08 | 14:11 | `log_sq_size` |
+/// | 0x08 | 9:8 | `retry_mode` |
+/// | 0x08 | 7:6 | `ts_format` |
+/// | 0x08 | 4 | `rlky` |
+/// | 0x08 | 3:0 | `ulp_stateless_offload_mode` |
+/// | 0x0c | 31:24 | `counter_set_id` |
+/// | 0x0c | 23:0 | `uar_page` |
+/// | 0x10 | 23:0 | `user_index` |
+/// | 0x14 | 28:24 | `log_page_size` |
+/// | 0x14 | 23:0 | `remote_qpn` |
+/// | 0x18..0x44 | — | `primary_address_path` |
+/// | 0x44..0x70 | — | `secondary_address_path` |
+/// | 0x70 | 31:28 | `log_ack_req_freq` |
+/// | 0x70 | 23:21 | `log_sra_max` |
+/// | 0x70 | 18:16 | `retry_count` |
+/// | 0x70 | 15:13 | `rnr_retry` |
+/// | 0x70 | 11 | `fre` |
+/// | 0x70 | 10:8 | `cur_rnr_retry` |
+/// | 0x70 | 7:5 | `cur_retry_count` |
+/// | 0x78 | 23:0 | `next_send_psn` |
+/// | 0x7c | 28:24 | `log_num_dci_stream_channels` |
+/// | 0x7c | 23:0 | `cqn_snd` |
+/// | 0x80 | 28:24 | `log_num_dci_errored_streams` |
+/// | 0x80 | 23:0 | `deth_sqpn` |
+/// | 0x88 | 23:0 | `last_acked_psn` |
+/// | 0x8c | 23:0 | `ssn` |
+/// | 0x90 | 23:21 | `log_rra_max` |
+/// | 0x90 | 19:16 | `atomic_mode` |
+/// | 0x90 | 15 | `rre` |
+/// | 0x90 | 14 | `rwe` |
+/// | 0x90 | 13 | `rae` |
+/// | 0x90 | 11:6 | `page_offset` |
+/// | 0x90 | 2 | `cd_slave_receive` |
+/// | 0x90 | 1 | `cd_slave_send` |
+/// | 0x90 | 0 | `cd_master` |
+/// | 0x94 | 28:24 | `min_rnr_nak` |
+/// | 0x94 | 23:0 | `next_rcv_psn` |
+/// | 0x98 | 23:0 | `xrcd` |
+/// | 0x9c | 23:0 | `cqn_rcv` |
+/// | 0xa0 | 63:0 | `dbr_addr` |
+/// | 0xa8 | 31:0 | `q_key` |
+/// | 0xac | 26:24 | `rq_type` |
+/// | 0xac | 23:0 | `srqn_rmpn_xrqn` |
+/// | 0xb0 | 23:0 | `rmsn` |
+/// | 0xb4 | 31:16 | `hw_sq_wqebb_counter` |
+/// | 0xb4 | 15:0 | `sw_sq_wqebb_counter` |
+/// | 0xb8 | 31:0 | `hw_rq_counter` |
+/// | 0xbc | 31:0 | `sw_rq_counter` |
+/// | 0xc4 | 16 | `cgs` |
+/// | 0xc4 | 15:8 | `cs_req` |
+/// | 0xc4 | 7:0 | `cs_res` |
+/// | 0xc8 | 63:0 | `dc_access_key` |
+/// | 0xd0 | 28 | `dbr_umem_valid` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Qpc<B = [u8; 232]> {
     buf: B,
@@ -3087,133 +3164,14 @@ impl<B: rt::BytesMut> Qpc<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for Qpc<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(Qpc));
-        d.field("state", &rt::fmt::EnumValue(self.state()));
-        d.field(
-            "lag_tx_port_affinity",
-            &rt::fmt::Hex(self.lag_tx_port_affinity().into()),
-        );
-        d.field("st", &rt::fmt::EnumValue(self.st()));
-        d.field("isolate_vl_tc", &self.isolate_vl_tc());
-        d.field("pm_state", &rt::fmt::EnumValue(self.pm_state()));
-        d.field("req_e2e_credit_mode", &rt::fmt::Hex(self.req_e2e_credit_mode().into()));
-        d.field("offload_type", &rt::fmt::Hex(self.offload_type().into()));
-        d.field("end_padding_mode", &rt::fmt::EnumValue(self.end_padding_mode()));
-        d.field("wq_signature", &self.wq_signature());
-        d.field("block_lb_mc", &self.block_lb_mc());
-        d.field("atomic_like_write_en", &self.atomic_like_write_en());
-        d.field("latency_sensitive", &self.latency_sensitive());
-        d.field("drain_sigerr", &self.drain_sigerr());
-        d.field("pd", &rt::fmt::Hex(self.pd().into()));
-        d.field("mtu", &rt::fmt::EnumValue(self.mtu()));
-        d.field("log_msg_max", &rt::fmt::Hex(self.log_msg_max().into()));
-        d.field("log_rq_size", &rt::fmt::Hex(self.log_rq_size().into()));
-        d.field("log_rq_stride", &rt::fmt::Hex(self.log_rq_stride().into()));
-        d.field("no_sq", &self.no_sq());
-        d.field("log_sq_size", &rt::fmt::Hex(self.log_sq_size().into()));
-        d.field("retry_mode", &rt::fmt::Hex(self.retry_mode().into()));
-        d.field("ts_format", &rt::fmt::EnumValue(self.ts_format()));
-        d.field("rlky", &self.rlky());
-        d.field(
-            "ulp_stateless_offload_mode",
-            &rt::fmt::Hex(self.ulp_stateless_offload_mode().into()),
-        );
-        d.field("counter_set_id", &rt::fmt::Hex(self.counter_set_id().into()));
-        d.field("uar_page", &rt::fmt::Hex(self.uar_page().into()));
-        d.field("user_index", &rt::fmt::Hex(self.user_index().into()));
-        d.field("log_page_size", &rt::fmt::Hex(self.log_page_size().into()));
-        d.field("remote_qpn", &rt::fmt::Hex(self.remote_qpn().into()));
-        d.field("primary_address_path", &self.primary_address_path());
-        d.field("secondary_address_path", &self.secondary_address_path());
-        d.field("log_ack_req_freq", &rt::fmt::Hex(self.log_ack_req_freq().into()));
-        d.field("log_sra_max", &rt::fmt::Hex(self.log_sra_max().into()));
-        d.field("retry_count", &rt::fmt::Hex(self.retry_count().into()));
-        d.field("rnr_retry", &rt::fmt::Hex(self.rnr_retry().into()));
-        d.field("fre", &self.fre());
-        d.field("cur_rnr_retry", &rt::fmt::Hex(self.cur_rnr_retry().into()));
-        d.field("cur_retry_count", &rt::fmt::Hex(self.cur_retry_count().into()));
-        d.field("next_send_psn", &rt::fmt::Hex(self.next_send_psn().into()));
-        d.field(
-            "log_num_dci_stream_channels",
-            &rt::fmt::Hex(self.log_num_dci_stream_channels().into()),
-        );
-        d.field("cqn_snd", &rt::fmt::Hex(self.cqn_snd().into()));
-        d.field(
-            "log_num_dci_errored_streams",
-            &rt::fmt::Hex(self.log_num_dci_errored_streams().into()),
-        );
-        d.field("deth_sqpn", &rt::fmt::Hex(self.deth_sqpn().into()));
-        d.field("last_acked_psn", &rt::fmt::Hex(self.last_acked_psn().into()));
-        d.field("ssn", &rt::fmt::Hex(self.ssn().into()));
-        d.field("log_rra_max", &rt::fmt::Hex(self.log_rra_max().into()));
-        d.field("atomic_mode", &rt::fmt::EnumValue(self.atomic_mode()));
-        d.field("rre", &self.rre());
-        d.field("rwe", &self.rwe());
-        d.field("rae", &self.rae());
-        d.field("page_offset", &rt::fmt::Hex(self.page_offset().into()));
-        d.field("cd_slave_receive", &self.cd_slave_receive());
-        d.field("cd_slave_send", &self.cd_slave_send());
-        d.field("cd_master", &self.cd_master());
-        d.field("min_rnr_nak", &rt::fmt::Hex(self.min_rnr_nak().into()));
-        d.field("next_rcv_psn", &rt::fmt::Hex(self.next_rcv_psn().into()));
-        d.field("xrcd", &rt::fmt::Hex(self.xrcd().into()));
-        d.field("cqn_rcv", &rt::fmt::Hex(self.cqn_rcv().into()));
-        d.field("dbr_addr", &rt::fmt::Hex(self.dbr_addr().into()));
-        d.field("q_key", &rt::fmt::Hex(self.q_key().into()));
-        d.field("rq_type", &rt::fmt::EnumValue(self.rq_type()));
-        d.field("srqn_rmpn_xrqn", &rt::fmt::Hex(self.srqn_rmpn_xrqn().into()));
-        d.field("rmsn", &rt::fmt::Hex(self.rmsn().into()));
-        d.field("hw_sq_wqebb_counter", &rt::fmt::Hex(self.hw_sq_wqebb_counter().into()));
-        d.field("sw_sq_wqebb_counter", &rt::fmt::Hex(self.sw_sq_wqebb_counter().into()));
-        d.field("hw_rq_counter", &rt::fmt::Hex(self.hw_rq_counter().into()));
-        d.field("sw_rq_counter", &rt::fmt::Hex(self.sw_rq_counter().into()));
-        d.field("cgs", &self.cgs());
-        d.field("cs_req", &rt::fmt::EnumValue(self.cs_req()));
-        d.field("cs_res", &rt::fmt::EnumValue(self.cs_res()));
-        d.field("dc_access_key", &rt::fmt::Hex(self.dc_access_key().into()));
-        d.field("dbr_umem_valid", &self.dbr_umem_valid());
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (0, 0xc403),
-                (4, 0xb000000),
-                (8, 0x800420),
-                (16, 0xff000000),
-                (20, 0xe0000000),
-                (112, 0xf18101f),
-                (116, 0xffffffff),
-                (120, 0xff000000),
-                (124, 0xe0000000),
-                (128, 0xe0000000),
-                (132, 0xffffffff),
-                (136, 0xff000000),
-                (140, 0xff000000),
-                (144, 0xff101038),
-                (148, 0xe0000000),
-                (152, 0xff000000),
-                (156, 0xff000000),
-                (172, 0xf8000000),
-                (176, 0xff000000),
-                (192, 0xffffffff),
-                (196, 0xfffe0000),
-                (208, 0xefffffff),
-                (212, 0xffffffff),
-                (216, 0xffffffff),
-                (220, 0xffffffff),
-                (224, 0xffffffff),
-                (228, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&QPC_ACCESS, &self.buf), f)
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `qpc` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `qpc`: what the decoding `Debug` shows and generic tools read.
 pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "qpc",
+    type_name: "Qpc",
     size: 232,
     fields: &[
         rt::reflect::FieldAccess {
@@ -3222,14 +3180,21 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.state_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_state_raw((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "qp_state",
+                value_name: |r| match QpState::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.state_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_state_raw((x &
+                0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "lag_tx_port_affinity",
@@ -3237,14 +3202,16 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.lag_tx_port_affinity())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_lag_tx_port_affinity((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v
+                .lag_tx_port_affinity()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v
+                .set_lag_tx_port_affinity((x & 0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "st",
@@ -3252,14 +3219,21 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.st_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_st_raw((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "qp_service_type",
+                value_name: |r| match QpServiceType::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.st_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_st_raw((x & 0xff)
+                as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "isolate_vl_tc",
@@ -3267,14 +3241,15 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.isolate_vl_tc())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_isolate_vl_tc(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.isolate_vl_tc()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_isolate_vl_tc(x &
+                1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "pm_state",
@@ -3282,14 +3257,21 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 2,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.pm_state_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_pm_state_raw((x & 0x3) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "qp_pm_state",
+                value_name: |r| match QpPmState::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.pm_state_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_pm_state_raw((x &
+                0x3) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "req_e2e_credit_mode",
@@ -3297,14 +3279,16 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 2,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.req_e2e_credit_mode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_req_e2e_credit_mode((x & 0x3) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v
+                .req_e2e_credit_mode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v
+                .set_req_e2e_credit_mode((x & 0x3) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "offload_type",
@@ -3312,14 +3296,15 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.offload_type())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_offload_type((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.offload_type()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_offload_type((x &
+                0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "end_padding_mode",
@@ -3327,14 +3312,22 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 2,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.end_padding_mode_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_end_padding_mode_raw((x & 0x3) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "qp_end_padding_mode",
+                value_name: |r| match QpEndPaddingMode::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v
+                .end_padding_mode_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v
+                .set_end_padding_mode_raw((x & 0x3) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "wq_signature",
@@ -3342,14 +3335,15 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.wq_signature())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_wq_signature(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.wq_signature()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_wq_signature(x & 1
+                != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "block_lb_mc",
@@ -3357,14 +3351,15 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.block_lb_mc())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_block_lb_mc(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.block_lb_mc()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_block_lb_mc(x & 1
+                != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "atomic_like_write_en",
@@ -3372,14 +3367,16 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.atomic_like_write_en())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_atomic_like_write_en(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v
+                .atomic_like_write_en()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v
+                .set_atomic_like_write_en(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "latency_sensitive",
@@ -3387,14 +3384,16 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.latency_sensitive())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_latency_sensitive(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v
+                .latency_sensitive()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v
+                .set_latency_sensitive(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "drain_sigerr",
@@ -3402,14 +3401,15 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.drain_sigerr())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_drain_sigerr(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.drain_sigerr()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_drain_sigerr(x & 1
+                != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "pd",
@@ -3417,14 +3417,15 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.pd())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_pd((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.pd()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_pd((x & 0xffffff)
+                as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "mtu",
@@ -3432,14 +3433,21 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 3,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.mtu_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_mtu_raw((x & 0x7) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "qp_mtu",
+                value_name: |r| match QpMtu::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.mtu_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_mtu_raw((x & 0x7)
+                as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_msg_max",
@@ -3447,14 +3455,15 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.log_msg_max())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_log_msg_max((x & 0x1f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.log_msg_max()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_log_msg_max((x &
+                0x1f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_rq_size",
@@ -3462,14 +3471,15 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.log_rq_size())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_log_rq_size((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.log_rq_size()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_log_rq_size((x &
+                0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_rq_stride",
@@ -3477,14 +3487,15 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 3,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.log_rq_stride())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_log_rq_stride((x & 0x7) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.log_rq_stride()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_log_rq_stride((x &
+                0x7) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "no_sq",
@@ -3492,14 +3503,15 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.no_sq())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_no_sq(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.no_sq()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_no_sq(x & 1 != 0);
+                }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_sq_size",
@@ -3507,14 +3519,15 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.log_sq_size())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_log_sq_size((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.log_sq_size()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_log_sq_size((x &
+                0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "retry_mode",
@@ -3522,14 +3535,15 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 2,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.retry_mode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_retry_mode((x & 0x3) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.retry_mode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_retry_mode((x &
+                0x3) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ts_format",
@@ -3537,14 +3551,21 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 2,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.ts_format_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_ts_format_raw((x & 0x3) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "ts_format",
+                value_name: |r| match TsFormat::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.ts_format_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_ts_format_raw((x &
+                0x3) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "rlky",
@@ -3552,14 +3573,15 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.rlky())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_rlky(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.rlky()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_rlky(x & 1 != 0);
+                }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ulp_stateless_offload_mode",
@@ -3567,14 +3589,16 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.ulp_stateless_offload_mode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_ulp_stateless_offload_mode((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v
+                .ulp_stateless_offload_mode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v
+                .set_ulp_stateless_offload_mode((x & 0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "counter_set_id",
@@ -3582,14 +3606,15 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.counter_set_id())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_counter_set_id((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.counter_set_id()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_counter_set_id((x
+                & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "uar_page",
@@ -3597,14 +3622,15 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.uar_page())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_uar_page((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.uar_page()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_uar_page((x &
+                0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "user_index",
@@ -3612,14 +3638,15 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.user_index())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_user_index((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.user_index()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_user_index((x &
+                0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_page_size",
@@ -3627,14 +3654,15 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.log_page_size())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_log_page_size((x & 0x1f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.log_page_size()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_log_page_size((x &
+                0x1f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "remote_qpn",
@@ -3642,14 +3670,15 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.remote_qpn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_remote_qpn((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.remote_qpn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_remote_qpn((x &
+                0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_ack_req_freq",
@@ -3657,14 +3686,16 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.log_ack_req_freq())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_log_ack_req_freq((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.log_ack_req_freq())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v
+                .set_log_ack_req_freq((x & 0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_sra_max",
@@ -3672,14 +3703,15 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 3,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.log_sra_max())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_log_sra_max((x & 0x7) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.log_sra_max()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_log_sra_max((x &
+                0x7) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "retry_count",
@@ -3687,14 +3719,15 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 3,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.retry_count())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_retry_count((x & 0x7) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.retry_count()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_retry_count((x &
+                0x7) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "rnr_retry",
@@ -3702,14 +3735,15 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 3,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.rnr_retry())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_rnr_retry((x & 0x7) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.rnr_retry()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_rnr_retry((x &
+                0x7) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "fre",
@@ -3717,14 +3751,14 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.fre())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_fre(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.fre()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_fre(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "cur_rnr_retry",
@@ -3732,14 +3766,15 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 3,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.cur_rnr_retry())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_cur_rnr_retry((x & 0x7) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.cur_rnr_retry()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_cur_rnr_retry((x &
+                0x7) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "cur_retry_count",
@@ -3747,14 +3782,16 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 3,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.cur_retry_count())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_cur_retry_count((x & 0x7) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.cur_retry_count())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_cur_retry_count((x
+                & 0x7) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "next_send_psn",
@@ -3762,14 +3799,15 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.next_send_psn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_next_send_psn((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.next_send_psn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_next_send_psn((x &
+                0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_num_dci_stream_channels",
@@ -3777,14 +3815,16 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.log_num_dci_stream_channels())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_log_num_dci_stream_channels((x & 0x1f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v
+                .log_num_dci_stream_channels()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v
+                .set_log_num_dci_stream_channels((x & 0x1f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "cqn_snd",
@@ -3792,14 +3832,15 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.cqn_snd())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_cqn_snd((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.cqn_snd()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_cqn_snd((x &
+                0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_num_dci_errored_streams",
@@ -3807,14 +3848,16 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.log_num_dci_errored_streams())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_log_num_dci_errored_streams((x & 0x1f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v
+                .log_num_dci_errored_streams()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v
+                .set_log_num_dci_errored_streams((x & 0x1f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "deth_sqpn",
@@ -3822,14 +3865,15 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.deth_sqpn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_deth_sqpn((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.deth_sqpn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_deth_sqpn((x &
+                0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "last_acked_psn",
@@ -3837,14 +3881,15 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.last_acked_psn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_last_acked_psn((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.last_acked_psn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_last_acked_psn((x
+                & 0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ssn",
@@ -3852,14 +3897,15 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.ssn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_ssn((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.ssn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_ssn((x & 0xffffff)
+                as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_rra_max",
@@ -3867,14 +3913,15 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 3,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.log_rra_max())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_log_rra_max((x & 0x7) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.log_rra_max()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_log_rra_max((x &
+                0x7) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "atomic_mode",
@@ -3882,14 +3929,22 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.atomic_mode_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_atomic_mode_raw((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "qp_atomic_mode",
+                value_name: |r| match QpAtomicMode::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.atomic_mode_raw())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_atomic_mode_raw((x
+                & 0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "rre",
@@ -3897,14 +3952,14 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.rre())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_rre(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.rre()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_rre(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "rwe",
@@ -3912,14 +3967,14 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.rwe())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_rwe(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.rwe()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_rwe(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "rae",
@@ -3927,14 +3982,14 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.rae())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_rae(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.rae()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_rae(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "page_offset",
@@ -3942,14 +3997,15 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 6,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.page_offset())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_page_offset((x & 0x3f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.page_offset()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_page_offset((x &
+                0x3f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "cd_slave_receive",
@@ -3957,14 +4013,16 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.cd_slave_receive())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_cd_slave_receive(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.cd_slave_receive())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_cd_slave_receive(x
+                & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "cd_slave_send",
@@ -3972,14 +4030,15 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.cd_slave_send())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_cd_slave_send(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.cd_slave_send()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_cd_slave_send(x &
+                1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "cd_master",
@@ -3987,14 +4046,15 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.cd_master())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_cd_master(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.cd_master()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_cd_master(x & 1 !=
+                0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "min_rnr_nak",
@@ -4002,14 +4062,15 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.min_rnr_nak())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_min_rnr_nak((x & 0x1f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.min_rnr_nak()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_min_rnr_nak((x &
+                0x1f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "next_rcv_psn",
@@ -4017,14 +4078,15 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.next_rcv_psn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_next_rcv_psn((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.next_rcv_psn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_next_rcv_psn((x &
+                0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "xrcd",
@@ -4032,14 +4094,15 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.xrcd())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_xrcd((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.xrcd()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_xrcd((x &
+                0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "cqn_rcv",
@@ -4047,14 +4110,15 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.cqn_rcv())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_cqn_rcv((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.cqn_rcv()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_cqn_rcv((x &
+                0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "dbr_addr",
@@ -4062,14 +4126,15 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 64,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.dbr_addr())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_dbr_addr((x & 0xffffffffffffffff) as u64);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.dbr_addr()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_dbr_addr((x &
+                0xffffffffffffffff) as u64); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "q_key",
@@ -4077,14 +4142,15 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.q_key())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_q_key((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.q_key()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_q_key((x &
+                0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "rq_type",
@@ -4092,14 +4158,21 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 3,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.rq_type_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_rq_type_raw((x & 0x7) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "qp_rq_type",
+                value_name: |r| match QpRqType::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.rq_type_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_rq_type_raw((x &
+                0x7) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "srqn_rmpn_xrqn",
@@ -4107,14 +4180,15 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.srqn_rmpn_xrqn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_srqn_rmpn_xrqn((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.srqn_rmpn_xrqn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_srqn_rmpn_xrqn((x
+                & 0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "rmsn",
@@ -4122,14 +4196,15 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.rmsn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_rmsn((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.rmsn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_rmsn((x &
+                0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "hw_sq_wqebb_counter",
@@ -4137,14 +4212,16 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.hw_sq_wqebb_counter())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_hw_sq_wqebb_counter((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v
+                .hw_sq_wqebb_counter()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v
+                .set_hw_sq_wqebb_counter((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "sw_sq_wqebb_counter",
@@ -4152,14 +4229,16 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.sw_sq_wqebb_counter())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_sw_sq_wqebb_counter((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v
+                .sw_sq_wqebb_counter()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v
+                .set_sw_sq_wqebb_counter((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "hw_rq_counter",
@@ -4167,14 +4246,15 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.hw_rq_counter())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_hw_rq_counter((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.hw_rq_counter()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_hw_rq_counter((x &
+                0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "sw_rq_counter",
@@ -4182,14 +4262,15 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.sw_rq_counter())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_sw_rq_counter((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.sw_rq_counter()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_sw_rq_counter((x &
+                0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "cgs",
@@ -4197,14 +4278,14 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.cgs())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_cgs(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.cgs()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_cgs(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "cs_req",
@@ -4212,14 +4293,21 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.cs_req_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_cs_req_raw((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "qp_cs_req",
+                value_name: |r| match QpCsReq::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.cs_req_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_cs_req_raw((x &
+                0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "cs_res",
@@ -4227,14 +4315,21 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.cs_res_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_cs_res_raw((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "qp_cs_res",
+                value_name: |r| match QpCsRes::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.cs_res_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_cs_res_raw((x &
+                0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "dc_access_key",
@@ -4242,14 +4337,15 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 64,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.dc_access_key())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_dc_access_key((x & 0xffffffffffffffff) as u64);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.dc_access_key()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_dc_access_key((x &
+                0xffffffffffffffff) as u64); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "dbr_umem_valid",
@@ -4257,66 +4353,115 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qpc::new_unchecked(b);
-                u64::from(v.dbr_umem_valid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qpc::new_unchecked(b);
-                v.set_dbr_umem_valid(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.dbr_umem_valid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_dbr_umem_valid(x &
+                1 != 0); }
+            ),
         },
     ],
     nested: &[
         rt::reflect::NestedAccess {
             name: "primary_address_path",
             layout: "ads",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&ADS_ACCESS),
             byte_offset: 24,
             size: 44,
             count: 1,
             trailing: false,
             stride: 44,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 232 {
-                    return None;
-                }
-                let v = Qpc::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.primary_address_path();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 232 { return
+                None; } let v = Qpc::new_unchecked(b); if i != 0 { return None; } let sub
+                = v.primary_address_path(); Some(sub.storage().as_ptr() as usize - b
+                .as_ptr() as usize) }
+            ),
         },
         rt::reflect::NestedAccess {
             name: "secondary_address_path",
             layout: "ads",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&ADS_ACCESS),
             byte_offset: 68,
             size: 44,
             count: 1,
             trailing: false,
             stride: 44,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 232 {
-                    return None;
-                }
-                let v = Qpc::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.secondary_address_path();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 232 { return
+                None; } let v = Qpc::new_unchecked(b); if i != 0 { return None; } let sub
+                = v.secondary_address_path(); Some(sub.storage().as_ptr() as usize - b
+                .as_ptr() as usize) }
+            ),
         },
+    ],
+    reserved: &[
+        (0, 0xc403),
+        (4, 0xb000000),
+        (8, 0x800420),
+        (16, 0xff000000),
+        (20, 0xe0000000),
+        (112, 0xf18101f),
+        (116, 0xffffffff),
+        (120, 0xff000000),
+        (124, 0xe0000000),
+        (128, 0xe0000000),
+        (132, 0xffffffff),
+        (136, 0xff000000),
+        (140, 0xff000000),
+        (144, 0xff101038),
+        (148, 0xe0000000),
+        (152, 0xff000000),
+        (156, 0xff000000),
+        (172, 0xf8000000),
+        (176, 0xff000000),
+        (192, 0xffffffff),
+        (196, 0xfffe0000),
+        (208, 0xefffffff),
+        (212, 0xffffffff),
+        (216, 0xffffffff),
+        (220, 0xffffffff),
+        (224, 0xffffffff),
+        (228, 0xffffffff),
     ],
 };
 /// Address path: how a connected QP reaches its peer (port, P_Key, addresses, priority and ACK timeout). Embedded twice in the QP context, as primary and alternate path; the QP modify commands fill it.
 ///
 /// PRM layout `ads`: 0x2c bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31 | `fl` |
+/// | 0x00 | 30 | `free_ar` |
+/// | 0x00 | 15:0 | `pkey_index` |
+/// | 0x04 | 31:24 | `plane_index` |
+/// | 0x04 | 23 | `grh` |
+/// | 0x04 | 22:16 | `mlid` |
+/// | 0x04 | 15:0 | `rlid` |
+/// | 0x08 | 31:27 | `ack_timeout` |
+/// | 0x08 | 23:16 | `src_addr_index` |
+/// | 0x08 | 11:8 | `stat_rate` |
+/// | 0x08 | 7:0 | `hop_limit` |
+/// | 0x0c | 27:20 | `tclass` |
+/// | 0x0c | 19:0 | `flow_label` |
+/// | 0x10..0x20 | — | `rgid_rip` |
+/// | 0x20 | 27 | `f_dscp` |
+/// | 0x20 | 26 | `f_ecn` |
+/// | 0x20 | 24 | `f_eth_prio` |
+/// | 0x20 | 23:22 | `ecn` |
+/// | 0x20 | 21:16 | `dscp` |
+/// | 0x20 | 15:0 | `udp_sport` |
+/// | 0x24 | 31 | `dei_cfi` |
+/// | 0x24 | 30:28 | `eth_prio` |
+/// | 0x24 | 27:24 | `sl` |
+/// | 0x24 | 23:16 | `vhca_port_num` |
+/// | 0x24 | 15:0 | `rmac_47_32` |
+/// | 0x28 | 31:0 | `rmac_31_0` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Ads<B = [u8; 44]> {
     buf: B,
@@ -4790,47 +4935,14 @@ impl<B: rt::BytesMut> Ads<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for Ads<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(Ads));
-        d.field("fl", &self.fl());
-        d.field("free_ar", &self.free_ar());
-        d.field("pkey_index", &rt::fmt::Hex(self.pkey_index().into()));
-        d.field("plane_index", &rt::fmt::Hex(self.plane_index().into()));
-        d.field("grh", &self.grh());
-        d.field("mlid", &rt::fmt::Hex(self.mlid().into()));
-        d.field("rlid", &rt::fmt::Hex(self.rlid().into()));
-        d.field("ack_timeout", &rt::fmt::Hex(self.ack_timeout().into()));
-        d.field("src_addr_index", &rt::fmt::Hex(self.src_addr_index().into()));
-        d.field("stat_rate", &rt::fmt::Hex(self.stat_rate().into()));
-        d.field("hop_limit", &rt::fmt::Hex(self.hop_limit().into()));
-        d.field("tclass", &rt::fmt::Hex(self.tclass().into()));
-        d.field("flow_label", &rt::fmt::Hex(self.flow_label().into()));
-        d.field("rgid_rip", &rt::fmt::HexBytes(&self.rgid_rip()));
-        d.field("f_dscp", &self.f_dscp());
-        d.field("f_ecn", &self.f_ecn());
-        d.field("f_eth_prio", &self.f_eth_prio());
-        d.field("ecn", &rt::fmt::Hex(self.ecn().into()));
-        d.field("dscp", &rt::fmt::Hex(self.dscp().into()));
-        d.field("udp_sport", &rt::fmt::Hex(self.udp_sport().into()));
-        d.field("dei_cfi", &self.dei_cfi());
-        d.field("eth_prio", &rt::fmt::Hex(self.eth_prio().into()));
-        d.field("sl", &rt::fmt::Hex(self.sl().into()));
-        d.field("vhca_port_num", &rt::fmt::Hex(self.vhca_port_num().into()));
-        d.field("rmac_47_32", &rt::fmt::Hex(self.rmac_47_32().into()));
-        d.field("rmac_31_0", &rt::fmt::Hex(self.rmac_31_0().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0x3fff0000), (8, 0x700f000), (12, 0xf0000000), (32, 0xf2000000)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&ADS_ACCESS, &self.buf), f)
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `ads` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `ads`: what the decoding `Debug` shows and generic tools read.
 pub const ADS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "ads",
+    type_name: "Ads",
     size: 44,
     fields: &[
         rt::reflect::FieldAccess {
@@ -4839,14 +4951,14 @@ pub const ADS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Ads::new_unchecked(b);
-                u64::from(v.fl())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Ads::new_unchecked(b);
-                v.set_fl(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Ads::new_unchecked(b); u64::from(v.fl()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Ads::new_unchecked(b); v.set_fl(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "free_ar",
@@ -4854,14 +4966,15 @@ pub const ADS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Ads::new_unchecked(b);
-                u64::from(v.free_ar())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Ads::new_unchecked(b);
-                v.set_free_ar(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Ads::new_unchecked(b); u64::from(v.free_ar()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Ads::new_unchecked(b); v.set_free_ar(x & 1 !=
+                0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "pkey_index",
@@ -4869,14 +4982,15 @@ pub const ADS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Ads::new_unchecked(b);
-                u64::from(v.pkey_index())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Ads::new_unchecked(b);
-                v.set_pkey_index((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Ads::new_unchecked(b); u64::from(v.pkey_index()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Ads::new_unchecked(b); v.set_pkey_index((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "plane_index",
@@ -4884,14 +4998,15 @@ pub const ADS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Ads::new_unchecked(b);
-                u64::from(v.plane_index())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Ads::new_unchecked(b);
-                v.set_plane_index((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Ads::new_unchecked(b); u64::from(v.plane_index()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Ads::new_unchecked(b); v.set_plane_index((x &
+                0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "grh",
@@ -4899,14 +5014,14 @@ pub const ADS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Ads::new_unchecked(b);
-                u64::from(v.grh())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Ads::new_unchecked(b);
-                v.set_grh(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Ads::new_unchecked(b); u64::from(v.grh()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Ads::new_unchecked(b); v.set_grh(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "mlid",
@@ -4914,14 +5029,15 @@ pub const ADS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 7,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Ads::new_unchecked(b);
-                u64::from(v.mlid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Ads::new_unchecked(b);
-                v.set_mlid((x & 0x7f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Ads::new_unchecked(b); u64::from(v.mlid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Ads::new_unchecked(b); v.set_mlid((x & 0x7f) as
+                u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "rlid",
@@ -4929,14 +5045,15 @@ pub const ADS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Ads::new_unchecked(b);
-                u64::from(v.rlid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Ads::new_unchecked(b);
-                v.set_rlid((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Ads::new_unchecked(b); u64::from(v.rlid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Ads::new_unchecked(b); v.set_rlid((x & 0xffff)
+                as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ack_timeout",
@@ -4944,14 +5061,15 @@ pub const ADS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Ads::new_unchecked(b);
-                u64::from(v.ack_timeout())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Ads::new_unchecked(b);
-                v.set_ack_timeout((x & 0x1f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Ads::new_unchecked(b); u64::from(v.ack_timeout()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Ads::new_unchecked(b); v.set_ack_timeout((x &
+                0x1f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "src_addr_index",
@@ -4959,14 +5077,15 @@ pub const ADS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Ads::new_unchecked(b);
-                u64::from(v.src_addr_index())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Ads::new_unchecked(b);
-                v.set_src_addr_index((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Ads::new_unchecked(b); u64::from(v.src_addr_index()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Ads::new_unchecked(b); v.set_src_addr_index((x
+                & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "stat_rate",
@@ -4974,14 +5093,15 @@ pub const ADS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Ads::new_unchecked(b);
-                u64::from(v.stat_rate())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Ads::new_unchecked(b);
-                v.set_stat_rate((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Ads::new_unchecked(b); u64::from(v.stat_rate()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Ads::new_unchecked(b); v.set_stat_rate((x &
+                0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "hop_limit",
@@ -4989,14 +5109,15 @@ pub const ADS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Ads::new_unchecked(b);
-                u64::from(v.hop_limit())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Ads::new_unchecked(b);
-                v.set_hop_limit((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Ads::new_unchecked(b); u64::from(v.hop_limit()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Ads::new_unchecked(b); v.set_hop_limit((x &
+                0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "tclass",
@@ -5004,14 +5125,15 @@ pub const ADS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Ads::new_unchecked(b);
-                u64::from(v.tclass())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Ads::new_unchecked(b);
-                v.set_tclass((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Ads::new_unchecked(b); u64::from(v.tclass()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Ads::new_unchecked(b); v.set_tclass((x & 0xff)
+                as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "flow_label",
@@ -5019,14 +5141,26 @@ pub const ADS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 20,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Ads::new_unchecked(b);
-                u64::from(v.flow_label())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Ads::new_unchecked(b);
-                v.set_flow_label((x & 0xfffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Ads::new_unchecked(b); u64::from(v.flow_label()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Ads::new_unchecked(b); v.set_flow_label((x &
+                0xfffff) as u32); }
+            ),
+        },
+        rt::reflect::FieldAccess {
+            name: "rgid_rip",
+            bit_offset: 128,
+            width: 128,
+            count: 1,
+            trailing: false,
+            kind: rt::reflect::ValueKind::Bytes,
+            readable: true,
+            get: None,
+            set: None,
         },
         rt::reflect::FieldAccess {
             name: "f_dscp",
@@ -5034,14 +5168,15 @@ pub const ADS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Ads::new_unchecked(b);
-                u64::from(v.f_dscp())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Ads::new_unchecked(b);
-                v.set_f_dscp(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Ads::new_unchecked(b); u64::from(v.f_dscp()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Ads::new_unchecked(b); v.set_f_dscp(x & 1 !=
+                0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "f_ecn",
@@ -5049,14 +5184,15 @@ pub const ADS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Ads::new_unchecked(b);
-                u64::from(v.f_ecn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Ads::new_unchecked(b);
-                v.set_f_ecn(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Ads::new_unchecked(b); u64::from(v.f_ecn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Ads::new_unchecked(b); v.set_f_ecn(x & 1 != 0);
+                }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "f_eth_prio",
@@ -5064,14 +5200,15 @@ pub const ADS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Ads::new_unchecked(b);
-                u64::from(v.f_eth_prio())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Ads::new_unchecked(b);
-                v.set_f_eth_prio(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Ads::new_unchecked(b); u64::from(v.f_eth_prio()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Ads::new_unchecked(b); v.set_f_eth_prio(x & 1
+                != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ecn",
@@ -5079,14 +5216,15 @@ pub const ADS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 2,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Ads::new_unchecked(b);
-                u64::from(v.ecn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Ads::new_unchecked(b);
-                v.set_ecn((x & 0x3) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Ads::new_unchecked(b); u64::from(v.ecn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Ads::new_unchecked(b); v.set_ecn((x & 0x3) as
+                u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "dscp",
@@ -5094,14 +5232,15 @@ pub const ADS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 6,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Ads::new_unchecked(b);
-                u64::from(v.dscp())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Ads::new_unchecked(b);
-                v.set_dscp((x & 0x3f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Ads::new_unchecked(b); u64::from(v.dscp()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Ads::new_unchecked(b); v.set_dscp((x & 0x3f) as
+                u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "udp_sport",
@@ -5109,14 +5248,15 @@ pub const ADS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Ads::new_unchecked(b);
-                u64::from(v.udp_sport())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Ads::new_unchecked(b);
-                v.set_udp_sport((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Ads::new_unchecked(b); u64::from(v.udp_sport()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Ads::new_unchecked(b); v.set_udp_sport((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "dei_cfi",
@@ -5124,14 +5264,15 @@ pub const ADS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Ads::new_unchecked(b);
-                u64::from(v.dei_cfi())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Ads::new_unchecked(b);
-                v.set_dei_cfi(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Ads::new_unchecked(b); u64::from(v.dei_cfi()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Ads::new_unchecked(b); v.set_dei_cfi(x & 1 !=
+                0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "eth_prio",
@@ -5139,14 +5280,15 @@ pub const ADS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 3,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Ads::new_unchecked(b);
-                u64::from(v.eth_prio())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Ads::new_unchecked(b);
-                v.set_eth_prio((x & 0x7) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Ads::new_unchecked(b); u64::from(v.eth_prio()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Ads::new_unchecked(b); v.set_eth_prio((x & 0x7)
+                as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "sl",
@@ -5154,14 +5296,15 @@ pub const ADS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Ads::new_unchecked(b);
-                u64::from(v.sl())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Ads::new_unchecked(b);
-                v.set_sl((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Ads::new_unchecked(b); u64::from(v.sl()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Ads::new_unchecked(b); v.set_sl((x & 0xf) as
+                u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "vhca_port_num",
@@ -5169,14 +5312,15 @@ pub const ADS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Ads::new_unchecked(b);
-                u64::from(v.vhca_port_num())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Ads::new_unchecked(b);
-                v.set_vhca_port_num((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Ads::new_unchecked(b); u64::from(v.vhca_port_num()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Ads::new_unchecked(b); v.set_vhca_port_num((x &
+                0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "rmac_47_32",
@@ -5184,14 +5328,15 @@ pub const ADS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Ads::new_unchecked(b);
-                u64::from(v.rmac_47_32())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Ads::new_unchecked(b);
-                v.set_rmac_47_32((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Ads::new_unchecked(b); u64::from(v.rmac_47_32()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Ads::new_unchecked(b); v.set_rmac_47_32((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "rmac_31_0",
@@ -5199,21 +5344,30 @@ pub const ADS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Ads::new_unchecked(b);
-                u64::from(v.rmac_31_0())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Ads::new_unchecked(b);
-                v.set_rmac_31_0((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Ads::new_unchecked(b); u64::from(v.rmac_31_0()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Ads::new_unchecked(b); v.set_rmac_31_0((x &
+                0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0x3fff0000), (8, 0x700f000), (12, 0xf0000000), (32, 0xf2000000)],
 };
 /// Output of CREATE_QP.
 ///
 /// PRM layout `create_qp_out`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
+/// | 0x08 | 23:0 | `qpn` |
+/// | 0x0c | 31:0 | `ece` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct CreateQpOut<B = [u8; 16]> {
     buf: B,
@@ -5303,25 +5457,17 @@ impl<B: rt::BytesMut> CreateQpOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for CreateQpOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(CreateQpOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        d.field("qpn", &rt::fmt::Hex(self.qpn().into()));
-        d.field("ece", &rt::fmt::Hex(self.ece().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0xff000000)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&CREATE_QP_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `create_qp_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `create_qp_out`: what the decoding `Debug` shows and generic tools read.
 pub const CREATE_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "create_qp_out",
+    type_name: "CreateQpOut",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -5330,14 +5476,15 @@ pub const CREATE_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateQpOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateQpOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateQpOut::new_unchecked(b); u64::from(v.status()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateQpOut::new_unchecked(b); v.set_status((x
+                & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -5345,14 +5492,16 @@ pub const CREATE_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateQpOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateQpOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateQpOut::new_unchecked(b); u64::from(v.syndrome())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateQpOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "qpn",
@@ -5360,14 +5509,15 @@ pub const CREATE_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateQpOut::new_unchecked(b);
-                u64::from(v.qpn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateQpOut::new_unchecked(b);
-                v.set_qpn((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateQpOut::new_unchecked(b); u64::from(v.qpn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateQpOut::new_unchecked(b); v.set_qpn((x &
+                0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ece",
@@ -5375,21 +5525,30 @@ pub const CREATE_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateQpOut::new_unchecked(b);
-                u64::from(v.ece())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateQpOut::new_unchecked(b);
-                v.set_ece((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateQpOut::new_unchecked(b); u64::from(v.ece()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateQpOut::new_unchecked(b); v.set_ece((x &
+                0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffff), (8, 0xff000000)],
 };
 /// Input of DESTROY_QP.
 ///
 /// PRM layout `destroy_qp_in`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x00 | 15:0 | `uid` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x08 | 23:0 | `qpn` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct DestroyQpIn<B = [u8; 16]> {
     buf: B,
@@ -5477,25 +5636,17 @@ impl<B: rt::BytesMut> DestroyQpIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for DestroyQpIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(DestroyQpIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("uid", &rt::fmt::Hex(self.uid().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("qpn", &rt::fmt::Hex(self.qpn().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(4, 0xffff0000), (8, 0xff000000), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DESTROY_QP_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `destroy_qp_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `destroy_qp_in`: what the decoding `Debug` shows and generic tools read.
 pub const DESTROY_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "destroy_qp_in",
+    type_name: "DestroyQpIn",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -5504,14 +5655,15 @@ pub const DESTROY_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyQpIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyQpIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyQpIn::new_unchecked(b); u64::from(v.opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyQpIn::new_unchecked(b); v.set_opcode((x
+                & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "uid",
@@ -5519,14 +5671,15 @@ pub const DESTROY_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyQpIn::new_unchecked(b);
-                u64::from(v.uid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyQpIn::new_unchecked(b);
-                v.set_uid((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyQpIn::new_unchecked(b); u64::from(v.uid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyQpIn::new_unchecked(b); v.set_uid((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -5534,14 +5687,15 @@ pub const DESTROY_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyQpIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyQpIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyQpIn::new_unchecked(b); u64::from(v.op_mod()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyQpIn::new_unchecked(b); v.set_op_mod((x
+                & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "qpn",
@@ -5549,21 +5703,28 @@ pub const DESTROY_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyQpIn::new_unchecked(b);
-                u64::from(v.qpn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyQpIn::new_unchecked(b);
-                v.set_qpn((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyQpIn::new_unchecked(b); u64::from(v.qpn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyQpIn::new_unchecked(b); v.set_qpn((x &
+                0xffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(4, 0xffff0000), (8, 0xff000000), (12, 0xffffffff)],
 };
 /// Output of DESTROY_QP.
 ///
 /// PRM layout `destroy_qp_out`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct DestroyQpOut<B = [u8; 16]> {
     buf: B,
@@ -5612,23 +5773,17 @@ impl<B: rt::BytesMut> DestroyQpOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for DestroyQpOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(DestroyQpOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DESTROY_QP_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `destroy_qp_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `destroy_qp_out`: what the decoding `Debug` shows and generic tools read.
 pub const DESTROY_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "destroy_qp_out",
+    type_name: "DestroyQpOut",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -5637,14 +5792,16 @@ pub const DESTROY_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyQpOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyQpOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyQpOut::new_unchecked(b); u64::from(v.status())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyQpOut::new_unchecked(b); v.set_status((x
+                & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -5652,21 +5809,31 @@ pub const DESTROY_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyQpOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyQpOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyQpOut::new_unchecked(b); u64::from(v
+                .syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyQpOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
 };
 /// Input of QUERY_QP.
 ///
 /// PRM layout `query_qp_in`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x08 | 31 | `qpc_ext` |
+/// | 0x08 | 23:0 | `qpn` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct QueryQpIn<B = [u8; 16]> {
     buf: B,
@@ -5756,25 +5923,17 @@ impl<B: rt::BytesMut> QueryQpIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for QueryQpIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(QueryQpIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("qpc_ext", &self.qpc_ext());
-        d.field("qpn", &rt::fmt::Hex(self.qpn().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffff), (4, 0xffff0000), (8, 0x7f000000), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QUERY_QP_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `query_qp_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `query_qp_in`: what the decoding `Debug` shows and generic tools read.
 pub const QUERY_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "query_qp_in",
+    type_name: "QueryQpIn",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -5783,14 +5942,15 @@ pub const QUERY_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryQpIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryQpIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryQpIn::new_unchecked(b); u64::from(v.opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryQpIn::new_unchecked(b); v.set_opcode((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -5798,14 +5958,15 @@ pub const QUERY_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryQpIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryQpIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryQpIn::new_unchecked(b); u64::from(v.op_mod()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryQpIn::new_unchecked(b); v.set_op_mod((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "qpc_ext",
@@ -5813,14 +5974,15 @@ pub const QUERY_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryQpIn::new_unchecked(b);
-                u64::from(v.qpc_ext())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryQpIn::new_unchecked(b);
-                v.set_qpc_ext(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryQpIn::new_unchecked(b); u64::from(v.qpc_ext()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryQpIn::new_unchecked(b); v.set_qpc_ext(x &
+                1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "qpn",
@@ -5828,21 +5990,32 @@ pub const QUERY_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryQpIn::new_unchecked(b);
-                u64::from(v.qpn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryQpIn::new_unchecked(b);
-                v.set_qpn((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryQpIn::new_unchecked(b); u64::from(v.qpn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryQpIn::new_unchecked(b); v.set_qpn((x &
+                0xffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffff), (4, 0xffff0000), (8, 0x7f000000), (12, 0xffffffff)],
 };
 /// Output of QUERY_QP; the QP context with its current state, followed by its page list.
 ///
 /// PRM layout `query_qp_out`: 0x110 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
+/// | 0x10 | 31:0 | `opt_param_mask` |
+/// | 0x14 | 31:0 | `ece` |
+/// | 0x18..0x100 | — | `qpc` |
+/// | 0x110 | … | `pas[]` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct QueryQpOut<B = [u8; 272]> {
     buf: B,
@@ -5982,42 +6155,17 @@ impl<B: rt::BytesMut> QueryQpOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for QueryQpOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(QueryQpOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        d.field("opt_param_mask", &rt::fmt::Hex(self.opt_param_mask().into()));
-        d.field("ece", &rt::fmt::Hex(self.ece().into()));
-        d.field("qpc", &self.qpc());
-        d.field(
-            "pas",
-            &rt::fmt::With(|f| rt::fmt::list(
-                f,
-                self.pas_len(),
-                self.pas_iter().map(|v| rt::fmt::Hex(u64::from(v))),
-            )),
-        );
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (0, 0xffffff),
-                (8, 0xffffffff),
-                (12, 0xffffffff),
-                (256, 0xffffffff),
-                (260, 0xffffffff),
-                (264, 0xffffffff),
-                (268, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QUERY_QP_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `query_qp_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `query_qp_out`: what the decoding `Debug` shows and generic tools read.
 pub const QUERY_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "query_qp_out",
+    type_name: "QueryQpOut",
     size: 272,
     fields: &[
         rt::reflect::FieldAccess {
@@ -6026,14 +6174,15 @@ pub const QUERY_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryQpOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryQpOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryQpOut::new_unchecked(b); u64::from(v.status()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryQpOut::new_unchecked(b); v.set_status((x &
+                0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -6041,14 +6190,16 @@ pub const QUERY_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryQpOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryQpOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryQpOut::new_unchecked(b); u64::from(v.syndrome())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryQpOut::new_unchecked(b); v.set_syndrome((x
+                & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "opt_param_mask",
@@ -6056,14 +6207,16 @@ pub const QUERY_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryQpOut::new_unchecked(b);
-                u64::from(v.opt_param_mask())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryQpOut::new_unchecked(b);
-                v.set_opt_param_mask((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryQpOut::new_unchecked(b); u64::from(v
+                .opt_param_mask()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryQpOut::new_unchecked(b); v
+                .set_opt_param_mask((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ece",
@@ -6071,14 +6224,15 @@ pub const QUERY_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryQpOut::new_unchecked(b);
-                u64::from(v.ece())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryQpOut::new_unchecked(b);
-                v.set_ece((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryQpOut::new_unchecked(b); u64::from(v.ece()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryQpOut::new_unchecked(b); v.set_ece((x &
+                0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "pas",
@@ -6086,43 +6240,61 @@ pub const QUERY_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 64,
             count: 0,
             trailing: true,
-            get: Some(|b: &[u8], i: usize| -> u64 {
-                QueryQpOut::new_unchecked(b).pas(i).map_or(0, u64::from)
-            }),
-            set: Some(|b: &mut [u8], i: usize, x: u64| {
-                let _ = QueryQpOut::new_unchecked(b)
-                    .set_pas(i, (x & 0xffffffffffffffff) as u64);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> u64 { QueryQpOut::new_unchecked(b).pas(i)
+                .map_or(0, u64::from) }
+            ),
+            set: crate::__prm_accessor!(
+                | b : & mut [u8], i : usize, x : u64 | { let _ =
+                QueryQpOut::new_unchecked(b).set_pas(i, (x & 0xffffffffffffffff) as u64);
+                }
+            ),
         },
     ],
     nested: &[
         rt::reflect::NestedAccess {
             name: "qpc",
             layout: "qpc",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&QPC_ACCESS),
             byte_offset: 24,
             size: 232,
             count: 1,
             trailing: false,
             stride: 232,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 272 {
-                    return None;
-                }
-                let v = QueryQpOut::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.qpc();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 272 { return
+                None; } let v = QueryQpOut::new_unchecked(b); if i != 0 { return None; }
+                let sub = v.qpc(); Some(sub.storage().as_ptr() as usize - b.as_ptr() as
+                usize) }
+            ),
         },
+    ],
+    reserved: &[
+        (0, 0xffffff),
+        (8, 0xffffffff),
+        (12, 0xffffffff),
+        (256, 0xffffffff),
+        (260, 0xffffffff),
+        (264, 0xffffffff),
+        (268, 0xffffffff),
     ],
 };
 /// Input of RST2INIT_QP, which takes a QP from RST to INIT.
 ///
 /// PRM layout `rst2init_qp_in`: 0x110 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x00 | 15:0 | `uid` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x08 | 23:0 | `qpn` |
+/// | 0x10 | 31:0 | `opt_param_mask` |
+/// | 0x14 | 31:0 | `ece` |
+/// | 0x18..0x100 | — | `qpc` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Rst2initQpIn<B = [u8; 272]> {
     buf: B,
@@ -6255,36 +6427,17 @@ impl<B: rt::BytesMut> Rst2initQpIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for Rst2initQpIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(Rst2initQpIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("uid", &rt::fmt::Hex(self.uid().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("qpn", &rt::fmt::Hex(self.qpn().into()));
-        d.field("opt_param_mask", &rt::fmt::Hex(self.opt_param_mask().into()));
-        d.field("ece", &rt::fmt::Hex(self.ece().into()));
-        d.field("qpc", &self.qpc());
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (4, 0xffff0000),
-                (8, 0xff000000),
-                (12, 0xffffffff),
-                (256, 0xffffffff),
-                (260, 0xffffffff),
-                (264, 0xffffffff),
-                (268, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&RST2INIT_QP_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `rst2init_qp_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `rst2init_qp_in`: what the decoding `Debug` shows and generic tools read.
 pub const RST2INIT_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "rst2init_qp_in",
+    type_name: "Rst2initQpIn",
     size: 272,
     fields: &[
         rt::reflect::FieldAccess {
@@ -6293,14 +6446,16 @@ pub const RST2INIT_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Rst2initQpIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Rst2initQpIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Rst2initQpIn::new_unchecked(b); u64::from(v.opcode())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Rst2initQpIn::new_unchecked(b); v.set_opcode((x
+                & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "uid",
@@ -6308,14 +6463,15 @@ pub const RST2INIT_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Rst2initQpIn::new_unchecked(b);
-                u64::from(v.uid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Rst2initQpIn::new_unchecked(b);
-                v.set_uid((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Rst2initQpIn::new_unchecked(b); u64::from(v.uid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Rst2initQpIn::new_unchecked(b); v.set_uid((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -6323,14 +6479,16 @@ pub const RST2INIT_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Rst2initQpIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Rst2initQpIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Rst2initQpIn::new_unchecked(b); u64::from(v.op_mod())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Rst2initQpIn::new_unchecked(b); v.set_op_mod((x
+                & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "qpn",
@@ -6338,14 +6496,15 @@ pub const RST2INIT_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Rst2initQpIn::new_unchecked(b);
-                u64::from(v.qpn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Rst2initQpIn::new_unchecked(b);
-                v.set_qpn((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Rst2initQpIn::new_unchecked(b); u64::from(v.qpn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Rst2initQpIn::new_unchecked(b); v.set_qpn((x &
+                0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "opt_param_mask",
@@ -6353,14 +6512,16 @@ pub const RST2INIT_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Rst2initQpIn::new_unchecked(b);
-                u64::from(v.opt_param_mask())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Rst2initQpIn::new_unchecked(b);
-                v.set_opt_param_mask((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Rst2initQpIn::new_unchecked(b); u64::from(v
+                .opt_param_mask()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Rst2initQpIn::new_unchecked(b); v
+                .set_opt_param_mask((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ece",
@@ -6368,44 +6529,55 @@ pub const RST2INIT_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Rst2initQpIn::new_unchecked(b);
-                u64::from(v.ece())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Rst2initQpIn::new_unchecked(b);
-                v.set_ece((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Rst2initQpIn::new_unchecked(b); u64::from(v.ece()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Rst2initQpIn::new_unchecked(b); v.set_ece((x &
+                0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[
         rt::reflect::NestedAccess {
             name: "qpc",
             layout: "qpc",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&QPC_ACCESS),
             byte_offset: 24,
             size: 232,
             count: 1,
             trailing: false,
             stride: 232,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 272 {
-                    return None;
-                }
-                let v = Rst2initQpIn::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.qpc();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 272 { return
+                None; } let v = Rst2initQpIn::new_unchecked(b); if i != 0 { return None;
+                } let sub = v.qpc(); Some(sub.storage().as_ptr() as usize - b.as_ptr() as
+                usize) }
+            ),
         },
+    ],
+    reserved: &[
+        (4, 0xffff0000),
+        (8, 0xff000000),
+        (12, 0xffffffff),
+        (256, 0xffffffff),
+        (260, 0xffffffff),
+        (264, 0xffffffff),
+        (268, 0xffffffff),
     ],
 };
 /// Output of RST2INIT_QP.
 ///
 /// PRM layout `rst2init_qp_out`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
+/// | 0x0c | 31:0 | `ece` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Rst2initQpOut<B = [u8; 16]> {
     buf: B,
@@ -6468,24 +6640,17 @@ impl<B: rt::BytesMut> Rst2initQpOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for Rst2initQpOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(Rst2initQpOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        d.field("ece", &rt::fmt::Hex(self.ece().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&RST2INIT_QP_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `rst2init_qp_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `rst2init_qp_out`: what the decoding `Debug` shows and generic tools read.
 pub const RST2INIT_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "rst2init_qp_out",
+    type_name: "Rst2initQpOut",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -6494,14 +6659,16 @@ pub const RST2INIT_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Rst2initQpOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Rst2initQpOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Rst2initQpOut::new_unchecked(b); u64::from(v.status())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Rst2initQpOut::new_unchecked(b); v
+                .set_status((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -6509,14 +6676,16 @@ pub const RST2INIT_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Rst2initQpOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Rst2initQpOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Rst2initQpOut::new_unchecked(b); u64::from(v
+                .syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Rst2initQpOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ece",
@@ -6524,21 +6693,33 @@ pub const RST2INIT_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Rst2initQpOut::new_unchecked(b);
-                u64::from(v.ece())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Rst2initQpOut::new_unchecked(b);
-                v.set_ece((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Rst2initQpOut::new_unchecked(b); u64::from(v.ece()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Rst2initQpOut::new_unchecked(b); v.set_ece((x &
+                0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffff), (8, 0xffffffff)],
 };
 /// Input of INIT2INIT_QP, which takes a QP from INIT to INIT.
 ///
 /// PRM layout `init2init_qp_in`: 0x110 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x00 | 15:0 | `uid` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x08 | 23:0 | `qpn` |
+/// | 0x10 | 31:0 | `opt_param_mask` |
+/// | 0x14 | 31:0 | `ece` |
+/// | 0x18..0x100 | — | `qpc` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Init2initQpIn<B = [u8; 272]> {
     buf: B,
@@ -6671,36 +6852,17 @@ impl<B: rt::BytesMut> Init2initQpIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for Init2initQpIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(Init2initQpIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("uid", &rt::fmt::Hex(self.uid().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("qpn", &rt::fmt::Hex(self.qpn().into()));
-        d.field("opt_param_mask", &rt::fmt::Hex(self.opt_param_mask().into()));
-        d.field("ece", &rt::fmt::Hex(self.ece().into()));
-        d.field("qpc", &self.qpc());
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (4, 0xffff0000),
-                (8, 0xff000000),
-                (12, 0xffffffff),
-                (256, 0xffffffff),
-                (260, 0xffffffff),
-                (264, 0xffffffff),
-                (268, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&INIT2INIT_QP_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `init2init_qp_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `init2init_qp_in`: what the decoding `Debug` shows and generic tools read.
 pub const INIT2INIT_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "init2init_qp_in",
+    type_name: "Init2initQpIn",
     size: 272,
     fields: &[
         rt::reflect::FieldAccess {
@@ -6709,14 +6871,16 @@ pub const INIT2INIT_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Init2initQpIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Init2initQpIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Init2initQpIn::new_unchecked(b); u64::from(v.opcode())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Init2initQpIn::new_unchecked(b); v
+                .set_opcode((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "uid",
@@ -6724,14 +6888,15 @@ pub const INIT2INIT_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Init2initQpIn::new_unchecked(b);
-                u64::from(v.uid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Init2initQpIn::new_unchecked(b);
-                v.set_uid((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Init2initQpIn::new_unchecked(b); u64::from(v.uid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Init2initQpIn::new_unchecked(b); v.set_uid((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -6739,14 +6904,16 @@ pub const INIT2INIT_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Init2initQpIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Init2initQpIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Init2initQpIn::new_unchecked(b); u64::from(v.op_mod())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Init2initQpIn::new_unchecked(b); v
+                .set_op_mod((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "qpn",
@@ -6754,14 +6921,15 @@ pub const INIT2INIT_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Init2initQpIn::new_unchecked(b);
-                u64::from(v.qpn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Init2initQpIn::new_unchecked(b);
-                v.set_qpn((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Init2initQpIn::new_unchecked(b); u64::from(v.qpn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Init2initQpIn::new_unchecked(b); v.set_qpn((x &
+                0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "opt_param_mask",
@@ -6769,14 +6937,16 @@ pub const INIT2INIT_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Init2initQpIn::new_unchecked(b);
-                u64::from(v.opt_param_mask())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Init2initQpIn::new_unchecked(b);
-                v.set_opt_param_mask((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Init2initQpIn::new_unchecked(b); u64::from(v
+                .opt_param_mask()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Init2initQpIn::new_unchecked(b); v
+                .set_opt_param_mask((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ece",
@@ -6784,44 +6954,55 @@ pub const INIT2INIT_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Init2initQpIn::new_unchecked(b);
-                u64::from(v.ece())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Init2initQpIn::new_unchecked(b);
-                v.set_ece((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Init2initQpIn::new_unchecked(b); u64::from(v.ece()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Init2initQpIn::new_unchecked(b); v.set_ece((x &
+                0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[
         rt::reflect::NestedAccess {
             name: "qpc",
             layout: "qpc",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&QPC_ACCESS),
             byte_offset: 24,
             size: 232,
             count: 1,
             trailing: false,
             stride: 232,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 272 {
-                    return None;
-                }
-                let v = Init2initQpIn::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.qpc();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 272 { return
+                None; } let v = Init2initQpIn::new_unchecked(b); if i != 0 { return None;
+                } let sub = v.qpc(); Some(sub.storage().as_ptr() as usize - b.as_ptr() as
+                usize) }
+            ),
         },
+    ],
+    reserved: &[
+        (4, 0xffff0000),
+        (8, 0xff000000),
+        (12, 0xffffffff),
+        (256, 0xffffffff),
+        (260, 0xffffffff),
+        (264, 0xffffffff),
+        (268, 0xffffffff),
     ],
 };
 /// Output of INIT2INIT_QP.
 ///
 /// PRM layout `init2init_qp_out`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
+/// | 0x0c | 31:0 | `ece` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Init2initQpOut<B = [u8; 16]> {
     buf: B,
@@ -6884,24 +7065,17 @@ impl<B: rt::BytesMut> Init2initQpOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for Init2initQpOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(Init2initQpOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        d.field("ece", &rt::fmt::Hex(self.ece().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&INIT2INIT_QP_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `init2init_qp_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `init2init_qp_out`: what the decoding `Debug` shows and generic tools read.
 pub const INIT2INIT_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "init2init_qp_out",
+    type_name: "Init2initQpOut",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -6910,14 +7084,16 @@ pub const INIT2INIT_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Init2initQpOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Init2initQpOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Init2initQpOut::new_unchecked(b); u64::from(v
+                .status()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Init2initQpOut::new_unchecked(b); v
+                .set_status((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -6925,14 +7101,16 @@ pub const INIT2INIT_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Init2initQpOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Init2initQpOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Init2initQpOut::new_unchecked(b); u64::from(v
+                .syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Init2initQpOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ece",
@@ -6940,21 +7118,33 @@ pub const INIT2INIT_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Init2initQpOut::new_unchecked(b);
-                u64::from(v.ece())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Init2initQpOut::new_unchecked(b);
-                v.set_ece((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Init2initQpOut::new_unchecked(b); u64::from(v.ece()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Init2initQpOut::new_unchecked(b); v.set_ece((x
+                & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffff), (8, 0xffffffff)],
 };
 /// Input of INIT2RTR_QP, which takes a QP from INIT to RTR.
 ///
 /// PRM layout `init2rtr_qp_in`: 0x110 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x00 | 15:0 | `uid` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x08 | 23:0 | `qpn` |
+/// | 0x10 | 31:0 | `opt_param_mask` |
+/// | 0x14 | 31:0 | `ece` |
+/// | 0x18..0x100 | — | `qpc` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Init2rtrQpIn<B = [u8; 272]> {
     buf: B,
@@ -7087,36 +7277,17 @@ impl<B: rt::BytesMut> Init2rtrQpIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for Init2rtrQpIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(Init2rtrQpIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("uid", &rt::fmt::Hex(self.uid().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("qpn", &rt::fmt::Hex(self.qpn().into()));
-        d.field("opt_param_mask", &rt::fmt::Hex(self.opt_param_mask().into()));
-        d.field("ece", &rt::fmt::Hex(self.ece().into()));
-        d.field("qpc", &self.qpc());
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (4, 0xffff0000),
-                (8, 0xff000000),
-                (12, 0xffffffff),
-                (256, 0xffffffff),
-                (260, 0xffffffff),
-                (264, 0xffffffff),
-                (268, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&INIT2RTR_QP_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `init2rtr_qp_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `init2rtr_qp_in`: what the decoding `Debug` shows and generic tools read.
 pub const INIT2RTR_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "init2rtr_qp_in",
+    type_name: "Init2rtrQpIn",
     size: 272,
     fields: &[
         rt::reflect::FieldAccess {
@@ -7125,14 +7296,16 @@ pub const INIT2RTR_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Init2rtrQpIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Init2rtrQpIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Init2rtrQpIn::new_unchecked(b); u64::from(v.opcode())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Init2rtrQpIn::new_unchecked(b); v.set_opcode((x
+                & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "uid",
@@ -7140,14 +7313,15 @@ pub const INIT2RTR_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Init2rtrQpIn::new_unchecked(b);
-                u64::from(v.uid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Init2rtrQpIn::new_unchecked(b);
-                v.set_uid((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Init2rtrQpIn::new_unchecked(b); u64::from(v.uid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Init2rtrQpIn::new_unchecked(b); v.set_uid((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -7155,14 +7329,16 @@ pub const INIT2RTR_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Init2rtrQpIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Init2rtrQpIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Init2rtrQpIn::new_unchecked(b); u64::from(v.op_mod())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Init2rtrQpIn::new_unchecked(b); v.set_op_mod((x
+                & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "qpn",
@@ -7170,14 +7346,15 @@ pub const INIT2RTR_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Init2rtrQpIn::new_unchecked(b);
-                u64::from(v.qpn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Init2rtrQpIn::new_unchecked(b);
-                v.set_qpn((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Init2rtrQpIn::new_unchecked(b); u64::from(v.qpn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Init2rtrQpIn::new_unchecked(b); v.set_qpn((x &
+                0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "opt_param_mask",
@@ -7185,14 +7362,16 @@ pub const INIT2RTR_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Init2rtrQpIn::new_unchecked(b);
-                u64::from(v.opt_param_mask())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Init2rtrQpIn::new_unchecked(b);
-                v.set_opt_param_mask((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Init2rtrQpIn::new_unchecked(b); u64::from(v
+                .opt_param_mask()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Init2rtrQpIn::new_unchecked(b); v
+                .set_opt_param_mask((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ece",
@@ -7200,44 +7379,55 @@ pub const INIT2RTR_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Init2rtrQpIn::new_unchecked(b);
-                u64::from(v.ece())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Init2rtrQpIn::new_unchecked(b);
-                v.set_ece((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Init2rtrQpIn::new_unchecked(b); u64::from(v.ece()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Init2rtrQpIn::new_unchecked(b); v.set_ece((x &
+                0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[
         rt::reflect::NestedAccess {
             name: "qpc",
             layout: "qpc",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&QPC_ACCESS),
             byte_offset: 24,
             size: 232,
             count: 1,
             trailing: false,
             stride: 232,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 272 {
-                    return None;
-                }
-                let v = Init2rtrQpIn::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.qpc();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 272 { return
+                None; } let v = Init2rtrQpIn::new_unchecked(b); if i != 0 { return None;
+                } let sub = v.qpc(); Some(sub.storage().as_ptr() as usize - b.as_ptr() as
+                usize) }
+            ),
         },
+    ],
+    reserved: &[
+        (4, 0xffff0000),
+        (8, 0xff000000),
+        (12, 0xffffffff),
+        (256, 0xffffffff),
+        (260, 0xffffffff),
+        (264, 0xffffffff),
+        (268, 0xffffffff),
     ],
 };
 /// Output of INIT2RTR_QP.
 ///
 /// PRM layout `init2rtr_qp_out`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
+/// | 0x0c | 31:0 | `ece` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Init2rtrQpOut<B = [u8; 16]> {
     buf: B,
@@ -7300,24 +7490,17 @@ impl<B: rt::BytesMut> Init2rtrQpOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for Init2rtrQpOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(Init2rtrQpOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        d.field("ece", &rt::fmt::Hex(self.ece().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&INIT2RTR_QP_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `init2rtr_qp_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `init2rtr_qp_out`: what the decoding `Debug` shows and generic tools read.
 pub const INIT2RTR_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "init2rtr_qp_out",
+    type_name: "Init2rtrQpOut",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -7326,14 +7509,16 @@ pub const INIT2RTR_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Init2rtrQpOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Init2rtrQpOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Init2rtrQpOut::new_unchecked(b); u64::from(v.status())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Init2rtrQpOut::new_unchecked(b); v
+                .set_status((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -7341,14 +7526,16 @@ pub const INIT2RTR_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Init2rtrQpOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Init2rtrQpOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Init2rtrQpOut::new_unchecked(b); u64::from(v
+                .syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Init2rtrQpOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ece",
@@ -7356,21 +7543,33 @@ pub const INIT2RTR_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Init2rtrQpOut::new_unchecked(b);
-                u64::from(v.ece())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Init2rtrQpOut::new_unchecked(b);
-                v.set_ece((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Init2rtrQpOut::new_unchecked(b); u64::from(v.ece()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Init2rtrQpOut::new_unchecked(b); v.set_ece((x &
+                0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffff), (8, 0xffffffff)],
 };
 /// Input of RTR2RTS_QP, which takes a QP from RTR to RTS.
 ///
 /// PRM layout `rtr2rts_qp_in`: 0x110 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x00 | 15:0 | `uid` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x08 | 23:0 | `qpn` |
+/// | 0x10 | 31:0 | `opt_param_mask` |
+/// | 0x14 | 31:0 | `ece` |
+/// | 0x18..0x100 | — | `qpc` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Rtr2rtsQpIn<B = [u8; 272]> {
     buf: B,
@@ -7503,36 +7702,17 @@ impl<B: rt::BytesMut> Rtr2rtsQpIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for Rtr2rtsQpIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(Rtr2rtsQpIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("uid", &rt::fmt::Hex(self.uid().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("qpn", &rt::fmt::Hex(self.qpn().into()));
-        d.field("opt_param_mask", &rt::fmt::Hex(self.opt_param_mask().into()));
-        d.field("ece", &rt::fmt::Hex(self.ece().into()));
-        d.field("qpc", &self.qpc());
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (4, 0xffff0000),
-                (8, 0xff000000),
-                (12, 0xffffffff),
-                (256, 0xffffffff),
-                (260, 0xffffffff),
-                (264, 0xffffffff),
-                (268, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&RTR2RTS_QP_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `rtr2rts_qp_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `rtr2rts_qp_in`: what the decoding `Debug` shows and generic tools read.
 pub const RTR2RTS_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "rtr2rts_qp_in",
+    type_name: "Rtr2rtsQpIn",
     size: 272,
     fields: &[
         rt::reflect::FieldAccess {
@@ -7541,14 +7721,15 @@ pub const RTR2RTS_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Rtr2rtsQpIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Rtr2rtsQpIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Rtr2rtsQpIn::new_unchecked(b); u64::from(v.opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Rtr2rtsQpIn::new_unchecked(b); v.set_opcode((x
+                & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "uid",
@@ -7556,14 +7737,15 @@ pub const RTR2RTS_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Rtr2rtsQpIn::new_unchecked(b);
-                u64::from(v.uid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Rtr2rtsQpIn::new_unchecked(b);
-                v.set_uid((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Rtr2rtsQpIn::new_unchecked(b); u64::from(v.uid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Rtr2rtsQpIn::new_unchecked(b); v.set_uid((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -7571,14 +7753,15 @@ pub const RTR2RTS_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Rtr2rtsQpIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Rtr2rtsQpIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Rtr2rtsQpIn::new_unchecked(b); u64::from(v.op_mod()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Rtr2rtsQpIn::new_unchecked(b); v.set_op_mod((x
+                & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "qpn",
@@ -7586,14 +7769,15 @@ pub const RTR2RTS_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Rtr2rtsQpIn::new_unchecked(b);
-                u64::from(v.qpn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Rtr2rtsQpIn::new_unchecked(b);
-                v.set_qpn((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Rtr2rtsQpIn::new_unchecked(b); u64::from(v.qpn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Rtr2rtsQpIn::new_unchecked(b); v.set_qpn((x &
+                0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "opt_param_mask",
@@ -7601,14 +7785,16 @@ pub const RTR2RTS_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Rtr2rtsQpIn::new_unchecked(b);
-                u64::from(v.opt_param_mask())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Rtr2rtsQpIn::new_unchecked(b);
-                v.set_opt_param_mask((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Rtr2rtsQpIn::new_unchecked(b); u64::from(v
+                .opt_param_mask()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Rtr2rtsQpIn::new_unchecked(b); v
+                .set_opt_param_mask((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ece",
@@ -7616,44 +7802,55 @@ pub const RTR2RTS_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Rtr2rtsQpIn::new_unchecked(b);
-                u64::from(v.ece())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Rtr2rtsQpIn::new_unchecked(b);
-                v.set_ece((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Rtr2rtsQpIn::new_unchecked(b); u64::from(v.ece()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Rtr2rtsQpIn::new_unchecked(b); v.set_ece((x &
+                0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[
         rt::reflect::NestedAccess {
             name: "qpc",
             layout: "qpc",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&QPC_ACCESS),
             byte_offset: 24,
             size: 232,
             count: 1,
             trailing: false,
             stride: 232,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 272 {
-                    return None;
-                }
-                let v = Rtr2rtsQpIn::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.qpc();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 272 { return
+                None; } let v = Rtr2rtsQpIn::new_unchecked(b); if i != 0 { return None; }
+                let sub = v.qpc(); Some(sub.storage().as_ptr() as usize - b.as_ptr() as
+                usize) }
+            ),
         },
+    ],
+    reserved: &[
+        (4, 0xffff0000),
+        (8, 0xff000000),
+        (12, 0xffffffff),
+        (256, 0xffffffff),
+        (260, 0xffffffff),
+        (264, 0xffffffff),
+        (268, 0xffffffff),
     ],
 };
 /// Output of RTR2RTS_QP.
 ///
 /// PRM layout `rtr2rts_qp_out`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
+/// | 0x0c | 31:0 | `ece` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Rtr2rtsQpOut<B = [u8; 16]> {
     buf: B,
@@ -7716,24 +7913,17 @@ impl<B: rt::BytesMut> Rtr2rtsQpOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for Rtr2rtsQpOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(Rtr2rtsQpOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        d.field("ece", &rt::fmt::Hex(self.ece().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&RTR2RTS_QP_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `rtr2rts_qp_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `rtr2rts_qp_out`: what the decoding `Debug` shows and generic tools read.
 pub const RTR2RTS_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "rtr2rts_qp_out",
+    type_name: "Rtr2rtsQpOut",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -7742,14 +7932,16 @@ pub const RTR2RTS_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Rtr2rtsQpOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Rtr2rtsQpOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Rtr2rtsQpOut::new_unchecked(b); u64::from(v.status())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Rtr2rtsQpOut::new_unchecked(b); v.set_status((x
+                & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -7757,14 +7949,16 @@ pub const RTR2RTS_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Rtr2rtsQpOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Rtr2rtsQpOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Rtr2rtsQpOut::new_unchecked(b); u64::from(v
+                .syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Rtr2rtsQpOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ece",
@@ -7772,21 +7966,33 @@ pub const RTR2RTS_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Rtr2rtsQpOut::new_unchecked(b);
-                u64::from(v.ece())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Rtr2rtsQpOut::new_unchecked(b);
-                v.set_ece((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Rtr2rtsQpOut::new_unchecked(b); u64::from(v.ece()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Rtr2rtsQpOut::new_unchecked(b); v.set_ece((x &
+                0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffff), (8, 0xffffffff)],
 };
 /// Input of RTS2RTS_QP, which takes a QP from RTS to RTS.
 ///
 /// PRM layout `rts2rts_qp_in`: 0x110 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x00 | 15:0 | `uid` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x08 | 23:0 | `qpn` |
+/// | 0x10 | 31:0 | `opt_param_mask` |
+/// | 0x14 | 31:0 | `ece` |
+/// | 0x18..0x100 | — | `qpc` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Rts2rtsQpIn<B = [u8; 272]> {
     buf: B,
@@ -7919,36 +8125,17 @@ impl<B: rt::BytesMut> Rts2rtsQpIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for Rts2rtsQpIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(Rts2rtsQpIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("uid", &rt::fmt::Hex(self.uid().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("qpn", &rt::fmt::Hex(self.qpn().into()));
-        d.field("opt_param_mask", &rt::fmt::Hex(self.opt_param_mask().into()));
-        d.field("ece", &rt::fmt::Hex(self.ece().into()));
-        d.field("qpc", &self.qpc());
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (4, 0xffff0000),
-                (8, 0xff000000),
-                (12, 0xffffffff),
-                (256, 0xffffffff),
-                (260, 0xffffffff),
-                (264, 0xffffffff),
-                (268, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&RTS2RTS_QP_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `rts2rts_qp_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `rts2rts_qp_in`: what the decoding `Debug` shows and generic tools read.
 pub const RTS2RTS_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "rts2rts_qp_in",
+    type_name: "Rts2rtsQpIn",
     size: 272,
     fields: &[
         rt::reflect::FieldAccess {
@@ -7957,14 +8144,15 @@ pub const RTS2RTS_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Rts2rtsQpIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Rts2rtsQpIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Rts2rtsQpIn::new_unchecked(b); u64::from(v.opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Rts2rtsQpIn::new_unchecked(b); v.set_opcode((x
+                & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "uid",
@@ -7972,14 +8160,15 @@ pub const RTS2RTS_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Rts2rtsQpIn::new_unchecked(b);
-                u64::from(v.uid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Rts2rtsQpIn::new_unchecked(b);
-                v.set_uid((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Rts2rtsQpIn::new_unchecked(b); u64::from(v.uid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Rts2rtsQpIn::new_unchecked(b); v.set_uid((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -7987,14 +8176,15 @@ pub const RTS2RTS_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Rts2rtsQpIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Rts2rtsQpIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Rts2rtsQpIn::new_unchecked(b); u64::from(v.op_mod()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Rts2rtsQpIn::new_unchecked(b); v.set_op_mod((x
+                & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "qpn",
@@ -8002,14 +8192,15 @@ pub const RTS2RTS_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Rts2rtsQpIn::new_unchecked(b);
-                u64::from(v.qpn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Rts2rtsQpIn::new_unchecked(b);
-                v.set_qpn((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Rts2rtsQpIn::new_unchecked(b); u64::from(v.qpn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Rts2rtsQpIn::new_unchecked(b); v.set_qpn((x &
+                0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "opt_param_mask",
@@ -8017,14 +8208,16 @@ pub const RTS2RTS_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Rts2rtsQpIn::new_unchecked(b);
-                u64::from(v.opt_param_mask())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Rts2rtsQpIn::new_unchecked(b);
-                v.set_opt_param_mask((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Rts2rtsQpIn::new_unchecked(b); u64::from(v
+                .opt_param_mask()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Rts2rtsQpIn::new_unchecked(b); v
+                .set_opt_param_mask((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ece",
@@ -8032,44 +8225,55 @@ pub const RTS2RTS_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Rts2rtsQpIn::new_unchecked(b);
-                u64::from(v.ece())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Rts2rtsQpIn::new_unchecked(b);
-                v.set_ece((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Rts2rtsQpIn::new_unchecked(b); u64::from(v.ece()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Rts2rtsQpIn::new_unchecked(b); v.set_ece((x &
+                0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[
         rt::reflect::NestedAccess {
             name: "qpc",
             layout: "qpc",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&QPC_ACCESS),
             byte_offset: 24,
             size: 232,
             count: 1,
             trailing: false,
             stride: 232,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 272 {
-                    return None;
-                }
-                let v = Rts2rtsQpIn::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.qpc();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 272 { return
+                None; } let v = Rts2rtsQpIn::new_unchecked(b); if i != 0 { return None; }
+                let sub = v.qpc(); Some(sub.storage().as_ptr() as usize - b.as_ptr() as
+                usize) }
+            ),
         },
+    ],
+    reserved: &[
+        (4, 0xffff0000),
+        (8, 0xff000000),
+        (12, 0xffffffff),
+        (256, 0xffffffff),
+        (260, 0xffffffff),
+        (264, 0xffffffff),
+        (268, 0xffffffff),
     ],
 };
 /// Output of RTS2RTS_QP.
 ///
 /// PRM layout `rts2rts_qp_out`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
+/// | 0x0c | 31:0 | `ece` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Rts2rtsQpOut<B = [u8; 16]> {
     buf: B,
@@ -8132,24 +8336,17 @@ impl<B: rt::BytesMut> Rts2rtsQpOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for Rts2rtsQpOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(Rts2rtsQpOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        d.field("ece", &rt::fmt::Hex(self.ece().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&RTS2RTS_QP_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `rts2rts_qp_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `rts2rts_qp_out`: what the decoding `Debug` shows and generic tools read.
 pub const RTS2RTS_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "rts2rts_qp_out",
+    type_name: "Rts2rtsQpOut",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -8158,14 +8355,16 @@ pub const RTS2RTS_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Rts2rtsQpOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Rts2rtsQpOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Rts2rtsQpOut::new_unchecked(b); u64::from(v.status())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Rts2rtsQpOut::new_unchecked(b); v.set_status((x
+                & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -8173,14 +8372,16 @@ pub const RTS2RTS_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Rts2rtsQpOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Rts2rtsQpOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Rts2rtsQpOut::new_unchecked(b); u64::from(v
+                .syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Rts2rtsQpOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ece",
@@ -8188,21 +8389,32 @@ pub const RTS2RTS_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Rts2rtsQpOut::new_unchecked(b);
-                u64::from(v.ece())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Rts2rtsQpOut::new_unchecked(b);
-                v.set_ece((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Rts2rtsQpOut::new_unchecked(b); u64::from(v.ece()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Rts2rtsQpOut::new_unchecked(b); v.set_ece((x &
+                0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffff), (8, 0xffffffff)],
 };
 /// Input of SQERR2RTS_QP, which takes a QP from SQER to RTS.
 ///
 /// PRM layout `sqerr2rts_qp_in`: 0x110 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x00 | 15:0 | `uid` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x08 | 23:0 | `qpn` |
+/// | 0x10 | 31:0 | `opt_param_mask` |
+/// | 0x18..0x100 | — | `qpc` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Sqerr2rtsQpIn<B = [u8; 272]> {
     buf: B,
@@ -8320,36 +8532,17 @@ impl<B: rt::BytesMut> Sqerr2rtsQpIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for Sqerr2rtsQpIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(Sqerr2rtsQpIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("uid", &rt::fmt::Hex(self.uid().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("qpn", &rt::fmt::Hex(self.qpn().into()));
-        d.field("opt_param_mask", &rt::fmt::Hex(self.opt_param_mask().into()));
-        d.field("qpc", &self.qpc());
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (4, 0xffff0000),
-                (8, 0xff000000),
-                (12, 0xffffffff),
-                (20, 0xffffffff),
-                (256, 0xffffffff),
-                (260, 0xffffffff),
-                (264, 0xffffffff),
-                (268, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&SQERR2RTS_QP_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `sqerr2rts_qp_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `sqerr2rts_qp_in`: what the decoding `Debug` shows and generic tools read.
 pub const SQERR2RTS_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "sqerr2rts_qp_in",
+    type_name: "Sqerr2rtsQpIn",
     size: 272,
     fields: &[
         rt::reflect::FieldAccess {
@@ -8358,14 +8551,16 @@ pub const SQERR2RTS_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Sqerr2rtsQpIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Sqerr2rtsQpIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Sqerr2rtsQpIn::new_unchecked(b); u64::from(v.opcode())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Sqerr2rtsQpIn::new_unchecked(b); v
+                .set_opcode((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "uid",
@@ -8373,14 +8568,15 @@ pub const SQERR2RTS_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Sqerr2rtsQpIn::new_unchecked(b);
-                u64::from(v.uid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Sqerr2rtsQpIn::new_unchecked(b);
-                v.set_uid((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Sqerr2rtsQpIn::new_unchecked(b); u64::from(v.uid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Sqerr2rtsQpIn::new_unchecked(b); v.set_uid((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -8388,14 +8584,16 @@ pub const SQERR2RTS_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Sqerr2rtsQpIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Sqerr2rtsQpIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Sqerr2rtsQpIn::new_unchecked(b); u64::from(v.op_mod())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Sqerr2rtsQpIn::new_unchecked(b); v
+                .set_op_mod((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "qpn",
@@ -8403,14 +8601,15 @@ pub const SQERR2RTS_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Sqerr2rtsQpIn::new_unchecked(b);
-                u64::from(v.qpn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Sqerr2rtsQpIn::new_unchecked(b);
-                v.set_qpn((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Sqerr2rtsQpIn::new_unchecked(b); u64::from(v.qpn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Sqerr2rtsQpIn::new_unchecked(b); v.set_qpn((x &
+                0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "opt_param_mask",
@@ -8418,44 +8617,56 @@ pub const SQERR2RTS_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Sqerr2rtsQpIn::new_unchecked(b);
-                u64::from(v.opt_param_mask())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Sqerr2rtsQpIn::new_unchecked(b);
-                v.set_opt_param_mask((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Sqerr2rtsQpIn::new_unchecked(b); u64::from(v
+                .opt_param_mask()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Sqerr2rtsQpIn::new_unchecked(b); v
+                .set_opt_param_mask((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[
         rt::reflect::NestedAccess {
             name: "qpc",
             layout: "qpc",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&QPC_ACCESS),
             byte_offset: 24,
             size: 232,
             count: 1,
             trailing: false,
             stride: 232,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 272 {
-                    return None;
-                }
-                let v = Sqerr2rtsQpIn::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.qpc();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 272 { return
+                None; } let v = Sqerr2rtsQpIn::new_unchecked(b); if i != 0 { return None;
+                } let sub = v.qpc(); Some(sub.storage().as_ptr() as usize - b.as_ptr() as
+                usize) }
+            ),
         },
+    ],
+    reserved: &[
+        (4, 0xffff0000),
+        (8, 0xff000000),
+        (12, 0xffffffff),
+        (20, 0xffffffff),
+        (256, 0xffffffff),
+        (260, 0xffffffff),
+        (264, 0xffffffff),
+        (268, 0xffffffff),
     ],
 };
 /// Output of SQERR2RTS_QP.
 ///
 /// PRM layout `sqerr2rts_qp_out`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Sqerr2rtsQpOut<B = [u8; 16]> {
     buf: B,
@@ -8504,23 +8715,17 @@ impl<B: rt::BytesMut> Sqerr2rtsQpOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for Sqerr2rtsQpOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(Sqerr2rtsQpOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&SQERR2RTS_QP_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `sqerr2rts_qp_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `sqerr2rts_qp_out`: what the decoding `Debug` shows and generic tools read.
 pub const SQERR2RTS_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "sqerr2rts_qp_out",
+    type_name: "Sqerr2rtsQpOut",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -8529,14 +8734,16 @@ pub const SQERR2RTS_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Sqerr2rtsQpOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Sqerr2rtsQpOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Sqerr2rtsQpOut::new_unchecked(b); u64::from(v
+                .status()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Sqerr2rtsQpOut::new_unchecked(b); v
+                .set_status((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -8544,21 +8751,31 @@ pub const SQERR2RTS_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Sqerr2rtsQpOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Sqerr2rtsQpOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Sqerr2rtsQpOut::new_unchecked(b); u64::from(v
+                .syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Sqerr2rtsQpOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
 };
 /// Input of 2ERR_QP, which takes a QP from any state to ERR; it needs only the QP number.
 ///
 /// PRM layout `qp_2err_in`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x00 | 15:0 | `uid` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x08 | 23:0 | `qpn` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Qp2errIn<B = [u8; 16]> {
     buf: B,
@@ -8646,25 +8863,17 @@ impl<B: rt::BytesMut> Qp2errIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for Qp2errIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(Qp2errIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("uid", &rt::fmt::Hex(self.uid().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("qpn", &rt::fmt::Hex(self.qpn().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(4, 0xffff0000), (8, 0xff000000), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QP_2ERR_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `qp_2err_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `qp_2err_in`: what the decoding `Debug` shows and generic tools read.
 pub const QP_2ERR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "qp_2err_in",
+    type_name: "Qp2errIn",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -8673,14 +8882,15 @@ pub const QP_2ERR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qp2errIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qp2errIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qp2errIn::new_unchecked(b); u64::from(v.opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qp2errIn::new_unchecked(b); v.set_opcode((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "uid",
@@ -8688,14 +8898,15 @@ pub const QP_2ERR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qp2errIn::new_unchecked(b);
-                u64::from(v.uid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qp2errIn::new_unchecked(b);
-                v.set_uid((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qp2errIn::new_unchecked(b); u64::from(v.uid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qp2errIn::new_unchecked(b); v.set_uid((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -8703,14 +8914,15 @@ pub const QP_2ERR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qp2errIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qp2errIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qp2errIn::new_unchecked(b); u64::from(v.op_mod()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qp2errIn::new_unchecked(b); v.set_op_mod((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "qpn",
@@ -8718,21 +8930,28 @@ pub const QP_2ERR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qp2errIn::new_unchecked(b);
-                u64::from(v.qpn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qp2errIn::new_unchecked(b);
-                v.set_qpn((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qp2errIn::new_unchecked(b); u64::from(v.qpn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qp2errIn::new_unchecked(b); v.set_qpn((x &
+                0xffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(4, 0xffff0000), (8, 0xff000000), (12, 0xffffffff)],
 };
 /// Output of 2ERR_QP.
 ///
 /// PRM layout `qp_2err_out`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Qp2errOut<B = [u8; 16]> {
     buf: B,
@@ -8781,23 +9000,17 @@ impl<B: rt::BytesMut> Qp2errOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for Qp2errOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(Qp2errOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QP_2ERR_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `qp_2err_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `qp_2err_out`: what the decoding `Debug` shows and generic tools read.
 pub const QP_2ERR_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "qp_2err_out",
+    type_name: "Qp2errOut",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -8806,14 +9019,15 @@ pub const QP_2ERR_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qp2errOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qp2errOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qp2errOut::new_unchecked(b); u64::from(v.status()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qp2errOut::new_unchecked(b); v.set_status((x &
+                0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -8821,21 +9035,30 @@ pub const QP_2ERR_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qp2errOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qp2errOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qp2errOut::new_unchecked(b); u64::from(v.syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qp2errOut::new_unchecked(b); v.set_syndrome((x
+                & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
 };
 /// Input of 2RST_QP, which takes a QP from any state to RST; it needs only the QP number.
 ///
 /// PRM layout `qp_2rst_in`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x00 | 15:0 | `uid` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x08 | 23:0 | `qpn` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Qp2rstIn<B = [u8; 16]> {
     buf: B,
@@ -8923,25 +9146,17 @@ impl<B: rt::BytesMut> Qp2rstIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for Qp2rstIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(Qp2rstIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("uid", &rt::fmt::Hex(self.uid().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("qpn", &rt::fmt::Hex(self.qpn().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(4, 0xffff0000), (8, 0xff000000), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QP_2RST_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `qp_2rst_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `qp_2rst_in`: what the decoding `Debug` shows and generic tools read.
 pub const QP_2RST_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "qp_2rst_in",
+    type_name: "Qp2rstIn",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -8950,14 +9165,15 @@ pub const QP_2RST_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qp2rstIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qp2rstIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qp2rstIn::new_unchecked(b); u64::from(v.opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qp2rstIn::new_unchecked(b); v.set_opcode((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "uid",
@@ -8965,14 +9181,15 @@ pub const QP_2RST_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qp2rstIn::new_unchecked(b);
-                u64::from(v.uid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qp2rstIn::new_unchecked(b);
-                v.set_uid((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qp2rstIn::new_unchecked(b); u64::from(v.uid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qp2rstIn::new_unchecked(b); v.set_uid((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -8980,14 +9197,15 @@ pub const QP_2RST_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qp2rstIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qp2rstIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qp2rstIn::new_unchecked(b); u64::from(v.op_mod()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qp2rstIn::new_unchecked(b); v.set_op_mod((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "qpn",
@@ -8995,21 +9213,28 @@ pub const QP_2RST_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qp2rstIn::new_unchecked(b);
-                u64::from(v.qpn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qp2rstIn::new_unchecked(b);
-                v.set_qpn((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qp2rstIn::new_unchecked(b); u64::from(v.qpn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qp2rstIn::new_unchecked(b); v.set_qpn((x &
+                0xffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(4, 0xffff0000), (8, 0xff000000), (12, 0xffffffff)],
 };
 /// Output of 2RST_QP.
 ///
 /// PRM layout `qp_2rst_out`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Qp2rstOut<B = [u8; 16]> {
     buf: B,
@@ -9058,23 +9283,17 @@ impl<B: rt::BytesMut> Qp2rstOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for Qp2rstOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(Qp2rstOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QP_2RST_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `qp_2rst_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `qp_2rst_out`: what the decoding `Debug` shows and generic tools read.
 pub const QP_2RST_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "qp_2rst_out",
+    type_name: "Qp2rstOut",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -9083,14 +9302,15 @@ pub const QP_2RST_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qp2rstOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qp2rstOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qp2rstOut::new_unchecked(b); u64::from(v.status()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qp2rstOut::new_unchecked(b); v.set_status((x &
+                0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -9098,17 +9318,19 @@ pub const QP_2RST_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Qp2rstOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Qp2rstOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Qp2rstOut::new_unchecked(b); u64::from(v.syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Qp2rstOut::new_unchecked(b); v.set_syndrome((x
+                & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
 };
 /// The commands of this module, typed by opcode (see the runtime's `Command`).
 pub mod cmd {

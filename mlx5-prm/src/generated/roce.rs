@@ -143,6 +143,16 @@ impl ::core::convert::From<RoceVersion> for u8 {
 /// One entry of the RoCE address table, as SET_ROCE_ADDRESS writes and QUERY_ROCE_ADDRESS returns it.
 ///
 /// PRM layout `roce_addr_layout`: 0x20 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00..0x10 | — | `source_l3_address` |
+/// | 0x10 | 28 | `vlan_valid` |
+/// | 0x10 | 27:16 | `vlan_id` |
+/// | 0x10 | 15:0 | `source_mac_47_32` |
+/// | 0x14 | 31:0 | `source_mac_31_0` |
+/// | 0x18 | 11:8 | `roce_l3_type` |
+/// | 0x18 | 7:0 | `roce_version` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct RoceAddrLayout<B = [u8; 32]> {
     buf: B,
@@ -311,44 +321,46 @@ impl<B: rt::BytesMut> RoceAddrLayout<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for RoceAddrLayout<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(RoceAddrLayout));
-        d.field("source_l3_address", &rt::fmt::HexBytes(&self.source_l3_address()));
-        d.field("vlan_valid", &self.vlan_valid());
-        d.field("vlan_id", &rt::fmt::Hex(self.vlan_id().into()));
-        d.field("source_mac_47_32", &rt::fmt::Hex(self.source_mac_47_32().into()));
-        d.field("source_mac_31_0", &rt::fmt::Hex(self.source_mac_31_0().into()));
-        d.field("roce_l3_type", &rt::fmt::EnumValue(self.roce_l3_type()));
-        d.field("roce_version", &rt::fmt::EnumValue(self.roce_version()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(16, 0xe0000000), (24, 0xfffff000), (28, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&ROCE_ADDR_LAYOUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `roce_addr_layout` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `roce_addr_layout`: what the decoding `Debug` shows and generic tools read.
 pub const ROCE_ADDR_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "roce_addr_layout",
+    type_name: "RoceAddrLayout",
     size: 32,
     fields: &[
+        rt::reflect::FieldAccess {
+            name: "source_l3_address",
+            bit_offset: 0,
+            width: 128,
+            count: 1,
+            trailing: false,
+            kind: rt::reflect::ValueKind::Bytes,
+            readable: true,
+            get: None,
+            set: None,
+        },
         rt::reflect::FieldAccess {
             name: "vlan_valid",
             bit_offset: 131,
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = RoceAddrLayout::new_unchecked(b);
-                u64::from(v.vlan_valid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = RoceAddrLayout::new_unchecked(b);
-                v.set_vlan_valid(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = RoceAddrLayout::new_unchecked(b); u64::from(v
+                .vlan_valid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = RoceAddrLayout::new_unchecked(b); v
+                .set_vlan_valid(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "vlan_id",
@@ -356,14 +368,16 @@ pub const ROCE_ADDR_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             width: 12,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = RoceAddrLayout::new_unchecked(b);
-                u64::from(v.vlan_id())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = RoceAddrLayout::new_unchecked(b);
-                v.set_vlan_id((x & 0xfff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = RoceAddrLayout::new_unchecked(b); u64::from(v
+                .vlan_id()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = RoceAddrLayout::new_unchecked(b); v
+                .set_vlan_id((x & 0xfff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "source_mac_47_32",
@@ -371,14 +385,16 @@ pub const ROCE_ADDR_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = RoceAddrLayout::new_unchecked(b);
-                u64::from(v.source_mac_47_32())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = RoceAddrLayout::new_unchecked(b);
-                v.set_source_mac_47_32((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = RoceAddrLayout::new_unchecked(b); u64::from(v
+                .source_mac_47_32()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = RoceAddrLayout::new_unchecked(b); v
+                .set_source_mac_47_32((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "source_mac_31_0",
@@ -386,14 +402,16 @@ pub const ROCE_ADDR_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = RoceAddrLayout::new_unchecked(b);
-                u64::from(v.source_mac_31_0())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = RoceAddrLayout::new_unchecked(b);
-                v.set_source_mac_31_0((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = RoceAddrLayout::new_unchecked(b); u64::from(v
+                .source_mac_31_0()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = RoceAddrLayout::new_unchecked(b); v
+                .set_source_mac_31_0((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "roce_l3_type",
@@ -401,14 +419,22 @@ pub const ROCE_ADDR_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = RoceAddrLayout::new_unchecked(b);
-                u64::from(v.roce_l3_type_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = RoceAddrLayout::new_unchecked(b);
-                v.set_roce_l3_type_raw((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "roce_l3_type",
+                value_name: |r| match RoceL3Type::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = RoceAddrLayout::new_unchecked(b); u64::from(v
+                .roce_l3_type_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = RoceAddrLayout::new_unchecked(b); v
+                .set_roce_l3_type_raw((x & 0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "roce_version",
@@ -416,21 +442,38 @@ pub const ROCE_ADDR_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = RoceAddrLayout::new_unchecked(b);
-                u64::from(v.roce_version_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = RoceAddrLayout::new_unchecked(b);
-                v.set_roce_version_raw((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "roce_version",
+                value_name: |r| match RoceVersion::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = RoceAddrLayout::new_unchecked(b); u64::from(v
+                .roce_version_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = RoceAddrLayout::new_unchecked(b); v
+                .set_roce_version_raw((x & 0xff) as u8); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(16, 0xe0000000), (24, 0xfffff000), (28, 0xffffffff)],
 };
 /// Input of SET_ROCE_ADDRESS.
 ///
 /// PRM layout `set_roce_address_in`: 0x30 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x08 | 31:16 | `roce_address_index` |
+/// | 0x08 | 3:0 | `vhca_port_num` |
+/// | 0x10..0x30 | — | `roce_address` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct SetRoceAddressIn<B = [u8; 48]> {
     buf: B,
@@ -539,26 +582,17 @@ impl<B: rt::BytesMut> SetRoceAddressIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for SetRoceAddressIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(SetRoceAddressIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("roce_address_index", &rt::fmt::Hex(self.roce_address_index().into()));
-        d.field("vhca_port_num", &rt::fmt::Hex(self.vhca_port_num().into()));
-        d.field("roce_address", &self.roce_address());
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffff), (4, 0xffff0000), (8, 0xfff0), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&SET_ROCE_ADDRESS_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `set_roce_address_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `set_roce_address_in`: what the decoding `Debug` shows and generic tools read.
 pub const SET_ROCE_ADDRESS_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "set_roce_address_in",
+    type_name: "SetRoceAddressIn",
     size: 48,
     fields: &[
         rt::reflect::FieldAccess {
@@ -567,14 +601,16 @@ pub const SET_ROCE_ADDRESS_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = SetRoceAddressIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = SetRoceAddressIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = SetRoceAddressIn::new_unchecked(b); u64::from(v
+                .opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = SetRoceAddressIn::new_unchecked(b); v
+                .set_opcode((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -582,14 +618,16 @@ pub const SET_ROCE_ADDRESS_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = SetRoceAddressIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = SetRoceAddressIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = SetRoceAddressIn::new_unchecked(b); u64::from(v
+                .op_mod()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = SetRoceAddressIn::new_unchecked(b); v
+                .set_op_mod((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "roce_address_index",
@@ -597,14 +635,16 @@ pub const SET_ROCE_ADDRESS_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = SetRoceAddressIn::new_unchecked(b);
-                u64::from(v.roce_address_index())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = SetRoceAddressIn::new_unchecked(b);
-                v.set_roce_address_index((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = SetRoceAddressIn::new_unchecked(b); u64::from(v
+                .roce_address_index()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = SetRoceAddressIn::new_unchecked(b); v
+                .set_roce_address_index((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "vhca_port_num",
@@ -612,44 +652,47 @@ pub const SET_ROCE_ADDRESS_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = SetRoceAddressIn::new_unchecked(b);
-                u64::from(v.vhca_port_num())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = SetRoceAddressIn::new_unchecked(b);
-                v.set_vhca_port_num((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = SetRoceAddressIn::new_unchecked(b); u64::from(v
+                .vhca_port_num()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = SetRoceAddressIn::new_unchecked(b); v
+                .set_vhca_port_num((x & 0xf) as u8); }
+            ),
         },
     ],
     nested: &[
         rt::reflect::NestedAccess {
             name: "roce_address",
             layout: "roce_addr_layout",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&ROCE_ADDR_LAYOUT_ACCESS),
             byte_offset: 16,
             size: 32,
             count: 1,
             trailing: false,
             stride: 32,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 48 {
-                    return None;
-                }
-                let v = SetRoceAddressIn::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.roce_address();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 48 { return
+                None; } let v = SetRoceAddressIn::new_unchecked(b); if i != 0 { return
+                None; } let sub = v.roce_address(); Some(sub.storage().as_ptr() as usize
+                - b.as_ptr() as usize) }
+            ),
         },
     ],
+    reserved: &[(0, 0xffff), (4, 0xffff0000), (8, 0xfff0), (12, 0xffffffff)],
 };
 /// Output of SET_ROCE_ADDRESS.
 ///
 /// PRM layout `set_roce_address_out`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct SetRoceAddressOut<B = [u8; 16]> {
     buf: B,
@@ -698,23 +741,17 @@ impl<B: rt::BytesMut> SetRoceAddressOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for SetRoceAddressOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(SetRoceAddressOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&SET_ROCE_ADDRESS_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `set_roce_address_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `set_roce_address_out`: what the decoding `Debug` shows and generic tools read.
 pub const SET_ROCE_ADDRESS_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "set_roce_address_out",
+    type_name: "SetRoceAddressOut",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -723,14 +760,16 @@ pub const SET_ROCE_ADDRESS_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = SetRoceAddressOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = SetRoceAddressOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = SetRoceAddressOut::new_unchecked(b); u64::from(v
+                .status()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = SetRoceAddressOut::new_unchecked(b); v
+                .set_status((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -738,21 +777,31 @@ pub const SET_ROCE_ADDRESS_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = SetRoceAddressOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = SetRoceAddressOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = SetRoceAddressOut::new_unchecked(b); u64::from(v
+                .syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = SetRoceAddressOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
 };
 /// Input of QUERY_ROCE_ADDRESS.
 ///
 /// PRM layout `query_roce_address_in`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x08 | 31:16 | `roce_address_index` |
+/// | 0x08 | 3:0 | `vhca_port_num` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct QueryRoceAddressIn<B = [u8; 16]> {
     buf: B,
@@ -846,25 +895,17 @@ impl<B: rt::BytesMut> QueryRoceAddressIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for QueryRoceAddressIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(QueryRoceAddressIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("roce_address_index", &rt::fmt::Hex(self.roce_address_index().into()));
-        d.field("vhca_port_num", &rt::fmt::Hex(self.vhca_port_num().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffff), (4, 0xffff0000), (8, 0xfff0), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QUERY_ROCE_ADDRESS_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `query_roce_address_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `query_roce_address_in`: what the decoding `Debug` shows and generic tools read.
 pub const QUERY_ROCE_ADDRESS_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "query_roce_address_in",
+    type_name: "QueryRoceAddressIn",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -873,14 +914,16 @@ pub const QUERY_ROCE_ADDRESS_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryRoceAddressIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryRoceAddressIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryRoceAddressIn::new_unchecked(b); u64::from(v
+                .opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryRoceAddressIn::new_unchecked(b); v
+                .set_opcode((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -888,14 +931,16 @@ pub const QUERY_ROCE_ADDRESS_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryRoceAddressIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryRoceAddressIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryRoceAddressIn::new_unchecked(b); u64::from(v
+                .op_mod()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryRoceAddressIn::new_unchecked(b); v
+                .set_op_mod((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "roce_address_index",
@@ -903,14 +948,16 @@ pub const QUERY_ROCE_ADDRESS_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryRoceAddressIn::new_unchecked(b);
-                u64::from(v.roce_address_index())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryRoceAddressIn::new_unchecked(b);
-                v.set_roce_address_index((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryRoceAddressIn::new_unchecked(b); u64::from(v
+                .roce_address_index()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryRoceAddressIn::new_unchecked(b); v
+                .set_roce_address_index((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "vhca_port_num",
@@ -918,21 +965,30 @@ pub const QUERY_ROCE_ADDRESS_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryRoceAddressIn::new_unchecked(b);
-                u64::from(v.vhca_port_num())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryRoceAddressIn::new_unchecked(b);
-                v.set_vhca_port_num((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryRoceAddressIn::new_unchecked(b); u64::from(v
+                .vhca_port_num()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryRoceAddressIn::new_unchecked(b); v
+                .set_vhca_port_num((x & 0xf) as u8); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffff), (4, 0xffff0000), (8, 0xfff0), (12, 0xffffffff)],
 };
 /// Output of QUERY_ROCE_ADDRESS.
 ///
 /// PRM layout `query_roce_address_out`: 0x30 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
+/// | 0x10..0x30 | — | `roce_address` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct QueryRoceAddressOut<B = [u8; 48]> {
     buf: B,
@@ -999,24 +1055,17 @@ impl<B: rt::BytesMut> QueryRoceAddressOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for QueryRoceAddressOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(QueryRoceAddressOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        d.field("roce_address", &self.roce_address());
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QUERY_ROCE_ADDRESS_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `query_roce_address_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `query_roce_address_out`: what the decoding `Debug` shows and generic tools read.
 pub const QUERY_ROCE_ADDRESS_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "query_roce_address_out",
+    type_name: "QueryRoceAddressOut",
     size: 48,
     fields: &[
         rt::reflect::FieldAccess {
@@ -1025,14 +1074,16 @@ pub const QUERY_ROCE_ADDRESS_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryRoceAddressOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryRoceAddressOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryRoceAddressOut::new_unchecked(b); u64::from(v
+                .status()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryRoceAddressOut::new_unchecked(b); v
+                .set_status((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -1040,40 +1091,38 @@ pub const QUERY_ROCE_ADDRESS_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryRoceAddressOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryRoceAddressOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryRoceAddressOut::new_unchecked(b); u64::from(v
+                .syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryRoceAddressOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[
         rt::reflect::NestedAccess {
             name: "roce_address",
             layout: "roce_addr_layout",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&ROCE_ADDR_LAYOUT_ACCESS),
             byte_offset: 16,
             size: 32,
             count: 1,
             trailing: false,
             stride: 32,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 48 {
-                    return None;
-                }
-                let v = QueryRoceAddressOut::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.roce_address();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 48 { return
+                None; } let v = QueryRoceAddressOut::new_unchecked(b); if i != 0 { return
+                None; } let sub = v.roce_address(); Some(sub.storage().as_ptr() as usize
+                - b.as_ptr() as usize) }
+            ),
         },
     ],
+    reserved: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
 };
 /// The commands of this module, typed by opcode (see the runtime's `Command`).
 pub mod cmd {

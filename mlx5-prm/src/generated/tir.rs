@@ -234,6 +234,13 @@ impl ::core::convert::From<RxHashField> for u8 {
 /// Input of CREATE_TIS, carrying the context of the new TIS.
 ///
 /// PRM layout `create_tis_in`: 0xc0 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x00 | 15:0 | `uid` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x20..0xc0 | — | `ctx` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct CreateTisIn<B = [u8; 192]> {
     buf: B,
@@ -313,33 +320,17 @@ impl<B: rt::BytesMut> CreateTisIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for CreateTisIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(CreateTisIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("uid", &rt::fmt::Hex(self.uid().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("ctx", &self.ctx());
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (4, 0xffff0000),
-                (8, 0xffffffff),
-                (12, 0xffffffff),
-                (16, 0xffffffff),
-                (20, 0xffffffff),
-                (24, 0xffffffff),
-                (28, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&CREATE_TIS_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `create_tis_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `create_tis_in`: what the decoding `Debug` shows and generic tools read.
 pub const CREATE_TIS_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "create_tis_in",
+    type_name: "CreateTisIn",
     size: 192,
     fields: &[
         rt::reflect::FieldAccess {
@@ -348,14 +339,15 @@ pub const CREATE_TIS_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateTisIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateTisIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateTisIn::new_unchecked(b); u64::from(v.opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateTisIn::new_unchecked(b); v.set_opcode((x
+                & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "uid",
@@ -363,14 +355,15 @@ pub const CREATE_TIS_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateTisIn::new_unchecked(b);
-                u64::from(v.uid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateTisIn::new_unchecked(b);
-                v.set_uid((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateTisIn::new_unchecked(b); u64::from(v.uid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateTisIn::new_unchecked(b); v.set_uid((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -378,44 +371,59 @@ pub const CREATE_TIS_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateTisIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateTisIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateTisIn::new_unchecked(b); u64::from(v.op_mod()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateTisIn::new_unchecked(b); v.set_op_mod((x
+                & 0xffff) as u16); }
+            ),
         },
     ],
     nested: &[
         rt::reflect::NestedAccess {
             name: "ctx",
             layout: "tisc",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&TISC_ACCESS),
             byte_offset: 32,
             size: 160,
             count: 1,
             trailing: false,
             stride: 160,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 192 {
-                    return None;
-                }
-                let v = CreateTisIn::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.ctx();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 192 { return
+                None; } let v = CreateTisIn::new_unchecked(b); if i != 0 { return None; }
+                let sub = v.ctx(); Some(sub.storage().as_ptr() as usize - b.as_ptr() as
+                usize) }
+            ),
         },
+    ],
+    reserved: &[
+        (4, 0xffff0000),
+        (8, 0xffffffff),
+        (12, 0xffffffff),
+        (16, 0xffffffff),
+        (20, 0xffffffff),
+        (24, 0xffffffff),
+        (28, 0xffffffff),
     ],
 };
 /// TIS context: the transmit-side attributes (transport domain, scheduling priority, LAG port affinity, TLS offload) shared by every SQ that sends through the TIS. A driver creates one TIS per traffic class, and per LAG port when bonding, before creating its SQs.
 ///
 /// PRM layout `tisc`: 0xa0 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31 | `strict_lag_tx_port_affinity` |
+/// | 0x00 | 30 | `tls_en` |
+/// | 0x00 | 27:24 | `lag_tx_port_affinity` |
+/// | 0x00 | 19:16 | `prio` |
+/// | 0x24 | 23:0 | `transport_domain` |
+/// | 0x28 | 23:0 | `underlay_qpn` |
+/// | 0x2c | 23:0 | `pd` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Tisc<B = [u8; 160]> {
     buf: B,
@@ -601,72 +609,14 @@ impl<B: rt::BytesMut> Tisc<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for Tisc<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(Tisc));
-        d.field("strict_lag_tx_port_affinity", &self.strict_lag_tx_port_affinity());
-        d.field("tls_en", &self.tls_en());
-        d.field(
-            "lag_tx_port_affinity",
-            &rt::fmt::Hex(self.lag_tx_port_affinity().into()),
-        );
-        d.field("prio", &rt::fmt::Hex(self.prio().into()));
-        d.field("transport_domain", &rt::fmt::Hex(self.transport_domain().into()));
-        d.field("underlay_qpn", &rt::fmt::Hex(self.underlay_qpn().into()));
-        d.field("pd", &rt::fmt::Hex(self.pd().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (0, 0x30f0ffff),
-                (4, 0xffffffff),
-                (8, 0xffffffff),
-                (12, 0xffffffff),
-                (16, 0xffffffff),
-                (20, 0xffffffff),
-                (24, 0xffffffff),
-                (28, 0xffffffff),
-                (32, 0xffffffff),
-                (36, 0xff000000),
-                (40, 0xff000000),
-                (44, 0xff000000),
-                (48, 0xffffffff),
-                (52, 0xffffffff),
-                (56, 0xffffffff),
-                (60, 0xffffffff),
-                (64, 0xffffffff),
-                (68, 0xffffffff),
-                (72, 0xffffffff),
-                (76, 0xffffffff),
-                (80, 0xffffffff),
-                (84, 0xffffffff),
-                (88, 0xffffffff),
-                (92, 0xffffffff),
-                (96, 0xffffffff),
-                (100, 0xffffffff),
-                (104, 0xffffffff),
-                (108, 0xffffffff),
-                (112, 0xffffffff),
-                (116, 0xffffffff),
-                (120, 0xffffffff),
-                (124, 0xffffffff),
-                (128, 0xffffffff),
-                (132, 0xffffffff),
-                (136, 0xffffffff),
-                (140, 0xffffffff),
-                (144, 0xffffffff),
-                (148, 0xffffffff),
-                (152, 0xffffffff),
-                (156, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&TISC_ACCESS, &self.buf), f)
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `tisc` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `tisc`: what the decoding `Debug` shows and generic tools read.
 pub const TISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "tisc",
+    type_name: "Tisc",
     size: 160,
     fields: &[
         rt::reflect::FieldAccess {
@@ -675,14 +625,16 @@ pub const TISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Tisc::new_unchecked(b);
-                u64::from(v.strict_lag_tx_port_affinity())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Tisc::new_unchecked(b);
-                v.set_strict_lag_tx_port_affinity(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Tisc::new_unchecked(b); u64::from(v
+                .strict_lag_tx_port_affinity()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Tisc::new_unchecked(b); v
+                .set_strict_lag_tx_port_affinity(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "tls_en",
@@ -690,14 +642,15 @@ pub const TISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Tisc::new_unchecked(b);
-                u64::from(v.tls_en())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Tisc::new_unchecked(b);
-                v.set_tls_en(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Tisc::new_unchecked(b); u64::from(v.tls_en()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Tisc::new_unchecked(b); v.set_tls_en(x & 1 !=
+                0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "lag_tx_port_affinity",
@@ -705,14 +658,16 @@ pub const TISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Tisc::new_unchecked(b);
-                u64::from(v.lag_tx_port_affinity())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Tisc::new_unchecked(b);
-                v.set_lag_tx_port_affinity((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Tisc::new_unchecked(b); u64::from(v
+                .lag_tx_port_affinity()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Tisc::new_unchecked(b); v
+                .set_lag_tx_port_affinity((x & 0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "prio",
@@ -720,14 +675,15 @@ pub const TISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Tisc::new_unchecked(b);
-                u64::from(v.prio())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Tisc::new_unchecked(b);
-                v.set_prio((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Tisc::new_unchecked(b); u64::from(v.prio()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Tisc::new_unchecked(b); v.set_prio((x & 0xf) as
+                u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "transport_domain",
@@ -735,14 +691,16 @@ pub const TISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Tisc::new_unchecked(b);
-                u64::from(v.transport_domain())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Tisc::new_unchecked(b);
-                v.set_transport_domain((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Tisc::new_unchecked(b); u64::from(v
+                .transport_domain()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Tisc::new_unchecked(b); v
+                .set_transport_domain((x & 0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "underlay_qpn",
@@ -750,14 +708,15 @@ pub const TISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Tisc::new_unchecked(b);
-                u64::from(v.underlay_qpn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Tisc::new_unchecked(b);
-                v.set_underlay_qpn((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Tisc::new_unchecked(b); u64::from(v.underlay_qpn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Tisc::new_unchecked(b); v.set_underlay_qpn((x &
+                0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "pd",
@@ -765,21 +724,70 @@ pub const TISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Tisc::new_unchecked(b);
-                u64::from(v.pd())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Tisc::new_unchecked(b);
-                v.set_pd((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Tisc::new_unchecked(b); u64::from(v.pd()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Tisc::new_unchecked(b); v.set_pd((x & 0xffffff)
+                as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[
+        (0, 0x30f0ffff),
+        (4, 0xffffffff),
+        (8, 0xffffffff),
+        (12, 0xffffffff),
+        (16, 0xffffffff),
+        (20, 0xffffffff),
+        (24, 0xffffffff),
+        (28, 0xffffffff),
+        (32, 0xffffffff),
+        (36, 0xff000000),
+        (40, 0xff000000),
+        (44, 0xff000000),
+        (48, 0xffffffff),
+        (52, 0xffffffff),
+        (56, 0xffffffff),
+        (60, 0xffffffff),
+        (64, 0xffffffff),
+        (68, 0xffffffff),
+        (72, 0xffffffff),
+        (76, 0xffffffff),
+        (80, 0xffffffff),
+        (84, 0xffffffff),
+        (88, 0xffffffff),
+        (92, 0xffffffff),
+        (96, 0xffffffff),
+        (100, 0xffffffff),
+        (104, 0xffffffff),
+        (108, 0xffffffff),
+        (112, 0xffffffff),
+        (116, 0xffffffff),
+        (120, 0xffffffff),
+        (124, 0xffffffff),
+        (128, 0xffffffff),
+        (132, 0xffffffff),
+        (136, 0xffffffff),
+        (140, 0xffffffff),
+        (144, 0xffffffff),
+        (148, 0xffffffff),
+        (152, 0xffffffff),
+        (156, 0xffffffff),
+    ],
 };
 /// Output of CREATE_TIS.
 ///
 /// PRM layout `create_tis_out`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
+/// | 0x08 | 23:0 | `tisn` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct CreateTisOut<B = [u8; 16]> {
     buf: B,
@@ -850,24 +858,17 @@ impl<B: rt::BytesMut> CreateTisOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for CreateTisOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(CreateTisOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        d.field("tisn", &rt::fmt::Hex(self.tisn().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0xff000000), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&CREATE_TIS_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `create_tis_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `create_tis_out`: what the decoding `Debug` shows and generic tools read.
 pub const CREATE_TIS_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "create_tis_out",
+    type_name: "CreateTisOut",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -876,14 +877,16 @@ pub const CREATE_TIS_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateTisOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateTisOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateTisOut::new_unchecked(b); u64::from(v.status())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateTisOut::new_unchecked(b); v.set_status((x
+                & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -891,14 +894,16 @@ pub const CREATE_TIS_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateTisOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateTisOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateTisOut::new_unchecked(b); u64::from(v
+                .syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateTisOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "tisn",
@@ -906,21 +911,30 @@ pub const CREATE_TIS_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateTisOut::new_unchecked(b);
-                u64::from(v.tisn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateTisOut::new_unchecked(b);
-                v.set_tisn((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateTisOut::new_unchecked(b); u64::from(v.tisn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateTisOut::new_unchecked(b); v.set_tisn((x &
+                0xffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffff), (8, 0xff000000), (12, 0xffffffff)],
 };
 /// Input of DESTROY_TIS.
 ///
 /// PRM layout `destroy_tis_in`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x00 | 15:0 | `uid` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x08 | 23:0 | `tisn` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct DestroyTisIn<B = [u8; 16]> {
     buf: B,
@@ -1008,25 +1022,17 @@ impl<B: rt::BytesMut> DestroyTisIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for DestroyTisIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(DestroyTisIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("uid", &rt::fmt::Hex(self.uid().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("tisn", &rt::fmt::Hex(self.tisn().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(4, 0xffff0000), (8, 0xff000000), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DESTROY_TIS_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `destroy_tis_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `destroy_tis_in`: what the decoding `Debug` shows and generic tools read.
 pub const DESTROY_TIS_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "destroy_tis_in",
+    type_name: "DestroyTisIn",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -1035,14 +1041,16 @@ pub const DESTROY_TIS_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyTisIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyTisIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyTisIn::new_unchecked(b); u64::from(v.opcode())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyTisIn::new_unchecked(b); v.set_opcode((x
+                & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "uid",
@@ -1050,14 +1058,15 @@ pub const DESTROY_TIS_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyTisIn::new_unchecked(b);
-                u64::from(v.uid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyTisIn::new_unchecked(b);
-                v.set_uid((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyTisIn::new_unchecked(b); u64::from(v.uid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyTisIn::new_unchecked(b); v.set_uid((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -1065,14 +1074,16 @@ pub const DESTROY_TIS_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyTisIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyTisIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyTisIn::new_unchecked(b); u64::from(v.op_mod())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyTisIn::new_unchecked(b); v.set_op_mod((x
+                & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "tisn",
@@ -1080,21 +1091,28 @@ pub const DESTROY_TIS_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyTisIn::new_unchecked(b);
-                u64::from(v.tisn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyTisIn::new_unchecked(b);
-                v.set_tisn((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyTisIn::new_unchecked(b); u64::from(v.tisn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyTisIn::new_unchecked(b); v.set_tisn((x &
+                0xffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(4, 0xffff0000), (8, 0xff000000), (12, 0xffffffff)],
 };
 /// Output of DESTROY_TIS.
 ///
 /// PRM layout `destroy_tis_out`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct DestroyTisOut<B = [u8; 16]> {
     buf: B,
@@ -1143,23 +1161,17 @@ impl<B: rt::BytesMut> DestroyTisOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for DestroyTisOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(DestroyTisOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DESTROY_TIS_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `destroy_tis_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `destroy_tis_out`: what the decoding `Debug` shows and generic tools read.
 pub const DESTROY_TIS_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "destroy_tis_out",
+    type_name: "DestroyTisOut",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -1168,14 +1180,16 @@ pub const DESTROY_TIS_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyTisOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyTisOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyTisOut::new_unchecked(b); u64::from(v.status())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyTisOut::new_unchecked(b); v
+                .set_status((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -1183,21 +1197,31 @@ pub const DESTROY_TIS_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyTisOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyTisOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyTisOut::new_unchecked(b); u64::from(v
+                .syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyTisOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
 };
 /// Input of CREATE_TIR, carrying the context of the new TIR.
 ///
 /// PRM layout `create_tir_in`: 0x110 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x00 | 15:0 | `uid` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x20..0x110 | — | `ctx` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct CreateTirIn<B = [u8; 272]> {
     buf: B,
@@ -1277,33 +1301,17 @@ impl<B: rt::BytesMut> CreateTirIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for CreateTirIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(CreateTirIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("uid", &rt::fmt::Hex(self.uid().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("ctx", &self.ctx());
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (4, 0xffff0000),
-                (8, 0xffffffff),
-                (12, 0xffffffff),
-                (16, 0xffffffff),
-                (20, 0xffffffff),
-                (24, 0xffffffff),
-                (28, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&CREATE_TIR_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `create_tir_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `create_tir_in`: what the decoding `Debug` shows and generic tools read.
 pub const CREATE_TIR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "create_tir_in",
+    type_name: "CreateTirIn",
     size: 272,
     fields: &[
         rt::reflect::FieldAccess {
@@ -1312,14 +1320,15 @@ pub const CREATE_TIR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateTirIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateTirIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateTirIn::new_unchecked(b); u64::from(v.opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateTirIn::new_unchecked(b); v.set_opcode((x
+                & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "uid",
@@ -1327,14 +1336,15 @@ pub const CREATE_TIR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateTirIn::new_unchecked(b);
-                u64::from(v.uid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateTirIn::new_unchecked(b);
-                v.set_uid((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateTirIn::new_unchecked(b); u64::from(v.uid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateTirIn::new_unchecked(b); v.set_uid((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -1342,44 +1352,67 @@ pub const CREATE_TIR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateTirIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateTirIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateTirIn::new_unchecked(b); u64::from(v.op_mod()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateTirIn::new_unchecked(b); v.set_op_mod((x
+                & 0xffff) as u16); }
+            ),
         },
     ],
     nested: &[
         rt::reflect::NestedAccess {
             name: "ctx",
             layout: "tirc",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&TIRC_ACCESS),
             byte_offset: 32,
             size: 240,
             count: 1,
             trailing: false,
             stride: 240,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 272 {
-                    return None;
-                }
-                let v = CreateTirIn::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.ctx();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 272 { return
+                None; } let v = CreateTirIn::new_unchecked(b); if i != 0 { return None; }
+                let sub = v.ctx(); Some(sub.storage().as_ptr() as usize - b.as_ptr() as
+                usize) }
+            ),
         },
+    ],
+    reserved: &[
+        (4, 0xffff0000),
+        (8, 0xffffffff),
+        (12, 0xffffffff),
+        (16, 0xffffffff),
+        (20, 0xffffffff),
+        (24, 0xffffffff),
+        (28, 0xffffffff),
     ],
 };
 /// TIR context: where packets steered to this TIR go (one RQ, or an RQT chosen by a hash of selected header fields) and the receive offloads applied on the way (LRO, TLS, loopback filtering). An Ethernet driver creates one TIR per RSS traffic type plus direct TIRs per channel, then points flow table entries at them.
 ///
 /// PRM layout `tirc`: 0xf0 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x04 | 31:28 | `disp_type` |
+/// | 0x04 | 27 | `tls_en` |
+/// | 0x10 | 27:12 | `lro_timeout_period_usecs` |
+/// | 0x10 | 11:8 | `packet_merge_mask` |
+/// | 0x10 | 7:0 | `lro_max_ip_payload_size` |
+/// | 0x1c | 23:0 | `inline_rqn` |
+/// | 0x20 | 31 | `rx_hash_symmetric` |
+/// | 0x20 | 29 | `tunneled_offload_en` |
+/// | 0x20 | 23:0 | `indirect_table` |
+/// | 0x24 | 31:28 | `rx_hash_fn` |
+/// | 0x24 | 25:24 | `self_lb_block` |
+/// | 0x24 | 23:0 | `transport_domain` |
+/// | 0x28..0x50 | — | `rx_hash_toeplitz_key[10]` |
+/// | 0x50 | 31:0 | `rx_hash_field_selector_outer` |
+/// | 0x54 | 31:0 | `rx_hash_field_selector_inner` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Tirc<B = [u8; 240]> {
     buf: B,
@@ -1781,98 +1814,14 @@ impl<B: rt::BytesMut> Tirc<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for Tirc<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(Tirc));
-        d.field("disp_type", &rt::fmt::EnumValue(self.disp_type()));
-        d.field("tls_en", &self.tls_en());
-        d.field(
-            "lro_timeout_period_usecs",
-            &rt::fmt::Hex(self.lro_timeout_period_usecs().into()),
-        );
-        d.field("packet_merge_mask", &rt::fmt::Hex(self.packet_merge_mask().into()));
-        d.field(
-            "lro_max_ip_payload_size",
-            &rt::fmt::Hex(self.lro_max_ip_payload_size().into()),
-        );
-        d.field("inline_rqn", &rt::fmt::Hex(self.inline_rqn().into()));
-        d.field("rx_hash_symmetric", &self.rx_hash_symmetric());
-        d.field("tunneled_offload_en", &self.tunneled_offload_en());
-        d.field("indirect_table", &rt::fmt::Hex(self.indirect_table().into()));
-        d.field("rx_hash_fn", &rt::fmt::EnumValue(self.rx_hash_fn()));
-        d.field("self_lb_block", &rt::fmt::Hex(self.self_lb_block().into()));
-        d.field("transport_domain", &rt::fmt::Hex(self.transport_domain().into()));
-        d.field(
-            "rx_hash_toeplitz_key",
-            &rt::fmt::With(|f| rt::fmt::list(
-                f,
-                self.rx_hash_toeplitz_key_len(),
-                self.rx_hash_toeplitz_key_iter().map(|v| rt::fmt::Hex(u64::from(v))),
-            )),
-        );
-        d.field("rx_hash_field_selector_outer", &self.rx_hash_field_selector_outer());
-        d.field("rx_hash_field_selector_inner", &self.rx_hash_field_selector_inner());
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (0, 0xffffffff),
-                (4, 0x7ffffff),
-                (8, 0xffffffff),
-                (12, 0xffffffff),
-                (16, 0xf0000000),
-                (20, 0xffffffff),
-                (24, 0xffffffff),
-                (28, 0xff000000),
-                (32, 0x5f000000),
-                (36, 0xc000000),
-                (88, 0xffffffff),
-                (92, 0xffffffff),
-                (96, 0xffffffff),
-                (100, 0xffffffff),
-                (104, 0xffffffff),
-                (108, 0xffffffff),
-                (112, 0xffffffff),
-                (116, 0xffffffff),
-                (120, 0xffffffff),
-                (124, 0xffffffff),
-                (128, 0xffffffff),
-                (132, 0xffffffff),
-                (136, 0xffffffff),
-                (140, 0xffffffff),
-                (144, 0xffffffff),
-                (148, 0xffffffff),
-                (152, 0xffffffff),
-                (156, 0xffffffff),
-                (160, 0xffffffff),
-                (164, 0xffffffff),
-                (168, 0xffffffff),
-                (172, 0xffffffff),
-                (176, 0xffffffff),
-                (180, 0xffffffff),
-                (184, 0xffffffff),
-                (188, 0xffffffff),
-                (192, 0xffffffff),
-                (196, 0xffffffff),
-                (200, 0xffffffff),
-                (204, 0xffffffff),
-                (208, 0xffffffff),
-                (212, 0xffffffff),
-                (216, 0xffffffff),
-                (220, 0xffffffff),
-                (224, 0xffffffff),
-                (228, 0xffffffff),
-                (232, 0xffffffff),
-                (236, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&TIRC_ACCESS, &self.buf), f)
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `tirc` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `tirc`: what the decoding `Debug` shows and generic tools read.
 pub const TIRC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "tirc",
+    type_name: "Tirc",
     size: 240,
     fields: &[
         rt::reflect::FieldAccess {
@@ -1881,14 +1830,21 @@ pub const TIRC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Tirc::new_unchecked(b);
-                u64::from(v.disp_type_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Tirc::new_unchecked(b);
-                v.set_disp_type_raw((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "tirc_disp_type",
+                value_name: |r| match TircDispType::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Tirc::new_unchecked(b); u64::from(v.disp_type_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Tirc::new_unchecked(b); v.set_disp_type_raw((x
+                & 0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "tls_en",
@@ -1896,14 +1852,15 @@ pub const TIRC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Tirc::new_unchecked(b);
-                u64::from(v.tls_en())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Tirc::new_unchecked(b);
-                v.set_tls_en(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Tirc::new_unchecked(b); u64::from(v.tls_en()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Tirc::new_unchecked(b); v.set_tls_en(x & 1 !=
+                0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "lro_timeout_period_usecs",
@@ -1911,14 +1868,16 @@ pub const TIRC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Tirc::new_unchecked(b);
-                u64::from(v.lro_timeout_period_usecs())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Tirc::new_unchecked(b);
-                v.set_lro_timeout_period_usecs((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Tirc::new_unchecked(b); u64::from(v
+                .lro_timeout_period_usecs()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Tirc::new_unchecked(b); v
+                .set_lro_timeout_period_usecs((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "packet_merge_mask",
@@ -1926,14 +1885,16 @@ pub const TIRC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Tirc::new_unchecked(b);
-                u64::from(v.packet_merge_mask())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Tirc::new_unchecked(b);
-                v.set_packet_merge_mask((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Tirc::new_unchecked(b); u64::from(v
+                .packet_merge_mask()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Tirc::new_unchecked(b); v
+                .set_packet_merge_mask((x & 0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "lro_max_ip_payload_size",
@@ -1941,14 +1902,16 @@ pub const TIRC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Tirc::new_unchecked(b);
-                u64::from(v.lro_max_ip_payload_size())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Tirc::new_unchecked(b);
-                v.set_lro_max_ip_payload_size((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Tirc::new_unchecked(b); u64::from(v
+                .lro_max_ip_payload_size()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Tirc::new_unchecked(b); v
+                .set_lro_max_ip_payload_size((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "inline_rqn",
@@ -1956,14 +1919,15 @@ pub const TIRC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Tirc::new_unchecked(b);
-                u64::from(v.inline_rqn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Tirc::new_unchecked(b);
-                v.set_inline_rqn((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Tirc::new_unchecked(b); u64::from(v.inline_rqn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Tirc::new_unchecked(b); v.set_inline_rqn((x &
+                0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "rx_hash_symmetric",
@@ -1971,14 +1935,16 @@ pub const TIRC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Tirc::new_unchecked(b);
-                u64::from(v.rx_hash_symmetric())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Tirc::new_unchecked(b);
-                v.set_rx_hash_symmetric(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Tirc::new_unchecked(b); u64::from(v
+                .rx_hash_symmetric()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Tirc::new_unchecked(b); v
+                .set_rx_hash_symmetric(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "tunneled_offload_en",
@@ -1986,14 +1952,16 @@ pub const TIRC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Tirc::new_unchecked(b);
-                u64::from(v.tunneled_offload_en())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Tirc::new_unchecked(b);
-                v.set_tunneled_offload_en(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Tirc::new_unchecked(b); u64::from(v
+                .tunneled_offload_en()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Tirc::new_unchecked(b); v
+                .set_tunneled_offload_en(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "indirect_table",
@@ -2001,14 +1969,16 @@ pub const TIRC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Tirc::new_unchecked(b);
-                u64::from(v.indirect_table())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Tirc::new_unchecked(b);
-                v.set_indirect_table((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Tirc::new_unchecked(b); u64::from(v.indirect_table())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Tirc::new_unchecked(b); v.set_indirect_table((x
+                & 0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "rx_hash_fn",
@@ -2016,14 +1986,22 @@ pub const TIRC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Tirc::new_unchecked(b);
-                u64::from(v.rx_hash_fn_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Tirc::new_unchecked(b);
-                v.set_rx_hash_fn_raw((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "tirc_rx_hash_fn",
+                value_name: |r| match TircRxHashFn::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Tirc::new_unchecked(b); u64::from(v.rx_hash_fn_raw())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Tirc::new_unchecked(b); v.set_rx_hash_fn_raw((x
+                & 0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "self_lb_block",
@@ -2031,14 +2009,15 @@ pub const TIRC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 2,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Tirc::new_unchecked(b);
-                u64::from(v.self_lb_block())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Tirc::new_unchecked(b);
-                v.set_self_lb_block((x & 0x3) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Tirc::new_unchecked(b); u64::from(v.self_lb_block()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Tirc::new_unchecked(b); v.set_self_lb_block((x
+                & 0x3) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "transport_domain",
@@ -2046,14 +2025,16 @@ pub const TIRC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Tirc::new_unchecked(b);
-                u64::from(v.transport_domain())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Tirc::new_unchecked(b);
-                v.set_transport_domain((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Tirc::new_unchecked(b); u64::from(v
+                .transport_domain()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Tirc::new_unchecked(b); v
+                .set_transport_domain((x & 0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "rx_hash_toeplitz_key",
@@ -2061,65 +2042,114 @@ pub const TIRC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 32,
             count: 10,
             trailing: false,
-            get: Some(|b: &[u8], i: usize| -> u64 {
-                Tirc::new_unchecked(b).rx_hash_toeplitz_key(i).map_or(0, u64::from)
-            }),
-            set: Some(|b: &mut [u8], i: usize, x: u64| {
-                let _ = Tirc::new_unchecked(b)
-                    .set_rx_hash_toeplitz_key(i, (x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> u64 { Tirc::new_unchecked(b)
+                .rx_hash_toeplitz_key(i).map_or(0, u64::from) }
+            ),
+            set: crate::__prm_accessor!(
+                | b : & mut [u8], i : usize, x : u64 | { let _ = Tirc::new_unchecked(b)
+                .set_rx_hash_toeplitz_key(i, (x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[
         rt::reflect::NestedAccess {
             name: "rx_hash_field_selector_outer",
             layout: "rx_hash_field_select",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&RX_HASH_FIELD_SELECT_ACCESS),
             byte_offset: 80,
             size: 4,
             count: 1,
             trailing: false,
             stride: 4,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 240 {
-                    return None;
-                }
-                let v = Tirc::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.rx_hash_field_selector_outer();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 240 { return
+                None; } let v = Tirc::new_unchecked(b); if i != 0 { return None; } let
+                sub = v.rx_hash_field_selector_outer(); Some(sub.storage().as_ptr() as
+                usize - b.as_ptr() as usize) }
+            ),
         },
         rt::reflect::NestedAccess {
             name: "rx_hash_field_selector_inner",
             layout: "rx_hash_field_select",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&RX_HASH_FIELD_SELECT_ACCESS),
             byte_offset: 84,
             size: 4,
             count: 1,
             trailing: false,
             stride: 4,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 240 {
-                    return None;
-                }
-                let v = Tirc::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.rx_hash_field_selector_inner();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 240 { return
+                None; } let v = Tirc::new_unchecked(b); if i != 0 { return None; } let
+                sub = v.rx_hash_field_selector_inner(); Some(sub.storage().as_ptr() as
+                usize - b.as_ptr() as usize) }
+            ),
         },
+    ],
+    reserved: &[
+        (0, 0xffffffff),
+        (4, 0x7ffffff),
+        (8, 0xffffffff),
+        (12, 0xffffffff),
+        (16, 0xf0000000),
+        (20, 0xffffffff),
+        (24, 0xffffffff),
+        (28, 0xff000000),
+        (32, 0x5f000000),
+        (36, 0xc000000),
+        (88, 0xffffffff),
+        (92, 0xffffffff),
+        (96, 0xffffffff),
+        (100, 0xffffffff),
+        (104, 0xffffffff),
+        (108, 0xffffffff),
+        (112, 0xffffffff),
+        (116, 0xffffffff),
+        (120, 0xffffffff),
+        (124, 0xffffffff),
+        (128, 0xffffffff),
+        (132, 0xffffffff),
+        (136, 0xffffffff),
+        (140, 0xffffffff),
+        (144, 0xffffffff),
+        (148, 0xffffffff),
+        (152, 0xffffffff),
+        (156, 0xffffffff),
+        (160, 0xffffffff),
+        (164, 0xffffffff),
+        (168, 0xffffffff),
+        (172, 0xffffffff),
+        (176, 0xffffffff),
+        (180, 0xffffffff),
+        (184, 0xffffffff),
+        (188, 0xffffffff),
+        (192, 0xffffffff),
+        (196, 0xffffffff),
+        (200, 0xffffffff),
+        (204, 0xffffffff),
+        (208, 0xffffffff),
+        (212, 0xffffffff),
+        (216, 0xffffffff),
+        (220, 0xffffffff),
+        (224, 0xffffffff),
+        (228, 0xffffffff),
+        (232, 0xffffffff),
+        (236, 0xffffffff),
     ],
 };
 /// Selects which L3/L4 header fields a TIR hashes for RSS. The driver fills one per traffic type (for example IPv4 TCP with addresses and ports).
 ///
 /// PRM layout `rx_hash_field_select`: 0x4 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31 | `l3_prot_type` |
+/// | 0x00 | 30 | `l4_prot_type` |
+/// | 0x00 | 29:0 | `selected_fields` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct RxHashFieldSelect<B = [u8; 4]> {
     buf: B,
@@ -2205,17 +2235,17 @@ impl<B: rt::BytesMut> RxHashFieldSelect<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for RxHashFieldSelect<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(RxHashFieldSelect));
-        d.field("l3_prot_type", &self.l3_prot_type());
-        d.field("l4_prot_type", &self.l4_prot_type());
-        d.field("selected_fields", &rt::fmt::Hex(self.selected_fields().into()));
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&RX_HASH_FIELD_SELECT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `rx_hash_field_select` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `rx_hash_field_select`: what the decoding `Debug` shows and generic tools read.
 pub const RX_HASH_FIELD_SELECT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "rx_hash_field_select",
+    type_name: "RxHashFieldSelect",
     size: 4,
     fields: &[
         rt::reflect::FieldAccess {
@@ -2224,14 +2254,16 @@ pub const RX_HASH_FIELD_SELECT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = RxHashFieldSelect::new_unchecked(b);
-                u64::from(v.l3_prot_type())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = RxHashFieldSelect::new_unchecked(b);
-                v.set_l3_prot_type(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = RxHashFieldSelect::new_unchecked(b); u64::from(v
+                .l3_prot_type()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = RxHashFieldSelect::new_unchecked(b); v
+                .set_l3_prot_type(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "l4_prot_type",
@@ -2239,14 +2271,16 @@ pub const RX_HASH_FIELD_SELECT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = RxHashFieldSelect::new_unchecked(b);
-                u64::from(v.l4_prot_type())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = RxHashFieldSelect::new_unchecked(b);
-                v.set_l4_prot_type(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = RxHashFieldSelect::new_unchecked(b); u64::from(v
+                .l4_prot_type()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = RxHashFieldSelect::new_unchecked(b); v
+                .set_l4_prot_type(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "selected_fields",
@@ -2254,21 +2288,33 @@ pub const RX_HASH_FIELD_SELECT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             width: 30,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = RxHashFieldSelect::new_unchecked(b);
-                u64::from(v.selected_fields())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = RxHashFieldSelect::new_unchecked(b);
-                v.set_selected_fields((x & 0x3fffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = RxHashFieldSelect::new_unchecked(b); u64::from(v
+                .selected_fields()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = RxHashFieldSelect::new_unchecked(b); v
+                .set_selected_fields((x & 0x3fffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[],
 };
 /// Output of CREATE_TIR.
 ///
 /// PRM layout `create_tir_out`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x00 | 23:0 | `icm_address_63_40` |
+/// | 0x04 | 31:0 | `syndrome` |
+/// | 0x08 | 31:24 | `icm_address_39_32` |
+/// | 0x08 | 23:0 | `tirn` |
+/// | 0x0c | 31:0 | `icm_address_31_0` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct CreateTirOut<B = [u8; 16]> {
     buf: B,
@@ -2403,20 +2449,17 @@ impl<B: rt::BytesMut> CreateTirOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for CreateTirOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(CreateTirOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("icm_address_63_40", &rt::fmt::Hex(self.icm_address_63_40().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        d.field("icm_address_39_32", &rt::fmt::Hex(self.icm_address_39_32().into()));
-        d.field("tirn", &rt::fmt::Hex(self.tirn().into()));
-        d.field("icm_address_31_0", &rt::fmt::Hex(self.icm_address_31_0().into()));
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&CREATE_TIR_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `create_tir_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `create_tir_out`: what the decoding `Debug` shows and generic tools read.
 pub const CREATE_TIR_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "create_tir_out",
+    type_name: "CreateTirOut",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -2425,14 +2468,16 @@ pub const CREATE_TIR_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateTirOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateTirOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateTirOut::new_unchecked(b); u64::from(v.status())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateTirOut::new_unchecked(b); v.set_status((x
+                & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "icm_address_63_40",
@@ -2440,14 +2485,16 @@ pub const CREATE_TIR_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateTirOut::new_unchecked(b);
-                u64::from(v.icm_address_63_40())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateTirOut::new_unchecked(b);
-                v.set_icm_address_63_40((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateTirOut::new_unchecked(b); u64::from(v
+                .icm_address_63_40()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateTirOut::new_unchecked(b); v
+                .set_icm_address_63_40((x & 0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -2455,14 +2502,16 @@ pub const CREATE_TIR_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateTirOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateTirOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateTirOut::new_unchecked(b); u64::from(v
+                .syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateTirOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "icm_address_39_32",
@@ -2470,14 +2519,16 @@ pub const CREATE_TIR_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateTirOut::new_unchecked(b);
-                u64::from(v.icm_address_39_32())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateTirOut::new_unchecked(b);
-                v.set_icm_address_39_32((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateTirOut::new_unchecked(b); u64::from(v
+                .icm_address_39_32()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateTirOut::new_unchecked(b); v
+                .set_icm_address_39_32((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "tirn",
@@ -2485,14 +2536,15 @@ pub const CREATE_TIR_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateTirOut::new_unchecked(b);
-                u64::from(v.tirn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateTirOut::new_unchecked(b);
-                v.set_tirn((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateTirOut::new_unchecked(b); u64::from(v.tirn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateTirOut::new_unchecked(b); v.set_tirn((x &
+                0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "icm_address_31_0",
@@ -2500,21 +2552,33 @@ pub const CREATE_TIR_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateTirOut::new_unchecked(b);
-                u64::from(v.icm_address_31_0())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateTirOut::new_unchecked(b);
-                v.set_icm_address_31_0((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateTirOut::new_unchecked(b); u64::from(v
+                .icm_address_31_0()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateTirOut::new_unchecked(b); v
+                .set_icm_address_31_0((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[],
 };
 /// Input of MODIFY_TIR. Only the context fields that bitmask selects are applied.
 ///
 /// PRM layout `modify_tir_in`: 0x110 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x00 | 15:0 | `uid` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x08 | 23:0 | `tirn` |
+/// | 0x10 | 63:0 | `bitmask` |
+/// | 0x20..0x110 | — | `ctx` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct ModifyTirIn<B = [u8; 272]> {
     buf: B,
@@ -2632,33 +2696,17 @@ impl<B: rt::BytesMut> ModifyTirIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for ModifyTirIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(ModifyTirIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("uid", &rt::fmt::Hex(self.uid().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("tirn", &rt::fmt::Hex(self.tirn().into()));
-        d.field("bitmask", &self.bitmask());
-        d.field("ctx", &self.ctx());
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (4, 0xffff0000),
-                (8, 0xff000000),
-                (12, 0xffffffff),
-                (24, 0xffffffff),
-                (28, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&MODIFY_TIR_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `modify_tir_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `modify_tir_in`: what the decoding `Debug` shows and generic tools read.
 pub const MODIFY_TIR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "modify_tir_in",
+    type_name: "ModifyTirIn",
     size: 272,
     fields: &[
         rt::reflect::FieldAccess {
@@ -2667,14 +2715,15 @@ pub const MODIFY_TIR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ModifyTirIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ModifyTirIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ModifyTirIn::new_unchecked(b); u64::from(v.opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ModifyTirIn::new_unchecked(b); v.set_opcode((x
+                & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "uid",
@@ -2682,14 +2731,15 @@ pub const MODIFY_TIR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ModifyTirIn::new_unchecked(b);
-                u64::from(v.uid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ModifyTirIn::new_unchecked(b);
-                v.set_uid((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ModifyTirIn::new_unchecked(b); u64::from(v.uid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ModifyTirIn::new_unchecked(b); v.set_uid((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -2697,14 +2747,15 @@ pub const MODIFY_TIR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ModifyTirIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ModifyTirIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ModifyTirIn::new_unchecked(b); u64::from(v.op_mod()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ModifyTirIn::new_unchecked(b); v.set_op_mod((x
+                & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "tirn",
@@ -2712,66 +2763,70 @@ pub const MODIFY_TIR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ModifyTirIn::new_unchecked(b);
-                u64::from(v.tirn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ModifyTirIn::new_unchecked(b);
-                v.set_tirn((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ModifyTirIn::new_unchecked(b); u64::from(v.tirn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ModifyTirIn::new_unchecked(b); v.set_tirn((x &
+                0xffffff) as u32); }
+            ),
         },
     ],
     nested: &[
         rt::reflect::NestedAccess {
             name: "bitmask",
             layout: "modify_tir_bitmask",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&MODIFY_TIR_BITMASK_ACCESS),
             byte_offset: 16,
             size: 8,
             count: 1,
             trailing: false,
             stride: 8,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 272 {
-                    return None;
-                }
-                let v = ModifyTirIn::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.bitmask();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 272 { return
+                None; } let v = ModifyTirIn::new_unchecked(b); if i != 0 { return None; }
+                let sub = v.bitmask(); Some(sub.storage().as_ptr() as usize - b.as_ptr()
+                as usize) }
+            ),
         },
         rt::reflect::NestedAccess {
             name: "ctx",
             layout: "tirc",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&TIRC_ACCESS),
             byte_offset: 32,
             size: 240,
             count: 1,
             trailing: false,
             stride: 240,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 272 {
-                    return None;
-                }
-                let v = ModifyTirIn::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.ctx();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 272 { return
+                None; } let v = ModifyTirIn::new_unchecked(b); if i != 0 { return None; }
+                let sub = v.ctx(); Some(sub.storage().as_ptr() as usize - b.as_ptr() as
+                usize) }
+            ),
         },
+    ],
+    reserved: &[
+        (4, 0xffff0000),
+        (8, 0xff000000),
+        (12, 0xffffffff),
+        (24, 0xffffffff),
+        (28, 0xffffffff),
     ],
 };
 /// The TIR context fields a MODIFY_TIR applies.
 ///
 /// PRM layout `modify_tir_bitmask`: 0x8 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x04 | 4 | `self_lb_en` |
+/// | 0x04 | 2 | `hash` |
+/// | 0x04 | 0 | `packet_merge` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct ModifyTirBitmask<B = [u8; 8]> {
     buf: B,
@@ -2842,24 +2897,17 @@ impl<B: rt::BytesMut> ModifyTirBitmask<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for ModifyTirBitmask<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(ModifyTirBitmask));
-        d.field("self_lb_en", &self.self_lb_en());
-        d.field("hash", &self.hash());
-        d.field("packet_merge", &self.packet_merge());
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffffff), (4, 0xffffffea)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&MODIFY_TIR_BITMASK_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `modify_tir_bitmask` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `modify_tir_bitmask`: what the decoding `Debug` shows and generic tools read.
 pub const MODIFY_TIR_BITMASK_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "modify_tir_bitmask",
+    type_name: "ModifyTirBitmask",
     size: 8,
     fields: &[
         rt::reflect::FieldAccess {
@@ -2868,14 +2916,16 @@ pub const MODIFY_TIR_BITMASK_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ModifyTirBitmask::new_unchecked(b);
-                u64::from(v.self_lb_en())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ModifyTirBitmask::new_unchecked(b);
-                v.set_self_lb_en(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ModifyTirBitmask::new_unchecked(b); u64::from(v
+                .self_lb_en()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ModifyTirBitmask::new_unchecked(b); v
+                .set_self_lb_en(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "hash",
@@ -2883,14 +2933,16 @@ pub const MODIFY_TIR_BITMASK_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ModifyTirBitmask::new_unchecked(b);
-                u64::from(v.hash())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ModifyTirBitmask::new_unchecked(b);
-                v.set_hash(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ModifyTirBitmask::new_unchecked(b); u64::from(v
+                .hash()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ModifyTirBitmask::new_unchecked(b); v
+                .set_hash(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "packet_merge",
@@ -2898,21 +2950,29 @@ pub const MODIFY_TIR_BITMASK_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ModifyTirBitmask::new_unchecked(b);
-                u64::from(v.packet_merge())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ModifyTirBitmask::new_unchecked(b);
-                v.set_packet_merge(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ModifyTirBitmask::new_unchecked(b); u64::from(v
+                .packet_merge()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ModifyTirBitmask::new_unchecked(b); v
+                .set_packet_merge(x & 1 != 0); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffffff), (4, 0xffffffea)],
 };
 /// Output of MODIFY_TIR.
 ///
 /// PRM layout `modify_tir_out`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct ModifyTirOut<B = [u8; 16]> {
     buf: B,
@@ -2961,23 +3021,17 @@ impl<B: rt::BytesMut> ModifyTirOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for ModifyTirOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(ModifyTirOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&MODIFY_TIR_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `modify_tir_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `modify_tir_out`: what the decoding `Debug` shows and generic tools read.
 pub const MODIFY_TIR_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "modify_tir_out",
+    type_name: "ModifyTirOut",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -2986,14 +3040,16 @@ pub const MODIFY_TIR_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ModifyTirOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ModifyTirOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ModifyTirOut::new_unchecked(b); u64::from(v.status())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ModifyTirOut::new_unchecked(b); v.set_status((x
+                & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -3001,21 +3057,31 @@ pub const MODIFY_TIR_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ModifyTirOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ModifyTirOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ModifyTirOut::new_unchecked(b); u64::from(v
+                .syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ModifyTirOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
 };
 /// Input of DESTROY_TIR.
 ///
 /// PRM layout `destroy_tir_in`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x00 | 15:0 | `uid` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x08 | 23:0 | `tirn` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct DestroyTirIn<B = [u8; 16]> {
     buf: B,
@@ -3103,25 +3169,17 @@ impl<B: rt::BytesMut> DestroyTirIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for DestroyTirIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(DestroyTirIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("uid", &rt::fmt::Hex(self.uid().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("tirn", &rt::fmt::Hex(self.tirn().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(4, 0xffff0000), (8, 0xff000000), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DESTROY_TIR_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `destroy_tir_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `destroy_tir_in`: what the decoding `Debug` shows and generic tools read.
 pub const DESTROY_TIR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "destroy_tir_in",
+    type_name: "DestroyTirIn",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -3130,14 +3188,16 @@ pub const DESTROY_TIR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyTirIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyTirIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyTirIn::new_unchecked(b); u64::from(v.opcode())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyTirIn::new_unchecked(b); v.set_opcode((x
+                & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "uid",
@@ -3145,14 +3205,15 @@ pub const DESTROY_TIR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyTirIn::new_unchecked(b);
-                u64::from(v.uid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyTirIn::new_unchecked(b);
-                v.set_uid((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyTirIn::new_unchecked(b); u64::from(v.uid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyTirIn::new_unchecked(b); v.set_uid((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -3160,14 +3221,16 @@ pub const DESTROY_TIR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyTirIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyTirIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyTirIn::new_unchecked(b); u64::from(v.op_mod())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyTirIn::new_unchecked(b); v.set_op_mod((x
+                & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "tirn",
@@ -3175,21 +3238,28 @@ pub const DESTROY_TIR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyTirIn::new_unchecked(b);
-                u64::from(v.tirn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyTirIn::new_unchecked(b);
-                v.set_tirn((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyTirIn::new_unchecked(b); u64::from(v.tirn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyTirIn::new_unchecked(b); v.set_tirn((x &
+                0xffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(4, 0xffff0000), (8, 0xff000000), (12, 0xffffffff)],
 };
 /// Output of DESTROY_TIR.
 ///
 /// PRM layout `destroy_tir_out`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct DestroyTirOut<B = [u8; 16]> {
     buf: B,
@@ -3238,23 +3308,17 @@ impl<B: rt::BytesMut> DestroyTirOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for DestroyTirOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(DestroyTirOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DESTROY_TIR_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `destroy_tir_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `destroy_tir_out`: what the decoding `Debug` shows and generic tools read.
 pub const DESTROY_TIR_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "destroy_tir_out",
+    type_name: "DestroyTirOut",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -3263,14 +3327,16 @@ pub const DESTROY_TIR_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyTirOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyTirOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyTirOut::new_unchecked(b); u64::from(v.status())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyTirOut::new_unchecked(b); v
+                .set_status((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -3278,21 +3344,31 @@ pub const DESTROY_TIR_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyTirOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyTirOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyTirOut::new_unchecked(b); u64::from(v
+                .syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyTirOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
 };
 /// Input of CREATE_RQT. The RQ list of the table follows the fixed part of the context.
 ///
 /// PRM layout `create_rqt_in`: 0x110 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x00 | 15:0 | `uid` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x20..0x110 | — | `rqt_context` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct CreateRqtIn<B = [u8; 272]> {
     buf: B,
@@ -3374,33 +3450,17 @@ impl<B: rt::BytesMut> CreateRqtIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for CreateRqtIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(CreateRqtIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("uid", &rt::fmt::Hex(self.uid().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("rqt_context", &self.rqt_context());
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (4, 0xffff0000),
-                (8, 0xffffffff),
-                (12, 0xffffffff),
-                (16, 0xffffffff),
-                (20, 0xffffffff),
-                (24, 0xffffffff),
-                (28, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&CREATE_RQT_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `create_rqt_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `create_rqt_in`: what the decoding `Debug` shows and generic tools read.
 pub const CREATE_RQT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "create_rqt_in",
+    type_name: "CreateRqtIn",
     size: 272,
     fields: &[
         rt::reflect::FieldAccess {
@@ -3409,14 +3469,15 @@ pub const CREATE_RQT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateRqtIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateRqtIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateRqtIn::new_unchecked(b); u64::from(v.opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateRqtIn::new_unchecked(b); v.set_opcode((x
+                & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "uid",
@@ -3424,14 +3485,15 @@ pub const CREATE_RQT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateRqtIn::new_unchecked(b);
-                u64::from(v.uid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateRqtIn::new_unchecked(b);
-                v.set_uid((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateRqtIn::new_unchecked(b); u64::from(v.uid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateRqtIn::new_unchecked(b); v.set_uid((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -3439,44 +3501,57 @@ pub const CREATE_RQT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateRqtIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateRqtIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateRqtIn::new_unchecked(b); u64::from(v.op_mod()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateRqtIn::new_unchecked(b); v.set_op_mod((x
+                & 0xffff) as u16); }
+            ),
         },
     ],
     nested: &[
         rt::reflect::NestedAccess {
             name: "rqt_context",
             layout: "rqtc",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&RQTC_ACCESS),
             byte_offset: 32,
             size: 240,
             count: 1,
             trailing: false,
             stride: 240,
             runs_on: true,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 272 {
-                    return None;
-                }
-                let v = CreateRqtIn::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.rqt_context();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 272 { return
+                None; } let v = CreateRqtIn::new_unchecked(b); if i != 0 { return None; }
+                let sub = v.rqt_context(); Some(sub.storage().as_ptr() as usize - b
+                .as_ptr() as usize) }
+            ),
         },
+    ],
+    reserved: &[
+        (4, 0xffff0000),
+        (8, 0xffffffff),
+        (12, 0xffffffff),
+        (16, 0xffffffff),
+        (20, 0xffffffff),
+        (24, 0xffffffff),
+        (28, 0xffffffff),
     ],
 };
 /// RQT context: a list of RQ numbers that an indirect TIR indexes with its receive hash. Drivers repeat RQs across the entries to spread the load over the channels.
 ///
 /// PRM layout `rqtc`: 0xf0 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x14 | 26:24 | `list_q_type` |
+/// | 0x14 | 15:0 | `rqt_max_size` |
+/// | 0x18 | 31 | `rq_vhca_id_format` |
+/// | 0x18 | 15:0 | `rqt_actual_size` |
+/// | 0xf0 | … | `rq_num[]` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Rqtc<B = [u8; 240]> {
     buf: B,
@@ -3625,90 +3700,14 @@ impl<B: rt::BytesMut> Rqtc<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for Rqtc<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(Rqtc));
-        d.field("list_q_type", &rt::fmt::Hex(self.list_q_type().into()));
-        d.field("rqt_max_size", &rt::fmt::Hex(self.rqt_max_size().into()));
-        d.field("rq_vhca_id_format", &self.rq_vhca_id_format());
-        d.field("rqt_actual_size", &rt::fmt::Hex(self.rqt_actual_size().into()));
-        d.field(
-            "rq_num",
-            &rt::fmt::With(|f| rt::fmt::list(f, self.rq_num_len(), self.rq_num_iter())),
-        );
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (0, 0xffffffff),
-                (4, 0xffffffff),
-                (8, 0xffffffff),
-                (12, 0xffffffff),
-                (16, 0xffffffff),
-                (20, 0xf8ff0000),
-                (24, 0x7fff0000),
-                (28, 0xffffffff),
-                (32, 0xffffffff),
-                (36, 0xffffffff),
-                (40, 0xffffffff),
-                (44, 0xffffffff),
-                (48, 0xffffffff),
-                (52, 0xffffffff),
-                (56, 0xffffffff),
-                (60, 0xffffffff),
-                (64, 0xffffffff),
-                (68, 0xffffffff),
-                (72, 0xffffffff),
-                (76, 0xffffffff),
-                (80, 0xffffffff),
-                (84, 0xffffffff),
-                (88, 0xffffffff),
-                (92, 0xffffffff),
-                (96, 0xffffffff),
-                (100, 0xffffffff),
-                (104, 0xffffffff),
-                (108, 0xffffffff),
-                (112, 0xffffffff),
-                (116, 0xffffffff),
-                (120, 0xffffffff),
-                (124, 0xffffffff),
-                (128, 0xffffffff),
-                (132, 0xffffffff),
-                (136, 0xffffffff),
-                (140, 0xffffffff),
-                (144, 0xffffffff),
-                (148, 0xffffffff),
-                (152, 0xffffffff),
-                (156, 0xffffffff),
-                (160, 0xffffffff),
-                (164, 0xffffffff),
-                (168, 0xffffffff),
-                (172, 0xffffffff),
-                (176, 0xffffffff),
-                (180, 0xffffffff),
-                (184, 0xffffffff),
-                (188, 0xffffffff),
-                (192, 0xffffffff),
-                (196, 0xffffffff),
-                (200, 0xffffffff),
-                (204, 0xffffffff),
-                (208, 0xffffffff),
-                (212, 0xffffffff),
-                (216, 0xffffffff),
-                (220, 0xffffffff),
-                (224, 0xffffffff),
-                (228, 0xffffffff),
-                (232, 0xffffffff),
-                (236, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&RQTC_ACCESS, &self.buf), f)
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `rqtc` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `rqtc`: what the decoding `Debug` shows and generic tools read.
 pub const RQTC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "rqtc",
+    type_name: "Rqtc",
     size: 240,
     fields: &[
         rt::reflect::FieldAccess {
@@ -3717,14 +3716,15 @@ pub const RQTC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 3,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Rqtc::new_unchecked(b);
-                u64::from(v.list_q_type())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Rqtc::new_unchecked(b);
-                v.set_list_q_type((x & 0x7) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Rqtc::new_unchecked(b); u64::from(v.list_q_type()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Rqtc::new_unchecked(b); v.set_list_q_type((x &
+                0x7) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "rqt_max_size",
@@ -3732,14 +3732,15 @@ pub const RQTC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Rqtc::new_unchecked(b);
-                u64::from(v.rqt_max_size())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Rqtc::new_unchecked(b);
-                v.set_rqt_max_size((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Rqtc::new_unchecked(b); u64::from(v.rqt_max_size()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Rqtc::new_unchecked(b); v.set_rqt_max_size((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "rq_vhca_id_format",
@@ -3747,14 +3748,16 @@ pub const RQTC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Rqtc::new_unchecked(b);
-                u64::from(v.rq_vhca_id_format())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Rqtc::new_unchecked(b);
-                v.set_rq_vhca_id_format(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Rqtc::new_unchecked(b); u64::from(v
+                .rq_vhca_id_format()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Rqtc::new_unchecked(b); v
+                .set_rq_vhca_id_format(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "rqt_actual_size",
@@ -3762,41 +3765,106 @@ pub const RQTC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Rqtc::new_unchecked(b);
-                u64::from(v.rqt_actual_size())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Rqtc::new_unchecked(b);
-                v.set_rqt_actual_size((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Rqtc::new_unchecked(b); u64::from(v.rqt_actual_size())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Rqtc::new_unchecked(b); v
+                .set_rqt_actual_size((x & 0xffff) as u16); }
+            ),
         },
     ],
     nested: &[
         rt::reflect::NestedAccess {
             name: "rq_num",
             layout: "rq_num",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&RQ_NUM_ACCESS),
             byte_offset: 240,
             size: 4,
             count: 0,
             trailing: true,
             stride: 4,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 240 {
-                    return None;
-                }
-                let v = Rqtc::new_unchecked(b);
-                let sub = v.rq_num(i)?;
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 240 { return
+                None; } let v = Rqtc::new_unchecked(b); let sub = v.rq_num(i) ?; Some(sub
+                .storage().as_ptr() as usize - b.as_ptr() as usize) }
+            ),
         },
+    ],
+    reserved: &[
+        (0, 0xffffffff),
+        (4, 0xffffffff),
+        (8, 0xffffffff),
+        (12, 0xffffffff),
+        (16, 0xffffffff),
+        (20, 0xf8ff0000),
+        (24, 0x7fff0000),
+        (28, 0xffffffff),
+        (32, 0xffffffff),
+        (36, 0xffffffff),
+        (40, 0xffffffff),
+        (44, 0xffffffff),
+        (48, 0xffffffff),
+        (52, 0xffffffff),
+        (56, 0xffffffff),
+        (60, 0xffffffff),
+        (64, 0xffffffff),
+        (68, 0xffffffff),
+        (72, 0xffffffff),
+        (76, 0xffffffff),
+        (80, 0xffffffff),
+        (84, 0xffffffff),
+        (88, 0xffffffff),
+        (92, 0xffffffff),
+        (96, 0xffffffff),
+        (100, 0xffffffff),
+        (104, 0xffffffff),
+        (108, 0xffffffff),
+        (112, 0xffffffff),
+        (116, 0xffffffff),
+        (120, 0xffffffff),
+        (124, 0xffffffff),
+        (128, 0xffffffff),
+        (132, 0xffffffff),
+        (136, 0xffffffff),
+        (140, 0xffffffff),
+        (144, 0xffffffff),
+        (148, 0xffffffff),
+        (152, 0xffffffff),
+        (156, 0xffffffff),
+        (160, 0xffffffff),
+        (164, 0xffffffff),
+        (168, 0xffffffff),
+        (172, 0xffffffff),
+        (176, 0xffffffff),
+        (180, 0xffffffff),
+        (184, 0xffffffff),
+        (188, 0xffffffff),
+        (192, 0xffffffff),
+        (196, 0xffffffff),
+        (200, 0xffffffff),
+        (204, 0xffffffff),
+        (208, 0xffffffff),
+        (212, 0xffffffff),
+        (216, 0xffffffff),
+        (220, 0xffffffff),
+        (224, 0xffffffff),
+        (228, 0xffffffff),
+        (232, 0xffffffff),
+        (236, 0xffffffff),
     ],
 };
 /// One entry of an RQT.
 ///
 /// PRM layout `rq_num`: 0x4 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 23:0 | `rq_num` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct RqNum<B = [u8; 4]> {
     buf: B,
@@ -3843,22 +3911,14 @@ impl<B: rt::BytesMut> RqNum<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for RqNum<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(RqNum));
-        d.field("rq_num", &rt::fmt::Hex(self.rq_num().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xff000000)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&RQ_NUM_ACCESS, &self.buf), f)
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `rq_num` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `rq_num`: what the decoding `Debug` shows and generic tools read.
 pub const RQ_NUM_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "rq_num",
+    type_name: "RqNum",
     size: 4,
     fields: &[
         rt::reflect::FieldAccess {
@@ -3867,21 +3927,29 @@ pub const RQ_NUM_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = RqNum::new_unchecked(b);
-                u64::from(v.rq_num())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = RqNum::new_unchecked(b);
-                v.set_rq_num((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = RqNum::new_unchecked(b); u64::from(v.rq_num()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = RqNum::new_unchecked(b); v.set_rq_num((x &
+                0xffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xff000000)],
 };
 /// Output of CREATE_RQT.
 ///
 /// PRM layout `create_rqt_out`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
+/// | 0x08 | 23:0 | `rqtn` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct CreateRqtOut<B = [u8; 16]> {
     buf: B,
@@ -3952,24 +4020,17 @@ impl<B: rt::BytesMut> CreateRqtOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for CreateRqtOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(CreateRqtOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        d.field("rqtn", &rt::fmt::Hex(self.rqtn().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0xff000000), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&CREATE_RQT_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `create_rqt_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `create_rqt_out`: what the decoding `Debug` shows and generic tools read.
 pub const CREATE_RQT_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "create_rqt_out",
+    type_name: "CreateRqtOut",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -3978,14 +4039,16 @@ pub const CREATE_RQT_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateRqtOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateRqtOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateRqtOut::new_unchecked(b); u64::from(v.status())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateRqtOut::new_unchecked(b); v.set_status((x
+                & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -3993,14 +4056,16 @@ pub const CREATE_RQT_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateRqtOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateRqtOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateRqtOut::new_unchecked(b); u64::from(v
+                .syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateRqtOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "rqtn",
@@ -4008,21 +4073,32 @@ pub const CREATE_RQT_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateRqtOut::new_unchecked(b);
-                u64::from(v.rqtn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateRqtOut::new_unchecked(b);
-                v.set_rqtn((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateRqtOut::new_unchecked(b); u64::from(v.rqtn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateRqtOut::new_unchecked(b); v.set_rqtn((x &
+                0xffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffff), (8, 0xff000000), (12, 0xffffffff)],
 };
 /// Input of MODIFY_RQT. The new RQ list trails the context, as in CREATE_RQT.
 ///
 /// PRM layout `modify_rqt_in`: 0x110 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x00 | 15:0 | `uid` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x08 | 23:0 | `rqtn` |
+/// | 0x10 | 63:0 | `bitmask` |
+/// | 0x20..0x110 | — | `ctx` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct ModifyRqtIn<B = [u8; 272]> {
     buf: B,
@@ -4142,33 +4218,17 @@ impl<B: rt::BytesMut> ModifyRqtIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for ModifyRqtIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(ModifyRqtIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("uid", &rt::fmt::Hex(self.uid().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("rqtn", &rt::fmt::Hex(self.rqtn().into()));
-        d.field("bitmask", &self.bitmask());
-        d.field("ctx", &self.ctx());
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (4, 0xffff0000),
-                (8, 0xff000000),
-                (12, 0xffffffff),
-                (24, 0xffffffff),
-                (28, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&MODIFY_RQT_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `modify_rqt_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `modify_rqt_in`: what the decoding `Debug` shows and generic tools read.
 pub const MODIFY_RQT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "modify_rqt_in",
+    type_name: "ModifyRqtIn",
     size: 272,
     fields: &[
         rt::reflect::FieldAccess {
@@ -4177,14 +4237,15 @@ pub const MODIFY_RQT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ModifyRqtIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ModifyRqtIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ModifyRqtIn::new_unchecked(b); u64::from(v.opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ModifyRqtIn::new_unchecked(b); v.set_opcode((x
+                & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "uid",
@@ -4192,14 +4253,15 @@ pub const MODIFY_RQT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ModifyRqtIn::new_unchecked(b);
-                u64::from(v.uid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ModifyRqtIn::new_unchecked(b);
-                v.set_uid((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ModifyRqtIn::new_unchecked(b); u64::from(v.uid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ModifyRqtIn::new_unchecked(b); v.set_uid((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -4207,14 +4269,15 @@ pub const MODIFY_RQT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ModifyRqtIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ModifyRqtIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ModifyRqtIn::new_unchecked(b); u64::from(v.op_mod()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ModifyRqtIn::new_unchecked(b); v.set_op_mod((x
+                & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "rqtn",
@@ -4222,66 +4285,68 @@ pub const MODIFY_RQT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ModifyRqtIn::new_unchecked(b);
-                u64::from(v.rqtn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ModifyRqtIn::new_unchecked(b);
-                v.set_rqtn((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ModifyRqtIn::new_unchecked(b); u64::from(v.rqtn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ModifyRqtIn::new_unchecked(b); v.set_rqtn((x &
+                0xffffff) as u32); }
+            ),
         },
     ],
     nested: &[
         rt::reflect::NestedAccess {
             name: "bitmask",
             layout: "rqt_bitmask",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&RQT_BITMASK_ACCESS),
             byte_offset: 16,
             size: 8,
             count: 1,
             trailing: false,
             stride: 8,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 272 {
-                    return None;
-                }
-                let v = ModifyRqtIn::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.bitmask();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 272 { return
+                None; } let v = ModifyRqtIn::new_unchecked(b); if i != 0 { return None; }
+                let sub = v.bitmask(); Some(sub.storage().as_ptr() as usize - b.as_ptr()
+                as usize) }
+            ),
         },
         rt::reflect::NestedAccess {
             name: "ctx",
             layout: "rqtc",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&RQTC_ACCESS),
             byte_offset: 32,
             size: 240,
             count: 1,
             trailing: false,
             stride: 240,
             runs_on: true,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 272 {
-                    return None;
-                }
-                let v = ModifyRqtIn::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.ctx();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 272 { return
+                None; } let v = ModifyRqtIn::new_unchecked(b); if i != 0 { return None; }
+                let sub = v.ctx(); Some(sub.storage().as_ptr() as usize - b.as_ptr() as
+                usize) }
+            ),
         },
+    ],
+    reserved: &[
+        (4, 0xffff0000),
+        (8, 0xff000000),
+        (12, 0xffffffff),
+        (24, 0xffffffff),
+        (28, 0xffffffff),
     ],
 };
 /// The RQT context fields a MODIFY_RQT applies.
 ///
 /// PRM layout `rqt_bitmask`: 0x8 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x04 | 0 | `rqn_list` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct RqtBitmask<B = [u8; 8]> {
     buf: B,
@@ -4320,22 +4385,17 @@ impl<B: rt::BytesMut> RqtBitmask<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for RqtBitmask<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(RqtBitmask));
-        d.field("rqn_list", &self.rqn_list());
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffffff), (4, 0xfffffffe)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&RQT_BITMASK_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `rqt_bitmask` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `rqt_bitmask`: what the decoding `Debug` shows and generic tools read.
 pub const RQT_BITMASK_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "rqt_bitmask",
+    type_name: "RqtBitmask",
     size: 8,
     fields: &[
         rt::reflect::FieldAccess {
@@ -4344,21 +4404,29 @@ pub const RQT_BITMASK_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = RqtBitmask::new_unchecked(b);
-                u64::from(v.rqn_list())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = RqtBitmask::new_unchecked(b);
-                v.set_rqn_list(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = RqtBitmask::new_unchecked(b); u64::from(v.rqn_list())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = RqtBitmask::new_unchecked(b); v.set_rqn_list(x
+                & 1 != 0); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffffff), (4, 0xfffffffe)],
 };
 /// Output of MODIFY_RQT.
 ///
 /// PRM layout `modify_rqt_out`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct ModifyRqtOut<B = [u8; 16]> {
     buf: B,
@@ -4407,23 +4475,17 @@ impl<B: rt::BytesMut> ModifyRqtOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for ModifyRqtOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(ModifyRqtOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&MODIFY_RQT_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `modify_rqt_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `modify_rqt_out`: what the decoding `Debug` shows and generic tools read.
 pub const MODIFY_RQT_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "modify_rqt_out",
+    type_name: "ModifyRqtOut",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -4432,14 +4494,16 @@ pub const MODIFY_RQT_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ModifyRqtOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ModifyRqtOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ModifyRqtOut::new_unchecked(b); u64::from(v.status())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ModifyRqtOut::new_unchecked(b); v.set_status((x
+                & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -4447,21 +4511,31 @@ pub const MODIFY_RQT_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ModifyRqtOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ModifyRqtOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ModifyRqtOut::new_unchecked(b); u64::from(v
+                .syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ModifyRqtOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
 };
 /// Input of DESTROY_RQT.
 ///
 /// PRM layout `destroy_rqt_in`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x00 | 15:0 | `uid` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x08 | 23:0 | `rqtn` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct DestroyRqtIn<B = [u8; 16]> {
     buf: B,
@@ -4549,25 +4623,17 @@ impl<B: rt::BytesMut> DestroyRqtIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for DestroyRqtIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(DestroyRqtIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("uid", &rt::fmt::Hex(self.uid().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("rqtn", &rt::fmt::Hex(self.rqtn().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(4, 0xffff0000), (8, 0xff000000), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DESTROY_RQT_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `destroy_rqt_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `destroy_rqt_in`: what the decoding `Debug` shows and generic tools read.
 pub const DESTROY_RQT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "destroy_rqt_in",
+    type_name: "DestroyRqtIn",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -4576,14 +4642,16 @@ pub const DESTROY_RQT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyRqtIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyRqtIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyRqtIn::new_unchecked(b); u64::from(v.opcode())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyRqtIn::new_unchecked(b); v.set_opcode((x
+                & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "uid",
@@ -4591,14 +4659,15 @@ pub const DESTROY_RQT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyRqtIn::new_unchecked(b);
-                u64::from(v.uid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyRqtIn::new_unchecked(b);
-                v.set_uid((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyRqtIn::new_unchecked(b); u64::from(v.uid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyRqtIn::new_unchecked(b); v.set_uid((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -4606,14 +4675,16 @@ pub const DESTROY_RQT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyRqtIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyRqtIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyRqtIn::new_unchecked(b); u64::from(v.op_mod())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyRqtIn::new_unchecked(b); v.set_op_mod((x
+                & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "rqtn",
@@ -4621,21 +4692,28 @@ pub const DESTROY_RQT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyRqtIn::new_unchecked(b);
-                u64::from(v.rqtn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyRqtIn::new_unchecked(b);
-                v.set_rqtn((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyRqtIn::new_unchecked(b); u64::from(v.rqtn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyRqtIn::new_unchecked(b); v.set_rqtn((x &
+                0xffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(4, 0xffff0000), (8, 0xff000000), (12, 0xffffffff)],
 };
 /// Output of DESTROY_RQT.
 ///
 /// PRM layout `destroy_rqt_out`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct DestroyRqtOut<B = [u8; 16]> {
     buf: B,
@@ -4684,23 +4762,17 @@ impl<B: rt::BytesMut> DestroyRqtOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for DestroyRqtOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(DestroyRqtOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DESTROY_RQT_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `destroy_rqt_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `destroy_rqt_out`: what the decoding `Debug` shows and generic tools read.
 pub const DESTROY_RQT_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "destroy_rqt_out",
+    type_name: "DestroyRqtOut",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -4709,14 +4781,16 @@ pub const DESTROY_RQT_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyRqtOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyRqtOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyRqtOut::new_unchecked(b); u64::from(v.status())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyRqtOut::new_unchecked(b); v
+                .set_status((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -4724,17 +4798,20 @@ pub const DESTROY_RQT_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyRqtOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyRqtOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyRqtOut::new_unchecked(b); u64::from(v
+                .syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyRqtOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
 };
 /// The commands of this module, typed by opcode (see the runtime's `Command`).
 pub mod cmd {

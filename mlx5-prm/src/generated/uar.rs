@@ -82,6 +82,13 @@ impl ::core::convert::From<CqArmCmd> for u8 {
 /// CQ doorbell record, two big-endian words in host memory whose address the driver puts in cqc.dbr_addr. The driver writes it and the device reads it: the first word after each batch of consumed CQEs, the second when it arms the CQ (before ringing the arm doorbell of the UAR page, with a write barrier in between).
 ///
 /// PRM layout `cq_doorbell_record`: 0x8 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 23:0 | `consumer_index` |
+/// | 0x04 | 29:28 | `arm_sn` |
+/// | 0x04 | 26:24 | `arm_cmd` |
+/// | 0x04 | 23:0 | `arm_ci` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct CqDoorbellRecord<B = [u8; 8]> {
     buf: B,
@@ -237,25 +244,17 @@ impl<B: rt::BytesMut> CqDoorbellRecord<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for CqDoorbellRecord<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(CqDoorbellRecord));
-        d.field("consumer_index", &rt::fmt::Hex(self.consumer_index().into()));
-        d.field("arm_sn", &rt::fmt::Hex(self.arm_sn().into()));
-        d.field("arm_cmd", &rt::fmt::EnumValue(self.arm_cmd()));
-        d.field("arm_ci", &rt::fmt::Hex(self.arm_ci().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xff000000), (4, 0xc8000000)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&CQ_DOORBELL_RECORD_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `cq_doorbell_record` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `cq_doorbell_record`: what the decoding `Debug` shows and generic tools read.
 pub const CQ_DOORBELL_RECORD_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "cq_doorbell_record",
+    type_name: "CqDoorbellRecord",
     size: 8,
     fields: &[
         rt::reflect::FieldAccess {
@@ -264,14 +263,16 @@ pub const CQ_DOORBELL_RECORD_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CqDoorbellRecord::new_unchecked(b);
-                u64::from(v.consumer_index())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CqDoorbellRecord::new_unchecked(b);
-                v.set_consumer_index((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CqDoorbellRecord::new_unchecked(b); u64::from(v
+                .consumer_index()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CqDoorbellRecord::new_unchecked(b); v
+                .set_consumer_index((x & 0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "arm_sn",
@@ -279,14 +280,16 @@ pub const CQ_DOORBELL_RECORD_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 2,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CqDoorbellRecord::new_unchecked(b);
-                u64::from(v.arm_sn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CqDoorbellRecord::new_unchecked(b);
-                v.set_arm_sn((x & 0x3) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CqDoorbellRecord::new_unchecked(b); u64::from(v
+                .arm_sn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CqDoorbellRecord::new_unchecked(b); v
+                .set_arm_sn((x & 0x3) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "arm_cmd",
@@ -294,14 +297,22 @@ pub const CQ_DOORBELL_RECORD_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 3,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CqDoorbellRecord::new_unchecked(b);
-                u64::from(v.arm_cmd_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CqDoorbellRecord::new_unchecked(b);
-                v.set_arm_cmd_raw((x & 0x7) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "cq_arm_cmd",
+                value_name: |r| match CqArmCmd::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CqDoorbellRecord::new_unchecked(b); u64::from(v
+                .arm_cmd_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CqDoorbellRecord::new_unchecked(b); v
+                .set_arm_cmd_raw((x & 0x7) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "arm_ci",
@@ -309,17 +320,20 @@ pub const CQ_DOORBELL_RECORD_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CqDoorbellRecord::new_unchecked(b);
-                u64::from(v.arm_ci())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CqDoorbellRecord::new_unchecked(b);
-                v.set_arm_ci((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CqDoorbellRecord::new_unchecked(b); u64::from(v
+                .arm_ci()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CqDoorbellRecord::new_unchecked(b); v
+                .set_arm_ci((x & 0xffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xff000000), (4, 0xc8000000)],
 };
 /// The consumer index word, written after each batch of consumed CQEs.
 ///
@@ -418,6 +432,11 @@ impl CqDoorbellRecordArmWord {
 /// Doorbell record of a QP (address in qpc.dbr_addr) or of an Ethernet RQ or SQ (each pointing wq.dbr_addr at its own word). Written by the driver in host memory after a write barrier that follows the WQE writes; read by the device to learn how many WQEs were posted.
 ///
 /// PRM layout `qp_doorbell_record`: 0x8 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 15:0 | `receive_counter` |
+/// | 0x04 | 15:0 | `send_counter` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct QpDoorbellRecord<B = [u8; 8]> {
     buf: B,
@@ -473,23 +492,17 @@ impl<B: rt::BytesMut> QpDoorbellRecord<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for QpDoorbellRecord<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(QpDoorbellRecord));
-        d.field("receive_counter", &rt::fmt::Hex(self.receive_counter().into()));
-        d.field("send_counter", &rt::fmt::Hex(self.send_counter().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffff0000), (4, 0xffff0000)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QP_DOORBELL_RECORD_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `qp_doorbell_record` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `qp_doorbell_record`: what the decoding `Debug` shows and generic tools read.
 pub const QP_DOORBELL_RECORD_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "qp_doorbell_record",
+    type_name: "QpDoorbellRecord",
     size: 8,
     fields: &[
         rt::reflect::FieldAccess {
@@ -498,14 +511,16 @@ pub const QP_DOORBELL_RECORD_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QpDoorbellRecord::new_unchecked(b);
-                u64::from(v.receive_counter())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QpDoorbellRecord::new_unchecked(b);
-                v.set_receive_counter((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QpDoorbellRecord::new_unchecked(b); u64::from(v
+                .receive_counter()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QpDoorbellRecord::new_unchecked(b); v
+                .set_receive_counter((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "send_counter",
@@ -513,23 +528,38 @@ pub const QP_DOORBELL_RECORD_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QpDoorbellRecord::new_unchecked(b);
-                u64::from(v.send_counter())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QpDoorbellRecord::new_unchecked(b);
-                v.set_send_counter((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QpDoorbellRecord::new_unchecked(b); u64::from(v
+                .send_counter()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QpDoorbellRecord::new_unchecked(b); v
+                .set_send_counter((x & 0xffff) as u16); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffff0000), (4, 0xffff0000)],
 };
 /// One UAR page, an MMIO page of BAR 0 allocated to the driver with ALLOC_UAR and used only for writes. The driver rings the CQ arm doorbell to request a completion event, the EQ doorbells after consuming event queue entries, and a BlueFlame register after posting send WQEs. It never reads these registers.
 ///
 /// PRM register block `uar_page`: 0x1000 bytes.
 ///
 /// Use it over [`rt::MmioBytes`] so that every access is a 32-bit big-endian register access.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x20 | 29:28 | `cq_arm_sn` |
+/// | 0x20 | 26:24 | `cq_arm_cmd` |
+/// | 0x20 | 23:0 | `cq_arm_ci` |
+/// | 0x24 | 23:0 | `cq_arm_cqn` |
+/// | 0x40 | 31:24 | `eq_arm_eqn` |
+/// | 0x40 | 23:0 | `eq_arm_ci` |
+/// | 0x48 | 31:24 | `eq_update_eqn` |
+/// | 0x48 | 23:0 | `eq_update_ci` |
+/// | 0x800..0x1000 | — | `bf_regs` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct UarPage<B = [u8; 4096]> {
     buf: B,
@@ -764,14 +794,17 @@ impl<B: rt::BytesMut> UarPage<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for UarPage<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(UarPage));
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&UAR_PAGE_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `uar_page` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `uar_page`: what the decoding `Debug` shows and generic tools read.
 pub const UAR_PAGE_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "uar_page",
+    type_name: "UarPage",
     size: 4096,
     fields: &[
         rt::reflect::FieldAccess {
@@ -780,11 +813,13 @@ pub const UAR_PAGE_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 2,
             count: 1,
             trailing: false,
+            kind: rt::reflect::ValueKind::Number,
+            readable: false,
             get: None,
-            set: Some(|b, _, x| {
-                let mut v = UarPage::new_unchecked(b);
-                v.set_cq_arm_sn((x & 0x3) as u8);
-            }),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = UarPage::new_unchecked(b); v.set_cq_arm_sn((x &
+                0x3) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "cq_arm_cmd",
@@ -792,11 +827,19 @@ pub const UAR_PAGE_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 3,
             count: 1,
             trailing: false,
+            kind: rt::reflect::ValueKind::Enum {
+                name: "cq_arm_cmd",
+                value_name: |r| match CqArmCmd::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: false,
             get: None,
-            set: Some(|b, _, x| {
-                let mut v = UarPage::new_unchecked(b);
-                v.set_cq_arm_cmd_raw((x & 0x7) as u8);
-            }),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = UarPage::new_unchecked(b); v
+                .set_cq_arm_cmd_raw((x & 0x7) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "cq_arm_ci",
@@ -804,11 +847,13 @@ pub const UAR_PAGE_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 24,
             count: 1,
             trailing: false,
+            kind: rt::reflect::ValueKind::Number,
+            readable: false,
             get: None,
-            set: Some(|b, _, x| {
-                let mut v = UarPage::new_unchecked(b);
-                v.set_cq_arm_ci((x & 0xffffff) as u32);
-            }),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = UarPage::new_unchecked(b); v.set_cq_arm_ci((x &
+                0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "cq_arm_cqn",
@@ -816,11 +861,13 @@ pub const UAR_PAGE_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 24,
             count: 1,
             trailing: false,
+            kind: rt::reflect::ValueKind::Number,
+            readable: false,
             get: None,
-            set: Some(|b, _, x| {
-                let mut v = UarPage::new_unchecked(b);
-                v.set_cq_arm_cqn((x & 0xffffff) as u32);
-            }),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = UarPage::new_unchecked(b); v.set_cq_arm_cqn((x
+                & 0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "eq_arm_eqn",
@@ -828,11 +875,13 @@ pub const UAR_PAGE_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 8,
             count: 1,
             trailing: false,
+            kind: rt::reflect::ValueKind::Number,
+            readable: false,
             get: None,
-            set: Some(|b, _, x| {
-                let mut v = UarPage::new_unchecked(b);
-                v.set_eq_arm_eqn((x & 0xff) as u8);
-            }),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = UarPage::new_unchecked(b); v.set_eq_arm_eqn((x
+                & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "eq_arm_ci",
@@ -840,11 +889,13 @@ pub const UAR_PAGE_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 24,
             count: 1,
             trailing: false,
+            kind: rt::reflect::ValueKind::Number,
+            readable: false,
             get: None,
-            set: Some(|b, _, x| {
-                let mut v = UarPage::new_unchecked(b);
-                v.set_eq_arm_ci((x & 0xffffff) as u32);
-            }),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = UarPage::new_unchecked(b); v.set_eq_arm_ci((x &
+                0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "eq_update_eqn",
@@ -852,11 +903,13 @@ pub const UAR_PAGE_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 8,
             count: 1,
             trailing: false,
+            kind: rt::reflect::ValueKind::Number,
+            readable: false,
             get: None,
-            set: Some(|b, _, x| {
-                let mut v = UarPage::new_unchecked(b);
-                v.set_eq_update_eqn((x & 0xff) as u8);
-            }),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = UarPage::new_unchecked(b); v
+                .set_eq_update_eqn((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "eq_update_ci",
@@ -864,14 +917,28 @@ pub const UAR_PAGE_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             width: 24,
             count: 1,
             trailing: false,
+            kind: rt::reflect::ValueKind::Number,
+            readable: false,
             get: None,
-            set: Some(|b, _, x| {
-                let mut v = UarPage::new_unchecked(b);
-                v.set_eq_update_ci((x & 0xffffff) as u32);
-            }),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = UarPage::new_unchecked(b); v
+                .set_eq_update_ci((x & 0xffffff) as u32); }
+            ),
+        },
+        rt::reflect::FieldAccess {
+            name: "bf_regs",
+            bit_offset: 16384,
+            width: 16384,
+            count: 1,
+            trailing: false,
+            kind: rt::reflect::ValueKind::Bytes,
+            readable: false,
+            get: None,
+            set: None,
         },
     ],
     nested: &[],
+    reserved: &[],
 };
 /// The CQ arm doorbell: both dwords at 0x20 as one 64-bit big-endian store (sequence number, command and consumer index, then the CQ number), so the device never sees half of it.
 ///

@@ -289,6 +289,13 @@ impl ::core::convert::From<NicVportInlineMode> for u8 {
 /// Input of QUERY_VPORT_STATE; op_mod picks the kind of vport (vNIC, e-switch or uplink).
 ///
 /// PRM layout `query_vport_state_in`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x08 | 31 | `other_vport` |
+/// | 0x08 | 15:0 | `vport_number` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct QueryVportStateIn<B = [u8; 16]> {
     buf: B,
@@ -370,25 +377,17 @@ impl<B: rt::BytesMut> QueryVportStateIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for QueryVportStateIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(QueryVportStateIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("other_vport", &self.other_vport());
-        d.field("vport_number", &rt::fmt::Hex(self.vport_number().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffff), (4, 0xffff0000), (8, 0x7fff0000), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QUERY_VPORT_STATE_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `query_vport_state_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `query_vport_state_in`: what the decoding `Debug` shows and generic tools read.
 pub const QUERY_VPORT_STATE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "query_vport_state_in",
+    type_name: "QueryVportStateIn",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -397,14 +396,16 @@ pub const QUERY_VPORT_STATE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryVportStateIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryVportStateIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryVportStateIn::new_unchecked(b); u64::from(v
+                .opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryVportStateIn::new_unchecked(b); v
+                .set_opcode((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -412,14 +413,16 @@ pub const QUERY_VPORT_STATE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryVportStateIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryVportStateIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryVportStateIn::new_unchecked(b); u64::from(v
+                .op_mod()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryVportStateIn::new_unchecked(b); v
+                .set_op_mod((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "other_vport",
@@ -427,14 +430,16 @@ pub const QUERY_VPORT_STATE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryVportStateIn::new_unchecked(b);
-                u64::from(v.other_vport())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryVportStateIn::new_unchecked(b);
-                v.set_other_vport(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryVportStateIn::new_unchecked(b); u64::from(v
+                .other_vport()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryVportStateIn::new_unchecked(b); v
+                .set_other_vport(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "vport_number",
@@ -442,21 +447,31 @@ pub const QUERY_VPORT_STATE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryVportStateIn::new_unchecked(b);
-                u64::from(v.vport_number())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryVportStateIn::new_unchecked(b);
-                v.set_vport_number((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryVportStateIn::new_unchecked(b); u64::from(v
+                .vport_number()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryVportStateIn::new_unchecked(b); v
+                .set_vport_number((x & 0xffff) as u16); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffff), (4, 0xffff0000), (8, 0x7fff0000), (12, 0xffffffff)],
 };
 /// Output of QUERY_VPORT_STATE: the administrative and the operational state of the vport.
 ///
 /// PRM layout `query_vport_state_out`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
+/// | 0x0c | 7:4 | `admin_state` |
+/// | 0x0c | 3:0 | `state` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct QueryVportStateOut<B = [u8; 16]> {
     buf: B,
@@ -578,25 +593,17 @@ impl<B: rt::BytesMut> QueryVportStateOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for QueryVportStateOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(QueryVportStateOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        d.field("admin_state", &rt::fmt::EnumValue(self.admin_state()));
-        d.field("state", &rt::fmt::EnumValue(self.state()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffff00)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QUERY_VPORT_STATE_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `query_vport_state_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `query_vport_state_out`: what the decoding `Debug` shows and generic tools read.
 pub const QUERY_VPORT_STATE_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "query_vport_state_out",
+    type_name: "QueryVportStateOut",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -605,14 +612,16 @@ pub const QUERY_VPORT_STATE_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryVportStateOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryVportStateOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryVportStateOut::new_unchecked(b); u64::from(v
+                .status()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryVportStateOut::new_unchecked(b); v
+                .set_status((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -620,14 +629,16 @@ pub const QUERY_VPORT_STATE_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryVportStateOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryVportStateOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryVportStateOut::new_unchecked(b); u64::from(v
+                .syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryVportStateOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "admin_state",
@@ -635,14 +646,22 @@ pub const QUERY_VPORT_STATE_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryVportStateOut::new_unchecked(b);
-                u64::from(v.admin_state_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryVportStateOut::new_unchecked(b);
-                v.set_admin_state_raw((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "vport_admin_state",
+                value_name: |r| match VportAdminState::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryVportStateOut::new_unchecked(b); u64::from(v
+                .admin_state_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryVportStateOut::new_unchecked(b); v
+                .set_admin_state_raw((x & 0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "state",
@@ -650,21 +669,38 @@ pub const QUERY_VPORT_STATE_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryVportStateOut::new_unchecked(b);
-                u64::from(v.state_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryVportStateOut::new_unchecked(b);
-                v.set_state_raw((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "vport_oper_state",
+                value_name: |r| match VportOperState::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryVportStateOut::new_unchecked(b); u64::from(v
+                .state_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryVportStateOut::new_unchecked(b); v
+                .set_state_raw((x & 0xf) as u8); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffff00)],
 };
 /// Input of QUERY_NIC_VPORT_CONTEXT.
 ///
 /// PRM layout `query_nic_vport_context_in`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x08 | 31 | `other_vport` |
+/// | 0x08 | 15:0 | `vport_number` |
+/// | 0x0c | 26:24 | `allowed_list_type` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct QueryNicVportContextIn<B = [u8; 16]> {
     buf: B,
@@ -781,26 +817,17 @@ impl<B: rt::BytesMut> QueryNicVportContextIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for QueryNicVportContextIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(QueryNicVportContextIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("other_vport", &self.other_vport());
-        d.field("vport_number", &rt::fmt::Hex(self.vport_number().into()));
-        d.field("allowed_list_type", &rt::fmt::EnumValue(self.allowed_list_type()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffff), (4, 0xffff0000), (8, 0x7fff0000), (12, 0xf8ffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QUERY_NIC_VPORT_CONTEXT_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `query_nic_vport_context_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `query_nic_vport_context_in`: what the decoding `Debug` shows and generic tools read.
 pub const QUERY_NIC_VPORT_CONTEXT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "query_nic_vport_context_in",
+    type_name: "QueryNicVportContextIn",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -809,14 +836,16 @@ pub const QUERY_NIC_VPORT_CONTEXT_IN_ACCESS: rt::reflect::LayoutAccess = rt::ref
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryNicVportContextIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryNicVportContextIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryNicVportContextIn::new_unchecked(b); u64::from(v
+                .opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryNicVportContextIn::new_unchecked(b); v
+                .set_opcode((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -824,14 +853,16 @@ pub const QUERY_NIC_VPORT_CONTEXT_IN_ACCESS: rt::reflect::LayoutAccess = rt::ref
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryNicVportContextIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryNicVportContextIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryNicVportContextIn::new_unchecked(b); u64::from(v
+                .op_mod()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryNicVportContextIn::new_unchecked(b); v
+                .set_op_mod((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "other_vport",
@@ -839,14 +870,16 @@ pub const QUERY_NIC_VPORT_CONTEXT_IN_ACCESS: rt::reflect::LayoutAccess = rt::ref
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryNicVportContextIn::new_unchecked(b);
-                u64::from(v.other_vport())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryNicVportContextIn::new_unchecked(b);
-                v.set_other_vport(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryNicVportContextIn::new_unchecked(b); u64::from(v
+                .other_vport()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryNicVportContextIn::new_unchecked(b); v
+                .set_other_vport(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "vport_number",
@@ -854,14 +887,16 @@ pub const QUERY_NIC_VPORT_CONTEXT_IN_ACCESS: rt::reflect::LayoutAccess = rt::ref
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryNicVportContextIn::new_unchecked(b);
-                u64::from(v.vport_number())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryNicVportContextIn::new_unchecked(b);
-                v.set_vport_number((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryNicVportContextIn::new_unchecked(b); u64::from(v
+                .vport_number()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryNicVportContextIn::new_unchecked(b); v
+                .set_vport_number((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "allowed_list_type",
@@ -869,21 +904,36 @@ pub const QUERY_NIC_VPORT_CONTEXT_IN_ACCESS: rt::reflect::LayoutAccess = rt::ref
             width: 3,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryNicVportContextIn::new_unchecked(b);
-                u64::from(v.allowed_list_type_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryNicVportContextIn::new_unchecked(b);
-                v.set_allowed_list_type_raw((x & 0x7) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "nic_vport_list_type",
+                value_name: |r| match NicVportListType::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryNicVportContextIn::new_unchecked(b); u64::from(v
+                .allowed_list_type_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryNicVportContextIn::new_unchecked(b); v
+                .set_allowed_list_type_raw((x & 0x7) as u8); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffff), (4, 0xffff0000), (8, 0x7fff0000), (12, 0xf8ffffff)],
 };
 /// Output of QUERY_NIC_VPORT_CONTEXT: the context, followed by the requested address list.
 ///
 /// PRM layout `query_nic_vport_context_out`: 0x110 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
+/// | 0x10..0x110 | — | `nic_vport_context` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct QueryNicVportContextOut<B = [u8; 272]> {
     buf: B,
@@ -960,24 +1010,17 @@ impl<B: rt::BytesMut> QueryNicVportContextOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for QueryNicVportContextOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(QueryNicVportContextOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        d.field("nic_vport_context", &self.nic_vport_context());
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QUERY_NIC_VPORT_CONTEXT_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `query_nic_vport_context_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `query_nic_vport_context_out`: what the decoding `Debug` shows and generic tools read.
 pub const QUERY_NIC_VPORT_CONTEXT_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "query_nic_vport_context_out",
+    type_name: "QueryNicVportContextOut",
     size: 272,
     fields: &[
         rt::reflect::FieldAccess {
@@ -986,14 +1029,16 @@ pub const QUERY_NIC_VPORT_CONTEXT_OUT_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryNicVportContextOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryNicVportContextOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryNicVportContextOut::new_unchecked(b); u64::from(v
+                .status()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryNicVportContextOut::new_unchecked(b); v
+                .set_status((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -1001,44 +1046,71 @@ pub const QUERY_NIC_VPORT_CONTEXT_OUT_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QueryNicVportContextOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QueryNicVportContextOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QueryNicVportContextOut::new_unchecked(b); u64::from(v
+                .syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QueryNicVportContextOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[
         rt::reflect::NestedAccess {
             name: "nic_vport_context",
             layout: "nic_vport_context",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&NIC_VPORT_CONTEXT_ACCESS),
             byte_offset: 16,
             size: 256,
             count: 1,
             trailing: false,
             stride: 256,
             runs_on: true,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 272 {
-                    return None;
-                }
-                let v = QueryNicVportContextOut::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.nic_vport_context();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 272 { return
+                None; } let v = QueryNicVportContextOut::new_unchecked(b); if i != 0 {
+                return None; } let sub = v.nic_vport_context(); Some(sub.storage()
+                .as_ptr() as usize - b.as_ptr() as usize) }
+            ),
         },
     ],
+    reserved: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
 };
 /// Ethernet (NIC) view of a vport: MTU, MAC addresses and address lists, promiscuous modes, loopback and RoCE switches, and event arming. Read during bring-up for the MAC address and MTU and changed with MODIFY_NIC_VPORT_CONTEXT.
 ///
 /// PRM layout `nic_vport_context`: 0x100 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 26:24 | `min_wqe_inline_mode` |
+/// | 0x00 | 2 | `disable_mc_local_lb` |
+/// | 0x00 | 1 | `disable_uc_local_lb` |
+/// | 0x00 | 0 | `roce_en` |
+/// | 0x04 | 31 | `arm_change_event` |
+/// | 0x04 | 4 | `event_on_mtu` |
+/// | 0x04 | 3 | `event_on_promisc_change` |
+/// | 0x04 | 2 | `event_on_vlan_change` |
+/// | 0x04 | 1 | `event_on_mc_address_change` |
+/// | 0x04 | 0 | `event_on_uc_address_change` |
+/// | 0x08 | 31 | `vhca_id_type` |
+/// | 0x08 | 19:16 | `affiliation_criteria` |
+/// | 0x08 | 15:0 | `affiliated_vhca_id` |
+/// | 0x20 | 30:28 | `sd_group` |
+/// | 0x24 | 15:0 | `mtu` |
+/// | 0x28 | 63:0 | `system_image_guid` |
+/// | 0x30 | 63:0 | `port_guid` |
+/// | 0x38 | 63:0 | `node_guid` |
+/// | 0x68 | 31:16 | `qkey_violation_counter` |
+/// | 0xf0 | 31 | `promisc_uc` |
+/// | 0xf0 | 30 | `promisc_mc` |
+/// | 0xf0 | 29 | `promisc_all` |
+/// | 0xf0 | 26:24 | `allowed_list_type` |
+/// | 0xf0 | 11:0 | `allowed_list_size` |
+/// | 0xf4 | 63:0 | `permanent_address` |
+/// | 0x100 | … | `current_uc_mac_address[]` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct NicVportContext<B = [u8; 256]> {
     buf: B,
@@ -1613,117 +1685,17 @@ impl<B: rt::BytesMut> NicVportContext<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for NicVportContext<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(NicVportContext));
-        d.field("min_wqe_inline_mode", &rt::fmt::EnumValue(self.min_wqe_inline_mode()));
-        d.field("disable_mc_local_lb", &self.disable_mc_local_lb());
-        d.field("disable_uc_local_lb", &self.disable_uc_local_lb());
-        d.field("roce_en", &self.roce_en());
-        d.field("arm_change_event", &self.arm_change_event());
-        d.field("event_on_mtu", &self.event_on_mtu());
-        d.field("event_on_promisc_change", &self.event_on_promisc_change());
-        d.field("event_on_vlan_change", &self.event_on_vlan_change());
-        d.field("event_on_mc_address_change", &self.event_on_mc_address_change());
-        d.field("event_on_uc_address_change", &self.event_on_uc_address_change());
-        d.field("vhca_id_type", &self.vhca_id_type());
-        d.field(
-            "affiliation_criteria",
-            &rt::fmt::Hex(self.affiliation_criteria().into()),
-        );
-        d.field("affiliated_vhca_id", &rt::fmt::Hex(self.affiliated_vhca_id().into()));
-        d.field("sd_group", &rt::fmt::Hex(self.sd_group().into()));
-        d.field("mtu", &rt::fmt::Hex(self.mtu().into()));
-        d.field("system_image_guid", &rt::fmt::Hex(self.system_image_guid().into()));
-        d.field("port_guid", &rt::fmt::Hex(self.port_guid().into()));
-        d.field("node_guid", &rt::fmt::Hex(self.node_guid().into()));
-        d.field(
-            "qkey_violation_counter",
-            &rt::fmt::Hex(self.qkey_violation_counter().into()),
-        );
-        d.field("promisc_uc", &self.promisc_uc());
-        d.field("promisc_mc", &self.promisc_mc());
-        d.field("promisc_all", &self.promisc_all());
-        d.field("allowed_list_type", &rt::fmt::EnumValue(self.allowed_list_type()));
-        d.field("allowed_list_size", &rt::fmt::Hex(self.allowed_list_size().into()));
-        d.field("permanent_address", &self.permanent_address());
-        d.field(
-            "current_uc_mac_address",
-            &rt::fmt::With(|f| rt::fmt::list(
-                f,
-                self.current_uc_mac_address_len(),
-                self.current_uc_mac_address_iter().map(|v| rt::fmt::Hex(u64::from(v))),
-            )),
-        );
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (0, 0xf8fffff8),
-                (4, 0x7fffffe0),
-                (8, 0x7ff00000),
-                (12, 0xffffffff),
-                (16, 0xffffffff),
-                (20, 0xffffffff),
-                (24, 0xffffffff),
-                (28, 0xffffffff),
-                (32, 0x8fffffff),
-                (36, 0xffff0000),
-                (64, 0xffffffff),
-                (68, 0xffffffff),
-                (72, 0xffffffff),
-                (76, 0xffffffff),
-                (80, 0xffffffff),
-                (84, 0xffffffff),
-                (88, 0xffffffff),
-                (92, 0xffffffff),
-                (96, 0xffffffff),
-                (100, 0xffffffff),
-                (104, 0xffff),
-                (108, 0xffffffff),
-                (112, 0xffffffff),
-                (116, 0xffffffff),
-                (120, 0xffffffff),
-                (124, 0xffffffff),
-                (128, 0xffffffff),
-                (132, 0xffffffff),
-                (136, 0xffffffff),
-                (140, 0xffffffff),
-                (144, 0xffffffff),
-                (148, 0xffffffff),
-                (152, 0xffffffff),
-                (156, 0xffffffff),
-                (160, 0xffffffff),
-                (164, 0xffffffff),
-                (168, 0xffffffff),
-                (172, 0xffffffff),
-                (176, 0xffffffff),
-                (180, 0xffffffff),
-                (184, 0xffffffff),
-                (188, 0xffffffff),
-                (192, 0xffffffff),
-                (196, 0xffffffff),
-                (200, 0xffffffff),
-                (204, 0xffffffff),
-                (208, 0xffffffff),
-                (212, 0xffffffff),
-                (216, 0xffffffff),
-                (220, 0xffffffff),
-                (224, 0xffffffff),
-                (228, 0xffffffff),
-                (232, 0xffffffff),
-                (236, 0xffffffff),
-                (240, 0x18fff000),
-                (252, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&NIC_VPORT_CONTEXT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `nic_vport_context` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `nic_vport_context`: what the decoding `Debug` shows and generic tools read.
 pub const NIC_VPORT_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "nic_vport_context",
+    type_name: "NicVportContext",
     size: 256,
     fields: &[
         rt::reflect::FieldAccess {
@@ -1732,14 +1704,22 @@ pub const NIC_VPORT_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             width: 3,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = NicVportContext::new_unchecked(b);
-                u64::from(v.min_wqe_inline_mode_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = NicVportContext::new_unchecked(b);
-                v.set_min_wqe_inline_mode_raw((x & 0x7) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "nic_vport_inline_mode",
+                value_name: |r| match NicVportInlineMode::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = NicVportContext::new_unchecked(b); u64::from(v
+                .min_wqe_inline_mode_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = NicVportContext::new_unchecked(b); v
+                .set_min_wqe_inline_mode_raw((x & 0x7) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "disable_mc_local_lb",
@@ -1747,14 +1727,16 @@ pub const NIC_VPORT_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = NicVportContext::new_unchecked(b);
-                u64::from(v.disable_mc_local_lb())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = NicVportContext::new_unchecked(b);
-                v.set_disable_mc_local_lb(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = NicVportContext::new_unchecked(b); u64::from(v
+                .disable_mc_local_lb()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = NicVportContext::new_unchecked(b); v
+                .set_disable_mc_local_lb(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "disable_uc_local_lb",
@@ -1762,14 +1744,16 @@ pub const NIC_VPORT_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = NicVportContext::new_unchecked(b);
-                u64::from(v.disable_uc_local_lb())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = NicVportContext::new_unchecked(b);
-                v.set_disable_uc_local_lb(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = NicVportContext::new_unchecked(b); u64::from(v
+                .disable_uc_local_lb()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = NicVportContext::new_unchecked(b); v
+                .set_disable_uc_local_lb(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "roce_en",
@@ -1777,14 +1761,16 @@ pub const NIC_VPORT_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = NicVportContext::new_unchecked(b);
-                u64::from(v.roce_en())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = NicVportContext::new_unchecked(b);
-                v.set_roce_en(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = NicVportContext::new_unchecked(b); u64::from(v
+                .roce_en()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = NicVportContext::new_unchecked(b); v
+                .set_roce_en(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "arm_change_event",
@@ -1792,14 +1778,16 @@ pub const NIC_VPORT_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = NicVportContext::new_unchecked(b);
-                u64::from(v.arm_change_event())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = NicVportContext::new_unchecked(b);
-                v.set_arm_change_event(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = NicVportContext::new_unchecked(b); u64::from(v
+                .arm_change_event()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = NicVportContext::new_unchecked(b); v
+                .set_arm_change_event(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "event_on_mtu",
@@ -1807,14 +1795,16 @@ pub const NIC_VPORT_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = NicVportContext::new_unchecked(b);
-                u64::from(v.event_on_mtu())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = NicVportContext::new_unchecked(b);
-                v.set_event_on_mtu(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = NicVportContext::new_unchecked(b); u64::from(v
+                .event_on_mtu()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = NicVportContext::new_unchecked(b); v
+                .set_event_on_mtu(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "event_on_promisc_change",
@@ -1822,14 +1812,16 @@ pub const NIC_VPORT_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = NicVportContext::new_unchecked(b);
-                u64::from(v.event_on_promisc_change())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = NicVportContext::new_unchecked(b);
-                v.set_event_on_promisc_change(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = NicVportContext::new_unchecked(b); u64::from(v
+                .event_on_promisc_change()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = NicVportContext::new_unchecked(b); v
+                .set_event_on_promisc_change(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "event_on_vlan_change",
@@ -1837,14 +1829,16 @@ pub const NIC_VPORT_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = NicVportContext::new_unchecked(b);
-                u64::from(v.event_on_vlan_change())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = NicVportContext::new_unchecked(b);
-                v.set_event_on_vlan_change(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = NicVportContext::new_unchecked(b); u64::from(v
+                .event_on_vlan_change()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = NicVportContext::new_unchecked(b); v
+                .set_event_on_vlan_change(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "event_on_mc_address_change",
@@ -1852,14 +1846,16 @@ pub const NIC_VPORT_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = NicVportContext::new_unchecked(b);
-                u64::from(v.event_on_mc_address_change())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = NicVportContext::new_unchecked(b);
-                v.set_event_on_mc_address_change(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = NicVportContext::new_unchecked(b); u64::from(v
+                .event_on_mc_address_change()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = NicVportContext::new_unchecked(b); v
+                .set_event_on_mc_address_change(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "event_on_uc_address_change",
@@ -1867,14 +1863,16 @@ pub const NIC_VPORT_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = NicVportContext::new_unchecked(b);
-                u64::from(v.event_on_uc_address_change())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = NicVportContext::new_unchecked(b);
-                v.set_event_on_uc_address_change(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = NicVportContext::new_unchecked(b); u64::from(v
+                .event_on_uc_address_change()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = NicVportContext::new_unchecked(b); v
+                .set_event_on_uc_address_change(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "vhca_id_type",
@@ -1882,14 +1880,16 @@ pub const NIC_VPORT_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = NicVportContext::new_unchecked(b);
-                u64::from(v.vhca_id_type())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = NicVportContext::new_unchecked(b);
-                v.set_vhca_id_type(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = NicVportContext::new_unchecked(b); u64::from(v
+                .vhca_id_type()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = NicVportContext::new_unchecked(b); v
+                .set_vhca_id_type(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "affiliation_criteria",
@@ -1897,14 +1897,16 @@ pub const NIC_VPORT_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = NicVportContext::new_unchecked(b);
-                u64::from(v.affiliation_criteria())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = NicVportContext::new_unchecked(b);
-                v.set_affiliation_criteria((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = NicVportContext::new_unchecked(b); u64::from(v
+                .affiliation_criteria()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = NicVportContext::new_unchecked(b); v
+                .set_affiliation_criteria((x & 0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "affiliated_vhca_id",
@@ -1912,14 +1914,16 @@ pub const NIC_VPORT_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = NicVportContext::new_unchecked(b);
-                u64::from(v.affiliated_vhca_id())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = NicVportContext::new_unchecked(b);
-                v.set_affiliated_vhca_id((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = NicVportContext::new_unchecked(b); u64::from(v
+                .affiliated_vhca_id()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = NicVportContext::new_unchecked(b); v
+                .set_affiliated_vhca_id((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "sd_group",
@@ -1927,14 +1931,16 @@ pub const NIC_VPORT_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             width: 3,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = NicVportContext::new_unchecked(b);
-                u64::from(v.sd_group())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = NicVportContext::new_unchecked(b);
-                v.set_sd_group((x & 0x7) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = NicVportContext::new_unchecked(b); u64::from(v
+                .sd_group()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = NicVportContext::new_unchecked(b); v
+                .set_sd_group((x & 0x7) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "mtu",
@@ -1942,14 +1948,16 @@ pub const NIC_VPORT_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = NicVportContext::new_unchecked(b);
-                u64::from(v.mtu())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = NicVportContext::new_unchecked(b);
-                v.set_mtu((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = NicVportContext::new_unchecked(b); u64::from(v.mtu())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = NicVportContext::new_unchecked(b); v.set_mtu((x
+                & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "system_image_guid",
@@ -1957,14 +1965,16 @@ pub const NIC_VPORT_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             width: 64,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = NicVportContext::new_unchecked(b);
-                u64::from(v.system_image_guid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = NicVportContext::new_unchecked(b);
-                v.set_system_image_guid((x & 0xffffffffffffffff) as u64);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = NicVportContext::new_unchecked(b); u64::from(v
+                .system_image_guid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = NicVportContext::new_unchecked(b); v
+                .set_system_image_guid((x & 0xffffffffffffffff) as u64); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "port_guid",
@@ -1972,14 +1982,16 @@ pub const NIC_VPORT_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             width: 64,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = NicVportContext::new_unchecked(b);
-                u64::from(v.port_guid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = NicVportContext::new_unchecked(b);
-                v.set_port_guid((x & 0xffffffffffffffff) as u64);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = NicVportContext::new_unchecked(b); u64::from(v
+                .port_guid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = NicVportContext::new_unchecked(b); v
+                .set_port_guid((x & 0xffffffffffffffff) as u64); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "node_guid",
@@ -1987,14 +1999,16 @@ pub const NIC_VPORT_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             width: 64,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = NicVportContext::new_unchecked(b);
-                u64::from(v.node_guid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = NicVportContext::new_unchecked(b);
-                v.set_node_guid((x & 0xffffffffffffffff) as u64);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = NicVportContext::new_unchecked(b); u64::from(v
+                .node_guid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = NicVportContext::new_unchecked(b); v
+                .set_node_guid((x & 0xffffffffffffffff) as u64); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "qkey_violation_counter",
@@ -2002,14 +2016,16 @@ pub const NIC_VPORT_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = NicVportContext::new_unchecked(b);
-                u64::from(v.qkey_violation_counter())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = NicVportContext::new_unchecked(b);
-                v.set_qkey_violation_counter((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = NicVportContext::new_unchecked(b); u64::from(v
+                .qkey_violation_counter()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = NicVportContext::new_unchecked(b); v
+                .set_qkey_violation_counter((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "promisc_uc",
@@ -2017,14 +2033,16 @@ pub const NIC_VPORT_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = NicVportContext::new_unchecked(b);
-                u64::from(v.promisc_uc())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = NicVportContext::new_unchecked(b);
-                v.set_promisc_uc(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = NicVportContext::new_unchecked(b); u64::from(v
+                .promisc_uc()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = NicVportContext::new_unchecked(b); v
+                .set_promisc_uc(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "promisc_mc",
@@ -2032,14 +2050,16 @@ pub const NIC_VPORT_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = NicVportContext::new_unchecked(b);
-                u64::from(v.promisc_mc())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = NicVportContext::new_unchecked(b);
-                v.set_promisc_mc(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = NicVportContext::new_unchecked(b); u64::from(v
+                .promisc_mc()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = NicVportContext::new_unchecked(b); v
+                .set_promisc_mc(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "promisc_all",
@@ -2047,14 +2067,16 @@ pub const NIC_VPORT_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = NicVportContext::new_unchecked(b);
-                u64::from(v.promisc_all())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = NicVportContext::new_unchecked(b);
-                v.set_promisc_all(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = NicVportContext::new_unchecked(b); u64::from(v
+                .promisc_all()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = NicVportContext::new_unchecked(b); v
+                .set_promisc_all(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "allowed_list_type",
@@ -2062,14 +2084,22 @@ pub const NIC_VPORT_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             width: 3,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = NicVportContext::new_unchecked(b);
-                u64::from(v.allowed_list_type_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = NicVportContext::new_unchecked(b);
-                v.set_allowed_list_type_raw((x & 0x7) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "nic_vport_list_type",
+                value_name: |r| match NicVportListType::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = NicVportContext::new_unchecked(b); u64::from(v
+                .allowed_list_type_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = NicVportContext::new_unchecked(b); v
+                .set_allowed_list_type_raw((x & 0x7) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "allowed_list_size",
@@ -2077,14 +2107,16 @@ pub const NIC_VPORT_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             width: 12,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = NicVportContext::new_unchecked(b);
-                u64::from(v.allowed_list_size())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = NicVportContext::new_unchecked(b);
-                v.set_allowed_list_size((x & 0xfff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = NicVportContext::new_unchecked(b); u64::from(v
+                .allowed_list_size()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = NicVportContext::new_unchecked(b); v
+                .set_allowed_list_size((x & 0xfff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "current_uc_mac_address",
@@ -2092,45 +2124,105 @@ pub const NIC_VPORT_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             width: 64,
             count: 0,
             trailing: true,
-            get: Some(|b: &[u8], i: usize| -> u64 {
-                NicVportContext::new_unchecked(b)
-                    .current_uc_mac_address(i)
-                    .map_or(0, u64::from)
-            }),
-            set: Some(|b: &mut [u8], i: usize, x: u64| {
-                let _ = NicVportContext::new_unchecked(b)
-                    .set_current_uc_mac_address(i, (x & 0xffffffffffffffff) as u64);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> u64 { NicVportContext::new_unchecked(b)
+                .current_uc_mac_address(i).map_or(0, u64::from) }
+            ),
+            set: crate::__prm_accessor!(
+                | b : & mut [u8], i : usize, x : u64 | { let _ =
+                NicVportContext::new_unchecked(b).set_current_uc_mac_address(i, (x &
+                0xffffffffffffffff) as u64); }
+            ),
         },
     ],
     nested: &[
         rt::reflect::NestedAccess {
             name: "permanent_address",
             layout: "mac_address_layout",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&MAC_ADDRESS_LAYOUT_ACCESS),
             byte_offset: 244,
             size: 8,
             count: 1,
             trailing: false,
             stride: 8,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 256 {
-                    return None;
-                }
-                let v = NicVportContext::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.permanent_address();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 256 { return
+                None; } let v = NicVportContext::new_unchecked(b); if i != 0 { return
+                None; } let sub = v.permanent_address(); Some(sub.storage().as_ptr() as
+                usize - b.as_ptr() as usize) }
+            ),
         },
+    ],
+    reserved: &[
+        (0, 0xf8fffff8),
+        (4, 0x7fffffe0),
+        (8, 0x7ff00000),
+        (12, 0xffffffff),
+        (16, 0xffffffff),
+        (20, 0xffffffff),
+        (24, 0xffffffff),
+        (28, 0xffffffff),
+        (32, 0x8fffffff),
+        (36, 0xffff0000),
+        (64, 0xffffffff),
+        (68, 0xffffffff),
+        (72, 0xffffffff),
+        (76, 0xffffffff),
+        (80, 0xffffffff),
+        (84, 0xffffffff),
+        (88, 0xffffffff),
+        (92, 0xffffffff),
+        (96, 0xffffffff),
+        (100, 0xffffffff),
+        (104, 0xffff),
+        (108, 0xffffffff),
+        (112, 0xffffffff),
+        (116, 0xffffffff),
+        (120, 0xffffffff),
+        (124, 0xffffffff),
+        (128, 0xffffffff),
+        (132, 0xffffffff),
+        (136, 0xffffffff),
+        (140, 0xffffffff),
+        (144, 0xffffffff),
+        (148, 0xffffffff),
+        (152, 0xffffffff),
+        (156, 0xffffffff),
+        (160, 0xffffffff),
+        (164, 0xffffffff),
+        (168, 0xffffffff),
+        (172, 0xffffffff),
+        (176, 0xffffffff),
+        (180, 0xffffffff),
+        (184, 0xffffffff),
+        (188, 0xffffffff),
+        (192, 0xffffffff),
+        (196, 0xffffffff),
+        (200, 0xffffffff),
+        (204, 0xffffffff),
+        (208, 0xffffffff),
+        (212, 0xffffffff),
+        (216, 0xffffffff),
+        (220, 0xffffffff),
+        (224, 0xffffffff),
+        (228, 0xffffffff),
+        (232, 0xffffffff),
+        (236, 0xffffffff),
+        (240, 0x18fff000),
+        (252, 0xffffffff),
     ],
 };
 /// A 48-bit MAC address in an 8-byte slot; the address occupies the last 6 bytes, in network order.
 ///
 /// PRM layout `mac_address_layout`: 0x8 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 15:0 | `mac_addr_47_32` |
+/// | 0x04 | 31:0 | `mac_addr_31_0` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct MacAddressLayout<B = [u8; 8]> {
     buf: B,
@@ -2186,23 +2278,17 @@ impl<B: rt::BytesMut> MacAddressLayout<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for MacAddressLayout<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(MacAddressLayout));
-        d.field("mac_addr_47_32", &rt::fmt::Hex(self.mac_addr_47_32().into()));
-        d.field("mac_addr_31_0", &rt::fmt::Hex(self.mac_addr_31_0().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffff0000)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&MAC_ADDRESS_LAYOUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `mac_address_layout` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `mac_address_layout`: what the decoding `Debug` shows and generic tools read.
 pub const MAC_ADDRESS_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "mac_address_layout",
+    type_name: "MacAddressLayout",
     size: 8,
     fields: &[
         rt::reflect::FieldAccess {
@@ -2211,14 +2297,16 @@ pub const MAC_ADDRESS_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = MacAddressLayout::new_unchecked(b);
-                u64::from(v.mac_addr_47_32())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = MacAddressLayout::new_unchecked(b);
-                v.set_mac_addr_47_32((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = MacAddressLayout::new_unchecked(b); u64::from(v
+                .mac_addr_47_32()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = MacAddressLayout::new_unchecked(b); v
+                .set_mac_addr_47_32((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "mac_addr_31_0",
@@ -2226,21 +2314,33 @@ pub const MAC_ADDRESS_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = MacAddressLayout::new_unchecked(b);
-                u64::from(v.mac_addr_31_0())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = MacAddressLayout::new_unchecked(b);
-                v.set_mac_addr_31_0((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = MacAddressLayout::new_unchecked(b); u64::from(v
+                .mac_addr_31_0()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = MacAddressLayout::new_unchecked(b); v
+                .set_mac_addr_31_0((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffff0000)],
 };
 /// Input of MODIFY_NIC_VPORT_CONTEXT: which fields to change and a full context holding their new values.
 ///
 /// PRM layout `modify_nic_vport_context_in`: 0x200 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x08 | 31 | `other_vport` |
+/// | 0x08 | 15:0 | `vport_number` |
+/// | 0x0c | 31:0 | `field_select` |
+/// | 0x100..0x200 | — | `nic_vport_context` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct ModifyNicVportContextIn<B = [u8; 512]> {
     buf: B,
@@ -2362,91 +2462,17 @@ impl<B: rt::BytesMut> ModifyNicVportContextIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for ModifyNicVportContextIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(ModifyNicVportContextIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("other_vport", &self.other_vport());
-        d.field("vport_number", &rt::fmt::Hex(self.vport_number().into()));
-        d.field("field_select", &self.field_select());
-        d.field("nic_vport_context", &self.nic_vport_context());
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (0, 0xffff),
-                (4, 0xffff0000),
-                (8, 0x7fff0000),
-                (16, 0xffffffff),
-                (20, 0xffffffff),
-                (24, 0xffffffff),
-                (28, 0xffffffff),
-                (32, 0xffffffff),
-                (36, 0xffffffff),
-                (40, 0xffffffff),
-                (44, 0xffffffff),
-                (48, 0xffffffff),
-                (52, 0xffffffff),
-                (56, 0xffffffff),
-                (60, 0xffffffff),
-                (64, 0xffffffff),
-                (68, 0xffffffff),
-                (72, 0xffffffff),
-                (76, 0xffffffff),
-                (80, 0xffffffff),
-                (84, 0xffffffff),
-                (88, 0xffffffff),
-                (92, 0xffffffff),
-                (96, 0xffffffff),
-                (100, 0xffffffff),
-                (104, 0xffffffff),
-                (108, 0xffffffff),
-                (112, 0xffffffff),
-                (116, 0xffffffff),
-                (120, 0xffffffff),
-                (124, 0xffffffff),
-                (128, 0xffffffff),
-                (132, 0xffffffff),
-                (136, 0xffffffff),
-                (140, 0xffffffff),
-                (144, 0xffffffff),
-                (148, 0xffffffff),
-                (152, 0xffffffff),
-                (156, 0xffffffff),
-                (160, 0xffffffff),
-                (164, 0xffffffff),
-                (168, 0xffffffff),
-                (172, 0xffffffff),
-                (176, 0xffffffff),
-                (180, 0xffffffff),
-                (184, 0xffffffff),
-                (188, 0xffffffff),
-                (192, 0xffffffff),
-                (196, 0xffffffff),
-                (200, 0xffffffff),
-                (204, 0xffffffff),
-                (208, 0xffffffff),
-                (212, 0xffffffff),
-                (216, 0xffffffff),
-                (220, 0xffffffff),
-                (224, 0xffffffff),
-                (228, 0xffffffff),
-                (232, 0xffffffff),
-                (236, 0xffffffff),
-                (240, 0xffffffff),
-                (244, 0xffffffff),
-                (248, 0xffffffff),
-                (252, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&MODIFY_NIC_VPORT_CONTEXT_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `modify_nic_vport_context_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `modify_nic_vport_context_in`: what the decoding `Debug` shows and generic tools read.
 pub const MODIFY_NIC_VPORT_CONTEXT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "modify_nic_vport_context_in",
+    type_name: "ModifyNicVportContextIn",
     size: 512,
     fields: &[
         rt::reflect::FieldAccess {
@@ -2455,14 +2481,16 @@ pub const MODIFY_NIC_VPORT_CONTEXT_IN_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ModifyNicVportContextIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ModifyNicVportContextIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ModifyNicVportContextIn::new_unchecked(b); u64::from(v
+                .opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ModifyNicVportContextIn::new_unchecked(b); v
+                .set_opcode((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -2470,14 +2498,16 @@ pub const MODIFY_NIC_VPORT_CONTEXT_IN_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ModifyNicVportContextIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ModifyNicVportContextIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ModifyNicVportContextIn::new_unchecked(b); u64::from(v
+                .op_mod()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ModifyNicVportContextIn::new_unchecked(b); v
+                .set_op_mod((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "other_vport",
@@ -2485,14 +2515,16 @@ pub const MODIFY_NIC_VPORT_CONTEXT_IN_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ModifyNicVportContextIn::new_unchecked(b);
-                u64::from(v.other_vport())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ModifyNicVportContextIn::new_unchecked(b);
-                v.set_other_vport(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ModifyNicVportContextIn::new_unchecked(b); u64::from(v
+                .other_vport()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ModifyNicVportContextIn::new_unchecked(b); v
+                .set_other_vport(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "vport_number",
@@ -2500,66 +2532,140 @@ pub const MODIFY_NIC_VPORT_CONTEXT_IN_ACCESS: rt::reflect::LayoutAccess = rt::re
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ModifyNicVportContextIn::new_unchecked(b);
-                u64::from(v.vport_number())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ModifyNicVportContextIn::new_unchecked(b);
-                v.set_vport_number((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ModifyNicVportContextIn::new_unchecked(b); u64::from(v
+                .vport_number()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ModifyNicVportContextIn::new_unchecked(b); v
+                .set_vport_number((x & 0xffff) as u16); }
+            ),
         },
     ],
     nested: &[
         rt::reflect::NestedAccess {
             name: "field_select",
             layout: "modify_nic_vport_field_select",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(
+                &MODIFY_NIC_VPORT_FIELD_SELECT_ACCESS,
+            ),
             byte_offset: 12,
             size: 4,
             count: 1,
             trailing: false,
             stride: 4,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 512 {
-                    return None;
-                }
-                let v = ModifyNicVportContextIn::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.field_select();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 512 { return
+                None; } let v = ModifyNicVportContextIn::new_unchecked(b); if i != 0 {
+                return None; } let sub = v.field_select(); Some(sub.storage().as_ptr() as
+                usize - b.as_ptr() as usize) }
+            ),
         },
         rt::reflect::NestedAccess {
             name: "nic_vport_context",
             layout: "nic_vport_context",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&NIC_VPORT_CONTEXT_ACCESS),
             byte_offset: 256,
             size: 256,
             count: 1,
             trailing: false,
             stride: 256,
             runs_on: true,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 512 {
-                    return None;
-                }
-                let v = ModifyNicVportContextIn::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.nic_vport_context();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 512 { return
+                None; } let v = ModifyNicVportContextIn::new_unchecked(b); if i != 0 {
+                return None; } let sub = v.nic_vport_context(); Some(sub.storage()
+                .as_ptr() as usize - b.as_ptr() as usize) }
+            ),
         },
+    ],
+    reserved: &[
+        (0, 0xffff),
+        (4, 0xffff0000),
+        (8, 0x7fff0000),
+        (16, 0xffffffff),
+        (20, 0xffffffff),
+        (24, 0xffffffff),
+        (28, 0xffffffff),
+        (32, 0xffffffff),
+        (36, 0xffffffff),
+        (40, 0xffffffff),
+        (44, 0xffffffff),
+        (48, 0xffffffff),
+        (52, 0xffffffff),
+        (56, 0xffffffff),
+        (60, 0xffffffff),
+        (64, 0xffffffff),
+        (68, 0xffffffff),
+        (72, 0xffffffff),
+        (76, 0xffffffff),
+        (80, 0xffffffff),
+        (84, 0xffffffff),
+        (88, 0xffffffff),
+        (92, 0xffffffff),
+        (96, 0xffffffff),
+        (100, 0xffffffff),
+        (104, 0xffffffff),
+        (108, 0xffffffff),
+        (112, 0xffffffff),
+        (116, 0xffffffff),
+        (120, 0xffffffff),
+        (124, 0xffffffff),
+        (128, 0xffffffff),
+        (132, 0xffffffff),
+        (136, 0xffffffff),
+        (140, 0xffffffff),
+        (144, 0xffffffff),
+        (148, 0xffffffff),
+        (152, 0xffffffff),
+        (156, 0xffffffff),
+        (160, 0xffffffff),
+        (164, 0xffffffff),
+        (168, 0xffffffff),
+        (172, 0xffffffff),
+        (176, 0xffffffff),
+        (180, 0xffffffff),
+        (184, 0xffffffff),
+        (188, 0xffffffff),
+        (192, 0xffffffff),
+        (196, 0xffffffff),
+        (200, 0xffffffff),
+        (204, 0xffffffff),
+        (208, 0xffffffff),
+        (212, 0xffffffff),
+        (216, 0xffffffff),
+        (220, 0xffffffff),
+        (224, 0xffffffff),
+        (228, 0xffffffff),
+        (232, 0xffffffff),
+        (236, 0xffffffff),
+        (240, 0xffffffff),
+        (244, 0xffffffff),
+        (248, 0xffffffff),
+        (252, 0xffffffff),
     ],
 };
 /// Bitmask of the nic_vport_context parts a MODIFY_NIC_VPORT_CONTEXT applies; parts not selected are left alone.
 ///
 /// PRM layout `modify_nic_vport_field_select`: 0x4 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 13 | `affiliation` |
+/// | 0x00 | 11 | `disable_uc_local_lb` |
+/// | 0x00 | 10 | `disable_mc_local_lb` |
+/// | 0x00 | 9 | `node_guid` |
+/// | 0x00 | 8 | `port_guid` |
+/// | 0x00 | 7 | `min_inline` |
+/// | 0x00 | 6 | `mtu` |
+/// | 0x00 | 5 | `change_event` |
+/// | 0x00 | 4 | `promisc` |
+/// | 0x00 | 3 | `permanent_address` |
+/// | 0x00 | 2 | `addresses_list` |
+/// | 0x00 | 1 | `roce_en` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct ModifyNicVportFieldSelect<B = [u8; 4]> {
     buf: B,
@@ -2773,33 +2879,17 @@ impl<B: rt::BytesMut> ModifyNicVportFieldSelect<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for ModifyNicVportFieldSelect<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(ModifyNicVportFieldSelect));
-        d.field("affiliation", &self.affiliation());
-        d.field("disable_uc_local_lb", &self.disable_uc_local_lb());
-        d.field("disable_mc_local_lb", &self.disable_mc_local_lb());
-        d.field("node_guid", &self.node_guid());
-        d.field("port_guid", &self.port_guid());
-        d.field("min_inline", &self.min_inline());
-        d.field("mtu", &self.mtu());
-        d.field("change_event", &self.change_event());
-        d.field("promisc", &self.promisc());
-        d.field("permanent_address", &self.permanent_address());
-        d.field("addresses_list", &self.addresses_list());
-        d.field("roce_en", &self.roce_en());
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffd001)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&MODIFY_NIC_VPORT_FIELD_SELECT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `modify_nic_vport_field_select` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `modify_nic_vport_field_select`: what the decoding `Debug` shows and generic tools read.
 pub const MODIFY_NIC_VPORT_FIELD_SELECT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "modify_nic_vport_field_select",
+    type_name: "ModifyNicVportFieldSelect",
     size: 4,
     fields: &[
         rt::reflect::FieldAccess {
@@ -2808,14 +2898,16 @@ pub const MODIFY_NIC_VPORT_FIELD_SELECT_ACCESS: rt::reflect::LayoutAccess = rt::
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ModifyNicVportFieldSelect::new_unchecked(b);
-                u64::from(v.affiliation())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ModifyNicVportFieldSelect::new_unchecked(b);
-                v.set_affiliation(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ModifyNicVportFieldSelect::new_unchecked(b);
+                u64::from(v.affiliation()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ModifyNicVportFieldSelect::new_unchecked(b); v
+                .set_affiliation(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "disable_uc_local_lb",
@@ -2823,14 +2915,16 @@ pub const MODIFY_NIC_VPORT_FIELD_SELECT_ACCESS: rt::reflect::LayoutAccess = rt::
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ModifyNicVportFieldSelect::new_unchecked(b);
-                u64::from(v.disable_uc_local_lb())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ModifyNicVportFieldSelect::new_unchecked(b);
-                v.set_disable_uc_local_lb(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ModifyNicVportFieldSelect::new_unchecked(b);
+                u64::from(v.disable_uc_local_lb()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ModifyNicVportFieldSelect::new_unchecked(b); v
+                .set_disable_uc_local_lb(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "disable_mc_local_lb",
@@ -2838,14 +2932,16 @@ pub const MODIFY_NIC_VPORT_FIELD_SELECT_ACCESS: rt::reflect::LayoutAccess = rt::
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ModifyNicVportFieldSelect::new_unchecked(b);
-                u64::from(v.disable_mc_local_lb())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ModifyNicVportFieldSelect::new_unchecked(b);
-                v.set_disable_mc_local_lb(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ModifyNicVportFieldSelect::new_unchecked(b);
+                u64::from(v.disable_mc_local_lb()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ModifyNicVportFieldSelect::new_unchecked(b); v
+                .set_disable_mc_local_lb(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "node_guid",
@@ -2853,14 +2949,16 @@ pub const MODIFY_NIC_VPORT_FIELD_SELECT_ACCESS: rt::reflect::LayoutAccess = rt::
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ModifyNicVportFieldSelect::new_unchecked(b);
-                u64::from(v.node_guid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ModifyNicVportFieldSelect::new_unchecked(b);
-                v.set_node_guid(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ModifyNicVportFieldSelect::new_unchecked(b);
+                u64::from(v.node_guid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ModifyNicVportFieldSelect::new_unchecked(b); v
+                .set_node_guid(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "port_guid",
@@ -2868,14 +2966,16 @@ pub const MODIFY_NIC_VPORT_FIELD_SELECT_ACCESS: rt::reflect::LayoutAccess = rt::
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ModifyNicVportFieldSelect::new_unchecked(b);
-                u64::from(v.port_guid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ModifyNicVportFieldSelect::new_unchecked(b);
-                v.set_port_guid(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ModifyNicVportFieldSelect::new_unchecked(b);
+                u64::from(v.port_guid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ModifyNicVportFieldSelect::new_unchecked(b); v
+                .set_port_guid(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "min_inline",
@@ -2883,14 +2983,16 @@ pub const MODIFY_NIC_VPORT_FIELD_SELECT_ACCESS: rt::reflect::LayoutAccess = rt::
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ModifyNicVportFieldSelect::new_unchecked(b);
-                u64::from(v.min_inline())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ModifyNicVportFieldSelect::new_unchecked(b);
-                v.set_min_inline(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ModifyNicVportFieldSelect::new_unchecked(b);
+                u64::from(v.min_inline()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ModifyNicVportFieldSelect::new_unchecked(b); v
+                .set_min_inline(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "mtu",
@@ -2898,14 +3000,16 @@ pub const MODIFY_NIC_VPORT_FIELD_SELECT_ACCESS: rt::reflect::LayoutAccess = rt::
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ModifyNicVportFieldSelect::new_unchecked(b);
-                u64::from(v.mtu())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ModifyNicVportFieldSelect::new_unchecked(b);
-                v.set_mtu(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ModifyNicVportFieldSelect::new_unchecked(b);
+                u64::from(v.mtu()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ModifyNicVportFieldSelect::new_unchecked(b); v
+                .set_mtu(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "change_event",
@@ -2913,14 +3017,16 @@ pub const MODIFY_NIC_VPORT_FIELD_SELECT_ACCESS: rt::reflect::LayoutAccess = rt::
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ModifyNicVportFieldSelect::new_unchecked(b);
-                u64::from(v.change_event())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ModifyNicVportFieldSelect::new_unchecked(b);
-                v.set_change_event(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ModifyNicVportFieldSelect::new_unchecked(b);
+                u64::from(v.change_event()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ModifyNicVportFieldSelect::new_unchecked(b); v
+                .set_change_event(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "promisc",
@@ -2928,14 +3034,16 @@ pub const MODIFY_NIC_VPORT_FIELD_SELECT_ACCESS: rt::reflect::LayoutAccess = rt::
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ModifyNicVportFieldSelect::new_unchecked(b);
-                u64::from(v.promisc())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ModifyNicVportFieldSelect::new_unchecked(b);
-                v.set_promisc(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ModifyNicVportFieldSelect::new_unchecked(b);
+                u64::from(v.promisc()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ModifyNicVportFieldSelect::new_unchecked(b); v
+                .set_promisc(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "permanent_address",
@@ -2943,14 +3051,16 @@ pub const MODIFY_NIC_VPORT_FIELD_SELECT_ACCESS: rt::reflect::LayoutAccess = rt::
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ModifyNicVportFieldSelect::new_unchecked(b);
-                u64::from(v.permanent_address())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ModifyNicVportFieldSelect::new_unchecked(b);
-                v.set_permanent_address(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ModifyNicVportFieldSelect::new_unchecked(b);
+                u64::from(v.permanent_address()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ModifyNicVportFieldSelect::new_unchecked(b); v
+                .set_permanent_address(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "addresses_list",
@@ -2958,14 +3068,16 @@ pub const MODIFY_NIC_VPORT_FIELD_SELECT_ACCESS: rt::reflect::LayoutAccess = rt::
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ModifyNicVportFieldSelect::new_unchecked(b);
-                u64::from(v.addresses_list())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ModifyNicVportFieldSelect::new_unchecked(b);
-                v.set_addresses_list(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ModifyNicVportFieldSelect::new_unchecked(b);
+                u64::from(v.addresses_list()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ModifyNicVportFieldSelect::new_unchecked(b); v
+                .set_addresses_list(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "roce_en",
@@ -2973,21 +3085,29 @@ pub const MODIFY_NIC_VPORT_FIELD_SELECT_ACCESS: rt::reflect::LayoutAccess = rt::
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ModifyNicVportFieldSelect::new_unchecked(b);
-                u64::from(v.roce_en())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ModifyNicVportFieldSelect::new_unchecked(b);
-                v.set_roce_en(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ModifyNicVportFieldSelect::new_unchecked(b);
+                u64::from(v.roce_en()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ModifyNicVportFieldSelect::new_unchecked(b); v
+                .set_roce_en(x & 1 != 0); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffd001)],
 };
 /// Output of MODIFY_NIC_VPORT_CONTEXT (status only).
 ///
 /// PRM layout `modify_nic_vport_context_out`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct ModifyNicVportContextOut<B = [u8; 16]> {
     buf: B,
@@ -3036,23 +3156,17 @@ impl<B: rt::BytesMut> ModifyNicVportContextOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for ModifyNicVportContextOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(ModifyNicVportContextOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&MODIFY_NIC_VPORT_CONTEXT_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `modify_nic_vport_context_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `modify_nic_vport_context_out`: what the decoding `Debug` shows and generic tools read.
 pub const MODIFY_NIC_VPORT_CONTEXT_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "modify_nic_vport_context_out",
+    type_name: "ModifyNicVportContextOut",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -3061,14 +3175,16 @@ pub const MODIFY_NIC_VPORT_CONTEXT_OUT_ACCESS: rt::reflect::LayoutAccess = rt::r
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ModifyNicVportContextOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ModifyNicVportContextOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ModifyNicVportContextOut::new_unchecked(b);
+                u64::from(v.status()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ModifyNicVportContextOut::new_unchecked(b); v
+                .set_status((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -3076,17 +3192,20 @@ pub const MODIFY_NIC_VPORT_CONTEXT_OUT_ACCESS: rt::reflect::LayoutAccess = rt::r
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ModifyNicVportContextOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ModifyNicVportContextOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ModifyNicVportContextOut::new_unchecked(b);
+                u64::from(v.syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ModifyNicVportContextOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
 };
 /// The commands of this module, typed by opcode (see the runtime's `Command`).
 pub mod cmd {

@@ -580,6 +580,13 @@ impl ::core::convert::From<ModifyRqBitmask> for u8 {
 /// Input of CREATE_SQ; the page list of the ring follows the fixed part (the pas of ctx.wq).
 ///
 /// PRM layout `create_sq_in`: 0x110 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x00 | 15:0 | `uid` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x20..0x110 | — | `ctx` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct CreateSqIn<B = [u8; 272]> {
     buf: B,
@@ -663,33 +670,17 @@ impl<B: rt::BytesMut> CreateSqIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for CreateSqIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(CreateSqIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("uid", &rt::fmt::Hex(self.uid().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("ctx", &self.ctx());
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (4, 0xffff0000),
-                (8, 0xffffffff),
-                (12, 0xffffffff),
-                (16, 0xffffffff),
-                (20, 0xffffffff),
-                (24, 0xffffffff),
-                (28, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&CREATE_SQ_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `create_sq_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `create_sq_in`: what the decoding `Debug` shows and generic tools read.
 pub const CREATE_SQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "create_sq_in",
+    type_name: "CreateSqIn",
     size: 272,
     fields: &[
         rt::reflect::FieldAccess {
@@ -698,14 +689,15 @@ pub const CREATE_SQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateSqIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateSqIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateSqIn::new_unchecked(b); u64::from(v.opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateSqIn::new_unchecked(b); v.set_opcode((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "uid",
@@ -713,14 +705,15 @@ pub const CREATE_SQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateSqIn::new_unchecked(b);
-                u64::from(v.uid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateSqIn::new_unchecked(b);
-                v.set_uid((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateSqIn::new_unchecked(b); u64::from(v.uid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateSqIn::new_unchecked(b); v.set_uid((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -728,44 +721,74 @@ pub const CREATE_SQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateSqIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateSqIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateSqIn::new_unchecked(b); u64::from(v.op_mod()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateSqIn::new_unchecked(b); v.set_op_mod((x &
+                0xffff) as u16); }
+            ),
         },
     ],
     nested: &[
         rt::reflect::NestedAccess {
             name: "ctx",
             layout: "sqc",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&SQC_ACCESS),
             byte_offset: 32,
             size: 240,
             count: 1,
             trailing: false,
             stride: 240,
             runs_on: true,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 272 {
-                    return None;
-                }
-                let v = CreateSqIn::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.ctx();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 272 { return
+                None; } let v = CreateSqIn::new_unchecked(b); if i != 0 { return None; }
+                let sub = v.ctx(); Some(sub.storage().as_ptr() as usize - b.as_ptr() as
+                usize) }
+            ),
         },
+    ],
+    reserved: &[
+        (4, 0xffff0000),
+        (8, 0xffffffff),
+        (12, 0xffffffff),
+        (16, 0xffffffff),
+        (20, 0xffffffff),
+        (24, 0xffffffff),
+        (28, 0xffffffff),
     ],
 };
 /// SQ context: completion queue, TIS, inline requirements, state and the embedded wq that describes the ring. Written by CREATE_SQ and MODIFY_SQ.
 ///
 /// PRM layout `sqc`: 0xf0 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31 | `rlky` |
+/// | 0x00 | 30 | `cd_master` |
+/// | 0x00 | 29 | `fre` |
+/// | 0x00 | 28 | `flush_in_error_en` |
+/// | 0x00 | 27 | `allow_multi_pkt_send_wqe` |
+/// | 0x00 | 26:24 | `min_wqe_inline_mode` |
+/// | 0x00 | 23:20 | `state` |
+/// | 0x00 | 19 | `reg_umr` |
+/// | 0x00 | 18 | `allow_swp` |
+/// | 0x00 | 17 | `hairpin` |
+/// | 0x00 | 16 | `non_wire` |
+/// | 0x00 | 5:4 | `ts_format` |
+/// | 0x04 | 23:0 | `user_index` |
+/// | 0x08 | 23:0 | `cqn` |
+/// | 0x0c | 23:0 | `hairpin_peer_rq` |
+/// | 0x10 | 15:0 | `hairpin_peer_vhca` |
+/// | 0x18 | 23:0 | `ts_cqe_to_dest_cqn` |
+/// | 0x1c | 15:0 | `packet_pacing_rate_limit_index` |
+/// | 0x20 | 31:16 | `tis_lst_sz` |
+/// | 0x20 | 15:0 | `qos_queue_group_id` |
+/// | 0x2c | 23:0 | `tis_num_0` |
+/// | 0x30..0xf0 | — | `wq` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Sqc<B = [u8; 240]> {
     buf: B,
@@ -1251,58 +1274,14 @@ impl<B: rt::BytesMut> Sqc<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for Sqc<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(Sqc));
-        d.field("rlky", &self.rlky());
-        d.field("cd_master", &self.cd_master());
-        d.field("fre", &self.fre());
-        d.field("flush_in_error_en", &self.flush_in_error_en());
-        d.field("allow_multi_pkt_send_wqe", &self.allow_multi_pkt_send_wqe());
-        d.field("min_wqe_inline_mode", &rt::fmt::EnumValue(self.min_wqe_inline_mode()));
-        d.field("state", &rt::fmt::EnumValue(self.state()));
-        d.field("reg_umr", &self.reg_umr());
-        d.field("allow_swp", &self.allow_swp());
-        d.field("hairpin", &self.hairpin());
-        d.field("non_wire", &self.non_wire());
-        d.field("ts_format", &rt::fmt::EnumValue(self.ts_format()));
-        d.field("user_index", &rt::fmt::Hex(self.user_index().into()));
-        d.field("cqn", &rt::fmt::Hex(self.cqn().into()));
-        d.field("hairpin_peer_rq", &rt::fmt::Hex(self.hairpin_peer_rq().into()));
-        d.field("hairpin_peer_vhca", &rt::fmt::Hex(self.hairpin_peer_vhca().into()));
-        d.field("ts_cqe_to_dest_cqn", &rt::fmt::Hex(self.ts_cqe_to_dest_cqn().into()));
-        d.field(
-            "packet_pacing_rate_limit_index",
-            &rt::fmt::Hex(self.packet_pacing_rate_limit_index().into()),
-        );
-        d.field("tis_lst_sz", &rt::fmt::Hex(self.tis_lst_sz().into()));
-        d.field("qos_queue_group_id", &rt::fmt::Hex(self.qos_queue_group_id().into()));
-        d.field("tis_num_0", &rt::fmt::Hex(self.tis_num_0().into()));
-        d.field("wq", &self.wq());
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (0, 0xffcf),
-                (4, 0xff000000),
-                (8, 0xff000000),
-                (12, 0xff000000),
-                (16, 0xffff0000),
-                (20, 0xffffffff),
-                (24, 0xff000000),
-                (28, 0xffff0000),
-                (36, 0xffffffff),
-                (40, 0xffffffff),
-                (44, 0xff000000),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&SQC_ACCESS, &self.buf), f)
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `sqc` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `sqc`: what the decoding `Debug` shows and generic tools read.
 pub const SQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "sqc",
+    type_name: "Sqc",
     size: 240,
     fields: &[
         rt::reflect::FieldAccess {
@@ -1311,14 +1290,15 @@ pub const SQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Sqc::new_unchecked(b);
-                u64::from(v.rlky())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Sqc::new_unchecked(b);
-                v.set_rlky(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Sqc::new_unchecked(b); u64::from(v.rlky()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Sqc::new_unchecked(b); v.set_rlky(x & 1 != 0);
+                }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "cd_master",
@@ -1326,14 +1306,15 @@ pub const SQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Sqc::new_unchecked(b);
-                u64::from(v.cd_master())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Sqc::new_unchecked(b);
-                v.set_cd_master(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Sqc::new_unchecked(b); u64::from(v.cd_master()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Sqc::new_unchecked(b); v.set_cd_master(x & 1 !=
+                0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "fre",
@@ -1341,14 +1322,14 @@ pub const SQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Sqc::new_unchecked(b);
-                u64::from(v.fre())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Sqc::new_unchecked(b);
-                v.set_fre(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Sqc::new_unchecked(b); u64::from(v.fre()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Sqc::new_unchecked(b); v.set_fre(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "flush_in_error_en",
@@ -1356,14 +1337,16 @@ pub const SQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Sqc::new_unchecked(b);
-                u64::from(v.flush_in_error_en())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Sqc::new_unchecked(b);
-                v.set_flush_in_error_en(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Sqc::new_unchecked(b); u64::from(v
+                .flush_in_error_en()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Sqc::new_unchecked(b); v
+                .set_flush_in_error_en(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "allow_multi_pkt_send_wqe",
@@ -1371,14 +1354,16 @@ pub const SQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Sqc::new_unchecked(b);
-                u64::from(v.allow_multi_pkt_send_wqe())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Sqc::new_unchecked(b);
-                v.set_allow_multi_pkt_send_wqe(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Sqc::new_unchecked(b); u64::from(v
+                .allow_multi_pkt_send_wqe()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Sqc::new_unchecked(b); v
+                .set_allow_multi_pkt_send_wqe(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "min_wqe_inline_mode",
@@ -1386,14 +1371,22 @@ pub const SQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 3,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Sqc::new_unchecked(b);
-                u64::from(v.min_wqe_inline_mode_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Sqc::new_unchecked(b);
-                v.set_min_wqe_inline_mode_raw((x & 0x7) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "nic_vport_inline_mode",
+                value_name: |r| match NicVportInlineMode::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Sqc::new_unchecked(b); u64::from(v
+                .min_wqe_inline_mode_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Sqc::new_unchecked(b); v
+                .set_min_wqe_inline_mode_raw((x & 0x7) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "state",
@@ -1401,14 +1394,21 @@ pub const SQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Sqc::new_unchecked(b);
-                u64::from(v.state_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Sqc::new_unchecked(b);
-                v.set_state_raw((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "sq_state",
+                value_name: |r| match SqState::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Sqc::new_unchecked(b); u64::from(v.state_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Sqc::new_unchecked(b); v.set_state_raw((x &
+                0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "reg_umr",
@@ -1416,14 +1416,15 @@ pub const SQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Sqc::new_unchecked(b);
-                u64::from(v.reg_umr())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Sqc::new_unchecked(b);
-                v.set_reg_umr(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Sqc::new_unchecked(b); u64::from(v.reg_umr()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Sqc::new_unchecked(b); v.set_reg_umr(x & 1 !=
+                0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "allow_swp",
@@ -1431,14 +1432,15 @@ pub const SQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Sqc::new_unchecked(b);
-                u64::from(v.allow_swp())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Sqc::new_unchecked(b);
-                v.set_allow_swp(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Sqc::new_unchecked(b); u64::from(v.allow_swp()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Sqc::new_unchecked(b); v.set_allow_swp(x & 1 !=
+                0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "hairpin",
@@ -1446,14 +1448,15 @@ pub const SQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Sqc::new_unchecked(b);
-                u64::from(v.hairpin())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Sqc::new_unchecked(b);
-                v.set_hairpin(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Sqc::new_unchecked(b); u64::from(v.hairpin()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Sqc::new_unchecked(b); v.set_hairpin(x & 1 !=
+                0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "non_wire",
@@ -1461,14 +1464,15 @@ pub const SQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Sqc::new_unchecked(b);
-                u64::from(v.non_wire())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Sqc::new_unchecked(b);
-                v.set_non_wire(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Sqc::new_unchecked(b); u64::from(v.non_wire()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Sqc::new_unchecked(b); v.set_non_wire(x & 1 !=
+                0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ts_format",
@@ -1476,14 +1480,21 @@ pub const SQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 2,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Sqc::new_unchecked(b);
-                u64::from(v.ts_format_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Sqc::new_unchecked(b);
-                v.set_ts_format_raw((x & 0x3) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "ts_format",
+                value_name: |r| match TsFormat::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Sqc::new_unchecked(b); u64::from(v.ts_format_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Sqc::new_unchecked(b); v.set_ts_format_raw((x &
+                0x3) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "user_index",
@@ -1491,14 +1502,15 @@ pub const SQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Sqc::new_unchecked(b);
-                u64::from(v.user_index())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Sqc::new_unchecked(b);
-                v.set_user_index((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Sqc::new_unchecked(b); u64::from(v.user_index()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Sqc::new_unchecked(b); v.set_user_index((x &
+                0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "cqn",
@@ -1506,14 +1518,15 @@ pub const SQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Sqc::new_unchecked(b);
-                u64::from(v.cqn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Sqc::new_unchecked(b);
-                v.set_cqn((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Sqc::new_unchecked(b); u64::from(v.cqn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Sqc::new_unchecked(b); v.set_cqn((x & 0xffffff)
+                as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "hairpin_peer_rq",
@@ -1521,14 +1534,16 @@ pub const SQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Sqc::new_unchecked(b);
-                u64::from(v.hairpin_peer_rq())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Sqc::new_unchecked(b);
-                v.set_hairpin_peer_rq((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Sqc::new_unchecked(b); u64::from(v.hairpin_peer_rq())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Sqc::new_unchecked(b); v.set_hairpin_peer_rq((x
+                & 0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "hairpin_peer_vhca",
@@ -1536,14 +1551,16 @@ pub const SQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Sqc::new_unchecked(b);
-                u64::from(v.hairpin_peer_vhca())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Sqc::new_unchecked(b);
-                v.set_hairpin_peer_vhca((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Sqc::new_unchecked(b); u64::from(v
+                .hairpin_peer_vhca()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Sqc::new_unchecked(b); v
+                .set_hairpin_peer_vhca((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ts_cqe_to_dest_cqn",
@@ -1551,14 +1568,16 @@ pub const SQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Sqc::new_unchecked(b);
-                u64::from(v.ts_cqe_to_dest_cqn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Sqc::new_unchecked(b);
-                v.set_ts_cqe_to_dest_cqn((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Sqc::new_unchecked(b); u64::from(v
+                .ts_cqe_to_dest_cqn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Sqc::new_unchecked(b); v
+                .set_ts_cqe_to_dest_cqn((x & 0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "packet_pacing_rate_limit_index",
@@ -1566,14 +1585,16 @@ pub const SQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Sqc::new_unchecked(b);
-                u64::from(v.packet_pacing_rate_limit_index())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Sqc::new_unchecked(b);
-                v.set_packet_pacing_rate_limit_index((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Sqc::new_unchecked(b); u64::from(v
+                .packet_pacing_rate_limit_index()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Sqc::new_unchecked(b); v
+                .set_packet_pacing_rate_limit_index((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "tis_lst_sz",
@@ -1581,14 +1602,15 @@ pub const SQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Sqc::new_unchecked(b);
-                u64::from(v.tis_lst_sz())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Sqc::new_unchecked(b);
-                v.set_tis_lst_sz((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Sqc::new_unchecked(b); u64::from(v.tis_lst_sz()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Sqc::new_unchecked(b); v.set_tis_lst_sz((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "qos_queue_group_id",
@@ -1596,14 +1618,16 @@ pub const SQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Sqc::new_unchecked(b);
-                u64::from(v.qos_queue_group_id())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Sqc::new_unchecked(b);
-                v.set_qos_queue_group_id((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Sqc::new_unchecked(b); u64::from(v
+                .qos_queue_group_id()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Sqc::new_unchecked(b); v
+                .set_qos_queue_group_id((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "tis_num_0",
@@ -1611,44 +1635,88 @@ pub const SQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Sqc::new_unchecked(b);
-                u64::from(v.tis_num_0())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Sqc::new_unchecked(b);
-                v.set_tis_num_0((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Sqc::new_unchecked(b); u64::from(v.tis_num_0()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Sqc::new_unchecked(b); v.set_tis_num_0((x &
+                0xffffff) as u32); }
+            ),
         },
     ],
     nested: &[
         rt::reflect::NestedAccess {
             name: "wq",
             layout: "wq",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&WQ_ACCESS),
             byte_offset: 48,
             size: 192,
             count: 1,
             trailing: false,
             stride: 192,
             runs_on: true,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 240 {
-                    return None;
-                }
-                let v = Sqc::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.wq();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 240 { return
+                None; } let v = Sqc::new_unchecked(b); if i != 0 { return None; } let sub
+                = v.wq(); Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize) }
+            ),
         },
+    ],
+    reserved: &[
+        (0, 0xffcf),
+        (4, 0xff000000),
+        (8, 0xff000000),
+        (12, 0xff000000),
+        (16, 0xffff0000),
+        (20, 0xffffffff),
+        (24, 0xff000000),
+        (28, 0xffff0000),
+        (36, 0xffffffff),
+        (40, 0xffffffff),
+        (44, 0xff000000),
     ],
 };
 /// Work queue description shared by SQ, RQ and RMP contexts: ring type, sizes, page layout, doorbell record, PD and UAR, with the page list of the ring as a trailing array.
 ///
 /// PRM layout `wq`: 0xc0 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:28 | `wq_type` |
+/// | 0x00 | 27 | `wq_signature` |
+/// | 0x00 | 26:25 | `end_padding_mode` |
+/// | 0x00 | 24 | `cd_slave` |
+/// | 0x04 | 31 | `hds_skip_first_sge` |
+/// | 0x04 | 30:28 | `log2_hds_buf_size` |
+/// | 0x04 | 20:16 | `page_offset` |
+/// | 0x04 | 15:0 | `lwm` |
+/// | 0x08 | 23:0 | `pd` |
+/// | 0x0c | 23:0 | `uar_page` |
+/// | 0x10 | 63:0 | `dbr_addr` |
+/// | 0x18 | 31:0 | `hw_counter` |
+/// | 0x1c | 31:0 | `sw_counter` |
+/// | 0x20 | 19:16 | `log_wq_stride` |
+/// | 0x20 | 12:8 | `log_wq_pg_sz` |
+/// | 0x20 | 4:0 | `log_wq_sz` |
+/// | 0x24 | 31 | `dbr_umem_valid` |
+/// | 0x24 | 30 | `wq_umem_valid` |
+/// | 0x24 | 28:24 | `log_hairpin_num_packets` |
+/// | 0x24 | 20:16 | `log_hairpin_data_sz` |
+/// | 0x24 | 11:8 | `log_wqe_num_of_strides` |
+/// | 0x24 | 7 | `two_byte_shift_en` |
+/// | 0x24 | 2:0 | `log_wqe_stride_size` |
+/// | 0x28 | 31:0 | `dbr_umem_id` |
+/// | 0x2c | 31:0 | `wq_umem_id` |
+/// | 0x30 | 63:0 | `wq_umem_offset` |
+/// | 0x38 | 31:0 | `headers_mkey` |
+/// | 0x3c | 31 | `shampo_enable` |
+/// | 0x3c | 26:24 | `log_reservation_size` |
+/// | 0x3c | 18:16 | `log_max_num_of_packets_per_reservation` |
+/// | 0x3c | 9:8 | `log_headers_entry_size` |
+/// | 0x3c | 3:0 | `log_headers_buffer_entry_num` |
+/// | 0xc0 | … | `pas[]` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Wq<B = [u8; 192]> {
     buf: B,
@@ -2443,115 +2511,14 @@ impl<B: rt::BytesMut> Wq<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for Wq<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(Wq));
-        d.field("wq_type", &rt::fmt::EnumValue(self.wq_type()));
-        d.field("wq_signature", &self.wq_signature());
-        d.field("end_padding_mode", &rt::fmt::EnumValue(self.end_padding_mode()));
-        d.field("cd_slave", &self.cd_slave());
-        d.field("hds_skip_first_sge", &self.hds_skip_first_sge());
-        d.field("log2_hds_buf_size", &rt::fmt::Hex(self.log2_hds_buf_size().into()));
-        d.field("page_offset", &rt::fmt::Hex(self.page_offset().into()));
-        d.field("lwm", &rt::fmt::Hex(self.lwm().into()));
-        d.field("pd", &rt::fmt::Hex(self.pd().into()));
-        d.field("uar_page", &rt::fmt::Hex(self.uar_page().into()));
-        d.field("dbr_addr", &rt::fmt::Hex(self.dbr_addr().into()));
-        d.field("hw_counter", &rt::fmt::Hex(self.hw_counter().into()));
-        d.field("sw_counter", &rt::fmt::Hex(self.sw_counter().into()));
-        d.field("log_wq_stride", &rt::fmt::Hex(self.log_wq_stride().into()));
-        d.field("log_wq_pg_sz", &rt::fmt::Hex(self.log_wq_pg_sz().into()));
-        d.field("log_wq_sz", &rt::fmt::Hex(self.log_wq_sz().into()));
-        d.field("dbr_umem_valid", &self.dbr_umem_valid());
-        d.field("wq_umem_valid", &self.wq_umem_valid());
-        d.field(
-            "log_hairpin_num_packets",
-            &rt::fmt::Hex(self.log_hairpin_num_packets().into()),
-        );
-        d.field("log_hairpin_data_sz", &rt::fmt::Hex(self.log_hairpin_data_sz().into()));
-        d.field(
-            "log_wqe_num_of_strides",
-            &rt::fmt::Hex(self.log_wqe_num_of_strides().into()),
-        );
-        d.field("two_byte_shift_en", &self.two_byte_shift_en());
-        d.field("log_wqe_stride_size", &rt::fmt::Hex(self.log_wqe_stride_size().into()));
-        d.field("dbr_umem_id", &rt::fmt::Hex(self.dbr_umem_id().into()));
-        d.field("wq_umem_id", &rt::fmt::Hex(self.wq_umem_id().into()));
-        d.field("wq_umem_offset", &rt::fmt::Hex(self.wq_umem_offset().into()));
-        d.field("headers_mkey", &rt::fmt::Hex(self.headers_mkey().into()));
-        d.field("shampo_enable", &self.shampo_enable());
-        d.field(
-            "log_reservation_size",
-            &rt::fmt::Hex(self.log_reservation_size().into()),
-        );
-        d.field(
-            "log_max_num_of_packets_per_reservation",
-            &rt::fmt::Hex(self.log_max_num_of_packets_per_reservation().into()),
-        );
-        d.field(
-            "log_headers_entry_size",
-            &rt::fmt::Hex(self.log_headers_entry_size().into()),
-        );
-        d.field(
-            "log_headers_buffer_entry_num",
-            &rt::fmt::Hex(self.log_headers_buffer_entry_num().into()),
-        );
-        d.field(
-            "pas",
-            &rt::fmt::With(|f| rt::fmt::list(f, self.pas_len(), self.pas_iter())),
-        );
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (0, 0xffffff),
-                (4, 0xfe00000),
-                (8, 0xff000000),
-                (12, 0xff000000),
-                (32, 0xfff0e0e0),
-                (36, 0x20e0f078),
-                (60, 0x78f8fcf0),
-                (64, 0xffffffff),
-                (68, 0xffffffff),
-                (72, 0xffffffff),
-                (76, 0xffffffff),
-                (80, 0xffffffff),
-                (84, 0xffffffff),
-                (88, 0xffffffff),
-                (92, 0xffffffff),
-                (96, 0xffffffff),
-                (100, 0xffffffff),
-                (104, 0xffffffff),
-                (108, 0xffffffff),
-                (112, 0xffffffff),
-                (116, 0xffffffff),
-                (120, 0xffffffff),
-                (124, 0xffffffff),
-                (128, 0xffffffff),
-                (132, 0xffffffff),
-                (136, 0xffffffff),
-                (140, 0xffffffff),
-                (144, 0xffffffff),
-                (148, 0xffffffff),
-                (152, 0xffffffff),
-                (156, 0xffffffff),
-                (160, 0xffffffff),
-                (164, 0xffffffff),
-                (168, 0xffffffff),
-                (172, 0xffffffff),
-                (176, 0xffffffff),
-                (180, 0xffffffff),
-                (184, 0xffffffff),
-                (188, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&WQ_ACCESS, &self.buf), f)
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `wq` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `wq`: what the decoding `Debug` shows and generic tools read.
 pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "wq",
+    type_name: "Wq",
     size: 192,
     fields: &[
         rt::reflect::FieldAccess {
@@ -2560,14 +2527,21 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Wq::new_unchecked(b);
-                u64::from(v.wq_type_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Wq::new_unchecked(b);
-                v.set_wq_type_raw((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "wq_type",
+                value_name: |r| match WqType::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v.wq_type_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Wq::new_unchecked(b); v.set_wq_type_raw((x &
+                0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "wq_signature",
@@ -2575,14 +2549,15 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Wq::new_unchecked(b);
-                u64::from(v.wq_signature())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Wq::new_unchecked(b);
-                v.set_wq_signature(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v.wq_signature()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Wq::new_unchecked(b); v.set_wq_signature(x & 1
+                != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "end_padding_mode",
@@ -2590,14 +2565,22 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 2,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Wq::new_unchecked(b);
-                u64::from(v.end_padding_mode_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Wq::new_unchecked(b);
-                v.set_end_padding_mode_raw((x & 0x3) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "wq_end_padding_mode",
+                value_name: |r| match WqEndPaddingMode::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v
+                .end_padding_mode_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Wq::new_unchecked(b); v
+                .set_end_padding_mode_raw((x & 0x3) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "cd_slave",
@@ -2605,14 +2588,15 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Wq::new_unchecked(b);
-                u64::from(v.cd_slave())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Wq::new_unchecked(b);
-                v.set_cd_slave(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v.cd_slave()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Wq::new_unchecked(b); v.set_cd_slave(x & 1 !=
+                0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "hds_skip_first_sge",
@@ -2620,14 +2604,16 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Wq::new_unchecked(b);
-                u64::from(v.hds_skip_first_sge())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Wq::new_unchecked(b);
-                v.set_hds_skip_first_sge(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v
+                .hds_skip_first_sge()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Wq::new_unchecked(b); v
+                .set_hds_skip_first_sge(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log2_hds_buf_size",
@@ -2635,14 +2621,16 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 3,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Wq::new_unchecked(b);
-                u64::from(v.log2_hds_buf_size())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Wq::new_unchecked(b);
-                v.set_log2_hds_buf_size((x & 0x7) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v.log2_hds_buf_size())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Wq::new_unchecked(b); v
+                .set_log2_hds_buf_size((x & 0x7) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "page_offset",
@@ -2650,14 +2638,15 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Wq::new_unchecked(b);
-                u64::from(v.page_offset())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Wq::new_unchecked(b);
-                v.set_page_offset((x & 0x1f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v.page_offset()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Wq::new_unchecked(b); v.set_page_offset((x &
+                0x1f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "lwm",
@@ -2665,14 +2654,15 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Wq::new_unchecked(b);
-                u64::from(v.lwm())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Wq::new_unchecked(b);
-                v.set_lwm((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v.lwm()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Wq::new_unchecked(b); v.set_lwm((x & 0xffff) as
+                u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "pd",
@@ -2680,14 +2670,15 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Wq::new_unchecked(b);
-                u64::from(v.pd())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Wq::new_unchecked(b);
-                v.set_pd((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v.pd()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Wq::new_unchecked(b); v.set_pd((x & 0xffffff)
+                as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "uar_page",
@@ -2695,14 +2686,15 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Wq::new_unchecked(b);
-                u64::from(v.uar_page())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Wq::new_unchecked(b);
-                v.set_uar_page((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v.uar_page()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Wq::new_unchecked(b); v.set_uar_page((x &
+                0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "dbr_addr",
@@ -2710,14 +2702,15 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 64,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Wq::new_unchecked(b);
-                u64::from(v.dbr_addr())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Wq::new_unchecked(b);
-                v.set_dbr_addr((x & 0xffffffffffffffff) as u64);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v.dbr_addr()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Wq::new_unchecked(b); v.set_dbr_addr((x &
+                0xffffffffffffffff) as u64); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "hw_counter",
@@ -2725,14 +2718,15 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Wq::new_unchecked(b);
-                u64::from(v.hw_counter())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Wq::new_unchecked(b);
-                v.set_hw_counter((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v.hw_counter()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Wq::new_unchecked(b); v.set_hw_counter((x &
+                0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "sw_counter",
@@ -2740,14 +2734,15 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Wq::new_unchecked(b);
-                u64::from(v.sw_counter())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Wq::new_unchecked(b);
-                v.set_sw_counter((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v.sw_counter()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Wq::new_unchecked(b); v.set_sw_counter((x &
+                0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_wq_stride",
@@ -2755,14 +2750,15 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Wq::new_unchecked(b);
-                u64::from(v.log_wq_stride())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Wq::new_unchecked(b);
-                v.set_log_wq_stride((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v.log_wq_stride()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Wq::new_unchecked(b); v.set_log_wq_stride((x &
+                0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_wq_pg_sz",
@@ -2770,14 +2766,15 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Wq::new_unchecked(b);
-                u64::from(v.log_wq_pg_sz())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Wq::new_unchecked(b);
-                v.set_log_wq_pg_sz((x & 0x1f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v.log_wq_pg_sz()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Wq::new_unchecked(b); v.set_log_wq_pg_sz((x &
+                0x1f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_wq_sz",
@@ -2785,14 +2782,15 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Wq::new_unchecked(b);
-                u64::from(v.log_wq_sz())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Wq::new_unchecked(b);
-                v.set_log_wq_sz((x & 0x1f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v.log_wq_sz()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Wq::new_unchecked(b); v.set_log_wq_sz((x &
+                0x1f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "dbr_umem_valid",
@@ -2800,14 +2798,15 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Wq::new_unchecked(b);
-                u64::from(v.dbr_umem_valid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Wq::new_unchecked(b);
-                v.set_dbr_umem_valid(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v.dbr_umem_valid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Wq::new_unchecked(b); v.set_dbr_umem_valid(x &
+                1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "wq_umem_valid",
@@ -2815,14 +2814,15 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Wq::new_unchecked(b);
-                u64::from(v.wq_umem_valid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Wq::new_unchecked(b);
-                v.set_wq_umem_valid(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v.wq_umem_valid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Wq::new_unchecked(b); v.set_wq_umem_valid(x & 1
+                != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_hairpin_num_packets",
@@ -2830,14 +2830,16 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Wq::new_unchecked(b);
-                u64::from(v.log_hairpin_num_packets())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Wq::new_unchecked(b);
-                v.set_log_hairpin_num_packets((x & 0x1f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v
+                .log_hairpin_num_packets()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Wq::new_unchecked(b); v
+                .set_log_hairpin_num_packets((x & 0x1f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_hairpin_data_sz",
@@ -2845,14 +2847,16 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 5,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Wq::new_unchecked(b);
-                u64::from(v.log_hairpin_data_sz())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Wq::new_unchecked(b);
-                v.set_log_hairpin_data_sz((x & 0x1f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v
+                .log_hairpin_data_sz()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Wq::new_unchecked(b); v
+                .set_log_hairpin_data_sz((x & 0x1f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_wqe_num_of_strides",
@@ -2860,14 +2864,16 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Wq::new_unchecked(b);
-                u64::from(v.log_wqe_num_of_strides())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Wq::new_unchecked(b);
-                v.set_log_wqe_num_of_strides((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v
+                .log_wqe_num_of_strides()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Wq::new_unchecked(b); v
+                .set_log_wqe_num_of_strides((x & 0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "two_byte_shift_en",
@@ -2875,14 +2881,16 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Wq::new_unchecked(b);
-                u64::from(v.two_byte_shift_en())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Wq::new_unchecked(b);
-                v.set_two_byte_shift_en(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v.two_byte_shift_en())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Wq::new_unchecked(b); v.set_two_byte_shift_en(x
+                & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_wqe_stride_size",
@@ -2890,14 +2898,16 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 3,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Wq::new_unchecked(b);
-                u64::from(v.log_wqe_stride_size())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Wq::new_unchecked(b);
-                v.set_log_wqe_stride_size((x & 0x7) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v
+                .log_wqe_stride_size()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Wq::new_unchecked(b); v
+                .set_log_wqe_stride_size((x & 0x7) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "dbr_umem_id",
@@ -2905,14 +2915,15 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Wq::new_unchecked(b);
-                u64::from(v.dbr_umem_id())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Wq::new_unchecked(b);
-                v.set_dbr_umem_id((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v.dbr_umem_id()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Wq::new_unchecked(b); v.set_dbr_umem_id((x &
+                0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "wq_umem_id",
@@ -2920,14 +2931,15 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Wq::new_unchecked(b);
-                u64::from(v.wq_umem_id())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Wq::new_unchecked(b);
-                v.set_wq_umem_id((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v.wq_umem_id()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Wq::new_unchecked(b); v.set_wq_umem_id((x &
+                0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "wq_umem_offset",
@@ -2935,14 +2947,15 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 64,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Wq::new_unchecked(b);
-                u64::from(v.wq_umem_offset())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Wq::new_unchecked(b);
-                v.set_wq_umem_offset((x & 0xffffffffffffffff) as u64);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v.wq_umem_offset()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Wq::new_unchecked(b); v.set_wq_umem_offset((x &
+                0xffffffffffffffff) as u64); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "headers_mkey",
@@ -2950,14 +2963,15 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Wq::new_unchecked(b);
-                u64::from(v.headers_mkey())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Wq::new_unchecked(b);
-                v.set_headers_mkey((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v.headers_mkey()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Wq::new_unchecked(b); v.set_headers_mkey((x &
+                0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "shampo_enable",
@@ -2965,14 +2979,15 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Wq::new_unchecked(b);
-                u64::from(v.shampo_enable())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Wq::new_unchecked(b);
-                v.set_shampo_enable(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v.shampo_enable()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Wq::new_unchecked(b); v.set_shampo_enable(x & 1
+                != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_reservation_size",
@@ -2980,14 +2995,16 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 3,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Wq::new_unchecked(b);
-                u64::from(v.log_reservation_size())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Wq::new_unchecked(b);
-                v.set_log_reservation_size((x & 0x7) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v
+                .log_reservation_size()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Wq::new_unchecked(b); v
+                .set_log_reservation_size((x & 0x7) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_max_num_of_packets_per_reservation",
@@ -2995,14 +3012,16 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 3,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Wq::new_unchecked(b);
-                u64::from(v.log_max_num_of_packets_per_reservation())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Wq::new_unchecked(b);
-                v.set_log_max_num_of_packets_per_reservation((x & 0x7) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v
+                .log_max_num_of_packets_per_reservation()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Wq::new_unchecked(b); v
+                .set_log_max_num_of_packets_per_reservation((x & 0x7) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_headers_entry_size",
@@ -3010,14 +3029,16 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 2,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Wq::new_unchecked(b);
-                u64::from(v.log_headers_entry_size())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Wq::new_unchecked(b);
-                v.set_log_headers_entry_size((x & 0x3) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v
+                .log_headers_entry_size()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Wq::new_unchecked(b); v
+                .set_log_headers_entry_size((x & 0x3) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "log_headers_buffer_entry_num",
@@ -3025,41 +3046,86 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Wq::new_unchecked(b);
-                u64::from(v.log_headers_buffer_entry_num())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Wq::new_unchecked(b);
-                v.set_log_headers_buffer_entry_num((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v
+                .log_headers_buffer_entry_num()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Wq::new_unchecked(b); v
+                .set_log_headers_buffer_entry_num((x & 0xf) as u8); }
+            ),
         },
     ],
     nested: &[
         rt::reflect::NestedAccess {
             name: "pas",
             layout: "cmd_pas",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&CMD_PAS_ACCESS),
             byte_offset: 192,
             size: 8,
             count: 0,
             trailing: true,
             stride: 8,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 192 {
-                    return None;
-                }
-                let v = Wq::new_unchecked(b);
-                let sub = v.pas(i)?;
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 192 { return
+                None; } let v = Wq::new_unchecked(b); let sub = v.pas(i) ?; Some(sub
+                .storage().as_ptr() as usize - b.as_ptr() as usize) }
+            ),
         },
+    ],
+    reserved: &[
+        (0, 0xffffff),
+        (4, 0xfe00000),
+        (8, 0xff000000),
+        (12, 0xff000000),
+        (32, 0xfff0e0e0),
+        (36, 0x20e0f078),
+        (60, 0x78f8fcf0),
+        (64, 0xffffffff),
+        (68, 0xffffffff),
+        (72, 0xffffffff),
+        (76, 0xffffffff),
+        (80, 0xffffffff),
+        (84, 0xffffffff),
+        (88, 0xffffffff),
+        (92, 0xffffffff),
+        (96, 0xffffffff),
+        (100, 0xffffffff),
+        (104, 0xffffffff),
+        (108, 0xffffffff),
+        (112, 0xffffffff),
+        (116, 0xffffffff),
+        (120, 0xffffffff),
+        (124, 0xffffffff),
+        (128, 0xffffffff),
+        (132, 0xffffffff),
+        (136, 0xffffffff),
+        (140, 0xffffffff),
+        (144, 0xffffffff),
+        (148, 0xffffffff),
+        (152, 0xffffffff),
+        (156, 0xffffffff),
+        (160, 0xffffffff),
+        (164, 0xffffffff),
+        (168, 0xffffffff),
+        (172, 0xffffffff),
+        (176, 0xffffffff),
+        (180, 0xffffffff),
+        (184, 0xffffffff),
+        (188, 0xffffffff),
     ],
 };
 /// One page address of a work queue buffer, split over two dwords; pages are at least 4 KiB aligned.
 ///
 /// PRM layout `cmd_pas`: 0x8 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:0 | `pa_h` |
+/// | 0x04 | 31:12 | `pa_l` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct CmdPas<B = [u8; 8]> {
     buf: B,
@@ -3120,23 +3186,17 @@ impl<B: rt::BytesMut> CmdPas<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for CmdPas<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(CmdPas));
-        d.field("pa_h", &rt::fmt::Hex(self.pa_h().into()));
-        d.field("pa_l", &rt::fmt::Hex(self.pa_l().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(4, 0xfff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&CMD_PAS_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `cmd_pas` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `cmd_pas`: what the decoding `Debug` shows and generic tools read.
 pub const CMD_PAS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "cmd_pas",
+    type_name: "CmdPas",
     size: 8,
     fields: &[
         rt::reflect::FieldAccess {
@@ -3145,14 +3205,15 @@ pub const CMD_PAS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess 
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdPas::new_unchecked(b);
-                u64::from(v.pa_h())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdPas::new_unchecked(b);
-                v.set_pa_h((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdPas::new_unchecked(b); u64::from(v.pa_h()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdPas::new_unchecked(b); v.set_pa_h((x &
+                0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "pa_l",
@@ -3160,21 +3221,29 @@ pub const CMD_PAS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess 
             width: 20,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CmdPas::new_unchecked(b);
-                u64::from(v.pa_l())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CmdPas::new_unchecked(b);
-                v.set_pa_l((x & 0xfffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CmdPas::new_unchecked(b); u64::from(v.pa_l()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CmdPas::new_unchecked(b); v.set_pa_l((x &
+                0xfffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(4, 0xfff)],
 };
 /// Output of CREATE_SQ.
 ///
 /// PRM layout `create_sq_out`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
+/// | 0x08 | 23:0 | `sqn` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct CreateSqOut<B = [u8; 16]> {
     buf: B,
@@ -3245,24 +3314,17 @@ impl<B: rt::BytesMut> CreateSqOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for CreateSqOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(CreateSqOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        d.field("sqn", &rt::fmt::Hex(self.sqn().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0xff000000), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&CREATE_SQ_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `create_sq_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `create_sq_out`: what the decoding `Debug` shows and generic tools read.
 pub const CREATE_SQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "create_sq_out",
+    type_name: "CreateSqOut",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -3271,14 +3333,15 @@ pub const CREATE_SQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateSqOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateSqOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateSqOut::new_unchecked(b); u64::from(v.status()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateSqOut::new_unchecked(b); v.set_status((x
+                & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -3286,14 +3349,16 @@ pub const CREATE_SQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateSqOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateSqOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateSqOut::new_unchecked(b); u64::from(v.syndrome())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateSqOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "sqn",
@@ -3301,21 +3366,33 @@ pub const CREATE_SQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateSqOut::new_unchecked(b);
-                u64::from(v.sqn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateSqOut::new_unchecked(b);
-                v.set_sqn((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateSqOut::new_unchecked(b); u64::from(v.sqn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateSqOut::new_unchecked(b); v.set_sqn((x &
+                0xffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffff), (8, 0xff000000), (12, 0xffffffff)],
 };
 /// Input of MODIFY_SQ; the new state and the selected fields are taken from ctx.
 ///
 /// PRM layout `modify_sq_in`: 0x110 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x00 | 15:0 | `uid` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x08 | 31:28 | `sq_state` |
+/// | 0x08 | 23:0 | `sqn` |
+/// | 0x10 | 63:0 | `modify_bitmask` |
+/// | 0x20..0x110 | — | `ctx` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct ModifySqIn<B = [u8; 272]> {
     buf: B,
@@ -3470,34 +3547,17 @@ impl<B: rt::BytesMut> ModifySqIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for ModifySqIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(ModifySqIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("uid", &rt::fmt::Hex(self.uid().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("sq_state", &rt::fmt::EnumValue(self.sq_state()));
-        d.field("sqn", &rt::fmt::Hex(self.sqn().into()));
-        d.field("modify_bitmask", &rt::fmt::Hex(self.modify_bitmask().into()));
-        d.field("ctx", &self.ctx());
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (4, 0xffff0000),
-                (8, 0xf000000),
-                (12, 0xffffffff),
-                (24, 0xffffffff),
-                (28, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&MODIFY_SQ_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `modify_sq_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `modify_sq_in`: what the decoding `Debug` shows and generic tools read.
 pub const MODIFY_SQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "modify_sq_in",
+    type_name: "ModifySqIn",
     size: 272,
     fields: &[
         rt::reflect::FieldAccess {
@@ -3506,14 +3566,15 @@ pub const MODIFY_SQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ModifySqIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ModifySqIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ModifySqIn::new_unchecked(b); u64::from(v.opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ModifySqIn::new_unchecked(b); v.set_opcode((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "uid",
@@ -3521,14 +3582,15 @@ pub const MODIFY_SQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ModifySqIn::new_unchecked(b);
-                u64::from(v.uid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ModifySqIn::new_unchecked(b);
-                v.set_uid((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ModifySqIn::new_unchecked(b); u64::from(v.uid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ModifySqIn::new_unchecked(b); v.set_uid((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -3536,14 +3598,15 @@ pub const MODIFY_SQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ModifySqIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ModifySqIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ModifySqIn::new_unchecked(b); u64::from(v.op_mod()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ModifySqIn::new_unchecked(b); v.set_op_mod((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "sq_state",
@@ -3551,14 +3614,22 @@ pub const MODIFY_SQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ModifySqIn::new_unchecked(b);
-                u64::from(v.sq_state_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ModifySqIn::new_unchecked(b);
-                v.set_sq_state_raw((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "sq_state",
+                value_name: |r| match SqState::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ModifySqIn::new_unchecked(b); u64::from(v
+                .sq_state_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ModifySqIn::new_unchecked(b); v
+                .set_sq_state_raw((x & 0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "sqn",
@@ -3566,14 +3637,15 @@ pub const MODIFY_SQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ModifySqIn::new_unchecked(b);
-                u64::from(v.sqn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ModifySqIn::new_unchecked(b);
-                v.set_sqn((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ModifySqIn::new_unchecked(b); u64::from(v.sqn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ModifySqIn::new_unchecked(b); v.set_sqn((x &
+                0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "modify_bitmask",
@@ -3581,44 +3653,53 @@ pub const MODIFY_SQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 64,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ModifySqIn::new_unchecked(b);
-                u64::from(v.modify_bitmask())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ModifySqIn::new_unchecked(b);
-                v.set_modify_bitmask((x & 0xffffffffffffffff) as u64);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ModifySqIn::new_unchecked(b); u64::from(v
+                .modify_bitmask()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ModifySqIn::new_unchecked(b); v
+                .set_modify_bitmask((x & 0xffffffffffffffff) as u64); }
+            ),
         },
     ],
     nested: &[
         rt::reflect::NestedAccess {
             name: "ctx",
             layout: "sqc",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&SQC_ACCESS),
             byte_offset: 32,
             size: 240,
             count: 1,
             trailing: false,
             stride: 240,
             runs_on: true,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 272 {
-                    return None;
-                }
-                let v = ModifySqIn::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.ctx();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 272 { return
+                None; } let v = ModifySqIn::new_unchecked(b); if i != 0 { return None; }
+                let sub = v.ctx(); Some(sub.storage().as_ptr() as usize - b.as_ptr() as
+                usize) }
+            ),
         },
+    ],
+    reserved: &[
+        (4, 0xffff0000),
+        (8, 0xf000000),
+        (12, 0xffffffff),
+        (24, 0xffffffff),
+        (28, 0xffffffff),
     ],
 };
 /// Output of MODIFY_SQ.
 ///
 /// PRM layout `modify_sq_out`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct ModifySqOut<B = [u8; 16]> {
     buf: B,
@@ -3667,23 +3748,17 @@ impl<B: rt::BytesMut> ModifySqOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for ModifySqOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(ModifySqOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&MODIFY_SQ_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `modify_sq_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `modify_sq_out`: what the decoding `Debug` shows and generic tools read.
 pub const MODIFY_SQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "modify_sq_out",
+    type_name: "ModifySqOut",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -3692,14 +3767,15 @@ pub const MODIFY_SQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ModifySqOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ModifySqOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ModifySqOut::new_unchecked(b); u64::from(v.status()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ModifySqOut::new_unchecked(b); v.set_status((x
+                & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -3707,21 +3783,31 @@ pub const MODIFY_SQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ModifySqOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ModifySqOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ModifySqOut::new_unchecked(b); u64::from(v.syndrome())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ModifySqOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
 };
 /// Input of DESTROY_SQ.
 ///
 /// PRM layout `destroy_sq_in`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x00 | 15:0 | `uid` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x08 | 23:0 | `sqn` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct DestroySqIn<B = [u8; 16]> {
     buf: B,
@@ -3809,25 +3895,17 @@ impl<B: rt::BytesMut> DestroySqIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for DestroySqIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(DestroySqIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("uid", &rt::fmt::Hex(self.uid().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("sqn", &rt::fmt::Hex(self.sqn().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(4, 0xffff0000), (8, 0xff000000), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DESTROY_SQ_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `destroy_sq_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `destroy_sq_in`: what the decoding `Debug` shows and generic tools read.
 pub const DESTROY_SQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "destroy_sq_in",
+    type_name: "DestroySqIn",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -3836,14 +3914,15 @@ pub const DESTROY_SQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroySqIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroySqIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroySqIn::new_unchecked(b); u64::from(v.opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroySqIn::new_unchecked(b); v.set_opcode((x
+                & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "uid",
@@ -3851,14 +3930,15 @@ pub const DESTROY_SQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroySqIn::new_unchecked(b);
-                u64::from(v.uid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroySqIn::new_unchecked(b);
-                v.set_uid((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroySqIn::new_unchecked(b); u64::from(v.uid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroySqIn::new_unchecked(b); v.set_uid((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -3866,14 +3946,15 @@ pub const DESTROY_SQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroySqIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroySqIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroySqIn::new_unchecked(b); u64::from(v.op_mod()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroySqIn::new_unchecked(b); v.set_op_mod((x
+                & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "sqn",
@@ -3881,21 +3962,28 @@ pub const DESTROY_SQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroySqIn::new_unchecked(b);
-                u64::from(v.sqn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroySqIn::new_unchecked(b);
-                v.set_sqn((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroySqIn::new_unchecked(b); u64::from(v.sqn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroySqIn::new_unchecked(b); v.set_sqn((x &
+                0xffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(4, 0xffff0000), (8, 0xff000000), (12, 0xffffffff)],
 };
 /// Output of DESTROY_SQ.
 ///
 /// PRM layout `destroy_sq_out`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct DestroySqOut<B = [u8; 16]> {
     buf: B,
@@ -3944,23 +4032,17 @@ impl<B: rt::BytesMut> DestroySqOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for DestroySqOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(DestroySqOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DESTROY_SQ_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `destroy_sq_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `destroy_sq_out`: what the decoding `Debug` shows and generic tools read.
 pub const DESTROY_SQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "destroy_sq_out",
+    type_name: "DestroySqOut",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -3969,14 +4051,16 @@ pub const DESTROY_SQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroySqOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroySqOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroySqOut::new_unchecked(b); u64::from(v.status())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroySqOut::new_unchecked(b); v.set_status((x
+                & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -3984,21 +4068,30 @@ pub const DESTROY_SQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroySqOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroySqOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroySqOut::new_unchecked(b); u64::from(v
+                .syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroySqOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
 };
 /// Input of QUERY_SQ.
 ///
 /// PRM layout `query_sq_in`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x08 | 23:0 | `sqn` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct QuerySqIn<B = [u8; 16]> {
     buf: B,
@@ -4069,24 +4162,17 @@ impl<B: rt::BytesMut> QuerySqIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for QuerySqIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(QuerySqIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("sqn", &rt::fmt::Hex(self.sqn().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffff), (4, 0xffff0000), (8, 0xff000000), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QUERY_SQ_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `query_sq_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `query_sq_in`: what the decoding `Debug` shows and generic tools read.
 pub const QUERY_SQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "query_sq_in",
+    type_name: "QuerySqIn",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -4095,14 +4181,15 @@ pub const QUERY_SQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QuerySqIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QuerySqIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QuerySqIn::new_unchecked(b); u64::from(v.opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QuerySqIn::new_unchecked(b); v.set_opcode((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -4110,14 +4197,15 @@ pub const QUERY_SQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QuerySqIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QuerySqIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QuerySqIn::new_unchecked(b); u64::from(v.op_mod()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QuerySqIn::new_unchecked(b); v.set_op_mod((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "sqn",
@@ -4125,21 +4213,29 @@ pub const QUERY_SQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QuerySqIn::new_unchecked(b);
-                u64::from(v.sqn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QuerySqIn::new_unchecked(b);
-                v.set_sqn((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QuerySqIn::new_unchecked(b); u64::from(v.sqn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QuerySqIn::new_unchecked(b); v.set_sqn((x &
+                0xffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffff), (4, 0xffff0000), (8, 0xff000000), (12, 0xffffffff)],
 };
 /// Output of QUERY_SQ; the context without the ring's page list.
 ///
 /// PRM layout `query_sq_out`: 0x110 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
+/// | 0x20..0x110 | — | `sq_context` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct QuerySqOut<B = [u8; 272]> {
     buf: B,
@@ -4208,32 +4304,17 @@ impl<B: rt::BytesMut> QuerySqOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for QuerySqOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(QuerySqOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        d.field("sq_context", &self.sq_context());
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (0, 0xffffff),
-                (8, 0xffffffff),
-                (12, 0xffffffff),
-                (16, 0xffffffff),
-                (20, 0xffffffff),
-                (24, 0xffffffff),
-                (28, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QUERY_SQ_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `query_sq_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `query_sq_out`: what the decoding `Debug` shows and generic tools read.
 pub const QUERY_SQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "query_sq_out",
+    type_name: "QuerySqOut",
     size: 272,
     fields: &[
         rt::reflect::FieldAccess {
@@ -4242,14 +4323,15 @@ pub const QUERY_SQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QuerySqOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QuerySqOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QuerySqOut::new_unchecked(b); u64::from(v.status()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QuerySqOut::new_unchecked(b); v.set_status((x &
+                0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -4257,44 +4339,57 @@ pub const QUERY_SQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = QuerySqOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = QuerySqOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = QuerySqOut::new_unchecked(b); u64::from(v.syndrome())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = QuerySqOut::new_unchecked(b); v.set_syndrome((x
+                & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[
         rt::reflect::NestedAccess {
             name: "sq_context",
             layout: "sqc",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&SQC_ACCESS),
             byte_offset: 32,
             size: 240,
             count: 1,
             trailing: false,
             stride: 240,
             runs_on: true,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 272 {
-                    return None;
-                }
-                let v = QuerySqOut::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.sq_context();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 272 { return
+                None; } let v = QuerySqOut::new_unchecked(b); if i != 0 { return None; }
+                let sub = v.sq_context(); Some(sub.storage().as_ptr() as usize - b
+                .as_ptr() as usize) }
+            ),
         },
+    ],
+    reserved: &[
+        (0, 0xffffff),
+        (8, 0xffffffff),
+        (12, 0xffffffff),
+        (16, 0xffffffff),
+        (20, 0xffffffff),
+        (24, 0xffffffff),
+        (28, 0xffffffff),
     ],
 };
 /// Input of CREATE_RQ; the page list of the ring follows the fixed part (the pas of ctx.wq).
 ///
 /// PRM layout `create_rq_in`: 0x110 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x00 | 15:0 | `uid` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x20..0x110 | — | `ctx` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct CreateRqIn<B = [u8; 272]> {
     buf: B,
@@ -4378,33 +4473,17 @@ impl<B: rt::BytesMut> CreateRqIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for CreateRqIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(CreateRqIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("uid", &rt::fmt::Hex(self.uid().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("ctx", &self.ctx());
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (4, 0xffff0000),
-                (8, 0xffffffff),
-                (12, 0xffffffff),
-                (16, 0xffffffff),
-                (20, 0xffffffff),
-                (24, 0xffffffff),
-                (28, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&CREATE_RQ_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `create_rq_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `create_rq_in`: what the decoding `Debug` shows and generic tools read.
 pub const CREATE_RQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "create_rq_in",
+    type_name: "CreateRqIn",
     size: 272,
     fields: &[
         rt::reflect::FieldAccess {
@@ -4413,14 +4492,15 @@ pub const CREATE_RQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateRqIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateRqIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateRqIn::new_unchecked(b); u64::from(v.opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateRqIn::new_unchecked(b); v.set_opcode((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "uid",
@@ -4428,14 +4508,15 @@ pub const CREATE_RQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateRqIn::new_unchecked(b);
-                u64::from(v.uid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateRqIn::new_unchecked(b);
-                v.set_uid((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateRqIn::new_unchecked(b); u64::from(v.uid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateRqIn::new_unchecked(b); v.set_uid((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -4443,44 +4524,71 @@ pub const CREATE_RQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateRqIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateRqIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateRqIn::new_unchecked(b); u64::from(v.op_mod()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateRqIn::new_unchecked(b); v.set_op_mod((x &
+                0xffff) as u16); }
+            ),
         },
     ],
     nested: &[
         rt::reflect::NestedAccess {
             name: "ctx",
             layout: "rqc",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&RQC_ACCESS),
             byte_offset: 32,
             size: 240,
             count: 1,
             trailing: false,
             stride: 240,
             runs_on: true,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 272 {
-                    return None;
-                }
-                let v = CreateRqIn::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.ctx();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 272 { return
+                None; } let v = CreateRqIn::new_unchecked(b); if i != 0 { return None; }
+                let sub = v.ctx(); Some(sub.storage().as_ptr() as usize - b.as_ptr() as
+                usize) }
+            ),
         },
+    ],
+    reserved: &[
+        (4, 0xffff0000),
+        (8, 0xffffffff),
+        (12, 0xffffffff),
+        (16, 0xffffffff),
+        (20, 0xffffffff),
+        (24, 0xffffffff),
+        (28, 0xffffffff),
     ],
 };
 /// RQ context: buffer source, completion queue, counters, receive offloads, state and the embedded wq that describes the ring. Written by CREATE_RQ and MODIFY_RQ.
 ///
 /// PRM layout `rqc`: 0xf0 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31 | `rlky` |
+/// | 0x00 | 30 | `delay_drop_en` |
+/// | 0x00 | 29 | `scatter_fcs` |
+/// | 0x00 | 28 | `vsd` |
+/// | 0x00 | 27:24 | `mem_rq_type` |
+/// | 0x00 | 23:20 | `state` |
+/// | 0x00 | 18 | `flush_in_error_en` |
+/// | 0x00 | 17 | `hairpin` |
+/// | 0x00 | 5:4 | `ts_format` |
+/// | 0x04 | 23:0 | `user_index` |
+/// | 0x08 | 23:0 | `cqn` |
+/// | 0x0c | 31:24 | `counter_set_id` |
+/// | 0x10 | 23:0 | `rmpn` |
+/// | 0x14 | 23:0 | `hairpin_peer_sq` |
+/// | 0x18 | 15:0 | `hairpin_peer_vhca` |
+/// | 0x24 | 25:24 | `shampo_no_match_alignment_granularity` |
+/// | 0x24 | 17:16 | `shampo_match_criteria_type` |
+/// | 0x24 | 15:0 | `reservation_timeout` |
+/// | 0x30..0xf0 | — | `wq` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Rqc<B = [u8; 240]> {
     buf: B,
@@ -4966,59 +5074,14 @@ impl<B: rt::BytesMut> Rqc<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for Rqc<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(Rqc));
-        d.field("rlky", &self.rlky());
-        d.field("delay_drop_en", &self.delay_drop_en());
-        d.field("scatter_fcs", &self.scatter_fcs());
-        d.field("vsd", &self.vsd());
-        d.field("mem_rq_type", &rt::fmt::EnumValue(self.mem_rq_type()));
-        d.field("state", &rt::fmt::EnumValue(self.state()));
-        d.field("flush_in_error_en", &self.flush_in_error_en());
-        d.field("hairpin", &self.hairpin());
-        d.field("ts_format", &rt::fmt::EnumValue(self.ts_format()));
-        d.field("user_index", &rt::fmt::Hex(self.user_index().into()));
-        d.field("cqn", &rt::fmt::Hex(self.cqn().into()));
-        d.field("counter_set_id", &rt::fmt::Hex(self.counter_set_id().into()));
-        d.field("rmpn", &rt::fmt::Hex(self.rmpn().into()));
-        d.field("hairpin_peer_sq", &rt::fmt::Hex(self.hairpin_peer_sq().into()));
-        d.field("hairpin_peer_vhca", &rt::fmt::Hex(self.hairpin_peer_vhca().into()));
-        d.field(
-            "shampo_no_match_alignment_granularity",
-            &rt::fmt::EnumValue(self.shampo_no_match_alignment_granularity()),
-        );
-        d.field(
-            "shampo_match_criteria_type",
-            &rt::fmt::EnumValue(self.shampo_match_criteria_type()),
-        );
-        d.field("reservation_timeout", &rt::fmt::Hex(self.reservation_timeout().into()));
-        d.field("wq", &self.wq());
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (0, 0x9ffcf),
-                (4, 0xff000000),
-                (8, 0xff000000),
-                (12, 0xffffff),
-                (16, 0xff000000),
-                (20, 0xff000000),
-                (24, 0xffff0000),
-                (28, 0xffffffff),
-                (32, 0xffffffff),
-                (36, 0xfcfc0000),
-                (40, 0xffffffff),
-                (44, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&RQC_ACCESS, &self.buf), f)
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `rqc` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `rqc`: what the decoding `Debug` shows and generic tools read.
 pub const RQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "rqc",
+    type_name: "Rqc",
     size: 240,
     fields: &[
         rt::reflect::FieldAccess {
@@ -5027,14 +5090,15 @@ pub const RQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Rqc::new_unchecked(b);
-                u64::from(v.rlky())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Rqc::new_unchecked(b);
-                v.set_rlky(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Rqc::new_unchecked(b); u64::from(v.rlky()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Rqc::new_unchecked(b); v.set_rlky(x & 1 != 0);
+                }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "delay_drop_en",
@@ -5042,14 +5106,15 @@ pub const RQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Rqc::new_unchecked(b);
-                u64::from(v.delay_drop_en())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Rqc::new_unchecked(b);
-                v.set_delay_drop_en(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Rqc::new_unchecked(b); u64::from(v.delay_drop_en()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Rqc::new_unchecked(b); v.set_delay_drop_en(x &
+                1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "scatter_fcs",
@@ -5057,14 +5122,15 @@ pub const RQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Rqc::new_unchecked(b);
-                u64::from(v.scatter_fcs())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Rqc::new_unchecked(b);
-                v.set_scatter_fcs(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Rqc::new_unchecked(b); u64::from(v.scatter_fcs()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Rqc::new_unchecked(b); v.set_scatter_fcs(x & 1
+                != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "vsd",
@@ -5072,14 +5138,14 @@ pub const RQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Rqc::new_unchecked(b);
-                u64::from(v.vsd())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Rqc::new_unchecked(b);
-                v.set_vsd(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Rqc::new_unchecked(b); u64::from(v.vsd()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Rqc::new_unchecked(b); v.set_vsd(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "mem_rq_type",
@@ -5087,14 +5153,22 @@ pub const RQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Rqc::new_unchecked(b);
-                u64::from(v.mem_rq_type_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Rqc::new_unchecked(b);
-                v.set_mem_rq_type_raw((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "rq_mem_type",
+                value_name: |r| match RqMemType::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Rqc::new_unchecked(b); u64::from(v.mem_rq_type_raw())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Rqc::new_unchecked(b); v.set_mem_rq_type_raw((x
+                & 0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "state",
@@ -5102,14 +5176,21 @@ pub const RQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Rqc::new_unchecked(b);
-                u64::from(v.state_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Rqc::new_unchecked(b);
-                v.set_state_raw((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "rq_state",
+                value_name: |r| match RqState::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Rqc::new_unchecked(b); u64::from(v.state_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Rqc::new_unchecked(b); v.set_state_raw((x &
+                0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "flush_in_error_en",
@@ -5117,14 +5198,16 @@ pub const RQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Rqc::new_unchecked(b);
-                u64::from(v.flush_in_error_en())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Rqc::new_unchecked(b);
-                v.set_flush_in_error_en(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Rqc::new_unchecked(b); u64::from(v
+                .flush_in_error_en()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Rqc::new_unchecked(b); v
+                .set_flush_in_error_en(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "hairpin",
@@ -5132,14 +5215,15 @@ pub const RQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Rqc::new_unchecked(b);
-                u64::from(v.hairpin())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Rqc::new_unchecked(b);
-                v.set_hairpin(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Rqc::new_unchecked(b); u64::from(v.hairpin()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Rqc::new_unchecked(b); v.set_hairpin(x & 1 !=
+                0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ts_format",
@@ -5147,14 +5231,21 @@ pub const RQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 2,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Rqc::new_unchecked(b);
-                u64::from(v.ts_format_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Rqc::new_unchecked(b);
-                v.set_ts_format_raw((x & 0x3) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "ts_format",
+                value_name: |r| match TsFormat::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Rqc::new_unchecked(b); u64::from(v.ts_format_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Rqc::new_unchecked(b); v.set_ts_format_raw((x &
+                0x3) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "user_index",
@@ -5162,14 +5253,15 @@ pub const RQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Rqc::new_unchecked(b);
-                u64::from(v.user_index())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Rqc::new_unchecked(b);
-                v.set_user_index((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Rqc::new_unchecked(b); u64::from(v.user_index()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Rqc::new_unchecked(b); v.set_user_index((x &
+                0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "cqn",
@@ -5177,14 +5269,15 @@ pub const RQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Rqc::new_unchecked(b);
-                u64::from(v.cqn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Rqc::new_unchecked(b);
-                v.set_cqn((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Rqc::new_unchecked(b); u64::from(v.cqn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Rqc::new_unchecked(b); v.set_cqn((x & 0xffffff)
+                as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "counter_set_id",
@@ -5192,14 +5285,15 @@ pub const RQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Rqc::new_unchecked(b);
-                u64::from(v.counter_set_id())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Rqc::new_unchecked(b);
-                v.set_counter_set_id((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Rqc::new_unchecked(b); u64::from(v.counter_set_id()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Rqc::new_unchecked(b); v.set_counter_set_id((x
+                & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "rmpn",
@@ -5207,14 +5301,15 @@ pub const RQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Rqc::new_unchecked(b);
-                u64::from(v.rmpn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Rqc::new_unchecked(b);
-                v.set_rmpn((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Rqc::new_unchecked(b); u64::from(v.rmpn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Rqc::new_unchecked(b); v.set_rmpn((x &
+                0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "hairpin_peer_sq",
@@ -5222,14 +5317,16 @@ pub const RQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Rqc::new_unchecked(b);
-                u64::from(v.hairpin_peer_sq())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Rqc::new_unchecked(b);
-                v.set_hairpin_peer_sq((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Rqc::new_unchecked(b); u64::from(v.hairpin_peer_sq())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Rqc::new_unchecked(b); v.set_hairpin_peer_sq((x
+                & 0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "hairpin_peer_vhca",
@@ -5237,14 +5334,16 @@ pub const RQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Rqc::new_unchecked(b);
-                u64::from(v.hairpin_peer_vhca())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Rqc::new_unchecked(b);
-                v.set_hairpin_peer_vhca((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Rqc::new_unchecked(b); u64::from(v
+                .hairpin_peer_vhca()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Rqc::new_unchecked(b); v
+                .set_hairpin_peer_vhca((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "shampo_no_match_alignment_granularity",
@@ -5252,14 +5351,22 @@ pub const RQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 2,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Rqc::new_unchecked(b);
-                u64::from(v.shampo_no_match_alignment_granularity_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Rqc::new_unchecked(b);
-                v.set_shampo_no_match_alignment_granularity_raw((x & 0x3) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "rq_shampo_alignment_granularity",
+                value_name: |r| match RqShampoAlignmentGranularity::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Rqc::new_unchecked(b); u64::from(v
+                .shampo_no_match_alignment_granularity_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Rqc::new_unchecked(b); v
+                .set_shampo_no_match_alignment_granularity_raw((x & 0x3) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "shampo_match_criteria_type",
@@ -5267,14 +5374,22 @@ pub const RQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 2,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Rqc::new_unchecked(b);
-                u64::from(v.shampo_match_criteria_type_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Rqc::new_unchecked(b);
-                v.set_shampo_match_criteria_type_raw((x & 0x3) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "rq_shampo_match_criteria",
+                value_name: |r| match RqShampoMatchCriteria::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Rqc::new_unchecked(b); u64::from(v
+                .shampo_match_criteria_type_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Rqc::new_unchecked(b); v
+                .set_shampo_match_criteria_type_raw((x & 0x3) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "reservation_timeout",
@@ -5282,44 +5397,60 @@ pub const RQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = Rqc::new_unchecked(b);
-                u64::from(v.reservation_timeout())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = Rqc::new_unchecked(b);
-                v.set_reservation_timeout((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = Rqc::new_unchecked(b); u64::from(v
+                .reservation_timeout()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = Rqc::new_unchecked(b); v
+                .set_reservation_timeout((x & 0xffff) as u16); }
+            ),
         },
     ],
     nested: &[
         rt::reflect::NestedAccess {
             name: "wq",
             layout: "wq",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&WQ_ACCESS),
             byte_offset: 48,
             size: 192,
             count: 1,
             trailing: false,
             stride: 192,
             runs_on: true,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 240 {
-                    return None;
-                }
-                let v = Rqc::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.wq();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 240 { return
+                None; } let v = Rqc::new_unchecked(b); if i != 0 { return None; } let sub
+                = v.wq(); Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize) }
+            ),
         },
+    ],
+    reserved: &[
+        (0, 0x9ffcf),
+        (4, 0xff000000),
+        (8, 0xff000000),
+        (12, 0xffffff),
+        (16, 0xff000000),
+        (20, 0xff000000),
+        (24, 0xffff0000),
+        (28, 0xffffffff),
+        (32, 0xffffffff),
+        (36, 0xfcfc0000),
+        (40, 0xffffffff),
+        (44, 0xffffffff),
     ],
 };
 /// Output of CREATE_RQ.
 ///
 /// PRM layout `create_rq_out`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
+/// | 0x08 | 23:0 | `rqn` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct CreateRqOut<B = [u8; 16]> {
     buf: B,
@@ -5390,24 +5521,17 @@ impl<B: rt::BytesMut> CreateRqOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for CreateRqOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(CreateRqOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        d.field("rqn", &rt::fmt::Hex(self.rqn().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0xff000000), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&CREATE_RQ_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `create_rq_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `create_rq_out`: what the decoding `Debug` shows and generic tools read.
 pub const CREATE_RQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "create_rq_out",
+    type_name: "CreateRqOut",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -5416,14 +5540,15 @@ pub const CREATE_RQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateRqOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateRqOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateRqOut::new_unchecked(b); u64::from(v.status()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateRqOut::new_unchecked(b); v.set_status((x
+                & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -5431,14 +5556,16 @@ pub const CREATE_RQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateRqOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateRqOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateRqOut::new_unchecked(b); u64::from(v.syndrome())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateRqOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "rqn",
@@ -5446,21 +5573,33 @@ pub const CREATE_RQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = CreateRqOut::new_unchecked(b);
-                u64::from(v.rqn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = CreateRqOut::new_unchecked(b);
-                v.set_rqn((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = CreateRqOut::new_unchecked(b); u64::from(v.rqn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = CreateRqOut::new_unchecked(b); v.set_rqn((x &
+                0xffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffff), (8, 0xff000000), (12, 0xffffffff)],
 };
 /// Input of MODIFY_RQ; the new state and the selected fields are taken from ctx.
 ///
 /// PRM layout `modify_rq_in`: 0x110 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x00 | 15:0 | `uid` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x08 | 31:28 | `rq_state` |
+/// | 0x08 | 23:0 | `rqn` |
+/// | 0x10 | 63:0 | `modify_bitmask` |
+/// | 0x20..0x110 | — | `ctx` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct ModifyRqIn<B = [u8; 272]> {
     buf: B,
@@ -5615,34 +5754,17 @@ impl<B: rt::BytesMut> ModifyRqIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for ModifyRqIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(ModifyRqIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("uid", &rt::fmt::Hex(self.uid().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("rq_state", &rt::fmt::EnumValue(self.rq_state()));
-        d.field("rqn", &rt::fmt::Hex(self.rqn().into()));
-        d.field("modify_bitmask", &rt::fmt::Hex(self.modify_bitmask().into()));
-        d.field("ctx", &self.ctx());
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[
-                (4, 0xffff0000),
-                (8, 0xf000000),
-                (12, 0xffffffff),
-                (24, 0xffffffff),
-                (28, 0xffffffff),
-            ],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&MODIFY_RQ_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `modify_rq_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `modify_rq_in`: what the decoding `Debug` shows and generic tools read.
 pub const MODIFY_RQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "modify_rq_in",
+    type_name: "ModifyRqIn",
     size: 272,
     fields: &[
         rt::reflect::FieldAccess {
@@ -5651,14 +5773,15 @@ pub const MODIFY_RQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ModifyRqIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ModifyRqIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ModifyRqIn::new_unchecked(b); u64::from(v.opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ModifyRqIn::new_unchecked(b); v.set_opcode((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "uid",
@@ -5666,14 +5789,15 @@ pub const MODIFY_RQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ModifyRqIn::new_unchecked(b);
-                u64::from(v.uid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ModifyRqIn::new_unchecked(b);
-                v.set_uid((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ModifyRqIn::new_unchecked(b); u64::from(v.uid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ModifyRqIn::new_unchecked(b); v.set_uid((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -5681,14 +5805,15 @@ pub const MODIFY_RQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ModifyRqIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ModifyRqIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ModifyRqIn::new_unchecked(b); u64::from(v.op_mod()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ModifyRqIn::new_unchecked(b); v.set_op_mod((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "rq_state",
@@ -5696,14 +5821,22 @@ pub const MODIFY_RQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 4,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ModifyRqIn::new_unchecked(b);
-                u64::from(v.rq_state_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ModifyRqIn::new_unchecked(b);
-                v.set_rq_state_raw((x & 0xf) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "rq_state",
+                value_name: |r| match RqState::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ModifyRqIn::new_unchecked(b); u64::from(v
+                .rq_state_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ModifyRqIn::new_unchecked(b); v
+                .set_rq_state_raw((x & 0xf) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "rqn",
@@ -5711,14 +5844,15 @@ pub const MODIFY_RQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ModifyRqIn::new_unchecked(b);
-                u64::from(v.rqn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ModifyRqIn::new_unchecked(b);
-                v.set_rqn((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ModifyRqIn::new_unchecked(b); u64::from(v.rqn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ModifyRqIn::new_unchecked(b); v.set_rqn((x &
+                0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "modify_bitmask",
@@ -5726,44 +5860,53 @@ pub const MODIFY_RQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 64,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ModifyRqIn::new_unchecked(b);
-                u64::from(v.modify_bitmask())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ModifyRqIn::new_unchecked(b);
-                v.set_modify_bitmask((x & 0xffffffffffffffff) as u64);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ModifyRqIn::new_unchecked(b); u64::from(v
+                .modify_bitmask()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ModifyRqIn::new_unchecked(b); v
+                .set_modify_bitmask((x & 0xffffffffffffffff) as u64); }
+            ),
         },
     ],
     nested: &[
         rt::reflect::NestedAccess {
             name: "ctx",
             layout: "rqc",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&RQC_ACCESS),
             byte_offset: 32,
             size: 240,
             count: 1,
             trailing: false,
             stride: 240,
             runs_on: true,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 272 {
-                    return None;
-                }
-                let v = ModifyRqIn::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.ctx();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 272 { return
+                None; } let v = ModifyRqIn::new_unchecked(b); if i != 0 { return None; }
+                let sub = v.ctx(); Some(sub.storage().as_ptr() as usize - b.as_ptr() as
+                usize) }
+            ),
         },
+    ],
+    reserved: &[
+        (4, 0xffff0000),
+        (8, 0xf000000),
+        (12, 0xffffffff),
+        (24, 0xffffffff),
+        (28, 0xffffffff),
     ],
 };
 /// Output of MODIFY_RQ.
 ///
 /// PRM layout `modify_rq_out`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct ModifyRqOut<B = [u8; 16]> {
     buf: B,
@@ -5812,23 +5955,17 @@ impl<B: rt::BytesMut> ModifyRqOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for ModifyRqOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(ModifyRqOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&MODIFY_RQ_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `modify_rq_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `modify_rq_out`: what the decoding `Debug` shows and generic tools read.
 pub const MODIFY_RQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "modify_rq_out",
+    type_name: "ModifyRqOut",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -5837,14 +5974,15 @@ pub const MODIFY_RQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ModifyRqOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ModifyRqOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ModifyRqOut::new_unchecked(b); u64::from(v.status()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ModifyRqOut::new_unchecked(b); v.set_status((x
+                & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -5852,21 +5990,31 @@ pub const MODIFY_RQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = ModifyRqOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = ModifyRqOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = ModifyRqOut::new_unchecked(b); u64::from(v.syndrome())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = ModifyRqOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
 };
 /// Input of DESTROY_RQ.
 ///
 /// PRM layout `destroy_rq_in`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:16 | `opcode` |
+/// | 0x00 | 15:0 | `uid` |
+/// | 0x04 | 15:0 | `op_mod` |
+/// | 0x08 | 23:0 | `rqn` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct DestroyRqIn<B = [u8; 16]> {
     buf: B,
@@ -5954,25 +6102,17 @@ impl<B: rt::BytesMut> DestroyRqIn<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for DestroyRqIn<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(DestroyRqIn));
-        d.field("opcode", &rt::fmt::Hex(self.opcode().into()));
-        d.field("uid", &rt::fmt::Hex(self.uid().into()));
-        d.field("op_mod", &rt::fmt::Hex(self.op_mod().into()));
-        d.field("rqn", &rt::fmt::Hex(self.rqn().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(4, 0xffff0000), (8, 0xff000000), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DESTROY_RQ_IN_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `destroy_rq_in` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `destroy_rq_in`: what the decoding `Debug` shows and generic tools read.
 pub const DESTROY_RQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "destroy_rq_in",
+    type_name: "DestroyRqIn",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -5981,14 +6121,15 @@ pub const DESTROY_RQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyRqIn::new_unchecked(b);
-                u64::from(v.opcode())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyRqIn::new_unchecked(b);
-                v.set_opcode((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyRqIn::new_unchecked(b); u64::from(v.opcode()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyRqIn::new_unchecked(b); v.set_opcode((x
+                & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "uid",
@@ -5996,14 +6137,15 @@ pub const DESTROY_RQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyRqIn::new_unchecked(b);
-                u64::from(v.uid())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyRqIn::new_unchecked(b);
-                v.set_uid((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyRqIn::new_unchecked(b); u64::from(v.uid()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyRqIn::new_unchecked(b); v.set_uid((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "op_mod",
@@ -6011,14 +6153,15 @@ pub const DESTROY_RQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyRqIn::new_unchecked(b);
-                u64::from(v.op_mod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyRqIn::new_unchecked(b);
-                v.set_op_mod((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyRqIn::new_unchecked(b); u64::from(v.op_mod()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyRqIn::new_unchecked(b); v.set_op_mod((x
+                & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "rqn",
@@ -6026,21 +6169,28 @@ pub const DESTROY_RQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyRqIn::new_unchecked(b);
-                u64::from(v.rqn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyRqIn::new_unchecked(b);
-                v.set_rqn((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyRqIn::new_unchecked(b); u64::from(v.rqn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyRqIn::new_unchecked(b); v.set_rqn((x &
+                0xffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(4, 0xffff0000), (8, 0xff000000), (12, 0xffffffff)],
 };
 /// Output of DESTROY_RQ.
 ///
 /// PRM layout `destroy_rq_out`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `status` |
+/// | 0x04 | 31:0 | `syndrome` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct DestroyRqOut<B = [u8; 16]> {
     buf: B,
@@ -6089,23 +6239,17 @@ impl<B: rt::BytesMut> DestroyRqOut<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for DestroyRqOut<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(DestroyRqOut));
-        d.field("status", &rt::fmt::Hex(self.status().into()));
-        d.field("syndrome", &rt::fmt::Hex(self.syndrome().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DESTROY_RQ_OUT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `destroy_rq_out` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `destroy_rq_out`: what the decoding `Debug` shows and generic tools read.
 pub const DESTROY_RQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "destroy_rq_out",
+    type_name: "DestroyRqOut",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -6114,14 +6258,16 @@ pub const DESTROY_RQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyRqOut::new_unchecked(b);
-                u64::from(v.status())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyRqOut::new_unchecked(b);
-                v.set_status((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyRqOut::new_unchecked(b); u64::from(v.status())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyRqOut::new_unchecked(b); v.set_status((x
+                & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "syndrome",
@@ -6129,17 +6275,20 @@ pub const DESTROY_RQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = DestroyRqOut::new_unchecked(b);
-                u64::from(v.syndrome())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = DestroyRqOut::new_unchecked(b);
-                v.set_syndrome((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = DestroyRqOut::new_unchecked(b); u64::from(v
+                .syndrome()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = DestroyRqOut::new_unchecked(b); v
+                .set_syndrome((x & 0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0xffffff), (8, 0xffffffff), (12, 0xffffffff)],
 };
 /// The commands of this module, typed by opcode (see the runtime's `Command`).
 pub mod cmd {

@@ -361,6 +361,19 @@ impl ::core::convert::From<WqeCompletionMode> for u8 {
 /// Control segment, the first 16 bytes of every send WQE, written by the driver. Its first eight bytes are also what the driver writes to the BlueFlame register of the UAR page to ring the send doorbell.
 ///
 /// PRM layout `wqe_ctrl_seg`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `opmod` |
+/// | 0x00 | 23:8 | `wqe_index` |
+/// | 0x00 | 7:0 | `opcode` |
+/// | 0x04 | 31:8 | `qpn` |
+/// | 0x04 | 5:0 | `ds` |
+/// | 0x08 | 31:24 | `signature` |
+/// | 0x08 | 7:5 | `fm` |
+/// | 0x08 | 3:2 | `ce` |
+/// | 0x08 | 1 | `se` |
+/// | 0x0c | 31:0 | `imm` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct WqeCtrlSeg<B = [u8; 16]> {
     buf: B,
@@ -604,31 +617,17 @@ impl<B: rt::BytesMut> WqeCtrlSeg<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for WqeCtrlSeg<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(WqeCtrlSeg));
-        d.field("opmod", &rt::fmt::Hex(self.opmod().into()));
-        d.field("wqe_index", &rt::fmt::Hex(self.wqe_index().into()));
-        d.field("opcode", &rt::fmt::EnumValue(self.opcode()));
-        d.field("qpn", &rt::fmt::Hex(self.qpn().into()));
-        d.field("ds", &rt::fmt::Hex(self.ds().into()));
-        d.field("signature", &rt::fmt::Hex(self.signature().into()));
-        d.field("fm", &rt::fmt::EnumValue(self.fm()));
-        d.field("ce", &rt::fmt::EnumValue(self.ce()));
-        d.field("se", &self.se());
-        d.field("imm", &rt::fmt::Hex(self.imm().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(4, 0xc0), (8, 0xffff11)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&WQE_CTRL_SEG_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `wqe_ctrl_seg` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `wqe_ctrl_seg`: what the decoding `Debug` shows and generic tools read.
 pub const WQE_CTRL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "wqe_ctrl_seg",
+    type_name: "WqeCtrlSeg",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -637,14 +636,15 @@ pub const WQE_CTRL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = WqeCtrlSeg::new_unchecked(b);
-                u64::from(v.opmod())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = WqeCtrlSeg::new_unchecked(b);
-                v.set_opmod((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = WqeCtrlSeg::new_unchecked(b); u64::from(v.opmod()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = WqeCtrlSeg::new_unchecked(b); v.set_opmod((x &
+                0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "wqe_index",
@@ -652,14 +652,16 @@ pub const WQE_CTRL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = WqeCtrlSeg::new_unchecked(b);
-                u64::from(v.wqe_index())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = WqeCtrlSeg::new_unchecked(b);
-                v.set_wqe_index((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = WqeCtrlSeg::new_unchecked(b); u64::from(v.wqe_index())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = WqeCtrlSeg::new_unchecked(b); v
+                .set_wqe_index((x & 0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "opcode",
@@ -667,14 +669,22 @@ pub const WQE_CTRL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = WqeCtrlSeg::new_unchecked(b);
-                u64::from(v.opcode_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = WqeCtrlSeg::new_unchecked(b);
-                v.set_opcode_raw((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "send_opcode",
+                value_name: |r| match SendOpcode::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = WqeCtrlSeg::new_unchecked(b); u64::from(v
+                .opcode_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = WqeCtrlSeg::new_unchecked(b); v
+                .set_opcode_raw((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "qpn",
@@ -682,14 +692,15 @@ pub const WQE_CTRL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 24,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = WqeCtrlSeg::new_unchecked(b);
-                u64::from(v.qpn())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = WqeCtrlSeg::new_unchecked(b);
-                v.set_qpn((x & 0xffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = WqeCtrlSeg::new_unchecked(b); u64::from(v.qpn()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = WqeCtrlSeg::new_unchecked(b); v.set_qpn((x &
+                0xffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ds",
@@ -697,14 +708,15 @@ pub const WQE_CTRL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 6,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = WqeCtrlSeg::new_unchecked(b);
-                u64::from(v.ds())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = WqeCtrlSeg::new_unchecked(b);
-                v.set_ds((x & 0x3f) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = WqeCtrlSeg::new_unchecked(b); u64::from(v.ds()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = WqeCtrlSeg::new_unchecked(b); v.set_ds((x &
+                0x3f) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "signature",
@@ -712,14 +724,16 @@ pub const WQE_CTRL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = WqeCtrlSeg::new_unchecked(b);
-                u64::from(v.signature())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = WqeCtrlSeg::new_unchecked(b);
-                v.set_signature((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = WqeCtrlSeg::new_unchecked(b); u64::from(v.signature())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = WqeCtrlSeg::new_unchecked(b); v
+                .set_signature((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "fm",
@@ -727,14 +741,21 @@ pub const WQE_CTRL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 3,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = WqeCtrlSeg::new_unchecked(b);
-                u64::from(v.fm_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = WqeCtrlSeg::new_unchecked(b);
-                v.set_fm_raw((x & 0x7) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "wqe_fence_mode",
+                value_name: |r| match WqeFenceMode::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = WqeCtrlSeg::new_unchecked(b); u64::from(v.fm_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = WqeCtrlSeg::new_unchecked(b); v.set_fm_raw((x &
+                0x7) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "ce",
@@ -742,14 +763,21 @@ pub const WQE_CTRL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 2,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = WqeCtrlSeg::new_unchecked(b);
-                u64::from(v.ce_raw())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = WqeCtrlSeg::new_unchecked(b);
-                v.set_ce_raw((x & 0x3) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Enum {
+                name: "wqe_completion_mode",
+                value_name: |r| match WqeCompletionMode::from_raw(r) {
+                    Some(v) => Some(v.spec_name()),
+                    None => None,
+                },
+            },
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = WqeCtrlSeg::new_unchecked(b); u64::from(v.ce_raw()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = WqeCtrlSeg::new_unchecked(b); v.set_ce_raw((x &
+                0x3) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "se",
@@ -757,14 +785,15 @@ pub const WQE_CTRL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = WqeCtrlSeg::new_unchecked(b);
-                u64::from(v.se())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = WqeCtrlSeg::new_unchecked(b);
-                v.set_se(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = WqeCtrlSeg::new_unchecked(b); u64::from(v.se()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = WqeCtrlSeg::new_unchecked(b); v.set_se(x & 1 !=
+                0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "imm",
@@ -772,21 +801,42 @@ pub const WQE_CTRL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = WqeCtrlSeg::new_unchecked(b);
-                u64::from(v.imm())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = WqeCtrlSeg::new_unchecked(b);
-                v.set_imm((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = WqeCtrlSeg::new_unchecked(b); u64::from(v.imm()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = WqeCtrlSeg::new_unchecked(b); v.set_imm((x &
+                0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(4, 0xc0), (8, 0xffff11)],
 };
 /// Ethernet segment, following the control segment in WQEs of raw packet (Ethernet) send queues. It requests checksum and segmentation offloads and carries the start of the packet headers inline; inline headers longer than two bytes continue into the following 16-byte units. The last four bytes can instead hold a VLAN tag to insert or a trailer, per the flags of the send.
 ///
 /// PRM layout `wqe_eth_seg`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:24 | `swp_outer_l4_offset` |
+/// | 0x00 | 23:16 | `swp_outer_l3_offset` |
+/// | 0x00 | 15:8 | `swp_inner_l4_offset` |
+/// | 0x00 | 7:0 | `swp_inner_l3_offset` |
+/// | 0x04 | 31 | `l4_csum` |
+/// | 0x04 | 30 | `l3_csum` |
+/// | 0x04 | 29 | `l4_inner_csum` |
+/// | 0x04 | 28 | `l3_inner_csum` |
+/// | 0x04 | 21 | `swp_outer_l4_udp` |
+/// | 0x04 | 20 | `swp_outer_l3_ipv6` |
+/// | 0x04 | 17 | `swp_inner_l4_udp` |
+/// | 0x04 | 16 | `swp_inner_l3_ipv6` |
+/// | 0x04 | 15:0 | `mss` |
+/// | 0x08 | 31:0 | `flow_table_metadata` |
+/// | 0x0c | 31:16 | `inline_hdr_sz` |
+/// | 0x0c | 15:0 | `inline_hdr_start` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct WqeEthSeg<B = [u8; 16]> {
     buf: B,
@@ -1074,37 +1124,17 @@ impl<B: rt::BytesMut> WqeEthSeg<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for WqeEthSeg<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(WqeEthSeg));
-        d.field("swp_outer_l4_offset", &rt::fmt::Hex(self.swp_outer_l4_offset().into()));
-        d.field("swp_outer_l3_offset", &rt::fmt::Hex(self.swp_outer_l3_offset().into()));
-        d.field("swp_inner_l4_offset", &rt::fmt::Hex(self.swp_inner_l4_offset().into()));
-        d.field("swp_inner_l3_offset", &rt::fmt::Hex(self.swp_inner_l3_offset().into()));
-        d.field("l4_csum", &self.l4_csum());
-        d.field("l3_csum", &self.l3_csum());
-        d.field("l4_inner_csum", &self.l4_inner_csum());
-        d.field("l3_inner_csum", &self.l3_inner_csum());
-        d.field("swp_outer_l4_udp", &self.swp_outer_l4_udp());
-        d.field("swp_outer_l3_ipv6", &self.swp_outer_l3_ipv6());
-        d.field("swp_inner_l4_udp", &self.swp_inner_l4_udp());
-        d.field("swp_inner_l3_ipv6", &self.swp_inner_l3_ipv6());
-        d.field("mss", &rt::fmt::Hex(self.mss().into()));
-        d.field("flow_table_metadata", &rt::fmt::Hex(self.flow_table_metadata().into()));
-        d.field("inline_hdr_sz", &rt::fmt::Hex(self.inline_hdr_sz().into()));
-        d.field("inline_hdr_start", &rt::fmt::HexBytes(&self.inline_hdr_start()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(4, 0xfcc0000)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&WQE_ETH_SEG_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `wqe_eth_seg` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `wqe_eth_seg`: what the decoding `Debug` shows and generic tools read.
 pub const WQE_ETH_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "wqe_eth_seg",
+    type_name: "WqeEthSeg",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -1113,14 +1143,16 @@ pub const WQE_ETH_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = WqeEthSeg::new_unchecked(b);
-                u64::from(v.swp_outer_l4_offset())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = WqeEthSeg::new_unchecked(b);
-                v.set_swp_outer_l4_offset((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = WqeEthSeg::new_unchecked(b); u64::from(v
+                .swp_outer_l4_offset()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = WqeEthSeg::new_unchecked(b); v
+                .set_swp_outer_l4_offset((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "swp_outer_l3_offset",
@@ -1128,14 +1160,16 @@ pub const WQE_ETH_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = WqeEthSeg::new_unchecked(b);
-                u64::from(v.swp_outer_l3_offset())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = WqeEthSeg::new_unchecked(b);
-                v.set_swp_outer_l3_offset((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = WqeEthSeg::new_unchecked(b); u64::from(v
+                .swp_outer_l3_offset()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = WqeEthSeg::new_unchecked(b); v
+                .set_swp_outer_l3_offset((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "swp_inner_l4_offset",
@@ -1143,14 +1177,16 @@ pub const WQE_ETH_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = WqeEthSeg::new_unchecked(b);
-                u64::from(v.swp_inner_l4_offset())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = WqeEthSeg::new_unchecked(b);
-                v.set_swp_inner_l4_offset((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = WqeEthSeg::new_unchecked(b); u64::from(v
+                .swp_inner_l4_offset()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = WqeEthSeg::new_unchecked(b); v
+                .set_swp_inner_l4_offset((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "swp_inner_l3_offset",
@@ -1158,14 +1194,16 @@ pub const WQE_ETH_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 8,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = WqeEthSeg::new_unchecked(b);
-                u64::from(v.swp_inner_l3_offset())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = WqeEthSeg::new_unchecked(b);
-                v.set_swp_inner_l3_offset((x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = WqeEthSeg::new_unchecked(b); u64::from(v
+                .swp_inner_l3_offset()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = WqeEthSeg::new_unchecked(b); v
+                .set_swp_inner_l3_offset((x & 0xff) as u8); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "l4_csum",
@@ -1173,14 +1211,15 @@ pub const WQE_ETH_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = WqeEthSeg::new_unchecked(b);
-                u64::from(v.l4_csum())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = WqeEthSeg::new_unchecked(b);
-                v.set_l4_csum(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = WqeEthSeg::new_unchecked(b); u64::from(v.l4_csum()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = WqeEthSeg::new_unchecked(b); v.set_l4_csum(x &
+                1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "l3_csum",
@@ -1188,14 +1227,15 @@ pub const WQE_ETH_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = WqeEthSeg::new_unchecked(b);
-                u64::from(v.l3_csum())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = WqeEthSeg::new_unchecked(b);
-                v.set_l3_csum(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = WqeEthSeg::new_unchecked(b); u64::from(v.l3_csum()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = WqeEthSeg::new_unchecked(b); v.set_l3_csum(x &
+                1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "l4_inner_csum",
@@ -1203,14 +1243,16 @@ pub const WQE_ETH_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = WqeEthSeg::new_unchecked(b);
-                u64::from(v.l4_inner_csum())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = WqeEthSeg::new_unchecked(b);
-                v.set_l4_inner_csum(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = WqeEthSeg::new_unchecked(b); u64::from(v
+                .l4_inner_csum()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = WqeEthSeg::new_unchecked(b); v
+                .set_l4_inner_csum(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "l3_inner_csum",
@@ -1218,14 +1260,16 @@ pub const WQE_ETH_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = WqeEthSeg::new_unchecked(b);
-                u64::from(v.l3_inner_csum())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = WqeEthSeg::new_unchecked(b);
-                v.set_l3_inner_csum(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = WqeEthSeg::new_unchecked(b); u64::from(v
+                .l3_inner_csum()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = WqeEthSeg::new_unchecked(b); v
+                .set_l3_inner_csum(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "swp_outer_l4_udp",
@@ -1233,14 +1277,16 @@ pub const WQE_ETH_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = WqeEthSeg::new_unchecked(b);
-                u64::from(v.swp_outer_l4_udp())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = WqeEthSeg::new_unchecked(b);
-                v.set_swp_outer_l4_udp(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = WqeEthSeg::new_unchecked(b); u64::from(v
+                .swp_outer_l4_udp()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = WqeEthSeg::new_unchecked(b); v
+                .set_swp_outer_l4_udp(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "swp_outer_l3_ipv6",
@@ -1248,14 +1294,16 @@ pub const WQE_ETH_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = WqeEthSeg::new_unchecked(b);
-                u64::from(v.swp_outer_l3_ipv6())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = WqeEthSeg::new_unchecked(b);
-                v.set_swp_outer_l3_ipv6(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = WqeEthSeg::new_unchecked(b); u64::from(v
+                .swp_outer_l3_ipv6()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = WqeEthSeg::new_unchecked(b); v
+                .set_swp_outer_l3_ipv6(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "swp_inner_l4_udp",
@@ -1263,14 +1311,16 @@ pub const WQE_ETH_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = WqeEthSeg::new_unchecked(b);
-                u64::from(v.swp_inner_l4_udp())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = WqeEthSeg::new_unchecked(b);
-                v.set_swp_inner_l4_udp(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = WqeEthSeg::new_unchecked(b); u64::from(v
+                .swp_inner_l4_udp()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = WqeEthSeg::new_unchecked(b); v
+                .set_swp_inner_l4_udp(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "swp_inner_l3_ipv6",
@@ -1278,14 +1328,16 @@ pub const WQE_ETH_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = WqeEthSeg::new_unchecked(b);
-                u64::from(v.swp_inner_l3_ipv6())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = WqeEthSeg::new_unchecked(b);
-                v.set_swp_inner_l3_ipv6(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = WqeEthSeg::new_unchecked(b); u64::from(v
+                .swp_inner_l3_ipv6()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = WqeEthSeg::new_unchecked(b); v
+                .set_swp_inner_l3_ipv6(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "mss",
@@ -1293,14 +1345,15 @@ pub const WQE_ETH_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = WqeEthSeg::new_unchecked(b);
-                u64::from(v.mss())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = WqeEthSeg::new_unchecked(b);
-                v.set_mss((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = WqeEthSeg::new_unchecked(b); u64::from(v.mss()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = WqeEthSeg::new_unchecked(b); v.set_mss((x &
+                0xffff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "flow_table_metadata",
@@ -1308,14 +1361,16 @@ pub const WQE_ETH_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = WqeEthSeg::new_unchecked(b);
-                u64::from(v.flow_table_metadata())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = WqeEthSeg::new_unchecked(b);
-                v.set_flow_table_metadata((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = WqeEthSeg::new_unchecked(b); u64::from(v
+                .flow_table_metadata()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = WqeEthSeg::new_unchecked(b); v
+                .set_flow_table_metadata((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "inline_hdr_sz",
@@ -1323,21 +1378,42 @@ pub const WQE_ETH_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = WqeEthSeg::new_unchecked(b);
-                u64::from(v.inline_hdr_sz())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = WqeEthSeg::new_unchecked(b);
-                v.set_inline_hdr_sz((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = WqeEthSeg::new_unchecked(b); u64::from(v
+                .inline_hdr_sz()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = WqeEthSeg::new_unchecked(b); v
+                .set_inline_hdr_sz((x & 0xffff) as u16); }
+            ),
+        },
+        rt::reflect::FieldAccess {
+            name: "inline_hdr_start",
+            bit_offset: 112,
+            width: 16,
+            count: 1,
+            trailing: false,
+            kind: rt::reflect::ValueKind::Bytes,
+            readable: true,
+            get: None,
+            set: None,
         },
     ],
     nested: &[],
+    reserved: &[(4, 0xfcc0000)],
 };
 /// The last dword of an Ethernet segment (wqe_eth_seg byte 0x0c) read as an insertion request instead of an inline header: the kernel's union of inline_hdr, insert and trailer in struct mlx5_wqe_eth_seg. With insert_vlan set, the device puts an 802.1Q tag (802.1ad with svlan) made of vlan_tci after the frame's two MAC addresses; the frame then has no inline header and comes wholly from the gather list. Linux uses it on devices reporting wqe_vlan_insert when it inlines no headers.
 ///
 /// PRM layout `wqe_eth_seg_insert`: 0x4 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31 | `insert_vlan` |
+/// | 0x00 | 30 | `insert_trailer` |
+/// | 0x00 | 16 | `svlan` |
+/// | 0x00 | 15:0 | `vlan_tci` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct WqeEthSegInsert<B = [u8; 4]> {
     buf: B,
@@ -1423,25 +1499,17 @@ impl<B: rt::BytesMut> WqeEthSegInsert<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for WqeEthSegInsert<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(WqeEthSegInsert));
-        d.field("insert_vlan", &self.insert_vlan());
-        d.field("insert_trailer", &self.insert_trailer());
-        d.field("svlan", &self.svlan());
-        d.field("vlan_tci", &rt::fmt::Hex(self.vlan_tci().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0x3ffe0000)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&WQE_ETH_SEG_INSERT_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `wqe_eth_seg_insert` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `wqe_eth_seg_insert`: what the decoding `Debug` shows and generic tools read.
 pub const WQE_ETH_SEG_INSERT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "wqe_eth_seg_insert",
+    type_name: "WqeEthSegInsert",
     size: 4,
     fields: &[
         rt::reflect::FieldAccess {
@@ -1450,14 +1518,16 @@ pub const WQE_ETH_SEG_INSERT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = WqeEthSegInsert::new_unchecked(b);
-                u64::from(v.insert_vlan())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = WqeEthSegInsert::new_unchecked(b);
-                v.set_insert_vlan(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = WqeEthSegInsert::new_unchecked(b); u64::from(v
+                .insert_vlan()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = WqeEthSegInsert::new_unchecked(b); v
+                .set_insert_vlan(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "insert_trailer",
@@ -1465,14 +1535,16 @@ pub const WQE_ETH_SEG_INSERT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = WqeEthSegInsert::new_unchecked(b);
-                u64::from(v.insert_trailer())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = WqeEthSegInsert::new_unchecked(b);
-                v.set_insert_trailer(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = WqeEthSegInsert::new_unchecked(b); u64::from(v
+                .insert_trailer()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = WqeEthSegInsert::new_unchecked(b); v
+                .set_insert_trailer(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "svlan",
@@ -1480,14 +1552,16 @@ pub const WQE_ETH_SEG_INSERT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = WqeEthSegInsert::new_unchecked(b);
-                u64::from(v.svlan())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = WqeEthSegInsert::new_unchecked(b);
-                v.set_svlan(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = WqeEthSegInsert::new_unchecked(b); u64::from(v
+                .svlan()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = WqeEthSegInsert::new_unchecked(b); v
+                .set_svlan(x & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "vlan_tci",
@@ -1495,21 +1569,30 @@ pub const WQE_ETH_SEG_INSERT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             width: 16,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = WqeEthSegInsert::new_unchecked(b);
-                u64::from(v.vlan_tci())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = WqeEthSegInsert::new_unchecked(b);
-                v.set_vlan_tci((x & 0xffff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = WqeEthSegInsert::new_unchecked(b); u64::from(v
+                .vlan_tci()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = WqeEthSegInsert::new_unchecked(b); v
+                .set_vlan_tci((x & 0xffff) as u16); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0x3ffe0000)],
 };
 /// Data segment: one gather entry of a send WQE or one scatter entry of a receive WQE, pointing at a registered buffer.
 ///
 /// PRM layout `wqe_data_seg`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31:0 | `byte_count` |
+/// | 0x04 | 31:0 | `lkey` |
+/// | 0x08 | 63:0 | `addr` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct WqeDataSeg<B = [u8; 16]> {
     buf: B,
@@ -1576,17 +1659,17 @@ impl<B: rt::BytesMut> WqeDataSeg<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for WqeDataSeg<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(WqeDataSeg));
-        d.field("byte_count", &rt::fmt::Hex(self.byte_count().into()));
-        d.field("lkey", &rt::fmt::Hex(self.lkey().into()));
-        d.field("addr", &rt::fmt::Hex(self.addr().into()));
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&WQE_DATA_SEG_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `wqe_data_seg` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `wqe_data_seg`: what the decoding `Debug` shows and generic tools read.
 pub const WQE_DATA_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "wqe_data_seg",
+    type_name: "WqeDataSeg",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -1595,14 +1678,16 @@ pub const WQE_DATA_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = WqeDataSeg::new_unchecked(b);
-                u64::from(v.byte_count())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = WqeDataSeg::new_unchecked(b);
-                v.set_byte_count((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = WqeDataSeg::new_unchecked(b); u64::from(v
+                .byte_count()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = WqeDataSeg::new_unchecked(b); v
+                .set_byte_count((x & 0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "lkey",
@@ -1610,14 +1695,15 @@ pub const WQE_DATA_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = WqeDataSeg::new_unchecked(b);
-                u64::from(v.lkey())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = WqeDataSeg::new_unchecked(b);
-                v.set_lkey((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = WqeDataSeg::new_unchecked(b); u64::from(v.lkey()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = WqeDataSeg::new_unchecked(b); v.set_lkey((x &
+                0xffffffff) as u32); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "addr",
@@ -1625,21 +1711,28 @@ pub const WQE_DATA_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             width: 64,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = WqeDataSeg::new_unchecked(b);
-                u64::from(v.addr())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = WqeDataSeg::new_unchecked(b);
-                v.set_addr((x & 0xffffffffffffffff) as u64);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = WqeDataSeg::new_unchecked(b); u64::from(v.addr()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = WqeDataSeg::new_unchecked(b); v.set_addr((x &
+                0xffffffffffffffff) as u64); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[],
 };
 /// Remote address segment of RDMA read and write and of atomic WQEs; follows the control segment.
 ///
 /// PRM layout `wqe_raddr_seg`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 63:0 | `raddr` |
+/// | 0x08 | 31:0 | `rkey` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct WqeRaddrSeg<B = [u8; 16]> {
     buf: B,
@@ -1692,23 +1785,17 @@ impl<B: rt::BytesMut> WqeRaddrSeg<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for WqeRaddrSeg<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(WqeRaddrSeg));
-        d.field("raddr", &rt::fmt::Hex(self.raddr().into()));
-        d.field("rkey", &rt::fmt::Hex(self.rkey().into()));
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(12, 0xffffffff)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&WQE_RADDR_SEG_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `wqe_raddr_seg` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `wqe_raddr_seg`: what the decoding `Debug` shows and generic tools read.
 pub const WQE_RADDR_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "wqe_raddr_seg",
+    type_name: "WqeRaddrSeg",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -1717,14 +1804,15 @@ pub const WQE_RADDR_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 64,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = WqeRaddrSeg::new_unchecked(b);
-                u64::from(v.raddr())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = WqeRaddrSeg::new_unchecked(b);
-                v.set_raddr((x & 0xffffffffffffffff) as u64);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = WqeRaddrSeg::new_unchecked(b); u64::from(v.raddr()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = WqeRaddrSeg::new_unchecked(b); v.set_raddr((x &
+                0xffffffffffffffff) as u64); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "rkey",
@@ -1732,21 +1820,28 @@ pub const WQE_RADDR_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             width: 32,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = WqeRaddrSeg::new_unchecked(b);
-                u64::from(v.rkey())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = WqeRaddrSeg::new_unchecked(b);
-                v.set_rkey((x & 0xffffffff) as u32);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = WqeRaddrSeg::new_unchecked(b); u64::from(v.rkey()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = WqeRaddrSeg::new_unchecked(b); v.set_rkey((x &
+                0xffffffff) as u32); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(12, 0xffffffff)],
 };
 /// Atomic segment; follows the remote address segment in atomic_cs and atomic_fa WQEs.
 ///
 /// PRM layout `wqe_atomic_seg`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 63:0 | `swap_add` |
+/// | 0x08 | 63:0 | `compare` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct WqeAtomicSeg<B = [u8; 16]> {
     buf: B,
@@ -1799,16 +1894,17 @@ impl<B: rt::BytesMut> WqeAtomicSeg<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for WqeAtomicSeg<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(WqeAtomicSeg));
-        d.field("swap_add", &rt::fmt::Hex(self.swap_add().into()));
-        d.field("compare", &rt::fmt::Hex(self.compare().into()));
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&WQE_ATOMIC_SEG_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `wqe_atomic_seg` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `wqe_atomic_seg`: what the decoding `Debug` shows and generic tools read.
 pub const WQE_ATOMIC_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "wqe_atomic_seg",
+    type_name: "WqeAtomicSeg",
     size: 16,
     fields: &[
         rt::reflect::FieldAccess {
@@ -1817,14 +1913,16 @@ pub const WQE_ATOMIC_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 64,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = WqeAtomicSeg::new_unchecked(b);
-                u64::from(v.swap_add())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = WqeAtomicSeg::new_unchecked(b);
-                v.set_swap_add((x & 0xffffffffffffffff) as u64);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = WqeAtomicSeg::new_unchecked(b); u64::from(v
+                .swap_add()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = WqeAtomicSeg::new_unchecked(b); v
+                .set_swap_add((x & 0xffffffffffffffff) as u64); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "compare",
@@ -1832,21 +1930,31 @@ pub const WQE_ATOMIC_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 64,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = WqeAtomicSeg::new_unchecked(b);
-                u64::from(v.compare())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = WqeAtomicSeg::new_unchecked(b);
-                v.set_compare((x & 0xffffffffffffffff) as u64);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = WqeAtomicSeg::new_unchecked(b); u64::from(v.compare())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = WqeAtomicSeg::new_unchecked(b); v
+                .set_compare((x & 0xffffffffffffffff) as u64); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[],
 };
 /// Atomic segment of the masked atomic opcodes; the masks select which bits take part.
 ///
 /// PRM layout `wqe_masked_atomic_seg`: 0x20 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 63:0 | `swap_add` |
+/// | 0x08 | 63:0 | `compare` |
+/// | 0x10 | 63:0 | `swap_add_mask` |
+/// | 0x18 | 63:0 | `compare_mask` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct WqeMaskedAtomicSeg<B = [u8; 32]> {
     buf: B,
@@ -1932,18 +2040,17 @@ impl<B: rt::BytesMut> WqeMaskedAtomicSeg<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for WqeMaskedAtomicSeg<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(WqeMaskedAtomicSeg));
-        d.field("swap_add", &rt::fmt::Hex(self.swap_add().into()));
-        d.field("compare", &rt::fmt::Hex(self.compare().into()));
-        d.field("swap_add_mask", &rt::fmt::Hex(self.swap_add_mask().into()));
-        d.field("compare_mask", &rt::fmt::Hex(self.compare_mask().into()));
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&WQE_MASKED_ATOMIC_SEG_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `wqe_masked_atomic_seg` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `wqe_masked_atomic_seg`: what the decoding `Debug` shows and generic tools read.
 pub const WQE_MASKED_ATOMIC_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "wqe_masked_atomic_seg",
+    type_name: "WqeMaskedAtomicSeg",
     size: 32,
     fields: &[
         rt::reflect::FieldAccess {
@@ -1952,14 +2059,16 @@ pub const WQE_MASKED_ATOMIC_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 64,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = WqeMaskedAtomicSeg::new_unchecked(b);
-                u64::from(v.swap_add())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = WqeMaskedAtomicSeg::new_unchecked(b);
-                v.set_swap_add((x & 0xffffffffffffffff) as u64);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = WqeMaskedAtomicSeg::new_unchecked(b); u64::from(v
+                .swap_add()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = WqeMaskedAtomicSeg::new_unchecked(b); v
+                .set_swap_add((x & 0xffffffffffffffff) as u64); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "compare",
@@ -1967,14 +2076,16 @@ pub const WQE_MASKED_ATOMIC_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 64,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = WqeMaskedAtomicSeg::new_unchecked(b);
-                u64::from(v.compare())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = WqeMaskedAtomicSeg::new_unchecked(b);
-                v.set_compare((x & 0xffffffffffffffff) as u64);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = WqeMaskedAtomicSeg::new_unchecked(b); u64::from(v
+                .compare()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = WqeMaskedAtomicSeg::new_unchecked(b); v
+                .set_compare((x & 0xffffffffffffffff) as u64); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "swap_add_mask",
@@ -1982,14 +2093,16 @@ pub const WQE_MASKED_ATOMIC_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 64,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = WqeMaskedAtomicSeg::new_unchecked(b);
-                u64::from(v.swap_add_mask())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = WqeMaskedAtomicSeg::new_unchecked(b);
-                v.set_swap_add_mask((x & 0xffffffffffffffff) as u64);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = WqeMaskedAtomicSeg::new_unchecked(b); u64::from(v
+                .swap_add_mask()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = WqeMaskedAtomicSeg::new_unchecked(b); v
+                .set_swap_add_mask((x & 0xffffffffffffffff) as u64); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "compare_mask",
@@ -1997,21 +2110,30 @@ pub const WQE_MASKED_ATOMIC_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             width: 64,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = WqeMaskedAtomicSeg::new_unchecked(b);
-                u64::from(v.compare_mask())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = WqeMaskedAtomicSeg::new_unchecked(b);
-                v.set_compare_mask((x & 0xffffffffffffffff) as u64);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = WqeMaskedAtomicSeg::new_unchecked(b); u64::from(v
+                .compare_mask()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = WqeMaskedAtomicSeg::new_unchecked(b); v
+                .set_compare_mask((x & 0xffffffffffffffff) as u64); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[],
 };
 /// Header of inline data in a send WQE: the payload bytes follow this word directly, and the segment is padded to a multiple of 16 bytes.
 ///
 /// PRM layout `wqe_inline_seg`: 0x4 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 31 | `inline` |
+/// | 0x00 | 9:0 | `byte_count` |
+/// | 0x04 | … | `data[]` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct WqeInlineSeg<B = [u8; 4]> {
     buf: B,
@@ -2122,31 +2244,17 @@ impl<B: rt::BytesMut> WqeInlineSeg<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for WqeInlineSeg<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(WqeInlineSeg));
-        d.field("inline", &self.inline());
-        d.field("byte_count", &rt::fmt::Hex(self.byte_count().into()));
-        d.field(
-            "data",
-            &rt::fmt::With(|f| rt::fmt::list(
-                f,
-                self.data_len(),
-                self.data_iter().map(|v| rt::fmt::Hex(u64::from(v))),
-            )),
-        );
-        let reserved = rt::fmt::ReservedSet {
-            buf: &self.buf,
-            masks: &[(0, 0x7ffffc00)],
-        };
-        if reserved.any() {
-            d.field("reserved_bits_set", &reserved);
-        }
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&WQE_INLINE_SEG_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `wqe_inline_seg` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `wqe_inline_seg`: what the decoding `Debug` shows and generic tools read.
 pub const WQE_INLINE_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "wqe_inline_seg",
+    type_name: "WqeInlineSeg",
     size: 4,
     fields: &[
         rt::reflect::FieldAccess {
@@ -2155,14 +2263,16 @@ pub const WQE_INLINE_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 1,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = WqeInlineSeg::new_unchecked(b);
-                u64::from(v.inline())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = WqeInlineSeg::new_unchecked(b);
-                v.set_inline(x & 1 != 0);
-            }),
+            kind: rt::reflect::ValueKind::Flag,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = WqeInlineSeg::new_unchecked(b); u64::from(v.inline())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = WqeInlineSeg::new_unchecked(b); v.set_inline(x
+                & 1 != 0); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "byte_count",
@@ -2170,14 +2280,16 @@ pub const WQE_INLINE_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 10,
             count: 1,
             trailing: false,
-            get: Some(|b, _| {
-                let v = WqeInlineSeg::new_unchecked(b);
-                u64::from(v.byte_count())
-            }),
-            set: Some(|b, _, x| {
-                let mut v = WqeInlineSeg::new_unchecked(b);
-                v.set_byte_count((x & 0x3ff) as u16);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = WqeInlineSeg::new_unchecked(b); u64::from(v
+                .byte_count()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = WqeInlineSeg::new_unchecked(b); v
+                .set_byte_count((x & 0x3ff) as u16); }
+            ),
         },
         rt::reflect::FieldAccess {
             name: "data",
@@ -2185,19 +2297,29 @@ pub const WQE_INLINE_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             width: 8,
             count: 0,
             trailing: true,
-            get: Some(|b: &[u8], i: usize| -> u64 {
-                WqeInlineSeg::new_unchecked(b).data(i).map_or(0, u64::from)
-            }),
-            set: Some(|b: &mut [u8], i: usize, x: u64| {
-                let _ = WqeInlineSeg::new_unchecked(b).set_data(i, (x & 0xff) as u8);
-            }),
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> u64 { WqeInlineSeg::new_unchecked(b).data(i)
+                .map_or(0, u64::from) }
+            ),
+            set: crate::__prm_accessor!(
+                | b : & mut [u8], i : usize, x : u64 | { let _ =
+                WqeInlineSeg::new_unchecked(b).set_data(i, (x & 0xff) as u8); }
+            ),
         },
     ],
     nested: &[],
+    reserved: &[(0, 0x7ffffc00)],
 };
 /// Receive WQE: a scatter list of data segments, one per buffer, that fills the queue's stride (16 << log_rq_stride bytes). When fewer buffers are posted than the stride holds, the list ends with a data segment whose lkey is invalid_lkey (0x100) and whose length and address are 0. The driver writes it before publishing the receive counter in the doorbell record; the device consumes it in order and reports it with a responder CQE.
 ///
 /// PRM layout `recv_wqe`: 0x10 bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00..0x10 | — | `scatter` |
+/// | 0x10 | … | `scatter_more[]` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct RecvWqe<B = [u8; 16]> {
     buf: B,
@@ -2295,66 +2417,53 @@ impl<B: rt::BytesMut> RecvWqe<B> {
 #[cfg(feature = "debug")]
 impl<B: rt::Bytes> ::core::fmt::Debug for RecvWqe<B> {
     fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        let mut d = f.debug_struct(stringify!(RecvWqe));
-        d.field("scatter", &self.scatter());
-        d.field(
-            "scatter_more",
-            &rt::fmt::With(|f| rt::fmt::list(
-                f,
-                self.scatter_more_len(),
-                self.scatter_more_iter(),
-            )),
-        );
-        d.finish()
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&RECV_WQE_ACCESS, &self.buf),
+            f,
+        )
     }
 }
-#[cfg(feature = "reflect")]
-/// Every field of `recv_wqe` with its accessors, for generic tools and tests.
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `recv_wqe`: what the decoding `Debug` shows and generic tools read.
 pub const RECV_WQE_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
     name: "recv_wqe",
+    type_name: "RecvWqe",
     size: 16,
     fields: &[],
     nested: &[
         rt::reflect::NestedAccess {
             name: "scatter",
             layout: "wqe_data_seg",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&WQE_DATA_SEG_ACCESS),
             byte_offset: 0,
             size: 16,
             count: 1,
             trailing: false,
             stride: 16,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 16 {
-                    return None;
-                }
-                let v = RecvWqe::new_unchecked(b);
-                if i != 0 {
-                    return None;
-                }
-                let sub = v.scatter();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 16 { return
+                None; } let v = RecvWqe::new_unchecked(b); if i != 0 { return None; } let
+                sub = v.scatter(); Some(sub.storage().as_ptr() as usize - b.as_ptr() as
+                usize) }
+            ),
         },
         rt::reflect::NestedAccess {
             name: "scatter_more",
             layout: "wqe_data_seg",
-            kind: rt::reflect::NestedKind::Struct,
+            table: rt::reflect::NestedTable::Struct(&WQE_DATA_SEG_ACCESS),
             byte_offset: 16,
             size: 16,
             count: 0,
             trailing: true,
             stride: 16,
             runs_on: false,
-            view_offset: |b: &[u8], i: usize| -> Option<usize> {
-                if b.len() < 16 {
-                    return None;
-                }
-                let v = RecvWqe::new_unchecked(b);
-                let sub = v.scatter_more(i)?;
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize)
-            },
+            view_offset: crate::__prm_accessor!(
+                | b : & [u8], i : usize | -> Option < usize > { if b.len() < 16 { return
+                None; } let v = RecvWqe::new_unchecked(b); let sub = v.scatter_more(i) ?;
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize) }
+            ),
         },
     ],
+    reserved: &[],
 };

@@ -23,8 +23,8 @@ pub struct Layout {
     pub fields: &'static [Field],
 }
 
-/// A field's place in the PRM's notation.
-struct Position(usize, u32);
+/// A field's place in the PRM's notation: MSB-first bit offset and width.
+pub(crate) struct Position(pub(crate) usize, pub(crate) u32);
 
 impl fmt::Display for Position {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

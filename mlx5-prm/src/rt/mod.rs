@@ -7,12 +7,12 @@ mod access;
 mod bytes;
 mod command;
 mod command_info;
+mod decoded;
 mod device;
 mod error;
 pub mod fmt;
 mod layout;
 mod mmio;
-#[cfg(feature = "reflect")]
 pub mod reflect;
 pub mod sm;
 pub mod typestate;

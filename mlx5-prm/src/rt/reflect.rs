@@ -8,6 +8,34 @@
 //! walk any layout down to its scalars from the tables alone. The generated crate lists them
 //! all (`ALL_LAYOUTS`, `ALL_UNIONS`) and finds them by name (`layout_by_name`,
 //! `union_by_name`, a binary search over a name-sorted index, [`by_name`]).
+//!
+//! The same tables drive the decoding `Debug` of every view ([`Decoded`], feature `debug`):
+//! a field is shown from its table entry, so what a tool reads through the tables and what
+//! `{:?}` prints cannot disagree. The accessor functions in the tables ([`FieldAccess::get`],
+//! [`FieldAccess::set`], [`NestedAccess::view_offset`]) are `None` unless the crate is built
+//! with feature `reflect`: decoding needs only offsets and widths, and leaving the functions
+//! out keeps the `debug` feature's build cost small.
+
+pub use super::decoded::{debug_union, Decoded};
+
+/// How a scalar field's value is to be read: what the spec says it holds.
+#[derive(Clone, Copy, Debug)]
+pub enum ValueKind {
+    /// A number.
+    Number,
+    /// A one-bit flag (`bool` in the accessors).
+    Flag,
+    /// A value of a spec enum.
+    Enum {
+        /// The enum's name as the spec writes it.
+        name: &'static str,
+        /// The spec's name of a raw value, or `None` when the enum names no such value.
+        value_name: fn(u64) -> Option<&'static str>,
+    },
+    /// Opaque bytes (a MAC or GID, say), wider than any number: no getter returns them as
+    /// one, so [`FieldAccess::get`] and [`FieldAccess::set`] are `None`.
+    Bytes,
+}
 
 /// One scalar field (or array element) of a layout, with its generated accessors.
 #[derive(Clone, Copy)]
@@ -22,11 +50,24 @@ pub struct FieldAccess {
     pub count: usize,
     /// True for a trailing array, whose length the buffer decides.
     pub trailing: bool,
-    /// Reads element `i` through the generated getter (`None` for write-only registers).
+    /// What the field holds.
+    pub kind: ValueKind,
+    /// False for a write-only register field: reading it tells nothing.
+    pub readable: bool,
+    /// Reads element `i` through the generated getter (`None` for write-only registers, for
+    /// [`ValueKind::Bytes`], and without feature `reflect`).
     pub get: Option<fn(&[u8], usize) -> u64>,
     /// Writes element `i` through the generated setter, the value masked to the width
-    /// (`None` for read-only registers).
+    /// (`None` for read-only registers, for [`ValueKind::Bytes`], and without feature
+    /// `reflect`).
     pub set: Option<fn(&mut [u8], usize, u64)>,
+}
+
+impl FieldAccess {
+    /// True for a number, flag or enum: a value [`Self::get`] can return.
+    pub fn is_scalar(&self) -> bool {
+        !matches!(self.kind, ValueKind::Bytes)
+    }
 }
 
 /// What a nested field holds: the kind of its [`NestedAccess::layout`].
@@ -38,6 +79,19 @@ pub enum NestedKind {
     Union,
 }
 
+/// Where the generated accessor puts element `i`'s sub-view in a parent's bytes (see
+/// [`NestedAccess::view_offset`]).
+pub type ViewOffset = fn(&[u8], usize) -> Option<usize>;
+
+/// The table of a nested field's layout.
+#[derive(Clone, Copy, Debug)]
+pub enum NestedTable {
+    /// A structure.
+    Struct(&'static LayoutAccess),
+    /// A union.
+    Union(&'static UnionAccess),
+}
+
 /// A nested structure or union field, or an array of them: which layout it has, where its
 /// elements are and where the generated accessor puts each one's sub-view.
 #[derive(Clone, Copy)]
@@ -46,8 +100,8 @@ pub struct NestedAccess {
     pub name: &'static str,
     /// The name of the nested layout (of one element, for arrays).
     pub layout: &'static str,
-    /// Whether [`Self::layout`] is a structure or a union.
-    pub kind: NestedKind,
+    /// The nested layout's own table.
+    pub table: NestedTable,
     /// Byte offset the spec gives (of element 0, for arrays).
     pub byte_offset: usize,
     /// Size of one element in bytes: the nested layout's size.
@@ -65,8 +119,19 @@ pub struct NestedAccess {
     pub runs_on: bool,
     /// The byte offset of element `i`'s sub-view as the generated accessor computes it, or
     /// `None` when `i` is past the last element (for a trailing array: past the buffer) or
-    /// the buffer is shorter than the parent's fixed part.
-    pub view_offset: fn(&[u8], usize) -> Option<usize>,
+    /// the buffer is shorter than the parent's fixed part. The function itself is `None`
+    /// without feature `reflect`.
+    pub view_offset: Option<ViewOffset>,
+}
+
+impl NestedAccess {
+    /// Whether the nested layout is a structure or a union.
+    pub fn kind(&self) -> NestedKind {
+        match self.table {
+            NestedTable::Struct(_) => NestedKind::Struct,
+            NestedTable::Union(_) => NestedKind::Union,
+        }
+    }
 }
 
 /// One layout's table.
@@ -74,12 +139,29 @@ pub struct NestedAccess {
 pub struct LayoutAccess {
     /// The layout's name.
     pub name: &'static str,
+    /// The name of its generated view type (`Cqc` for `cqc`).
+    pub type_name: &'static str,
     /// Size of its fixed part in bytes.
     pub size: usize,
-    /// Scalar fields and arrays of scalars.
+    /// Scalar fields, opaque bytes, and arrays of them.
     pub fields: &'static [FieldAccess],
     /// Nested structures and unions, and arrays of them.
     pub nested: &'static [NestedAccess],
+    /// The bits of the fixed part that no field covers, per dword: `(byte offset, mask)` for
+    /// each dword with any (empty for register blocks, whose reserved bits mean nothing).
+    pub reserved: &'static [(u32, u32)],
+}
+
+impl core::fmt::Debug for LayoutAccess {
+    /// The table's summary, not its contents (which [`Decoded`] shows for some bytes).
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("LayoutAccess")
+            .field("name", &self.name)
+            .field("size", &self.size)
+            .field("fields", &self.fields.len())
+            .field("nested", &self.nested.len())
+            .finish()
+    }
 }
 
 impl LayoutAccess {
@@ -95,12 +177,14 @@ impl LayoutAccess {
 }
 
 /// One member of a union: a structure the union's bytes can be read as.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug)]
 pub struct UnionMemberAccess {
     /// The member's name.
     pub name: &'static str,
     /// The structure it is read as (a [`LayoutAccess`] of that name exists).
     pub layout: &'static str,
+    /// That structure's table.
+    pub table: &'static LayoutAccess,
     /// The selector value that picks it (after the selector's shift), when the union has a
     /// selector.
     pub when: Option<u64>,
@@ -134,27 +218,16 @@ impl SelectorAccess {
 /// when they do not lie inside `bytes`. Unlike the generated getters it needs no alignment:
 /// a selector's field may sit anywhere.
 pub fn read_bits(bytes: &[u8], bit: usize, width: u32) -> Option<u64> {
-    if width == 0 || width > 64 {
-        return None;
-    }
-    let end = bit.checked_add(width as usize)?;
-    let (first, last) = (bit / 8, end.div_ceil(8));
-    // At most 9 bytes: a 64-bit field that does not start on a byte.
-    let span = bytes.get(first..last)?;
-    let acc = span.iter().fold(0u128, |a, b| a << 8 | u128::from(*b));
-    let value = (acc >> (last * 8 - end)) as u64;
-    Some(if width == 64 {
-        value
-    } else {
-        value & ((1u64 << width) - 1)
-    })
+    super::decoded::bits_of(bytes, bit, width)
 }
 
 /// One union's table.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug)]
 pub struct UnionAccess {
     /// The union's name.
     pub name: &'static str,
+    /// The name of its generated view type.
+    pub type_name: &'static str,
     /// Its size in bytes.
     pub size: usize,
     /// Its members, in spec order.
@@ -228,20 +301,32 @@ mod tests {
         assert_eq!(read_bits(&b, 0, 65), None);
     }
 
+    const EMPTY: LayoutAccess = LayoutAccess {
+        name: "la",
+        type_name: "La",
+        size: 4,
+        fields: &[],
+        nested: &[],
+        reserved: &[],
+    };
+
     #[test]
     fn member_for_applies_the_shift() {
         const U: UnionAccess = UnionAccess {
             name: "u",
+            type_name: "U",
             size: 4,
             members: &[
                 UnionMemberAccess {
                     name: "a",
                     layout: "la",
+                    table: &EMPTY,
                     when: Some(0),
                 },
                 UnionMemberAccess {
                     name: "b",
                     layout: "lb",
+                    table: &EMPTY,
                     when: Some(3),
                 },
             ],
@@ -256,12 +341,12 @@ mod tests {
         assert_eq!(U.member_for(7).map(|m| m.name), Some("b"));
         assert_eq!(U.member_for(6).map(|m| m.name), Some("b"));
         assert_eq!(U.member_for(1).map(|m| m.name), Some("a"));
-        assert_eq!(U.member_for(4), None);
+        assert!(U.member_for(4).is_none());
         let none = UnionAccess {
             selector: None,
             ..U
         };
-        assert_eq!(none.member_for(0), None);
+        assert!(none.member_for(0).is_none());
     }
 
     #[test]
@@ -269,18 +354,21 @@ mod tests {
         static T: [UnionAccess; 3] = [
             UnionAccess {
                 name: "zeta",
+                type_name: "T",
                 size: 4,
                 members: &[],
                 selector: None,
             },
             UnionAccess {
                 name: "alpha",
+                type_name: "T",
                 size: 4,
                 members: &[],
                 selector: None,
             },
             UnionAccess {
                 name: "mu",
+                type_name: "T",
                 size: 4,
                 members: &[],
                 selector: None,

@@ -128,3 +128,27 @@ macro_rules! __prm_view {
         }
     };
 }
+
+/// An accessor function of a reflection table: `Some(f)` when this crate is built with feature
+/// `reflect`, `None` otherwise. The tables also drive the decoding `Debug` (feature `debug`),
+/// which needs only offsets and widths; leaving the functions out there saves compiling two
+/// closures per field. The choice is made where this crate is compiled, so a crate generated
+/// against it agrees with its `reflect` feature.
+#[cfg(feature = "reflect")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __prm_accessor {
+    ($f:expr) => {
+        ::core::option::Option::Some($f)
+    };
+}
+
+/// See the `reflect` version above.
+#[cfg(not(feature = "reflect"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __prm_accessor {
+    ($f:expr) => {
+        ::core::option::Option::None
+    };
+}

@@ -55,8 +55,14 @@ pub(crate) fn err_cqe(
 }
 
 /// Reads the consumer index of a CQ doorbell record.
+///
+/// An acquire fence follows: the slots it hands back are overwritten after it, and the
+/// driver's reads of them (before its release fence and the index) must come first
+/// (driver/tests/loom_cq.rs, `weak_device_reuses_slot_without_acquire`).
 fn consumer_index(dma: &DmaSpace, dbr: u64) -> Option<u32> {
-    dma.window(dbr, 4).map(|w| w.read_be32(0) & MASK24)
+    let ci = dma.window(dbr, 4).map(|w| w.read_be32(0) & MASK24);
+    fence(Ordering::Acquire);
+    ci
 }
 
 /// Puts CQ `cqn` in error: the status QUERY_CQ shows, no more CQEs, and a cq_error event for

@@ -103,7 +103,10 @@ fn outstanding(dma: &DmaSpace, r: &Ring<'_>) -> Option<u16> {
 
 /// The receive counter of the ring's doorbell record (dword 0, low 16 bits).
 fn receive_counter(dma: &DmaSpace, r: &Ring<'_>) -> Option<u16> {
-    Some(dma.window(r.dbr, 4)?.read_be32(0) as u16)
+    let pc = dma.window(r.dbr, 4)?.read_be32(0) as u16;
+    // The WQEs it covers are read after it (no doorbell orders them: see `sendq::posted`).
+    super::sendq::posted();
+    Some(pc)
 }
 
 /// WQEs outstanding when the receive counter is `pc`; `None` when it claims more than the

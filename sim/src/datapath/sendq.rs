@@ -7,6 +7,7 @@ use crate::pas::PageList;
 use crate::stackvec::StackVec;
 use mlx5_prm::rt::Bytes as _;
 use std::ops::Deref;
+use std::sync::atomic::{fence, Ordering};
 
 /// Bytes per WQEBB.
 pub(crate) const WQEBB: u64 = mlx5_prm::SEND_WQE_BB;
@@ -16,7 +17,19 @@ pub(crate) const DS: usize = mlx5_prm::SEND_WQE_DS as usize;
 /// The send counter: dword 1 (byte 4) of the doorbell record, low 16 bits.
 pub(crate) fn counter(dma: &DmaSpace, dbr: u64) -> Option<u16> {
     let at = dbr.checked_add(4)?;
-    Some(dma.window(at, 4)?.read_be32(0) as u16)
+    let pc = dma.window(at, 4)?.read_be32(0) as u16;
+    posted();
+    Some(pc)
+}
+
+/// After reading a producer counter, before reading the WQEs it covers: an acquire fence,
+/// paired with the driver's release fence between WQEs and record. The doorbell's own
+/// hand-over (the job queue, or the driver's thread) orders only the WQEs up to the one it
+/// names; the counter may already cover later ones (driver/tests/loom_doorbell.rs,
+/// `weak_send_device_without_acquire_on_record`). On x86-64 it costs no instruction.
+#[inline(always)]
+pub(crate) fn posted() {
+    fence(Ordering::Acquire);
 }
 
 /// [`counter`] for a run of the queue that reads it more than once: through the window
@@ -27,10 +40,13 @@ pub(crate) fn counter_held<'d>(
     held: &mut Option<Held<'d>>,
 ) -> Option<u16> {
     if let Some(w) = held.as_ref().and_then(|h| dma.held(h)) {
-        return Some(w.read_be32(0) as u16);
+        let pc = w.read_be32(0) as u16;
+        posted();
+        return Some(pc);
     }
     let h = dma.hold(dbr.checked_add(4)?, 4)?;
     let pc = h.window().read_be32(0) as u16;
+    posted();
     *held = Some(h);
     Some(pc)
 }

@@ -39,6 +39,12 @@ impl Device {
         self.core.model().stats.rx_dropped
     }
 
+    /// Frames sent while the link was down, which the port discarded (they count among the
+    /// sent frames too, as the SQ completed them).
+    pub fn tx_discarded(&self) -> u64 {
+        self.core.model().stats.tx_discarded
+    }
+
     /// What the RoCE transport counted of the device as a whole: packets taken and sent,
     /// and those dropped before reaching a QP (bad ICRC, malformed, bad opcode, unknown QPN).
     pub fn roce_stats(&self) -> RoceStats {

@@ -134,6 +134,9 @@ fn wire_len(frame: &[u8]) -> usize {
 pub(crate) struct Counts {
     pub traffic: VportCounters,
     pub icrc_errors: u64,
+    /// Frames the port discarded on their way out because the link was down (RFC 2863
+    /// if_out_discards).
+    pub tx_discards: u64,
 }
 
 /// The PPCNT groups that count (and clear) on their own: IEEE 802.3, RFC 2863, extended
@@ -166,6 +169,11 @@ impl PortCounters {
         self.now.traffic.tx[kind(frame)].add(wire_len(frame));
     }
 
+    /// A frame discarded on its way out: the link was down.
+    pub(crate) fn discarded(&mut self) {
+        self.now.tx_discards = self.now.tx_discards.wrapping_add(1);
+    }
+
     /// A RoCE packet dropped because its ICRC did not match.
     pub(crate) fn icrc_error(&mut self) {
         self.now.icrc_errors = self.now.icrc_errors.wrapping_add(1);
@@ -180,6 +188,7 @@ impl PortCounters {
             c.traffic.tx[k] = minus(c.traffic.tx[k], base.traffic.tx[k]);
         }
         c.icrc_errors = c.icrc_errors.wrapping_sub(base.icrc_errors);
+        c.tx_discards = c.tx_discards.wrapping_sub(base.tx_discards);
         c
     }
 

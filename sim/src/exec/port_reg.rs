@@ -251,4 +251,10 @@ fn rfc_2863(g: &mut Eth2863CntrsGrpDataLayout<&mut [u8]>, c: &crate::exec::count
         set_if_out_broadcast_pkts_low,
         c.traffic.tx[2].packets
     );
+    put!(
+        g,
+        set_if_out_discards_high,
+        set_if_out_discards_low,
+        c.tx_discards
+    );
 }

@@ -2,10 +2,49 @@
 //! ioctls (no `ip` binary needed): an IPv4 address, the up flag, and the kernel's packet
 //! counters of an interface. Call these inside [`NetNs::run`](super::NetNs::run) to act on a
 //! namespace's interfaces.
+//!
+//! The ioctls are declared with nix's macros (typed, errors as `Errno`); calling one stays
+//! `unsafe` because the kernel reads and writes the `ifreq` through a raw pointer, so every
+//! call goes through `if_ioctl`, the one place that does it.
 
+use nix::net::if_::InterfaceFlags;
+use nix::sys::socket::{AddressFamily, SockFlag, SockType};
 use std::io;
 use std::net::Ipv4Addr;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, RawFd};
+
+pub(crate) use ioctls::tunsetiff;
+use ioctls::{siocsifaddr, siocsifflags, siocsifnetmask};
+
+/// The ioctls, typed by nix's macros (which make them `pub`: this module keeps them inside
+/// the crate).
+mod ioctls {
+    nix::ioctl_readwrite_bad!(
+        /// `TUNSETIFF` on an open `/dev/net/tun`: makes it the TAP (or TUN) device the
+        /// `ifreq` names and writes the name the kernel chose back.
+        tunsetiff,
+        libc::TUNSETIFF,
+        libc::ifreq
+    );
+    nix::ioctl_write_ptr_bad!(
+        /// `SIOCSIFADDR`: the interface's IPv4 address, from `ifru_addr`.
+        siocsifaddr,
+        libc::SIOCSIFADDR,
+        libc::ifreq
+    );
+    nix::ioctl_write_ptr_bad!(
+        /// `SIOCSIFNETMASK`: its netmask, from `ifru_netmask`.
+        siocsifnetmask,
+        libc::SIOCSIFNETMASK,
+        libc::ifreq
+    );
+    nix::ioctl_write_ptr_bad!(
+        /// `SIOCSIFFLAGS`: its flags, from `ifru_flags`.
+        siocsifflags,
+        libc::SIOCSIFFLAGS,
+        libc::ifreq
+    );
+}
 
 /// The kernel's counters of one interface (from `/proc/thread-self/net/dev`): what the kernel
 /// received on it and what it sent through it.
@@ -33,7 +72,7 @@ pub(crate) fn request(name: &str) -> io::Result<libc::ifreq> {
         ));
     }
     // SAFETY: ifreq is plain old data (a name and a union of integers and addresses); all
-    // zeroes is a valid value.
+    // zeroes is a valid value, and unlike a union literal it leaves no byte uninitialised.
     let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
     for (d, s) in req.ifr_name.iter_mut().zip(name.bytes()) {
         *d = s as libc::c_char;
@@ -50,39 +89,36 @@ pub(crate) fn name_of(req: &libc::ifreq) -> String {
         .collect()
 }
 
-/// A datagram socket to issue interface ioctls on.
-fn control_socket() -> io::Result<OwnedFd> {
-    // SAFETY: socket has no memory arguments; a non-negative result is a new descriptor we own.
-    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: fd was just returned by socket and is owned by nobody else.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+/// An interface ioctl that reads one `ifreq` (`siocsifaddr` and its kind).
+type IfIoctl = unsafe fn(RawFd, *const libc::ifreq) -> nix::Result<libc::c_int>;
+
+/// Issues `ioctl` with `req` on a fresh datagram socket of the calling thread's namespace.
+fn if_ioctl(what: &str, name: &str, ioctl: IfIoctl, req: &libc::ifreq) -> io::Result<()> {
+    let sock = nix::sys::socket::socket(
+        AddressFamily::Inet,
+        SockType::Datagram,
+        SockFlag::SOCK_CLOEXEC,
+        None,
+    )?;
+    // SAFETY: every `IfIoctl` is one of the SIOCSIF* requests declared above, which read one
+    // `ifreq` and nothing else; `req` is a whole, initialised `ifreq` borrowed for the call,
+    // and `sock` is an open socket.
+    unsafe { ioctl(sock.as_raw_fd(), req) }
+        .map(drop)
+        .map_err(|e| io::Error::new(io::Error::from(e).kind(), format!("{what} of {name}: {e}")))
 }
 
-fn ioctl(what: &str, name: &str, request: libc::c_ulong, req: &mut libc::ifreq) -> io::Result<()> {
-    let sock = control_socket()?;
-    // SAFETY: the SIOC* requests used here read or write one `ifreq`, which `req` points to.
-    if unsafe { libc::ioctl(sock.as_raw_fd(), request as _, req as *mut libc::ifreq) } < 0 {
-        let e = io::Error::last_os_error();
-        return Err(io::Error::new(e.kind(), format!("{what} of {name}: {e}")));
-    }
-    Ok(())
-}
-
+/// A `sockaddr` holding an IPv4 address (port 0), built field by field: `sa_data` holds the
+/// port and then the address, both in network order, as `sockaddr_in` lays them out.
 fn sockaddr_v4(addr: Ipv4Addr) -> libc::sockaddr {
-    let sin = libc::sockaddr_in {
-        sin_family: libc::AF_INET as libc::sa_family_t,
-        sin_port: 0,
-        sin_addr: libc::in_addr {
-            s_addr: u32::from(addr).to_be(),
-        },
-        sin_zero: [0; 8],
+    let mut sa = libc::sockaddr {
+        sa_family: libc::AF_INET as libc::sa_family_t,
+        sa_data: [0; 14],
     };
-    // SAFETY: sockaddr_in and sockaddr have the same size on Linux, and the kernel reads a
-    // sockaddr with family AF_INET as a sockaddr_in.
-    unsafe { std::mem::transmute::<libc::sockaddr_in, libc::sockaddr>(sin) }
+    for (d, b) in sa.sa_data[2..6].iter_mut().zip(addr.octets()) {
+        *d = b as libc::c_char;
+    }
+    sa
 }
 
 /// Gives interface `name` the IPv4 address `addr` with a `prefix`-bit network (the kernel
@@ -96,21 +132,40 @@ pub fn set_ipv4(name: &str, addr: Ipv4Addr, prefix: u8) -> io::Result<()> {
     }
     let mut req = request(name)?;
     req.ifr_ifru.ifru_addr = sockaddr_v4(addr);
-    ioctl("setting the address", name, libc::SIOCSIFADDR, &mut req)?;
+    if_ioctl("setting the address", name, siocsifaddr, &req)?;
     let mask = u32::MAX.checked_shl(32 - u32::from(prefix)).unwrap_or(0);
     let mut req = request(name)?;
     req.ifr_ifru.ifru_netmask = sockaddr_v4(Ipv4Addr::from(mask));
-    ioctl("setting the netmask", name, libc::SIOCSIFNETMASK, &mut req)
+    if_ioctl("setting the netmask", name, siocsifnetmask, &req)
 }
 
-/// Sets interface `name` up.
+/// Sets interface `name` up (its other flags as they were).
 pub fn set_up(name: &str) -> io::Result<()> {
     let mut req = request(name)?;
-    ioctl("reading the flags", name, libc::SIOCGIFFLAGS, &mut req)?;
-    // SAFETY: SIOCGIFFLAGS filled the flags member of the union.
-    let flags = unsafe { req.ifr_ifru.ifru_flags };
-    req.ifr_ifru.ifru_flags = flags | libc::IFF_UP as libc::c_short;
-    ioctl("setting the flags", name, libc::SIOCSIFFLAGS, &mut req)
+    let flags = flags(name)? | InterfaceFlags::IFF_UP;
+    // The kernel's flags word is 16 bits wide in an `ifreq`.
+    req.ifr_ifru.ifru_flags = flags.bits() as libc::c_short;
+    if_ioctl("setting the flags", name, siocsifflags, &req)
+}
+
+/// Interface `name`'s flags, from the kernel's list of interfaces (`getifaddrs`, which
+/// lists every interface, with an address or without).
+pub fn flags(name: &str) -> io::Result<InterfaceFlags> {
+    let found = nix::ifaddrs::getifaddrs()
+        .map_err(|e| {
+            io::Error::new(
+                io::Error::from(e).kind(),
+                format!("listing interfaces: {e}"),
+            )
+        })?
+        .find(|i| i.interface_name == name)
+        .map(|i| i.flags);
+    found.ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("no interface {name} in this network namespace"),
+        )
+    })
 }
 
 /// Turns IPv6 off on interface `name`, so the kernel sends nothing on it unasked (no router

@@ -31,9 +31,10 @@ mod netns;
 pub use netns::NetNs;
 
 use crate::{Device, Link};
+use nix::poll::{PollFd, PollFlags, PollTimeout};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -69,11 +70,12 @@ impl Tap {
             .map_err(|e| io::Error::new(e.kind(), format!("opening /dev/net/tun: {e}")))?;
         let mut req = ifconfig::request(name)?;
         req.ifr_ifru.ifru_flags = (libc::IFF_TAP | libc::IFF_NO_PI) as libc::c_short;
-        // SAFETY: TUNSETIFF reads and writes one `ifreq`, which `req` points to.
-        if unsafe { libc::ioctl(file.as_raw_fd(), libc::TUNSETIFF as _, &mut req) } < 0 {
-            let e = io::Error::last_os_error();
+        // SAFETY: TUNSETIFF reads one `ifreq` (the name and flags) and writes the name the
+        // kernel chose back into it; `req` is a whole, initialised `ifreq` that outlives the
+        // call, and `file` is an open /dev/net/tun.
+        if let Err(e) = unsafe { ifconfig::tunsetiff(file.as_raw_fd(), &mut req) } {
             return Err(io::Error::new(
-                e.kind(),
+                io::Error::from(e).kind(),
                 format!("creating TAP device {name} (needs root or CAP_NET_ADMIN): {e}"),
             ));
         }
@@ -120,13 +122,7 @@ impl Tap {
 
 /// A pipe (read end, write end) that wakes the reader thread when closed.
 fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0; 2];
-    // SAFETY: pipe2 writes two descriptors into the array it is given.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: both descriptors were just created and are owned by nobody else.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+    nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(io::Error::from)
 }
 
 /// What the link (driver side) and the reader thread share.
@@ -146,34 +142,24 @@ impl Shared {
         let mut frame = vec![0u8; MAX_FRAME];
         loop {
             let mut fds = [
-                libc::pollfd {
-                    fd: self.file.as_raw_fd(),
-                    events: libc::POLLIN,
-                    revents: 0,
-                },
-                libc::pollfd {
-                    fd: stop.as_raw_fd(),
-                    events: libc::POLLIN,
-                    revents: 0,
-                },
+                PollFd::new(self.file.as_fd(), PollFlags::POLLIN),
+                PollFd::new(stop.as_fd(), PollFlags::POLLIN),
             ];
-            // SAFETY: poll reads and writes the two pollfd entries of the array.
-            let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
-            if n < 0 {
-                let e = io::Error::last_os_error();
-                if e.kind() == io::ErrorKind::Interrupted {
-                    continue;
-                }
-                return self.fail(e);
+            match nix::poll::poll(&mut fds, PollTimeout::NONE) {
+                Ok(_) => {}
+                Err(nix::errno::Errno::EINTR) => continue,
+                Err(e) => return self.fail(e.into()),
             }
-            if fds[1].revents != 0 {
+            let events = |fd: &PollFd<'_>| fd.revents().unwrap_or(PollFlags::empty());
+            if !events(&fds[1]).is_empty() {
                 return;
             }
-            if fds[0].revents & libc::POLLIN == 0 {
-                if fds[0].revents != 0 {
+            let tap = events(&fds[0]);
+            if !tap.contains(PollFlags::POLLIN) {
+                if !tap.is_empty() {
                     return self.fail(io::Error::other(format!(
-                        "TAP device {} reported poll events 0x{:x}",
-                        self.name, fds[0].revents
+                        "TAP device {} reported poll events {tap:?}",
+                        self.name
                     )));
                 }
                 continue;

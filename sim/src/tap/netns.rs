@@ -2,9 +2,9 @@
 //! demo, which no other process sees and which disappears with the last handle to it, even
 //! when the process is killed (nothing to clean up, unlike `ip netns add`).
 
+use nix::sched::CloneFlags;
 use std::fs::File;
 use std::io;
-use std::os::fd::AsRawFd;
 use std::thread;
 
 /// A network namespace of this process, alive while this handle (an open descriptor of it)
@@ -25,12 +25,9 @@ impl NetNs {
     pub fn new() -> io::Result<NetNs> {
         // A thread of its own moves into the new namespace, so the caller's stays as it was.
         let handle = thread::spawn(|| {
-            // SAFETY: unshare only changes the calling thread's namespaces; no memory is
-            // involved.
-            if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
-                let e = io::Error::last_os_error();
+            if let Err(e) = nix::sched::unshare(CloneFlags::CLONE_NEWNET) {
                 return Err(io::Error::new(
-                    e.kind(),
+                    io::Error::from(e).kind(),
                     format!("creating a network namespace (needs root or CAP_SYS_ADMIN): {e}"),
                 ));
             }
@@ -79,12 +76,7 @@ impl NetNs {
 
 /// Moves the calling thread into the namespace `handle` refers to.
 fn enter(handle: &File) -> io::Result<()> {
-    // SAFETY: setns takes a descriptor the caller holds open and changes only the calling
-    // thread's network namespace.
-    if unsafe { libc::setns(handle.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    nix::sched::setns(handle, CloneFlags::CLONE_NEWNET).map_err(io::Error::from)
 }
 
 #[cfg(test)]

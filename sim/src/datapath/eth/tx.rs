@@ -213,8 +213,10 @@ fn count(m: &mut Model, vport: impl FnOnce(&mut VportCounters, &[u8])) {
             m.port.counters.sent(sent);
         }
     }
-    if !up {
+    if !up && m.outbox.last().is_some() {
         m.outbox.pop();
+        m.stats.tx_discarded += 1;
+        m.port.counters.discarded();
     }
 }
 

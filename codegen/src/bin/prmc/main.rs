@@ -1,232 +1,13 @@
 //! `prmc`: the PRM spec compiler's command line.
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::Parser;
 use prm_codegen::Compilation;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-#[derive(Parser)]
-#[command(
-    name = "prmc",
-    version,
-    about = "Checks PRM layout specs and shows their resolved layouts"
-)]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-}
+mod args;
 
-#[derive(Copy, Clone, PartialEq, Eq, ValueEnum)]
-enum Format {
-    /// `file:line:col: error: message` with the source line and a caret.
-    Human,
-    /// One JSON document on stdout.
-    Json,
-}
-
-/// `prmc diff`'s output formats.
-#[derive(Copy, Clone, PartialEq, Eq, ValueEnum)]
-enum DiffFormat {
-    /// Grouped by item, one line per change.
-    Text,
-    /// The report as one JSON document (see docs/spec-format.md, "Spec diff").
-    Json,
-}
-
-#[derive(Subcommand)]
-enum Command {
-    /// Checks every spec file under SPEC_DIR and reports all problems; given one FILE, checks
-    /// the spec directory it is in (its references need the others) and reports that file's.
-    ///
-    /// Exit status: 0 when there are no errors, 1 when there are, 2 on a usage error.
-    Check {
-        /// Directory of `*.yaml` spec files, or one spec file.
-        #[arg(default_value = "spec", value_name = "SPEC_DIR|FILE")]
-        spec_dir: PathBuf,
-        /// Output format for diagnostics.
-        #[arg(long, value_enum, default_value_t = Format::Human)]
-        format: Format,
-    },
-    /// Prints what NAME names: a structure or union as a PRM-style table (reserved gaps
-    /// included), an enum with its values and the fields of its type, a command (by name or
-    /// opcode, e.g. 0x400) with its op_mods and mailbox layouts, or a field path
-    /// (`cmd_hca_cap.log_max_qp`, through nested layouts) with its position, type and doc.
-    Show {
-        /// The structure, union, register block, enum, command, opcode or field path.
-        name: String,
-        /// Directory of `*.yaml` spec files.
-        #[arg(long, default_value = "spec")]
-        spec: PathBuf,
-        /// Only the rows of a layout whose name contains this (case-insensitive).
-        #[arg(long)]
-        filter: Option<String>,
-    },
-    /// Prints every structure's resolved layout, one field per line (tab-separated:
-    /// struct, field, bit offset, width, kind, type), or as JSON with --json.
-    Layout {
-        /// Print the JSON contract documented in docs/spec-format.md.
-        #[arg(long)]
-        json: bool,
-        /// Directory of `*.yaml` spec files.
-        #[arg(long, default_value = "spec")]
-        spec: PathBuf,
-        /// Only this structure or union.
-        name: Option<String>,
-    },
-    /// Generates Rust views from the specs (the checked-in `mlx5-prm/src/generated`).
-    Gen {
-        /// Directory of `*.yaml` spec files.
-        #[arg(default_value = "spec")]
-        spec_dir: PathBuf,
-        /// Output directory (one file per spec file, plus `mod.rs`).
-        #[arg(long, default_value = "mlx5-prm/src/generated")]
-        out: PathBuf,
-        /// Write nothing; exit 1 when the output directory differs from a fresh generation.
-        #[arg(long)]
-        check: bool,
-        /// Path of the crate that provides the runtime: `crate` inside mlx5-prm,
-        /// `::mlx5_prm` for another crate.
-        #[arg(long, default_value = "crate")]
-        runtime: String,
-    },
-    /// Imports kernel-style `mlx5_ifc.h` headers as spec YAML (one file per header, following
-    /// `#include "..."`), for cross-checks and scale tests.
-    Import {
-        /// Header files.
-        #[arg(required = true)]
-        headers: Vec<PathBuf>,
-        /// Output directory (not with --only).
-        #[arg(long, required_unless_present = "only")]
-        out: Option<PathBuf>,
-        /// Show the warnings (layouts written in another form than the header's).
-        #[arg(long)]
-        verbose: bool,
-        /// Print only this layout, as a spec file of its own, to stdout (no OUT needed): a
-        /// start for adding it to a spec.
-        #[arg(long, value_name = "NAME")]
-        only: Option<String>,
-    },
-    /// Compares the spec with a kernel `mlx5_ifc.h`: every layout both define, field by field
-    /// (offset, width, count), and every enum with a counterpart among the header's constants,
-    /// value by value; each difference with both positions in PRM notation and the spec's
-    /// file:line.
-    ///
-    /// Exit status: 0 when nothing differs (or, with --expected, everything that differs is
-    /// listed and every listed difference occurs), 1 otherwise, 2 on a usage error.
-    Compare {
-        /// The header (`include/linux/mlx5/mlx5_ifc.h`).
-        #[arg(long)]
-        header: PathBuf,
-        /// Directory of `*.yaml` spec files.
-        #[arg(long, default_value = "spec")]
-        spec: PathBuf,
-        /// The intended differences, with their reasons (tests/kernel_differences.yaml).
-        #[arg(long)]
-        expected: Option<PathBuf>,
-        /// Output format.
-        #[arg(long, value_enum, default_value_t = Format::Human)]
-        format: Format,
-        /// Only these layouts and enums.
-        names: Vec<String>,
-    },
-    /// Compares two versions of the spec, classifying each change for the wire and the Rust API.
-    ///
-    /// Per layout, fields added, removed, moved, resized, retyped or renamed; enum values;
-    /// commands; constants. Each change is judged for the wire (do the device's bits change?)
-    /// and for the generated Rust API (does dependent code break, or silently change
-    /// meaning?), with a semver-like verdict (major, minor, patch, none).
-    ///
-    /// Exit status: 0, or 1 when `--deny LEVEL` is given and the verdict reaches it, or when
-    /// an input has errors; 2 on a usage error.
-    Diff {
-        /// The old version: a spec directory, or a kernel-style header (`mlx5_ifc.h`).
-        old: PathBuf,
-        /// The new version: a spec directory or a header.
-        new: PathBuf,
-        /// Output format.
-        #[arg(long, value_enum, default_value_t = DiffFormat::Text)]
-        format: DiffFormat,
-        /// Exit 1 when the verdict reaches this level (`breaking` is `major`).
-        #[arg(long, value_name = "LEVEL", value_parser = ["breaking", "major", "minor", "patch"])]
-        deny: Option<String>,
-    },
-    /// Decodes a hex dump (plain, xxd, hexdump -C) or raw bytes through a layout: every field
-    /// with its PRM position, kernel bit offset, raw and decoded value.
-    ///
-    /// Exit status: 0 when decoded, 1 on bad input (truncated, wrong length, bad hex), 2 on a
-    /// usage error (an unknown layout).
-    Decode {
-        /// The structure or union (with --command: the input file).
-        layout: Option<String>,
-        /// The dump; `-` or none reads stdin.
-        file: Option<PathBuf>,
-        /// Decode a command's mailbox instead: its opcode (0x400) or name.
-        #[arg(long)]
-        command: Option<String>,
-        /// With --command: the input mailbox (the default).
-        #[arg(long = "in", conflicts_with = "output")]
-        input: bool,
-        /// With --command: the output mailbox.
-        #[arg(long = "out")]
-        output: bool,
-        /// Read a union as this member: MEMBER, or PATH=MEMBER for one union (repeatable).
-        #[arg(long)]
-        member: Vec<String>,
-        /// Output format.
-        #[arg(long, value_enum, default_value_t = prm_codegen::decode::cli::OutputFormat::Text)]
-        format: prm_codegen::decode::cli::OutputFormat,
-        /// The input is raw bytes, not a hex dump.
-        #[arg(long)]
-        binary: bool,
-        /// Directory of `*.yaml` spec files.
-        #[arg(long, default_value = "spec")]
-        spec: PathBuf,
-    },
-    /// Writes a layout's bytes from `field.path=value` assignments (numbers, enum value names,
-    /// true/false) as hex, the inverse of `decode`.
-    ///
-    /// Exit status: 0 when written, 1 on a bad assignment, 2 on a usage error.
-    Encode {
-        /// The structure or union (not with --command).
-        layout: Option<String>,
-        /// Assignments, `field.path=value`.
-        assignments: Vec<String>,
-        /// Encode a command's mailbox instead: its opcode (0x400) or name; the input's
-        /// `opcode` field is filled in unless assigned.
-        #[arg(long)]
-        command: Option<String>,
-        /// With --command: the input mailbox (the default).
-        #[arg(long = "in", conflicts_with = "output")]
-        input: bool,
-        /// With --command: the output mailbox.
-        #[arg(long = "out")]
-        output: bool,
-        /// Start from this dump instead of zeros.
-        #[arg(long)]
-        base: Option<PathBuf>,
-        /// Write raw bytes instead of hex.
-        #[arg(long)]
-        binary: bool,
-        /// Directory of `*.yaml` spec files.
-        #[arg(long, default_value = "spec")]
-        spec: PathBuf,
-    },
-    /// Writes a synthetic spec (for benchmarks) into OUT_DIR.
-    #[command(hide = true)]
-    Synth {
-        /// Where to write.
-        out_dir: PathBuf,
-        /// Number of structures.
-        #[arg(long, default_value_t = 700)]
-        structs: usize,
-        /// Number of fields in all.
-        #[arg(long, default_value_t = 12000)]
-        fields: usize,
-        /// Number of files.
-        #[arg(long, default_value_t = 20)]
-        files: usize,
-    },
-}
+use args::{Cli, Command, DiffFormat, Format};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -521,6 +302,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
             input: _,
             output,
             member,
+            op_mod,
             format,
             binary,
             spec,
@@ -536,7 +318,8 @@ fn run(command: Command) -> Result<ExitCode, String> {
                 (None, None) => return Err("name a LAYOUT or a --command".into()),
             };
             let json = format == cli::OutputFormat::Json;
-            match cli::decode(&c.ir, &which, file.as_deref(), binary, &member, json) {
+            let picks = cli::Picks { member, op_mod };
+            match cli::decode(&c.ir, &which, file.as_deref(), binary, &picks, json) {
                 Ok(text) => cli::write_stdout(text.as_bytes())?,
                 Err(cli::Failure::Usage(m)) => return Err(m),
                 Err(cli::Failure::Input(m)) => {
@@ -578,6 +361,23 @@ fn run(command: Command) -> Result<ExitCode, String> {
                     return Ok(ExitCode::from(1));
                 }
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Doc { spec, out } => {
+            let c = match compile_clean(&spec)? {
+                Ok(c) => c,
+                Err(code) => return Ok(code),
+            };
+            let pages = prm_codegen::doc::render(&c);
+            let bytes = prm_codegen::doc::write(&pages, &out)
+                .map_err(|e| format!("writing `{}`: {e}", out.display()))?;
+            eprintln!(
+                "prmc: {} files, {} KiB in {} (open {})",
+                pages.len(),
+                bytes.div_ceil(1024),
+                out.display(),
+                out.join("index.html").display()
+            );
             Ok(ExitCode::SUCCESS)
         }
         Command::Synth {
