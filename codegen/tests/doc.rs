@@ -3,7 +3,10 @@
 //! bit numbers of every piece of every field), not against the diagram code; every local link
 //! and anchor must exist; spec text must come out as text, never as markup.
 
-use prm_codegen::ir::{ArrayCount, Ir, Struct};
+mod doc_common;
+
+use doc_common::{doc, expected_pieces, ir_of, manifest, row_dwords};
+use prm_codegen::ir::Struct;
 use scraper::{ElementRef, Html, Selector};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -11,69 +14,6 @@ use std::process::Command;
 
 fn sel(s: &str) -> Selector {
     Selector::parse(s).expect("selector")
-}
-
-/// Runs `prmc doc --spec SPEC --out OUT` and returns the output directory (kept alive).
-fn doc(spec: &Path) -> tempfile::TempDir {
-    let out = tempfile::tempdir().expect("tempdir");
-    let run = Command::new(env!("CARGO_BIN_EXE_prmc"))
-        .args(["doc", "--spec"])
-        .arg(spec)
-        .arg("--out")
-        .arg(out.path())
-        .output()
-        .expect("prmc runs");
-    assert!(
-        run.status.success(),
-        "prmc doc failed: {}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    out
-}
-
-fn ir_of(spec: &Path) -> Ir {
-    let c = prm_codegen::compile_dir(spec).expect("spec reads");
-    assert!(c.is_ok(), "{}", c.render_human());
-    c.ir
-}
-
-fn manifest(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
-}
-
-/// Where a field's bits must be drawn, from the IR alone: `(dword, hi, lo)` for each piece
-/// of `[bit_offset, end)` cut at dword boundaries, with bits numbered 31 (left) to 0.
-fn expected_pieces(s: &Struct) -> BTreeSet<(String, u64, u64, u64)> {
-    let mut out = BTreeSet::new();
-    let size_bits = s.size * 8;
-    for f in &s.fields {
-        if f.count == Some(ArrayCount::Trailing) {
-            continue;
-        }
-        let end = f.end_bit().min(size_bits);
-        let mut b = f.bit_offset;
-        while b < end {
-            let dw = b / 32;
-            let stop = end.min((dw + 1) * 32);
-            out.insert((
-                f.name.clone(),
-                dw,
-                31 - (b - dw * 32),
-                31 - (stop - 1 - dw * 32),
-            ));
-            b = stop;
-        }
-    }
-    out
-}
-
-/// Parses a row's offset label: `0x08` or a run `0x10–0x1c` into a dword range.
-fn row_dwords(label: &str) -> (u64, u64) {
-    let parse = |s: &str| u64::from_str_radix(s.trim().trim_start_matches("0x"), 16).unwrap();
-    match label.split_once('–') {
-        Some((a, b)) => (parse(a) / 4, parse(b) / 4),
-        None => (parse(label) / 4, parse(label) / 4),
-    }
 }
 
 /// What the page draws: for every field box, `(field, dword, hi, lo)` per dword of its row,
@@ -412,4 +352,60 @@ fn a_spec_with_errors_exits_1_and_writes_nothing() {
         .output()
         .unwrap();
     assert_eq!(missing.status.code(), Some(2));
+}
+
+#[test]
+fn qp_state_machine_graph_draws_every_transition() {
+    let spec = manifest("../spec");
+    let ir = ir_of(&spec);
+    let out = doc(&spec);
+    for m in &ir.state_machines {
+        let page =
+            std::fs::read_to_string(out.path().join(format!("machine/{}.html", m.name))).unwrap();
+        let html = Html::parse_document(&page);
+        let mut drawn = BTreeSet::new();
+        for g in html.select(&sel("svg.machine g.edge")) {
+            let from = g.value().attr("data-from").unwrap().to_string();
+            let to = g.value().attr("data-to").unwrap().to_string();
+            for t in g.select(&sel(r##"a[href^="#"] text"##)) {
+                let name: String = t.text().collect();
+                let name = name.trim_start_matches("any → ").to_string();
+                drawn.insert((from.clone(), to.clone(), name));
+            }
+        }
+        let mut want = BTreeSet::new();
+        for t in &m.transitions {
+            let froms: Vec<String> = if t.from.is_empty() {
+                vec!["*".into()]
+            } else {
+                t.from.clone()
+            };
+            for from in froms {
+                want.insert((from, t.to.clone(), t.name.clone()));
+            }
+        }
+        assert_eq!(drawn, want, "{}: the graph's arrows", m.name);
+        let states = html.select(&sel("svg.machine g.state")).count();
+        let values = ir.find_enum(&m.states).unwrap().values.len();
+        assert_eq!(states, values, "{}: one box per state", m.name);
+    }
+}
+
+#[test]
+fn a_union_page_draws_each_member() {
+    let spec = manifest("../spec");
+    let ir = ir_of(&spec);
+    let out = doc(&spec);
+    for u in &ir.unions {
+        let page =
+            std::fs::read_to_string(out.path().join(format!("layout/{}.html", u.name))).unwrap();
+        let html = Html::parse_document(&page);
+        let drawn: Vec<String> = html
+            .select(&sel("details.member"))
+            .filter(|d| d.select(&sel("table.diagram")).next().is_some())
+            .map(|d| d.value().attr("data-member").unwrap().to_string())
+            .collect();
+        let want: Vec<String> = u.members.iter().map(|m| m.name.clone()).collect();
+        assert_eq!(drawn, want, "{}: a diagram per member", u.name);
+    }
 }

@@ -101,8 +101,8 @@ fn rows(s: &Struct) -> Vec<Row> {
 }
 
 /// The text in a field's box and its link: nested layouts link to their page, other fields
-/// to their row in the table below.
-fn label(site: &Site, f: &Field) -> (String, String) {
+/// to their row in the field table of `page` (empty: the page the diagram is on).
+fn label(site: &Site, f: &Field, page: &str) -> (String, String) {
     let name = match f.count {
         None => f.name.clone(),
         Some(ArrayCount::Fixed(n)) => format!("{}[{n}]", f.name),
@@ -112,12 +112,14 @@ fn label(site: &Site, f: &Field) -> (String, String) {
         FieldType::Struct(t) | FieldType::Union(t) => site.type_href(t),
         _ => None,
     }
-    .unwrap_or_else(|| format!("#{}", field_anchor(&f.name)));
+    .unwrap_or_else(|| format!("{page}#{}", field_anchor(&f.name)));
     (name, href)
 }
 
-/// The diagram of a structure's fixed part, then its trailing array if it has one.
-pub fn render(site: &Site, s: &Struct) -> String {
+/// The diagram of a structure's fixed part, then its trailing array if it has one. Field boxes
+/// link to their rows on `page` (empty: this page; a union's page draws its members' diagrams
+/// and links to the members' own pages).
+pub fn render(site: &Site, s: &Struct, page: &str) -> String {
     let mut out = String::from(
         r#"<div class="diagram-wrap"><table class="diagram"><thead><tr><th class="off">offset</th>"#,
     );
@@ -148,7 +150,7 @@ pub fn render(site: &Site, s: &Struct) -> String {
                 }
                 Owner::Field(i) => {
                     let Some(f) = s.fields.get(i) else { continue };
-                    let (name, href) = label(site, f);
+                    let (name, href) = label(site, f, page);
                     let nested = match f.ty {
                         FieldType::Struct(_) | FieldType::Union(_) => " nested",
                         _ if f.count.is_some() => " array",
@@ -175,7 +177,7 @@ pub fn render(site: &Site, s: &Struct) -> String {
         .iter()
         .find(|f| f.count == Some(ArrayCount::Trailing))
     {
-        let (name, href) = label(site, f);
+        let (name, href) = label(site, f, page);
         let _ = write!(
             out,
             r#"<tr class="trail"><th class="off">0x{:02x}…</th><td colspan="32" class="f array" data-field="{}"><a href="{}">{}</a> (as many {}-bit elements as the buffer holds)</td></tr>"#,

@@ -17,15 +17,26 @@ fn place(bit: u64, width: u64) -> (String, String) {
     }
 }
 
-fn reserved_row(out: &mut String, start: u64, end: u64) {
-    let (off, bits) = place(start, end - start);
-    let _ = writeln!(
-        out,
-        r#"<tr class="rsvd"><td>{}</td><td>{}</td><td>(reserved)</td><td>{}</td><td></td><td></td></tr>"#,
-        esc(&off),
-        esc(&bits),
-        end - start
-    );
+/// The rows of a reserved gap `[start, end)`: the rest of a partly used dword, then the whole
+/// dwords, then the start of the last one, so that each row has a PRM position.
+fn reserved_rows(out: &mut String, start: u64, end: u64) {
+    let mut at = start;
+    while at < end {
+        let stop = if at % 32 != 0 || end - at < 32 {
+            end.min((at / 32 + 1) * 32)
+        } else {
+            at + (end - at) / 32 * 32
+        };
+        let (off, bits) = place(at, stop - at);
+        let _ = writeln!(
+            out,
+            r#"<tr class="rsvd"><td>{}</td><td>{}</td><td>(reserved)</td><td>{}</td><td></td><td></td></tr>"#,
+            esc(&off),
+            esc(&bits),
+            stop - at
+        );
+        at = stop;
+    }
 }
 
 fn field_row(site: &Site, out: &mut String, f: &Field) {
@@ -103,7 +114,7 @@ pub fn struct_page(site: &Site, s: &Struct) -> String {
     let mut body = header(site, kind, &s.name, s.size, s.span);
     body.push_str(&doc_html(s.doc.as_deref()));
     body.push_str("<h2>Bit diagram</h2>");
-    body.push_str(&diagram::render(site, s));
+    body.push_str(&diagram::render(site, s, ""));
     body.push_str(
         r#"<h2>Fields</h2><table class="fields"><thead><tr><th>offset</th><th>bits</th><th>name</th><th>width</th><th>type</th><th>doc</th></tr></thead><tbody>"#,
     );
@@ -112,13 +123,13 @@ pub fn struct_page(site: &Site, s: &Struct) -> String {
     let mut covered = 0u64;
     for f in &s.fields {
         if f.bit_offset > covered && covered < size_bits {
-            reserved_row(&mut body, covered, f.bit_offset.min(size_bits));
+            reserved_rows(&mut body, covered, f.bit_offset.min(size_bits));
         }
         field_row(site, &mut body, f);
         covered = covered.max(f.end_bit());
     }
     if covered < size_bits {
-        reserved_row(&mut body, covered, size_bits);
+        reserved_rows(&mut body, covered, size_bits);
     }
     body.push_str("</tbody></table>\n");
     if !s.words.is_empty() {
@@ -180,6 +191,33 @@ pub fn union_page(site: &Site, u: &Union) -> String {
         );
     }
     body.push_str("</tbody></table>\n");
+    // Each member's bit diagram, as the PRM draws a union: one layout per case, over the
+    // same bytes. The first is open; the others unfold on demand.
+    body.push_str("<h2>Bit diagrams</h2>");
+    for (i, m) in u.members.iter().enumerate() {
+        let Some(s) = site.ir.find_struct(&m.ty) else {
+            continue;
+        };
+        let rest = if s.size < u.size {
+            format!(
+                "; bytes {}..{} of the union are unused by this member",
+                hex(s.size),
+                hex(u.size)
+            )
+        } else {
+            String::new()
+        };
+        let _ = write!(
+            body,
+            r#"<details class="member" data-member="{}"{}><summary><code>{}</code>: {} ({} bytes{rest})</summary>{}</details>"#,
+            esc(&m.name),
+            if i == 0 { " open" } else { "" },
+            esc(&m.name),
+            site.type_link(&m.ty),
+            hex(s.size),
+            diagram::render(site, s, &format!("{}.html", super::slug(&s.name)))
+        );
+    }
     body.push_str(&users(site, &u.name));
     shell("../", &u.name, &body)
 }

@@ -1,5 +1,6 @@
-//! State machine pages: a states × states table whose cells are the transitions (with the
-//! commands that make them), then each transition with what it requires and may change.
+//! State machine pages: the graph of states and transitions (`machine_graph`), a states ×
+//! states table whose cells are the transitions (with the commands that make them), then each
+//! transition with what it requires and may change.
 
 use super::{doc_html, esc, field_anchor, hex, shell, Site};
 use crate::ir::StateMachine;
@@ -50,6 +51,8 @@ pub fn page(site: &Site, m: &StateMachine) -> String {
         }
         out
     };
+    body.push_str("<h2>Diagram</h2>");
+    body.push_str(&super::machine_graph::render(site, m, &states));
     body.push_str(
         r#"<h2>Transitions</h2><p>Rows are the state an object is in, columns the state a transition moves it to.</p><div class="diagram-wrap"><table class="states"><thead><tr><th>from \ to</th>"#,
     );

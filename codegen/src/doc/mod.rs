@@ -18,6 +18,7 @@ mod enums;
 mod index;
 mod layout;
 mod machine;
+mod machine_graph;
 mod source;
 
 use crate::ir::{FieldType, Ir};
