@@ -213,7 +213,7 @@ fn union_through_selector_and_member() {
     );
     let opts = Options {
         members: vec!["eth_802_3_cntrs_grp_data_layout".into()],
-        known: Vec::new(),
+        ..Options::default()
     };
     let root = decode(ir, t, &b, &opts);
     assert_eq!(
@@ -504,4 +504,94 @@ fn op_mod_picks_the_output_union_member_the_input_selected() {
     );
     let (code, _, err) = prmc(&["decode", "cqe64", "--op-mod", "1"], "");
     assert_eq!(code, 2, "{err}");
+}
+
+/// A dump whose `*` line stands for 8 MiB of repeated rows: CREATE_CQ's input with a
+/// million-entry page list. `scripts/fuzz --long` found this shape as a timeout (every element
+/// was decoded, 50 s under the address sanitizer); now the first 256 elements are, the array
+/// says how many it has, and `--elements` chooses.
+#[test]
+fn a_huge_trailing_array_decodes_its_first_elements() {
+    let rows = 8 << 20;
+    let dump = format!(
+        "00000000  00 00 00 00 00 00 00 00  00 00 00 00 00 00 00 00  |................|\n\
+         *\n\
+         {rows:08x}\n"
+    );
+    let ir = &spec().ir;
+    let t = Target::find(ir, "create_cq_in").expect("create_cq_in");
+    let buf = hex::parse_hex(&dump).expect("dump parses");
+    assert_eq!(buf.len(), rows);
+    let pas_len = (rows - 0x110) / 8;
+    let root = decode(ir, t, &buf, &Options::default());
+    let pas = find(&root, "pas");
+    assert_eq!(pas.children.len(), 256);
+    assert_eq!(pas.children[255].path, "pas[255]");
+    let note = pas.note.as_deref().unwrap_or_default();
+    assert!(
+        note.starts_with(&format!("{pas_len} elements, the first 256 decoded")),
+        "{note}"
+    );
+    let every = decode(
+        ir,
+        t,
+        &buf[..0x110 + 8 * 1000],
+        &Options {
+            max_elements: None,
+            ..Options::default()
+        },
+    );
+    assert_eq!(find(&every, "pas").children.len(), 1000);
+    assert_eq!(find(&every, "pas").note.as_deref(), Some("1000 elements"));
+
+    // The command line: `--elements 2`, `--elements all`, and a bad value.
+    let small = format!(
+        "00000000  00 00 00 00 00 00 00 00  00 00 00 00 00 00 00 00  |................|\n\
+         *\n\
+         {:08x}\n",
+        0x110 + 8 * 5
+    );
+    let (code, text, err) = prmc(
+        &[
+            "decode",
+            "create_cq_in",
+            "--spec",
+            "../spec",
+            "--elements",
+            "2",
+        ],
+        &small,
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        text.contains("pas[1]") && !text.contains("pas[2]"),
+        "{text}"
+    );
+    assert!(text.contains("5 elements, the first 2 decoded"), "{text}");
+    let (code, text, err) = prmc(
+        &[
+            "decode",
+            "create_cq_in",
+            "--spec",
+            "../spec",
+            "--elements",
+            "all",
+        ],
+        &small,
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(text.contains("pas[4]"), "{text}");
+    let (code, _, err) = prmc(
+        &[
+            "decode",
+            "create_cq_in",
+            "--spec",
+            "../spec",
+            "--elements",
+            "many",
+        ],
+        &small,
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("many"), "{err}");
 }

@@ -34,7 +34,7 @@ const LAYOUTS: &[&str] = &[
 fn opts() -> Options {
     Options {
         members: vec!["eth_802_3_cntrs_grp_data_layout".into()],
-        known: Vec::new(),
+        ..Options::default()
     }
 }
 

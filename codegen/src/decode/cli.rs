@@ -122,13 +122,16 @@ fn check_members(ir: &Ir, members: &[String]) -> Result<(), Failure> {
     Ok(())
 }
 
-/// How `prmc decode` picks union members the buffer does not decide.
+/// How `prmc decode` picks union members the buffer does not decide, and how many elements of
+/// each array it shows.
 #[derive(Debug, Clone, Default)]
 pub struct Picks {
     /// `--member`: `MEMBER` or `PATH=MEMBER`.
     pub member: Vec<String>,
     /// `--op-mod`: the op_mod of the command whose mailbox is decoded.
     pub op_mod: Option<u64>,
+    /// `--elements`: elements decoded per array (`None`: all).
+    pub max_elements: Option<u64>,
 }
 
 /// `prmc decode`: the rendered tree.
@@ -173,6 +176,7 @@ pub fn decode(
     let opts = Options {
         members: picks.member.clone(),
         known,
+        max_elements: picks.max_elements,
     };
     let root = tree::decode(ir, t, &buf, &opts);
     Ok(if json {

@@ -50,13 +50,32 @@ pub struct Node {
     pub children: Vec<Node>,
 }
 
-/// How union members are picked when the selector cannot be read.
-#[derive(Debug, Clone, Default)]
+/// How many elements of one array are decoded unless told otherwise: a dump of a page list or
+/// a trailing array can hold millions (a 16 MiB input of 8-bit elements), which nobody reads
+/// one by one, and decoding each would cost time and memory in proportion.
+pub const DEFAULT_MAX_ELEMENTS: u64 = 256;
+
+/// How union members are picked when the selector cannot be read, and how much of an array
+/// is shown.
+#[derive(Debug, Clone)]
 pub struct Options {
     /// `MEMBER` (any union with such a member) or `PATH=MEMBER` (the union at PATH).
     pub members: Vec<String>,
     /// Selector fields whose value is known though they are not in the buffer.
     pub known: Vec<Known>,
+    /// Elements decoded per array (the first ones; the array's node says how many there
+    /// are); `None` decodes every one.
+    pub max_elements: Option<u64>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            members: Vec::new(),
+            known: Vec::new(),
+            max_elements: Some(DEFAULT_MAX_ELEMENTS),
+        }
+    }
 }
 
 /// The value of a field outside the buffer that a union's selector names (the op_mod of the
@@ -320,8 +339,15 @@ impl<'a> Decoder<'a> {
         if n == 0 {
             node.position = format!("0x{:02x}..", at / 8);
         }
-        node.note = (f.count == Some(ArrayCount::Trailing)).then(|| format!("{n} elements"));
-        node.children = (0..n)
+        let shown = self.opts.max_elements.map_or(n, |m| n.min(m));
+        node.note = if shown < n {
+            Some(format!(
+                "{n} elements, the first {shown} decoded (prmc decode --elements N|all)"
+            ))
+        } else {
+            (f.count == Some(ArrayCount::Trailing)).then(|| format!("{n} elements"))
+        };
+        node.children = (0..shown)
             .map(|i| {
                 self.element(
                     &f.ty,

@@ -174,6 +174,10 @@ pub enum Command {
         /// that the input's op_mod selects (QUERY_HCA_CAP's capability page).
         #[arg(long, requires = "command", value_parser = parse_u64)]
         op_mod: Option<u64>,
+        /// Elements decoded per array, the first ones (a number, or `all`); the array's line
+        /// says how many it has.
+        #[arg(long, value_name = "N|all", default_value = "256", value_parser = parse_elements)]
+        elements: Elements,
         /// Output format.
         #[arg(long, value_enum, default_value_t = prm_codegen::decode::cli::OutputFormat::Text)]
         format: prm_codegen::decode::cli::OutputFormat,
@@ -246,4 +250,15 @@ pub enum Command {
 /// A number as the spec writes them (decimal, `0x` hex, `0b` binary, `_` separators).
 fn parse_u64(s: &str) -> Result<u64, String> {
     prm_codegen::num::parse_uint(s).map_err(|e| format!("`{s}`: {e}"))
+}
+
+/// `--elements`: how many elements of each array `decode` shows.
+#[derive(Debug, Clone, Copy)]
+pub struct Elements(pub Option<u64>);
+
+fn parse_elements(s: &str) -> Result<Elements, String> {
+    if s == "all" {
+        return Ok(Elements(None));
+    }
+    parse_u64(s).map(|n| Elements(Some(n)))
 }

@@ -303,6 +303,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
             output,
             member,
             op_mod,
+            elements,
             format,
             binary,
             spec,
@@ -318,7 +319,11 @@ fn run(command: Command) -> Result<ExitCode, String> {
                 (None, None) => return Err("name a LAYOUT or a --command".into()),
             };
             let json = format == cli::OutputFormat::Json;
-            let picks = cli::Picks { member, op_mod };
+            let picks = cli::Picks {
+                member,
+                op_mod,
+                max_elements: elements.0,
+            };
             match cli::decode(&c.ir, &which, file.as_deref(), binary, &picks, json) {
                 Ok(text) => cli::write_stdout(text.as_bytes())?,
                 Err(cli::Failure::Usage(m)) => return Err(m),
