@@ -16,6 +16,14 @@ fn assembly() -> String {
     let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
         .current_dir(&manifest)
         .env("CARGO_TARGET_DIR", &target)
+        // The instructions of a plain release build are the contract: flags of the build
+        // running this test (coverage instrumentation by cargo-llvm-cov, a sanitizer, a
+        // target CPU) are not passed on.
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env_remove("CARGO_BUILD_RUSTFLAGS")
+        .env_remove("RUSTC_WRAPPER")
+        .env_remove("RUSTC_WORKSPACE_WRAPPER")
         .args([
             "rustc",
             "--quiet",
