@@ -112,6 +112,7 @@ fn run(args: &Args) -> Result<(), String> {
         check: args.check,
         timeout: Duration::from_secs(args.port_args.timeout),
         counter_set_id: 0,
+        ack_timeout: 14,
         linger: Duration::from_millis(args.linger.unwrap_or(if args.port_args.loss.is_some() {
             2000
         } else {

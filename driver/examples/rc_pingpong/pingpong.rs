@@ -50,6 +50,9 @@ pub struct Params {
     pub counter_set_id: u8,
     /// How long the QP stays up after the last message, answering the peer's resends.
     pub linger: Duration,
+    /// The QP's local ACK timeout, 4.096 µs × 2^n (ibv_rc_pingpong's 14 is 67 ms); 0 waits
+    /// without end, so only a NAK makes the requester resend.
+    pub ack_timeout: u8,
 }
 
 /// Byte `i` of the pattern `--check` sends.
@@ -221,7 +224,7 @@ impl<'h, B: Backend> Side<'h, B> {
             retry_count: 7,
             rnr_retry: 7,
             log_sra_max: 0,
-            ack_timeout: 14,
+            ack_timeout: self.params.ack_timeout,
             optional: Rtr2rtsOptional::default(),
         };
         let qp = qp
