@@ -4,7 +4,7 @@
 //! which costs a few instructions per field; on the data path that is most of the budget. A
 //! [`Ring`] knows more: its memory is aligned and a whole number of slots long, a slot index is
 //! masked to the ring, and the offset inside a slot is a constant checked against the slot size
-//! at compile time. So each access here is one aligned volatile load or store, with the byte
+//! at compile time. So each access here is one aligned relaxed atomic load or store (`mlx5_prm::rt::shared`), with the byte
 //! order conversion, and nothing else. Offsets come from the generated layouts' field
 //! constants ([`dword_of`], [`shift_of`]), never from hand-written numbers.
 //!
@@ -12,7 +12,7 @@
 //! once ([`Ring::run`]), then addressed by their number in the run without masking.
 
 use crate::backend::DmaBuf;
-use mlx5_prm::rt::{DeviceBytes, Field};
+use mlx5_prm::rt::{shared, DeviceBytes, Field};
 use std::ptr::NonNull;
 
 /// `SLOT`-byte slots over DMA memory. Holds a raw pointer: the owner keeps the [`DmaBuf`]
@@ -24,7 +24,7 @@ pub(crate) struct Ring<const SLOT: usize> {
     mask: u32,
 }
 
-// SAFETY: like DmaBuf, an address range reached only through volatile operations by its one
+// SAFETY: like DmaBuf, an address range reached only through atomic operations by its one
 // owner.
 unsafe impl<const SLOT: usize> Send for Ring<SLOT> {}
 
@@ -78,8 +78,8 @@ impl<const SLOT: usize> Ring<SLOT> {
     #[inline(always)]
     pub(crate) fn write32<const AT: usize>(&self, index: u32, value: u32) {
         let p = self.at::<AT, 4>(index) as *mut u32;
-        // SAFETY: in the ring, 4-aligned (slot and AT are), valid for volatile writes.
-        unsafe { p.write_volatile(value.to_be()) }
+        // SAFETY: in the ring, 4-aligned (slot and AT are), valid for atomic writes.
+        unsafe { shared::store32(p, value.to_be()) }
     }
 
     /// Stores `raw`, a 64-bit quantity already in the device's (big-endian) byte order, at
@@ -87,23 +87,23 @@ impl<const SLOT: usize> Ring<SLOT> {
     #[inline(always)]
     pub(crate) fn write64_raw<const AT: usize>(&self, index: u32, raw: u64) {
         let p = self.at::<AT, 8>(index) as *mut u64;
-        // SAFETY: in the ring, 8-aligned, valid for volatile writes.
-        unsafe { p.write_volatile(raw) }
+        // SAFETY: in the ring, 8-aligned, valid for atomic writes.
+        unsafe { shared::store64(p, raw) }
     }
 
     /// Reads the big-endian dword at byte `AT` of slot `index` (masked).
     #[inline(always)]
     pub(crate) fn read32<const AT: usize>(&self, index: u32) -> u32 {
         let p = self.at::<AT, 4>(index) as *const u32;
-        // SAFETY: in the ring, 4-aligned, valid for volatile reads.
-        u32::from_be(unsafe { p.read_volatile() })
+        // SAFETY: in the ring, 4-aligned, valid for atomic reads.
+        u32::from_be(unsafe { shared::load32(p) })
     }
 
     /// Slot `index` (masked) as bytes, for the generated views (slow paths: decoding an error
     /// CQE, setting a ring up).
     pub(crate) fn slot(&self, index: u32) -> DeviceBytes<'_> {
         // SAFETY: a whole slot inside the ring (`at` masks the index), valid while the owner
-        // holds the memory (this ring's contract), reached only by volatile accesses.
+        // holds the memory (this ring's contract), reached only by atomic accesses.
         unsafe { DeviceBytes::new(self.at::<0, 1>(index), SLOT) }
     }
 
@@ -160,8 +160,8 @@ impl<const SLOT: usize> Run<SLOT> {
     #[inline(always)]
     pub(crate) fn write32<const AT: usize>(&self, k: usize, value: u32) {
         let p = self.at::<AT, 4>(k) as *mut u32;
-        // SAFETY: in the ring, 4-aligned, valid for volatile writes.
-        unsafe { p.write_volatile(value.to_be()) }
+        // SAFETY: in the ring, 4-aligned, valid for atomic writes.
+        unsafe { shared::store32(p, value.to_be()) }
     }
 
     /// Stores `raw`, a dword already in the device's (big-endian) byte order, at byte `AT`
@@ -169,16 +169,16 @@ impl<const SLOT: usize> Run<SLOT> {
     #[inline(always)]
     pub(crate) fn write32_raw<const AT: usize>(&self, k: usize, raw: u32) {
         let p = self.at::<AT, 4>(k) as *mut u32;
-        // SAFETY: in the ring, 4-aligned, valid for volatile writes.
-        unsafe { p.write_volatile(raw) }
+        // SAFETY: in the ring, 4-aligned, valid for atomic writes.
+        unsafe { shared::store32(p, raw) }
     }
 
     /// As [`Ring::write64_raw`].
     #[inline(always)]
     pub(crate) fn write64_raw<const AT: usize>(&self, k: usize, raw: u64) {
         let p = self.at::<AT, 8>(k) as *mut u64;
-        // SAFETY: in the ring, 8-aligned, valid for volatile writes.
-        unsafe { p.write_volatile(raw) }
+        // SAFETY: in the ring, 8-aligned, valid for atomic writes.
+        unsafe { shared::store64(p, raw) }
     }
 
     /// Reads the big-endian dword at byte `AT` of slot `k`.
@@ -191,8 +191,8 @@ impl<const SLOT: usize> Run<SLOT> {
     #[inline(always)]
     pub(crate) fn read32_raw<const AT: usize>(&self, k: usize) -> u32 {
         let p = self.at::<AT, 4>(k) as *const u32;
-        // SAFETY: in the ring, 4-aligned, valid for volatile reads.
-        unsafe { p.read_volatile() }
+        // SAFETY: in the ring, 4-aligned, valid for atomic reads.
+        unsafe { shared::load32(p) }
     }
 }
 

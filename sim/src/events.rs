@@ -114,11 +114,16 @@ fn write(
     let bytes = eqe.storage_mut();
     let n = data.len().min(EVENT_DATA_LEN);
     bytes[EVENT_DATA..EVENT_DATA + n].copy_from_slice(&data[..n]);
-    // The body first, then (after a barrier) the byte with the owner bit, so the driver never
-    // sees a valid owner bit over a stale body.
-    window.write_bytes(0, &bytes[..OWNER_BYTE]);
+    // The body first, then (after a barrier) the dword with the owner bit, so the driver never
+    // sees a valid owner bit over a stale body. A whole dword, as the driver polls it: a
+    // byte store racing its dword load would be a data race between two threads of this
+    // process (the model's threaded mode; `mlx5_prm::rt::shared`).
+    let last = OWNER_BYTE & !3;
+    window.write_bytes(0, &bytes[..last]);
     fence(Ordering::Release);
-    window.write_u8(OWNER_BYTE, bytes[OWNER_BYTE]);
+    let mut dword = [0u8; 4];
+    dword.copy_from_slice(&bytes[last..last + 4]);
+    window.write_be32(last, u32::from_be_bytes(dword));
     eq.producer = eq.producer.wrapping_add(1);
     if eq.armed {
         eq.armed = false;

@@ -3,10 +3,11 @@
 //!
 //! Forming a `&[u8]` or `&mut [u8]` to such memory would promise the compiler that nothing
 //! else changes it, which the device breaks. [`DeviceBytes`] holds a raw pointer instead and
-//! touches the memory only with volatile reads and writes of whole aligned dwords (or single
-//! bytes), so every access really happens, in program order, and no reference is ever
-//! created. Ordering against the device (the owner-bit rule, doorbells) still needs the
-//! barriers of the driver's backend; volatile access alone does not order.
+//! touches the memory only with relaxed atomic loads and stores of whole aligned dwords (or
+//! single bytes; see [`super::shared`] for why atomic rather than volatile), so every access
+//! really happens and no reference is ever created. Ordering against the device (the
+//! owner-bit rule, doorbells) still needs the barriers of the driver's backend; these
+//! accesses alone do not order.
 
 use super::{Bytes, BytesMut};
 use core::marker::PhantomData;
@@ -27,8 +28,9 @@ impl<'a> DeviceBytes<'a> {
     ///
     /// # Safety
     ///
-    /// For all of `'a`, `ptr .. ptr + len` must be valid for volatile reads and writes (mapped
-    /// DMA memory, for instance) and must not be accessed through Rust references by anyone.
+    /// For all of `'a`, `ptr .. ptr + len` must be valid for reads and writes (mapped DMA
+    /// memory, for instance), must not be accessed through Rust references by anyone, and
+    /// whoever accesses it concurrently (the device model's thread) must do so atomically.
     /// `ptr` must not be null.
     pub unsafe fn new(ptr: *mut u8, len: usize) -> Self {
         DeviceBytes {
@@ -76,16 +78,16 @@ impl Bytes for DeviceBytes<'_> {
     #[inline(always)]
     fn read_u8(&self, at: usize) -> u8 {
         let p = self.at(at, 1);
-        // SAFETY: in bounds; `new`'s contract makes it valid for volatile reads.
-        unsafe { p.read_volatile() }
+        // SAFETY: in bounds; `new`'s contract makes it valid for atomic reads.
+        unsafe { super::shared::load8(p) }
     }
 
     #[inline(always)]
     fn read_be32(&self, at: usize) -> u32 {
         let p = self.at(at, 4);
         if (p as usize) % 4 == 0 {
-            // SAFETY: in bounds, aligned, valid for volatile reads.
-            u32::from_be(unsafe { (p as *const u32).read_volatile() })
+            // SAFETY: in bounds, aligned, valid for atomic reads.
+            u32::from_be(unsafe { super::shared::load32(p as *const u32) })
         } else {
             let mut b = [0u8; 4];
             self.read_bytes(at, &mut b);
@@ -99,8 +101,8 @@ impl Bytes for DeviceBytes<'_> {
     fn read_be64(&self, at: usize) -> u64 {
         let p = self.at(at, 8);
         if (p as usize) % 8 == 0 {
-            // SAFETY: in bounds, aligned, valid for volatile reads.
-            u64::from_be(unsafe { (p as *const u64).read_volatile() })
+            // SAFETY: in bounds, aligned, valid for atomic reads.
+            u64::from_be(unsafe { super::shared::load64(p as *const u64) })
         } else {
             (u64::from(self.read_be32(at)) << 32) | u64::from(self.read_be32(at + 4))
         }
@@ -109,8 +111,8 @@ impl Bytes for DeviceBytes<'_> {
     fn read_bytes(&self, at: usize, out: &mut [u8]) {
         let p = self.at(at, out.len());
         for (i, o) in out.iter_mut().enumerate() {
-            // SAFETY: in bounds (checked for the whole range), valid for volatile reads.
-            *o = unsafe { p.add(i).read_volatile() };
+            // SAFETY: in bounds (checked for the whole range), valid for atomic reads.
+            *o = unsafe { super::shared::load8(p.add(i)) };
         }
     }
 
@@ -130,16 +132,16 @@ impl BytesMut for DeviceBytes<'_> {
     #[inline(always)]
     fn write_u8(&mut self, at: usize, value: u8) {
         let p = self.at(at, 1);
-        // SAFETY: in bounds, valid for volatile writes.
-        unsafe { p.write_volatile(value) }
+        // SAFETY: in bounds, valid for atomic writes.
+        unsafe { super::shared::store8(p, value) }
     }
 
     #[inline(always)]
     fn write_be32(&mut self, at: usize, value: u32) {
         let p = self.at(at, 4);
         if (p as usize) % 4 == 0 {
-            // SAFETY: in bounds, aligned, valid for volatile writes.
-            unsafe { (p as *mut u32).write_volatile(value.to_be()) }
+            // SAFETY: in bounds, aligned, valid for atomic writes.
+            unsafe { super::shared::store32(p as *mut u32, value.to_be()) }
         } else {
             self.write_bytes(at, &value.to_be_bytes());
         }
@@ -150,8 +152,8 @@ impl BytesMut for DeviceBytes<'_> {
     fn write_be64(&mut self, at: usize, value: u64) {
         let p = self.at(at, 8);
         if (p as usize) % 8 == 0 {
-            // SAFETY: in bounds, aligned, valid for volatile writes.
-            unsafe { (p as *mut u64).write_volatile(value.to_be()) }
+            // SAFETY: in bounds, aligned, valid for atomic writes.
+            unsafe { super::shared::store64(p as *mut u64, value.to_be()) }
         } else {
             self.write_be32(at, (value >> 32) as u32);
             self.write_be32(at + 4, value as u32);
@@ -161,8 +163,8 @@ impl BytesMut for DeviceBytes<'_> {
     fn write_bytes(&mut self, at: usize, data: &[u8]) {
         let p = self.at(at, data.len());
         for (i, d) in data.iter().enumerate() {
-            // SAFETY: in bounds (checked for the whole range), valid for volatile writes.
-            unsafe { p.add(i).write_volatile(*d) }
+            // SAFETY: in bounds (checked for the whole range), valid for atomic writes.
+            unsafe { super::shared::store8(p.add(i), *d) }
         }
     }
 

@@ -14,6 +14,7 @@ pub mod fmt;
 mod layout;
 mod mmio;
 pub mod reflect;
+pub mod shared;
 pub mod sm;
 pub mod typestate;
 mod view;

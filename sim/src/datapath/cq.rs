@@ -6,8 +6,11 @@
 //! p mod 2^log_cq_size with owner = (p >> log_cq_size) & 1, so the first pass writes owner 0:
 //! a ring the driver initialised with owner 1 (mlx5e's 0xf1) or with opcode invalid
 //! (mlx5_ib's 0xf0) never shows a stale entry as new. The body goes first, then, after a
-//! release fence, the last 8 bytes in one aligned 8-byte store, which carries the last byte
-//! (opcode and owner): a driver that sees the new owner sees the whole entry.
+//! release fence, the last dword in one aligned 4-byte store, which carries the last byte
+//! (opcode and owner): a driver that sees the new owner sees the whole entry. The driver polls
+//! that dword with 4-byte loads, and the store has the same width: in the threaded mode the
+//! two are threads of one process, and accesses of different widths racing would be a data
+//! race (`mlx5_prm::rt::shared`).
 
 use super::cqe::CqeWords;
 use super::Side;
@@ -169,8 +172,9 @@ fn write(side: &mut Side<'_>, cqn: u32, cqe: CqeWords) -> bool {
             window.write_be64(8 * k, w);
         }
     }
+    window.write_be32(56, (last >> 32) as u32);
     fence(Ordering::Release);
-    window.write_be64(56, last);
+    window.write_be32(60, last as u32);
     let byte63 = last as u8;
     let solicited = byte63 & 0x2 != 0
         || matches!(byte63 >> 4, o if o == CqeOpcode::ReqErr.raw() || o == CqeOpcode::RespErr.raw());

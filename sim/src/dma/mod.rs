@@ -460,9 +460,11 @@ impl DmaSpace {
     /// Copies `out.len()` bytes at `iova` (4-byte aligned, a multiple of 4 bytes long) into
     /// `out` with aligned 4-byte loads: for rings the driver has just written in 4-byte
     /// stores (send WQEs), which 8-byte loads straddling two of them would wait for (store
-    /// forwarding fails) when they are still on their way to memory. False when not mapped
-    /// or not aligned.
-    pub(crate) fn read_dwords(&self, iova: u64, out: &mut [u8]) -> bool {
+    /// forwarding fails) when they are still on their way to memory; and for a host reading
+    /// an entry whose owner dword the device writes with a 4-byte store (CQEs, EQEs, command
+    /// entries), where an 8-byte load over that dword would race the store in the threaded
+    /// mode. False when not mapped or not aligned.
+    pub fn read_dwords(&self, iova: u64, out: &mut [u8]) -> bool {
         if iova % 4 != 0 || out.len() % 4 != 0 {
             return false;
         }

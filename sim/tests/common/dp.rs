@@ -352,20 +352,28 @@ impl Cq {
         let mut e = [0u8; 64];
         let slot = u64::from(index & ((1 << self.log_size) - 1)) * self.entry as u64;
         let at = self.ring.iova + slot + self.entry as u64 - 64;
-        self.dev.dma().read(at, &mut e).unwrap();
+        // Dword loads: the device writes the owner dword with a 4-byte store.
+        assert!(self.dev.dma().read_dwords(at, &mut e));
         e
     }
 
     /// Polls one CQE as drivers do: the owner bit must equal the pass parity of the consumer
     /// index and the opcode must not be invalid; then the consumer index advances and is
     /// published in the doorbell record.
+    /// The dword holding opcode and owner is read first, with the width the device writes it
+    /// (4 bytes), then, after an acquire fence, the whole entry.
     pub fn poll(&self) -> Option<[u8; 64]> {
         let ci = self.ci.get();
-        let e = self.slot(ci);
-        let owner = e[63] & 1;
-        if u32::from(owner) != (ci >> self.log_size) & 1 || e[63] >> 4 == 0xf {
+        let slot = u64::from(ci & ((1 << self.log_size) - 1)) * self.entry as u64;
+        let last = self.ring.iova + slot + self.entry as u64 - 4;
+        let mut w = [0u8; 4];
+        self.dev.dma().read(last, &mut w).unwrap();
+        let owner = w[3] & 1;
+        if u32::from(owner) != (ci >> self.log_size) & 1 || w[3] >> 4 == 0xf {
             return None;
         }
+        std::sync::atomic::fence(Ordering::Acquire);
+        let e = self.slot(ci);
         self.ci.set(ci + 1);
         self.dev
             .dma()

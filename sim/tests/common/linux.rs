@@ -136,11 +136,14 @@ impl Linux {
         let size = 1u32 << eq.log_size;
         loop {
             let ci = eq.ci.get();
-            let e = self.host.eqe(&eq.ring, u64::from(ci & (size - 1)));
-            if u32::from(e.owner()) != (ci >> eq.log_size) & 1 {
+            let index = u64::from(ci & (size - 1));
+            if !self
+                .host
+                .eqe_ready(&eq.ring, index, (ci >> eq.log_size) & 1 == 1)
+            {
                 return out;
             }
-            out.push(e);
+            out.push(self.host.eqe(&eq.ring, index));
             eq.ci.set(ci.wrapping_add(1));
         }
     }

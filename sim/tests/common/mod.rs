@@ -329,7 +329,8 @@ impl Host {
         let returned = self.wait(entry);
         let reply = returned.then(|| {
             let mut raw = [0u8; 64];
-            dma.read(entry, &mut raw).unwrap();
+            // Dword loads: the device writes the ownership dword with a 4-byte store.
+            assert!(dma.read_dwords(entry, &mut raw));
             let e = CmdQueueEntry::new_unchecked(&raw[..]);
             let mut out = vec![0u8; out_len.max(16)];
             out[..16].copy_from_slice(&e.command_output_inline_data());
@@ -354,9 +355,9 @@ impl Host {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             self.dev.sync();
-            let mut own = [0u8; 1];
-            self.dev.dma().read(entry + 0x3f, &mut own).unwrap();
-            if own[0] & 1 == 0 {
+            // The dword the device clears ownership in, as wide as it writes it.
+            if self.owner_dword(entry + 0x3c) & 1 == 0 {
+                std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
                 return true;
             }
             if Instant::now() > deadline || self.dev.config().mode == Mode::Inline {
@@ -506,13 +507,35 @@ impl Host {
         mlx5_prm::CreateCqOut::new_unchecked(&r.out[..]).cqn()
     }
 
-    /// Reads the EQE at `index` of a ring.
+    /// The big-endian dword at `iova` (4-byte aligned), read with one 4-byte load: the width
+    /// the device writes the dword holding an owner bit with. Read first, then (once it says
+    /// the entry is handed over) an acquire fence, then the rest: the protocol drivers follow,
+    /// and in the threaded mode the only one without a data race against the model's thread.
+    pub fn owner_dword(&self, iova: u64) -> u32 {
+        let mut b = [0u8; 4];
+        self.dev.dma().read(iova, &mut b).unwrap();
+        u32::from_be_bytes(b)
+    }
+
+    /// Whether the EQE at `index` of a ring carries owner bit `pass`; if so, an acquire fence
+    /// follows, and [`Host::eqe`] may read it.
+    pub fn eqe_ready(&self, ring: &DmaRegion, index: u64, pass: bool) -> bool {
+        let owner = self.owner_dword(ring.iova + index * 64 + 0x3c) & 1 == 1;
+        if owner == pass {
+            std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
+        }
+        owner == pass
+    }
+
+    /// Reads the EQE at `index` of a ring (after [`Host::eqe_ready`] when the device may be
+    /// writing it).
     pub fn eqe(&self, ring: &DmaRegion, index: u64) -> mlx5_prm::Eqe {
         let mut e = mlx5_prm::Eqe::zeroed();
-        self.dev
+        // Dword loads: the device writes the owner dword with a 4-byte store.
+        assert!(self
+            .dev
             .dma()
-            .read(ring.iova + index * 64, e.storage_mut())
-            .unwrap();
+            .read_dwords(ring.iova + index * 64, e.storage_mut()));
         e
     }
 }
