@@ -250,12 +250,11 @@ fn prmc(args: &[&str], stdin: &str) -> (i32, String, String) {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("prmc runs");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
+    // A usage error exits before reading its input: a closed pipe is not the test's failure.
+    match child.stdin.take().unwrap().write_all(stdin.as_bytes()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+        r => r.unwrap(),
+    }
     let out = child.wait_with_output().unwrap();
     (
         out.status.code().unwrap_or(-1),
@@ -590,7 +589,7 @@ fn a_huge_trailing_array_decodes_its_first_elements() {
             "--elements",
             "many",
         ],
-        &small,
+        "",
     );
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("many"), "{err}");
