@@ -259,14 +259,7 @@ fn check_state_graph(b: &mut Browser, out: &Path, ir: &prm_codegen::ir::Ir) {
             assert!(apart, "{page}: labels {} and {} overlap", a[4], c[4]);
         }
     }
-    let r = b
-        .eval("(() => { const r = document.querySelector('svg.machine').getBoundingClientRect(); return [r.left + scrollX, r.top + scrollY, r.width, r.height]; })()")
-        .unwrap();
-    let png = b
-        .screenshot((f(&r[0]), f(&r[1]), f(&r[2]), f(&r[3])))
-        .expect("screenshot");
-    let path = shots_dir().join(format!("machine-{}.png", m.name));
-    std::fs::write(&path, png).expect("writing the screenshot");
+    let path = screenshot(b, &format!("machine-{}", m.name), "svg.machine");
     eprintln!(
         "{page}: {} arrows where the IR puts them; {}",
         want.len(),
