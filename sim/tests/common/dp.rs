@@ -108,6 +108,11 @@ impl Node {
         self.dev().dma().write(iova, data).unwrap();
     }
 
+    /// Writes a doorbell record as a driver does: see [`publish`].
+    pub fn publish(&self, iova: u64, data: &[u8]) {
+        publish(self.dev(), iova, data);
+    }
+
     pub fn read(&self, iova: u64, len: usize) -> Vec<u8> {
         let mut v = vec![0u8; len];
         self.dev().dma().read(iova, &mut v).unwrap();
@@ -375,10 +380,11 @@ impl Cq {
         std::sync::atomic::fence(Ordering::Acquire);
         let e = self.slot(ci);
         self.ci.set(ci + 1);
-        self.dev
-            .dma()
-            .write(self.dbr.iova, &((ci + 1) & 0xff_ffff).to_be_bytes())
-            .unwrap();
+        publish(
+            &self.dev,
+            self.dbr.iova,
+            &((ci + 1) & 0xff_ffff).to_be_bytes(),
+        );
         Some(e)
     }
 
@@ -413,7 +419,7 @@ impl Cq {
         let mut rec = [0u8; 8];
         rec[..4].copy_from_slice(&ci.to_be_bytes());
         rec[4..].copy_from_slice(&high.to_be_bytes());
-        self.dev.dma().write(self.dbr.iova, &rec).unwrap();
+        publish(&self.dev, self.dbr.iova, &rec);
         self.dev.write64(
             self.uar as usize * 4096 + 0x20,
             (u64::from(high) << 32) | u64::from(self.cqn),
@@ -436,6 +442,15 @@ pub struct Qp {
     bf_offset: Cell<usize>,
     dev: Arc<Device>,
     uar: u32,
+}
+
+/// Writes `data` to a doorbell record at `iova` after a release fence, as a driver must: what
+/// the record publishes (WQEs written, CQEs read) happens before the device's read of it (the
+/// model's acquire fence after that read pairs with this one). Without the fence the threaded
+/// mode races the model's thread, which Miri reports.
+pub fn publish(dev: &Device, iova: u64, data: &[u8]) {
+    std::sync::atomic::fence(Ordering::Release);
+    dev.dma().write(iova, data).unwrap();
 }
 
 /// How a WQE reaches the device.
@@ -468,10 +483,7 @@ impl Qp {
         }
         let next = pc.wrapping_add((wqe.len() / 64) as u16);
         self.sq_pc.set(next);
-        self.dev
-            .dma()
-            .write(self.dbr.iova + 4, &u32::from(next).to_be_bytes())
-            .unwrap();
+        publish(&self.dev, self.dbr.iova + 4, &u32::from(next).to_be_bytes());
         let bf = self.uar as usize * 4096 + 0x800 + self.bf_offset.get();
         self.bf_offset.set(self.bf_offset.get() ^ 0x100);
         match how {
@@ -516,10 +528,7 @@ impl Qp {
             .unwrap();
         let next = pc.wrapping_add(1);
         self.rq_pc.set(next);
-        self.dev
-            .dma()
-            .write(self.dbr.iova, &u32::from(next).to_be_bytes())
-            .unwrap();
+        publish(&self.dev, self.dbr.iova, &u32::from(next).to_be_bytes());
         pc
     }
 }

@@ -210,7 +210,8 @@ impl Eth {
         WqeDataSeg::new_unchecked(&mut wqe[16..32]).set_lkey(0x100);
         self.n.write(self.rq_ring + u64::from(pc % 64) * 64, &wqe);
         self.rq_pc.set(pc + 1);
-        self.n.write(self.rq_dbr, &u32::from(pc + 1).to_be_bytes());
+        self.n
+            .publish(self.rq_dbr, &u32::from(pc + 1).to_be_bytes());
     }
 
     /// Sends a frame: `hdr` inline in the Ethernet segment, then `payload` gathered from the
@@ -262,7 +263,7 @@ impl Eth {
         let next = pc + (wqe.len() / 64) as u16;
         self.sq_pc.set(next);
         self.n
-            .write(self.sq_dbr + 4, &u32::from(next).to_be_bytes());
+            .publish(self.sq_dbr + 4, &u32::from(next).to_be_bytes());
         wqe.read_be64(0)
     }
 }

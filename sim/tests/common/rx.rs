@@ -100,7 +100,7 @@ impl Rx {
             self.n.write(r.ring + slot * 64, &wqe);
             r.pc.set(pc.wrapping_add(1));
         }
-        self.n.write(r.dbr, &u32::from(r.pc.get()).to_be_bytes());
+        self.n.publish(r.dbr, &u32::from(r.pc.get()).to_be_bytes());
     }
 
     /// An RQ table of `max` entries listing `list` (RQ indices into `self.rqs`).

@@ -150,7 +150,7 @@ impl Tx {
         self.e.sq_pc.set(next);
         self.e
             .n
-            .write(self.e.sq_dbr + 4, &u32::from(next).to_be_bytes());
+            .publish(self.e.sq_dbr + 4, &u32::from(next).to_be_bytes());
         bytes.read_be64(0)
     }
 
