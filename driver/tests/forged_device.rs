@@ -370,3 +370,44 @@ proptest! {
         check(decisions, sites)?;
     }
 }
+
+/// The forging wrapper passes the quarantine through: after a function reset, what a failed
+/// destroy left there is released to the model's allocator and unmapped (`teardown.rs` checks
+/// the same without the wrapper).
+#[test]
+fn the_wrapper_releases_the_quarantine_after_a_function_reset() {
+    use mlx5_driver::backend::forge::ForgeBackend;
+    use mlx5_driver::backend::sim::SimBackend;
+    use mlx5_driver::backend::{Backend, DmaAlloc};
+    use mlx5_driver::cq::Cq;
+    use mlx5_driver::{Hca, HcaConfig};
+    use mlx5_prm::cmd::DestroyCq;
+
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let (sim, dev) = SimBackend::new(mlx5_sim::Config::default());
+    let config = HcaConfig {
+        cmd_timeout: std::time::Duration::from_millis(30),
+        ..HcaConfig::default()
+    };
+    let hca = Hca::bring_up(ForgeBackend::new(sim, Vec::new(), Sites(0)), &config).unwrap();
+    let cq = Cq::create(&hca, 6).unwrap();
+    dev.faults()
+        .fail_command(DestroyCq::OPCODE, 0x6, 0xbad0_0006);
+    drop(cq);
+    let q = hca.quarantined();
+    assert!(q.buffers > 0, "the CQ's ring is kept");
+    let mapped = dev.dma().regions();
+    dev.faults().clear();
+    dev.reset();
+    // SAFETY: the function reset took every object and page from the device; it writes none
+    // of the quarantined memory any more.
+    unsafe { hca.backend().dma().release_quarantine() };
+    assert_eq!(hca.quarantined().buffers, 0);
+    assert_eq!(
+        dev.dma().regions(),
+        mapped - q.buffers,
+        "released but still mapped"
+    );
+    drop(hca);
+    assert_eq!(dev.dma().regions(), 0);
+}
