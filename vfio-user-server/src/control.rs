@@ -220,11 +220,9 @@ pub fn serve(shared: &Shared, stream: UnixStream) -> After {
                 Err(_) => (err("not UTF-8"), After::Continue),
             }
         };
-        if writeln!(out, "{answer}").is_err() {
-            return After::Continue;
-        }
-        if after == After::Quit {
-            return After::Quit;
+        // A quit stands even when its answer cannot be delivered (the asker already left).
+        if writeln!(out, "{answer}").is_err() || after == After::Quit {
+            return after;
         }
     }
 }

@@ -114,7 +114,19 @@ impl Server {
 }
 
 impl Drop for Server {
+    /// Asks the server to quit as the harness does (so it exits through its own path, and a
+    /// coverage build writes its counts); kills it if it has not gone within five seconds.
     fn drop(&mut self) {
+        if self.alive() {
+            if let Ok(mut c) = UnixStream::connect(self.ctl()) {
+                let _ = c.set_write_timeout(Some(Duration::from_secs(1)));
+                let _ = writeln!(c, "quit");
+            }
+            let t = Instant::now();
+            while self.alive() && t.elapsed() < Duration::from_secs(5) {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
