@@ -34,6 +34,16 @@ pub enum Event {
         /// The event's sub-type.
         sub_type: u8,
     },
+    /// A CQ went to error: the device had a completion for it and no room (`syndrome` 1,
+    /// overrun) or could not write its ring (2, access violation). It writes no more CQEs;
+    /// the queues that complete to it must be recreated (e.g.
+    /// [`EthQueues::recover`](crate::eth::EthQueues::recover)).
+    CqError {
+        /// The CQ.
+        cqn: u32,
+        /// The PRM's `cq_error_syndrome`, raw.
+        syndrome: u8,
+    },
     /// Commands completed (slot bitmask).
     CommandCompletion {
         /// Completed slots.
@@ -168,6 +178,13 @@ impl EventQueue {
                     port: data.port_state_change_event().port_num(),
                     sub_type: eqe.event_sub_type(),
                 },
+                Ok(EventType::CqError) => {
+                    let e = data.cq_error();
+                    Event::CqError {
+                        cqn: e.cqn(),
+                        syndrome: e.syndrome_raw(),
+                    }
+                }
                 Ok(EventType::Cmd) => Event::CommandCompletion {
                     vector: data.cmd_inter_comp_event().command_completion_vector(),
                 },

@@ -1,6 +1,7 @@
 //! Fault injection: make chosen commands fail or hang, flood the driver with page requests,
-//! fail send WQEs on the data path, or lose frames at the port, to exercise the error and
-//! recovery paths of a driver (and of a RoCE peer) that a healthy device never takes.
+//! fail send WQEs on the data path, overrun CQs, or lose frames at the port, to exercise the
+//! error and recovery paths of a driver (and of a RoCE peer) that a healthy device never
+//! takes.
 
 use crate::config::Faults;
 use std::collections::{BTreeMap, BTreeSet};
@@ -12,6 +13,8 @@ struct State {
     fail: BTreeMap<u16, (u8, u32)>,
     never: BTreeSet<u16>,
     storm: Option<(u32, i32)>,
+    /// CQs whose next CQE finds them full.
+    overrun: BTreeSet<u32>,
 }
 
 /// The device's fault settings, changeable at run time from any thread.
@@ -21,6 +24,9 @@ pub struct FaultInjector {
     /// Send WQEs still to fail (see [`FaultInjector::bad_lkey_sends`]). Outside the mutex: the
     /// data path looks at it for every SEND, and a load is all it costs while it is 0.
     bad_lkey_sends: AtomicU32,
+    /// How many CQs `State::overrun` lists (see [`FaultInjector::overrun_cq`]): the data path
+    /// looks at the set only when it is not 0.
+    cq_overruns: AtomicU32,
     /// The port loses one frame in this many, each way (0: none; see
     /// [`FaultInjector::port_loss`]).
     loss_one_in: AtomicU32,
@@ -96,6 +102,27 @@ impl FaultInjector {
         self.bad_lkey_sends.load(Ordering::Relaxed)
     }
 
+    /// The next CQE the device writes to CQ `cqn`, for a WQE it executes or a frame it
+    /// receives (not the flush errors of a queue a command moved to error), finds the CQ full,
+    /// as when a driver leaves its consumer index behind: the CQ goes to error (QUERY_CQ's
+    /// status shows the overflow), a CQ_ERROR event with syndrome CQ_OVERRUN goes to the EQs
+    /// that take CQ errors, and no more CQEs are written to it. The work whose completion was
+    /// lost still happened (a frame was sent, or received into its buffer); a frame received
+    /// with no CQE to tell of it is counted as dropped (`rx_dropped`). The queues are usable
+    /// again only once recreated. A CQ that ignores overruns (`cqc.oi`) is not affected and
+    /// keeps the fault pending.
+    pub fn overrun_cq(&self, cqn: u32) {
+        let mut st = self.lock();
+        st.overrun.insert(cqn);
+        self.cq_overruns
+            .store(st.overrun.len() as u32, Ordering::Relaxed);
+    }
+
+    /// How many of the overruns [`overrun_cq`](Self::overrun_cq) asked for are still to come.
+    pub fn cq_overruns_pending(&self) -> u32 {
+        self.cq_overruns.load(Ordering::Relaxed)
+    }
+
     /// The port becomes lossy: of the frames crossing it, one in `one_in` (chosen at random,
     /// each way on its own) is lost, as on a bad cable or a congested switch. A frame lost
     /// leaving the port never reaches the link (nor the capture); one lost arriving never
@@ -162,6 +189,7 @@ impl FaultInjector {
     pub fn clear(&self) {
         *self.lock() = State::default();
         self.bad_lkey_sends.store(0, Ordering::Relaxed);
+        self.cq_overruns.store(0, Ordering::Relaxed);
         self.loss_one_in.store(0, Ordering::Relaxed);
     }
 
@@ -181,10 +209,30 @@ impl FaultInjector {
     /// [`bad_lkey_sends`](Self::bad_lkey_sends) asked for, which it uses up).
     #[inline]
     pub(crate) fn take_bad_lkey_send(&self) -> bool {
-        self.bad_lkey_sends.load(Ordering::Relaxed) != 0
-            && self
-                .bad_lkey_sends
-                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
-                .is_ok()
+        take_one(&self.bad_lkey_sends)
     }
+
+    /// Whether the CQE being written to CQ `cqn` is to find it full (an overrun
+    /// [`overrun_cq`](Self::overrun_cq) asked for, which it uses up).
+    #[inline]
+    pub(crate) fn take_cq_overrun(&self, cqn: u32) -> bool {
+        if self.cq_overruns.load(Ordering::Relaxed) == 0 {
+            return false;
+        }
+        let mut st = self.lock();
+        let hit = st.overrun.remove(&cqn);
+        self.cq_overruns
+            .store(st.overrun.len() as u32, Ordering::Relaxed);
+        hit
+    }
+}
+
+/// Takes one from a count of faults still to come: true when it was not 0. A load is all it
+/// costs while the count is 0, as it is on the hot paths unless a test asks for faults.
+#[inline]
+fn take_one(count: &AtomicU32) -> bool {
+    count.load(Ordering::Relaxed) != 0
+        && count
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+            .is_ok()
 }

@@ -73,6 +73,46 @@ fn overflow_is_detected_and_nothing_overwritten() {
     assert!(n.dev().dropped_cqes() >= 2);
 }
 
+/// The injected overrun (`FaultInjector::overrun_cq`) is the real one: a CQ with room
+/// reports the overflow as if it were full, once, and no other CQ is affected; a CQ set to
+/// ignore overruns takes no notice.
+#[test]
+fn an_injected_overrun_reports_as_a_full_cq() {
+    let n = Node::inline();
+    let (other, cq) = (n.cq(4, false), n.cq(4, false));
+    let (bystander, qp) = (looped(&n, &other), looped(&n, &cq));
+    nop(&qp, true);
+    assert_eq!(n.dev().faults().cq_overruns_pending(), 0);
+    n.dev().faults().overrun_cq(cq.cqn);
+    assert_eq!(n.dev().faults().cq_overruns_pending(), 1);
+    nop(&bystander, true);
+    assert_eq!(other.expect(CqeOpcode::Req).wqe_counter(), 0, "another CQ");
+    assert_eq!(n.dev().faults().cq_overruns_pending(), 1);
+    nop(&qp, true);
+    assert_eq!(n.dev().faults().cq_overruns_pending(), 0, "used up");
+    assert_eq!(n.query_cq(cq.cqn).cq_context().status(), 0x9);
+    let e = n.next_eqe().expect("a CQ error event");
+    assert_eq!(e.event_type(), Ok(EventType::CqError));
+    let ev = CqError::new_unchecked(&e.storage()[0x20..0x3c]);
+    assert_eq!((ev.cqn(), ev.syndrome_raw()), (cq.cqn, 0x1));
+    assert_eq!(cq.expect(CqeOpcode::Req).wqe_counter(), 0);
+    assert!(cq.poll().is_none(), "the overrun's completion is lost");
+    nop(&qp, true);
+    assert!(cq.poll().is_none(), "a CQ in error writes nothing more");
+    assert!(n.next_eqe().is_none(), "one event per overrun");
+
+    // Overrun-ignore CQs take no notice; the fault stays for the next CQ that would.
+    let oi = n.cq_on(n.eqn, 2, false, |c| c.set_oi(true));
+    let qp = looped(&n, &oi);
+    n.dev().faults().overrun_cq(oi.cqn);
+    nop(&qp, true);
+    assert_eq!(n.query_cq(oi.cqn).cq_context().status(), 0);
+    assert_eq!(oi.expect(CqeOpcode::Req).wqe_counter(), 0);
+    assert_eq!(n.dev().faults().cq_overruns_pending(), 1);
+    n.dev().faults().clear();
+    assert_eq!(n.dev().faults().cq_overruns_pending(), 0);
+}
+
 #[test]
 fn overrun_ignore_overwrites() {
     let n = Node::inline();

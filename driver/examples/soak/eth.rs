@@ -8,7 +8,10 @@
 //!
 //! Faults: the link goes down for a while and comes back (with the PORT_CHANGE events the
 //! driver reads), the device asks for firmware pages or gives some back (the driver serves
-//! both from the event queue), and a command fails (see [`super::command_fault`]).
+//! both from the event queue), a command fails (see [`super::command_fault`]), and the send or
+//! the receive CQ overruns (the model finds it full at its next completion): the driver reads the CQ_ERROR
+//! event and recreates the queues ([`EthQueues::recover`]); the frames that arrived with no
+//! completion are counted by the model as dropped.
 
 use super::{command_fault, rss, Args, Rng, IDLE_LIMIT, RSS_SLACK};
 use mlx5_driver::backend::sim::SimBackend;
@@ -37,6 +40,8 @@ struct Tally {
     page_requests: u64,
     command_faults: u64,
     port_events: u64,
+    cq_overruns: u64,
+    recoveries: u64,
 }
 
 /// Runs the Ethernet part for `args.packets` frames or `seconds`.
@@ -112,11 +117,33 @@ fn traffic(
             command_fault(hca, dev, &mut rng)?;
             t.command_faults += 1;
         }
+        if sending && rng.one_in(20_000) {
+            let (tx, rx) = eth.cqns();
+            dev.faults().overrun_cq(if rng.one_in(2) { tx } else { rx });
+            t.cq_overruns += 1;
+        }
         if rng.one_in(64) {
+            let mut broken = false;
             for e in hca.poll_events().map_err(|e| format!("events: {e}"))? {
-                if matches!(e, Event::PortChange { .. }) {
-                    t.port_events += 1;
+                match e {
+                    Event::PortChange { .. } => t.port_events += 1,
+                    Event::CqError { cqn, syndrome } => {
+                        let (tx, rx) = eth.cqns();
+                        if cqn != tx && cqn != rx {
+                            return Err(format!(
+                                "CQ error (syndrome {syndrome}) for CQ {cqn:#x}, not the queues'"
+                            ));
+                        }
+                        broken = true;
+                    }
+                    _ => {}
                 }
+            }
+            if broken {
+                eth = eth
+                    .recover()
+                    .map_err(|e| format!("recovering the queues: {e}"))?;
+                t.recoveries += 1;
             }
         }
         // Traffic.
@@ -175,7 +202,8 @@ fn traffic(
     let (warm, end) = (warm.unwrap_or(0), rss());
     println!(
         "soak eth: {} frames sent, {} received, {} lost = {discarded} discarded (link down) + {dropped} dropped; \
-         {} link flaps ({} port events), {} page requests, {} command faults; {secs:.1} s; \
+         {} link flaps ({} port events), {} page requests, {} command faults, \
+         {} CQ overruns ({} recoveries); {secs:.1} s; \
          RSS {} KiB after warm-up, {} KiB at the end, peak {} KiB",
         t.sent,
         t.received,
@@ -184,6 +212,8 @@ fn traffic(
         t.port_events,
         t.page_requests,
         t.command_faults,
+        t.cq_overruns,
+        t.recoveries,
         warm / 1024,
         end / 1024,
         super::peak_rss_kib()

@@ -118,6 +118,8 @@ pub struct EthQueues<'p, B: Backend> {
     objects: Undo<'p, B>,
     tirn: u32,
     counters: EthCounters,
+    /// What the queues were made with (to make them again: [`EthQueues::recover`]).
+    config: EthConfig,
     /// The HCA's NIC receive root table, held until the objects above are destroyed (fields
     /// drop after [`Drop::drop`], in order: this one last).
     _rx_root: Claim<'p>,
@@ -136,6 +138,13 @@ impl<'p, B: Backend> EthQueues<'p, B> {
     /// The RQ number.
     pub fn rqn(&self) -> u32 {
         self.rx.rqn
+    }
+
+    /// The CQs: the send side's, then the receive side's. A
+    /// [`CqError`](crate::eq::Event::CqError) event for either means the queues need
+    /// [`recover`](Self::recover).
+    pub fn cqns(&self) -> (u32, u32) {
+        (self.tx.cq.cqn(), self.rx.cq.cqn())
     }
 
     /// The TIR the flow table forwards to.
@@ -190,6 +199,22 @@ impl<'p, B: Backend> EthQueues<'p, B> {
     /// the queues does the same, logging it.)
     pub fn destroy(mut self) -> Result<()> {
         self.teardown()
+    }
+
+    /// Recovers from a CQ error (an overrun, or a ring the device could not write): a CQ in
+    /// error takes no more completions, so nothing of what the queues did after it can be
+    /// learnt. Destroys the queues, which gives every buffer still in their rings back to the
+    /// pool (the frames sent stay sent; the frames received with no completion are lost, and
+    /// the device counts them as dropped), and creates them again with the same
+    /// configuration. The counters carry on from where they were. If the destroy fails, the
+    /// queues' memory stays in quarantine (see [`destroy`](Self::destroy)) and its error is
+    /// returned.
+    pub fn recover(self) -> Result<EthQueues<'p, B>> {
+        let (pool, config, counters) = (self.pool, self.config.clone(), self.counters);
+        self.destroy()?;
+        let mut q = EthQueues::create(pool, &config)?;
+        q.counters = counters;
+        Ok(q)
     }
 }
 

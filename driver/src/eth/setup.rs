@@ -264,6 +264,7 @@ impl<'p, B: Backend> EthQueues<'p, B> {
             objects: undo,
             tirn,
             counters: EthCounters::default(),
+            config: config.clone(),
             _rx_root: rx_root,
         };
         q.prefill(config.signal_every);

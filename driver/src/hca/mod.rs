@@ -317,6 +317,7 @@ impl<B: Backend> Hca<B> {
             &[
                 EventType::PageRequest,
                 EventType::PortChange,
+                EventType::CqError,
                 EventType::Cmd,
             ],
         )?;

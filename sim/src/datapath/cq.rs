@@ -141,7 +141,8 @@ fn write(side: &mut Side<'_>, cqn: u32, cqe: CqeWords) -> bool {
             ci
         }
     };
-    if !cq.ctx.oi() && cq.producer.wrapping_sub(ci) & MASK24 >= size {
+    let full = cq.producer.wrapping_sub(ci) & MASK24 >= size;
+    if !cq.ctx.oi() && (full || side.faults.is_some_and(|f| f.take_cq_overrun(cqn))) {
         cq_error(m, dma, cqn, STATUS_OVERFLOW, CqErrorSyndrome::CqOverrun);
         return false;
     }

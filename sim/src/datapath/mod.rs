@@ -38,8 +38,8 @@ pub(crate) struct Side<'a> {
     pub dma: &'a DmaSpace,
     /// Doorbell records read during this lock (see [`memo`]).
     pub memo: Memo,
-    /// The device's fault injection, where the data path may fail WQEs on request; `None`
-    /// where no WQE executes (frames arriving, queues flushed by a command).
+    /// The device's fault injection, where the data path may fail WQEs or overrun CQs on
+    /// request (executing WQEs, frames arriving); `None` for queues a command flushes.
     pub faults: Option<&'a FaultInjector>,
 }
 

@@ -268,7 +268,7 @@ impl Core {
     /// each as a `&[u8]` (from [`Core::receive_frame`] or from loopback). Returns how many
     /// were delivered.
     fn arrive<'f>(&self, m: &mut Model, frames: impl IntoIterator<Item = &'f [u8]>) -> usize {
-        let mut side = Side::new(m, &self.dma);
+        let mut side = Side::new(m, &self.dma).with_faults(&self.faults);
         frames
             .into_iter()
             .filter(|frame| datapath::receive(&mut side, frame))
