@@ -6,7 +6,8 @@
 //! ```
 //!
 //! Two parts, one after the other: Ethernet loopback on one device ([`eth`]: N frames, with
-//! link flaps, page requests and returns, failing commands; every frame back in order or
+//! link flaps, page requests and returns, failing commands, CQ overruns the queues recover
+//! from; every frame back in order or
 //! counted by the model as discarded or dropped), then RC SENDs between two devices on a
 //! lossy wire over RoCE v2 ([`rc`]: N/32 messages, every one delivered exactly once and in
 //! order though frames are lost each way). Faults come from a seeded generator, so a run
