@@ -351,7 +351,7 @@ impl<'r> Dut<'r> {
     pub fn mr_guards_intact(&self) -> bool {
         let low = self.rig.read(self.mr_va - MR_LEN, MR_LEN as usize);
         let high = self.rig.read(self.mr_va + MR_LEN, MR_LEN as usize);
-        low.iter().chain(&high).all(|&b| b == super::rig::CANARY)
+        super::rig::is_canary(&low) && super::rig::is_canary(&high)
     }
 }
 
