@@ -12,6 +12,8 @@ pub mod deferred;
 pub mod forge;
 #[cfg(feature = "sim")]
 pub mod sim;
+#[cfg(all(feature = "vfio", target_os = "linux"))]
+pub mod vfio;
 
 pub use barrier::{Barriers, HostBarriers, ModelBarriers, SeqCstBarriers};
 pub use deferred::Deferred;
