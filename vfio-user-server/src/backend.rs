@@ -60,7 +60,7 @@ impl std::fmt::Debug for Function {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Function")
             .field("config", &self.config)
-            .field("regions", &self.mem.regions().len())
+            .field("regions", &self.mem.len())
             .finish_non_exhaustive()
     }
 }
@@ -279,20 +279,15 @@ impl ServerBackend for Function {
             self.shutdown();
             return Ok(());
         }
-        let mapped = self
-            .mem
-            .regions()
-            .iter()
-            .any(|r| r.iova == address && r.size == size);
-        if !mapped {
-            return Err(map_err(MapError::NotMapped { address, size }));
-        }
+        // Every region inside the range, none cut through (a virtual IOMMU's invalidation
+        // may cover many pages mapped one by one).
+        self.mem.covered(address, size).map_err(map_err)?;
         // The model first: it returns when none of its threads can touch the memory.
         if let Err(e) = lock(&self.model).unmap_dma(address, size) {
             warn!("the model's unmap of {address:#x}+{size:#x}: {e}");
         }
-        let region = self.mem.unmap(address, size).map_err(map_err)?;
-        drop(region); // munmap
+        let regions = self.mem.unmap(address, size).map_err(map_err)?;
+        drop(regions); // the last view of a file unmaps it
         Ok(())
     }
 

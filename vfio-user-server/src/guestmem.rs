@@ -7,12 +7,24 @@
 //! touch such a page), within the limits on the number and total size of regions. Regions
 //! without a file descriptor (QEMU sends them for ROM/BIOS ranges) are recorded but give the
 //! device nothing to reach: accesses there are DMA faults.
+//!
+//! Behind a virtual IOMMU the client maps the guest's IO virtual addresses page by page, many
+//! thousands of regions over one file (guest RAM), often the same pages under several
+//! addresses. So each file is mapped into this process once, whole, and shared by the
+//! regions that use it ([`FileMap`]); a region is a view into it, and the last region of a
+//! file unmaps it. Regions are kept in an ordered map, so a map or an unmap costs a lookup,
+//! not a walk over every region.
 
+use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::MetadataExt;
+use std::sync::{Arc, Weak};
 
-/// Most regions mapped at once (QEMU maps a handful: RAM below and above 4 GiB, ROMs).
-pub const MAX_REGIONS: usize = 1024;
+/// Most regions mapped at once: without a virtual IOMMU QEMU maps a handful (RAM below and
+/// above 4 GiB, ROMs); behind one, a region per page the guest maps for the device (a
+/// quarter of a million covers 1 GiB of guest RAM mapped page by page).
+pub const MAX_REGIONS: usize = 1 << 18;
 /// Most bytes mapped at once.
 pub const MAX_BYTES: u64 = 64 << 30;
 const PAGE: u64 = 4096;
@@ -94,23 +106,34 @@ impl MapError {
     }
 }
 
-/// One `mmap` of a client's file, unmapped on drop.
+/// One `mmap` of a client's file, whole, unmapped on drop.
 #[derive(Debug)]
-pub struct Mapping {
+pub struct FileMap {
     ptr: *mut u8,
     len: usize,
 }
 
 // SAFETY: the mapping is plain shared memory; the pointer is only handed to the model, which
 // accesses it through its own volatile windows under its own rules.
-unsafe impl Send for Mapping {}
+unsafe impl Send for FileMap {}
 // SAFETY: as above; this type itself never reads or writes the memory.
-unsafe impl Sync for Mapping {}
+unsafe impl Sync for FileMap {}
+
+/// A region's part of a [`FileMap`]: `len` bytes from `offset`. The file's mapping lives as
+/// long as a view of it does.
+#[derive(Debug)]
+pub struct Mapping {
+    file: Arc<FileMap>,
+    offset: usize,
+    len: usize,
+}
 
 impl Mapping {
     /// The host address of the first byte.
     pub fn ptr(&self) -> *mut u8 {
-        self.ptr
+        // SAFETY: `offset + len` lies inside the file's mapping (checked when the view was
+        // made), so the pointer stays inside it.
+        unsafe { self.file.ptr.add(self.offset) }
     }
 
     /// Length in bytes.
@@ -118,16 +141,16 @@ impl Mapping {
         self.len
     }
 
-    /// True for an empty mapping (never made).
+    /// True for an empty view (never made).
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
 }
 
-impl Drop for Mapping {
+impl Drop for FileMap {
     fn drop(&mut self) {
-        // SAFETY: ptr/len are exactly what mmap returned; the owner of this Mapping made sure
-        // (GuestMemory's contract) that the model no longer reaches it.
+        // SAFETY: ptr/len are exactly what mmap returned; the last view went, and each view's
+        // owner made sure (GuestMemory's contract) that the model no longer reaches it.
         unsafe {
             libc::munmap(self.ptr.cast(), self.len);
         }
@@ -145,11 +168,17 @@ pub struct Region {
     pub map: Option<Mapping>,
 }
 
+/// A file as the kernel knows it (device, inode) and whether it is mapped writable: regions
+/// of one file share its mapping.
+type FileKey = (u64, u64, bool);
+
 /// Every region of the connection, by IOVA.
 #[derive(Debug, Default)]
 pub struct GuestMemory {
-    regions: Vec<Region>,
+    regions: BTreeMap<u64, Region>,
     bytes: u64,
+    /// The files mapped, while a region uses them.
+    files: HashMap<FileKey, Weak<FileMap>>,
 }
 
 impl GuestMemory {
@@ -176,58 +205,142 @@ impl GuestMemory {
                 address: iova,
                 size,
             })?;
-        if self
-            .regions
-            .iter()
-            .any(|r| iova < r.iova + r.size && r.iova < end)
-        {
-            return Err(MapError::Overlap {
-                address: iova,
-                size,
-            });
+        // The region starting last before `end` is the only one that can overlap.
+        if let Some((_, r)) = self.regions.range(..end).next_back() {
+            if iova < r.iova + r.size {
+                return Err(MapError::Overlap {
+                    address: iova,
+                    size,
+                });
+            }
         }
         if self.regions.len() >= MAX_REGIONS || self.bytes.saturating_add(size) > MAX_BYTES {
             return Err(MapError::Limit { size });
         }
         let map = match fd {
             None => None,
-            Some(f) => Some(mmap_file(f, offset, size, writable)?),
+            Some(f) => Some(self.view(f, offset, size, writable)?),
         };
         self.bytes += size;
-        let at = self.regions.partition_point(|r| r.iova < iova);
-        self.regions.insert(at, Region { iova, size, map });
-        Ok(&self.regions[at])
+        let region = Region { iova, size, map };
+        Ok(self.regions.entry(iova).or_insert(region))
     }
 
-    /// Removes the region that is exactly `iova..iova + size` and hands it back (the caller
-    /// takes it away from the model before dropping it).
-    pub fn unmap(&mut self, iova: u64, size: u64) -> Result<Region, MapError> {
-        let i = self
-            .regions
-            .iter()
-            .position(|r| r.iova == iova && r.size == size)
-            .ok_or(MapError::NotMapped {
-                address: iova,
+    /// A view of `size` bytes of `f` from `offset`, in the file's shared mapping (made now if
+    /// no region uses the file, or if the file grew past it).
+    fn view(
+        &mut self,
+        f: &File,
+        offset: u64,
+        size: u64,
+        writable: bool,
+    ) -> Result<Mapping, MapError> {
+        let meta = f.metadata().map_err(|_| os_err("fstat"))?;
+        let file_size = meta.len();
+        if offset.checked_add(size).is_none_or(|end| end > file_size) {
+            return Err(MapError::OutsideFile {
+                offset,
                 size,
-            })?;
-        self.bytes -= size;
-        Ok(self.regions.remove(i))
+                file_size,
+            });
+        }
+        let key = (meta.dev(), meta.ino(), writable);
+        let end = offset + size;
+        let file = match self.files.get(&key).and_then(Weak::upgrade) {
+            Some(m) if end <= m.len as u64 => m,
+            _ => {
+                let m = Arc::new(mmap_file(f, file_size, writable)?);
+                self.files.retain(|_, w| w.strong_count() > 0);
+                self.files.insert(key, Arc::downgrade(&m));
+                m
+            }
+        };
+        Ok(Mapping {
+            file,
+            // Both fit: end <= the mapping's length, a usize.
+            offset: offset as usize,
+            len: size as usize,
+        })
+    }
+
+    /// Removes the regions inside `iova .. iova + size` and hands them back (the caller takes
+    /// them away from the model before dropping them), as a VFIO type-1 unmap does: a range
+    /// may cover many regions (a virtual IOMMU's invalidation), but none that it cuts
+    /// through, and at least one.
+    pub fn unmap(&mut self, iova: u64, size: u64) -> Result<Vec<Region>, MapError> {
+        let inside = self.covered(iova, size)?;
+        let mut out = Vec::with_capacity(inside.len());
+        for at in inside {
+            if let Some(r) = self.regions.remove(&at) {
+                self.bytes -= r.size;
+                out.push(r);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The IOVAs of the regions inside `iova .. iova + size`; an error if the range cuts
+    /// through a region or holds none.
+    pub fn covered(&self, iova: u64, size: u64) -> Result<Vec<u64>, MapError> {
+        let not_mapped = MapError::NotMapped {
+            address: iova,
+            size,
+        };
+        let end = iova.checked_add(size).ok_or(MapError::Overflow {
+            address: iova,
+            size,
+        })?;
+        if size == 0 {
+            return Err(not_mapped);
+        }
+        // A region starting before the range that reaches into it is cut.
+        if let Some((_, r)) = self.regions.range(..iova).next_back() {
+            if r.iova + r.size > iova {
+                return Err(not_mapped);
+            }
+        }
+        let mut inside = Vec::new();
+        for (&at, r) in self.regions.range(iova..end) {
+            if r.iova + r.size > end {
+                return Err(not_mapped);
+            }
+            inside.push(at);
+        }
+        if inside.is_empty() {
+            return Err(not_mapped);
+        }
+        Ok(inside)
     }
 
     /// Removes every region.
     pub fn take_all(&mut self) -> Vec<Region> {
         self.bytes = 0;
-        std::mem::take(&mut self.regions)
+        std::mem::take(&mut self.regions).into_values().collect()
+    }
+
+    /// Number of regions.
+    pub fn len(&self) -> usize {
+        self.regions.len()
+    }
+
+    /// True when nothing is mapped.
+    pub fn is_empty(&self) -> bool {
+        self.regions.is_empty()
     }
 
     /// The regions, by IOVA.
-    pub fn regions(&self) -> &[Region] {
-        &self.regions
+    pub fn regions(&self) -> impl Iterator<Item = &Region> {
+        self.regions.values()
     }
 
     /// Bytes mapped.
     pub fn bytes(&self) -> u64 {
         self.bytes
+    }
+
+    /// Files mapped into this process now (each once, whatever its number of regions).
+    pub fn files_mapped(&self) -> usize {
+        self.files.values().filter(|w| w.strong_count() > 0).count()
     }
 }
 
@@ -238,21 +351,9 @@ fn os_err(what: &'static str) -> MapError {
     }
 }
 
-/// Maps `size` bytes of `f` from `offset`, shared, after checking the range is in the file.
-fn mmap_file(f: &File, offset: u64, size: u64, writable: bool) -> Result<Mapping, MapError> {
-    let file_size = f.metadata().map_err(|_| os_err("fstat"))?.len();
-    if offset.checked_add(size).is_none_or(|end| end > file_size) {
-        return Err(MapError::OutsideFile {
-            offset,
-            size,
-            file_size,
-        });
-    }
+/// Maps all `size` bytes of `f`, shared.
+fn mmap_file(f: &File, size: u64, writable: bool) -> Result<FileMap, MapError> {
     let len = usize::try_from(size).map_err(|_| MapError::Limit { size })?;
-    let off = libc::off_t::try_from(offset).map_err(|_| MapError::Overflow {
-        address: offset,
-        size,
-    })?;
     let prot = libc::PROT_READ | if writable { libc::PROT_WRITE } else { 0 };
     // SAFETY: a fresh shared mapping at an address the kernel picks; nothing else refers to it.
     let ptr = unsafe {
@@ -262,14 +363,17 @@ fn mmap_file(f: &File, offset: u64, size: u64, writable: bool) -> Result<Mapping
             prot,
             libc::MAP_SHARED,
             f.as_raw_fd(),
-            off,
+            0,
         )
     };
     if ptr == libc::MAP_FAILED {
         return Err(os_err("mmap"));
     }
-    Ok(Mapping {
+    Ok(FileMap {
         ptr: ptr.cast(),
         len,
     })
 }
+
+#[cfg(test)]
+mod tests;
