@@ -209,7 +209,11 @@ impl FaultInjector {
     /// [`bad_lkey_sends`](Self::bad_lkey_sends) asked for, which it uses up).
     #[inline]
     pub(crate) fn take_bad_lkey_send(&self) -> bool {
-        take_one(&self.bad_lkey_sends)
+        self.bad_lkey_sends.load(Ordering::Relaxed) != 0
+            && self
+                .bad_lkey_sends
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+                .is_ok()
     }
 
     /// Whether the CQE being written to CQ `cqn` is to find it full (an overrun
@@ -225,14 +229,4 @@ impl FaultInjector {
             .store(st.overrun.len() as u32, Ordering::Relaxed);
         hit
     }
-}
-
-/// Takes one from a count of faults still to come: true when it was not 0. A load is all it
-/// costs while the count is 0, as it is on the hot paths unless a test asks for faults.
-#[inline]
-fn take_one(count: &AtomicU32) -> bool {
-    count.load(Ordering::Relaxed) != 0
-        && count
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
-            .is_ok()
 }
