@@ -236,6 +236,28 @@ mod tests {
         f
     }
 
+    /// A zero ones'-complement checksum has two forms. UDP must send 0xffff (0 says "no
+    /// checksum"); TCP sends 0x0000, the inverted sum, as the PRM's offload computes it (Linux
+    /// software may write 0xffff; receivers accept both, RFC 1624).
+    #[test]
+    fn a_zero_checksum_is_0xffff_for_udp_and_0x0000_for_tcp() {
+        for (proto, off, want) in [(UDP, UDP_CHECK, 0xffff), (TCP, TCP_CHECK, 0x0000)] {
+            // 12 payload bytes after the UDP-sized header make room for a TCP header; the
+            // last two are a word chosen so that the whole sum becomes 0xffff.
+            let mut f = udp4(&[7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 0, 0]);
+            f[23] = proto;
+            let at = 14 + 20;
+            let n = f.len();
+            tx(&mut f, true, true);
+            let c = u16::from_be_bytes([f[at + off], f[at + off + 1]]);
+            f[n - 2..].copy_from_slice(&c.to_be_bytes());
+            tx(&mut f, true, true);
+            let got = u16::from_be_bytes([f[at + off], f[at + off + 1]]);
+            assert_eq!(got, want, "protocol {proto}");
+            assert!(rx(&f).l4_ok, "protocol {proto}: the receive side verifies it");
+        }
+    }
+
     #[test]
     fn rfc_1071_sum() {
         // The example of RFC 1071 section 3: 00 01 f2 03 f4 f5 f6 f7 sums to ddf2.
