@@ -1,38 +1,51 @@
 //! Brings an HCA up and down and shows what happened: every command with its time, the
 //! device's capabilities, and the firmware pages at each stage.
 //!
-//! Runs on the device model (the default device):
+//! Runs on the device model (the default device) or on a function bound to vfio-pci:
 //!
 //! ```text
-//! cargo run --example bringup               # the model executes commands inline
-//! cargo run --example bringup -- --threaded # the model runs on its own thread
+//! cargo run --example bringup                          # the model executes commands inline
+//! cargo run --example bringup -- --device sim:threaded # the model runs on its own thread
+//! cargo run --example bringup --features vfio -- --device vfio:0000:03:00.0
 //! RUST_LOG=mlx5_driver::cmd=trace cargo run --example bringup   # hex dumps of every command
 //! ```
 
-use mlx5_driver::backend::sim::SimBackend;
-use mlx5_driver::{Hca, HcaConfig};
-use mlx5_sim::{Config, Mode};
+use clap::Parser;
+use mlx5_driver::{DeviceSpec, Hca, HcaConfig};
 use std::time::Instant;
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+#[derive(Parser)]
+#[command(about = "Brings an HCA up and down and shows every command")]
+struct Args {
+    /// The device: sim, sim:threaded or vfio:DDDD:BB:DD.F.
+    #[arg(long, default_value = "sim")]
+    device: DeviceSpec,
+    /// The same as --device sim:threaded.
+    #[arg(long)]
+    threaded: bool,
+}
+
+fn main() -> std::process::ExitCode {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
-    let threaded = std::env::args().any(|a| a == "--threaded");
-    let config = Config {
-        mode: if threaded {
-            Mode::Threaded
-        } else {
-            Mode::Inline
-        },
-        ..Config::default()
+    match run(Args::parse()) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        // The error's own words (what failed and what to do), not its Debug form.
+        Err(e) => {
+            eprintln!("bringup: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: Args) -> mlx5_driver::Result<()> {
+    let spec = match args.device {
+        DeviceSpec::Sim { .. } if args.threaded => DeviceSpec::Sim { threaded: true },
+        d => d,
     };
-    let (backend, device) = SimBackend::new(config);
-    println!(
-        "device model, {} mode",
-        if threaded { "threaded" } else { "inline" }
-    );
+    println!("device {spec}");
 
     let start = Instant::now();
-    let hca = Hca::bring_up(backend, &HcaConfig::default())?;
+    let hca = Hca::open(&spec, &HcaConfig::default())?;
     let up = start.elapsed();
 
     println!(
@@ -81,14 +94,25 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "objects: UAR {}  EQ {}  PD {}  transport domain {}  reserved lkey 0x{:x}",
         info.uar, info.eqn, info.pd, info.transport_domain, info.resd_lkey
     );
-    println!("firmware pages held by the device: {}", device.pages_held());
+    println!("firmware pages held by the device: {}", hca.pages_held());
+    if let Some(irqs) = hca.backend().interrupts() {
+        println!("MSI-X interrupts per vector: {irqs:?}");
+    }
 
+    // The model counts what it holds itself; on hardware the driver's ledger is what there
+    // is (a teardown that returns reclaimed every page, or it fails and says how many not).
+    #[cfg(feature = "sim")]
+    let model = hca.backend().sim_device().cloned();
     let start = Instant::now();
-    hca.teardown()?;
+    let quarantine = hca.teardown()?;
+    #[cfg(feature = "sim")]
+    let held = model.map_or(0, |d| d.pages_held());
+    #[cfg(not(feature = "sim"))]
+    let held = 0;
     println!(
-        "\nteardown: {:.2} ms; firmware pages held after teardown: {}",
+        "\nteardown: {:.2} ms; firmware pages held after teardown: {held}; DMA buffers in quarantine: {}",
         start.elapsed().as_secs_f64() * 1e3,
-        device.pages_held()
+        quarantine.buffers
     );
     Ok(())
 }

@@ -186,6 +186,27 @@ pub enum Error {
         /// Their bytes.
         bytes: usize,
     },
+    /// A device spec names a backend this build does not have.
+    #[error("device '{spec}' needs the driver built with feature `{feature}`")]
+    BackendNotBuilt {
+        /// The spec as given.
+        spec: String,
+        /// The cargo feature that provides the backend.
+        feature: &'static str,
+    },
+    /// The function could not be opened through VFIO.
+    #[cfg(all(feature = "vfio", target_os = "linux"))]
+    #[error(transparent)]
+    Vfio(Box<crate::backend::vfio::VfioError>),
+}
+
+#[cfg(all(feature = "vfio", target_os = "linux"))]
+impl From<crate::backend::vfio::VfioError> for Error {
+    fn from(e: crate::backend::vfio::VfioError) -> Error {
+        // Boxed: the VFIO errors carry paths and lists, and every `Result` of the driver
+        // would otherwise grow to their size.
+        Error::Vfio(Box::new(e))
+    }
 }
 
 impl Error {

@@ -38,6 +38,7 @@ pub mod backend;
 pub mod cmd;
 pub mod counters;
 pub mod cq;
+pub mod device_spec;
 mod doorbell;
 pub mod eq;
 pub mod error;
@@ -53,6 +54,7 @@ mod ring;
 pub mod roce;
 mod undo;
 
+pub use device_spec::DeviceSpec;
 pub use error::{Error, Result};
 pub use hca::{DeviceInfo, Hca, HcaConfig};
 pub use recent::Recent;

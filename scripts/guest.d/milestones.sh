@@ -179,6 +179,7 @@ m_shutdown() {
 
 . /netdev.sh
 . /roce.sh
+. /vfio.sh
 
 run_milestones() {
   if [ "$ROCE_OK" = 1 ]; then
@@ -208,6 +209,7 @@ run_milestones() {
       pingpong) m_pingpong ;;
       loss) m_loss ;;
       rdma) m_rdma ;;
+      vfio-bringup) m_vfio_bringup ;;
       *) echo "@@INFO unknown milestone $m" ;;
     esac
   done

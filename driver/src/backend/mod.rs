@@ -6,6 +6,7 @@
 //! write: MMIO is reached through register reads and writes, DMA memory through
 //! [`mlx5_prm::rt::DeviceBytes`].
 
+mod any;
 mod barrier;
 pub mod deferred;
 #[cfg(feature = "forge")]
@@ -15,6 +16,7 @@ pub mod sim;
 #[cfg(all(feature = "vfio", target_os = "linux"))]
 pub mod vfio;
 
+pub use any::AnyBackend;
 pub use barrier::{Barriers, HostBarriers, ModelBarriers, SeqCstBarriers};
 pub use deferred::Deferred;
 

@@ -254,7 +254,10 @@ mod tests {
             tx(&mut f, true, true);
             let got = u16::from_be_bytes([f[at + off], f[at + off + 1]]);
             assert_eq!(got, want, "protocol {proto}");
-            assert!(rx(&f).l4_ok, "protocol {proto}: the receive side verifies it");
+            assert!(
+                rx(&f).l4_ok,
+                "protocol {proto}: the receive side verifies it"
+            );
         }
     }
 

@@ -113,4 +113,61 @@ pub enum VfioError {
         /// The virtual address.
         va: usize,
     },
+    /// The kernel's VFIO speaks another API version than the one this driver knows.
+    #[error("{path} speaks VFIO API version {found}, not {expected}")]
+    ApiVersion {
+        /// The container node.
+        path: PathBuf,
+        /// What the kernel answered.
+        found: i32,
+        /// What the driver speaks.
+        expected: i32,
+    },
+    /// The container offers no IOMMU model the driver can use for this group.
+    #[error("VFIO at {path} offers no {wanted} IOMMU model; {hint}")]
+    NoIommuModel {
+        /// The container node.
+        path: PathBuf,
+        /// The model asked for.
+        wanted: &'static str,
+        /// What to do.
+        hint: &'static str,
+    },
+    /// A VFIO request failed.
+    #[error("{what} failed: {errno}{}", hint_for(*errno))]
+    Ioctl {
+        /// What was asked (names the request and its object).
+        what: String,
+        /// The kernel's answer.
+        errno: nix::errno::Errno,
+    },
+    /// The function has no region or interrupt the driver needs.
+    #[error("{addr}: {what}")]
+    Unsupported {
+        /// The address.
+        addr: String,
+        /// What is missing.
+        what: String,
+    },
+    /// DMA memory could not be had.
+    #[error("DMA memory of {len} bytes: {why}")]
+    Memory {
+        /// Bytes asked for.
+        len: usize,
+        /// Why not, and what to do.
+        why: String,
+    },
+}
+
+/// What to try for the errors VFIO requests commonly end in.
+fn hint_for(errno: nix::errno::Errno) -> &'static str {
+    use nix::errno::Errno;
+    match errno {
+        Errno::EPERM | Errno::EACCES => " (run as root, or own the group's device node)",
+        Errno::ENOMEM => {
+            " (pinning DMA memory counts against the memlock limit: `ulimit -l unlimited`)"
+        }
+        Errno::EBUSY => " (another process, or a VM, has the group or the device open)",
+        _ => "",
+    }
 }
