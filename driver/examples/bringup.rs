@@ -11,6 +11,7 @@
 //! ```
 
 use clap::Parser;
+use mlx5_driver::backend::DmaAlloc;
 use mlx5_driver::{DeviceSpec, Hca, HcaConfig};
 use std::time::Instant;
 
@@ -23,6 +24,10 @@ struct Args {
     /// The same as --device sim:threaded.
     #[arg(long)]
     threaded: bool,
+    /// First open and close the device this many times (with DMA memory each time) and check
+    /// that the process's open files and memory mappings are as before.
+    #[arg(long, default_value_t = 0)]
+    reopen: u32,
 }
 
 fn main() -> std::process::ExitCode {
@@ -37,12 +42,15 @@ fn main() -> std::process::ExitCode {
     }
 }
 
-fn run(args: Args) -> mlx5_driver::Result<()> {
+fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let spec = match args.device {
         DeviceSpec::Sim { .. } if args.threaded => DeviceSpec::Sim { threaded: true },
         d => d,
     };
     println!("device {spec}");
+    if args.reopen > 0 {
+        reopen(&spec, args.reopen)?;
+    }
 
     let start = Instant::now();
     let hca = Hca::open(&spec, &HcaConfig::default())?;
@@ -115,4 +123,102 @@ fn run(args: Args) -> mlx5_driver::Result<()> {
         quarantine.buffers
     );
     Ok(())
+}
+
+/// Opens the device, takes and frees DMA memory (a page, 64 KiB, 1 MiB), closes it: `n`
+/// times after three warm-up rounds, then compares the open files and mappings with before.
+fn reopen(spec: &DeviceSpec, n: u32) -> Result<(), Box<dyn std::error::Error>> {
+    let once = || -> mlx5_driver::Result<()> {
+        let be = spec.open()?;
+        let bufs = [
+            be.alloc(4096, 4096)?,
+            be.alloc(64 << 10, 4096)?,
+            be.alloc(1 << 20, 4096)?,
+        ];
+        // The buffers go back first (declared last), then the device closes.
+        let _ = &bufs;
+        Ok(())
+    };
+    // Warm-up: the memory allocator reaches its high-water mark in the first rounds.
+    for _ in 0..3 {
+        once()?;
+    }
+    let (fds, maps) = (open_files()?, mappings()?);
+    let start = Instant::now();
+    for _ in 0..n {
+        once()?;
+    }
+    let took = start.elapsed();
+    let (fds_after, maps_after) = (open_files()?, mappings()?);
+    // The memory allocator's heap may settle at a higher mark; everything else (device
+    // mappings, DMA memory, BAR) must be exactly as before.
+    let heap = |m: &[(u64, u64, String)]| kib(m.iter().filter(|m| m.2 == "[heap]"));
+    let other = |m: &[(u64, u64, String)]| {
+        let v: Vec<_> = m.iter().filter(|m| m.2 != "[heap]").cloned().collect();
+        v
+    };
+    println!(
+        "reopened {n} times in {:.1} ms: open files {} -> {}, mappings {} ({} KiB) -> {} ({} \
+         KiB), heap {} -> {} KiB",
+        took.as_secs_f64() * 1e3,
+        fds.len(),
+        fds_after.len(),
+        maps.len(),
+        kib(other(&maps).iter()),
+        maps_after.len(),
+        kib(other(&maps_after).iter()),
+        heap(&maps),
+        heap(&maps_after)
+    );
+    if fds != fds_after {
+        return Err(format!("open files changed: {fds:?} -> {fds_after:?}").into());
+    }
+    let (before, after) = (other(&maps), other(&maps_after));
+    if before != after {
+        let b: std::collections::BTreeSet<_> = before.iter().collect();
+        let a: std::collections::BTreeSet<_> = after.iter().collect();
+        return Err(format!(
+            "mappings changed: gone {:x?}, new {:x?}",
+            b.difference(&a).collect::<Vec<_>>(),
+            a.difference(&b).collect::<Vec<_>>()
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// This process's open files: (descriptor, what it names).
+fn open_files() -> std::io::Result<Vec<(String, String)>> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir("/proc/self/fd")? {
+        let e = e?;
+        let target =
+            std::fs::read_link(e.path()).map_or_else(|_| "?".into(), |p| p.display().to_string());
+        v.push((e.file_name().to_string_lossy().into_owned(), target));
+    }
+    // The directory's own descriptor differs from one listing to the next.
+    v.retain(|(_, t)| !t.starts_with("/proc/"));
+    v.sort();
+    Ok(v)
+}
+
+/// This process's mappings: (start, bytes, what is mapped).
+fn mappings() -> std::io::Result<Vec<(u64, u64, String)>> {
+    let text = std::fs::read_to_string("/proc/self/maps")?;
+    Ok(text
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let (a, b) = f.next()?.split_once('-')?;
+            let (a, b) = (
+                u64::from_str_radix(a, 16).ok()?,
+                u64::from_str_radix(b, 16).ok()?,
+            );
+            Some((a, b - a, f.nth(4).unwrap_or("").to_owned()))
+        })
+        .collect())
+}
+
+fn kib<'a>(maps: impl Iterator<Item = &'a (u64, u64, String)>) -> u64 {
+    maps.map(|m| m.1).sum::<u64>() / 1024
 }

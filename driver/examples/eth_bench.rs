@@ -4,11 +4,17 @@
 //! eth_bench count tx|rx|fwd BATCH ROUNDS   one workload, for callgrind: only tx_batch and
 //!                                          rx_batch are measured (--toggle-collect), the
 //!                                          model's work runs outside them
-//! eth_bench mpps BATCH PACKETS [--link-down-at N]
-//!                                          loopback through the model, wall-clock; every
-//!                                          packet must come back (no packet for 2 s fails
-//!                                          the run with what was lost); --link-down-at
-//!                                          takes the link down after N sent, to show it
+//! eth_bench mpps BATCH PACKETS [--link-down-at N] [--verify] [--device SPEC]
+//!                                          loopback, wall-clock; every packet must come
+//!                                          back (no packet for 2 s fails the run with what
+//!                                          was lost); --link-down-at takes the model's link
+//!                                          down after N sent, to show it; --verify sends
+//!                                          sequence-numbered frames of varied length and
+//!                                          checks every byte of each that comes back, in
+//!                                          order; --device runs on another device (sim,
+//!                                          sim:threaded, vfio:ADDR), whose port must be
+//!                                          looped back: a loopback plug on a card, the
+//!                                          vfio-user server's --loopback for the model
 //! ```
 //!
 //! In `count`, doorbells are held by [`Deferred`] while the driver runs and released to the
@@ -17,14 +23,16 @@
 //! polling receive CQEs, handing out packets and refilling the RQ.
 
 use mlx5_driver::backend::sim::SimBackend;
-use mlx5_driver::backend::Deferred;
+use mlx5_driver::backend::{Backend, Deferred};
 use mlx5_driver::eth::{EthConfig, EthQueues, Packet, Pool};
-use mlx5_driver::{Hca, HcaConfig};
+use mlx5_driver::{DeviceSpec, Hca, HcaConfig};
+use mlx5_prm::rt::Bytes;
 use std::time::{Duration, Instant};
 
 fn usage() -> ! {
     eprintln!(
-        "usage: eth_bench count tx|rx|fwd BATCH ROUNDS | eth_bench mpps BATCH PACKETS [--link-down-at N]"
+        "usage: eth_bench count tx|rx|fwd BATCH ROUNDS | eth_bench mpps BATCH PACKETS \
+         [--link-down-at N] [--verify] [--device SPEC]"
     );
     std::process::exit(2)
 }
@@ -35,9 +43,12 @@ fn arg(args: &[String], i: usize) -> usize {
         .unwrap_or_else(|| usage())
 }
 
+/// log2 of the receive ring's entries.
+const LOG_RQ: u8 = 9;
+
 const CONFIG: EthConfig = EthConfig {
     log_sq_size: 9,
-    log_rq_size: 9,
+    log_rq_size: LOG_RQ,
     signal_every: 32,
     inline_l2: false,
     macs: Vec::new(),
@@ -99,49 +110,170 @@ fn count(direction: &str, batch: usize, rounds: usize) {
 /// How long `mpps` waits for a packet to come back before calling the rest lost.
 const IDLE_LIMIT: Duration = Duration::from_secs(2);
 
-fn mpps(batch: usize, packets: usize, link_down_at: Option<usize>) {
-    let (be, dev) = SimBackend::new(mlx5_sim::Config::default());
-    let hca = Hca::bring_up(be, &HcaConfig::default()).expect("bring-up");
-    let pool = Pool::new(&hca, BUFFERS, BUF_SIZE).expect("pool");
+/// Frames in flight at most: half the receive ring.
+const WINDOW: usize = 1 << (LOG_RQ - 1);
+
+/// What `mpps` is asked to do.
+struct Mpps {
+    batch: usize,
+    packets: usize,
+    link_down_at: Option<usize>,
+    verify: bool,
+    device: DeviceSpec,
+}
+
+/// The model's side of a run: taking its link down, and its drop counters for a report.
+struct ModelHooks<'a> {
+    link_down: Option<&'a dyn Fn()>,
+    report: &'a dyn Fn() -> String,
+}
+
+fn mpps(m: &Mpps) {
+    match m.device {
+        // The figure's configuration: the concrete backend and the model's own barriers.
+        DeviceSpec::Sim { threaded: false } => {
+            let (be, dev) = SimBackend::new(mlx5_sim::Config::default());
+            let hca = Hca::bring_up(be, &HcaConfig::default()).expect("bring-up");
+            dev.loopback(true);
+            let down = || {
+                if dev.tx_discarded() == 0 {
+                    dev.raise_port_change(1, false);
+                }
+            };
+            let report = || {
+                format!(
+                    "model: rx_dropped {}, tx_discarded {}",
+                    dev.rx_dropped(),
+                    dev.tx_discarded()
+                )
+            };
+            run_mpps(
+                &hca,
+                m,
+                ModelHooks {
+                    link_down: Some(&down),
+                    report: &report,
+                },
+            );
+        }
+        ref spec => {
+            if m.link_down_at.is_some() {
+                eprintln!("eth_bench mpps: --link-down-at needs the inline model (--device sim)");
+                std::process::exit(2);
+            }
+            let hca = Hca::open(spec, &HcaConfig::default()).unwrap_or_else(|e| {
+                eprintln!("eth_bench mpps: {spec}: {e}");
+                std::process::exit(1)
+            });
+            #[cfg(feature = "sim")]
+            if let Some(dev) = hca.backend().sim_device() {
+                dev.loopback(true);
+            }
+            let report = || String::from("the port must be looped back");
+            run_mpps(
+                &hca,
+                m,
+                ModelHooks {
+                    link_down: None,
+                    report: &report,
+                },
+            );
+            if let Some(irqs) = hca.backend().interrupts() {
+                println!("MSI-X interrupts per vector: {irqs:?}");
+            }
+        }
+    }
+}
+
+/// Frame `seq` of a verified run: to the RQ's MAC, sequence number at bytes 14..22, then a
+/// pattern that depends on the sequence number; 60 to 1514 bytes.
+fn numbered(seq: u64, out: &mut Vec<u8>) {
+    let len = 60 + (seq % 1455) as usize;
+    out.clear();
+    out.extend_from_slice(&frame()[..14]);
+    out.extend_from_slice(&seq.to_be_bytes());
+    let k = (seq as u8).wrapping_mul(31);
+    out.extend((22..len).map(|i| k.wrapping_add(i as u8)));
+}
+
+fn run_mpps<B: Backend>(hca: &Hca<B>, m: &Mpps, hooks: ModelHooks<'_>) {
+    let (batch, packets) = (m.batch, m.packets);
+    let pool = Pool::new(hca, BUFFERS, BUF_SIZE).expect("pool");
     let mut eth = EthQueues::create(&pool, &CONFIG).expect("eth queues");
-    dev.loopback(true);
     let (mut pkts, mut out) = (Vec::with_capacity(batch), Vec::with_capacity(batch));
+    let (mut want, mut got_bytes) = (Vec::new(), Vec::new());
     let start = Instant::now();
     let (mut sent, mut received) = (0usize, 0usize);
     // A lost packet must fail the run, not hang it: no packet back for this long is a failure
     // that says what went missing.
     let mut progress = Instant::now();
     while received < packets {
-        if link_down_at.is_some_and(|n| sent >= n) && dev.tx_discarded() == 0 {
-            dev.raise_port_change(1, false);
+        if let (Some(n), Some(down)) = (m.link_down_at, hooks.link_down) {
+            if sent >= n {
+                down();
+            }
         }
-        if sent < packets {
+        // At most half the receive ring in flight: a device that runs apart from the driver
+        // (threaded model, hardware) would otherwise outrun the refills and drop frames, as
+        // a NIC does when its receive queue is empty.
+        if sent < packets && sent - received + batch <= WINDOW {
             pool.alloc_batch(&mut pkts, batch.min(packets - sent));
-            pkts.iter_mut().for_each(|p| p.set_len(60));
+            for (i, p) in pkts.iter_mut().enumerate() {
+                if m.verify {
+                    numbered((sent + i) as u64, &mut want);
+                    p.write(&want).expect("frame fits");
+                } else {
+                    p.set_len(60);
+                }
+            }
             sent += eth.tx_batch(&mut pkts).expect("tx");
             pkts.clear();
         }
         let got = eth.rx_batch(&mut out, batch).expect("rx");
+        if m.verify {
+            for p in &out {
+                let seq = received as u64;
+                numbered(seq, &mut want);
+                got_bytes.resize(p.len(), 0);
+                p.data().read_bytes(0, &mut got_bytes);
+                if got_bytes != want {
+                    let at = got_bytes.iter().zip(&want).position(|(a, b)| a != b);
+                    eprintln!(
+                        "eth_bench mpps: frame {seq} came back wrong: {} bytes (sent {}), first \
+                         difference at {at:?}",
+                        got_bytes.len(),
+                        want.len()
+                    );
+                    std::process::exit(1);
+                }
+                received += 1;
+            }
+        } else {
+            received += got;
+        }
         out.clear();
-        received += got;
         if got > 0 {
             progress = Instant::now();
         } else if progress.elapsed() > IDLE_LIMIT {
             eprintln!(
                 "eth_bench mpps: {received} of {sent} sent packets came back, none for {:?}: \
-                 {} lost (model: rx_dropped {}, tx_discarded {})",
+                 {} lost ({})",
                 IDLE_LIMIT,
                 sent - received,
-                dev.rx_dropped(),
-                dev.tx_discarded()
+                (hooks.report)()
             );
             std::process::exit(1);
         }
     }
     let secs = start.elapsed().as_secs_f64();
     println!(
-        "loopback batch {batch}: {received} packets in {secs:.3} s = {:.2} Mpps",
-        received as f64 / secs / 1e6
+        "loopback batch {batch}: {received} packets in {secs:.3} s = {:.2} Mpps{}",
+        received as f64 / secs / 1e6,
+        if m.verify {
+            ", every byte of every frame checked, in order"
+        } else {
+            ""
+        }
     );
 }
 
@@ -154,12 +286,34 @@ fn main() {
             arg(&args, 3),
         ),
         Some("mpps") => {
-            let down = match args.get(3).map(String::as_str) {
-                None => None,
-                Some("--link-down-at") => Some(arg(&args, 4)),
-                Some(_) => usage(),
+            let mut m = Mpps {
+                batch: arg(&args, 1),
+                packets: arg(&args, 2),
+                link_down_at: None,
+                verify: false,
+                device: DeviceSpec::default(),
             };
-            mpps(arg(&args, 1), arg(&args, 2), down)
+            let mut i = 3;
+            while i < args.len() {
+                match args[i].as_str() {
+                    "--link-down-at" => {
+                        m.link_down_at = Some(arg(&args, i + 1));
+                        i += 1;
+                    }
+                    "--verify" => m.verify = true,
+                    "--device" => {
+                        let text = args.get(i + 1).unwrap_or_else(|| usage());
+                        m.device = text.parse().unwrap_or_else(|e| {
+                            eprintln!("eth_bench: {e}");
+                            std::process::exit(2)
+                        });
+                        i += 1;
+                    }
+                    _ => usage(),
+                }
+                i += 1;
+            }
+            mpps(&m)
         }
         _ => usage(),
     }

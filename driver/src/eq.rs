@@ -44,6 +44,12 @@ pub enum Event {
         /// The PRM's `cq_error_syndrome`, raw.
         syndrome: u8,
     },
+    /// A CQ armed for notification has a new completion (the CQ must be armed again for the
+    /// next one).
+    Completion {
+        /// The CQ.
+        cqn: u32,
+    },
     /// Commands completed (slot bitmask).
     CommandCompletion {
         /// Completed slots.
@@ -185,6 +191,9 @@ impl EventQueue {
                         syndrome: e.syndrome_raw(),
                     }
                 }
+                Ok(EventType::Comp) => Event::Completion {
+                    cqn: data.comp_event().cq_number(),
+                },
                 Ok(EventType::Cmd) => Event::CommandCompletion {
                     vector: data.cmd_inter_comp_event().command_completion_vector(),
                 },

@@ -110,3 +110,58 @@ fn page_requests_arriving_later_are_served() {
     hca.teardown().unwrap();
     assert_eq!(device.pages_held(), 0);
 }
+
+/// The model behind a BAR0 that ends early: what a wrongly sized or truncated mapping would
+/// show the driver.
+struct ShortBar(SimBackend, usize);
+
+impl mlx5_driver::backend::Mmio for ShortBar {
+    fn len(&self) -> usize {
+        self.1
+    }
+    fn read32(&self, offset: usize) -> u32 {
+        self.0.read32(offset)
+    }
+    fn write32(&self, offset: usize, value: u32) {
+        self.0.write32(offset, value)
+    }
+    fn write64(&self, offset: usize, value: u64) {
+        self.0.write64(offset, value)
+    }
+}
+
+impl mlx5_driver::backend::Backend for ShortBar {
+    type Mmio = Self;
+    type Dma = <SimBackend as mlx5_driver::backend::Backend>::Dma;
+    type Events = SimBackend;
+    type Barriers = mlx5_driver::backend::ModelBarriers;
+    fn mmio(&self) -> &Self {
+        self
+    }
+    fn dma(&self) -> &Self::Dma {
+        mlx5_driver::backend::Backend::dma(&self.0)
+    }
+    fn events(&self) -> &SimBackend {
+        &self.0
+    }
+}
+
+/// A UAR page past the end of BAR0 is refused at ALLOC_UAR (its doorbells would be lost),
+/// and the half-made HCA is taken down.
+#[test]
+fn a_uar_page_past_the_bar_is_an_error() {
+    let (backend, device) = SimBackend::new(Config::default());
+    let e = Hca::bring_up(ShortBar(backend, 2 * 4096), &HcaConfig::default())
+        .err()
+        .expect("bring-up must fail");
+    let text = e.to_string();
+    assert!(
+        text.contains("alloc_uar") && text.contains("past the end of BAR0 (8192 bytes)"),
+        "{text}"
+    );
+    assert_eq!(
+        device.pages_held(),
+        0,
+        "the failed bring-up gave every page back"
+    );
+}

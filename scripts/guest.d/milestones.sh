@@ -210,6 +210,8 @@ run_milestones() {
       loss) m_loss ;;
       rdma) m_rdma ;;
       vfio-bringup) m_vfio_bringup ;;
+      vfio-traffic) m_vfio_traffic ;;
+      vfio-interrupts) m_vfio_interrupts ;;
       *) echo "@@INFO unknown milestone $m" ;;
     esac
   done

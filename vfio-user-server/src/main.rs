@@ -52,6 +52,10 @@ struct Args {
     /// Give the TAP interface this IPv4 address and bring it up (IPv6 off on it).
     #[arg(long, value_name = "ADDR/PREFIX", requires = "tap")]
     tap_addr: Option<mlx5_vfio_user::port::Cidr>,
+    /// Loop the function's port back on itself, as a loopback plug would: every frame it
+    /// sends arrives on its receive side (a user-space driver's traffic test needs no peer).
+    #[arg(long)]
+    loopback: bool,
     /// Capture every frame on the function's port to this pcap file (session N > 1: the
     /// name with -N before the extension).
     #[arg(long, value_name = "FILE")]
@@ -167,6 +171,7 @@ fn run(args: Args) -> Result<(), String> {
     let shared = Arc::new(Shared {
         profile: args.profile,
         port: Port::new(tap, args.pcap.clone()),
+        loopback: args.loopback,
         ..Shared::default()
     });
     if let Some(path) = &args.control {

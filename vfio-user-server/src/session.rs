@@ -44,6 +44,9 @@ pub struct Shared {
     pub profile: Profile,
     /// The Ethernet port's TAP cable and capture, handed from session to session.
     pub port: crate::port::Port,
+    /// The port is looped back on itself (a loopback plug): what the function sends, it
+    /// receives.
+    pub loopback: bool,
 }
 
 impl Shared {
@@ -177,6 +180,7 @@ pub fn serve_one(endpoint: &Endpoint, shared: &Shared, hooks: &dyn SessionHooks)
         .clone();
     hooks.start(n, &model);
     shared.port.plug(n, &device);
+    device.loopback(shared.loopback);
     let msix = Arc::new(Msix::new(MSIX_VECTORS));
     shared.set(Some(Current {
         session: n,

@@ -103,6 +103,9 @@ impl Events for AnyBackend {
     fn wait(&self, deadline: Instant) {
         each!(self, b => b.events().wait(deadline))
     }
+    fn interrupt_driven(&self) -> bool {
+        each!(self, b => b.events().interrupt_driven())
+    }
 }
 
 impl Backend for AnyBackend {

@@ -222,6 +222,14 @@ pub trait Events {
     /// returns at once (or after a short pause), so callers always re-check the memory they
     /// wait on.
     fn wait(&self, deadline: Instant);
+
+    /// True when the device's events arrive as interrupts that end [`Events::wait`] (MSI-X
+    /// through VFIO): then a driver waiting for an event may sleep until its deadline, and
+    /// an event that never raises its interrupt shows as a timeout rather than being found
+    /// by polling. False (the default) for backends whose `wait` only pauses.
+    fn interrupt_driven(&self) -> bool {
+        false
+    }
 }
 
 /// A device, as the driver sees it.

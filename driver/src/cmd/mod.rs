@@ -376,8 +376,14 @@ impl CmdQueue {
                     timeout: self.timeout,
                 });
             }
-            be.events()
-                .wait(deadline.min(Instant::now() + Duration::from_micros(50)));
+            // With interrupts the completion's EQE wakes the wait, so it may run to the
+            // deadline; otherwise a short pause before looking at memory again.
+            let events_wake = events.is_some() && be.events().interrupt_driven();
+            be.events().wait(if events_wake {
+                deadline
+            } else {
+                deadline.min(Instant::now() + Duration::from_micros(50))
+            });
         }
         B::Barriers::from_device();
         let elapsed = start.elapsed();

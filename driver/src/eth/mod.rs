@@ -147,6 +147,13 @@ impl<'p, B: Backend> EthQueues<'p, B> {
         (self.tx.cq.cqn(), self.rx.cq.cqn())
     }
 
+    /// Asks for a [`Completion`](crate::eq::Event::Completion) event (an interrupt, with
+    /// MSI-X) when the receive CQ next gets a completion: for an application that sleeps in
+    /// [`Hca::wait_events`](crate::Hca::wait_events) instead of polling. One event per arm.
+    pub fn arm_rx(&mut self) {
+        self.rx.cq.arm(false);
+    }
+
     /// The TIR the flow table forwards to.
     pub fn tirn(&self) -> u32 {
         self.tirn

@@ -25,7 +25,7 @@ mod config;
 pub(crate) use claim::Claim;
 pub use config::{DeviceInfo, HcaConfig, DEFAULT_MAX_FIRMWARE_PAGES};
 
-use crate::backend::{Backend, DmaAlloc, Mmio, Quarantine, Regs};
+use crate::backend::{Backend, DmaAlloc, Events, Mmio, Quarantine, Regs};
 use crate::cmd::{CmdQueue, EventSink, Executed, Stash};
 use crate::eq::{Event, EventQueue};
 use crate::error::{Error, Result};
@@ -39,6 +39,9 @@ use std::time::{Duration, Instant};
 
 /// Most page requests one [`Hca::poll_events`] serves.
 pub const MAX_PAGE_REQUESTS: usize = 64;
+
+/// Bytes of a UAR page in BAR0 (4 KiB, at the page's index).
+const UAR_PAGE: usize = 4096;
 
 /// An HCA brought up: owns the backend, the command queue, the firmware pages and every object
 /// created during bring-up, and releases them on drop (or [`Hca::teardown`]). Resources made
@@ -307,6 +310,18 @@ impl<B: Backend> Hca<B> {
 
         self.info.uar = ctl.typed::<AllocUar, B>(be, 0, |_| Ok(()))?.uar();
         ctl.done.uar = true;
+        // Every doorbell goes to this page: past the BAR's end they would vanish (a master
+        // abort) and every queue would wait for work never started.
+        let bar = be.mmio().len();
+        if (self.info.uar as usize + 1) * UAR_PAGE > bar {
+            return Err(Error::BadDeviceValue {
+                command: AllocUar::NAME,
+                what: format!(
+                    "UAR page {} lies past the end of BAR0 ({bar} bytes)",
+                    self.info.uar
+                ),
+            });
+        }
 
         let cmdq = ctl.cmdq(CreateEq::NAME, CreateEq::OPCODE)?;
         let eq = EventQueue::create(
@@ -546,6 +561,25 @@ impl<B: Backend> Hca<B> {
         match first {
             Some(e) => Err(e),
             None => Ok(events),
+        }
+    }
+
+    /// Waits for events: returns what [`Hca::poll_events`] returns as soon as it is not
+    /// empty, or an empty list at `deadline`. With an interrupt-driven backend the thread
+    /// sleeps until an interrupt; otherwise it polls with short pauses.
+    pub fn wait_events(&self, deadline: Instant) -> Result<Vec<Event>> {
+        let events = self.be.events();
+        loop {
+            let got = self.poll_events()?;
+            let now = Instant::now();
+            if !got.is_empty() || now >= deadline {
+                return Ok(got);
+            }
+            events.wait(if events.interrupt_driven() {
+                deadline
+            } else {
+                deadline.min(now + Duration::from_micros(50))
+            });
         }
     }
 

@@ -1,7 +1,7 @@
 //! BAR0 mapped into the process: register accesses through the runtime's [`MmioPtr`]
 //! (volatile, big-endian dwords), 64-bit doorbells as one volatile store.
 
-use super::device::Region;
+use super::device::RegionInfo;
 use super::error::VfioError;
 use crate::backend::Mmio;
 use mlx5_prm::rt::{Mmio32, MmioPtr};
@@ -26,7 +26,7 @@ unsafe impl Sync for Bar {}
 
 impl Bar {
     /// Maps region `r` of the device descriptor `file`.
-    pub fn map(file: &File, r: Region, name: &str) -> Result<Bar, VfioError> {
+    pub fn map(file: &File, r: RegionInfo, name: &str) -> Result<Bar, VfioError> {
         let unsupported = |what: String| VfioError::Unsupported {
             addr: name.to_owned(),
             what,

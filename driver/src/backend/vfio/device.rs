@@ -19,9 +19,13 @@ const PCI_COMMAND: u64 = 4;
 const COMMAND_MEMORY: u16 = 1 << 1;
 const COMMAND_MASTER: u16 = 1 << 2;
 
+/// The smallest BAR0 the driver can work with: the initialization segment's page and one
+/// UAR page (ConnectX functions have megabytes).
+const MIN_BAR0: u64 = 2 * 4096;
+
 /// Where a region lies in the device descriptor's file offsets.
 #[derive(Debug, Clone, Copy)]
-pub struct Region {
+pub struct RegionInfo {
     /// `VFIO_REGION_INFO_FLAG_*`.
     pub flags: u32,
     /// Bytes.
@@ -36,7 +40,7 @@ pub struct Device {
     file: File,
     name: String,
     flags: u32,
-    config: Region,
+    config: RegionInfo,
 }
 
 impl Device {
@@ -63,7 +67,7 @@ impl Device {
             file,
             name: name.to_owned(),
             flags: info.flags,
-            config: Region {
+            config: RegionInfo {
                 flags: 0,
                 size: 0,
                 offset: 0,
@@ -74,7 +78,7 @@ impl Device {
     }
 
     /// The region with VFIO index `index`.
-    pub fn region(&self, index: u32) -> Result<Region, VfioError> {
+    pub fn region(&self, index: u32) -> Result<RegionInfo, VfioError> {
         let mut info = vfio_region_info {
             argsz: ioctl::argsz::<vfio_region_info>(),
             index,
@@ -87,7 +91,7 @@ impl Device {
                 errno,
             },
         )?;
-        Ok(Region {
+        Ok(RegionInfo {
             flags: info.flags,
             size: info.size,
             offset: info.offset,
@@ -106,13 +110,30 @@ impl Device {
                 ),
             });
         }
+        // The initialization segment and at least one UAR page.
+        if r.size < MIN_BAR0 {
+            return Err(VfioError::Unsupported {
+                addr: self.name.clone(),
+                what: format!(
+                    "BAR0 is {} bytes, too small for a ConnectX function (the initialization \
+                     segment and a UAR page take {MIN_BAR0}); is this the right function?",
+                    r.size
+                ),
+            });
+        }
         Bar::map(&self.file, r, &self.name)
+    }
+
+    /// Whether VFIO has a working reset for the function: vfio-pci tries one as it opens the
+    /// function, and offers it only if that succeeded.
+    pub fn reset_works(&self) -> bool {
+        self.flags & VFIO_DEVICE_FLAGS_RESET != 0
     }
 
     /// Resets the function (an FLR or whatever reset VFIO has for it). Returns false when
     /// VFIO offers none.
     pub fn reset(&self) -> Result<bool, VfioError> {
-        if self.flags & VFIO_DEVICE_FLAGS_RESET == 0 {
+        if !self.reset_works() {
             return Ok(false);
         }
         // SAFETY: a device descriptor; the request takes no argument.

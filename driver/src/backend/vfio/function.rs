@@ -1,9 +1,10 @@
 //! [`VfioBackend`]: an opened function, as a [`Backend`].
 //!
 //! Opening checks the system (`sysfs::locate`), joins the group to a container with the
-//! IOMMU model the system has, resets the function, maps BAR0, turns bus mastering on and
-//! routes MSI-X to eventfds. Dropping it turns MSI-X and bus mastering off and resets the
-//! function before any DMA memory can be freed: the allocator (held by every buffer too) goes
+//! IOMMU model the system has, opens the function (vfio-pci resets it), maps BAR0, turns bus
+//! mastering on and
+//! routes MSI-X to eventfds. Dropping it turns MSI-X and bus mastering off before any DMA
+//! memory can be freed (and vfio-pci resets the function as the descriptor closes): the allocator (held by every buffer too) goes
 //! last, so memory the device may still write is never reused while it can.
 
 use super::bar::Bar;
@@ -52,10 +53,14 @@ impl VfioBackend {
         let container = Arc::new(Container::open(root, &location)?);
         let name = addr.to_string();
         let device = Device::new(container.device(&name)?, &name)?;
-        // A known state: whatever an earlier user left running stops here.
-        let reset_on_open = device.reset()?;
+        // A known state: vfio-pci resets the function as it is first opened (an FLR or the
+        // reset the function has) and offers the reset only when that worked; resetting it
+        // again here would cost another 100 ms and change nothing.
+        let reset_on_open = device.reset_works();
         if !reset_on_open {
-            log::warn!("{name}: VFIO offers no reset for this function; it starts as it was left");
+            log::warn!(
+                "{name}: VFIO has no working reset for this function; it starts as it was left"
+            );
         }
         let bar = device.map_bar0()?;
         device.bus_master(true)?;
@@ -85,9 +90,23 @@ impl VfioBackend {
         &self.location
     }
 
-    /// Whether the function was reset when opened.
+    /// Whether the function was reset when opened (by vfio-pci, as it opens a function whose
+    /// reset works).
     pub fn was_reset(&self) -> bool {
         self.reset_on_open
+    }
+
+    /// Resets the function now (after it stopped answering, say), then turns bus mastering
+    /// back on (the reset clears it). The HCA over it must be brought up again; memory in
+    /// quarantine may be released after this ([`crate::backend::DmaAlloc::release_quarantine`]).
+    pub fn reset(&self) -> Result<(), VfioError> {
+        if !self.device.reset()? {
+            return Err(VfioError::Unsupported {
+                addr: self.location.addr.to_string(),
+                what: "VFIO has no working reset for this function".into(),
+            });
+        }
+        self.device.bus_master(true)
     }
 
     /// MSI-X interrupts taken so far, per vector.
@@ -98,12 +117,13 @@ impl VfioBackend {
 
 impl Drop for VfioBackend {
     fn drop(&mut self) {
+        // With bus mastering off the function can start no DMA, so the memory the allocator
+        // frees after this (quarantine included) is out of its reach. vfio-pci resets the
+        // function when the device descriptor closes; a reset here too would only add one
+        // more function-level reset's 100 ms.
         self.irqs.disable(&self.device);
         if let Err(e) = self.device.bus_master(false) {
             log::warn!("{}: turning bus mastering off: {e}", self.location.addr);
-        }
-        if let Err(e) = self.device.reset() {
-            log::warn!("{}: reset on close: {e}", self.location.addr);
         }
     }
 }
@@ -111,6 +131,9 @@ impl Drop for VfioBackend {
 impl Events for VfioBackend {
     fn wait(&self, deadline: Instant) {
         self.irqs.wait(deadline)
+    }
+    fn interrupt_driven(&self) -> bool {
+        self.irqs.vectors() > 0
     }
 }
 
