@@ -212,6 +212,7 @@ run_milestones() {
       vfio-bringup) m_vfio_bringup ;;
       vfio-traffic) m_vfio_traffic ;;
       vfio-interrupts) m_vfio_interrupts ;;
+      vfio-ping) m_vfio_ping ;;
       *) echo "@@INFO unknown milestone $m" ;;
     esac
   done

@@ -49,6 +49,7 @@ pub fn status(shared: &Shared) -> Value {
         "bad_vectors": st.bad_vectors.load(Ordering::Relaxed),
         "relay_rejected_messages": st.rejected.load(Ordering::Relaxed),
         "relay_closed_connections": st.relay_closed.load(Ordering::Relaxed),
+        "loopback": shared.loopback.load(Ordering::Relaxed),
     });
     let Some(cur) = shared.current() else {
         return v;
@@ -173,16 +174,33 @@ pub fn execute(shared: &Shared, line: &str) -> (Value, After) {
         ("tx-fault", Some(n)) => match (n.parse::<u32>(), model()) {
             (Ok(n @ 1..=1024), Some(m)) => {
                 m.device().faults().bad_lkey_sends(n);
-                (json!({ "ok": true, "tx_faults_pending": n }), After::Continue)
+                (
+                    json!({ "ok": true, "tx_faults_pending": n }),
+                    After::Continue,
+                )
             }
             (Ok(1..=1024), None) => (err("no device yet"), After::Continue),
-            _ => (err("tx-fault takes a number of sends 1..1024"), After::Continue),
+            _ => (
+                err("tx-fault takes a number of sends 1..1024"),
+                After::Continue,
+            ),
         },
+        ("loopback", Some(state @ ("on" | "off"))) => {
+            let on = state == "on";
+            // For this session's device and every later one.
+            shared.loopback.store(on, Ordering::Relaxed);
+            if let Some(m) = model() {
+                m.device().loopback(on);
+            }
+            (json!({ "ok": true, "loopback": on }), After::Continue)
+        }
+        ("loopback", _) => (err("loopback takes on or off"), After::Continue),
         ("quit", None) => (json!({ "ok": true, "quitting": true }), After::Quit),
         ("", None) => (err("empty command"), After::Continue),
         _ => (
             err(format!(
-                "unknown command '{}': status, request-pages N, health-fatal SYNDROME, tx-fault N, quit",
+                "unknown command '{}': status, request-pages N, health-fatal SYNDROME, tx-fault N, \
+                 loopback on|off, quit",
                 line.trim()
             )),
             After::Continue,

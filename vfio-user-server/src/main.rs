@@ -33,7 +33,7 @@ struct Args {
     #[arg(long, value_name = "TRACE", conflicts_with_all = ["socket", "control", "trace", "once", "tap", "pcap"])]
     summarize: Option<PathBuf>,
     /// A control socket: one command per line (status, request-pages N, health-fatal S,
-    /// tx-fault N, quit).
+    /// tx-fault N, loopback on|off, quit).
     #[arg(long)]
     control: Option<PathBuf>,
     /// Write every command the guest issues to this file, one JSON line each.
@@ -171,7 +171,7 @@ fn run(args: Args) -> Result<(), String> {
     let shared = Arc::new(Shared {
         profile: args.profile,
         port: Port::new(tap, args.pcap.clone()),
-        loopback: args.loopback,
+        loopback: args.loopback.into(),
         ..Shared::default()
     });
     if let Some(path) = &args.control {

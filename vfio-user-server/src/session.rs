@@ -45,8 +45,8 @@ pub struct Shared {
     /// The Ethernet port's TAP cable and capture, handed from session to session.
     pub port: crate::port::Port,
     /// The port is looped back on itself (a loopback plug): what the function sends, it
-    /// receives.
-    pub loopback: bool,
+    /// receives. Set at start (`--loopback`) and by the control channel (`loopback on|off`).
+    pub loopback: std::sync::atomic::AtomicBool,
 }
 
 impl Shared {
@@ -180,7 +180,7 @@ pub fn serve_one(endpoint: &Endpoint, shared: &Shared, hooks: &dyn SessionHooks)
         .clone();
     hooks.start(n, &model);
     shared.port.plug(n, &device);
-    device.loopback(shared.loopback);
+    device.loopback(shared.loopback.load(Ordering::Relaxed));
     let msix = Arc::new(Msix::new(MSIX_VECTORS));
     shared.set(Some(Current {
         session: n,

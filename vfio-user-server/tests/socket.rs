@@ -141,6 +141,9 @@ fn control_channel_refuses_bad_commands() {
         "tx-fault 0",
         "tx-fault 5000",
         "tx-fault x",
+        "loopback",
+        "loopback maybe",
+        "loopback on off",
         "status now",
     ] {
         let v = s.control(bad);
@@ -152,6 +155,10 @@ fn control_channel_refuses_bad_commands() {
     assert_eq!(s.control("health-fatal 0x7")["ok"], true);
     assert_eq!(s.control("tx-fault 2")["ok"], true);
     assert_eq!(s.control("status")["tx_faults_pending"], 2);
+    assert_eq!(s.control("loopback on")["loopback"], true);
+    assert_eq!(s.control("status")["loopback"], true);
+    assert_eq!(s.control("loopback off")["loopback"], false);
+    assert_eq!(s.control("status")["loopback"], false);
 }
 
 /// Shared view of a memfd, as the guest's RAM is to both QEMU and the server.

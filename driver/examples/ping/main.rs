@@ -12,12 +12,18 @@
 //!
 //! Everything it makes belongs to this process: the namespace and the TAP device vanish when
 //! it exits, also on Ctrl-C (which ends the session cleanly) or on an error.
+//!
+//! On another device (`--device vfio:0000:03:00.0`, or `sim:threaded`) the port is on a wire
+//! and the program pings a peer there: `--peer 10.0.0.1 --addr 10.0.0.2/24`.
 
 mod session;
+mod wire;
 
 use clap::Parser;
+use mlx5_driver::DeviceSpec;
 use mlx5_sim::Mode;
 use session::Options;
+use std::net::Ipv4Addr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -46,11 +52,36 @@ struct Args {
     /// Record the model's port traffic (both ways) to this pcap file.
     #[arg(long)]
     pcap: Option<PathBuf>,
+    /// The device: sim (the model cabled to a TAP device, the kernel as peer) or anything
+    /// else `--device` takes (sim:threaded, vfio:ADDRESS), whose port is on a wire with a
+    /// peer at --peer.
+    #[arg(long, default_value = "sim")]
+    device: DeviceSpec,
+    /// The peer to ping, for a device on a wire.
+    #[arg(long, value_name = "IPV4")]
+    peer: Option<Ipv4Addr>,
+    /// The driver's address on the wire.
+    #[arg(long, value_name = "IPV4/PREFIX", default_value = "10.77.0.2/24", value_parser = cidr)]
+    addr: ([u8; 4], u8),
+}
+
+/// `A.B.C.D/N`.
+fn cidr(text: &str) -> Result<([u8; 4], u8), String> {
+    let (ip, n) = text.split_once('/').ok_or("expected IPV4/PREFIX")?;
+    let ip: Ipv4Addr = ip.parse().map_err(|e| format!("{ip}: {e}"))?;
+    let n: u8 = n.parse().map_err(|e| format!("{n}: {e}"))?;
+    if n == 0 || n > 32 {
+        return Err(format!("prefix {n} (1..=32)"));
+    }
+    Ok((ip.octets(), n))
 }
 
 fn main() -> ExitCode {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let args = Args::parse();
+    if args.device != DeviceSpec::default() {
+        return on_wire(&args);
+    }
     if !mlx5_sim::tap::available() {
         eprintln!("ping: /dev/net/tun does not exist: this machine cannot make TAP devices");
         return ExitCode::FAILURE;
@@ -111,6 +142,61 @@ fn main() -> ExitCode {
             } else if interrupted {
                 // As a shell reports a process ended by SIGINT.
                 ExitCode::from(130)
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
+        Err(e) => {
+            eprintln!("ping: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Pinging a peer on the wire of a device other than the TAP-cabled model.
+fn on_wire(args: &Args) -> ExitCode {
+    let Some(peer) = args.peer else {
+        eprintln!(
+            "ping: --device {} needs --peer (the address to ping on its wire)",
+            args.device
+        );
+        return ExitCode::from(2);
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let on_ctrl_c = stop.clone();
+    if let Err(e) = ctrlc::set_handler(move || on_ctrl_c.store(true, Ordering::Relaxed)) {
+        eprintln!("ping: cannot catch Ctrl-C ({e}); it will end the process at once");
+    }
+    let opts = Options {
+        count: args.count,
+        udp: 0,
+        size: args.size,
+        interval: Duration::from_millis(args.interval),
+        mode: Mode::Inline,
+        pcap: None,
+        stop: stop.clone(),
+    };
+    let w = wire::Wire {
+        device: args.device.clone(),
+        addr: args.addr,
+        peer: peer.octets(),
+    };
+    match wire::run(&w, &opts, &mut |line| println!("{line}")) {
+        Ok(r) => {
+            let bad = r
+                .pings
+                .iter()
+                .filter(|p| p.payload != session::payload(p.seq, args.size))
+                .count();
+            println!(
+                "payloads: {} of {} came back intact; driver tx {} rx {}",
+                r.pings.len() - bad,
+                r.pings.len(),
+                r.driver.tx_packets,
+                r.driver.rx_packets
+            );
+            if bad > 0 || r.pings.len() < usize::from(args.count) && !stop.load(Ordering::Relaxed) {
+                ExitCode::FAILURE
             } else {
                 ExitCode::SUCCESS
             }

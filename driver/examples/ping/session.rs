@@ -105,7 +105,7 @@ pub struct Report {
     pub pcap_frames: Option<u64>,
 }
 
-type Fallible<T> = Result<T, Box<dyn Error + Send + Sync>>;
+pub type Fallible<T> = Result<T, Box<dyn Error + Send + Sync>>;
 
 /// The payload of request `seq`: recognisable bytes that differ per request.
 pub fn payload(seq: u16, size: usize) -> Vec<u8> {
@@ -227,30 +227,7 @@ fn exchange(
     report.kernel_pings = echoes;
 
     // The host pings the kernel.
-    say(format!(
-        "PING {} from the driver: {size} data bytes",
-        Ipv4Addr::from(KERNEL_IP)
-    ));
-    for seq in 1..=opts.count {
-        if stop() {
-            break;
-        }
-        let reply = host.ping(KERNEL_IP, seq, &payload(seq, size), TIMEOUT, &stop)?;
-        say(echo_line(
-            reply.payload.len(),
-            KERNEL_IP,
-            reply.seq,
-            reply.rtt,
-        ));
-        report.pings.push(reply);
-        host.serve(opts.interval, &stop)?;
-    }
-    summary(
-        say,
-        "driver → kernel",
-        opts.count,
-        report.pings.iter().map(|p| p.rtt),
-    );
+    report.pings = ping_peer(host, KERNEL_IP, "driver → kernel", opts, say)?;
 
     // UDP with a socket the kernel owns: it echoes what it gets.
     let socket = ns.run(|| UdpSocket::bind(SocketAddrV4::new(KERNEL_IP.into(), ECHO_PORT)))??;
@@ -290,6 +267,35 @@ fn exchange(
     // Let the last frames settle before the counters are read.
     host.serve(Duration::from_millis(50), &|| false)?;
     Ok(report)
+}
+
+/// The host pings `peer` `opts.count` times (answering whatever else arrives between
+/// requests), printing each reply and a summary as ping(8) does.
+pub fn ping_peer<B: mlx5_driver::backend::Backend>(
+    host: &mut Host<'_, B>,
+    peer: [u8; 4],
+    what: &str,
+    opts: &Options,
+    say: &mut dyn FnMut(String),
+) -> Fallible<Vec<EchoReply>> {
+    let stop = || opts.stop.load(Ordering::Relaxed);
+    say(format!(
+        "PING {} from the driver: {} data bytes",
+        Ipv4Addr::from(peer),
+        opts.size
+    ));
+    let mut replies = Vec::new();
+    for seq in 1..=opts.count {
+        if stop() {
+            break;
+        }
+        let reply = host.ping(peer, seq, &payload(seq, opts.size), TIMEOUT, &stop)?;
+        say(echo_line(reply.payload.len(), peer, reply.seq, reply.rtt));
+        replies.push(reply);
+        host.serve(opts.interval, &stop)?;
+    }
+    summary(say, what, opts.count, replies.iter().map(|p| p.rtt));
+    Ok(replies)
 }
 
 /// A reply as ping(8) prints it (the ICMP header's 8 bytes counted).

@@ -68,6 +68,18 @@ impl AnyBackend {
     }
 }
 
+impl AnyBackend {
+    /// Event waits an interrupt ended before their deadline, when the device has interrupts.
+    pub fn wakeups(&self) -> Option<u64> {
+        #[allow(unreachable_patterns)]
+        match self {
+            #[cfg(all(feature = "vfio", target_os = "linux"))]
+            AnyBackend::Vfio(b) => Some(b.wakeups()),
+            _ => None,
+        }
+    }
+}
+
 impl Mmio for AnyBackend {
     fn len(&self) -> usize {
         each!(self, b => b.mmio().len())

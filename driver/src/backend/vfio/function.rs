@@ -113,6 +113,11 @@ impl VfioBackend {
     pub fn interrupts(&self) -> Vec<u64> {
         self.irqs.counts()
     }
+
+    /// Event waits an interrupt ended before their deadline.
+    pub fn wakeups(&self) -> u64 {
+        self.irqs.wakeups()
+    }
 }
 
 impl Drop for VfioBackend {

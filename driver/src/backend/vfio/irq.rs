@@ -19,6 +19,8 @@ pub const MAX_VECTORS: u32 = 8;
 pub struct Irqs {
     fds: Vec<EventFd>,
     counts: Vec<AtomicU64>,
+    /// Waits an interrupt ended (not the deadline).
+    wakeups: AtomicU64,
 }
 
 impl Irqs {
@@ -38,7 +40,11 @@ impl Irqs {
             dev.set_msix(&raw)?;
         }
         let counts = (0..n).map(|_| AtomicU64::new(0)).collect();
-        Ok(Irqs { fds, counts })
+        Ok(Irqs {
+            fds,
+            counts,
+            wakeups: AtomicU64::new(0),
+        })
     }
 
     /// Vectors routed.
@@ -56,6 +62,11 @@ impl Irqs {
             .iter()
             .map(|c| c.load(Ordering::Relaxed))
             .collect()
+    }
+
+    /// Waits that an interrupt ended before their deadline.
+    pub fn wakeups(&self) -> u64 {
+        self.wakeups.load(Ordering::Relaxed)
     }
 
     /// Reads (and so clears) vector `i`'s eventfd into its count; nothing pending is no error.
@@ -85,6 +96,7 @@ impl Irqs {
         match ppoll(&mut polls, Some(TimeSpec::from_duration(left)), None) {
             Ok(0) => {}
             Ok(_) => {
+                self.wakeups.fetch_add(1, Ordering::Relaxed);
                 for (i, p) in polls.iter().enumerate() {
                     if p.revents().is_some_and(|r| r.contains(PollFlags::POLLIN)) {
                         self.take(i);
@@ -118,6 +130,7 @@ mod tests {
                 EventFd::from_flags(EfdFlags::EFD_NONBLOCK).unwrap(),
             ],
             counts: vec![AtomicU64::new(0), AtomicU64::new(0)],
+            wakeups: AtomicU64::new(0),
         };
         irqs.fds[0].write(1).unwrap();
         assert_eq!(
@@ -129,11 +142,17 @@ mod tests {
         let start = Instant::now();
         irqs.wait(start + Duration::from_secs(10));
         assert!(start.elapsed() < Duration::from_secs(5));
+        assert_eq!(irqs.wakeups(), 1);
         assert_eq!(irqs.counts(), vec![1, 3]);
         // Nothing pending: the wait runs to its deadline.
         let start = Instant::now();
         irqs.wait(start + Duration::from_millis(20));
         assert!(start.elapsed() >= Duration::from_millis(19));
+        assert_eq!(
+            irqs.wakeups(),
+            1,
+            "a wait that ran to its deadline is no wake-up"
+        );
         assert_eq!(irqs.counts(), vec![1, 3]);
     }
 }
