@@ -86,11 +86,7 @@ fn main() -> ExitCode {
         eprintln!("ping: /dev/net/tun does not exist: this machine cannot make TAP devices");
         return ExitCode::FAILURE;
     }
-    let stop = Arc::new(AtomicBool::new(false));
-    let on_ctrl_c = stop.clone();
-    if let Err(e) = ctrlc::set_handler(move || on_ctrl_c.store(true, Ordering::Relaxed)) {
-        eprintln!("ping: cannot catch Ctrl-C ({e}); it will end the process at once");
-    }
+    let stop = stop_on_ctrl_c();
     let opts = Options {
         count: args.count,
         udp: args.udp,
@@ -162,11 +158,7 @@ fn on_wire(args: &Args) -> ExitCode {
         );
         return ExitCode::from(2);
     };
-    let stop = Arc::new(AtomicBool::new(false));
-    let on_ctrl_c = stop.clone();
-    if let Err(e) = ctrlc::set_handler(move || on_ctrl_c.store(true, Ordering::Relaxed)) {
-        eprintln!("ping: cannot catch Ctrl-C ({e}); it will end the process at once");
-    }
+    let stop = stop_on_ctrl_c();
     let opts = Options {
         count: args.count,
         udp: 0,
@@ -206,4 +198,14 @@ fn on_wire(args: &Args) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// A flag Ctrl-C sets, so the session ends cleanly.
+fn stop_on_ctrl_c() -> Arc<AtomicBool> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let on_ctrl_c = stop.clone();
+    if let Err(e) = ctrlc::set_handler(move || on_ctrl_c.store(true, Ordering::Relaxed)) {
+        eprintln!("ping: cannot catch Ctrl-C ({e}); it will end the process at once");
+    }
+    stop
 }

@@ -147,13 +147,7 @@ pub fn run(opts: &Options, say: &mut dyn FnMut(String)) -> Fallible<Report> {
     ));
 
     let hca = Hca::bring_up(backend, &HcaConfig::default())?;
-    let config = EthConfig {
-        log_sq_size: 8,
-        log_rq_size: 8,
-        signal_every: 16,
-        inline_l2: false,
-        macs: vec![HOST_MAC, [0xff; 6]],
-    };
+    let config = eth_config();
     let result = (|| -> Fallible<Report> {
         let pool = Pool::new(&hca, 1024, 2048)?;
         let eth = EthQueues::create(&pool, &config)?;
@@ -182,7 +176,18 @@ pub fn run(opts: &Options, say: &mut dyn FnMut(String)) -> Fallible<Report> {
     Ok(report)
 }
 
-fn mac(m: [u8; 6]) -> String {
+/// The host's Ethernet queues: its MAC and broadcast steered to the RQ.
+pub fn eth_config() -> EthConfig {
+    EthConfig {
+        log_sq_size: 8,
+        log_rq_size: 8,
+        signal_every: 16,
+        inline_l2: false,
+        macs: vec![HOST_MAC, [0xff; 6]],
+    }
+}
+
+pub fn mac(m: [u8; 6]) -> String {
     m.iter()
         .map(|b| format!("{b:02x}"))
         .collect::<Vec<_>>()

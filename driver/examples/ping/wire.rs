@@ -3,8 +3,8 @@
 //! server) and a peer at `--peer` answers. The driver's host (smoltcp on the Ethernet queues)
 //! pings it and answers ARP and echo requests from the wire meanwhile.
 
-use crate::session::{ping_peer, Fallible, Options, HOST_MAC};
-use mlx5_driver::eth::{EthConfig, EthCounters, EthQueues, Pool};
+use crate::session::{eth_config, mac, ping_peer, Fallible, Options, HOST_MAC};
+use mlx5_driver::eth::{EthCounters, EthQueues, Pool};
 use mlx5_driver::net::{EchoReply, Host, Port};
 use mlx5_driver::{DeviceSpec, Hca, HcaConfig};
 use std::net::Ipv4Addr;
@@ -35,16 +35,10 @@ pub fn run(wire: &Wire, opts: &Options, say: &mut dyn FnMut(String)) -> Fallible
         "{}: driver {}/{prefix} ({}) -> peer {}",
         wire.device,
         Ipv4Addr::from(ip),
-        HOST_MAC.map(|b| format!("{b:02x}")).join(":"),
+        mac(HOST_MAC),
         Ipv4Addr::from(wire.peer)
     ));
-    let config = EthConfig {
-        log_sq_size: 8,
-        log_rq_size: 8,
-        signal_every: 16,
-        inline_l2: false,
-        macs: vec![HOST_MAC, [0xff; 6]],
-    };
+    let config = eth_config();
     let result = (|| -> Fallible<WireReport> {
         let pool = Pool::new(&hca, 1024, 2048)?;
         let eth = EthQueues::create(&pool, &config)?;
