@@ -2,7 +2,7 @@
 //! that measure or soak RC traffic set them up: the ends' addresses, a QP sized for a depth,
 //! and the RST → INIT → RTR → RTS path toward the other end.
 
-use mlx5_driver::backend::sim::SimBackend;
+use mlx5_driver::backend::Backend;
 use mlx5_driver::cq::Cq;
 use mlx5_driver::mr::Access;
 use mlx5_driver::qp::{
@@ -33,11 +33,11 @@ pub const ALL: Access = Access {
 };
 
 /// A QP of `hca` with room for `depth` outstanding requests, in RST.
-pub fn create<'h>(
-    hca: &'h Hca<SimBackend>,
-    cq: &Cq<'h, SimBackend>,
+pub fn create<'h, B: Backend>(
+    hca: &'h Hca<B>,
+    cq: &Cq<'h, B>,
     depth: usize,
-) -> Result<Qp<'h, SimBackend, Rst>, String> {
+) -> Result<Qp<'h, B, Rst>, String> {
     let log = depth.max(2).next_power_of_two().trailing_zeros() as u8;
     let config = QpConfig {
         log_sq_size: log + 1,
@@ -48,12 +48,12 @@ pub fn create<'h>(
 }
 
 /// `qp` to RTS toward QP `remote` of end `to` (its RoCE address, GID index 0 of both).
-pub fn connect<'h>(
-    hca: &'h Hca<SimBackend>,
-    qp: Qp<'h, SimBackend, Rst>,
+pub fn connect<'h, B: Backend>(
+    hca: &'h Hca<B>,
+    qp: Qp<'h, B, Rst>,
     remote: u32,
     to: usize,
-) -> Result<Qp<'h, SimBackend, Rts>, String> {
+) -> Result<Qp<'h, B, Rts>, String> {
     let init = Rst2init {
         pkey_index: 0,
         vhca_port_num: 1,

@@ -7,8 +7,10 @@
 
 use crate::arp::Arp;
 use mlx5_driver::backend::sim::SimBackend;
+use mlx5_driver::backend::{AnyBackend, Backend};
 use mlx5_driver::eth::{EthConfig, EthQueues, Pool};
 use mlx5_driver::roce::{gid_ipv4, link_local_gid, RoceAddress};
+use mlx5_driver::DeviceSpec;
 use mlx5_driver::{Hca, HcaConfig};
 use mlx5_prm::QpMtu;
 use mlx5_sim::tap::{ifconfig, Tap};
@@ -20,10 +22,14 @@ use std::time::Duration;
 /// The port's options, the same in every example.
 #[derive(clap::Args, Debug, Clone)]
 pub struct PortArgs {
+    /// The device: sim (the model, its port on --tap) or vfio:ADDRESS (a function bound to
+    /// vfio-pci, its port on a wire to the peer).
+    #[arg(long, default_value = "sim")]
+    pub device: DeviceSpec,
     /// The TAP device the model's port uses, opened (created if missing) in this network
-    /// namespace and brought up; the harness bridges it to the peer.
+    /// namespace and brought up; the harness bridges it to the peer (the model only).
     #[arg(long)]
-    pub tap: String,
+    pub tap: Option<String>,
     /// The model's IPv4 address and prefix (its GID index 1, and what it answers ARP for).
     #[arg(long)]
     pub addr: String,
@@ -100,7 +106,7 @@ pub fn random_psn() -> u32 {
 }
 
 /// The GID of entry `index` of the HCA's RoCE address table.
-pub fn sgid(hca: &Hca<SimBackend>, index: u8) -> Result<[u8; 16], String> {
+pub fn sgid<B: Backend>(hca: &Hca<B>, index: u8) -> Result<[u8; 16], String> {
     Ok(hca
         .query_roce_address(u16::from(index))
         .map_err(|e| e.to_string())?
@@ -113,7 +119,7 @@ pub fn sgid(hca: &Hca<SimBackend>, index: u8) -> Result<[u8; 16], String> {
 pub fn peer_mac_of(
     gid: &[u8; 16],
     given: Option<[u8; 6]>,
-    arp: &mut Arp<'_, SimBackend>,
+    arp: &mut Arp<'_, impl Backend>,
     timeout: Duration,
 ) -> Result<[u8; 6], String> {
     if let Some(m) = given {
@@ -131,24 +137,45 @@ pub fn peer_mac_of(
     ))
 }
 
-/// Brings the model up on the TAP device (RoCE v2 transport), runs `body` with the HCA and the
-/// port's ARP, and takes everything down again; `name` prefixes what is printed.
+/// Brings the device up (the model on the TAP device, RoCE v2 transport; or the device
+/// `--device` names), runs `body` with the HCA, the model when it is one, and the port's ARP,
+/// and takes everything down again; `name` prefixes what is printed.
 pub fn with_port<T>(
     args: &PortArgs,
     name: &str,
-    body: impl FnOnce(&Hca<SimBackend>, &Device, &mut Arp<'_, SimBackend>) -> Result<T, String>,
+    body: impl FnOnce(&Hca<AnyBackend>, Option<&Device>, &mut Arp<'_, AnyBackend>) -> Result<T, String>,
 ) -> Result<T, String> {
     let mac = parse_mac(&args.mac)?;
     if args.loss.is_some_and(|n| n < 2) {
         return Err("--loss N loses one frame in N: N must be at least 2".into());
     }
     let (ip, prefix) = parse_cidr(&args.addr)?;
+    let threaded = match &args.device {
+        DeviceSpec::Sim { threaded } => *threaded || args.threaded,
+        spec => {
+            if args.loss.is_some() || args.pcap.is_some() || args.tap.is_some() || args.threaded {
+                return Err(format!(
+                    "--tap, --loss, --pcap and --threaded are the model's, not for --device {spec}"
+                ));
+            }
+            let hca = Hca::open(spec, &HcaConfig::default()).map_err(|e| e.to_string())?;
+            let result = with_hca(&hca, mac, (ip, prefix), |hca, arp| body(hca, None, arp));
+            let down = hca.teardown();
+            let value = result?;
+            down.map_err(|e| format!("teardown: {e}"))?;
+            return Ok(value);
+        }
+    };
+    let tap = args
+        .tap
+        .as_deref()
+        .ok_or("--tap NAME: the TAP device the model's port uses")?;
     if !mlx5_sim::tap::available() {
         return Err("/dev/net/tun does not exist: this machine cannot make TAP devices".into());
     }
     let (backend, device) = SimBackend::new(Config {
         rc_transport: RcTransport::Roce,
-        mode: if args.threaded {
+        mode: if threaded {
             Mode::Threaded
         } else {
             Mode::Inline
@@ -164,11 +191,14 @@ pub fn with_port<T>(
             .capture_to_file(path)
             .map_err(|e| format!("pcap {}: {e}", path.display()))?;
     }
-    let tap = Tap::create(&args.tap).map_err(|e| e.to_string())?;
+    let tap = Tap::create(tap).map_err(|e| e.to_string())?;
     ifconfig::set_up(tap.name()).map_err(|e| format!("bringing {} up: {e}", tap.name()))?;
     let port = tap.attach(&device).map_err(|e| e.to_string())?;
-    let hca = Hca::bring_up(backend, &HcaConfig::default()).map_err(|e| e.to_string())?;
-    let result = with_hca(&hca, mac, (ip, prefix), |hca, arp| body(hca, &device, arp));
+    let hca = Hca::bring_up(AnyBackend::Sim(backend), &HcaConfig::default())
+        .map_err(|e| e.to_string())?;
+    let result = with_hca(&hca, mac, (ip, prefix), |hca, arp| {
+        body(hca, Some(&device), arp)
+    });
     let down = hca.teardown();
     if let Some(path) = &args.pcap {
         match device.stop_capture() {
@@ -189,11 +219,11 @@ pub fn with_port<T>(
     Ok(value)
 }
 
-fn with_hca<T>(
-    hca: &Hca<SimBackend>,
+fn with_hca<T, B: Backend>(
+    hca: &Hca<B>,
     mac: [u8; 6],
     (ip, prefix): (Ipv4Addr, u8),
-    body: impl FnOnce(&Hca<SimBackend>, &mut Arp<'_, SimBackend>) -> Result<T, String>,
+    body: impl FnOnce(&Hca<B>, &mut Arp<'_, B>) -> Result<T, String>,
 ) -> Result<T, String> {
     let gids = [
         RoceAddress::v2(IpAddr::V6(link_local_gid(mac)), mac),

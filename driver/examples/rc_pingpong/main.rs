@@ -10,6 +10,9 @@
 //! `ibv_rc_pingpong SERVER` names an address of this namespace, and `rc_pingpong SERVER`
 //! names one of the peer's. The RoCE traffic itself only crosses the TAP device.
 //!
+//! With `--device vfio:ADDRESS` it runs on a function bound to vfio-pci instead, its port on a
+//! wire to the peer (not tested here: no card; `--tap`, `--loss` and `--pcap` are the model's).
+//!
 //! ```text
 //! # server (no positional argument), then the peer runs: ibv_rc_pingpong -g 1 <ns address>
 //! rc_pingpong --tap rxe0tap --addr 10.99.0.2/24 -g 1
@@ -29,7 +32,7 @@ mod roce_port;
 use arp::Arp;
 use clap::Parser;
 use exchange::{Dest, ExchangeError};
-use mlx5_driver::backend::sim::SimBackend;
+use mlx5_driver::backend::AnyBackend;
 use mlx5_driver::counters::QCounter;
 use mlx5_driver::roce::RocePath;
 use mlx5_driver::Hca;
@@ -136,10 +139,10 @@ impl Link {
     /// Finds the peer's MAC and takes the QP to RTS towards it.
     fn connect<'h>(
         &self,
-        side: Side<'h, SimBackend>,
-        arp: &mut Arp<'_, SimBackend>,
+        side: Side<'h, AnyBackend>,
+        arp: &mut Arp<'_, AnyBackend>,
         remote: &Dest,
-    ) -> Result<Connected<'h, SimBackend>, String> {
+    ) -> Result<Connected<'h, AnyBackend>, String> {
         let peer = peer_mac_of(&remote.gid, self.peer_mac, arp, self.timeout)?;
         let path = RocePath::new(remote.gid, peer, self.gid_index);
         side.connect(remote, &path, self.psn)
@@ -148,10 +151,10 @@ impl Link {
 
 fn session(
     args: &Args,
-    hca: &Hca<SimBackend>,
-    device: &Device,
+    hca: &Hca<AnyBackend>,
+    device: Option<&Device>,
     params: &Params,
-    arp: &mut Arp<'_, SimBackend>,
+    arp: &mut Arp<'_, AnyBackend>,
     peer_mac: Option<[u8; 6]>,
 ) -> Result<(), String> {
     // Counts the QP's transport events (out of sequence, timeouts, duplicates...).
@@ -211,7 +214,7 @@ fn session(
     };
     println!("  remote address: {remote}");
     let mut last_round = || {
-        if args.port_args.loss.is_some() {
+        if let (Some(_), Some(device)) = (args.port_args.loss, device) {
             device.faults().port_loss(0);
         }
     };

@@ -11,6 +11,9 @@
 //! unchanged), a client checks every byte it read and every value its atomics returned. What
 //! each test checks is in `bw.rs`'s doc; the last line printed says what was checked.
 //!
+//! With `--device vfio:ADDRESS` it runs on a function bound to vfio-pci instead, its port on a
+//! wire to the peer (not tested here: no card; `--tap`, `--loss` and `--pcap` are the model's).
+//!
 //! ```text
 //! # server; then the peer runs: ib_write_bw -d rxe0 -x 1 -s 65536 -n 1000 -m 1024 \
 //! #   --payload_file_path=FILE <ns address>

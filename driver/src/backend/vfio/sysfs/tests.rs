@@ -197,3 +197,27 @@ fn the_real_sysfs_has_no_function_at_an_unused_address() {
     let e = locate(Path::new("/"), "ffff:ff:1f.7".parse().unwrap()).unwrap_err();
     assert!(matches!(e, VfioError::NoSuchDevice { .. }), "{e}");
 }
+
+/// Past the sysfs checks, opening goes to the VFIO nodes: a container node that is missing or
+/// is not VFIO's (a plain file here, as a wrong bind mount would show) ends in an error that
+/// names the node and the request, not a panic.
+#[test]
+fn opening_with_nodes_that_are_not_vfio_is_an_error() {
+    use crate::backend::vfio::VfioBackend;
+    let t = Tree::new();
+    t.function(A, 0x15b3, Some("vfio-pci"), Some(14));
+    t.node("14");
+    let e = VfioBackend::open_at(&t.0, A.parse().unwrap()).unwrap_err();
+    let text = e.to_string();
+    assert!(
+        text.contains("dev/vfio/vfio") && text.contains("No such file"),
+        "{text}"
+    );
+    t.node("vfio");
+    let e = VfioBackend::open_at(&t.0, A.parse().unwrap()).unwrap_err();
+    let text = e.to_string();
+    assert!(
+        text.contains("VFIO_GET_API_VERSION on") && text.contains("ENOTTY"),
+        "{text}"
+    );
+}
