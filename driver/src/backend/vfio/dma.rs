@@ -212,21 +212,7 @@ impl Owner {
                 }
                 Ok(iova)
             }
-            Some(pagemap) => {
-                // SAFETY: the mapping just made, `map_len` bytes.
-                unsafe { mlock(va.cast(), p.map_len) }.map_err(|errno| VfioError::Ioctl {
-                    what: format!("mlock of {} bytes of DMA memory", p.map_len),
-                    errno,
-                })?;
-                let pa = pagemap.physical(va.as_ptr() as usize)?;
-                if pa % align as u64 != 0 {
-                    return Err(VfioError::Memory {
-                        len: p.len,
-                        why: format!("physical address {pa:#x} is not aligned to {align}"),
-                    });
-                }
-                Ok(pa)
-            }
+            Some(pagemap) => pin(va, p, align, pagemap),
         }
     }
 
@@ -304,6 +290,30 @@ impl DmaAlloc for VfioDma {
             self.0.release(c);
         }
     }
+}
+
+/// Without an IOMMU: locks the mapping `va` made for `p` in memory and returns its physical
+/// address (one contiguous page, normal or huge, so the device may use the whole buffer from
+/// there), checked against `align`.
+fn pin(
+    va: NonNull<u8>,
+    p: Plan,
+    align: usize,
+    pagemap: &Pagemap,
+) -> std::result::Result<u64, VfioError> {
+    // SAFETY: a mapping of ours, `map_len` bytes.
+    unsafe { mlock(va.cast(), p.map_len) }.map_err(|errno| VfioError::Ioctl {
+        what: format!("mlock of {} bytes of DMA memory", p.map_len),
+        errno,
+    })?;
+    let pa = pagemap.physical(va.as_ptr() as usize)?;
+    if pa % align as u64 != 0 {
+        return Err(VfioError::Memory {
+            len: p.len,
+            why: format!("physical address {pa:#x} is not aligned to {align}"),
+        });
+    }
+    Ok(pa)
 }
 
 /// A zeroed, populated anonymous mapping as `p` asks.
@@ -408,6 +418,29 @@ mod tests {
         assert!(e.to_string().contains("nr_hugepages"), "{e}");
         let e = plan(HUGE + 1, PAGE, IommuMode::NoIommu, true).unwrap_err();
         assert!(e.to_string().contains("physically contiguous"), "{e}");
+    }
+
+    /// No-IOMMU mode's pinning on this machine: a locked page has a physical address (as
+    /// root), or the pagemap says it hides them (`PagemapHidden`) — never a zero address. A
+    /// huge page, when the system has one free, is pinned the same way.
+    #[test]
+    fn pinned_pages_have_physical_addresses() {
+        let pagemap = Pagemap::open().unwrap();
+        let p = plan(PAGE, PAGE, IommuMode::NoIommu, false).unwrap();
+        let va = map_anon(p).unwrap();
+        match pin(va, p, PAGE, &pagemap) {
+            Ok(pa) => assert!(pa != 0 && pa % PAGE as u64 == 0, "{pa:#x}"),
+            Err(e) => assert!(matches!(e, VfioError::PagemapHidden), "{e}"),
+        }
+        unmap_anon(va, p);
+        let p = plan(2 * PAGE, PAGE, IommuMode::NoIommu, true).unwrap();
+        if let Ok(va) = map_anon(p) {
+            match pin(va, p, HUGE, &pagemap) {
+                Ok(pa) => assert!(pa != 0 && pa % HUGE as u64 == 0, "{pa:#x}"),
+                Err(e) => assert!(matches!(e, VfioError::PagemapHidden), "{e}"),
+            }
+            unmap_anon(va, p);
+        }
     }
 
     #[test]
