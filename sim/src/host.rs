@@ -81,6 +81,23 @@ impl Device {
         unsafe { self.core.dma.map(iova, ptr, len) }
     }
 
+    /// [`Device::map_dma`] for memory the device may only read (a guest's `DMA_TO_DEVICE`
+    /// mapping behind an IOMMU): reads succeed, a write there is a DMA fault.
+    ///
+    /// # Safety
+    /// As for [`Device::map_dma`], but the model only reads the memory (it may be mapped
+    /// read-only in this process).
+    #[allow(unsafe_code)]
+    pub unsafe fn map_dma_read_only(
+        &self,
+        iova: u64,
+        ptr: *mut u8,
+        len: usize,
+    ) -> Result<(), DmaError> {
+        // SAFETY: forwarded from this function's contract.
+        unsafe { self.core.dma.map_read_only(iova, ptr, len) }
+    }
+
     /// Unmaps the regions mapped inside `iova .. iova + len` (a guest's DMA_UNMAP) and returns
     /// the bytes unmapped. It returns only when no model thread can still touch that memory:
     /// it waits for the work the model is doing (a doorbell, a command, an event) to finish,

@@ -255,18 +255,30 @@ impl ServerBackend for Function {
                 map_err(e)
             })?;
         self.stats.dma_maps.fetch_add(1, Ordering::Relaxed);
+        if !writable {
+            self.stats
+                .dma_maps_read_only
+                .fetch_add(1, Ordering::Relaxed);
+        }
         match &region.map {
-            // A read-only region is not given to the model, which may write anywhere it is
-            // pointed: its accesses there are DMA faults.
-            Some(map) if writable => {
+            // A read-only region (mapped PROT_READ here) goes to the model as one: it reads
+            // it (send gathers), and a write it would make there is a DMA fault.
+            Some(map) => {
                 let (iova, ptr, len) = (region.iova, map.ptr(), map.len());
+                let model = lock(&self.model);
                 // SAFETY: the mapping lives in self.mem until dma_unmap/shutdown, which take
-                // it away from the model first.
-                if let Err(e) = unsafe { lock(&self.model).map_dma(iova, ptr, len) } {
+                // it away from the model first; a read-only one is only ever read.
+                let mapped = unsafe {
+                    if writable {
+                        model.map_dma(iova, ptr, len)
+                    } else {
+                        model.map_dma_read_only(iova, ptr, len)
+                    }
+                };
+                if let Err(e) = mapped {
                     warn!("the model refused {iova:#x}+{len:#x}: {e}");
                 }
             }
-            Some(_) => info!("DMA_MAP {address:#x}+{size:#x} read-only: not given to the model"),
             None => {
                 info!("DMA_MAP {address:#x}+{size:#x} without a file: the device cannot reach it")
             }

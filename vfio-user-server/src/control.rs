@@ -45,6 +45,7 @@ pub fn status(shared: &Shared) -> Value {
         "session": st.sessions.load(Ordering::Relaxed),
         "resets": st.resets.load(Ordering::Relaxed),
         "dma_maps": st.dma_maps.load(Ordering::Relaxed),
+        "dma_maps_read_only": st.dma_maps_read_only.load(Ordering::Relaxed),
         "server_bad_bar_accesses": st.bad_bar.load(Ordering::Relaxed),
         "bad_vectors": st.bad_vectors.load(Ordering::Relaxed),
         "relay_rejected_messages": st.rejected.load(Ordering::Relaxed),

@@ -87,6 +87,21 @@ impl Model {
         unsafe { self.dev.map_dma(iova, ptr, len) }
     }
 
+    /// Maps guest memory at `iova` for the device to read only (a `DMA_TO_DEVICE` mapping
+    /// behind the guest's IOMMU): a write the model would make there is a DMA fault.
+    ///
+    /// # Safety
+    /// As for [`Model::map_dma`]; the memory need only be readable.
+    pub unsafe fn map_dma_read_only(
+        &self,
+        iova: u64,
+        ptr: *mut u8,
+        len: usize,
+    ) -> Result<(), DmaError> {
+        // SAFETY: forwarded contract.
+        unsafe { self.dev.map_dma_read_only(iova, ptr, len) }
+    }
+
     /// Unmaps guest memory at `iova`; returns once no model thread can touch it.
     pub fn unmap_dma(&self, iova: u64, len: u64) -> Result<usize, DmaError> {
         self.dev.unmap_dma(iova, len)

@@ -16,6 +16,9 @@ pub struct Stats {
     pub resets: AtomicU64,
     /// DMA_MAP requests accepted.
     pub dma_maps: AtomicU64,
+    /// Of those, the ones the guest made for the device to read only (given to the model as
+    /// read-only regions).
+    pub dma_maps_read_only: AtomicU64,
     /// Client messages the relay refused (answered with an error, never forwarded).
     pub rejected: AtomicU64,
     /// Connections the relay closed on a message it could not frame (a size no message can

@@ -98,6 +98,9 @@ fn bad_traffic_gets_errors_and_never_takes_the_server_down() {
         r.call_fd(2, &dma_map_body(3, 0, 0x18_0000, 1 << 20), fd).0,
         "overlap"
     );
+    // A map the device may only read (READ without WRITE: a guest's DMA_TO_DEVICE buffer
+    // behind its IOMMU) is taken, and reaches the model as a read-only region.
+    assert!(!r.call_fd(2, &dma_map_body(1, 0, 0x30_0000, 4096), fd).0);
     // Unmapping what is not mapped.
     let mut unmap = dma_map_body(0, 0, 0x20_0000, 4096);
     unmap.drain(8..16); // DMA_UNMAP has no offset field
@@ -114,6 +117,7 @@ fn bad_traffic_gets_errors_and_never_takes_the_server_down() {
     // too large or no command at all the relay refuses (3 VERSIONs, 6 reads, 2 writes, 99).
     assert!(st["server_bad_bar_accesses"].as_u64() >= Some(1), "{st}");
     assert_eq!(st["relay_rejected_messages"], 12, "{st}");
+    assert_eq!(st["dma_maps_read_only"], 1, "{st}");
     // Disconnect in the middle of a message.
     let half = r.header(10, 16 + 16 + 4);
     r.s.write_all(&half[..10]).unwrap();

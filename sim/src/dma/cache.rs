@@ -34,7 +34,7 @@
 //! is stale by its epoch, and a new fill finds the new region. Host-side copies do not use
 //! the cache (they look up under the mutex).
 
-use std::sync::atomic::{fence, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 /// Slots (powers of two) and log2 of the page size, for small and large pages.
 const SMALL_SLOTS: usize = 512;
@@ -48,6 +48,8 @@ pub(super) struct Hit {
     pub iova: u64,
     pub size: usize,
     pub ptr: *mut u8,
+    /// The device may write the region (false: mapped for the device to read only).
+    pub writable: bool,
 }
 
 /// One translation; a cache line each, so that reading one touches one line.
@@ -60,6 +62,7 @@ struct Slot {
     iova: AtomicU64,
     size: AtomicUsize,
     ptr: AtomicPtr<u8>,
+    writable: AtomicBool,
     epoch: AtomicU64,
 }
 
@@ -112,6 +115,7 @@ impl TranslationCache {
             iova: slot.iova.load(Ordering::Relaxed),
             size: slot.size.load(Ordering::Relaxed),
             ptr: slot.ptr.load(Ordering::Relaxed),
+            writable: slot.writable.load(Ordering::Relaxed),
         };
         let epoch = slot.epoch.load(Ordering::Relaxed);
         fence(Ordering::Acquire);
@@ -137,6 +141,7 @@ impl TranslationCache {
         slot.iova.store(hit.iova, Ordering::Relaxed);
         slot.size.store(hit.size, Ordering::Relaxed);
         slot.ptr.store(hit.ptr, Ordering::Relaxed);
+        slot.writable.store(hit.writable, Ordering::Relaxed);
         slot.epoch
             .store(self.epoch.load(Ordering::Relaxed), Ordering::Relaxed);
         slot.seq.store(seq.wrapping_add(2), Ordering::Release);
@@ -167,6 +172,7 @@ mod tests {
             iova: 0x1_0000_0000,
             size: 8192,
             ptr: &mut byte,
+            writable: true,
         };
         assert_eq!(c.get(0x1_0000_0010), None);
         c.fill(0x1_0000_0010, hit);
@@ -185,6 +191,7 @@ mod tests {
             iova: 0x2_0000_0000,
             size: 8 << 20,
             ptr: &mut byte,
+            writable: true,
         };
         c.fill(0x2_0030_0000, pool);
         assert_eq!(c.get(0x2_0020_0000), Some(pool));
@@ -204,6 +211,7 @@ mod tests {
             iova: 0x3_0000_0000,
             size: 1 << 20,
             ptr: &mut byte,
+            writable: true,
         };
         c.fill(0x3_0000_1000, small);
         assert_eq!(c.get(0x3_0000_1000), Some(small));

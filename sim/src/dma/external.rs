@@ -17,6 +17,39 @@ impl DmaSpace {
     /// references to it, but whatever it reads is untrusted and is checked like any device
     /// input.
     pub unsafe fn map(&self, iova: u64, ptr: *mut u8, len: usize) -> Result<(), DmaError> {
+        // SAFETY: forwarded contract.
+        unsafe { self.map_as(iova, ptr, len, true) }
+    }
+
+    /// [`DmaSpace::map`] for memory the device may only read (a guest's `DMA_TO_DEVICE`
+    /// mapping, which an IOMMU maps read-only): the model's reads of it succeed, and anything
+    /// it would write there (a CQE, received data, a page it was given) is a DMA fault, as
+    /// an IOMMU would report.
+    ///
+    /// # Safety
+    /// As for [`DmaSpace::map`], but only reads are made (the memory may be mapped read-only).
+    pub unsafe fn map_read_only(
+        &self,
+        iova: u64,
+        ptr: *mut u8,
+        len: usize,
+    ) -> Result<(), DmaError> {
+        // SAFETY: forwarded contract; the block is marked read-only, so no window that can
+        // write is ever made on it (`window` refuses it, only `read_window` takes it).
+        unsafe { self.map_as(iova, ptr, len, false) }
+    }
+
+    /// Maps a block, writable or not.
+    ///
+    /// # Safety
+    /// As for [`DmaSpace::map`] (reads only when `writable` is false).
+    unsafe fn map_as(
+        &self,
+        iova: u64,
+        ptr: *mut u8,
+        len: usize,
+        writable: bool,
+    ) -> Result<(), DmaError> {
         if !self.external {
             return Err(DmaError::NotExternal);
         }
@@ -49,6 +82,7 @@ impl DmaSpace {
                 len,
                 iova,
                 memory: Memory::External,
+                writable,
             },
         );
         Ok(())

@@ -134,6 +134,8 @@ struct Block {
     len: usize,
     iova: u64,
     memory: Memory,
+    /// The device may write it (an external host may map memory for reading only).
+    writable: bool,
 }
 
 impl Block {
@@ -147,6 +149,7 @@ impl Block {
             iova: self.iova,
             size: self.len,
             ptr: self.ptr.as_ptr(),
+            writable: self.writable,
         }
     }
 
@@ -315,6 +318,7 @@ impl DmaSpace {
                 len: size,
                 iova,
                 memory: Memory::Owned(layout),
+                writable: true,
             },
         );
         Ok(DmaRegion {
@@ -350,20 +354,37 @@ impl DmaSpace {
         result
     }
 
-    /// Device-side access to `len` bytes at `iova`, or `None` if any of them is unmapped (or
-    /// `len` is 0). A window never spans two regions. Only for model sessions (see the
-    /// module doc): the window must not outlive the session.
+    /// Device-side access to `len` bytes at `iova`, or `None` if any of them is unmapped or
+    /// mapped for reading only (or `len` is 0). A window never spans two regions. Only for
+    /// model sessions (see the module doc): the window must not outlive the session.
     #[inline(always)]
     pub(crate) fn window(&self, iova: u64, len: usize) -> Option<DeviceBytes<'_>> {
+        let hit = self.translate(iova, len)?;
+        if !hit.writable {
+            return None;
+        }
+        window_in(hit, iova, len)
+    }
+
+    /// [`DmaSpace::window`] for reading only: read-only regions too. The model reads through
+    /// it only what a device reads (send gathers), never a structure it also writes.
+    #[inline(always)]
+    fn read_window(&self, iova: u64, len: usize) -> Option<DeviceBytes<'_>> {
+        let hit = self.translate(iova, len)?;
+        window_in(hit, iova, len)
+    }
+
+    /// The region holding `iova`, for a non-empty access.
+    #[inline(always)]
+    fn translate(&self, iova: u64, len: usize) -> Option<Hit> {
         if len == 0 {
             return None;
         }
-        let hit = match self.cache.get(iova) {
-            Some(hit) => hit,
-            None => self.lookup(iova)?,
-        };
         // The cached region holds `iova`'s page, so it is the region the map would find.
-        window_in(hit, iova, len)
+        match self.cache.get(iova) {
+            Some(hit) => Some(hit),
+            None => self.lookup(iova),
+        }
     }
 
     /// A window on `len` bytes at `iova` kept to be read again (see [`Held`]).
@@ -412,18 +433,19 @@ impl DmaSpace {
         }
         let inner = self.lock();
         let mut w = find(&inner, iova)
+            .filter(|hit| hit.writable)
             .and_then(|hit| window_in(hit, iova, data.len()))
             .ok_or(DmaError::NotMapped(iova))?;
         copy_in(&mut w, data);
         Ok(())
     }
 
-    /// [`DmaSpace::read`] for the model, inside a session: lock-free.
+    /// [`DmaSpace::read`] for the model, inside a session: lock-free. Read-only regions too.
     pub(crate) fn read_dev(&self, iova: u64, out: &mut [u8]) -> bool {
         if out.is_empty() {
             return true;
         }
-        let Some(w) = self.window(iova, out.len()) else {
+        let Some(w) = self.read_window(iova, out.len()) else {
             return false;
         };
         copy_out(&w, out);
@@ -443,12 +465,12 @@ impl DmaSpace {
     }
 
     /// Appends the `len` bytes at `iova` to `out`; false (and `out` unchanged) when they are
-    /// not mapped.
+    /// not mapped (read-only regions are read).
     pub(crate) fn append(&self, iova: u64, len: usize, out: &mut Vec<u8>) -> bool {
         if len == 0 {
             return true;
         }
-        let Some(w) = self.window(iova, len) else {
+        let Some(w) = self.read_window(iova, len) else {
             return false;
         };
         let at = out.len();
@@ -475,7 +497,8 @@ impl DmaSpace {
         true
     }
 
-    /// True when every byte of `iova .. iova + len` is mapped.
+    /// True when every byte of `iova .. iova + len` is mapped for the device to write (and
+    /// read): what pages given to the device and queue rings must be.
     pub fn is_mapped(&self, iova: u64, len: usize) -> bool {
         // Only a translation: the window is never read through.
         self.window(iova, len).is_some()

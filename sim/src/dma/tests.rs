@@ -116,3 +116,45 @@ fn bad_requests() {
     assert_eq!(out, [1]);
     assert!(dma.window(0, 16).is_none());
 }
+
+/// A region mapped for the device to read only (a guest's DMA_TO_DEVICE buffer behind an
+/// IOMMU): send gathers read it; every path that writes (windows, `write_dev`, host copies,
+/// the writability check of rings and pages) refuses it, through the cache too.
+#[test]
+fn read_only_regions_are_read_and_never_written() {
+    let dma = DmaSpace::external();
+    let layout = Layout::from_size_align(2 * 4096, 4096).unwrap();
+    // SAFETY: a fresh allocation, freed at the end after the space is gone.
+    let mem = unsafe { alloc_zeroed(layout) };
+    // SAFETY: `mem` is valid for two pages until it is freed below, after the space is dropped.
+    unsafe {
+        mem.add(4096).write_bytes(7, 4096);
+        dma.map(0x10000, mem, 4096).unwrap();
+        dma.map_read_only(0x11000, mem.add(4096), 4096).unwrap();
+    }
+    let mut out = [0u8; 8];
+    for _ in 0..2 {
+        // The second round goes through the translation cache.
+        assert!(dma.read_dev(0x11000, &mut out));
+        assert_eq!(out, [7; 8]);
+        let mut v = Vec::new();
+        assert!(dma.append(0x11ff8, 8, &mut v));
+        assert_eq!(v, [7; 8]);
+        assert!(
+            dma.window(0x11000, 8).is_none(),
+            "no window that could write"
+        );
+        assert!(!dma.write_dev(0x11000, &[1; 8]));
+        assert!(!dma.is_mapped(0x11000, 8));
+        assert!(dma.write(0x11000, &[1; 8]).is_err());
+        // The writable neighbour is unaffected.
+        assert!(dma.write_dev(0x10000, &[1; 8]) && dma.is_mapped(0x10000, 4096));
+    }
+    assert!(
+        dma.read_dev(0x11000, &mut out) && out == [7; 8],
+        "never written"
+    );
+    drop(dma);
+    // SAFETY: the space (the only user) is gone.
+    unsafe { dealloc(mem, layout) };
+}
