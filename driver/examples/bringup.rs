@@ -125,28 +125,38 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-/// Opens the device, takes and frees DMA memory (a page, 64 KiB, 1 MiB), closes it: `n`
-/// times after three warm-up rounds, then compares the open files and mappings with before.
+/// Opens the device, takes and frees DMA memory (a page, 64 KiB, 1 MiB and 2 MiB: huge pages
+/// when the system has them free), closes it: `n` times after three warm-up rounds, then
+/// compares the open files and mappings with before.
 fn reopen(spec: &DeviceSpec, n: u32) -> Result<(), Box<dyn std::error::Error>> {
-    let once = || -> mlx5_driver::Result<()> {
+    // Returns the huge pages in use while the buffers were held.
+    let once = || -> Result<u64, Box<dyn std::error::Error>> {
         let be = spec.open()?;
         let bufs = [
             be.alloc(4096, 4096)?,
             be.alloc(64 << 10, 4096)?,
             be.alloc(1 << 20, 4096)?,
+            be.alloc(2 << 20, 4096)?,
         ];
+        let huge = huge_pages_in_use()?;
         // The buffers go back first (declared last), then the device closes.
         let _ = &bufs;
-        Ok(())
+        Ok(huge)
     };
     // Warm-up: the memory allocator reaches its high-water mark in the first rounds.
+    let huge_before = huge_pages_in_use()?;
+    let mut huge_held = 0;
     for _ in 0..3 {
-        once()?;
+        huge_held = once()? - huge_before;
     }
+    println!("DMA memory held in each round: 3.1 MiB, of it {huge_held} huge pages");
     let (fds, maps) = (open_files()?, mappings()?);
     let start = Instant::now();
     for _ in 0..n {
         once()?;
+    }
+    if huge_pages_in_use()? != huge_before {
+        return Err("huge pages still in use after the last round".into());
     }
     let took = start.elapsed();
     let (fds_after, maps_after) = (open_files()?, mappings()?);
@@ -185,6 +195,18 @@ fn reopen(spec: &DeviceSpec, n: u32) -> Result<(), Box<dyn std::error::Error>> {
         .into());
     }
     Ok(())
+}
+
+/// Huge pages in use system-wide (`HugePages_Total - HugePages_Free` of /proc/meminfo).
+fn huge_pages_in_use() -> Result<u64, Box<dyn std::error::Error>> {
+    let text = std::fs::read_to_string("/proc/meminfo")?;
+    let field = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .ok_or_else(|| format!("no {name} in /proc/meminfo"))
+    };
+    Ok(field("HugePages_Total:")? - field("HugePages_Free:")?)
 }
 
 /// This process's open files: (descriptor, what it names).
