@@ -66,9 +66,7 @@ impl AnyBackend {
             _ => None,
         }
     }
-}
 
-impl AnyBackend {
     /// Event waits an interrupt ended before their deadline, when the device has interrupts.
     pub fn wakeups(&self) -> Option<u64> {
         #[allow(unreachable_patterns)]

@@ -230,7 +230,21 @@ pub trait Events {
     fn interrupt_driven(&self) -> bool {
         false
     }
+
+    /// Waits for the device to have written an event the caller then looks for: with
+    /// interrupts, until one comes or `deadline`; without, a pause of at most
+    /// [`POLL_STEP`] before the caller looks at memory again.
+    fn wait_for_event(&self, deadline: Instant) {
+        if self.interrupt_driven() {
+            self.wait(deadline)
+        } else {
+            self.wait(deadline.min(Instant::now() + POLL_STEP))
+        }
+    }
 }
+
+/// How long a polled wait pauses before the driver looks at device memory again.
+pub const POLL_STEP: std::time::Duration = std::time::Duration::from_micros(50);
 
 /// A device, as the driver sees it.
 pub trait Backend {

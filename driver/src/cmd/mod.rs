@@ -376,14 +376,14 @@ impl CmdQueue {
                     timeout: self.timeout,
                 });
             }
-            // With interrupts the completion's EQE wakes the wait, so it may run to the
-            // deadline; otherwise a short pause before looking at memory again.
-            let events_wake = events.is_some() && be.events().interrupt_driven();
-            be.events().wait(if events_wake {
-                deadline
+            // In event mode the completion's EQE raises the interrupt that ends the wait;
+            // before the EQ exists nothing does, so the entry itself is polled.
+            if events.is_some() {
+                be.events().wait_for_event(deadline);
             } else {
-                deadline.min(Instant::now() + Duration::from_micros(50))
-            });
+                be.events()
+                    .wait(deadline.min(Instant::now() + crate::backend::POLL_STEP));
+            }
         }
         B::Barriers::from_device();
         let elapsed = start.elapsed();

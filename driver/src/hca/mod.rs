@@ -575,11 +575,7 @@ impl<B: Backend> Hca<B> {
             if !got.is_empty() || now >= deadline {
                 return Ok(got);
             }
-            events.wait(if events.interrupt_driven() {
-                deadline
-            } else {
-                deadline.min(now + Duration::from_micros(50))
-            });
+            events.wait_for_event(deadline);
         }
     }
 
