@@ -28,10 +28,27 @@ pub struct Layout {
     pub enums: Vec<EnumLayout>,
     /// Commands.
     pub commands: Vec<CommandLayout>,
+    /// Access registers.
+    pub access_registers: Vec<AccessRegisterLayout>,
     /// Named constants.
     pub constants: Vec<NamedValue>,
     /// State machines.
     pub state_machines: Vec<StateMachineLayout>,
+}
+
+/// One access register.
+#[derive(Debug, Serialize)]
+pub struct AccessRegisterLayout {
+    /// Name.
+    pub name: String,
+    /// Register id.
+    pub id: u64,
+    /// The structure of its image.
+    pub layout: String,
+    /// `read`, `write` or `read_write`.
+    pub access: crate::ir::RegAccess,
+    /// The fields that select one instance.
+    pub index: Vec<String>,
 }
 
 /// One state machine.
@@ -256,6 +273,17 @@ pub fn layout(ir: &Ir) -> Layout {
                 op_mod: c.op_mods.iter().map(|m| named(&m.name, m.value)).collect(),
             })
             .collect(),
+        access_registers: ir
+            .access_registers
+            .iter()
+            .map(|r| AccessRegisterLayout {
+                name: r.name.clone(),
+                id: r.id,
+                layout: r.layout.clone(),
+                access: r.access,
+                index: r.index.clone(),
+            })
+            .collect(),
         constants: ir
             .constants
             .iter()
@@ -317,6 +345,7 @@ pub fn layout_of(ir: &Ir, name: &str) -> Option<Layout> {
         unions,
         enums: Vec::new(),
         commands: Vec::new(),
+        access_registers: Vec::new(),
         constants: Vec::new(),
         state_machines: Vec::new(),
     })

@@ -36,6 +36,13 @@ pub fn show(ir: &Ir, name: &str, filter: Option<&str>) -> Shown {
     {
         return Shown::Text(command_table(ir, c));
     }
+    if let Some(r) = ir
+        .access_registers
+        .iter()
+        .find(|r| r.name == name || Some(r.id) == opcode)
+    {
+        return Shown::Text(register_table(ir, r));
+    }
     if name.contains('.') {
         if let Some(t) = field_path(ir, name) {
             return Shown::Text(t);
@@ -48,6 +55,7 @@ pub fn show(ir: &Ir, name: &str, filter: Option<&str>) -> Shown {
         .chain(ir.unions.iter().map(|u| u.name.as_str()))
         .chain(ir.enums.iter().map(|e| e.name.as_str()))
         .chain(ir.commands.iter().map(|c| c.name.as_str()))
+        .chain(ir.access_registers.iter().map(|r| r.name.as_str()))
         .collect();
     let head = name.split('.').next().unwrap_or(name);
     Shown::Unknown(crate::load::suggest(head, &names).map(str::to_string))
@@ -115,6 +123,33 @@ pub fn enum_table(ir: &Ir, e: &crate::ir::Enum) -> String {
 }
 
 /// A command: opcode, op_mods, and its input and output layouts with their sizes.
+/// An access register: id, access, index fields, then its image's table.
+pub fn register_table(ir: &Ir, r: &crate::ir::AccessRegister) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "access register {}: id 0x{:x}, {}, {}",
+        r.name,
+        r.id,
+        r.access.name().replace('_', "/"),
+        module_path(ir, r.module)
+    );
+    for line in r.doc.as_deref().unwrap_or("").lines() {
+        let _ = writeln!(out, "  {line}");
+    }
+    if !r.index.is_empty() {
+        let _ = writeln!(out, "index: {}", r.index.join(", "));
+    }
+    out.push('\n');
+    match ir.find_struct(&r.layout) {
+        Some(s) => out.push_str(&crate::show::table(ir, s)),
+        None => {
+            let _ = writeln!(out, "image: {} (not a layout of this spec)", r.layout);
+        }
+    }
+    out
+}
+
 pub fn command_table(ir: &Ir, c: &crate::ir::Command) -> String {
     let mut out = String::new();
     let _ = writeln!(
@@ -226,6 +261,19 @@ pub fn field_path(ir: &Ir, path: &str) -> Option<String> {
     }
     if !commands.is_empty() {
         let _ = writeln!(out, "  {top} is the mailbox of: {}", commands.join(", "));
+    }
+    let registers: Vec<String> = ir
+        .access_registers
+        .iter()
+        .filter(|r| r.layout == top)
+        .map(|r| format!("{} (0x{:x})", r.name, r.id))
+        .collect();
+    if !registers.is_empty() {
+        let _ = writeln!(
+            out,
+            "  {top} is the image of access register: {}",
+            registers.join(", ")
+        );
     }
     Some(out)
 }

@@ -32,6 +32,8 @@ pub struct SpecFile {
     pub unions: Vec<UnionDecl>,
     /// `commands:`.
     pub commands: Vec<CommandDecl>,
+    /// `access_registers:`.
+    pub access_registers: Vec<AccessRegisterDecl>,
     /// `state_machines:`.
     pub state_machines: Vec<StateMachineDecl>,
 }
@@ -194,6 +196,24 @@ pub struct CommandDecl {
     pub output: Option<Spanned<String>>,
     /// Named op_mod values.
     pub op_mods: Vec<(Spanned<String>, Spanned<u64>)>,
+}
+
+/// An access register: a register id of ACCESS_REGISTER, the layout of its image, the
+/// directions it may be accessed in, and the fields that select one instance of it.
+#[derive(Debug, Clone)]
+pub struct AccessRegisterDecl {
+    /// Name.
+    pub name: Spanned<String>,
+    /// Meaning.
+    pub doc: Option<String>,
+    /// The register id.
+    pub id: Option<Spanned<u64>>,
+    /// Struct name of the register image.
+    pub layout: Option<Spanned<String>>,
+    /// `read`, `write` or `read_write`.
+    pub access: Option<Spanned<String>>,
+    /// Fields of the layout that select the instance (`local_port`, a counter group).
+    pub index: Vec<Spanned<String>>,
 }
 
 /// A state machine: which command moves an object between which states, and which context

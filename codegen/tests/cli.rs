@@ -116,6 +116,22 @@ fn show_enums_commands_field_paths_and_filters() {
     let (_, by_opcode, _) = show(&["0x400"]);
     assert_eq!(by_opcode, by_name, "an opcode names its command");
 
+    // An access register, by name or id: its facts, then its image.
+    let (code, reg, _) = show(&["ppcnt"]);
+    assert_eq!(code, 0);
+    assert!(
+        reg.starts_with("access register ppcnt: id 0x5008, read, "),
+        "{reg}"
+    );
+    assert!(reg.contains("index: local_port, grp, prio_tc"), "{reg}");
+    assert!(reg.contains("struct ppcnt_reg: 0x100 bytes"), "{reg}");
+    assert_eq!(show(&["0x5008"]).1, reg, "a register id names its register");
+    let (_, image, _) = show(&["ppcnt_reg.grp"]);
+    assert!(
+        image.contains("ppcnt_reg is the image of access register: ppcnt (0x5008)"),
+        "{image}"
+    );
+
     let (code, out, _) = show(&["cmd_hca_cap.log_max_qp"]);
     assert_eq!(code, 0);
     assert!(

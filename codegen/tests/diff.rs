@@ -176,6 +176,52 @@ fn enums_commands_constants_unions_by_hand() {
 }
 
 #[test]
+fn access_registers_by_hand() {
+    let r = fixture();
+    let c = find(&r, "port_status", None, ChangeKind::IdChanged);
+    assert_eq!(
+        (c.old.as_deref(), c.new.as_deref()),
+        (Some("0x5006"), Some("0x5007"))
+    );
+    assert_eq!(impacts(c), (Wire::Breaking, Rust::Silent, Level::Major));
+    let c = find(&r, "port_status", None, ChangeKind::IndexChanged);
+    assert_eq!(c.new.as_deref(), Some("wide, grow"));
+    let c = find(&r, "port_mtu", None, ChangeKind::LayoutChanged);
+    assert_eq!((c.wire, c.rust), (Wire::Breaking, Rust::Breaking));
+    // Gaining a direction adds an impl; losing one breaks code that used it.
+    let c = find(&r, "port_mtu", None, ChangeKind::AccessChanged);
+    assert_eq!(
+        (c.new.as_deref(), c.rust),
+        (Some("read_write"), Rust::Additive)
+    );
+    let c = find(&r, "port_count", None, ChangeKind::AccessChanged);
+    assert_eq!(
+        (c.old.as_deref(), c.rust),
+        (Some("read_write"), Rust::Breaking)
+    );
+    assert_eq!(
+        find(&r, "newcomer", None, ChangeKind::Added).level,
+        Level::Minor
+    );
+    assert_eq!(
+        find(&r, "retired", None, ChangeKind::Removed).level,
+        Level::Major
+    );
+    assert!(r
+        .changes
+        .iter()
+        .filter(|c| c.item_kind == ItemKind::AccessRegister)
+        .all(|c| [
+            "port_status",
+            "port_mtu",
+            "port_count",
+            "newcomer",
+            "retired"
+        ]
+        .contains(&c.item.as_str())));
+}
+
+#[test]
 fn snapshots_text_and_json() {
     let r = fixture();
     insta::assert_snapshot!("diff_fixture_text", diff::render::text(&r));

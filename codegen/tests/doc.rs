@@ -201,6 +201,22 @@ fn search_index_lists_log_max_qp_and_opcodes() {
 }
 
 #[test]
+fn access_registers_are_listed_found_and_named_on_their_image() {
+    let out = doc(&manifest("../spec"));
+    let rows = search_rows(out.path());
+    let paos = rows
+        .iter()
+        .find(|r| r[0] == "paos" && r[1] == "register")
+        .expect("paos in the search index");
+    assert_eq!(paos[2], "layout/paos_reg.html");
+    assert!(paos[3].contains("0x5006"), "{paos:?}");
+    let index = std::fs::read_to_string(out.path().join("index.html")).unwrap();
+    assert!(index.contains(r#"<li id="r-paos"><a href="layout/paos_reg.html">paos</a>"#));
+    let image = std::fs::read_to_string(out.path().join("layout/paos_reg.html")).unwrap();
+    assert!(image.contains("paos (access register 0x5006, read/write)"));
+}
+
+#[test]
 fn same_spec_same_bytes() {
     let a = doc(&manifest("../spec"));
     let b = doc(&manifest("../spec"));

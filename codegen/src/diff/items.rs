@@ -112,7 +112,7 @@ fn values(kind: ItemKind, item: &str, old: &[Named], new: &[Named], out: &mut Ve
     }
 }
 
-fn item_added(kind: ItemKind, name: &str, what: Option<String>) -> Change {
+pub(super) fn item_added(kind: ItemKind, name: &str, what: Option<String>) -> Change {
     Change::new(
         kind,
         name,
@@ -125,7 +125,7 @@ fn item_added(kind: ItemKind, name: &str, what: Option<String>) -> Change {
     )
 }
 
-fn item_removed(kind: ItemKind, name: &str, what: Option<String>) -> Change {
+pub(super) fn item_removed(kind: ItemKind, name: &str, what: Option<String>) -> Change {
     Change::new(
         kind,
         name,

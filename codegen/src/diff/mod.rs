@@ -12,6 +12,7 @@
 //!
 //! - [`compare`]: layouts (structures and unions), field by field;
 //! - [`items`]: enums, commands and constants;
+//! - [`registers`]: access registers (id, image layout, access, index fields);
 //! - [`classify`]: the Rust type of an accessor and the impact rules;
 //! - [`render`]: text for people, JSON for tools;
 //! - [`input`]: reading OLD and NEW (a spec directory, or a kernel header through the importer);
@@ -22,6 +23,7 @@ pub mod compare;
 pub mod generated;
 pub mod input;
 pub mod items;
+pub mod registers;
 pub mod render;
 
 use crate::ir::Ir;
@@ -130,6 +132,9 @@ pub enum ItemKind {
     Enum,
     /// A command.
     Command,
+    /// An access register.
+    #[serde(rename = "access_register")]
+    AccessRegister,
     /// A named constant.
     Constant,
 }
@@ -142,6 +147,7 @@ impl ItemKind {
             ItemKind::Union => "union",
             ItemKind::Enum => "enum",
             ItemKind::Command => "command",
+            ItemKind::AccessRegister => "access register",
             ItemKind::Constant => "constant",
         }
     }
@@ -175,6 +181,14 @@ pub enum ChangeKind {
     OutputChanged,
     /// A union's selector.
     SelectorChanged,
+    /// An access register's id.
+    IdChanged,
+    /// An access register's image layout.
+    LayoutChanged,
+    /// An access register's access directions.
+    AccessChanged,
+    /// An access register's index fields.
+    IndexChanged,
     /// Documentation.
     DocChanged,
 }
@@ -328,6 +342,7 @@ pub fn diff(old: &Ir, new: &Ir, old_name: &str, new_name: &str) -> Report {
     compare::layouts(old, new, &mut changes);
     items::enums(old, new, &mut changes);
     items::commands(old, new, &mut changes);
+    registers::access_registers(old, new, &mut changes);
     items::constants(old, new, &mut changes);
     let embeddings = compare::embeddings(old, new, &changes);
     let totals = totals(&changes);

@@ -30,6 +30,10 @@ fn kind_name(k: ChangeKind) -> &'static str {
         ChangeKind::InputChanged => "input changed",
         ChangeKind::OutputChanged => "output changed",
         ChangeKind::SelectorChanged => "selector changed",
+        ChangeKind::IdChanged => "id changed",
+        ChangeKind::LayoutChanged => "image changed",
+        ChangeKind::AccessChanged => "access changed",
+        ChangeKind::IndexChanged => "index changed",
         ChangeKind::DocChanged => "doc changed",
     }
 }

@@ -23,12 +23,13 @@ pub fn page(site: &Site) -> String {
     let mut body = String::from("<h1>PRM layout reference</h1>");
     let _ = write!(
         body,
-        "<p class=\"meta\">{} spec files · {} layouts · {} unions · {} enums · {} commands · {} state machines. Type in the box above to find a layout, field, enum value or opcode, by name or by number.</p>",
+        "<p class=\"meta\">{} spec files · {} layouts · {} unions · {} enums · {} commands · {} access registers · {} state machines. Type in the box above to find a layout, field, enum value or opcode, by name or by number.</p>",
         ir.modules.len(),
         ir.structs.len(),
         ir.unions.len(),
         ir.enums.len(),
         ir.commands.len(),
+        ir.access_registers.len(),
         ir.state_machines.len()
     );
     body.push_str(r#"<nav class="toc"><ul>"#);
@@ -99,6 +100,20 @@ pub fn page(site: &Site) -> String {
             item(&mut s, &href, &x.name, &hex(x.opcode));
         }
         group("Commands", s);
+        let mut s = String::new();
+        for x in ir.access_registers.iter().filter(|x| x.module == i) {
+            let _ = write!(
+                s,
+                r#"<li id="r-{}"><a href="layout/{}.html">{}</a> <small>id {} · {} · {}</small></li>"#,
+                slug(&x.name),
+                slug(&x.layout),
+                esc(&x.name),
+                hex(x.id),
+                x.access.name().replace('_', "/"),
+                esc(&x.layout)
+            );
+        }
+        group("Access registers", s);
         let mut s = String::new();
         for x in ir.state_machines.iter().filter(|x| x.module == i) {
             let href = format!("machine/{}.html", slug(&x.name));
@@ -193,6 +208,14 @@ pub fn search_index(site: &Site) -> String {
                 format!("op_mod {} = {}", hex(m.value), m.value),
             );
         }
+    }
+    for r in &ir.access_registers {
+        row(
+            r.name.clone(),
+            "register",
+            format!("layout/{}.html", slug(&r.layout)),
+            format!("register id {} = {}", hex(r.id), r.id),
+        );
     }
     for m in &ir.state_machines {
         let page = format!("machine/{}.html", slug(&m.name));

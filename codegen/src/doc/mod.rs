@@ -202,6 +202,17 @@ impl<'a> Site<'a> {
                     .push((href.clone(), format!("{} ({which})", c.name)));
             }
         }
+        for r in &ir.access_registers {
+            layout_users.entry(r.layout.clone()).or_default().push((
+                format!("../index.html#r-{}", slug(&r.name)),
+                format!(
+                    "{} (access register {:#x}, {})",
+                    r.name,
+                    r.id,
+                    r.access.name().replace('_', "/")
+                ),
+            ));
+        }
         for m in &ir.state_machines {
             for t in &m.transitions {
                 command_users.entry(t.command.clone()).or_default().push((

@@ -6,9 +6,10 @@
 //! as from `prmc gen`.
 //!
 //! One emitter per IR kind: [`structs`] (views, also register blocks), [`enums`], [`unions`],
-//! [`commands`], [`state_machines`]; [`ctx`] holds what they share; [`module`] assembles files,
+//! [`commands`], [`access_registers`], [`state_machines`]; [`ctx`] holds what they share; [`module`] assembles files,
 //! with the crate-wide reflection index of [`reflect_index`].
 
+pub mod access_registers;
 pub mod arrays;
 pub mod commands;
 pub mod ctx;

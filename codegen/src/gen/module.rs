@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 /// Module names the generated code defines or imports itself.
-const RESERVED_MODULES: &[&str] = &["rt", "cmd"];
+const RESERVED_MODULES: &[&str] = &["rt", "cmd", "reg"];
 
 /// Prelude names the generated code uses unqualified; a spec type may not shadow them.
 const RESERVED_TYPES: &[&str] = &[
@@ -117,6 +117,16 @@ pub fn check_names(ir: &Ir) -> Result<(), GenError> {
             }
         }
     }
+    let mut regs: HashMap<String, String> = HashMap::new();
+    for r in &ir.access_registers {
+        let rust = camel(&r.name).to_string();
+        let what = format!("access register `{}`", r.name);
+        if let Some(first) = regs.insert(rust.clone(), what.clone()) {
+            return Err(GenError::NameClash(format!(
+                "{what} and {first} would both be named `reg::{rust}` in Rust; rename one of them"
+            )));
+        }
+    }
     Ok(())
 }
 
@@ -144,6 +154,8 @@ struct ModuleText {
     text: String,
     /// True when the module has a `cmd` submodule.
     has_commands: bool,
+    /// True when the module has a `reg` submodule.
+    has_registers: bool,
 }
 
 /// One unit of generation work: an item that is emitted and formatted on its own.
@@ -242,6 +254,26 @@ fn all_modules(config: &Config, ir: &Ir) -> Result<Vec<ModuleText>, GenError> {
         } else {
             quote!()
         };
+        let registers: Vec<_> = ir
+            .access_registers
+            .iter()
+            .filter(|r| r.module == index)
+            .map(|r| super::access_registers::emit(&ctx, r))
+            .collect();
+        let has_registers = !registers.is_empty();
+        let reg = if has_registers {
+            quote! {
+                /// The access registers of this module, typed by register id (see the
+                /// runtime's `AccessReg`).
+                pub mod reg {
+                    #[allow(unused_imports)]
+                    use #rt;
+                    #(#registers)*
+                }
+            }
+        } else {
+            quote!()
+        };
         let doc = doc_lines(m.doc.as_deref());
         let head = quote! {
             #[allow(unused_imports)]
@@ -267,7 +299,7 @@ fn all_modules(config: &Config, ir: &Ir) -> Result<Vec<ModuleText>, GenError> {
             .filter(|sm| sm.module == index)
             .map(|sm| super::typestate::emit(&ctx, ir, sm))
             .collect::<Result<Vec<_>, _>>()?;
-        let tail = format(quote!(#(#machines)* #(#typestates)* #cmd))?;
+        let tail = format(quote!(#(#machines)* #(#typestates)* #cmd #reg))?;
         let text = if config.single_file {
             let mut body = format(head)?;
             body.push_str(&items);
@@ -300,6 +332,7 @@ fn all_modules(config: &Config, ir: &Ir) -> Result<Vec<ModuleText>, GenError> {
             ident: mod_ident.to_string(),
             text,
             has_commands,
+            has_registers,
         });
     }
     Ok(modules)
@@ -332,6 +365,11 @@ pub fn files(config: &Config, ir: &Ir) -> Result<Vec<GeneratedFile>, GenError> {
         .filter(|m| m.has_commands)
         .map(|m| ident(&m.ident))
         .collect();
+    let reg_mods: Vec<syn::Ident> = modules
+        .iter()
+        .filter(|m| m.has_registers)
+        .map(|m| ident(&m.ident))
+        .collect();
     let reflect = super::reflect_index::emit(&ctx, ir);
     let declarations = if config.single_file {
         quote!()
@@ -342,6 +380,7 @@ pub fn files(config: &Config, ir: &Ir) -> Result<Vec<GeneratedFile>, GenError> {
         }
     };
     let command_table = super::commands::table(&ctx, ir);
+    let register_table = super::access_registers::table(&ctx, ir);
     let tokens = quote! {
         #declarations
         #(pub use #mods::*;)*
@@ -350,6 +389,13 @@ pub fn files(config: &Config, ir: &Ir) -> Result<Vec<GeneratedFile>, GenError> {
         pub mod cmd {
             #(pub use super::#cmd_mods::cmd::*;)*
             #command_table
+        }
+
+        /// Every access register, typed by register id; and described by value in
+        /// [`reg::ALL`].
+        pub mod reg {
+            #(pub use super::#reg_mods::reg::*;)*
+            #register_table
         }
 
         #reflect

@@ -12,6 +12,7 @@ use marked_yaml::types::{MarkedMappingNode, MarkedScalarNode};
 use marked_yaml::{LoadError, LoaderOptions, Node};
 use std::path::{Path, PathBuf};
 
+mod access_registers;
 mod commands;
 mod layouts;
 pub mod limits;
@@ -192,6 +193,7 @@ const FILE_KEYS: &[&str] = &[
     "registers",
     "unions",
     "commands",
+    "access_registers",
     "state_machines",
 ];
 
@@ -414,6 +416,13 @@ impl<'a> Reader<'a> {
             }
         });
         spec.commands = commands;
+        let mut registers = Vec::new();
+        self.section(top, "access_registers", |r, name, node, path| {
+            if let Some(a) = r.access_register(name, node, path) {
+                registers.push(a);
+            }
+        });
+        spec.access_registers = registers;
         let mut machines = Vec::new();
         self.section(top, "state_machines", |r, name, node, path| {
             if let Some(m) = r.state_machine(name, node, path) {

@@ -1,7 +1,7 @@
 //! The resolve pass: spec files → IR.
 //!
 //! Turns positions into absolute bit offsets and widths, resolves every name a spec refers to
-//! (field types, union members and selectors, command layouts) and reports the names it cannot
+//! (field types, union members and selectors, command and access register layouts) and reports the names it cannot
 //! resolve. Everything else is left for the check passes, so this pass accepts layouts that
 //! are wrong in other ways and lets the checks explain them.
 
@@ -12,11 +12,13 @@ use crate::source::SourceMap;
 use crate::syntax::{Spanned, SpecFile};
 use std::collections::HashMap;
 
+mod access_registers;
 mod commands;
 mod fields;
 mod machines;
 mod unions;
 
+use access_registers::lower_access_register;
 use commands::lower_command;
 use fields::{lower_field, lower_word};
 use machines::lower_state_machine;
@@ -199,6 +201,11 @@ pub fn lower(sources: &SourceMap, files: &[SpecFile], diags: &mut Diagnostics) -
         for c in &f.commands {
             if let Some(cmd) = lower_command(&ir, module, c, diags) {
                 ir.commands.push(cmd);
+            }
+        }
+        for r in &f.access_registers {
+            if let Some(reg) = lower_access_register(&ir, module, r, diags) {
+                ir.access_registers.push(reg);
             }
         }
     }

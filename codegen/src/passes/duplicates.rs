@@ -1,5 +1,5 @@
 //! A name is defined once: types (structures, register blocks, unions, enums) share one
-//! namespace across all files, as do commands and constants.
+//! namespace across all files, as do commands, access registers and constants.
 
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::ir::Ir;
@@ -30,6 +30,13 @@ pub fn run(ir: &Ir, diags: &mut Diagnostics) {
             .iter()
             .map(|c| (c.name.as_str(), c.span, "command")),
         "command",
+        diags,
+    );
+    report(
+        ir.access_registers
+            .iter()
+            .map(|r| (r.name.as_str(), r.span, "access register")),
+        "access register",
         diags,
     );
     report(
@@ -87,6 +94,7 @@ fn section(kind: &str) -> &'static str {
         "union" => "unions",
         "enum" => "enums",
         "command" => "commands",
+        "access register" => "access_registers",
         "state machine" => "state_machines",
         _ => "constants",
     }

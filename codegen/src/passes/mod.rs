@@ -6,6 +6,7 @@
 use crate::diag::Diagnostics;
 use crate::ir::Ir;
 
+pub mod access_registers;
 pub mod arrays;
 pub mod bounds;
 pub mod commands;
@@ -111,6 +112,11 @@ pub const PASSES: &[Pass] = &[
         name: "command-header",
         summary: "command layouts carry the PRM's common header",
         run: commands::run,
+    },
+    Pass {
+        name: "access-register",
+        summary: "access register ids are distinct and fit 16 bits; images have a fixed size; index fields are scalars",
+        run: access_registers::run,
     },
     Pass {
         name: "reserved-name",

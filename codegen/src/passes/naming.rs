@@ -113,6 +113,14 @@ pub fn run(ir: &Ir, diags: &mut Diagnostics) {
             );
         }
     }
+    for r in &ir.access_registers {
+        check(
+            "access register",
+            &r.name,
+            r.span,
+            format!("access_registers.{}", r.name),
+        );
+    }
     for c in &ir.constants {
         check("constant", &c.name, c.span, format!("constants.{}", c.name));
     }

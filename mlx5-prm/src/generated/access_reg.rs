@@ -191,6 +191,367 @@ impl ::core::convert::From<PpcntCounterGroup> for u8 {
         v.raw()
     }
 }
+/// Bit numbers of the Ethernet link modes in ptys_reg.eth_proto_capability, eth_proto_admin and eth_proto_oper (bit n is 1 << n; the kernel's enum mlx5e_link_mode).
+///
+/// PRM enum `eth_link_mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum EthLinkMode {
+    /// 1000BASE-CX SGMII.
+    Eth1000baseCxSgmii = 0x0,
+    /// 1000BASE-KX.
+    Eth1000baseKx = 0x1,
+    /// 10GBASE-CX4.
+    Eth10gbaseCx4 = 0x2,
+    /// 10GBASE-KX4.
+    Eth10gbaseKx4 = 0x3,
+    /// 10GBASE-KR.
+    Eth10gbaseKr = 0x4,
+    /// 20GBASE-KR2.
+    Eth20gbaseKr2 = 0x5,
+    /// 40GBASE-CR4.
+    Eth40gbaseCr4 = 0x6,
+    /// 40GBASE-KR4.
+    Eth40gbaseKr4 = 0x7,
+    /// 56GBASE-R4.
+    Eth56gbaseR4 = 0x8,
+    /// 10GBASE-CR.
+    Eth10gbaseCr = 0xc,
+    /// 10GBASE-SR.
+    Eth10gbaseSr = 0xd,
+    /// 10GBASE-ER or -LR.
+    Eth10gbaseErLr = 0xe,
+    /// 40GBASE-SR4.
+    Eth40gbaseSr4 = 0xf,
+    /// 40GBASE-LR4 or -ER4.
+    Eth40gbaseLr4Er4 = 0x10,
+    /// 50GBASE-SR2.
+    Eth50gbaseSr2 = 0x12,
+    /// 100GBASE-CR4.
+    Eth100gbaseCr4 = 0x14,
+    /// 100GBASE-SR4.
+    Eth100gbaseSr4 = 0x15,
+    /// 100GBASE-KR4.
+    Eth100gbaseKr4 = 0x16,
+    /// 100GBASE-LR4 or -ER4.
+    Eth100gbaseLr4Er4 = 0x17,
+    /// 100BASE-TX.
+    Eth100baseTx = 0x18,
+    /// 1000BASE-T.
+    Eth1000baseT = 0x19,
+    /// 10GBASE-T.
+    Eth10gbaseT = 0x1a,
+    /// 25GBASE-CR.
+    Eth25gbaseCr = 0x1b,
+    /// 25GBASE-KR.
+    Eth25gbaseKr = 0x1c,
+    /// 25GBASE-SR.
+    Eth25gbaseSr = 0x1d,
+    /// 50GBASE-CR2.
+    Eth50gbaseCr2 = 0x1e,
+    /// 50GBASE-KR2.
+    Eth50gbaseKr2 = 0x1f,
+}
+impl EthLinkMode {
+    /// The enum's name as the spec writes it.
+    pub const NAME: &'static str = "eth_link_mode";
+    /// Every value, in spec order.
+    pub const ALL: &'static [Self] = &[
+        Self::Eth1000baseCxSgmii,
+        Self::Eth1000baseKx,
+        Self::Eth10gbaseCx4,
+        Self::Eth10gbaseKx4,
+        Self::Eth10gbaseKr,
+        Self::Eth20gbaseKr2,
+        Self::Eth40gbaseCr4,
+        Self::Eth40gbaseKr4,
+        Self::Eth56gbaseR4,
+        Self::Eth10gbaseCr,
+        Self::Eth10gbaseSr,
+        Self::Eth10gbaseErLr,
+        Self::Eth40gbaseSr4,
+        Self::Eth40gbaseLr4Er4,
+        Self::Eth50gbaseSr2,
+        Self::Eth100gbaseCr4,
+        Self::Eth100gbaseSr4,
+        Self::Eth100gbaseKr4,
+        Self::Eth100gbaseLr4Er4,
+        Self::Eth100baseTx,
+        Self::Eth1000baseT,
+        Self::Eth10gbaseT,
+        Self::Eth25gbaseCr,
+        Self::Eth25gbaseKr,
+        Self::Eth25gbaseSr,
+        Self::Eth50gbaseCr2,
+        Self::Eth50gbaseKr2,
+    ];
+    /// The value for a raw number, if the enum names it.
+    #[inline]
+    pub const fn from_raw(raw: u64) -> Option<Self> {
+        match raw {
+            0x0 => Some(Self::Eth1000baseCxSgmii),
+            0x1 => Some(Self::Eth1000baseKx),
+            0x2 => Some(Self::Eth10gbaseCx4),
+            0x3 => Some(Self::Eth10gbaseKx4),
+            0x4 => Some(Self::Eth10gbaseKr),
+            0x5 => Some(Self::Eth20gbaseKr2),
+            0x6 => Some(Self::Eth40gbaseCr4),
+            0x7 => Some(Self::Eth40gbaseKr4),
+            0x8 => Some(Self::Eth56gbaseR4),
+            0xc => Some(Self::Eth10gbaseCr),
+            0xd => Some(Self::Eth10gbaseSr),
+            0xe => Some(Self::Eth10gbaseErLr),
+            0xf => Some(Self::Eth40gbaseSr4),
+            0x10 => Some(Self::Eth40gbaseLr4Er4),
+            0x12 => Some(Self::Eth50gbaseSr2),
+            0x14 => Some(Self::Eth100gbaseCr4),
+            0x15 => Some(Self::Eth100gbaseSr4),
+            0x16 => Some(Self::Eth100gbaseKr4),
+            0x17 => Some(Self::Eth100gbaseLr4Er4),
+            0x18 => Some(Self::Eth100baseTx),
+            0x19 => Some(Self::Eth1000baseT),
+            0x1a => Some(Self::Eth10gbaseT),
+            0x1b => Some(Self::Eth25gbaseCr),
+            0x1c => Some(Self::Eth25gbaseKr),
+            0x1d => Some(Self::Eth25gbaseSr),
+            0x1e => Some(Self::Eth50gbaseCr2),
+            0x1f => Some(Self::Eth50gbaseKr2),
+            _ => None,
+        }
+    }
+    /// The value for a raw number, or an error carrying the number.
+    #[inline]
+    pub const fn try_from_raw(raw: u64) -> Result<Self, rt::UnknownValue> {
+        match Self::from_raw(raw) {
+            Some(v) => Ok(v),
+            None => {
+                Err(rt::UnknownValue {
+                    enumeration: "eth_link_mode",
+                    raw,
+                })
+            }
+        }
+    }
+    /// The raw number.
+    #[inline]
+    pub const fn raw(self) -> u8 {
+        self as u8
+    }
+    /// The value's name as the spec writes it.
+    pub const fn spec_name(self) -> &'static str {
+        const NAMES: &[&str] = &[
+            "eth_1000base_cx_sgmii",
+            "eth_1000base_kx",
+            "eth_10gbase_cx4",
+            "eth_10gbase_kx4",
+            "eth_10gbase_kr",
+            "eth_20gbase_kr2",
+            "eth_40gbase_cr4",
+            "eth_40gbase_kr4",
+            "eth_56gbase_r4",
+            "eth_10gbase_cr",
+            "eth_10gbase_sr",
+            "eth_10gbase_er_lr",
+            "eth_40gbase_sr4",
+            "eth_40gbase_lr4_er4",
+            "eth_50gbase_sr2",
+            "eth_100gbase_cr4",
+            "eth_100gbase_sr4",
+            "eth_100gbase_kr4",
+            "eth_100gbase_lr4_er4",
+            "eth_100base_tx",
+            "eth_1000base_t",
+            "eth_10gbase_t",
+            "eth_25gbase_cr",
+            "eth_25gbase_kr",
+            "eth_25gbase_sr",
+            "eth_50gbase_cr2",
+            "eth_50gbase_kr2",
+        ];
+        let mut i = 0;
+        while i < Self::ALL.len() {
+            if Self::ALL[i] as u64 == self as u64 {
+                return NAMES[i];
+            }
+            i += 1;
+        }
+        ""
+    }
+}
+impl ::core::convert::TryFrom<u64> for EthLinkMode {
+    type Error = rt::UnknownValue;
+    fn try_from(raw: u64) -> Result<Self, rt::UnknownValue> {
+        Self::try_from_raw(raw)
+    }
+}
+impl ::core::convert::From<EthLinkMode> for u8 {
+    fn from(v: EthLinkMode) -> u8 {
+        v.raw()
+    }
+}
+/// Bit numbers of the extended Ethernet link modes in ptys_reg.ext_eth_proto_capability, ext_eth_proto_admin and ext_eth_proto_oper, used when PCAM reports ptys_extended_ethernet (the kernel's enum mlx5e_ext_link_mode).
+///
+/// PRM enum `ext_eth_link_mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum ExtEthLinkMode {
+    /// SGMII at 100 Mb/s.
+    ExtSgmii100m = 0x0,
+    /// 1000BASE-X or SGMII.
+    Ext1000baseXSgmii = 0x1,
+    /// 5GBASE-R.
+    Ext5gbaseR = 0x3,
+    /// 10 Gb/s over XFI or one XAUI lane.
+    Ext10gbaseXfiXaui1 = 0x4,
+    /// 40 Gb/s over 4 XLAUI or XLPPI lanes.
+    Ext40gbaseXlaui4Xlppi4 = 0x5,
+    /// 25 Gb/s: 25GAUI-1, 25GBASE-CR or -KR.
+    Ext25gaui125gbaseCrKr = 0x6,
+    /// 50 Gb/s over 2 lanes: 50GAUI-2, LAUI-2, 50GBASE-CR2 or -KR2.
+    Ext50gaui2Laui250gbaseCr2Kr2 = 0x7,
+    /// 50 Gb/s over 1 lane: 50GAUI-1, LAUI-1, 50GBASE-CR or -KR.
+    Ext50gaui1Laui150gbaseCrKr = 0x8,
+    /// 100 Gb/s over 4 lanes: CAUI-4, 100GBASE-CR4 or -KR4.
+    ExtCaui4100gbaseCr4Kr4 = 0x9,
+    /// 100 Gb/s over 2 lanes: 100GAUI-2, 100GBASE-CR2 or -KR2.
+    Ext100gaui2100gbaseCr2Kr2 = 0xa,
+    /// 100 Gb/s over 1 lane: 100GAUI-1, 100GBASE-CR or -KR.
+    Ext100gaui1100gbaseCrKr = 0xb,
+    /// 200 Gb/s over 4 lanes.
+    Ext200gaui4200gbaseCr4Kr4 = 0xc,
+    /// 200 Gb/s over 2 lanes.
+    Ext200gaui2200gbaseCr2Kr2 = 0xd,
+    /// 200 Gb/s over 1 lane.
+    Ext200gaui1200gbaseCr1Kr1 = 0xe,
+    /// 400 Gb/s over 8 lanes.
+    Ext400gaui8400gbaseCr8 = 0xf,
+    /// 400 Gb/s over 4 lanes.
+    Ext400gaui4400gbaseCr4Kr4 = 0x10,
+    /// 400 Gb/s over 2 lanes.
+    Ext400gaui2400gbaseCr2Kr2 = 0x11,
+    /// 800 Gb/s over 8 lanes.
+    Ext800gaui8800gbaseCr8Kr8 = 0x13,
+    /// 800 Gb/s over 4 lanes.
+    Ext800gaui4800gbaseCr4Kr4 = 0x14,
+    /// 1.6 Tb/s over 8 lanes.
+    Ext1600gaui81600gbaseCr8Kr8 = 0x17,
+}
+impl ExtEthLinkMode {
+    /// The enum's name as the spec writes it.
+    pub const NAME: &'static str = "ext_eth_link_mode";
+    /// Every value, in spec order.
+    pub const ALL: &'static [Self] = &[
+        Self::ExtSgmii100m,
+        Self::Ext1000baseXSgmii,
+        Self::Ext5gbaseR,
+        Self::Ext10gbaseXfiXaui1,
+        Self::Ext40gbaseXlaui4Xlppi4,
+        Self::Ext25gaui125gbaseCrKr,
+        Self::Ext50gaui2Laui250gbaseCr2Kr2,
+        Self::Ext50gaui1Laui150gbaseCrKr,
+        Self::ExtCaui4100gbaseCr4Kr4,
+        Self::Ext100gaui2100gbaseCr2Kr2,
+        Self::Ext100gaui1100gbaseCrKr,
+        Self::Ext200gaui4200gbaseCr4Kr4,
+        Self::Ext200gaui2200gbaseCr2Kr2,
+        Self::Ext200gaui1200gbaseCr1Kr1,
+        Self::Ext400gaui8400gbaseCr8,
+        Self::Ext400gaui4400gbaseCr4Kr4,
+        Self::Ext400gaui2400gbaseCr2Kr2,
+        Self::Ext800gaui8800gbaseCr8Kr8,
+        Self::Ext800gaui4800gbaseCr4Kr4,
+        Self::Ext1600gaui81600gbaseCr8Kr8,
+    ];
+    /// The value for a raw number, if the enum names it.
+    #[inline]
+    pub const fn from_raw(raw: u64) -> Option<Self> {
+        match raw {
+            0x0 => Some(Self::ExtSgmii100m),
+            0x1 => Some(Self::Ext1000baseXSgmii),
+            0x3 => Some(Self::Ext5gbaseR),
+            0x4 => Some(Self::Ext10gbaseXfiXaui1),
+            0x5 => Some(Self::Ext40gbaseXlaui4Xlppi4),
+            0x6 => Some(Self::Ext25gaui125gbaseCrKr),
+            0x7 => Some(Self::Ext50gaui2Laui250gbaseCr2Kr2),
+            0x8 => Some(Self::Ext50gaui1Laui150gbaseCrKr),
+            0x9 => Some(Self::ExtCaui4100gbaseCr4Kr4),
+            0xa => Some(Self::Ext100gaui2100gbaseCr2Kr2),
+            0xb => Some(Self::Ext100gaui1100gbaseCrKr),
+            0xc => Some(Self::Ext200gaui4200gbaseCr4Kr4),
+            0xd => Some(Self::Ext200gaui2200gbaseCr2Kr2),
+            0xe => Some(Self::Ext200gaui1200gbaseCr1Kr1),
+            0xf => Some(Self::Ext400gaui8400gbaseCr8),
+            0x10 => Some(Self::Ext400gaui4400gbaseCr4Kr4),
+            0x11 => Some(Self::Ext400gaui2400gbaseCr2Kr2),
+            0x13 => Some(Self::Ext800gaui8800gbaseCr8Kr8),
+            0x14 => Some(Self::Ext800gaui4800gbaseCr4Kr4),
+            0x17 => Some(Self::Ext1600gaui81600gbaseCr8Kr8),
+            _ => None,
+        }
+    }
+    /// The value for a raw number, or an error carrying the number.
+    #[inline]
+    pub const fn try_from_raw(raw: u64) -> Result<Self, rt::UnknownValue> {
+        match Self::from_raw(raw) {
+            Some(v) => Ok(v),
+            None => {
+                Err(rt::UnknownValue {
+                    enumeration: "ext_eth_link_mode",
+                    raw,
+                })
+            }
+        }
+    }
+    /// The raw number.
+    #[inline]
+    pub const fn raw(self) -> u8 {
+        self as u8
+    }
+    /// The value's name as the spec writes it.
+    pub const fn spec_name(self) -> &'static str {
+        const NAMES: &[&str] = &[
+            "ext_sgmii_100m",
+            "ext_1000base_x_sgmii",
+            "ext_5gbase_r",
+            "ext_10gbase_xfi_xaui_1",
+            "ext_40gbase_xlaui_4_xlppi_4",
+            "ext_25gaui_1_25gbase_cr_kr",
+            "ext_50gaui_2_laui_2_50gbase_cr2_kr2",
+            "ext_50gaui_1_laui_1_50gbase_cr_kr",
+            "ext_caui_4_100gbase_cr4_kr4",
+            "ext_100gaui_2_100gbase_cr2_kr2",
+            "ext_100gaui_1_100gbase_cr_kr",
+            "ext_200gaui_4_200gbase_cr4_kr4",
+            "ext_200gaui_2_200gbase_cr2_kr2",
+            "ext_200gaui_1_200gbase_cr1_kr1",
+            "ext_400gaui_8_400gbase_cr8",
+            "ext_400gaui_4_400gbase_cr4_kr4",
+            "ext_400gaui_2_400gbase_cr2_kr2",
+            "ext_800gaui_8_800gbase_cr8_kr8",
+            "ext_800gaui_4_800gbase_cr4_kr4",
+            "ext_1600gaui_8_1600gbase_cr8_kr8",
+        ];
+        let mut i = 0;
+        while i < Self::ALL.len() {
+            if Self::ALL[i] as u64 == self as u64 {
+                return NAMES[i];
+            }
+            i += 1;
+        }
+        ""
+    }
+}
+impl ::core::convert::TryFrom<u64> for ExtEthLinkMode {
+    type Error = rt::UnknownValue;
+    fn try_from(raw: u64) -> Result<Self, rt::UnknownValue> {
+        Self::try_from_raw(raw)
+    }
+}
+impl ::core::convert::From<ExtEthLinkMode> for u8 {
+    fn from(v: ExtEthLinkMode) -> u8 {
+        v.raw()
+    }
+}
 /// Result of link autonegotiation (ptys_reg.an_status).
 ///
 /// PRM enum `ptys_an_status`.
@@ -5535,3 +5896,83 @@ pub const ETH_CNTRS_GRP_DATA_LAYOUT_AUTO_ACCESS: rt::reflect::UnionAccess = rt::
         shift: 0,
     }),
 };
+/// The access registers of this module, typed by register id (see the
+/// runtime's `AccessReg`).
+pub mod reg {
+    #[allow(unused_imports)]
+    use crate::rt;
+    /// Port administrative and operational status; a write with ase set brings the port up or down.
+    ///
+    /// PRM access register `paos`: id 0x5006, read/write, image [`PaosReg`](super::PaosReg), selected by `local_port`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    pub struct Paos;
+    impl rt::AccessReg for Paos {
+        const NAME: &'static str = "paos";
+        const ID: u16 = 0x5006;
+        const ACCESS: rt::RegAccess = rt::RegAccess::ReadWrite;
+        const INDEX: &'static [&'static str] = &["local_port"];
+        type Image<B: rt::Bytes> = super::PaosReg<B>;
+    }
+    impl rt::Readable for Paos {}
+    impl rt::Writable for Paos {}
+    /// Port type and speed: the link modes the port supports, those it may advertise (admin) and the one it runs at (oper); proto_mask picks Ethernet.
+    ///
+    /// PRM access register `ptys`: id 0x5004, read/write, image [`PtysReg`](super::PtysReg), selected by `local_port`, `proto_mask`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    pub struct Ptys;
+    impl rt::AccessReg for Ptys {
+        const NAME: &'static str = "ptys";
+        const ID: u16 = 0x5004;
+        const ACCESS: rt::RegAccess = rt::RegAccess::ReadWrite;
+        const INDEX: &'static [&'static str] = &["local_port", "proto_mask"];
+        type Image<B: rt::Bytes> = super::PtysReg<B>;
+    }
+    impl rt::Readable for Ptys {}
+    impl rt::Writable for Ptys {}
+    /// Port MTU. The maximum the port allows, the one configured and the one in use.
+    ///
+    /// PRM access register `pmtu`: id 0x5003, read/write, image [`PmtuReg`](super::PmtuReg), selected by `local_port`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    pub struct Pmtu;
+    impl rt::AccessReg for Pmtu {
+        const NAME: &'static str = "pmtu";
+        const ID: u16 = 0x5003;
+        const ACCESS: rt::RegAccess = rt::RegAccess::ReadWrite;
+        const INDEX: &'static [&'static str] = &["local_port"];
+        type Image<B: rt::Bytes> = super::PmtuReg<B>;
+    }
+    impl rt::Readable for Pmtu {}
+    impl rt::Writable for Pmtu {}
+    /// Port counters. grp picks the counter group (and the layout of counter_set), prio_tc the priority or traffic class of the per-priority groups.
+    ///
+    /// PRM access register `ppcnt`: id 0x5008, read, image [`PpcntReg`](super::PpcntReg), selected by `local_port`, `grp`, `prio_tc`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    pub struct Ppcnt;
+    impl rt::AccessReg for Ppcnt {
+        const NAME: &'static str = "ppcnt";
+        const ID: u16 = 0x5008;
+        const ACCESS: rt::RegAccess = rt::RegAccess::Read;
+        const INDEX: &'static [&'static str] = &["local_port", "grp", "prio_tc"];
+        type Image<B: rt::Bytes> = super::PpcntReg<B>;
+    }
+    impl rt::Readable for Ppcnt {}
+    /// Cable and module EEPROM access. Reads up to 48 bytes (128 with mcia_32dwords) of one page of the module's EEPROM.
+    ///
+    /// PRM access register `mcia`: id 0x9014, read, image [`MciaReg`](super::MciaReg), selected by `module`, `i2c_device_address`, `page_number`, `device_address`, `size`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    pub struct Mcia;
+    impl rt::AccessReg for Mcia {
+        const NAME: &'static str = "mcia";
+        const ID: u16 = 0x9014;
+        const ACCESS: rt::RegAccess = rt::RegAccess::Read;
+        const INDEX: &'static [&'static str] = &[
+            "module",
+            "i2c_device_address",
+            "page_number",
+            "device_address",
+            "size",
+        ];
+        type Image<B: rt::Bytes> = super::MciaReg<B>;
+    }
+    impl rt::Readable for Mcia {}
+}

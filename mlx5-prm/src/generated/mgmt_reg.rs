@@ -5725,3 +5725,75 @@ pub const QCAM_REG_QOS_FEATURE_CAP_MASK_ACCESS: rt::reflect::UnionAccess = rt::r
         shift: 0,
     }),
 };
+/// The access registers of this module, typed by register id (see the
+/// runtime's `AccessReg`).
+pub mod reg {
+    #[allow(unused_imports)]
+    use crate::rt;
+    /// Port capability mask. Which port registers and port features the firmware implements.
+    ///
+    /// PRM access register `pcam`: id 0x507f, read, image [`PcamReg`](super::PcamReg), selected by `feature_group`, `access_reg_group`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    pub struct Pcam;
+    impl rt::AccessReg for Pcam {
+        const NAME: &'static str = "pcam";
+        const ID: u16 = 0x507f;
+        const ACCESS: rt::RegAccess = rt::RegAccess::Read;
+        const INDEX: &'static [&'static str] = &["feature_group", "access_reg_group"];
+        type Image<B: rt::Bytes> = super::PcamReg<B>;
+    }
+    impl rt::Readable for Pcam {}
+    /// Management capability mask. Which management registers and features the firmware implements.
+    ///
+    /// PRM access register `mcam`: id 0x907f, read, image [`McamReg`](super::McamReg), selected by `feature_group`, `access_reg_group`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    pub struct Mcam;
+    impl rt::AccessReg for Mcam {
+        const NAME: &'static str = "mcam";
+        const ID: u16 = 0x907f;
+        const ACCESS: rt::RegAccess = rt::RegAccess::Read;
+        const INDEX: &'static [&'static str] = &["feature_group", "access_reg_group"];
+        type Image<B: rt::Bytes> = super::McamReg<B>;
+    }
+    impl rt::Readable for Mcam {}
+    /// QoS capability mask. Which QoS registers and features the firmware implements.
+    ///
+    /// PRM access register `qcam`: id 0x4019, read, image [`QcamReg`](super::QcamReg), selected by `feature_group`, `access_reg_group`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    pub struct Qcam;
+    impl rt::AccessReg for Qcam {
+        const NAME: &'static str = "qcam";
+        const ID: u16 = 0x4019;
+        const ACCESS: rt::RegAccess = rt::RegAccess::Read;
+        const INDEX: &'static [&'static str] = &["feature_group", "access_reg_group"];
+        type Image<B: rt::Bytes> = super::QcamReg<B>;
+    }
+    impl rt::Readable for Qcam {}
+    /// Default timeouts. The firmware's own timeouts, each a value and a unit.
+    ///
+    /// PRM access register `dtor`: id 0xc00e, read, image [`DtorReg`](super::DtorReg).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    pub struct Dtor;
+    impl rt::AccessReg for Dtor {
+        const NAME: &'static str = "dtor";
+        const ID: u16 = 0xc00e;
+        const ACCESS: rt::RegAccess = rt::RegAccess::Read;
+        const INDEX: &'static [&'static str] = &[];
+        type Image<B: rt::Bytes> = super::DtorReg<B>;
+    }
+    impl rt::Readable for Dtor {}
+    /// Host endianness. The driver writes it once at bring-up so the firmware knows the host's byte order.
+    ///
+    /// PRM access register `host_endianness`: id 0x7004, read/write, image [`HostEndiannessReg`](super::HostEndiannessReg).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    pub struct HostEndianness;
+    impl rt::AccessReg for HostEndianness {
+        const NAME: &'static str = "host_endianness";
+        const ID: u16 = 0x7004;
+        const ACCESS: rt::RegAccess = rt::RegAccess::ReadWrite;
+        const INDEX: &'static [&'static str] = &[];
+        type Image<B: rt::Bytes> = super::HostEndiannessReg<B>;
+    }
+    impl rt::Readable for HostEndianness {}
+    impl rt::Writable for HostEndianness {}
+}

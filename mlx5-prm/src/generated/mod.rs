@@ -777,6 +777,164 @@ pub mod cmd {
         ALL.get(i)
     }
 }
+/// Every access register, typed by register id; and described by value in
+/// [`reg::ALL`].
+pub mod reg {
+    pub use super::access_reg::reg::*;
+    pub use super::mgmt_reg::reg::*;
+    pub use super::port_reg::reg::*;
+    /// Every access register of the spec as a value (name, id, layout, access, index
+    /// fields), in spec order: for tools that take a register's name or id at run time.
+    pub static ALL: &[crate::rt::RegisterInfo] = &[
+        crate::rt::RegisterInfo {
+            name: "paos",
+            id: 0x5006,
+            layout: "paos_reg",
+            size: 16,
+            access: crate::rt::RegAccess::ReadWrite,
+            index: &["local_port"],
+            summary: "Port administrative and operational status; a write with ase set brings the port up or down.",
+        },
+        crate::rt::RegisterInfo {
+            name: "ptys",
+            id: 0x5004,
+            layout: "ptys_reg",
+            size: 64,
+            access: crate::rt::RegAccess::ReadWrite,
+            index: &["local_port", "proto_mask"],
+            summary: "Port type and speed: the link modes the port supports, those it may advertise (admin) and the one it runs at (oper); proto_mask picks Ethernet.",
+        },
+        crate::rt::RegisterInfo {
+            name: "pmtu",
+            id: 0x5003,
+            layout: "pmtu_reg",
+            size: 16,
+            access: crate::rt::RegAccess::ReadWrite,
+            index: &["local_port"],
+            summary: "Port MTU.",
+        },
+        crate::rt::RegisterInfo {
+            name: "ppcnt",
+            id: 0x5008,
+            layout: "ppcnt_reg",
+            size: 256,
+            access: crate::rt::RegAccess::Read,
+            index: &["local_port", "grp", "prio_tc"],
+            summary: "Port counters.",
+        },
+        crate::rt::RegisterInfo {
+            name: "mcia",
+            id: 0x9014,
+            layout: "mcia_reg",
+            size: 144,
+            access: crate::rt::RegAccess::Read,
+            index: &[
+                "module",
+                "i2c_device_address",
+                "page_number",
+                "device_address",
+                "size",
+            ],
+            summary: "Cable and module EEPROM access.",
+        },
+        crate::rt::RegisterInfo {
+            name: "pcam",
+            id: 0x507f,
+            layout: "pcam_reg",
+            size: 80,
+            access: crate::rt::RegAccess::Read,
+            index: &["feature_group", "access_reg_group"],
+            summary: "Port capability mask.",
+        },
+        crate::rt::RegisterInfo {
+            name: "mcam",
+            id: 0x907f,
+            layout: "mcam_reg",
+            size: 72,
+            access: crate::rt::RegAccess::Read,
+            index: &["feature_group", "access_reg_group"],
+            summary: "Management capability mask.",
+        },
+        crate::rt::RegisterInfo {
+            name: "qcam",
+            id: 0x4019,
+            layout: "qcam_reg",
+            size: 72,
+            access: crate::rt::RegAccess::Read,
+            index: &["feature_group", "access_reg_group"],
+            summary: "QoS capability mask.",
+        },
+        crate::rt::RegisterInfo {
+            name: "dtor",
+            id: 0xc00e,
+            layout: "dtor_reg",
+            size: 64,
+            access: crate::rt::RegAccess::Read,
+            index: &[],
+            summary: "Default timeouts.",
+        },
+        crate::rt::RegisterInfo {
+            name: "host_endianness",
+            id: 0x7004,
+            layout: "host_endianness_reg",
+            size: 16,
+            access: crate::rt::RegAccess::ReadWrite,
+            index: &[],
+            summary: "Host endianness.",
+        },
+        crate::rt::RegisterInfo {
+            name: "pfcc",
+            id: 0x5007,
+            layout: "pfcc_reg",
+            size: 32,
+            access: crate::rt::RegAccess::ReadWrite,
+            index: &["local_port"],
+            summary: "Port flow control.",
+        },
+        crate::rt::RegisterInfo {
+            name: "pmlp",
+            id: 0x5002,
+            layout: "pmlp_reg",
+            size: 64,
+            access: crate::rt::RegAccess::Read,
+            index: &["local_port"],
+            summary: "Port module lane mapping.",
+        },
+        crate::rt::RegisterInfo {
+            name: "pddr",
+            id: 0x5031,
+            layout: "pddr_reg",
+            size: 256,
+            access: crate::rt::RegAccess::Read,
+            index: &["local_port", "page_select"],
+            summary: "Port diagnostics.",
+        },
+    ];
+    /// The register with `id`, if the spec has one.
+    pub fn by_id(id: u16) -> Option<&'static crate::rt::RegisterInfo> {
+        let i = match id {
+            0x5006 => 0,
+            0x5004 => 1,
+            0x5003 => 2,
+            0x5008 => 3,
+            0x9014 => 4,
+            0x507f => 5,
+            0x907f => 6,
+            0x4019 => 7,
+            0xc00e => 8,
+            0x7004 => 9,
+            0x5007 => 10,
+            0x5002 => 11,
+            0x5031 => 12,
+            _ => return None,
+        };
+        ALL.get(i)
+    }
+    /// The register the spec calls `name`, if any.
+    pub fn by_name(name: &str) -> Option<&'static crate::rt::RegisterInfo> {
+        ALL.iter().find(|r| r.name == name)
+    }
+}
 /// Every layout's reflection table, in spec order.
 #[cfg(feature = "reflect")]
 pub static ALL_LAYOUTS: &[crate::rt::reflect::LayoutAccess] = &[

@@ -1921,3 +1921,49 @@ pub const PDDR_TROUBLESHOOTING_PAGE_STATUS_OPCODE_AUTO_ACCESS: rt::reflect::Unio
         shift: 0,
     }),
 };
+/// The access registers of this module, typed by register id (see the
+/// runtime's `AccessReg`).
+pub mod reg {
+    #[allow(unused_imports)]
+    use crate::rt;
+    /// Port flow control. Global pause and per-priority flow control, for receive and transmit.
+    ///
+    /// PRM access register `pfcc`: id 0x5007, read/write, image [`PfccReg`](super::PfccReg), selected by `local_port`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    pub struct Pfcc;
+    impl rt::AccessReg for Pfcc {
+        const NAME: &'static str = "pfcc";
+        const ID: u16 = 0x5007;
+        const ACCESS: rt::RegAccess = rt::RegAccess::ReadWrite;
+        const INDEX: &'static [&'static str] = &["local_port"];
+        type Image<B: rt::Bytes> = super::PfccReg<B>;
+    }
+    impl rt::Readable for Pfcc {}
+    impl rt::Writable for Pfcc {}
+    /// Port module lane mapping. Which module cage (the MCIA module number) and lanes a port uses.
+    ///
+    /// PRM access register `pmlp`: id 0x5002, read, image [`PmlpReg`](super::PmlpReg), selected by `local_port`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    pub struct Pmlp;
+    impl rt::AccessReg for Pmlp {
+        const NAME: &'static str = "pmlp";
+        const ID: u16 = 0x5002;
+        const ACCESS: rt::RegAccess = rt::RegAccess::Read;
+        const INDEX: &'static [&'static str] = &["local_port"];
+        type Image<B: rt::Bytes> = super::PmlpReg<B>;
+    }
+    impl rt::Readable for Pmlp {}
+    /// Port diagnostics. page_select picks the page; the troubleshooting page says why a link is down.
+    ///
+    /// PRM access register `pddr`: id 0x5031, read, image [`PddrReg`](super::PddrReg), selected by `local_port`, `page_select`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    pub struct Pddr;
+    impl rt::AccessReg for Pddr {
+        const NAME: &'static str = "pddr";
+        const ID: u16 = 0x5031;
+        const ACCESS: rt::RegAccess = rt::RegAccess::Read;
+        const INDEX: &'static [&'static str] = &["local_port", "page_select"];
+        type Image<B: rt::Bytes> = super::PddrReg<B>;
+    }
+    impl rt::Readable for Pddr {}
+}

@@ -1,7 +1,7 @@
 //! The hand-written runtime that generated code builds on (the role svd2rust's `generic.rs`
 //! plays): byte storage traits, big-endian bit access, device-shared memory, MMIO register
-//! access, command typing and errors. Nothing here is specific to one layout; the generated
-//! modules only supply offsets, widths and names.
+//! access, command and access register typing, and errors. Nothing here is specific to one
+//! layout; the generated modules only supply offsets, widths and names.
 
 mod access;
 mod bytes;
@@ -14,6 +14,7 @@ pub mod fmt;
 mod layout;
 mod mmio;
 pub mod reflect;
+mod register;
 pub mod shared;
 pub mod sm;
 pub mod typestate;
@@ -27,6 +28,7 @@ pub use device::DeviceBytes;
 pub use error::{LayoutError, Overflow, UnknownValue};
 pub use layout::Layout;
 pub use mmio::{Mmio32, MmioBytes, MmioPtr, RegisterFile};
+pub use register::{AccessReg, Readable, RegAccess, RegisterInfo, Writable};
 pub use view::{check_len, View};
 
 /// A field's place in its layout: the facts `mlx5_ifc.h` encodes, as constants.

@@ -5,8 +5,11 @@
 //! compared with the kernel header field by field. Types are resolved to the item they name.
 //! Spans are kept (not serialized) so the checks can point back into the spec.
 
+mod access_register;
+
 use crate::source::Span;
 pub use crate::syntax::{Access, Count};
+pub use access_register::{AccessRegister, RegAccess};
 use serde::Serialize;
 use std::collections::HashMap;
 
@@ -25,6 +28,8 @@ pub struct Ir {
     pub unions: Vec<Union>,
     /// Commands.
     pub commands: Vec<Command>,
+    /// Access registers (ACCESS_REGISTER's register ids).
+    pub access_registers: Vec<AccessRegister>,
     /// State machines.
     pub state_machines: Vec<StateMachine>,
     /// Name lookup, rebuilt by [`Ir::reindex`]; the first definition of a name wins.
