@@ -27,6 +27,9 @@ const CQE: usize = 64;
 pub(crate) const OP_OWN: usize = dword_of(Cqe64::OWNER);
 const _: () = assert!(dword_of(Cqe64::OPCODE) == OP_OWN);
 const INVALID: u32 = CqeOpcode::Invalid.raw() as u32;
+/// The CQE's 64-bit timestamp, high dword first.
+const TIMESTAMP: usize = dword_of(Cqe64::TIMESTAMP);
+const _: () = assert!(Cqe64::TIMESTAMP.width == 64 && TIMESTAMP % 8 == 0);
 /// The consumer index as the doorbell record and the arm doorbell carry it: modulo 2^24 (the
 /// fields' width).
 const CI_MASK: u32 = low_bits(CqDoorbellRecord::CONSUMER_INDEX);
@@ -133,6 +136,16 @@ impl Cursor {
     #[inline(always)]
     pub(crate) fn field<const AT: usize>(&self) -> u32 {
         self.cqes.read32::<AT>(self.consumer)
+    }
+
+    /// The timestamp (the device clock's value, 64 bits at 0x30) of the CQE `k` positions on
+    /// from here, which must be handed over (read only by the timestamped polls).
+    #[inline]
+    pub(crate) fn timestamp(&self, k: u32) -> u64 {
+        let i = self.consumer.wrapping_add(k);
+        let high = self.cqes.read32::<TIMESTAMP>(i);
+        let low = self.cqes.read32::<{ TIMESTAMP + 4 }>(i);
+        (u64::from(high) << 32) | u64::from(low)
     }
 
     /// The owner bit of a CQE handed over at this position: the parity of the pass over the
@@ -349,6 +362,22 @@ impl<'h, B: Backend> Cq<'h, B> {
         let mut n = 0;
         while n < max && cur.ready::<B::Barriers>() {
             out.push(decode_at(&self.cqes, cur.consumer));
+            cur.advance();
+            n += 1;
+        }
+        self.commit(cur);
+        n
+    }
+
+    /// As [`Cq::poll`], each completion with its timestamp: the device clock's raw value
+    /// when the CQE was written (for the driver's queues, the internal timer; convert it with
+    /// [`Clock::cqe_time`](crate::clock::Clock::cqe_time)). A call of its own, so that
+    /// [`Cq::poll`] reads no more of each CQE than it did.
+    pub fn poll_timestamped(&mut self, max: usize, out: &mut Vec<(Completion, u64)>) -> usize {
+        let mut cur = self.cursor();
+        let mut n = 0;
+        while n < max && cur.ready::<B::Barriers>() {
+            out.push((decode_at(&self.cqes, cur.consumer), cur.timestamp(0)));
             cur.advance();
             n += 1;
         }

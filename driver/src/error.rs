@@ -186,6 +186,18 @@ pub enum Error {
         /// Their bytes.
         bytes: usize,
     },
+    /// An access to a register (ACCESS_REGISTER) failed; `source` is the command's error.
+    #[error("{direction} of register {register} (id 0x{id:04x}) failed: {source}")]
+    Register {
+        /// The register's name as the spec writes it (`paos`).
+        register: &'static str,
+        /// Its register id.
+        id: u16,
+        /// `read` or `write`.
+        direction: &'static str,
+        /// What the command reported.
+        source: Box<Error>,
+    },
     /// A device spec names a backend this build does not have.
     #[error("device '{spec}' needs the driver built with feature `{feature}`")]
     BackendNotBuilt {

@@ -15,7 +15,13 @@
 //!   ixy-style batch calls over a packet buffer pool whose handles carry ownership and return
 //!   their buffer on drop;
 //! - [`roce`]: the RoCE address (GID) table and the address path of an RC QP to a RoCE peer;
-//! - [`hca`]: bring-up and teardown, and the [`Hca`] handle that owns it all.
+//! - [`clock`]: the device clock, CQE timestamps in ns, PTP adjustments (MTUTC), PPS pins;
+//! - [`hca`]: bring-up and teardown, the [`Hca`] handle that owns it all, and typed access
+//!   registers ([`Hca::read_reg`], [`Hca::write_reg`]);
+//! - [`port`]: a port's state, link modes, FEC, MTU, pause, counters and module ([`module`] decodes its
+//!   EEPROM);
+//! - [`health`]: firmware health as Linux polls it (counter, syndrome, health buffer) and
+//!   [`nvconfig`]: the non-volatile configuration (MNVDA, MNVQC; applied at the next reset).
 //!
 //! Every resource borrows the HCA it came from (and packets their pool), so none outlives it;
 //! dropping a resource destroys its device objects and frees its memory, or quarantines the
@@ -35,6 +41,7 @@
 //! ```
 
 pub mod backend;
+pub mod clock;
 pub mod cmd;
 pub mod counters;
 pub mod cq;
@@ -44,10 +51,14 @@ pub mod eq;
 pub mod error;
 pub mod eth;
 pub mod hca;
+pub mod health;
+pub mod module;
 pub mod mr;
 #[cfg(feature = "smoltcp")]
 pub mod net;
+pub mod nvconfig;
 pub mod pages;
+pub mod port;
 pub mod qp;
 mod recent;
 mod ring;

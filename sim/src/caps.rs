@@ -185,6 +185,10 @@ impl Caps {
         g.set_pcam_reg(true);
         g.set_mcam_reg(true);
         g.set_qcam_reg(true);
+        // The clock registers (exec/clock_reg.rs): PPS pins (MTPPS), their configuration
+        // writable, and with them the UTC clock's MTUTC.
+        g.set_pps(true);
+        g.set_pps_modify(true);
 
         let mut cur = g;
         cur.set_cmdif_checksum(HcaCmdifChecksum::InitialState);
@@ -285,6 +289,9 @@ impl Caps {
             g.set_nic_flow_table(false);
             // Also reported by the DTOR register this profile comes with.
             g.set_dtor(true);
+            // No clock registers (MTUTC, MTPPS): Linux would read them on probe.
+            g.set_pps(false);
+            g.set_pps_modify(false);
         }
         caps
     }
@@ -303,6 +310,9 @@ impl Caps {
         for g in [&mut caps.general_max, &mut caps.general_cur] {
             g.set_roce(false);
             g.set_dtor(true);
+            // No clock registers, as in the probe-only profile.
+            g.set_pps(false);
+            g.set_pps_modify(false);
         }
         caps
     }

@@ -1,27 +1,101 @@
-//! The device's free-running clock: the internal timer of the initialization segment (0x1000)
-//! and the timestamp of every CQE count the same ticks, at the profile's device_frequency_khz,
-//! from power-on (the creation of the segment, or the last firmware reset).
+//! The device's clocks.
 //!
-//! One clock, shared by the segment and the data path, so that a driver converting CQE
+//! **The free-running internal timer.** The internal timer of the initialization segment
+//! (0x1000) and the timestamp of every CQE count the same ticks, at the profile's
+//! device_frequency_khz, from power-on (the creation of the segment, or the last firmware
+//! reset), starting at the configuration's `timer_start` (0 unless a test wants a wrap soon).
+//! One counter, shared by the segment and the data path, so that a driver converting CQE
 //! timestamps with the timer it reads (Linux's free-running timecounter, `lib/clock.c`) sees
 //! one time base. Ticks are computed from the monotonic clock at the moment of the read; no
-//! thread keeps them.
+//! thread keeps them, and a read touches no lock or shared memory: the data path stamps CQEs
+//! with it.
+//!
+//! Nothing adjusts this counter. A driver steers its own time in software on top of it (Linux
+//! changes its cyclecounter's multiplier for adjfine and its timecounter's offset for
+//! adjtime); a counter that jumped or changed rate under it would break every such
+//! timecounter, which extends the counter by the difference between two reads.
+//!
+//! **The UTC (real-time) clock.** What MTUTC steers: a nanosecond time derived from the same
+//! ticks, with a rate offset (ADJUST_FREQ_UTC), steps (ADJUST_TIME) and a set value
+//! (SET_TIME_IMMEDIATE). It reads 0 at power-on and is shown in the initialization segment's
+//! real_time words as seconds and nanoseconds, as device.h lays them out. Its state, and the
+//! PPS pins' configuration (MTPPS), live behind one `Arc` that the segment's copy of the clock
+//! and the command interpreter's share; they change only on those register accesses.
 
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-/// A free-running counter of `khz` thousand ticks per second, zero at `origin`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Nanoseconds per second.
+const NS_PER_SEC: u64 = 1_000_000_000;
+/// The UTC clock's rate offset is kept in 2^-16 ppb: exact for both units MTUTC takes
+/// (ppb × 2^16, scaled ppm × 1000).
+pub(crate) const RATE_ONE_PPB: i64 = 1 << 16;
+
+/// Number of PPS pins the model has (MTPPS cap_number_of_pps_pins).
+pub(crate) const PPS_PINS: usize = 2;
+
+/// A PPS pin's configuration, as MTPPS writes it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Pin {
+    pub enable: bool,
+    /// `pps_pin_mode` raw value (0 in, 1 out).
+    pub mode: u8,
+    pub pattern: u8,
+    /// When the next output pulse is due.
+    pub time_stamp: u64,
+    pub out_pulse_duration: u16,
+    pub enhanced_out_periodic_adjustment: u32,
+}
+
+/// The UTC clock: `ns` at free-running tick `at`, running at the nominal rate plus `rate`
+/// (2^-16 ppb) since.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Utc {
+    at: u64,
+    ns: u64,
+    rate: i64,
+}
+
+/// What the copies of one clock share.
+#[derive(Debug, Default)]
+struct Shared {
+    utc: Mutex<Utc>,
+    pins: Mutex<[Pin; PPS_PINS]>,
+}
+
+/// The device's clocks: a free-running counter of `khz` thousand ticks per second, at `start`
+/// at `origin`, and the UTC clock and PPS pins built on it.
+#[derive(Debug, Clone)]
 pub(crate) struct Clock {
     origin: Instant,
     khz: u64,
+    start: u64,
+    shared: Arc<Shared>,
+}
+
+/// A lock that a panic elsewhere cannot make unusable (the model never panics on purpose, and
+/// the state guarded here is valid after any partial update).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl Clock {
-    /// A clock that starts now, counting `khz` thousand ticks per second (at least 1).
+    /// A clock that starts now at 0, counting `khz` thousand ticks per second (at least 1).
     pub fn start(khz: u32) -> Clock {
         Clock {
             origin: Instant::now(),
             khz: u64::from(khz.max(1)),
+            start: 0,
+            shared: Arc::default(),
+        }
+    }
+
+    /// This clock with the free-running counter at `ticks` at its origin instead of 0 (the
+    /// configuration's `timer_start`).
+    pub fn starting_at(self, ticks: u64) -> Clock {
+        Clock {
+            start: ticks,
+            ..self
         }
     }
 
@@ -30,10 +104,75 @@ impl Clock {
         self.origin.elapsed()
     }
 
-    /// Ticks counted by now.
+    /// The free-running counter now (modulo 2^64).
     pub fn ticks(&self) -> u64 {
-        ticks(self.elapsed(), self.khz)
+        self.start.wrapping_add(ticks(self.elapsed(), self.khz))
     }
+
+    /// The UTC clock at free-running tick `now`.
+    fn utc_at(&self, u: &Utc, now: u64) -> u64 {
+        let ns = nominal_ns(now.wrapping_sub(u.at), self.khz);
+        let off = ns * i128::from(u.rate) / (i128::from(NS_PER_SEC) * i128::from(RATE_ONE_PPB));
+        clamp(i128::from(u.ns) + ns + off)
+    }
+
+    /// The UTC clock now, in nanoseconds.
+    pub fn utc_ns(&self) -> u64 {
+        let u = lock(&self.shared.utc);
+        self.utc_at(&u, self.ticks())
+    }
+
+    /// The UTC clock now as the initialization segment shows it: whole seconds (modulo 2^32)
+    /// and nanoseconds.
+    pub fn real_time(&self) -> (u32, u32) {
+        let ns = self.utc_ns();
+        ((ns / NS_PER_SEC) as u32, (ns % NS_PER_SEC) as u32)
+    }
+
+    /// Changes the UTC clock with `f` (given its time now and its rate, returning the new
+    /// ones), from now on.
+    fn change_utc(&self, f: impl FnOnce(u64, i64) -> (u64, i64)) {
+        let mut u = lock(&self.shared.utc);
+        let now = self.ticks();
+        let (ns, rate) = f(self.utc_at(&u, now), u.rate);
+        *u = Utc { at: now, ns, rate };
+    }
+
+    /// SET_TIME_IMMEDIATE: the UTC clock reads `ns` now.
+    pub fn set_utc(&self, ns: u64) {
+        self.change_utc(|_, rate| (ns, rate));
+    }
+
+    /// ADJUST_TIME: the UTC clock steps by `delta` ns (not below 0).
+    pub fn step_utc(&self, delta: i64) {
+        self.change_utc(|ns, rate| (clamp(i128::from(ns) + i128::from(delta)), rate));
+    }
+
+    /// ADJUST_FREQ_UTC: the UTC clock runs `rate` (2^-16 ppb) off the nominal rate from now.
+    pub fn set_utc_rate(&self, rate: i64) {
+        self.change_utc(|ns, _| (ns, rate));
+    }
+
+    /// The UTC clock's rate offset (2^-16 ppb).
+    #[cfg(test)]
+    pub fn utc_rate(&self) -> i64 {
+        lock(&self.shared.utc).rate
+    }
+
+    /// The PPS pins' configuration, locked.
+    pub fn pins(&self) -> MutexGuard<'_, [Pin; PPS_PINS]> {
+        lock(&self.shared.pins)
+    }
+}
+
+/// `v` in 0..=u64::MAX.
+fn clamp(v: i128) -> u64 {
+    v.clamp(0, i128::from(u64::MAX)) as u64
+}
+
+/// Nanoseconds that `ticks` last at `khz` (exact floor, in 128 bits: any 64-bit tick count).
+fn nominal_ns(ticks: u64, khz: u64) -> i128 {
+    (u128::from(ticks) * 1_000_000 / u128::from(khz.max(1))) as i128
 }
 
 /// Ticks in `d` at `khz`: whole seconds times the rate, plus the ticks of the fraction. Exact
@@ -70,5 +209,54 @@ mod tests {
         let a = c.ticks();
         std::thread::sleep(Duration::from_millis(2));
         assert!(c.ticks() >= a + 2_000_000);
+    }
+
+    #[test]
+    fn a_clock_started_before_the_wrap_wraps() {
+        // 1000 ticks before the wrap, at 10^9 ticks a second: wrapped a microsecond later.
+        let c = Clock::start(1_000_000).starting_at(u64::MAX - 999);
+        std::thread::sleep(Duration::from_millis(1));
+        let t = c.ticks();
+        assert!(
+            (1_000_000..1 << 40).contains(&t),
+            "wrapped to a small value: {t}"
+        );
+    }
+
+    #[test]
+    fn utc_steps_sets_and_runs_at_its_rate() {
+        let c = Clock::start(1_000_000);
+        let copy = c.clone();
+        c.set_utc(5 * NS_PER_SEC);
+        let t = copy.utc_ns();
+        assert!(
+            (5 * NS_PER_SEC..5 * NS_PER_SEC + 500_000_000).contains(&t),
+            "{t}"
+        );
+        c.step_utc(-(6 * NS_PER_SEC as i64));
+        assert!(copy.utc_ns() < 500_000_000, "clamped at 0, then running");
+        // 1% fast: over a nominal interval, 1% more UTC nanoseconds.
+        let u = Utc {
+            at: 0,
+            ns: 0,
+            rate: 10_000_000 * RATE_ONE_PPB,
+        };
+        assert_eq!(c.utc_at(&u, 1_000_000_000), 1_010_000_000);
+        let slow = Utc {
+            rate: -10_000_000 * RATE_ONE_PPB,
+            ..u
+        };
+        assert_eq!(c.utc_at(&slow, 1_000_000_000), 990_000_000);
+        c.set_utc_rate(-3 * RATE_ONE_PPB);
+        assert_eq!(copy.utc_rate(), -3 * RATE_ONE_PPB);
+    }
+
+    #[test]
+    fn the_real_time_words_split_seconds_and_nanoseconds() {
+        let c = Clock::start(1_000);
+        c.set_utc(7 * NS_PER_SEC + 123);
+        let (s, ns) = c.real_time();
+        assert_eq!(s, 7);
+        assert!((123..1_000_000_000).contains(&ns));
     }
 }

@@ -180,6 +180,9 @@ pub struct Config {
     pub timeouts: Option<Timeouts>,
     /// How RC QPs reach their peers.
     pub rc_transport: RcTransport,
+    /// The internal timer's value at power-on, in ticks (0 by default, as after a reset). See
+    /// [`Config::with_timer_before_wrap`].
+    pub timer_start: u64,
 }
 
 impl Config {
@@ -209,6 +212,19 @@ impl Config {
             ..Config::linux_probe_only()
         }
     }
+
+    /// This configuration with the internal timer starting `ticks` before a `bits`-wide
+    /// counter wraps (at 2^bits − ticks, modulo 2^64; `bits` of 64 or more is the timer's own
+    /// 64-bit wrap). Linux's timecounter keeps 41 bits of the timer (`CYCLECOUNTER_MASK(41)`
+    /// in `lib/clock.c`), which at 156.25 MHz wrap every 3.9 hours: started this way, a test
+    /// sees the wrap within `ticks` of the device frequency.
+    pub fn with_timer_before_wrap(self, bits: u32, ticks: u64) -> Config {
+        let wrap = 1u64.checked_shl(bits).unwrap_or(0);
+        Config {
+            timer_start: wrap.wrapping_sub(ticks),
+            ..self
+        }
+    }
 }
 
 impl Default for Config {
@@ -224,6 +240,7 @@ impl Default for Config {
             dma: DmaBacking::default(),
             timeouts: None,
             rc_transport: RcTransport::Fabric,
+            timer_start: 0,
         }
     }
 }

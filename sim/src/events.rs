@@ -201,6 +201,9 @@ pub(crate) fn announce_page_demand(m: &mut Model, dma: &DmaSpace) -> Posted {
 
 /// A port state change event for `port` (numbered from 1).
 pub(crate) fn port_change(m: &mut Model, dma: &DmaSpace, port: u8, up: bool) -> Posted {
+    // Every change of the operational state comes through here: the physical layer counters
+    // count the downs and the up time.
+    m.port.counters.link_changed(up);
     let mut data = [0u8; EVENT_DATA_LEN];
     PortStateChangeEvent::new_unchecked(&mut data[..]).set_port_num(port & 0xf);
     let sub = if up {

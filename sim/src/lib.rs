@@ -97,7 +97,7 @@ pub use faults::FaultInjector;
 pub use host::BAR_SPARE;
 pub use inventory::Objects;
 pub use irq::InterruptSink;
-pub use module_eeprom::{MODULE_PN, MODULE_SN, MODULE_VENDOR};
+pub use module_eeprom::{ModuleEeprom, MODULE_PN, MODULE_SN, MODULE_VENDOR};
 pub use observe::{
     CommandObserver, CommandTrace, UnimplementedCommand, UnimplementedCommands, MAX_UNIMPLEMENTED,
 };

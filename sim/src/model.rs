@@ -67,6 +67,10 @@ pub(crate) struct Port {
     pub paos_events: u8,
     /// PFCC global pause: (send, obey).
     pub pause: (bool, bool),
+    /// PPLM fec_override_admin for 10/40, 25, 50 and 100 Gb/s (0: the firmware's choice).
+    pub fec_admin: [u16; 4],
+    /// The module in the cage (MCIA reads it); `None`: the cage is empty.
+    pub module: Option<std::sync::Arc<crate::module_eeprom::ModuleEeprom>>,
     /// What the port carried (PPCNT).
     pub counters: PortCounters,
 }
@@ -105,6 +109,10 @@ impl Port {
             port_guid: 0x024d_4cff_fe58_3500,
             paos_events: 0,
             pause: (false, false),
+            fec_admin: [0; 4],
+            module: Some(std::sync::Arc::new(
+                crate::module_eeprom::ModuleEeprom::qsfp28_sr4(),
+            )),
             counters: PortCounters::default(),
         }
     }
@@ -330,6 +338,7 @@ impl Model {
             registers: RegisterState {
                 host_endianness: [0; 16],
                 timeouts: config.timeouts,
+                nv: Default::default(),
             },
             unimplemented: Unimplemented::default(),
             fast_teardown_prepared: false,

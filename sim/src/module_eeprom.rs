@@ -26,11 +26,15 @@ pub(crate) const WINDOW: usize = 256;
 /// The module's I2C address (SFF-8636 has no second address).
 pub(crate) const I2C_ADDRESS: u8 = 0x50;
 
-/// The EEPROM of the module: the lower page and the upper pages it has.
-pub(crate) struct ModuleEeprom {
+/// The EEPROM of a module in the port's cage: the lower page and the upper pages it has
+/// (SFF-8636 or CMIS numbering; MCIA reads it at I2C address 0x50). The model's default is
+/// [`ModuleEeprom::qsfp28_sr4`]; [`ModuleEeprom::from_pages`] makes any other image, and
+/// `Device::plug_module` / `Device::unplug_module` change what is in the cage.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModuleEeprom {
     lower: [u8; 128],
-    page_00: [u8; 128],
-    page_03: [u8; 128],
+    /// Upper pages by number, each 128 bytes seen at offsets 128..=255.
+    pages: Vec<(u8, [u8; 128])>,
 }
 
 fn put16(b: &mut [u8], at: usize, v: u16) {
@@ -50,8 +54,24 @@ fn check_code(b: &[u8]) -> u8 {
 }
 
 impl ModuleEeprom {
-    /// The model's module.
-    pub(crate) fn qsfp28_sr4() -> ModuleEeprom {
+    /// A module whose EEPROM has lower page `lower` and the upper `pages` (page number,
+    /// bytes); a page listed twice keeps its first bytes.
+    pub fn from_pages(
+        lower: [u8; 128],
+        pages: impl IntoIterator<Item = (u8, [u8; 128])>,
+    ) -> ModuleEeprom {
+        let mut out: Vec<(u8, [u8; 128])> = Vec::new();
+        for (n, bytes) in pages {
+            if !out.iter().any(|(m, _)| *m == n) {
+                out.push((n, bytes));
+            }
+        }
+        ModuleEeprom { lower, pages: out }
+    }
+
+    /// The model's default module: a 100GBASE-SR4 QSFP28 (SFF-8636, pages 00h and 03h) with
+    /// fixed, plausible monitor readings inside its warning thresholds.
+    pub fn qsfp28_sr4() -> ModuleEeprom {
         let mut lower = [0u8; 128];
         lower[0] = 0x11; // identifier: QSFP28
         lower[1] = 0x07; // revision compliance: SFF-8636 rev 2.5 to 2.7
@@ -100,25 +120,22 @@ impl ModuleEeprom {
         four(176, [34_673, 390, 17_378, 1_230]);
         four(184, [6_000, 1_500, 5_500, 2_000]);
         four(192, [34_673, 1_230, 17_378, 2_455]);
-        ModuleEeprom {
-            lower,
-            page_00: p,
-            page_03: t,
-        }
+        ModuleEeprom::from_pages(lower, [(0x00, p), (0x03, t)])
     }
 
     /// `len` bytes of `page` from `offset` in the 256-byte window (offsets below 128 are the
     /// lower page whatever the page), or `None` when the window has no such page or the
     /// range leaves it.
     pub(crate) fn read(&self, page: u8, offset: usize, len: usize) -> Option<Vec<u8>> {
+        let len = len.min(WINDOW);
         if offset + len > WINDOW {
             return None;
         }
-        let upper = match page {
-            0 => &self.page_00,
-            3 => &self.page_03,
-            _ if offset + len <= 128 => &self.page_00,
-            _ => return None,
+        let upper = match self.pages.iter().find(|(n, _)| *n == page) {
+            Some((_, bytes)) => bytes,
+            // Bytes of the lower page only: any page number reads them.
+            None if offset + len <= 128 => &self.lower,
+            None => return None,
         };
         Some(
             (offset..offset + len)

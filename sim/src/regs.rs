@@ -41,6 +41,8 @@ mod off {
     pub const TIMER_H: usize = 0x1000;
     pub const TIMER_L: usize = 0x1004;
     pub const HEALTH_COUNTER: usize = 0x1010;
+    pub const REAL_TIME_H: usize = 0x1040;
+    pub const REAL_TIME_L: usize = 0x1044;
 }
 
 /// Where the command queue is and how it is laid out.
@@ -215,7 +217,14 @@ impl Regs {
 
     /// The clock of the internal timer, for the data path's CQE timestamps.
     pub(crate) fn clock(&self) -> Clock {
-        self.clock
+        self.clock.clone()
+    }
+
+    /// This segment with its internal timer starting at `ticks` (the configuration's
+    /// `timer_start`) instead of 0.
+    pub(crate) fn with_timer_start(mut self, ticks: u64) -> Regs {
+        self.clock = self.clock.starting_at(ticks);
+        self
     }
 
     /// True while firmware accepts no commands (still initializing).
@@ -250,6 +259,11 @@ impl Regs {
             off::HEALTH_COUNTER => {
                 let now = self.heartbeat_now();
                 put(&mut self.seg, InitialSeg::HEALTH_COUNTER, now.into());
+            }
+            off::REAL_TIME_H | off::REAL_TIME_L => {
+                let (sec, nsec) = self.clock.real_time();
+                put(&mut self.seg, InitialSeg::REAL_TIME_H, sec.into());
+                put(&mut self.seg, InitialSeg::REAL_TIME_L, nsec.into());
             }
             off::TIMER_H | off::TIMER_L => {
                 let ticks = self.clock.ticks();

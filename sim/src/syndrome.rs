@@ -118,6 +118,8 @@ syndromes! {
     PDDR_BAD_PAGE = 0x5e05_000b;
     /// MCIA access of more bytes than one access carries (48 without MCAM mcia_32dwords), or past the 256-byte window (BAD_PARAM).
     MCIA_BAD_SIZE = 0x5e05_000c;
+    /// PPLM write choosing a FEC mode a speed group cannot use, or more than one (BAD_PARAM).
+    PPLM_BAD_FEC = 0x5e05_000d;
 
     // ---- 6: UAR, PD, transport domain, special contexts ----
     /// No UAR page left in the BAR (LIM).
@@ -424,6 +426,40 @@ syndromes! {
     ROCE_ADDR_BAD_VERSION = 0x5e10_0004;
     /// A RoCE address command while the general roce capability is off (BAD_PARAM).
     ROCE_ADDR_NO_ROCE = 0x5e10_0005;
+
+    // ---- 5, continued at 0x100: non-volatile configuration (MNVDA, MNVQC) ----
+    /// MNVDA of a configuration item the model does not have: an unknown type class or
+    /// parameter index, or a per-host-PF item of another PF or bus (BAD_PARAM).
+    NV_UNKNOWN_ITEM = 0x5e05_0101;
+    /// MNVDA whose header length is not the item's data size (BAD_PARAM).
+    NV_BAD_LENGTH = 0x5e05_0102;
+    /// MNVDA write of an item that may only be read, such as nv_global_pci_cap (BAD_PARAM).
+    NV_READ_ONLY_ITEM = 0x5e05_0103;
+    /// MNVDA with the reserved access mode 3, or a write to a copy other than next (BAD_PARAM).
+    NV_BAD_ACCESS_MODE = 0x5e05_0104;
+    /// MNVDA write of a value the item cannot hold: more VFs than max_vfs_per_pf, an unknown
+    /// cqe_compression (BAD_PARAM).
+    NV_BAD_VALUE = 0x5e05_0105;
+
+    // ---- 5, continued at 0x200: the clock (MTUTC, MTPPS) ----
+    /// MTUTC write with an operation other than SET_TIME_IMMEDIATE, ADJUST_TIME or ADJUST_FREQ_UTC (BAD_PARAM).
+    MTUTC_BAD_OPERATION = 0x5e05_0201;
+    /// MTUTC SET_TIME_IMMEDIATE with utc_nsec of 10^9 or more (BAD_PARAM).
+    MTUTC_BAD_TIME = 0x5e05_0202;
+    /// MTUTC ADJUST_TIME by more than 32767 ns either way, the range without the extended one (BAD_PARAM).
+    MTUTC_BAD_TIME_ADJUSTMENT = 0x5e05_0203;
+    /// MTUTC ADJUST_FREQ_UTC in a freq_adj_units other than ppb or scaled ppm (BAD_PARAM).
+    MTUTC_BAD_FREQ_UNITS = 0x5e05_0204;
+    /// MTUTC ADJUST_FREQ_UTC beyond 2^log_max_freq_adjustment ppb either way (BAD_PARAM).
+    MTUTC_BAD_FREQ = 0x5e05_0205;
+    /// MTPPS for a pin at or past cap_number_of_pps_pins (BAD_PARAM).
+    MTPPS_BAD_PIN = 0x5e05_0206;
+    /// MTPPS write whose field_select names a field the model does not apply (BAD_PARAM).
+    MTPPS_BAD_FIELD_SELECT = 0x5e05_0207;
+    /// MTPPS write of a pin_mode other than in or out, or one the pin cannot do (BAD_PARAM).
+    MTPPS_BAD_PIN_MODE = 0x5e05_0208;
+    /// MTPPS write of a pattern other than 0 or 1 (BAD_PARAM).
+    MTPPS_BAD_PATTERN = 0x5e05_0209;
 }
 
 /// The name and description of a syndrome this model reports.

@@ -64,6 +64,34 @@ impl<'p, B: Backend> EthQueues<'p, B> {
     /// trust (not the next posted WQE, or more bytes than a buffer holds).
     #[inline(never)]
     pub fn rx_batch(&mut self, out: &mut Vec<Packet<'p>>, max: usize) -> Result<usize> {
+        self.rx_batch_with::<false>(out, max, &mut Vec::new())
+    }
+
+    /// As [`EthQueues::rx_batch`], and each packet's timestamp appended to `stamps`, in the
+    /// order of `out`: the device clock's raw value when the packet's CQE was written (the
+    /// internal timer; convert it with
+    /// [`Clock::cqe_time`](crate::clock::Clock::cqe_time)). A call of its own, so that
+    /// [`EthQueues::rx_batch`] reads no more of each CQE than it did.
+    #[inline(never)]
+    pub fn rx_batch_timestamped(
+        &mut self,
+        out: &mut Vec<Packet<'p>>,
+        stamps: &mut Vec<u64>,
+        max: usize,
+    ) -> Result<usize> {
+        self.rx_batch_with::<true>(out, max, stamps)
+    }
+
+    /// The receive batch; with `STAMP`, the timestamps of the CQEs taken are read before the
+    /// consumer index releases their slots.
+    #[inline(always)]
+    fn rx_batch_with<const STAMP: bool>(
+        &mut self,
+        out: &mut Vec<Packet<'p>>,
+        max: usize,
+        stamps: &mut Vec<u64>,
+    ) -> Result<usize> {
+        let first = self.rx.cq.cursor();
         let (pi, posted) = (self.rx.pi, self.rx.pi.wrapping_sub(self.rx.ci));
         // Only posted WQEs complete: checked once here for the batch, not per CQE.
         let want = max.min(posted as usize);
@@ -82,6 +110,10 @@ impl<'p, B: Backend> EthQueues<'p, B> {
         // SAFETY: `receive` initialised the first n slots of `room`, the reserved ones past
         // the old length.
         unsafe { out.set_len(out.len() + n) };
+        if STAMP {
+            // Before anything is committed (`check_rx` may commit these packets' CQEs).
+            stamps.extend((0..n as u32).map(|k| first.timestamp(k)));
+        }
         // Short of `max`: usually because no more CQEs are handed over; otherwise the next
         // one is looked at again (it may have just arrived), and refused if bad.
         let mut error = None;

@@ -21,6 +21,7 @@
 
 mod claim;
 mod config;
+mod registers;
 
 pub(crate) use claim::Claim;
 pub use config::{DeviceInfo, HcaConfig, DEFAULT_MAX_FIRMWARE_PAGES};

@@ -79,6 +79,7 @@ fn untyped(e: &Error) -> Option<String> {
         Error::Delivery { status, .. } if *status == 0 => {
             Some("delivery error without a status".into())
         }
+        Error::Register { source, .. } => untyped(source),
         Error::Teardown { first, .. } => match **first {
             Error::Teardown { .. } => Some("nested teardown error".into()),
             ref inner => untyped(inner),
@@ -296,6 +297,30 @@ fn queries(hca: &Hca<Forge>, out: &mut Outcome) {
         if let Some(counts) = out.check("q counter query", counter.query(false)) {
             out.counters = counts.nonzero().count();
         }
+    }
+    // Registers: forged images must decode to values or typed errors, never a panic.
+    let port = hca.port(1);
+    let _ = out.check("port state", port.state());
+    let _ = out.check("port link", port.link());
+    let _ = out.check("port mtu", port.mtu());
+    let _ = out.check("port fec", port.fec());
+    let _ = out.check("link down reason", port.link_down_reason());
+    let _ = out.check(
+        "port counters",
+        port.counters(
+            mlx5_driver::port::CounterGroup::PhysicalLayerStatistical,
+            false,
+        ),
+    );
+    let _ = out.check("bit error rate", port.bit_error_rate());
+    match port.module(&mlx5_driver::module::DecodeOptions::default()) {
+        Ok(m) => {
+            let _ = m.to_string();
+        }
+        Err(mlx5_driver::module::ModuleError::Read { source, .. }) => {
+            out.error("module", &source);
+        }
+        Err(_) => {}
     }
 }
 

@@ -110,6 +110,8 @@ pub enum HealthSyndrome {
     HighTempErr = 0x10,
     /// Data fetched over PCI for ICM arrived poisoned.
     IcmPciPoisonedErr = 0x12,
+    /// Firmware hit a trust lockdown error (named by Linux 7.x, not the 6.12 header).
+    TrustLockdownErr = 0x13,
 }
 impl HealthSyndrome {
     /// The enum's name as the spec writes it.
@@ -128,6 +130,7 @@ impl HealthSyndrome {
         Self::FfserErr,
         Self::HighTempErr,
         Self::IcmPciPoisonedErr,
+        Self::TrustLockdownErr,
     ];
     /// The value for a raw number, if the enum names it.
     #[inline]
@@ -145,6 +148,7 @@ impl HealthSyndrome {
             0xf => Some(Self::FfserErr),
             0x10 => Some(Self::HighTempErr),
             0x12 => Some(Self::IcmPciPoisonedErr),
+            0x13 => Some(Self::TrustLockdownErr),
             _ => None,
         }
     }
@@ -181,6 +185,7 @@ impl HealthSyndrome {
             "ffser_err",
             "high_temp_err",
             "icm_pci_poisoned_err",
+            "trust_lockdown_err",
         ];
         let mut i = 0;
         while i < Self::ALL.len() {
@@ -567,6 +572,8 @@ pub const HEALTH_BUFFER_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
 /// | 0x100c | 0 | `clear_int` |
 /// | 0x1010 | 31:24 | `health_syndrome` |
 /// | 0x1010 | 23:0 | `health_counter` |
+/// | 0x1040 | 31:0 | `real_time_h` |
+/// | 0x1044 | 31:0 | `real_time_l` |
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct InitialSeg<B = [u8; 16396]> {
     buf: B,
@@ -653,6 +660,10 @@ impl InitialSeg<[u8; 16396]> {
     pub const HEALTH_SYNDROME: rt::Field = rt::Field::new("health_syndrome", 32896, 8);
     #[doc = concat!(" Position of `", "health_counter", "`.")]
     pub const HEALTH_COUNTER: rt::Field = rt::Field::new("health_counter", 32904, 24);
+    #[doc = concat!(" Position of `", "real_time_h", "`.")]
+    pub const REAL_TIME_H: rt::Field = rt::Field::new("real_time_h", 33280, 32);
+    #[doc = concat!(" Position of `", "real_time_l", "`.")]
+    pub const REAL_TIME_L: rt::Field = rt::Field::new("real_time_l", 33312, 32);
     /// The position of every field of `initial_seg`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
         Self::FW_REV_MINOR,
@@ -678,6 +689,8 @@ impl InitialSeg<[u8; 16396]> {
         Self::CLEAR_INT,
         Self::HEALTH_SYNDROME,
         Self::HEALTH_COUNTER,
+        Self::REAL_TIME_H,
+        Self::REAL_TIME_L,
     ];
     /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
     pub const LAYOUT: rt::Layout = rt::Layout {
@@ -854,6 +867,20 @@ impl<B: rt::Bytes> InitialSeg<B> {
     #[inline]
     pub fn health_counter(&self) -> u32 {
         rt::get32(&self.buf, 4112, 0, 0xffffff) as u32
+    }
+    /// Seconds of the device's UTC (real-time) clock, the one MTUTC steers. Read it, then real_time_l, then it again, as for the internal timer. Only device.h names it; mlx5_ifc.h leaves it reserved.
+    ///
+    /// PRM `0x1040[31:0]`: bit offset 0x8200, 32 bits; read-only.
+    #[inline]
+    pub fn real_time_h(&self) -> u32 {
+        self.buf.read_be32(4160)
+    }
+    /// Nanoseconds of the UTC clock (below 10^9; see real_time_h).
+    ///
+    /// PRM `0x1044[31:0]`: bit offset 0x8220, 32 bits; read-only.
+    #[inline]
+    pub fn real_time_l(&self) -> u32 {
+        self.buf.read_be32(4164)
     }
 }
 impl<B: rt::BytesMut> InitialSeg<B> {
@@ -1267,6 +1294,34 @@ pub const INITIAL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             get: crate::__prm_accessor!(
                 | b, _ | { let v = InitialSeg::new_unchecked(b); u64::from(v
                 .health_counter()) }
+            ),
+            set: None,
+        },
+        rt::reflect::FieldAccess {
+            name: "real_time_h",
+            bit_offset: 33280,
+            width: 32,
+            count: 1,
+            trailing: false,
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = InitialSeg::new_unchecked(b); u64::from(v
+                .real_time_h()) }
+            ),
+            set: None,
+        },
+        rt::reflect::FieldAccess {
+            name: "real_time_l",
+            bit_offset: 33312,
+            width: 32,
+            count: 1,
+            trailing: false,
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = InitialSeg::new_unchecked(b); u64::from(v
+                .real_time_l()) }
             ),
             set: None,
         },

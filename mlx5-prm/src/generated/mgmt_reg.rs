@@ -20,6 +20,8 @@ pub enum AccessRegisterId {
     Pmtu = 0x5003,
     /// Port type and speed.
     Ptys = 0x5004,
+    /// Port phy link mode (the FEC in use and allowed).
+    Pplm = 0x5023,
     /// Port administrative and operational status.
     Paos = 0x5006,
     /// Port flow control (pause) configuration.
@@ -36,10 +38,14 @@ pub enum AccessRegisterId {
     Mtmp = 0x900a,
     /// Cable and module EEPROM access.
     Mcia = 0x9014,
+    /// NV data access: one non-volatile configuration item (nv_reg.yaml).
+    Mnvda = 0x9024,
     /// Firmware reset level (firmware reset support; when MCAM reports it).
     Mfrl = 0x9028,
     /// Real-time clock of the firmware log (when MCAM reports it).
     Mrtc = 0x902d,
+    /// NV query capability: whether a configuration item exists and may be read or written.
+    Mnvqc = 0x9030,
     /// Firmware tracer capabilities (when MCAM reports tracer registers).
     MtrcCap = 0x9040,
     /// PPS pins (when the general capabilities report pps).
@@ -60,6 +66,7 @@ impl AccessRegisterId {
         Self::Pmlp,
         Self::Pmtu,
         Self::Ptys,
+        Self::Pplm,
         Self::Paos,
         Self::Pfcc,
         Self::Ppcnt,
@@ -68,8 +75,10 @@ impl AccessRegisterId {
         Self::HostEndianness,
         Self::Mtmp,
         Self::Mcia,
+        Self::Mnvda,
         Self::Mfrl,
         Self::Mrtc,
+        Self::Mnvqc,
         Self::MtrcCap,
         Self::Mtpps,
         Self::Mtutc,
@@ -84,6 +93,7 @@ impl AccessRegisterId {
             0x5002 => Some(Self::Pmlp),
             0x5003 => Some(Self::Pmtu),
             0x5004 => Some(Self::Ptys),
+            0x5023 => Some(Self::Pplm),
             0x5006 => Some(Self::Paos),
             0x5007 => Some(Self::Pfcc),
             0x5008 => Some(Self::Ppcnt),
@@ -92,8 +102,10 @@ impl AccessRegisterId {
             0x7004 => Some(Self::HostEndianness),
             0x900a => Some(Self::Mtmp),
             0x9014 => Some(Self::Mcia),
+            0x9024 => Some(Self::Mnvda),
             0x9028 => Some(Self::Mfrl),
             0x902d => Some(Self::Mrtc),
+            0x9030 => Some(Self::Mnvqc),
             0x9040 => Some(Self::MtrcCap),
             0x9053 => Some(Self::Mtpps),
             0x9055 => Some(Self::Mtutc),
@@ -127,6 +139,7 @@ impl AccessRegisterId {
             "pmlp",
             "pmtu",
             "ptys",
+            "pplm",
             "paos",
             "pfcc",
             "ppcnt",
@@ -135,8 +148,10 @@ impl AccessRegisterId {
             "host_endianness",
             "mtmp",
             "mcia",
+            "mnvda",
             "mfrl",
             "mrtc",
+            "mnvqc",
             "mtrc_cap",
             "mtpps",
             "mtutc",

@@ -4,6 +4,7 @@
 //! Generated bindings: one module per spec file, all re-exported here.
 pub mod access_reg;
 pub mod caps;
+pub mod clock_reg;
 pub mod cmd_if;
 pub mod counters;
 pub mod cq;
@@ -16,6 +17,8 @@ pub mod hca;
 pub mod init_seg;
 pub mod mgmt_reg;
 pub mod mkey;
+pub mod nv_reg;
+pub mod port_counters;
 pub mod port_reg;
 pub mod qp;
 pub mod qp_states;
@@ -27,6 +30,7 @@ pub mod wq;
 pub mod wqe;
 pub use access_reg::*;
 pub use caps::*;
+pub use clock_reg::*;
 pub use cmd_if::*;
 pub use counters::*;
 pub use cq::*;
@@ -39,6 +43,8 @@ pub use hca::*;
 pub use init_seg::*;
 pub use mgmt_reg::*;
 pub use mkey::*;
+pub use nv_reg::*;
+pub use port_counters::*;
 pub use port_reg::*;
 pub use qp::*;
 pub use qp_states::*;
@@ -781,11 +787,22 @@ pub mod cmd {
 /// [`reg::ALL`].
 pub mod reg {
     pub use super::access_reg::reg::*;
+    pub use super::clock_reg::reg::*;
     pub use super::mgmt_reg::reg::*;
+    pub use super::nv_reg::reg::*;
     pub use super::port_reg::reg::*;
     /// Every access register of the spec as a value (name, id, layout, access, index
     /// fields), in spec order: for tools that take a register's name or id at run time.
     pub static ALL: &[crate::rt::RegisterInfo] = &[
+        crate::rt::RegisterInfo {
+            name: "pplm",
+            id: 0x5023,
+            layout: "pplm_reg",
+            size: 80,
+            access: crate::rt::RegAccess::ReadWrite,
+            index: &["local_port"],
+            summary: "Port phy link mode.",
+        },
         crate::rt::RegisterInfo {
             name: "paos",
             id: 0x5006,
@@ -838,6 +855,24 @@ pub mod reg {
             summary: "Cable and module EEPROM access.",
         },
         crate::rt::RegisterInfo {
+            name: "mtutc",
+            id: 0x9055,
+            layout: "mtutc_reg",
+            size: 28,
+            access: crate::rt::RegAccess::ReadWrite,
+            index: &[],
+            summary: "Time-of-day (UTC) clock adjustment.",
+        },
+        crate::rt::RegisterInfo {
+            name: "mtpps",
+            id: 0x9053,
+            layout: "mtpps_reg",
+            size: 60,
+            access: crate::rt::RegAccess::ReadWrite,
+            index: &["pin"],
+            summary: "PPS pins.",
+        },
+        crate::rt::RegisterInfo {
             name: "pcam",
             id: 0x507f,
             layout: "pcam_reg",
@@ -883,6 +918,24 @@ pub mod reg {
             summary: "Host endianness.",
         },
         crate::rt::RegisterInfo {
+            name: "mnvda",
+            id: 0x9024,
+            layout: "mnvda_reg",
+            size: 268,
+            access: crate::rt::RegAccess::ReadWrite,
+            index: &["type", "access_mode"],
+            summary: "NV data access.",
+        },
+        crate::rt::RegisterInfo {
+            name: "mnvqc",
+            id: 0x9030,
+            layout: "mnvqc_reg",
+            size: 8,
+            access: crate::rt::RegAccess::Read,
+            index: &["type"],
+            summary: "NV query capability.",
+        },
+        crate::rt::RegisterInfo {
             name: "pfcc",
             id: 0x5007,
             layout: "pfcc_reg",
@@ -913,19 +966,24 @@ pub mod reg {
     /// The register with `id`, if the spec has one.
     pub fn by_id(id: u16) -> Option<&'static crate::rt::RegisterInfo> {
         let i = match id {
-            0x5006 => 0,
-            0x5004 => 1,
-            0x5003 => 2,
-            0x5008 => 3,
-            0x9014 => 4,
-            0x507f => 5,
-            0x907f => 6,
-            0x4019 => 7,
-            0xc00e => 8,
-            0x7004 => 9,
-            0x5007 => 10,
-            0x5002 => 11,
-            0x5031 => 12,
+            0x5023 => 0,
+            0x5006 => 1,
+            0x5004 => 2,
+            0x5003 => 3,
+            0x5008 => 4,
+            0x9014 => 5,
+            0x9055 => 6,
+            0x9053 => 7,
+            0x507f => 8,
+            0x907f => 9,
+            0x4019 => 10,
+            0xc00e => 11,
+            0x7004 => 12,
+            0x9024 => 13,
+            0x9030 => 14,
+            0x5007 => 15,
+            0x5002 => 16,
+            0x5031 => 17,
             _ => return None,
         };
         ALL.get(i)
@@ -942,10 +1000,8 @@ pub static ALL_LAYOUTS: &[crate::rt::reflect::LayoutAccess] = &[
     access_reg::PTYS_REG_ACCESS,
     access_reg::PMTU_REG_ACCESS,
     access_reg::PPCNT_REG_ACCESS,
-    access_reg::ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS,
-    access_reg::ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS,
     access_reg::MCIA_REG_ACCESS,
-    access_reg::ETH_EXTENDED_CNTRS_GRP_DATA_LAYOUT_ACCESS,
+    access_reg::PPLM_REG_ACCESS,
     caps::QUERY_HCA_CAP_IN_ACCESS,
     caps::QUERY_HCA_CAP_OUT_ACCESS,
     caps::CMD_HCA_CAP_ACCESS,
@@ -954,6 +1010,8 @@ pub static ALL_LAYOUTS: &[crate::rt::reflect::LayoutAccess] = &[
     caps::ATOMIC_CAPS_ACCESS,
     caps::SET_HCA_CAP_IN_ACCESS,
     caps::SET_HCA_CAP_OUT_ACCESS,
+    clock_reg::MTUTC_REG_ACCESS,
+    clock_reg::MTPPS_REG_ACCESS,
     cmd_if::CMD_QUEUE_ENTRY_ACCESS,
     cmd_if::CMD_IF_BOX_ACCESS,
     cmd_if::CMD_IN_ACCESS,
@@ -1104,6 +1162,22 @@ pub static ALL_LAYOUTS: &[crate::rt::reflect::LayoutAccess] = &[
     mkey::DESTROY_MKEY_OUT_ACCESS,
     mkey::QUERY_MKEY_IN_ACCESS,
     mkey::QUERY_MKEY_OUT_ACCESS,
+    nv_reg::CONFIGURATION_ITEM_TYPE_CLASS_GLOBAL_ACCESS,
+    nv_reg::CONFIGURATION_ITEM_TYPE_CLASS_PER_HOST_PF_ACCESS,
+    nv_reg::MNVDA_REG_ACCESS,
+    nv_reg::NV_GLOBAL_PCI_CONF_ACCESS,
+    nv_reg::NV_GLOBAL_PCI_CAP_ACCESS,
+    nv_reg::NV_PF_PCI_CONF_ACCESS,
+    nv_reg::NV_SW_OFFLOAD_CONF_ACCESS,
+    nv_reg::MNVQC_REG_ACCESS,
+    port_counters::ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS,
+    port_counters::ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS,
+    port_counters::ETH_EXTENDED_CNTRS_GRP_DATA_LAYOUT_ACCESS,
+    port_counters::ETH_2819_CNTRS_GRP_DATA_LAYOUT_ACCESS,
+    port_counters::ETH_3635_CNTRS_GRP_DATA_LAYOUT_ACCESS,
+    port_counters::ETH_PER_PRIO_GRP_DATA_LAYOUT_ACCESS,
+    port_counters::PHYS_LAYER_CNTRS_ACCESS,
+    port_counters::PHYS_LAYER_STATISTICAL_CNTRS_ACCESS,
     port_reg::PFCC_REG_ACCESS,
     port_reg::LANE_2_MODULE_MAPPING_ACCESS,
     port_reg::PMLP_REG_ACCESS,
@@ -1205,7 +1279,6 @@ pub static ALL_LAYOUTS: &[crate::rt::reflect::LayoutAccess] = &[
 /// Every union's reflection table, in spec order.
 #[cfg(feature = "reflect")]
 pub static ALL_UNIONS: &[crate::rt::reflect::UnionAccess] = &[
-    access_reg::ETH_CNTRS_GRP_DATA_LAYOUT_AUTO_ACCESS,
     caps::HCA_CAP_UNION_ACCESS,
     cq::MODIFY_FIELD_SELECT_RESIZE_FIELD_SELECT_AUTO_ACCESS,
     eqe::EVENT_AUTO_ACCESS,
@@ -1219,31 +1292,37 @@ pub static ALL_UNIONS: &[crate::rt::reflect::UnionAccess] = &[
     mgmt_reg::MCAM_REG_MNG_FEATURE_CAP_MASK_ACCESS,
     mgmt_reg::QCAM_REG_QOS_ACCESS_REG_CAP_MASK_ACCESS,
     mgmt_reg::QCAM_REG_QOS_FEATURE_CAP_MASK_ACCESS,
+    nv_reg::CONFIG_ITEM_TYPE_AUTO_ACCESS,
+    nv_reg::NV_CONFIG_ITEM_DATA_ACCESS,
+    port_counters::ETH_CNTRS_GRP_DATA_LAYOUT_AUTO_ACCESS,
     port_reg::PDDR_REG_PAGE_DATA_AUTO_ACCESS,
     port_reg::PDDR_TROUBLESHOOTING_PAGE_STATUS_OPCODE_AUTO_ACCESS,
 ];
 /// Positions in [`ALL_LAYOUTS`] in name order, for [`layout_by_name`].
 #[cfg(feature = "reflect")]
 static LAYOUTS_BY_NAME: &[u32] = &[
-    126, 127, 174, 132, 133, 20, 21, 136, 137, 128, 129, 13, 10, 17, 18, 64, 19, 239, 16,
-    53, 224, 58, 32, 43, 33, 34, 45, 47, 69, 83, 66, 68, 159, 161, 172, 175, 247, 249,
-    215, 218, 236, 240, 206, 209, 201, 203, 62, 54, 134, 135, 22, 23, 138, 139, 130, 131,
-    156, 99, 100, 90, 35, 36, 48, 49, 97, 98, 95, 96, 162, 163, 176, 177, 252, 253, 222,
-    223, 243, 244, 213, 214, 204, 205, 107, 108, 59, 157, 105, 106, 46, 52, 44, 5, 4, 7,
-    88, 87, 89, 85, 91, 67, 103, 104, 101, 102, 79, 70, 71, 75, 78, 80, 81, 82, 61, 77,
-    142, 158, 182, 183, 184, 185, 120, 121, 143, 74, 72, 73, 167, 232, 115, 116, 147,
-    148, 149, 150, 151, 152, 6, 160, 39, 42, 40, 233, 235, 234, 250, 251, 219, 221, 241,
-    242, 211, 210, 212, 231, 76, 65, 0, 145, 146, 144, 171, 169, 170, 11, 166, 168, 2,
-    60, 3, 1, 153, 154, 155, 192, 193, 194, 195, 225, 55, 173, 117, 118, 119, 37, 38, 50,
-    51, 8, 9, 109, 110, 164, 165, 229, 230, 113, 114, 24, 25, 178, 179, 199, 200, 140,
-    141, 245, 246, 29, 30, 26, 28, 227, 228, 57, 262, 41, 196, 12, 217, 248, 220, 216,
-    180, 181, 186, 187, 188, 189, 208, 124, 125, 93, 94, 84, 92, 14, 15, 111, 112, 197,
-    198, 237, 190, 191, 63, 122, 123, 207, 202, 27, 226, 86, 31, 238, 56, 259, 254, 257,
-    255, 256, 261, 260, 258,
+    126, 127, 190, 132, 133, 20, 21, 136, 137, 128, 129, 11, 8, 17, 18, 64, 19, 255, 16,
+    53, 166, 167, 240, 58, 32, 43, 33, 34, 45, 47, 69, 83, 66, 68, 159, 161, 188, 191,
+    263, 265, 231, 234, 252, 256, 222, 225, 217, 219, 62, 54, 134, 135, 22, 23, 138, 139,
+    130, 131, 156, 99, 100, 90, 35, 36, 48, 49, 97, 98, 95, 96, 162, 163, 192, 193, 268,
+    269, 238, 239, 259, 260, 229, 230, 220, 221, 107, 108, 59, 157, 105, 106, 46, 52, 44,
+    177, 175, 178, 174, 176, 179, 88, 87, 89, 85, 91, 67, 103, 104, 101, 102, 79, 70, 71,
+    75, 78, 80, 81, 82, 61, 77, 142, 158, 198, 199, 200, 201, 120, 121, 143, 74, 72, 73,
+    183, 248, 115, 116, 147, 148, 149, 150, 151, 152, 4, 160, 168, 173, 39, 42, 40, 249,
+    251, 250, 266, 267, 235, 237, 257, 258, 227, 226, 228, 15, 14, 247, 170, 169, 171,
+    172, 76, 65, 0, 145, 146, 144, 187, 185, 186, 9, 182, 180, 181, 184, 2, 60, 3, 5, 1,
+    153, 154, 155, 208, 209, 210, 211, 241, 55, 189, 117, 118, 119, 37, 38, 50, 51, 6, 7,
+    109, 110, 164, 165, 245, 246, 113, 114, 24, 25, 194, 195, 215, 216, 140, 141, 261,
+    262, 29, 30, 26, 28, 243, 244, 57, 278, 41, 212, 10, 233, 264, 236, 232, 196, 197,
+    202, 203, 204, 205, 224, 124, 125, 93, 94, 84, 92, 12, 13, 111, 112, 213, 214, 253,
+    206, 207, 63, 122, 123, 223, 218, 27, 242, 86, 31, 254, 56, 275, 270, 273, 271, 272,
+    277, 276, 274,
 ];
 /// Positions in [`ALL_UNIONS`] in name order, for [`union_by_name`].
 #[cfg(feature = "reflect")]
-static UNIONS_BY_NAME: &[u32] = &[7, 0, 3, 6, 5, 1, 4, 10, 11, 2, 9, 8, 14, 15, 12, 13];
+static UNIONS_BY_NAME: &[u32] = &[
+    13, 6, 15, 2, 5, 4, 0, 3, 9, 10, 1, 14, 8, 7, 16, 17, 11, 12,
+];
 /// The reflection table of the layout (structure or register block) called `name`.
 #[cfg(feature = "reflect")]
 pub fn layout_by_name(name: &str) -> Option<&'static crate::rt::reflect::LayoutAccess> {

@@ -92,7 +92,14 @@ impl Core {
         self.bus_master.forget();
         let mut m = self.model();
         let regs = regs_of(&self.config);
+        // The non-volatile configuration survives, what was written to it now in force.
+        let nv = m.registers.nv.after_reset();
+        let module = m.port.module.take();
         *m = Model::new(&self.config, regs.clock());
+        m.registers.nv = nv;
+        // The module is hardware in the cage: a reset does not plug or unplug it.
+        m.port.link_up = module.is_some();
+        m.port.module = module;
         *self.regs() = regs;
     }
 
@@ -347,14 +354,21 @@ impl Core {
             config.fw_ready,
             timer_khz(config),
             config.timeouts.as_ref(),
-        );
+        )
+        .with_timer_start(config.timer_start);
+        let nv = m.registers.nv.after_reset();
+        let module = m.port.module.take();
         *m = Model::new(config, regs.clock());
+        m.registers.nv = nv;
+        m.port.link_up = module.is_some();
+        m.port.module = module;
     }
 }
 
 /// The initialization segment of a device built from `config`, at power-on.
 fn regs_of(config: &Config) -> Regs {
     Regs::new(config.fw_ready, timer_khz(config), config.timeouts.as_ref())
+        .with_timer_start(config.timer_start)
 }
 
 /// The internal timer's rate: the profile's device frequency.

@@ -32,6 +32,29 @@ impl Device {
         }
     }
 
+    /// Puts `module` in the port's cage: MCIA reads its EEPROM, and the link comes up (a
+    /// port-change event).
+    pub fn plug_module(&self, module: crate::ModuleEeprom) {
+        let module = Arc::new(module);
+        self.host_event(move |core| {
+            let mut m = core.model();
+            m.port.module = Some(module);
+            m.port.link_up = true;
+            crate::events::port_change(&mut m, &core.dma, 1, true);
+        });
+    }
+
+    /// Takes the module out of the cage: MCIA answers "no module" and the link goes down (a
+    /// port-change event; PDDR says no cable).
+    pub fn unplug_module(&self) {
+        self.host_event(move |core| {
+            let mut m = core.model();
+            m.port.module = None;
+            m.port.link_up = false;
+            crate::events::port_change(&mut m, &core.dma, 1, false);
+        });
+    }
+
     /// Internal loopback: with `on`, transmitted frames come back into this device's receive
     /// path instead of going to the link.
     pub fn loopback(&self, on: bool) {

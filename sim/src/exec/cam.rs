@@ -7,7 +7,9 @@
 //! Bit n of a mask group stands for the register at the group's base id + n. Linux reads PCAM
 //! group 0, MCAM groups 0, 2 and 3 and QCAM group 0 (feature group 0 each) after INIT_HCA, and
 //! decides from them what else to start (firmware tracer, hwmon, firmware reset, PTP clock
-//! adjustments): with the model's masks it starts none of those.
+//! adjustments): with the model's masks it starts only the clock's adjustments and PPS pins
+//! (MTUTC, MTPPS; `clock_reg.rs` sets their bits), and those only with a profile that has
+//! the clock, which the Linux guest profiles do not.
 
 use super::reg::id;
 use crate::config::Timeouts;
@@ -32,6 +34,7 @@ const PORT_REGISTERS: &[u16] = &[
     id::PAOS,
     id::PFCC,
     id::PPCNT,
+    id::PPLM,
     id::PCAM,
 ];
 
@@ -50,8 +53,9 @@ pub(super) fn pcam(image: &mut [u8]) -> Outcome<()> {
         match bit(reg) {
             b @ 0..=7 => low |= 1 << b,
             8 => regs.set_ppcnt(true),
+            35 => regs.set_pplm(true),
             b @ 96..=127 => top |= 1 << (b - 96),
-            // Every register of the list lies in one of the two ranges (a test checks it).
+            // Every register of the list has a bit above (a test checks it).
             _ => {}
         }
     }
@@ -62,18 +66,25 @@ pub(super) fn pcam(image: &mut [u8]) -> Outcome<()> {
     features
         .enhanced_features_mut()
         .set_ptys_connector_type(true);
+    // PPCNT serves the physical layer statistical group (ppcnt.rs).
+    features
+        .enhanced_features_mut()
+        .set_ppcnt_statistical_group(true);
     Ok(())
 }
 
-/// MCAM: feature group 0 and access register groups 0..=3. The model serves no management
-/// register of these ranges that Linux tests for (its own id, 0x907f, falls in bits the
-/// layout leaves reserved), so every mask reads 0.
-pub(super) fn mcam(image: &mut [u8]) -> Outcome<()> {
-    let r = McamReg::new_unchecked(image);
+/// MCAM: feature group 0 and access register groups 0..=3. Of the management registers of
+/// these ranges that Linux tests for, the model serves the clock's (MTUTC and MTPPS, with the
+/// features Linux asks for before it uses them, when the profile has the clock:
+/// `clock_reg::mcam`); the rest read 0 (MCAM's
+/// own id, 0x907f, falls in bits the layout leaves reserved).
+pub(super) fn mcam(image: &mut [u8], caps: &crate::caps::Caps) -> Outcome<()> {
+    let mut r = McamReg::new_unchecked(image);
     ensure(
         r.feature_group() == 0 && r.access_reg_group() < MCAM_GROUPS,
         Fail::bad_param(s::REG_BAD_GROUP),
     )?;
+    super::clock_reg::mcam(&mut r, caps);
     Ok(())
 }
 
@@ -124,7 +135,7 @@ mod tests {
     fn port_registers_fit_the_mask_fields() {
         for &reg in PORT_REGISTERS {
             let b = reg - PCAM_BASE;
-            assert!(b <= 8 || (96..=127).contains(&b), "0x{reg:x}");
+            assert!(b <= 8 || b == 35 || (96..=127).contains(&b), "0x{reg:x}");
         }
     }
 }

@@ -23,6 +23,7 @@ use mlx5_prm::{
     AllocQCounterOut, DeallocQCounterIn, QueryQCounterIn, QueryQCounterOut, QueryVnicEnvIn,
     QueryVnicEnvOut, QueryVportCounterIn, QueryVportCounterOut, TrafficCounter,
 };
+use std::time::{Duration, Instant};
 
 /// One queue counter set. Counts saturate at their 32-bit maximum, as the PRM's do.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -128,8 +129,14 @@ fn wire_len(frame: &[u8]) -> usize {
     frame.len().max(MIN_WIRE_FRAME) + FCS
 }
 
-/// What the port carried: frames by direction and kind, in wire bytes; and RoCE packets it
-/// dropped for their ICRC (PPCNT's extended Ethernet group, rx_icrc_encapsulated).
+/// Upper bounds (wire bytes, FCS included) of the RFC 2819 length buckets: 64, 65..=127, …,
+/// 8192..=10239 (ethtool's rx_64_bytes_phy … rx_8192_to_10239_bytes_phy). Longer frames
+/// count in no bucket.
+const LENGTH_BUCKETS: [usize; 10] = [64, 127, 255, 511, 1023, 1518, 2047, 4095, 8191, 10239];
+
+/// What the port carried: frames by direction and kind, in wire bytes; received frames by
+/// length; RoCE packets it dropped for their ICRC (PPCNT's extended Ethernet group,
+/// rx_icrc_encapsulated); and how often the link went down.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Counts {
     pub traffic: VportCounters,
@@ -137,18 +144,45 @@ pub(crate) struct Counts {
     /// Frames the port discarded on their way out because the link was down (RFC 2863
     /// if_out_discards).
     pub tx_discards: u64,
+    /// Received frames per [`LENGTH_BUCKETS`] bucket (RFC 2819).
+    pub rx_lengths: [u64; 10],
+    /// Times the operational state went from up to down (physical layer group).
+    pub link_down_events: u64,
 }
 
-/// The PPCNT groups that count (and clear) on their own: IEEE 802.3, RFC 2863, extended
-/// Ethernet.
-const GROUPS: usize = 3;
+/// The PPCNT groups, each cleared on its own (the index of a group's counts at its last
+/// clear): IEEE 802.3, RFC 2863, extended Ethernet, RFC 2819, RFC 3635, per priority,
+/// physical layer, physical layer statistical.
+pub(crate) const GROUPS: usize = 8;
 
-/// The port's counters for PPCNT: the running counts, and for each counting group (802.3,
-/// RFC 2863) the counts at its last clear.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// The port's counters for PPCNT: the running counts, the time the link has been up, and for
+/// each group the counts, the time and the up time at its last clear.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct PortCounters {
     now: Counts,
     cleared: [Counts; GROUPS],
+    /// When each group was last cleared (or the port created).
+    cleared_at: [Instant; GROUPS],
+    /// Time the link was up before it last came up, and since when it is up now.
+    up_before: Duration,
+    up_since: Option<Instant>,
+    /// [`Self::up_time`] at each group's last clear.
+    up_at_clear: [Duration; GROUPS],
+}
+
+impl Default for PortCounters {
+    /// Counters of a port whose link is up from now.
+    fn default() -> Self {
+        let now = Instant::now();
+        PortCounters {
+            now: Counts::default(),
+            cleared: [Counts::default(); GROUPS],
+            cleared_at: [now; GROUPS],
+            up_before: Duration::ZERO,
+            up_since: Some(now),
+            up_at_clear: [Duration::ZERO; GROUPS],
+        }
+    }
 }
 
 fn minus(a: Traffic, b: Traffic) -> Traffic {
@@ -158,10 +192,23 @@ fn minus(a: Traffic, b: Traffic) -> Traffic {
     }
 }
 
+/// What one group reads: the counts since its clear, the time since then and the time the
+/// link was up in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Since {
+    pub counts: Counts,
+    pub elapsed: Duration,
+    pub up: Duration,
+}
+
 impl PortCounters {
     /// A frame that arrived on the port while it was up.
     pub(crate) fn received(&mut self, frame: &[u8]) {
-        self.now.traffic.rx[kind(frame)].add(wire_len(frame));
+        let len = wire_len(frame);
+        self.now.traffic.rx[kind(frame)].add(len);
+        if let Some(b) = LENGTH_BUCKETS.iter().position(|&max| len <= max) {
+            self.now.rx_lengths[b] = self.now.rx_lengths[b].wrapping_add(1);
+        }
     }
 
     /// A frame that left through the port.
@@ -179,9 +226,32 @@ impl PortCounters {
         self.now.icrc_errors = self.now.icrc_errors.wrapping_add(1);
     }
 
-    /// The counts since group `slot` was last cleared.
-    pub(crate) fn since(&self, slot: usize) -> Counts {
-        let base = self.cleared[slot.min(GROUPS - 1)];
+    /// The operational state changed to `up` (a down counts as a link down event).
+    pub(crate) fn link_changed(&mut self, up: bool) {
+        let now = Instant::now();
+        match (self.up_since, up) {
+            (Some(since), false) => {
+                self.up_before += now.saturating_duration_since(since);
+                self.up_since = None;
+                self.now.link_down_events = self.now.link_down_events.wrapping_add(1);
+            }
+            (None, true) => self.up_since = Some(now),
+            _ => {}
+        }
+    }
+
+    /// Total time the link has been up.
+    fn up_time(&self, now: Instant) -> Duration {
+        self.up_before
+            + self
+                .up_since
+                .map_or(Duration::ZERO, |s| now.saturating_duration_since(s))
+    }
+
+    /// What group `slot` reads now.
+    pub(crate) fn since(&self, slot: usize) -> Since {
+        let slot = slot.min(GROUPS - 1);
+        let base = self.cleared[slot];
         let mut c = self.now;
         for k in 0..3 {
             c.traffic.rx[k] = minus(c.traffic.rx[k], base.traffic.rx[k]);
@@ -189,12 +259,25 @@ impl PortCounters {
         }
         c.icrc_errors = c.icrc_errors.wrapping_sub(base.icrc_errors);
         c.tx_discards = c.tx_discards.wrapping_sub(base.tx_discards);
-        c
+        for (n, b) in c.rx_lengths.iter_mut().zip(base.rx_lengths) {
+            *n = n.wrapping_sub(b);
+        }
+        c.link_down_events = c.link_down_events.wrapping_sub(base.link_down_events);
+        let now = Instant::now();
+        Since {
+            counts: c,
+            elapsed: now.saturating_duration_since(self.cleared_at[slot]),
+            up: self.up_time(now).saturating_sub(self.up_at_clear[slot]),
+        }
     }
 
     /// Clears group `slot`.
     pub(crate) fn clear(&mut self, slot: usize) {
-        self.cleared[slot.min(GROUPS - 1)] = self.now;
+        let slot = slot.min(GROUPS - 1);
+        let now = Instant::now();
+        self.cleared[slot] = self.now;
+        self.cleared_at[slot] = now;
+        self.up_at_clear[slot] = self.up_time(now);
     }
 }
 

@@ -15,6 +15,7 @@
 
 pub(crate) mod cam;
 pub(crate) mod caps;
+pub(crate) mod clock_reg;
 pub(crate) mod counters;
 pub(crate) mod cq;
 pub(crate) mod eq;
@@ -23,8 +24,10 @@ pub(crate) mod handles;
 pub(crate) mod hca;
 pub(crate) mod mkey;
 pub(crate) mod module;
+pub(crate) mod nv_reg;
 pub(crate) mod pages;
 pub(crate) mod port_reg;
+pub(crate) mod ppcnt;
 pub(crate) mod qp;
 pub(crate) mod reg;
 pub(crate) mod roce_addr;

@@ -1,24 +1,11 @@
-//! The port registers behind `ethtool` and `ethtool -S`: PFCC (pause settings), PMLP (the
-//! module cage of the port, for MCIA), PDDR (why the link is down) and PPCNT (the port's
-//! frame counters by group).
-//!
-//! PPCNT counts what the model's port carries: the IEEE 802.3 and RFC 2863 groups report the
-//! frames sent and received on the wire (while the port is up), with octets counting the
-//! 4-byte FCS a real wire carries. The port drops nothing itself (it never runs out of buffer
-//! space), so if_in_discards stays 0: frames the function does not take are counted where
-//! their reason is (`exec/counters.rs`). Every other group the PRM defines reads as zeros, since the
-//! events it counts (pause frames, symbol errors, per-priority traffic) do not occur on the
-//! model's port. `clr` zeroes the group it reads, not the others: each group keeps the
-//! counts it was last cleared at.
+//! The port registers behind `ethtool`: PFCC (pause settings), PPLM (forward error
+//! correction), PMLP (the module cage of the port, for MCIA) and PDDR (why the link is down). PPCNT, the counters behind `ethtool -S`,
+//! is in `ppcnt.rs`.
 
-use crate::exec::counters::{PortCounters, Traffic};
 use crate::fail::{ensure, Fail, Outcome};
 use crate::model::Port;
 use crate::syndrome as s;
-use mlx5_prm::{
-    Eth2863CntrsGrpDataLayout, Eth8023CntrsGrpDataLayout, EthExtendedCntrsGrpDataLayout,
-    PddrPageSelect, PddrReg, PfccReg, PmlpReg, PpcntCounterGroup, PpcntReg,
-};
+use mlx5_prm::{PddrPageSelect, PddrReg, PfccReg, PmlpReg, PplmReg};
 
 /// The module (cage) number of the port's lanes: MCIA's module field.
 pub(crate) const MODULE: u8 = 0;
@@ -67,9 +54,13 @@ pub(super) fn pmlp(image: &mut [u8]) -> Outcome<()> {
     Ok(())
 }
 
-/// PDDR: the troubleshooting page of the link monitor group. The model's link goes down only
-/// when the driver takes the port down, which is no fault to report: status opcode 0.
-pub(super) fn pddr(image: &mut [u8]) -> Outcome<()> {
+/// PDDR's status opcode for "no cable": the link is down because nothing is connected.
+const NO_CABLE: u16 = 1024;
+
+/// PDDR: the troubleshooting page of the link monitor group. A port the driver took down has
+/// no fault to report (status opcode 0); a link that went down with the port up (the cable or
+/// peer gone: `Device::raise_port_change`, link faults) reports no cable.
+pub(super) fn pddr(port: &Port, image: &mut [u8]) -> Outcome<()> {
     let mut r = PddrReg::new_unchecked(image);
     ensure(r.local_port() == 1, Fail::bad_param(s::REG_BAD_PORT))?;
     ensure(
@@ -79,182 +70,82 @@ pub(super) fn pddr(image: &mut [u8]) -> Outcome<()> {
     let mut data = r.page_data_mut();
     let mut page = data.pddr_troubleshooting_page_mut();
     ensure(page.group_opcode() == 0, Fail::bad_param(s::PDDR_BAD_PAGE))?;
-    // Group 0 asked (checked above): opcode 0 and an empty message, the whole page zeroed.
+    // Group 0 asked (checked above): an opcode and an empty message.
     page.storage_mut().fill(0);
-    Ok(())
-}
-
-/// The counter groups of the PRM's enum that take a priority or traffic class in prio_tc.
-fn per_priority(group: PpcntCounterGroup) -> bool {
-    matches!(
-        group,
-        PpcntCounterGroup::PerPriority
-            | PpcntCounterGroup::PerTrafficClass
-            | PpcntCounterGroup::PerTrafficClassCongestion
-    )
-}
-
-/// PPCNT: the group in grp, cleared afterwards when clr is set.
-pub(super) fn ppcnt(counters: &mut PortCounters, image: &mut [u8]) -> Outcome<()> {
-    let r = PpcntReg::new_unchecked(&*image);
-    ensure(r.local_port() == 1, Fail::bad_param(s::REG_BAD_PORT))?;
-    let group = r.grp().map_err(|_| Fail::bad_param(s::PPCNT_BAD_GROUP))?;
-    ensure(
-        !per_priority(group) || r.prio_tc() < 8,
-        Fail::bad_param(s::PPCNT_BAD_GROUP),
-    )?;
-    let clear = r.clr();
-    let mut r = PpcntReg::new_unchecked(image);
-    r.set_clr(false);
-    let mut set = r.counter_set_mut();
-    let raw = set.storage_mut();
-    raw.fill(0);
-    let slot = match group {
-        PpcntCounterGroup::Ieee8023 => 0,
-        PpcntCounterGroup::Rfc2863 => 1,
-        PpcntCounterGroup::EthernetExtended => 2,
-        _ => return Ok(()),
-    };
-    let c = counters.since(slot);
-    match slot {
-        0 => ieee_802_3(&mut Eth8023CntrsGrpDataLayout::new_unchecked(raw), &c),
-        1 => rfc_2863(&mut Eth2863CntrsGrpDataLayout::new_unchecked(raw), &c),
-        _ => extended(&mut EthExtendedCntrsGrpDataLayout::new_unchecked(raw), &c),
-    }
-    if clear {
-        counters.clear(slot);
+    if port.admin_up && !port.link_up {
+        page.status_opcode_mut()
+            .pddr_monitor_opcode_mut()
+            .set_monitor_opcode(NO_CABLE);
     }
     Ok(())
 }
 
-/// Splits a 64-bit count into the high and low halves the groups carry.
-fn halves(v: u64) -> (u32, u32) {
-    ((v >> 32) as u32, v as u32)
-}
+/// FEC mode bits of PPLM's masks (the spec's pplm_fec_mode: bit n is mode n).
+const NO_FEC: u16 = 1 << 0;
+const FIRECODE: u16 = 1 << 1;
+const RS_528_514: u16 = 1 << 2;
 
-/// Writes count `v` into a group's `hi`/`lo` pair of fields through view `g`.
-macro_rules! put {
-    ($g:ident, $hi:ident, $lo:ident, $v:expr) => {{
-        let (h, l) = halves($v);
-        $g.$hi(h);
-        $g.$lo(l);
-    }};
-}
+/// The FEC modes the port can use per speed group of PPLM: 10/40 Gb/s (none or FireCode,
+/// Clause 74), 25 and 50 Gb/s (none, FireCode or RS(528,514)), 100 Gb/s over four lanes
+/// (none or RS(528,514), Clause 91).
+const FEC_CAPS: [u16; 4] = [
+    NO_FEC | FIRECODE,
+    NO_FEC | FIRECODE | RS_528_514,
+    NO_FEC | FIRECODE | RS_528_514,
+    NO_FEC | RS_528_514,
+];
 
-fn total(t: &[Traffic; 3]) -> Traffic {
-    t.iter().fold(Traffic::default(), |a, b| Traffic {
-        packets: a.packets.wrapping_add(b.packets),
-        octets: a.octets.wrapping_add(b.octets),
+/// The speed group (index into [`FEC_CAPS`]) the link runs in, from its PTYS mode bit.
+fn fec_group(port: &Port) -> Option<usize> {
+    let mode = crate::exec::ppcnt::oper_mode(port)?;
+    Some(match mode {
+        6 | 12 | 13 => 0,
+        27 | 29 => 1,
+        18 | 30 => 2,
+        _ => 3,
     })
 }
 
-fn ieee_802_3(g: &mut Eth8023CntrsGrpDataLayout<&mut [u8]>, c: &crate::exec::counters::Counts) {
-    let (rx, tx) = (total(&c.traffic.rx), total(&c.traffic.tx));
-    put!(
-        g,
-        set_a_frames_transmitted_ok_high,
-        set_a_frames_transmitted_ok_low,
-        tx.packets
-    );
-    put!(
-        g,
-        set_a_frames_received_ok_high,
-        set_a_frames_received_ok_low,
-        rx.packets
-    );
-    put!(
-        g,
-        set_a_octets_transmitted_ok_high,
-        set_a_octets_transmitted_ok_low,
-        tx.octets
-    );
-    put!(
-        g,
-        set_a_octets_received_ok_high,
-        set_a_octets_received_ok_low,
-        rx.octets
-    );
-    put!(
-        g,
-        set_a_multicast_frames_xmitted_ok_high,
-        set_a_multicast_frames_xmitted_ok_low,
-        c.traffic.tx[1].packets
-    );
-    put!(
-        g,
-        set_a_broadcast_frames_xmitted_ok_high,
-        set_a_broadcast_frames_xmitted_ok_low,
-        c.traffic.tx[2].packets
-    );
-    put!(
-        g,
-        set_a_multicast_frames_received_ok_high,
-        set_a_multicast_frames_received_ok_low,
-        c.traffic.rx[1].packets
-    );
-    put!(
-        g,
-        set_a_broadcast_frames_received_ok_high,
-        set_a_broadcast_frames_received_ok_low,
-        c.traffic.rx[2].packets
-    );
-}
-
-/// The extended Ethernet group: of its counters the model has RoCE packets dropped for their
-/// ICRC (no transmit waits, no receive buffer pressure).
-fn extended(g: &mut EthExtendedCntrsGrpDataLayout<&mut [u8]>, c: &crate::exec::counters::Counts) {
-    put!(
-        g,
-        set_rx_icrc_encapsulated_high,
-        set_rx_icrc_encapsulated_low,
-        c.icrc_errors
-    );
-}
-
-fn rfc_2863(g: &mut Eth2863CntrsGrpDataLayout<&mut [u8]>, c: &crate::exec::counters::Counts) {
-    let (rx, tx) = (total(&c.traffic.rx), total(&c.traffic.tx));
-    put!(g, set_if_in_octets_high, set_if_in_octets_low, rx.octets);
-    put!(
-        g,
-        set_if_in_ucast_pkts_high,
-        set_if_in_ucast_pkts_low,
-        c.traffic.rx[0].packets
-    );
-    put!(g, set_if_out_octets_high, set_if_out_octets_low, tx.octets);
-    put!(
-        g,
-        set_if_out_ucast_pkts_high,
-        set_if_out_ucast_pkts_low,
-        c.traffic.tx[0].packets
-    );
-    put!(
-        g,
-        set_if_in_multicast_pkts_high,
-        set_if_in_multicast_pkts_low,
-        c.traffic.rx[1].packets
-    );
-    put!(
-        g,
-        set_if_in_broadcast_pkts_high,
-        set_if_in_broadcast_pkts_low,
-        c.traffic.rx[2].packets
-    );
-    put!(
-        g,
-        set_if_out_multicast_pkts_high,
-        set_if_out_multicast_pkts_low,
-        c.traffic.tx[1].packets
-    );
-    put!(
-        g,
-        set_if_out_broadcast_pkts_high,
-        set_if_out_broadcast_pkts_low,
-        c.traffic.tx[2].packets
-    );
-    put!(
-        g,
-        set_if_out_discards_high,
-        set_if_out_discards_low,
-        c.tx_discards
-    );
+/// PPLM: the FEC capability and choice per speed group, and the FEC active. A choice must be
+/// 0 (the firmware picks: RS-FEC where the group has it, else none) or one mode of the
+/// group's capability. The active mode is the choice of the group the link runs in; none
+/// while the link is down.
+pub(super) fn pplm(port: &mut Port, image: &mut [u8], write: bool) -> Outcome<()> {
+    let r = PplmReg::new_unchecked(&*image);
+    ensure(r.local_port() == 1, Fail::bad_param(s::REG_BAD_PORT))?;
+    if write {
+        let admin = [
+            u16::from(r.fec_override_admin_10g_40g()),
+            u16::from(r.fec_override_admin_25g()),
+            u16::from(r.fec_override_admin_50g()),
+            u16::from(r.fec_override_admin_100g()),
+        ];
+        for (a, cap) in admin.iter().zip(FEC_CAPS) {
+            ensure(
+                *a == 0 || (a.count_ones() == 1 && a & !cap == 0),
+                Fail::bad_param(s::PPLM_BAD_FEC),
+            )?;
+        }
+        port.fec_admin = admin;
+    }
+    let local_port = r.local_port();
+    image.fill(0);
+    let mut r = PplmReg::new_unchecked(image);
+    r.set_local_port(local_port);
+    // Four bits per group in the register; the model's masks all fit them.
+    r.set_fec_override_cap_10g_40g(FEC_CAPS[0] as u8);
+    r.set_fec_override_cap_25g(FEC_CAPS[1] as u8);
+    r.set_fec_override_cap_50g(FEC_CAPS[2] as u8);
+    r.set_fec_override_cap_100g(FEC_CAPS[3] as u8);
+    r.set_fec_override_admin_10g_40g(port.fec_admin[0] as u8);
+    r.set_fec_override_admin_25g(port.fec_admin[1] as u8);
+    r.set_fec_override_admin_50g(port.fec_admin[2] as u8);
+    r.set_fec_override_admin_100g(port.fec_admin[3] as u8);
+    let active = fec_group(port).map_or(0, |g| match port.fec_admin[g] {
+        0 if FEC_CAPS[g] & RS_528_514 != 0 => RS_528_514,
+        0 => NO_FEC,
+        chosen => chosen,
+    });
+    r.set_fec_mode_active(u32::from(active));
+    Ok(())
 }

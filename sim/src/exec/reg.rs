@@ -6,7 +6,7 @@
 //! register image travels after the 16-byte header in both directions; its indexing fields
 //! (local_port, feature and register groups) are read from the input of reads too.
 
-use super::{cam, module, out, port_reg, Ctx, Req};
+use super::{cam, module, out, port_reg, ppcnt, Ctx, Req};
 use crate::config::Timeouts;
 use crate::events;
 use crate::fail::{ensure, Fail, Outcome};
@@ -26,6 +26,7 @@ pub(crate) mod id {
     pub const QCAM: u16 = R::Qcam.raw();
     pub const PMLP: u16 = R::Pmlp.raw();
     pub const PFCC: u16 = R::Pfcc.raw();
+    pub const PPLM: u16 = R::Pplm.raw();
     pub const PPCNT: u16 = R::Ppcnt.raw();
     pub const PDDR: u16 = R::Pddr.raw();
     pub const MCIA: u16 = R::Mcia.raw();
@@ -36,6 +37,10 @@ pub(crate) mod id {
     pub const HOST_ENDIANNESS: u16 = R::HostEndianness.raw();
     pub const MCAM: u16 = R::Mcam.raw();
     pub const DTOR: u16 = R::Dtor.raw();
+    pub const MNVDA: u16 = R::Mnvda.raw();
+    pub const MNVQC: u16 = R::Mnvqc.raw();
+    pub const MTUTC: u16 = R::Mtutc.raw();
+    pub const MTPPS: u16 = R::Mtpps.raw();
 }
 
 /// What the registers themselves hold beyond the port (which has its own state).
@@ -45,6 +50,9 @@ pub(crate) struct RegisterState {
     pub host_endianness: [u8; 16],
     /// The timeouts DTOR reports; `None`: no DTOR register.
     pub timeouts: Option<Timeouts>,
+    /// The non-volatile configuration (MNVDA, MNVQC; `nv_reg.rs`), which the device's resets
+    /// carry over.
+    pub nv: super::nv_reg::NvStore,
 }
 
 /// Offset of the register image in the input and output.
@@ -67,6 +75,7 @@ fn describe(reg: u16) -> Option<(usize, bool)> {
         AccessRegisterId::Ptys => (size::<PtysReg<&[u8]>>(), true),
         AccessRegisterId::Pmtu => (size::<PmtuReg<&[u8]>>(), true),
         AccessRegisterId::Pfcc => (size::<PfccReg<&[u8]>>(), true),
+        AccessRegisterId::Pplm => (size::<mlx5_prm::PplmReg<&[u8]>>(), true),
         AccessRegisterId::Pmlp => (size::<PmlpReg<&[u8]>>(), false),
         AccessRegisterId::Ppcnt => (size::<PpcntReg<&[u8]>>(), false),
         AccessRegisterId::Pddr => (size::<PddrReg<&[u8]>>(), false),
@@ -76,6 +85,10 @@ fn describe(reg: u16) -> Option<(usize, bool)> {
         AccessRegisterId::Mcam => (size::<McamReg<&[u8]>>(), false),
         AccessRegisterId::Qcam => (size::<QcamReg<&[u8]>>(), false),
         AccessRegisterId::Dtor => (size::<DtorReg<&[u8]>>(), false),
+        AccessRegisterId::Mnvda => (size::<mlx5_prm::MnvdaReg<&[u8]>>(), true),
+        AccessRegisterId::Mnvqc => (size::<mlx5_prm::MnvqcReg<&[u8]>>(), false),
+        AccessRegisterId::Mtutc => (size::<mlx5_prm::MtutcReg<&[u8]>>(), true),
+        AccessRegisterId::Mtpps => (size::<mlx5_prm::MtppsReg<&[u8]>>(), true),
         _ => return None,
     })
 }
@@ -101,15 +114,20 @@ pub(super) fn access(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
         id::PTYS => ptys(&mut cx.m.port, &mut image, write)?,
         id::PMTU => pmtu(&mut cx.m.port, &mut image, write)?,
         id::PFCC => port_reg::pfcc(&mut cx.m.port, &mut image, write)?,
+        id::PPLM => port_reg::pplm(&mut cx.m.port, &mut image, write)?,
         id::PMLP => port_reg::pmlp(&mut image)?,
-        id::PPCNT => port_reg::ppcnt(&mut cx.m.port.counters, &mut image)?,
-        id::PDDR => port_reg::pddr(&mut image)?,
-        id::MCIA => module::mcia(&mut image)?,
+        id::PPCNT => ppcnt::ppcnt(&mut cx.m.port, &mut image)?,
+        id::PDDR => port_reg::pddr(&cx.m.port, &mut image)?,
+        id::MCIA => module::mcia(&cx.m.port, &mut image)?,
         id::HOST_ENDIANNESS => host_endianness(&mut cx.m.registers, &mut image, write),
         id::PCAM => cam::pcam(&mut image)?,
-        id::MCAM => cam::mcam(&mut image)?,
+        id::MCAM => cam::mcam(&mut image, &cx.m.cur)?,
         id::QCAM => cam::qcam(&mut image)?,
         id::DTOR => cam::dtor(&mut image, cx.m.registers.timeouts.as_ref())?,
+        id::MNVDA => super::nv_reg::mnvda(&mut cx.m.registers.nv, &mut image, write)?,
+        id::MNVQC => super::nv_reg::mnvqc(&mut image)?,
+        id::MTUTC => super::clock_reg::mtutc(cx.m, &mut image, write)?,
+        id::MTPPS => super::clock_reg::mtpps(cx.m, &mut image, write)?,
         _ => {}
     }
     if cx.m.port.oper_up() != was_up {
