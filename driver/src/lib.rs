@@ -18,8 +18,8 @@
 //! - [`clock`]: the device clock, CQE timestamps in ns, PTP adjustments (MTUTC), PPS pins;
 //! - [`hca`]: bring-up and teardown, the [`Hca`] handle that owns it all, and typed access
 //!   registers ([`Hca::read_reg`], [`Hca::write_reg`]);
-//! - [`port`]: a port's state, link modes, FEC, MTU, pause, counters and module ([`module`] decodes its
-//!   EEPROM);
+//! - [`port`]: a port's state, link modes, FEC, MTU, pause, counters and module
+//!   ([`module`] decodes its EEPROM);
 //! - [`health`]: firmware health as Linux polls it (counter, syndrome, health buffer) and
 //!   [`nvconfig`]: the non-volatile configuration (MNVDA, MNVQC; applied at the next reset).
 //!
