@@ -369,10 +369,10 @@ impl<'h, B: Backend> Cq<'h, B> {
         n
     }
 
-    /// As [`Cq::poll`], each completion with its timestamp: the device clock's raw value
-    /// when the CQE was written (for the driver's queues, the internal timer; convert it with
-    /// [`Clock::cqe_time`](crate::clock::Clock::cqe_time)). A call of its own, so that
-    /// [`Cq::poll`] reads no more of each CQE than it did.
+    /// As [`Cq::poll`], each completion with its timestamp, the device clock's raw value when
+    /// the CQE was written in its queue's format (ticks, or real-time seconds and nanoseconds:
+    /// convert with [`Clock::cqe_time_in`](crate::clock::Clock::cqe_time_in)). A call of its
+    /// own, so that [`Cq::poll`] reads no more of each CQE than it did.
     pub fn poll_timestamped(&mut self, max: usize, out: &mut Vec<(Completion, u64)>) -> usize {
         let mut cur = self.cursor();
         let mut n = 0;

@@ -8,7 +8,8 @@ use crate::ring::low_bits;
 use mlx5_prm::cmd::{CreateEq, DestroyEq};
 use mlx5_prm::rt::View;
 use mlx5_prm::{
-    CreateEqOut, Eqe, EventType, PagesReqEvent, UarPage, UarPageEqArmWord, UarPageEqUpdateWord,
+    CreateEqOut, Eqe, EventType, PagesReqEvent, PpsEvent, UarPage, UarPageEqArmWord,
+    UarPageEqUpdateWord,
 };
 
 /// Bytes per EQE.
@@ -54,6 +55,15 @@ pub enum Event {
     CommandCompletion {
         /// Completed slots.
         vector: u32,
+    },
+    /// A PPS pin saw (input) or emitted (output) a pulse, and the pin's events are on
+    /// (MTPPSE); convert with [`Clock::pps_event`](crate::clock::Clock::pps_event).
+    Pps {
+        /// The pin.
+        pin: u8,
+        /// When, in the device's clock format (internal timer ticks, or real-time seconds
+        /// and nanoseconds).
+        time_stamp: u64,
     },
     /// Any other event, by type.
     Other {
@@ -197,6 +207,14 @@ impl EventQueue {
                 Ok(EventType::Cmd) => Event::CommandCompletion {
                     vector: data.cmd_inter_comp_event().command_completion_vector(),
                 },
+                Ok(EventType::PpsEvent) => {
+                    // Laid out as pps_event, not a member of the union either.
+                    let p = PpsEvent::new_unchecked(data.into_inner());
+                    Event::Pps {
+                        pin: p.pin(),
+                        time_stamp: p.time_stamp(),
+                    }
+                }
                 _ => Event::Other {
                     event_type: eqe.event_type_raw(),
                 },

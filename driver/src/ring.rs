@@ -66,6 +66,33 @@ impl<const SLOT: usize> Ring<SLOT> {
         }
     }
 
+    /// A ring of `entries` (a power of two) slots starting `offset` bytes into `buf`: a queue
+    /// that shares its buffer with another, as an RC QP's send queue follows its receive queue
+    /// in one allocation.
+    ///
+    /// # Safety
+    ///
+    /// As [`Ring::over`]: the caller must keep `buf` alive and unfreed while the ring is used.
+    ///
+    /// # Panics
+    ///
+    /// If the ring does not fit in `buf` from `offset`, or does not start 8-aligned, or
+    /// `entries` is not a power of two.
+    pub(crate) unsafe fn over_at(buf: &DmaBuf, offset: usize, entries: usize) -> Ring<SLOT> {
+        const { assert!(SLOT.is_power_of_two() && SLOT >= 8) };
+        assert!(entries.is_power_of_two() && entries <= 1 << 24);
+        let end = offset.checked_add(entries * SLOT);
+        assert!(end.is_some_and(|end| end <= buf.len()));
+        let base = buf.va().as_ptr().wrapping_add(offset);
+        assert!(base as usize % 8 == 0);
+        Ring {
+            // SAFETY: `offset` is inside the buffer (checked above), so `base` is an address in
+            // it, hence not null.
+            base: unsafe { NonNull::new_unchecked(base) },
+            mask: entries as u32 - 1,
+        }
+    }
+
     #[inline(always)]
     fn at<const AT: usize, const N: usize>(&self, index: u32) -> *mut u8 {
         const { assert!(AT % N == 0 && AT + N <= SLOT) };
@@ -89,6 +116,25 @@ impl<const SLOT: usize> Ring<SLOT> {
         let p = self.at::<AT, 8>(index) as *mut u64;
         // SAFETY: in the ring, 8-aligned, valid for atomic writes.
         unsafe { shared::store64(p, raw) }
+    }
+
+    /// Stores `value` big-endian at byte `at` of slot `index` (masked), for writers whose
+    /// offsets become constants only once inlined (a WQE writer generic over its storage):
+    /// the check of `at` then folds away, leaving one aligned store as [`Ring::write64_raw`].
+    ///
+    /// # Panics
+    ///
+    /// If `at` is not a multiple of 8 or the 8 bytes run past the slot.
+    #[inline(always)]
+    pub(crate) fn write_be64(&self, index: u32, at: usize, value: u64) {
+        assert!(at % 8 == 0 && at < SLOT, "a 64-bit store off its slot");
+        let slot = (index & self.mask) as usize;
+        // SAFETY: slot <= mask, and `over`/`over_at` checked that the buffer holds mask + 1
+        // slots from an 8-aligned base; `at` is 8-aligned and its 8 bytes end inside the slot
+        // (SLOT is a power of two >= 8, so `at < SLOT` with `at % 8 == 0` means at + 8 <= SLOT).
+        let p = unsafe { self.base.as_ptr().add(slot * SLOT + at) } as *mut u64;
+        // SAFETY: in the ring, 8-aligned, valid for atomic writes.
+        unsafe { shared::store64(p, value.to_be()) }
     }
 
     /// Reads the big-endian dword at byte `AT` of slot `index` (masked).
@@ -225,6 +271,39 @@ mod tests {
             "wqe_counter shares the last dword with opcode and owner"
         );
         assert_eq!(buf.slice(6 * 64, 4).read_be32(0) >> 8, 0xbeef);
+        drop(buf);
+    }
+
+    #[test]
+    fn a_ring_at_an_offset_addresses_its_slots_from_there() {
+        let (be, _dev) = SimBackend::new(mlx5_sim::Config::default());
+        let buf = be.dma().alloc(4096, 4096).unwrap();
+        // SAFETY: 8 slots of 64 bytes from byte 512 fit the 4 KiB buffer, which outlives the
+        // ring.
+        let ring: Ring<64> = unsafe { Ring::over_at(&buf, 512, 8) };
+        // Index 9 wraps to slot 1.
+        ring.write_be64(9, 16, 0x1122_3344_5566_7788);
+        assert_eq!(
+            buf.slice(512 + 64 + 16, 8).read_be64(0),
+            0x1122_3344_5566_7788
+        );
+        assert_eq!(ring.read32::<20>(1), 0x5566_7788);
+        let off_slot = std::panic::catch_unwind(|| ring.write_be64(0, 64, 0));
+        assert!(off_slot.is_err(), "a store past the slot is refused");
+        use std::panic::AssertUnwindSafe;
+        let too_long = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            // SAFETY: refused (it panics) before a ring exists.
+            unsafe { Ring::<64>::over_at(&buf, 3584, 16) }
+        }));
+        assert!(too_long.is_err(), "a ring past the buffer's end is refused");
+        let misaligned = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            // SAFETY: refused (it panics) before a ring exists.
+            unsafe { Ring::<64>::over_at(&buf, 4, 8) }
+        }));
+        assert!(
+            misaligned.is_err(),
+            "a ring off 8-byte alignment is refused"
+        );
         drop(buf);
     }
 

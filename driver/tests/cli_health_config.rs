@@ -76,6 +76,26 @@ fn config_queries_and_sets() {
         ok(&["config", "set", "--json", "pf_total_vf=2"])
     );
     insta::assert_snapshot!("config_caps", ok(&["config", "caps"]));
+    insta::assert_snapshot!(
+        "config_set_swp_l4_csum_mode",
+        ok(&[
+            "config",
+            "set",
+            "swp_l4_csum_mode=l4_only",
+            "pf_total_sf=16",
+            "pf_log_sf_bar_size=12"
+        ])
+    );
+    insta::assert_snapshot!(
+        "config_query_swp_l4_csum_mode_json",
+        ok(&[
+            "config",
+            "query",
+            "--json",
+            "swp_l4_csum_mode",
+            "swp_l4_csum_mode_l4_only"
+        ])
+    );
     let same = ok(&["config", "set", "sriov_en=false"]);
     assert!(
         same.ends_with("Nothing waits for a reset: the values written are the ones in force.\n"),
@@ -97,6 +117,24 @@ fn config_errors_name_the_setting() {
     );
     let e = fails(&["config", "set", "max_vfs_per_pf=3"]);
     assert_eq!(e, "mlx5: max_vfs_per_pf: read only\n");
+    let e = fails(&["config", "set", "swp_l4_csum_mode_l4_only=1"]);
+    assert_eq!(e, "mlx5: swp_l4_csum_mode_l4_only: read only\n");
+    // devlink's values by name; `default` is the factory value, never set.
+    let e = fails(&["config", "set", "swp_l4_csum_mode=device_default"]);
+    assert_eq!(
+        e,
+        "mlx5: swp_l4_csum_mode: invalid argument: `device_default` is not default, full_csum or l4_only\n"
+    );
+    let e = fails(&[
+        "config",
+        "set",
+        "cqe_compression=aggressive",
+        "swp_l4_csum_mode=default",
+    ]);
+    assert!(
+        e.starts_with("mlx5: swp_l4_csum_mode: invalid argument: `default` is the factory value"),
+        "{e}"
+    );
     let e = fails(&["config", "set", "sriov_en"]);
     assert_eq!(e, "mlx5: `sriov_en` is not KEY=VALUE\n");
     let e = fails(&["config", "query", "num_of_vfs"]);

@@ -317,6 +317,22 @@ impl Caps {
         caps
     }
 
+    /// This profile with its queues stamping completions in `formats` (sq_ts_format,
+    /// rq_ts_format and the RoCE page's qp_ts_format, maximum and current): free running only
+    /// (every profile's default, what Linux guests are used to), real time only, or both.
+    /// With real time offered, Linux's mlx5 runs in its real-time mode (its PHC is the UTC
+    /// clock, `lib/clock.c`), and a queue may ask for the UTC clock in its CQEs.
+    pub fn with_ts_formats(mut self, formats: HcaTsFormatCap) -> Caps {
+        for g in [&mut self.general_max, &mut self.general_cur] {
+            g.set_sq_ts_format(formats);
+            g.set_rq_ts_format(formats);
+        }
+        for r in [&mut self.roce_max, &mut self.roce_cur] {
+            r.set_qp_ts_format(formats);
+        }
+        self
+    }
+
     /// The (maximum, current) pages of capability type `ty`, if the profile has that page and
     /// the general maximum values say the device supports it.
     pub(crate) fn pages(&self, ty: HcaCapType) -> Option<(&[u8], &[u8])> {

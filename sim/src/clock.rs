@@ -19,9 +19,19 @@
 //! ticks, with a rate offset (ADJUST_FREQ_UTC), steps (ADJUST_TIME) and a set value
 //! (SET_TIME_IMMEDIATE). It reads 0 at power-on and is shown in the initialization segment's
 //! real_time words as seconds and nanoseconds, as device.h lays them out. Its state, and the
-//! PPS pins' configuration (MTPPS), live behind one `Arc` that the segment's copy of the clock
-//! and the command interpreter's share; they change only on those register accesses.
+//! PPS pins' configuration (MTPPS, MTPPSE), live behind one `Arc` that the segment's copy of
+//! the clock and the command interpreter's share; they change only on those register accesses
+//! (and, for the pins, when a pulse comes: `datapath/pps.rs`).
+//!
+//! **Timestamp formats.** A queue whose context asks for the real-time format (ts_format
+//! REAL_TIME, or DEFAULT on a device that offers real time only) gets the UTC clock in its
+//! CQEs instead of the free-running ticks, as seconds in the high word and nanoseconds in the
+//! low one ([`real_time_word`]), the value Linux's `mlx5_real_time_cyc2time` turns into
+//! nanoseconds. Both come from one reading of the free-running counter ([`Clock::utc_at`]),
+//! so the two formats of one session describe one instant.
 
+use mlx5_prm::{HcaTsFormatCap, TsFormat};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -34,7 +44,40 @@ pub(crate) const RATE_ONE_PPB: i64 = 1 << 16;
 /// Number of PPS pins the model has (MTPPS cap_number_of_pps_pins).
 pub(crate) const PPS_PINS: usize = 2;
 
-/// A PPS pin's configuration, as MTPPS writes it.
+/// What a queue's CQEs carry in their timestamp: the free-running ticks, or the UTC clock as
+/// seconds and nanoseconds (see the module docs).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum Stamp {
+    #[default]
+    FreeRunning,
+    RealTime,
+}
+
+impl Stamp {
+    /// The format a queue gets for the `ts_format` its context asks for (raw), given what the
+    /// device offers for that kind of queue (`offered`, a capability field, raw); `None`
+    /// when the device cannot do what is asked: REAL_TIME without real time, FREE_RUNNING
+    /// with real time only, or a value the PRM does not define. DEFAULT is the free-running
+    /// format unless the device offers real time only (Linux asks for DEFAULT exactly then,
+    /// `mlx5_get_qp_default_ts`).
+    pub fn for_queue(asked: u8, offered: u8) -> Option<Stamp> {
+        let offered = HcaTsFormatCap::from_raw(offered.into());
+        let (free, real) = match offered {
+            Some(HcaTsFormatCap::RealTime) => (false, true),
+            Some(HcaTsFormatCap::FreeRunningAndRealTime) => (true, true),
+            // The model's own profiles hold only defined values.
+            _ => (true, false),
+        };
+        match TsFormat::from_raw(asked.into())? {
+            TsFormat::FreeRunning => free.then_some(Stamp::FreeRunning),
+            TsFormat::RealTime => real.then_some(Stamp::RealTime),
+            TsFormat::Default if free => Some(Stamp::FreeRunning),
+            TsFormat::Default => Some(Stamp::RealTime),
+        }
+    }
+}
+
+/// A PPS pin's configuration, as MTPPS and MTPPSE write it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Pin {
     pub enable: bool,
@@ -45,6 +88,34 @@ pub(crate) struct Pin {
     pub time_stamp: u64,
     pub out_pulse_duration: u16,
     pub enhanced_out_periodic_adjustment: u32,
+    /// MTPPSE event_generation_mode, raw (0 disable, 1 repetitive, 2 once till armed).
+    pub event_mode: u8,
+    /// MTPPSE event_arm: the next pulse raises an event in once-till-armed mode.
+    pub event_armed: bool,
+    /// An output that emits one pulse (pattern 0) has emitted it; cleared when MTPPS
+    /// schedules a new one.
+    pub fired: bool,
+}
+
+impl Pin {
+    /// An enabled output whose pulse is still to come: what makes the device watch the
+    /// clock for it.
+    pub fn output_pending(&self) -> bool {
+        self.enable && self.mode == 1 && !self.fired
+    }
+
+    /// Whether a pulse on this pin raises an event, consuming the arm of a once-till-armed
+    /// pin.
+    pub fn take_event(&mut self) -> bool {
+        match self.event_mode {
+            1 => true,
+            2 if self.event_armed => {
+                self.event_armed = false;
+                true
+            }
+            _ => false,
+        }
+    }
 }
 
 /// The UTC clock: `ns` at free-running tick `at`, running at the nominal rate plus `rate`
@@ -61,6 +132,9 @@ struct Utc {
 struct Shared {
     utc: Mutex<Utc>,
     pins: Mutex<[Pin; PPS_PINS]>,
+    /// Some pin is an output with a pulse to come (kept by [`Clock::set_pins_changed`]), so
+    /// the device's own work looks at the pins; read without the lock on every such look.
+    outputs: AtomicBool,
 }
 
 /// The device's clocks: a free-running counter of `khz` thousand ticks per second, at `start`
@@ -122,6 +196,18 @@ impl Clock {
         self.utc_at(&u, self.ticks())
     }
 
+    /// The UTC clock, in nanoseconds, at free-running tick `now` (a reading of
+    /// [`Clock::ticks`] taken a moment ago; the clock's state as it is now).
+    pub fn utc_at_ticks(&self, now: u64) -> u64 {
+        let u = lock(&self.shared.utc);
+        self.utc_at(&u, now)
+    }
+
+    /// Ticks of the free-running counter in one second.
+    pub fn ticks_per_sec(&self) -> u64 {
+        self.khz * 1000
+    }
+
     /// The UTC clock now as the initialization segment shows it: whole seconds (modulo 2^32)
     /// and nanoseconds.
     pub fn real_time(&self) -> (u32, u32) {
@@ -159,10 +245,36 @@ impl Clock {
         lock(&self.shared.utc).rate
     }
 
-    /// The PPS pins' configuration, locked.
+    /// The PPS pins' configuration, locked. Whoever changes it calls
+    /// [`Clock::set_pins_changed`] before unlocking.
     pub fn pins(&self) -> MutexGuard<'_, [Pin; PPS_PINS]> {
         lock(&self.shared.pins)
     }
+
+    /// Notes what the pins (`pins`, just changed, still locked) now need: whether an output
+    /// has a pulse to come.
+    pub fn set_pins_changed(&self, pins: &[Pin; PPS_PINS]) {
+        let any = pins.iter().any(Pin::output_pending);
+        self.shared.outputs.store(any, Ordering::Relaxed);
+    }
+
+    /// True when some output pin has a pulse to come (the device's own work then looks at
+    /// the pins).
+    pub fn outputs_pending(&self) -> bool {
+        self.shared.outputs.load(Ordering::Relaxed)
+    }
+}
+
+/// The UTC time `ns` as a real-time timestamp: seconds (modulo 2^32) in the high word,
+/// nanoseconds in the low one.
+pub(crate) fn real_time_word(ns: u64) -> u64 {
+    ((ns / NS_PER_SEC) << 32 & 0xffff_ffff_0000_0000) | (ns % NS_PER_SEC)
+}
+
+/// Nanoseconds of a real-time value (seconds in the high word, nanoseconds in the low, which
+/// a guest may have written at 10^9 or more: taken as it is).
+pub(crate) fn real_time_ns(word: u64) -> u64 {
+    (word >> 32) * NS_PER_SEC + (word & 0xffff_ffff)
 }
 
 /// `v` in 0..=u64::MAX.
@@ -249,6 +361,78 @@ mod tests {
         assert_eq!(c.utc_at(&slow, 1_000_000_000), 990_000_000);
         c.set_utc_rate(-3 * RATE_ONE_PPB);
         assert_eq!(copy.utc_rate(), -3 * RATE_ONE_PPB);
+    }
+
+    #[test]
+    fn queues_get_the_formats_the_device_offers() {
+        use Stamp::{FreeRunning as F, RealTime as R};
+        let (fr, rt, both) = (0, 1, 2);
+        // asked: 0 free running, 1 default, 2 real time, 3 undefined.
+        let want = [
+            (fr, [Some(F), Some(F), None, None]),
+            (rt, [None, Some(R), Some(R), None]),
+            (both, [Some(F), Some(F), Some(R), None]),
+        ];
+        for (offered, answers) in want {
+            for (asked, answer) in answers.into_iter().enumerate() {
+                assert_eq!(
+                    Stamp::for_queue(asked as u8, offered),
+                    answer,
+                    "{asked} {offered}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn real_time_words_round_trip() {
+        for ns in [
+            0,
+            1,
+            NS_PER_SEC - 1,
+            NS_PER_SEC,
+            1_700_000_000 * NS_PER_SEC + 5,
+        ] {
+            let w = real_time_word(ns);
+            assert_eq!(w >> 32, ns / NS_PER_SEC);
+            assert_eq!(w & 0xffff_ffff, ns % NS_PER_SEC);
+            assert_eq!(real_time_ns(w), ns);
+        }
+        // Seconds wrap at 2^32, as the 32-bit field does.
+        assert_eq!(real_time_word((1u64 << 32) * NS_PER_SEC + 7), 7);
+        assert_eq!(
+            real_time_ns(u64::MAX),
+            u64::from(u32::MAX) * NS_PER_SEC + 0xffff_ffff
+        );
+    }
+
+    #[test]
+    fn a_pin_with_outputs_pending_is_noted() {
+        let c = Clock::start(1_000);
+        let mut pins = c.pins();
+        assert!(!c.outputs_pending());
+        pins[1] = Pin {
+            enable: true,
+            mode: 1,
+            ..Pin::default()
+        };
+        c.set_pins_changed(&pins);
+        assert!(c.outputs_pending());
+        pins[1].fired = true;
+        c.set_pins_changed(&pins);
+        assert!(!c.outputs_pending());
+        let mut once = Pin {
+            event_mode: 2,
+            event_armed: true,
+            ..Pin::default()
+        };
+        assert!(once.take_event() && !once.take_event());
+        let mut every = Pin {
+            event_mode: 1,
+            ..Pin::default()
+        };
+        assert!(every.take_event() && every.take_event());
+        assert!(!Pin::default().take_event());
     }
 
     #[test]

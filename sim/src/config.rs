@@ -3,7 +3,7 @@
 
 use crate::caps::Caps;
 use crate::dma::DmaBacking;
-use mlx5_prm::TimeoutUnit;
+use mlx5_prm::{HcaTsFormatCap, TimeoutUnit};
 use std::time::Duration;
 
 /// When the firmware finishes initializing, i.e. when the `initializing` bit of the
@@ -183,6 +183,11 @@ pub struct Config {
     /// The internal timer's value at power-on, in ticks (0 by default, as after a reset). See
     /// [`Config::with_timer_before_wrap`].
     pub timer_start: u64,
+    /// Whether the adapter lets the SWP L4 checksum mode be `l4_only` (the read-only
+    /// `nv_sw_offload_cap.swp_l4_csum_mode_l4_only` of its non-volatile configuration, which
+    /// Linux reads before it writes that mode). True by default, so that the whole devlink
+    /// `swp_l4_csum_mode` can be exercised; which ConnectX-5 firmware sets it is not public.
+    pub swp_l4_csum_l4_only: bool,
 }
 
 impl Config {
@@ -210,6 +215,16 @@ impl Config {
         Config {
             caps: Caps::connectx5_linux_ethernet(),
             ..Config::linux_probe_only()
+        }
+    }
+
+    /// This configuration with the queues' timestamp formats `formats` (see
+    /// [`Caps::with_ts_formats`]): the knob that turns on real-time CQE timestamps. Every
+    /// profile advertises the free-running format only unless told otherwise.
+    pub fn with_ts_formats(self, formats: HcaTsFormatCap) -> Config {
+        Config {
+            caps: self.caps.with_ts_formats(formats),
+            ..self
         }
     }
 
@@ -241,6 +256,7 @@ impl Default for Config {
             timeouts: None,
             rc_transport: RcTransport::Fabric,
             timer_start: 0,
+            swp_l4_csum_l4_only: true,
         }
     }
 }

@@ -3,8 +3,9 @@
 //! EQ doorbells, arming (which gates only the interrupt, never the write), and detecting
 //! overrun.
 //!
-//! Asynchronous events (page requests, port changes, command completions) go to the EQ that
-//! subscribes to their type in its event bitmask (the lowest-numbered one if several do);
+//! Asynchronous events (page requests, port changes, command completions, PPS events) go to
+//! the EQ that subscribes to their type in its event bitmask (the lowest-numbered one if
+//! several do);
 //! completion events go to the EQ a CQ names, whatever its bitmask. A command's completion is
 //! announced only on an EQ that already took command events when the command was handed to
 //! the device: the CREATE_EQ that creates that EQ, and any command before it, completes by

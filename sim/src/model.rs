@@ -338,7 +338,7 @@ impl Model {
             registers: RegisterState {
                 host_endianness: [0; 16],
                 timeouts: config.timeouts,
-                nv: Default::default(),
+                nv: crate::exec::nv_reg::NvStore::new(config),
             },
             unimplemented: Unimplemented::default(),
             fast_teardown_prepared: false,

@@ -234,6 +234,10 @@ syndromes! {
     QP_BAD_PORT = 0x5e0a_0011;
     /// rq_type names a shared or cyclic receive queue, which the model does not have (BAD_PARAM).
     QP_BAD_RQ_TYPE = 0x5e0a_0012;
+    /// CREATE_QP with a ts_format the device does not offer for QPs (the RoCE page's
+    /// qp_ts_format, or sq_ts_format without RoCE): REAL_TIME without real time, FREE_RUNNING
+    /// with real time only, or an undefined value (BAD_PARAM).
+    QP_BAD_TS_FORMAT = 0x5e0a_0013;
 
     // ---- 0xb: Ethernet send and receive queues ----
     /// CREATE_SQ beyond 2^log_max_sq (LIM).
@@ -299,6 +303,12 @@ syndromes! {
     RQ_BAD_BITMASK = 0x5e0b_001f;
     /// CREATE_SQ tis_lst_sz other than 0 or 1 (BAD_PARAM).
     SQ_BAD_TIS_LIST = 0x5e0b_0020;
+    /// CREATE_SQ with a ts_format sq_ts_format does not offer: REAL_TIME without real time,
+    /// FREE_RUNNING with real time only, or an undefined value (BAD_PARAM).
+    SQ_BAD_TS_FORMAT = 0x5e0b_0021;
+    /// CREATE_RQ with a ts_format rq_ts_format does not offer: REAL_TIME without real time,
+    /// FREE_RUNNING with real time only, or an undefined value (BAD_PARAM).
+    RQ_BAD_TS_FORMAT = 0x5e0b_0022;
 
     // ---- 0xc: TIS, TIR, RQT ----
     /// CREATE_TIS beyond 2^log_max_tis (LIM).
@@ -441,7 +451,7 @@ syndromes! {
     /// cqe_compression (BAD_PARAM).
     NV_BAD_VALUE = 0x5e05_0105;
 
-    // ---- 5, continued at 0x200: the clock (MTUTC, MTPPS) ----
+    // ---- 5, continued at 0x200: the clock (MTUTC, MTPPS, MTPPSE) ----
     /// MTUTC write with an operation other than SET_TIME_IMMEDIATE, ADJUST_TIME or ADJUST_FREQ_UTC (BAD_PARAM).
     MTUTC_BAD_OPERATION = 0x5e05_0201;
     /// MTUTC SET_TIME_IMMEDIATE with utc_nsec of 10^9 or more (BAD_PARAM).
@@ -460,6 +470,11 @@ syndromes! {
     MTPPS_BAD_PIN_MODE = 0x5e05_0208;
     /// MTPPS write of a pattern other than 0 or 1 (BAD_PARAM).
     MTPPS_BAD_PATTERN = 0x5e05_0209;
+    /// MTPPSE for a pin at or past cap_number_of_pps_pins (BAD_PARAM).
+    MTPPSE_BAD_PIN = 0x5e05_020a;
+    /// MTPPSE write of an event_generation_mode other than disable, repetitive or once till
+    /// armed (BAD_PARAM).
+    MTPPSE_BAD_MODE = 0x5e05_020b;
 }
 
 /// The name and description of a syndrome this model reports.

@@ -66,9 +66,11 @@ fn the_clock_registers_follow_the_profile() {
         let features = m.mng_feature_cap_mask();
         let f = features.enhanced_features();
         assert_eq!(m.mng_access_reg_cap_mask().access_regs().mtutc(), has);
-        // MTPPS, 0x9053, is bit 15 of the range field of registers 84..68.
-        let mtpps_bit = m.mng_access_reg_cap_mask().access_regs().regs_84_to_68() >> 15;
-        assert_eq!(mtpps_bit == 1, has);
+        // MTPPS, 0x9053, is bit 15 of the range field of registers 84..68; MTPPSE, 0x9054,
+        // bit 16.
+        let range = m.mng_access_reg_cap_mask().access_regs().regs_84_to_68();
+        assert_eq!(range >> 15 & 1 == 1, has);
+        assert_eq!(range >> 16 & 1 == 1, has);
         assert_eq!(
             (f.ptpcyc2realtime_modify(), f.mtutc_freq_adj_units()),
             (has, has)

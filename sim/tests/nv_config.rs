@@ -2,13 +2,18 @@
 //! a driver (Linux's nv_param.c, mlxconfig) reaches them: a value written is the next value
 //! until a reset makes it current; both resets (the host's function reset and the firmware
 //! reset a driver asks for through the NIC interface bits) apply it, inline and threaded; a
-//! new device starts from the defaults; refusals carry their own syndromes.
+//! new device starts from the defaults; refusals carry their own syndromes. The SWP L4
+//! checksum mode (nv_sw_accelerate_conf) survives resets the same way, and `l4_only` is
+//! accepted only when the read-only nv_sw_offload_cap says so, which the device's
+//! configuration decides.
 
 mod common;
 
 use common::{Host, Reply};
 use mlx5_prm::rt::{Command, View};
-use mlx5_prm::{cmd, AccessRegisterId, CmdStatus, MnvdaReg, MnvqcReg, NvAccessMode};
+use mlx5_prm::{
+    cmd, AccessRegisterId, CmdStatus, MnvdaReg, MnvqcReg, NvAccessMode, NvSwpL4CsumMode,
+};
 use mlx5_sim::{syndrome as syn, Config, Mode};
 
 const BAD_PARAM: u8 = CmdStatus::BadParamErr as u8;
@@ -163,4 +168,94 @@ fn refusals_name_their_check() {
     assert!(q.support_rd() && q.support_wr());
     // Nothing refused changed anything.
     assert_eq!(sriov(&host, NvAccessMode::Next), (false, 0));
+}
+
+/// nv_sw_accelerate_conf's and nv_sw_offload_cap's type words and data lengths.
+const SW_ACCELERATE_CONF: (u32, u16) = (0x11d, 0x8);
+const SW_OFFLOAD_CAP: (u32, u16) = (0x10b, 0x4);
+
+/// The SWP L4 checksum mode of copy `mode`.
+fn csum_mode(host: &Host, mode: NvAccessMode) -> u8 {
+    let r = mnvda(host, false, SW_ACCELERATE_CONF, mode, &[]).ok();
+    let img = MnvdaReg::new_unchecked(&r.out[0x10..]);
+    let d = img.configuration_item_data();
+    let raw = d.sw_accelerate_conf().swp_l4_csum_mode_raw();
+    raw
+}
+
+/// nv_sw_offload_cap.swp_l4_csum_mode_l4_only.
+fn l4_only_cap(host: &Host) -> bool {
+    let r = mnvda(host, false, SW_OFFLOAD_CAP, NvAccessMode::Current, &[]).ok();
+    let img = MnvdaReg::new_unchecked(&r.out[0x10..]);
+    let d = img.configuration_item_data();
+    let cap = d.sw_offload_cap().swp_l4_csum_mode_l4_only();
+    cap
+}
+
+#[test]
+fn the_swp_l4_checksum_mode_survives_resets_and_follows_its_capability() {
+    let (full, l4) = (
+        NvSwpL4CsumMode::FullCsum.raw(),
+        NvSwpL4CsumMode::L4Only.raw(),
+    );
+    for mode in [Mode::Inline, Mode::Threaded] {
+        let host = Host::new(Config {
+            mode,
+            ..Config::default()
+        });
+        host.simple::<cmd::EnableHca>(0).ok();
+        assert!(l4_only_cap(&host), "supported by default");
+        assert_eq!(csum_mode(&host, NvAccessMode::Current), 0, "default");
+        // l4_only is the top bits of the item's first byte: 0b10 << 6.
+        mnvda(
+            &host,
+            true,
+            SW_ACCELERATE_CONF,
+            NvAccessMode::Next,
+            &[l4 << 6],
+        )
+        .ok();
+        assert_eq!(csum_mode(&host, NvAccessMode::Next), l4);
+        assert_eq!(csum_mode(&host, NvAccessMode::Current), 0);
+        host.dev.reset();
+        restart(&host);
+        assert_eq!(csum_mode(&host, NvAccessMode::Current), l4, "{mode:?}");
+        assert_eq!(csum_mode(&host, NvAccessMode::Default), 0);
+        // The reserved value; the read-only capability.
+        mnvda(
+            &host,
+            true,
+            SW_ACCELERATE_CONF,
+            NvAccessMode::Next,
+            &[3 << 6],
+        )
+        .fails(BAD_PARAM, syn::NV_BAD_VALUE);
+        mnvda(&host, true, SW_OFFLOAD_CAP, NvAccessMode::Next, &[])
+            .fails(BAD_PARAM, syn::NV_READ_ONLY_ITEM);
+    }
+    // An adapter without l4_only.
+    let host = Host::new(Config {
+        swp_l4_csum_l4_only: false,
+        ..Config::default()
+    });
+    host.simple::<cmd::EnableHca>(0).ok();
+    assert!(!l4_only_cap(&host));
+    mnvda(
+        &host,
+        true,
+        SW_ACCELERATE_CONF,
+        NvAccessMode::Next,
+        &[l4 << 6],
+    )
+    .fails(BAD_PARAM, syn::NV_BAD_VALUE);
+    assert_eq!(csum_mode(&host, NvAccessMode::Next), 0, "nothing stored");
+    mnvda(
+        &host,
+        true,
+        SW_ACCELERATE_CONF,
+        NvAccessMode::Next,
+        &[full << 6],
+    )
+    .ok();
+    assert_eq!(csum_mode(&host, NvAccessMode::Next), full);
 }

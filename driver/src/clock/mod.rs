@@ -2,8 +2,8 @@
 //!
 //! The device has a free-running 64-bit counter, the **internal timer** of the
 //! initialization segment (0x1000), ticking at the general capability
-//! `device_frequency_khz`; every CQE timestamp is a value of it (the queues this driver makes
-//! use the free-running format). Nothing adjusts that counter. Time is kept in software on
+//! `device_frequency_khz`; a CQE timestamp of a queue in the free-running format is a value
+//! of it. Nothing adjusts that counter. Time is kept in software on
 //! top of it: a [`Timecounter`] over its low 41 bits (Linux's mask) extends it to 64-bit
 //! nanoseconds, converts CQE timestamps ([`Clock::cqe_time`]), and takes the PTP
 //! adjustments: a frequency offset changes its multiplier, a phase step its offset.
@@ -14,8 +14,14 @@
 //! reports `mtutc_freq_adj_units`, else in ppb), ADJUST_TIME for a step within the device's
 //! range (±32767 ns, or ±200 µs with `mtutc_time_adjustment_extended_range`), otherwise
 //! SET_TIME_IMMEDIATE to the UTC clock's time plus the step. [`Clock`] does the same, and a
-//! refused MTUTC leaves the software time untouched. The pulse-per-second pins (MTPPS) are in
-//! [`pps`](Clock::pps).
+//! refused MTUTC leaves the software time untouched.
+//!
+//! When the device offers the **real-time format** to its queues, the driver's queues use it
+//! (as Linux's mlx5e does, [`format`](mod@format)): their CQEs carry the UTC clock, seconds and
+//! nanoseconds, and the clock's time is that UTC clock (Linux's real-time mode: its PHC reads
+//! the segment's real_time words). [`Clock::format`] says which format is in force,
+//! [`Clock::cqe_time`] converts a timestamp of either. The pulse-per-second pins (MTPPS) are in
+//! [`pps`](Clock::pps), their events (MTPPSE, PPS EQEs) in [`pps_events`](Clock::pps_event).
 //!
 //! ```
 //! # #[cfg(feature = "sim")] {
@@ -32,10 +38,14 @@
 //! # }
 //! ```
 
+pub mod format;
 mod pps;
+mod pps_events;
 mod timecounter;
 
+pub use format::{real_time_to_ns, OfferedFormats, TimestampFormat};
 pub use pps::{PinMode, PpsConfig, PpsPin, PpsPins};
+pub use pps_events::{PpsEvent, PpsEventMode, PpsEvents};
 pub use timecounter::{CycleCounter, CycleSource, Timecounter};
 
 use crate::backend::{Backend, Regs};
@@ -83,12 +93,6 @@ pub fn read_real_time<B: Backend>(hca: &Hca<B>) -> u64 {
     real_time_to_ns((u64::from(h1) << 32) | u64::from(l))
 }
 
-/// Nanoseconds of a real-time value (seconds in the high word, nanoseconds in the low): the
-/// UTC clock's words, or a CQE timestamp of a queue in the real-time format.
-pub fn real_time_to_ns(raw: u64) -> u64 {
-    (raw >> 32) * NS_PER_SEC + (raw & 0xffff_ffff)
-}
-
 fn seg<B: Backend>(hca: &Hca<B>) -> InitialSeg<MmioBytes<Regs<'_, B::Mmio>>> {
     InitialSeg::new_unchecked(MmioBytes::new(Regs(hca.backend().mmio()), InitialSeg::SIZE))
 }
@@ -119,6 +123,10 @@ pub struct ClockCaps {
     /// The queues can stamp completions with the UTC clock (sq_ts_format or rq_ts_format
     /// offers real time: Linux's real-time mode, in which its PHC is the UTC clock).
     pub real_time_queues: bool,
+    /// The formats SQs can stamp in (sq_ts_format).
+    pub sq_formats: OfferedFormats,
+    /// The formats RQs can stamp in (rq_ts_format).
+    pub rq_formats: OfferedFormats,
     /// The largest frequency offset in ppb (2^log_max_freq_adjustment from MTUTC, else
     /// [`DEFAULT_MAX_ADJ_PPB`]).
     pub max_adj_ppb: u32,
@@ -168,6 +176,8 @@ pub enum FreqAdjust {
 pub struct ClockReport {
     /// What the device offers.
     pub caps: ClockCaps,
+    /// The timestamp format in force (the driver's queues use it; [`Clock::format`]).
+    pub format: TimestampFormat,
     /// The internal timer (all 64 bits).
     pub raw: u64,
     /// The timecounter's time, in ns (since the Unix epoch, as Linux starts it).
@@ -192,6 +202,7 @@ pub struct ClockReport {
 pub struct Clock<'h, B: Backend> {
     hca: &'h Hca<B>,
     caps: ClockCaps,
+    format: TimestampFormat,
     tc: Mutex<Timecounter<InternalTimer<'h, B>>>,
 }
 
@@ -199,6 +210,8 @@ impl<'h, B: Backend> Clock<'h, B> {
     /// Learns the clock's capabilities (general capabilities, MCAM when the device has it,
     /// MTUTC when MCAM lists it) and starts a timecounter at the host's wall-clock time, as
     /// Linux does. Refused when the device reports no frequency (Linux then has no clock).
+    /// The timestamp format in force is the one the driver's queues take by default
+    /// ([`TimestampFormat::preferred`]); [`Clock::with_format`] changes it.
     pub fn new(hca: &'h Hca<B>) -> Result<Clock<'h, B>> {
         let caps = clock_caps(hca)?;
         let cc = CycleCounter::new(caps.frequency_khz, MASK_BITS)?;
@@ -209,8 +222,22 @@ impl<'h, B: Backend> Clock<'h, B> {
         Ok(Clock {
             hca,
             caps,
+            format: TimestampFormat::preferred(&hca.info().caps()),
             tc: Mutex::new(Timecounter::new(InternalTimer(hca), cc, start)),
         })
+    }
+
+    /// This clock with timestamp format `format` in force: for queues made with that format
+    /// ([`EthQueues::create_with_format`](crate::eth::EthQueues::create_with_format),
+    /// [`Qp::create_with_format`](crate::qp::Qp::create_with_format)).
+    pub fn with_format(self, format: TimestampFormat) -> Clock<'h, B> {
+        Clock { format, ..self }
+    }
+
+    /// The timestamp format in force: what [`Clock::cqe_time`] converts and what
+    /// [`Clock::now`] reads.
+    pub fn format(&self) -> TimestampFormat {
+        self.format
     }
 
     /// The HCA.
@@ -228,10 +255,14 @@ impl<'h, B: Backend> Clock<'h, B> {
         self.tc.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The time now, in ns: reads the timer (call it at least once per wrap period, a few
-    /// hours, for the time to stay monotonic).
+    /// The time now, in ns: in the free-running format the timecounter's time (it reads the
+    /// timer: call it at least once per wrap period, a few hours, for the time to stay
+    /// monotonic); in the real-time format the UTC clock, as Linux's PHC reads it then.
     pub fn now(&self) -> u64 {
-        self.timecounter().read()
+        match self.format {
+            TimestampFormat::FreeRunning => self.timecounter().read(),
+            TimestampFormat::RealTime => self.real_time(),
+        }
     }
 
     /// The internal timer now (all 64 bits).
@@ -239,10 +270,20 @@ impl<'h, B: Backend> Clock<'h, B> {
         read_internal_timer(self.hca)
     }
 
-    /// The time of a CQE timestamp (a value of the internal timer taken within half a wrap
-    /// of the last [`Clock::now`]), in ns.
+    /// The time of a CQE timestamp of a queue in the format in force, in ns: see
+    /// [`Clock::cqe_time_in`].
     pub fn cqe_time(&self, timestamp: u64) -> u64 {
-        self.timecounter().cyc2time(timestamp)
+        self.cqe_time_in(self.format, timestamp)
+    }
+
+    /// The time of a CQE (or PPS event) timestamp in `format`, in ns: free running, a value
+    /// of the internal timer taken within half a wrap of the timecounter's last reading,
+    /// through the timecounter; real time, seconds × 10^9 + nanoseconds.
+    pub fn cqe_time_in(&self, format: TimestampFormat, timestamp: u64) -> u64 {
+        match format {
+            TimestampFormat::FreeRunning => self.timecounter().cyc2time(timestamp),
+            TimestampFormat::RealTime => real_time_to_ns(timestamp),
+        }
     }
 
     /// The UTC clock in ns.
@@ -368,6 +409,7 @@ impl<'h, B: Backend> Clock<'h, B> {
         let utc = self.steers_utc() || self.caps.real_time_queues;
         Ok(ClockReport {
             caps: self.caps,
+            format: self.format,
             raw,
             time_ns,
             mask_bits: cc.mask_bits(),
@@ -408,6 +450,8 @@ fn clock_caps<B: Backend>(hca: &Hca<B>) -> Result<ClockCaps> {
         )
     };
     let mut caps = ClockCaps {
+        sq_formats: OfferedFormats::from_raw(g.sq_ts_format_raw()),
+        rq_formats: OfferedFormats::from_raw(g.rq_ts_format_raw()),
         frequency_khz,
         mtutc: false,
         modify_real_time: false,

@@ -44,6 +44,9 @@ pub struct PpsPin {
     /// Outputs: when the next pulse is due (internal timer ticks, or UTC seconds and
     /// nanoseconds in real-time mode).
     pub time_stamp: u64,
+    /// Whether its pulses raise events (MTPPSE); `None` when the device does not answer
+    /// MTPPSE.
+    pub events: Option<super::PpsEvents>,
 }
 
 /// The pins of the device.
@@ -102,14 +105,23 @@ fn pin_of(r: &MtppsReg<Vec<u8>>) -> PpsPin {
         },
         pattern: r.pattern(),
         time_stamp: r.time_stamp(),
+        events: None,
     }
 }
 
 impl<B: Backend> Clock<'_, B> {
-    /// One pin (MTPPS read for it).
+    /// One pin (MTPPS read for it, and MTPPSE for its events).
     pub fn pps_pin(&self, pin: u8) -> Result<PpsPin> {
         let r = self.hca.read_reg::<Mtpps>(|r| r.set_pin(pin))?;
-        Ok(pin_of(&r))
+        Ok(self.with_events(pin_of(&r)))
+    }
+
+    /// `p` with its event configuration, if the device answers MTPPSE for it.
+    fn with_events(&self, p: PpsPin) -> PpsPin {
+        PpsPin {
+            events: self.pps_events(p.pin).ok(),
+            ..p
+        }
     }
 
     /// Every pin: the capabilities from pin 0's answer, then each pin's configuration.
@@ -120,7 +132,7 @@ impl<B: Backend> Clock<'_, B> {
         let mut pins = Vec::with_capacity(n.into());
         for pin in 0..n {
             pins.push(if pin == 0 {
-                pin_of(&first)
+                self.with_events(pin_of(&first))
             } else {
                 self.pps_pin(pin)?
             });
@@ -133,7 +145,7 @@ impl<B: Backend> Clock<'_, B> {
     }
 
     /// Changes pin `pin` as `config` says (MTPPS write), and returns it as the device then
-    /// reports it.
+    /// reports it (with its events, MTPPSE, as [`Clock::pps_pin`] reads them).
     pub fn configure_pps_pin(&self, pin: u8, config: &PpsConfig) -> Result<PpsPin> {
         if let Some(p) = config.pattern.filter(|&p| p > 0xf) {
             return Err(Error::InvalidArgument {
@@ -162,6 +174,6 @@ impl<B: Backend> Clock<'_, B> {
             }
             r.set_field_select(select as u32);
         })?;
-        Ok(pin_of(&r))
+        Ok(self.with_events(pin_of(&r)))
     }
 }

@@ -55,6 +55,7 @@ mod wqe;
 pub use pool::{Packet, Pool};
 
 use crate::backend::Backend;
+use crate::clock::TimestampFormat;
 use crate::error::{Error, Result};
 use crate::hca::{Claim, Hca};
 use crate::undo::Undo;
@@ -120,6 +121,8 @@ pub struct EthQueues<'p, B: Backend> {
     counters: EthCounters,
     /// What the queues were made with (to make them again: [`EthQueues::recover`]).
     config: EthConfig,
+    /// The format of their CQE timestamps.
+    format: TimestampFormat,
     /// The HCA's NIC receive root table, held until the objects above are destroyed (fields
     /// drop after [`Drop::drop`], in order: this one last).
     _rx_root: Claim<'p>,
@@ -177,6 +180,13 @@ impl<'p, B: Backend> EthQueues<'p, B> {
         self.counters
     }
 
+    /// The format of the queues' CQE timestamps (what
+    /// [`rx_batch_timestamped`](Self::rx_batch_timestamped) hands out): convert them with
+    /// [`Clock::cqe_time_in`](crate::clock::Clock::cqe_time_in).
+    pub fn ts_format(&self) -> TimestampFormat {
+        self.format
+    }
+
     /// Destroys the device objects (see the module docs) and, if that succeeded, gives the
     /// buffers still in the rings back to the pool. Returns the first failure.
     fn teardown(&mut self) -> Result<()> {
@@ -213,13 +223,14 @@ impl<'p, B: Backend> EthQueues<'p, B> {
     /// learnt. Destroys the queues, which gives every buffer still in their rings back to the
     /// pool (the frames sent stay sent; the frames received with no completion are lost, and
     /// the device counts them as dropped), and creates them again with the same
-    /// configuration. The counters carry on from where they were. If the destroy fails, the
+    /// configuration and timestamp format. The counters carry on from where they were. If the destroy fails, the
     /// queues' memory stays in quarantine (see [`destroy`](Self::destroy)) and its error is
     /// returned.
     pub fn recover(self) -> Result<EthQueues<'p, B>> {
         let (pool, config, counters) = (self.pool, self.config.clone(), self.counters);
+        let format = self.format;
         self.destroy()?;
-        let mut q = EthQueues::create(pool, &config)?;
+        let mut q = EthQueues::create_with_format(pool, &config, format)?;
         q.counters = counters;
         Ok(q)
     }

@@ -68,9 +68,12 @@ impl<'p, B: Backend> EthQueues<'p, B> {
     }
 
     /// As [`EthQueues::rx_batch`], and each packet's timestamp appended to `stamps`, in the
-    /// order of `out`: the device clock's raw value when the packet's CQE was written (the
-    /// internal timer; convert it with
-    /// [`Clock::cqe_time`](crate::clock::Clock::cqe_time)). A call of its own, so that
+    /// order of `out`: the device clock's raw value when the packet's CQE was written, in the
+    /// queues' format ([`EthQueues::ts_format`]: internal timer ticks, or real-time seconds
+    /// and nanoseconds; convert it with
+    /// [`Clock::cqe_time_in`](crate::clock::Clock::cqe_time_in), or
+    /// [`Clock::cqe_time`](crate::clock::Clock::cqe_time) when the clock's format is the
+    /// queues'). A call of its own, so that
     /// [`EthQueues::rx_batch`] reads no more of each CQE than it did.
     #[inline(never)]
     pub fn rx_batch_timestamped(

@@ -10,6 +10,7 @@ use super::tx::Tx;
 use super::wqe::*;
 use super::{EthConfig, EthCounters, EthQueues};
 use crate::backend::{Backend, DmaAlloc, DmaBuf};
+use crate::clock::TimestampFormat;
 use crate::cq::Cq;
 use crate::doorbell::{SendDoorbell, WQEBB};
 use crate::error::{Error, Result};
@@ -76,7 +77,23 @@ impl<'p, B: Backend> EthQueues<'p, B> {
     /// The NIC has one receive root flow table, so an HCA has one set of queues at a time:
     /// while one lives, another `create` on the same HCA (from any pool) is refused with
     /// [`Error::Claimed`] before anything reaches the device.
+    ///
+    /// The SQ and RQ stamp their completions in the format the driver prefers on this device
+    /// ([`TimestampFormat::preferred`]: real time when the device offers it, as Linux's
+    /// mlx5e); [`EthQueues::create_with_format`] picks another.
     pub fn create(pool: &'p Pool<'p, B>, config: &EthConfig) -> Result<EthQueues<'p, B>> {
+        let format = TimestampFormat::preferred(&pool.hca().info().caps());
+        EthQueues::create_with_format(pool, config, format)
+    }
+
+    /// As [`EthQueues::create`], with the SQ's and RQ's completions stamped in `format`
+    /// (their contexts' ts_format). A format the device does not offer is refused by the
+    /// device (its BAD_PARAM comes back as [`Error::Command`]).
+    pub fn create_with_format(
+        pool: &'p Pool<'p, B>,
+        config: &EthConfig,
+        format: TimestampFormat,
+    ) -> Result<EthQueues<'p, B>> {
         check(config)?;
         let hca = pool.hca();
         // One set of steered queues per HCA: the NIC has one receive root table.
@@ -116,6 +133,7 @@ impl<'p, B: Backend> EthQueues<'p, B> {
             .run_extra::<CreateSq>(0, sq_pages.len() * PAS, 0, |i| {
                 let mut c = i.ctx_mut();
                 c.set_state(SqState::Rst);
+                c.set_ts_format(format.ts_format());
                 c.try_set_cqn(tx_cqn)?;
                 c.set_flush_in_error_en(true);
                 c.set_tis_lst_sz(1);
@@ -150,6 +168,7 @@ impl<'p, B: Backend> EthQueues<'p, B> {
                 let mut c = i.ctx_mut();
                 c.set_state(RqState::Rst);
                 c.set_mem_rq_type(RqMemType::MemoryRqInline);
+                c.set_ts_format(format.ts_format());
                 c.try_set_cqn(rx_cqn)?;
                 let mut w = c.wq_mut();
                 w.set_wq_type(WqType::Cyclic);
@@ -265,6 +284,7 @@ impl<'p, B: Backend> EthQueues<'p, B> {
             tirn,
             counters: EthCounters::default(),
             config: config.clone(),
+            format,
             _rx_root: rx_root,
         };
         q.prefill(config.signal_every);

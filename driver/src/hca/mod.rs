@@ -325,18 +325,17 @@ impl<B: Backend> Hca<B> {
         }
 
         let cmdq = ctl.cmdq(CreateEq::NAME, CreateEq::OPCODE)?;
-        let eq = EventQueue::create(
-            be,
-            cmdq,
-            self.info.uar,
-            config.eq_log_size,
-            &[
-                EventType::PageRequest,
-                EventType::PortChange,
-                EventType::CqError,
-                EventType::Cmd,
-            ],
-        )?;
+        let mut events = vec![
+            EventType::PageRequest,
+            EventType::PortChange,
+            EventType::CqError,
+            EventType::Cmd,
+        ];
+        // PPS events when the device has PPS pins, as Linux subscribes to them.
+        if self.info.caps().pps() {
+            events.push(EventType::PpsEvent);
+        }
+        let eq = EventQueue::create(be, cmdq, self.info.uar, config.eq_log_size, &events)?;
         self.info.eqn = eq.eqn();
         ctl.eq = Some(eq);
 

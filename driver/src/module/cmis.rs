@@ -106,7 +106,17 @@ pub(super) fn read(
         };
         let mut lane_pages = Vec::with_capacity(usize::from(banks));
         for bank in 0..banks {
-            lane_pages.push(read_half(r, I2C_A0, bank, 0x11, Half::Upper)?);
+            match read_half(r, I2C_A0, bank, 0x11, Half::Upper) {
+                // A reader without banks (MCIA): the lanes of bank 0 are all it can give.
+                Err(ModuleError::BankUnsupported { at }) if bank > 0 => {
+                    log::warn!(
+                        "CMIS module advertises {banks} banks of lane pages; {at} cannot be \
+                         read, so only the lanes of bank 0 are reported"
+                    );
+                    break;
+                }
+                page => lane_pages.push(page?),
+            }
         }
         lengths.extend(fibre_lengths(&p01));
         if !copper {

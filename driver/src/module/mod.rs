@@ -7,6 +7,16 @@
 //! then only the pages that identifier's standard defines, at most nine reads of at most 128
 //! bytes each, every one inside the 256-byte window.
 //!
+//! **Banks.** CMIS modules with more than eight lanes keep the lane pages (11h) of lanes 9
+//! and up in banks 1 to 3. MCIA cannot address them: the register has no bank field (neither
+//! the PRM layout in the spec nor the kernel's `mlx5_ifc_mcia_reg_bits` has one), so the MCIA
+//! reader ([`McIaReader`](crate::port::McIaReader)) refuses any bank but 0 with
+//! [`ModuleError::BankUnsupported`] rather than return bank 0's bytes as another bank's.
+//! (Linux's `ethtool -m` path hands the bank it is asked for to
+//! `mlx5_query_module_eeprom_by_page`, which never puts it in the register: it reads bank 0
+//! whatever the bank.) The CMIS decoder then reports the lanes of bank 0 only (lanes 1 to 8)
+//! and logs a warning; an [`EepromImage`] holds every bank, so a dump decodes them all.
+//!
 //! The EEPROM belongs to a device the driver does not trust: the decoders never index
 //! without a bounds check, do no arithmetic that can overflow, allocate nothing sized by a
 //! device value, and turn any byte pattern into either a [`Module`] or a [`ModuleError`].
@@ -142,6 +152,18 @@ pub enum ModuleError {
         stored: u8,
         /// The low byte of the sum of the covered bytes.
         computed: u8,
+    },
+    /// The read names a CMIS bank other than 0, which the reader cannot address: MCIA (as
+    /// the PRM and the kernel's `mlx5_ifc.h` lay it out) has I2C address, page and offset
+    /// fields but no bank field, so asking it for bank 1 would return bank 0's bytes.
+    #[error(
+        "module EEPROM read at {at}: bank {bank} cannot be addressed (MCIA has no bank field; \
+         only bank 0 can be read)",
+        bank = at.bank
+    )]
+    BankUnsupported {
+        /// The read.
+        at: EepromAddr,
     },
     /// The identifier byte names a module type this decoder does not handle.
     #[error("module identifier 0x{0:02x} ({name}) has no decoder", name = codes::identifier_name(*.0))]

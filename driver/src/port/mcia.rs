@@ -1,5 +1,7 @@
 //! MCIA: the module EEPROM of a cage, read in pieces of at most [`MCIA_MAX_BYTES`] inside one
-//! 256-byte page window, as the [`EepromReader`] the module decoders take.
+//! 256-byte page window, as the [`EepromReader`] the module decoders take. Bank 0 only: the
+//! register has no bank field, so a read of another CMIS bank is refused with
+//! [`ModuleError::BankUnsupported`] (see [`crate::module`], "Banks").
 
 use crate::backend::Backend;
 use crate::module::{EepromAddr, EepromReader, ModuleError};
@@ -49,13 +51,7 @@ impl<B: Backend> EepromReader for McIaReader<'_, B> {
         if at.bank != 0 {
             // The spec's mcia_reg (as the kernel's) has no bank number: reading bank 0
             // instead would return another bank's bytes as if they were asked for.
-            return Err(ModuleError::Read {
-                at,
-                source: Box::new(crate::Error::InvalidArgument {
-                    what: "MCIA read",
-                    why: "CMIS banks other than 0 need a bank number, which MCIA lacks".into(),
-                }),
-            });
+            return Err(ModuleError::BankUnsupported { at });
         }
         for (i, chunk) in buf.chunks_mut(MCIA_MAX_BYTES).enumerate() {
             let offset = start + i * MCIA_MAX_BYTES;

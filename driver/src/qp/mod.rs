@@ -12,8 +12,9 @@
 //!
 //! A QP reports to CQs of its own HCA (another's is refused with [`Error::ForeignResource`])
 //! and keeps them alive; work requests ([`post`]) move their regions into the QP until their
-//! completion comes back through [`Qp::complete`]. Sends are posted in RTS, receives in INIT,
-//! RTR and RTS.
+//! completion comes back through [`Qp::complete`] (or [`Qp::complete_with`], which allocates
+//! nothing). Sends are posted in RTS, one at a time or a batch per doorbell
+//! ([`Qp::post_sends`], [`Qp::post_batch`]); receives in INIT, RTR and RTS.
 //!
 //! Dropping a QP destroys it; regions still posted are dropped with it. If the destroy fails
 //! the device may still use the queue, its CQs and the posted regions: all of their memory
@@ -49,8 +50,10 @@
 //! # }
 //! ```
 
+mod complete;
 pub mod post;
 pub mod typestate;
+mod wqe;
 
 pub use mlx5_prm::qp_machine::{
     ErrState, Init, Init2init, Init2initOptional, Init2rtr, Init2rtrOptional, Machine, Rst,
@@ -63,15 +66,17 @@ pub use post::{
 pub use typestate::{rmac_fields, NotMoved};
 
 use crate::backend::{Backend, DmaAlloc};
+use crate::clock::TimestampFormat;
 use crate::cq::{Completion, Cq, Shared};
-use crate::doorbell::SendDoorbell;
+use crate::doorbell::{SendDoorbell, WQEBB};
 use crate::error::{Error, Result};
 use crate::hca::Hca;
 use crate::mr::Region;
+use crate::ring::Ring;
 use crate::undo::{Kind, Object};
 use mlx5_prm::cmd::*;
 use mlx5_prm::rt::{Command, View};
-use mlx5_prm::{CqeOpcode, CreateQpOut, QpPmState, QpRqType, QpServiceType};
+use mlx5_prm::{CreateQpOut, QpPmState, QpRqType, QpServiceType};
 use std::collections::VecDeque;
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -101,28 +106,43 @@ struct Inner<'h, B: Backend> {
     object: Object<'h, B>,
     qpn: u32,
     config: QpConfig,
+    /// The format of its CQE timestamps (send and receive).
+    format: TimestampFormat,
     work: Work<'h, B>,
     send_cq: Arc<Shared<'h, B>>,
     recv_cq: Arc<Shared<'h, B>>,
 }
 
-/// The rings' producer counters and the work requests the device holds.
+/// The rings' counters and the work requests the device holds: everything posting needs,
+/// computed once at creation so that a post reads it instead of deriving it (the send queue's
+/// place in the buffer, its doorbell record).
 struct Work<'h, B: Backend> {
     /// The send doorbell (UAR page, next BlueFlame half).
     doorbell: SendDoorbell,
-    /// Send WQEBBs posted (wraps at 16 bits in the doorbell record).
+    /// Word access to the send queue: the QP buffer's WQEBBs after the receive queue (the
+    /// memory is `object`'s, which the QP holds as long as this).
+    wqes: Ring<WQEBB>,
+    /// Word access to the doorbell record (likewise).
+    record: Ring<8>,
+    /// Send WQEBBs posted and completed (free-running; the doorbell record and the WQE index
+    /// take their low 16 bits). Every request this driver posts is one WQEBB, so these also
+    /// count requests, and `sq_pi - sq_ci` is the number outstanding.
     sq_pi: u32,
+    sq_ci: u32,
     /// Receive WQEs posted.
     rq_pi: u32,
     /// Copy single-WQEBB requests whole into the BlueFlame register (saves the device a read).
     blueflame: bool,
-    sends: VecDeque<PostedSend<'h, B>>,
+    /// The outstanding sends by slot (`counter & mask`, as the WQEs): a posted request's
+    /// identifier and region wait in the slot of its WQE until the completion that covers it.
+    /// Slots outside `sq_ci..sq_pi` hold no region.
+    sends: Box<[PostedSend<'h, B>]>,
     recvs: VecDeque<PostedRecv<'h, B>>,
 }
 
+/// What a send slot holds while its request is outstanding.
 struct PostedSend<'h, B: Backend> {
     id: u64,
-    wqe_index: u16,
     region: Option<Region<'h, B>>,
 }
 
@@ -150,7 +170,7 @@ impl<B: Backend> Inner<'_, B> {
         if r.is_err() {
             self.send_cq.taint();
             self.recv_cq.taint();
-            for s in &self.work.sends {
+            for s in self.work.sends.iter() {
                 if let Some(region) = &s.region {
                     region.taint();
                 }
@@ -187,6 +207,12 @@ impl<'h, B: Backend, S> Qp<'h, B, S> {
         &self.inner.config
     }
 
+    /// The format of the QP's CQE timestamps, send and receive: convert them with
+    /// [`Clock::cqe_time_in`](crate::clock::Clock::cqe_time_in).
+    pub fn ts_format(&self) -> TimestampFormat {
+        self.inner.format
+    }
+
     fn into_state<T>(self) -> Qp<'h, B, T> {
         Qp {
             inner: self.inner,
@@ -194,80 +220,10 @@ impl<'h, B: Backend, S> Qp<'h, B, S> {
         }
     }
 
+    /// Bytes of the receive queue, at the start of the buffer (the send queue follows).
+    #[cfg(all(test, feature = "sim"))]
     fn rq_bytes(&self) -> usize {
-        (1usize << self.inner.config.log_rq_size) * (16usize << self.inner.config.log_rq_stride)
-    }
-
-    /// Hands a completion of this QP to it: returns the finished work requests (a signaled
-    /// send also finishes the unsignaled ones posted before it) with their buffers. Values the
-    /// device wrote are checked: a completion for a WQE the QP does not have outstanding is an
-    /// error, not a guess.
-    pub fn complete(&mut self, c: Completion) -> Result<Vec<Done<'h, B>>> {
-        if c.qpn != self.inner.qpn {
-            return Err(Error::InvalidArgument {
-                what: "complete",
-                why: format!(
-                    "completion for QP 0x{:x} handed to QP 0x{:x}",
-                    c.qpn, self.inner.qpn
-                ),
-            });
-        }
-        let requester = c.opcode == CqeOpcode::Req.raw() || c.opcode == CqeOpcode::ReqErr.raw();
-        if requester {
-            let Some(pos) = self
-                .inner
-                .work
-                .sends
-                .iter()
-                .position(|p| p.wqe_index == c.wqe_counter)
-            else {
-                return Err(Error::BadDeviceValue {
-                    command: "cqe",
-                    what: format!(
-                        "send completion for WQE {} which is not outstanding",
-                        c.wqe_counter
-                    ),
-                });
-            };
-            let mut done: Vec<Done<'h, B>> = self
-                .inner
-                .work
-                .sends
-                .drain(..=pos)
-                .map(|p| Done {
-                    id: p.id,
-                    region: p.region,
-                    completion: None,
-                })
-                .collect();
-            if let Some(last) = done.last_mut() {
-                last.completion = Some(c);
-            }
-            Ok(done)
-        } else {
-            // Receives complete in the order they were posted.
-            let Some(p) = self.inner.work.recvs.pop_front() else {
-                return Err(Error::BadDeviceValue {
-                    command: "cqe",
-                    what: "receive completion with no receive outstanding".into(),
-                });
-            };
-            if c.status.is_ok() && c.byte_cnt as usize > p.region.len() {
-                return Err(Error::BadDeviceValue {
-                    command: "cqe",
-                    what: format!(
-                        "received {} bytes into a {}-byte buffer",
-                        c.byte_cnt,
-                        p.region.len()
-                    ),
-                });
-            }
-            Ok(vec![Done {
-                id: p.id,
-                region: Some(p.region),
-                completion: Some(c),
-            }])
-        }
+        rq_bytes(&self.inner.config)
     }
 
     /// Turns BlueFlame copies on or off: with it on, a request that fits one WQEBB is copied
@@ -278,7 +234,8 @@ impl<'h, B: Backend, S> Qp<'h, B, S> {
 
     /// Sends outstanding and receives posted.
     pub fn outstanding(&self) -> (usize, usize) {
-        (self.inner.work.sends.len(), self.inner.work.recvs.len())
+        let w = &self.inner.work;
+        (w.sq_pi.wrapping_sub(w.sq_ci) as usize, w.recvs.len())
     }
 
     /// The state the device reports (QUERY_QP).
@@ -304,12 +261,28 @@ impl<'h, B: Backend, S> Qp<'h, B, S> {
 impl<'h, B: Backend> Qp<'h, B, Rst> {
     /// Creates an RC QP reporting sends to `send_cq` and receives to `recv_cq` (which must be
     /// CQs of `hca`): a receive queue followed by a send queue in one page-aligned buffer, and
-    /// a doorbell record.
+    /// a doorbell record. Its completions are stamped in the format the driver prefers on
+    /// this device ([`TimestampFormat::preferred`]: real time when the device offers it);
+    /// [`Qp::create_with_format`] picks another.
     pub fn create(
         hca: &'h Hca<B>,
         send_cq: &Cq<'h, B>,
         recv_cq: &Cq<'h, B>,
         config: &QpConfig,
+    ) -> Result<Qp<'h, B, Rst>> {
+        let format = TimestampFormat::preferred(&hca.info().caps());
+        Qp::create_with_format(hca, send_cq, recv_cq, config, format)
+    }
+
+    /// As [`Qp::create`], with the completions stamped in `format` (qpc.ts_format). A format
+    /// the device does not offer QPs is refused by the device
+    /// ([`Error::Command`]).
+    pub fn create_with_format(
+        hca: &'h Hca<B>,
+        send_cq: &Cq<'h, B>,
+        recv_cq: &Cq<'h, B>,
+        config: &QpConfig,
+        format: TimestampFormat,
     ) -> Result<Qp<'h, B, Rst>> {
         for cq in [send_cq, recv_cq] {
             if !std::ptr::eq(cq.hca(), hca) {
@@ -325,8 +298,9 @@ impl<'h, B: Backend> Qp<'h, B, Rst> {
                 why: format!("{config:?} (log sizes up to 15, stride up to 6)"),
             });
         }
-        let rq_bytes = (1usize << config.log_rq_size) * (16usize << config.log_rq_stride);
-        let sq_bytes = (1usize << config.log_sq_size) * 64;
+        let rq_bytes = rq_bytes(config);
+        let sq_entries = 1usize << config.log_sq_size;
+        let sq_bytes = sq_entries * WQEBB;
         let bytes = (rq_bytes + sq_bytes).div_ceil(4096) * 4096;
         let be = hca.backend();
         // Until the QP exists the memory is only the driver's: freed (dropped) on error.
@@ -352,23 +326,41 @@ impl<'h, B: Backend> Qp<'h, B, Rst> {
             q.try_set_cqn_rcv(rcq)?;
             q.set_log_page_size(0);
             q.set_dbr_addr(dbr);
+            q.set_ts_format(format.ts_format());
             for (k, p) in pages.iter().enumerate() {
                 i.set_pas(k, *p)?;
             }
             Ok(())
         })?;
         let qpn = out.qpn();
+        // SAFETY: the memory is kept by the QP's object, which `Inner` holds for as long as
+        // the rings (and which outlives every use: posting borrows the QP).
+        let (wqes, record) = unsafe {
+            (
+                Ring::over_at(&buf, rq_bytes, sq_entries),
+                Ring::over(&dbrec, 1),
+            )
+        };
         Ok(Qp {
             inner: Box::new(Inner {
                 object: Object::new(hca, Kind::Qp(qpn), vec![buf, dbrec]),
                 qpn,
                 config: config.clone(),
+                format,
                 work: Work {
                     doorbell: SendDoorbell::new(uar),
+                    wqes,
+                    record,
                     sq_pi: 0,
+                    sq_ci: 0,
                     rq_pi: 0,
                     blueflame: false,
-                    sends: VecDeque::new(),
+                    sends: (0..sq_entries)
+                        .map(|_| PostedSend {
+                            id: 0,
+                            region: None,
+                        })
+                        .collect(),
                     recvs: VecDeque::new(),
                 },
                 send_cq: send_cq.shared().clone(),
@@ -377,6 +369,11 @@ impl<'h, B: Backend> Qp<'h, B, Rst> {
             _state: PhantomData,
         })
     }
+}
+
+/// Bytes of a receive queue of `config`'s geometry.
+fn rq_bytes(config: &QpConfig) -> usize {
+    (1usize << config.log_rq_size) * (16usize << config.log_rq_stride)
 }
 
 const _: () = assert!(<CreateQpOut<[u8; 16]> as View<[u8; 16]>>::SIZE == 16);

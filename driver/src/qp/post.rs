@@ -1,16 +1,21 @@
 //! Work requests: what a send or receive asks for, and posting them (WQE, doorbell record,
 //! doorbell, in the PRM's order with a to-device barrier before each hand-over).
+//!
+//! A send is checked whole before anything is written, then its WQE goes into its slot of the
+//! send queue's ring (set up with the QP) as whole big-endian words (`qp/wqe.rs`), so a
+//! slot's stale bytes never need zeroing first; its region waits in the same slot of the
+//! QP's slot table until its completion. [`Qp::post_sends`] writes a batch and rings once,
+//! with the doorbell word computed, not read back from the WQE.
 
-use super::{PostedRecv, PostedSend, Qp};
+use super::wqe::{Local, Remote, SendWqe, Slot, UNIT};
+use super::{Inner, PostedRecv, Qp, Work};
 use crate::backend::{Backend, Barriers};
 use crate::doorbell::WQEBB;
 use crate::error::Error;
+use crate::hca::Hca;
 use crate::mr::Region;
 use mlx5_prm::rt::BytesMut;
-use mlx5_prm::{
-    QpDoorbellRecord, RecvWqe, SendOpcode, WqeAtomicSeg, WqeCompletionMode, WqeCtrlSeg, WqeDataSeg,
-    WqeInlineSeg, WqeRaddrSeg,
-};
+use mlx5_prm::{QpDoorbellRecord, RecvWqe, SendOpcode, WqeDataSeg};
 
 use mlx5_prm::qp_machine::{Init, Machine, Rtr, Rts};
 use mlx5_prm::rt::typestate::State;
@@ -191,139 +196,283 @@ impl<'h, B: Backend, S> Qp<'h, B, S> {
     where
         S: AcceptsSends,
     {
-        if let Some(r) = &req.region {
-            if !std::ptr::eq(r.hca(), self.hca()) {
-                let e = Error::ForeignResource {
-                    what: "region",
-                    owner: "HCA",
-                };
-                return Err((e, req.region));
-            }
-        }
-        let rq_bytes = self.rq_bytes();
-        let inner = &mut *self.inner;
-        let entries = 1usize << inner.config.log_sq_size;
-        if inner.work.sends.len() >= entries {
-            let e = Error::QueueFull {
-                queue: "send queue",
-                capacity: entries,
-            };
-            return Err((e, req.region));
-        }
-        let (opcode, imm) = match req.op {
-            SendOp::Send => (SendOpcode::Send, 0),
-            SendOp::SendImm(i) => (SendOpcode::SendImm, i),
-            SendOp::Write(_) => (SendOpcode::RdmaWrite, 0),
-            SendOp::WriteImm(_, i) => (SendOpcode::RdmaWriteImm, i),
-            SendOp::Read(_) => (SendOpcode::RdmaRead, 0),
-            SendOp::CompareSwap { .. } => (SendOpcode::AtomicCs, 0),
-            SendOp::FetchAdd { .. } => (SendOpcode::AtomicFa, 0),
+        let mut sq = self.inner.sq();
+        // The request is read in place and only its region moved (a move of the whole
+        // request into a helper costs a copy of it).
+        let (first8, ds) = match sq.write(&req) {
+            Ok(w) => w,
+            Err(e) => return Err((e, req.region)),
         };
-        let remote = match req.op {
-            SendOp::Write(r) | SendOp::WriteImm(r, _) | SendOp::Read(r) => Some(r),
-            SendOp::CompareSwap { remote, .. } | SendOp::FetchAdd { remote, .. } => Some(remote),
-            _ => None,
-        };
-        // Every check before the first byte of the WQE is written.
-        if let Some(data) = &req.inline {
-            let allowed = matches!(
-                req.op,
-                SendOp::Send | SendOp::SendImm(_) | SendOp::Write(_) | SendOp::WriteImm(..)
-            );
-            let max = match (allowed, remote.is_some()) {
-                (false, _) => 0,
-                (true, true) => MAX_INLINE_RDMA,
-                (true, false) => MAX_INLINE,
-            };
-            if data.len() > max || !allowed {
-                let e = Error::InlineTooLong {
-                    len: data.len(),
-                    max,
-                    op: req.op.name(),
-                };
-                return Err((e, req.region));
-            }
-        } else if let (Some(region), Some(len)) = (&req.region, req.len) {
-            if len > region.len() {
-                let e = Error::InvalidArgument {
-                    what: "post_send",
-                    why: format!("{len} bytes of a {}-byte region", region.len()),
-                };
-                return Err((e, req.region));
-            }
-        }
-        let index = inner.work.sq_pi as u16;
-        let at = rq_bytes + (inner.work.sq_pi as usize & (entries - 1)) * WQEBB;
-        let buf = inner.object.memory(0);
-        buf.slice(at, WQEBB).write_bytes(0, &[0u8; WQEBB]);
-        let mut ds = 1u8; // the control segment
-        let mut seg_at = at + 16;
-        if let Some(r) = remote {
-            let mut raddr = WqeRaddrSeg::new_unchecked(buf.slice(seg_at, 16));
-            raddr.set_raddr(r.addr);
-            raddr.set_rkey(r.rkey);
-            seg_at += 16;
-            ds += 1;
-        }
-        match req.op {
-            SendOp::CompareSwap { compare, swap, .. } => {
-                let mut a = WqeAtomicSeg::new_unchecked(buf.slice(seg_at, 16));
-                a.set_swap_add(swap);
-                a.set_compare(compare);
-                seg_at += 16;
-                ds += 1;
-            }
-            SendOp::FetchAdd { add, .. } => {
-                let mut a = WqeAtomicSeg::new_unchecked(buf.slice(seg_at, 16));
-                a.set_swap_add(add);
-                seg_at += 16;
-                ds += 1;
-            }
-            _ => {}
-        }
-        if let Some(data) = &req.inline {
-            let mut hdr = WqeInlineSeg::new_unchecked(buf.slice(seg_at, 4));
-            hdr.set_inline(true);
-            hdr.set_byte_count(data.len() as u16);
-            buf.slice(seg_at + 4, data.len()).write_bytes(0, data);
-            ds += (4 + data.len()).div_ceil(16) as u8;
-        } else if let Some(region) = &req.region {
-            let len = req.len.unwrap_or(region.len());
-            let mut data = WqeDataSeg::new_unchecked(buf.slice(seg_at, 16));
-            data.set_byte_count(len as u32);
-            data.set_lkey(region.lkey());
-            data.set_addr(region.addr());
-            ds += 1;
-        }
-        let mut ctrl = WqeCtrlSeg::new_unchecked(buf.slice(at, 16));
-        ctrl.set_opcode(opcode);
-        ctrl.set_wqe_index(index);
-        ctrl.set_qpn(inner.qpn);
-        ctrl.set_ds(ds);
-        ctrl.set_ce(if req.signaled {
-            WqeCompletionMode::CqUpdate
-        } else {
-            WqeCompletionMode::OnError
-        });
-        ctrl.set_imm(imm);
-
-        inner.work.sq_pi = inner.work.sq_pi.wrapping_add(1);
-        inner.work.sends.push_back(PostedSend {
-            id: req.id,
-            wqe_index: index,
-            region: req.region,
-        });
-
+        sq.push(req.id, req.region);
         // A BlueFlame copy carries one basic block whole.
-        let copy = inner.work.blueflame && usize::from(ds) * 16 <= WQEBB;
-        let hca = inner.object.hca();
-        inner.work.doorbell.ring(
-            hca.backend(),
-            inner.object.memory(1).slice(0, 8),
-            inner.work.sq_pi as u16,
-            inner.object.memory(0).slice(at, WQEBB),
-            copy,
-        );
+        let copy = sq.work.blueflame && usize::from(ds) * UNIT <= WQEBB;
+        sq.ring(first8, copy);
         Ok(())
     }
+
+    /// Posts the send work requests of `reqs` in order and rings the doorbell once, for the
+    /// last of them: one doorbell-record write, two barriers and one UAR write per batch
+    /// instead of per request (the device reads the WQEs up to the new producer counter from
+    /// memory; a batch of one is posted as [`Qp::post_send`] posts it, BlueFlame copy
+    /// included). Returns how many were posted.
+    ///
+    /// Each request is checked as [`Qp::post_send`] checks it. At the first one refused the
+    /// batch stops: the ones before it are posted and rung, and the error comes back with
+    /// their count and the refused request's region; nothing of that request reaches the
+    /// device, and the iterator is not advanced past it (pass `&mut iter` to keep the rest).
+    /// A full send queue is such a refusal, so a batch longer than the room left posts what
+    /// fits, then reports [`Error::QueueFull`].
+    pub fn post_sends<I>(&mut self, reqs: I) -> std::result::Result<usize, (usize, Refused<'h, B>)>
+    where
+        I: IntoIterator<Item = SendRequest<'h, B>>,
+        S: AcceptsSends,
+    {
+        let mut sq = self.inner.sq();
+        let (mut posted, mut last, mut refused) = (0, None, None);
+        for req in reqs {
+            match sq.write(&req) {
+                Ok(wqe) => {
+                    sq.push(req.id, req.region);
+                    posted += 1;
+                    last = Some(wqe);
+                }
+                Err(e) => {
+                    refused = Some((e, req.region));
+                    break;
+                }
+            }
+        }
+        if let Some((first8, ds)) = last {
+            let copy = posted == 1 && sq.work.blueflame && usize::from(ds) * UNIT <= WQEBB;
+            sq.ring(first8, copy);
+        }
+        match refused {
+            None => Ok(posted),
+            Some(r) => Err((posted, r)),
+        }
+    }
 }
+
+impl<'h, B: Backend, S> Qp<'h, B, S> {
+    /// As [`Qp::post_sends`], taking the requests from the front of `reqs`: each is read where
+    /// it lies and only its region moves into the QP (an iterator hands each request over
+    /// whole, a copy of the request per post). The posted requests leave `reqs`; one that is
+    /// refused stays at its front, region and all, and the error comes back with the count
+    /// posted before it (which were rung). One doorbell for the batch.
+    pub fn post_batch(
+        &mut self,
+        reqs: &mut Vec<SendRequest<'h, B>>,
+    ) -> std::result::Result<usize, (usize, Error)>
+    where
+        S: AcceptsSends,
+    {
+        let mut sq = self.inner.sq();
+        let (mut posted, mut last, mut refused) = (0, None, None);
+        for req in reqs.iter_mut() {
+            match sq.write(req) {
+                Ok(wqe) => {
+                    sq.push(req.id, req.region.take());
+                    // What else it owns goes now, so that the request is left owning nothing.
+                    drop(req.inline.take());
+                    posted += 1;
+                    last = Some(wqe);
+                }
+                Err(e) => {
+                    refused = Some(e);
+                    break;
+                }
+            }
+        }
+        if let Some((first8, ds)) = last {
+            let copy = posted == 1 && sq.work.blueflame && usize::from(ds) * UNIT <= WQEBB;
+            sq.ring(first8, copy);
+        }
+        let len = reqs.len();
+        // SAFETY: the first `posted` requests own nothing any more (their region and inline
+        // data were taken above, and `owns_only_region_and_inline` keeps those the only
+        // fields that own anything), so they leave `reqs` without being dropped, and the rest
+        // (if a refusal stopped the batch) move to the front: as `Vec::drain` would do, minus
+        // a drop call per request that would find nothing to drop. `posted <= len` (each was
+        // one of `reqs`), so both ranges of the copy are inside the vector's elements.
+        unsafe {
+            let base = reqs.as_mut_ptr();
+            std::ptr::copy(base.add(posted), base, len - posted);
+            reqs.set_len(len - posted);
+        }
+        match refused {
+            None => Ok(posted),
+            Some(e) => Err((posted, e)),
+        }
+    }
+}
+
+/// Fails to build if [`SendRequest`] gains a field: [`Qp::post_batch`] forgets a posted
+/// request once its region and inline data are taken, which is right only while those are the
+/// fields that own anything (the others are plain values, checked below).
+#[allow(dead_code)]
+fn owns_only_region_and_inline<B: Backend>(r: SendRequest<'_, B>) {
+    let SendRequest {
+        id: _,
+        op: _,
+        region: _,
+        len: _,
+        signaled: _,
+        inline: _,
+    } = r;
+}
+const _: () = assert!(
+    !std::mem::needs_drop::<u64>()
+        && !std::mem::needs_drop::<SendOp>()
+        && !std::mem::needs_drop::<Option<usize>>()
+        && !std::mem::needs_drop::<bool>()
+);
+
+/// The send queue of a QP, its parts borrowed apart: the HCA (to check regions against) and
+/// the QP number beside the work state that posting changes.
+struct Sq<'a, 'h, B: Backend> {
+    hca: &'h Hca<B>,
+    work: &'a mut Work<'h, B>,
+    qpn: u32,
+}
+
+impl<'h, B: Backend> Inner<'h, B> {
+    /// The send queue, for posting.
+    #[inline(always)]
+    fn sq(&mut self) -> Sq<'_, 'h, B> {
+        Sq {
+            hca: self.object.hca(),
+            work: &mut self.work,
+            qpn: self.qpn,
+        }
+    }
+}
+
+impl<'h, B: Backend> Sq<'_, 'h, B> {
+    /// Checks `req`, then writes its WQE into the next slot (which [`Sq::push`] then takes).
+    /// Returns the WQE's first 8 bytes (what rings the doorbell) and its size in units; on
+    /// error nothing is written.
+    #[inline(always)]
+    fn write(&mut self, req: &SendRequest<'h, B>) -> std::result::Result<(u64, u8), Error> {
+        if let Some(r) = &req.region {
+            if !std::ptr::eq(r.hca(), self.hca) {
+                return Err(Error::ForeignResource {
+                    what: "region",
+                    owner: "HCA",
+                });
+            }
+        }
+        let pi = self.work.sq_pi;
+        let capacity = self.work.sends.len();
+        if pi.wrapping_sub(self.work.sq_ci) as usize >= capacity {
+            return Err(Error::QueueFull {
+                queue: "send queue",
+                capacity,
+            });
+        }
+        // The one look at the operation: opcode, immediate value, remote segments, and the
+        // most inline bytes it may carry (`None`: READ and the atomics carry none).
+        let (send, rdma) = (Some(MAX_INLINE), Some(MAX_INLINE_RDMA));
+        let (opcode, imm, remote, inline_max) = match req.op {
+            SendOp::Send => (SendOpcode::Send, 0, Remote::None, send),
+            SendOp::SendImm(i) => (SendOpcode::SendImm, i, Remote::None, send),
+            SendOp::Write(r) => (SendOpcode::RdmaWrite, 0, Remote::Addr(r), rdma),
+            SendOp::WriteImm(r, i) => (SendOpcode::RdmaWriteImm, i, Remote::Addr(r), rdma),
+            SendOp::Read(r) => (SendOpcode::RdmaRead, 0, Remote::Addr(r), None),
+            SendOp::CompareSwap {
+                remote,
+                compare,
+                swap,
+            } => {
+                let atomic = Remote::Atomic(remote, swap, compare);
+                (SendOpcode::AtomicCs, 0, atomic, None)
+            }
+            SendOp::FetchAdd { remote, add } => {
+                let atomic = Remote::Atomic(remote, add, 0);
+                (SendOpcode::AtomicFa, 0, atomic, None)
+            }
+        };
+        // Every check before the first byte of the WQE is written.
+        let local = if let Some(data) = &req.inline {
+            match inline_max {
+                Some(max) if data.len() <= max => Local::Inline(data),
+                _ => {
+                    return Err(Error::InlineTooLong {
+                        len: data.len(),
+                        max: inline_max.unwrap_or(0),
+                        op: req.op.name(),
+                    })
+                }
+            }
+        } else if let Some(region) = &req.region {
+            let len = match req.len {
+                None => region.len(),
+                Some(len) if len <= region.len() => len,
+                Some(len) => {
+                    return Err(Error::InvalidArgument {
+                        what: "post_send",
+                        why: format!("{len} bytes of a {}-byte region", region.len()),
+                    })
+                }
+            };
+            Local::Gather {
+                len: len as u32,
+                lkey: region.lkey(),
+                addr: region.addr(),
+            }
+        } else {
+            Local::None
+        };
+        let wqe = SendWqe {
+            opcode,
+            imm,
+            index: pi as u16,
+            qpn: self.qpn,
+            signaled: req.signaled,
+            remote,
+            local,
+        };
+        // The ring masks the slot and its base was checked at creation, so the stores at
+        // the writer's constant offsets need no further check.
+        let ds = wqe.write(&mut Slot {
+            ring: self.work.wqes,
+            index: pi,
+        });
+        Ok((wqe.ctrl0(ds), ds))
+    }
+
+    /// Takes the request whose WQE [`Sq::write`] just wrote (at the producer counter, which
+    /// only this advances): its identifier and region wait in the WQE's slot.
+    #[inline(always)]
+    fn push(&mut self, id: u64, region: Option<Region<'h, B>>) {
+        let work = &mut *self.work;
+        let pi = work.sq_pi;
+        let mask = work.sends.len() - 1;
+        let slot = &mut work.sends[pi as usize & mask];
+        // The slot is outside `sq_ci..sq_pi` (the queue had room), so its last region went
+        // back with the completion that covered it (or, if the closure given to
+        // `complete_with` panicked before that one, is dropped here).
+        slot.id = id;
+        slot.region = region;
+        work.sq_pi = pi.wrapping_add(1);
+    }
+
+    /// Hands the WQEs up to the producer counter to the device, ringing with `first8`, the
+    /// last one's first 8 bytes as [`Sq::write`] returned them; with `copy` that WQE is
+    /// copied whole to the BlueFlame register instead.
+    #[inline(always)]
+    fn ring(&mut self, first8: u64, copy: bool) {
+        let work = &mut *self.work;
+        let (be, pi) = (self.hca.backend(), work.sq_pi);
+        if copy {
+            let (wqes, record) = (work.wqes, work.record);
+            let last = wqes.slot(pi.wrapping_sub(1));
+            work.doorbell
+                .ring(be, record.slot(0), pi as u16, last, true);
+        } else {
+            work.doorbell.ring_word(be, work.record, pi as u16, first8);
+        }
+    }
+}
+
+#[cfg(all(test, feature = "sim"))]
+pub(crate) mod tests;

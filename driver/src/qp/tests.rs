@@ -4,7 +4,8 @@ use crate::mr::Access;
 use crate::HcaConfig;
 use mlx5_prm::rt::Bytes;
 use mlx5_prm::{
-    CmdStatus, QpMtu, QpState, SendOpcode, WqeCompletionMode, WqeCtrlSeg, WqeDataSeg, WqeRaddrSeg,
+    CmdStatus, CqeOpcode, QpState, SendOpcode, WqeCompletionMode, WqeCtrlSeg, WqeDataSeg,
+    WqeRaddrSeg,
 };
 
 fn up() -> (Hca<SimBackend>, std::sync::Arc<mlx5_sim::Device>) {
@@ -12,56 +13,9 @@ fn up() -> (Hca<SimBackend>, std::sync::Arc<mlx5_sim::Device>) {
     (Hca::bring_up(be, &HcaConfig::default()).unwrap(), dev)
 }
 
-/// Brings a QP on `cq` to RTS, connected to itself (control path only).
+/// A QP of 16 WQEBBs on `cq` in RTS, connected to itself (the post tests' set-up).
 fn rts<'h>(hca: &'h Hca<SimBackend>, cq: &Cq<'h, SimBackend>) -> Qp<'h, SimBackend, Rts> {
-    let config = QpConfig {
-        log_sq_size: 4,
-        log_rq_size: 4,
-        log_rq_stride: 1,
-    };
-    let qp = Qp::create(hca, cq, cq, &config).unwrap();
-    let qpn = qp.qpn();
-    let init = Rst2init {
-        pkey_index: 0,
-        vhca_port_num: 1,
-        rre: false,
-        rwe: false,
-        rae: false,
-        pm_state: QpPmState::Migrated,
-        counter_set_id: 0,
-    };
-    let qp = qp.rst2init(init).map_err(|(e, _)| e).unwrap();
-    let (rmac_47_32, rmac_31_0) = rmac_fields([2, 0, 0, 0, 0, 1]);
-    let rtr = Init2rtr {
-        mtu: QpMtu::Mtu1k,
-        log_msg_max: 20,
-        remote_qpn: qpn,
-        next_rcv_psn: 0,
-        log_rra_max: 1,
-        min_rnr_nak: 1,
-        rmac_47_32,
-        rmac_31_0,
-        rgid_rip: [0; 16],
-        src_addr_index: 0,
-        hop_limit: 64,
-        tclass: 0,
-        flow_label: 0,
-        udp_sport: 0xc000,
-        dscp: 0,
-        eth_prio: 0,
-        vhca_port_num: 1,
-        optional: Init2rtrOptional::default(),
-    };
-    let qp = qp.init2rtr(rtr).map_err(|(e, _)| e).unwrap();
-    let rts = Rtr2rts {
-        next_send_psn: 0,
-        retry_count: 7,
-        rnr_retry: 7,
-        log_sra_max: 1,
-        ack_timeout: 14,
-        optional: Rtr2rtsOptional::default(),
-    };
-    qp.rtr2rts(rts).map_err(|(e, _)| e).unwrap()
+    super::post::tests::rts(hca, cq, 4)
 }
 
 /// SQER → RTS is in the spec's state machine and nowhere in the driver: its method is the

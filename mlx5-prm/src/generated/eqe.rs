@@ -2359,6 +2359,122 @@ pub const CMD_INTER_COMP_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
         (24, 0xffffffff),
     ],
 };
+/// Event data of a pulse-per-second event (event_type pps_event): the pin that saw (input) or emitted (output) a pulse, and when. Laid out as device.h's struct mlx5_eqe_pps; mlx5_ifc.h has no such layout and event_auto no such member, so it is read at eqe byte 0x20 as pages_req_event is.
+///
+/// PRM layout `pps_event`: 0x1c bytes.
+///
+/// | offset | bits | field |
+/// |-------:|-----:|:------|
+/// | 0x00 | 7:0 | `pin` |
+/// | 0x08 | 63:0 | `time_stamp` |
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct PpsEvent<B = [u8; 28]> {
+    buf: B,
+}
+crate::__prm_view!(PpsEvent, "pps_event", 28);
+#[cfg(not(feature = "debug"))]
+crate::__prm_raw_debug!(PpsEvent);
+impl PpsEvent<[u8; 28]> {
+    #[doc = concat!(" Position of `", "pin", "`.")]
+    pub const PIN: rt::Field = rt::Field::new("pin", 24, 8);
+    #[doc = concat!(" Position of `", "time_stamp", "`.")]
+    pub const TIME_STAMP: rt::Field = rt::Field::new("time_stamp", 64, 64);
+    /// The position of every field of `pps_event`, by offset.
+    pub const FIELDS: &'static [rt::Field] = &[Self::PIN, Self::TIME_STAMP];
+    /// The layout as a stable text table (`{}`), for snapshot tests of dependants.
+    pub const LAYOUT: rt::Layout = rt::Layout {
+        name: "pps_event",
+        size: 28,
+        fields: Self::FIELDS,
+    };
+}
+impl<B: rt::Bytes> PpsEvent<B> {
+    /// The pin.
+    ///
+    /// PRM `0x00[7:0]`: bit offset 0x18, 8 bits.
+    #[inline]
+    pub fn pin(&self) -> u8 {
+        rt::get32(&self.buf, 0, 0, 0xff) as u8
+    }
+    /// When the pulse happened, in the clock the queues use: internal timer ticks, or in real-time mode seconds in the high word and nanoseconds in the low (device.h's time_sec, time_nsec).
+    ///
+    /// PRM `0x08[63:0]`: bit offset 0x40, 64 bits.
+    #[inline]
+    pub fn time_stamp(&self) -> u64 {
+        rt::get64(&self.buf, 8)
+    }
+}
+impl<B: rt::BytesMut> PpsEvent<B> {
+    /// Writes [`Self::pin`].
+    #[inline]
+    pub fn set_pin(&mut self, v: u8) {
+        rt::set32(&mut self.buf, 0, 0, 0xff, u32::from(v))
+    }
+    /// Writes [`Self::time_stamp`].
+    #[inline]
+    pub fn set_time_stamp(&mut self, v: u64) {
+        rt::set64(&mut self.buf, 8, v)
+    }
+}
+#[cfg(feature = "debug")]
+impl<B: rt::Bytes> ::core::fmt::Debug for PpsEvent<B> {
+    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&PPS_EVENT_ACCESS, &self.buf),
+            f,
+        )
+    }
+}
+#[cfg(any(feature = "debug", feature = "reflect"))]
+/// Every field of `pps_event`: what the decoding `Debug` shows and generic tools read.
+pub const PPS_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
+    name: "pps_event",
+    type_name: "PpsEvent",
+    size: 28,
+    fields: &[
+        rt::reflect::FieldAccess {
+            name: "pin",
+            bit_offset: 24,
+            width: 8,
+            count: 1,
+            trailing: false,
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PpsEvent::new_unchecked(b); u64::from(v.pin()) }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PpsEvent::new_unchecked(b); v.set_pin((x &
+                0xff) as u8); }
+            ),
+        },
+        rt::reflect::FieldAccess {
+            name: "time_stamp",
+            bit_offset: 64,
+            width: 64,
+            count: 1,
+            trailing: false,
+            kind: rt::reflect::ValueKind::Number,
+            readable: true,
+            get: crate::__prm_accessor!(
+                | b, _ | { let v = PpsEvent::new_unchecked(b); u64::from(v.time_stamp())
+                }
+            ),
+            set: crate::__prm_accessor!(
+                | b, _, x | { let mut v = PpsEvent::new_unchecked(b); v.set_time_stamp((x
+                & 0xffffffffffffffff) as u64); }
+            ),
+        },
+    ],
+    nested: &[],
+    reserved: &[
+        (0, 0xffffff00),
+        (4, 0xffffffff),
+        (16, 0xffffffff),
+        (20, 0xffffffff),
+        (24, 0xffffffff),
+    ],
+};
 /// Event data of a page request (event_type page_request), found at eqe.event_data (byte 0x20 of the EQE) although mlx5_ifc.h does not list it in event_auto. The driver answers with MANAGE_PAGES.
 ///
 /// PRM layout `pages_req_event`: 0x1c bytes.

@@ -50,6 +50,8 @@ pub enum AccessRegisterId {
     MtrcCap = 0x9040,
     /// PPS pins (when the general capabilities report pps).
     Mtpps = 0x9053,
+    /// PPS events of a pin (with MTPPS).
+    Mtppse = 0x9054,
     /// Time-of-day clock adjustment (when MCAM reports it).
     Mtutc = 0x9055,
     /// Management capability mask register.
@@ -81,6 +83,7 @@ impl AccessRegisterId {
         Self::Mnvqc,
         Self::MtrcCap,
         Self::Mtpps,
+        Self::Mtppse,
         Self::Mtutc,
         Self::Mcam,
         Self::Dtor,
@@ -108,6 +111,7 @@ impl AccessRegisterId {
             0x9030 => Some(Self::Mnvqc),
             0x9040 => Some(Self::MtrcCap),
             0x9053 => Some(Self::Mtpps),
+            0x9054 => Some(Self::Mtppse),
             0x9055 => Some(Self::Mtutc),
             0x907f => Some(Self::Mcam),
             0xc00e => Some(Self::Dtor),
@@ -154,6 +158,7 @@ impl AccessRegisterId {
             "mnvqc",
             "mtrc_cap",
             "mtpps",
+            "mtppse",
             "mtutc",
             "mcam",
             "dtor",

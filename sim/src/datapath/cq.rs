@@ -14,6 +14,7 @@
 
 use super::cqe::CqeWords;
 use super::Side;
+use crate::clock::Stamp;
 use crate::dma::DmaSpace;
 use crate::events;
 use crate::model::Model;
@@ -85,23 +86,33 @@ fn cq_error(m: &mut Model, dma: &DmaSpace, cqn: u32, status: u8, syndrome: CqErr
 /// Writes `cqe` into CQ `cqn` (setting its owner bit) and raises the completion event the CQ's
 /// arming and moderation call for. Returns false when nothing was written: no such CQ, the CQ
 /// is in error, the ring is full (overflow, unless the CQ ignores overruns), or its memory is
-/// gone. A successful completion gets the device clock in its timestamp (free-running ticks,
-/// the format the capabilities advertise: sq_ts_format and rq_ts_format); an error CQE has
-/// its syndrome where the timestamp's low word would be, and no timestamp.
-pub(crate) fn post(side: &mut Side<'_>, cqn: u32, cqe: [u8; 64]) -> bool {
+/// gone. A successful completion gets the device clock in its timestamp, in the format of the
+/// queue that completes (`stamp`: free-running ticks, or the UTC clock's seconds and
+/// nanoseconds; chosen when the queue was created from its ts_format); an error CQE (which
+/// should go through [`post_err`]) has its syndrome where the timestamp's low word would be,
+/// and no timestamp.
+pub(crate) fn post(side: &mut Side<'_>, cqn: u32, stamp: Stamp, cqe: [u8; 64]) -> bool {
     let mut words = CqeWords::from_bytes(&cqe);
     if !is_error(&words) {
-        words.set(Cqe64::TIMESTAMP, side.now());
+        words.set(Cqe64::TIMESTAMP, side.stamp(stamp));
     }
+    write(side, cqn, words)
+}
+
+/// Writes an error CQE (req_err or resp_err, see [`err_cqe`]) into CQ `cqn`: as [`post`],
+/// with no timestamp, so in any queue's format.
+pub(crate) fn post_err(side: &mut Side<'_>, cqn: u32, cqe: [u8; 64]) -> bool {
+    let words = CqeWords::from_bytes(&cqe);
+    debug_assert!(is_error(&words), "successful CQEs go through post");
     write(side, cqn, words)
 }
 
 /// [`post`] for a successful completion built as words (see [`CqeWords`]), the hot paths'
 /// way: each word goes out in one 8-byte store, the last (owner bit included) after a release
 /// fence.
-pub(crate) fn post_words(side: &mut Side<'_>, cqn: u32, mut cqe: CqeWords) -> bool {
-    debug_assert!(!is_error(&cqe), "error CQEs go through post");
-    cqe.set(Cqe64::TIMESTAMP, side.now());
+pub(crate) fn post_words(side: &mut Side<'_>, cqn: u32, stamp: Stamp, mut cqe: CqeWords) -> bool {
+    debug_assert!(!is_error(&cqe), "error CQEs go through post_err");
+    cqe.set(Cqe64::TIMESTAMP, side.stamp(stamp));
     write(side, cqn, cqe)
 }
 

@@ -18,6 +18,7 @@ pub(crate) mod mem;
 pub(crate) mod memo;
 pub(crate) mod parse;
 pub(crate) mod pending;
+pub(crate) mod pps;
 pub(crate) mod rc;
 pub(crate) mod roce;
 pub(crate) mod rq;
@@ -25,6 +26,7 @@ pub(crate) mod rss;
 pub(crate) mod sendq;
 pub(crate) mod steer;
 
+use crate::clock::{real_time_word, Stamp};
 use crate::dma::DmaSpace;
 use crate::faults::FaultInjector;
 use crate::model::Model;
@@ -41,6 +43,9 @@ pub(crate) struct Side<'a> {
     /// The device's fault injection, where the data path may fail WQEs or overrun CQs on
     /// request (executing WQEs, frames arriving); `None` for queues a command flushes.
     pub faults: Option<&'a FaultInjector>,
+    /// The UTC clock at [`Side::now`]'s reading, as a real-time timestamp, once a queue in
+    /// the real-time format has completed.
+    real_time: Option<u64>,
 }
 
 impl<'a> Side<'a> {
@@ -51,6 +56,7 @@ impl<'a> Side<'a> {
             dma,
             memo: Memo::default(),
             faults: None,
+            real_time: None,
         }
     }
 
@@ -76,6 +82,24 @@ impl<'a> Side<'a> {
                 self.m.clock_reading = Some(t);
                 t
             }
+        }
+    }
+
+    /// A CQE timestamp in format `stamp`, at [`Side::now`]'s instant: the ticks, or the UTC
+    /// clock at those ticks as seconds and nanoseconds (`clock.rs`).
+    #[inline]
+    pub fn stamp(&mut self, stamp: Stamp) -> u64 {
+        let ticks = self.now();
+        match stamp {
+            Stamp::FreeRunning => ticks,
+            Stamp::RealTime => match self.real_time {
+                Some(t) => t,
+                None => {
+                    let t = real_time_word(self.m.clock.utc_at_ticks(ticks));
+                    self.real_time = Some(t);
+                    t
+                }
+            },
         }
     }
 }
@@ -135,12 +159,14 @@ pub(crate) fn receive(side: &mut Side<'_>, frame: &[u8]) -> bool {
     eth::receive(side, frame)
 }
 
-/// Work the device does on its own: retry sends stalled on receiver-not-ready, flush queues
+/// Work the device does on its own: pulse the PPS output pins whose time has come (`pps.rs`),
+/// retry sends stalled on receiver-not-ready, flush queues
 /// in error (receives posted to a QP or RQ in ERR complete with flush errors), go on with
 /// SQ runs that stopped with the port's queue full, and fire
 /// completion events whose moderation period has passed. Only the objects listed in
 /// [`Pending`](pending::Pending) are visited; those with nothing left to do leave the list.
 pub(crate) fn kick<'a>(local: &mut Side<'a>, mut remote: Option<&mut Side<'a>>) {
+    pps::outputs(local);
     if local.m.pending.is_empty() {
         return;
     }
@@ -224,11 +250,12 @@ pub(crate) fn resume_tx(side: &mut Side<'_>) -> bool {
     tx_backlog(side)
 }
 
-/// True while the device may have work of its own pending (see [`kick`]), so that the
-/// firmware thread of threaded mode wakes up for it. An object that moved on stays listed
+/// True while the device may have work of its own pending (see [`kick`]; a PPS output pin
+/// with a pulse to come counts), so that the firmware thread of threaded mode wakes up for
+/// it. An object that moved on stays listed
 /// until the next `kick` looks at it.
 pub(crate) fn busy(m: &Model) -> bool {
-    !m.pending.is_empty()
+    !m.pending.is_empty() || m.clock.outputs_pending()
 }
 
 /// A QP command moved QP `qpn` to ERR: what is posted completes with flush errors.

@@ -10,6 +10,7 @@ use super::mem::{self, Access, Accessor};
 use super::rq::{self, ScatterError, Target};
 use super::sendq::{self, Piece, DS};
 use super::{cq, peer, Side};
+use crate::clock::Stamp;
 use crate::events;
 use mlx5_prm::rt::Bytes as _;
 use mlx5_prm::{CqeOpcode, CqeSyndrome, EventType, QpEvents, QpServiceType, QpState, SendOpcode};
@@ -150,7 +151,7 @@ fn flush_one(local: &mut Side<'_>, qpn: u32, wqe: &[u8], index: u16) {
         index,
         sendq::opcode(wqe),
     );
-    cq::post(local, cqn, e);
+    cq::post_err(local, cqn, e);
 }
 
 /// Moves QP `qpn` to ERR: posted receives complete with flush errors, and (with `flush_sq`)
@@ -227,7 +228,10 @@ fn execute<'a>(
             _ => Err(Fault::Local(CqeSyndrome::LocalQpOpErr)),
         }
     };
-    let cqn = local.m.qps.get(qpn).ok().and_then(|q| q.cqn_snd);
+    let (cqn, stamp) = match local.m.qps.get(qpn) {
+        Ok(q) => (q.cqn_snd, q.stamp),
+        Err(_) => (None, Stamp::FreeRunning),
+    };
     let fault = match result {
         Ok(byte_cnt) => {
             if let Ok(qp) = local.m.qps.get_mut(qpn) {
@@ -238,7 +242,7 @@ fn execute<'a>(
                     let mut c = cq::cqe(CqeOpcode::Req, qpn, index);
                     c.set_s_wqe_opcode(opcode);
                     c.set_byte_cnt(byte_cnt);
-                    cq::post(local, cqn, *c.storage());
+                    cq::post(local, cqn, stamp, *c.storage());
                 }
             }
             return Step::Next;
@@ -255,7 +259,7 @@ fn execute<'a>(
     };
     if let Some(cqn) = cqn {
         let e = cq::err_cqe(CqeOpcode::ReqErr, syndrome, qpn, index, opcode);
-        cq::post(local, cqn, e);
+        cq::post_err(local, cqn, e);
     }
     set_err(local, qpn, false);
     if let Fault::Remote {
@@ -443,7 +447,7 @@ fn deliver(side: &mut Side<'_>, r: &Responder, msg: Incoming<'_>) -> Result<(), 
         }
     }
     rq::consume(side.m, t);
-    let Some(cqn) = rq::cqn(side.m, t) else {
+    let Some((cqn, stamp)) = rq::completes_to(side.m, t) else {
         return Ok(());
     };
     let mut c = cq::cqe(msg.opcode, r.qpn, posted.index);
@@ -453,7 +457,7 @@ fn deliver(side: &mut Side<'_>, r: &Responder, msg: Incoming<'_>) -> Result<(), 
     if let Some(imm) = msg.imm {
         c.set_immediate(imm);
     }
-    cq::post(side, cqn, *c.storage());
+    cq::post(side, cqn, stamp, *c.storage());
     Ok(())
 }
 

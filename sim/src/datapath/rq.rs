@@ -6,6 +6,7 @@
 use super::mem::{self, Accessor, Extents, KeyError};
 use super::memo::Memo;
 use super::{cq, Side};
+use crate::clock::Stamp;
 use crate::dma::DmaSpace;
 use crate::exec::wq::Rq;
 use crate::model::Model;
@@ -48,6 +49,7 @@ struct Ring<'a> {
     dbr: u64,
     ci: u16,
     cqn: u32,
+    stamp: Stamp,
 }
 
 fn ring(m: &Model, t: Target) -> Option<Ring<'_>> {
@@ -61,6 +63,7 @@ fn ring(m: &Model, t: Target) -> Option<Ring<'_>> {
                 dbr: qp.ctx.dbr_addr(),
                 ci: qp.rq_ci,
                 cqn: qp.cqn_rcv?,
+                stamp: qp.stamp,
             })
         }
         Target::Rq(rqn) => Some(ring_of(m.rqs.get(rqn).ok()?)),
@@ -77,6 +80,7 @@ fn ring_of(rq: &Rq) -> Ring<'_> {
         dbr: wq.dbr_addr(),
         ci: rq.ci,
         cqn: rq.cqn,
+        stamp: rq.stamp,
     }
 }
 
@@ -228,6 +232,11 @@ pub(crate) fn cqn(m: &Model, t: Target) -> Option<u32> {
     ring(m, t).map(|r| r.cqn)
 }
 
+/// The CQ the queue's receives complete to and the timestamp format of its CQEs.
+pub(crate) fn completes_to(m: &Model, t: Target) -> Option<(u32, Stamp)> {
+    ring(m, t).map(|r| (r.cqn, r.stamp))
+}
+
 /// Why a scatter failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ScatterError {
@@ -315,7 +324,7 @@ pub(crate) fn flush(side: &mut Side<'_>, t: Target) {
     for k in 0..n {
         let index = ci.wrapping_add(k);
         let e = cq::err_cqe(CqeOpcode::RespErr, CqeSyndrome::WrFlushErr, qn, index, 0);
-        cq::post(side, cqn, e);
+        cq::post_err(side, cqn, e);
         consume(side.m, t);
     }
 }
@@ -330,7 +339,7 @@ pub(crate) fn fail(side: &mut Side<'_>, t: Target, index: u16, syndrome: CqeSynd
     };
     consume(side.m, t);
     let e = cq::err_cqe(CqeOpcode::RespErr, syndrome, qn, index, 0);
-    cq::post(side, cqn, e);
+    cq::post_err(side, cqn, e);
 }
 
 /// Moves RQ object `rqn` to ERR and flushes what is posted.

@@ -181,6 +181,21 @@ impl Device {
         events::completion(&mut m, &self.core.dma, cqn) == Posted::Written
     }
 
+    /// An external pulse arrives at PPS pin `pin` (numbered from 0): if MTPPS made the pin an
+    /// enabled input and MTPPSE turned its events on (repetitive, or once till armed and
+    /// armed), a PPS event with the pin and the time now (internal timer ticks, or in
+    /// real-time mode the UTC clock's seconds and nanoseconds) goes to the EQ subscribed to
+    /// PPS events. Returns true when an EQE was written. False while bus mastering is off,
+    /// for a pin the model lacks, and without the clock unit (a profile without pps).
+    pub fn pps_pulse(&self, pin: u8) -> bool {
+        if !self.core.bus_master.enabled() {
+            return false;
+        }
+        let mut m = self.core.model();
+        let mut side = crate::datapath::Side::new(&mut m, &self.core.dma);
+        crate::datapath::pps::input_pulse(&mut side, pin) == Posted::Written
+    }
+
     /// EQEs EQ `eqn` dropped because its ring was full, or `None` if there is no such EQ.
     pub fn eq_overruns(&self, eqn: u8) -> Option<u64> {
         self.core

@@ -1,6 +1,10 @@
-//! The clock registers: MTUTC (0x9055), which steers the UTC (real-time) clock, and MTPPS
-//! (0x9053), the pulse-per-second pins. Both act on the device's [`Clock`], whose free-running
-//! counter (the internal timer, CQE timestamps) they leave alone: see `clock.rs` for why.
+//! The clock registers: MTUTC (0x9055), which steers the UTC (real-time) clock, MTPPS
+//! (0x9053), the pulse-per-second pins, and MTPPSE (0x9054), the pins' PPS events. All act on
+//! the device's [`Clock`], whose free-running counter (the internal timer, free-running CQE
+//! timestamps) they leave alone: see `clock.rs` for why. MTUTC moves the UTC clock, which
+//! is also what queues in the real-time format put in their CQEs: in real-time mode
+//! ([`real_time_mode`]) Linux's PHC is that clock, and every adjfine, adjtime and settime
+//! reaches it through MTUTC.
 //!
 //! MTUTC, as Linux's `lib/clock.c` uses it: a read reports log_max_freq_adjustment (Linux
 //! bounds its ptp max_adj with it); a write runs one operation on the UTC clock:
@@ -13,8 +17,17 @@
 //! MTPPS: [`PPS_PINS`] pins, each able to be an input or an output. A read reports the pins'
 //! capabilities and the configuration of the pin it names; a write applies the fields its
 //! field_select names (enable, pattern, pin mode, next pulse, pulse width, enhanced period
-//! adjustment) to that pin, all or nothing. The configuration is kept and reported back; the
-//! model has no signal on its pins, so no pulse is emitted and no PPS event raised.
+//! adjustment) to that pin, all or nothing. The configuration is kept and reported back; an
+//! enabled output pulses at its time_stamp (in the queues' clock: ticks, or the UTC clock's
+//! seconds and nanoseconds in real-time mode) and an enabled input time-stamps the pulses the
+//! host brings (`Device::pps_pulse`): `datapath/pps.rs`.
+//!
+//! MTPPSE: per pin, whether pulses raise PPS events: event_generation_mode disable (0),
+//! repetitive (1: every pulse) or once till armed (2: the first pulse after a write with
+//! event_arm set, which the event disarms). A write sets both fields; a read reports them,
+//! event_arm as the pin's arm now. Linux writes repetitive with event_arm 0 to turn a pin's
+//! events on and disable to turn them off. A pin the model lacks, or another mode, is refused
+//! with BAD_PARAM.
 
 use super::reg::id;
 use crate::caps::Caps;
@@ -23,10 +36,10 @@ use crate::fail::{ensure, Fail, Outcome};
 use crate::model::Model;
 use crate::syndrome as s;
 use mlx5_prm::{
-    McamReg, MtppsReg, MtutcFreqAdjUnits, MtutcOperation, MtutcReg, PpsPinMode,
-    MTPPS_CAP_PIN_PPS_IN, MTPPS_CAP_PIN_PPS_OUT, MTPPS_FS_ENABLE, MTPPS_FS_ENH_OUT_PER_ADJ,
-    MTPPS_FS_OUT_PULSE_DURATION, MTPPS_FS_PATTERN, MTPPS_FS_PIN_MODE, MTPPS_FS_TIME_STAMP,
-    MTUTC_ADJUST_TIME_MAX,
+    HcaTsFormatCap, McamReg, MtppsReg, MtppseEventMode, MtppseReg, MtutcFreqAdjUnits,
+    MtutcOperation, MtutcReg, PpsPinMode, MTPPS_CAP_PIN_PPS_IN, MTPPS_CAP_PIN_PPS_OUT,
+    MTPPS_FS_ENABLE, MTPPS_FS_ENH_OUT_PER_ADJ, MTPPS_FS_OUT_PULSE_DURATION, MTPPS_FS_PATTERN,
+    MTPPS_FS_PIN_MODE, MTPPS_FS_TIME_STAMP, MTUTC_ADJUST_TIME_MAX,
 };
 
 /// log2 of the largest frequency offset MTUTC takes, in ppb (2^24: about 1.7%).
@@ -53,6 +66,21 @@ pub(crate) fn has_clock(caps: &Caps) -> bool {
     caps.general_cur.pps()
 }
 
+/// Whether the device runs its clock in real-time mode: its queues can stamp completions
+/// with the UTC clock (sq_ts_format or rq_ts_format offers real time). Then PPS events and
+/// output pins' time_stamp are UTC seconds and nanoseconds, as Linux's `lib/clock.c`
+/// (`mlx5_real_time_mode`) reads and writes them; otherwise internal timer ticks.
+pub(crate) fn real_time_mode(caps: &Caps) -> bool {
+    let real = |f: u8| {
+        matches!(
+            HcaTsFormatCap::from_raw(f.into()),
+            Some(HcaTsFormatCap::RealTime | HcaTsFormatCap::FreeRunningAndRealTime)
+        )
+    };
+    let g = &caps.general_cur;
+    real(g.sq_ts_format_raw()) || real(g.rq_ts_format_raw())
+}
+
 /// MTUTC, when the profile has the clock (see [`has_clock`]).
 pub(super) fn mtutc(m: &Model, image: &mut [u8], write: bool) -> Outcome<()> {
     ensure(has_clock(&m.cur), Fail::bad_param(s::REG_UNKNOWN))?;
@@ -65,13 +93,20 @@ pub(super) fn mtpps(m: &Model, image: &mut [u8], write: bool) -> Outcome<()> {
     mtpps_on(&m.clock, image, write)
 }
 
+/// MTPPSE, when the profile has the clock (see [`has_clock`]).
+pub(super) fn mtppse(m: &Model, image: &mut [u8], write: bool) -> Outcome<()> {
+    ensure(has_clock(&m.cur), Fail::bad_param(s::REG_UNKNOWN))?;
+    mtppse_on(&m.clock, image, write)
+}
+
 /// Base register id of MCAM access register group 0.
 const MCAM_BASE: u16 = 0x9000;
 /// Register bit of the group where MCAM's range field `regs_84_to_68` starts.
 const REGS_84_TO_68: u16 = 68;
 
-/// The clock's bits of an MCAM answer: MTUTC (its named bit of group 0) and MTPPS (bit 0x53
-/// of group 0, inside the range field regs_84_to_68), and in feature group 0 what Linux asks
+/// The clock's bits of an MCAM answer: MTUTC (its named bit of group 0), MTPPS and MTPPSE
+/// (bits 0x53 and 0x54 of group 0, inside the range field regs_84_to_68), and in feature
+/// group 0 what Linux asks
 /// for before it uses them: mtutc_freq_adj_units (it may send scaled ppm),
 /// ptpcyc2realtime_modify (it then writes MTUTC on its adjfine, adjtime and settime),
 /// mtpps_fs and mtpps_enh_out_per_adj (with the general capabilities pps and pps_modify, its
@@ -85,7 +120,10 @@ pub(super) fn mcam(r: &mut McamReg<&mut [u8]>, caps: &Caps) {
         let mut mask = r.mng_access_reg_cap_mask_mut();
         let mut regs = mask.access_regs_mut();
         regs.set_mtutc(true);
-        regs.set_regs_84_to_68(1 << (id::MTPPS - MCAM_BASE - REGS_84_TO_68));
+        regs.set_regs_84_to_68(
+            1 << (id::MTPPS - MCAM_BASE - REGS_84_TO_68)
+                | 1 << (id::MTPPSE - MCAM_BASE - REGS_84_TO_68),
+        );
     }
     let mut mask = r.mng_feature_cap_mask_mut();
     let mut f = mask.enhanced_features_mut();
@@ -151,8 +189,9 @@ fn mtpps_on(clock: &Clock, image: &mut [u8], write: bool) -> Outcome<()> {
     let pin = &mut pins[usize::from(index)];
     if write {
         *pin = apply(&r, *pin)?;
+        clock.set_pins_changed(&pins);
     }
-    let p = *pin;
+    let p = pins[usize::from(index)];
     drop(pins);
     r.storage_mut().fill(0);
     // The pin count and the pins' modes fit their 4-bit fields; pins 0 and 1 exist.
@@ -217,7 +256,41 @@ fn apply(r: &MtppsReg<&mut [u8]>, old: Pin) -> Outcome<Pin> {
     if has(MTPPS_FS_ENH_OUT_PER_ADJ) {
         p.enhanced_out_periodic_adjustment = r.enhanced_out_periodic_adjustment();
     }
+    // A new pulse time, or the pin turned on or into an output: its pulse is to come.
+    if has(MTPPS_FS_TIME_STAMP) || has(MTPPS_FS_ENABLE) || has(MTPPS_FS_PIN_MODE) {
+        p.fired = false;
+    }
     Ok(p)
+}
+
+/// MTPPSE: the pin the image names must exist; a write sets its event mode and arm (the mode
+/// checked first, so a refused write changes nothing); the answer is the pin's mode and arm.
+fn mtppse_on(clock: &Clock, image: &mut [u8], write: bool) -> Outcome<()> {
+    let mut r = MtppseReg::new_unchecked(image);
+    let index = r.pin();
+    ensure(
+        usize::from(index) < PPS_PINS,
+        Fail::bad_param(s::MTPPSE_BAD_PIN),
+    )?;
+    let mut pins = clock.pins();
+    let pin = &mut pins[usize::from(index)];
+    if write {
+        let mode = r
+            .event_generation_mode()
+            .map_err(|_| Fail::bad_param(s::MTPPSE_BAD_MODE))?;
+        pin.event_mode = mode.raw();
+        pin.event_armed = r.event_arm();
+    }
+    let (mode, armed) = (pin.event_mode, pin.event_armed);
+    drop(pins);
+    r.storage_mut().fill(0);
+    r.set_pin(index);
+    // Only values checked on the way in are kept.
+    r.set_event_generation_mode(
+        MtppseEventMode::from_raw(mode.into()).unwrap_or(MtppseEventMode::Disable),
+    );
+    r.set_event_arm(armed);
+    Ok(())
 }
 
 #[cfg(test)]
@@ -388,6 +461,34 @@ mod tests {
     }
 
     #[test]
+    fn mtppse_sets_and_reports_a_pins_events() {
+        let c = Clock::start(156_250);
+        let mut img = [0u8; 16];
+        {
+            let mut r = MtppseReg::new_unchecked(&mut img[..]);
+            r.set_pin(1);
+            r.set_event_generation_mode(MtppseEventMode::OnceTillArm);
+            r.set_event_arm(true);
+        }
+        mtppse_on(&c, &mut img, true).unwrap();
+        let p = c.pins()[1];
+        assert_eq!((p.event_mode, p.event_armed), (2, true));
+        let mut img = [0u8; 16];
+        img[3] = 1;
+        mtppse_on(&c, &mut img, false).unwrap();
+        let r = MtppseReg::new_unchecked(&img[..]);
+        assert_eq!(r.event_generation_mode(), Ok(MtppseEventMode::OnceTillArm));
+        assert!(r.event_arm());
+        let mut bad = [0u8; 16];
+        bad[3] = 1;
+        bad[7] = 3; // event_generation_mode 3
+        refused(mtppse_on(&c, &mut bad, true), s::MTPPSE_BAD_MODE);
+        bad[3] = 2;
+        refused(mtppse_on(&c, &mut bad, false), s::MTPPSE_BAD_PIN);
+        assert_eq!(c.pins()[1].event_mode, 2, "unchanged");
+    }
+
+    #[test]
     fn any_image_is_answered_without_panic() {
         let c = Clock::start(156_250);
         let mut seed = 0x9e37_79b9_7f4a_7c15u64;
@@ -405,6 +506,9 @@ mod tests {
             let write = seed & 1 == 1;
             let _ = mtutc_on(&c, &mut a, write);
             let _ = mtpps_on(&c, &mut b, write);
+            let mut e = [0u8; 16];
+            e.copy_from_slice(&b[..16]);
+            let _ = mtppse_on(&c, &mut e, write);
         }
     }
 }

@@ -3,9 +3,14 @@
 //! the QP's state (else BAD_QP_STATE), its opt_param_mask may only hold the bits the
 //! transition accepts (else BAD_PARAM), and it applies exactly the context fields the table
 //! lists: every required field, and each optional field whose mask bit is set.
+//!
+//! A QP's timestamp format is chosen at creation from qpc.ts_format against what the device
+//! offers for QPs ([`qp_ts_caps`]; refused with QP_BAD_TS_FORMAT) and kept: no transition
+//! writes ts_format, so the context keeps it as created.
 
 use super::{eq::ring_offset, out, Ctx, Req};
 use crate::bits::copy_bits;
+use crate::clock::Stamp;
 use crate::fail::{ensure, Fail, Outcome};
 use crate::model::Model;
 use crate::pas::{check_dbr, PageList, PasErrors};
@@ -39,6 +44,8 @@ pub(crate) struct Qp {
     pub cqn_snd: Option<u32>,
     pub cqn_rcv: Option<u32>,
     pub uar: u32,
+    /// What its CQEs' timestamps carry (send and receive).
+    pub stamp: Stamp,
     /// Byte offset of the send queue in the buffer (the receive queue comes first).
     pub sq_base: u64,
     /// Data path: WQEBB counter of the next send WQE to execute (16 bits, like the driver's).
@@ -70,6 +77,8 @@ pub(super) fn create(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
         _ => return Err(Fail::bad_param(s::QP_BAD_RQ_TYPE)),
     };
     let has_sq = !ctx.no_sq();
+    let stamp = Stamp::for_queue(ctx.ts_format_raw(), qp_ts_caps(&cx.m.cur))
+        .ok_or(Fail::bad_param(s::QP_BAD_TS_FORMAT))?;
     let gen = cx.m.gen();
     let max = gen.log_max_qp_sz();
     ensure(
@@ -121,6 +130,7 @@ pub(super) fn create(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
         cqn_snd,
         cqn_rcv,
         uar,
+        stamp,
         sq_base: rq_bytes,
         sq_ci: 0,
         rq_ci: 0,
@@ -136,6 +146,16 @@ pub(super) fn create(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
     let mut o = out::<cmd::CreateQp>(0);
     CreateQpOut::new_unchecked(&mut o[..]).set_qpn(qpn);
     Ok(o)
+}
+
+/// The timestamp formats the device offers QPs (raw): the RoCE page's qp_ts_format while
+/// RoCE is on, else sq_ts_format, as Linux reads them (`mlx5_get_qp_default_ts`, qp.h).
+pub(crate) fn qp_ts_caps(caps: &crate::caps::Caps) -> u8 {
+    if caps.general_cur.roce() {
+        caps.roce_cur.qp_ts_format_raw()
+    } else {
+        caps.general_cur.sq_ts_format_raw()
+    }
 }
 
 /// DESTROY_QP, in any state.

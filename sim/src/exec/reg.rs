@@ -41,6 +41,7 @@ pub(crate) mod id {
     pub const MNVQC: u16 = R::Mnvqc.raw();
     pub const MTUTC: u16 = R::Mtutc.raw();
     pub const MTPPS: u16 = R::Mtpps.raw();
+    pub const MTPPSE: u16 = R::Mtppse.raw();
 }
 
 /// What the registers themselves hold beyond the port (which has its own state).
@@ -89,6 +90,7 @@ fn describe(reg: u16) -> Option<(usize, bool)> {
         AccessRegisterId::Mnvqc => (size::<mlx5_prm::MnvqcReg<&[u8]>>(), false),
         AccessRegisterId::Mtutc => (size::<mlx5_prm::MtutcReg<&[u8]>>(), true),
         AccessRegisterId::Mtpps => (size::<mlx5_prm::MtppsReg<&[u8]>>(), true),
+        AccessRegisterId::Mtppse => (size::<mlx5_prm::MtppseReg<&[u8]>>(), true),
         _ => return None,
     })
 }
@@ -128,6 +130,7 @@ pub(super) fn access(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
         id::MNVQC => super::nv_reg::mnvqc(&mut image)?,
         id::MTUTC => super::clock_reg::mtutc(cx.m, &mut image, write)?,
         id::MTPPS => super::clock_reg::mtpps(cx.m, &mut image, write)?,
+        id::MTPPSE => super::clock_reg::mtppse(cx.m, &mut image, write)?,
         _ => {}
     }
     if cx.m.port.oper_up() != was_up {

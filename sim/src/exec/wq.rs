@@ -1,8 +1,14 @@
 //! Ethernet send and receive queues: CREATE/MODIFY/DESTROY_SQ and _RQ. Both are created in
 //! RST and move RST → RDY → ERR → RST; MODIFY names the state the queue is in (checked, else
 //! BAD_RES_STATE) and the state to move to (in the context).
+//!
+//! A queue's timestamp format is chosen at creation from its context's ts_format against
+//! what sq_ts_format / rq_ts_format offer ([`Stamp::for_queue`]; refused with
+//! SQ_BAD_TS_FORMAT / RQ_BAD_TS_FORMAT) and kept for the queue's life: MODIFY_SQ and
+//! MODIFY_RQ have no bitmask bit for it, so a modify leaves it as created.
 
 use super::{eq::ring_offset, out, Ctx, Req};
+use crate::clock::Stamp;
 use crate::fail::{ensure, Fail, Outcome};
 use crate::model::Model;
 use crate::pas::{check_dbr, PageList, PasErrors};
@@ -39,6 +45,8 @@ pub(crate) struct Sq {
     pub tis: Option<u32>,
     pub pd: u32,
     pub uar: u32,
+    /// What its CQEs' timestamps carry.
+    pub stamp: Stamp,
     /// Data path: WQEBB counter of the next WQE to execute.
     pub ci: u16,
 }
@@ -51,6 +59,8 @@ pub(crate) struct Rq {
     pub ring: PageList,
     pub cqn: u32,
     pub pd: u32,
+    /// What its CQEs' timestamps carry.
+    pub stamp: Stamp,
     /// Data path: receive WQEs consumed.
     pub ci: u16,
 }
@@ -87,6 +97,8 @@ pub(super) fn create_sq(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
             && wq.log_wq_sz() <= cx.m.gen().log_max_wq_sz(),
         Fail::bad_param(s::SQ_BAD_WQ),
     )?;
+    let stamp = Stamp::for_queue(ctx.ts_format_raw(), cx.m.gen().sq_ts_format_raw())
+        .ok_or(Fail::bad_param(s::SQ_BAD_TS_FORMAT))?;
     let cqn = ctx.cqn();
     cx.m.cqs.check(cqn, s::SQ_CQ_UNKNOWN)?;
     let tis = match ctx.tis_lst_sz() {
@@ -121,6 +133,7 @@ pub(super) fn create_sq(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
         tis,
         pd,
         uar,
+        stamp,
         ci: 0,
     };
     let sqn = cx.m.sqs.insert(sq, limit)?;
@@ -226,6 +239,8 @@ pub(super) fn create_rq(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
             && wq.log_wq_sz() <= cx.m.gen().log_max_wq_sz(),
         Fail::bad_param(s::RQ_BAD_WQ),
     )?;
+    let stamp = Stamp::for_queue(ctx.ts_format_raw(), cx.m.gen().rq_ts_format_raw())
+        .ok_or(Fail::bad_param(s::RQ_BAD_TS_FORMAT))?;
     let cqn = ctx.cqn();
     cx.m.cqs.check(cqn, s::RQ_CQ_UNKNOWN)?;
     // PD 0 is never allocated (handles start at 0x11) and means "no PD": Linux creates its
@@ -256,6 +271,7 @@ pub(super) fn create_rq(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
             ring,
             cqn,
             pd,
+            stamp,
             ci: 0,
         },
         limit,

@@ -1,12 +1,14 @@
 //! `mlx5 clock`: the adapter's clock as Linux's mlx5 PHC keeps it: the internal timer and its
 //! frequency, the timecounter's time and conversion (41-bit mask, its wrap period), what the
-//! device lets MTUTC steer (the UTC clock), and the PPS pins (MTPPS); `mlx5 clock adjust`
+//! device lets MTUTC steer (the UTC clock), the CQE timestamp formats the queues can use and
+//! the one in force (real time when offered, as Linux), and the PPS pins (MTPPS) with their
+//! events (MTPPSE); `mlx5 clock adjust`
 //! adjusts its frequency (`--freq PPB`) or time (`--time NS`), as `phc_ctl freq` and
 //! `phc_ctl adj` would.
 
 use crate::{json, table, Output};
 use mlx5_driver::backend::Backend;
-use mlx5_driver::clock::{Clock, ClockReport, FreqAdjust, PinMode, TimeAdjust};
+use mlx5_driver::clock::{Clock, ClockReport, FreqAdjust, PinMode, PpsEventMode, TimeAdjust};
 use mlx5_driver::Hca;
 use serde_json::json;
 
@@ -124,6 +126,9 @@ fn show(r: &ClockReport, as_json: bool) -> Result<Output, String> {
             "Real-time queues".to_string(),
             yes(c.real_time_queues).to_string(),
         ),
+        ("SQ timestamps".to_string(), c.sq_formats.describe()),
+        ("RQ timestamps".to_string(), c.rq_formats.describe()),
+        ("Timestamp format".to_string(), r.format.name().to_string()),
         ("MTUTC".to_string(), yes(c.mtutc).to_string()),
         (
             "UTC clock steered".to_string(),
@@ -163,8 +168,20 @@ fn show(r: &ClockReport, as_json: bool) -> Result<Output, String> {
                 PinMode::Out => "out".to_string(),
                 PinMode::Unknown(v) => format!("unknown ({v:#x})"),
             };
+            let events = match pin.events.map(|e| (e.mode, e.armed)) {
+                None => "unknown".to_string(),
+                Some((PpsEventMode::Off, _)) => "off".to_string(),
+                Some((PpsEventMode::EveryPulse, _)) => "every pulse".to_string(),
+                Some((PpsEventMode::OnceTillArmed, armed)) => {
+                    format!(
+                        "once till armed ({})",
+                        if armed { "armed" } else { "not armed" }
+                    )
+                }
+                Some((PpsEventMode::Unknown(v), _)) => format!("unknown ({v:#x})"),
+            };
             s.push_str(&format!(
-                "\tpin {}: can {can}, {}, mode {mode}, pattern {}, next pulse {:#x}\n",
+                "\tpin {}: can {can}, {}, mode {mode}, pattern {}, next pulse {:#x}, events {events}\n",
                 pin.pin,
                 if pin.enabled { "enabled" } else { "disabled" },
                 pin.pattern,

@@ -15,7 +15,8 @@ pub enum Op {
         /// Settings to show (all when none).
         items: Vec<String>,
     },
-    /// Write settings as KEY=VALUE (`sriov_en=1 total_vfs=8`); in force after the next reset.
+    /// Write settings as KEY=VALUE (`sriov_en=1 total_vfs=8 swp_l4_csum_mode=l4_only`); in
+    /// force after the next reset.
     Set {
         /// KEY=VALUE pairs.
         #[arg(required = true)]
@@ -60,7 +61,7 @@ fn query<B: Backend>(hca: &Hca<B>, names: &[String], as_json: bool) -> Result<Ou
 /// reset.
 fn table(settings: &[NvSetting]) -> String {
     let mut s = format!(
-        "Configurations:\n\t{:<18} {:<12} {:<12} {}\n",
+        "Configurations:\n\t{:<26} {:<12} {:<12} {}\n",
         "setting", "current", "next", "default"
     );
     for set in settings {
@@ -69,7 +70,7 @@ fn table(settings: &[NvSetting]) -> String {
         let next = format!("{}{}", if set.pending { "*" } else { "" }, show(set.next));
         s.push_str(
             format!(
-                "\t{:<18} {:<12} {:<12} {:<12}{}",
+                "\t{:<26} {:<12} {:<12} {:<12}{}",
                 set.item,
                 show(set.current),
                 next,
@@ -87,7 +88,8 @@ fn table(settings: &[NvSetting]) -> String {
 }
 
 fn set<B: Backend>(hca: &Hca<B>, pairs: &[String], as_json: bool) -> Result<Output, String> {
-    // Every pair is checked before anything is written.
+    // Every pair is checked before anything is written: its form, its value, and what the
+    // device's capabilities allow of it (which reads them).
     let mut writes = Vec::new();
     for pair in pairs {
         let (key, value) = pair
@@ -100,17 +102,12 @@ fn set<B: Backend>(hca: &Hca<B>, pairs: &[String], as_json: bool) -> Result<Outp
         writes.push((item, item.parse(value).map_err(|e| e.to_string())?));
     }
     let nv = hca.nv_config();
+    for &(item, value) in &writes {
+        nv.check(item, value).map_err(|e| named(item, &e))?;
+    }
     let mut done = Vec::new();
     for (item, value) in writes {
-        done.push(nv.set(item, value).map_err(|e| {
-            // Refusals of the device name the register; say which setting it was.
-            let e = e.to_string();
-            if e.starts_with(item.name()) {
-                e
-            } else {
-                format!("{}: {e}", item.name())
-            }
-        })?);
+        done.push(nv.set(item, value).map_err(|e| named(item, &e))?);
     }
     let pending = done.iter().any(|d| d.pending);
     if as_json {
@@ -137,18 +134,29 @@ fn set<B: Backend>(hca: &Hca<B>, pairs: &[String], as_json: bool) -> Result<Outp
     Ok(Output::Text(s))
 }
 
+/// The error as text that starts with the setting's name (refusals of the device name the
+/// register; say which setting it was).
+fn named(item: NvItem, e: &mlx5_driver::Error) -> String {
+    let e = e.to_string();
+    if e.starts_with(item.name()) {
+        e
+    } else {
+        format!("{}: {e}", item.name())
+    }
+}
+
 fn caps<B: Backend>(hca: &Hca<B>, as_json: bool) -> Result<Output, String> {
     let caps = hca.nv_config().capabilities().map_err(|e| e.to_string())?;
     if as_json {
         return Ok(Output::Json(json(&caps)?));
     }
     let mut s = format!(
-        "{:<20} {:<10} {:<5} {:<6} {}\n",
+        "{:<23} {:<10} {:<5} {:<6} {}\n",
         "item", "type", "read", "write", "version"
     );
     for c in &caps {
         s.push_str(&format!(
-            "{:<20} {:<10} {:<5} {:<6} {}\n",
+            "{:<23} {:<10} {:<5} {:<6} {}\n",
             c.config_item.unwrap_or("?"),
             format!("{:#010x}", c.type_word),
             c.readable,

@@ -172,8 +172,9 @@ fn deliver(
     if rq.ctx.state() != Ok(RqState::Rdy) || rq.ctx.wq().wq_type() != Ok(WqType::Cyclic) {
         return false;
     }
-    let (cqn, who) = (
+    let (cqn, stamp, who) = (
         rq.cqn,
+        rq.stamp,
         Accessor {
             pd: rq.pd,
             rlky: rq.ctx.rlky(),
@@ -224,7 +225,7 @@ fn deliver(
         c.set(Cqe64::HAS_VLAN, 1);
         c.set(Cqe64::VLAN_INFO, tci.into());
     }
-    cq::post_words(side, cqn, c)
+    cq::post_words(side, cqn, stamp, c)
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ use super::super::{cq, Side};
 use super::eseg::Eseg;
 use super::lso;
 use crate::caps::Caps;
+use crate::clock::Stamp;
 use crate::dma::DmaSpace;
 use crate::exec::counters::VportCounters;
 use crate::exec::mkey::Mkey;
@@ -52,7 +53,7 @@ fn run_with(side: &mut Side<'_>, sqn: u32, bf: Option<&[u8]>, wqe: &mut Wqe) {
     let log = wq.log_wq_sz();
     let size = 1u32 << log.min(16);
     let dbr = wq.dbr_addr();
-    let (cqn, flush_cqes) = (sq.cqn, sq.ctx.flush_in_error_en());
+    let (cqn, flush_cqes, stamp) = (sq.cqn, sq.ctx.flush_in_error_en(), sq.stamp);
     let who = Accessor {
         pd: sq.pd,
         rlky: sq.ctx.rlky(),
@@ -116,10 +117,10 @@ fn run_with(side: &mut Side<'_>, sqn: u32, bf: Option<&[u8]>, wqe: &mut Wqe) {
                     ci,
                     sendq::opcode(wqe),
                 );
-                cq::post(side, cqn, e);
+                cq::post_err(side, cqn, e);
             }
         } else {
-            execute(side, sqn, cqn, who, wqe, ci);
+            execute(side, sqn, (cqn, stamp), who, wqe, ci);
         }
         let n = sendq::wqebbs(wqe);
         if let Ok(sq) = side.m.sqs.get_mut(sqn) {
@@ -132,7 +133,14 @@ fn run_with(side: &mut Side<'_>, sqn: u32, bf: Option<&[u8]>, wqe: &mut Wqe) {
 /// Executes one WQE of SQ `sqn` (in RDY; its CQ and its accessor passed in): NOP, SEND or
 /// LSO. A CQE is written when the WQE asks for one (`ce` 2 or 3) and always on error; an
 /// error moves the SQ to ERR.
-fn execute(side: &mut Side<'_>, sqn: u32, cqn: u32, who: Accessor, wqe: &[u8], index: u16) {
+fn execute(
+    side: &mut Side<'_>,
+    sqn: u32,
+    (cqn, stamp): (u32, Stamp),
+    who: Accessor,
+    wqe: &[u8],
+    index: u16,
+) {
     let opcode = sendq::opcode(wqe);
     let ce = (wqe[11] >> 2) & 0x3;
     let end = sendq::ds(wqe) * DS;
@@ -153,12 +161,12 @@ fn execute(side: &mut Side<'_>, sqn: u32, cqn: u32, who: Accessor, wqe: &[u8], i
         Ok(()) if ce >= 2 => {
             let mut c = CqeWords::new(CqeOpcode::Req, sqn, index);
             c.set(Cqe64::S_WQE_OPCODE, opcode.into());
-            cq::post_words(side, cqn, c);
+            cq::post_words(side, cqn, stamp, c);
         }
         Ok(()) => {}
         Err(syndrome) => {
             let e = cq::err_cqe(CqeOpcode::ReqErr, syndrome, sqn, index, opcode);
-            cq::post(side, cqn, e);
+            cq::post_err(side, cqn, e);
             if let Ok(sq) = side.m.sqs.get_mut(sqn) {
                 sq.ctx.set_state(SqState::Err);
                 side.m.pending.sqs.insert(sqn);

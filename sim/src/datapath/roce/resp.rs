@@ -299,7 +299,7 @@ fn receive_done(
 ) {
     let t = Target::Qp(v.qpn);
     rq::consume(side.m, t);
-    let Some(cqn) = rq::cqn(side.m, t) else {
+    let Some((cqn, stamp)) = rq::completes_to(side.m, t) else {
         return;
     };
     let mut c = cq::cqe(opcode, v.qpn, index);
@@ -309,7 +309,7 @@ fn receive_done(
     if let Some(imm) = imm {
         c.set_immediate(imm);
     }
-    cq::post(side, cqn, *c.storage());
+    cq::post(side, cqn, stamp, *c.storage());
 }
 
 fn write(side: &mut Side<'_>, v: &Qpv, r: &mut Responder, pkt: &Packet<'_>) -> Verdict {

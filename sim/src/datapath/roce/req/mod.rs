@@ -563,11 +563,17 @@ fn complete(side: &mut Side<'_>, qpn: u32, e: &Inflight, byte_cnt: u32) {
     if !e.signaled {
         return;
     }
-    let Some(cqn) = side.m.qps.get(qpn).ok().and_then(|q| q.cqn_snd) else {
+    let Some((cqn, stamp)) = side
+        .m
+        .qps
+        .get(qpn)
+        .ok()
+        .and_then(|q| Some((q.cqn_snd?, q.stamp)))
+    else {
         return;
     };
     let mut c = cq::cqe(CqeOpcode::Req, qpn, e.index);
     c.set_s_wqe_opcode(e.opcode);
     c.set_byte_cnt(byte_cnt);
-    cq::post(side, cqn, *c.storage());
+    cq::post(side, cqn, stamp, *c.storage());
 }

@@ -55,7 +55,7 @@ pub(crate) fn fail_head(side: &mut Side<'_>, qpn: u32, syndrome: CqeSyndrome) {
     if let Some(e) = head {
         if let Some(cqn) = side.m.qps.get(qpn).ok().and_then(|q| q.cqn_snd) {
             let c = cq::err_cqe(CqeOpcode::ReqErr, syndrome, qpn, e.index, e.opcode);
-            cq::post(side, cqn, c);
+            cq::post_err(side, cqn, c);
         }
     }
 }
@@ -96,6 +96,6 @@ pub(crate) fn flush(side: &mut Side<'_>, qpn: u32) {
             e.index,
             e.opcode,
         );
-        cq::post(side, cqn, c);
+        cq::post_err(side, cqn, c);
     }
 }
