@@ -2,11 +2,11 @@
 //! guest would: BAR reads and writes of every size at any offset, arbitrary guest memory
 //! (commands, mailboxes, contexts, WQEs, rings, doorbell records, pointers into guest RAM or
 //! anywhere), well-delivered commands with arbitrary inputs, raw doorbells, frames, events,
-//! unmapping and remapping guest RAM, bus mastering off and on, and reset. ACCESS_REGISTER
-//! usually names a register of the spec's list (`reg::ALL`), sized for its image and often
-//! with plausible index fields, so every register handler is reached, not only by chance
-//! (`sim/tests/fuzz_registers.rs` holds it to that). Shared by the cargo-fuzz target
-//! (`sim/fuzz`) and the bounded property test (`sim/tests/fuzz_device.rs`).
+//! external PPS pulses, unmapping and remapping guest RAM, bus mastering off and on, and
+//! reset. ACCESS_REGISTER usually names a register of the spec's list (`reg::ALL`), sized for
+//! its image and often with plausible index fields, so every register handler is reached, not
+//! only by chance (`sim/tests/fuzz_registers.rs` holds it to that). Shared by the cargo-fuzz
+//! target (`sim/fuzz`) and the bounded property test (`sim/tests/fuzz_device.rs`).
 //!
 //! What is checked: nothing panics (a panic is the failure), the device still serves a
 //! well-formed command afterwards, and the model never wrote outside guest RAM (guard areas on
@@ -365,10 +365,15 @@ impl<'r> Rig<'r> {
                     let words: Vec<u64> = (0..c.u8() % 40).map(|_| c.u64()).collect();
                     self.dev.write_block(offset, &words);
                 }
-                13 => match c.u8() % 4 {
+                13 => match c.u8() % 5 {
                     0 => self.dev.request_pages(i32::from(c.u8() as i8)),
                     1 => self.dev.raise_port_change(c.u8() % 3, c.u8() % 2 == 0),
                     2 => self.dev.loopback(c.u8() % 2 == 0),
+                    // An external pulse on a pin (one the device lacks now and then), as the
+                    // guest left it configured through MTPPS and MTPPSE.
+                    3 => {
+                        self.dev.pps_pulse(c.u8() % 4);
+                    }
                     _ => self.dev.tick(),
                 },
                 14 => {
