@@ -1,9 +1,13 @@
 //! Workloads for the Ethernet data-path figures (run by `scripts/bench-eth`).
 //!
 //! ```text
-//! eth_bench count tx|rx|fwd BATCH ROUNDS   one workload, for callgrind: only tx_batch and
+//! eth_bench count tx|rx|fwd|pool|pool-drop BATCH ROUNDS
+//!                                          one workload, for callgrind: only tx_batch and
 //!                                          rx_batch are measured (--toggle-collect), the
-//!                                          model's work runs outside them
+//!                                          model's work runs outside them; pool takes
+//!                                          BATCH packets from the pool and gives them back
+//!                                          (alloc_batch and free_batch measured);
+//!                                          pool-drop gives them back by dropping each
 //! eth_bench mpps BATCH PACKETS [--link-down-at N] [--verify] [--device SPEC]
 //!                                          loopback, wall-clock; every packet must come
 //!                                          back (no packet for 2 s fails the run with what
@@ -31,7 +35,7 @@ use std::time::{Duration, Instant};
 
 fn usage() -> ! {
     eprintln!(
-        "usage: eth_bench count tx|rx|fwd BATCH ROUNDS | eth_bench mpps BATCH PACKETS \
+        "usage: eth_bench count tx|rx|fwd|pool|pool-drop BATCH ROUNDS | eth_bench mpps BATCH PACKETS \
          [--link-down-at N] [--verify] [--device SPEC]"
     );
     std::process::exit(2)
@@ -100,11 +104,30 @@ fn count(direction: &str, batch: usize, rounds: usize) {
                 moved += eth.tx_batch(&mut out).expect("tx");
                 be.release();
             }
+            "pool" => {
+                // What an application pays for its packets on top of the queues: a batch
+                // taken from the pool and given back.
+                moved += pool.alloc_batch(&mut pkts, batch);
+                pool.free_batch(&mut pkts);
+            }
+            "pool-drop" => {
+                // The same, the packets given back by dropping them one by one (the baseline
+                // of `free_batch`).
+                moved += pool.alloc_batch(&mut pkts, batch);
+                drop_each(&mut pkts);
+            }
             _ => usage(),
         }
     }
     assert_eq!(moved, batch * rounds, "every packet moved");
     eprintln!("{direction}: {moved} packets");
+}
+
+/// Drops every packet of `pkts` (each goes back to its pool as it drops); out of line, so
+/// that callgrind can count it.
+#[inline(never)]
+fn drop_each(pkts: &mut Vec<Packet<'_>>) {
+    pkts.clear();
 }
 
 /// How long `mpps` waits for a packet to come back before calling the rest lost.
@@ -227,7 +250,7 @@ fn run_mpps<B: Backend>(hca: &Hca<B>, m: &Mpps, hooks: ModelHooks<'_>) {
                 }
             }
             sent += eth.tx_batch(&mut pkts).expect("tx");
-            pkts.clear();
+            pool.free_batch(&mut pkts);
         }
         let got = eth.rx_batch(&mut out, batch).expect("rx");
         if m.verify {
@@ -251,7 +274,7 @@ fn run_mpps<B: Backend>(hca: &Hca<B>, m: &Mpps, hooks: ModelHooks<'_>) {
         } else {
             received += got;
         }
-        out.clear();
+        pool.free_batch(&mut out);
         if got > 0 {
             progress = Instant::now();
         } else if progress.elapsed() > IDLE_LIMIT {

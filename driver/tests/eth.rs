@@ -472,3 +472,39 @@ fn threads_make_their_own_resources_from_one_hca() {
     );
     hca.teardown().unwrap();
 }
+
+#[test]
+fn free_batch_gives_every_buffer_back_once_and_foreign_ones_to_their_pool() {
+    let (be, _dev) = SimBackend::new(Config::default());
+    let hca = Hca::bring_up(be, &HcaConfig::default()).unwrap();
+    let (a, b) = (
+        Pool::new(&hca, 64, 256).unwrap(),
+        Pool::new(&hca, 8, 256).unwrap(),
+    );
+    let mut batch = Vec::new();
+    // More than the pool holds: all of it, no more.
+    assert_eq!(a.alloc_batch(&mut batch, 100), 64);
+    assert_eq!((batch.len(), a.free_buffers()), (64, 0));
+    assert!(batch.iter().all(|p| p.is_empty()), "new packets are empty");
+    a.free_batch(&mut batch);
+    assert!(batch.is_empty());
+    assert_eq!(a.free_buffers(), 64);
+    // Each buffer went back once: taking them all again gives 64 distinct buffers (a
+    // buffer handed out twice would show the mark written through its other handle).
+    a.alloc_batch(&mut batch, 64);
+    for (k, p) in batch.iter_mut().enumerate() {
+        p.write(&[k as u8]).unwrap();
+    }
+    for (k, p) in batch.iter().enumerate() {
+        assert_eq!(p.data().read_u8(0), k as u8, "packet {k} shares its buffer");
+    }
+    a.free_batch(&mut batch);
+    // A batch with another pool's packets in it: each goes back to its own pool.
+    a.alloc_batch(&mut batch, 10);
+    b.alloc_batch(&mut batch, 3);
+    a.alloc_batch(&mut batch, 2);
+    assert_eq!((a.free_buffers(), b.free_buffers()), (52, 5));
+    a.free_batch(&mut batch);
+    assert!(batch.is_empty());
+    assert_eq!((a.free_buffers(), b.free_buffers()), (64, 8));
+}

@@ -35,9 +35,28 @@ pub fn probe_get_uar_page(c: &Cqc) -> u32 {
     c.uar_page()
 }
 
-/// A read-modify-write of a 5-bit field.
+/// A read-modify-write of a 5-bit field, which lies within one byte: a byte read-modify-write.
 #[no_mangle]
 pub fn probe_set_log_cq_size(c: &mut Cqc, v: u8) {
+    c.set_log_cq_size(v)
+}
+
+/// A read-modify-write of a 24-bit field, spread over three bytes: the dword's.
+#[no_mangle]
+pub fn probe_set_uar_page(c: &mut Cqc, v: u32) {
+    c.set_uar_page(v)
+}
+
+/// [`probe_get_log_cq_size`] on a view borrowed from a slice with `from_slice`, passed by
+/// value (a pointer, as `&Cqc` is): the length is in the type, so it is the same code.
+#[no_mangle]
+pub fn probe_get_log_cq_size_ref(c: Cqc<&[u8; 64]>) -> u8 {
+    c.log_cq_size()
+}
+
+/// [`probe_set_log_cq_size`] on a view borrowed mutably with `from_slice_mut`.
+#[no_mangle]
+pub fn probe_set_log_cq_size_mut(mut c: Cqc<&mut [u8; 64]>, v: u8) {
     c.set_log_cq_size(v)
 }
 
@@ -103,6 +122,13 @@ pub fn probe_hand_cq_record_arm(sn: u8, cmd: CqArmCmd, ci: u32) -> u32 {
 fn main() {
     let mut c = Cqc::zeroed();
     probe_set_log_cq_size(&mut c, 3);
+    probe_set_uar_page(&mut c, 0x12_3456);
+    let mut slice = [0u8; 80];
+    probe_set_log_cq_size_mut(Cqc::from_slice_mut(&mut slice).unwrap(), 3);
+    println!(
+        "{}",
+        probe_get_log_cq_size_ref(Cqc::from_slice(&slice).unwrap())
+    );
     println!(
         "{} {} {} {} {}",
         probe_get_log_cq_size(&c),

@@ -8,7 +8,10 @@
 //! Each structure `foo` of the spec becomes a view `Foo<B>` over storage `B`:
 //!
 //! - `Foo::new_checked(buf)` wraps any buffer holding at least `Foo::SIZE` bytes; `Foo::zeroed()`
-//!   (or `Default`) is the owned form backed by `[u8; SIZE]`;
+//!   (or `Default`) is the owned form backed by `[u8; SIZE]`; `Foo::from_slice(&buf)` and
+//!   `Foo::from_slice_mut(&mut buf)` borrow the first `SIZE` bytes of a slice as
+//!   `&[u8; SIZE]`, whose accessors compile without bounds checks, as the owned form's do
+//!   (layouts that end in a trailing array, which need the whole buffer, do not have them);
 //! - `foo.field()` reads a field as the narrowest unsigned type, `bool` for one bit, or the
 //!   field's enum (`Err(UnknownValue)` with the raw number for values the enum does not name);
 //! - `foo.set_field(v)` writes it (masked, with a `debug_assert!` on overflow) and

@@ -86,8 +86,9 @@ fn getters_compile_to_load_swap_shift_mask() {
         "probe_get_dbr_addr",
         "probe_get_uar_page",
         "probe_set_log_cq_size",
+        "probe_set_uar_page",
     ] {
-        let code = body(&asm, name);
+        let code = code_of(&asm, name);
         assert!(
             !code
                 .iter()
@@ -168,4 +169,68 @@ fn word_builders_compile_to_the_hand_written_shifts_and_ors() {
     let built = code_of(&asm, "probe_build_cq_arm");
     assert!(built.len() <= driver.len(), "{built:?}\n{driver:?}");
     insta::assert_snapshot!("probe_driver_cq_arm", driver.join("\n"));
+}
+
+/// No call, no branch (a bounds check), no panic: straight-line code.
+fn straight(name: &str, code: &[String]) {
+    assert!(
+        !code
+            .iter()
+            .any(|i| i.starts_with("call") || i.starts_with('j') || i.contains("panic")),
+        "{name} calls out or branches:\n{}",
+        code.join("\n")
+    );
+}
+
+#[test]
+// Under Miri: this test builds and reads assembly with child processes, which Miri cannot
+// spawn (and what it checks is the compiled code, not the interpreted one).
+#[cfg_attr(miri, ignore)]
+fn views_from_slices_compile_to_the_owned_code() {
+    let asm = assembly();
+    // A view over `&[u8; 64]` / `&mut [u8; 64]` (`from_slice`, `from_slice_mut`) is the owned
+    // view's code, instruction for instruction: over `&[u8]` each access would compare the
+    // slice's length first and branch to a panic.
+    for (borrowed, owned) in [
+        ("probe_get_log_cq_size_ref", "probe_get_log_cq_size"),
+        ("probe_set_log_cq_size_mut", "probe_set_log_cq_size"),
+    ] {
+        let code = code_of(&asm, borrowed);
+        straight(borrowed, &code);
+        assert_eq!(
+            code,
+            code_of(&asm, owned),
+            "{borrowed} differs from {owned}"
+        );
+    }
+}
+
+#[test]
+// Under Miri: this test builds and reads assembly with child processes, which Miri cannot
+// spawn (and what it checks is the compiled code, not the interpreted one).
+#[cfg_attr(miri, ignore)]
+fn a_field_within_one_byte_is_set_with_a_byte_read_modify_write() {
+    let asm = assembly();
+    // `log_cq_size` is bits 4..0 of byte 12: load the byte, clear the field, mask the value,
+    // or them, store the byte, return. The dword's read-modify-write took 11 and the return.
+    let code = code_of(&asm, "probe_set_log_cq_size");
+    straight("probe_set_log_cq_size", &code);
+    assert!(code.len() <= 6, "too long:\n{}", code.join("\n"));
+    // Memory is touched twice, a byte each time: a load of byte 12 and a store to it.
+    let memory: Vec<_> = code.iter().filter(|i| i.contains("(%rdi)")).collect();
+    assert!(
+        memory.len() == 2
+            && memory[0].starts_with("movzbl 12(%rdi),")
+            && memory[1].starts_with("movb ")
+            && memory[1].ends_with(", 12(%rdi)"),
+        "not a byte load and a byte store at 12:\n{}",
+        code.join("\n")
+    );
+    // A field over three bytes keeps the dword's read-modify-write, one 32-bit store.
+    let wide = code_of(&asm, "probe_set_uar_page");
+    assert!(
+        wide.iter()
+            .any(|i| i.starts_with("movl") && i.ends_with(", 12(%rdi)")),
+        "{wide:?}"
+    );
 }

@@ -157,6 +157,13 @@ pub fn emit(ctx: &Ctx, ir: &Ir, s: &Struct) -> TokenStream {
     let (word_items, word_writers) = super::words::emit(ctx, ir, s);
     setters.extend(word_writers);
 
+    // A layout whose storage runs on past its fixed part gets no constructors over exactly
+    // `SIZE` bytes (`from_slice`): its trailing elements would be cut off (see `__prm_view`).
+    let view = if ir.tail_field(s).is_some() {
+        quote!(#krate::__prm_view!(#ty, #name, #size, runs_on);)
+    } else {
+        quote!(#krate::__prm_view!(#ty, #name, #size);)
+    };
     let fields_doc = format!(" The position of every field of `{name}`, by offset.");
     quote! {
         #(#[doc = #doc])*
@@ -165,7 +172,7 @@ pub fn emit(ctx: &Ctx, ir: &Ir, s: &Struct) -> TokenStream {
             buf: B,
         }
 
-        #krate::__prm_view!(#ty, #name, #size);
+        #view
         #raw_debug
 
         impl #ty<[u8; #size]> {

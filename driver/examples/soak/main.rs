@@ -10,7 +10,7 @@
 //! from; every frame back in order or
 //! counted by the model as discarded or dropped), then RC SENDs between two devices on a
 //! lossy wire over RoCE v2 ([`rc`]: N/32 messages, every one delivered exactly once and in
-//! order though frames are lost each way). Faults come from a seeded generator, so a run
+//! order though frames are lost each way and CQ overruns force reconnects). Faults come from a seeded generator, so a run
 //! repeats from its seed. In each part the process's resident memory after a warm-up and at
 //! the end may not differ by more than [`RSS_SLACK`], and every wait has a deadline: nothing
 //! moving for [`IDLE_LIMIT`] fails the run with what is missing.

@@ -1,16 +1,27 @@
 //! The RC part: SENDs between two model devices on a wire over RoCE v2, with both ports
-//! losing one frame in [`LOSS`] each way (seeded), page requests and returns, and failing
-//! commands. RC promises every message once and in order, so the receiver must see sequence
-//! numbers 0, 1, 2, … with no gap, duplicate or reordering, every send must complete without
-//! error, and the ports must actually have lost frames (the transport recovered them).
+//! losing one frame in [`LOSS`] each way (seeded), page requests and returns, failing
+//! commands, and CQ overruns. RC promises every message once and in order, so the receiver
+//! must see sequence numbers 0, 1, 2, … with no gap, duplicate or reordering, every send must
+//! complete without error, and the ports must actually have lost frames (the transport
+//! recovered them).
+//!
+//! A CQ overrun is not something RC recovers from by itself: the CQ goes to error, its
+//! completions stop, and the device raises a CQ_ERROR event. The soak recovers as an
+//! application over RDMA does: on the event it destroys both ends' QPs and CQs, creates and
+//! connects new ones, and resumes sending from the first message the receiver has not
+//! delivered (the receiver's count stands for the sequence numbers a real application
+//! exchanges when it reconnects). Messages sent before the overrun whose delivery was not
+//! seen are sent again and counted as re-sent; the receiver must still see every sequence
+//! number exactly once and in order.
 
 use super::rc_link::{connect, create, err, ALL, ENDS};
 use super::{command_fault, rss, Args, Rng, IDLE_LIMIT, RSS_SLACK};
 use mlx5_driver::backend::sim::SimBackend;
 use mlx5_driver::backend::{Backend as _, Events as _};
 use mlx5_driver::cq::Cq;
+use mlx5_driver::eq::Event;
 use mlx5_driver::mr::Region;
-use mlx5_driver::qp::{SendOp, SendRequest};
+use mlx5_driver::qp::{Qp, Rts, SendOp, SendRequest};
 use mlx5_driver::roce::RoceAddress;
 use mlx5_driver::{Hca, HcaConfig};
 use mlx5_prm::rt::{Bytes as _, BytesMut as _};
@@ -24,6 +35,51 @@ const LOSS: u32 = 500;
 const DEPTH: usize = 16;
 /// Bytes per message: the sequence number and some payload.
 const SIZE: usize = 256;
+/// One loop turn in this many (while sending) overruns one of the two CQs.
+const OVERRUN: u64 = 8_000;
+
+type Sim = SimBackend;
+
+/// Both ends' CQs and connected QPs: A sends, B receives.
+struct Pair<'h> {
+    cqa: Cq<'h, Sim>,
+    cqb: Cq<'h, Sim>,
+    qa: Qp<'h, Sim, Rts>,
+    qb: Qp<'h, Sim, Rts>,
+}
+
+impl<'h> Pair<'h> {
+    /// New CQs and QPs at both ends, connected to each other, with B's receives posted.
+    fn connect([ha, hb]: [&'h Hca<Sim>; 2]) -> Result<Self, String> {
+        let (cqa, cqb) = (
+            Cq::create(ha, 12).map_err(err("CQ"))?,
+            Cq::create(hb, 12).map_err(err("CQ"))?,
+        );
+        let (qa, qb) = (create(ha, &cqa, DEPTH)?, create(hb, &cqb, DEPTH)?);
+        let (na, nb) = (qa.qpn(), qb.qpn());
+        let qa = connect(ha, qa, nb, 1)?;
+        let mut qb = connect(hb, qb, na, 0)?;
+        for _ in 0..2 * DEPTH {
+            let r = Region::register(hb, SIZE, ALL).map_err(err("receive region"))?;
+            qb.post_recv(1, r)
+                .map_err(|(e, _)| format!("post_recv: {e}"))?;
+        }
+        Ok(Pair { cqa, cqb, qa, qb })
+    }
+
+    /// Destroys the QPs (and the regions still posted on them), then the CQs.
+    fn destroy(self) -> Result<(), String> {
+        self.qa.destroy().map_err(err("DESTROY_QP"))?;
+        self.qb.destroy().map_err(err("DESTROY_QP"))?;
+        self.cqa.destroy().map_err(err("DESTROY_CQ"))?;
+        self.cqb.destroy().map_err(err("DESTROY_CQ"))
+    }
+
+    /// Whether `cqn` is one of this pair's CQs.
+    fn owns(&self, cqn: u32) -> bool {
+        cqn == self.cqa.cqn() || cqn == self.cqb.cqn()
+    }
+}
 
 /// Runs the RC part for `args.packets / 32` messages or `seconds`.
 pub fn run(args: &Args, seconds: Option<f64>) -> Result<(), String> {
@@ -62,28 +118,17 @@ fn messages(
     [da, db]: [&Device; 2],
 ) -> Result<(), String> {
     let count = (args.packets / 32).max(1);
-    let (mut cqa, mut cqb) = (
-        Cq::create(ha, 12).map_err(err("CQ"))?,
-        Cq::create(hb, 12).map_err(err("CQ"))?,
-    );
-    let (qa, qb) = (create(ha, &cqa, DEPTH)?, create(hb, &cqb, DEPTH)?);
-    let (na, nb) = (qa.qpn(), qb.qpn());
-    let mut qa = connect(ha, qa, nb, 1)?;
-    let mut qb = connect(hb, qb, na, 0)?;
+    let mut pair = Pair::connect([ha, hb])?;
     let mut free: Vec<Region<'_, SimBackend>> = (0..DEPTH)
         .map(|_| Region::register(ha, SIZE, ALL))
         .collect::<Result<_, _>>()
         .map_err(err("send regions"))?;
-    for _ in 0..2 * DEPTH {
-        let r = Region::register(hb, SIZE, ALL).map_err(err("receive region"))?;
-        qb.post_recv(1, r)
-            .map_err(|(e, _)| format!("post_recv: {e}"))?;
-    }
     let mut rng = Rng(args.seed.max(1) ^ 0x5243);
     let start = Instant::now();
     let deadline = seconds.map(|s| start + Duration::from_secs_f64(s));
     let (mut posted, mut completed, mut received) = (0u64, 0u64, 0u64);
     let (mut page_requests, mut command_faults) = (0u64, 0u64);
+    let (mut overruns, mut cq_errors, mut reconnects, mut resent) = (0u64, 0u64, 0u64, 0u64);
     let pages0 = [da.pages_held(), db.pages_held()];
     let mut out = Vec::new();
     let mut progress = Instant::now();
@@ -106,9 +151,41 @@ fn messages(
             command_fault(hca, dev, &mut rng)?;
             command_faults += 1;
         }
+        // One overrun pending at a time, so that each is seen before the reconnect it causes
+        // destroys the CQs.
+        let calm = da.faults().cq_overruns_pending() + db.faults().cq_overruns_pending() == 0;
+        if sending(posted) && calm && rng.one_in(OVERRUN) {
+            let cq = if side == 0 { &pair.cqa } else { &pair.cqb };
+            dev.faults().overrun_cq(cq.cqn());
+            overruns += 1;
+        }
         if rng.one_in(256) {
+            let mut broken = false;
             for h in [ha, hb] {
-                h.poll_events().map_err(err("events"))?;
+                for e in h.poll_events().map_err(err("events"))? {
+                    if let Event::CqError { cqn, syndrome } = e {
+                        if !pair.owns(cqn) {
+                            return Err(format!(
+                                "CQ error (syndrome {syndrome}) for CQ {cqn:#x}, not the link's"
+                            ));
+                        }
+                        broken = true;
+                        cq_errors += 1;
+                    }
+                }
+            }
+            if broken {
+                // Reconnect, and go on from the first message B has not delivered.
+                pair.destroy()?;
+                pair = Pair::connect([ha, hb])?;
+                resent += posted - received;
+                (posted, completed) = (received, received);
+                while free.len() < DEPTH {
+                    free.push(Region::register(ha, SIZE, ALL).map_err(err("send region"))?);
+                }
+                reconnects += 1;
+                progress = Instant::now();
+                continue;
             }
         }
         // Post what the depth allows.
@@ -125,27 +202,28 @@ fn messages(
                 signaled: true,
                 inline: None,
             };
-            qa.post_send(req)
+            pair.qa
+                .post_send(req)
                 .map_err(|(e, _)| format!("post_send: {e}"))?;
             posted += 1;
         }
         let mut moved = false;
         out.clear();
-        cqa.poll(16, &mut out);
+        pair.cqa.poll(16, &mut out);
         for c in out.drain(..) {
             c.status
                 .map_err(|e| format!("send {completed} completed with {e}"))?;
-            for d in qa.complete(c).map_err(err("complete"))? {
+            for d in pair.qa.complete(c).map_err(err("complete"))? {
                 free.extend(d.region);
                 completed += 1;
                 moved = true;
             }
         }
-        cqb.poll(16, &mut out);
+        pair.cqb.poll(16, &mut out);
         for c in out.drain(..) {
             c.status
                 .map_err(|e| format!("receive {received} completed with {e}"))?;
-            for d in qb.complete(c).map_err(err("complete"))? {
+            for d in pair.qb.complete(c).map_err(err("complete"))? {
                 let r = d.region.ok_or("a receive came back without its buffer")?;
                 let b = r.bytes();
                 let (seq, check) = (b.read_be64(0), b.read_be64(SIZE - 8));
@@ -157,7 +235,8 @@ fn messages(
                 }
                 received += 1;
                 moved = true;
-                qb.post_recv(1, r)
+                pair.qb
+                    .post_recv(1, r)
                     .map_err(|(e, _)| format!("post_recv: {e}"))?;
             }
         }
@@ -181,7 +260,8 @@ fn messages(
     let (warm, end) = (warm.unwrap_or(0), rss());
     println!(
         "soak rc: {received} SENDs of {SIZE} B delivered once and in order, {lost} frames lost on the ports \
-         (1 in {LOSS} each way) and recovered, {page_requests} page requests, {command_faults} command faults; \
+         (1 in {LOSS} each way) and recovered, {page_requests} page requests, {command_faults} command faults, \
+         {overruns} CQ overruns ({cq_errors} CQ errors, {reconnects} reconnects, {resent} messages sent again); \
          {:.1} s; RSS {} KiB after warm-up, {} KiB at the end",
         start.elapsed().as_secs_f64(),
         warm / 1024,
@@ -197,7 +277,13 @@ fn messages(
             end / 1024
         ));
     }
-    drop(cqb);
-    drop(cqa);
-    Ok(())
+    // An overrun asked for near the end may not have come (no completion went to that CQ
+    // after it); every other one must have raised exactly one CQ error.
+    let pending = u64::from(da.faults().cq_overruns_pending() + db.faults().cq_overruns_pending());
+    if cq_errors + pending != overruns {
+        return Err(format!(
+            "{overruns} CQ overruns asked for, {cq_errors} CQ errors seen, {pending} still pending"
+        ));
+    }
+    pair.destroy()
 }

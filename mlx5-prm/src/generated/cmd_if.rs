@@ -1246,7 +1246,7 @@ pub const CMD_IF_BOX_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
 pub struct CmdIn<B = [u8; 8]> {
     buf: B,
 }
-crate::__prm_view!(CmdIn, "cmd_in", 8);
+crate::__prm_view!(CmdIn, "cmd_in", 8, runs_on);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(CmdIn);
 impl CmdIn<[u8; 8]> {

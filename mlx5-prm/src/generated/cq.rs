@@ -1187,7 +1187,7 @@ pub const CQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
 pub struct CreateCqIn<B = [u8; 272]> {
     buf: B,
 }
-crate::__prm_view!(CreateCqIn, "create_cq_in", 272);
+crate::__prm_view!(CreateCqIn, "create_cq_in", 272, runs_on);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(CreateCqIn);
 impl CreateCqIn<[u8; 272]> {
@@ -2078,7 +2078,7 @@ pub const QUERY_CQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
 pub struct QueryCqOut<B = [u8; 272]> {
     buf: B,
 }
-crate::__prm_view!(QueryCqOut, "query_cq_out", 272);
+crate::__prm_view!(QueryCqOut, "query_cq_out", 272, runs_on);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(QueryCqOut);
 impl QueryCqOut<[u8; 272]> {
@@ -2343,7 +2343,7 @@ pub const QUERY_CQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
 pub struct ModifyCqIn<B = [u8; 272]> {
     buf: B,
 }
-crate::__prm_view!(ModifyCqIn, "modify_cq_in", 272);
+crate::__prm_view!(ModifyCqIn, "modify_cq_in", 272, runs_on);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(ModifyCqIn);
 impl ModifyCqIn<[u8; 272]> {

@@ -156,7 +156,7 @@ impl ::core::convert::From<EqStatus> for u8 {
 pub struct CreateEqIn<B = [u8; 272]> {
     buf: B,
 }
-crate::__prm_view!(CreateEqIn, "create_eq_in", 272);
+crate::__prm_view!(CreateEqIn, "create_eq_in", 272, runs_on);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(CreateEqIn);
 impl CreateEqIn<[u8; 272]> {
@@ -1572,7 +1572,7 @@ pub const QUERY_EQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
 pub struct QueryEqOut<B = [u8; 272]> {
     buf: B,
 }
-crate::__prm_view!(QueryEqOut, "query_eq_out", 272);
+crate::__prm_view!(QueryEqOut, "query_eq_out", 272, runs_on);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(QueryEqOut);
 impl QueryEqOut<[u8; 272]> {

@@ -7707,7 +7707,7 @@ pub const CREATE_FLOW_GROUP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
 pub struct SetFteIn<B = [u8; 832]> {
     buf: B,
 }
-crate::__prm_view!(SetFteIn, "set_fte_in", 832);
+crate::__prm_view!(SetFteIn, "set_fte_in", 832, runs_on);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(SetFteIn);
 impl SetFteIn<[u8; 832]> {
@@ -8138,7 +8138,7 @@ pub const SET_FTE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
 pub struct FlowContext<B = [u8; 768]> {
     buf: B,
 }
-crate::__prm_view!(FlowContext, "flow_context", 768);
+crate::__prm_view!(FlowContext, "flow_context", 768, runs_on);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(FlowContext);
 impl FlowContext<[u8; 768]> {

@@ -1624,7 +1624,7 @@ pub const QUERY_PAGES_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
 pub struct ManagePagesIn<B = [u8; 16]> {
     buf: B,
 }
-crate::__prm_view!(ManagePagesIn, "manage_pages_in", 16);
+crate::__prm_view!(ManagePagesIn, "manage_pages_in", 16, runs_on);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(ManagePagesIn);
 impl ManagePagesIn<[u8; 16]> {
@@ -1901,7 +1901,7 @@ pub const MANAGE_PAGES_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
 pub struct ManagePagesOut<B = [u8; 16]> {
     buf: B,
 }
-crate::__prm_view!(ManagePagesOut, "manage_pages_out", 16);
+crate::__prm_view!(ManagePagesOut, "manage_pages_out", 16, runs_on);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(ManagePagesOut);
 impl ManagePagesOut<[u8; 16]> {
@@ -3428,7 +3428,7 @@ pub const SET_DRIVER_VERSION_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
 pub struct AccessRegisterIn<B = [u8; 16]> {
     buf: B,
 }
-crate::__prm_view!(AccessRegisterIn, "access_register_in", 16);
+crate::__prm_view!(AccessRegisterIn, "access_register_in", 16, runs_on);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(AccessRegisterIn);
 impl AccessRegisterIn<[u8; 16]> {
@@ -3668,7 +3668,7 @@ pub const ACCESS_REGISTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
 pub struct AccessRegisterOut<B = [u8; 16]> {
     buf: B,
 }
-crate::__prm_view!(AccessRegisterOut, "access_register_out", 16);
+crate::__prm_view!(AccessRegisterOut, "access_register_out", 16, runs_on);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(AccessRegisterOut);
 impl AccessRegisterOut<[u8; 16]> {

@@ -123,7 +123,7 @@ impl ::core::convert::From<MkeyAccessMode> for u8 {
 pub struct CreateMkeyIn<B = [u8; 272]> {
     buf: B,
 }
-crate::__prm_view!(CreateMkeyIn, "create_mkey_in", 272);
+crate::__prm_view!(CreateMkeyIn, "create_mkey_in", 272, runs_on);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(CreateMkeyIn);
 impl CreateMkeyIn<[u8; 272]> {

@@ -1058,7 +1058,7 @@ impl ::core::convert::From<QpOptParam> for u32 {
 pub struct CreateQpIn<B = [u8; 272]> {
     buf: B,
 }
-crate::__prm_view!(CreateQpIn, "create_qp_in", 272);
+crate::__prm_view!(CreateQpIn, "create_qp_in", 272, runs_on);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(CreateQpIn);
 impl CreateQpIn<[u8; 272]> {
@@ -6020,7 +6020,7 @@ pub const QUERY_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
 pub struct QueryQpOut<B = [u8; 272]> {
     buf: B,
 }
-crate::__prm_view!(QueryQpOut, "query_qp_out", 272);
+crate::__prm_view!(QueryQpOut, "query_qp_out", 272, runs_on);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(QueryQpOut);
 impl QueryQpOut<[u8; 272]> {

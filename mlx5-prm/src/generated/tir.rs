@@ -3373,7 +3373,7 @@ pub const DESTROY_TIR_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
 pub struct CreateRqtIn<B = [u8; 272]> {
     buf: B,
 }
-crate::__prm_view!(CreateRqtIn, "create_rqt_in", 272);
+crate::__prm_view!(CreateRqtIn, "create_rqt_in", 272, runs_on);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(CreateRqtIn);
 impl CreateRqtIn<[u8; 272]> {
@@ -3556,7 +3556,7 @@ pub const CREATE_RQT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
 pub struct Rqtc<B = [u8; 240]> {
     buf: B,
 }
-crate::__prm_view!(Rqtc, "rqtc", 240);
+crate::__prm_view!(Rqtc, "rqtc", 240, runs_on);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(Rqtc);
 impl Rqtc<[u8; 240]> {
@@ -4103,7 +4103,7 @@ pub const CREATE_RQT_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
 pub struct ModifyRqtIn<B = [u8; 272]> {
     buf: B,
 }
-crate::__prm_view!(ModifyRqtIn, "modify_rqt_in", 272);
+crate::__prm_view!(ModifyRqtIn, "modify_rqt_in", 272, runs_on);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(ModifyRqtIn);
 impl ModifyRqtIn<[u8; 272]> {

@@ -938,7 +938,7 @@ pub const QUERY_NIC_VPORT_CONTEXT_IN_ACCESS: rt::reflect::LayoutAccess = rt::ref
 pub struct QueryNicVportContextOut<B = [u8; 272]> {
     buf: B,
 }
-crate::__prm_view!(QueryNicVportContextOut, "query_nic_vport_context_out", 272);
+crate::__prm_view!(QueryNicVportContextOut, "query_nic_vport_context_out", 272, runs_on);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(QueryNicVportContextOut);
 impl QueryNicVportContextOut<[u8; 272]> {
@@ -1115,7 +1115,7 @@ pub const QUERY_NIC_VPORT_CONTEXT_OUT_ACCESS: rt::reflect::LayoutAccess = rt::re
 pub struct NicVportContext<B = [u8; 256]> {
     buf: B,
 }
-crate::__prm_view!(NicVportContext, "nic_vport_context", 256);
+crate::__prm_view!(NicVportContext, "nic_vport_context", 256, runs_on);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(NicVportContext);
 impl NicVportContext<[u8; 256]> {
@@ -2345,7 +2345,7 @@ pub const MAC_ADDRESS_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
 pub struct ModifyNicVportContextIn<B = [u8; 512]> {
     buf: B,
 }
-crate::__prm_view!(ModifyNicVportContextIn, "modify_nic_vport_context_in", 512);
+crate::__prm_view!(ModifyNicVportContextIn, "modify_nic_vport_context_in", 512, runs_on);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(ModifyNicVportContextIn);
 impl ModifyNicVportContextIn<[u8; 512]> {

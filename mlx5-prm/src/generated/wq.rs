@@ -591,7 +591,7 @@ impl ::core::convert::From<ModifyRqBitmask> for u8 {
 pub struct CreateSqIn<B = [u8; 272]> {
     buf: B,
 }
-crate::__prm_view!(CreateSqIn, "create_sq_in", 272);
+crate::__prm_view!(CreateSqIn, "create_sq_in", 272, runs_on);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(CreateSqIn);
 impl CreateSqIn<[u8; 272]> {
@@ -793,7 +793,7 @@ pub const CREATE_SQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
 pub struct Sqc<B = [u8; 240]> {
     buf: B,
 }
-crate::__prm_view!(Sqc, "sqc", 240);
+crate::__prm_view!(Sqc, "sqc", 240, runs_on);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(Sqc);
 impl Sqc<[u8; 240]> {
@@ -1721,7 +1721,7 @@ pub const SQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
 pub struct Wq<B = [u8; 192]> {
     buf: B,
 }
-crate::__prm_view!(Wq, "wq", 192);
+crate::__prm_view!(Wq, "wq", 192, runs_on);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(Wq);
 impl Wq<[u8; 192]> {
@@ -3397,7 +3397,7 @@ pub const CREATE_SQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
 pub struct ModifySqIn<B = [u8; 272]> {
     buf: B,
 }
-crate::__prm_view!(ModifySqIn, "modify_sq_in", 272);
+crate::__prm_view!(ModifySqIn, "modify_sq_in", 272, runs_on);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(ModifySqIn);
 impl ModifySqIn<[u8; 272]> {
@@ -4240,7 +4240,7 @@ pub const QUERY_SQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
 pub struct QuerySqOut<B = [u8; 272]> {
     buf: B,
 }
-crate::__prm_view!(QuerySqOut, "query_sq_out", 272);
+crate::__prm_view!(QuerySqOut, "query_sq_out", 272, runs_on);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(QuerySqOut);
 impl QuerySqOut<[u8; 272]> {
@@ -4394,7 +4394,7 @@ pub const QUERY_SQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
 pub struct CreateRqIn<B = [u8; 272]> {
     buf: B,
 }
-crate::__prm_view!(CreateRqIn, "create_rq_in", 272);
+crate::__prm_view!(CreateRqIn, "create_rq_in", 272, runs_on);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(CreateRqIn);
 impl CreateRqIn<[u8; 272]> {
@@ -4593,7 +4593,7 @@ pub const CREATE_RQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
 pub struct Rqc<B = [u8; 240]> {
     buf: B,
 }
-crate::__prm_view!(Rqc, "rqc", 240);
+crate::__prm_view!(Rqc, "rqc", 240, runs_on);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(Rqc);
 impl Rqc<[u8; 240]> {
@@ -5604,7 +5604,7 @@ pub const CREATE_RQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
 pub struct ModifyRqIn<B = [u8; 272]> {
     buf: B,
 }
-crate::__prm_view!(ModifyRqIn, "modify_rq_in", 272);
+crate::__prm_view!(ModifyRqIn, "modify_rq_in", 272, runs_on);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(ModifyRqIn);
 impl ModifyRqIn<[u8; 272]> {

@@ -2138,7 +2138,7 @@ pub const WQE_MASKED_ATOMIC_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
 pub struct WqeInlineSeg<B = [u8; 4]> {
     buf: B,
 }
-crate::__prm_view!(WqeInlineSeg, "wqe_inline_seg", 4);
+crate::__prm_view!(WqeInlineSeg, "wqe_inline_seg", 4, runs_on);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(WqeInlineSeg);
 impl WqeInlineSeg<[u8; 4]> {
@@ -2324,7 +2324,7 @@ pub const WQE_INLINE_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
 pub struct RecvWqe<B = [u8; 16]> {
     buf: B,
 }
-crate::__prm_view!(RecvWqe, "recv_wqe", 16);
+crate::__prm_view!(RecvWqe, "recv_wqe", 16, runs_on);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(RecvWqe);
 impl RecvWqe<[u8; 16]> {

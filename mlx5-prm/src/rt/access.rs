@@ -8,6 +8,10 @@ use super::{Bytes, BytesMut};
 
 /// Bits `shift .. shift + width` (counted from the least significant bit) of the big-endian
 /// dword at byte `at`, where `mask == (1 << width) - 1`.
+///
+/// Unlike [`set32`], no byte path: on ordinary memory LLVM already narrows the load to the
+/// bytes the field occupies (a 5-bit field is one `movzbl` and an `and`), and on device
+/// memory the dword load is the width the other side's stores are made with.
 #[inline(always)]
 pub fn get32<S: Bytes + ?Sized>(s: &S, at: usize, shift: u32, mask: u32) -> u32 {
     (s.read_be32(at) >> shift) & mask
@@ -15,10 +19,49 @@ pub fn get32<S: Bytes + ?Sized>(s: &S, at: usize, shift: u32, mask: u32) -> u32 
 
 /// Replaces bits `shift ..` of the big-endian dword at byte `at` with `value & mask`, leaving
 /// the other bits as they were.
+///
+/// When the field lies within one byte of the dword and the storage allows it
+/// ([`BytesMut::BYTE_RMW`]), only that byte is read and written: with constant `shift` and
+/// `mask`, as in generated setters, that is a byte load, an and, an or and a byte store,
+/// where the dword's read-modify-write takes about a dozen instructions (LLVM assembles the
+/// dword from narrower loads and cannot shrink the store). The bytes written are the same
+/// either way, and so is the bounds check: the whole dword must lie inside the storage.
 #[inline(always)]
 pub fn set32<S: BytesMut + ?Sized>(s: &mut S, at: usize, shift: u32, mask: u32, value: u32) {
+    if S::BYTE_RMW {
+        if let Some((byte, bits)) = within_byte(shift, mask) {
+            // The dword's range, checked as the dword path checks it (same panic, same
+            // message); the byte inside it then needs no check of its own.
+            let mut word = s.sub_mut(at, 4);
+            let old = word.read_u8(byte);
+            let mask = (mask << bits) as u8;
+            word.write_u8(byte, (old & !mask) | (((value << bits) as u8) & mask));
+            return;
+        }
+    }
+    set32_word(s, at, shift, mask, value)
+}
+
+/// [`set32`] as a read-modify-write of the whole dword, whatever the field's width: the path
+/// of fields spanning bytes, and of storage that must be accessed in dwords.
+#[inline(always)]
+fn set32_word<S: BytesMut + ?Sized>(s: &mut S, at: usize, shift: u32, mask: u32, value: u32) {
     let old = s.read_be32(at);
     s.write_be32(at, (old & !(mask << shift)) | ((value & mask) << shift));
+}
+
+/// Where the bits `mask << shift` of a big-endian dword lie when they are all in one byte:
+/// that byte's index from the dword's first (most significant) byte, and the field's shift
+/// inside the byte. `None` when they spread over two bytes or more, or when `shift` is not
+/// inside the dword (left to the dword path, which treats it as it always has).
+#[inline(always)]
+const fn within_byte(shift: u32, mask: u32) -> Option<(usize, u32)> {
+    // In 64 bits, so that no bit of `mask` is shifted out unseen.
+    if shift < 32 && (mask as u64) << (shift % 8) <= 0xff {
+        Some((3 - (shift / 8) as usize, shift % 8))
+    } else {
+        None
+    }
 }
 
 /// Writes `(value & mask) << shift` as the whole big-endian dword at byte `at`, without reading

@@ -51,6 +51,16 @@ pub trait BytesMut: Bytes {
     where
         Self: 'a;
 
+    /// Whether a setter may update a field that lies within one byte by reading and writing
+    /// that byte alone, instead of its whole dword (see [`set32`](super::set32)).
+    ///
+    /// True for ordinary memory (the `AsMut<[u8]>` implementation below): nobody else sees
+    /// the bytes while they are borrowed mutably, so the access width is unobservable and the
+    /// narrower one is cheaper. False by default, which keeps every field write a dword
+    /// access: storage another agent reads concurrently, or whose accesses have a width the
+    /// hardware cares about, must opt in knowingly.
+    const BYTE_RMW: bool = false;
+
     /// Writes the byte at `at`.
     fn write_u8(&mut self, at: usize, value: u8);
 
@@ -142,6 +152,8 @@ impl<T: AsRef<[u8]> + AsMut<[u8]> + ?Sized> BytesMut for T {
         = &'a mut [u8]
     where
         Self: 'a;
+
+    const BYTE_RMW: bool = true;
 
     #[inline(always)]
     fn write_u8(&mut self, at: usize, value: u8) {

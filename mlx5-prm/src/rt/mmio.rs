@@ -199,6 +199,11 @@ impl<R: Mmio32> BytesMut for MmioBytes<R> {
     where
         Self: 'a;
 
+    /// Field setters read and write whole registers: the PRM allows only 32-bit accesses,
+    /// so a byte read-modify-write would be done here as a register read, then a second
+    /// read and a write for the byte store, where the dword path reads once and writes once.
+    const BYTE_RMW: bool = false;
+
     fn write_u8(&mut self, at: usize, value: u8) {
         let mut b = self.read_be32(at & !3).to_be_bytes();
         b[at % 4] = value;

@@ -7,6 +7,7 @@ mod access;
 mod bytes;
 mod command;
 mod command_info;
+mod copy;
 mod decoded;
 mod device;
 mod error;
@@ -29,7 +30,7 @@ pub use error::{LayoutError, Overflow, UnknownValue};
 pub use layout::Layout;
 pub use mmio::{Mmio32, MmioBytes, MmioPtr, RegisterFile};
 pub use register::{AccessReg, Readable, RegAccess, RegisterInfo, Writable};
-pub use view::{check_len, View};
+pub use view::{check_len, fixed_prefix, fixed_prefix_mut, View};
 
 /// A field's place in its layout: the facts `mlx5_ifc.h` encodes, as constants.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

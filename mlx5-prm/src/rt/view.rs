@@ -36,6 +36,41 @@ pub fn check_len<B: Bytes>(name: &'static str, size: usize, buf: &B) -> Result<(
     }
 }
 
+/// The first `N` bytes of `buf` as an array, whose length is then part of its type; the
+/// [`LayoutError`] of [`check_len`] when `buf` is shorter. The `from_slice` constructors of
+/// generated views use it.
+#[inline]
+pub fn fixed_prefix<'a, const N: usize>(
+    name: &'static str,
+    buf: &'a [u8],
+) -> Result<&'a [u8; N], LayoutError> {
+    match buf.first_chunk::<N>() {
+        Some(b) => Ok(b),
+        None => Err(LayoutError {
+            layout: name,
+            needed: N,
+            actual: buf.len(),
+        }),
+    }
+}
+
+/// [`fixed_prefix`], writable (for the `from_slice_mut` constructors).
+#[inline]
+pub fn fixed_prefix_mut<'a, const N: usize>(
+    name: &'static str,
+    buf: &'a mut [u8],
+) -> Result<&'a mut [u8; N], LayoutError> {
+    let actual = buf.len();
+    match buf.first_chunk_mut::<N>() {
+        Some(b) => Ok(b),
+        None => Err(LayoutError {
+            layout: name,
+            needed: N,
+            actual,
+        }),
+    }
+}
+
 /// The `Debug` of a view when the decoding one (the crate's `debug` feature) is not built: the
 /// view's name, its length and its bytes in hex, so a view can always go into `dbg!`, an
 /// `assert_eq!` or a `#[derive(Debug)]` struct.
@@ -53,10 +88,58 @@ macro_rules! __prm_raw_debug {
 
 /// The constructors and trait implementations every generated view shares; generated code
 /// invokes it once per layout so the boilerplate lives here, once.
+///
+/// `__prm_view!(Foo, "foo", 64)` is for a layout that ends with its fixed part; it also gets
+/// `from_slice` and `from_slice_mut`, which borrow the first 64 bytes of a slice as
+/// `&[u8; 64]`. A layout whose storage runs on past its fixed part (a trailing array, its
+/// own or a nested view's) is declared `__prm_view!(Foo, "foo", 64, runs_on)` and does not
+/// get them: its trailing accessors count elements from the buffer's length, which would
+/// then be the fixed part's, so the elements would silently vanish.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __prm_view {
     ($ty:ident, $name:literal, $size:literal) => {
+        $crate::__prm_view!(@any $ty, $name, $size);
+
+        impl<'a> $ty<&'a [u8; $size]> {
+            /// Wraps the first `SIZE` bytes of `buf` (the error is `new_checked`'s when it is
+            /// shorter).
+            ///
+            /// The view's storage is then `&[u8; SIZE]`: the length is part of the type, so
+            /// accessors compile without a bounds check, to the same instructions as on the
+            /// owned form. A view over `&[u8]` (from `new_checked`) compares the slice's
+            /// length again at every access, as the compiler cannot see the check made when it
+            /// was built.
+            #[inline]
+            pub fn from_slice(
+                buf: &'a [u8],
+            ) -> ::core::result::Result<Self, $crate::rt::LayoutError> {
+                Ok(Self {
+                    buf: $crate::rt::fixed_prefix::<$size>($name, buf)?,
+                })
+            }
+        }
+
+        impl<'a> $ty<&'a mut [u8; $size]> {
+            /// Wraps the first `SIZE` bytes of `buf`, writably (the error is `new_checked`'s
+            /// when it is shorter).
+            ///
+            /// As `from_slice`: the storage is `&mut [u8; SIZE]`, so getters and setters
+            /// compile without bounds checks, to the owned form's instructions.
+            #[inline]
+            pub fn from_slice_mut(
+                buf: &'a mut [u8],
+            ) -> ::core::result::Result<Self, $crate::rt::LayoutError> {
+                Ok(Self {
+                    buf: $crate::rt::fixed_prefix_mut::<$size>($name, buf)?,
+                })
+            }
+        }
+    };
+    ($ty:ident, $name:literal, $size:literal, runs_on) => {
+        $crate::__prm_view!(@any $ty, $name, $size);
+    };
+    (@any $ty:ident, $name:literal, $size:literal) => {
         impl<B: $crate::rt::Bytes> $ty<B> {
             /// Wraps `buf`, checking that it holds the whole fixed part of the layout.
             #[inline]

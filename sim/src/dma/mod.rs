@@ -48,9 +48,9 @@ mod external;
 mod tests;
 
 use cache::{Hit, TranslationCache};
-pub(crate) use copy::{copy_in, copy_out, store_words};
+pub(crate) use copy::store_words;
 pub use error::DmaError;
-use mlx5_prm::rt::DeviceBytes;
+use mlx5_prm::rt::{Bytes as _, BytesMut as _, DeviceBytes};
 
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::collections::BTreeMap;
@@ -422,7 +422,7 @@ impl DmaSpace {
         let w = find(&inner, iova)
             .and_then(|hit| window_in(hit, iova, out.len()))
             .ok_or(DmaError::NotMapped(iova))?;
-        copy_out(&w, out);
+        w.read_bytes(0, out);
         Ok(())
     }
 
@@ -436,7 +436,7 @@ impl DmaSpace {
             .filter(|hit| hit.writable)
             .and_then(|hit| window_in(hit, iova, data.len()))
             .ok_or(DmaError::NotMapped(iova))?;
-        copy_in(&mut w, data);
+        w.write_bytes(0, data);
         Ok(())
     }
 
@@ -448,7 +448,7 @@ impl DmaSpace {
         let Some(w) = self.read_window(iova, out.len()) else {
             return false;
         };
-        copy_out(&w, out);
+        w.read_bytes(0, out);
         true
     }
 
@@ -460,7 +460,7 @@ impl DmaSpace {
         let Some(mut w) = self.window(iova, data.len()) else {
             return false;
         };
-        copy_in(&mut w, data);
+        w.write_bytes(0, data);
         true
     }
 
@@ -475,7 +475,7 @@ impl DmaSpace {
         };
         let at = out.len();
         out.resize(at + len, 0);
-        copy_out(&w, &mut out[at..]);
+        w.read_bytes(0, &mut out[at..]);
         true
     }
 
