@@ -5,10 +5,9 @@
 //! else changes it, which the device breaks. [`DeviceBytes`] holds a raw pointer instead and
 //! touches the memory only with relaxed atomic loads and stores of whole aligned dwords (or
 //! single bytes, and aligned words in bulk copies; see [`super::shared`] for why atomic rather
-//! than volatile), so every access
-//! really happens and no reference is ever created. Ordering against the device (the
-//! owner-bit rule, doorbells) still needs the barriers of the driver's backend; these
-//! accesses alone do not order.
+//! than volatile), so every access really happens and no reference is ever created. Ordering
+//! against the device (the owner-bit rule, doorbells) still needs the barriers of the driver's
+//! backend; these accesses alone do not order.
 
 use super::{Bytes, BytesMut};
 use core::marker::PhantomData;
