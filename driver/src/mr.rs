@@ -30,6 +30,14 @@ pub struct Access {
 
 /// Registered DMA memory of HCA `'h`.
 pub struct Region<'h, B: Backend> {
+    // Boxed: requests carry regions by value into a send queue's slot table and back out
+    // with their completion, and an 8-byte handle moves in one store where the parts (the
+    // object with its memory, key and length: 64 bytes) took eight.
+    parts: Box<Parts<'h, B>>,
+}
+
+/// What a [`Region`] holds.
+struct Parts<'h, B: Backend> {
     object: Object<'h, B>,
     key: u32,
     len: usize,
@@ -38,9 +46,9 @@ pub struct Region<'h, B: Backend> {
 impl<B: Backend> std::fmt::Debug for Region<'_, B> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Region")
-            .field("key", &format_args!("{:#x}", self.key))
+            .field("key", &format_args!("{:#x}", self.parts.key))
             .field("addr", &format_args!("{:#x}", self.addr()))
-            .field("len", &self.len)
+            .field("len", &self.parts.len)
             .finish()
     }
 }
@@ -79,45 +87,47 @@ impl<'h, B: Backend> Region<'h, B> {
         })?;
         let index = out.mkey_index();
         Ok(Region {
-            object: Object::new(hca, Kind::Mkey(index), vec![buf]),
-            key: (index << 8) | u32::from(KEY_BYTE),
-            len,
+            parts: Box::new(Parts {
+                object: Object::new(hca, Kind::Mkey(index), vec![buf]),
+                key: (index << 8) | u32::from(KEY_BYTE),
+                len,
+            }),
         })
     }
 
     /// The HCA it belongs to.
     pub fn hca(&self) -> &'h Hca<B> {
-        self.object.hca()
+        self.parts.object.hca()
     }
 
     /// The key work requests name the region by (local key).
     pub fn lkey(&self) -> u32 {
-        self.key
+        self.parts.key
     }
 
     /// The key a peer names it by (remote key; the same key here).
     pub fn rkey(&self) -> u32 {
-        self.key
+        self.parts.key
     }
 
     /// The IO address of the first byte.
     pub fn addr(&self) -> u64 {
-        self.object.memory(0).iova()
+        self.parts.object.memory(0).iova()
     }
 
     /// Length in bytes.
     pub fn len(&self) -> usize {
-        self.len
+        self.parts.len
     }
 
     /// True for an empty region.
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.parts.len == 0
     }
 
     /// The bytes, while the region is in the driver's hands.
     pub fn bytes(&self) -> DeviceBytes<'_> {
-        self.object.memory(0).slice(0, self.len)
+        self.parts.object.memory(0).slice(0, self.parts.len)
     }
 
     /// Bytes `at .. at + len` of the region.
@@ -127,27 +137,27 @@ impl<'h, B: Backend> Region<'h, B> {
     /// If the range is not inside the region.
     pub fn slice(&self, at: usize, len: usize) -> DeviceBytes<'_> {
         assert!(
-            at <= self.len && len <= self.len - at,
+            at <= self.parts.len && len <= self.parts.len - at,
             "region slice {at}+{len} beyond {}",
-            self.len
+            self.parts.len
         );
-        self.object.memory(0).slice(at, len)
+        self.parts.object.memory(0).slice(at, len)
     }
 
     /// The host address of the first byte (for the packet pool's word access).
     pub(crate) fn va(&self) -> std::ptr::NonNull<u8> {
-        self.object.memory(0).va()
+        self.parts.object.memory(0).va()
     }
 
     /// Quarantine the memory when the region goes, whatever the key's destroy says (a queue
     /// that had it posted could not be destroyed).
     pub(crate) fn taint(&self) {
-        self.object.taint();
+        self.parts.object.taint();
     }
 
     /// Destroys the key and frees the memory; if the destroy fails the memory is quarantined
     /// and the error returned. (Dropping the region does the same, logging the failure.)
     pub fn deregister(mut self) -> Result<()> {
-        self.object.destroy()
+        self.parts.object.destroy()
     }
 }
