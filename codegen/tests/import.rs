@@ -313,3 +313,67 @@ fn a_header_nested_too_deep_is_refused_at_once() {
         .iter()
         .any(|d| d.message.contains("nest deeper")));
 }
+
+/// Text the importer skips or cannot read is scanned a run at a time (header.pest's `*_text`
+/// rules), not a character at a time; what is read stays as before: a "/" that starts no
+/// comment is plain text, comments hide braces, brackets and semicolons, a comment after an
+/// array size or an enumerator's value is not part of it, and an unterminated comment at the
+/// end skips the rest.
+#[test]
+fn skipped_text_runs() {
+    let header = r#"#define HALF (0x10 \
+	/ 2)
+int ratio = 3 / 2; /* ; { */
+struct helper { int q; /* } */ char c[2 / 1]; };
+struct mlx5_ifc_runs_bits {
+	u8 a[0x8 /* eight ] */];
+	u8 b[ HALF ];
+	u8 c[0x10/2 // half
+	];
+	garbage / here ;
+	u8 d[0x8];
+};
+enum { RUNS_A = 1 /* , */, RUNS_B = 4 / 2, RUNS_C };
+int tail = 1 / /* c */ 1;
+/* unterminated
+struct mlx5_ifc_hidden_bits { u8 x[0x20]; };
+"#;
+    let imp = prm_codegen::import::import_sources(vec![("runs.h".into(), header.to_string())]);
+    let errors: Vec<&str> = imp
+        .diagnostics
+        .iter()
+        .filter(|d| d.severity == prm_codegen::diag::Severity::Error)
+        .map(|d| d.message.as_str())
+        .collect();
+    assert_eq!(
+        errors,
+        ["cannot read `garbage / here ;` in `mlx5_ifc_runs_bits`"],
+        "only the unreadable member is an error"
+    );
+    // The bad member leaves its layout out; the same header without it shows how the rest
+    // was read.
+    let fixed = header.replace("\tgarbage / here ;\n", "");
+    let imp = prm_codegen::import::import_sources(vec![("runs.h".into(), fixed)]);
+    assert_eq!(imp.diagnostics.error_count(), 0);
+    let yaml = &imp.files[0].1;
+    assert!(
+        !yaml.contains("hidden"),
+        "inside the unterminated comment:\n{yaml}"
+    );
+    let c = prm_codegen::compile_sources(
+        imp.files
+            .into_iter()
+            .map(|(n, t)| (PathBuf::from(n), t))
+            .collect(),
+    );
+    assert!(c.is_ok(), "{}", c.render_human());
+    let s = c.ir.find_struct("runs").expect("runs imported");
+    let widths: Vec<(String, u32)> = s
+        .fields
+        .iter()
+        .filter(|f| !f.name.starts_with("reserved"))
+        .map(|f| (f.name.clone(), f.span_bits() as u32))
+        .collect();
+    let want = [("a", 8), ("b", 8), ("c", 8), ("d", 8)].map(|(n, w)| (n.to_string(), w));
+    assert_eq!(widths, want);
+}

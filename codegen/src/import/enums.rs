@@ -31,7 +31,7 @@ pub(super) fn read(pair: Pair<Rule>, defines: &mut Defines) -> HeaderEnum {
                     continue;
                 };
                 let value = match it.next() {
-                    Some(v) => expr::evaluate(v.as_str().trim(), defines).ok(),
+                    Some(v) => expr::evaluate(super::runs_text(v).trim(), defines).ok(),
                     None => next,
                 };
                 next = value.and_then(|v| v.checked_add(1));

@@ -244,7 +244,7 @@ fn dimension(
     diags: &mut Diagnostics,
 ) -> Option<u64> {
     let span = span_of(sources, file, &d);
-    let text = d.into_inner().next()?.as_str().trim().to_string();
+    let text = runs_text(d.into_inner().next()?).trim().to_string();
     match expr::evaluate(&text, defines) {
         Ok(v) => (v > 0).then_some(v),
         Err(e) => {
@@ -256,6 +256,21 @@ fn dimension(
             None
         }
     }
+}
+
+/// The text of a rule made of runs of characters with whitespace and comments skipped between
+/// them (`dim_expr`, `enum_value`): from its first run to its last. The rule's own span also
+/// holds the whitespace and comments pest skipped after the last run.
+pub(crate) fn runs_text(p: Pair<'_, Rule>) -> &str {
+    let whole = p.as_span();
+    let mut runs = p.into_inner();
+    let (Some(first), last) = (runs.next(), runs.last()) else {
+        return whole.as_str();
+    };
+    let start = first.as_span().start();
+    let end = last.map_or(first.as_span().end(), |l| l.as_span().end());
+    let input = whole.get_input();
+    input.get(start..end).unwrap_or(whole.as_str())
 }
 
 fn has_bad(members: &[Member]) -> bool {
