@@ -8,6 +8,18 @@ fn toy() -> prm_codegen::import::Import {
     import(&[PathBuf::from("tests/import/toy_ifc.h")]).expect("readable")
 }
 
+/// Compiles the spec files an import wrote; they must check clean.
+fn compile_clean(imp: prm_codegen::import::Import) -> prm_codegen::Compilation {
+    let c = prm_codegen::compile_sources(
+        imp.files
+            .into_iter()
+            .map(|(n, t)| (PathBuf::from(n), t))
+            .collect(),
+    );
+    assert!(c.is_ok(), "{}", c.render_human());
+    c
+}
+
 #[test]
 fn yaml_and_diagnostics_are_stable() {
     let imp = toy();
@@ -27,13 +39,7 @@ fn imported_layouts_check_clean_and_keep_offsets() {
     let imp = toy();
     // The one broken `_bits` structure is an error; the helper C struct is skipped silently.
     assert_eq!(imp.diagnostics.error_count(), 1);
-    let c = prm_codegen::compile_sources(
-        imp.files
-            .into_iter()
-            .map(|(n, t)| (PathBuf::from(n), t))
-            .collect(),
-    );
-    assert!(c.is_ok(), "{}", c.render_human());
+    let c = compile_clean(imp);
     let q = c.ir.find_struct("toy_query_in").unwrap();
     let f = |n: &str| {
         let f = q
@@ -78,13 +84,7 @@ fn declare_flex_array_is_a_trailing_array() {
     assert_eq!(warnings.len(), 2, "{warnings:?}");
     assert!(warnings[0].contains("`wide_entry`") && warnings[0].contains("`entry`"));
     assert!(warnings[1].contains("`toy_only_entries` is empty"));
-    let c = prm_codegen::compile_sources(
-        imp.files
-            .into_iter()
-            .map(|(n, t)| (PathBuf::from(n), t))
-            .collect(),
-    );
-    assert!(c.is_ok(), "{}", c.render_human());
+    let c = compile_clean(imp);
     let trailing = |s: &str, f: &str| {
         let st = c.ir.find_struct(s).unwrap_or_else(|| panic!("{s}"));
         let fl = st.fields.iter().find(|x| x.name == f).unwrap();
@@ -130,13 +130,7 @@ fn flexible_array_over_reserved_room_keeps_the_size() {
     assert_eq!(warnings.len(), 2, "{warnings:?}");
     assert!(warnings[0].contains("`picks`") && warnings[0].contains("the 2 element(s)"));
     assert!(warnings[1].contains("`pairs`") && warnings[1].contains("the 0 element(s)"));
-    let c = prm_codegen::compile_sources(
-        imp.files
-            .into_iter()
-            .map(|(n, t)| (PathBuf::from(n), t))
-            .collect(),
-    );
-    assert!(c.is_ok(), "{}", c.render_human());
+    let c = compile_clean(imp);
     use prm_codegen::ir::{ArrayCount, FieldType};
     // By hand from the fixture: 0x40 bits of header + 0xa0 bits of room = 0xe0 bits = 0x1c
     // bytes; `picks` at bit 0x40, two 0x40-bit elements, then 0x20 reserved bits.
@@ -360,13 +354,7 @@ struct mlx5_ifc_hidden_bits { u8 x[0x20]; };
         !yaml.contains("hidden"),
         "inside the unterminated comment:\n{yaml}"
     );
-    let c = prm_codegen::compile_sources(
-        imp.files
-            .into_iter()
-            .map(|(n, t)| (PathBuf::from(n), t))
-            .collect(),
-    );
-    assert!(c.is_ok(), "{}", c.render_human());
+    let c = compile_clean(imp);
     let s = c.ir.find_struct("runs").expect("runs imported");
     let widths: Vec<(String, u32)> = s
         .fields
