@@ -57,7 +57,19 @@ pub enum Error {
         /// Its PRM name, or "unknown".
         status_name: &'static str,
     },
-    /// A command did not complete before its deadline.
+    /// A command was never sent: the device never saw it.
+    #[error("{command} (opcode 0x{opcode:x}) was not sent: {why}")]
+    NotSent {
+        /// The command's name.
+        command: &'static str,
+        /// Its opcode.
+        opcode: u16,
+        /// Why: the command interface is closed, or every slot is held by a command that
+        /// timed out.
+        why: &'static str,
+    },
+    /// A command did not complete before its deadline (the device saw it, whatever the
+    /// deadline was, zero included).
     #[error("{command} (opcode 0x{opcode:x}) did not complete within {timeout:?}")]
     CommandTimeout {
         /// The command's name.
@@ -227,11 +239,13 @@ impl Error {
     /// no memory for mailboxes, a value that did not fit its field). Memory such a command
     /// gave the device is not freed on the device's word that it failed.
     pub fn reached_device(&self) -> bool {
-        match self {
-            Error::CommandTimeout { timeout, .. } => !timeout.is_zero(),
-            Error::Command { .. } | Error::Delivery { .. } | Error::BadDeviceValue { .. } => true,
-            _ => false,
-        }
+        matches!(
+            self,
+            Error::CommandTimeout { .. }
+                | Error::Command { .. }
+                | Error::Delivery { .. }
+                | Error::BadDeviceValue { .. }
+        )
     }
 
     /// The command status, for command errors.

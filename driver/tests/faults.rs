@@ -4,7 +4,9 @@
 mod common;
 
 use common::bring_up_sequence;
+use mlx5_driver::backend::forge::{ForgeBackend, Plan, Sites};
 use mlx5_driver::backend::sim::SimBackend;
+use mlx5_driver::backend::{Backend as _, DmaAlloc as _};
 use mlx5_driver::{Error, Hca, HcaConfig};
 use mlx5_prm::cmd::*;
 use mlx5_prm::rt::Command;
@@ -143,4 +145,40 @@ fn page_request_storms_are_served() {
     assert_eq!(device.pages_held(), before + 150);
     hca.teardown().unwrap();
     assert_eq!(device.pages_held(), 0);
+}
+
+/// A deadline of zero is a deadline like any other: a MANAGE_PAGES still owned by the device
+/// at the driver's first look reached the device, which may hold the pages, so they are
+/// quarantined, not freed. (A timeout of zero once stood for "never sent", so these pages
+/// were freed under the device.) The device runs the command and takes the pages; the forge
+/// leaves the entry owned, as a device that answers late would.
+#[test]
+fn pages_of_a_give_that_times_out_at_once_stay_out_of_reach() {
+    let (backend, device) = SimBackend::new(Config::default());
+    let dma = backend.dma().clone();
+    let forge = ForgeBackend::new(backend, Vec::new(), Sites(0));
+    forge.plan(Plan::Owned {
+        opcode: ManagePages::OPCODE,
+        nth: 0,
+    });
+    let config = HcaConfig {
+        cmd_timeout: Duration::ZERO,
+        ..quick()
+    };
+    let err = Hca::bring_up(forge, &config)
+        .err()
+        .expect("bring-up must fail");
+    assert!(
+        matches!(err, Error::CommandTimeout { opcode, .. } if opcode == ManagePages::OPCODE),
+        "{err}"
+    );
+    // The pages are disputed: asked back at teardown (the device returns them here), and
+    // any the device kept would be quarantined. Freed as never sent, they stayed with the
+    // device, outside the quarantine (16 held, 2 buffers quarantined).
+    let held = device.pages_held();
+    assert!(
+        dma.quarantined().buffers >= held,
+        "the device holds {held} pages, {} buffers quarantined",
+        dma.quarantined().buffers
+    );
 }

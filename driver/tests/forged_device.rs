@@ -147,6 +147,43 @@ fn the_scenario_works_on_an_honest_device() {
     assert_eq!((out.received, out.completions), (8, 3), "{out:?}");
 }
 
+/// The fuzz target's seeds (`fuzz/seeds/forged_device`, decoded as the target decodes its
+/// input), the regressions it found among them, run clean.
+#[test]
+fn fuzz_seeds_run_clean() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds/forged_device");
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).expect("the seeds") {
+        let path = entry.expect("a seed").path();
+        let data = std::fs::read(&path).expect("readable");
+        let (sites, decisions) = forged::decode(&data);
+        let out = forged::run(decisions, sites);
+        assert!(out.findings.is_empty(), "{}: {out:#?}", path.display());
+        n += 1;
+    }
+    assert!(n >= 15, "{n} seeds");
+}
+
+/// The forge looks at a ring from the entry after the last new one and stops at the first
+/// unchanged entry; on an honest device that finds every new CQE and EQE that comparing the
+/// whole ring on every look finds.
+#[test]
+fn looking_from_the_cursor_misses_no_entry() {
+    let cursor = forged::run_swept(Vec::new(), Sites::ALL, Vec::new(), None);
+    let whole = forged::run_swept(Vec::new(), Sites::ALL, Vec::new(), Some(1));
+    assert!(whole.entries > 20, "{whole:?}");
+    assert_eq!(cursor.entries, whole.entries);
+    // A forgery on every new entry: both ways forge as many.
+    let every = vec![1u8; 1 << 16];
+    let cursor = forged::run_swept(every.clone(), Sites::CQE, Vec::new(), None);
+    let whole = forged::run_swept(every, Sites::CQE, Vec::new(), Some(1));
+    assert!(cursor.forged > 0);
+    assert_eq!(
+        (cursor.entries, cursor.forged),
+        (whole.entries, whole.forged)
+    );
+}
+
 /// A MANAGE_PAGES that gives pages and says it failed (status or delivery status), though
 /// the device took them: the driver must not free them while the device may hold them. It
 /// asks for them back at teardown (here they all come back and are freed; a device that kept

@@ -9,15 +9,10 @@
 mod forged;
 
 use libfuzzer_sys::fuzz_target;
-use mlx5_driver::backend::forge::Sites;
 
 fuzz_target!(|data: &[u8]| {
-    let (sites, decisions) = match data.split_first() {
-        Some((&s, rest)) if s & 31 != 0 => (Sites(s & 31), rest),
-        Some((_, rest)) => (Sites::ALL, rest),
-        None => (Sites::ALL, data),
-    };
-    let out = forged::run(decisions.to_vec(), sites);
+    let (sites, decisions) = forged::decode(data);
+    let out = forged::run(decisions, sites);
     assert!(
         out.findings.is_empty(),
         "{:#?}\nerrors: {:#?}\nlast forgeries: {:#?}",

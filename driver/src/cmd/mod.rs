@@ -276,10 +276,10 @@ impl CmdQueue {
         input: &[u8],
         out_len: usize,
     ) -> Result<Vec<u8>> {
-        let slot = self.slot(opcode).ok_or(Error::CommandTimeout {
+        let slot = self.slot(opcode).ok_or(Error::NotSent {
             command: name,
             opcode,
-            timeout: Duration::ZERO,
+            why: "every command slot is held by a command that timed out",
         })?;
         let token = self.next_token();
         trace::dump(name, "in", input);

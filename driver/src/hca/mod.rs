@@ -98,13 +98,19 @@ fn wait_ready<B: Backend>(be: &B, timeout: Duration) -> Result<()> {
     }
 }
 
+/// The error for a command asked for once the command interface is closed (after
+/// teardown began): it was never sent.
+fn closed(command: &'static str, opcode: u16) -> Error {
+    Error::NotSent {
+        command,
+        opcode,
+        why: "the command interface is closed",
+    }
+}
+
 impl Control {
     fn cmdq(&mut self, name: &'static str, opcode: u16) -> Result<&mut CmdQueue> {
-        self.cmdq.as_mut().ok_or(Error::CommandTimeout {
-            command: name,
-            opcode,
-            timeout: Duration::ZERO,
-        })
+        self.cmdq.as_mut().ok_or_else(|| closed(name, opcode))
     }
 
     /// Runs `C` (completion by event once the EQ exists).
@@ -119,11 +125,7 @@ impl Control {
         let Control {
             cmdq, eq, pending, ..
         } = self;
-        let cmdq = cmdq.as_mut().ok_or(Error::CommandTimeout {
-            command: C::NAME,
-            opcode: C::OPCODE,
-            timeout: Duration::ZERO,
-        })?;
+        let cmdq = cmdq.as_mut().ok_or_else(|| closed(C::NAME, C::OPCODE))?;
         let sink = eq.as_mut().map(|eq| EventSink { eq, stash: pending });
         cmdq.run_with::<C, B, _>(be, sink, op_mod, extra_in, extra_out, fill)
     }
@@ -141,11 +143,9 @@ impl Control {
 
     fn satisfy<B: Backend>(&mut self, be: &B, stage: QueryPagesOpMod) -> Result<i32> {
         let Control { cmdq, pages, .. } = self;
-        let cmdq = cmdq.as_mut().ok_or(Error::CommandTimeout {
-            command: QueryPages::NAME,
-            opcode: QueryPages::OPCODE,
-            timeout: Duration::ZERO,
-        })?;
+        let cmdq = cmdq
+            .as_mut()
+            .ok_or_else(|| closed(QueryPages::NAME, QueryPages::OPCODE))?;
         pages.satisfy(be, cmdq, stage)
     }
 
@@ -157,11 +157,9 @@ impl Control {
             pages,
             ..
         } = self;
-        let cmdq = cmdq.as_mut().ok_or(Error::CommandTimeout {
-            command: ManagePages::NAME,
-            opcode: ManagePages::OPCODE,
-            timeout: Duration::ZERO,
-        })?;
+        let cmdq = cmdq
+            .as_mut()
+            .ok_or_else(|| closed(ManagePages::NAME, ManagePages::OPCODE))?;
         let sink = eq.as_mut().map(|eq| EventSink { eq, stash: pending });
         pages.apply(be, cmdq, sink, n)
     }

@@ -48,6 +48,8 @@ pub struct Outcome {
     pub forged: u64,
     /// The last forgeries, for messages.
     pub recent: Vec<String>,
+    /// New CQEs and EQEs the forge saw.
+    pub entries: u64,
 }
 
 impl Outcome {
@@ -90,14 +92,28 @@ fn untyped(e: &Error) -> Option<String> {
     }
 }
 
-/// The HCA's settings for a run: short deadlines (forged ownership makes commands time out)
-/// and a page limit.
+/// The HCA's settings for a run: no deadline to wait for, and a page limit. The model runs
+/// inline: a command is done when its doorbell write returns (its completion EQE written
+/// too), and firmware is ready as soon as the device exists; an entry still owned by the
+/// device afterwards (a forged ownership bit), or a forged "initializing", never changes. So
+/// the driver's first look decides, through the same timeout paths as a real deadline; a
+/// deadline of 10 ms had every such run poll, and scan the rings, for 10 ms.
 fn config() -> HcaConfig {
     HcaConfig {
-        cmd_timeout: Duration::from_millis(10),
-        fw_ready_timeout: Duration::from_millis(10),
+        cmd_timeout: Duration::ZERO,
+        fw_ready_timeout: Duration::ZERO,
         max_firmware_pages: MAX_PAGES,
         ..HcaConfig::default()
+    }
+}
+
+/// Decodes a fuzz input: the first byte chooses the sites (its low five bits; 0: all), the
+/// rest are the decisions.
+pub fn decode(data: &[u8]) -> (Sites, Vec<u8>) {
+    match data.split_first() {
+        Some((&s, rest)) if s & 31 != 0 => (Sites(s & 31), rest.to_vec()),
+        Some((_, rest)) => (Sites::ALL, rest.to_vec()),
+        None => (Sites::ALL, Vec::new()),
     }
 }
 
@@ -108,10 +124,24 @@ pub fn run(decisions: Vec<u8>, sites: Sites) -> Outcome {
 
 /// [`run`], with forgeries asked for by name as well.
 pub fn run_planned(decisions: Vec<u8>, sites: Sites, plans: Vec<Plan>) -> Outcome {
+    run_swept(decisions, sites, plans, None)
+}
+
+/// [`run_planned`], the forge comparing whole rings every `sweep`-th look (`None`: its
+/// default).
+pub fn run_swept(
+    decisions: Vec<u8>,
+    sites: Sites,
+    plans: Vec<Plan>,
+    sweep: Option<u32>,
+) -> Outcome {
     let (sim, dev) = SimBackend::new(Config::default());
     let dma = sim.dma().clone();
     let mut out = Outcome::default();
     let forge = ForgeBackend::new(sim, decisions, sites);
+    if let Some(n) = sweep {
+        forge.sweep_every(n);
+    }
     for p in plans {
         forge.plan(p);
     }
@@ -131,6 +161,7 @@ pub fn run_planned(decisions: Vec<u8>, sites: Sites, plans: Vec<Plan>) -> Outcom
     }
     let (recent, total) = journal.forged();
     out.forged = total;
+    out.entries = journal.entries_seen();
     out.recent = recent
         .iter()
         .map(|f| format!("{}: {}", f.site, f.what))

@@ -78,6 +78,9 @@ const CQE_FIELDS: &[Field] = &{
 
 /// Forgeries kept for [`Journal::forged`].
 const KEEP: usize = 64;
+/// Every this many looks at a ring compare all of it, not only the entries from its cursor
+/// on (see [`ForgeBackend::scan`]; [`ForgeBackend::sweep_every`] changes it).
+const FULL_SWEEP: u32 = 16;
 
 /// Where forgeries may happen (a bit set each).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,6 +121,10 @@ struct Watched {
     /// The allocation it lies in, by generation: a buffer given back ends the watch.
     generation: u64,
     shadow: Vec<u8>,
+    /// The entry after the last new one: where the device writes next.
+    next: usize,
+    /// Looks so far (every [`FULL_SWEEP`]-th compares the whole ring).
+    looks: u32,
 }
 
 /// The wrapper's own state, behind one lock.
@@ -131,6 +138,10 @@ struct State {
     plans: Vec<Plan>,
     /// Completions seen per opcode, for plans that name the n-th.
     seen: BTreeMap<u16, u32>,
+    /// New ring entries seen (forged or not).
+    entries: u64,
+    /// Every this many looks at a ring compare all of it ([`FULL_SWEEP`] unless set).
+    sweep: u32,
 }
 
 /// A forgery asked for by name (see [`ForgeBackend::plan`]), applied whatever the decision
@@ -157,6 +168,14 @@ pub enum Plan {
         nth: u32,
         /// The delivery status.
         status: u8,
+    },
+    /// The `nth` completion of `opcode` is left owned by the device: the command ran, but
+    /// the driver sees it as never completing.
+    Owned {
+        /// The command's opcode.
+        opcode: u16,
+        /// Which of its completions.
+        nth: u32,
     },
     /// The next EQE the device writes gets `bytes` at byte `at`.
     Eqe {
@@ -200,6 +219,11 @@ impl Journal {
     pub fn decisions_used(&self) -> usize {
         self.0.lock().unwrap_or_else(|e| e.into_inner()).source.at
     }
+
+    /// New CQEs and EQEs seen so far, forged or not.
+    pub fn entries_seen(&self) -> u64 {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).entries
+    }
 }
 
 /// A backend over `B` that forges device memory (see the module docs).
@@ -231,6 +255,8 @@ impl<B: Backend> ForgeBackend<B> {
                 total: 0,
                 plans: Vec::new(),
                 seen: BTreeMap::new(),
+                entries: 0,
+                sweep: FULL_SWEEP,
             })),
         }
     }
@@ -252,6 +278,12 @@ impl<B: Backend> ForgeBackend<B> {
         self.scan(&mut self.lock());
     }
 
+    /// Compares every entry of a ring on every `n`-th look (1: every look, as a check that
+    /// the usual look from the cursor misses nothing), instead of every 16th.
+    pub fn sweep_every(&self, n: u32) {
+        self.lock().sweep = n.max(1);
+    }
+
     /// Asks for a forgery by name (a test of one case), on top of the decision bytes.
     pub fn plan(&self, plan: Plan) {
         self.lock().plans.push(plan);
@@ -262,6 +294,14 @@ impl<B: Backend> ForgeBackend<B> {
     }
 
     /// Forges new entries of the watched rings.
+    ///
+    /// A device writes a ring's entries in order, so the new ones are a run that starts at
+    /// the entry after the last new one: a look compares entries from there and stops at the
+    /// first one unchanged since the last look (a whole ring at most). Comparing every entry
+    /// on every look, after every command, was most of a forged run's time. Every
+    /// [`FULL_SWEEP`]-th look goes round the whole ring all the same, so that a device that
+    /// wrote an entry with the bytes it already held, or out of order, is caught a little
+    /// later instead of never.
     fn scan(&self, s: &mut State) {
         let book = &self.book;
         let State {
@@ -269,54 +309,51 @@ impl<B: Backend> ForgeBackend<B> {
             source,
             sites,
             plans,
+            entries: seen,
+            sweep,
             ..
         } = s;
         let mut notes = Vec::new();
         rings.retain_mut(|ring| {
-            let mut now = vec![0u8; ring.shadow.len()];
-            match book.read(ring.iova, &mut now) {
-                Some(g) if g == ring.generation => {}
-                // Given back: the ring is gone.
-                _ => return false,
-            }
-            for (k, (new, old)) in now
-                .chunks_mut(ENTRY)
-                .zip(ring.shadow.chunks(ENTRY))
-                .enumerate()
-            {
-                if new == old {
-                    continue;
+            ring.looks = ring.looks.wrapping_add(1);
+            let full = ring.looks % *sweep == 0;
+            let entries = ring.shadow.len() / ENTRY;
+            // A sweep reads the ring in one go; a look from the cursor, entry by entry.
+            let mut whole = Vec::new();
+            if full {
+                whole = vec![0u8; ring.shadow.len()];
+                match book.read(ring.iova, &mut whole) {
+                    Some(g) if g == ring.generation => {}
+                    // Given back: the ring is gone.
+                    _ => return false,
                 }
-                let (name, fields) = if ring.site == Sites::CQE {
-                    ("cqe", CQE_FIELDS)
+            }
+            let mut k = ring.next;
+            let mut new = [0u8; ENTRY];
+            for _ in 0..entries {
+                let at = ring.iova + (k * ENTRY) as u64;
+                if full {
+                    new.copy_from_slice(&whole[k * ENTRY..(k + 1) * ENTRY]);
                 } else {
-                    ("eqe", Eqe::FIELDS)
-                };
-                let planned = plans.iter().position(|p| match p {
-                    Plan::Cqe { .. } => ring.site == Sites::CQE,
-                    Plan::Eqe { .. } => ring.site == Sites::EQE,
-                    _ => false,
-                });
-                if let Some(i) = planned {
-                    if let Plan::Cqe { at, bytes } | Plan::Eqe { at, bytes } = plans.remove(i) {
-                        if let Some(dst) = new.get_mut(at..at.saturating_add(bytes.len())) {
-                            dst.copy_from_slice(&bytes);
-                        }
-                        book.write(ring.iova + (k * ENTRY) as u64, new);
-                        notes.push((name, format!("entry {k}: planned {bytes:02x?} at {at}")));
+                    match book.read(at, &mut new) {
+                        Some(g) if g == ring.generation => {}
+                        _ => return false,
                     }
-                    continue;
                 }
-                if !sites.has(ring.site) {
-                    continue;
+                let old = &mut ring.shadow[k * ENTRY..(k + 1) * ENTRY];
+                if new[..] != old[..] {
+                    *seen += 1;
+                    if let Some(note) = forge_entry(ring.site, k, &mut new, source, *sites, plans) {
+                        book.write(at, &new);
+                        notes.push(note);
+                    }
+                    old.copy_from_slice(&new);
+                    ring.next = (k + 1) % entries;
+                } else if !full {
+                    break;
                 }
-                let Some(op) = source.op() else { continue };
-                let f = fields[source.pick(fields.len())];
-                let what = apply(new, f, op, source.pick(8));
-                book.write(ring.iova + (k * ENTRY) as u64, new);
-                notes.push((name, format!("entry {k}: {what}")));
+                k = (k + 1) % entries;
             }
-            ring.shadow = now;
             true
         });
         for (site, what) in notes {
@@ -412,13 +449,19 @@ impl<B: Backend> ForgeBackend<B> {
             }
             | Plan::Delivery {
                 opcode: o, nth: n, ..
-            } => (*o, *n) == (opcode, nth),
+            }
+            | Plan::Owned { opcode: o, nth: n } => (*o, *n) == (opcode, nth),
             _ => false,
         };
         while let Some(i) = s.plans.iter().position(mine) {
             match s.plans.remove(i) {
                 Plan::Delivery { status, .. } => {
                     let what = apply(raw, CmdQueueEntry::STATUS, Op::Value(status.into()), 0);
+                    book.write(at, &raw[..]);
+                    s.note("command entry", format!("planned: {what}"));
+                }
+                Plan::Owned { .. } => {
+                    let what = apply(raw, CmdQueueEntry::OWNERSHIP, Op::Value(1), 0);
                     book.write(at, &raw[..]);
                     s.note("command entry", format!("planned: {what}"));
                 }
@@ -491,9 +534,50 @@ impl<B: Backend> ForgeBackend<B> {
                 iova,
                 generation,
                 shadow,
+                next: 0,
+                looks: 0,
             });
         }
     }
+}
+
+/// Forges entry `k` of a ring at `site` that the device just wrote (`new`, changed in place):
+/// a plan for such an entry first, else what the decision bytes say where `sites` allow it.
+/// Returns what was done, if anything.
+fn forge_entry(
+    site: Sites,
+    k: usize,
+    new: &mut [u8],
+    source: &mut Source,
+    sites: Sites,
+    plans: &mut Vec<Plan>,
+) -> Option<(&'static str, String)> {
+    let (name, fields) = if site == Sites::CQE {
+        ("cqe", CQE_FIELDS)
+    } else {
+        ("eqe", Eqe::FIELDS)
+    };
+    let planned = plans.iter().position(|p| match p {
+        Plan::Cqe { .. } => site == Sites::CQE,
+        Plan::Eqe { .. } => site == Sites::EQE,
+        _ => false,
+    });
+    if let Some(i) = planned {
+        if let Plan::Cqe { at, bytes } | Plan::Eqe { at, bytes } = plans.remove(i) {
+            if let Some(dst) = new.get_mut(at..at.saturating_add(bytes.len())) {
+                dst.copy_from_slice(&bytes);
+            }
+            return Some((name, format!("entry {k}: planned {bytes:02x?} at {at}")));
+        }
+        return None;
+    }
+    if !sites.has(site) {
+        return None;
+    }
+    let op = source.op()?;
+    let f = fields[source.pick(fields.len())];
+    let what = apply(new, f, op, source.pick(8));
+    Some((name, format!("entry {k}: {what}")))
 }
 
 impl<B: Backend> Mmio for ForgeBackend<B> {
