@@ -61,7 +61,10 @@ pub fn prescan<'s>(
 
 /// Reports each control byte and returns the text with them replaced by spaces.
 fn control_bytes<'s>(text: &'s str, file: usize, diags: &mut Diagnostics) -> Cow<'s, str> {
-    if !text.chars().any(is_control) {
+    // Control characters are ASCII, and every byte of a character beyond ASCII is above it.
+    // A table, not comparisons: this looks at every byte of every file (and a fuzzer traces
+    // each comparison).
+    if !text.bytes().any(|b| CONTROL[usize::from(b)]) {
         return Cow::Borrowed(text);
     }
     let mut reported = 0usize;
@@ -113,6 +116,17 @@ fn control_bytes<'s>(text: &'s str, file: usize, diags: &mut Diagnostics) -> Cow
     )
 }
 
+/// [`is_control`] by byte value.
+static CONTROL: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        t[b] = (b < 0x20 && b != 0x09 && b != 0x0a && b != 0x0d) || b == 0x7f;
+        b += 1;
+    }
+    t
+};
+
 fn control_name(c: char) -> &'static str {
     match c {
         '\0' => "NUL",
@@ -130,7 +144,7 @@ enum Mode {
     /// Block context: indentation opens and closes levels.
     Block,
     /// Inside a quoted string (`'` or `"`) that goes on past its line.
-    Quote(char, Ctx),
+    Quote(u8, Ctx),
     /// Inside a block scalar (`|`, `>`) whose lines are indented more than this column.
     Literal(usize),
 }
@@ -149,8 +163,23 @@ fn too_deep(text: &str) -> Option<(u32, u32, usize)> {
     let mut levels: Vec<usize> = Vec::new();
     let mut flow = Flow::default();
     let mut mode = Mode::Block;
+    // The scan looks only at ASCII characters, one byte per character so that positions are
+    // columns: an ASCII line is its own bytes; elsewhere every other character is
+    // [`OTHER`], in a buffer kept for all lines. Decoding every line into a vector of `char`
+    // was most of the time a fuzzed file took to check.
+    let mut mapped: Vec<u8> = Vec::new();
     for (i, raw) in text.split('\n').enumerate() {
-        let line: Vec<char> = raw.trim_end_matches('\r').chars().collect();
+        let raw = raw.trim_end_matches('\r');
+        let line = if raw.is_ascii() {
+            raw.as_bytes()
+        } else {
+            mapped.clear();
+            mapped.extend(
+                raw.chars()
+                    .map(|c| u8::try_from(c).ok().filter(u8::is_ascii).unwrap_or(OTHER)),
+            );
+            mapped.as_slice()
+        };
         let at = |col: usize, depth: usize| {
             Some((
                 u32::try_from(i + 1).unwrap_or(u32::MAX),
@@ -158,8 +187,10 @@ fn too_deep(text: &str) -> Option<(u32, u32, usize)> {
                 depth,
             ))
         };
-        let indent = line.iter().take_while(|c| **c == ' ').count();
-        let blank = line[indent..].iter().all(|c| c.is_whitespace());
+        let indent = line.iter().take_while(|c| **c == b' ').count();
+        let blank = line[indent..]
+            .iter()
+            .all(|c| c.is_ascii_whitespace() || *c == 0x0b);
         let mut pos = 0;
         match mode {
             Mode::Literal(col) => {
@@ -168,7 +199,7 @@ fn too_deep(text: &str) -> Option<(u32, u32, usize)> {
                 }
                 mode = Mode::Block;
             }
-            Mode::Quote(q, ctx) => match close_quote(&line, 0, q) {
+            Mode::Quote(q, ctx) => match close_quote(line, 0, q) {
                 Some(end) => {
                     pos = end;
                     mode = Mode::Block;
@@ -181,17 +212,17 @@ fn too_deep(text: &str) -> Option<(u32, u32, usize)> {
             Mode::Block => {}
         }
         if flow.depth > 0 {
-            match scan_flow(&line, pos, &mut flow, levels.len(), &mut mode) {
+            match scan_flow(line, pos, &mut flow, levels.len(), &mut mode) {
                 Err(col) => return at(col, levels.len() + flow.depth),
                 Ok(()) => continue,
             }
         }
-        if blank || line[indent] == '#' {
+        if blank || line[indent] == b'#' {
             continue;
         }
         pos = indent;
         if indent == 0
-            && (starts(&line, 0, "---") || starts(&line, 0, "..."))
+            && (starts(line, 0, "---") || starts(line, 0, "..."))
             && line.get(3).is_none_or(|c| is_blank(*c))
         {
             // A document marker: a new document starts, maybe with its content on this line.
@@ -200,7 +231,7 @@ fn too_deep(text: &str) -> Option<(u32, u32, usize)> {
             while line.get(pos).is_some_and(|c| is_blank(*c)) {
                 pos += 1;
             }
-            if pos >= line.len() || line[pos] == '#' {
+            if pos >= line.len() || line[pos] == b'#' {
                 continue;
             }
         }
@@ -217,7 +248,7 @@ fn too_deep(text: &str) -> Option<(u32, u32, usize)> {
                 pos += 1;
             }
             // Compact indicators open a collection whose content starts two columns on.
-            if matches!(line.get(pos), Some('-' | '?' | ':'))
+            if matches!(line.get(pos), Some(b'-' | b'?' | b':'))
                 && line.get(pos + 1).is_none_or(|c| is_blank(*c))
             {
                 pos += 1;
@@ -230,11 +261,11 @@ fn too_deep(text: &str) -> Option<(u32, u32, usize)> {
                 levels.push(pos);
                 continue;
             }
-            pos = skip_properties(&line, pos);
+            pos = skip_properties(line, pos);
             // A key on this line: its value follows `: `.
             let value = match line.get(pos) {
-                Some(&q @ ('"' | '\'')) => match close_quote(&line, pos + 1, q) {
-                    Some(end) => match key_end(&line, end) {
+                Some(&q @ (b'"' | b'\'')) => match close_quote(line, pos + 1, q) {
+                    Some(end) => match key_end(line, end) {
                         Some(v) => v,
                         None => break,
                     },
@@ -243,27 +274,27 @@ fn too_deep(text: &str) -> Option<(u32, u32, usize)> {
                         break;
                     }
                 },
-                Some('[' | '{') => pos,
-                _ => match key_end(&line, pos) {
+                Some(b'[' | b'{') => pos,
+                _ => match key_end(line, pos) {
                     Some(v) => v,
                     None => break,
                 },
             };
             let key_col = pos;
-            pos = skip_properties(&line, value);
+            pos = skip_properties(line, value);
             match line.get(pos) {
-                Some('[' | '{') => {
-                    if let Err(col) = scan_flow(&line, pos, &mut flow, levels.len(), &mut mode) {
+                Some(b'[' | b'{') => {
+                    if let Err(col) = scan_flow(line, pos, &mut flow, levels.len(), &mut mode) {
                         return at(col, levels.len() + flow.depth);
                     }
                     break;
                 }
-                Some('|' | '>') => {
+                Some(b'|' | b'>') => {
                     mode = Mode::Literal(key_col);
                     break;
                 }
-                Some(&q @ ('"' | '\'')) => {
-                    if close_quote(&line, pos + 1, q).is_none() {
+                Some(&q @ (b'"' | b'\'')) => {
+                    if close_quote(line, pos + 1, q).is_none() {
                         mode = Mode::Quote(q, Ctx::Block);
                     }
                     break;
@@ -275,24 +306,25 @@ fn too_deep(text: &str) -> Option<(u32, u32, usize)> {
     None
 }
 
+/// What a character other than ASCII becomes for the scan: no character it looks for.
+const OTHER: u8 = 0x80;
+
 /// A YAML separator inside a line (indentation itself is spaces only).
-fn is_blank(c: char) -> bool {
-    c == ' ' || c == '\t'
+fn is_blank(c: u8) -> bool {
+    c == b' ' || c == b'\t'
 }
 
-fn starts(line: &[char], pos: usize, s: &str) -> bool {
-    s.chars()
-        .enumerate()
-        .all(|(i, c)| line.get(pos + i) == Some(&c))
+fn starts(line: &[u8], pos: usize, s: &str) -> bool {
+    line.get(pos..pos + s.len()) == Some(s.as_bytes())
 }
 
 /// Skips spaces, then anchors (`&a`) and tags (`!t`) with the spaces after them.
-fn skip_properties(line: &[char], mut pos: usize) -> usize {
+fn skip_properties(line: &[u8], mut pos: usize) -> usize {
     loop {
         while line.get(pos).is_some_and(|c| is_blank(*c)) {
             pos += 1;
         }
-        if matches!(line.get(pos), Some('&' | '!')) {
+        if matches!(line.get(pos), Some(b'&' | b'!')) {
             while line.get(pos).is_some_and(|c| !is_blank(*c)) {
                 pos += 1;
             }
@@ -304,16 +336,16 @@ fn skip_properties(line: &[char], mut pos: usize) -> usize {
 
 /// The column after a quoted string opened before `from` with quote `q`, if it closes on
 /// this line (`''` inside single quotes and `\"` inside double quotes do not close it).
-fn close_quote(line: &[char], from: usize, q: char) -> Option<usize> {
+fn close_quote(line: &[u8], from: usize, q: u8) -> Option<usize> {
     let mut i = from;
     while i < line.len() {
         let c = line[i];
-        if q == '"' && c == '\\' {
+        if q == b'"' && c == b'\\' {
             i += 2;
             continue;
         }
         if c == q {
-            if q == '\'' && line.get(i + 1) == Some(&'\'') {
+            if q == b'\'' && line.get(i + 1) == Some(&b'\'') {
                 i += 2;
                 continue;
             }
@@ -326,12 +358,12 @@ fn close_quote(line: &[char], from: usize, q: char) -> Option<usize> {
 
 /// When a plain key starts at `pos` (a `:` followed by a space or the end of the line comes
 /// before any comment): the column just after that `:`.
-fn key_end(line: &[char], pos: usize) -> Option<usize> {
+fn key_end(line: &[u8], pos: usize) -> Option<usize> {
     let mut i = pos;
     while i < line.len() {
         match line[i] {
-            '#' if i > 0 && is_blank(line[i - 1]) => return None,
-            ':' if line.get(i + 1).is_none_or(|c| is_blank(*c)) => return Some(i + 1),
+            b'#' if i > 0 && is_blank(line[i - 1]) => return None,
+            b':' if line.get(i + 1).is_none_or(|c| is_blank(*c)) => return Some(i + 1),
             _ => {}
         }
         i += 1;
@@ -354,7 +386,7 @@ struct Flow {
 /// Stops at the end of the line or where the outermost bracket closes. `Err(column)` where
 /// the depth first exceeds the limit.
 fn scan_flow(
-    line: &[char],
+    line: &[u8],
     mut pos: usize,
     flow: &mut Flow,
     block: usize,
@@ -363,7 +395,7 @@ fn scan_flow(
     while pos < line.len() {
         let c = line[pos];
         match c {
-            '"' | '\'' if flow.node_start => match close_quote(line, pos + 1, c) {
+            b'"' | b'\'' if flow.node_start => match close_quote(line, pos + 1, c) {
                 Some(end) => {
                     flow.node_start = false;
                     pos = end;
@@ -375,23 +407,23 @@ fn scan_flow(
                     return Ok(());
                 }
             },
-            '#' if pos == 0 || is_blank(line[pos - 1]) => return Ok(()),
-            '[' | '{' => {
+            b'#' if pos == 0 || is_blank(line[pos - 1]) => return Ok(()),
+            b'[' | b'{' => {
                 flow.depth += 1;
                 flow.node_start = true;
                 if block + flow.depth > MAX_DEPTH {
                     return Err(pos);
                 }
             }
-            ']' | '}' => {
+            b']' | b'}' => {
                 flow.depth = flow.depth.saturating_sub(1);
                 flow.node_start = false;
                 if flow.depth == 0 {
                     return Ok(());
                 }
             }
-            ',' => flow.node_start = true,
-            ':' | '?' if line.get(pos + 1).is_none_or(|c| is_blank(*c)) => flow.node_start = true,
+            b',' => flow.node_start = true,
+            b':' | b'?' if line.get(pos + 1).is_none_or(|c| is_blank(*c)) => flow.node_start = true,
             c if is_blank(c) => {}
             _ => flow.node_start = false,
         }
@@ -406,6 +438,17 @@ mod tests {
 
     fn depth_error(text: &str) -> Option<(u32, u32, usize)> {
         too_deep(text)
+    }
+
+    #[test]
+    fn the_control_table_is_is_control() {
+        for b in 0..=255u8 {
+            assert_eq!(
+                CONTROL[usize::from(b)],
+                is_control(char::from(b)),
+                "{b:#04x}"
+            );
+        }
     }
 
     #[test]
@@ -445,6 +488,21 @@ mod tests {
         assert_eq!(depth_error(&plain), None);
         let in_flow = format!("a: [\"x]\", '{}', b]\n", "[".repeat(500));
         assert_eq!(depth_error(&in_flow), None);
+    }
+
+    /// Characters beyond ASCII are one column each, as in the diagnostics, and never
+    /// mistaken for what the scan looks for.
+    #[test]
+    fn characters_beyond_ascii_are_columns() {
+        for wide in ["é", "\u{a0}", "日本", "🦀"] {
+            let narrow = "x".repeat(wide.chars().count());
+            let deep = |w: &str| format!("{w}: '{w}' # {w}\n{w}k: {}", "[".repeat(MAX_DEPTH + 1));
+            let (a, b) = (depth_error(&deep(wide)), depth_error(&deep(&narrow)));
+            assert!(a.is_some(), "{wide}");
+            assert_eq!(a, b, "{wide}");
+            let quoted = format!("a: \"{wide}{}\"\n", "[".repeat(500));
+            assert_eq!(depth_error(&quoted), None, "{wide}");
+        }
     }
 
     #[test]
