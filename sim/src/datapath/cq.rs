@@ -62,7 +62,7 @@ pub(crate) fn err_cqe(
 ///
 /// An acquire fence follows: the slots it hands back are overwritten after it, and the
 /// driver's reads of them (before its release fence and the index) must come first
-/// (driver/tests/loom_cq.rs, `weak_device_reuses_slot_without_acquire`).
+/// (tests/tests/loom_cq.rs, `weak_device_reuses_slot_without_acquire`).
 fn consumer_index(dma: &DmaSpace, dbr: u64) -> Option<u32> {
     let ci = dma.window(dbr, 4).map(|w| w.read_be32(0) & MASK24);
     fence(Ordering::Acquire);

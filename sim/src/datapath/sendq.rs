@@ -25,7 +25,7 @@ pub(crate) fn counter(dma: &DmaSpace, dbr: u64) -> Option<u16> {
 /// After reading a producer counter, before reading the WQEs it covers: an acquire fence,
 /// paired with the driver's release fence between WQEs and record. The doorbell's own
 /// hand-over (the job queue, or the driver's thread) orders only the WQEs up to the one it
-/// names; the counter may already cover later ones (driver/tests/loom_doorbell.rs,
+/// names; the counter may already cover later ones (tests/tests/loom_doorbell.rs,
 /// `weak_send_device_without_acquire_on_record`). On x86-64 it costs no instruction.
 #[inline(always)]
 pub(crate) fn posted() {

@@ -11,13 +11,15 @@
 //!
 //! Input and output are `loom::cell::UnsafeCell`s (plain volatile stores in the code); the
 //! byte with status and ownership and the doorbell register are relaxed atomics. Each
-//! `weak_*` test drops one fence and must fail. Run with `scripts/loom`.
-#![cfg(loom)]
+//! `weak_*` test drops one fence and must fail. Part of `cargo test`; `scripts/loom` runs the models alone, timed.
+
+mod loom_cell;
 
 use loom::cell::UnsafeCell;
 use loom::sync::atomic::{fence, AtomicU32, Ordering};
 use loom::sync::Arc;
 use loom::thread;
+use loom_cell::{get, set};
 
 #[derive(Clone, Copy)]
 struct Fences {
@@ -87,9 +89,9 @@ fn run(f: Fences) {
             // driver then times out); here it must always be owned.
             let so = dev.status_own.load(Ordering::Relaxed);
             assert_eq!(so & OWNED, OWNED, "doorbell for an entry not handed over");
-            let input = dev.input.with(|p| unsafe { *p });
+            let input = get(&dev.input);
             assert_eq!(input, INPUT, "the device read a stale input");
-            dev.output.with_mut(|p| unsafe { *p = output_for(input) });
+            set(&dev.output, output_for(input));
             fence_if(f.device_release_output, Ordering::Release);
             dev.status_own
                 .store(STATUS_OK << 1 | OWNED, Ordering::Relaxed);
@@ -98,7 +100,7 @@ fn run(f: Fences) {
         });
 
         // The driver: fill, hand over, ring, poll, read.
-        e.input.with_mut(|p| unsafe { *p = INPUT });
+        set(&e.input, INPUT);
         e.status_own
             .store(STATUS_UNSET << 1 | OWNED, Ordering::Relaxed);
         fence_if(f.driver_release, Ordering::Release);
@@ -114,7 +116,7 @@ fn run(f: Fences) {
         // The status read again after the barrier, as `exec` does (`status_raw`).
         let status = e.status_own.load(Ordering::Relaxed) >> 1;
         assert_eq!(status, STATUS_OK, "a stale delivery status");
-        let out = e.output.with(|p| unsafe { *p });
+        let out = get(&e.output);
         assert_eq!(out, output_for(INPUT), "a stale output");
         device.join().unwrap();
     });

@@ -12,13 +12,15 @@
 //!
 //! WQEs are `loom::cell::UnsafeCell`s (the code's word stores are not atomic); the record and
 //! the UAR register relaxed atomics. Each `weak_*` test drops one fence and must fail.
-//! Run with `scripts/loom`.
-#![cfg(loom)]
+//! Part of `cargo test`; `scripts/loom` runs the models alone, timed.
+
+mod loom_cell;
 
 use loom::cell::UnsafeCell;
 use loom::sync::atomic::{fence, AtomicU32, Ordering};
 use loom::sync::Arc;
 use loom::thread;
+use loom_cell::{get, set};
 
 /// WQEs the driver posts (into as many slots: the model leaves reuse to the CQ model).
 const WQES: u32 = 2;
@@ -97,14 +99,14 @@ fn send(f: Fences) {
                 );
                 fence_if(f.device_acquire_record, Ordering::Acquire);
                 for k in done..counter {
-                    let w = dev.wqes[k as usize].with(|p| unsafe { *p });
+                    let w = get(&dev.wqes[k as usize]);
                     assert_eq!(w, wqe_of(k), "WQE {k} read before it was written");
                 }
                 done = counter;
             }
         });
         for i in 0..WQES {
-            q.wqes[i as usize].with_mut(|p| unsafe { *p = wqe_of(i) });
+            set(&q.wqes[i as usize], wqe_of(i));
             fence_if(f.wqe_before_record, Ordering::Release);
             q.record.store(i + 1, Ordering::Relaxed);
             fence_if(f.record_before_uar, Ordering::Release);
@@ -128,13 +130,13 @@ fn receive(f: Fences) {
                     continue;
                 }
                 fence_if(f.device_acquire_record, Ordering::Acquire);
-                let w = dev.wqes[done as usize].with(|p| unsafe { *p });
+                let w = get(&dev.wqes[done as usize]);
                 assert_eq!(w, wqe_of(done), "RQ WQE {done} read before it was written");
                 done += 1;
             }
         });
         for i in 0..WQES {
-            q.wqes[i as usize].with_mut(|p| unsafe { *p = wqe_of(i) });
+            set(&q.wqes[i as usize], wqe_of(i));
             fence_if(f.wqe_before_record, Ordering::Release);
             q.record.store(i + 1, Ordering::Relaxed);
         }

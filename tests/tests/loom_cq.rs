@@ -12,13 +12,15 @@
 //! index are relaxed atomics (single-copy atomic words, as the device and CPU treat them).
 //!
 //! Each `weak_*` test drops one of the fences and must fail: that shows the model can catch
-//! the bug it is for. Run with `scripts/loom` (`RUSTFLAGS="--cfg loom"`).
-#![cfg(loom)]
+//! the bug it is for. Part of `cargo test`; `scripts/loom` runs the models alone, timed.
+
+mod loom_cell;
 
 use loom::cell::UnsafeCell;
 use loom::sync::atomic::{fence, AtomicU32, Ordering};
 use loom::sync::Arc;
 use loom::thread;
+use loom_cell::{get, set};
 
 /// Slots in the ring (log_size 1), so the device's third CQE reuses slot 0 on the next pass.
 const LOG_SIZE: u32 = 1;
@@ -92,7 +94,7 @@ fn run(f: Fences) {
                 }
                 fence_if(f.device_acquire_ci, Ordering::Acquire);
                 let slot = (p & (SLOTS - 1)) as usize;
-                dev.body[slot].with_mut(|b| unsafe { *b = body_of(p) });
+                set(&dev.body[slot], body_of(p));
                 fence_if(f.device_release, Ordering::Release);
                 let owner = (p >> LOG_SIZE) & 1;
                 dev.op_own[slot].store(REQ << 4 | owner, Ordering::Relaxed);
@@ -110,7 +112,7 @@ fn run(f: Fences) {
                 continue;
             }
             fence_if(f.driver_acquire, Ordering::Acquire);
-            let body = ring.body[slot].with(|b| unsafe { *b });
+            let body = get(&ring.body[slot]);
             assert_eq!(body, body_of(ci), "CQE {ci}: a stale or torn body");
             ci += 1;
             fence_if(f.driver_release_ci, Ordering::Release);
