@@ -4,7 +4,7 @@
 //! A [`Region`] is either in the driver's hands — readable and writable through
 //! [`Region::bytes`] — or posted to a queue. Posting moves it into the queue; it comes back
 //! with the work request's completion, so the program cannot touch memory the device may be
-//! writing (`driver/tests/ui/region_posted.rs` is the compile-fail case). A region borrows
+//! writing (`ui-tests/tests/driver/region_posted.rs` is the compile-fail case). A region borrows
 //! the HCA that registered it; dropping it destroys the key and frees the memory (or
 //! quarantines it, if the destroy fails).
 

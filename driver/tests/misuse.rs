@@ -2,7 +2,7 @@
 //! reaches the device: a QP on another HCA's CQ, another HCA's region posted to a QP, a packet
 //! of another pool given to the queues, and a second set of Ethernet queues on one HCA (which
 //! would take the NIC receive root table from the first). (The misuses the compiler does see
-//! are the compile-fail cases of tests/ui.)
+//! are the compile-fail cases of ui-tests/tests/driver.)
 
 mod common;
 

@@ -1,7 +1,9 @@
 //! Accessors compiled on their own, so their machine code can be read: the zero-cost test
 //! (`tests/zero_cost.rs`) builds this with `--emit asm` and checks each `probe_*` function.
 //!
-//! Run by hand: `cargo rustc --release -p mlx5-prm --example asm_probe -- --emit asm`.
+//! Run by hand: `cargo rustc --release -p mlx5-prm-asm-probe --bin asm_probe -- --emit asm`
+//! (the test's way: `mlx5-prm/asm-probe` builds this file without mlx5-prm's
+//! dev-dependencies), or as the example it also is.
 
 use mlx5_prm::{CqArmCmd, CqDoorbellRecordArmWord, Cqc, UarPageCqArmWord, UarPageEqArmWord};
 

@@ -4,7 +4,7 @@
 //! fields (with the optional-parameter mask bits of those given) into its command's input.
 //! The executor checks every command against the same table the device model uses.
 //! Compile-fail cases (a transition on the wrong state, a required field left out) are in
-//! `tests/ui`, run by `trybuild`.
+//! `ui-tests/tests/prm`, run by `trybuild` (`ui-tests/tests/prm.rs`).
 
 use core::marker::PhantomData;
 use mlx5_prm::cmd::Rst2initQp;
@@ -349,12 +349,4 @@ fn the_device_refuses_what_the_types_would_not_allow() {
     *exec.state.borrow_mut() = QpState::Err;
     let (e, _qp) = qp.init2rtr(init2rtr()).err().expect("refused");
     assert_eq!(e, Refused::BadState(QpState::Err));
-}
-
-#[test]
-// Under Miri: trybuild runs cargo as a child process, which Miri cannot spawn.
-#[cfg_attr(miri, ignore)]
-fn trybuild_compile_failures() {
-    let t = trybuild::TestCases::new();
-    t.compile_fail("tests/ui/*.rs");
 }

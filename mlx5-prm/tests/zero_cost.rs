@@ -3,7 +3,8 @@
 //! shift and mask. Reads the assembly of `examples/asm_probe.rs` built in release mode and
 //! snapshots each function's instructions (x86-64 only; the instructions are the contract).
 //! The probe is always built in release mode, in its own target directory, whatever profile
-//! runs this test.
+//! runs this test, as the binary of `mlx5-prm/asm-probe` (the example's source, without the
+//! dev-dependencies an example's build drags in).
 
 // Not under coverage (`cargo llvm-cov` sets `--cfg coverage`): it instruments the probe too,
 // and counters are not the contract.
@@ -30,7 +31,9 @@ fn assembly() -> String {
             "rustc",
             "--quiet",
             "--release",
-            "--example",
+            "-p",
+            "mlx5-prm-asm-probe",
+            "--bin",
             "asm_probe",
             "--",
             "--emit",
@@ -41,7 +44,7 @@ fn assembly() -> String {
         .status()
         .expect("cargo runs");
     assert!(status.success(), "building the probe failed");
-    let dir = target.join("release/examples");
+    let dir = target.join("release/deps");
     let file = std::fs::read_dir(&dir)
         .unwrap()
         .filter_map(|e| e.ok().map(|e| e.path()))

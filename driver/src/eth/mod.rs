@@ -31,7 +31,7 @@
 //! into the queue and its buffer returns to the pool when the device reports it sent; a
 //! buffer in the RQ is handed out as a new packet only after its completion. So no handle
 //! ever names memory the device may still read or write, and a packet cannot outlive its pool
-//! or the HCA (`driver/tests/ui/packet_after_hca.rs` is the compile-fail case).
+//! or the HCA (`ui-tests/tests/driver/packet_after_hca.rs` is the compile-fail case).
 //!
 //! Values the device writes are checked before use: a send CQE must name a WQE that is
 //! outstanding, a receive CQE the next posted WQE, and a byte count must fit the buffer.

@@ -6,7 +6,7 @@
 //! transitions are the generated [`Transitions`] methods (`qp.rst2init(Rst2init { .. })`,
 //! `qp.init2rtr(..)`, `qp.rtr2rts(..)`, `qp.to_err()`, `qp.to_rst()`, ...), each taking the
 //! fields its transition requires and callable only on the states it leaves, so a QP in RST
-//! has no `rtr2rts` (`driver/tests/ui/qp_wrong_state.rs` is the compile-fail case); the
+//! has no `rtr2rts` (`ui-tests/tests/driver/qp_wrong_state.rs` is the compile-fail case); the
 //! driver's part is [`typestate`], one `Handle` implementation. A refused transition gives
 //! the QP back unchanged, with the error ([`NotMoved`]).
 //!
