@@ -162,9 +162,11 @@ fn create_cq_in_by_hand() {
 
 #[test]
 fn command_mailbox_by_opcode() {
-    let dir = std::env::temp_dir().join(format!("prmc-decode-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let f = dir.join("cq.xxd");
+    let dir = tempfile::Builder::new()
+        .prefix("prmc-decode-")
+        .tempdir()
+        .unwrap();
+    let f = dir.path().join("cq.xxd");
     std::fs::write(&f, create_cq_dump()).unwrap();
     let ir = &spec().ir;
     let by_op = cli::decode(
@@ -358,9 +360,11 @@ fn usage_errors_exit_2() {
 
 #[test]
 fn encode_edits_a_base_dump() {
-    let dir = std::env::temp_dir().join(format!("prmc-decode-base-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let f = dir.join("cqe.hexdump");
+    let dir = tempfile::Builder::new()
+        .prefix("prmc-decode-base-")
+        .tempdir()
+        .unwrap();
+    let f = dir.path().join("cqe.hexdump");
     std::fs::write(&f, CQE).unwrap();
     let (code, out, err) = prmc(
         &[
@@ -385,7 +389,12 @@ fn encode_edits_a_base_dump() {
 /// decode and encode on a spec directory written by `prmc import` from a kernel-style header.
 #[test]
 fn works_on_an_imported_header() {
-    let dir = std::env::temp_dir().join(format!("prmc-decode-import-{}", std::process::id()));
+    let parent = tempfile::Builder::new()
+        .prefix("prmc-decode-import-")
+        .tempdir()
+        .unwrap();
+    // A directory `prmc import` makes itself, in one removed when the test ends.
+    let dir = parent.path().join("spec");
     let d = dir.to_str().unwrap();
     // The toy header holds one member the importer rejects on purpose (exit 1); the rest is
     // written.

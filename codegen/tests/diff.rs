@@ -316,24 +316,26 @@ fn exit_statuses() {
     );
 }
 
-fn temp_dir(tag: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("prmc-diff-{tag}-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A fresh directory, removed when the test is done with it (pass or fail).
+fn temp_dir(tag: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("prmc-diff-{tag}-"))
+        .tempdir()
+        .unwrap()
 }
 
 #[test]
 fn malformed_input_is_located_and_exits_1() {
     let d = temp_dir("bad");
     std::fs::write(
-        d.join("x.yaml"),
+        d.path().join("x.yaml"),
         "structs:\n  a:\n    size: 4\n    fields:\n      f: \"0x00[31:16\"\n",
     )
     .unwrap();
-    let (code, _, err) = prmc(&["diff", "tests/diff/old", d.to_str().unwrap()]);
+    let (code, _, err) = prmc(&["diff", "tests/diff/old", d.path().to_str().unwrap()]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("x.yaml:5:"), "{err}");
-    let h = d.join("bad.h");
+    let h = d.path().join("bad.h");
     std::fs::write(&h, "struct mlx5_ifc_x_bits {\n\tu8 a[0x8];\n\tu8 b[;\n};\n").unwrap();
     let (code, _, err) = prmc(&["diff", h.to_str().unwrap(), "tests/diff/old"]);
     assert_eq!(code, 1, "{err}");
@@ -445,11 +447,11 @@ proptest! {
     }
 }
 
-fn copy_spec(tag: &str) -> std::path::PathBuf {
+fn copy_spec(tag: &str) -> tempfile::TempDir {
     let d = temp_dir(tag);
     for e in std::fs::read_dir("../spec").unwrap() {
         let p = e.unwrap().path();
-        std::fs::copy(&p, d.join(p.file_name().unwrap())).unwrap();
+        std::fs::copy(&p, d.path().join(p.file_name().unwrap())).unwrap();
     }
     d
 }
@@ -457,7 +459,7 @@ fn copy_spec(tag: &str) -> std::path::PathBuf {
 #[test]
 fn gen_check_prints_the_field_changes_and_the_command_with_its_directories() {
     let d = copy_spec("gencheck");
-    let cq = d.join("cq.yaml");
+    let cq = d.path().join("cq.yaml");
     let text = std::fs::read_to_string(&cq).unwrap();
     let narrowed = text.replace(
         "log_cq_size:     { at: \"0x0c[28:24]\"",
@@ -465,7 +467,7 @@ fn gen_check_prints_the_field_changes_and_the_command_with_its_directories() {
     );
     assert_ne!(text, narrowed, "spec/cq.yaml changed; update this test");
     std::fs::write(&cq, narrowed).unwrap();
-    let spec = d.to_str().unwrap();
+    let spec = d.path().to_str().unwrap();
     let (code, _, err) = prmc(&["gen", spec, "--out", "../mlx5-prm/src/generated", "--check"]);
     assert_eq!(code, 1, "{err}");
     assert!(
@@ -593,13 +595,13 @@ fn gen_check_without_layout_changes_says_so() {
     let d = temp_dir("gencode");
     for e in std::fs::read_dir("../mlx5-prm/src/generated").unwrap() {
         let p = e.unwrap().path();
-        std::fs::copy(&p, d.join(p.file_name().unwrap())).unwrap();
+        std::fs::copy(&p, d.path().join(p.file_name().unwrap())).unwrap();
     }
-    let cq = d.join("cq.rs");
+    let cq = d.path().join("cq.rs");
     let mut text = std::fs::read_to_string(&cq).unwrap();
     text.push_str("// an edit by hand\n");
     std::fs::write(&cq, text).unwrap();
-    let out = d.to_str().unwrap();
+    let out = d.path().to_str().unwrap();
     let (code, _, err) = prmc(&["gen", "../spec", "--out", out, "--check"]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("no layout changed"), "{err}");
@@ -614,7 +616,7 @@ fn gen_check_without_layout_changes_says_so() {
         "gen",
         "../spec",
         "--out",
-        empty.to_str().unwrap(),
+        empty.path().to_str().unwrap(),
         "--check",
     ]);
     assert_eq!(code, 1, "{err}");
