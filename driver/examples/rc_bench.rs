@@ -34,7 +34,7 @@ use mlx5_driver::backend::{Backend, Deferred};
 use mlx5_driver::roce::RoceAddress;
 use mlx5_driver::{Hca, HcaConfig};
 use mlx5_sim::{Config, Device, Mode, RcTransport, Wire};
-use rc_link::{err, Link, Op, Workload, ENDS};
+use rc_link::{err, Link, Op, Path, Workload, ENDS};
 use std::net::IpAddr;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -93,9 +93,13 @@ struct Args {
     #[arg(long)]
     latency: bool,
     /// Post each request with its own `post_send` and reap through `Qp::complete`'s `Vec`
-    /// (the old path) instead of one `post_sends` per batch and `Qp::complete_with`.
-    #[arg(long)]
+    /// (the old path) instead of a `Qp::batch` per batch and `Qp::complete_with`.
+    #[arg(long, conflicts_with = "vec")]
     per_request: bool,
+    /// Post each batch as a `Vec` of `SendRequest`s with `Qp::post_batch` instead of the
+    /// typed calls of `Qp::batch`.
+    #[arg(long)]
+    vec: bool,
 }
 
 fn main() -> ExitCode {
@@ -182,7 +186,13 @@ fn bench<A: Backend>(
         signal_every: args.signal_every,
     };
     let mut link = Link::new(ha, hb, work)?;
-    link.per_request = args.per_request;
+    link.path = if args.per_request {
+        Path::PerRequest
+    } else if args.vec {
+        Path::Vec
+    } else {
+        Path::Batch
+    };
     let before = devs.map(Device::roce_stats);
     (hooks.hold)();
     let start = Instant::now();
@@ -214,10 +224,10 @@ fn bench<A: Backend>(
         args.depth,
         args.signal_every,
         if args.inline { ", inline" } else { "" },
-        if args.per_request {
-            ", one post_send each"
-        } else {
-            ""
+        match (args.per_request, args.vec) {
+            (true, _) => ", one post_send each",
+            (_, true) => ", post_batch",
+            _ => "",
         },
         if args.fabric { "the fabric" } else { "RoCE v2" },
         if args.threaded {

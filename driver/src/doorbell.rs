@@ -20,7 +20,7 @@ const BF_HALF: usize = 0x100;
 const UAR_PAGE: usize = 4096;
 /// The doorbell record's send counter, alone in its dword (but for reserved bits).
 const SEND_COUNTER: mlx5_prm::rt::Field = QpDoorbellRecord::<[u8; 8]>::SEND_COUNTER;
-const SEND_COUNTER_DWORD: usize = dword_of(SEND_COUNTER);
+pub(crate) const SEND_COUNTER_DWORD: usize = dword_of(SEND_COUNTER);
 const _: () = assert!(SEND_COUNTER.width == 16 && shift_of(SEND_COUNTER) == 0);
 
 /// Where a send queue rings, and which BlueFlame half is next.

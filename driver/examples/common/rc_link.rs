@@ -167,10 +167,29 @@ pub struct Link<'h, A: Backend, B: Backend> {
     batch: Vec<SendRequest<'h, A>>,
     seq: u64,
     pub calls: Calls,
-    /// Post each request with its own `post_send` (and its own doorbell) and take the
-    /// finished ones back from the `Vec` that `Qp::complete` returns, as callers did before
-    /// the batch post and the allocation-free reap: the old path, measured on its own.
-    pub per_request: bool,
+    /// How requests are posted and reaped.
+    pub path: Path,
+    /// Whether each request of the next batch asks for a completion (the batch path's plan,
+    /// made before the driver is called, as the other paths build their requests).
+    signals: Vec<bool>,
+}
+
+/// How a [`Link`] posts its requests and takes finished ones back.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Path {
+    /// `Qp::batch`: each request written straight into the send queue by a typed call
+    /// (`SendBatch::write`, ...), the region taken off the free list there; one doorbell per
+    /// batch; reaped by `Qp::complete_with`. (Inline requests, which the typed calls do not
+    /// make, go as [`Path::Vec`].)
+    #[default]
+    Batch,
+    /// `Qp::post_batch` on a `Vec` of `SendRequest`s built beforehand; one doorbell per
+    /// batch; reaped by `Qp::complete_with`.
+    Vec,
+    /// A `post_send` (and a doorbell) per request, the finished ones taken back from the
+    /// `Vec` that `Qp::complete` returns, as callers did before the batch post and the
+    /// allocation-free reap.
+    PerRequest,
 }
 
 impl<'h, A: Backend, B: Backend> Link<'h, A, B> {
@@ -239,7 +258,8 @@ impl<'h, A: Backend, B: Backend> Link<'h, A, B> {
             batch: Vec::with_capacity(work.depth),
             seq: 0,
             calls: Calls::default(),
-            per_request: false,
+            path: Path::default(),
+            signals: Vec::with_capacity(work.depth),
         })
     }
 
@@ -251,13 +271,17 @@ impl<'h, A: Backend, B: Backend> Link<'h, A, B> {
         let mut last = None::<Instant>;
         while done < count {
             // Everything the window has room for, as one batch (one doorbell).
-            while posted < count && self.outstanding + self.batch.len() < self.work.depth {
-                let fills = self.outstanding + self.batch.len() + 1 == self.work.depth;
+            while posted < count && self.outstanding + self.planned() < self.work.depth {
+                let fills = self.outstanding + self.planned() + 1 == self.work.depth;
                 let signaled = fills
                     || posted + 1 == count
                     || (self.seq + 1) % self.work.signal_every as u64 == 0;
-                let req = self.request(signaled)?;
-                self.batch.push(req);
+                if self.path == Path::Batch && !self.work.inline {
+                    self.signals.push(signaled);
+                } else {
+                    let req = self.request(signaled)?;
+                    self.batch.push(req);
+                }
                 self.seq += 1;
                 posted += 1;
             }
@@ -309,20 +333,44 @@ impl<'h, A: Backend, B: Backend> Link<'h, A, B> {
         })
     }
 
-    /// Posts the batch built: with one `post_batch`, or (`per_request`) a `post_send` each.
+    /// Requests planned for the next batch.
+    fn planned(&self) -> usize {
+        self.batch.len() + self.signals.len()
+    }
+
+    /// Posts the batch planned, as [`Link::path`] says.
     fn post(&mut self) -> Result<(), String> {
-        let n = self.batch.len();
+        let n = self.planned();
         if n == 0 {
             return Ok(());
         }
-        if self.per_request {
-            for req in self.batch.drain(..) {
-                calls::post_send(&mut self.qa, req, &mut self.calls)
-                    .map_err(|(e, _)| format!("post_send: {e}"))?;
+        match self.path {
+            Path::PerRequest => {
+                for req in self.batch.drain(..) {
+                    calls::post_send(&mut self.qa, req, &mut self.calls)
+                        .map_err(|(e, _)| format!("post_send: {e}"))?;
+                }
             }
-        } else {
-            calls::post_sends(&mut self.qa, &mut self.batch, &mut self.calls)
-                .map_err(|(_, e)| format!("post_batch: {e}"))?;
+            Path::Batch if !self.signals.is_empty() => {
+                let first = self.seq - n as u64;
+                let (op, remote) = (self.work.op, self.remote);
+                calls::post_typed(
+                    &mut self.qa,
+                    op,
+                    remote,
+                    first,
+                    &self.signals,
+                    &mut self.free,
+                    &mut self.calls,
+                )
+                .map_err(err("SendBatch"))?;
+                self.signals.clear();
+            }
+            // Inline data travels in requests built beforehand: `post_batch` takes them.
+            Path::Batch | Path::Vec => {
+                calls::post_sends(&mut self.qa, &mut self.batch, &mut self.calls)
+                    .map_err(|(_, e)| format!("post_batch: {e}"))?;
+            }
         }
         self.outstanding += n;
         Ok(())
@@ -344,7 +392,7 @@ impl<'h, A: Backend, B: Backend> Link<'h, A, B> {
             if let Err(e) = c.status {
                 return Err(format!("completion error {e}"));
             }
-            finished += if self.per_request {
+            finished += if self.path == Path::PerRequest {
                 let done = calls::complete_requester_vec(&mut self.qa, c, &mut self.calls)
                     .map_err(err("complete"))?;
                 calls::take_back(done, &mut self.free)
@@ -383,12 +431,12 @@ impl<'h, A: Backend, B: Backend> Link<'h, A, B> {
 /// merging the requester's and the responder's wrappers into one symbol): 2 to 4
 /// instructions a call beyond the driver's own.
 pub mod calls {
-    use super::Calls;
+    use super::{Calls, Op};
     use mlx5_driver::backend::Backend;
     use mlx5_driver::cq::{Completion, Cq};
     use mlx5_driver::mr::Region;
     use mlx5_driver::qp::post::Refused;
-    use mlx5_driver::qp::{Done, Qp, Rts, SendRequest};
+    use mlx5_driver::qp::{Done, Qp, RemoteAddr, Rts, SendBatch, SendRequest};
     use mlx5_driver::{Error, Result};
 
     /// `Qp::post_batch`: the whole batch, taken from the front of `batch` (the requests were
@@ -403,6 +451,53 @@ pub mod calls {
         let r = qp.post_batch(batch);
         calls.posts += *r.as_ref().unwrap_or_else(|(n, _)| n) as u64;
         r
+    }
+
+    /// `Qp::batch`: a typed call per request (`SendBatch::write`, `read`, `send`,
+    /// `fetch_add`, `compare_swap`; one loop per operation, so the choice is made once per
+    /// batch), each region taken off the free list here (the caller's share, as the reap's
+    /// putting back is), identifiers from `first` on, one doorbell when the batch drops.
+    #[inline(never)]
+    pub fn post_typed<'h, B: Backend>(
+        qp: &mut Qp<'h, B, Rts>,
+        op: Op,
+        remote: RemoteAddr,
+        first: u64,
+        signals: &[bool],
+        free: &mut Vec<Region<'h, B>>,
+        calls: &mut Calls,
+    ) -> Result<()> {
+        calls.batches += 1;
+        calls.posts += signals.len() as u64;
+        let mut batch = qp.batch();
+        let mut id = first;
+        // A free list shorter than the batch is the caller's bug, reported as one.
+        let short = || Error::InvalidArgument {
+            what: "rc_link",
+            why: "no free region".into(),
+        };
+        macro_rules! each {
+            ($post:expr) => {
+                for &signaled in signals {
+                    let region = free.pop().ok_or_else(short)?;
+                    #[allow(clippy::redundant_closure_call)]
+                    $post(&mut batch, id, region, signaled).map_err(|(e, _)| e)?;
+                    id += 1;
+                }
+            };
+        }
+        match op {
+            Op::Write => each!(|b: &mut SendBatch<'_, 'h, B>, id, r, s| b.write(id, r, remote, s)),
+            Op::Read => each!(|b: &mut SendBatch<'_, 'h, B>, id, r, s| b.read(id, r, remote, s)),
+            Op::Send => each!(|b: &mut SendBatch<'_, 'h, B>, id, r, s| b.send(id, r, s)),
+            Op::FetchAdd => {
+                each!(|b: &mut SendBatch<'_, 'h, B>, id, r, s| b.fetch_add(id, r, remote, 1, s))
+            }
+            Op::CompareSwap => each!(|b: &mut SendBatch<'_, 'h, B>, id, r, s| {
+                b.compare_swap(id, r, remote, id, id + 1, s)
+            }),
+        }
+        Ok(())
     }
 
     #[inline(never)]

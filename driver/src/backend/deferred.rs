@@ -19,6 +19,7 @@ pub struct Deferred<B> {
     holding: Cell<bool>,
     held: RefCell<Vec<(usize, u64)>>,
     writes: Cell<u64>,
+    copies: Cell<u64>,
 }
 
 impl<B: Backend> Deferred<B> {
@@ -29,6 +30,7 @@ impl<B: Backend> Deferred<B> {
             holding: Cell::new(false),
             held: RefCell::new(Vec::with_capacity(HELD)),
             writes: Cell::new(0),
+            copies: Cell::new(0),
         }
     }
 
@@ -60,6 +62,12 @@ impl<B: Backend> Deferred<B> {
     pub fn doorbells(&self) -> u64 {
         self.writes.get()
     }
+
+    /// BlueFlame copies seen (held or not) since creation, each also counted by
+    /// [`Deferred::doorbells`]: whether the driver copied a WQE or rang with its first word.
+    pub fn copies(&self) -> u64 {
+        self.copies.get()
+    }
 }
 
 impl<B: Backend> Mmio for Deferred<B> {
@@ -90,6 +98,7 @@ impl<B: Backend> Mmio for Deferred<B> {
         held.push((offset, value));
     }
     fn copy_wc(&self, offset: usize, data: &[u64]) {
+        self.copies.set(self.copies.get() + 1);
         // A BlueFlame copy carries the WQE itself; hold only its first 8 bytes (a doorbell
         // that makes the device read the WQE from memory instead).
         if self.holding.get() {

@@ -6,7 +6,7 @@
 //! slots from the consumer counter up to that one, walked in place. [`Qp::complete_with`]
 //! hands each to a closure, allocating nothing; [`Qp::complete`] collects them into a `Vec`.
 
-use super::{Done, Qp};
+use super::{Done, PostedSend, Qp};
 use crate::backend::Backend;
 use crate::cq::Completion;
 use crate::error::{Error, Result};
@@ -64,17 +64,41 @@ impl<'h, B: Backend, S> Qp<'h, B, S> {
             // They leave the QP first: were `f` to panic, the slots not yet walked keep their
             // regions until the slots are reused (dropped then), never handed out twice.
             work.sq_ci = ci.wrapping_add(n);
+            // The slots are one run of the table, or two when they wrap: walked as slices,
+            // so no slot is masked or bounds-checked on its own.
             let sends = &mut *work.sends;
-            let mask = sends.len() - 1;
-            for k in 0..n {
-                let slot = &mut sends[ci.wrapping_add(k) as usize & mask];
+            let first = ci as usize & (sends.len() - 1);
+            let (n, size) = (n as usize, sends.len());
+            let (head, wrapped) = if first + n <= size {
+                (&mut sends[first..first + n], &mut [][..])
+            } else {
+                let (low, high) = sends.split_at_mut(first);
+                (high, &mut low[..first + n - size])
+            };
+            // The last slot carries the completion; the others go out without one.
+            let (head, wrapped, last) = match wrapped.split_last_mut() {
+                Some((last, rest)) => (head, rest, last),
+                None => match head.split_last_mut() {
+                    Some((last, rest)) => (rest, wrapped, last),
+                    // `n` is at least one, so `head` is not empty.
+                    None => return Ok(0),
+                },
+            };
+            let mut give = |slot: &mut PostedSend<'h, B>, completion| {
                 f(Done {
                     id: slot.id,
                     region: slot.region.take(),
-                    completion: (k + 1 == n).then_some(c),
-                });
+                    completion,
+                })
+            };
+            for slot in head {
+                give(slot, None);
             }
-            Ok(n as usize)
+            for slot in wrapped {
+                give(slot, None);
+            }
+            give(last, Some(c));
+            Ok(n)
         } else {
             // Receives complete in the order they were posted.
             let Some(p) = work.recvs.pop_front() else {

@@ -14,7 +14,8 @@
 //! and keeps them alive; work requests ([`post`]) move their regions into the QP until their
 //! completion comes back through [`Qp::complete`] (or [`Qp::complete_with`], which allocates
 //! nothing). Sends are posted in RTS, one at a time or a batch per doorbell
-//! ([`Qp::post_sends`], [`Qp::post_batch`]); receives in INIT, RTR and RTS.
+//! ([`Qp::batch`]'s typed calls, the fastest; [`Qp::post_sends`], [`Qp::post_batch`]);
+//! receives in INIT, RTR and RTS.
 //!
 //! Dropping a QP destroys it; regions still posted are dropped with it. If the destroy fails
 //! the device may still use the queue, its CQs and the posted regions: all of their memory
@@ -50,11 +51,13 @@
 //! # }
 //! ```
 
+mod batch;
 mod complete;
 pub mod post;
 pub mod typestate;
 mod wqe;
 
+pub use batch::SendBatch;
 pub use mlx5_prm::qp_machine::{
     ErrState, Init, Init2init, Init2initOptional, Init2rtr, Init2rtrOptional, Machine, Rst,
     Rst2init, Rtr, Rtr2rts, Rtr2rtsOptional, Rts, Rts2rts, Rts2rtsOptional, Sqd, Sqer, Sqer2rts,

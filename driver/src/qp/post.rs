@@ -329,16 +329,50 @@ const _: () = assert!(
 
 /// The send queue of a QP, its parts borrowed apart: the HCA (to check regions against) and
 /// the QP number beside the work state that posting changes.
-struct Sq<'a, 'h, B: Backend> {
+/// What [`Sq::write`] reads of a request: a [`SendRequest`], or the parts of one that a
+/// [`super::SendBatch`] call holds apart (so that it keeps the region to give back on
+/// refusal). Each is read where it lies, when the writer needs it.
+pub(super) trait Request<'h, B: Backend> {
+    fn op(&self) -> SendOp;
+    fn region(&self) -> Option<&Region<'h, B>>;
+    fn len(&self) -> Option<usize>;
+    fn inline(&self) -> Option<&[u8]>;
+    fn signaled(&self) -> bool;
+}
+
+impl<'h, B: Backend> Request<'h, B> for SendRequest<'h, B> {
+    #[inline(always)]
+    fn op(&self) -> SendOp {
+        self.op
+    }
+    #[inline(always)]
+    fn region(&self) -> Option<&Region<'h, B>> {
+        self.region.as_ref()
+    }
+    #[inline(always)]
+    fn len(&self) -> Option<usize> {
+        self.len
+    }
+    #[inline(always)]
+    fn inline(&self) -> Option<&[u8]> {
+        self.inline.as_deref()
+    }
+    #[inline(always)]
+    fn signaled(&self) -> bool {
+        self.signaled
+    }
+}
+
+pub(super) struct Sq<'a, 'h, B: Backend> {
     hca: &'h Hca<B>,
-    work: &'a mut Work<'h, B>,
+    pub(super) work: &'a mut Work<'h, B>,
     qpn: u32,
 }
 
 impl<'h, B: Backend> Inner<'h, B> {
     /// The send queue, for posting.
     #[inline(always)]
-    fn sq(&mut self) -> Sq<'_, 'h, B> {
+    pub(super) fn sq(&mut self) -> Sq<'_, 'h, B> {
         Sq {
             hca: self.object.hca(),
             work: &mut self.work,
@@ -352,8 +386,11 @@ impl<'h, B: Backend> Sq<'_, 'h, B> {
     /// Returns the WQE's first 8 bytes (what rings the doorbell) and its size in units; on
     /// error nothing is written.
     #[inline(always)]
-    fn write(&mut self, req: &SendRequest<'h, B>) -> std::result::Result<(u64, u8), Error> {
-        if let Some(r) = &req.region {
+    pub(super) fn write<R: Request<'h, B>>(
+        &mut self,
+        req: &R,
+    ) -> std::result::Result<(u64, u8), Error> {
+        if let Some(r) = req.region() {
             if !std::ptr::eq(r.hca(), self.hca) {
                 return Err(Error::ForeignResource {
                     what: "region",
@@ -372,7 +409,8 @@ impl<'h, B: Backend> Sq<'_, 'h, B> {
         // The one look at the operation: opcode, immediate value, remote segments, and the
         // most inline bytes it may carry (`None`: READ and the atomics carry none).
         let (send, rdma) = (Some(MAX_INLINE), Some(MAX_INLINE_RDMA));
-        let (opcode, imm, remote, inline_max) = match req.op {
+        let op = req.op();
+        let (opcode, imm, remote, inline_max) = match op {
             SendOp::Send => (SendOpcode::Send, 0, Remote::None, send),
             SendOp::SendImm(i) => (SendOpcode::SendImm, i, Remote::None, send),
             SendOp::Write(r) => (SendOpcode::RdmaWrite, 0, Remote::Addr(r), rdma),
@@ -392,19 +430,19 @@ impl<'h, B: Backend> Sq<'_, 'h, B> {
             }
         };
         // Every check before the first byte of the WQE is written.
-        let local = if let Some(data) = &req.inline {
+        let local = if let Some(data) = req.inline() {
             match inline_max {
                 Some(max) if data.len() <= max => Local::Inline(data),
                 _ => {
                     return Err(Error::InlineTooLong {
                         len: data.len(),
                         max: inline_max.unwrap_or(0),
-                        op: req.op.name(),
+                        op: op.name(),
                     })
                 }
             }
-        } else if let Some(region) = &req.region {
-            let len = match req.len {
+        } else if let Some(region) = req.region() {
+            let len = match req.len() {
                 None => region.len(),
                 Some(len) if len <= region.len() => len,
                 Some(len) => {
@@ -427,7 +465,7 @@ impl<'h, B: Backend> Sq<'_, 'h, B> {
             imm,
             index: pi as u16,
             qpn: self.qpn,
-            signaled: req.signaled,
+            signaled: req.signaled(),
             remote,
             local,
         };
@@ -443,7 +481,7 @@ impl<'h, B: Backend> Sq<'_, 'h, B> {
     /// Takes the request whose WQE [`Sq::write`] just wrote (at the producer counter, which
     /// only this advances): its identifier and region wait in the WQE's slot.
     #[inline(always)]
-    fn push(&mut self, id: u64, region: Option<Region<'h, B>>) {
+    pub(super) fn push(&mut self, id: u64, region: Option<Region<'h, B>>) {
         let work = &mut *self.work;
         let pi = work.sq_pi;
         let mask = work.sends.len() - 1;
@@ -460,7 +498,7 @@ impl<'h, B: Backend> Sq<'_, 'h, B> {
     /// last one's first 8 bytes as [`Sq::write`] returned them; with `copy` that WQE is
     /// copied whole to the BlueFlame register instead.
     #[inline(always)]
-    fn ring(&mut self, first8: u64, copy: bool) {
+    pub(super) fn ring(&mut self, first8: u64, copy: bool) {
         let work = &mut *self.work;
         let (be, pi) = (self.hca.backend(), work.sq_pi);
         if copy {

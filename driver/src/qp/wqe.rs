@@ -201,6 +201,12 @@ impl SendWqe<'_> {
     }
 }
 
+/// The size in units (`ds`) of the WQE whose control segment begins with `first8`.
+#[inline(always)]
+pub(crate) fn ctrl_ds(first8: u64) -> usize {
+    ((first8 >> CTRL_DS.shift) & CTRL_DS.mask) as usize
+}
+
 /// The remote address segment at byte `AT`.
 #[inline(always)]
 fn raddr<const AT: usize, S: Words>(wqe: &mut S, r: RemoteAddr) {
