@@ -174,23 +174,39 @@ fn run(args: Args) -> Result<(), String> {
         loopback: args.loopback.into(),
         ..Shared::default()
     });
+    // What an exit leaves behind: both sockets and the relay's private directory. Both ways
+    // out (`quit` on the control channel, SIGINT/SIGTERM/SIGHUP) remove them by hand, as
+    // `exit` skips destructors.
+    let leftovers = {
+        let (sock, ctl) = (socket.clone(), args.control.clone());
+        let private = endpoint.private_dir().map(|p| p.to_path_buf());
+        move || {
+            let _ = std::fs::remove_file(&sock);
+            if let Some(ctl) = &ctl {
+                let _ = std::fs::remove_file(ctl);
+            }
+            if let Some(p) = &private {
+                let _ = std::fs::remove_dir_all(p);
+            }
+        }
+    };
+    let on_signal = leftovers.clone();
+    ctrlc::set_handler(move || {
+        info!("stopping on a signal");
+        on_signal();
+        std::process::exit(0);
+    })
+    .map_err(|e| format!("installing the signal handler: {e}"))?;
     if let Some(path) = &args.control {
         let _ = std::fs::remove_file(path);
         let listener =
             UnixListener::bind(path).map_err(|e| format!("binding {}: {e}", path.display()))?;
-        let (sock, ctl) = (socket.clone(), path.clone());
-        let private = endpoint.private_dir().map(|p| p.to_path_buf());
         control::spawn(
             listener,
             shared.clone(),
             Arc::new(move || {
                 info!("quit asked on the control channel");
-                let _ = std::fs::remove_file(&sock);
-                let _ = std::fs::remove_file(&ctl);
-                // exit skips destructors: the relay's private directory by hand.
-                if let Some(p) = &private {
-                    let _ = std::fs::remove_dir_all(p);
-                }
+                leftovers();
                 std::process::exit(0);
             }),
         );

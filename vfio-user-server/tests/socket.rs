@@ -326,3 +326,56 @@ fn quit_from_a_client_that_does_not_wait_for_the_answer() {
         );
     }
 }
+
+/// The server's private socket directories (the relay's, named after its pid).
+fn private_dirs(pid: u32) -> Vec<std::path::PathBuf> {
+    let prefix = format!("mlx5-vfio-user.{pid}.");
+    std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .map(|e| e.path())
+        .collect()
+}
+
+/// SIGTERM, SIGINT and SIGHUP end the server as `quit` does: status 0, both sockets and the
+/// relay's private directory removed (before, a signal left all three behind).
+#[test]
+fn a_termination_signal_removes_the_sockets_and_the_private_directory() {
+    for signal in ["TERM", "INT", "HUP"] {
+        let mut s = Server::start(&format!("signal-{signal}"));
+        let pid = s.child.id();
+        let relayed = !private_dirs(pid).is_empty();
+        assert!(
+            relayed || no_relay(),
+            "the relay's private directory is there while the server runs"
+        );
+        let status = std::process::Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(pid.to_string())
+            .status()
+            .unwrap();
+        assert!(status.success(), "kill -{signal} {pid}");
+        let t = Instant::now();
+        while s.alive() {
+            assert!(
+                t.elapsed() < Duration::from_secs(5),
+                "the server runs on after SIG{signal}"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(
+            s.child.wait().unwrap().success(),
+            "status after SIG{signal}"
+        );
+        assert!(
+            !s.sock().exists() && !s.ctl().exists(),
+            "sockets left behind after SIG{signal}"
+        );
+        assert_eq!(
+            private_dirs(pid),
+            Vec::<std::path::PathBuf>::new(),
+            "private directory left behind after SIG{signal}"
+        );
+    }
+}

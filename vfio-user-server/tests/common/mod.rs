@@ -15,7 +15,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use vfio_user::Client;
 
-fn no_relay() -> bool {
+pub fn no_relay() -> bool {
     std::env::var_os("MLX5_VFIO_USER_NO_RELAY").is_some_and(|v| v == "1")
 }
 
