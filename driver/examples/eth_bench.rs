@@ -8,14 +8,18 @@
 //!                                          BATCH packets from the pool and gives them back
 //!                                          (alloc_batch and free_batch measured);
 //!                                          pool-drop gives them back by dropping each
-//! eth_bench mpps BATCH PACKETS [--link-down-at N] [--verify] [--device SPEC]
+//! eth_bench mpps BATCH PACKETS [--link-down-at N] [--verify] [--flows N] [--device SPEC]
 //!                                          loopback, wall-clock; every packet must come
 //!                                          back (no packet for 2 s fails the run with what
 //!                                          was lost); --link-down-at takes the model's link
 //!                                          down after N sent, to show it; --verify sends
 //!                                          sequence-numbered frames of varied length and
 //!                                          checks every byte of each that comes back, in
-//!                                          order; --device runs on another device (sim,
+//!                                          order; --flows writes each packet as one of N
+//!                                          IPv4/UDP flows in turn (distinct source MACs,
+//!                                          addresses and ports), so that the device parses
+//!                                          and steers every frame afresh (--flows 1: the
+//!                                          same writes, one flow); --device runs on another device (sim,
 //!                                          sim:threaded, vfio:ADDR), whose port must be
 //!                                          looped back: a loopback plug on a card, the
 //!                                          vfio-user server's --loopback for the model
@@ -36,7 +40,7 @@ use std::time::{Duration, Instant};
 fn usage() -> ! {
     eprintln!(
         "usage: eth_bench count tx|rx|fwd|pool|pool-drop BATCH ROUNDS | eth_bench mpps BATCH PACKETS \
-         [--link-down-at N] [--verify] [--device SPEC]"
+         [--link-down-at N] [--verify] [--flows N] [--device SPEC]"
     );
     std::process::exit(2)
 }
@@ -142,6 +146,8 @@ struct Mpps {
     packets: usize,
     link_down_at: Option<usize>,
     verify: bool,
+    /// Write each packet as one of this many IPv4/UDP flows, in turn.
+    flows: Option<usize>,
     device: DeviceSpec,
 }
 
@@ -219,8 +225,38 @@ fn numbered(seq: u64, out: &mut Vec<u8>) {
     out.extend((22..len).map(|i| k.wrapping_add(i as u8)));
 }
 
+/// Flow `k`'s 60-byte IPv4/UDP frame to the RQ's MAC: source MAC, addresses and ports
+/// distinct per flow, the IPv4 header checksum right and the UDP checksum zero ("none"), as a
+/// mix of connections would arrive.
+fn flow_frame(k: usize) -> [u8; 60] {
+    let mut f = frame();
+    let k16 = (k % 0xffff) as u16;
+    f[6..12].copy_from_slice(&[0x02, 0, 0, 0xf1, (k16 >> 8) as u8, k16 as u8]);
+    f[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
+    let ip = &mut f[14..34];
+    ip[0] = 0x45;
+    ip[2..4].copy_from_slice(&46u16.to_be_bytes()); // 20 + 8 + 18 bytes of payload
+    ip[8] = 64;
+    ip[9] = 17;
+    ip[12..16].copy_from_slice(&[10, 1, (k16 >> 8) as u8, k16 as u8]);
+    ip[16..20].copy_from_slice(&[10, 0, 0, 1]);
+    let sum = ip
+        .chunks(2)
+        .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
+        .sum::<u32>();
+    let sum = (sum & 0xffff) + (sum >> 16);
+    let sum = !((sum & 0xffff) + (sum >> 16)) as u16;
+    ip[10..12].copy_from_slice(&sum.to_be_bytes());
+    let udp = &mut f[34..42];
+    udp[0..2].copy_from_slice(&(1024 + k16 % 60000).to_be_bytes());
+    udp[2..4].copy_from_slice(&9000u16.to_be_bytes());
+    udp[4..6].copy_from_slice(&26u16.to_be_bytes());
+    f
+}
+
 fn run_mpps<B: Backend>(hca: &Hca<B>, m: &Mpps, hooks: ModelHooks<'_>) {
     let (batch, packets) = (m.batch, m.packets);
+    let flows: Vec<[u8; 60]> = (0..m.flows.unwrap_or(0)).map(flow_frame).collect();
     let pool = Pool::new(hca, BUFFERS, BUF_SIZE).expect("pool");
     let mut eth = EthQueues::create(&pool, &CONFIG).expect("eth queues");
     let (mut pkts, mut out) = (Vec::with_capacity(batch), Vec::with_capacity(batch));
@@ -245,6 +281,9 @@ fn run_mpps<B: Backend>(hca: &Hca<B>, m: &Mpps, hooks: ModelHooks<'_>) {
                 if m.verify {
                     numbered((sent + i) as u64, &mut want);
                     p.write(&want).expect("frame fits");
+                } else if !flows.is_empty() {
+                    p.write(&flows[(sent + i) % flows.len()])
+                        .expect("frame fits");
                 } else {
                     p.set_len(60);
                 }
@@ -290,12 +329,17 @@ fn run_mpps<B: Backend>(hca: &Hca<B>, m: &Mpps, hooks: ModelHooks<'_>) {
     }
     let secs = start.elapsed().as_secs_f64();
     println!(
-        "loopback batch {batch}: {received} packets in {secs:.3} s = {:.2} Mpps{}",
+        "loopback batch {batch}: {received} packets in {secs:.3} s = {:.2} Mpps{}{}",
         received as f64 / secs / 1e6,
         if m.verify {
             ", every byte of every frame checked, in order"
         } else {
             ""
+        },
+        if flows.is_empty() {
+            String::new()
+        } else {
+            format!(", {} IPv4/UDP flows in turn", flows.len())
         }
     );
 }
@@ -314,6 +358,7 @@ fn main() {
                 packets: arg(&args, 2),
                 link_down_at: None,
                 verify: false,
+                flows: None,
                 device: DeviceSpec::default(),
             };
             let mut i = 3;
@@ -324,6 +369,10 @@ fn main() {
                         i += 1;
                     }
                     "--verify" => m.verify = true,
+                    "--flows" => {
+                        m.flows = Some(arg(&args, i + 1).max(1));
+                        i += 1;
+                    }
                     "--device" => {
                         let text = args.get(i + 1).unwrap_or_else(|| usage());
                         m.device = text.parse().unwrap_or_else(|e| {
@@ -335,6 +384,10 @@ fn main() {
                     _ => usage(),
                 }
                 i += 1;
+            }
+            if m.verify && m.flows.is_some() {
+                eprintln!("eth_bench mpps: --verify writes its own frames; drop --flows");
+                std::process::exit(2);
             }
             mpps(&m)
         }
