@@ -105,10 +105,12 @@ impl<'p, B: Backend> EthQueues<'p, B> {
             let len = pkts.len();
             // SAFETY: the first `sent` packets' buffers belong to the SQ now (their indices
             // are in its slot table): they leave `pkts` without being dropped, and the rest
-            // move to the front.
+            // (if any: usually all were sent, and then no copy is made) move to the front.
             unsafe {
                 let base = pkts.as_mut_ptr();
-                std::ptr::copy(base.add(sent), base, len - sent);
+                if sent < len {
+                    std::ptr::copy(base.add(sent), base, len - sent);
+                }
                 pkts.set_len(len - sent);
             }
             let tx = &mut self.tx;
