@@ -34,7 +34,7 @@
 //! is stale by its epoch, and a new fill finds the new region. Host-side copies do not use
 //! the cache (they look up under the mutex).
 
-use std::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{fence, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 /// Slots (powers of two) and log2 of the page size, for small and large pages.
 const SMALL_SLOTS: usize = 512;
@@ -48,8 +48,10 @@ pub(super) struct Hit {
     pub iova: u64,
     pub size: usize,
     pub ptr: *mut u8,
-    /// The device may write the region (false: mapped for the device to read only).
-    pub writable: bool,
+    /// The bytes the device may write: `size`, or 0 for a region mapped for the device to
+    /// read only (so a write window is bounded by this where a read window is by `size`,
+    /// and refusing writes to read-only memory costs no test of its own).
+    pub wsize: usize,
 }
 
 /// One translation; a cache line each, so that reading one touches one line.
@@ -62,7 +64,7 @@ struct Slot {
     iova: AtomicU64,
     size: AtomicUsize,
     ptr: AtomicPtr<u8>,
-    writable: AtomicBool,
+    wsize: AtomicUsize,
     epoch: AtomicU64,
 }
 
@@ -115,7 +117,7 @@ impl TranslationCache {
             iova: slot.iova.load(Ordering::Relaxed),
             size: slot.size.load(Ordering::Relaxed),
             ptr: slot.ptr.load(Ordering::Relaxed),
-            writable: slot.writable.load(Ordering::Relaxed),
+            wsize: slot.wsize.load(Ordering::Relaxed),
         };
         let epoch = slot.epoch.load(Ordering::Relaxed);
         fence(Ordering::Acquire);
@@ -141,7 +143,7 @@ impl TranslationCache {
         slot.iova.store(hit.iova, Ordering::Relaxed);
         slot.size.store(hit.size, Ordering::Relaxed);
         slot.ptr.store(hit.ptr, Ordering::Relaxed);
-        slot.writable.store(hit.writable, Ordering::Relaxed);
+        slot.wsize.store(hit.wsize, Ordering::Relaxed);
         slot.epoch
             .store(self.epoch.load(Ordering::Relaxed), Ordering::Relaxed);
         slot.seq.store(seq.wrapping_add(2), Ordering::Release);
@@ -172,7 +174,7 @@ mod tests {
             iova: 0x1_0000_0000,
             size: 8192,
             ptr: &mut byte,
-            writable: true,
+            wsize: 8192,
         };
         assert_eq!(c.get(0x1_0000_0010), None);
         c.fill(0x1_0000_0010, hit);
@@ -191,7 +193,7 @@ mod tests {
             iova: 0x2_0000_0000,
             size: 8 << 20,
             ptr: &mut byte,
-            writable: true,
+            wsize: 8 << 20,
         };
         c.fill(0x2_0030_0000, pool);
         assert_eq!(c.get(0x2_0020_0000), Some(pool));
@@ -211,7 +213,7 @@ mod tests {
             iova: 0x3_0000_0000,
             size: 1 << 20,
             ptr: &mut byte,
-            writable: true,
+            wsize: 1 << 20,
         };
         c.fill(0x3_0000_1000, small);
         assert_eq!(c.get(0x3_0000_1000), Some(small));

@@ -149,7 +149,7 @@ impl Block {
             iova: self.iova,
             size: self.len,
             ptr: self.ptr.as_ptr(),
-            writable: self.writable,
+            wsize: if self.writable { self.len } else { 0 },
         }
     }
 
@@ -360,10 +360,7 @@ impl DmaSpace {
     #[inline(always)]
     pub(crate) fn window(&self, iova: u64, len: usize) -> Option<DeviceBytes<'_>> {
         let hit = self.translate(iova, len)?;
-        if !hit.writable {
-            return None;
-        }
-        window_in(hit, iova, len)
+        window_in(hit, iova, len, hit.wsize)
     }
 
     /// [`DmaSpace::window`] for reading only: read-only regions too. The model reads through
@@ -371,7 +368,7 @@ impl DmaSpace {
     #[inline(always)]
     fn read_window(&self, iova: u64, len: usize) -> Option<DeviceBytes<'_>> {
         let hit = self.translate(iova, len)?;
-        window_in(hit, iova, len)
+        window_in(hit, iova, len, hit.size)
     }
 
     /// The region holding `iova`, for a non-empty access.
@@ -420,7 +417,7 @@ impl DmaSpace {
         }
         let inner = self.lock();
         let w = find(&inner, iova)
-            .and_then(|hit| window_in(hit, iova, out.len()))
+            .and_then(|hit| window_in(hit, iova, out.len(), hit.size))
             .ok_or(DmaError::NotMapped(iova))?;
         w.read_bytes(0, out);
         Ok(())
@@ -433,8 +430,7 @@ impl DmaSpace {
         }
         let inner = self.lock();
         let mut w = find(&inner, iova)
-            .filter(|hit| hit.writable)
-            .and_then(|hit| window_in(hit, iova, data.len()))
+            .and_then(|hit| window_in(hit, iova, data.len(), hit.wsize))
             .ok_or(DmaError::NotMapped(iova))?;
         w.write_bytes(0, data);
         Ok(())
@@ -528,12 +524,15 @@ fn find(inner: &Inner, iova: u64) -> Option<Hit> {
 
 /// The window on `len` bytes at `iova` inside the region `hit`, if they lie inside it.
 #[inline(always)]
-fn window_in<'a>(hit: Hit, iova: u64, len: usize) -> Option<DeviceBytes<'a>> {
+fn window_in<'a>(hit: Hit, iova: u64, len: usize, limit: usize) -> Option<DeviceBytes<'a>> {
     // Callers pass a non-zero `len` and a region that holds `iova` (so no wrap here; were it
-    // to wrap, the offset would be huge and fail the check below all the same).
+    // to wrap, the offset would be huge and fail the check below all the same). `limit` is
+    // the region's size for reading, `wsize` for writing (0 for read-only memory, which then
+    // fails the check, `len` being non-zero).
+    debug_assert!(limit <= hit.size);
     let offset = usize::try_from(iova.wrapping_sub(hit.iova)).ok()?;
     let end = offset.checked_add(len)?;
-    if end > hit.size {
+    if end > limit {
         return None;
     }
     // SAFETY: `hit` describes a block that held `iova` when it was found (under the mutex,
