@@ -112,10 +112,7 @@ fn every_operation(mode: Mode) {
 
     // RDMA WRITE into b's memory.
     let target = p.region(4096);
-    let remote = RemoteAddr {
-        addr: target.addr(),
-        rkey: target.rkey(),
-    };
+    let remote = RemoteAddr::of(&target);
     let src = p.region(64);
     write_bytes(&src, b"written by rdma");
     p.send(SendOp::Write(remote), Some(src), Some(15));
@@ -297,10 +294,7 @@ fn rc_across_a_wire_between_two_devices() {
 
         // RDMA WRITE, READ and fetch-and-add on device 1's memory from device 0.
         let target = Region::register(&hb, 64, ALL).unwrap();
-        let remote = RemoteAddr {
-            addr: target.addr(),
-            rkey: target.rkey(),
-        };
+        let remote = RemoteAddr::of(&target);
         let src = Region::register(&ha, 64, ALL).unwrap();
         write_bytes(&src, &40u64.to_be_bytes());
         post(&mut a, SendOp::Write(remote), src, 8);

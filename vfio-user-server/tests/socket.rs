@@ -311,15 +311,7 @@ fn quit_from_a_client_that_does_not_wait_for_the_answer() {
             "quit"
         )
         .unwrap();
-        let t = Instant::now();
-        while s.alive() {
-            assert!(
-                t.elapsed() < Duration::from_secs(5),
-                "server {i} runs on after quit"
-            );
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        assert!(s.child.wait().unwrap().success());
+        assert!(s.wait_exit(&format!("quit (server {i})")).success());
         assert!(
             !s.sock().exists() && !s.ctl().exists(),
             "sockets left behind"
@@ -356,16 +348,8 @@ fn a_termination_signal_removes_the_sockets_and_the_private_directory() {
             .status()
             .unwrap();
         assert!(status.success(), "kill -{signal} {pid}");
-        let t = Instant::now();
-        while s.alive() {
-            assert!(
-                t.elapsed() < Duration::from_secs(5),
-                "the server runs on after SIG{signal}"
-            );
-            std::thread::sleep(Duration::from_millis(5));
-        }
         assert!(
-            s.child.wait().unwrap().success(),
+            s.wait_exit(&format!("SIG{signal}")).success(),
             "status after SIG{signal}"
         );
         assert!(

@@ -223,10 +223,7 @@ impl<'h, A: Backend, B: Backend> Link<'h, A, B> {
         let qa = connect(ha, qa, nb, 1)?;
         let mut qb = connect(hb, qb, na, 0)?;
         let target = Region::register(hb, work.size, ALL).map_err(err("target region"))?;
-        let remote = RemoteAddr {
-            addr: target.addr(),
-            rkey: target.rkey(),
-        };
+        let remote = RemoteAddr::of(&target);
         let free = if work.inline {
             Vec::new()
         } else {

@@ -29,6 +29,17 @@ pub struct RemoteAddr {
     pub rkey: u32,
 }
 
+impl RemoteAddr {
+    /// The whole of `region` as a peer names it: its IO address and remote key (what a peer
+    /// is told so that it can write, read or update the region).
+    pub fn of<B: Backend>(region: &Region<'_, B>) -> RemoteAddr {
+        RemoteAddr {
+            addr: region.addr(),
+            rkey: region.rkey(),
+        }
+    }
+}
+
 /// What a send work request does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SendOp {

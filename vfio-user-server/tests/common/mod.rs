@@ -90,6 +90,20 @@ impl Server {
         self.child.try_wait().unwrap().is_none()
     }
 
+    /// Waits up to five seconds for the server to exit (`what` names what should have ended
+    /// it, for the failure message) and returns its exit status.
+    pub fn wait_exit(&mut self, what: &str) -> std::process::ExitStatus {
+        let t = Instant::now();
+        while self.alive() {
+            assert!(
+                t.elapsed() < Duration::from_secs(5),
+                "the server runs on after {what}"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        self.child.wait().unwrap()
+    }
+
     /// One control command, its JSON answer.
     pub fn control(&self, cmd: &str) -> serde_json::Value {
         let mut s = UnixStream::connect(self.ctl()).unwrap();

@@ -116,10 +116,7 @@ fn a_refused_call_gives_the_region_back_and_the_batch_goes_on() {
     let mut cq = Cq::create(&hca, 6).unwrap();
     let mut qp = rts(&hca, &cq, 3);
     let target = Region::register(&hca, 4096, ALL).unwrap();
-    let remote = RemoteAddr {
-        addr: target.addr(),
-        rkey: target.rkey(),
-    };
+    let remote = RemoteAddr::of(&target);
     let before = hca.backend().doorbells();
     drop(qp.batch());
     assert_eq!(
@@ -162,10 +159,7 @@ fn a_leaked_batch_leaves_its_requests_for_the_next_doorbell() {
     let mut cq = Cq::create(&hca, 6).unwrap();
     let mut qp = rts(&hca, &cq, 4);
     let target = Region::register(&hca, 4096, ALL).unwrap();
-    let remote = RemoteAddr {
-        addr: target.addr(),
-        rkey: target.rkey(),
-    };
+    let remote = RemoteAddr::of(&target);
     let before = hca.backend().doorbells();
     let mut batch = qp.batch();
     for id in 0..3 {

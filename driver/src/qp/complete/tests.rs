@@ -115,10 +115,7 @@ fn a_full_slot_table_refuses_until_a_completion_frees_it() {
     let mut cq = Cq::create(&hca, 6).unwrap();
     let mut qp = rts(&hca, &cq, 2);
     let target = Region::register(&hca, 4096, ALL).unwrap();
-    let remote = RemoteAddr {
-        addr: target.addr(),
-        rkey: target.rkey(),
-    };
+    let remote = RemoteAddr::of(&target);
     for lap in 0..3u64 {
         for k in 0..4 {
             let req = write(&hca, lap * 4 + k, remote, k == 3);
@@ -156,10 +153,7 @@ fn a_foreign_region_is_still_refused() {
     let mut cq = Cq::create(&hca, 6).unwrap();
     let mut qp = rts(&hca, &cq, 3);
     let target = Region::register(&hca, 4096, ALL).unwrap();
-    let remote = RemoteAddr {
-        addr: target.addr(),
-        rkey: target.rkey(),
-    };
+    let remote = RemoteAddr::of(&target);
     let foreign = |id| write(&other, id, remote, true);
     let (e, region) = qp.post_send(foreign(1)).unwrap_err();
     assert!(

@@ -191,10 +191,7 @@ fn requests_over_stale_slots_execute_as_posted() {
         ring.write_bytes(0, &[0xff; 8 * WQEBB]);
     }
     let target = Region::register(&hca, 4096, ALL).unwrap();
-    let remote = RemoteAddr {
-        addr: target.addr(),
-        rkey: target.rkey(),
-    };
+    let remote = RemoteAddr::of(&target);
     // Local buffers: an unsignalled request keeps its own until a later completion.
     let mut pool: Vec<_> = (0..4)
         .map(|_| Region::register(&hca, 4096, ALL).unwrap())
@@ -368,10 +365,7 @@ fn a_batch_stops_at_a_refused_request_and_posts_those_before() {
     let mut cq = Cq::create(&hca, 6).unwrap();
     let mut qp = rts(&hca, &cq, 3);
     let target = Region::register(&hca, 4096, ALL).unwrap();
-    let remote = RemoteAddr {
-        addr: target.addr(),
-        rkey: target.rkey(),
-    };
+    let remote = RemoteAddr::of(&target);
     let req = |id: u64, op: SendOp, inline: Option<Vec<u8>>| SendRequest {
         id,
         op,
