@@ -1,10 +1,10 @@
 //! A bound on how deep a header's brackets nest, checked before the grammar reads it.
 //!
-//! The header grammar is a PEG (pest): it recurses once per nesting level, and on a header
-//! that does not parse it backtracks through the levels, so a few thousand nested `union {`
-//! with a stray byte in them take seconds or overflow the stack (a fuzzer found one). Linux's
-//! mlx5 headers nest at most 6 deep, counting `{`, `(` and `[` outside comments and literals;
-//! [`MAX_DEPTH`] is far above that and far below where the grammar gets slow.
+//! The header grammar is a PEG (pest) that recurses once per nesting level: thousands of
+//! nested `union {` overflowed the stack or, before `bad` read braced blocks whole, took
+//! seconds (a fuzzer found both). Linux's mlx5 headers nest at most 6 deep, counting `{`, `(`
+//! and `[` outside comments and literals; [`MAX_DEPTH`] is far above that and keeps the
+//! recursion, and the grammar's work per byte, small (see [`super::budget`]).
 
 /// The deepest nesting a header may have.
 pub const MAX_DEPTH: usize = 64;

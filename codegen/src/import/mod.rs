@@ -12,6 +12,7 @@
 //! in 6.12's RQT context) is read as its first member, with a warning for each other member:
 //! a spec structure has one trailing array.
 
+pub mod budget;
 pub mod commands;
 pub mod depth;
 pub mod emit;
@@ -19,6 +20,7 @@ pub mod enum_spec;
 pub mod enums;
 pub mod expr;
 pub mod flex;
+mod unread;
 mod yaml_out;
 
 use crate::diag::{Diagnostic, Diagnostics};
@@ -341,24 +343,11 @@ pub fn parse_header_with_enums(
         ));
         return Vec::new();
     }
+    budget::install();
     let parsed = match HeaderParser::parse(Rule::file, text) {
         Ok(mut p) => p.next().expect("grammar: file"),
         Err(e) => {
-            let (line, col) = match e.line_col {
-                pest::error::LineColLocation::Pos(p) | pest::error::LineColLocation::Span(p, _) => {
-                    p
-                }
-            };
-            diags.push(Diagnostic::error(
-                "import",
-                Span {
-                    file,
-                    line: line as u32,
-                    col: col as u32,
-                    len: 1,
-                },
-                "cannot read this header here (unbalanced braces?)",
-            ));
+            diags.push(budget::parse_error(&e, file));
             return Vec::new();
         }
     };
@@ -407,6 +396,12 @@ pub fn parse_header_with_enums(
                     members: body,
                     span,
                 });
+            }
+            Rule::other => {
+                let at = item.as_span().start();
+                if let Some(d) = unread::report(item.as_str(), file, at, |b| line_col(text, b)) {
+                    diags.push(d);
+                }
             }
             _ => {}
         }

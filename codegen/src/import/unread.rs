@@ -1,0 +1,93 @@
+//! Layouts the grammar could not read as a whole.
+//!
+//! A `struct mlx5_ifc_X_bits { … }` that is not a layout to the grammar (a stray `;` among its
+//! members, no `;` after its closing brace, an attribute such as `__packed` there) falls to
+//! the rule that skips other C, whole. Skipping it quietly would lose the layout without a
+//! word; it is an error at the first place the grammar could not read, as for a member it
+//! cannot read.
+
+use super::{HeaderParser, Rule};
+use crate::diag::Diagnostic;
+use crate::source::Span;
+use pest::Parser;
+
+/// The tag of a `_bits` layout that `skipped` (the text of a skipped item) starts to define.
+fn layout_tag(skipped: &str) -> Option<&str> {
+    let rest = skipped
+        .strip_prefix("struct")
+        .or_else(|| skipped.strip_prefix("union"))?;
+    let rest = rest
+        .strip_prefix(|c: char| c.is_ascii_whitespace())?
+        .trim_start();
+    let end = rest
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .unwrap_or(rest.len());
+    let (tag, after) = rest.split_at(end);
+    let bits = tag.starts_with("mlx5_ifc_") && tag.ends_with("_bits");
+    (bits && after.trim_start().starts_with('{')).then_some(tag)
+}
+
+/// The error for a skipped item that starts a `_bits` layout: at the first text the grammar
+/// could not read as one. `at` is the item's byte offset in the header, `line_col` converts.
+pub fn report(
+    skipped: &str,
+    file: usize,
+    at: usize,
+    line_col: impl Fn(usize) -> (u32, u32),
+) -> Option<Diagnostic> {
+    let tag = layout_tag(skipped)?;
+    let brace = skipped.find('{')?;
+    let (offset, message) = match HeaderParser::parse(Rule::body, &skipped[brace..]) {
+        Err(e) => {
+            let (pest::error::InputLocation::Pos(p) | pest::error::InputLocation::Span((p, _))) =
+                e.location;
+            (
+                brace + p,
+                format!("cannot read `{tag}` from here on: the layout is left out"),
+            )
+        }
+        // The members read, so what follows the closing brace is not `;`.
+        Ok(mut p) => (
+            brace + p.next().map_or(0, |b| b.as_span().end()),
+            format!("`{tag}` must end with `;` after its closing brace: the layout is left out"),
+        ),
+    };
+    let (line, col) = line_col(at + offset);
+    Some(
+        Diagnostic::error(
+            "import",
+            Span {
+                file,
+                line,
+                col,
+                len: 1,
+            },
+            message,
+        )
+        .with_hint(
+            "a layout is `struct mlx5_ifc_X_bits { members };` with members `u8 name[0xN];`, \
+             `struct mlx5_ifc_X_bits name;` or an inline union",
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_bits_layouts_are_reported() {
+        assert_eq!(
+            layout_tag("struct mlx5_ifc_a_bits {;;}"),
+            Some("mlx5_ifc_a_bits")
+        );
+        assert_eq!(
+            layout_tag("union  mlx5_ifc_u_bits\n{"),
+            Some("mlx5_ifc_u_bits")
+        );
+        assert_eq!(layout_tag("struct mlx5_ifc_helper { int x; }"), None);
+        assert_eq!(layout_tag("struct mlx5_ifc_a_bits;"), None);
+        assert_eq!(layout_tag("structmlx5_ifc_a_bits {"), None);
+        assert_eq!(layout_tag("int x = 1;"), None);
+    }
+}
