@@ -440,3 +440,103 @@ fn a_layout_that_does_not_read_is_an_error_where_it_stops() {
     let imp = prm_codegen::import::import_sources(vec![(PathBuf::from("t.h"), text.into())]);
     assert!(imp.diagnostics.is_empty(), "{:?}", imp.diagnostics.sorted());
 }
+
+/// Headers are read within limits, each refused before it is read with the reason: a FIFO
+/// (its read would block forever), `/dev/zero` (never ends), a file over the size limit, text
+/// that is not UTF-8 (at its line and column), an import of more headers than the limit; and a
+/// quoted include that leaves the includer's directory is a warning, not a read.
+#[test]
+fn headers_are_read_within_limits() {
+    use prm_codegen::import::read::{MAX_HEADERS, MAX_HEADER_BYTES};
+    let dir = tempfile::tempdir().unwrap();
+    let err = |path: PathBuf| import(&[path]).expect_err("refused").to_string();
+
+    let fifo = dir.path().join("fifo.h");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success(), "mkfifo failed");
+    // Were the FIFO opened for reading, this writer would let the open return (and the
+    // read end at once), so the import would succeed and the test fail instead of hanging.
+    let writer = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || {
+            use std::os::unix::fs::OpenOptionsExt;
+            for _ in 0..20 {
+                let open = std::fs::OpenOptions::new()
+                    .write(true)
+                    .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
+                    .open(&fifo);
+                if open.is_ok() {
+                    return true;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            false
+        })
+    };
+    assert!(err(fifo).ends_with("fifo.h: not a regular file: a header is read from a file"));
+    assert!(!writer.join().unwrap(), "the FIFO was opened for reading");
+    assert!(err("/dev/zero".into()).contains("not a regular file"));
+
+    let big = dir.path().join("big.h");
+    let f = std::fs::File::create(&big).unwrap();
+    f.set_len(MAX_HEADER_BYTES + 1).unwrap(); // sparse: nothing is written or read
+    assert!(err(big).ends_with(&format!(
+        "big.h: {} bytes, more than the 16 MiB a header may hold",
+        MAX_HEADER_BYTES + 1
+    )));
+
+    let latin1 = dir.path().join("latin1.h");
+    std::fs::write(
+        &latin1,
+        "/* ok */\n/* café */ /* caf"
+            .bytes()
+            .chain([0xe9])
+            .collect::<Vec<_>>(),
+    )
+    .unwrap();
+    // Column 18: the 17 characters before the byte, "é" one of them.
+    let e = err(latin1);
+    assert!(
+        e.ends_with("latin1.h:2:18: byte 0xe9 is not UTF-8: a header is C source text"),
+        "{e}"
+    );
+
+    // A chain of headers, each including the next, one longer than the limit.
+    for i in 0..=MAX_HEADERS {
+        let text = format!("#include \"h{}.h\"\n", i + 1);
+        std::fs::write(dir.path().join(format!("h{i}.h")), text).unwrap();
+    }
+    assert!(
+        err(dir.path().join("h0.h")).contains("one header more than the 256 an import may read")
+    );
+
+    // Outside the includer's directory: not read, however readable.
+    let sub = dir.path().join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    let layout = "struct mlx5_ifc_secret_bits {\n\tu8 a[0x20];\n};\n";
+    std::fs::write(dir.path().join("secret.h"), layout).unwrap();
+    let includer = sub.join("inc.h");
+    let abs = dir.path().join("secret.h");
+    let text = format!("#include \"../secret.h\"\n#include \"{}\"\n", abs.display());
+    std::fs::write(&includer, text).unwrap();
+    let imp = import(&[includer]).expect("readable");
+    assert_eq!((imp.layouts, imp.sources.files.len()), (0, 1));
+    let warnings: Vec<_> = imp.diagnostics.iter().map(|d| d.message.as_str()).collect();
+    assert_eq!(
+        warnings,
+        [
+            "`#include \"../secret.h\"` leaves this header's directory: not followed".to_string(),
+            format!(
+                "`#include \"{}\"` leaves this header's directory: not followed",
+                abs.display()
+            )
+        ]
+    );
+    // Beside the includer, the same layout is read.
+    std::fs::write(sub.join("secret.h"), layout).unwrap();
+    std::fs::write(sub.join("ok.h"), "#include \"secret.h\"\n").unwrap();
+    assert_eq!(import(&[sub.join("ok.h")]).expect("readable").layouts, 1);
+}

@@ -20,6 +20,7 @@ pub mod enum_spec;
 pub mod enums;
 pub mod expr;
 pub mod flex;
+pub mod read;
 mod unread;
 mod yaml_out;
 
@@ -360,7 +361,17 @@ pub fn parse_header_with_enums(
                 if let Some(rest) = t.strip_prefix("include") {
                     let rest = rest.trim();
                     if let Some(path) = rest.strip_prefix('"').and_then(|r| r.split('"').next()) {
-                        includes.push(path.to_string());
+                        if read::followed(path) {
+                            includes.push(path.to_string());
+                        } else {
+                            diags.push(Diagnostic::warning(
+                                "import",
+                                span_of(sources, file, &item),
+                                format!(
+                                    "`#include \"{path}\"` leaves this header's directory: not followed"
+                                ),
+                            ));
+                        }
                     }
                 }
             }
@@ -443,9 +454,18 @@ pub fn import(headers: &[PathBuf]) -> std::io::Result<Import> {
         if seen.contains(&canon) {
             continue;
         }
+        if seen.len() == read::MAX_HEADERS {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!(
+                    "{}: one header more than the {} an import may read (includes counted)",
+                    path.display(),
+                    read::MAX_HEADERS
+                ),
+            ));
+        }
         seen.push(canon);
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+        let text = read::read_header(&path)?;
         let file = out.sources.add(&path, text);
         let includes = parse_header_with_enums(
             &out.sources,
