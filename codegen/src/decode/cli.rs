@@ -75,21 +75,37 @@ pub fn target<'a>(ir: &'a Ir, which: &Which) -> Result<Target<'a>, Failure> {
     })
 }
 
-/// Reads a file (`-` or none: stdin).
+/// Bytes `prmc decode` reads as its input: the largest layout is 64 KiB
+/// (`load::limits::MAX_LAYOUT_BYTES`), which a text dump writes in under 256 KiB, so this is
+/// far above any real dump and bounds what `/dev/zero` or an endless pipe can cost.
+pub const MAX_INPUT_BYTES: u64 = 16 << 20;
+
+/// Reads a file (`-` or none: stdin), at most [`MAX_INPUT_BYTES`]. Any kind of file is read
+/// (`<(command)` gives a pipe), but no more than that.
 pub fn read_source(file: Option<&Path>) -> Result<(String, Vec<u8>), Failure> {
     use std::io::Read as _;
+    let bounded = |name: String, r: &mut dyn std::io::Read| {
+        let mut data = Vec::new();
+        r.take(MAX_INPUT_BYTES + 1)
+            .read_to_end(&mut data)
+            .map_err(|e| Failure::Input(format!("{name}: {e}")))?;
+        if data.len() as u64 > MAX_INPUT_BYTES {
+            return Err(Failure::Input(format!(
+                "{name}: more than the {} MiB a dump may hold",
+                MAX_INPUT_BYTES >> 20
+            )));
+        }
+        Ok((name, data))
+    };
     match file {
         None => read_source(Some(Path::new("-"))),
-        Some(p) if p == Path::new("-") => {
-            let mut data = Vec::new();
-            std::io::stdin()
-                .read_to_end(&mut data)
-                .map_err(|e| Failure::Input(format!("<stdin>: {e}")))?;
-            Ok(("<stdin>".into(), data))
+        Some(p) if p == Path::new("-") => bounded("<stdin>".into(), &mut std::io::stdin()),
+        Some(p) => {
+            let name = p.display().to_string();
+            let mut f =
+                std::fs::File::open(p).map_err(|e| Failure::Input(format!("{name}: {e}")))?;
+            bounded(name, &mut f)
         }
-        Some(p) => std::fs::read(p)
-            .map(|d| (p.display().to_string(), d))
-            .map_err(|e| Failure::Input(format!("{}: {e}", p.display()))),
     }
 }
 
@@ -229,5 +245,20 @@ pub fn write_stdout(bytes: &[u8]) -> Result<(), String> {
     match out.write_all(bytes).and_then(|()| out.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(format!("stdout: {e}")),
         _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_endless_input_is_refused_at_the_limit() {
+        match read_source(Some(Path::new("/dev/zero"))) {
+            Err(Failure::Input(m)) => {
+                assert_eq!(m, "/dev/zero: more than the 16 MiB a dump may hold")
+            }
+            other => panic!("{:?}", other.map(|(n, d)| (n, d.len()))),
+        }
     }
 }
