@@ -246,8 +246,23 @@ fn run(command: Command) -> Result<ExitCode, String> {
             let list = match &expected {
                 None => None,
                 Some(p) => {
-                    let text = std::fs::read_to_string(p)
+                    // An expected-differences list is a few lines; 1 MiB bounds what a
+                    // wrong path (`/dev/zero`) can cost.
+                    let mut text = String::new();
+                    std::fs::File::open(p)
+                        .and_then(|f| {
+                            std::io::Read::read_to_string(
+                                &mut std::io::Read::take(f, 1 << 20),
+                                &mut text,
+                            )
+                        })
                         .map_err(|e| format!("cannot read `{}`: {e}", p.display()))?;
+                    if text.len() >= 1 << 20 {
+                        return Err(format!(
+                            "`{}`: more than the 1 MiB a list of expected differences may hold",
+                            p.display()
+                        ));
+                    }
                     Some(
                         prm_codegen::compare::expected::Expected::parse(&text)
                             .map_err(|e| format!("{}: {e}", p.display()))?,
