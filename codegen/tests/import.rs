@@ -540,3 +540,23 @@ fn headers_are_read_within_limits() {
     std::fs::write(sub.join("ok.h"), "#include \"secret.h\"\n").unwrap();
     assert_eq!(import(&[sub.join("ok.h")]).expect("readable").layouts, 1);
 }
+
+/// A layout of another header (as `mlx5_ifc_vdpa.h` uses `mlx5_ifc.h`'s command headers) is an
+/// error with the way out: importing both together reads it.
+#[test]
+fn a_type_of_another_header_says_to_import_both() {
+    let user = "struct mlx5_ifc_user_bits {\n\tstruct mlx5_ifc_hdr_bits hdr;\n};\n";
+    let hdr = "struct mlx5_ifc_hdr_bits {\n\tu8 opcode[0x20];\n};\n";
+    let imp = prm_codegen::import::import_sources(vec![("user.h".into(), user.into())]);
+    let d = imp.diagnostics.sorted();
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert_eq!(d[0].message, "unknown type `mlx5_ifc_hdr_bits`");
+    assert!(d[0]
+        .hint
+        .as_deref()
+        .unwrap_or("")
+        .contains("prmc import mlx5_ifc.h HEADER"));
+    let both = vec![("hdr.h".into(), hdr.into()), ("user.h".into(), user.into())];
+    let imp = prm_codegen::import::import_sources(both);
+    assert_eq!((imp.diagnostics.error_count(), imp.layouts), (0, 2));
+}

@@ -134,7 +134,14 @@ impl<'a> Emitter<'a> {
                 tag, count, span, ..
             } => {
                 let Some(&idx) = self.by_tag.get(tag.as_str()) else {
-                    self.error(*span, format!("unknown type `{tag}`"));
+                    self.diags.push(
+                        Diagnostic::error("import", *span, format!("unknown type `{tag}`"))
+                            .with_hint(
+                                "no header read defines it: import the header that does \
+                                 along with this one (the kernel's other mlx5_ifc_*.h use \
+                                 mlx5_ifc.h's: `prmc import mlx5_ifc.h HEADER --out DIR`)",
+                            ),
+                    );
                     return None;
                 };
                 let s = self.def_size(idx)?;
