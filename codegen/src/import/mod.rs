@@ -276,27 +276,6 @@ pub(crate) fn runs_text(p: Pair<'_, Rule>) -> &str {
     input.get(start..end).unwrap_or(whole.as_str())
 }
 
-fn has_bad(members: &[Member]) -> bool {
-    members.iter().any(|m| match m {
-        Member::Bad { .. } => true,
-        Member::Inline { members, .. } => has_bad(members),
-        _ => false,
-    })
-}
-
-fn report_bad(members: &[Member], tag: &str, diags: &mut Diagnostics) {
-    for m in members {
-        match m {
-            Member::Bad { text, span } => diags.push(
-                Diagnostic::error("import", *span, format!("cannot read `{text}` in `{tag}`"))
-                    .with_hint("layout members are `u8 name[0xN];`, `struct mlx5_ifc_X_bits name;` or an inline union"),
-            ),
-            Member::Inline { members, .. } => report_bad(members, tag, diags),
-            _ => {}
-        }
-    }
-}
-
 /// The 1-based line and column (in characters) of byte `at` of `text`.
 fn line_col(text: &str, at: usize) -> (u32, u32) {
     let before = text.get(..at).unwrap_or(text);
@@ -384,22 +363,24 @@ pub fn parse_header_with_enums(
                     .next()
                     .map(|p| p.as_str().to_string())
                     .unwrap_or_default();
-                let body = match it.next() {
-                    Some(b) => members(sources, file, b, defines, diags),
-                    None => continue,
-                };
-                // Only `mlx5_ifc_*` tags are layouts; other structures are the driver's own C.
-                if !tag.starts_with("mlx5_ifc_") {
+                // Only `mlx5_ifc_*` tags are layouts; other structures are the driver's own C,
+                // not read at all (their array sizes use macros such as `MLX5_ST_SZ_BYTES`,
+                // which reading would report as errors).
+                let Some(b) = it.next().filter(|_| tag.starts_with("mlx5_ifc_")) else {
                     continue;
-                }
-                if has_bad(&body) {
+                };
+                let mut found = Diagnostics::default();
+                let body = members(sources, file, b, defines, &mut found);
+                if unread::has_bad(&body) {
                     // A `_bits` structure must be a layout: say what could not be read. Other
                     // `mlx5_ifc_*` structures with C members are helpers, skipped quietly.
                     if tag.ends_with("_bits") {
-                        report_bad(&body, &tag, diags);
+                        found.iter().for_each(|d| diags.push(d.clone()));
+                        unread::report_bad(&body, &tag, diags);
                     }
                     continue;
                 }
+                found.iter().for_each(|d| diags.push(d.clone()));
                 defs.push(Def {
                     union,
                     name: spec_name(&tag),

@@ -1,4 +1,4 @@
-//! Layouts the grammar could not read as a whole.
+//! Layouts and members the grammar could not read.
 //!
 //! A `struct mlx5_ifc_X_bits { … }` that is not a layout to the grammar (a stray `;` among its
 //! members, no `;` after its closing brace, an attribute such as `__packed` there) falls to
@@ -6,8 +6,8 @@
 //! word; it is an error at the first place the grammar could not read, as for a member it
 //! cannot read.
 
-use super::{HeaderParser, Rule};
-use crate::diag::Diagnostic;
+use super::{HeaderParser, Member, Rule};
+use crate::diag::{Diagnostic, Diagnostics};
 use crate::source::Span;
 use pest::Parser;
 
@@ -69,6 +69,29 @@ pub fn report(
              `struct mlx5_ifc_X_bits name;` or an inline union",
         ),
     )
+}
+
+/// True if `members` (inline unions' included) hold one the grammar could not read.
+pub(super) fn has_bad(members: &[Member]) -> bool {
+    members.iter().any(|m| match m {
+        Member::Bad { .. } => true,
+        Member::Inline { members, .. } => has_bad(members),
+        _ => false,
+    })
+}
+
+/// An error for each member of `tag` the grammar could not read.
+pub(super) fn report_bad(members: &[Member], tag: &str, diags: &mut Diagnostics) {
+    for m in members {
+        match m {
+            Member::Bad { text, span } => diags.push(
+                Diagnostic::error("import", *span, format!("cannot read `{text}` in `{tag}`"))
+                    .with_hint("layout members are `u8 name[0xN];`, `struct mlx5_ifc_X_bits name;` or an inline union"),
+            ),
+            Member::Inline { members, .. } => report_bad(members, tag, diags),
+            _ => {}
+        }
+    }
 }
 
 #[cfg(test)]
