@@ -195,6 +195,32 @@ fn other_control_bytes_are_reported_at_their_column() {
 }
 
 #[test]
+fn a_lone_carriage_return_is_reported_and_hides_no_line_from_the_depth_limit() {
+    // YAML ends a line at a CR as at an LF, the depth scan and the line numbers only at LF:
+    // after `structs:` and a lone CR, 300,000 nested lists reached the parser unseen and
+    // overflowed its stack (exit 134; the long loader fuzz run found it under ASan at 3,600).
+    // A CR of a CR LF is an ordinary line end.
+    let deep = format!("structs:\r{}x\n", "- ".repeat(300_000));
+    let first = format!("\r{}x\n", "- ".repeat(300_000));
+    let (tmp, dir) = spec_dir(&[
+        ("deep.yaml", deep.as_bytes()),
+        ("first.yaml", first.as_bytes()),
+        ("crlf.yaml", SMALL.replace('\n', "\r\n").as_bytes()),
+    ]);
+    check(&tmp, &dir).expect(
+        1,
+        &[
+            "deep.yaml:1:9: error: control byte 0x0d (a carriage return without a line feed)",
+            "hint: end lines with LF or CR LF",
+            "deep.yaml:1:10: error: YAML syntax error",
+            "first.yaml:1:1: error: control byte 0x0d (a carriage return without a line feed)",
+            "first.yaml:1:130: error: this value is nested 65 levels deep",
+            "4 errors",
+        ],
+    );
+}
+
+#[test]
 fn a_binary_file_gives_a_bounded_number_of_diagnostics() {
     let text = vec![1u8; 100_000];
     let (tmp, dir) = spec_dir(&[("bin.yaml", &text)]);

@@ -59,18 +59,38 @@ pub fn prescan<'s>(
     Some(text)
 }
 
-/// Reports each control byte and returns the text with them replaced by spaces.
+/// True if the carriage return at byte `at` of `text` is a line break of its own: not the
+/// first half of CRLF. YAML ends a line there as at a line feed, but the spec's line numbers,
+/// and this scan, count line feeds only, so such a CR is reported and read as a space like a
+/// control byte. (Let through, the parser saw lines this scan never looked at: `key:` CR
+/// `- - - …` nested lists past the depth limit and overflowed the stack, a fuzzer found.)
+fn lone_cr(text: &[u8], at: usize) -> bool {
+    text[at] == b'\r' && text.get(at + 1) != Some(&b'\n')
+}
+
+/// Reports each control byte (and each lone CR) and returns the text with them replaced by
+/// spaces.
 fn control_bytes<'s>(text: &'s str, file: usize, diags: &mut Diagnostics) -> Cow<'s, str> {
     // Control characters are ASCII, and every byte of a character beyond ASCII is above it.
     // A table, not comparisons: this looks at every byte of every file (and a fuzzer traces
-    // each comparison).
-    if !text.bytes().any(|b| CONTROL[usize::from(b)]) {
+    // each comparison). CR is not in the table; a CR is looked at where it stands.
+    let bytes = text.as_bytes();
+    if !bytes
+        .iter()
+        .enumerate()
+        .any(|(i, &b)| CONTROL[usize::from(b)] || (b == b'\r' && lone_cr(bytes, i)))
+    {
         return Cow::Borrowed(text);
     }
     let mut reported = 0usize;
     let mut more: Option<(Span, usize)> = None;
+    let mut line_start = 0;
     for (i, line) in text.split('\n').enumerate() {
-        for (j, c) in line.chars().enumerate().filter(|(_, c)| is_control(*c)) {
+        let start = line_start;
+        line_start += line.len() + 1;
+        let bad =
+            |&(at, c): &(usize, char)| is_control(c) || (c == '\r' && lone_cr(bytes, start + at));
+        for (j, (_, c)) in line.char_indices().enumerate().filter(|(_, ac)| bad(ac)) {
             let span = Span {
                 file,
                 line: u32::try_from(i + 1).unwrap_or(u32::MAX),
@@ -90,7 +110,11 @@ fn control_bytes<'s>(text: &'s str, file: usize, diags: &mut Diagnostics) -> Cow
                             control_name(c)
                         ),
                     )
-                    .with_hint("delete it (an editor may show it as `^@` or `\\0`)"),
+                    .with_hint(if c == '\r' {
+                        "end lines with LF or CR LF (an editor may show a lone CR as `^M`)"
+                    } else {
+                        "delete it (an editor may show it as `^@` or `\\0`)"
+                    }),
                 );
             } else {
                 let m = more.get_or_insert((span, 0));
@@ -110,8 +134,14 @@ fn control_bytes<'s>(text: &'s str, file: usize, diags: &mut Diagnostics) -> Cow
         ));
     }
     Cow::Owned(
-        text.chars()
-            .map(|c| if is_control(c) { ' ' } else { c })
+        text.char_indices()
+            .map(|(at, c)| {
+                if is_control(c) || (c == '\r' && lone_cr(bytes, at)) {
+                    ' '
+                } else {
+                    c
+                }
+            })
             .collect(),
     )
 }
@@ -134,6 +164,7 @@ fn control_name(c: char) -> &'static str {
         '\u{1b}' => "ESC",
         '\u{0c}' => "form feed",
         '\u{0b}' => "vertical tab",
+        '\r' => "a carriage return without a line feed",
         _ => "a C0 control",
     }
 }
