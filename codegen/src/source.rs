@@ -20,6 +20,16 @@ pub struct Span {
 }
 
 impl Span {
+    /// The one character at `line`, `col` (both 1-based) of `file`.
+    pub fn point(file: usize, line: u32, col: u32) -> Span {
+        Span {
+            file,
+            line,
+            col,
+            len: 1,
+        }
+    }
+
     /// A span `offset` characters to the right on the same line, `len` long.
     pub fn shifted(self, offset: u32, len: u32) -> Span {
         Span {

@@ -35,12 +35,7 @@ pub fn parse_error<R: pest::RuleType>(e: &pest::error::Error<R>, file: usize) ->
     };
     Diagnostic::error(
         "import",
-        Span {
-            file,
-            line: line as u32,
-            col: col as u32,
-            len: 1,
-        },
+        Span::point(file, line as u32, col as u32),
         message,
     )
 }

@@ -310,12 +310,7 @@ pub fn parse_header_with_enums(
         let (line, col) = line_col(text, at);
         diags.push(Diagnostic::error(
             "import",
-            Span {
-                file,
-                line,
-                col,
-                len: 1,
-            },
+            Span::point(file, line, col),
             format!(
                 "brackets nest deeper than {} levels here (Linux's mlx5 headers nest at most 6): the header is not read",
                 depth::MAX_DEPTH

@@ -54,17 +54,7 @@ pub fn report(
     };
     let (line, col) = line_col(at + offset);
     Some(
-        Diagnostic::error(
-            "import",
-            Span {
-                file,
-                line,
-                col,
-                len: 1,
-            },
-            message,
-        )
-        .with_hint(
+        Diagnostic::error("import", Span::point(file, line, col), message).with_hint(
             "a layout is `struct mlx5_ifc_X_bits { members };` with members `u8 name[0xN];`, \
              `struct mlx5_ifc_X_bits name;` or an inline union",
         ),
