@@ -85,8 +85,11 @@ pub fn emit(ctx: &Ctx, ir: &Ir, s: &Struct) -> TokenStream {
         }
         let bit = usize_lit(f.bit_offset);
         let width = Literal::u32_unsuffixed(f.width as u32);
+        // A plain string, not `concat!`: expanding one macro per field cost the whole-header
+        // crate about 5 % of its build (`scripts/bench-build pac`).
+        let cdoc = format!(" Position of `{fname}`.");
         consts.push(quote! {
-            #[doc = concat!(" Position of `", #fname, "`.")]
+            #[doc = #cdoc]
             pub const #cname: #rt::Field = #rt::Field::new(#fname, #bit, #width);
         });
         const_names.push(cname);

@@ -862,19 +862,19 @@ crate::__prm_view!(PaosReg, "paos_reg", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(PaosReg);
 impl PaosReg<[u8; 16]> {
-    #[doc = concat!(" Position of `", "swid", "`.")]
+    /// Position of `swid`.
     pub const SWID: rt::Field = rt::Field::new("swid", 0, 8);
-    #[doc = concat!(" Position of `", "local_port", "`.")]
+    /// Position of `local_port`.
     pub const LOCAL_PORT: rt::Field = rt::Field::new("local_port", 8, 8);
-    #[doc = concat!(" Position of `", "admin_status", "`.")]
+    /// Position of `admin_status`.
     pub const ADMIN_STATUS: rt::Field = rt::Field::new("admin_status", 20, 4);
-    #[doc = concat!(" Position of `", "oper_status", "`.")]
+    /// Position of `oper_status`.
     pub const OPER_STATUS: rt::Field = rt::Field::new("oper_status", 28, 4);
-    #[doc = concat!(" Position of `", "ase", "`.")]
+    /// Position of `ase`.
     pub const ASE: rt::Field = rt::Field::new("ase", 32, 1);
-    #[doc = concat!(" Position of `", "ee", "`.")]
+    /// Position of `ee`.
     pub const EE: rt::Field = rt::Field::new("ee", 33, 1);
-    #[doc = concat!(" Position of `", "e", "`.")]
+    /// Position of `e`.
     pub const E: rt::Field = rt::Field::new("e", 62, 2);
     /// The position of every field of `paos_reg`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -1210,79 +1210,79 @@ crate::__prm_view!(PtysReg, "ptys_reg", 64);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(PtysReg);
 impl PtysReg<[u8; 64]> {
-    #[doc = concat!(" Position of `", "an_disable_admin", "`.")]
+    /// Position of `an_disable_admin`.
     pub const AN_DISABLE_ADMIN: rt::Field = rt::Field::new("an_disable_admin", 1, 1);
-    #[doc = concat!(" Position of `", "an_disable_cap", "`.")]
+    /// Position of `an_disable_cap`.
     pub const AN_DISABLE_CAP: rt::Field = rt::Field::new("an_disable_cap", 2, 1);
-    #[doc = concat!(" Position of `", "local_port", "`.")]
+    /// Position of `local_port`.
     pub const LOCAL_PORT: rt::Field = rt::Field::new("local_port", 8, 8);
-    #[doc = concat!(" Position of `", "plane_ind", "`.")]
+    /// Position of `plane_ind`.
     pub const PLANE_IND: rt::Field = rt::Field::new("plane_ind", 24, 4);
-    #[doc = concat!(" Position of `", "proto_mask", "`.")]
+    /// Position of `proto_mask`.
     pub const PROTO_MASK: rt::Field = rt::Field::new("proto_mask", 29, 3);
-    #[doc = concat!(" Position of `", "an_status", "`.")]
+    /// Position of `an_status`.
     pub const AN_STATUS: rt::Field = rt::Field::new("an_status", 32, 4);
-    #[doc = concat!(" Position of `", "data_rate_oper", "`.")]
+    /// Position of `data_rate_oper`.
     pub const DATA_RATE_OPER: rt::Field = rt::Field::new("data_rate_oper", 48, 16);
-    #[doc = concat!(" Position of `", "ext_eth_proto_capability", "`.")]
+    /// Position of `ext_eth_proto_capability`.
     pub const EXT_ETH_PROTO_CAPABILITY: rt::Field = rt::Field::new(
         "ext_eth_proto_capability",
         64,
         32,
     );
-    #[doc = concat!(" Position of `", "eth_proto_capability", "`.")]
+    /// Position of `eth_proto_capability`.
     pub const ETH_PROTO_CAPABILITY: rt::Field = rt::Field::new(
         "eth_proto_capability",
         96,
         32,
     );
-    #[doc = concat!(" Position of `", "ib_link_width_capability", "`.")]
+    /// Position of `ib_link_width_capability`.
     pub const IB_LINK_WIDTH_CAPABILITY: rt::Field = rt::Field::new(
         "ib_link_width_capability",
         128,
         16,
     );
-    #[doc = concat!(" Position of `", "ib_proto_capability", "`.")]
+    /// Position of `ib_proto_capability`.
     pub const IB_PROTO_CAPABILITY: rt::Field = rt::Field::new(
         "ib_proto_capability",
         144,
         16,
     );
-    #[doc = concat!(" Position of `", "ext_eth_proto_admin", "`.")]
+    /// Position of `ext_eth_proto_admin`.
     pub const EXT_ETH_PROTO_ADMIN: rt::Field = rt::Field::new(
         "ext_eth_proto_admin",
         160,
         32,
     );
-    #[doc = concat!(" Position of `", "eth_proto_admin", "`.")]
+    /// Position of `eth_proto_admin`.
     pub const ETH_PROTO_ADMIN: rt::Field = rt::Field::new("eth_proto_admin", 192, 32);
-    #[doc = concat!(" Position of `", "ib_link_width_admin", "`.")]
+    /// Position of `ib_link_width_admin`.
     pub const IB_LINK_WIDTH_ADMIN: rt::Field = rt::Field::new(
         "ib_link_width_admin",
         224,
         16,
     );
-    #[doc = concat!(" Position of `", "ib_proto_admin", "`.")]
+    /// Position of `ib_proto_admin`.
     pub const IB_PROTO_ADMIN: rt::Field = rt::Field::new("ib_proto_admin", 240, 16);
-    #[doc = concat!(" Position of `", "ext_eth_proto_oper", "`.")]
+    /// Position of `ext_eth_proto_oper`.
     pub const EXT_ETH_PROTO_OPER: rt::Field = rt::Field::new(
         "ext_eth_proto_oper",
         256,
         32,
     );
-    #[doc = concat!(" Position of `", "eth_proto_oper", "`.")]
+    /// Position of `eth_proto_oper`.
     pub const ETH_PROTO_OPER: rt::Field = rt::Field::new("eth_proto_oper", 288, 32);
-    #[doc = concat!(" Position of `", "ib_link_width_oper", "`.")]
+    /// Position of `ib_link_width_oper`.
     pub const IB_LINK_WIDTH_OPER: rt::Field = rt::Field::new(
         "ib_link_width_oper",
         320,
         16,
     );
-    #[doc = concat!(" Position of `", "ib_proto_oper", "`.")]
+    /// Position of `ib_proto_oper`.
     pub const IB_PROTO_OPER: rt::Field = rt::Field::new("ib_proto_oper", 336, 16);
-    #[doc = concat!(" Position of `", "connector_type", "`.")]
+    /// Position of `connector_type`.
     pub const CONNECTOR_TYPE: rt::Field = rt::Field::new("connector_type", 380, 4);
-    #[doc = concat!(" Position of `", "eth_proto_lp_advertise", "`.")]
+    /// Position of `eth_proto_lp_advertise`.
     pub const ETH_PROTO_LP_ADVERTISE: rt::Field = rt::Field::new(
         "eth_proto_lp_advertise",
         384,
@@ -2042,13 +2042,13 @@ crate::__prm_view!(PmtuReg, "pmtu_reg", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(PmtuReg);
 impl PmtuReg<[u8; 16]> {
-    #[doc = concat!(" Position of `", "local_port", "`.")]
+    /// Position of `local_port`.
     pub const LOCAL_PORT: rt::Field = rt::Field::new("local_port", 8, 8);
-    #[doc = concat!(" Position of `", "max_mtu", "`.")]
+    /// Position of `max_mtu`.
     pub const MAX_MTU: rt::Field = rt::Field::new("max_mtu", 32, 16);
-    #[doc = concat!(" Position of `", "admin_mtu", "`.")]
+    /// Position of `admin_mtu`.
     pub const ADMIN_MTU: rt::Field = rt::Field::new("admin_mtu", 64, 16);
-    #[doc = concat!(" Position of `", "oper_mtu", "`.")]
+    /// Position of `oper_mtu`.
     pub const OPER_MTU: rt::Field = rt::Field::new("oper_mtu", 96, 16);
     /// The position of every field of `pmtu_reg`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -2222,21 +2222,21 @@ crate::__prm_view!(PpcntReg, "ppcnt_reg", 256);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(PpcntReg);
 impl PpcntReg<[u8; 256]> {
-    #[doc = concat!(" Position of `", "swid", "`.")]
+    /// Position of `swid`.
     pub const SWID: rt::Field = rt::Field::new("swid", 0, 8);
-    #[doc = concat!(" Position of `", "local_port", "`.")]
+    /// Position of `local_port`.
     pub const LOCAL_PORT: rt::Field = rt::Field::new("local_port", 8, 8);
-    #[doc = concat!(" Position of `", "pnat", "`.")]
+    /// Position of `pnat`.
     pub const PNAT: rt::Field = rt::Field::new("pnat", 16, 2);
-    #[doc = concat!(" Position of `", "grp", "`.")]
+    /// Position of `grp`.
     pub const GRP: rt::Field = rt::Field::new("grp", 26, 6);
-    #[doc = concat!(" Position of `", "clr", "`.")]
+    /// Position of `clr`.
     pub const CLR: rt::Field = rt::Field::new("clr", 32, 1);
-    #[doc = concat!(" Position of `", "plane_ind", "`.")]
+    /// Position of `plane_ind`.
     pub const PLANE_IND: rt::Field = rt::Field::new("plane_ind", 52, 4);
-    #[doc = concat!(" Position of `", "prio_tc", "`.")]
+    /// Position of `prio_tc`.
     pub const PRIO_TC: rt::Field = rt::Field::new("prio_tc", 59, 5);
-    #[doc = concat!(" Position of `", "counter_set", "`.")]
+    /// Position of `counter_set`.
     pub const COUNTER_SET: rt::Field = rt::Field::new("counter_set", 64, 1984);
     /// The position of every field of `ppcnt_reg`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -2581,25 +2581,25 @@ crate::__prm_view!(MciaReg, "mcia_reg", 144);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(MciaReg);
 impl MciaReg<[u8; 144]> {
-    #[doc = concat!(" Position of `", "l", "`.")]
+    /// Position of `l`.
     pub const L: rt::Field = rt::Field::new("l", 0, 1);
-    #[doc = concat!(" Position of `", "module", "`.")]
+    /// Position of `module`.
     pub const MODULE: rt::Field = rt::Field::new("module", 8, 8);
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 24, 8);
-    #[doc = concat!(" Position of `", "i2c_device_address", "`.")]
+    /// Position of `i2c_device_address`.
     pub const I2C_DEVICE_ADDRESS: rt::Field = rt::Field::new(
         "i2c_device_address",
         32,
         8,
     );
-    #[doc = concat!(" Position of `", "page_number", "`.")]
+    /// Position of `page_number`.
     pub const PAGE_NUMBER: rt::Field = rt::Field::new("page_number", 40, 8);
-    #[doc = concat!(" Position of `", "device_address", "`.")]
+    /// Position of `device_address`.
     pub const DEVICE_ADDRESS: rt::Field = rt::Field::new("device_address", 48, 16);
-    #[doc = concat!(" Position of `", "size", "`.")]
+    /// Position of `size`.
     pub const SIZE_FIELD: rt::Field = rt::Field::new("size", 80, 16);
-    #[doc = concat!(" Position of `", "dwords", "`.")]
+    /// Position of `dwords`.
     pub const DWORDS: rt::Field = rt::Field::new("dwords", 128, 1024);
     /// The position of every field of `mcia_reg`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -2915,193 +2915,193 @@ crate::__prm_view!(PplmReg, "pplm_reg", 80);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(PplmReg);
 impl PplmReg<[u8; 80]> {
-    #[doc = concat!(" Position of `", "local_port", "`.")]
+    /// Position of `local_port`.
     pub const LOCAL_PORT: rt::Field = rt::Field::new("local_port", 8, 8);
-    #[doc = concat!(" Position of `", "port_profile_mode", "`.")]
+    /// Position of `port_profile_mode`.
     pub const PORT_PROFILE_MODE: rt::Field = rt::Field::new("port_profile_mode", 64, 8);
-    #[doc = concat!(" Position of `", "static_port_profile", "`.")]
+    /// Position of `static_port_profile`.
     pub const STATIC_PORT_PROFILE: rt::Field = rt::Field::new(
         "static_port_profile",
         72,
         8,
     );
-    #[doc = concat!(" Position of `", "active_port_profile", "`.")]
+    /// Position of `active_port_profile`.
     pub const ACTIVE_PORT_PROFILE: rt::Field = rt::Field::new(
         "active_port_profile",
         80,
         8,
     );
-    #[doc = concat!(" Position of `", "retransmission_active", "`.")]
+    /// Position of `retransmission_active`.
     pub const RETRANSMISSION_ACTIVE: rt::Field = rt::Field::new(
         "retransmission_active",
         96,
         8,
     );
-    #[doc = concat!(" Position of `", "fec_mode_active", "`.")]
+    /// Position of `fec_mode_active`.
     pub const FEC_MODE_ACTIVE: rt::Field = rt::Field::new("fec_mode_active", 104, 24);
-    #[doc = concat!(" Position of `", "rs_fec_correction_bypass_cap", "`.")]
+    /// Position of `rs_fec_correction_bypass_cap`.
     pub const RS_FEC_CORRECTION_BYPASS_CAP: rt::Field = rt::Field::new(
         "rs_fec_correction_bypass_cap",
         128,
         4,
     );
-    #[doc = concat!(" Position of `", "fec_override_cap_56g", "`.")]
+    /// Position of `fec_override_cap_56g`.
     pub const FEC_OVERRIDE_CAP_56G: rt::Field = rt::Field::new(
         "fec_override_cap_56g",
         140,
         4,
     );
-    #[doc = concat!(" Position of `", "fec_override_cap_100g", "`.")]
+    /// Position of `fec_override_cap_100g`.
     pub const FEC_OVERRIDE_CAP_100G: rt::Field = rt::Field::new(
         "fec_override_cap_100g",
         144,
         4,
     );
-    #[doc = concat!(" Position of `", "fec_override_cap_50g", "`.")]
+    /// Position of `fec_override_cap_50g`.
     pub const FEC_OVERRIDE_CAP_50G: rt::Field = rt::Field::new(
         "fec_override_cap_50g",
         148,
         4,
     );
-    #[doc = concat!(" Position of `", "fec_override_cap_25g", "`.")]
+    /// Position of `fec_override_cap_25g`.
     pub const FEC_OVERRIDE_CAP_25G: rt::Field = rt::Field::new(
         "fec_override_cap_25g",
         152,
         4,
     );
-    #[doc = concat!(" Position of `", "fec_override_cap_10g_40g", "`.")]
+    /// Position of `fec_override_cap_10g_40g`.
     pub const FEC_OVERRIDE_CAP_10G_40G: rt::Field = rt::Field::new(
         "fec_override_cap_10g_40g",
         156,
         4,
     );
-    #[doc = concat!(" Position of `", "rs_fec_correction_bypass_admin", "`.")]
+    /// Position of `rs_fec_correction_bypass_admin`.
     pub const RS_FEC_CORRECTION_BYPASS_ADMIN: rt::Field = rt::Field::new(
         "rs_fec_correction_bypass_admin",
         160,
         4,
     );
-    #[doc = concat!(" Position of `", "fec_override_admin_56g", "`.")]
+    /// Position of `fec_override_admin_56g`.
     pub const FEC_OVERRIDE_ADMIN_56G: rt::Field = rt::Field::new(
         "fec_override_admin_56g",
         172,
         4,
     );
-    #[doc = concat!(" Position of `", "fec_override_admin_100g", "`.")]
+    /// Position of `fec_override_admin_100g`.
     pub const FEC_OVERRIDE_ADMIN_100G: rt::Field = rt::Field::new(
         "fec_override_admin_100g",
         176,
         4,
     );
-    #[doc = concat!(" Position of `", "fec_override_admin_50g", "`.")]
+    /// Position of `fec_override_admin_50g`.
     pub const FEC_OVERRIDE_ADMIN_50G: rt::Field = rt::Field::new(
         "fec_override_admin_50g",
         180,
         4,
     );
-    #[doc = concat!(" Position of `", "fec_override_admin_25g", "`.")]
+    /// Position of `fec_override_admin_25g`.
     pub const FEC_OVERRIDE_ADMIN_25G: rt::Field = rt::Field::new(
         "fec_override_admin_25g",
         184,
         4,
     );
-    #[doc = concat!(" Position of `", "fec_override_admin_10g_40g", "`.")]
+    /// Position of `fec_override_admin_10g_40g`.
     pub const FEC_OVERRIDE_ADMIN_10G_40G: rt::Field = rt::Field::new(
         "fec_override_admin_10g_40g",
         188,
         4,
     );
-    #[doc = concat!(" Position of `", "fec_override_cap_400g_8x", "`.")]
+    /// Position of `fec_override_cap_400g_8x`.
     pub const FEC_OVERRIDE_CAP_400G_8X: rt::Field = rt::Field::new(
         "fec_override_cap_400g_8x",
         192,
         16,
     );
-    #[doc = concat!(" Position of `", "fec_override_cap_200g_4x", "`.")]
+    /// Position of `fec_override_cap_200g_4x`.
     pub const FEC_OVERRIDE_CAP_200G_4X: rt::Field = rt::Field::new(
         "fec_override_cap_200g_4x",
         208,
         16,
     );
-    #[doc = concat!(" Position of `", "fec_override_cap_100g_2x", "`.")]
+    /// Position of `fec_override_cap_100g_2x`.
     pub const FEC_OVERRIDE_CAP_100G_2X: rt::Field = rt::Field::new(
         "fec_override_cap_100g_2x",
         224,
         16,
     );
-    #[doc = concat!(" Position of `", "fec_override_cap_50g_1x", "`.")]
+    /// Position of `fec_override_cap_50g_1x`.
     pub const FEC_OVERRIDE_CAP_50G_1X: rt::Field = rt::Field::new(
         "fec_override_cap_50g_1x",
         240,
         16,
     );
-    #[doc = concat!(" Position of `", "fec_override_admin_400g_8x", "`.")]
+    /// Position of `fec_override_admin_400g_8x`.
     pub const FEC_OVERRIDE_ADMIN_400G_8X: rt::Field = rt::Field::new(
         "fec_override_admin_400g_8x",
         256,
         16,
     );
-    #[doc = concat!(" Position of `", "fec_override_admin_200g_4x", "`.")]
+    /// Position of `fec_override_admin_200g_4x`.
     pub const FEC_OVERRIDE_ADMIN_200G_4X: rt::Field = rt::Field::new(
         "fec_override_admin_200g_4x",
         272,
         16,
     );
-    #[doc = concat!(" Position of `", "fec_override_admin_100g_2x", "`.")]
+    /// Position of `fec_override_admin_100g_2x`.
     pub const FEC_OVERRIDE_ADMIN_100G_2X: rt::Field = rt::Field::new(
         "fec_override_admin_100g_2x",
         288,
         16,
     );
-    #[doc = concat!(" Position of `", "fec_override_admin_50g_1x", "`.")]
+    /// Position of `fec_override_admin_50g_1x`.
     pub const FEC_OVERRIDE_ADMIN_50G_1X: rt::Field = rt::Field::new(
         "fec_override_admin_50g_1x",
         304,
         16,
     );
-    #[doc = concat!(" Position of `", "fec_override_cap_800g_8x", "`.")]
+    /// Position of `fec_override_cap_800g_8x`.
     pub const FEC_OVERRIDE_CAP_800G_8X: rt::Field = rt::Field::new(
         "fec_override_cap_800g_8x",
         320,
         16,
     );
-    #[doc = concat!(" Position of `", "fec_override_cap_400g_4x", "`.")]
+    /// Position of `fec_override_cap_400g_4x`.
     pub const FEC_OVERRIDE_CAP_400G_4X: rt::Field = rt::Field::new(
         "fec_override_cap_400g_4x",
         336,
         16,
     );
-    #[doc = concat!(" Position of `", "fec_override_cap_200g_2x", "`.")]
+    /// Position of `fec_override_cap_200g_2x`.
     pub const FEC_OVERRIDE_CAP_200G_2X: rt::Field = rt::Field::new(
         "fec_override_cap_200g_2x",
         352,
         16,
     );
-    #[doc = concat!(" Position of `", "fec_override_cap_100g_1x", "`.")]
+    /// Position of `fec_override_cap_100g_1x`.
     pub const FEC_OVERRIDE_CAP_100G_1X: rt::Field = rt::Field::new(
         "fec_override_cap_100g_1x",
         368,
         16,
     );
-    #[doc = concat!(" Position of `", "fec_override_admin_800g_8x", "`.")]
+    /// Position of `fec_override_admin_800g_8x`.
     pub const FEC_OVERRIDE_ADMIN_800G_8X: rt::Field = rt::Field::new(
         "fec_override_admin_800g_8x",
         544,
         16,
     );
-    #[doc = concat!(" Position of `", "fec_override_admin_400g_4x", "`.")]
+    /// Position of `fec_override_admin_400g_4x`.
     pub const FEC_OVERRIDE_ADMIN_400G_4X: rt::Field = rt::Field::new(
         "fec_override_admin_400g_4x",
         560,
         16,
     );
-    #[doc = concat!(" Position of `", "fec_override_admin_200g_2x", "`.")]
+    /// Position of `fec_override_admin_200g_2x`.
     pub const FEC_OVERRIDE_ADMIN_200G_2X: rt::Field = rt::Field::new(
         "fec_override_admin_200g_2x",
         576,
         16,
     );
-    #[doc = concat!(" Position of `", "fec_override_admin_100g_1x", "`.")]
+    /// Position of `fec_override_admin_100g_1x`.
     pub const FEC_OVERRIDE_ADMIN_100G_1X: rt::Field = rt::Field::new(
         "fec_override_admin_100g_1x",
         592,

@@ -799,15 +799,15 @@ crate::__prm_view!(QueryHcaCapIn, "query_hca_cap_in", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(QueryHcaCapIn);
 impl QueryHcaCapIn<[u8; 16]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "other_function", "`.")]
+    /// Position of `other_function`.
     pub const OTHER_FUNCTION: rt::Field = rt::Field::new("other_function", 64, 1);
-    #[doc = concat!(" Position of `", "ec_vf_function", "`.")]
+    /// Position of `ec_vf_function`.
     pub const EC_VF_FUNCTION: rt::Field = rt::Field::new("ec_vf_function", 65, 1);
-    #[doc = concat!(" Position of `", "function_id", "`.")]
+    /// Position of `function_id`.
     pub const FUNCTION_ID: rt::Field = rt::Field::new("function_id", 80, 16);
     /// The position of every field of `query_hca_cap_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -1008,11 +1008,11 @@ crate::__prm_view!(QueryHcaCapOut, "query_hca_cap_out", 4112);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(QueryHcaCapOut);
 impl QueryHcaCapOut<[u8; 4112]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
-    #[doc = concat!(" Position of `", "capability", "`.")]
+    /// Position of `capability`.
     pub const CAPABILITY: rt::Field = rt::Field::new("capability", 128, 32768);
     /// The position of every field of `query_hca_cap_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -1464,1167 +1464,1163 @@ crate::__prm_view!(CmdHcaCap, "cmd_hca_cap", 256);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(CmdHcaCap);
 impl CmdHcaCap<[u8; 256]> {
-    #[doc = concat!(" Position of `", "page_request_disable", "`.")]
+    /// Position of `page_request_disable`.
     pub const PAGE_REQUEST_DISABLE: rt::Field = rt::Field::new(
         "page_request_disable",
         6,
         1,
     );
-    #[doc = concat!(" Position of `", "shared_object_to_user_object_allowed", "`.")]
+    /// Position of `shared_object_to_user_object_allowed`.
     pub const SHARED_OBJECT_TO_USER_OBJECT_ALLOWED: rt::Field = rt::Field::new(
         "shared_object_to_user_object_allowed",
         16,
         1,
     );
-    #[doc = concat!(" Position of `", "vhca_resource_manager", "`.")]
+    /// Position of `vhca_resource_manager`.
     pub const VHCA_RESOURCE_MANAGER: rt::Field = rt::Field::new(
         "vhca_resource_manager",
         31,
         1,
     );
-    #[doc = concat!(" Position of `", "hca_cap_2", "`.")]
+    /// Position of `hca_cap_2`.
     pub const HCA_CAP_2: rt::Field = rt::Field::new("hca_cap_2", 32, 1);
-    #[doc = concat!(" Position of `", "create_lag_when_not_master_up", "`.")]
+    /// Position of `create_lag_when_not_master_up`.
     pub const CREATE_LAG_WHEN_NOT_MASTER_UP: rt::Field = rt::Field::new(
         "create_lag_when_not_master_up",
         33,
         1,
     );
-    #[doc = concat!(" Position of `", "dtor", "`.")]
+    /// Position of `dtor`.
     pub const DTOR: rt::Field = rt::Field::new("dtor", 34, 1);
-    #[doc = concat!(" Position of `", "event_on_vhca_state_teardown_request", "`.")]
+    /// Position of `event_on_vhca_state_teardown_request`.
     pub const EVENT_ON_VHCA_STATE_TEARDOWN_REQUEST: rt::Field = rt::Field::new(
         "event_on_vhca_state_teardown_request",
         35,
         1,
     );
-    #[doc = concat!(" Position of `", "event_on_vhca_state_in_use", "`.")]
+    /// Position of `event_on_vhca_state_in_use`.
     pub const EVENT_ON_VHCA_STATE_IN_USE: rt::Field = rt::Field::new(
         "event_on_vhca_state_in_use",
         36,
         1,
     );
-    #[doc = concat!(" Position of `", "event_on_vhca_state_active", "`.")]
+    /// Position of `event_on_vhca_state_active`.
     pub const EVENT_ON_VHCA_STATE_ACTIVE: rt::Field = rt::Field::new(
         "event_on_vhca_state_active",
         37,
         1,
     );
-    #[doc = concat!(" Position of `", "event_on_vhca_state_allocated", "`.")]
+    /// Position of `event_on_vhca_state_allocated`.
     pub const EVENT_ON_VHCA_STATE_ALLOCATED: rt::Field = rt::Field::new(
         "event_on_vhca_state_allocated",
         38,
         1,
     );
-    #[doc = concat!(" Position of `", "event_on_vhca_state_invalid", "`.")]
+    /// Position of `event_on_vhca_state_invalid`.
     pub const EVENT_ON_VHCA_STATE_INVALID: rt::Field = rt::Field::new(
         "event_on_vhca_state_invalid",
         39,
         1,
     );
-    #[doc = concat!(" Position of `", "vhca_id", "`.")]
+    /// Position of `vhca_id`.
     pub const VHCA_ID: rt::Field = rt::Field::new("vhca_id", 48, 16);
-    #[doc = concat!(" Position of `", "log_max_srq_sz", "`.")]
+    /// Position of `log_max_srq_sz`.
     pub const LOG_MAX_SRQ_SZ: rt::Field = rt::Field::new("log_max_srq_sz", 128, 8);
-    #[doc = concat!(" Position of `", "log_max_qp_sz", "`.")]
+    /// Position of `log_max_qp_sz`.
     pub const LOG_MAX_QP_SZ: rt::Field = rt::Field::new("log_max_qp_sz", 136, 8);
-    #[doc = concat!(" Position of `", "event_cap", "`.")]
+    /// Position of `event_cap`.
     pub const EVENT_CAP: rt::Field = rt::Field::new("event_cap", 144, 1);
-    #[doc = concat!(" Position of `", "isolate_vl_tc_new", "`.")]
+    /// Position of `isolate_vl_tc_new`.
     pub const ISOLATE_VL_TC_NEW: rt::Field = rt::Field::new("isolate_vl_tc_new", 147, 1);
-    #[doc = concat!(" Position of `", "prio_tag_required", "`.")]
+    /// Position of `prio_tag_required`.
     pub const PRIO_TAG_REQUIRED: rt::Field = rt::Field::new("prio_tag_required", 152, 1);
-    #[doc = concat!(" Position of `", "log_max_qp", "`.")]
+    /// Position of `log_max_qp`.
     pub const LOG_MAX_QP: rt::Field = rt::Field::new("log_max_qp", 155, 5);
-    #[doc = concat!(" Position of `", "ece_support", "`.")]
+    /// Position of `ece_support`.
     pub const ECE_SUPPORT: rt::Field = rt::Field::new("ece_support", 163, 1);
-    #[doc = concat!(" Position of `", "reg_c_preserve", "`.")]
+    /// Position of `reg_c_preserve`.
     pub const REG_C_PRESERVE: rt::Field = rt::Field::new("reg_c_preserve", 169, 1);
-    #[doc = concat!(" Position of `", "log_max_srq", "`.")]
+    /// Position of `log_max_srq`.
     pub const LOG_MAX_SRQ: rt::Field = rt::Field::new("log_max_srq", 171, 5);
-    #[doc = concat!(" Position of `", "uplink_follow", "`.")]
+    /// Position of `uplink_follow`.
     pub const UPLINK_FOLLOW: rt::Field = rt::Field::new("uplink_follow", 177, 1);
-    #[doc = concat!(" Position of `", "ts_cqe_to_dest_cqn", "`.")]
+    /// Position of `ts_cqe_to_dest_cqn`.
     pub const TS_CQE_TO_DEST_CQN: rt::Field = rt::Field::new(
         "ts_cqe_to_dest_cqn",
         178,
         1,
     );
-    #[doc = concat!(" Position of `", "go_back_n", "`.")]
+    /// Position of `go_back_n`.
     pub const GO_BACK_N: rt::Field = rt::Field::new("go_back_n", 185, 1);
-    #[doc = concat!(" Position of `", "max_sgl_for_optimized_performance", "`.")]
+    /// Position of `max_sgl_for_optimized_performance`.
     pub const MAX_SGL_FOR_OPTIMIZED_PERFORMANCE: rt::Field = rt::Field::new(
         "max_sgl_for_optimized_performance",
         192,
         8,
     );
-    #[doc = concat!(" Position of `", "log_max_cq_sz", "`.")]
+    /// Position of `log_max_cq_sz`.
     pub const LOG_MAX_CQ_SZ: rt::Field = rt::Field::new("log_max_cq_sz", 200, 8);
-    #[doc = concat!(" Position of `", "relaxed_ordering_write_umr", "`.")]
+    /// Position of `relaxed_ordering_write_umr`.
     pub const RELAXED_ORDERING_WRITE_UMR: rt::Field = rt::Field::new(
         "relaxed_ordering_write_umr",
         208,
         1,
     );
-    #[doc = concat!(" Position of `", "relaxed_ordering_read_umr", "`.")]
+    /// Position of `relaxed_ordering_read_umr`.
     pub const RELAXED_ORDERING_READ_UMR: rt::Field = rt::Field::new(
         "relaxed_ordering_read_umr",
         209,
         1,
     );
-    #[doc = concat!(" Position of `", "virtio_net_device_emualtion_manager", "`.")]
+    /// Position of `virtio_net_device_emualtion_manager`.
     pub const VIRTIO_NET_DEVICE_EMUALTION_MANAGER: rt::Field = rt::Field::new(
         "virtio_net_device_emualtion_manager",
         217,
         1,
     );
-    #[doc = concat!(" Position of `", "virtio_blk_device_emualtion_manager", "`.")]
+    /// Position of `virtio_blk_device_emualtion_manager`.
     pub const VIRTIO_BLK_DEVICE_EMUALTION_MANAGER: rt::Field = rt::Field::new(
         "virtio_blk_device_emualtion_manager",
         218,
         1,
     );
-    #[doc = concat!(" Position of `", "log_max_cq", "`.")]
+    /// Position of `log_max_cq`.
     pub const LOG_MAX_CQ: rt::Field = rt::Field::new("log_max_cq", 219, 5);
-    #[doc = concat!(" Position of `", "log_max_eq_sz", "`.")]
+    /// Position of `log_max_eq_sz`.
     pub const LOG_MAX_EQ_SZ: rt::Field = rt::Field::new("log_max_eq_sz", 224, 8);
-    #[doc = concat!(" Position of `", "relaxed_ordering_write", "`.")]
+    /// Position of `relaxed_ordering_write`.
     pub const RELAXED_ORDERING_WRITE: rt::Field = rt::Field::new(
         "relaxed_ordering_write",
         232,
         1,
     );
-    #[doc = concat!(" Position of `", "relaxed_ordering_read_pci_enabled", "`.")]
+    /// Position of `relaxed_ordering_read_pci_enabled`.
     pub const RELAXED_ORDERING_READ_PCI_ENABLED: rt::Field = rt::Field::new(
         "relaxed_ordering_read_pci_enabled",
         233,
         1,
     );
-    #[doc = concat!(" Position of `", "log_max_mkey", "`.")]
+    /// Position of `log_max_mkey`.
     pub const LOG_MAX_MKEY: rt::Field = rt::Field::new("log_max_mkey", 234, 6);
-    #[doc = concat!(" Position of `", "terminate_scatter_list_mkey", "`.")]
+    /// Position of `terminate_scatter_list_mkey`.
     pub const TERMINATE_SCATTER_LIST_MKEY: rt::Field = rt::Field::new(
         "terminate_scatter_list_mkey",
         246,
         1,
     );
-    #[doc = concat!(" Position of `", "repeated_mkey", "`.")]
+    /// Position of `repeated_mkey`.
     pub const REPEATED_MKEY: rt::Field = rt::Field::new("repeated_mkey", 247, 1);
-    #[doc = concat!(" Position of `", "dump_fill_mkey", "`.")]
+    /// Position of `dump_fill_mkey`.
     pub const DUMP_FILL_MKEY: rt::Field = rt::Field::new("dump_fill_mkey", 248, 1);
-    #[doc = concat!(" Position of `", "fast_teardown", "`.")]
+    /// Position of `fast_teardown`.
     pub const FAST_TEARDOWN: rt::Field = rt::Field::new("fast_teardown", 251, 1);
-    #[doc = concat!(" Position of `", "log_max_eq", "`.")]
+    /// Position of `log_max_eq`.
     pub const LOG_MAX_EQ: rt::Field = rt::Field::new("log_max_eq", 252, 4);
-    #[doc = concat!(" Position of `", "max_indirection", "`.")]
+    /// Position of `max_indirection`.
     pub const MAX_INDIRECTION: rt::Field = rt::Field::new("max_indirection", 256, 8);
-    #[doc = concat!(" Position of `", "fixed_buffer_size", "`.")]
+    /// Position of `fixed_buffer_size`.
     pub const FIXED_BUFFER_SIZE: rt::Field = rt::Field::new("fixed_buffer_size", 264, 1);
-    #[doc = concat!(" Position of `", "log_max_mrw_sz", "`.")]
+    /// Position of `log_max_mrw_sz`.
     pub const LOG_MAX_MRW_SZ: rt::Field = rt::Field::new("log_max_mrw_sz", 265, 7);
-    #[doc = concat!(" Position of `", "force_teardown", "`.")]
+    /// Position of `force_teardown`.
     pub const FORCE_TEARDOWN: rt::Field = rt::Field::new("force_teardown", 272, 1);
-    #[doc = concat!(" Position of `", "log_max_bsf_list_size", "`.")]
+    /// Position of `log_max_bsf_list_size`.
     pub const LOG_MAX_BSF_LIST_SIZE: rt::Field = rt::Field::new(
         "log_max_bsf_list_size",
         274,
         6,
     );
-    #[doc = concat!(" Position of `", "umr_extended_translation_offset", "`.")]
+    /// Position of `umr_extended_translation_offset`.
     pub const UMR_EXTENDED_TRANSLATION_OFFSET: rt::Field = rt::Field::new(
         "umr_extended_translation_offset",
         280,
         1,
     );
-    #[doc = concat!(" Position of `", "null_mkey", "`.")]
+    /// Position of `null_mkey`.
     pub const NULL_MKEY: rt::Field = rt::Field::new("null_mkey", 281, 1);
-    #[doc = concat!(" Position of `", "log_max_klm_list_size", "`.")]
+    /// Position of `log_max_klm_list_size`.
     pub const LOG_MAX_KLM_LIST_SIZE: rt::Field = rt::Field::new(
         "log_max_klm_list_size",
         282,
         6,
     );
-    #[doc = concat!(" Position of `", "qpc_extension", "`.")]
+    /// Position of `qpc_extension`.
     pub const QPC_EXTENSION: rt::Field = rt::Field::new("qpc_extension", 290, 1);
-    #[doc = concat!(" Position of `", "log_max_ra_req_dc", "`.")]
+    /// Position of `log_max_ra_req_dc`.
     pub const LOG_MAX_RA_REQ_DC: rt::Field = rt::Field::new("log_max_ra_req_dc", 298, 6);
-    #[doc = concat!(" Position of `", "eth_wqe_too_small", "`.")]
+    /// Position of `eth_wqe_too_small`.
     pub const ETH_WQE_TOO_SMALL: rt::Field = rt::Field::new("eth_wqe_too_small", 306, 1);
-    #[doc = concat!(" Position of `", "vnic_env_cq_overrun", "`.")]
+    /// Position of `vnic_env_cq_overrun`.
     pub const VNIC_ENV_CQ_OVERRUN: rt::Field = rt::Field::new(
         "vnic_env_cq_overrun",
         313,
         1,
     );
-    #[doc = concat!(" Position of `", "log_max_ra_res_dc", "`.")]
+    /// Position of `log_max_ra_res_dc`.
     pub const LOG_MAX_RA_RES_DC: rt::Field = rt::Field::new("log_max_ra_res_dc", 314, 6);
-    #[doc = concat!(" Position of `", "release_all_pages", "`.")]
+    /// Position of `release_all_pages`.
     pub const RELEASE_ALL_PAGES: rt::Field = rt::Field::new("release_all_pages", 325, 1);
-    #[doc = concat!(" Position of `", "must_not_use", "`.")]
+    /// Position of `must_not_use`.
     pub const MUST_NOT_USE: rt::Field = rt::Field::new("must_not_use", 326, 1);
-    #[doc = concat!(" Position of `", "roce_accl", "`.")]
+    /// Position of `roce_accl`.
     pub const ROCE_ACCL: rt::Field = rt::Field::new("roce_accl", 329, 1);
-    #[doc = concat!(" Position of `", "log_max_ra_req_qp", "`.")]
+    /// Position of `log_max_ra_req_qp`.
     pub const LOG_MAX_RA_REQ_QP: rt::Field = rt::Field::new("log_max_ra_req_qp", 330, 6);
-    #[doc = concat!(" Position of `", "log_max_ra_res_qp", "`.")]
+    /// Position of `log_max_ra_res_qp`.
     pub const LOG_MAX_RA_RES_QP: rt::Field = rt::Field::new("log_max_ra_res_qp", 346, 6);
-    #[doc = concat!(" Position of `", "end_pad", "`.")]
+    /// Position of `end_pad`.
     pub const END_PAD: rt::Field = rt::Field::new("end_pad", 352, 1);
-    #[doc = concat!(" Position of `", "cc_query_allowed", "`.")]
+    /// Position of `cc_query_allowed`.
     pub const CC_QUERY_ALLOWED: rt::Field = rt::Field::new("cc_query_allowed", 353, 1);
-    #[doc = concat!(" Position of `", "cc_modify_allowed", "`.")]
+    /// Position of `cc_modify_allowed`.
     pub const CC_MODIFY_ALLOWED: rt::Field = rt::Field::new("cc_modify_allowed", 354, 1);
-    #[doc = concat!(" Position of `", "start_pad", "`.")]
+    /// Position of `start_pad`.
     pub const START_PAD: rt::Field = rt::Field::new("start_pad", 355, 1);
-    #[doc = concat!(" Position of `", "cache_line_128byte", "`.")]
+    /// Position of `cache_line_128byte`.
     pub const CACHE_LINE_128BYTE: rt::Field = rt::Field::new(
         "cache_line_128byte",
         356,
         1,
     );
-    #[doc = concat!(" Position of `", "rts2rts_qp_counters_set_id", "`.")]
+    /// Position of `rts2rts_qp_counters_set_id`.
     pub const RTS2RTS_QP_COUNTERS_SET_ID: rt::Field = rt::Field::new(
         "rts2rts_qp_counters_set_id",
         361,
         1,
     );
-    #[doc = concat!(" Position of `", "vnic_env_int_rq_oob", "`.")]
+    /// Position of `vnic_env_int_rq_oob`.
     pub const VNIC_ENV_INT_RQ_OOB: rt::Field = rt::Field::new(
         "vnic_env_int_rq_oob",
         364,
         1,
     );
-    #[doc = concat!(" Position of `", "sbcam_reg", "`.")]
+    /// Position of `sbcam_reg`.
     pub const SBCAM_REG: rt::Field = rt::Field::new("sbcam_reg", 365, 1);
-    #[doc = concat!(" Position of `", "qcam_reg", "`.")]
+    /// Position of `qcam_reg`.
     pub const QCAM_REG: rt::Field = rt::Field::new("qcam_reg", 367, 1);
-    #[doc = concat!(" Position of `", "gid_table_size", "`.")]
+    /// Position of `gid_table_size`.
     pub const GID_TABLE_SIZE: rt::Field = rt::Field::new("gid_table_size", 368, 16);
-    #[doc = concat!(" Position of `", "out_of_seq_cnt", "`.")]
+    /// Position of `out_of_seq_cnt`.
     pub const OUT_OF_SEQ_CNT: rt::Field = rt::Field::new("out_of_seq_cnt", 384, 1);
-    #[doc = concat!(" Position of `", "vport_counters", "`.")]
+    /// Position of `vport_counters`.
     pub const VPORT_COUNTERS: rt::Field = rt::Field::new("vport_counters", 385, 1);
-    #[doc = concat!(" Position of `", "retransmission_q_counters", "`.")]
+    /// Position of `retransmission_q_counters`.
     pub const RETRANSMISSION_Q_COUNTERS: rt::Field = rt::Field::new(
         "retransmission_q_counters",
         386,
         1,
     );
-    #[doc = concat!(" Position of `", "debug", "`.")]
+    /// Position of `debug`.
     pub const DEBUG: rt::Field = rt::Field::new("debug", 387, 1);
-    #[doc = concat!(" Position of `", "modify_rq_counter_set_id", "`.")]
+    /// Position of `modify_rq_counter_set_id`.
     pub const MODIFY_RQ_COUNTER_SET_ID: rt::Field = rt::Field::new(
         "modify_rq_counter_set_id",
         388,
         1,
     );
-    #[doc = concat!(" Position of `", "rq_delay_drop", "`.")]
+    /// Position of `rq_delay_drop`.
     pub const RQ_DELAY_DROP: rt::Field = rt::Field::new("rq_delay_drop", 389, 1);
-    #[doc = concat!(" Position of `", "max_qp_cnt", "`.")]
+    /// Position of `max_qp_cnt`.
     pub const MAX_QP_CNT: rt::Field = rt::Field::new("max_qp_cnt", 390, 10);
-    #[doc = concat!(" Position of `", "pkey_table_size", "`.")]
+    /// Position of `pkey_table_size`.
     pub const PKEY_TABLE_SIZE: rt::Field = rt::Field::new("pkey_table_size", 400, 16);
-    #[doc = concat!(" Position of `", "vport_group_manager", "`.")]
+    /// Position of `vport_group_manager`.
     pub const VPORT_GROUP_MANAGER: rt::Field = rt::Field::new(
         "vport_group_manager",
         416,
         1,
     );
-    #[doc = concat!(" Position of `", "vhca_group_manager", "`.")]
+    /// Position of `vhca_group_manager`.
     pub const VHCA_GROUP_MANAGER: rt::Field = rt::Field::new(
         "vhca_group_manager",
         417,
         1,
     );
-    #[doc = concat!(" Position of `", "ib_virt", "`.")]
+    /// Position of `ib_virt`.
     pub const IB_VIRT: rt::Field = rt::Field::new("ib_virt", 418, 1);
-    #[doc = concat!(" Position of `", "eth_virt", "`.")]
+    /// Position of `eth_virt`.
     pub const ETH_VIRT: rt::Field = rt::Field::new("eth_virt", 419, 1);
-    #[doc = concat!(" Position of `", "vnic_env_queue_counters", "`.")]
+    /// Position of `vnic_env_queue_counters`.
     pub const VNIC_ENV_QUEUE_COUNTERS: rt::Field = rt::Field::new(
         "vnic_env_queue_counters",
         420,
         1,
     );
-    #[doc = concat!(" Position of `", "ets", "`.")]
+    /// Position of `ets`.
     pub const ETS: rt::Field = rt::Field::new("ets", 421, 1);
-    #[doc = concat!(" Position of `", "nic_flow_table", "`.")]
+    /// Position of `nic_flow_table`.
     pub const NIC_FLOW_TABLE: rt::Field = rt::Field::new("nic_flow_table", 422, 1);
-    #[doc = concat!(" Position of `", "eswitch_manager", "`.")]
+    /// Position of `eswitch_manager`.
     pub const ESWITCH_MANAGER: rt::Field = rt::Field::new("eswitch_manager", 423, 1);
-    #[doc = concat!(" Position of `", "device_memory", "`.")]
+    /// Position of `device_memory`.
     pub const DEVICE_MEMORY: rt::Field = rt::Field::new("device_memory", 424, 1);
-    #[doc = concat!(" Position of `", "mcam_reg", "`.")]
+    /// Position of `mcam_reg`.
     pub const MCAM_REG: rt::Field = rt::Field::new("mcam_reg", 425, 1);
-    #[doc = concat!(" Position of `", "pcam_reg", "`.")]
+    /// Position of `pcam_reg`.
     pub const PCAM_REG: rt::Field = rt::Field::new("pcam_reg", 426, 1);
-    #[doc = concat!(" Position of `", "local_ca_ack_delay", "`.")]
+    /// Position of `local_ca_ack_delay`.
     pub const LOCAL_CA_ACK_DELAY: rt::Field = rt::Field::new(
         "local_ca_ack_delay",
         427,
         5,
     );
-    #[doc = concat!(" Position of `", "port_module_event", "`.")]
+    /// Position of `port_module_event`.
     pub const PORT_MODULE_EVENT: rt::Field = rt::Field::new("port_module_event", 432, 1);
-    #[doc = concat!(" Position of `", "enhanced_error_q_counters", "`.")]
+    /// Position of `enhanced_error_q_counters`.
     pub const ENHANCED_ERROR_Q_COUNTERS: rt::Field = rt::Field::new(
         "enhanced_error_q_counters",
         433,
         1,
     );
-    #[doc = concat!(" Position of `", "ports_check", "`.")]
+    /// Position of `ports_check`.
     pub const PORTS_CHECK: rt::Field = rt::Field::new("ports_check", 434, 1);
-    #[doc = concat!(" Position of `", "disable_link_up", "`.")]
+    /// Position of `disable_link_up`.
     pub const DISABLE_LINK_UP: rt::Field = rt::Field::new("disable_link_up", 436, 1);
-    #[doc = concat!(" Position of `", "beacon_led", "`.")]
+    /// Position of `beacon_led`.
     pub const BEACON_LED: rt::Field = rt::Field::new("beacon_led", 437, 1);
-    #[doc = concat!(" Position of `", "port_type", "`.")]
+    /// Position of `port_type`.
     pub const PORT_TYPE: rt::Field = rt::Field::new("port_type", 438, 2);
-    #[doc = concat!(" Position of `", "num_ports", "`.")]
+    /// Position of `num_ports`.
     pub const NUM_PORTS: rt::Field = rt::Field::new("num_ports", 440, 8);
-    #[doc = concat!(" Position of `", "pps", "`.")]
+    /// Position of `pps`.
     pub const PPS: rt::Field = rt::Field::new("pps", 449, 1);
-    #[doc = concat!(" Position of `", "pps_modify", "`.")]
+    /// Position of `pps_modify`.
     pub const PPS_MODIFY: rt::Field = rt::Field::new("pps_modify", 450, 1);
-    #[doc = concat!(" Position of `", "log_max_msg", "`.")]
+    /// Position of `log_max_msg`.
     pub const LOG_MAX_MSG: rt::Field = rt::Field::new("log_max_msg", 451, 5);
-    #[doc = concat!(" Position of `", "max_tc", "`.")]
+    /// Position of `max_tc`.
     pub const MAX_TC: rt::Field = rt::Field::new("max_tc", 460, 4);
-    #[doc = concat!(" Position of `", "temp_warn_event", "`.")]
+    /// Position of `temp_warn_event`.
     pub const TEMP_WARN_EVENT: rt::Field = rt::Field::new("temp_warn_event", 464, 1);
-    #[doc = concat!(" Position of `", "dcbx", "`.")]
+    /// Position of `dcbx`.
     pub const DCBX: rt::Field = rt::Field::new("dcbx", 465, 1);
-    #[doc = concat!(" Position of `", "general_notification_event", "`.")]
+    /// Position of `general_notification_event`.
     pub const GENERAL_NOTIFICATION_EVENT: rt::Field = rt::Field::new(
         "general_notification_event",
         466,
         1,
     );
-    #[doc = concat!(" Position of `", "fpga", "`.")]
+    /// Position of `fpga`.
     pub const FPGA: rt::Field = rt::Field::new("fpga", 469, 1);
-    #[doc = concat!(" Position of `", "rol_s", "`.")]
+    /// Position of `rol_s`.
     pub const ROL_S: rt::Field = rt::Field::new("rol_s", 470, 1);
-    #[doc = concat!(" Position of `", "rol_g", "`.")]
+    /// Position of `rol_g`.
     pub const ROL_G: rt::Field = rt::Field::new("rol_g", 471, 1);
-    #[doc = concat!(" Position of `", "wol_s", "`.")]
+    /// Position of `wol_s`.
     pub const WOL_S: rt::Field = rt::Field::new("wol_s", 473, 1);
-    #[doc = concat!(" Position of `", "wol_g", "`.")]
+    /// Position of `wol_g`.
     pub const WOL_G: rt::Field = rt::Field::new("wol_g", 474, 1);
-    #[doc = concat!(" Position of `", "wol_a", "`.")]
+    /// Position of `wol_a`.
     pub const WOL_A: rt::Field = rt::Field::new("wol_a", 475, 1);
-    #[doc = concat!(" Position of `", "wol_b", "`.")]
+    /// Position of `wol_b`.
     pub const WOL_B: rt::Field = rt::Field::new("wol_b", 476, 1);
-    #[doc = concat!(" Position of `", "wol_m", "`.")]
+    /// Position of `wol_m`.
     pub const WOL_M: rt::Field = rt::Field::new("wol_m", 477, 1);
-    #[doc = concat!(" Position of `", "wol_u", "`.")]
+    /// Position of `wol_u`.
     pub const WOL_U: rt::Field = rt::Field::new("wol_u", 478, 1);
-    #[doc = concat!(" Position of `", "wol_p", "`.")]
+    /// Position of `wol_p`.
     pub const WOL_P: rt::Field = rt::Field::new("wol_p", 479, 1);
-    #[doc = concat!(" Position of `", "stat_rate_support", "`.")]
+    /// Position of `stat_rate_support`.
     pub const STAT_RATE_SUPPORT: rt::Field = rt::Field::new(
         "stat_rate_support",
         480,
         16,
     );
-    #[doc = concat!(" Position of `", "pci_sync_for_fw_update_event", "`.")]
+    /// Position of `pci_sync_for_fw_update_event`.
     pub const PCI_SYNC_FOR_FW_UPDATE_EVENT: rt::Field = rt::Field::new(
         "pci_sync_for_fw_update_event",
         497,
         1,
     );
-    #[doc = concat!(" Position of `", "init2_lag_tx_port_affinity", "`.")]
+    /// Position of `init2_lag_tx_port_affinity`.
     pub const INIT2_LAG_TX_PORT_AFFINITY: rt::Field = rt::Field::new(
         "init2_lag_tx_port_affinity",
         504,
         1,
     );
-    #[doc = concat!(" Position of `", "wqe_based_flow_table_update_cap", "`.")]
+    /// Position of `wqe_based_flow_table_update_cap`.
     pub const WQE_BASED_FLOW_TABLE_UPDATE_CAP: rt::Field = rt::Field::new(
         "wqe_based_flow_table_update_cap",
         507,
         1,
     );
-    #[doc = concat!(" Position of `", "cqe_version", "`.")]
+    /// Position of `cqe_version`.
     pub const CQE_VERSION: rt::Field = rt::Field::new("cqe_version", 508, 4);
-    #[doc = concat!(" Position of `", "compact_address_vector", "`.")]
+    /// Position of `compact_address_vector`.
     pub const COMPACT_ADDRESS_VECTOR: rt::Field = rt::Field::new(
         "compact_address_vector",
         512,
         1,
     );
-    #[doc = concat!(" Position of `", "striding_rq", "`.")]
+    /// Position of `striding_rq`.
     pub const STRIDING_RQ: rt::Field = rt::Field::new("striding_rq", 513, 1);
-    #[doc = concat!(" Position of `", "ipoib_enhanced_offloads", "`.")]
+    /// Position of `ipoib_enhanced_offloads`.
     pub const IPOIB_ENHANCED_OFFLOADS: rt::Field = rt::Field::new(
         "ipoib_enhanced_offloads",
         515,
         1,
     );
-    #[doc = concat!(" Position of `", "ipoib_basic_offloads", "`.")]
+    /// Position of `ipoib_basic_offloads`.
     pub const IPOIB_BASIC_OFFLOADS: rt::Field = rt::Field::new(
         "ipoib_basic_offloads",
         516,
         1,
     );
-    #[doc = concat!(" Position of `", "repeated_block_disabled", "`.")]
+    /// Position of `repeated_block_disabled`.
     pub const REPEATED_BLOCK_DISABLED: rt::Field = rt::Field::new(
         "repeated_block_disabled",
         518,
         1,
     );
-    #[doc = concat!(" Position of `", "umr_modify_entity_size_disabled", "`.")]
+    /// Position of `umr_modify_entity_size_disabled`.
     pub const UMR_MODIFY_ENTITY_SIZE_DISABLED: rt::Field = rt::Field::new(
         "umr_modify_entity_size_disabled",
         519,
         1,
     );
-    #[doc = concat!(" Position of `", "umr_modify_atomic_disabled", "`.")]
+    /// Position of `umr_modify_atomic_disabled`.
     pub const UMR_MODIFY_ATOMIC_DISABLED: rt::Field = rt::Field::new(
         "umr_modify_atomic_disabled",
         520,
         1,
     );
-    #[doc = concat!(" Position of `", "umr_indirect_mkey_disabled", "`.")]
+    /// Position of `umr_indirect_mkey_disabled`.
     pub const UMR_INDIRECT_MKEY_DISABLED: rt::Field = rt::Field::new(
         "umr_indirect_mkey_disabled",
         521,
         1,
     );
-    #[doc = concat!(" Position of `", "umr_fence", "`.")]
+    /// Position of `umr_fence`.
     pub const UMR_FENCE: rt::Field = rt::Field::new("umr_fence", 522, 2);
-    #[doc = concat!(" Position of `", "dc_req_scat_data_cqe", "`.")]
+    /// Position of `dc_req_scat_data_cqe`.
     pub const DC_REQ_SCAT_DATA_CQE: rt::Field = rt::Field::new(
         "dc_req_scat_data_cqe",
         524,
         1,
     );
-    #[doc = concat!(" Position of `", "drain_sigerr", "`.")]
+    /// Position of `drain_sigerr`.
     pub const DRAIN_SIGERR: rt::Field = rt::Field::new("drain_sigerr", 527, 1);
-    #[doc = concat!(" Position of `", "cmdif_checksum", "`.")]
+    /// Position of `cmdif_checksum`.
     pub const CMDIF_CHECKSUM: rt::Field = rt::Field::new("cmdif_checksum", 528, 2);
-    #[doc = concat!(" Position of `", "sigerr_cqe", "`.")]
+    /// Position of `sigerr_cqe`.
     pub const SIGERR_CQE: rt::Field = rt::Field::new("sigerr_cqe", 530, 1);
-    #[doc = concat!(" Position of `", "wq_signature", "`.")]
+    /// Position of `wq_signature`.
     pub const WQ_SIGNATURE: rt::Field = rt::Field::new("wq_signature", 532, 1);
-    #[doc = concat!(" Position of `", "sctr_data_cqe", "`.")]
+    /// Position of `sctr_data_cqe`.
     pub const SCTR_DATA_CQE: rt::Field = rt::Field::new("sctr_data_cqe", 533, 1);
-    #[doc = concat!(" Position of `", "sho", "`.")]
+    /// Position of `sho`.
     pub const SHO: rt::Field = rt::Field::new("sho", 535, 1);
-    #[doc = concat!(" Position of `", "tph", "`.")]
+    /// Position of `tph`.
     pub const TPH: rt::Field = rt::Field::new("tph", 536, 1);
-    #[doc = concat!(" Position of `", "rf", "`.")]
+    /// Position of `rf`.
     pub const RF: rt::Field = rt::Field::new("rf", 537, 1);
-    #[doc = concat!(" Position of `", "dct", "`.")]
+    /// Position of `dct`.
     pub const DCT: rt::Field = rt::Field::new("dct", 538, 1);
-    #[doc = concat!(" Position of `", "qos", "`.")]
+    /// Position of `qos`.
     pub const QOS: rt::Field = rt::Field::new("qos", 539, 1);
-    #[doc = concat!(" Position of `", "eth_net_offloads", "`.")]
+    /// Position of `eth_net_offloads`.
     pub const ETH_NET_OFFLOADS: rt::Field = rt::Field::new("eth_net_offloads", 540, 1);
-    #[doc = concat!(" Position of `", "roce", "`.")]
+    /// Position of `roce`.
     pub const ROCE: rt::Field = rt::Field::new("roce", 541, 1);
-    #[doc = concat!(" Position of `", "atomic", "`.")]
+    /// Position of `atomic`.
     pub const ATOMIC: rt::Field = rt::Field::new("atomic", 542, 1);
-    #[doc = concat!(" Position of `", "cq_oi", "`.")]
+    /// Position of `cq_oi`.
     pub const CQ_OI: rt::Field = rt::Field::new("cq_oi", 544, 1);
-    #[doc = concat!(" Position of `", "cq_resize", "`.")]
+    /// Position of `cq_resize`.
     pub const CQ_RESIZE: rt::Field = rt::Field::new("cq_resize", 545, 1);
-    #[doc = concat!(" Position of `", "cq_moderation", "`.")]
+    /// Position of `cq_moderation`.
     pub const CQ_MODERATION: rt::Field = rt::Field::new("cq_moderation", 546, 1);
-    #[doc = concat!(" Position of `", "cq_period_mode_modify", "`.")]
+    /// Position of `cq_period_mode_modify`.
     pub const CQ_PERIOD_MODE_MODIFY: rt::Field = rt::Field::new(
         "cq_period_mode_modify",
         547,
         1,
     );
-    #[doc = concat!(" Position of `", "cq_eq_remap", "`.")]
+    /// Position of `cq_eq_remap`.
     pub const CQ_EQ_REMAP: rt::Field = rt::Field::new("cq_eq_remap", 550, 1);
-    #[doc = concat!(" Position of `", "pg", "`.")]
+    /// Position of `pg`.
     pub const PG: rt::Field = rt::Field::new("pg", 551, 1);
-    #[doc = concat!(" Position of `", "block_lb_mc", "`.")]
+    /// Position of `block_lb_mc`.
     pub const BLOCK_LB_MC: rt::Field = rt::Field::new("block_lb_mc", 552, 1);
-    #[doc = concat!(" Position of `", "scqe_break_moderation", "`.")]
+    /// Position of `scqe_break_moderation`.
     pub const SCQE_BREAK_MODERATION: rt::Field = rt::Field::new(
         "scqe_break_moderation",
         554,
         1,
     );
-    #[doc = concat!(" Position of `", "cq_period_start_from_cqe", "`.")]
+    /// Position of `cq_period_start_from_cqe`.
     pub const CQ_PERIOD_START_FROM_CQE: rt::Field = rt::Field::new(
         "cq_period_start_from_cqe",
         555,
         1,
     );
-    #[doc = concat!(" Position of `", "cd", "`.")]
+    /// Position of `cd`.
     pub const CD: rt::Field = rt::Field::new("cd", 556, 1);
-    #[doc = concat!(" Position of `", "apm", "`.")]
+    /// Position of `apm`.
     pub const APM: rt::Field = rt::Field::new("apm", 558, 1);
-    #[doc = concat!(" Position of `", "vector_calc", "`.")]
+    /// Position of `vector_calc`.
     pub const VECTOR_CALC: rt::Field = rt::Field::new("vector_calc", 559, 1);
-    #[doc = concat!(" Position of `", "umr_ptr_rlky", "`.")]
+    /// Position of `umr_ptr_rlky`.
     pub const UMR_PTR_RLKY: rt::Field = rt::Field::new("umr_ptr_rlky", 560, 1);
-    #[doc = concat!(" Position of `", "imaicl", "`.")]
+    /// Position of `imaicl`.
     pub const IMAICL: rt::Field = rt::Field::new("imaicl", 561, 1);
-    #[doc = concat!(" Position of `", "qp_packet_based", "`.")]
+    /// Position of `qp_packet_based`.
     pub const QP_PACKET_BASED: rt::Field = rt::Field::new("qp_packet_based", 562, 1);
-    #[doc = concat!(" Position of `", "qkv", "`.")]
+    /// Position of `qkv`.
     pub const QKV: rt::Field = rt::Field::new("qkv", 566, 1);
-    #[doc = concat!(" Position of `", "pkv", "`.")]
+    /// Position of `pkv`.
     pub const PKV: rt::Field = rt::Field::new("pkv", 567, 1);
-    #[doc = concat!(" Position of `", "set_deth_sqpn", "`.")]
+    /// Position of `set_deth_sqpn`.
     pub const SET_DETH_SQPN: rt::Field = rt::Field::new("set_deth_sqpn", 568, 1);
-    #[doc = concat!(" Position of `", "xrc", "`.")]
+    /// Position of `xrc`.
     pub const XRC: rt::Field = rt::Field::new("xrc", 572, 1);
-    #[doc = concat!(" Position of `", "ud", "`.")]
+    /// Position of `ud`.
     pub const UD: rt::Field = rt::Field::new("ud", 573, 1);
-    #[doc = concat!(" Position of `", "uc", "`.")]
+    /// Position of `uc`.
     pub const UC: rt::Field = rt::Field::new("uc", 574, 1);
-    #[doc = concat!(" Position of `", "rc", "`.")]
+    /// Position of `rc`.
     pub const RC: rt::Field = rt::Field::new("rc", 575, 1);
-    #[doc = concat!(" Position of `", "uar_4k", "`.")]
+    /// Position of `uar_4k`.
     pub const UAR_4K: rt::Field = rt::Field::new("uar_4k", 576, 1);
-    #[doc = concat!(" Position of `", "fl_rc_qp_when_roce_disabled", "`.")]
+    /// Position of `fl_rc_qp_when_roce_disabled`.
     pub const FL_RC_QP_WHEN_ROCE_DISABLED: rt::Field = rt::Field::new(
         "fl_rc_qp_when_roce_disabled",
         584,
         1,
     );
-    #[doc = concat!(" Position of `", "regexp_params", "`.")]
+    /// Position of `regexp_params`.
     pub const REGEXP_PARAMS: rt::Field = rt::Field::new("regexp_params", 585, 1);
-    #[doc = concat!(" Position of `", "uar_sz", "`.")]
+    /// Position of `uar_sz`.
     pub const UAR_SZ: rt::Field = rt::Field::new("uar_sz", 586, 6);
-    #[doc = concat!(" Position of `", "port_selection_cap", "`.")]
+    /// Position of `port_selection_cap`.
     pub const PORT_SELECTION_CAP: rt::Field = rt::Field::new(
         "port_selection_cap",
         592,
         1,
     );
-    #[doc = concat!(" Position of `", "umem_uid_0", "`.")]
+    /// Position of `umem_uid_0`.
     pub const UMEM_UID_0: rt::Field = rt::Field::new("umem_uid_0", 594, 1);
-    #[doc = concat!(" Position of `", "log_pg_sz", "`.")]
+    /// Position of `log_pg_sz`.
     pub const LOG_PG_SZ: rt::Field = rt::Field::new("log_pg_sz", 600, 8);
-    #[doc = concat!(" Position of `", "bf", "`.")]
+    /// Position of `bf`.
     pub const BF: rt::Field = rt::Field::new("bf", 608, 1);
-    #[doc = concat!(" Position of `", "driver_version", "`.")]
+    /// Position of `driver_version`.
     pub const DRIVER_VERSION: rt::Field = rt::Field::new("driver_version", 609, 1);
-    #[doc = concat!(" Position of `", "pad_tx_eth_packet", "`.")]
+    /// Position of `pad_tx_eth_packet`.
     pub const PAD_TX_ETH_PACKET: rt::Field = rt::Field::new("pad_tx_eth_packet", 610, 1);
-    #[doc = concat!(" Position of `", "mkey_by_name", "`.")]
+    /// Position of `mkey_by_name`.
     pub const MKEY_BY_NAME: rt::Field = rt::Field::new("mkey_by_name", 614, 1);
-    #[doc = concat!(" Position of `", "log_bf_reg_size", "`.")]
+    /// Position of `log_bf_reg_size`.
     pub const LOG_BF_REG_SIZE: rt::Field = rt::Field::new("log_bf_reg_size", 619, 5);
-    #[doc = concat!(" Position of `", "qp_error_syndrome", "`.")]
+    /// Position of `qp_error_syndrome`.
     pub const QP_ERROR_SYNDROME: rt::Field = rt::Field::new("qp_error_syndrome", 627, 1);
-    #[doc = concat!(" Position of `", "lag_dct", "`.")]
+    /// Position of `lag_dct`.
     pub const LAG_DCT: rt::Field = rt::Field::new("lag_dct", 630, 2);
-    #[doc = concat!(" Position of `", "lag_tx_port_affinity", "`.")]
+    /// Position of `lag_tx_port_affinity`.
     pub const LAG_TX_PORT_AFFINITY: rt::Field = rt::Field::new(
         "lag_tx_port_affinity",
         632,
         1,
     );
-    #[doc = concat!(" Position of `", "lag_native_fdb_selection", "`.")]
+    /// Position of `lag_native_fdb_selection`.
     pub const LAG_NATIVE_FDB_SELECTION: rt::Field = rt::Field::new(
         "lag_native_fdb_selection",
         633,
         1,
     );
-    #[doc = concat!(" Position of `", "lag_master", "`.")]
+    /// Position of `lag_master`.
     pub const LAG_MASTER: rt::Field = rt::Field::new("lag_master", 635, 1);
-    #[doc = concat!(" Position of `", "num_lag_ports", "`.")]
+    /// Position of `num_lag_ports`.
     pub const NUM_LAG_PORTS: rt::Field = rt::Field::new("num_lag_ports", 636, 4);
-    #[doc = concat!(" Position of `", "max_wqe_sz_sq", "`.")]
+    /// Position of `max_wqe_sz_sq`.
     pub const MAX_WQE_SZ_SQ: rt::Field = rt::Field::new("max_wqe_sz_sq", 656, 16);
-    #[doc = concat!(" Position of `", "shampo", "`.")]
+    /// Position of `shampo`.
     pub const SHAMPO: rt::Field = rt::Field::new("shampo", 683, 1);
-    #[doc = concat!(" Position of `", "max_wqe_sz_rq", "`.")]
+    /// Position of `max_wqe_sz_rq`.
     pub const MAX_WQE_SZ_RQ: rt::Field = rt::Field::new("max_wqe_sz_rq", 688, 16);
-    #[doc = concat!(" Position of `", "max_flow_counter_31_16", "`.")]
+    /// Position of `max_flow_counter_31_16`.
     pub const MAX_FLOW_COUNTER_31_16: rt::Field = rt::Field::new(
         "max_flow_counter_31_16",
         704,
         16,
     );
-    #[doc = concat!(" Position of `", "max_wqe_sz_sq_dc", "`.")]
+    /// Position of `max_wqe_sz_sq_dc`.
     pub const MAX_WQE_SZ_SQ_DC: rt::Field = rt::Field::new("max_wqe_sz_sq_dc", 720, 16);
-    #[doc = concat!(" Position of `", "max_qp_mcg", "`.")]
+    /// Position of `max_qp_mcg`.
     pub const MAX_QP_MCG: rt::Field = rt::Field::new("max_qp_mcg", 743, 25);
-    #[doc = concat!(" Position of `", "flow_counter_bulk_alloc", "`.")]
+    /// Position of `flow_counter_bulk_alloc`.
     pub const FLOW_COUNTER_BULK_ALLOC: rt::Field = rt::Field::new(
         "flow_counter_bulk_alloc",
         784,
         8,
     );
-    #[doc = concat!(" Position of `", "log_max_mcg", "`.")]
+    /// Position of `log_max_mcg`.
     pub const LOG_MAX_MCG: rt::Field = rt::Field::new("log_max_mcg", 792, 8);
-    #[doc = concat!(" Position of `", "log_max_transport_domain", "`.")]
+    /// Position of `log_max_transport_domain`.
     pub const LOG_MAX_TRANSPORT_DOMAIN: rt::Field = rt::Field::new(
         "log_max_transport_domain",
         803,
         5,
     );
-    #[doc = concat!(" Position of `", "relaxed_ordering_read", "`.")]
+    /// Position of `relaxed_ordering_read`.
     pub const RELAXED_ORDERING_READ: rt::Field = rt::Field::new(
         "relaxed_ordering_read",
         810,
         1,
     );
-    #[doc = concat!(" Position of `", "log_max_pd", "`.")]
+    /// Position of `log_max_pd`.
     pub const LOG_MAX_PD: rt::Field = rt::Field::new("log_max_pd", 811, 5);
-    #[doc = concat!(" Position of `", "pcie_reset_using_hotreset_method", "`.")]
+    /// Position of `pcie_reset_using_hotreset_method`.
     pub const PCIE_RESET_USING_HOTRESET_METHOD: rt::Field = rt::Field::new(
         "pcie_reset_using_hotreset_method",
         821,
         1,
     );
-    #[doc = concat!(" Position of `", "pci_sync_for_fw_update_with_driver_unload", "`.")]
+    /// Position of `pci_sync_for_fw_update_with_driver_unload`.
     pub const PCI_SYNC_FOR_FW_UPDATE_WITH_DRIVER_UNLOAD: rt::Field = rt::Field::new(
         "pci_sync_for_fw_update_with_driver_unload",
         822,
         1,
     );
-    #[doc = concat!(" Position of `", "vnic_env_cnt_steering_fail", "`.")]
+    /// Position of `vnic_env_cnt_steering_fail`.
     pub const VNIC_ENV_CNT_STEERING_FAIL: rt::Field = rt::Field::new(
         "vnic_env_cnt_steering_fail",
         823,
         1,
     );
-    #[doc = concat!(" Position of `", "vport_counter_local_loopback", "`.")]
+    /// Position of `vport_counter_local_loopback`.
     pub const VPORT_COUNTER_LOCAL_LOOPBACK: rt::Field = rt::Field::new(
         "vport_counter_local_loopback",
         824,
         1,
     );
-    #[doc = concat!(" Position of `", "q_counter_aggregation", "`.")]
+    /// Position of `q_counter_aggregation`.
     pub const Q_COUNTER_AGGREGATION: rt::Field = rt::Field::new(
         "q_counter_aggregation",
         825,
         1,
     );
-    #[doc = concat!(" Position of `", "q_counter_other_vport", "`.")]
+    /// Position of `q_counter_other_vport`.
     pub const Q_COUNTER_OTHER_VPORT: rt::Field = rt::Field::new(
         "q_counter_other_vport",
         826,
         1,
     );
-    #[doc = concat!(" Position of `", "log_max_xrcd", "`.")]
+    /// Position of `log_max_xrcd`.
     pub const LOG_MAX_XRCD: rt::Field = rt::Field::new("log_max_xrcd", 827, 5);
-    #[doc = concat!(" Position of `", "nic_receive_steering_discard", "`.")]
+    /// Position of `nic_receive_steering_discard`.
     pub const NIC_RECEIVE_STEERING_DISCARD: rt::Field = rt::Field::new(
         "nic_receive_steering_discard",
         832,
         1,
     );
-    #[doc = concat!(" Position of `", "receive_discard_vport_down", "`.")]
+    /// Position of `receive_discard_vport_down`.
     pub const RECEIVE_DISCARD_VPORT_DOWN: rt::Field = rt::Field::new(
         "receive_discard_vport_down",
         833,
         1,
     );
-    #[doc = concat!(" Position of `", "transmit_discard_vport_down", "`.")]
+    /// Position of `transmit_discard_vport_down`.
     pub const TRANSMIT_DISCARD_VPORT_DOWN: rt::Field = rt::Field::new(
         "transmit_discard_vport_down",
         834,
         1,
     );
-    #[doc = concat!(" Position of `", "eq_overrun_count", "`.")]
+    /// Position of `eq_overrun_count`.
     pub const EQ_OVERRUN_COUNT: rt::Field = rt::Field::new("eq_overrun_count", 835, 1);
-    #[doc = concat!(" Position of `", "invalid_command_count", "`.")]
+    /// Position of `invalid_command_count`.
     pub const INVALID_COMMAND_COUNT: rt::Field = rt::Field::new(
         "invalid_command_count",
         837,
         1,
     );
-    #[doc = concat!(" Position of `", "quota_exceeded_count", "`.")]
+    /// Position of `quota_exceeded_count`.
     pub const QUOTA_EXCEEDED_COUNT: rt::Field = rt::Field::new(
         "quota_exceeded_count",
         838,
         1,
     );
-    #[doc = concat!(" Position of `", "log_max_flow_counter_bulk", "`.")]
+    /// Position of `log_max_flow_counter_bulk`.
     pub const LOG_MAX_FLOW_COUNTER_BULK: rt::Field = rt::Field::new(
         "log_max_flow_counter_bulk",
         840,
         8,
     );
-    #[doc = concat!(" Position of `", "max_flow_counter_15_0", "`.")]
+    /// Position of `max_flow_counter_15_0`.
     pub const MAX_FLOW_COUNTER_15_0: rt::Field = rt::Field::new(
         "max_flow_counter_15_0",
         848,
         16,
     );
-    #[doc = concat!(" Position of `", "log_max_rq", "`.")]
+    /// Position of `log_max_rq`.
     pub const LOG_MAX_RQ: rt::Field = rt::Field::new("log_max_rq", 867, 5);
-    #[doc = concat!(" Position of `", "log_max_sq", "`.")]
+    /// Position of `log_max_sq`.
     pub const LOG_MAX_SQ: rt::Field = rt::Field::new("log_max_sq", 875, 5);
-    #[doc = concat!(" Position of `", "log_max_tir", "`.")]
+    /// Position of `log_max_tir`.
     pub const LOG_MAX_TIR: rt::Field = rt::Field::new("log_max_tir", 883, 5);
-    #[doc = concat!(" Position of `", "log_max_tis", "`.")]
+    /// Position of `log_max_tis`.
     pub const LOG_MAX_TIS: rt::Field = rt::Field::new("log_max_tis", 891, 5);
-    #[doc = concat!(" Position of `", "basic_cyclic_rcv_wqe", "`.")]
+    /// Position of `basic_cyclic_rcv_wqe`.
     pub const BASIC_CYCLIC_RCV_WQE: rt::Field = rt::Field::new(
         "basic_cyclic_rcv_wqe",
         896,
         1,
     );
-    #[doc = concat!(" Position of `", "log_max_rmp", "`.")]
+    /// Position of `log_max_rmp`.
     pub const LOG_MAX_RMP: rt::Field = rt::Field::new("log_max_rmp", 899, 5);
-    #[doc = concat!(" Position of `", "log_max_rqt", "`.")]
+    /// Position of `log_max_rqt`.
     pub const LOG_MAX_RQT: rt::Field = rt::Field::new("log_max_rqt", 907, 5);
-    #[doc = concat!(" Position of `", "log_max_rqt_size", "`.")]
+    /// Position of `log_max_rqt_size`.
     pub const LOG_MAX_RQT_SIZE: rt::Field = rt::Field::new("log_max_rqt_size", 915, 5);
-    #[doc = concat!(" Position of `", "log_max_tis_per_sq", "`.")]
+    /// Position of `log_max_tis_per_sq`.
     pub const LOG_MAX_TIS_PER_SQ: rt::Field = rt::Field::new(
         "log_max_tis_per_sq",
         923,
         5,
     );
-    #[doc = concat!(" Position of `", "ext_stride_num_range", "`.")]
+    /// Position of `ext_stride_num_range`.
     pub const EXT_STRIDE_NUM_RANGE: rt::Field = rt::Field::new(
         "ext_stride_num_range",
         928,
         1,
     );
-    #[doc = concat!(" Position of `", "roce_rw_supported", "`.")]
+    /// Position of `roce_rw_supported`.
     pub const ROCE_RW_SUPPORTED: rt::Field = rt::Field::new("roce_rw_supported", 929, 1);
-    #[doc = concat!(" Position of `", "log_max_current_uc_list_wr_supported", "`.")]
+    /// Position of `log_max_current_uc_list_wr_supported`.
     pub const LOG_MAX_CURRENT_UC_LIST_WR_SUPPORTED: rt::Field = rt::Field::new(
         "log_max_current_uc_list_wr_supported",
         930,
         1,
     );
-    #[doc = concat!(" Position of `", "log_max_stride_sz_rq", "`.")]
+    /// Position of `log_max_stride_sz_rq`.
     pub const LOG_MAX_STRIDE_SZ_RQ: rt::Field = rt::Field::new(
         "log_max_stride_sz_rq",
         931,
         5,
     );
-    #[doc = concat!(" Position of `", "log_min_stride_sz_rq", "`.")]
+    /// Position of `log_min_stride_sz_rq`.
     pub const LOG_MIN_STRIDE_SZ_RQ: rt::Field = rt::Field::new(
         "log_min_stride_sz_rq",
         939,
         5,
     );
-    #[doc = concat!(" Position of `", "log_max_stride_sz_sq", "`.")]
+    /// Position of `log_max_stride_sz_sq`.
     pub const LOG_MAX_STRIDE_SZ_SQ: rt::Field = rt::Field::new(
         "log_max_stride_sz_sq",
         947,
         5,
     );
-    #[doc = concat!(" Position of `", "log_min_stride_sz_sq", "`.")]
+    /// Position of `log_min_stride_sz_sq`.
     pub const LOG_MIN_STRIDE_SZ_SQ: rt::Field = rt::Field::new(
         "log_min_stride_sz_sq",
         955,
         5,
     );
-    #[doc = concat!(" Position of `", "hairpin", "`.")]
+    /// Position of `hairpin`.
     pub const HAIRPIN: rt::Field = rt::Field::new("hairpin", 960, 1);
-    #[doc = concat!(" Position of `", "log_max_hairpin_queues", "`.")]
+    /// Position of `log_max_hairpin_queues`.
     pub const LOG_MAX_HAIRPIN_QUEUES: rt::Field = rt::Field::new(
         "log_max_hairpin_queues",
         963,
         5,
     );
-    #[doc = concat!(" Position of `", "log_max_hairpin_wq_data_sz", "`.")]
+    /// Position of `log_max_hairpin_wq_data_sz`.
     pub const LOG_MAX_HAIRPIN_WQ_DATA_SZ: rt::Field = rt::Field::new(
         "log_max_hairpin_wq_data_sz",
         971,
         5,
     );
-    #[doc = concat!(" Position of `", "log_max_hairpin_num_packets", "`.")]
+    /// Position of `log_max_hairpin_num_packets`.
     pub const LOG_MAX_HAIRPIN_NUM_PACKETS: rt::Field = rt::Field::new(
         "log_max_hairpin_num_packets",
         979,
         5,
     );
-    #[doc = concat!(" Position of `", "log_max_wq_sz", "`.")]
+    /// Position of `log_max_wq_sz`.
     pub const LOG_MAX_WQ_SZ: rt::Field = rt::Field::new("log_max_wq_sz", 987, 5);
-    #[doc = concat!(" Position of `", "nic_vport_change_event", "`.")]
+    /// Position of `nic_vport_change_event`.
     pub const NIC_VPORT_CHANGE_EVENT: rt::Field = rt::Field::new(
         "nic_vport_change_event",
         992,
         1,
     );
-    #[doc = concat!(" Position of `", "disable_local_lb_uc", "`.")]
+    /// Position of `disable_local_lb_uc`.
     pub const DISABLE_LOCAL_LB_UC: rt::Field = rt::Field::new(
         "disable_local_lb_uc",
         993,
         1,
     );
-    #[doc = concat!(" Position of `", "disable_local_lb_mc", "`.")]
+    /// Position of `disable_local_lb_mc`.
     pub const DISABLE_LOCAL_LB_MC: rt::Field = rt::Field::new(
         "disable_local_lb_mc",
         994,
         1,
     );
-    #[doc = concat!(" Position of `", "log_min_hairpin_wq_data_sz", "`.")]
+    /// Position of `log_min_hairpin_wq_data_sz`.
     pub const LOG_MIN_HAIRPIN_WQ_DATA_SZ: rt::Field = rt::Field::new(
         "log_min_hairpin_wq_data_sz",
         995,
         5,
     );
-    #[doc = concat!(" Position of `", "silent_mode", "`.")]
+    /// Position of `silent_mode`.
     pub const SILENT_MODE: rt::Field = rt::Field::new("silent_mode", 1001, 1);
-    #[doc = concat!(" Position of `", "vhca_state", "`.")]
+    /// Position of `vhca_state`.
     pub const VHCA_STATE: rt::Field = rt::Field::new("vhca_state", 1002, 1);
-    #[doc = concat!(" Position of `", "log_max_vlan_list", "`.")]
+    /// Position of `log_max_vlan_list`.
     pub const LOG_MAX_VLAN_LIST: rt::Field = rt::Field::new(
         "log_max_vlan_list",
         1003,
         5,
     );
-    #[doc = concat!(" Position of `", "log_max_current_mc_list", "`.")]
+    /// Position of `log_max_current_mc_list`.
     pub const LOG_MAX_CURRENT_MC_LIST: rt::Field = rt::Field::new(
         "log_max_current_mc_list",
         1011,
         5,
     );
-    #[doc = concat!(" Position of `", "log_max_current_uc_list", "`.")]
+    /// Position of `log_max_current_uc_list`.
     pub const LOG_MAX_CURRENT_UC_LIST: rt::Field = rt::Field::new(
         "log_max_current_uc_list",
         1019,
         5,
     );
-    #[doc = concat!(" Position of `", "general_obj_types", "`.")]
+    /// Position of `general_obj_types`.
     pub const GENERAL_OBJ_TYPES: rt::Field = rt::Field::new(
         "general_obj_types",
         1024,
         64,
     );
-    #[doc = concat!(" Position of `", "sq_ts_format", "`.")]
+    /// Position of `sq_ts_format`.
     pub const SQ_TS_FORMAT: rt::Field = rt::Field::new("sq_ts_format", 1088, 2);
-    #[doc = concat!(" Position of `", "rq_ts_format", "`.")]
+    /// Position of `rq_ts_format`.
     pub const RQ_TS_FORMAT: rt::Field = rt::Field::new("rq_ts_format", 1090, 2);
-    #[doc = concat!(" Position of `", "steering_format_version", "`.")]
+    /// Position of `steering_format_version`.
     pub const STEERING_FORMAT_VERSION: rt::Field = rt::Field::new(
         "steering_format_version",
         1092,
         4,
     );
-    #[doc = concat!(" Position of `", "create_qp_start_hint", "`.")]
+    /// Position of `create_qp_start_hint`.
     pub const CREATE_QP_START_HINT: rt::Field = rt::Field::new(
         "create_qp_start_hint",
         1096,
         24,
     );
-    #[doc = concat!(" Position of `", "ats", "`.")]
+    /// Position of `ats`.
     pub const ATS: rt::Field = rt::Field::new("ats", 1121, 1);
-    #[doc = concat!(" Position of `", "cross_vhca_rqt", "`.")]
+    /// Position of `cross_vhca_rqt`.
     pub const CROSS_VHCA_RQT: rt::Field = rt::Field::new("cross_vhca_rqt", 1122, 1);
-    #[doc = concat!(" Position of `", "log_max_uctx", "`.")]
+    /// Position of `log_max_uctx`.
     pub const LOG_MAX_UCTX: rt::Field = rt::Field::new("log_max_uctx", 1123, 5);
-    #[doc = concat!(" Position of `", "crypto", "`.")]
+    /// Position of `crypto`.
     pub const CRYPTO: rt::Field = rt::Field::new("crypto", 1129, 1);
-    #[doc = concat!(" Position of `", "ipsec_offload", "`.")]
+    /// Position of `ipsec_offload`.
     pub const IPSEC_OFFLOAD: rt::Field = rt::Field::new("ipsec_offload", 1130, 1);
-    #[doc = concat!(" Position of `", "log_max_umem", "`.")]
+    /// Position of `log_max_umem`.
     pub const LOG_MAX_UMEM: rt::Field = rt::Field::new("log_max_umem", 1131, 5);
-    #[doc = concat!(" Position of `", "max_num_eqs", "`.")]
+    /// Position of `max_num_eqs`.
     pub const MAX_NUM_EQS: rt::Field = rt::Field::new("max_num_eqs", 1136, 16);
-    #[doc = concat!(" Position of `", "tls_tx", "`.")]
+    /// Position of `tls_tx`.
     pub const TLS_TX: rt::Field = rt::Field::new("tls_tx", 1153, 1);
-    #[doc = concat!(" Position of `", "tls_rx", "`.")]
+    /// Position of `tls_rx`.
     pub const TLS_RX: rt::Field = rt::Field::new("tls_rx", 1154, 1);
-    #[doc = concat!(" Position of `", "log_max_l2_table", "`.")]
+    /// Position of `log_max_l2_table`.
     pub const LOG_MAX_L2_TABLE: rt::Field = rt::Field::new("log_max_l2_table", 1155, 5);
-    #[doc = concat!(" Position of `", "log_uar_page_sz", "`.")]
+    /// Position of `log_uar_page_sz`.
     pub const LOG_UAR_PAGE_SZ: rt::Field = rt::Field::new("log_uar_page_sz", 1168, 16);
-    #[doc = concat!(" Position of `", "device_frequency_mhz", "`.")]
+    /// Position of `device_frequency_mhz`.
     pub const DEVICE_FREQUENCY_MHZ: rt::Field = rt::Field::new(
         "device_frequency_mhz",
         1216,
         32,
     );
-    #[doc = concat!(" Position of `", "device_frequency_khz", "`.")]
+    /// Position of `device_frequency_khz`.
     pub const DEVICE_FREQUENCY_KHZ: rt::Field = rt::Field::new(
         "device_frequency_khz",
         1248,
         32,
     );
-    #[doc = concat!(" Position of `", "num_of_uars_per_page", "`.")]
+    /// Position of `num_of_uars_per_page`.
     pub const NUM_OF_UARS_PER_PAGE: rt::Field = rt::Field::new(
         "num_of_uars_per_page",
         1312,
         32,
     );
-    #[doc = concat!(" Position of `", "flex_parser_protocols", "`.")]
+    /// Position of `flex_parser_protocols`.
     pub const FLEX_PARSER_PROTOCOLS: rt::Field = rt::Field::new(
         "flex_parser_protocols",
         1344,
         32,
     );
-    #[doc = concat!(" Position of `", "max_geneve_tlv_options", "`.")]
+    /// Position of `max_geneve_tlv_options`.
     pub const MAX_GENEVE_TLV_OPTIONS: rt::Field = rt::Field::new(
         "max_geneve_tlv_options",
         1376,
         8,
     );
-    #[doc = concat!(" Position of `", "max_geneve_tlv_option_data_len", "`.")]
+    /// Position of `max_geneve_tlv_option_data_len`.
     pub const MAX_GENEVE_TLV_OPTION_DATA_LEN: rt::Field = rt::Field::new(
         "max_geneve_tlv_option_data_len",
         1387,
         5,
     );
-    #[doc = concat!(" Position of `", "adv_virtualization", "`.")]
+    /// Position of `adv_virtualization`.
     pub const ADV_VIRTUALIZATION: rt::Field = rt::Field::new(
         "adv_virtualization",
         1401,
         1,
     );
-    #[doc = concat!(" Position of `", "log_max_dci_stream_channels", "`.")]
+    /// Position of `log_max_dci_stream_channels`.
     pub const LOG_MAX_DCI_STREAM_CHANNELS: rt::Field = rt::Field::new(
         "log_max_dci_stream_channels",
         1419,
         5,
     );
-    #[doc = concat!(" Position of `", "log_max_dci_errored_streams", "`.")]
+    /// Position of `log_max_dci_errored_streams`.
     pub const LOG_MAX_DCI_ERRORED_STREAMS: rt::Field = rt::Field::new(
         "log_max_dci_errored_streams",
         1427,
         5,
     );
-    #[doc = concat!(" Position of `", "enhanced_cqe_compression", "`.")]
+    /// Position of `enhanced_cqe_compression`.
     pub const ENHANCED_CQE_COMPRESSION: rt::Field = rt::Field::new(
         "enhanced_cqe_compression",
         1456,
         1,
     );
-    #[doc = concat!(" Position of `", "crossing_vhca_mkey", "`.")]
+    /// Position of `crossing_vhca_mkey`.
     pub const CROSSING_VHCA_MKEY: rt::Field = rt::Field::new(
         "crossing_vhca_mkey",
         1458,
         1,
     );
-    #[doc = concat!(" Position of `", "log_max_dek", "`.")]
+    /// Position of `log_max_dek`.
     pub const LOG_MAX_DEK: rt::Field = rt::Field::new("log_max_dek", 1459, 5);
-    #[doc = concat!(" Position of `", "mini_cqe_resp_stride_index", "`.")]
+    /// Position of `mini_cqe_resp_stride_index`.
     pub const MINI_CQE_RESP_STRIDE_INDEX: rt::Field = rt::Field::new(
         "mini_cqe_resp_stride_index",
         1468,
         1,
     );
-    #[doc = concat!(" Position of `", "cqe_128_always", "`.")]
+    /// Position of `cqe_128_always`.
     pub const CQE_128_ALWAYS: rt::Field = rt::Field::new("cqe_128_always", 1469, 1);
-    #[doc = concat!(" Position of `", "cqe_compression_128", "`.")]
+    /// Position of `cqe_compression_128`.
     pub const CQE_COMPRESSION_128: rt::Field = rt::Field::new(
         "cqe_compression_128",
         1470,
         1,
     );
-    #[doc = concat!(" Position of `", "cqe_compression", "`.")]
+    /// Position of `cqe_compression`.
     pub const CQE_COMPRESSION: rt::Field = rt::Field::new("cqe_compression", 1471, 1);
-    #[doc = concat!(" Position of `", "cqe_compression_timeout", "`.")]
+    /// Position of `cqe_compression_timeout`.
     pub const CQE_COMPRESSION_TIMEOUT: rt::Field = rt::Field::new(
         "cqe_compression_timeout",
         1472,
         16,
     );
-    #[doc = concat!(" Position of `", "cqe_compression_max_num", "`.")]
+    /// Position of `cqe_compression_max_num`.
     pub const CQE_COMPRESSION_MAX_NUM: rt::Field = rt::Field::new(
         "cqe_compression_max_num",
         1488,
         16,
     );
-    #[doc = concat!(" Position of `", "flex_parser_id_gtpu_dw_0", "`.")]
+    /// Position of `flex_parser_id_gtpu_dw_0`.
     pub const FLEX_PARSER_ID_GTPU_DW_0: rt::Field = rt::Field::new(
         "flex_parser_id_gtpu_dw_0",
         1512,
         4,
     );
-    #[doc = concat!(" Position of `", "tag_matching", "`.")]
+    /// Position of `tag_matching`.
     pub const TAG_MATCHING: rt::Field = rt::Field::new("tag_matching", 1520, 1);
-    #[doc = concat!(" Position of `", "rndv_offload_rc", "`.")]
+    /// Position of `rndv_offload_rc`.
     pub const RNDV_OFFLOAD_RC: rt::Field = rt::Field::new("rndv_offload_rc", 1521, 1);
-    #[doc = concat!(" Position of `", "rndv_offload_dc", "`.")]
+    /// Position of `rndv_offload_dc`.
     pub const RNDV_OFFLOAD_DC: rt::Field = rt::Field::new("rndv_offload_dc", 1522, 1);
-    #[doc = concat!(" Position of `", "log_tag_matching_list_sz", "`.")]
+    /// Position of `log_tag_matching_list_sz`.
     pub const LOG_TAG_MATCHING_LIST_SZ: rt::Field = rt::Field::new(
         "log_tag_matching_list_sz",
         1523,
         5,
     );
-    #[doc = concat!(" Position of `", "log_max_xrq", "`.")]
+    /// Position of `log_max_xrq`.
     pub const LOG_MAX_XRQ: rt::Field = rt::Field::new("log_max_xrq", 1531, 5);
-    #[doc = concat!(" Position of `", "affiliate_nic_vport_criteria", "`.")]
+    /// Position of `affiliate_nic_vport_criteria`.
     pub const AFFILIATE_NIC_VPORT_CRITERIA: rt::Field = rt::Field::new(
         "affiliate_nic_vport_criteria",
         1536,
         8,
     );
-    #[doc = concat!(" Position of `", "native_port_num", "`.")]
+    /// Position of `native_port_num`.
     pub const NATIVE_PORT_NUM: rt::Field = rt::Field::new("native_port_num", 1544, 8);
-    #[doc = concat!(" Position of `", "num_vhca_ports", "`.")]
+    /// Position of `num_vhca_ports`.
     pub const NUM_VHCA_PORTS: rt::Field = rt::Field::new("num_vhca_ports", 1552, 8);
-    #[doc = concat!(" Position of `", "flex_parser_id_gtpu_teid", "`.")]
+    /// Position of `flex_parser_id_gtpu_teid`.
     pub const FLEX_PARSER_ID_GTPU_TEID: rt::Field = rt::Field::new(
         "flex_parser_id_gtpu_teid",
         1560,
         4,
     );
-    #[doc = concat!(" Position of `", "sw_owner_id", "`.")]
+    /// Position of `sw_owner_id`.
     pub const SW_OWNER_ID: rt::Field = rt::Field::new("sw_owner_id", 1566, 1);
-    #[doc = concat!(" Position of `", "max_num_of_monitor_counters", "`.")]
+    /// Position of `max_num_of_monitor_counters`.
     pub const MAX_NUM_OF_MONITOR_COUNTERS: rt::Field = rt::Field::new(
         "max_num_of_monitor_counters",
         1568,
         16,
     );
-    #[doc = concat!(" Position of `", "num_ppcnt_monitor_counters", "`.")]
+    /// Position of `num_ppcnt_monitor_counters`.
     pub const NUM_PPCNT_MONITOR_COUNTERS: rt::Field = rt::Field::new(
         "num_ppcnt_monitor_counters",
         1584,
         16,
     );
-    #[doc = concat!(" Position of `", "max_num_sf", "`.")]
+    /// Position of `max_num_sf`.
     pub const MAX_NUM_SF: rt::Field = rt::Field::new("max_num_sf", 1600, 16);
-    #[doc = concat!(" Position of `", "num_q_monitor_counters", "`.")]
+    /// Position of `num_q_monitor_counters`.
     pub const NUM_Q_MONITOR_COUNTERS: rt::Field = rt::Field::new(
         "num_q_monitor_counters",
         1616,
         16,
     );
-    #[doc = concat!(" Position of `", "sf", "`.")]
+    /// Position of `sf`.
     pub const SF: rt::Field = rt::Field::new("sf", 1664, 1);
-    #[doc = concat!(" Position of `", "sf_set_partition", "`.")]
+    /// Position of `sf_set_partition`.
     pub const SF_SET_PARTITION: rt::Field = rt::Field::new("sf_set_partition", 1665, 1);
-    #[doc = concat!(" Position of `", "log_max_sf", "`.")]
+    /// Position of `log_max_sf`.
     pub const LOG_MAX_SF: rt::Field = rt::Field::new("log_max_sf", 1667, 5);
-    #[doc = concat!(" Position of `", "apu", "`.")]
+    /// Position of `apu`.
     pub const APU: rt::Field = rt::Field::new("apu", 1672, 1);
-    #[doc = concat!(" Position of `", "migration", "`.")]
+    /// Position of `migration`.
     pub const MIGRATION: rt::Field = rt::Field::new("migration", 1677, 1);
-    #[doc = concat!(" Position of `", "log_min_sf_size", "`.")]
+    /// Position of `log_min_sf_size`.
     pub const LOG_MIN_SF_SIZE: rt::Field = rt::Field::new("log_min_sf_size", 1680, 8);
-    #[doc = concat!(" Position of `", "max_num_sf_partitions", "`.")]
+    /// Position of `max_num_sf_partitions`.
     pub const MAX_NUM_SF_PARTITIONS: rt::Field = rt::Field::new(
         "max_num_sf_partitions",
         1688,
         8,
     );
-    #[doc = concat!(" Position of `", "uctx_cap", "`.")]
+    /// Position of `uctx_cap`.
     pub const UCTX_CAP: rt::Field = rt::Field::new("uctx_cap", 1696, 32);
-    #[doc = concat!(" Position of `", "flex_parser_id_geneve_tlv_option_0", "`.")]
+    /// Position of `flex_parser_id_geneve_tlv_option_0`.
     pub const FLEX_PARSER_ID_GENEVE_TLV_OPTION_0: rt::Field = rt::Field::new(
         "flex_parser_id_geneve_tlv_option_0",
         1732,
         4,
     );
-    #[doc = concat!(" Position of `", "flex_parser_id_icmp_dw1", "`.")]
+    /// Position of `flex_parser_id_icmp_dw1`.
     pub const FLEX_PARSER_ID_ICMP_DW1: rt::Field = rt::Field::new(
         "flex_parser_id_icmp_dw1",
         1736,
         4,
     );
-    #[doc = concat!(" Position of `", "flex_parser_id_icmp_dw0", "`.")]
+    /// Position of `flex_parser_id_icmp_dw0`.
     pub const FLEX_PARSER_ID_ICMP_DW0: rt::Field = rt::Field::new(
         "flex_parser_id_icmp_dw0",
         1740,
         4,
     );
-    #[doc = concat!(" Position of `", "flex_parser_id_icmpv6_dw1", "`.")]
+    /// Position of `flex_parser_id_icmpv6_dw1`.
     pub const FLEX_PARSER_ID_ICMPV6_DW1: rt::Field = rt::Field::new(
         "flex_parser_id_icmpv6_dw1",
         1744,
         4,
     );
-    #[doc = concat!(" Position of `", "flex_parser_id_icmpv6_dw0", "`.")]
+    /// Position of `flex_parser_id_icmpv6_dw0`.
     pub const FLEX_PARSER_ID_ICMPV6_DW0: rt::Field = rt::Field::new(
         "flex_parser_id_icmpv6_dw0",
         1748,
         4,
     );
-    #[doc = concat!(" Position of `", "flex_parser_id_outer_first_mpls_over_gre", "`.")]
+    /// Position of `flex_parser_id_outer_first_mpls_over_gre`.
     pub const FLEX_PARSER_ID_OUTER_FIRST_MPLS_OVER_GRE: rt::Field = rt::Field::new(
         "flex_parser_id_outer_first_mpls_over_gre",
         1752,
         4,
     );
-    #[doc = concat!(
-        " Position of `", "flex_parser_id_outer_first_mpls_over_udp_label", "`."
-    )]
+    /// Position of `flex_parser_id_outer_first_mpls_over_udp_label`.
     pub const FLEX_PARSER_ID_OUTER_FIRST_MPLS_OVER_UDP_LABEL: rt::Field = rt::Field::new(
         "flex_parser_id_outer_first_mpls_over_udp_label",
         1756,
         4,
     );
-    #[doc = concat!(" Position of `", "max_num_match_definer", "`.")]
+    /// Position of `max_num_match_definer`.
     pub const MAX_NUM_MATCH_DEFINER: rt::Field = rt::Field::new(
         "max_num_match_definer",
         1760,
         16,
     );
-    #[doc = concat!(" Position of `", "sf_base_id", "`.")]
+    /// Position of `sf_base_id`.
     pub const SF_BASE_ID: rt::Field = rt::Field::new("sf_base_id", 1776, 16);
-    #[doc = concat!(" Position of `", "flex_parser_id_gtpu_dw_2", "`.")]
+    /// Position of `flex_parser_id_gtpu_dw_2`.
     pub const FLEX_PARSER_ID_GTPU_DW_2: rt::Field = rt::Field::new(
         "flex_parser_id_gtpu_dw_2",
         1792,
         4,
     );
-    #[doc = concat!(" Position of `", "flex_parser_id_gtpu_first_ext_dw_0", "`.")]
+    /// Position of `flex_parser_id_gtpu_first_ext_dw_0`.
     pub const FLEX_PARSER_ID_GTPU_FIRST_EXT_DW_0: rt::Field = rt::Field::new(
         "flex_parser_id_gtpu_first_ext_dw_0",
         1796,
         4,
     );
-    #[doc = concat!(" Position of `", "num_total_dynamic_vf_msix", "`.")]
+    /// Position of `num_total_dynamic_vf_msix`.
     pub const NUM_TOTAL_DYNAMIC_VF_MSIX: rt::Field = rt::Field::new(
         "num_total_dynamic_vf_msix",
         1800,
         24,
     );
-    #[doc = concat!(" Position of `", "dynamic_msix_table_size", "`.")]
+    /// Position of `dynamic_msix_table_size`.
     pub const DYNAMIC_MSIX_TABLE_SIZE: rt::Field = rt::Field::new(
         "dynamic_msix_table_size",
         1844,
         12,
     );
-    #[doc = concat!(" Position of `", "min_dynamic_vf_msix_table_size", "`.")]
+    /// Position of `min_dynamic_vf_msix_table_size`.
     pub const MIN_DYNAMIC_VF_MSIX_TABLE_SIZE: rt::Field = rt::Field::new(
         "min_dynamic_vf_msix_table_size",
         1868,
         4,
     );
-    #[doc = concat!(" Position of `", "data_direct", "`.")]
+    /// Position of `data_direct`.
     pub const DATA_DIRECT: rt::Field = rt::Field::new("data_direct", 1874, 1);
-    #[doc = concat!(" Position of `", "max_dynamic_vf_msix_table_size", "`.")]
+    /// Position of `max_dynamic_vf_msix_table_size`.
     pub const MAX_DYNAMIC_VF_MSIX_TABLE_SIZE: rt::Field = rt::Field::new(
         "max_dynamic_vf_msix_table_size",
         1876,
         12,
     );
-    #[doc = concat!(" Position of `", "log_max_num_header_modify_argument", "`.")]
+    /// Position of `log_max_num_header_modify_argument`.
     pub const LOG_MAX_NUM_HEADER_MODIFY_ARGUMENT: rt::Field = rt::Field::new(
         "log_max_num_header_modify_argument",
         1891,
         5,
     );
-    #[doc = concat!(
-        " Position of `", "log_header_modify_argument_granularity_offset", "`."
-    )]
+    /// Position of `log_header_modify_argument_granularity_offset`.
     pub const LOG_HEADER_MODIFY_ARGUMENT_GRANULARITY_OFFSET: rt::Field = rt::Field::new(
         "log_header_modify_argument_granularity_offset",
         1896,
         4,
     );
-    #[doc = concat!(" Position of `", "log_header_modify_argument_granularity", "`.")]
+    /// Position of `log_header_modify_argument_granularity`.
     pub const LOG_HEADER_MODIFY_ARGUMENT_GRANULARITY: rt::Field = rt::Field::new(
         "log_header_modify_argument_granularity",
         1900,
         4,
     );
-    #[doc = concat!(" Position of `", "log_header_modify_argument_max_alloc", "`.")]
+    /// Position of `log_header_modify_argument_max_alloc`.
     pub const LOG_HEADER_MODIFY_ARGUMENT_MAX_ALLOC: rt::Field = rt::Field::new(
         "log_header_modify_argument_max_alloc",
         1907,
         5,
     );
-    #[doc = concat!(" Position of `", "vhca_tunnel_commands", "`.")]
+    /// Position of `vhca_tunnel_commands`.
     pub const VHCA_TUNNEL_COMMANDS: rt::Field = rt::Field::new(
         "vhca_tunnel_commands",
         1920,
         64,
     );
-    #[doc = concat!(" Position of `", "match_definer_format_supported", "`.")]
+    /// Position of `match_definer_format_supported`.
     pub const MATCH_DEFINER_FORMAT_SUPPORTED: rt::Field = rt::Field::new(
         "match_definer_format_supported",
         1984,
@@ -12874,153 +12870,153 @@ crate::__prm_view!(
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(PerProtocolNetworkingOffloadCaps);
 impl PerProtocolNetworkingOffloadCaps<[u8; 256]> {
-    #[doc = concat!(" Position of `", "csum_cap", "`.")]
+    /// Position of `csum_cap`.
     pub const CSUM_CAP: rt::Field = rt::Field::new("csum_cap", 0, 1);
-    #[doc = concat!(" Position of `", "vlan_cap", "`.")]
+    /// Position of `vlan_cap`.
     pub const VLAN_CAP: rt::Field = rt::Field::new("vlan_cap", 1, 1);
-    #[doc = concat!(" Position of `", "lro_cap", "`.")]
+    /// Position of `lro_cap`.
     pub const LRO_CAP: rt::Field = rt::Field::new("lro_cap", 2, 1);
-    #[doc = concat!(" Position of `", "lro_psh_flag", "`.")]
+    /// Position of `lro_psh_flag`.
     pub const LRO_PSH_FLAG: rt::Field = rt::Field::new("lro_psh_flag", 3, 1);
-    #[doc = concat!(" Position of `", "lro_time_stamp", "`.")]
+    /// Position of `lro_time_stamp`.
     pub const LRO_TIME_STAMP: rt::Field = rt::Field::new("lro_time_stamp", 4, 1);
-    #[doc = concat!(" Position of `", "wqe_vlan_insert", "`.")]
+    /// Position of `wqe_vlan_insert`.
     pub const WQE_VLAN_INSERT: rt::Field = rt::Field::new("wqe_vlan_insert", 7, 1);
-    #[doc = concat!(" Position of `", "self_lb_en_modifiable", "`.")]
+    /// Position of `self_lb_en_modifiable`.
     pub const SELF_LB_EN_MODIFIABLE: rt::Field = rt::Field::new(
         "self_lb_en_modifiable",
         8,
         1,
     );
-    #[doc = concat!(" Position of `", "max_lso_cap", "`.")]
+    /// Position of `max_lso_cap`.
     pub const MAX_LSO_CAP: rt::Field = rt::Field::new("max_lso_cap", 11, 5);
-    #[doc = concat!(" Position of `", "multi_pkt_send_wqe", "`.")]
+    /// Position of `multi_pkt_send_wqe`.
     pub const MULTI_PKT_SEND_WQE: rt::Field = rt::Field::new(
         "multi_pkt_send_wqe",
         16,
         2,
     );
-    #[doc = concat!(" Position of `", "wqe_inline_mode", "`.")]
+    /// Position of `wqe_inline_mode`.
     pub const WQE_INLINE_MODE: rt::Field = rt::Field::new("wqe_inline_mode", 18, 2);
-    #[doc = concat!(" Position of `", "rss_ind_tbl_cap", "`.")]
+    /// Position of `rss_ind_tbl_cap`.
     pub const RSS_IND_TBL_CAP: rt::Field = rt::Field::new("rss_ind_tbl_cap", 20, 4);
-    #[doc = concat!(" Position of `", "reg_umr_sq", "`.")]
+    /// Position of `reg_umr_sq`.
     pub const REG_UMR_SQ: rt::Field = rt::Field::new("reg_umr_sq", 24, 1);
-    #[doc = concat!(" Position of `", "scatter_fcs", "`.")]
+    /// Position of `scatter_fcs`.
     pub const SCATTER_FCS: rt::Field = rt::Field::new("scatter_fcs", 25, 1);
-    #[doc = concat!(" Position of `", "enhanced_multi_pkt_send_wqe", "`.")]
+    /// Position of `enhanced_multi_pkt_send_wqe`.
     pub const ENHANCED_MULTI_PKT_SEND_WQE: rt::Field = rt::Field::new(
         "enhanced_multi_pkt_send_wqe",
         26,
         1,
     );
-    #[doc = concat!(" Position of `", "tunnel_lso_const_out_ip_id", "`.")]
+    /// Position of `tunnel_lso_const_out_ip_id`.
     pub const TUNNEL_LSO_CONST_OUT_IP_ID: rt::Field = rt::Field::new(
         "tunnel_lso_const_out_ip_id",
         27,
         1,
     );
-    #[doc = concat!(" Position of `", "tunnel_lro_gre", "`.")]
+    /// Position of `tunnel_lro_gre`.
     pub const TUNNEL_LRO_GRE: rt::Field = rt::Field::new("tunnel_lro_gre", 28, 1);
-    #[doc = concat!(" Position of `", "tunnel_lro_vxlan", "`.")]
+    /// Position of `tunnel_lro_vxlan`.
     pub const TUNNEL_LRO_VXLAN: rt::Field = rt::Field::new("tunnel_lro_vxlan", 29, 1);
-    #[doc = concat!(" Position of `", "tunnel_stateless_gre", "`.")]
+    /// Position of `tunnel_stateless_gre`.
     pub const TUNNEL_STATELESS_GRE: rt::Field = rt::Field::new(
         "tunnel_stateless_gre",
         30,
         1,
     );
-    #[doc = concat!(" Position of `", "tunnel_stateless_vxlan", "`.")]
+    /// Position of `tunnel_stateless_vxlan`.
     pub const TUNNEL_STATELESS_VXLAN: rt::Field = rt::Field::new(
         "tunnel_stateless_vxlan",
         31,
         1,
     );
-    #[doc = concat!(" Position of `", "swp", "`.")]
+    /// Position of `swp`.
     pub const SWP: rt::Field = rt::Field::new("swp", 32, 1);
-    #[doc = concat!(" Position of `", "swp_csum", "`.")]
+    /// Position of `swp_csum`.
     pub const SWP_CSUM: rt::Field = rt::Field::new("swp_csum", 33, 1);
-    #[doc = concat!(" Position of `", "swp_lso", "`.")]
+    /// Position of `swp_lso`.
     pub const SWP_LSO: rt::Field = rt::Field::new("swp_lso", 34, 1);
-    #[doc = concat!(" Position of `", "cqe_checksum_full", "`.")]
+    /// Position of `cqe_checksum_full`.
     pub const CQE_CHECKSUM_FULL: rt::Field = rt::Field::new("cqe_checksum_full", 35, 1);
-    #[doc = concat!(" Position of `", "tunnel_stateless_geneve_tx", "`.")]
+    /// Position of `tunnel_stateless_geneve_tx`.
     pub const TUNNEL_STATELESS_GENEVE_TX: rt::Field = rt::Field::new(
         "tunnel_stateless_geneve_tx",
         36,
         1,
     );
-    #[doc = concat!(" Position of `", "tunnel_stateless_mpls_over_udp", "`.")]
+    /// Position of `tunnel_stateless_mpls_over_udp`.
     pub const TUNNEL_STATELESS_MPLS_OVER_UDP: rt::Field = rt::Field::new(
         "tunnel_stateless_mpls_over_udp",
         37,
         1,
     );
-    #[doc = concat!(" Position of `", "tunnel_stateless_mpls_over_gre", "`.")]
+    /// Position of `tunnel_stateless_mpls_over_gre`.
     pub const TUNNEL_STATELESS_MPLS_OVER_GRE: rt::Field = rt::Field::new(
         "tunnel_stateless_mpls_over_gre",
         38,
         1,
     );
-    #[doc = concat!(" Position of `", "tunnel_stateless_vxlan_gpe", "`.")]
+    /// Position of `tunnel_stateless_vxlan_gpe`.
     pub const TUNNEL_STATELESS_VXLAN_GPE: rt::Field = rt::Field::new(
         "tunnel_stateless_vxlan_gpe",
         39,
         1,
     );
-    #[doc = concat!(" Position of `", "tunnel_stateless_ipv4_over_vxlan", "`.")]
+    /// Position of `tunnel_stateless_ipv4_over_vxlan`.
     pub const TUNNEL_STATELESS_IPV4_OVER_VXLAN: rt::Field = rt::Field::new(
         "tunnel_stateless_ipv4_over_vxlan",
         40,
         1,
     );
-    #[doc = concat!(" Position of `", "tunnel_stateless_ip_over_ip", "`.")]
+    /// Position of `tunnel_stateless_ip_over_ip`.
     pub const TUNNEL_STATELESS_IP_OVER_IP: rt::Field = rt::Field::new(
         "tunnel_stateless_ip_over_ip",
         41,
         1,
     );
-    #[doc = concat!(" Position of `", "insert_trailer", "`.")]
+    /// Position of `insert_trailer`.
     pub const INSERT_TRAILER: rt::Field = rt::Field::new("insert_trailer", 42, 1);
-    #[doc = concat!(" Position of `", "tunnel_stateless_ip_over_ip_rx", "`.")]
+    /// Position of `tunnel_stateless_ip_over_ip_rx`.
     pub const TUNNEL_STATELESS_IP_OVER_IP_RX: rt::Field = rt::Field::new(
         "tunnel_stateless_ip_over_ip_rx",
         44,
         1,
     );
-    #[doc = concat!(" Position of `", "tunnel_stateless_ip_over_ip_tx", "`.")]
+    /// Position of `tunnel_stateless_ip_over_ip_tx`.
     pub const TUNNEL_STATELESS_IP_OVER_IP_TX: rt::Field = rt::Field::new(
         "tunnel_stateless_ip_over_ip_tx",
         45,
         1,
     );
-    #[doc = concat!(" Position of `", "max_vxlan_udp_ports", "`.")]
+    /// Position of `max_vxlan_udp_ports`.
     pub const MAX_VXLAN_UDP_PORTS: rt::Field = rt::Field::new(
         "max_vxlan_udp_ports",
         48,
         8,
     );
-    #[doc = concat!(" Position of `", "swp_csum_l4_partial", "`.")]
+    /// Position of `swp_csum_l4_partial`.
     pub const SWP_CSUM_L4_PARTIAL: rt::Field = rt::Field::new(
         "swp_csum_l4_partial",
         56,
         1,
     );
-    #[doc = concat!(" Position of `", "max_geneve_opt_len", "`.")]
+    /// Position of `max_geneve_opt_len`.
     pub const MAX_GENEVE_OPT_LEN: rt::Field = rt::Field::new(
         "max_geneve_opt_len",
         62,
         1,
     );
-    #[doc = concat!(" Position of `", "tunnel_stateless_geneve_rx", "`.")]
+    /// Position of `tunnel_stateless_geneve_rx`.
     pub const TUNNEL_STATELESS_GENEVE_RX: rt::Field = rt::Field::new(
         "tunnel_stateless_geneve_rx",
         63,
         1,
     );
-    #[doc = concat!(" Position of `", "lro_min_mss_size", "`.")]
+    /// Position of `lro_min_mss_size`.
     pub const LRO_MIN_MSS_SIZE: rt::Field = rt::Field::new("lro_min_mss_size", 80, 16);
-    #[doc = concat!(" Position of `", "lro_timer_supported_periods", "`.")]
+    /// Position of `lro_timer_supported_periods`.
     pub const LRO_TIMER_SUPPORTED_PERIODS: rt::Field = rt::Field::new(
         "lro_timer_supported_periods",
         384,
@@ -14378,59 +14374,59 @@ crate::__prm_view!(RoceCap, "roce_cap", 256);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(RoceCap);
 impl RoceCap<[u8; 256]> {
-    #[doc = concat!(" Position of `", "roce_apm", "`.")]
+    /// Position of `roce_apm`.
     pub const ROCE_APM: rt::Field = rt::Field::new("roce_apm", 0, 1);
-    #[doc = concat!(" Position of `", "sw_r_roce_src_udp_port", "`.")]
+    /// Position of `sw_r_roce_src_udp_port`.
     pub const SW_R_ROCE_SRC_UDP_PORT: rt::Field = rt::Field::new(
         "sw_r_roce_src_udp_port",
         4,
         1,
     );
-    #[doc = concat!(" Position of `", "fl_rc_qp_when_roce_disabled", "`.")]
+    /// Position of `fl_rc_qp_when_roce_disabled`.
     pub const FL_RC_QP_WHEN_ROCE_DISABLED: rt::Field = rt::Field::new(
         "fl_rc_qp_when_roce_disabled",
         5,
         1,
     );
-    #[doc = concat!(" Position of `", "fl_rc_qp_when_roce_enabled", "`.")]
+    /// Position of `fl_rc_qp_when_roce_enabled`.
     pub const FL_RC_QP_WHEN_ROCE_ENABLED: rt::Field = rt::Field::new(
         "fl_rc_qp_when_roce_enabled",
         6,
         1,
     );
-    #[doc = concat!(" Position of `", "roce_cc_general", "`.")]
+    /// Position of `roce_cc_general`.
     pub const ROCE_CC_GENERAL: rt::Field = rt::Field::new("roce_cc_general", 7, 1);
-    #[doc = concat!(" Position of `", "qp_ooo_transmit_default", "`.")]
+    /// Position of `qp_ooo_transmit_default`.
     pub const QP_OOO_TRANSMIT_DEFAULT: rt::Field = rt::Field::new(
         "qp_ooo_transmit_default",
         8,
         1,
     );
-    #[doc = concat!(" Position of `", "qp_ts_format", "`.")]
+    /// Position of `qp_ts_format`.
     pub const QP_TS_FORMAT: rt::Field = rt::Field::new("qp_ts_format", 30, 2);
-    #[doc = concat!(" Position of `", "l3_type", "`.")]
+    /// Position of `l3_type`.
     pub const L3_TYPE: rt::Field = rt::Field::new("l3_type", 140, 4);
-    #[doc = concat!(" Position of `", "roce_version", "`.")]
+    /// Position of `roce_version`.
     pub const ROCE_VERSION: rt::Field = rt::Field::new("roce_version", 152, 8);
-    #[doc = concat!(" Position of `", "r_roce_dest_udp_port", "`.")]
+    /// Position of `r_roce_dest_udp_port`.
     pub const R_ROCE_DEST_UDP_PORT: rt::Field = rt::Field::new(
         "r_roce_dest_udp_port",
         176,
         16,
     );
-    #[doc = concat!(" Position of `", "r_roce_max_src_udp_port", "`.")]
+    /// Position of `r_roce_max_src_udp_port`.
     pub const R_ROCE_MAX_SRC_UDP_PORT: rt::Field = rt::Field::new(
         "r_roce_max_src_udp_port",
         192,
         16,
     );
-    #[doc = concat!(" Position of `", "r_roce_min_src_udp_port", "`.")]
+    /// Position of `r_roce_min_src_udp_port`.
     pub const R_ROCE_MIN_SRC_UDP_PORT: rt::Field = rt::Field::new(
         "r_roce_min_src_udp_port",
         208,
         16,
     );
-    #[doc = concat!(" Position of `", "roce_address_table_size", "`.")]
+    /// Position of `roce_address_table_size`.
     pub const ROCE_ADDRESS_TABLE_SIZE: rt::Field = rt::Field::new(
         "roce_address_table_size",
         240,
@@ -14971,27 +14967,27 @@ crate::__prm_view!(AtomicCaps, "atomic_caps", 256);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(AtomicCaps);
 impl AtomicCaps<[u8; 256]> {
-    #[doc = concat!(" Position of `", "atomic_req_8b_endianness_mode", "`.")]
+    /// Position of `atomic_req_8b_endianness_mode`.
     pub const ATOMIC_REQ_8B_ENDIANNESS_MODE: rt::Field = rt::Field::new(
         "atomic_req_8b_endianness_mode",
         64,
         2,
     );
-    #[doc = concat!(" Position of `", "supported_atomic_req_8b_endianness_mode_1", "`.")]
+    /// Position of `supported_atomic_req_8b_endianness_mode_1`.
     pub const SUPPORTED_ATOMIC_REQ_8B_ENDIANNESS_MODE_1: rt::Field = rt::Field::new(
         "supported_atomic_req_8b_endianness_mode_1",
         70,
         1,
     );
-    #[doc = concat!(" Position of `", "atomic_operations", "`.")]
+    /// Position of `atomic_operations`.
     pub const ATOMIC_OPERATIONS: rt::Field = rt::Field::new(
         "atomic_operations",
         144,
         16,
     );
-    #[doc = concat!(" Position of `", "atomic_size_qp", "`.")]
+    /// Position of `atomic_size_qp`.
     pub const ATOMIC_SIZE_QP: rt::Field = rt::Field::new("atomic_size_qp", 176, 16);
-    #[doc = concat!(" Position of `", "atomic_size_dc", "`.")]
+    /// Position of `atomic_size_dc`.
     pub const ATOMIC_SIZE_DC: rt::Field = rt::Field::new("atomic_size_dc", 208, 16);
     /// The position of every field of `atomic_caps`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -15302,17 +15298,17 @@ crate::__prm_view!(SetHcaCapIn, "set_hca_cap_in", 4112);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(SetHcaCapIn);
 impl SetHcaCapIn<[u8; 4112]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "other_function", "`.")]
+    /// Position of `other_function`.
     pub const OTHER_FUNCTION: rt::Field = rt::Field::new("other_function", 64, 1);
-    #[doc = concat!(" Position of `", "ec_vf_function", "`.")]
+    /// Position of `ec_vf_function`.
     pub const EC_VF_FUNCTION: rt::Field = rt::Field::new("ec_vf_function", 65, 1);
-    #[doc = concat!(" Position of `", "function_id", "`.")]
+    /// Position of `function_id`.
     pub const FUNCTION_ID: rt::Field = rt::Field::new("function_id", 80, 16);
-    #[doc = concat!(" Position of `", "capability", "`.")]
+    /// Position of `capability`.
     pub const CAPABILITY: rt::Field = rt::Field::new("capability", 128, 32768);
     /// The position of every field of `set_hca_cap_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -15541,9 +15537,9 @@ crate::__prm_view!(SetHcaCapOut, "set_hca_cap_out", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(SetHcaCapOut);
 impl SetHcaCapOut<[u8; 16]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `set_hca_cap_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];

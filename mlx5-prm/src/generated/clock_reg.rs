@@ -345,23 +345,23 @@ crate::__prm_view!(MtutcReg, "mtutc_reg", 28);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(MtutcReg);
 impl MtutcReg<[u8; 28]> {
-    #[doc = concat!(" Position of `", "freq_adj_units", "`.")]
+    /// Position of `freq_adj_units`.
     pub const FREQ_ADJ_UNITS: rt::Field = rt::Field::new("freq_adj_units", 5, 3);
-    #[doc = concat!(" Position of `", "log_max_freq_adjustment", "`.")]
+    /// Position of `log_max_freq_adjustment`.
     pub const LOG_MAX_FREQ_ADJUSTMENT: rt::Field = rt::Field::new(
         "log_max_freq_adjustment",
         11,
         5,
     );
-    #[doc = concat!(" Position of `", "operation", "`.")]
+    /// Position of `operation`.
     pub const OPERATION: rt::Field = rt::Field::new("operation", 28, 4);
-    #[doc = concat!(" Position of `", "freq_adjustment", "`.")]
+    /// Position of `freq_adjustment`.
     pub const FREQ_ADJUSTMENT: rt::Field = rt::Field::new("freq_adjustment", 32, 32);
-    #[doc = concat!(" Position of `", "utc_sec", "`.")]
+    /// Position of `utc_sec`.
     pub const UTC_SEC: rt::Field = rt::Field::new("utc_sec", 128, 32);
-    #[doc = concat!(" Position of `", "utc_nsec", "`.")]
+    /// Position of `utc_nsec`.
     pub const UTC_NSEC: rt::Field = rt::Field::new("utc_nsec", 162, 30);
-    #[doc = concat!(" Position of `", "time_adjustment", "`.")]
+    /// Position of `time_adjustment`.
     pub const TIME_ADJUSTMENT: rt::Field = rt::Field::new("time_adjustment", 192, 32);
     /// The position of every field of `mtutc_reg`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -721,85 +721,85 @@ crate::__prm_view!(MtppsReg, "mtpps_reg", 60);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(MtppsReg);
 impl MtppsReg<[u8; 60]> {
-    #[doc = concat!(" Position of `", "cap_number_of_pps_pins", "`.")]
+    /// Position of `cap_number_of_pps_pins`.
     pub const CAP_NUMBER_OF_PPS_PINS: rt::Field = rt::Field::new(
         "cap_number_of_pps_pins",
         12,
         4,
     );
-    #[doc = concat!(" Position of `", "cap_max_num_of_pps_in_pins", "`.")]
+    /// Position of `cap_max_num_of_pps_in_pins`.
     pub const CAP_MAX_NUM_OF_PPS_IN_PINS: rt::Field = rt::Field::new(
         "cap_max_num_of_pps_in_pins",
         20,
         4,
     );
-    #[doc = concat!(" Position of `", "cap_max_num_of_pps_out_pins", "`.")]
+    /// Position of `cap_max_num_of_pps_out_pins`.
     pub const CAP_MAX_NUM_OF_PPS_OUT_PINS: rt::Field = rt::Field::new(
         "cap_max_num_of_pps_out_pins",
         28,
         4,
     );
-    #[doc = concat!(" Position of `", "cap_log_min_npps_period", "`.")]
+    /// Position of `cap_log_min_npps_period`.
     pub const CAP_LOG_MIN_NPPS_PERIOD: rt::Field = rt::Field::new(
         "cap_log_min_npps_period",
         51,
         5,
     );
-    #[doc = concat!(" Position of `", "cap_log_min_out_pulse_duration_ns", "`.")]
+    /// Position of `cap_log_min_out_pulse_duration_ns`.
     pub const CAP_LOG_MIN_OUT_PULSE_DURATION_NS: rt::Field = rt::Field::new(
         "cap_log_min_out_pulse_duration_ns",
         59,
         5,
     );
-    #[doc = concat!(" Position of `", "cap_pin_3_mode", "`.")]
+    /// Position of `cap_pin_3_mode`.
     pub const CAP_PIN_3_MODE: rt::Field = rt::Field::new("cap_pin_3_mode", 68, 4);
-    #[doc = concat!(" Position of `", "cap_pin_2_mode", "`.")]
+    /// Position of `cap_pin_2_mode`.
     pub const CAP_PIN_2_MODE: rt::Field = rt::Field::new("cap_pin_2_mode", 76, 4);
-    #[doc = concat!(" Position of `", "cap_pin_1_mode", "`.")]
+    /// Position of `cap_pin_1_mode`.
     pub const CAP_PIN_1_MODE: rt::Field = rt::Field::new("cap_pin_1_mode", 84, 4);
-    #[doc = concat!(" Position of `", "cap_pin_0_mode", "`.")]
+    /// Position of `cap_pin_0_mode`.
     pub const CAP_PIN_0_MODE: rt::Field = rt::Field::new("cap_pin_0_mode", 92, 4);
-    #[doc = concat!(" Position of `", "cap_pin_7_mode", "`.")]
+    /// Position of `cap_pin_7_mode`.
     pub const CAP_PIN_7_MODE: rt::Field = rt::Field::new("cap_pin_7_mode", 100, 4);
-    #[doc = concat!(" Position of `", "cap_pin_6_mode", "`.")]
+    /// Position of `cap_pin_6_mode`.
     pub const CAP_PIN_6_MODE: rt::Field = rt::Field::new("cap_pin_6_mode", 108, 4);
-    #[doc = concat!(" Position of `", "cap_pin_5_mode", "`.")]
+    /// Position of `cap_pin_5_mode`.
     pub const CAP_PIN_5_MODE: rt::Field = rt::Field::new("cap_pin_5_mode", 116, 4);
-    #[doc = concat!(" Position of `", "cap_pin_4_mode", "`.")]
+    /// Position of `cap_pin_4_mode`.
     pub const CAP_PIN_4_MODE: rt::Field = rt::Field::new("cap_pin_4_mode", 124, 4);
-    #[doc = concat!(" Position of `", "field_select", "`.")]
+    /// Position of `field_select`.
     pub const FIELD_SELECT: rt::Field = rt::Field::new("field_select", 128, 32);
-    #[doc = concat!(" Position of `", "npps_period", "`.")]
+    /// Position of `npps_period`.
     pub const NPPS_PERIOD: rt::Field = rt::Field::new("npps_period", 192, 64);
-    #[doc = concat!(" Position of `", "enable", "`.")]
+    /// Position of `enable`.
     pub const ENABLE: rt::Field = rt::Field::new("enable", 256, 1);
-    #[doc = concat!(" Position of `", "pattern", "`.")]
+    /// Position of `pattern`.
     pub const PATTERN: rt::Field = rt::Field::new("pattern", 268, 4);
-    #[doc = concat!(" Position of `", "pin_mode", "`.")]
+    /// Position of `pin_mode`.
     pub const PIN_MODE: rt::Field = rt::Field::new("pin_mode", 276, 4);
-    #[doc = concat!(" Position of `", "pin", "`.")]
+    /// Position of `pin`.
     pub const PIN: rt::Field = rt::Field::new("pin", 280, 8);
-    #[doc = concat!(" Position of `", "out_pulse_duration_ns", "`.")]
+    /// Position of `out_pulse_duration_ns`.
     pub const OUT_PULSE_DURATION_NS: rt::Field = rt::Field::new(
         "out_pulse_duration_ns",
         290,
         30,
     );
-    #[doc = concat!(" Position of `", "time_stamp", "`.")]
+    /// Position of `time_stamp`.
     pub const TIME_STAMP: rt::Field = rt::Field::new("time_stamp", 320, 64);
-    #[doc = concat!(" Position of `", "out_pulse_duration", "`.")]
+    /// Position of `out_pulse_duration`.
     pub const OUT_PULSE_DURATION: rt::Field = rt::Field::new(
         "out_pulse_duration",
         384,
         16,
     );
-    #[doc = concat!(" Position of `", "out_periodic_adjustment", "`.")]
+    /// Position of `out_periodic_adjustment`.
     pub const OUT_PERIODIC_ADJUSTMENT: rt::Field = rt::Field::new(
         "out_periodic_adjustment",
         400,
         16,
     );
-    #[doc = concat!(" Position of `", "enhanced_out_periodic_adjustment", "`.")]
+    /// Position of `enhanced_out_periodic_adjustment`.
     pub const ENHANCED_OUT_PERIODIC_ADJUSTMENT: rt::Field = rt::Field::new(
         "enhanced_out_periodic_adjustment",
         416,
@@ -1782,11 +1782,11 @@ crate::__prm_view!(MtppseReg, "mtppse_reg", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(MtppseReg);
 impl MtppseReg<[u8; 16]> {
-    #[doc = concat!(" Position of `", "pin", "`.")]
+    /// Position of `pin`.
     pub const PIN: rt::Field = rt::Field::new("pin", 24, 8);
-    #[doc = concat!(" Position of `", "event_arm", "`.")]
+    /// Position of `event_arm`.
     pub const EVENT_ARM: rt::Field = rt::Field::new("event_arm", 32, 1);
-    #[doc = concat!(" Position of `", "event_generation_mode", "`.")]
+    /// Position of `event_generation_mode`.
     pub const EVENT_GENERATION_MODE: rt::Field = rt::Field::new(
         "event_generation_mode",
         60,

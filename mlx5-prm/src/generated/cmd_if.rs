@@ -376,55 +376,55 @@ crate::__prm_view!(CmdQueueEntry, "cmd_queue_entry", 64);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(CmdQueueEntry);
 impl CmdQueueEntry<[u8; 64]> {
-    #[doc = concat!(" Position of `", "type", "`.")]
+    /// Position of `type`.
     pub const TYPE: rt::Field = rt::Field::new("type", 0, 8);
-    #[doc = concat!(" Position of `", "input_length", "`.")]
+    /// Position of `input_length`.
     pub const INPUT_LENGTH: rt::Field = rt::Field::new("input_length", 32, 32);
-    #[doc = concat!(" Position of `", "input_mailbox_pointer_63_32", "`.")]
+    /// Position of `input_mailbox_pointer_63_32`.
     pub const INPUT_MAILBOX_POINTER_63_32: rt::Field = rt::Field::new(
         "input_mailbox_pointer_63_32",
         64,
         32,
     );
-    #[doc = concat!(" Position of `", "input_mailbox_pointer_31_9", "`.")]
+    /// Position of `input_mailbox_pointer_31_9`.
     pub const INPUT_MAILBOX_POINTER_31_9: rt::Field = rt::Field::new(
         "input_mailbox_pointer_31_9",
         96,
         23,
     );
-    #[doc = concat!(" Position of `", "command_input_inline_data", "`.")]
+    /// Position of `command_input_inline_data`.
     pub const COMMAND_INPUT_INLINE_DATA: rt::Field = rt::Field::new(
         "command_input_inline_data",
         128,
         128,
     );
-    #[doc = concat!(" Position of `", "command_output_inline_data", "`.")]
+    /// Position of `command_output_inline_data`.
     pub const COMMAND_OUTPUT_INLINE_DATA: rt::Field = rt::Field::new(
         "command_output_inline_data",
         256,
         128,
     );
-    #[doc = concat!(" Position of `", "output_mailbox_pointer_63_32", "`.")]
+    /// Position of `output_mailbox_pointer_63_32`.
     pub const OUTPUT_MAILBOX_POINTER_63_32: rt::Field = rt::Field::new(
         "output_mailbox_pointer_63_32",
         384,
         32,
     );
-    #[doc = concat!(" Position of `", "output_mailbox_pointer_31_9", "`.")]
+    /// Position of `output_mailbox_pointer_31_9`.
     pub const OUTPUT_MAILBOX_POINTER_31_9: rt::Field = rt::Field::new(
         "output_mailbox_pointer_31_9",
         416,
         23,
     );
-    #[doc = concat!(" Position of `", "output_length", "`.")]
+    /// Position of `output_length`.
     pub const OUTPUT_LENGTH: rt::Field = rt::Field::new("output_length", 448, 32);
-    #[doc = concat!(" Position of `", "token", "`.")]
+    /// Position of `token`.
     pub const TOKEN: rt::Field = rt::Field::new("token", 480, 8);
-    #[doc = concat!(" Position of `", "signature", "`.")]
+    /// Position of `signature`.
     pub const SIGNATURE: rt::Field = rt::Field::new("signature", 488, 8);
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 504, 7);
-    #[doc = concat!(" Position of `", "ownership", "`.")]
+    /// Position of `ownership`.
     pub const OWNERSHIP: rt::Field = rt::Field::new("ownership", 511, 1);
     /// The position of every field of `cmd_queue_entry`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -943,27 +943,27 @@ crate::__prm_view!(CmdIfBox, "cmd_if_box", 576);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(CmdIfBox);
 impl CmdIfBox<[u8; 576]> {
-    #[doc = concat!(" Position of `", "mailbox_data", "`.")]
+    /// Position of `mailbox_data`.
     pub const MAILBOX_DATA: rt::Field = rt::Field::new("mailbox_data", 0, 4096);
-    #[doc = concat!(" Position of `", "next_pointer_63_32", "`.")]
+    /// Position of `next_pointer_63_32`.
     pub const NEXT_POINTER_63_32: rt::Field = rt::Field::new(
         "next_pointer_63_32",
         4480,
         32,
     );
-    #[doc = concat!(" Position of `", "next_pointer_31_10", "`.")]
+    /// Position of `next_pointer_31_10`.
     pub const NEXT_POINTER_31_10: rt::Field = rt::Field::new(
         "next_pointer_31_10",
         4512,
         22,
     );
-    #[doc = concat!(" Position of `", "block_number", "`.")]
+    /// Position of `block_number`.
     pub const BLOCK_NUMBER: rt::Field = rt::Field::new("block_number", 4544, 32);
-    #[doc = concat!(" Position of `", "token", "`.")]
+    /// Position of `token`.
     pub const TOKEN: rt::Field = rt::Field::new("token", 4584, 8);
-    #[doc = concat!(" Position of `", "ctrl_signature", "`.")]
+    /// Position of `ctrl_signature`.
     pub const CTRL_SIGNATURE: rt::Field = rt::Field::new("ctrl_signature", 4592, 8);
-    #[doc = concat!(" Position of `", "signature", "`.")]
+    /// Position of `signature`.
     pub const SIGNATURE: rt::Field = rt::Field::new("signature", 4600, 8);
     /// The position of every field of `cmd_if_box`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -1250,11 +1250,11 @@ crate::__prm_view!(CmdIn, "cmd_in", 8, runs_on);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(CmdIn);
 impl CmdIn<[u8; 8]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "command", "`.")]
+    /// Position of `command`.
     pub const COMMAND: rt::Field = rt::Field::new("command", 64, 32);
     /// The position of every field of `cmd_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -1424,11 +1424,11 @@ crate::__prm_view!(CmdOut, "cmd_out", 12);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(CmdOut);
 impl CmdOut<[u8; 12]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
-    #[doc = concat!(" Position of `", "command_output", "`.")]
+    /// Position of `command_output`.
     pub const COMMAND_OUTPUT: rt::Field = rt::Field::new("command_output", 64, 32);
     /// The position of every field of `cmd_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[

@@ -23,11 +23,11 @@ crate::__prm_view!(AllocQCounterIn, "alloc_q_counter_in", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(AllocQCounterIn);
 impl AllocQCounterIn<[u8; 16]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "uid", "`.")]
+    /// Position of `uid`.
     pub const UID: rt::Field = rt::Field::new("uid", 16, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
     /// The position of every field of `alloc_q_counter_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::OPCODE, Self::UID, Self::OP_MOD];
@@ -160,11 +160,11 @@ crate::__prm_view!(AllocQCounterOut, "alloc_q_counter_out", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(AllocQCounterOut);
 impl AllocQCounterOut<[u8; 16]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
-    #[doc = concat!(" Position of `", "counter_set_id", "`.")]
+    /// Position of `counter_set_id`.
     pub const COUNTER_SET_ID: rt::Field = rt::Field::new("counter_set_id", 88, 8);
     /// The position of every field of `alloc_q_counter_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -303,11 +303,11 @@ crate::__prm_view!(DeallocQCounterIn, "dealloc_q_counter_in", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(DeallocQCounterIn);
 impl DeallocQCounterIn<[u8; 16]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "counter_set_id", "`.")]
+    /// Position of `counter_set_id`.
     pub const COUNTER_SET_ID: rt::Field = rt::Field::new("counter_set_id", 88, 8);
     /// The position of every field of `dealloc_q_counter_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -445,9 +445,9 @@ crate::__prm_view!(DeallocQCounterOut, "dealloc_q_counter_out", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(DeallocQCounterOut);
 impl DeallocQCounterOut<[u8; 16]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `dealloc_q_counter_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
@@ -557,19 +557,19 @@ crate::__prm_view!(QueryQCounterIn, "query_q_counter_in", 32);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(QueryQCounterIn);
 impl QueryQCounterIn<[u8; 32]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "other_vport", "`.")]
+    /// Position of `other_vport`.
     pub const OTHER_VPORT: rt::Field = rt::Field::new("other_vport", 64, 1);
-    #[doc = concat!(" Position of `", "vport_number", "`.")]
+    /// Position of `vport_number`.
     pub const VPORT_NUMBER: rt::Field = rt::Field::new("vport_number", 80, 16);
-    #[doc = concat!(" Position of `", "clear", "`.")]
+    /// Position of `clear`.
     pub const CLEAR: rt::Field = rt::Field::new("clear", 192, 1);
-    #[doc = concat!(" Position of `", "aggregate", "`.")]
+    /// Position of `aggregate`.
     pub const AGGREGATE: rt::Field = rt::Field::new("aggregate", 193, 1);
-    #[doc = concat!(" Position of `", "counter_set_id", "`.")]
+    /// Position of `counter_set_id`.
     pub const COUNTER_SET_ID: rt::Field = rt::Field::new("counter_set_id", 248, 8);
     /// The position of every field of `query_q_counter_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -870,177 +870,177 @@ crate::__prm_view!(QueryQCounterOut, "query_q_counter_out", 256);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(QueryQCounterOut);
 impl QueryQCounterOut<[u8; 256]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
-    #[doc = concat!(" Position of `", "rx_write_requests", "`.")]
+    /// Position of `rx_write_requests`.
     pub const RX_WRITE_REQUESTS: rt::Field = rt::Field::new(
         "rx_write_requests",
         128,
         32,
     );
-    #[doc = concat!(" Position of `", "rx_read_requests", "`.")]
+    /// Position of `rx_read_requests`.
     pub const RX_READ_REQUESTS: rt::Field = rt::Field::new("rx_read_requests", 192, 32);
-    #[doc = concat!(" Position of `", "rx_atomic_requests", "`.")]
+    /// Position of `rx_atomic_requests`.
     pub const RX_ATOMIC_REQUESTS: rt::Field = rt::Field::new(
         "rx_atomic_requests",
         256,
         32,
     );
-    #[doc = concat!(" Position of `", "rx_dct_connect", "`.")]
+    /// Position of `rx_dct_connect`.
     pub const RX_DCT_CONNECT: rt::Field = rt::Field::new("rx_dct_connect", 320, 32);
-    #[doc = concat!(" Position of `", "out_of_buffer", "`.")]
+    /// Position of `out_of_buffer`.
     pub const OUT_OF_BUFFER: rt::Field = rt::Field::new("out_of_buffer", 384, 32);
-    #[doc = concat!(" Position of `", "out_of_sequence", "`.")]
+    /// Position of `out_of_sequence`.
     pub const OUT_OF_SEQUENCE: rt::Field = rt::Field::new("out_of_sequence", 448, 32);
-    #[doc = concat!(" Position of `", "duplicate_request", "`.")]
+    /// Position of `duplicate_request`.
     pub const DUPLICATE_REQUEST: rt::Field = rt::Field::new(
         "duplicate_request",
         512,
         32,
     );
-    #[doc = concat!(" Position of `", "rnr_nak_retry_err", "`.")]
+    /// Position of `rnr_nak_retry_err`.
     pub const RNR_NAK_RETRY_ERR: rt::Field = rt::Field::new(
         "rnr_nak_retry_err",
         576,
         32,
     );
-    #[doc = concat!(" Position of `", "packet_seq_err", "`.")]
+    /// Position of `packet_seq_err`.
     pub const PACKET_SEQ_ERR: rt::Field = rt::Field::new("packet_seq_err", 640, 32);
-    #[doc = concat!(" Position of `", "implied_nak_seq_err", "`.")]
+    /// Position of `implied_nak_seq_err`.
     pub const IMPLIED_NAK_SEQ_ERR: rt::Field = rt::Field::new(
         "implied_nak_seq_err",
         704,
         32,
     );
-    #[doc = concat!(" Position of `", "local_ack_timeout_err", "`.")]
+    /// Position of `local_ack_timeout_err`.
     pub const LOCAL_ACK_TIMEOUT_ERR: rt::Field = rt::Field::new(
         "local_ack_timeout_err",
         768,
         32,
     );
-    #[doc = concat!(" Position of `", "req_rnr_retries_exceeded", "`.")]
+    /// Position of `req_rnr_retries_exceeded`.
     pub const REQ_RNR_RETRIES_EXCEEDED: rt::Field = rt::Field::new(
         "req_rnr_retries_exceeded",
         896,
         32,
     );
-    #[doc = concat!(" Position of `", "resp_local_length_error", "`.")]
+    /// Position of `resp_local_length_error`.
     pub const RESP_LOCAL_LENGTH_ERROR: rt::Field = rt::Field::new(
         "resp_local_length_error",
         960,
         32,
     );
-    #[doc = concat!(" Position of `", "req_local_length_error", "`.")]
+    /// Position of `req_local_length_error`.
     pub const REQ_LOCAL_LENGTH_ERROR: rt::Field = rt::Field::new(
         "req_local_length_error",
         992,
         32,
     );
-    #[doc = concat!(" Position of `", "resp_local_qp_error", "`.")]
+    /// Position of `resp_local_qp_error`.
     pub const RESP_LOCAL_QP_ERROR: rt::Field = rt::Field::new(
         "resp_local_qp_error",
         1024,
         32,
     );
-    #[doc = concat!(" Position of `", "local_operation_error", "`.")]
+    /// Position of `local_operation_error`.
     pub const LOCAL_OPERATION_ERROR: rt::Field = rt::Field::new(
         "local_operation_error",
         1056,
         32,
     );
-    #[doc = concat!(" Position of `", "resp_local_protection", "`.")]
+    /// Position of `resp_local_protection`.
     pub const RESP_LOCAL_PROTECTION: rt::Field = rt::Field::new(
         "resp_local_protection",
         1088,
         32,
     );
-    #[doc = concat!(" Position of `", "req_local_protection", "`.")]
+    /// Position of `req_local_protection`.
     pub const REQ_LOCAL_PROTECTION: rt::Field = rt::Field::new(
         "req_local_protection",
         1120,
         32,
     );
-    #[doc = concat!(" Position of `", "resp_cqe_error", "`.")]
+    /// Position of `resp_cqe_error`.
     pub const RESP_CQE_ERROR: rt::Field = rt::Field::new("resp_cqe_error", 1152, 32);
-    #[doc = concat!(" Position of `", "req_cqe_error", "`.")]
+    /// Position of `req_cqe_error`.
     pub const REQ_CQE_ERROR: rt::Field = rt::Field::new("req_cqe_error", 1184, 32);
-    #[doc = concat!(" Position of `", "req_mw_binding", "`.")]
+    /// Position of `req_mw_binding`.
     pub const REQ_MW_BINDING: rt::Field = rt::Field::new("req_mw_binding", 1216, 32);
-    #[doc = concat!(" Position of `", "req_bad_response", "`.")]
+    /// Position of `req_bad_response`.
     pub const REQ_BAD_RESPONSE: rt::Field = rt::Field::new("req_bad_response", 1248, 32);
-    #[doc = concat!(" Position of `", "req_remote_invalid_request", "`.")]
+    /// Position of `req_remote_invalid_request`.
     pub const REQ_REMOTE_INVALID_REQUEST: rt::Field = rt::Field::new(
         "req_remote_invalid_request",
         1280,
         32,
     );
-    #[doc = concat!(" Position of `", "resp_remote_invalid_request", "`.")]
+    /// Position of `resp_remote_invalid_request`.
     pub const RESP_REMOTE_INVALID_REQUEST: rt::Field = rt::Field::new(
         "resp_remote_invalid_request",
         1312,
         32,
     );
-    #[doc = concat!(" Position of `", "req_remote_access_errors", "`.")]
+    /// Position of `req_remote_access_errors`.
     pub const REQ_REMOTE_ACCESS_ERRORS: rt::Field = rt::Field::new(
         "req_remote_access_errors",
         1344,
         32,
     );
-    #[doc = concat!(" Position of `", "resp_remote_access_errors", "`.")]
+    /// Position of `resp_remote_access_errors`.
     pub const RESP_REMOTE_ACCESS_ERRORS: rt::Field = rt::Field::new(
         "resp_remote_access_errors",
         1376,
         32,
     );
-    #[doc = concat!(" Position of `", "req_remote_operation_errors", "`.")]
+    /// Position of `req_remote_operation_errors`.
     pub const REQ_REMOTE_OPERATION_ERRORS: rt::Field = rt::Field::new(
         "req_remote_operation_errors",
         1408,
         32,
     );
-    #[doc = concat!(" Position of `", "req_transport_retries_exceeded", "`.")]
+    /// Position of `req_transport_retries_exceeded`.
     pub const REQ_TRANSPORT_RETRIES_EXCEEDED: rt::Field = rt::Field::new(
         "req_transport_retries_exceeded",
         1440,
         32,
     );
-    #[doc = concat!(" Position of `", "cq_overflow", "`.")]
+    /// Position of `cq_overflow`.
     pub const CQ_OVERFLOW: rt::Field = rt::Field::new("cq_overflow", 1472, 32);
-    #[doc = concat!(" Position of `", "resp_cqe_flush_error", "`.")]
+    /// Position of `resp_cqe_flush_error`.
     pub const RESP_CQE_FLUSH_ERROR: rt::Field = rt::Field::new(
         "resp_cqe_flush_error",
         1504,
         32,
     );
-    #[doc = concat!(" Position of `", "req_cqe_flush_error", "`.")]
+    /// Position of `req_cqe_flush_error`.
     pub const REQ_CQE_FLUSH_ERROR: rt::Field = rt::Field::new(
         "req_cqe_flush_error",
         1536,
         32,
     );
-    #[doc = concat!(" Position of `", "roce_adp_retrans", "`.")]
+    /// Position of `roce_adp_retrans`.
     pub const ROCE_ADP_RETRANS: rt::Field = rt::Field::new("roce_adp_retrans", 1600, 32);
-    #[doc = concat!(" Position of `", "roce_adp_retrans_to", "`.")]
+    /// Position of `roce_adp_retrans_to`.
     pub const ROCE_ADP_RETRANS_TO: rt::Field = rt::Field::new(
         "roce_adp_retrans_to",
         1632,
         32,
     );
-    #[doc = concat!(" Position of `", "roce_slow_restart", "`.")]
+    /// Position of `roce_slow_restart`.
     pub const ROCE_SLOW_RESTART: rt::Field = rt::Field::new(
         "roce_slow_restart",
         1664,
         32,
     );
-    #[doc = concat!(" Position of `", "roce_slow_restart_cnps", "`.")]
+    /// Position of `roce_slow_restart_cnps`.
     pub const ROCE_SLOW_RESTART_CNPS: rt::Field = rt::Field::new(
         "roce_slow_restart_cnps",
         1696,
         32,
     );
-    #[doc = concat!(" Position of `", "roce_slow_restart_trans", "`.")]
+    /// Position of `roce_slow_restart_trans`.
     pub const ROCE_SLOW_RESTART_TRANS: rt::Field = rt::Field::new(
         "roce_slow_restart_trans",
         1728,
@@ -2204,17 +2204,17 @@ crate::__prm_view!(QueryVportCounterIn, "query_vport_counter_in", 32);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(QueryVportCounterIn);
 impl QueryVportCounterIn<[u8; 32]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "other_vport", "`.")]
+    /// Position of `other_vport`.
     pub const OTHER_VPORT: rt::Field = rt::Field::new("other_vport", 64, 1);
-    #[doc = concat!(" Position of `", "port_num", "`.")]
+    /// Position of `port_num`.
     pub const PORT_NUM: rt::Field = rt::Field::new("port_num", 76, 4);
-    #[doc = concat!(" Position of `", "vport_number", "`.")]
+    /// Position of `vport_number`.
     pub const VPORT_NUMBER: rt::Field = rt::Field::new("vport_number", 80, 16);
-    #[doc = concat!(" Position of `", "clear", "`.")]
+    /// Position of `clear`.
     pub const CLEAR: rt::Field = rt::Field::new("clear", 192, 1);
     /// The position of every field of `query_vport_counter_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -2457,9 +2457,9 @@ crate::__prm_view!(TrafficCounter, "traffic_counter", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(TrafficCounter);
 impl TrafficCounter<[u8; 16]> {
-    #[doc = concat!(" Position of `", "packets", "`.")]
+    /// Position of `packets`.
     pub const PACKETS: rt::Field = rt::Field::new("packets", 0, 64);
-    #[doc = concat!(" Position of `", "octets", "`.")]
+    /// Position of `octets`.
     pub const OCTETS: rt::Field = rt::Field::new("octets", 64, 64);
     /// The position of every field of `traffic_counter`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::PACKETS, Self::OCTETS];
@@ -2577,75 +2577,75 @@ crate::__prm_view!(QueryVportCounterOut, "query_vport_counter_out", 528);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(QueryVportCounterOut);
 impl QueryVportCounterOut<[u8; 528]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
-    #[doc = concat!(" Position of `", "received_errors", "`.")]
+    /// Position of `received_errors`.
     pub const RECEIVED_ERRORS: rt::Field = rt::Field::new("received_errors", 128, 128);
-    #[doc = concat!(" Position of `", "transmit_errors", "`.")]
+    /// Position of `transmit_errors`.
     pub const TRANSMIT_ERRORS: rt::Field = rt::Field::new("transmit_errors", 256, 128);
-    #[doc = concat!(" Position of `", "received_ib_unicast", "`.")]
+    /// Position of `received_ib_unicast`.
     pub const RECEIVED_IB_UNICAST: rt::Field = rt::Field::new(
         "received_ib_unicast",
         384,
         128,
     );
-    #[doc = concat!(" Position of `", "transmitted_ib_unicast", "`.")]
+    /// Position of `transmitted_ib_unicast`.
     pub const TRANSMITTED_IB_UNICAST: rt::Field = rt::Field::new(
         "transmitted_ib_unicast",
         512,
         128,
     );
-    #[doc = concat!(" Position of `", "received_ib_multicast", "`.")]
+    /// Position of `received_ib_multicast`.
     pub const RECEIVED_IB_MULTICAST: rt::Field = rt::Field::new(
         "received_ib_multicast",
         640,
         128,
     );
-    #[doc = concat!(" Position of `", "transmitted_ib_multicast", "`.")]
+    /// Position of `transmitted_ib_multicast`.
     pub const TRANSMITTED_IB_MULTICAST: rt::Field = rt::Field::new(
         "transmitted_ib_multicast",
         768,
         128,
     );
-    #[doc = concat!(" Position of `", "received_eth_broadcast", "`.")]
+    /// Position of `received_eth_broadcast`.
     pub const RECEIVED_ETH_BROADCAST: rt::Field = rt::Field::new(
         "received_eth_broadcast",
         896,
         128,
     );
-    #[doc = concat!(" Position of `", "transmitted_eth_broadcast", "`.")]
+    /// Position of `transmitted_eth_broadcast`.
     pub const TRANSMITTED_ETH_BROADCAST: rt::Field = rt::Field::new(
         "transmitted_eth_broadcast",
         1024,
         128,
     );
-    #[doc = concat!(" Position of `", "received_eth_unicast", "`.")]
+    /// Position of `received_eth_unicast`.
     pub const RECEIVED_ETH_UNICAST: rt::Field = rt::Field::new(
         "received_eth_unicast",
         1152,
         128,
     );
-    #[doc = concat!(" Position of `", "transmitted_eth_unicast", "`.")]
+    /// Position of `transmitted_eth_unicast`.
     pub const TRANSMITTED_ETH_UNICAST: rt::Field = rt::Field::new(
         "transmitted_eth_unicast",
         1280,
         128,
     );
-    #[doc = concat!(" Position of `", "received_eth_multicast", "`.")]
+    /// Position of `received_eth_multicast`.
     pub const RECEIVED_ETH_MULTICAST: rt::Field = rt::Field::new(
         "received_eth_multicast",
         1408,
         128,
     );
-    #[doc = concat!(" Position of `", "transmitted_eth_multicast", "`.")]
+    /// Position of `transmitted_eth_multicast`.
     pub const TRANSMITTED_ETH_MULTICAST: rt::Field = rt::Field::new(
         "transmitted_eth_multicast",
         1536,
         128,
     );
-    #[doc = concat!(" Position of `", "local_loopback", "`.")]
+    /// Position of `local_loopback`.
     pub const LOCAL_LOOPBACK: rt::Field = rt::Field::new("local_loopback", 1664, 128);
     /// The position of every field of `query_vport_counter_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -3200,13 +3200,13 @@ crate::__prm_view!(QueryVnicEnvIn, "query_vnic_env_in", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(QueryVnicEnvIn);
 impl QueryVnicEnvIn<[u8; 16]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "other_vport", "`.")]
+    /// Position of `other_vport`.
     pub const OTHER_VPORT: rt::Field = rt::Field::new("other_vport", 64, 1);
-    #[doc = concat!(" Position of `", "vport_number", "`.")]
+    /// Position of `vport_number`.
     pub const VPORT_NUMBER: rt::Field = rt::Field::new("vport_number", 80, 16);
     /// The position of every field of `query_vnic_env_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -3373,11 +3373,11 @@ crate::__prm_view!(QueryVnicEnvOut, "query_vnic_env_out", 528);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(QueryVnicEnvOut);
 impl QueryVnicEnvOut<[u8; 528]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
-    #[doc = concat!(" Position of `", "vport_env", "`.")]
+    /// Position of `vport_env`.
     pub const VPORT_ENV: rt::Field = rt::Field::new("vport_env", 128, 4096);
     /// The position of every field of `query_vnic_env_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -3529,75 +3529,75 @@ crate::__prm_view!(VnicDiagnosticStatistics, "vnic_diagnostic_statistics", 512);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(VnicDiagnosticStatistics);
 impl VnicDiagnosticStatistics<[u8; 512]> {
-    #[doc = concat!(" Position of `", "counter_error_queues", "`.")]
+    /// Position of `counter_error_queues`.
     pub const COUNTER_ERROR_QUEUES: rt::Field = rt::Field::new(
         "counter_error_queues",
         0,
         32,
     );
-    #[doc = concat!(" Position of `", "total_error_queues", "`.")]
+    /// Position of `total_error_queues`.
     pub const TOTAL_ERROR_QUEUES: rt::Field = rt::Field::new(
         "total_error_queues",
         32,
         32,
     );
-    #[doc = concat!(" Position of `", "send_queue_priority_update_flow", "`.")]
+    /// Position of `send_queue_priority_update_flow`.
     pub const SEND_QUEUE_PRIORITY_UPDATE_FLOW: rt::Field = rt::Field::new(
         "send_queue_priority_update_flow",
         64,
         32,
     );
-    #[doc = concat!(" Position of `", "nic_receive_steering_discard", "`.")]
+    /// Position of `nic_receive_steering_discard`.
     pub const NIC_RECEIVE_STEERING_DISCARD: rt::Field = rt::Field::new(
         "nic_receive_steering_discard",
         128,
         64,
     );
-    #[doc = concat!(" Position of `", "receive_discard_vport_down", "`.")]
+    /// Position of `receive_discard_vport_down`.
     pub const RECEIVE_DISCARD_VPORT_DOWN: rt::Field = rt::Field::new(
         "receive_discard_vport_down",
         192,
         64,
     );
-    #[doc = concat!(" Position of `", "transmit_discard_vport_down", "`.")]
+    /// Position of `transmit_discard_vport_down`.
     pub const TRANSMIT_DISCARD_VPORT_DOWN: rt::Field = rt::Field::new(
         "transmit_discard_vport_down",
         256,
         64,
     );
-    #[doc = concat!(" Position of `", "async_eq_overrun", "`.")]
+    /// Position of `async_eq_overrun`.
     pub const ASYNC_EQ_OVERRUN: rt::Field = rt::Field::new("async_eq_overrun", 320, 32);
-    #[doc = concat!(" Position of `", "comp_eq_overrun", "`.")]
+    /// Position of `comp_eq_overrun`.
     pub const COMP_EQ_OVERRUN: rt::Field = rt::Field::new("comp_eq_overrun", 352, 32);
-    #[doc = concat!(" Position of `", "invalid_command", "`.")]
+    /// Position of `invalid_command`.
     pub const INVALID_COMMAND: rt::Field = rt::Field::new("invalid_command", 416, 32);
-    #[doc = concat!(" Position of `", "quota_exceeded_command", "`.")]
+    /// Position of `quota_exceeded_command`.
     pub const QUOTA_EXCEEDED_COMMAND: rt::Field = rt::Field::new(
         "quota_exceeded_command",
         448,
         32,
     );
-    #[doc = concat!(" Position of `", "internal_rq_out_of_buffer", "`.")]
+    /// Position of `internal_rq_out_of_buffer`.
     pub const INTERNAL_RQ_OUT_OF_BUFFER: rt::Field = rt::Field::new(
         "internal_rq_out_of_buffer",
         480,
         32,
     );
-    #[doc = concat!(" Position of `", "cq_overrun", "`.")]
+    /// Position of `cq_overrun`.
     pub const CQ_OVERRUN: rt::Field = rt::Field::new("cq_overrun", 512, 32);
-    #[doc = concat!(" Position of `", "eth_wqe_too_small", "`.")]
+    /// Position of `eth_wqe_too_small`.
     pub const ETH_WQE_TOO_SMALL: rt::Field = rt::Field::new(
         "eth_wqe_too_small",
         544,
         32,
     );
-    #[doc = concat!(" Position of `", "generated_pkt_steering_fail", "`.")]
+    /// Position of `generated_pkt_steering_fail`.
     pub const GENERATED_PKT_STEERING_FAIL: rt::Field = rt::Field::new(
         "generated_pkt_steering_fail",
         768,
         64,
     );
-    #[doc = concat!(" Position of `", "handled_pkt_steering_fail", "`.")]
+    /// Position of `handled_pkt_steering_fail`.
     pub const HANDLED_PKT_STEERING_FAIL: rt::Field = rt::Field::new(
         "handled_pkt_steering_fail",
         832,

@@ -178,77 +178,77 @@ crate::__prm_view!(Cqc, "cqc", 64);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(Cqc);
 impl Cqc<[u8; 64]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 4);
-    #[doc = concat!(" Position of `", "dbr_umem_valid", "`.")]
+    /// Position of `dbr_umem_valid`.
     pub const DBR_UMEM_VALID: rt::Field = rt::Field::new("dbr_umem_valid", 6, 1);
-    #[doc = concat!(" Position of `", "apu_cq", "`.")]
+    /// Position of `apu_cq`.
     pub const APU_CQ: rt::Field = rt::Field::new("apu_cq", 7, 1);
-    #[doc = concat!(" Position of `", "cqe_sz", "`.")]
+    /// Position of `cqe_sz`.
     pub const CQE_SZ: rt::Field = rt::Field::new("cqe_sz", 8, 3);
-    #[doc = concat!(" Position of `", "cc", "`.")]
+    /// Position of `cc`.
     pub const CC: rt::Field = rt::Field::new("cc", 11, 1);
-    #[doc = concat!(" Position of `", "scqe_break_moderation_en", "`.")]
+    /// Position of `scqe_break_moderation_en`.
     pub const SCQE_BREAK_MODERATION_EN: rt::Field = rt::Field::new(
         "scqe_break_moderation_en",
         13,
         1,
     );
-    #[doc = concat!(" Position of `", "oi", "`.")]
+    /// Position of `oi`.
     pub const OI: rt::Field = rt::Field::new("oi", 14, 1);
-    #[doc = concat!(" Position of `", "cq_period_mode", "`.")]
+    /// Position of `cq_period_mode`.
     pub const CQ_PERIOD_MODE: rt::Field = rt::Field::new("cq_period_mode", 15, 2);
-    #[doc = concat!(" Position of `", "cqe_comp_en", "`.")]
+    /// Position of `cqe_comp_en`.
     pub const CQE_COMP_EN: rt::Field = rt::Field::new("cqe_comp_en", 17, 1);
-    #[doc = concat!(" Position of `", "mini_cqe_res_format", "`.")]
+    /// Position of `mini_cqe_res_format`.
     pub const MINI_CQE_RES_FORMAT: rt::Field = rt::Field::new(
         "mini_cqe_res_format",
         18,
         2,
     );
-    #[doc = concat!(" Position of `", "st", "`.")]
+    /// Position of `st`.
     pub const ST: rt::Field = rt::Field::new("st", 20, 4);
-    #[doc = concat!(" Position of `", "cqe_compression_layout", "`.")]
+    /// Position of `cqe_compression_layout`.
     pub const CQE_COMPRESSION_LAYOUT: rt::Field = rt::Field::new(
         "cqe_compression_layout",
         30,
         2,
     );
-    #[doc = concat!(" Position of `", "page_offset", "`.")]
+    /// Position of `page_offset`.
     pub const PAGE_OFFSET: rt::Field = rt::Field::new("page_offset", 84, 6);
-    #[doc = concat!(" Position of `", "log_cq_size", "`.")]
+    /// Position of `log_cq_size`.
     pub const LOG_CQ_SIZE: rt::Field = rt::Field::new("log_cq_size", 99, 5);
-    #[doc = concat!(" Position of `", "uar_page", "`.")]
+    /// Position of `uar_page`.
     pub const UAR_PAGE: rt::Field = rt::Field::new("uar_page", 104, 24);
-    #[doc = concat!(" Position of `", "cq_period", "`.")]
+    /// Position of `cq_period`.
     pub const CQ_PERIOD: rt::Field = rt::Field::new("cq_period", 132, 12);
-    #[doc = concat!(" Position of `", "cq_max_count", "`.")]
+    /// Position of `cq_max_count`.
     pub const CQ_MAX_COUNT: rt::Field = rt::Field::new("cq_max_count", 144, 16);
-    #[doc = concat!(" Position of `", "c_eqn_or_apu_element", "`.")]
+    /// Position of `c_eqn_or_apu_element`.
     pub const C_EQN_OR_APU_ELEMENT: rt::Field = rt::Field::new(
         "c_eqn_or_apu_element",
         160,
         32,
     );
-    #[doc = concat!(" Position of `", "log_page_size", "`.")]
+    /// Position of `log_page_size`.
     pub const LOG_PAGE_SIZE: rt::Field = rt::Field::new("log_page_size", 195, 5);
-    #[doc = concat!(" Position of `", "last_notified_index", "`.")]
+    /// Position of `last_notified_index`.
     pub const LAST_NOTIFIED_INDEX: rt::Field = rt::Field::new(
         "last_notified_index",
         264,
         24,
     );
-    #[doc = concat!(" Position of `", "last_solicit_index", "`.")]
+    /// Position of `last_solicit_index`.
     pub const LAST_SOLICIT_INDEX: rt::Field = rt::Field::new(
         "last_solicit_index",
         296,
         24,
     );
-    #[doc = concat!(" Position of `", "consumer_counter", "`.")]
+    /// Position of `consumer_counter`.
     pub const CONSUMER_COUNTER: rt::Field = rt::Field::new("consumer_counter", 328, 24);
-    #[doc = concat!(" Position of `", "producer_counter", "`.")]
+    /// Position of `producer_counter`.
     pub const PRODUCER_COUNTER: rt::Field = rt::Field::new("producer_counter", 360, 24);
-    #[doc = concat!(" Position of `", "dbr_addr", "`.")]
+    /// Position of `dbr_addr`.
     pub const DBR_ADDR: rt::Field = rt::Field::new("dbr_addr", 448, 64);
     /// The position of every field of `cqc`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -1191,17 +1191,17 @@ crate::__prm_view!(CreateCqIn, "create_cq_in", 272, runs_on);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(CreateCqIn);
 impl CreateCqIn<[u8; 272]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "uid", "`.")]
+    /// Position of `uid`.
     pub const UID: rt::Field = rt::Field::new("uid", 16, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "cq_context", "`.")]
+    /// Position of `cq_context`.
     pub const CQ_CONTEXT: rt::Field = rt::Field::new("cq_context", 128, 512);
-    #[doc = concat!(" Position of `", "cq_umem_valid", "`.")]
+    /// Position of `cq_umem_valid`.
     pub const CQ_UMEM_VALID: rt::Field = rt::Field::new("cq_umem_valid", 736, 1);
-    #[doc = concat!(" Position of `", "pas", "`.")]
+    /// Position of `pas`.
     pub const PAS: rt::Field = rt::Field::new("pas", 2176, 64);
     /// The position of every field of `create_cq_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -1507,11 +1507,11 @@ crate::__prm_view!(CreateCqOut, "create_cq_out", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(CreateCqOut);
 impl CreateCqOut<[u8; 16]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
-    #[doc = concat!(" Position of `", "cqn", "`.")]
+    /// Position of `cqn`.
     pub const CQN: rt::Field = rt::Field::new("cqn", 72, 24);
     /// The position of every field of `create_cq_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME, Self::CQN];
@@ -1653,13 +1653,13 @@ crate::__prm_view!(DestroyCqIn, "destroy_cq_in", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(DestroyCqIn);
 impl DestroyCqIn<[u8; 16]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "uid", "`.")]
+    /// Position of `uid`.
     pub const UID: rt::Field = rt::Field::new("uid", 16, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "cqn", "`.")]
+    /// Position of `cqn`.
     pub const CQN: rt::Field = rt::Field::new("cqn", 72, 24);
     /// The position of every field of `destroy_cq_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -1829,9 +1829,9 @@ crate::__prm_view!(DestroyCqOut, "destroy_cq_out", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(DestroyCqOut);
 impl DestroyCqOut<[u8; 16]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `destroy_cq_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
@@ -1937,11 +1937,11 @@ crate::__prm_view!(QueryCqIn, "query_cq_in", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(QueryCqIn);
 impl QueryCqIn<[u8; 16]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "cqn", "`.")]
+    /// Position of `cqn`.
     pub const CQN: rt::Field = rt::Field::new("cqn", 72, 24);
     /// The position of every field of `query_cq_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::OPCODE, Self::OP_MOD, Self::CQN];
@@ -2082,13 +2082,13 @@ crate::__prm_view!(QueryCqOut, "query_cq_out", 272, runs_on);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(QueryCqOut);
 impl QueryCqOut<[u8; 272]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
-    #[doc = concat!(" Position of `", "cq_context", "`.")]
+    /// Position of `cq_context`.
     pub const CQ_CONTEXT: rt::Field = rt::Field::new("cq_context", 128, 512);
-    #[doc = concat!(" Position of `", "pas", "`.")]
+    /// Position of `pas`.
     pub const PAS: rt::Field = rt::Field::new("pas", 2176, 64);
     /// The position of every field of `query_cq_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -2347,25 +2347,25 @@ crate::__prm_view!(ModifyCqIn, "modify_cq_in", 272, runs_on);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(ModifyCqIn);
 impl ModifyCqIn<[u8; 272]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "uid", "`.")]
+    /// Position of `uid`.
     pub const UID: rt::Field = rt::Field::new("uid", 16, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "cqn", "`.")]
+    /// Position of `cqn`.
     pub const CQN: rt::Field = rt::Field::new("cqn", 72, 24);
-    #[doc = concat!(" Position of `", "modify_field_select_resize_field_select", "`.")]
+    /// Position of `modify_field_select_resize_field_select`.
     pub const MODIFY_FIELD_SELECT_RESIZE_FIELD_SELECT: rt::Field = rt::Field::new(
         "modify_field_select_resize_field_select",
         96,
         32,
     );
-    #[doc = concat!(" Position of `", "cq_context", "`.")]
+    /// Position of `cq_context`.
     pub const CQ_CONTEXT: rt::Field = rt::Field::new("cq_context", 128, 512);
-    #[doc = concat!(" Position of `", "cq_umem_valid", "`.")]
+    /// Position of `cq_umem_valid`.
     pub const CQ_UMEM_VALID: rt::Field = rt::Field::new("cq_umem_valid", 736, 1);
-    #[doc = concat!(" Position of `", "pas", "`.")]
+    /// Position of `pas`.
     pub const PAS: rt::Field = rt::Field::new("pas", 2176, 64);
     /// The position of every field of `modify_cq_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -2747,7 +2747,7 @@ crate::__prm_view!(ModifyFieldSelect, "modify_field_select", 4);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(ModifyFieldSelect);
 impl ModifyFieldSelect<[u8; 4]> {
-    #[doc = concat!(" Position of `", "modify_field_select", "`.")]
+    /// Position of `modify_field_select`.
     pub const MODIFY_FIELD_SELECT: rt::Field = rt::Field::new(
         "modify_field_select",
         0,
@@ -2830,7 +2830,7 @@ crate::__prm_view!(ResizeFieldSelect, "resize_field_select", 4);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(ResizeFieldSelect);
 impl ResizeFieldSelect<[u8; 4]> {
-    #[doc = concat!(" Position of `", "resize_field_select", "`.")]
+    /// Position of `resize_field_select`.
     pub const RESIZE_FIELD_SELECT: rt::Field = rt::Field::new(
         "resize_field_select",
         0,
@@ -2914,9 +2914,9 @@ crate::__prm_view!(ModifyCqOut, "modify_cq_out", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(ModifyCqOut);
 impl ModifyCqOut<[u8; 16]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `modify_cq_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];

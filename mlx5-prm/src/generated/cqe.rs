@@ -769,77 +769,77 @@ crate::__prm_view!(Cqe64, "cqe64", 64);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(Cqe64);
 impl Cqe64<[u8; 64]> {
-    #[doc = concat!(" Position of `", "tls_offload", "`.")]
+    /// Position of `tls_offload`.
     pub const TLS_OFFLOAD: rt::Field = rt::Field::new("tls_offload", 3, 2);
-    #[doc = concat!(" Position of `", "outer_l3_tunneled", "`.")]
+    /// Position of `outer_l3_tunneled`.
     pub const OUTER_L3_TUNNELED: rt::Field = rt::Field::new("outer_l3_tunneled", 7, 1);
-    #[doc = concat!(" Position of `", "wqe_id", "`.")]
+    /// Position of `wqe_id`.
     pub const WQE_ID: rt::Field = rt::Field::new("wqe_id", 16, 16);
-    #[doc = concat!(" Position of `", "lro_tcppsh_abort_dupack", "`.")]
+    /// Position of `lro_tcppsh_abort_dupack`.
     pub const LRO_TCPPSH_ABORT_DUPACK: rt::Field = rt::Field::new(
         "lro_tcppsh_abort_dupack",
         32,
         8,
     );
-    #[doc = concat!(" Position of `", "lro_min_ttl", "`.")]
+    /// Position of `lro_min_ttl`.
     pub const LRO_MIN_TTL: rt::Field = rt::Field::new("lro_min_ttl", 40, 8);
-    #[doc = concat!(" Position of `", "lro_tcp_win", "`.")]
+    /// Position of `lro_tcp_win`.
     pub const LRO_TCP_WIN: rt::Field = rt::Field::new("lro_tcp_win", 48, 16);
-    #[doc = concat!(" Position of `", "lro_ack_seq_num", "`.")]
+    /// Position of `lro_ack_seq_num`.
     pub const LRO_ACK_SEQ_NUM: rt::Field = rt::Field::new("lro_ack_seq_num", 64, 32);
-    #[doc = concat!(" Position of `", "rss_hash_result", "`.")]
+    /// Position of `rss_hash_result`.
     pub const RSS_HASH_RESULT: rt::Field = rt::Field::new("rss_hash_result", 96, 32);
-    #[doc = concat!(" Position of `", "rss_hash_type", "`.")]
+    /// Position of `rss_hash_type`.
     pub const RSS_HASH_TYPE: rt::Field = rt::Field::new("rss_hash_type", 128, 8);
-    #[doc = concat!(" Position of `", "ml_path", "`.")]
+    /// Position of `ml_path`.
     pub const ML_PATH: rt::Field = rt::Field::new("ml_path", 136, 8);
-    #[doc = concat!(" Position of `", "check_sum", "`.")]
+    /// Position of `check_sum`.
     pub const CHECK_SUM: rt::Field = rt::Field::new("check_sum", 160, 16);
-    #[doc = concat!(" Position of `", "slid", "`.")]
+    /// Position of `slid`.
     pub const SLID: rt::Field = rt::Field::new("slid", 176, 16);
-    #[doc = concat!(" Position of `", "flags", "`.")]
+    /// Position of `flags`.
     pub const FLAGS: rt::Field = rt::Field::new("flags", 192, 8);
-    #[doc = concat!(" Position of `", "rqpn", "`.")]
+    /// Position of `rqpn`.
     pub const RQPN: rt::Field = rt::Field::new("rqpn", 200, 24);
-    #[doc = concat!(" Position of `", "l4_ok", "`.")]
+    /// Position of `l4_ok`.
     pub const L4_OK: rt::Field = rt::Field::new("l4_ok", 229, 1);
-    #[doc = concat!(" Position of `", "l3_ok", "`.")]
+    /// Position of `l3_ok`.
     pub const L3_OK: rt::Field = rt::Field::new("l3_ok", 230, 1);
-    #[doc = concat!(" Position of `", "l2_ok", "`.")]
+    /// Position of `l2_ok`.
     pub const L2_OK: rt::Field = rt::Field::new("l2_ok", 231, 1);
-    #[doc = concat!(" Position of `", "l4_hdr_type", "`.")]
+    /// Position of `l4_hdr_type`.
     pub const L4_HDR_TYPE: rt::Field = rt::Field::new("l4_hdr_type", 233, 3);
-    #[doc = concat!(" Position of `", "l3_hdr_type", "`.")]
+    /// Position of `l3_hdr_type`.
     pub const L3_HDR_TYPE: rt::Field = rt::Field::new("l3_hdr_type", 236, 2);
-    #[doc = concat!(" Position of `", "has_vlan", "`.")]
+    /// Position of `has_vlan`.
     pub const HAS_VLAN: rt::Field = rt::Field::new("has_vlan", 239, 1);
-    #[doc = concat!(" Position of `", "vlan_info", "`.")]
+    /// Position of `vlan_info`.
     pub const VLAN_INFO: rt::Field = rt::Field::new("vlan_info", 240, 16);
-    #[doc = concat!(" Position of `", "lro_num_seg", "`.")]
+    /// Position of `lro_num_seg`.
     pub const LRO_NUM_SEG: rt::Field = rt::Field::new("lro_num_seg", 256, 8);
-    #[doc = concat!(" Position of `", "srqn", "`.")]
+    /// Position of `srqn`.
     pub const SRQN: rt::Field = rt::Field::new("srqn", 264, 24);
-    #[doc = concat!(" Position of `", "immediate", "`.")]
+    /// Position of `immediate`.
     pub const IMMEDIATE: rt::Field = rt::Field::new("immediate", 288, 32);
-    #[doc = concat!(" Position of `", "byte_cnt", "`.")]
+    /// Position of `byte_cnt`.
     pub const BYTE_CNT: rt::Field = rt::Field::new("byte_cnt", 352, 32);
-    #[doc = concat!(" Position of `", "timestamp", "`.")]
+    /// Position of `timestamp`.
     pub const TIMESTAMP: rt::Field = rt::Field::new("timestamp", 384, 64);
-    #[doc = concat!(" Position of `", "s_wqe_opcode", "`.")]
+    /// Position of `s_wqe_opcode`.
     pub const S_WQE_OPCODE: rt::Field = rt::Field::new("s_wqe_opcode", 448, 8);
-    #[doc = concat!(" Position of `", "qpn", "`.")]
+    /// Position of `qpn`.
     pub const QPN: rt::Field = rt::Field::new("qpn", 456, 24);
-    #[doc = concat!(" Position of `", "wqe_counter", "`.")]
+    /// Position of `wqe_counter`.
     pub const WQE_COUNTER: rt::Field = rt::Field::new("wqe_counter", 480, 16);
-    #[doc = concat!(" Position of `", "signature", "`.")]
+    /// Position of `signature`.
     pub const SIGNATURE: rt::Field = rt::Field::new("signature", 496, 8);
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 504, 4);
-    #[doc = concat!(" Position of `", "format", "`.")]
+    /// Position of `format`.
     pub const FORMAT: rt::Field = rt::Field::new("format", 508, 2);
-    #[doc = concat!(" Position of `", "se", "`.")]
+    /// Position of `se`.
     pub const SE: rt::Field = rt::Field::new("se", 510, 1);
-    #[doc = concat!(" Position of `", "owner", "`.")]
+    /// Position of `owner`.
     pub const OWNER: rt::Field = rt::Field::new("owner", 511, 1);
     /// The position of every field of `cqe64`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -2043,23 +2043,23 @@ crate::__prm_view!(ErrCqe, "err_cqe", 64);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(ErrCqe);
 impl ErrCqe<[u8; 64]> {
-    #[doc = concat!(" Position of `", "srqn", "`.")]
+    /// Position of `srqn`.
     pub const SRQN: rt::Field = rt::Field::new("srqn", 264, 24);
-    #[doc = concat!(" Position of `", "vendor_err_synd", "`.")]
+    /// Position of `vendor_err_synd`.
     pub const VENDOR_ERR_SYND: rt::Field = rt::Field::new("vendor_err_synd", 432, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 440, 8);
-    #[doc = concat!(" Position of `", "s_wqe_opcode", "`.")]
+    /// Position of `s_wqe_opcode`.
     pub const S_WQE_OPCODE: rt::Field = rt::Field::new("s_wqe_opcode", 448, 8);
-    #[doc = concat!(" Position of `", "qpn", "`.")]
+    /// Position of `qpn`.
     pub const QPN: rt::Field = rt::Field::new("qpn", 456, 24);
-    #[doc = concat!(" Position of `", "wqe_counter", "`.")]
+    /// Position of `wqe_counter`.
     pub const WQE_COUNTER: rt::Field = rt::Field::new("wqe_counter", 480, 16);
-    #[doc = concat!(" Position of `", "signature", "`.")]
+    /// Position of `signature`.
     pub const SIGNATURE: rt::Field = rt::Field::new("signature", 496, 8);
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 504, 4);
-    #[doc = concat!(" Position of `", "owner", "`.")]
+    /// Position of `owner`.
     pub const OWNER: rt::Field = rt::Field::new("owner", 511, 1);
     /// The position of every field of `err_cqe`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[

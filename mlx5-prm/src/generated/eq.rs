@@ -160,17 +160,17 @@ crate::__prm_view!(CreateEqIn, "create_eq_in", 272, runs_on);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(CreateEqIn);
 impl CreateEqIn<[u8; 272]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "uid", "`.")]
+    /// Position of `uid`.
     pub const UID: rt::Field = rt::Field::new("uid", 16, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "eq_context_entry", "`.")]
+    /// Position of `eq_context_entry`.
     pub const EQ_CONTEXT_ENTRY: rt::Field = rt::Field::new("eq_context_entry", 128, 512);
-    #[doc = concat!(" Position of `", "event_bitmask", "`.")]
+    /// Position of `event_bitmask`.
     pub const EVENT_BITMASK: rt::Field = rt::Field::new("event_bitmask", 704, 64);
-    #[doc = concat!(" Position of `", "pas", "`.")]
+    /// Position of `pas`.
     pub const PAS: rt::Field = rt::Field::new("pas", 2176, 64);
     /// The position of every field of `create_eq_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -515,27 +515,27 @@ crate::__prm_view!(Eqc, "eqc", 64);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(Eqc);
 impl Eqc<[u8; 64]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 4);
-    #[doc = concat!(" Position of `", "ec", "`.")]
+    /// Position of `ec`.
     pub const EC: rt::Field = rt::Field::new("ec", 13, 1);
-    #[doc = concat!(" Position of `", "oi", "`.")]
+    /// Position of `oi`.
     pub const OI: rt::Field = rt::Field::new("oi", 14, 1);
-    #[doc = concat!(" Position of `", "st", "`.")]
+    /// Position of `st`.
     pub const ST: rt::Field = rt::Field::new("st", 20, 4);
-    #[doc = concat!(" Position of `", "page_offset", "`.")]
+    /// Position of `page_offset`.
     pub const PAGE_OFFSET: rt::Field = rt::Field::new("page_offset", 84, 6);
-    #[doc = concat!(" Position of `", "log_eq_size", "`.")]
+    /// Position of `log_eq_size`.
     pub const LOG_EQ_SIZE: rt::Field = rt::Field::new("log_eq_size", 99, 5);
-    #[doc = concat!(" Position of `", "uar_page", "`.")]
+    /// Position of `uar_page`.
     pub const UAR_PAGE: rt::Field = rt::Field::new("uar_page", 104, 24);
-    #[doc = concat!(" Position of `", "intr", "`.")]
+    /// Position of `intr`.
     pub const INTR: rt::Field = rt::Field::new("intr", 180, 12);
-    #[doc = concat!(" Position of `", "log_page_size", "`.")]
+    /// Position of `log_page_size`.
     pub const LOG_PAGE_SIZE: rt::Field = rt::Field::new("log_page_size", 195, 5);
-    #[doc = concat!(" Position of `", "consumer_counter", "`.")]
+    /// Position of `consumer_counter`.
     pub const CONSUMER_COUNTER: rt::Field = rt::Field::new("consumer_counter", 328, 24);
-    #[doc = concat!(" Position of `", "producer_counter", "`.")]
+    /// Position of `producer_counter`.
     pub const PRODUCER_COUNTER: rt::Field = rt::Field::new("producer_counter", 360, 24);
     /// The position of every field of `eqc`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -1043,11 +1043,11 @@ crate::__prm_view!(CreateEqOut, "create_eq_out", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(CreateEqOut);
 impl CreateEqOut<[u8; 16]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
-    #[doc = concat!(" Position of `", "eq_number", "`.")]
+    /// Position of `eq_number`.
     pub const EQ_NUMBER: rt::Field = rt::Field::new("eq_number", 88, 8);
     /// The position of every field of `create_eq_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -1185,11 +1185,11 @@ crate::__prm_view!(DestroyEqIn, "destroy_eq_in", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(DestroyEqIn);
 impl DestroyEqIn<[u8; 16]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "eq_number", "`.")]
+    /// Position of `eq_number`.
     pub const EQ_NUMBER: rt::Field = rt::Field::new("eq_number", 88, 8);
     /// The position of every field of `destroy_eq_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -1325,9 +1325,9 @@ crate::__prm_view!(DestroyEqOut, "destroy_eq_out", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(DestroyEqOut);
 impl DestroyEqOut<[u8; 16]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `destroy_eq_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
@@ -1433,11 +1433,11 @@ crate::__prm_view!(QueryEqIn, "query_eq_in", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(QueryEqIn);
 impl QueryEqIn<[u8; 16]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "eq_number", "`.")]
+    /// Position of `eq_number`.
     pub const EQ_NUMBER: rt::Field = rt::Field::new("eq_number", 88, 8);
     /// The position of every field of `query_eq_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -1576,15 +1576,15 @@ crate::__prm_view!(QueryEqOut, "query_eq_out", 272, runs_on);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(QueryEqOut);
 impl QueryEqOut<[u8; 272]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
-    #[doc = concat!(" Position of `", "eq_context_entry", "`.")]
+    /// Position of `eq_context_entry`.
     pub const EQ_CONTEXT_ENTRY: rt::Field = rt::Field::new("eq_context_entry", 128, 512);
-    #[doc = concat!(" Position of `", "event_bitmask", "`.")]
+    /// Position of `event_bitmask`.
     pub const EVENT_BITMASK: rt::Field = rt::Field::new("event_bitmask", 704, 64);
-    #[doc = concat!(" Position of `", "pas", "`.")]
+    /// Position of `pas`.
     pub const PAS: rt::Field = rt::Field::new("pas", 2176, 64);
     /// The position of every field of `query_eq_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[

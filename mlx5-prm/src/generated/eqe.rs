@@ -436,15 +436,15 @@ crate::__prm_view!(Eqe, "eqe", 64);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(Eqe);
 impl Eqe<[u8; 64]> {
-    #[doc = concat!(" Position of `", "event_type", "`.")]
+    /// Position of `event_type`.
     pub const EVENT_TYPE: rt::Field = rt::Field::new("event_type", 8, 8);
-    #[doc = concat!(" Position of `", "event_sub_type", "`.")]
+    /// Position of `event_sub_type`.
     pub const EVENT_SUB_TYPE: rt::Field = rt::Field::new("event_sub_type", 24, 8);
-    #[doc = concat!(" Position of `", "event_data", "`.")]
+    /// Position of `event_data`.
     pub const EVENT_DATA: rt::Field = rt::Field::new("event_data", 256, 224);
-    #[doc = concat!(" Position of `", "signature", "`.")]
+    /// Position of `signature`.
     pub const SIGNATURE: rt::Field = rt::Field::new("signature", 496, 8);
-    #[doc = concat!(" Position of `", "owner", "`.")]
+    /// Position of `owner`.
     pub const OWNER: rt::Field = rt::Field::new("owner", 511, 1);
     /// The position of every field of `eqe`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -667,7 +667,7 @@ crate::__prm_view!(CompEvent, "comp_event", 28);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(CompEvent);
 impl CompEvent<[u8; 28]> {
-    #[doc = concat!(" Position of `", "cq_number", "`.")]
+    /// Position of `cq_number`.
     pub const CQ_NUMBER: rt::Field = rt::Field::new("cq_number", 200, 24);
     /// The position of every field of `comp_event`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::CQ_NUMBER];
@@ -762,7 +762,7 @@ crate::__prm_view!(DctEvents, "dct_events", 28);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(DctEvents);
 impl DctEvents<[u8; 28]> {
-    #[doc = concat!(" Position of `", "dct_number", "`.")]
+    /// Position of `dct_number`.
     pub const DCT_NUMBER: rt::Field = rt::Field::new("dct_number", 200, 24);
     /// The position of every field of `dct_events`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::DCT_NUMBER];
@@ -858,9 +858,9 @@ crate::__prm_view!(QpEvents, "qp_events", 28);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(QpEvents);
 impl QpEvents<[u8; 28]> {
-    #[doc = concat!(" Position of `", "type", "`.")]
+    /// Position of `type`.
     pub const TYPE: rt::Field = rt::Field::new("type", 160, 8);
-    #[doc = concat!(" Position of `", "qpn_rqn_sqn", "`.")]
+    /// Position of `qpn_rqn_sqn`.
     pub const QPN_RQN_SQN: rt::Field = rt::Field::new("qpn_rqn_sqn", 200, 24);
     /// The position of every field of `qp_events`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::TYPE, Self::QPN_RQN_SQN];
@@ -989,19 +989,19 @@ crate::__prm_view!(WqeAssociatedPageFaultEvent, "wqe_associated_page_fault_event
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(WqeAssociatedPageFaultEvent);
 impl WqeAssociatedPageFaultEvent<[u8; 28]> {
-    #[doc = concat!(" Position of `", "bytes_committed", "`.")]
+    /// Position of `bytes_committed`.
     pub const BYTES_COMMITTED: rt::Field = rt::Field::new("bytes_committed", 0, 32);
-    #[doc = concat!(" Position of `", "wqe_index", "`.")]
+    /// Position of `wqe_index`.
     pub const WQE_INDEX: rt::Field = rt::Field::new("wqe_index", 48, 16);
-    #[doc = concat!(" Position of `", "len", "`.")]
+    /// Position of `len`.
     pub const LEN: rt::Field = rt::Field::new("len", 80, 16);
-    #[doc = concat!(" Position of `", "rdma", "`.")]
+    /// Position of `rdma`.
     pub const RDMA: rt::Field = rt::Field::new("rdma", 197, 1);
-    #[doc = concat!(" Position of `", "write_read", "`.")]
+    /// Position of `write_read`.
     pub const WRITE_READ: rt::Field = rt::Field::new("write_read", 198, 1);
-    #[doc = concat!(" Position of `", "requestor", "`.")]
+    /// Position of `requestor`.
     pub const REQUESTOR: rt::Field = rt::Field::new("requestor", 199, 1);
-    #[doc = concat!(" Position of `", "qpn", "`.")]
+    /// Position of `qpn`.
     pub const QPN: rt::Field = rt::Field::new("qpn", 200, 24);
     /// The position of every field of `wqe_associated_page_fault_event`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -1288,23 +1288,23 @@ crate::__prm_view!(RdmaPageFaultEvent, "rdma_page_fault_event", 28);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(RdmaPageFaultEvent);
 impl RdmaPageFaultEvent<[u8; 28]> {
-    #[doc = concat!(" Position of `", "bytes_committed", "`.")]
+    /// Position of `bytes_committed`.
     pub const BYTES_COMMITTED: rt::Field = rt::Field::new("bytes_committed", 0, 32);
-    #[doc = concat!(" Position of `", "r_key", "`.")]
+    /// Position of `r_key`.
     pub const R_KEY: rt::Field = rt::Field::new("r_key", 32, 32);
-    #[doc = concat!(" Position of `", "packet_len", "`.")]
+    /// Position of `packet_len`.
     pub const PACKET_LEN: rt::Field = rt::Field::new("packet_len", 80, 16);
-    #[doc = concat!(" Position of `", "rdma_op_len", "`.")]
+    /// Position of `rdma_op_len`.
     pub const RDMA_OP_LEN: rt::Field = rt::Field::new("rdma_op_len", 96, 32);
-    #[doc = concat!(" Position of `", "rdma_va", "`.")]
+    /// Position of `rdma_va`.
     pub const RDMA_VA: rt::Field = rt::Field::new("rdma_va", 128, 64);
-    #[doc = concat!(" Position of `", "rdma", "`.")]
+    /// Position of `rdma`.
     pub const RDMA: rt::Field = rt::Field::new("rdma", 197, 1);
-    #[doc = concat!(" Position of `", "write", "`.")]
+    /// Position of `write`.
     pub const WRITE: rt::Field = rt::Field::new("write", 198, 1);
-    #[doc = concat!(" Position of `", "requestor", "`.")]
+    /// Position of `requestor`.
     pub const REQUESTOR: rt::Field = rt::Field::new("requestor", 199, 1);
-    #[doc = concat!(" Position of `", "qp_number", "`.")]
+    /// Position of `qp_number`.
     pub const QP_NUMBER: rt::Field = rt::Field::new("qp_number", 200, 24);
     /// The position of every field of `rdma_page_fault_event`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -1634,9 +1634,9 @@ crate::__prm_view!(CqError, "cq_error", 28);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(CqError);
 impl CqError<[u8; 28]> {
-    #[doc = concat!(" Position of `", "cqn", "`.")]
+    /// Position of `cqn`.
     pub const CQN: rt::Field = rt::Field::new("cqn", 8, 24);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 88, 8);
     /// The position of every field of `cq_error`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::CQN, Self::SYNDROME];
@@ -1826,7 +1826,7 @@ crate::__prm_view!(PortStateChangeEvent, "port_state_change_event", 28);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(PortStateChangeEvent);
 impl PortStateChangeEvent<[u8; 28]> {
-    #[doc = concat!(" Position of `", "port_num", "`.")]
+    /// Position of `port_num`.
     pub const PORT_NUM: rt::Field = rt::Field::new("port_num", 64, 4);
     /// The position of every field of `port_state_change_event`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::PORT_NUM];
@@ -1922,9 +1922,9 @@ crate::__prm_view!(GpioEvent, "gpio_event", 28);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(GpioEvent);
 impl GpioEvent<[u8; 28]> {
-    #[doc = concat!(" Position of `", "gpio_event_hi", "`.")]
+    /// Position of `gpio_event_hi`.
     pub const GPIO_EVENT_HI: rt::Field = rt::Field::new("gpio_event_hi", 96, 32);
-    #[doc = concat!(" Position of `", "gpio_event_lo", "`.")]
+    /// Position of `gpio_event_lo`.
     pub const GPIO_EVENT_LO: rt::Field = rt::Field::new("gpio_event_lo", 128, 32);
     /// The position of every field of `gpio_event`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::GPIO_EVENT_HI, Self::GPIO_EVENT_LO];
@@ -2039,9 +2039,9 @@ crate::__prm_view!(DbBfCongestionEvent, "db_bf_congestion_event", 24);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(DbBfCongestionEvent);
 impl DbBfCongestionEvent<[u8; 24]> {
-    #[doc = concat!(" Position of `", "event_subtype", "`.")]
+    /// Position of `event_subtype`.
     pub const EVENT_SUBTYPE: rt::Field = rt::Field::new("event_subtype", 0, 8);
-    #[doc = concat!(" Position of `", "congestion_level", "`.")]
+    /// Position of `congestion_level`.
     pub const CONGESTION_LEVEL: rt::Field = rt::Field::new("congestion_level", 16, 8);
     /// The position of every field of `db_bf_congestion_event`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -2160,9 +2160,9 @@ crate::__prm_view!(StallVlEvent, "stall_vl_event", 24);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(StallVlEvent);
 impl StallVlEvent<[u8; 24]> {
-    #[doc = concat!(" Position of `", "port_num", "`.")]
+    /// Position of `port_num`.
     pub const PORT_NUM: rt::Field = rt::Field::new("port_num", 24, 1);
-    #[doc = concat!(" Position of `", "vl", "`.")]
+    /// Position of `vl`.
     pub const VL: rt::Field = rt::Field::new("vl", 28, 4);
     /// The position of every field of `stall_vl_event`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::PORT_NUM, Self::VL];
@@ -2284,7 +2284,7 @@ crate::__prm_view!(CmdInterCompEvent, "cmd_inter_comp_event", 28);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(CmdInterCompEvent);
 impl CmdInterCompEvent<[u8; 28]> {
-    #[doc = concat!(" Position of `", "command_completion_vector", "`.")]
+    /// Position of `command_completion_vector`.
     pub const COMMAND_COMPLETION_VECTOR: rt::Field = rt::Field::new(
         "command_completion_vector",
         0,
@@ -2375,9 +2375,9 @@ crate::__prm_view!(PpsEvent, "pps_event", 28);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(PpsEvent);
 impl PpsEvent<[u8; 28]> {
-    #[doc = concat!(" Position of `", "pin", "`.")]
+    /// Position of `pin`.
     pub const PIN: rt::Field = rt::Field::new("pin", 24, 8);
-    #[doc = concat!(" Position of `", "time_stamp", "`.")]
+    /// Position of `time_stamp`.
     pub const TIME_STAMP: rt::Field = rt::Field::new("time_stamp", 64, 64);
     /// The position of every field of `pps_event`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::PIN, Self::TIME_STAMP];
@@ -2493,13 +2493,13 @@ crate::__prm_view!(PagesReqEvent, "pages_req_event", 28);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(PagesReqEvent);
 impl PagesReqEvent<[u8; 28]> {
-    #[doc = concat!(" Position of `", "ec_function", "`.")]
+    /// Position of `ec_function`.
     pub const EC_FUNCTION: rt::Field = rt::Field::new("ec_function", 0, 1);
-    #[doc = concat!(" Position of `", "release_all", "`.")]
+    /// Position of `release_all`.
     pub const RELEASE_ALL: rt::Field = rt::Field::new("release_all", 1, 1);
-    #[doc = concat!(" Position of `", "function_id", "`.")]
+    /// Position of `function_id`.
     pub const FUNCTION_ID: rt::Field = rt::Field::new("function_id", 16, 16);
-    #[doc = concat!(" Position of `", "num_pages", "`.")]
+    /// Position of `num_pages`.
     pub const NUM_PAGES: rt::Field = rt::Field::new("num_pages", 32, 32);
     /// The position of every field of `pages_req_event`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[

@@ -630,19 +630,19 @@ crate::__prm_view!(CreateFlowTableIn, "create_flow_table_in", 64);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(CreateFlowTableIn);
 impl CreateFlowTableIn<[u8; 64]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "uid", "`.")]
+    /// Position of `uid`.
     pub const UID: rt::Field = rt::Field::new("uid", 16, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "other_vport", "`.")]
+    /// Position of `other_vport`.
     pub const OTHER_VPORT: rt::Field = rt::Field::new("other_vport", 64, 1);
-    #[doc = concat!(" Position of `", "vport_number", "`.")]
+    /// Position of `vport_number`.
     pub const VPORT_NUMBER: rt::Field = rt::Field::new("vport_number", 80, 16);
-    #[doc = concat!(" Position of `", "table_type", "`.")]
+    /// Position of `table_type`.
     pub const TABLE_TYPE: rt::Field = rt::Field::new("table_type", 128, 8);
-    #[doc = concat!(" Position of `", "flow_table_context", "`.")]
+    /// Position of `flow_table_context`.
     pub const FLOW_TABLE_CONTEXT: rt::Field = rt::Field::new(
         "flow_table_context",
         192,
@@ -937,37 +937,37 @@ crate::__prm_view!(FlowTableContext, "flow_table_context", 40);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(FlowTableContext);
 impl FlowTableContext<[u8; 40]> {
-    #[doc = concat!(" Position of `", "reformat_en", "`.")]
+    /// Position of `reformat_en`.
     pub const REFORMAT_EN: rt::Field = rt::Field::new("reformat_en", 0, 1);
-    #[doc = concat!(" Position of `", "decap_en", "`.")]
+    /// Position of `decap_en`.
     pub const DECAP_EN: rt::Field = rt::Field::new("decap_en", 1, 1);
-    #[doc = concat!(" Position of `", "sw_owner", "`.")]
+    /// Position of `sw_owner`.
     pub const SW_OWNER: rt::Field = rt::Field::new("sw_owner", 2, 1);
-    #[doc = concat!(" Position of `", "termination_table", "`.")]
+    /// Position of `termination_table`.
     pub const TERMINATION_TABLE: rt::Field = rt::Field::new("termination_table", 3, 1);
-    #[doc = concat!(" Position of `", "table_miss_action", "`.")]
+    /// Position of `table_miss_action`.
     pub const TABLE_MISS_ACTION: rt::Field = rt::Field::new("table_miss_action", 4, 4);
-    #[doc = concat!(" Position of `", "level", "`.")]
+    /// Position of `level`.
     pub const LEVEL: rt::Field = rt::Field::new("level", 8, 8);
-    #[doc = concat!(" Position of `", "rtc_valid", "`.")]
+    /// Position of `rtc_valid`.
     pub const RTC_VALID: rt::Field = rt::Field::new("rtc_valid", 16, 1);
-    #[doc = concat!(" Position of `", "log_size", "`.")]
+    /// Position of `log_size`.
     pub const LOG_SIZE: rt::Field = rt::Field::new("log_size", 24, 8);
-    #[doc = concat!(" Position of `", "table_miss_id", "`.")]
+    /// Position of `table_miss_id`.
     pub const TABLE_MISS_ID: rt::Field = rt::Field::new("table_miss_id", 40, 24);
-    #[doc = concat!(" Position of `", "lag_master_next_table_id", "`.")]
+    /// Position of `lag_master_next_table_id`.
     pub const LAG_MASTER_NEXT_TABLE_ID: rt::Field = rt::Field::new(
         "lag_master_next_table_id",
         72,
         24,
     );
-    #[doc = concat!(" Position of `", "sw_owner_icm_root_1", "`.")]
+    /// Position of `sw_owner_icm_root_1`.
     pub const SW_OWNER_ICM_ROOT_1: rt::Field = rt::Field::new(
         "sw_owner_icm_root_1",
         192,
         64,
     );
-    #[doc = concat!(" Position of `", "sw_owner_icm_root_0", "`.")]
+    /// Position of `sw_owner_icm_root_0`.
     pub const SW_OWNER_ICM_ROOT_0: rt::Field = rt::Field::new(
         "sw_owner_icm_root_0",
         256,
@@ -1446,17 +1446,17 @@ crate::__prm_view!(CreateFlowTableOut, "create_flow_table_out", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(CreateFlowTableOut);
 impl CreateFlowTableOut<[u8; 16]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "icm_address_63_40", "`.")]
+    /// Position of `icm_address_63_40`.
     pub const ICM_ADDRESS_63_40: rt::Field = rt::Field::new("icm_address_63_40", 8, 24);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
-    #[doc = concat!(" Position of `", "icm_address_39_32", "`.")]
+    /// Position of `icm_address_39_32`.
     pub const ICM_ADDRESS_39_32: rt::Field = rt::Field::new("icm_address_39_32", 64, 8);
-    #[doc = concat!(" Position of `", "table_id", "`.")]
+    /// Position of `table_id`.
     pub const TABLE_ID: rt::Field = rt::Field::new("table_id", 72, 24);
-    #[doc = concat!(" Position of `", "icm_address_31_0", "`.")]
+    /// Position of `icm_address_31_0`.
     pub const ICM_ADDRESS_31_0: rt::Field = rt::Field::new("icm_address_31_0", 96, 32);
     /// The position of every field of `create_flow_table_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -1718,39 +1718,39 @@ crate::__prm_view!(CreateFlowGroupIn, "create_flow_group_in", 1024);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(CreateFlowGroupIn);
 impl CreateFlowGroupIn<[u8; 1024]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "other_vport", "`.")]
+    /// Position of `other_vport`.
     pub const OTHER_VPORT: rt::Field = rt::Field::new("other_vport", 64, 1);
-    #[doc = concat!(" Position of `", "vport_number", "`.")]
+    /// Position of `vport_number`.
     pub const VPORT_NUMBER: rt::Field = rt::Field::new("vport_number", 80, 16);
-    #[doc = concat!(" Position of `", "table_type", "`.")]
+    /// Position of `table_type`.
     pub const TABLE_TYPE: rt::Field = rt::Field::new("table_type", 128, 8);
-    #[doc = concat!(" Position of `", "group_type", "`.")]
+    /// Position of `group_type`.
     pub const GROUP_TYPE: rt::Field = rt::Field::new("group_type", 140, 4);
-    #[doc = concat!(" Position of `", "table_id", "`.")]
+    /// Position of `table_id`.
     pub const TABLE_ID: rt::Field = rt::Field::new("table_id", 168, 24);
-    #[doc = concat!(" Position of `", "source_eswitch_owner_vhca_id_valid", "`.")]
+    /// Position of `source_eswitch_owner_vhca_id_valid`.
     pub const SOURCE_ESWITCH_OWNER_VHCA_ID_VALID: rt::Field = rt::Field::new(
         "source_eswitch_owner_vhca_id_valid",
         192,
         1,
     );
-    #[doc = concat!(" Position of `", "start_flow_index", "`.")]
+    /// Position of `start_flow_index`.
     pub const START_FLOW_INDEX: rt::Field = rt::Field::new("start_flow_index", 224, 32);
-    #[doc = concat!(" Position of `", "end_flow_index", "`.")]
+    /// Position of `end_flow_index`.
     pub const END_FLOW_INDEX: rt::Field = rt::Field::new("end_flow_index", 288, 32);
-    #[doc = concat!(" Position of `", "match_definer_id", "`.")]
+    /// Position of `match_definer_id`.
     pub const MATCH_DEFINER_ID: rt::Field = rt::Field::new("match_definer_id", 336, 16);
-    #[doc = concat!(" Position of `", "match_criteria_enable", "`.")]
+    /// Position of `match_criteria_enable`.
     pub const MATCH_CRITERIA_ENABLE: rt::Field = rt::Field::new(
         "match_criteria_enable",
         504,
         8,
     );
-    #[doc = concat!(" Position of `", "match_criteria", "`.")]
+    /// Position of `match_criteria`.
     pub const MATCH_CRITERIA: rt::Field = rt::Field::new("match_criteria", 512, 4096);
     /// The position of every field of `create_flow_group_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -2373,31 +2373,31 @@ crate::__prm_view!(FteMatchParam, "fte_match_param", 512);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(FteMatchParam);
 impl FteMatchParam<[u8; 512]> {
-    #[doc = concat!(" Position of `", "outer_headers", "`.")]
+    /// Position of `outer_headers`.
     pub const OUTER_HEADERS: rt::Field = rt::Field::new("outer_headers", 0, 512);
-    #[doc = concat!(" Position of `", "misc_parameters", "`.")]
+    /// Position of `misc_parameters`.
     pub const MISC_PARAMETERS: rt::Field = rt::Field::new("misc_parameters", 512, 512);
-    #[doc = concat!(" Position of `", "inner_headers", "`.")]
+    /// Position of `inner_headers`.
     pub const INNER_HEADERS: rt::Field = rt::Field::new("inner_headers", 1024, 512);
-    #[doc = concat!(" Position of `", "misc_parameters_2", "`.")]
+    /// Position of `misc_parameters_2`.
     pub const MISC_PARAMETERS_2: rt::Field = rt::Field::new(
         "misc_parameters_2",
         1536,
         512,
     );
-    #[doc = concat!(" Position of `", "misc_parameters_3", "`.")]
+    /// Position of `misc_parameters_3`.
     pub const MISC_PARAMETERS_3: rt::Field = rt::Field::new(
         "misc_parameters_3",
         2048,
         512,
     );
-    #[doc = concat!(" Position of `", "misc_parameters_4", "`.")]
+    /// Position of `misc_parameters_4`.
     pub const MISC_PARAMETERS_4: rt::Field = rt::Field::new(
         "misc_parameters_4",
         2560,
         512,
     );
-    #[doc = concat!(" Position of `", "misc_parameters_5", "`.")]
+    /// Position of `misc_parameters_5`.
     pub const MISC_PARAMETERS_5: rt::Field = rt::Field::new(
         "misc_parameters_5",
         3072,
@@ -2703,59 +2703,59 @@ crate::__prm_view!(FteMatchSetLyr24, "fte_match_set_lyr_2_4", 64);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(FteMatchSetLyr24);
 impl FteMatchSetLyr24<[u8; 64]> {
-    #[doc = concat!(" Position of `", "smac_47_16", "`.")]
+    /// Position of `smac_47_16`.
     pub const SMAC_47_16: rt::Field = rt::Field::new("smac_47_16", 0, 32);
-    #[doc = concat!(" Position of `", "smac_15_0", "`.")]
+    /// Position of `smac_15_0`.
     pub const SMAC_15_0: rt::Field = rt::Field::new("smac_15_0", 32, 16);
-    #[doc = concat!(" Position of `", "ethertype", "`.")]
+    /// Position of `ethertype`.
     pub const ETHERTYPE: rt::Field = rt::Field::new("ethertype", 48, 16);
-    #[doc = concat!(" Position of `", "dmac_47_16", "`.")]
+    /// Position of `dmac_47_16`.
     pub const DMAC_47_16: rt::Field = rt::Field::new("dmac_47_16", 64, 32);
-    #[doc = concat!(" Position of `", "dmac_15_0", "`.")]
+    /// Position of `dmac_15_0`.
     pub const DMAC_15_0: rt::Field = rt::Field::new("dmac_15_0", 96, 16);
-    #[doc = concat!(" Position of `", "first_prio", "`.")]
+    /// Position of `first_prio`.
     pub const FIRST_PRIO: rt::Field = rt::Field::new("first_prio", 112, 3);
-    #[doc = concat!(" Position of `", "first_cfi", "`.")]
+    /// Position of `first_cfi`.
     pub const FIRST_CFI: rt::Field = rt::Field::new("first_cfi", 115, 1);
-    #[doc = concat!(" Position of `", "first_vid", "`.")]
+    /// Position of `first_vid`.
     pub const FIRST_VID: rt::Field = rt::Field::new("first_vid", 116, 12);
-    #[doc = concat!(" Position of `", "ip_protocol", "`.")]
+    /// Position of `ip_protocol`.
     pub const IP_PROTOCOL: rt::Field = rt::Field::new("ip_protocol", 128, 8);
-    #[doc = concat!(" Position of `", "ip_dscp", "`.")]
+    /// Position of `ip_dscp`.
     pub const IP_DSCP: rt::Field = rt::Field::new("ip_dscp", 136, 6);
-    #[doc = concat!(" Position of `", "ip_ecn", "`.")]
+    /// Position of `ip_ecn`.
     pub const IP_ECN: rt::Field = rt::Field::new("ip_ecn", 142, 2);
-    #[doc = concat!(" Position of `", "cvlan_tag", "`.")]
+    /// Position of `cvlan_tag`.
     pub const CVLAN_TAG: rt::Field = rt::Field::new("cvlan_tag", 144, 1);
-    #[doc = concat!(" Position of `", "svlan_tag", "`.")]
+    /// Position of `svlan_tag`.
     pub const SVLAN_TAG: rt::Field = rt::Field::new("svlan_tag", 145, 1);
-    #[doc = concat!(" Position of `", "frag", "`.")]
+    /// Position of `frag`.
     pub const FRAG: rt::Field = rt::Field::new("frag", 146, 1);
-    #[doc = concat!(" Position of `", "ip_version", "`.")]
+    /// Position of `ip_version`.
     pub const IP_VERSION: rt::Field = rt::Field::new("ip_version", 147, 4);
-    #[doc = concat!(" Position of `", "tcp_flags", "`.")]
+    /// Position of `tcp_flags`.
     pub const TCP_FLAGS: rt::Field = rt::Field::new("tcp_flags", 151, 9);
-    #[doc = concat!(" Position of `", "tcp_sport", "`.")]
+    /// Position of `tcp_sport`.
     pub const TCP_SPORT: rt::Field = rt::Field::new("tcp_sport", 160, 16);
-    #[doc = concat!(" Position of `", "tcp_dport", "`.")]
+    /// Position of `tcp_dport`.
     pub const TCP_DPORT: rt::Field = rt::Field::new("tcp_dport", 176, 16);
-    #[doc = concat!(" Position of `", "l4_type", "`.")]
+    /// Position of `l4_type`.
     pub const L4_TYPE: rt::Field = rt::Field::new("l4_type", 192, 2);
-    #[doc = concat!(" Position of `", "ipv4_ihl", "`.")]
+    /// Position of `ipv4_ihl`.
     pub const IPV4_IHL: rt::Field = rt::Field::new("ipv4_ihl", 208, 4);
-    #[doc = concat!(" Position of `", "ttl_hoplimit", "`.")]
+    /// Position of `ttl_hoplimit`.
     pub const TTL_HOPLIMIT: rt::Field = rt::Field::new("ttl_hoplimit", 216, 8);
-    #[doc = concat!(" Position of `", "udp_sport", "`.")]
+    /// Position of `udp_sport`.
     pub const UDP_SPORT: rt::Field = rt::Field::new("udp_sport", 224, 16);
-    #[doc = concat!(" Position of `", "udp_dport", "`.")]
+    /// Position of `udp_dport`.
     pub const UDP_DPORT: rt::Field = rt::Field::new("udp_dport", 240, 16);
-    #[doc = concat!(" Position of `", "src_ipv4_src_ipv6", "`.")]
+    /// Position of `src_ipv4_src_ipv6`.
     pub const SRC_IPV4_SRC_IPV6: rt::Field = rt::Field::new(
         "src_ipv4_src_ipv6",
         256,
         128,
     );
-    #[doc = concat!(" Position of `", "dst_ipv4_dst_ipv6", "`.")]
+    /// Position of `dst_ipv4_dst_ipv6`.
     pub const DST_IPV4_DST_IPV6: rt::Field = rt::Field::new(
         "dst_ipv4_dst_ipv6",
         384,
@@ -3625,7 +3625,7 @@ crate::__prm_view!(Ipv6Layout, "ipv6_layout", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(Ipv6Layout);
 impl Ipv6Layout<[u8; 16]> {
-    #[doc = concat!(" Position of `", "ipv6", "`.")]
+    /// Position of `ipv6`.
     pub const IPV6: rt::Field = rt::Field::new("ipv6", 0, 128);
     /// The position of every field of `ipv6_layout`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::IPV6];
@@ -3703,13 +3703,13 @@ crate::__prm_view!(Ipv6SimpleLayout, "ipv6_simple_layout", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(Ipv6SimpleLayout);
 impl Ipv6SimpleLayout<[u8; 16]> {
-    #[doc = concat!(" Position of `", "ipv6_127_96", "`.")]
+    /// Position of `ipv6_127_96`.
     pub const IPV6_127_96: rt::Field = rt::Field::new("ipv6_127_96", 0, 32);
-    #[doc = concat!(" Position of `", "ipv6_95_64", "`.")]
+    /// Position of `ipv6_95_64`.
     pub const IPV6_95_64: rt::Field = rt::Field::new("ipv6_95_64", 32, 32);
-    #[doc = concat!(" Position of `", "ipv6_63_32", "`.")]
+    /// Position of `ipv6_63_32`.
     pub const IPV6_63_32: rt::Field = rt::Field::new("ipv6_63_32", 64, 32);
-    #[doc = concat!(" Position of `", "ipv6_31_0", "`.")]
+    /// Position of `ipv6_31_0`.
     pub const IPV6_31_0: rt::Field = rt::Field::new("ipv6_31_0", 96, 32);
     /// The position of every field of `ipv6_simple_layout`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -3880,7 +3880,7 @@ crate::__prm_view!(Ipv4Layout, "ipv4_layout", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(Ipv4Layout);
 impl Ipv4Layout<[u8; 16]> {
-    #[doc = concat!(" Position of `", "ipv4", "`.")]
+    /// Position of `ipv4`.
     pub const IPV4: rt::Field = rt::Field::new("ipv4", 96, 32);
     /// The position of every field of `ipv4_layout`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::IPV4];
@@ -3988,103 +3988,103 @@ crate::__prm_view!(FteMatchSetMisc, "fte_match_set_misc", 64);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(FteMatchSetMisc);
 impl FteMatchSetMisc<[u8; 64]> {
-    #[doc = concat!(" Position of `", "gre_c_present", "`.")]
+    /// Position of `gre_c_present`.
     pub const GRE_C_PRESENT: rt::Field = rt::Field::new("gre_c_present", 0, 1);
-    #[doc = concat!(" Position of `", "gre_k_present", "`.")]
+    /// Position of `gre_k_present`.
     pub const GRE_K_PRESENT: rt::Field = rt::Field::new("gre_k_present", 2, 1);
-    #[doc = concat!(" Position of `", "gre_s_present", "`.")]
+    /// Position of `gre_s_present`.
     pub const GRE_S_PRESENT: rt::Field = rt::Field::new("gre_s_present", 3, 1);
-    #[doc = concat!(" Position of `", "source_vhca_port", "`.")]
+    /// Position of `source_vhca_port`.
     pub const SOURCE_VHCA_PORT: rt::Field = rt::Field::new("source_vhca_port", 4, 4);
-    #[doc = concat!(" Position of `", "source_sqn", "`.")]
+    /// Position of `source_sqn`.
     pub const SOURCE_SQN: rt::Field = rt::Field::new("source_sqn", 8, 24);
-    #[doc = concat!(" Position of `", "source_eswitch_owner_vhca_id", "`.")]
+    /// Position of `source_eswitch_owner_vhca_id`.
     pub const SOURCE_ESWITCH_OWNER_VHCA_ID: rt::Field = rt::Field::new(
         "source_eswitch_owner_vhca_id",
         32,
         16,
     );
-    #[doc = concat!(" Position of `", "source_port", "`.")]
+    /// Position of `source_port`.
     pub const SOURCE_PORT: rt::Field = rt::Field::new("source_port", 48, 16);
-    #[doc = concat!(" Position of `", "outer_second_prio", "`.")]
+    /// Position of `outer_second_prio`.
     pub const OUTER_SECOND_PRIO: rt::Field = rt::Field::new("outer_second_prio", 64, 3);
-    #[doc = concat!(" Position of `", "outer_second_cfi", "`.")]
+    /// Position of `outer_second_cfi`.
     pub const OUTER_SECOND_CFI: rt::Field = rt::Field::new("outer_second_cfi", 67, 1);
-    #[doc = concat!(" Position of `", "outer_second_vid", "`.")]
+    /// Position of `outer_second_vid`.
     pub const OUTER_SECOND_VID: rt::Field = rt::Field::new("outer_second_vid", 68, 12);
-    #[doc = concat!(" Position of `", "inner_second_prio", "`.")]
+    /// Position of `inner_second_prio`.
     pub const INNER_SECOND_PRIO: rt::Field = rt::Field::new("inner_second_prio", 80, 3);
-    #[doc = concat!(" Position of `", "inner_second_cfi", "`.")]
+    /// Position of `inner_second_cfi`.
     pub const INNER_SECOND_CFI: rt::Field = rt::Field::new("inner_second_cfi", 83, 1);
-    #[doc = concat!(" Position of `", "inner_second_vid", "`.")]
+    /// Position of `inner_second_vid`.
     pub const INNER_SECOND_VID: rt::Field = rt::Field::new("inner_second_vid", 84, 12);
-    #[doc = concat!(" Position of `", "outer_second_cvlan_tag", "`.")]
+    /// Position of `outer_second_cvlan_tag`.
     pub const OUTER_SECOND_CVLAN_TAG: rt::Field = rt::Field::new(
         "outer_second_cvlan_tag",
         96,
         1,
     );
-    #[doc = concat!(" Position of `", "inner_second_cvlan_tag", "`.")]
+    /// Position of `inner_second_cvlan_tag`.
     pub const INNER_SECOND_CVLAN_TAG: rt::Field = rt::Field::new(
         "inner_second_cvlan_tag",
         97,
         1,
     );
-    #[doc = concat!(" Position of `", "outer_second_svlan_tag", "`.")]
+    /// Position of `outer_second_svlan_tag`.
     pub const OUTER_SECOND_SVLAN_TAG: rt::Field = rt::Field::new(
         "outer_second_svlan_tag",
         98,
         1,
     );
-    #[doc = concat!(" Position of `", "inner_second_svlan_tag", "`.")]
+    /// Position of `inner_second_svlan_tag`.
     pub const INNER_SECOND_SVLAN_TAG: rt::Field = rt::Field::new(
         "inner_second_svlan_tag",
         99,
         1,
     );
-    #[doc = concat!(" Position of `", "gre_protocol", "`.")]
+    /// Position of `gre_protocol`.
     pub const GRE_PROTOCOL: rt::Field = rt::Field::new("gre_protocol", 112, 16);
-    #[doc = concat!(" Position of `", "gre_key", "`.")]
+    /// Position of `gre_key`.
     pub const GRE_KEY: rt::Field = rt::Field::new("gre_key", 128, 32);
-    #[doc = concat!(" Position of `", "vxlan_vni", "`.")]
+    /// Position of `vxlan_vni`.
     pub const VXLAN_VNI: rt::Field = rt::Field::new("vxlan_vni", 160, 24);
-    #[doc = concat!(" Position of `", "bth_opcode", "`.")]
+    /// Position of `bth_opcode`.
     pub const BTH_OPCODE: rt::Field = rt::Field::new("bth_opcode", 184, 8);
-    #[doc = concat!(" Position of `", "geneve_vni", "`.")]
+    /// Position of `geneve_vni`.
     pub const GENEVE_VNI: rt::Field = rt::Field::new("geneve_vni", 192, 24);
-    #[doc = concat!(" Position of `", "geneve_tlv_option_0_exist", "`.")]
+    /// Position of `geneve_tlv_option_0_exist`.
     pub const GENEVE_TLV_OPTION_0_EXIST: rt::Field = rt::Field::new(
         "geneve_tlv_option_0_exist",
         222,
         1,
     );
-    #[doc = concat!(" Position of `", "geneve_oam", "`.")]
+    /// Position of `geneve_oam`.
     pub const GENEVE_OAM: rt::Field = rt::Field::new("geneve_oam", 223, 1);
-    #[doc = concat!(" Position of `", "outer_ipv6_flow_label", "`.")]
+    /// Position of `outer_ipv6_flow_label`.
     pub const OUTER_IPV6_FLOW_LABEL: rt::Field = rt::Field::new(
         "outer_ipv6_flow_label",
         236,
         20,
     );
-    #[doc = concat!(" Position of `", "inner_ipv6_flow_label", "`.")]
+    /// Position of `inner_ipv6_flow_label`.
     pub const INNER_IPV6_FLOW_LABEL: rt::Field = rt::Field::new(
         "inner_ipv6_flow_label",
         268,
         20,
     );
-    #[doc = concat!(" Position of `", "geneve_opt_len", "`.")]
+    /// Position of `geneve_opt_len`.
     pub const GENEVE_OPT_LEN: rt::Field = rt::Field::new("geneve_opt_len", 298, 6);
-    #[doc = concat!(" Position of `", "geneve_protocol_type", "`.")]
+    /// Position of `geneve_protocol_type`.
     pub const GENEVE_PROTOCOL_TYPE: rt::Field = rt::Field::new(
         "geneve_protocol_type",
         304,
         16,
     );
-    #[doc = concat!(" Position of `", "bth_dst_qp", "`.")]
+    /// Position of `bth_dst_qp`.
     pub const BTH_DST_QP: rt::Field = rt::Field::new("bth_dst_qp", 328, 24);
-    #[doc = concat!(" Position of `", "inner_esp_spi", "`.")]
+    /// Position of `inner_esp_spi`.
     pub const INNER_ESP_SPI: rt::Field = rt::Field::new("inner_esp_spi", 352, 32);
-    #[doc = concat!(" Position of `", "outer_esp_spi", "`.")]
+    /// Position of `outer_esp_spi`.
     pub const OUTER_ESP_SPI: rt::Field = rt::Field::new("outer_esp_spi", 384, 32);
     /// The position of every field of `fte_match_set_misc`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -5188,9 +5188,9 @@ crate::__prm_view!(NvgreKey, "nvgre_key", 4);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(NvgreKey);
 impl NvgreKey<[u8; 4]> {
-    #[doc = concat!(" Position of `", "hi", "`.")]
+    /// Position of `hi`.
     pub const HI: rt::Field = rt::Field::new("hi", 0, 24);
-    #[doc = concat!(" Position of `", "lo", "`.")]
+    /// Position of `lo`.
     pub const LO: rt::Field = rt::Field::new("lo", 24, 8);
     /// The position of every field of `nvgre_key`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::HI, Self::LO];
@@ -5304,7 +5304,7 @@ crate::__prm_view!(GreKeyKey, "gre_key_key", 4);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(GreKeyKey);
 impl GreKeyKey<[u8; 4]> {
-    #[doc = concat!(" Position of `", "key", "`.")]
+    /// Position of `key`.
     pub const KEY: rt::Field = rt::Field::new("key", 0, 32);
     /// The position of every field of `gre_key_key`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::KEY];
@@ -5396,43 +5396,43 @@ crate::__prm_view!(FteMatchSetMisc2, "fte_match_set_misc2", 64);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(FteMatchSetMisc2);
 impl FteMatchSetMisc2<[u8; 64]> {
-    #[doc = concat!(" Position of `", "outer_first_mpls", "`.")]
+    /// Position of `outer_first_mpls`.
     pub const OUTER_FIRST_MPLS: rt::Field = rt::Field::new("outer_first_mpls", 0, 32);
-    #[doc = concat!(" Position of `", "inner_first_mpls", "`.")]
+    /// Position of `inner_first_mpls`.
     pub const INNER_FIRST_MPLS: rt::Field = rt::Field::new("inner_first_mpls", 32, 32);
-    #[doc = concat!(" Position of `", "outer_first_mpls_over_gre", "`.")]
+    /// Position of `outer_first_mpls_over_gre`.
     pub const OUTER_FIRST_MPLS_OVER_GRE: rt::Field = rt::Field::new(
         "outer_first_mpls_over_gre",
         64,
         32,
     );
-    #[doc = concat!(" Position of `", "outer_first_mpls_over_udp", "`.")]
+    /// Position of `outer_first_mpls_over_udp`.
     pub const OUTER_FIRST_MPLS_OVER_UDP: rt::Field = rt::Field::new(
         "outer_first_mpls_over_udp",
         96,
         32,
     );
-    #[doc = concat!(" Position of `", "metadata_reg_c_7", "`.")]
+    /// Position of `metadata_reg_c_7`.
     pub const METADATA_REG_C_7: rt::Field = rt::Field::new("metadata_reg_c_7", 128, 32);
-    #[doc = concat!(" Position of `", "metadata_reg_c_6", "`.")]
+    /// Position of `metadata_reg_c_6`.
     pub const METADATA_REG_C_6: rt::Field = rt::Field::new("metadata_reg_c_6", 160, 32);
-    #[doc = concat!(" Position of `", "metadata_reg_c_5", "`.")]
+    /// Position of `metadata_reg_c_5`.
     pub const METADATA_REG_C_5: rt::Field = rt::Field::new("metadata_reg_c_5", 192, 32);
-    #[doc = concat!(" Position of `", "metadata_reg_c_4", "`.")]
+    /// Position of `metadata_reg_c_4`.
     pub const METADATA_REG_C_4: rt::Field = rt::Field::new("metadata_reg_c_4", 224, 32);
-    #[doc = concat!(" Position of `", "metadata_reg_c_3", "`.")]
+    /// Position of `metadata_reg_c_3`.
     pub const METADATA_REG_C_3: rt::Field = rt::Field::new("metadata_reg_c_3", 256, 32);
-    #[doc = concat!(" Position of `", "metadata_reg_c_2", "`.")]
+    /// Position of `metadata_reg_c_2`.
     pub const METADATA_REG_C_2: rt::Field = rt::Field::new("metadata_reg_c_2", 288, 32);
-    #[doc = concat!(" Position of `", "metadata_reg_c_1", "`.")]
+    /// Position of `metadata_reg_c_1`.
     pub const METADATA_REG_C_1: rt::Field = rt::Field::new("metadata_reg_c_1", 320, 32);
-    #[doc = concat!(" Position of `", "metadata_reg_c_0", "`.")]
+    /// Position of `metadata_reg_c_0`.
     pub const METADATA_REG_C_0: rt::Field = rt::Field::new("metadata_reg_c_0", 352, 32);
-    #[doc = concat!(" Position of `", "metadata_reg_a", "`.")]
+    /// Position of `metadata_reg_a`.
     pub const METADATA_REG_A: rt::Field = rt::Field::new("metadata_reg_a", 384, 32);
-    #[doc = concat!(" Position of `", "macsec_syndrome", "`.")]
+    /// Position of `macsec_syndrome`.
     pub const MACSEC_SYNDROME: rt::Field = rt::Field::new("macsec_syndrome", 424, 8);
-    #[doc = concat!(" Position of `", "ipsec_syndrome", "`.")]
+    /// Position of `ipsec_syndrome`.
     pub const IPSEC_SYNDROME: rt::Field = rt::Field::new("ipsec_syndrome", 432, 8);
     /// The position of every field of `fte_match_set_misc2`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -5937,13 +5937,13 @@ crate::__prm_view!(FteMatchMpls, "fte_match_mpls", 4);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(FteMatchMpls);
 impl FteMatchMpls<[u8; 4]> {
-    #[doc = concat!(" Position of `", "mpls_label", "`.")]
+    /// Position of `mpls_label`.
     pub const MPLS_LABEL: rt::Field = rt::Field::new("mpls_label", 0, 20);
-    #[doc = concat!(" Position of `", "mpls_exp", "`.")]
+    /// Position of `mpls_exp`.
     pub const MPLS_EXP: rt::Field = rt::Field::new("mpls_exp", 20, 3);
-    #[doc = concat!(" Position of `", "mpls_s_bos", "`.")]
+    /// Position of `mpls_s_bos`.
     pub const MPLS_S_BOS: rt::Field = rt::Field::new("mpls_s_bos", 23, 1);
-    #[doc = concat!(" Position of `", "mpls_ttl", "`.")]
+    /// Position of `mpls_ttl`.
     pub const MPLS_TTL: rt::Field = rt::Field::new("mpls_ttl", 24, 8);
     /// The position of every field of `fte_match_mpls`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -6149,69 +6149,69 @@ crate::__prm_view!(FteMatchSetMisc3, "fte_match_set_misc3", 64);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(FteMatchSetMisc3);
 impl FteMatchSetMisc3<[u8; 64]> {
-    #[doc = concat!(" Position of `", "inner_tcp_seq_num", "`.")]
+    /// Position of `inner_tcp_seq_num`.
     pub const INNER_TCP_SEQ_NUM: rt::Field = rt::Field::new("inner_tcp_seq_num", 0, 32);
-    #[doc = concat!(" Position of `", "outer_tcp_seq_num", "`.")]
+    /// Position of `outer_tcp_seq_num`.
     pub const OUTER_TCP_SEQ_NUM: rt::Field = rt::Field::new("outer_tcp_seq_num", 32, 32);
-    #[doc = concat!(" Position of `", "inner_tcp_ack_num", "`.")]
+    /// Position of `inner_tcp_ack_num`.
     pub const INNER_TCP_ACK_NUM: rt::Field = rt::Field::new("inner_tcp_ack_num", 64, 32);
-    #[doc = concat!(" Position of `", "outer_tcp_ack_num", "`.")]
+    /// Position of `outer_tcp_ack_num`.
     pub const OUTER_TCP_ACK_NUM: rt::Field = rt::Field::new("outer_tcp_ack_num", 96, 32);
-    #[doc = concat!(" Position of `", "outer_vxlan_gpe_vni", "`.")]
+    /// Position of `outer_vxlan_gpe_vni`.
     pub const OUTER_VXLAN_GPE_VNI: rt::Field = rt::Field::new(
         "outer_vxlan_gpe_vni",
         136,
         24,
     );
-    #[doc = concat!(" Position of `", "outer_vxlan_gpe_next_protocol", "`.")]
+    /// Position of `outer_vxlan_gpe_next_protocol`.
     pub const OUTER_VXLAN_GPE_NEXT_PROTOCOL: rt::Field = rt::Field::new(
         "outer_vxlan_gpe_next_protocol",
         160,
         8,
     );
-    #[doc = concat!(" Position of `", "outer_vxlan_gpe_flags", "`.")]
+    /// Position of `outer_vxlan_gpe_flags`.
     pub const OUTER_VXLAN_GPE_FLAGS: rt::Field = rt::Field::new(
         "outer_vxlan_gpe_flags",
         168,
         8,
     );
-    #[doc = concat!(" Position of `", "icmp_header_data", "`.")]
+    /// Position of `icmp_header_data`.
     pub const ICMP_HEADER_DATA: rt::Field = rt::Field::new("icmp_header_data", 192, 32);
-    #[doc = concat!(" Position of `", "icmpv6_header_data", "`.")]
+    /// Position of `icmpv6_header_data`.
     pub const ICMPV6_HEADER_DATA: rt::Field = rt::Field::new(
         "icmpv6_header_data",
         224,
         32,
     );
-    #[doc = concat!(" Position of `", "icmp_type", "`.")]
+    /// Position of `icmp_type`.
     pub const ICMP_TYPE: rt::Field = rt::Field::new("icmp_type", 256, 8);
-    #[doc = concat!(" Position of `", "icmp_code", "`.")]
+    /// Position of `icmp_code`.
     pub const ICMP_CODE: rt::Field = rt::Field::new("icmp_code", 264, 8);
-    #[doc = concat!(" Position of `", "icmpv6_type", "`.")]
+    /// Position of `icmpv6_type`.
     pub const ICMPV6_TYPE: rt::Field = rt::Field::new("icmpv6_type", 272, 8);
-    #[doc = concat!(" Position of `", "icmpv6_code", "`.")]
+    /// Position of `icmpv6_code`.
     pub const ICMPV6_CODE: rt::Field = rt::Field::new("icmpv6_code", 280, 8);
-    #[doc = concat!(" Position of `", "geneve_tlv_option_0_data", "`.")]
+    /// Position of `geneve_tlv_option_0_data`.
     pub const GENEVE_TLV_OPTION_0_DATA: rt::Field = rt::Field::new(
         "geneve_tlv_option_0_data",
         288,
         32,
     );
-    #[doc = concat!(" Position of `", "gtpu_teid", "`.")]
+    /// Position of `gtpu_teid`.
     pub const GTPU_TEID: rt::Field = rt::Field::new("gtpu_teid", 320, 32);
-    #[doc = concat!(" Position of `", "gtpu_msg_type", "`.")]
+    /// Position of `gtpu_msg_type`.
     pub const GTPU_MSG_TYPE: rt::Field = rt::Field::new("gtpu_msg_type", 352, 8);
-    #[doc = concat!(" Position of `", "gtpu_msg_flags", "`.")]
+    /// Position of `gtpu_msg_flags`.
     pub const GTPU_MSG_FLAGS: rt::Field = rt::Field::new("gtpu_msg_flags", 360, 8);
-    #[doc = concat!(" Position of `", "gtpu_dw_2", "`.")]
+    /// Position of `gtpu_dw_2`.
     pub const GTPU_DW_2: rt::Field = rt::Field::new("gtpu_dw_2", 384, 32);
-    #[doc = concat!(" Position of `", "gtpu_first_ext_dw_0", "`.")]
+    /// Position of `gtpu_first_ext_dw_0`.
     pub const GTPU_FIRST_EXT_DW_0: rt::Field = rt::Field::new(
         "gtpu_first_ext_dw_0",
         416,
         32,
     );
-    #[doc = concat!(" Position of `", "gtpu_dw_0", "`.")]
+    /// Position of `gtpu_dw_0`.
     pub const GTPU_DW_0: rt::Field = rt::Field::new("gtpu_dw_0", 448, 32);
     /// The position of every field of `fte_match_set_misc3`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -6884,49 +6884,49 @@ crate::__prm_view!(FteMatchSetMisc4, "fte_match_set_misc4", 64);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(FteMatchSetMisc4);
 impl FteMatchSetMisc4<[u8; 64]> {
-    #[doc = concat!(" Position of `", "prog_sample_field_value_0", "`.")]
+    /// Position of `prog_sample_field_value_0`.
     pub const PROG_SAMPLE_FIELD_VALUE_0: rt::Field = rt::Field::new(
         "prog_sample_field_value_0",
         0,
         32,
     );
-    #[doc = concat!(" Position of `", "prog_sample_field_id_0", "`.")]
+    /// Position of `prog_sample_field_id_0`.
     pub const PROG_SAMPLE_FIELD_ID_0: rt::Field = rt::Field::new(
         "prog_sample_field_id_0",
         32,
         32,
     );
-    #[doc = concat!(" Position of `", "prog_sample_field_value_1", "`.")]
+    /// Position of `prog_sample_field_value_1`.
     pub const PROG_SAMPLE_FIELD_VALUE_1: rt::Field = rt::Field::new(
         "prog_sample_field_value_1",
         64,
         32,
     );
-    #[doc = concat!(" Position of `", "prog_sample_field_id_1", "`.")]
+    /// Position of `prog_sample_field_id_1`.
     pub const PROG_SAMPLE_FIELD_ID_1: rt::Field = rt::Field::new(
         "prog_sample_field_id_1",
         96,
         32,
     );
-    #[doc = concat!(" Position of `", "prog_sample_field_value_2", "`.")]
+    /// Position of `prog_sample_field_value_2`.
     pub const PROG_SAMPLE_FIELD_VALUE_2: rt::Field = rt::Field::new(
         "prog_sample_field_value_2",
         128,
         32,
     );
-    #[doc = concat!(" Position of `", "prog_sample_field_id_2", "`.")]
+    /// Position of `prog_sample_field_id_2`.
     pub const PROG_SAMPLE_FIELD_ID_2: rt::Field = rt::Field::new(
         "prog_sample_field_id_2",
         160,
         32,
     );
-    #[doc = concat!(" Position of `", "prog_sample_field_value_3", "`.")]
+    /// Position of `prog_sample_field_value_3`.
     pub const PROG_SAMPLE_FIELD_VALUE_3: rt::Field = rt::Field::new(
         "prog_sample_field_value_3",
         192,
         32,
     );
-    #[doc = concat!(" Position of `", "prog_sample_field_id_3", "`.")]
+    /// Position of `prog_sample_field_id_3`.
     pub const PROG_SAMPLE_FIELD_ID_3: rt::Field = rt::Field::new(
         "prog_sample_field_id_3",
         224,
@@ -7237,21 +7237,21 @@ crate::__prm_view!(FteMatchSetMisc5, "fte_match_set_misc5", 64);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(FteMatchSetMisc5);
 impl FteMatchSetMisc5<[u8; 64]> {
-    #[doc = concat!(" Position of `", "macsec_tag_0", "`.")]
+    /// Position of `macsec_tag_0`.
     pub const MACSEC_TAG_0: rt::Field = rt::Field::new("macsec_tag_0", 0, 32);
-    #[doc = concat!(" Position of `", "macsec_tag_1", "`.")]
+    /// Position of `macsec_tag_1`.
     pub const MACSEC_TAG_1: rt::Field = rt::Field::new("macsec_tag_1", 32, 32);
-    #[doc = concat!(" Position of `", "macsec_tag_2", "`.")]
+    /// Position of `macsec_tag_2`.
     pub const MACSEC_TAG_2: rt::Field = rt::Field::new("macsec_tag_2", 64, 32);
-    #[doc = concat!(" Position of `", "macsec_tag_3", "`.")]
+    /// Position of `macsec_tag_3`.
     pub const MACSEC_TAG_3: rt::Field = rt::Field::new("macsec_tag_3", 96, 32);
-    #[doc = concat!(" Position of `", "tunnel_header_0", "`.")]
+    /// Position of `tunnel_header_0`.
     pub const TUNNEL_HEADER_0: rt::Field = rt::Field::new("tunnel_header_0", 128, 32);
-    #[doc = concat!(" Position of `", "tunnel_header_1", "`.")]
+    /// Position of `tunnel_header_1`.
     pub const TUNNEL_HEADER_1: rt::Field = rt::Field::new("tunnel_header_1", 160, 32);
-    #[doc = concat!(" Position of `", "tunnel_header_2", "`.")]
+    /// Position of `tunnel_header_2`.
     pub const TUNNEL_HEADER_2: rt::Field = rt::Field::new("tunnel_header_2", 192, 32);
-    #[doc = concat!(" Position of `", "tunnel_header_3", "`.")]
+    /// Position of `tunnel_header_3`.
     pub const TUNNEL_HEADER_3: rt::Field = rt::Field::new("tunnel_header_3", 224, 32);
     /// The position of every field of `fte_match_set_misc5`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -7553,11 +7553,11 @@ crate::__prm_view!(CreateFlowGroupOut, "create_flow_group_out", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(CreateFlowGroupOut);
 impl CreateFlowGroupOut<[u8; 16]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
-    #[doc = concat!(" Position of `", "group_id", "`.")]
+    /// Position of `group_id`.
     pub const GROUP_ID: rt::Field = rt::Field::new("group_id", 72, 24);
     /// The position of every field of `create_flow_group_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -7711,29 +7711,29 @@ crate::__prm_view!(SetFteIn, "set_fte_in", 832, runs_on);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(SetFteIn);
 impl SetFteIn<[u8; 832]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "other_vport", "`.")]
+    /// Position of `other_vport`.
     pub const OTHER_VPORT: rt::Field = rt::Field::new("other_vport", 64, 1);
-    #[doc = concat!(" Position of `", "vport_number", "`.")]
+    /// Position of `vport_number`.
     pub const VPORT_NUMBER: rt::Field = rt::Field::new("vport_number", 80, 16);
-    #[doc = concat!(" Position of `", "table_type", "`.")]
+    /// Position of `table_type`.
     pub const TABLE_TYPE: rt::Field = rt::Field::new("table_type", 128, 8);
-    #[doc = concat!(" Position of `", "table_id", "`.")]
+    /// Position of `table_id`.
     pub const TABLE_ID: rt::Field = rt::Field::new("table_id", 168, 24);
-    #[doc = concat!(" Position of `", "ignore_flow_level", "`.")]
+    /// Position of `ignore_flow_level`.
     pub const IGNORE_FLOW_LEVEL: rt::Field = rt::Field::new("ignore_flow_level", 192, 1);
-    #[doc = concat!(" Position of `", "modify_enable_mask", "`.")]
+    /// Position of `modify_enable_mask`.
     pub const MODIFY_ENABLE_MASK: rt::Field = rt::Field::new(
         "modify_enable_mask",
         216,
         8,
     );
-    #[doc = concat!(" Position of `", "flow_index", "`.")]
+    /// Position of `flow_index`.
     pub const FLOW_INDEX: rt::Field = rt::Field::new("flow_index", 256, 32);
-    #[doc = concat!(" Position of `", "flow_context", "`.")]
+    /// Position of `flow_context`.
     pub const FLOW_CONTEXT: rt::Field = rt::Field::new("flow_context", 512, 6144);
     /// The position of every field of `set_fte_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -8142,63 +8142,63 @@ crate::__prm_view!(FlowContext, "flow_context", 768, runs_on);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(FlowContext);
 impl FlowContext<[u8; 768]> {
-    #[doc = concat!(" Position of `", "push_vlan", "`.")]
+    /// Position of `push_vlan`.
     pub const PUSH_VLAN: rt::Field = rt::Field::new("push_vlan", 0, 32);
-    #[doc = concat!(" Position of `", "group_id", "`.")]
+    /// Position of `group_id`.
     pub const GROUP_ID: rt::Field = rt::Field::new("group_id", 32, 32);
-    #[doc = concat!(" Position of `", "flow_tag", "`.")]
+    /// Position of `flow_tag`.
     pub const FLOW_TAG: rt::Field = rt::Field::new("flow_tag", 72, 24);
-    #[doc = concat!(" Position of `", "action", "`.")]
+    /// Position of `action`.
     pub const ACTION: rt::Field = rt::Field::new("action", 112, 16);
-    #[doc = concat!(" Position of `", "extended_destination", "`.")]
+    /// Position of `extended_destination`.
     pub const EXTENDED_DESTINATION: rt::Field = rt::Field::new(
         "extended_destination",
         128,
         1,
     );
-    #[doc = concat!(" Position of `", "uplink_hairpin_en", "`.")]
+    /// Position of `uplink_hairpin_en`.
     pub const UPLINK_HAIRPIN_EN: rt::Field = rt::Field::new("uplink_hairpin_en", 129, 1);
-    #[doc = concat!(" Position of `", "flow_source", "`.")]
+    /// Position of `flow_source`.
     pub const FLOW_SOURCE: rt::Field = rt::Field::new("flow_source", 130, 2);
-    #[doc = concat!(" Position of `", "encrypt_decrypt_type", "`.")]
+    /// Position of `encrypt_decrypt_type`.
     pub const ENCRYPT_DECRYPT_TYPE: rt::Field = rt::Field::new(
         "encrypt_decrypt_type",
         132,
         4,
     );
-    #[doc = concat!(" Position of `", "destination_list_size", "`.")]
+    /// Position of `destination_list_size`.
     pub const DESTINATION_LIST_SIZE: rt::Field = rt::Field::new(
         "destination_list_size",
         136,
         24,
     );
-    #[doc = concat!(" Position of `", "flow_counter_list_size", "`.")]
+    /// Position of `flow_counter_list_size`.
     pub const FLOW_COUNTER_LIST_SIZE: rt::Field = rt::Field::new(
         "flow_counter_list_size",
         168,
         24,
     );
-    #[doc = concat!(" Position of `", "packet_reformat_id", "`.")]
+    /// Position of `packet_reformat_id`.
     pub const PACKET_REFORMAT_ID: rt::Field = rt::Field::new(
         "packet_reformat_id",
         192,
         32,
     );
-    #[doc = concat!(" Position of `", "modify_header_id", "`.")]
+    /// Position of `modify_header_id`.
     pub const MODIFY_HEADER_ID: rt::Field = rt::Field::new("modify_header_id", 224, 32);
-    #[doc = concat!(" Position of `", "push_vlan_2", "`.")]
+    /// Position of `push_vlan_2`.
     pub const PUSH_VLAN_2: rt::Field = rt::Field::new("push_vlan_2", 256, 32);
-    #[doc = concat!(" Position of `", "encrypt_decrypt_obj_id", "`.")]
+    /// Position of `encrypt_decrypt_obj_id`.
     pub const ENCRYPT_DECRYPT_OBJ_ID: rt::Field = rt::Field::new(
         "encrypt_decrypt_obj_id",
         288,
         32,
     );
-    #[doc = concat!(" Position of `", "match_value", "`.")]
+    /// Position of `match_value`.
     pub const MATCH_VALUE: rt::Field = rt::Field::new("match_value", 512, 4096);
-    #[doc = concat!(" Position of `", "execute_aso", "`.")]
+    /// Position of `execute_aso`.
     pub const EXECUTE_ASO: rt::Field = rt::Field::new("execute_aso", 4608, 64);
-    #[doc = concat!(" Position of `", "destination", "`.")]
+    /// Position of `destination`.
     pub const DESTINATION: rt::Field = rt::Field::new("destination", 6144, 128);
     /// The position of every field of `flow_context`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -8994,13 +8994,13 @@ crate::__prm_view!(Vlan, "vlan", 4);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(Vlan);
 impl Vlan<[u8; 4]> {
-    #[doc = concat!(" Position of `", "ethtype", "`.")]
+    /// Position of `ethtype`.
     pub const ETHTYPE: rt::Field = rt::Field::new("ethtype", 0, 16);
-    #[doc = concat!(" Position of `", "prio", "`.")]
+    /// Position of `prio`.
     pub const PRIO: rt::Field = rt::Field::new("prio", 16, 3);
-    #[doc = concat!(" Position of `", "cfi", "`.")]
+    /// Position of `cfi`.
     pub const CFI: rt::Field = rt::Field::new("cfi", 19, 1);
-    #[doc = concat!(" Position of `", "vid", "`.")]
+    /// Position of `vid`.
     pub const VID: rt::Field = rt::Field::new("vid", 20, 12);
     /// The position of every field of `vlan`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -9182,11 +9182,11 @@ crate::__prm_view!(ExecuteAso, "execute_aso", 8);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(ExecuteAso);
 impl ExecuteAso<[u8; 8]> {
-    #[doc = concat!(" Position of `", "valid", "`.")]
+    /// Position of `valid`.
     pub const VALID: rt::Field = rt::Field::new("valid", 0, 1);
-    #[doc = concat!(" Position of `", "aso_object_id", "`.")]
+    /// Position of `aso_object_id`.
     pub const ASO_OBJECT_ID: rt::Field = rt::Field::new("aso_object_id", 8, 24);
-    #[doc = concat!(" Position of `", "exe_aso_ctrl", "`.")]
+    /// Position of `exe_aso_ctrl`.
     pub const EXE_ASO_CTRL: rt::Field = rt::Field::new("exe_aso_ctrl", 32, 32);
     /// The position of every field of `execute_aso`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -9339,15 +9339,15 @@ crate::__prm_view!(ExeAsoCtrlFlowMeter, "exe_aso_ctrl_flow_meter", 4);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(ExeAsoCtrlFlowMeter);
 impl ExeAsoCtrlFlowMeter<[u8; 4]> {
-    #[doc = concat!(" Position of `", "return_reg_id", "`.")]
+    /// Position of `return_reg_id`.
     pub const RETURN_REG_ID: rt::Field = rt::Field::new("return_reg_id", 0, 4);
-    #[doc = concat!(" Position of `", "aso_type", "`.")]
+    /// Position of `aso_type`.
     pub const ASO_TYPE: rt::Field = rt::Field::new("aso_type", 4, 4);
-    #[doc = concat!(" Position of `", "action", "`.")]
+    /// Position of `action`.
     pub const ACTION: rt::Field = rt::Field::new("action", 28, 1);
-    #[doc = concat!(" Position of `", "init_color", "`.")]
+    /// Position of `init_color`.
     pub const INIT_COLOR: rt::Field = rt::Field::new("init_color", 29, 2);
-    #[doc = concat!(" Position of `", "meter_id", "`.")]
+    /// Position of `meter_id`.
     pub const METER_ID: rt::Field = rt::Field::new("meter_id", 31, 1);
     /// The position of every field of `exe_aso_ctrl_flow_meter`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -9609,9 +9609,9 @@ crate::__prm_view!(ExtendedDestFormat, "extended_dest_format", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(ExtendedDestFormat);
 impl ExtendedDestFormat<[u8; 16]> {
-    #[doc = concat!(" Position of `", "destination_entry", "`.")]
+    /// Position of `destination_entry`.
     pub const DESTINATION_ENTRY: rt::Field = rt::Field::new("destination_entry", 0, 64);
-    #[doc = concat!(" Position of `", "packet_reformat_id", "`.")]
+    /// Position of `packet_reformat_id`.
     pub const PACKET_REFORMAT_ID: rt::Field = rt::Field::new(
         "packet_reformat_id",
         64,
@@ -9732,25 +9732,25 @@ crate::__prm_view!(DestFormatStruct, "dest_format_struct", 8);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(DestFormatStruct);
 impl DestFormatStruct<[u8; 8]> {
-    #[doc = concat!(" Position of `", "destination_type", "`.")]
+    /// Position of `destination_type`.
     pub const DESTINATION_TYPE: rt::Field = rt::Field::new("destination_type", 0, 8);
-    #[doc = concat!(" Position of `", "destination_id", "`.")]
+    /// Position of `destination_id`.
     pub const DESTINATION_ID: rt::Field = rt::Field::new("destination_id", 8, 24);
-    #[doc = concat!(" Position of `", "destination_eswitch_owner_vhca_id_valid", "`.")]
+    /// Position of `destination_eswitch_owner_vhca_id_valid`.
     pub const DESTINATION_ESWITCH_OWNER_VHCA_ID_VALID: rt::Field = rt::Field::new(
         "destination_eswitch_owner_vhca_id_valid",
         32,
         1,
     );
-    #[doc = concat!(" Position of `", "packet_reformat", "`.")]
+    /// Position of `packet_reformat`.
     pub const PACKET_REFORMAT: rt::Field = rt::Field::new("packet_reformat", 33, 1);
-    #[doc = concat!(" Position of `", "destination_table_type", "`.")]
+    /// Position of `destination_table_type`.
     pub const DESTINATION_TABLE_TYPE: rt::Field = rt::Field::new(
         "destination_table_type",
         40,
         8,
     );
-    #[doc = concat!(" Position of `", "destination_eswitch_owner_vhca_id", "`.")]
+    /// Position of `destination_eswitch_owner_vhca_id`.
     pub const DESTINATION_ESWITCH_OWNER_VHCA_ID: rt::Field = rt::Field::new(
         "destination_eswitch_owner_vhca_id",
         48,
@@ -10011,7 +10011,7 @@ crate::__prm_view!(FlowCounterList, "flow_counter_list", 8);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(FlowCounterList);
 impl FlowCounterList<[u8; 8]> {
-    #[doc = concat!(" Position of `", "flow_counter_id", "`.")]
+    /// Position of `flow_counter_id`.
     pub const FLOW_COUNTER_ID: rt::Field = rt::Field::new("flow_counter_id", 0, 32);
     /// The position of every field of `flow_counter_list`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::FLOW_COUNTER_ID];
@@ -10091,9 +10091,9 @@ crate::__prm_view!(SetFteOut, "set_fte_out", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(SetFteOut);
 impl SetFteOut<[u8; 16]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `set_fte_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
@@ -10205,39 +10205,39 @@ crate::__prm_view!(SetFlowTableRootIn, "set_flow_table_root_in", 64);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(SetFlowTableRootIn);
 impl SetFlowTableRootIn<[u8; 64]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "other_vport", "`.")]
+    /// Position of `other_vport`.
     pub const OTHER_VPORT: rt::Field = rt::Field::new("other_vport", 64, 1);
-    #[doc = concat!(" Position of `", "vport_number", "`.")]
+    /// Position of `vport_number`.
     pub const VPORT_NUMBER: rt::Field = rt::Field::new("vport_number", 80, 16);
-    #[doc = concat!(" Position of `", "table_type", "`.")]
+    /// Position of `table_type`.
     pub const TABLE_TYPE: rt::Field = rt::Field::new("table_type", 128, 8);
-    #[doc = concat!(" Position of `", "table_of_other_vport", "`.")]
+    /// Position of `table_of_other_vport`.
     pub const TABLE_OF_OTHER_VPORT: rt::Field = rt::Field::new(
         "table_of_other_vport",
         143,
         1,
     );
-    #[doc = concat!(" Position of `", "table_vport_number", "`.")]
+    /// Position of `table_vport_number`.
     pub const TABLE_VPORT_NUMBER: rt::Field = rt::Field::new(
         "table_vport_number",
         144,
         16,
     );
-    #[doc = concat!(" Position of `", "table_id", "`.")]
+    /// Position of `table_id`.
     pub const TABLE_ID: rt::Field = rt::Field::new("table_id", 168, 24);
-    #[doc = concat!(" Position of `", "underlay_qpn", "`.")]
+    /// Position of `underlay_qpn`.
     pub const UNDERLAY_QPN: rt::Field = rt::Field::new("underlay_qpn", 200, 24);
-    #[doc = concat!(" Position of `", "table_eswitch_owner_vhca_id_valid", "`.")]
+    /// Position of `table_eswitch_owner_vhca_id_valid`.
     pub const TABLE_ESWITCH_OWNER_VHCA_ID_VALID: rt::Field = rt::Field::new(
         "table_eswitch_owner_vhca_id_valid",
         224,
         1,
     );
-    #[doc = concat!(" Position of `", "table_eswitch_owner_vhca_id", "`.")]
+    /// Position of `table_eswitch_owner_vhca_id`.
     pub const TABLE_ESWITCH_OWNER_VHCA_ID: rt::Field = rt::Field::new(
         "table_eswitch_owner_vhca_id",
         240,
@@ -10670,9 +10670,9 @@ crate::__prm_view!(SetFlowTableRootOut, "set_flow_table_root_out", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(SetFlowTableRootOut);
 impl SetFlowTableRootOut<[u8; 16]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `set_flow_table_root_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
@@ -10781,17 +10781,17 @@ crate::__prm_view!(DestroyFlowTableIn, "destroy_flow_table_in", 64);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(DestroyFlowTableIn);
 impl DestroyFlowTableIn<[u8; 64]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "other_vport", "`.")]
+    /// Position of `other_vport`.
     pub const OTHER_VPORT: rt::Field = rt::Field::new("other_vport", 64, 1);
-    #[doc = concat!(" Position of `", "vport_number", "`.")]
+    /// Position of `vport_number`.
     pub const VPORT_NUMBER: rt::Field = rt::Field::new("vport_number", 80, 16);
-    #[doc = concat!(" Position of `", "table_type", "`.")]
+    /// Position of `table_type`.
     pub const TABLE_TYPE: rt::Field = rt::Field::new("table_type", 128, 8);
-    #[doc = concat!(" Position of `", "table_id", "`.")]
+    /// Position of `table_id`.
     pub const TABLE_ID: rt::Field = rt::Field::new("table_id", 168, 24);
     /// The position of every field of `destroy_flow_table_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -11062,9 +11062,9 @@ crate::__prm_view!(DestroyFlowTableOut, "destroy_flow_table_out", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(DestroyFlowTableOut);
 impl DestroyFlowTableOut<[u8; 16]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `destroy_flow_table_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
@@ -11174,19 +11174,19 @@ crate::__prm_view!(DestroyFlowGroupIn, "destroy_flow_group_in", 64);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(DestroyFlowGroupIn);
 impl DestroyFlowGroupIn<[u8; 64]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "other_vport", "`.")]
+    /// Position of `other_vport`.
     pub const OTHER_VPORT: rt::Field = rt::Field::new("other_vport", 64, 1);
-    #[doc = concat!(" Position of `", "vport_number", "`.")]
+    /// Position of `vport_number`.
     pub const VPORT_NUMBER: rt::Field = rt::Field::new("vport_number", 80, 16);
-    #[doc = concat!(" Position of `", "table_type", "`.")]
+    /// Position of `table_type`.
     pub const TABLE_TYPE: rt::Field = rt::Field::new("table_type", 128, 8);
-    #[doc = concat!(" Position of `", "table_id", "`.")]
+    /// Position of `table_id`.
     pub const TABLE_ID: rt::Field = rt::Field::new("table_id", 168, 24);
-    #[doc = concat!(" Position of `", "group_id", "`.")]
+    /// Position of `group_id`.
     pub const GROUP_ID: rt::Field = rt::Field::new("group_id", 192, 32);
     /// The position of every field of `destroy_flow_group_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -11486,9 +11486,9 @@ crate::__prm_view!(DestroyFlowGroupOut, "destroy_flow_group_out", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(DestroyFlowGroupOut);
 impl DestroyFlowGroupOut<[u8; 16]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `destroy_flow_group_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
@@ -11598,19 +11598,19 @@ crate::__prm_view!(DeleteFteIn, "delete_fte_in", 64);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(DeleteFteIn);
 impl DeleteFteIn<[u8; 64]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "other_vport", "`.")]
+    /// Position of `other_vport`.
     pub const OTHER_VPORT: rt::Field = rt::Field::new("other_vport", 64, 1);
-    #[doc = concat!(" Position of `", "vport_number", "`.")]
+    /// Position of `vport_number`.
     pub const VPORT_NUMBER: rt::Field = rt::Field::new("vport_number", 80, 16);
-    #[doc = concat!(" Position of `", "table_type", "`.")]
+    /// Position of `table_type`.
     pub const TABLE_TYPE: rt::Field = rt::Field::new("table_type", 128, 8);
-    #[doc = concat!(" Position of `", "table_id", "`.")]
+    /// Position of `table_id`.
     pub const TABLE_ID: rt::Field = rt::Field::new("table_id", 168, 24);
-    #[doc = concat!(" Position of `", "flow_index", "`.")]
+    /// Position of `flow_index`.
     pub const FLOW_INDEX: rt::Field = rt::Field::new("flow_index", 256, 32);
     /// The position of every field of `delete_fte_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -11908,9 +11908,9 @@ crate::__prm_view!(DeleteFteOut, "delete_fte_out", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(DeleteFteOut);
 impl DeleteFteOut<[u8; 16]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `delete_fte_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];

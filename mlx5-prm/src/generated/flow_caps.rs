@@ -39,123 +39,115 @@ crate::__prm_view!(FlowTableNicCap, "flow_table_nic_cap", 4096);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(FlowTableNicCap);
 impl FlowTableNicCap<[u8; 4096]> {
-    #[doc = concat!(" Position of `", "nic_rx_multi_path_tirs", "`.")]
+    /// Position of `nic_rx_multi_path_tirs`.
     pub const NIC_RX_MULTI_PATH_TIRS: rt::Field = rt::Field::new(
         "nic_rx_multi_path_tirs",
         0,
         1,
     );
-    #[doc = concat!(" Position of `", "nic_rx_multi_path_tirs_fts", "`.")]
+    /// Position of `nic_rx_multi_path_tirs_fts`.
     pub const NIC_RX_MULTI_PATH_TIRS_FTS: rt::Field = rt::Field::new(
         "nic_rx_multi_path_tirs_fts",
         1,
         1,
     );
-    #[doc = concat!(" Position of `", "allow_sniffer_and_nic_rx_shared_tir", "`.")]
+    /// Position of `allow_sniffer_and_nic_rx_shared_tir`.
     pub const ALLOW_SNIFFER_AND_NIC_RX_SHARED_TIR: rt::Field = rt::Field::new(
         "allow_sniffer_and_nic_rx_shared_tir",
         2,
         1,
     );
-    #[doc = concat!(" Position of `", "sw_owner_reformat_supported", "`.")]
+    /// Position of `sw_owner_reformat_supported`.
     pub const SW_OWNER_REFORMAT_SUPPORTED: rt::Field = rt::Field::new(
         "sw_owner_reformat_supported",
         7,
         1,
     );
-    #[doc = concat!(" Position of `", "encap_general_header", "`.")]
+    /// Position of `encap_general_header`.
     pub const ENCAP_GENERAL_HEADER: rt::Field = rt::Field::new(
         "encap_general_header",
         32,
         1,
     );
-    #[doc = concat!(" Position of `", "log_max_packet_reformat_context", "`.")]
+    /// Position of `log_max_packet_reformat_context`.
     pub const LOG_MAX_PACKET_REFORMAT_CONTEXT: rt::Field = rt::Field::new(
         "log_max_packet_reformat_context",
         43,
         5,
     );
-    #[doc = concat!(" Position of `", "max_encap_header_size", "`.")]
+    /// Position of `max_encap_header_size`.
     pub const MAX_ENCAP_HEADER_SIZE: rt::Field = rt::Field::new(
         "max_encap_header_size",
         54,
         10,
     );
-    #[doc = concat!(" Position of `", "flow_table_properties_nic_receive", "`.")]
+    /// Position of `flow_table_properties_nic_receive`.
     pub const FLOW_TABLE_PROPERTIES_NIC_RECEIVE: rt::Field = rt::Field::new(
         "flow_table_properties_nic_receive",
         512,
         512,
     );
-    #[doc = concat!(" Position of `", "flow_table_properties_nic_receive_rdma", "`.")]
+    /// Position of `flow_table_properties_nic_receive_rdma`.
     pub const FLOW_TABLE_PROPERTIES_NIC_RECEIVE_RDMA: rt::Field = rt::Field::new(
         "flow_table_properties_nic_receive_rdma",
         1024,
         512,
     );
-    #[doc = concat!(" Position of `", "flow_table_properties_nic_receive_sniffer", "`.")]
+    /// Position of `flow_table_properties_nic_receive_sniffer`.
     pub const FLOW_TABLE_PROPERTIES_NIC_RECEIVE_SNIFFER: rt::Field = rt::Field::new(
         "flow_table_properties_nic_receive_sniffer",
         1536,
         512,
     );
-    #[doc = concat!(" Position of `", "flow_table_properties_nic_transmit", "`.")]
+    /// Position of `flow_table_properties_nic_transmit`.
     pub const FLOW_TABLE_PROPERTIES_NIC_TRANSMIT: rt::Field = rt::Field::new(
         "flow_table_properties_nic_transmit",
         2048,
         512,
     );
-    #[doc = concat!(" Position of `", "flow_table_properties_nic_transmit_rdma", "`.")]
+    /// Position of `flow_table_properties_nic_transmit_rdma`.
     pub const FLOW_TABLE_PROPERTIES_NIC_TRANSMIT_RDMA: rt::Field = rt::Field::new(
         "flow_table_properties_nic_transmit_rdma",
         2560,
         512,
     );
-    #[doc = concat!(
-        " Position of `", "flow_table_properties_nic_transmit_sniffer", "`."
-    )]
+    /// Position of `flow_table_properties_nic_transmit_sniffer`.
     pub const FLOW_TABLE_PROPERTIES_NIC_TRANSMIT_SNIFFER: rt::Field = rt::Field::new(
         "flow_table_properties_nic_transmit_sniffer",
         3072,
         512,
     );
-    #[doc = concat!(" Position of `", "ft_field_support_2_nic_receive", "`.")]
+    /// Position of `ft_field_support_2_nic_receive`.
     pub const FT_FIELD_SUPPORT_2_NIC_RECEIVE: rt::Field = rt::Field::new(
         "ft_field_support_2_nic_receive",
         5120,
         128,
     );
-    #[doc = concat!(" Position of `", "ft_field_support_2_nic_receive_rdma", "`.")]
+    /// Position of `ft_field_support_2_nic_receive_rdma`.
     pub const FT_FIELD_SUPPORT_2_NIC_RECEIVE_RDMA: rt::Field = rt::Field::new(
         "ft_field_support_2_nic_receive_rdma",
         5376,
         128,
     );
-    #[doc = concat!(" Position of `", "ft_field_support_2_nic_transmit_rdma", "`.")]
+    /// Position of `ft_field_support_2_nic_transmit_rdma`.
     pub const FT_FIELD_SUPPORT_2_NIC_TRANSMIT_RDMA: rt::Field = rt::Field::new(
         "ft_field_support_2_nic_transmit_rdma",
         6144,
         128,
     );
-    #[doc = concat!(
-        " Position of `", "sw_steering_nic_rx_action_drop_icm_address", "`."
-    )]
+    /// Position of `sw_steering_nic_rx_action_drop_icm_address`.
     pub const SW_STEERING_NIC_RX_ACTION_DROP_ICM_ADDRESS: rt::Field = rt::Field::new(
         "sw_steering_nic_rx_action_drop_icm_address",
         8192,
         64,
     );
-    #[doc = concat!(
-        " Position of `", "sw_steering_nic_tx_action_drop_icm_address", "`."
-    )]
+    /// Position of `sw_steering_nic_tx_action_drop_icm_address`.
     pub const SW_STEERING_NIC_TX_ACTION_DROP_ICM_ADDRESS: rt::Field = rt::Field::new(
         "sw_steering_nic_tx_action_drop_icm_address",
         8256,
         64,
     );
-    #[doc = concat!(
-        " Position of `", "sw_steering_nic_tx_action_allow_icm_address", "`."
-    )]
+    /// Position of `sw_steering_nic_tx_action_allow_icm_address`.
     pub const SW_STEERING_NIC_TX_ACTION_ALLOW_ICM_ADDRESS: rt::Field = rt::Field::new(
         "sw_steering_nic_tx_action_allow_icm_address",
         8320,
@@ -1815,209 +1807,209 @@ crate::__prm_view!(FlowTablePropLayout, "flow_table_prop_layout", 64);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(FlowTablePropLayout);
 impl FlowTablePropLayout<[u8; 64]> {
-    #[doc = concat!(" Position of `", "ft_support", "`.")]
+    /// Position of `ft_support`.
     pub const FT_SUPPORT: rt::Field = rt::Field::new("ft_support", 0, 1);
-    #[doc = concat!(" Position of `", "flow_counter", "`.")]
+    /// Position of `flow_counter`.
     pub const FLOW_COUNTER: rt::Field = rt::Field::new("flow_counter", 2, 1);
-    #[doc = concat!(" Position of `", "flow_modify_en", "`.")]
+    /// Position of `flow_modify_en`.
     pub const FLOW_MODIFY_EN: rt::Field = rt::Field::new("flow_modify_en", 3, 1);
-    #[doc = concat!(" Position of `", "modify_root", "`.")]
+    /// Position of `modify_root`.
     pub const MODIFY_ROOT: rt::Field = rt::Field::new("modify_root", 4, 1);
-    #[doc = concat!(" Position of `", "identified_miss_table_mode", "`.")]
+    /// Position of `identified_miss_table_mode`.
     pub const IDENTIFIED_MISS_TABLE_MODE: rt::Field = rt::Field::new(
         "identified_miss_table_mode",
         5,
         1,
     );
-    #[doc = concat!(" Position of `", "flow_table_modify", "`.")]
+    /// Position of `flow_table_modify`.
     pub const FLOW_TABLE_MODIFY: rt::Field = rt::Field::new("flow_table_modify", 6, 1);
-    #[doc = concat!(" Position of `", "reformat", "`.")]
+    /// Position of `reformat`.
     pub const REFORMAT: rt::Field = rt::Field::new("reformat", 7, 1);
-    #[doc = concat!(" Position of `", "decap", "`.")]
+    /// Position of `decap`.
     pub const DECAP: rt::Field = rt::Field::new("decap", 8, 1);
-    #[doc = concat!(" Position of `", "reset_root_to_default", "`.")]
+    /// Position of `reset_root_to_default`.
     pub const RESET_ROOT_TO_DEFAULT: rt::Field = rt::Field::new(
         "reset_root_to_default",
         9,
         1,
     );
-    #[doc = concat!(" Position of `", "pop_vlan", "`.")]
+    /// Position of `pop_vlan`.
     pub const POP_VLAN: rt::Field = rt::Field::new("pop_vlan", 10, 1);
-    #[doc = concat!(" Position of `", "push_vlan", "`.")]
+    /// Position of `push_vlan`.
     pub const PUSH_VLAN: rt::Field = rt::Field::new("push_vlan", 11, 1);
-    #[doc = concat!(" Position of `", "pop_vlan_2", "`.")]
+    /// Position of `pop_vlan_2`.
     pub const POP_VLAN_2: rt::Field = rt::Field::new("pop_vlan_2", 13, 1);
-    #[doc = concat!(" Position of `", "push_vlan_2", "`.")]
+    /// Position of `push_vlan_2`.
     pub const PUSH_VLAN_2: rt::Field = rt::Field::new("push_vlan_2", 14, 1);
-    #[doc = concat!(" Position of `", "reformat_and_vlan_action", "`.")]
+    /// Position of `reformat_and_vlan_action`.
     pub const REFORMAT_AND_VLAN_ACTION: rt::Field = rt::Field::new(
         "reformat_and_vlan_action",
         15,
         1,
     );
-    #[doc = concat!(" Position of `", "sw_owner", "`.")]
+    /// Position of `sw_owner`.
     pub const SW_OWNER: rt::Field = rt::Field::new("sw_owner", 17, 1);
-    #[doc = concat!(" Position of `", "reformat_l3_tunnel_to_l2", "`.")]
+    /// Position of `reformat_l3_tunnel_to_l2`.
     pub const REFORMAT_L3_TUNNEL_TO_L2: rt::Field = rt::Field::new(
         "reformat_l3_tunnel_to_l2",
         18,
         1,
     );
-    #[doc = concat!(" Position of `", "reformat_l2_to_l3_tunnel", "`.")]
+    /// Position of `reformat_l2_to_l3_tunnel`.
     pub const REFORMAT_L2_TO_L3_TUNNEL: rt::Field = rt::Field::new(
         "reformat_l2_to_l3_tunnel",
         19,
         1,
     );
-    #[doc = concat!(" Position of `", "reformat_and_modify_action", "`.")]
+    /// Position of `reformat_and_modify_action`.
     pub const REFORMAT_AND_MODIFY_ACTION: rt::Field = rt::Field::new(
         "reformat_and_modify_action",
         20,
         1,
     );
-    #[doc = concat!(" Position of `", "ignore_flow_level", "`.")]
+    /// Position of `ignore_flow_level`.
     pub const IGNORE_FLOW_LEVEL: rt::Field = rt::Field::new("ignore_flow_level", 21, 1);
-    #[doc = concat!(" Position of `", "table_miss_action_domain", "`.")]
+    /// Position of `table_miss_action_domain`.
     pub const TABLE_MISS_ACTION_DOMAIN: rt::Field = rt::Field::new(
         "table_miss_action_domain",
         23,
         1,
     );
-    #[doc = concat!(" Position of `", "termination_table", "`.")]
+    /// Position of `termination_table`.
     pub const TERMINATION_TABLE: rt::Field = rt::Field::new("termination_table", 24, 1);
-    #[doc = concat!(" Position of `", "reformat_and_fwd_to_table", "`.")]
+    /// Position of `reformat_and_fwd_to_table`.
     pub const REFORMAT_AND_FWD_TO_TABLE: rt::Field = rt::Field::new(
         "reformat_and_fwd_to_table",
         25,
         1,
     );
-    #[doc = concat!(" Position of `", "ipsec_encrypt", "`.")]
+    /// Position of `ipsec_encrypt`.
     pub const IPSEC_ENCRYPT: rt::Field = rt::Field::new("ipsec_encrypt", 28, 1);
-    #[doc = concat!(" Position of `", "ipsec_decrypt", "`.")]
+    /// Position of `ipsec_decrypt`.
     pub const IPSEC_DECRYPT: rt::Field = rt::Field::new("ipsec_decrypt", 29, 1);
-    #[doc = concat!(" Position of `", "sw_owner_v2", "`.")]
+    /// Position of `sw_owner_v2`.
     pub const SW_OWNER_V2: rt::Field = rt::Field::new("sw_owner_v2", 30, 1);
-    #[doc = concat!(" Position of `", "termination_table_raw_traffic", "`.")]
+    /// Position of `termination_table_raw_traffic`.
     pub const TERMINATION_TABLE_RAW_TRAFFIC: rt::Field = rt::Field::new(
         "termination_table_raw_traffic",
         32,
         1,
     );
-    #[doc = concat!(" Position of `", "log_max_ft_size", "`.")]
+    /// Position of `log_max_ft_size`.
     pub const LOG_MAX_FT_SIZE: rt::Field = rt::Field::new("log_max_ft_size", 34, 6);
-    #[doc = concat!(" Position of `", "log_max_modify_header_context", "`.")]
+    /// Position of `log_max_modify_header_context`.
     pub const LOG_MAX_MODIFY_HEADER_CONTEXT: rt::Field = rt::Field::new(
         "log_max_modify_header_context",
         40,
         8,
     );
-    #[doc = concat!(" Position of `", "max_modify_header_actions", "`.")]
+    /// Position of `max_modify_header_actions`.
     pub const MAX_MODIFY_HEADER_ACTIONS: rt::Field = rt::Field::new(
         "max_modify_header_actions",
         48,
         8,
     );
-    #[doc = concat!(" Position of `", "max_ft_level", "`.")]
+    /// Position of `max_ft_level`.
     pub const MAX_FT_LEVEL: rt::Field = rt::Field::new("max_ft_level", 56, 8);
-    #[doc = concat!(" Position of `", "reformat_add_esp_trasport", "`.")]
+    /// Position of `reformat_add_esp_trasport`.
     pub const REFORMAT_ADD_ESP_TRASPORT: rt::Field = rt::Field::new(
         "reformat_add_esp_trasport",
         64,
         1,
     );
-    #[doc = concat!(" Position of `", "reformat_l2_to_l3_esp_tunnel", "`.")]
+    /// Position of `reformat_l2_to_l3_esp_tunnel`.
     pub const REFORMAT_L2_TO_L3_ESP_TUNNEL: rt::Field = rt::Field::new(
         "reformat_l2_to_l3_esp_tunnel",
         65,
         1,
     );
-    #[doc = concat!(" Position of `", "reformat_add_esp_transport_over_udp", "`.")]
+    /// Position of `reformat_add_esp_transport_over_udp`.
     pub const REFORMAT_ADD_ESP_TRANSPORT_OVER_UDP: rt::Field = rt::Field::new(
         "reformat_add_esp_transport_over_udp",
         66,
         1,
     );
-    #[doc = concat!(" Position of `", "reformat_del_esp_trasport", "`.")]
+    /// Position of `reformat_del_esp_trasport`.
     pub const REFORMAT_DEL_ESP_TRASPORT: rt::Field = rt::Field::new(
         "reformat_del_esp_trasport",
         67,
         1,
     );
-    #[doc = concat!(" Position of `", "reformat_l3_esp_tunnel_to_l2", "`.")]
+    /// Position of `reformat_l3_esp_tunnel_to_l2`.
     pub const REFORMAT_L3_ESP_TUNNEL_TO_L2: rt::Field = rt::Field::new(
         "reformat_l3_esp_tunnel_to_l2",
         68,
         1,
     );
-    #[doc = concat!(" Position of `", "reformat_del_esp_transport_over_udp", "`.")]
+    /// Position of `reformat_del_esp_transport_over_udp`.
     pub const REFORMAT_DEL_ESP_TRANSPORT_OVER_UDP: rt::Field = rt::Field::new(
         "reformat_del_esp_transport_over_udp",
         69,
         1,
     );
-    #[doc = concat!(" Position of `", "execute_aso", "`.")]
+    /// Position of `execute_aso`.
     pub const EXECUTE_ASO: rt::Field = rt::Field::new("execute_aso", 70, 1);
-    #[doc = concat!(" Position of `", "reformat_insert", "`.")]
+    /// Position of `reformat_insert`.
     pub const REFORMAT_INSERT: rt::Field = rt::Field::new("reformat_insert", 98, 1);
-    #[doc = concat!(" Position of `", "reformat_remove", "`.")]
+    /// Position of `reformat_remove`.
     pub const REFORMAT_REMOVE: rt::Field = rt::Field::new("reformat_remove", 99, 1);
-    #[doc = concat!(" Position of `", "macsec_encrypt", "`.")]
+    /// Position of `macsec_encrypt`.
     pub const MACSEC_ENCRYPT: rt::Field = rt::Field::new("macsec_encrypt", 100, 1);
-    #[doc = concat!(" Position of `", "macsec_decrypt", "`.")]
+    /// Position of `macsec_decrypt`.
     pub const MACSEC_DECRYPT: rt::Field = rt::Field::new("macsec_decrypt", 101, 1);
-    #[doc = concat!(" Position of `", "reformat_add_macsec", "`.")]
+    /// Position of `reformat_add_macsec`.
     pub const REFORMAT_ADD_MACSEC: rt::Field = rt::Field::new(
         "reformat_add_macsec",
         104,
         1,
     );
-    #[doc = concat!(" Position of `", "reformat_remove_macsec", "`.")]
+    /// Position of `reformat_remove_macsec`.
     pub const REFORMAT_REMOVE_MACSEC: rt::Field = rt::Field::new(
         "reformat_remove_macsec",
         105,
         1,
     );
-    #[doc = concat!(" Position of `", "reparse", "`.")]
+    /// Position of `reparse`.
     pub const REPARSE: rt::Field = rt::Field::new("reparse", 106, 1);
-    #[doc = concat!(" Position of `", "cross_vhca_object", "`.")]
+    /// Position of `cross_vhca_object`.
     pub const CROSS_VHCA_OBJECT: rt::Field = rt::Field::new("cross_vhca_object", 108, 1);
-    #[doc = concat!(" Position of `", "reformat_l2_to_l3_audp_tunnel", "`.")]
+    /// Position of `reformat_l2_to_l3_audp_tunnel`.
     pub const REFORMAT_L2_TO_L3_AUDP_TUNNEL: rt::Field = rt::Field::new(
         "reformat_l2_to_l3_audp_tunnel",
         109,
         1,
     );
-    #[doc = concat!(" Position of `", "reformat_l3_audp_tunnel_to_l2", "`.")]
+    /// Position of `reformat_l3_audp_tunnel_to_l2`.
     pub const REFORMAT_L3_AUDP_TUNNEL_TO_L2: rt::Field = rt::Field::new(
         "reformat_l3_audp_tunnel_to_l2",
         110,
         1,
     );
-    #[doc = concat!(" Position of `", "ignore_flow_level_rtc_valid", "`.")]
+    /// Position of `ignore_flow_level_rtc_valid`.
     pub const IGNORE_FLOW_LEVEL_RTC_VALID: rt::Field = rt::Field::new(
         "ignore_flow_level_rtc_valid",
         111,
         1,
     );
-    #[doc = concat!(" Position of `", "log_max_ft_num", "`.")]
+    /// Position of `log_max_ft_num`.
     pub const LOG_MAX_FT_NUM: rt::Field = rt::Field::new("log_max_ft_num", 120, 8);
-    #[doc = concat!(" Position of `", "log_max_flow_counter", "`.")]
+    /// Position of `log_max_flow_counter`.
     pub const LOG_MAX_FLOW_COUNTER: rt::Field = rt::Field::new(
         "log_max_flow_counter",
         144,
         8,
     );
-    #[doc = concat!(" Position of `", "log_max_destination", "`.")]
+    /// Position of `log_max_destination`.
     pub const LOG_MAX_DESTINATION: rt::Field = rt::Field::new(
         "log_max_destination",
         152,
         8,
     );
-    #[doc = concat!(" Position of `", "log_max_flow", "`.")]
+    /// Position of `log_max_flow`.
     pub const LOG_MAX_FLOW: rt::Field = rt::Field::new("log_max_flow", 184, 8);
-    #[doc = concat!(" Position of `", "ft_field_support", "`.")]
+    /// Position of `ft_field_support`.
     pub const FT_FIELD_SUPPORT: rt::Field = rt::Field::new("ft_field_support", 256, 128);
-    #[doc = concat!(" Position of `", "ft_field_bitmask_support", "`.")]
+    /// Position of `ft_field_bitmask_support`.
     pub const FT_FIELD_BITMASK_SUPPORT: rt::Field = rt::Field::new(
         "ft_field_bitmask_support",
         384,
@@ -3725,173 +3717,173 @@ crate::__prm_view!(FlowTableFieldsSupported, "flow_table_fields_supported", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(FlowTableFieldsSupported);
 impl FlowTableFieldsSupported<[u8; 16]> {
-    #[doc = concat!(" Position of `", "outer_dmac", "`.")]
+    /// Position of `outer_dmac`.
     pub const OUTER_DMAC: rt::Field = rt::Field::new("outer_dmac", 0, 1);
-    #[doc = concat!(" Position of `", "outer_smac", "`.")]
+    /// Position of `outer_smac`.
     pub const OUTER_SMAC: rt::Field = rt::Field::new("outer_smac", 1, 1);
-    #[doc = concat!(" Position of `", "outer_ether_type", "`.")]
+    /// Position of `outer_ether_type`.
     pub const OUTER_ETHER_TYPE: rt::Field = rt::Field::new("outer_ether_type", 2, 1);
-    #[doc = concat!(" Position of `", "outer_ip_version", "`.")]
+    /// Position of `outer_ip_version`.
     pub const OUTER_IP_VERSION: rt::Field = rt::Field::new("outer_ip_version", 3, 1);
-    #[doc = concat!(" Position of `", "outer_first_prio", "`.")]
+    /// Position of `outer_first_prio`.
     pub const OUTER_FIRST_PRIO: rt::Field = rt::Field::new("outer_first_prio", 4, 1);
-    #[doc = concat!(" Position of `", "outer_first_cfi", "`.")]
+    /// Position of `outer_first_cfi`.
     pub const OUTER_FIRST_CFI: rt::Field = rt::Field::new("outer_first_cfi", 5, 1);
-    #[doc = concat!(" Position of `", "outer_first_vid", "`.")]
+    /// Position of `outer_first_vid`.
     pub const OUTER_FIRST_VID: rt::Field = rt::Field::new("outer_first_vid", 6, 1);
-    #[doc = concat!(" Position of `", "outer_ipv4_ttl", "`.")]
+    /// Position of `outer_ipv4_ttl`.
     pub const OUTER_IPV4_TTL: rt::Field = rt::Field::new("outer_ipv4_ttl", 7, 1);
-    #[doc = concat!(" Position of `", "outer_second_prio", "`.")]
+    /// Position of `outer_second_prio`.
     pub const OUTER_SECOND_PRIO: rt::Field = rt::Field::new("outer_second_prio", 8, 1);
-    #[doc = concat!(" Position of `", "outer_second_cfi", "`.")]
+    /// Position of `outer_second_cfi`.
     pub const OUTER_SECOND_CFI: rt::Field = rt::Field::new("outer_second_cfi", 9, 1);
-    #[doc = concat!(" Position of `", "outer_second_vid", "`.")]
+    /// Position of `outer_second_vid`.
     pub const OUTER_SECOND_VID: rt::Field = rt::Field::new("outer_second_vid", 10, 1);
-    #[doc = concat!(" Position of `", "outer_sip", "`.")]
+    /// Position of `outer_sip`.
     pub const OUTER_SIP: rt::Field = rt::Field::new("outer_sip", 12, 1);
-    #[doc = concat!(" Position of `", "outer_dip", "`.")]
+    /// Position of `outer_dip`.
     pub const OUTER_DIP: rt::Field = rt::Field::new("outer_dip", 13, 1);
-    #[doc = concat!(" Position of `", "outer_frag", "`.")]
+    /// Position of `outer_frag`.
     pub const OUTER_FRAG: rt::Field = rt::Field::new("outer_frag", 14, 1);
-    #[doc = concat!(" Position of `", "outer_ip_protocol", "`.")]
+    /// Position of `outer_ip_protocol`.
     pub const OUTER_IP_PROTOCOL: rt::Field = rt::Field::new("outer_ip_protocol", 15, 1);
-    #[doc = concat!(" Position of `", "outer_ip_ecn", "`.")]
+    /// Position of `outer_ip_ecn`.
     pub const OUTER_IP_ECN: rt::Field = rt::Field::new("outer_ip_ecn", 16, 1);
-    #[doc = concat!(" Position of `", "outer_ip_dscp", "`.")]
+    /// Position of `outer_ip_dscp`.
     pub const OUTER_IP_DSCP: rt::Field = rt::Field::new("outer_ip_dscp", 17, 1);
-    #[doc = concat!(" Position of `", "outer_udp_sport", "`.")]
+    /// Position of `outer_udp_sport`.
     pub const OUTER_UDP_SPORT: rt::Field = rt::Field::new("outer_udp_sport", 18, 1);
-    #[doc = concat!(" Position of `", "outer_udp_dport", "`.")]
+    /// Position of `outer_udp_dport`.
     pub const OUTER_UDP_DPORT: rt::Field = rt::Field::new("outer_udp_dport", 19, 1);
-    #[doc = concat!(" Position of `", "outer_tcp_sport", "`.")]
+    /// Position of `outer_tcp_sport`.
     pub const OUTER_TCP_SPORT: rt::Field = rt::Field::new("outer_tcp_sport", 20, 1);
-    #[doc = concat!(" Position of `", "outer_tcp_dport", "`.")]
+    /// Position of `outer_tcp_dport`.
     pub const OUTER_TCP_DPORT: rt::Field = rt::Field::new("outer_tcp_dport", 21, 1);
-    #[doc = concat!(" Position of `", "outer_tcp_flags", "`.")]
+    /// Position of `outer_tcp_flags`.
     pub const OUTER_TCP_FLAGS: rt::Field = rt::Field::new("outer_tcp_flags", 22, 1);
-    #[doc = concat!(" Position of `", "outer_gre_protocol", "`.")]
+    /// Position of `outer_gre_protocol`.
     pub const OUTER_GRE_PROTOCOL: rt::Field = rt::Field::new(
         "outer_gre_protocol",
         23,
         1,
     );
-    #[doc = concat!(" Position of `", "outer_gre_key", "`.")]
+    /// Position of `outer_gre_key`.
     pub const OUTER_GRE_KEY: rt::Field = rt::Field::new("outer_gre_key", 24, 1);
-    #[doc = concat!(" Position of `", "outer_vxlan_vni", "`.")]
+    /// Position of `outer_vxlan_vni`.
     pub const OUTER_VXLAN_VNI: rt::Field = rt::Field::new("outer_vxlan_vni", 25, 1);
-    #[doc = concat!(" Position of `", "outer_geneve_vni", "`.")]
+    /// Position of `outer_geneve_vni`.
     pub const OUTER_GENEVE_VNI: rt::Field = rt::Field::new("outer_geneve_vni", 26, 1);
-    #[doc = concat!(" Position of `", "outer_geneve_oam", "`.")]
+    /// Position of `outer_geneve_oam`.
     pub const OUTER_GENEVE_OAM: rt::Field = rt::Field::new("outer_geneve_oam", 27, 1);
-    #[doc = concat!(" Position of `", "outer_geneve_protocol_type", "`.")]
+    /// Position of `outer_geneve_protocol_type`.
     pub const OUTER_GENEVE_PROTOCOL_TYPE: rt::Field = rt::Field::new(
         "outer_geneve_protocol_type",
         28,
         1,
     );
-    #[doc = concat!(" Position of `", "outer_geneve_opt_len", "`.")]
+    /// Position of `outer_geneve_opt_len`.
     pub const OUTER_GENEVE_OPT_LEN: rt::Field = rt::Field::new(
         "outer_geneve_opt_len",
         29,
         1,
     );
-    #[doc = concat!(" Position of `", "source_vhca_port", "`.")]
+    /// Position of `source_vhca_port`.
     pub const SOURCE_VHCA_PORT: rt::Field = rt::Field::new("source_vhca_port", 30, 1);
-    #[doc = concat!(" Position of `", "source_eswitch_port", "`.")]
+    /// Position of `source_eswitch_port`.
     pub const SOURCE_ESWITCH_PORT: rt::Field = rt::Field::new(
         "source_eswitch_port",
         31,
         1,
     );
-    #[doc = concat!(" Position of `", "inner_dmac", "`.")]
+    /// Position of `inner_dmac`.
     pub const INNER_DMAC: rt::Field = rt::Field::new("inner_dmac", 32, 1);
-    #[doc = concat!(" Position of `", "inner_smac", "`.")]
+    /// Position of `inner_smac`.
     pub const INNER_SMAC: rt::Field = rt::Field::new("inner_smac", 33, 1);
-    #[doc = concat!(" Position of `", "inner_ether_type", "`.")]
+    /// Position of `inner_ether_type`.
     pub const INNER_ETHER_TYPE: rt::Field = rt::Field::new("inner_ether_type", 34, 1);
-    #[doc = concat!(" Position of `", "inner_ip_version", "`.")]
+    /// Position of `inner_ip_version`.
     pub const INNER_IP_VERSION: rt::Field = rt::Field::new("inner_ip_version", 35, 1);
-    #[doc = concat!(" Position of `", "inner_first_prio", "`.")]
+    /// Position of `inner_first_prio`.
     pub const INNER_FIRST_PRIO: rt::Field = rt::Field::new("inner_first_prio", 36, 1);
-    #[doc = concat!(" Position of `", "inner_first_cfi", "`.")]
+    /// Position of `inner_first_cfi`.
     pub const INNER_FIRST_CFI: rt::Field = rt::Field::new("inner_first_cfi", 37, 1);
-    #[doc = concat!(" Position of `", "inner_first_vid", "`.")]
+    /// Position of `inner_first_vid`.
     pub const INNER_FIRST_VID: rt::Field = rt::Field::new("inner_first_vid", 38, 1);
-    #[doc = concat!(" Position of `", "inner_second_prio", "`.")]
+    /// Position of `inner_second_prio`.
     pub const INNER_SECOND_PRIO: rt::Field = rt::Field::new("inner_second_prio", 40, 1);
-    #[doc = concat!(" Position of `", "inner_second_cfi", "`.")]
+    /// Position of `inner_second_cfi`.
     pub const INNER_SECOND_CFI: rt::Field = rt::Field::new("inner_second_cfi", 41, 1);
-    #[doc = concat!(" Position of `", "inner_second_vid", "`.")]
+    /// Position of `inner_second_vid`.
     pub const INNER_SECOND_VID: rt::Field = rt::Field::new("inner_second_vid", 42, 1);
-    #[doc = concat!(" Position of `", "inner_sip", "`.")]
+    /// Position of `inner_sip`.
     pub const INNER_SIP: rt::Field = rt::Field::new("inner_sip", 44, 1);
-    #[doc = concat!(" Position of `", "inner_dip", "`.")]
+    /// Position of `inner_dip`.
     pub const INNER_DIP: rt::Field = rt::Field::new("inner_dip", 45, 1);
-    #[doc = concat!(" Position of `", "inner_frag", "`.")]
+    /// Position of `inner_frag`.
     pub const INNER_FRAG: rt::Field = rt::Field::new("inner_frag", 46, 1);
-    #[doc = concat!(" Position of `", "inner_ip_protocol", "`.")]
+    /// Position of `inner_ip_protocol`.
     pub const INNER_IP_PROTOCOL: rt::Field = rt::Field::new("inner_ip_protocol", 47, 1);
-    #[doc = concat!(" Position of `", "inner_ip_ecn", "`.")]
+    /// Position of `inner_ip_ecn`.
     pub const INNER_IP_ECN: rt::Field = rt::Field::new("inner_ip_ecn", 48, 1);
-    #[doc = concat!(" Position of `", "inner_ip_dscp", "`.")]
+    /// Position of `inner_ip_dscp`.
     pub const INNER_IP_DSCP: rt::Field = rt::Field::new("inner_ip_dscp", 49, 1);
-    #[doc = concat!(" Position of `", "inner_udp_sport", "`.")]
+    /// Position of `inner_udp_sport`.
     pub const INNER_UDP_SPORT: rt::Field = rt::Field::new("inner_udp_sport", 50, 1);
-    #[doc = concat!(" Position of `", "inner_udp_dport", "`.")]
+    /// Position of `inner_udp_dport`.
     pub const INNER_UDP_DPORT: rt::Field = rt::Field::new("inner_udp_dport", 51, 1);
-    #[doc = concat!(" Position of `", "inner_tcp_sport", "`.")]
+    /// Position of `inner_tcp_sport`.
     pub const INNER_TCP_SPORT: rt::Field = rt::Field::new("inner_tcp_sport", 52, 1);
-    #[doc = concat!(" Position of `", "inner_tcp_dport", "`.")]
+    /// Position of `inner_tcp_dport`.
     pub const INNER_TCP_DPORT: rt::Field = rt::Field::new("inner_tcp_dport", 53, 1);
-    #[doc = concat!(" Position of `", "inner_tcp_flags", "`.")]
+    /// Position of `inner_tcp_flags`.
     pub const INNER_TCP_FLAGS: rt::Field = rt::Field::new("inner_tcp_flags", 54, 1);
-    #[doc = concat!(" Position of `", "geneve_tlv_option_0_data", "`.")]
+    /// Position of `geneve_tlv_option_0_data`.
     pub const GENEVE_TLV_OPTION_0_DATA: rt::Field = rt::Field::new(
         "geneve_tlv_option_0_data",
         64,
         1,
     );
-    #[doc = concat!(" Position of `", "geneve_tlv_option_0_exist", "`.")]
+    /// Position of `geneve_tlv_option_0_exist`.
     pub const GENEVE_TLV_OPTION_0_EXIST: rt::Field = rt::Field::new(
         "geneve_tlv_option_0_exist",
         65,
         1,
     );
-    #[doc = concat!(" Position of `", "outer_first_mpls_over_udp", "`.")]
+    /// Position of `outer_first_mpls_over_udp`.
     pub const OUTER_FIRST_MPLS_OVER_UDP: rt::Field = rt::Field::new(
         "outer_first_mpls_over_udp",
         69,
         4,
     );
-    #[doc = concat!(" Position of `", "outer_first_mpls_over_gre", "`.")]
+    /// Position of `outer_first_mpls_over_gre`.
     pub const OUTER_FIRST_MPLS_OVER_GRE: rt::Field = rt::Field::new(
         "outer_first_mpls_over_gre",
         73,
         4,
     );
-    #[doc = concat!(" Position of `", "inner_first_mpls", "`.")]
+    /// Position of `inner_first_mpls`.
     pub const INNER_FIRST_MPLS: rt::Field = rt::Field::new("inner_first_mpls", 77, 4);
-    #[doc = concat!(" Position of `", "outer_first_mpls", "`.")]
+    /// Position of `outer_first_mpls`.
     pub const OUTER_FIRST_MPLS: rt::Field = rt::Field::new("outer_first_mpls", 81, 4);
-    #[doc = concat!(" Position of `", "outer_esp_spi", "`.")]
+    /// Position of `outer_esp_spi`.
     pub const OUTER_ESP_SPI: rt::Field = rt::Field::new("outer_esp_spi", 87, 1);
-    #[doc = concat!(" Position of `", "bth_dst_qp", "`.")]
+    /// Position of `bth_dst_qp`.
     pub const BTH_DST_QP: rt::Field = rt::Field::new("bth_dst_qp", 90, 1);
-    #[doc = concat!(" Position of `", "metadata_reg_c_7", "`.")]
+    /// Position of `metadata_reg_c_7`.
     pub const METADATA_REG_C_7: rt::Field = rt::Field::new("metadata_reg_c_7", 120, 1);
-    #[doc = concat!(" Position of `", "metadata_reg_c_6", "`.")]
+    /// Position of `metadata_reg_c_6`.
     pub const METADATA_REG_C_6: rt::Field = rt::Field::new("metadata_reg_c_6", 121, 1);
-    #[doc = concat!(" Position of `", "metadata_reg_c_5", "`.")]
+    /// Position of `metadata_reg_c_5`.
     pub const METADATA_REG_C_5: rt::Field = rt::Field::new("metadata_reg_c_5", 122, 1);
-    #[doc = concat!(" Position of `", "metadata_reg_c_4", "`.")]
+    /// Position of `metadata_reg_c_4`.
     pub const METADATA_REG_C_4: rt::Field = rt::Field::new("metadata_reg_c_4", 123, 1);
-    #[doc = concat!(" Position of `", "metadata_reg_c_3", "`.")]
+    /// Position of `metadata_reg_c_3`.
     pub const METADATA_REG_C_3: rt::Field = rt::Field::new("metadata_reg_c_3", 124, 1);
-    #[doc = concat!(" Position of `", "metadata_reg_c_2", "`.")]
+    /// Position of `metadata_reg_c_2`.
     pub const METADATA_REG_C_2: rt::Field = rt::Field::new("metadata_reg_c_2", 125, 1);
-    #[doc = concat!(" Position of `", "metadata_reg_c_1", "`.")]
+    /// Position of `metadata_reg_c_1`.
     pub const METADATA_REG_C_1: rt::Field = rt::Field::new("metadata_reg_c_1", 126, 1);
-    #[doc = concat!(" Position of `", "metadata_reg_c_0", "`.")]
+    /// Position of `metadata_reg_c_0`.
     pub const METADATA_REG_C_0: rt::Field = rt::Field::new("metadata_reg_c_0", 127, 1);
     /// The position of every field of `flow_table_fields_supported`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -5911,13 +5903,13 @@ crate::__prm_view!(FlowTableFieldsSupported2, "flow_table_fields_supported_2", 1
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(FlowTableFieldsSupported2);
 impl FlowTableFieldsSupported2<[u8; 16]> {
-    #[doc = concat!(" Position of `", "inner_l4_type", "`.")]
+    /// Position of `inner_l4_type`.
     pub const INNER_L4_TYPE: rt::Field = rt::Field::new("inner_l4_type", 2, 1);
-    #[doc = concat!(" Position of `", "outer_l4_type", "`.")]
+    /// Position of `outer_l4_type`.
     pub const OUTER_L4_TYPE: rt::Field = rt::Field::new("outer_l4_type", 3, 1);
-    #[doc = concat!(" Position of `", "bth_opcode", "`.")]
+    /// Position of `bth_opcode`.
     pub const BTH_OPCODE: rt::Field = rt::Field::new("bth_opcode", 14, 1);
-    #[doc = concat!(" Position of `", "tunnel_header_0_1", "`.")]
+    /// Position of `tunnel_header_0_1`.
     pub const TUNNEL_HEADER_0_1: rt::Field = rt::Field::new("tunnel_header_0_1", 16, 1);
     /// The position of every field of `flow_table_fields_supported_2`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[

@@ -102,17 +102,17 @@ crate::__prm_view!(EnableHcaIn, "enable_hca_in", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(EnableHcaIn);
 impl EnableHcaIn<[u8; 16]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "embedded_cpu_function", "`.")]
+    /// Position of `embedded_cpu_function`.
     pub const EMBEDDED_CPU_FUNCTION: rt::Field = rt::Field::new(
         "embedded_cpu_function",
         64,
         1,
     );
-    #[doc = concat!(" Position of `", "function_id", "`.")]
+    /// Position of `function_id`.
     pub const FUNCTION_ID: rt::Field = rt::Field::new("function_id", 80, 16);
     /// The position of every field of `enable_hca_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -278,9 +278,9 @@ crate::__prm_view!(EnableHcaOut, "enable_hca_out", 12);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(EnableHcaOut);
 impl EnableHcaOut<[u8; 12]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `enable_hca_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
@@ -387,17 +387,17 @@ crate::__prm_view!(DisableHcaIn, "disable_hca_in", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(DisableHcaIn);
 impl DisableHcaIn<[u8; 16]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "embedded_cpu_function", "`.")]
+    /// Position of `embedded_cpu_function`.
     pub const EMBEDDED_CPU_FUNCTION: rt::Field = rt::Field::new(
         "embedded_cpu_function",
         64,
         1,
     );
-    #[doc = concat!(" Position of `", "function_id", "`.")]
+    /// Position of `function_id`.
     pub const FUNCTION_ID: rt::Field = rt::Field::new("function_id", 80, 16);
     /// The position of every field of `disable_hca_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -565,9 +565,9 @@ crate::__prm_view!(DisableHcaOut, "disable_hca_out", 12);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(DisableHcaOut);
 impl DisableHcaOut<[u8; 12]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `disable_hca_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
@@ -672,9 +672,9 @@ crate::__prm_view!(QueryIssiIn, "query_issi_in", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(QueryIssiIn);
 impl QueryIssiIn<[u8; 16]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
     /// The position of every field of `query_issi_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::OPCODE, Self::OP_MOD];
@@ -779,13 +779,13 @@ crate::__prm_view!(QueryIssiOut, "query_issi_out", 112);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(QueryIssiOut);
 impl QueryIssiOut<[u8; 112]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
-    #[doc = concat!(" Position of `", "current_issi", "`.")]
+    /// Position of `current_issi`.
     pub const CURRENT_ISSI: rt::Field = rt::Field::new("current_issi", 80, 16);
-    #[doc = concat!(" Position of `", "supported_issi_dw0", "`.")]
+    /// Position of `supported_issi_dw0`.
     pub const SUPPORTED_ISSI_DW0: rt::Field = rt::Field::new(
         "supported_issi_dw0",
         864,
@@ -985,11 +985,11 @@ crate::__prm_view!(SetIssiIn, "set_issi_in", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(SetIssiIn);
 impl SetIssiIn<[u8; 16]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "current_issi", "`.")]
+    /// Position of `current_issi`.
     pub const CURRENT_ISSI: rt::Field = rt::Field::new("current_issi", 80, 16);
     /// The position of every field of `set_issi_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -1125,9 +1125,9 @@ crate::__prm_view!(SetIssiOut, "set_issi_out", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(SetIssiOut);
 impl SetIssiOut<[u8; 16]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `set_issi_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
@@ -1233,17 +1233,17 @@ crate::__prm_view!(QueryPagesIn, "query_pages_in", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(QueryPagesIn);
 impl QueryPagesIn<[u8; 16]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "embedded_cpu_function", "`.")]
+    /// Position of `embedded_cpu_function`.
     pub const EMBEDDED_CPU_FUNCTION: rt::Field = rt::Field::new(
         "embedded_cpu_function",
         64,
         1,
     );
-    #[doc = concat!(" Position of `", "function_id", "`.")]
+    /// Position of `function_id`.
     pub const FUNCTION_ID: rt::Field = rt::Field::new("function_id", 80, 16);
     /// The position of every field of `query_pages_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -1414,19 +1414,19 @@ crate::__prm_view!(QueryPagesOut, "query_pages_out", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(QueryPagesOut);
 impl QueryPagesOut<[u8; 16]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
-    #[doc = concat!(" Position of `", "embedded_cpu_function", "`.")]
+    /// Position of `embedded_cpu_function`.
     pub const EMBEDDED_CPU_FUNCTION: rt::Field = rt::Field::new(
         "embedded_cpu_function",
         64,
         1,
     );
-    #[doc = concat!(" Position of `", "function_id", "`.")]
+    /// Position of `function_id`.
     pub const FUNCTION_ID: rt::Field = rt::Field::new("function_id", 80, 16);
-    #[doc = concat!(" Position of `", "num_pages", "`.")]
+    /// Position of `num_pages`.
     pub const NUM_PAGES: rt::Field = rt::Field::new("num_pages", 96, 32);
     /// The position of every field of `query_pages_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -1628,21 +1628,21 @@ crate::__prm_view!(ManagePagesIn, "manage_pages_in", 16, runs_on);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(ManagePagesIn);
 impl ManagePagesIn<[u8; 16]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "embedded_cpu_function", "`.")]
+    /// Position of `embedded_cpu_function`.
     pub const EMBEDDED_CPU_FUNCTION: rt::Field = rt::Field::new(
         "embedded_cpu_function",
         64,
         1,
     );
-    #[doc = concat!(" Position of `", "function_id", "`.")]
+    /// Position of `function_id`.
     pub const FUNCTION_ID: rt::Field = rt::Field::new("function_id", 80, 16);
-    #[doc = concat!(" Position of `", "input_num_entries", "`.")]
+    /// Position of `input_num_entries`.
     pub const INPUT_NUM_ENTRIES: rt::Field = rt::Field::new("input_num_entries", 96, 32);
-    #[doc = concat!(" Position of `", "pas", "`.")]
+    /// Position of `pas`.
     pub const PAS: rt::Field = rt::Field::new("pas", 128, 64);
     /// The position of every field of `manage_pages_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -1905,17 +1905,17 @@ crate::__prm_view!(ManagePagesOut, "manage_pages_out", 16, runs_on);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(ManagePagesOut);
 impl ManagePagesOut<[u8; 16]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
-    #[doc = concat!(" Position of `", "output_num_entries", "`.")]
+    /// Position of `output_num_entries`.
     pub const OUTPUT_NUM_ENTRIES: rt::Field = rt::Field::new(
         "output_num_entries",
         64,
         32,
     );
-    #[doc = concat!(" Position of `", "pas", "`.")]
+    /// Position of `pas`.
     pub const PAS: rt::Field = rt::Field::new("pas", 128, 64);
     /// The position of every field of `manage_pages_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -2116,9 +2116,9 @@ crate::__prm_view!(QueryAdapterIn, "query_adapter_in", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(QueryAdapterIn);
 impl QueryAdapterIn<[u8; 16]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
     /// The position of every field of `query_adapter_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::OPCODE, Self::OP_MOD];
@@ -2224,11 +2224,11 @@ crate::__prm_view!(QueryAdapterOut, "query_adapter_out", 272);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(QueryAdapterOut);
 impl QueryAdapterOut<[u8; 272]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
-    #[doc = concat!(" Position of `", "query_adapter_struct", "`.")]
+    /// Position of `query_adapter_struct`.
     pub const QUERY_ADAPTER_STRUCT: rt::Field = rt::Field::new(
         "query_adapter_struct",
         128,
@@ -2371,13 +2371,13 @@ crate::__prm_view!(QueryAdapterParamBlock, "query_adapter_param_block", 256);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(QueryAdapterParamBlock);
 impl QueryAdapterParamBlock<[u8; 256]> {
-    #[doc = concat!(" Position of `", "ieee_vendor_id", "`.")]
+    /// Position of `ieee_vendor_id`.
     pub const IEEE_VENDOR_ID: rt::Field = rt::Field::new("ieee_vendor_id", 200, 24);
-    #[doc = concat!(" Position of `", "vsd_vendor_id", "`.")]
+    /// Position of `vsd_vendor_id`.
     pub const VSD_VENDOR_ID: rt::Field = rt::Field::new("vsd_vendor_id", 240, 16);
-    #[doc = concat!(" Position of `", "vsd", "`.")]
+    /// Position of `vsd`.
     pub const VSD: rt::Field = rt::Field::new("vsd", 256, 1664);
-    #[doc = concat!(" Position of `", "vsd_contd_psid", "`.")]
+    /// Position of `vsd_contd_psid`.
     pub const VSD_CONTD_PSID: rt::Field = rt::Field::new("vsd_contd_psid", 1920, 128);
     /// The position of every field of `query_adapter_param_block`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -2560,13 +2560,13 @@ crate::__prm_view!(InitHcaIn, "init_hca_in", 32);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(InitHcaIn);
 impl InitHcaIn<[u8; 32]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "sw_vhca_id", "`.")]
+    /// Position of `sw_vhca_id`.
     pub const SW_VHCA_ID: rt::Field = rt::Field::new("sw_vhca_id", 98, 14);
-    #[doc = concat!(" Position of `", "sw_owner_id", "`.")]
+    /// Position of `sw_owner_id`.
     pub const SW_OWNER_ID: rt::Field = rt::Field::new("sw_owner_id", 128, 32);
     /// The position of every field of `init_hca_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -2773,9 +2773,9 @@ crate::__prm_view!(InitHcaOut, "init_hca_out", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(InitHcaOut);
 impl InitHcaOut<[u8; 16]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `init_hca_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
@@ -2880,11 +2880,11 @@ crate::__prm_view!(TeardownHcaIn, "teardown_hca_in", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(TeardownHcaIn);
 impl TeardownHcaIn<[u8; 16]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "profile", "`.")]
+    /// Position of `profile`.
     pub const PROFILE: rt::Field = rt::Field::new("profile", 80, 16);
     /// The position of every field of `teardown_hca_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -3041,11 +3041,11 @@ crate::__prm_view!(TeardownHcaOut, "teardown_hca_out", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(TeardownHcaOut);
 impl TeardownHcaOut<[u8; 16]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
-    #[doc = concat!(" Position of `", "state", "`.")]
+    /// Position of `state`.
     pub const STATE: rt::Field = rt::Field::new("state", 127, 1);
     /// The position of every field of `teardown_hca_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -3184,11 +3184,11 @@ crate::__prm_view!(SetDriverVersionIn, "set_driver_version_in", 80);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(SetDriverVersionIn);
 impl SetDriverVersionIn<[u8; 80]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "driver_version", "`.")]
+    /// Position of `driver_version`.
     pub const DRIVER_VERSION: rt::Field = rt::Field::new("driver_version", 128, 512);
     /// The position of every field of `set_driver_version_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -3322,9 +3322,9 @@ crate::__prm_view!(SetDriverVersionOut, "set_driver_version_out", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(SetDriverVersionOut);
 impl SetDriverVersionOut<[u8; 16]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `set_driver_version_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
@@ -3432,15 +3432,15 @@ crate::__prm_view!(AccessRegisterIn, "access_register_in", 16, runs_on);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(AccessRegisterIn);
 impl AccessRegisterIn<[u8; 16]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "register_id", "`.")]
+    /// Position of `register_id`.
     pub const REGISTER_ID: rt::Field = rt::Field::new("register_id", 80, 16);
-    #[doc = concat!(" Position of `", "argument", "`.")]
+    /// Position of `argument`.
     pub const ARGUMENT: rt::Field = rt::Field::new("argument", 96, 32);
-    #[doc = concat!(" Position of `", "register_data", "`.")]
+    /// Position of `register_data`.
     pub const REGISTER_DATA: rt::Field = rt::Field::new("register_data", 128, 32);
     /// The position of every field of `access_register_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -3672,11 +3672,11 @@ crate::__prm_view!(AccessRegisterOut, "access_register_out", 16, runs_on);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(AccessRegisterOut);
 impl AccessRegisterOut<[u8; 16]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
-    #[doc = concat!(" Position of `", "register_data", "`.")]
+    /// Position of `register_data`.
     pub const REGISTER_DATA: rt::Field = rt::Field::new("register_data", 128, 32);
     /// The position of every field of `access_register_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -3848,11 +3848,11 @@ crate::__prm_view!(AllocUarIn, "alloc_uar_in", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(AllocUarIn);
 impl AllocUarIn<[u8; 16]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "uid", "`.")]
+    /// Position of `uid`.
     pub const UID: rt::Field = rt::Field::new("uid", 16, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
     /// The position of every field of `alloc_uar_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::OPCODE, Self::UID, Self::OP_MOD];
@@ -3982,11 +3982,11 @@ crate::__prm_view!(AllocUarOut, "alloc_uar_out", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(AllocUarOut);
 impl AllocUarOut<[u8; 16]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
-    #[doc = concat!(" Position of `", "uar", "`.")]
+    /// Position of `uar`.
     pub const UAR: rt::Field = rt::Field::new("uar", 72, 24);
     /// The position of every field of `alloc_uar_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME, Self::UAR];
@@ -4128,13 +4128,13 @@ crate::__prm_view!(DeallocUarIn, "dealloc_uar_in", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(DeallocUarIn);
 impl DeallocUarIn<[u8; 16]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "uid", "`.")]
+    /// Position of `uid`.
     pub const UID: rt::Field = rt::Field::new("uid", 16, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "uar", "`.")]
+    /// Position of `uar`.
     pub const UAR: rt::Field = rt::Field::new("uar", 72, 24);
     /// The position of every field of `dealloc_uar_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -4306,9 +4306,9 @@ crate::__prm_view!(DeallocUarOut, "dealloc_uar_out", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(DeallocUarOut);
 impl DeallocUarOut<[u8; 16]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `dealloc_uar_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
@@ -4414,11 +4414,11 @@ crate::__prm_view!(AllocPdIn, "alloc_pd_in", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(AllocPdIn);
 impl AllocPdIn<[u8; 16]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "uid", "`.")]
+    /// Position of `uid`.
     pub const UID: rt::Field = rt::Field::new("uid", 16, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
     /// The position of every field of `alloc_pd_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::OPCODE, Self::UID, Self::OP_MOD];
@@ -4548,11 +4548,11 @@ crate::__prm_view!(AllocPdOut, "alloc_pd_out", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(AllocPdOut);
 impl AllocPdOut<[u8; 16]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
-    #[doc = concat!(" Position of `", "pd", "`.")]
+    /// Position of `pd`.
     pub const PD: rt::Field = rt::Field::new("pd", 72, 24);
     /// The position of every field of `alloc_pd_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME, Self::PD];
@@ -4694,13 +4694,13 @@ crate::__prm_view!(DeallocPdIn, "dealloc_pd_in", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(DeallocPdIn);
 impl DeallocPdIn<[u8; 16]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "uid", "`.")]
+    /// Position of `uid`.
     pub const UID: rt::Field = rt::Field::new("uid", 16, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "pd", "`.")]
+    /// Position of `pd`.
     pub const PD: rt::Field = rt::Field::new("pd", 72, 24);
     /// The position of every field of `dealloc_pd_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -4870,9 +4870,9 @@ crate::__prm_view!(DeallocPdOut, "dealloc_pd_out", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(DeallocPdOut);
 impl DeallocPdOut<[u8; 16]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `dealloc_pd_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
@@ -4978,11 +4978,11 @@ crate::__prm_view!(AllocTransportDomainIn, "alloc_transport_domain_in", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(AllocTransportDomainIn);
 impl AllocTransportDomainIn<[u8; 16]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "uid", "`.")]
+    /// Position of `uid`.
     pub const UID: rt::Field = rt::Field::new("uid", 16, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
     /// The position of every field of `alloc_transport_domain_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::OPCODE, Self::UID, Self::OP_MOD];
@@ -5115,11 +5115,11 @@ crate::__prm_view!(AllocTransportDomainOut, "alloc_transport_domain_out", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(AllocTransportDomainOut);
 impl AllocTransportDomainOut<[u8; 16]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
-    #[doc = concat!(" Position of `", "transport_domain", "`.")]
+    /// Position of `transport_domain`.
     pub const TRANSPORT_DOMAIN: rt::Field = rt::Field::new("transport_domain", 72, 24);
     /// The position of every field of `alloc_transport_domain_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -5267,13 +5267,13 @@ crate::__prm_view!(DeallocTransportDomainIn, "dealloc_transport_domain_in", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(DeallocTransportDomainIn);
 impl DeallocTransportDomainIn<[u8; 16]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "uid", "`.")]
+    /// Position of `uid`.
     pub const UID: rt::Field = rt::Field::new("uid", 16, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "transport_domain", "`.")]
+    /// Position of `transport_domain`.
     pub const TRANSPORT_DOMAIN: rt::Field = rt::Field::new("transport_domain", 72, 24);
     /// The position of every field of `dealloc_transport_domain_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -5447,9 +5447,9 @@ crate::__prm_view!(DeallocTransportDomainOut, "dealloc_transport_domain_out", 16
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(DeallocTransportDomainOut);
 impl DeallocTransportDomainOut<[u8; 16]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `dealloc_transport_domain_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
@@ -5554,9 +5554,9 @@ crate::__prm_view!(QuerySpecialContextsIn, "query_special_contexts_in", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(QuerySpecialContextsIn);
 impl QuerySpecialContextsIn<[u8; 16]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
     /// The position of every field of `query_special_contexts_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::OPCODE, Self::OP_MOD];
@@ -5666,23 +5666,23 @@ crate::__prm_view!(QuerySpecialContextsOut, "query_special_contexts_out", 32);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(QuerySpecialContextsOut);
 impl QuerySpecialContextsOut<[u8; 32]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
-    #[doc = concat!(" Position of `", "dump_fill_mkey", "`.")]
+    /// Position of `dump_fill_mkey`.
     pub const DUMP_FILL_MKEY: rt::Field = rt::Field::new("dump_fill_mkey", 64, 32);
-    #[doc = concat!(" Position of `", "resd_lkey", "`.")]
+    /// Position of `resd_lkey`.
     pub const RESD_LKEY: rt::Field = rt::Field::new("resd_lkey", 96, 32);
-    #[doc = concat!(" Position of `", "null_mkey", "`.")]
+    /// Position of `null_mkey`.
     pub const NULL_MKEY: rt::Field = rt::Field::new("null_mkey", 128, 32);
-    #[doc = concat!(" Position of `", "terminate_scatter_list_mkey", "`.")]
+    /// Position of `terminate_scatter_list_mkey`.
     pub const TERMINATE_SCATTER_LIST_MKEY: rt::Field = rt::Field::new(
         "terminate_scatter_list_mkey",
         160,
         32,
     );
-    #[doc = concat!(" Position of `", "repeated_mkey", "`.")]
+    /// Position of `repeated_mkey`.
     pub const REPEATED_MKEY: rt::Field = rt::Field::new("repeated_mkey", 192, 32);
     /// The position of every field of `query_special_contexts_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[

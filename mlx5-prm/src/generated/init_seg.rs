@@ -235,27 +235,27 @@ crate::__prm_view!(HealthBuffer, "health_buffer", 64);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(HealthBuffer);
 impl HealthBuffer<[u8; 64]> {
-    #[doc = concat!(" Position of `", "assert_existptr", "`.")]
+    /// Position of `assert_existptr`.
     pub const ASSERT_EXISTPTR: rt::Field = rt::Field::new("assert_existptr", 256, 32);
-    #[doc = concat!(" Position of `", "assert_callra", "`.")]
+    /// Position of `assert_callra`.
     pub const ASSERT_CALLRA: rt::Field = rt::Field::new("assert_callra", 288, 32);
-    #[doc = concat!(" Position of `", "time", "`.")]
+    /// Position of `time`.
     pub const TIME: rt::Field = rt::Field::new("time", 352, 32);
-    #[doc = concat!(" Position of `", "fw_version", "`.")]
+    /// Position of `fw_version`.
     pub const FW_VERSION: rt::Field = rt::Field::new("fw_version", 384, 32);
-    #[doc = concat!(" Position of `", "hw_id", "`.")]
+    /// Position of `hw_id`.
     pub const HW_ID: rt::Field = rt::Field::new("hw_id", 416, 32);
-    #[doc = concat!(" Position of `", "rfr", "`.")]
+    /// Position of `rfr`.
     pub const RFR: rt::Field = rt::Field::new("rfr", 448, 1);
-    #[doc = concat!(" Position of `", "valid", "`.")]
+    /// Position of `valid`.
     pub const VALID: rt::Field = rt::Field::new("valid", 452, 1);
-    #[doc = concat!(" Position of `", "severity", "`.")]
+    /// Position of `severity`.
     pub const SEVERITY: rt::Field = rt::Field::new("severity", 453, 3);
-    #[doc = concat!(" Position of `", "irisc_index", "`.")]
+    /// Position of `irisc_index`.
     pub const IRISC_INDEX: rt::Field = rt::Field::new("irisc_index", 480, 8);
-    #[doc = concat!(" Position of `", "synd", "`.")]
+    /// Position of `synd`.
     pub const SYND: rt::Field = rt::Field::new("synd", 488, 8);
-    #[doc = concat!(" Position of `", "ext_synd", "`.")]
+    /// Position of `ext_synd`.
     pub const EXT_SYND: rt::Field = rt::Field::new("ext_synd", 496, 16);
     /// The position of every field of `health_buffer`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -582,87 +582,87 @@ crate::__prm_view!(InitialSeg, "initial_seg", 16396);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(InitialSeg);
 impl InitialSeg<[u8; 16396]> {
-    #[doc = concat!(" Position of `", "fw_rev_minor", "`.")]
+    /// Position of `fw_rev_minor`.
     pub const FW_REV_MINOR: rt::Field = rt::Field::new("fw_rev_minor", 0, 16);
-    #[doc = concat!(" Position of `", "fw_rev_major", "`.")]
+    /// Position of `fw_rev_major`.
     pub const FW_REV_MAJOR: rt::Field = rt::Field::new("fw_rev_major", 16, 16);
-    #[doc = concat!(" Position of `", "cmd_interface_rev", "`.")]
+    /// Position of `cmd_interface_rev`.
     pub const CMD_INTERFACE_REV: rt::Field = rt::Field::new("cmd_interface_rev", 32, 16);
-    #[doc = concat!(" Position of `", "fw_rev_subminor", "`.")]
+    /// Position of `fw_rev_subminor`.
     pub const FW_REV_SUBMINOR: rt::Field = rt::Field::new("fw_rev_subminor", 48, 16);
-    #[doc = concat!(" Position of `", "cmdq_phy_addr_63_32", "`.")]
+    /// Position of `cmdq_phy_addr_63_32`.
     pub const CMDQ_PHY_ADDR_63_32: rt::Field = rt::Field::new(
         "cmdq_phy_addr_63_32",
         128,
         32,
     );
-    #[doc = concat!(" Position of `", "cmdq_phy_addr_31_12", "`.")]
+    /// Position of `cmdq_phy_addr_31_12`.
     pub const CMDQ_PHY_ADDR_31_12: rt::Field = rt::Field::new(
         "cmdq_phy_addr_31_12",
         160,
         20,
     );
-    #[doc = concat!(" Position of `", "nic_interface", "`.")]
+    /// Position of `nic_interface`.
     pub const NIC_INTERFACE: rt::Field = rt::Field::new("nic_interface", 182, 2);
-    #[doc = concat!(" Position of `", "log_cmdq_size", "`.")]
+    /// Position of `log_cmdq_size`.
     pub const LOG_CMDQ_SIZE: rt::Field = rt::Field::new("log_cmdq_size", 184, 4);
-    #[doc = concat!(" Position of `", "log_cmdq_stride", "`.")]
+    /// Position of `log_cmdq_stride`.
     pub const LOG_CMDQ_STRIDE: rt::Field = rt::Field::new("log_cmdq_stride", 188, 4);
-    #[doc = concat!(" Position of `", "command_doorbell_vector", "`.")]
+    /// Position of `command_doorbell_vector`.
     pub const COMMAND_DOORBELL_VECTOR: rt::Field = rt::Field::new(
         "command_doorbell_vector",
         192,
         32,
     );
-    #[doc = concat!(" Position of `", "initializing", "`.")]
+    /// Position of `initializing`.
     pub const INITIALIZING: rt::Field = rt::Field::new("initializing", 4064, 1);
-    #[doc = concat!(" Position of `", "fw_reset_supported", "`.")]
+    /// Position of `fw_reset_supported`.
     pub const FW_RESET_SUPPORTED: rt::Field = rt::Field::new(
         "fw_reset_supported",
         4065,
         1,
     );
-    #[doc = concat!(" Position of `", "nic_interface_supported", "`.")]
+    /// Position of `nic_interface_supported`.
     pub const NIC_INTERFACE_SUPPORTED: rt::Field = rt::Field::new(
         "nic_interface_supported",
         4069,
         3,
     );
-    #[doc = concat!(" Position of `", "embedded_cpu", "`.")]
+    /// Position of `embedded_cpu`.
     pub const EMBEDDED_CPU: rt::Field = rt::Field::new("embedded_cpu", 4072, 1);
-    #[doc = concat!(" Position of `", "health_buffer", "`.")]
+    /// Position of `health_buffer`.
     pub const HEALTH_BUFFER: rt::Field = rt::Field::new("health_buffer", 4096, 512);
-    #[doc = concat!(" Position of `", "no_dram_nic_offset", "`.")]
+    /// Position of `no_dram_nic_offset`.
     pub const NO_DRAM_NIC_OFFSET: rt::Field = rt::Field::new(
         "no_dram_nic_offset",
         4608,
         32,
     );
-    #[doc = concat!(" Position of `", "cmd_exec_to", "`.")]
+    /// Position of `cmd_exec_to`.
     pub const CMD_EXEC_TO: rt::Field = rt::Field::new("cmd_exec_to", 32704, 32);
-    #[doc = concat!(" Position of `", "cmd_q_init_to", "`.")]
+    /// Position of `cmd_q_init_to`.
     pub const CMD_Q_INIT_TO: rt::Field = rt::Field::new("cmd_q_init_to", 32736, 32);
-    #[doc = concat!(" Position of `", "internal_timer_h", "`.")]
+    /// Position of `internal_timer_h`.
     pub const INTERNAL_TIMER_H: rt::Field = rt::Field::new(
         "internal_timer_h",
         32768,
         32,
     );
-    #[doc = concat!(" Position of `", "internal_timer_l", "`.")]
+    /// Position of `internal_timer_l`.
     pub const INTERNAL_TIMER_L: rt::Field = rt::Field::new(
         "internal_timer_l",
         32800,
         32,
     );
-    #[doc = concat!(" Position of `", "clear_int", "`.")]
+    /// Position of `clear_int`.
     pub const CLEAR_INT: rt::Field = rt::Field::new("clear_int", 32895, 1);
-    #[doc = concat!(" Position of `", "health_syndrome", "`.")]
+    /// Position of `health_syndrome`.
     pub const HEALTH_SYNDROME: rt::Field = rt::Field::new("health_syndrome", 32896, 8);
-    #[doc = concat!(" Position of `", "health_counter", "`.")]
+    /// Position of `health_counter`.
     pub const HEALTH_COUNTER: rt::Field = rt::Field::new("health_counter", 32904, 24);
-    #[doc = concat!(" Position of `", "real_time_h", "`.")]
+    /// Position of `real_time_h`.
     pub const REAL_TIME_H: rt::Field = rt::Field::new("real_time_h", 33280, 32);
-    #[doc = concat!(" Position of `", "real_time_l", "`.")]
+    /// Position of `real_time_l`.
     pub const REAL_TIME_L: rt::Field = rt::Field::new("real_time_l", 33312, 32);
     /// The position of every field of `initial_seg`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[

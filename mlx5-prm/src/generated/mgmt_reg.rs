@@ -283,51 +283,51 @@ crate::__prm_view!(PcamRegs5000To507f, "pcam_regs_5000_to_507f", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(PcamRegs5000To507f);
 impl PcamRegs5000To507f<[u8; 16]> {
-    #[doc = concat!(" Position of `", "port_access_reg_cap_mask_127_to_96", "`.")]
+    /// Position of `port_access_reg_cap_mask_127_to_96`.
     pub const PORT_ACCESS_REG_CAP_MASK_127_TO_96: rt::Field = rt::Field::new(
         "port_access_reg_cap_mask_127_to_96",
         0,
         32,
     );
-    #[doc = concat!(" Position of `", "port_access_reg_cap_mask_95_to_64", "`.")]
+    /// Position of `port_access_reg_cap_mask_95_to_64`.
     pub const PORT_ACCESS_REG_CAP_MASK_95_TO_64: rt::Field = rt::Field::new(
         "port_access_reg_cap_mask_95_to_64",
         32,
         32,
     );
-    #[doc = concat!(" Position of `", "port_access_reg_cap_mask_63_to_36", "`.")]
+    /// Position of `port_access_reg_cap_mask_63_to_36`.
     pub const PORT_ACCESS_REG_CAP_MASK_63_TO_36: rt::Field = rt::Field::new(
         "port_access_reg_cap_mask_63_to_36",
         64,
         28,
     );
-    #[doc = concat!(" Position of `", "pplm", "`.")]
+    /// Position of `pplm`.
     pub const PPLM: rt::Field = rt::Field::new("pplm", 92, 1);
-    #[doc = concat!(" Position of `", "port_access_reg_cap_mask_34_to_32", "`.")]
+    /// Position of `port_access_reg_cap_mask_34_to_32`.
     pub const PORT_ACCESS_REG_CAP_MASK_34_TO_32: rt::Field = rt::Field::new(
         "port_access_reg_cap_mask_34_to_32",
         93,
         3,
     );
-    #[doc = concat!(" Position of `", "port_access_reg_cap_mask_31_to_13", "`.")]
+    /// Position of `port_access_reg_cap_mask_31_to_13`.
     pub const PORT_ACCESS_REG_CAP_MASK_31_TO_13: rt::Field = rt::Field::new(
         "port_access_reg_cap_mask_31_to_13",
         96,
         19,
     );
-    #[doc = concat!(" Position of `", "pbmc", "`.")]
+    /// Position of `pbmc`.
     pub const PBMC: rt::Field = rt::Field::new("pbmc", 115, 1);
-    #[doc = concat!(" Position of `", "pptb", "`.")]
+    /// Position of `pptb`.
     pub const PPTB: rt::Field = rt::Field::new("pptb", 116, 1);
-    #[doc = concat!(" Position of `", "port_access_reg_cap_mask_10_to_09", "`.")]
+    /// Position of `port_access_reg_cap_mask_10_to_09`.
     pub const PORT_ACCESS_REG_CAP_MASK_10_TO_09: rt::Field = rt::Field::new(
         "port_access_reg_cap_mask_10_to_09",
         117,
         2,
     );
-    #[doc = concat!(" Position of `", "ppcnt", "`.")]
+    /// Position of `ppcnt`.
     pub const PPCNT: rt::Field = rt::Field::new("ppcnt", 119, 1);
-    #[doc = concat!(" Position of `", "port_access_reg_cap_mask_07_to_00", "`.")]
+    /// Position of `port_access_reg_cap_mask_07_to_00`.
     pub const PORT_ACCESS_REG_CAP_MASK_07_TO_00: rt::Field = rt::Field::new(
         "port_access_reg_cap_mask_07_to_00",
         120,
@@ -784,59 +784,59 @@ crate::__prm_view!(PcamEnhancedFeatures, "pcam_enhanced_features", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(PcamEnhancedFeatures);
 impl PcamEnhancedFeatures<[u8; 16]> {
-    #[doc = concat!(" Position of `", "fec_100g_per_lane_in_pplm", "`.")]
+    /// Position of `fec_100g_per_lane_in_pplm`.
     pub const FEC_100G_PER_LANE_IN_PPLM: rt::Field = rt::Field::new(
         "fec_100g_per_lane_in_pplm",
         72,
         1,
     );
-    #[doc = concat!(" Position of `", "buffer_ownership", "`.")]
+    /// Position of `buffer_ownership`.
     pub const BUFFER_OWNERSHIP: rt::Field = rt::Field::new("buffer_ownership", 83, 1);
-    #[doc = concat!(" Position of `", "fec_50g_per_lane_in_pplm", "`.")]
+    /// Position of `fec_50g_per_lane_in_pplm`.
     pub const FEC_50G_PER_LANE_IN_PPLM: rt::Field = rt::Field::new(
         "fec_50g_per_lane_in_pplm",
         104,
         1,
     );
-    #[doc = concat!(" Position of `", "rx_icrc_encapsulated_counter", "`.")]
+    /// Position of `rx_icrc_encapsulated_counter`.
     pub const RX_ICRC_ENCAPSULATED_COUNTER: rt::Field = rt::Field::new(
         "rx_icrc_encapsulated_counter",
         109,
         1,
     );
-    #[doc = concat!(" Position of `", "ptys_extended_ethernet", "`.")]
+    /// Position of `ptys_extended_ethernet`.
     pub const PTYS_EXTENDED_ETHERNET: rt::Field = rt::Field::new(
         "ptys_extended_ethernet",
         114,
         1,
     );
-    #[doc = concat!(" Position of `", "pfcc_mask", "`.")]
+    /// Position of `pfcc_mask`.
     pub const PFCC_MASK: rt::Field = rt::Field::new("pfcc_mask", 118, 1);
-    #[doc = concat!(" Position of `", "per_lane_error_counters", "`.")]
+    /// Position of `per_lane_error_counters`.
     pub const PER_LANE_ERROR_COUNTERS: rt::Field = rt::Field::new(
         "per_lane_error_counters",
         122,
         1,
     );
-    #[doc = concat!(" Position of `", "rx_buffer_fullness_counters", "`.")]
+    /// Position of `rx_buffer_fullness_counters`.
     pub const RX_BUFFER_FULLNESS_COUNTERS: rt::Field = rt::Field::new(
         "rx_buffer_fullness_counters",
         123,
         1,
     );
-    #[doc = concat!(" Position of `", "ptys_connector_type", "`.")]
+    /// Position of `ptys_connector_type`.
     pub const PTYS_CONNECTOR_TYPE: rt::Field = rt::Field::new(
         "ptys_connector_type",
         124,
         1,
     );
-    #[doc = concat!(" Position of `", "ppcnt_discard_group", "`.")]
+    /// Position of `ppcnt_discard_group`.
     pub const PPCNT_DISCARD_GROUP: rt::Field = rt::Field::new(
         "ppcnt_discard_group",
         126,
         1,
     );
-    #[doc = concat!(" Position of `", "ppcnt_statistical_group", "`.")]
+    /// Position of `ppcnt_statistical_group`.
     pub const PPCNT_STATISTICAL_GROUP: rt::Field = rt::Field::new(
         "ppcnt_statistical_group",
         127,
@@ -1208,17 +1208,17 @@ crate::__prm_view!(PcamReg, "pcam_reg", 80);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(PcamReg);
 impl PcamReg<[u8; 80]> {
-    #[doc = concat!(" Position of `", "feature_group", "`.")]
+    /// Position of `feature_group`.
     pub const FEATURE_GROUP: rt::Field = rt::Field::new("feature_group", 8, 8);
-    #[doc = concat!(" Position of `", "access_reg_group", "`.")]
+    /// Position of `access_reg_group`.
     pub const ACCESS_REG_GROUP: rt::Field = rt::Field::new("access_reg_group", 24, 8);
-    #[doc = concat!(" Position of `", "port_access_reg_cap_mask", "`.")]
+    /// Position of `port_access_reg_cap_mask`.
     pub const PORT_ACCESS_REG_CAP_MASK: rt::Field = rt::Field::new(
         "port_access_reg_cap_mask",
         64,
         128,
     );
-    #[doc = concat!(" Position of `", "feature_cap_mask", "`.")]
+    /// Position of `feature_cap_mask`.
     pub const FEATURE_CAP_MASK: rt::Field = rt::Field::new("feature_cap_mask", 320, 128);
     /// The position of every field of `pcam_reg`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -1425,43 +1425,43 @@ crate::__prm_view!(McamAccessReg, "mcam_access_reg", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(McamAccessReg);
 impl McamAccessReg<[u8; 16]> {
-    #[doc = concat!(" Position of `", "mcda", "`.")]
+    /// Position of `mcda`.
     pub const MCDA: rt::Field = rt::Field::new("mcda", 28, 1);
-    #[doc = concat!(" Position of `", "mcc", "`.")]
+    /// Position of `mcc`.
     pub const MCC: rt::Field = rt::Field::new("mcc", 29, 1);
-    #[doc = concat!(" Position of `", "mcqi", "`.")]
+    /// Position of `mcqi`.
     pub const MCQI: rt::Field = rt::Field::new("mcqi", 30, 1);
-    #[doc = concat!(" Position of `", "mcqs", "`.")]
+    /// Position of `mcqs`.
     pub const MCQS: rt::Field = rt::Field::new("mcqs", 31, 1);
-    #[doc = concat!(" Position of `", "regs_95_to_90", "`.")]
+    /// Position of `regs_95_to_90`.
     pub const REGS_95_TO_90: rt::Field = rt::Field::new("regs_95_to_90", 32, 6);
-    #[doc = concat!(" Position of `", "mpir", "`.")]
+    /// Position of `mpir`.
     pub const MPIR: rt::Field = rt::Field::new("mpir", 38, 1);
-    #[doc = concat!(" Position of `", "regs_88_to_87", "`.")]
+    /// Position of `regs_88_to_87`.
     pub const REGS_88_TO_87: rt::Field = rt::Field::new("regs_88_to_87", 39, 2);
-    #[doc = concat!(" Position of `", "mpegc", "`.")]
+    /// Position of `mpegc`.
     pub const MPEGC: rt::Field = rt::Field::new("mpegc", 41, 1);
-    #[doc = concat!(" Position of `", "mtutc", "`.")]
+    /// Position of `mtutc`.
     pub const MTUTC: rt::Field = rt::Field::new("mtutc", 42, 1);
-    #[doc = concat!(" Position of `", "regs_84_to_68", "`.")]
+    /// Position of `regs_84_to_68`.
     pub const REGS_84_TO_68: rt::Field = rt::Field::new("regs_84_to_68", 43, 17);
-    #[doc = concat!(" Position of `", "tracer_registers", "`.")]
+    /// Position of `tracer_registers`.
     pub const TRACER_REGISTERS: rt::Field = rt::Field::new("tracer_registers", 60, 4);
-    #[doc = concat!(" Position of `", "regs_63_to_46", "`.")]
+    /// Position of `regs_63_to_46`.
     pub const REGS_63_TO_46: rt::Field = rt::Field::new("regs_63_to_46", 64, 18);
-    #[doc = concat!(" Position of `", "mrtc", "`.")]
+    /// Position of `mrtc`.
     pub const MRTC: rt::Field = rt::Field::new("mrtc", 82, 1);
-    #[doc = concat!(" Position of `", "regs_44_to_41", "`.")]
+    /// Position of `regs_44_to_41`.
     pub const REGS_44_TO_41: rt::Field = rt::Field::new("regs_44_to_41", 83, 4);
-    #[doc = concat!(" Position of `", "mfrl", "`.")]
+    /// Position of `mfrl`.
     pub const MFRL: rt::Field = rt::Field::new("mfrl", 87, 1);
-    #[doc = concat!(" Position of `", "regs_39_to_32", "`.")]
+    /// Position of `regs_39_to_32`.
     pub const REGS_39_TO_32: rt::Field = rt::Field::new("regs_39_to_32", 88, 8);
-    #[doc = concat!(" Position of `", "regs_31_to_11", "`.")]
+    /// Position of `regs_31_to_11`.
     pub const REGS_31_TO_11: rt::Field = rt::Field::new("regs_31_to_11", 96, 21);
-    #[doc = concat!(" Position of `", "mtmp", "`.")]
+    /// Position of `mtmp`.
     pub const MTMP: rt::Field = rt::Field::new("mtmp", 117, 1);
-    #[doc = concat!(" Position of `", "regs_9_to_0", "`.")]
+    /// Position of `regs_9_to_0`.
     pub const REGS_9_TO_0: rt::Field = rt::Field::new("regs_9_to_0", 118, 10);
     /// The position of every field of `mcam_access_reg`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -2123,13 +2123,13 @@ crate::__prm_view!(McamAccessRegBits1, "mcam_access_reg_bits1", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(McamAccessRegBits1);
 impl McamAccessRegBits1<[u8; 16]> {
-    #[doc = concat!(" Position of `", "regs_127_to_96", "`.")]
+    /// Position of `regs_127_to_96`.
     pub const REGS_127_TO_96: rt::Field = rt::Field::new("regs_127_to_96", 0, 32);
-    #[doc = concat!(" Position of `", "regs_95_to_64", "`.")]
+    /// Position of `regs_95_to_64`.
     pub const REGS_95_TO_64: rt::Field = rt::Field::new("regs_95_to_64", 32, 32);
-    #[doc = concat!(" Position of `", "regs_63_to_32", "`.")]
+    /// Position of `regs_63_to_32`.
     pub const REGS_63_TO_32: rt::Field = rt::Field::new("regs_63_to_32", 64, 32);
-    #[doc = concat!(" Position of `", "regs_31_to_0", "`.")]
+    /// Position of `regs_31_to_0`.
     pub const REGS_31_TO_0: rt::Field = rt::Field::new("regs_31_to_0", 96, 32);
     /// The position of every field of `mcam_access_reg_bits1`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -2299,21 +2299,21 @@ crate::__prm_view!(McamAccessRegBits2, "mcam_access_reg_bits2", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(McamAccessRegBits2);
 impl McamAccessRegBits2<[u8; 16]> {
-    #[doc = concat!(" Position of `", "regs_127_to_99", "`.")]
+    /// Position of `regs_127_to_99`.
     pub const REGS_127_TO_99: rt::Field = rt::Field::new("regs_127_to_99", 0, 29);
-    #[doc = concat!(" Position of `", "mirc", "`.")]
+    /// Position of `mirc`.
     pub const MIRC: rt::Field = rt::Field::new("mirc", 29, 1);
-    #[doc = concat!(" Position of `", "regs_97_to_96", "`.")]
+    /// Position of `regs_97_to_96`.
     pub const REGS_97_TO_96: rt::Field = rt::Field::new("regs_97_to_96", 30, 2);
-    #[doc = concat!(" Position of `", "regs_95_to_87", "`.")]
+    /// Position of `regs_95_to_87`.
     pub const REGS_95_TO_87: rt::Field = rt::Field::new("regs_95_to_87", 32, 9);
-    #[doc = concat!(" Position of `", "synce_registers", "`.")]
+    /// Position of `synce_registers`.
     pub const SYNCE_REGISTERS: rt::Field = rt::Field::new("synce_registers", 41, 2);
-    #[doc = concat!(" Position of `", "regs_84_to_64", "`.")]
+    /// Position of `regs_84_to_64`.
     pub const REGS_84_TO_64: rt::Field = rt::Field::new("regs_84_to_64", 43, 21);
-    #[doc = concat!(" Position of `", "regs_63_to_32", "`.")]
+    /// Position of `regs_63_to_32`.
     pub const REGS_63_TO_32: rt::Field = rt::Field::new("regs_63_to_32", 64, 32);
-    #[doc = concat!(" Position of `", "regs_31_to_0", "`.")]
+    /// Position of `regs_31_to_0`.
     pub const REGS_31_TO_0: rt::Field = rt::Field::new("regs_31_to_0", 96, 32);
     /// The position of every field of `mcam_access_reg_bits2`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -2637,17 +2637,17 @@ crate::__prm_view!(McamAccessRegBits3, "mcam_access_reg_bits3", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(McamAccessRegBits3);
 impl McamAccessRegBits3<[u8; 16]> {
-    #[doc = concat!(" Position of `", "regs_127_to_96", "`.")]
+    /// Position of `regs_127_to_96`.
     pub const REGS_127_TO_96: rt::Field = rt::Field::new("regs_127_to_96", 0, 32);
-    #[doc = concat!(" Position of `", "regs_95_to_64", "`.")]
+    /// Position of `regs_95_to_64`.
     pub const REGS_95_TO_64: rt::Field = rt::Field::new("regs_95_to_64", 32, 32);
-    #[doc = concat!(" Position of `", "regs_63_to_32", "`.")]
+    /// Position of `regs_63_to_32`.
     pub const REGS_63_TO_32: rt::Field = rt::Field::new("regs_63_to_32", 64, 32);
-    #[doc = concat!(" Position of `", "regs_31_to_2", "`.")]
+    /// Position of `regs_31_to_2`.
     pub const REGS_31_TO_2: rt::Field = rt::Field::new("regs_31_to_2", 96, 30);
-    #[doc = concat!(" Position of `", "mtctr", "`.")]
+    /// Position of `mtctr`.
     pub const MTCTR: rt::Field = rt::Field::new("mtctr", 126, 1);
-    #[doc = concat!(" Position of `", "mtptm", "`.")]
+    /// Position of `mtptm`.
     pub const MTPTM: rt::Field = rt::Field::new("mtptm", 127, 1);
     /// The position of every field of `mcam_access_reg_bits3`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -2893,81 +2893,81 @@ crate::__prm_view!(McamEnhancedFeatures, "mcam_enhanced_features", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(McamEnhancedFeatures);
 impl McamEnhancedFeatures<[u8; 16]> {
-    #[doc = concat!(" Position of `", "mtutc_freq_adj_units", "`.")]
+    /// Position of `mtutc_freq_adj_units`.
     pub const MTUTC_FREQ_ADJ_UNITS: rt::Field = rt::Field::new(
         "mtutc_freq_adj_units",
         80,
         1,
     );
-    #[doc = concat!(" Position of `", "mtutc_time_adjustment_extended_range", "`.")]
+    /// Position of `mtutc_time_adjustment_extended_range`.
     pub const MTUTC_TIME_ADJUSTMENT_EXTENDED_RANGE: rt::Field = rt::Field::new(
         "mtutc_time_adjustment_extended_range",
         81,
         1,
     );
-    #[doc = concat!(" Position of `", "mcia_32dwords", "`.")]
+    /// Position of `mcia_32dwords`.
     pub const MCIA_32DWORDS: rt::Field = rt::Field::new("mcia_32dwords", 93, 1);
-    #[doc = concat!(" Position of `", "out_pulse_duration_ns", "`.")]
+    /// Position of `out_pulse_duration_ns`.
     pub const OUT_PULSE_DURATION_NS: rt::Field = rt::Field::new(
         "out_pulse_duration_ns",
         94,
         1,
     );
-    #[doc = concat!(" Position of `", "npps_period", "`.")]
+    /// Position of `npps_period`.
     pub const NPPS_PERIOD: rt::Field = rt::Field::new("npps_period", 95, 1);
-    #[doc = concat!(" Position of `", "reset_state", "`.")]
+    /// Position of `reset_state`.
     pub const RESET_STATE: rt::Field = rt::Field::new("reset_state", 106, 1);
-    #[doc = concat!(" Position of `", "ptpcyc2realtime_modify", "`.")]
+    /// Position of `ptpcyc2realtime_modify`.
     pub const PTPCYC2REALTIME_MODIFY: rt::Field = rt::Field::new(
         "ptpcyc2realtime_modify",
         107,
         1,
     );
-    #[doc = concat!(" Position of `", "pci_status_and_power", "`.")]
+    /// Position of `pci_status_and_power`.
     pub const PCI_STATUS_AND_POWER: rt::Field = rt::Field::new(
         "pci_status_and_power",
         110,
         1,
     );
-    #[doc = concat!(" Position of `", "mark_tx_action_cnp", "`.")]
+    /// Position of `mark_tx_action_cnp`.
     pub const MARK_TX_ACTION_CNP: rt::Field = rt::Field::new(
         "mark_tx_action_cnp",
         116,
         1,
     );
-    #[doc = concat!(" Position of `", "mark_tx_action_cqe", "`.")]
+    /// Position of `mark_tx_action_cqe`.
     pub const MARK_TX_ACTION_CQE: rt::Field = rt::Field::new(
         "mark_tx_action_cqe",
         117,
         1,
     );
-    #[doc = concat!(" Position of `", "dynamic_tx_overflow", "`.")]
+    /// Position of `dynamic_tx_overflow`.
     pub const DYNAMIC_TX_OVERFLOW: rt::Field = rt::Field::new(
         "dynamic_tx_overflow",
         118,
         1,
     );
-    #[doc = concat!(" Position of `", "pcie_outbound_stalled", "`.")]
+    /// Position of `pcie_outbound_stalled`.
     pub const PCIE_OUTBOUND_STALLED: rt::Field = rt::Field::new(
         "pcie_outbound_stalled",
         123,
         1,
     );
-    #[doc = concat!(" Position of `", "tx_overflow_buffer_pkt", "`.")]
+    /// Position of `tx_overflow_buffer_pkt`.
     pub const TX_OVERFLOW_BUFFER_PKT: rt::Field = rt::Field::new(
         "tx_overflow_buffer_pkt",
         124,
         1,
     );
-    #[doc = concat!(" Position of `", "mtpps_enh_out_per_adj", "`.")]
+    /// Position of `mtpps_enh_out_per_adj`.
     pub const MTPPS_ENH_OUT_PER_ADJ: rt::Field = rt::Field::new(
         "mtpps_enh_out_per_adj",
         125,
         1,
     );
-    #[doc = concat!(" Position of `", "mtpps_fs", "`.")]
+    /// Position of `mtpps_fs`.
     pub const MTPPS_FS: rt::Field = rt::Field::new("mtpps_fs", 126, 1);
-    #[doc = concat!(" Position of `", "pcie_performance_group", "`.")]
+    /// Position of `pcie_performance_group`.
     pub const PCIE_PERFORMANCE_GROUP: rt::Field = rt::Field::new(
         "pcie_performance_group",
         127,
@@ -3475,17 +3475,17 @@ crate::__prm_view!(McamReg, "mcam_reg", 72);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(McamReg);
 impl McamReg<[u8; 72]> {
-    #[doc = concat!(" Position of `", "feature_group", "`.")]
+    /// Position of `feature_group`.
     pub const FEATURE_GROUP: rt::Field = rt::Field::new("feature_group", 8, 8);
-    #[doc = concat!(" Position of `", "access_reg_group", "`.")]
+    /// Position of `access_reg_group`.
     pub const ACCESS_REG_GROUP: rt::Field = rt::Field::new("access_reg_group", 24, 8);
-    #[doc = concat!(" Position of `", "mng_access_reg_cap_mask", "`.")]
+    /// Position of `mng_access_reg_cap_mask`.
     pub const MNG_ACCESS_REG_CAP_MASK: rt::Field = rt::Field::new(
         "mng_access_reg_cap_mask",
         64,
         128,
     );
-    #[doc = concat!(" Position of `", "mng_feature_cap_mask", "`.")]
+    /// Position of `mng_feature_cap_mask`.
     pub const MNG_FEATURE_CAP_MASK: rt::Field = rt::Field::new(
         "mng_feature_cap_mask",
         320,
@@ -3686,27 +3686,27 @@ crate::__prm_view!(QcamAccessRegCapMask, "qcam_access_reg_cap_mask", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(QcamAccessRegCapMask);
 impl QcamAccessRegCapMask<[u8; 16]> {
-    #[doc = concat!(" Position of `", "qcam_access_reg_cap_mask_127_to_20", "`.")]
+    /// Position of `qcam_access_reg_cap_mask_127_to_20`.
     pub const QCAM_ACCESS_REG_CAP_MASK_127_TO_20: rt::Field = rt::Field::new(
         "qcam_access_reg_cap_mask_127_to_20",
         0,
         1,
     );
-    #[doc = concat!(" Position of `", "qpdpm", "`.")]
+    /// Position of `qpdpm`.
     pub const QPDPM: rt::Field = rt::Field::new("qpdpm", 108, 1);
-    #[doc = concat!(" Position of `", "qcam_access_reg_cap_mask_18_to_4", "`.")]
+    /// Position of `qcam_access_reg_cap_mask_18_to_4`.
     pub const QCAM_ACCESS_REG_CAP_MASK_18_TO_4: rt::Field = rt::Field::new(
         "qcam_access_reg_cap_mask_18_to_4",
         109,
         15,
     );
-    #[doc = concat!(" Position of `", "qdpm", "`.")]
+    /// Position of `qdpm`.
     pub const QDPM: rt::Field = rt::Field::new("qdpm", 124, 1);
-    #[doc = concat!(" Position of `", "qpts", "`.")]
+    /// Position of `qpts`.
     pub const QPTS: rt::Field = rt::Field::new("qpts", 125, 1);
-    #[doc = concat!(" Position of `", "qcap", "`.")]
+    /// Position of `qcap`.
     pub const QCAP: rt::Field = rt::Field::new("qcap", 126, 1);
-    #[doc = concat!(" Position of `", "qcam_access_reg_cap_mask_0", "`.")]
+    /// Position of `qcam_access_reg_cap_mask_0`.
     pub const QCAM_ACCESS_REG_CAP_MASK_0: rt::Field = rt::Field::new(
         "qcam_access_reg_cap_mask_0",
         127,
@@ -4042,13 +4042,13 @@ crate::__prm_view!(QcamQosFeatureCapMask, "qcam_qos_feature_cap_mask", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(QcamQosFeatureCapMask);
 impl QcamQosFeatureCapMask<[u8; 16]> {
-    #[doc = concat!(" Position of `", "qcam_qos_feature_cap_mask_127_to_1", "`.")]
+    /// Position of `qcam_qos_feature_cap_mask_127_to_1`.
     pub const QCAM_QOS_FEATURE_CAP_MASK_127_TO_1: rt::Field = rt::Field::new(
         "qcam_qos_feature_cap_mask_127_to_1",
         0,
         1,
     );
-    #[doc = concat!(" Position of `", "qpts_trust_both", "`.")]
+    /// Position of `qpts_trust_both`.
     pub const QPTS_TRUST_BOTH: rt::Field = rt::Field::new("qpts_trust_both", 127, 1);
     /// The position of every field of `qcam_qos_feature_cap_mask`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -4201,17 +4201,17 @@ crate::__prm_view!(QcamReg, "qcam_reg", 72);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(QcamReg);
 impl QcamReg<[u8; 72]> {
-    #[doc = concat!(" Position of `", "feature_group", "`.")]
+    /// Position of `feature_group`.
     pub const FEATURE_GROUP: rt::Field = rt::Field::new("feature_group", 8, 8);
-    #[doc = concat!(" Position of `", "access_reg_group", "`.")]
+    /// Position of `access_reg_group`.
     pub const ACCESS_REG_GROUP: rt::Field = rt::Field::new("access_reg_group", 24, 8);
-    #[doc = concat!(" Position of `", "qos_access_reg_cap_mask", "`.")]
+    /// Position of `qos_access_reg_cap_mask`.
     pub const QOS_ACCESS_REG_CAP_MASK: rt::Field = rt::Field::new(
         "qos_access_reg_cap_mask",
         64,
         128,
     );
-    #[doc = concat!(" Position of `", "qos_feature_cap_mask", "`.")]
+    /// Position of `qos_feature_cap_mask`.
     pub const QOS_FEATURE_CAP_MASK: rt::Field = rt::Field::new(
         "qos_feature_cap_mask",
         320,
@@ -4407,9 +4407,9 @@ crate::__prm_view!(DefaultTimeout, "default_timeout", 4);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(DefaultTimeout);
 impl DefaultTimeout<[u8; 4]> {
-    #[doc = concat!(" Position of `", "to_multiplier", "`.")]
+    /// Position of `to_multiplier`.
     pub const TO_MULTIPLIER: rt::Field = rt::Field::new("to_multiplier", 0, 3);
-    #[doc = concat!(" Position of `", "to_value", "`.")]
+    /// Position of `to_value`.
     pub const TO_VALUE: rt::Field = rt::Field::new("to_value", 12, 20);
     /// The position of every field of `default_timeout`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::TO_MULTIPLIER, Self::TO_VALUE];
@@ -4561,39 +4561,39 @@ crate::__prm_view!(DtorReg, "dtor_reg", 64);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(DtorReg);
 impl DtorReg<[u8; 64]> {
-    #[doc = concat!(" Position of `", "pcie_toggle_to", "`.")]
+    /// Position of `pcie_toggle_to`.
     pub const PCIE_TOGGLE_TO: rt::Field = rt::Field::new("pcie_toggle_to", 32, 32);
-    #[doc = concat!(" Position of `", "health_poll_to", "`.")]
+    /// Position of `health_poll_to`.
     pub const HEALTH_POLL_TO: rt::Field = rt::Field::new("health_poll_to", 160, 32);
-    #[doc = concat!(" Position of `", "full_crdump_to", "`.")]
+    /// Position of `full_crdump_to`.
     pub const FULL_CRDUMP_TO: rt::Field = rt::Field::new("full_crdump_to", 192, 32);
-    #[doc = concat!(" Position of `", "fw_reset_to", "`.")]
+    /// Position of `fw_reset_to`.
     pub const FW_RESET_TO: rt::Field = rt::Field::new("fw_reset_to", 224, 32);
-    #[doc = concat!(" Position of `", "flush_on_err_to", "`.")]
+    /// Position of `flush_on_err_to`.
     pub const FLUSH_ON_ERR_TO: rt::Field = rt::Field::new("flush_on_err_to", 256, 32);
-    #[doc = concat!(" Position of `", "pci_sync_update_to", "`.")]
+    /// Position of `pci_sync_update_to`.
     pub const PCI_SYNC_UPDATE_TO: rt::Field = rt::Field::new(
         "pci_sync_update_to",
         288,
         32,
     );
-    #[doc = concat!(" Position of `", "tear_down_to", "`.")]
+    /// Position of `tear_down_to`.
     pub const TEAR_DOWN_TO: rt::Field = rt::Field::new("tear_down_to", 320, 32);
-    #[doc = concat!(" Position of `", "fsm_reactivate_to", "`.")]
+    /// Position of `fsm_reactivate_to`.
     pub const FSM_REACTIVATE_TO: rt::Field = rt::Field::new(
         "fsm_reactivate_to",
         352,
         32,
     );
-    #[doc = concat!(" Position of `", "reclaim_pages_to", "`.")]
+    /// Position of `reclaim_pages_to`.
     pub const RECLAIM_PAGES_TO: rt::Field = rt::Field::new("reclaim_pages_to", 384, 32);
-    #[doc = concat!(" Position of `", "reclaim_vfs_pages_to", "`.")]
+    /// Position of `reclaim_vfs_pages_to`.
     pub const RECLAIM_VFS_PAGES_TO: rt::Field = rt::Field::new(
         "reclaim_vfs_pages_to",
         416,
         32,
     );
-    #[doc = concat!(" Position of `", "reset_unload_to", "`.")]
+    /// Position of `reset_unload_to`.
     pub const RESET_UNLOAD_TO: rt::Field = rt::Field::new("reset_unload_to", 448, 32);
     /// The position of every field of `dtor_reg`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -4980,7 +4980,7 @@ crate::__prm_view!(HostEndiannessReg, "host_endianness_reg", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(HostEndiannessReg);
 impl HostEndiannessReg<[u8; 16]> {
-    #[doc = concat!(" Position of `", "he", "`.")]
+    /// Position of `he`.
     pub const HE: rt::Field = rt::Field::new("he", 0, 1);
     /// The position of every field of `host_endianness_reg`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::HE];

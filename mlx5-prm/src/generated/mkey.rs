@@ -127,31 +127,31 @@ crate::__prm_view!(CreateMkeyIn, "create_mkey_in", 272, runs_on);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(CreateMkeyIn);
 impl CreateMkeyIn<[u8; 272]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "uid", "`.")]
+    /// Position of `uid`.
     pub const UID: rt::Field = rt::Field::new("uid", 16, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "pg_access", "`.")]
+    /// Position of `pg_access`.
     pub const PG_ACCESS: rt::Field = rt::Field::new("pg_access", 96, 1);
-    #[doc = concat!(" Position of `", "mkey_umem_valid", "`.")]
+    /// Position of `mkey_umem_valid`.
     pub const MKEY_UMEM_VALID: rt::Field = rt::Field::new("mkey_umem_valid", 97, 1);
-    #[doc = concat!(" Position of `", "data_direct", "`.")]
+    /// Position of `data_direct`.
     pub const DATA_DIRECT: rt::Field = rt::Field::new("data_direct", 98, 1);
-    #[doc = concat!(" Position of `", "memory_key_mkey_entry", "`.")]
+    /// Position of `memory_key_mkey_entry`.
     pub const MEMORY_KEY_MKEY_ENTRY: rt::Field = rt::Field::new(
         "memory_key_mkey_entry",
         128,
         512,
     );
-    #[doc = concat!(" Position of `", "translations_octword_actual_size", "`.")]
+    /// Position of `translations_octword_actual_size`.
     pub const TRANSLATIONS_OCTWORD_ACTUAL_SIZE: rt::Field = rt::Field::new(
         "translations_octword_actual_size",
         768,
         32,
     );
-    #[doc = concat!(" Position of `", "klm_pas_mtt", "`.")]
+    /// Position of `klm_pas_mtt`.
     pub const KLM_PAS_MTT: rt::Field = rt::Field::new("klm_pas_mtt", 2176, 32);
     /// The position of every field of `create_mkey_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -574,87 +574,87 @@ crate::__prm_view!(Mkc, "mkc", 64);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(Mkc);
 impl Mkc<[u8; 64]> {
-    #[doc = concat!(" Position of `", "free", "`.")]
+    /// Position of `free`.
     pub const FREE: rt::Field = rt::Field::new("free", 1, 1);
-    #[doc = concat!(" Position of `", "access_mode_4_2", "`.")]
+    /// Position of `access_mode_4_2`.
     pub const ACCESS_MODE_4_2: rt::Field = rt::Field::new("access_mode_4_2", 3, 3);
-    #[doc = concat!(" Position of `", "relaxed_ordering_write", "`.")]
+    /// Position of `relaxed_ordering_write`.
     pub const RELAXED_ORDERING_WRITE: rt::Field = rt::Field::new(
         "relaxed_ordering_write",
         13,
         1,
     );
-    #[doc = concat!(" Position of `", "small_fence_on_rdma_read_response", "`.")]
+    /// Position of `small_fence_on_rdma_read_response`.
     pub const SMALL_FENCE_ON_RDMA_READ_RESPONSE: rt::Field = rt::Field::new(
         "small_fence_on_rdma_read_response",
         15,
         1,
     );
-    #[doc = concat!(" Position of `", "umr_en", "`.")]
+    /// Position of `umr_en`.
     pub const UMR_EN: rt::Field = rt::Field::new("umr_en", 16, 1);
-    #[doc = concat!(" Position of `", "a", "`.")]
+    /// Position of `a`.
     pub const A: rt::Field = rt::Field::new("a", 17, 1);
-    #[doc = concat!(" Position of `", "rw", "`.")]
+    /// Position of `rw`.
     pub const RW: rt::Field = rt::Field::new("rw", 18, 1);
-    #[doc = concat!(" Position of `", "rr", "`.")]
+    /// Position of `rr`.
     pub const RR: rt::Field = rt::Field::new("rr", 19, 1);
-    #[doc = concat!(" Position of `", "lw", "`.")]
+    /// Position of `lw`.
     pub const LW: rt::Field = rt::Field::new("lw", 20, 1);
-    #[doc = concat!(" Position of `", "lr", "`.")]
+    /// Position of `lr`.
     pub const LR: rt::Field = rt::Field::new("lr", 21, 1);
-    #[doc = concat!(" Position of `", "access_mode_1_0", "`.")]
+    /// Position of `access_mode_1_0`.
     pub const ACCESS_MODE_1_0: rt::Field = rt::Field::new("access_mode_1_0", 22, 2);
-    #[doc = concat!(" Position of `", "ma_translation_mode", "`.")]
+    /// Position of `ma_translation_mode`.
     pub const MA_TRANSLATION_MODE: rt::Field = rt::Field::new(
         "ma_translation_mode",
         26,
         2,
     );
-    #[doc = concat!(" Position of `", "qpn", "`.")]
+    /// Position of `qpn`.
     pub const QPN: rt::Field = rt::Field::new("qpn", 32, 24);
-    #[doc = concat!(" Position of `", "mkey_7_0", "`.")]
+    /// Position of `mkey_7_0`.
     pub const MKEY_7_0: rt::Field = rt::Field::new("mkey_7_0", 56, 8);
-    #[doc = concat!(" Position of `", "length64", "`.")]
+    /// Position of `length64`.
     pub const LENGTH64: rt::Field = rt::Field::new("length64", 96, 1);
-    #[doc = concat!(" Position of `", "bsf_en", "`.")]
+    /// Position of `bsf_en`.
     pub const BSF_EN: rt::Field = rt::Field::new("bsf_en", 97, 1);
-    #[doc = concat!(" Position of `", "sync_umr", "`.")]
+    /// Position of `sync_umr`.
     pub const SYNC_UMR: rt::Field = rt::Field::new("sync_umr", 98, 1);
-    #[doc = concat!(" Position of `", "expected_sigerr_count", "`.")]
+    /// Position of `expected_sigerr_count`.
     pub const EXPECTED_SIGERR_COUNT: rt::Field = rt::Field::new(
         "expected_sigerr_count",
         101,
         1,
     );
-    #[doc = concat!(" Position of `", "en_rinval", "`.")]
+    /// Position of `en_rinval`.
     pub const EN_RINVAL: rt::Field = rt::Field::new("en_rinval", 103, 1);
-    #[doc = concat!(" Position of `", "pd", "`.")]
+    /// Position of `pd`.
     pub const PD: rt::Field = rt::Field::new("pd", 104, 24);
-    #[doc = concat!(" Position of `", "start_addr", "`.")]
+    /// Position of `start_addr`.
     pub const START_ADDR: rt::Field = rt::Field::new("start_addr", 128, 64);
-    #[doc = concat!(" Position of `", "len", "`.")]
+    /// Position of `len`.
     pub const LEN: rt::Field = rt::Field::new("len", 192, 64);
-    #[doc = concat!(" Position of `", "bsf_octword_size", "`.")]
+    /// Position of `bsf_octword_size`.
     pub const BSF_OCTWORD_SIZE: rt::Field = rt::Field::new("bsf_octword_size", 256, 32);
-    #[doc = concat!(" Position of `", "crossing_target_vhca_id", "`.")]
+    /// Position of `crossing_target_vhca_id`.
     pub const CROSSING_TARGET_VHCA_ID: rt::Field = rt::Field::new(
         "crossing_target_vhca_id",
         384,
         16,
     );
-    #[doc = concat!(" Position of `", "translations_octword_size", "`.")]
+    /// Position of `translations_octword_size`.
     pub const TRANSLATIONS_OCTWORD_SIZE: rt::Field = rt::Field::new(
         "translations_octword_size",
         416,
         32,
     );
-    #[doc = concat!(" Position of `", "relaxed_ordering_read", "`.")]
+    /// Position of `relaxed_ordering_read`.
     pub const RELAXED_ORDERING_READ: rt::Field = rt::Field::new(
         "relaxed_ordering_read",
         473,
         1,
     );
-    #[doc = concat!(" Position of `", "log_page_size", "`.")]
+    /// Position of `log_page_size`.
     pub const LOG_PAGE_SIZE: rt::Field = rt::Field::new("log_page_size", 474, 6);
     /// The position of every field of `mkc`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -1542,11 +1542,11 @@ crate::__prm_view!(CreateMkeyOut, "create_mkey_out", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(CreateMkeyOut);
 impl CreateMkeyOut<[u8; 16]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
-    #[doc = concat!(" Position of `", "mkey_index", "`.")]
+    /// Position of `mkey_index`.
     pub const MKEY_INDEX: rt::Field = rt::Field::new("mkey_index", 72, 24);
     /// The position of every field of `create_mkey_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -1694,13 +1694,13 @@ crate::__prm_view!(DestroyMkeyIn, "destroy_mkey_in", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(DestroyMkeyIn);
 impl DestroyMkeyIn<[u8; 16]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "uid", "`.")]
+    /// Position of `uid`.
     pub const UID: rt::Field = rt::Field::new("uid", 16, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "mkey_index", "`.")]
+    /// Position of `mkey_index`.
     pub const MKEY_INDEX: rt::Field = rt::Field::new("mkey_index", 72, 24);
     /// The position of every field of `destroy_mkey_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -1873,9 +1873,9 @@ crate::__prm_view!(DestroyMkeyOut, "destroy_mkey_out", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(DestroyMkeyOut);
 impl DestroyMkeyOut<[u8; 16]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `destroy_mkey_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
@@ -1982,13 +1982,13 @@ crate::__prm_view!(QueryMkeyIn, "query_mkey_in", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(QueryMkeyIn);
 impl QueryMkeyIn<[u8; 16]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "mkey_index", "`.")]
+    /// Position of `mkey_index`.
     pub const MKEY_INDEX: rt::Field = rt::Field::new("mkey_index", 72, 24);
-    #[doc = concat!(" Position of `", "pg_access", "`.")]
+    /// Position of `pg_access`.
     pub const PG_ACCESS: rt::Field = rt::Field::new("pg_access", 96, 1);
     /// The position of every field of `query_mkey_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -2163,23 +2163,23 @@ crate::__prm_view!(QueryMkeyOut, "query_mkey_out", 304);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(QueryMkeyOut);
 impl QueryMkeyOut<[u8; 304]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
-    #[doc = concat!(" Position of `", "memory_key_mkey_entry", "`.")]
+    /// Position of `memory_key_mkey_entry`.
     pub const MEMORY_KEY_MKEY_ENTRY: rt::Field = rt::Field::new(
         "memory_key_mkey_entry",
         128,
         512,
     );
-    #[doc = concat!(" Position of `", "bsf0_klm0_pas_mtt0_1", "`.")]
+    /// Position of `bsf0_klm0_pas_mtt0_1`.
     pub const BSF0_KLM0_PAS_MTT0_1: rt::Field = rt::Field::new(
         "bsf0_klm0_pas_mtt0_1",
         2176,
         128,
     );
-    #[doc = concat!(" Position of `", "bsf1_klm1_pas_mtt2_3", "`.")]
+    /// Position of `bsf1_klm1_pas_mtt2_3`.
     pub const BSF1_KLM1_PAS_MTT2_3: rt::Field = rt::Field::new(
         "bsf1_klm1_pas_mtt2_3",
         2304,

@@ -450,9 +450,9 @@ crate::__prm_view!(
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(ConfigurationItemTypeClassGlobal);
 impl ConfigurationItemTypeClassGlobal<[u8; 4]> {
-    #[doc = concat!(" Position of `", "type_class", "`.")]
+    /// Position of `type_class`.
     pub const TYPE_CLASS: rt::Field = rt::Field::new("type_class", 0, 8);
-    #[doc = concat!(" Position of `", "parameter_index", "`.")]
+    /// Position of `parameter_index`.
     pub const PARAMETER_INDEX: rt::Field = rt::Field::new("parameter_index", 8, 24);
     /// The position of every field of `configuration_item_type_class_global`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::TYPE_CLASS, Self::PARAMETER_INDEX];
@@ -614,13 +614,13 @@ crate::__prm_view!(
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(ConfigurationItemTypeClassPerHostPf);
 impl ConfigurationItemTypeClassPerHostPf<[u8; 4]> {
-    #[doc = concat!(" Position of `", "type_class", "`.")]
+    /// Position of `type_class`.
     pub const TYPE_CLASS: rt::Field = rt::Field::new("type_class", 0, 8);
-    #[doc = concat!(" Position of `", "pf_index", "`.")]
+    /// Position of `pf_index`.
     pub const PF_INDEX: rt::Field = rt::Field::new("pf_index", 8, 6);
-    #[doc = concat!(" Position of `", "pci_bus_index", "`.")]
+    /// Position of `pci_bus_index`.
     pub const PCI_BUS_INDEX: rt::Field = rt::Field::new("pci_bus_index", 14, 8);
-    #[doc = concat!(" Position of `", "parameter_index", "`.")]
+    /// Position of `parameter_index`.
     pub const PARAMETER_INDEX: rt::Field = rt::Field::new("parameter_index", 22, 10);
     /// The position of every field of `configuration_item_type_class_per_host_pf`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -862,31 +862,31 @@ crate::__prm_view!(MnvdaReg, "mnvda_reg", 268);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(MnvdaReg);
 impl MnvdaReg<[u8; 268]> {
-    #[doc = concat!(" Position of `", "valid", "`.")]
+    /// Position of `valid`.
     pub const VALID: rt::Field = rt::Field::new("valid", 0, 2);
-    #[doc = concat!(" Position of `", "priority", "`.")]
+    /// Position of `priority`.
     pub const PRIORITY: rt::Field = rt::Field::new("priority", 2, 2);
-    #[doc = concat!(" Position of `", "header_type", "`.")]
+    /// Position of `header_type`.
     pub const HEADER_TYPE: rt::Field = rt::Field::new("header_type", 4, 2);
-    #[doc = concat!(" Position of `", "ovr_en", "`.")]
+    /// Position of `ovr_en`.
     pub const OVR_EN: rt::Field = rt::Field::new("ovr_en", 6, 1);
-    #[doc = concat!(" Position of `", "rd_en", "`.")]
+    /// Position of `rd_en`.
     pub const RD_EN: rt::Field = rt::Field::new("rd_en", 7, 1);
-    #[doc = concat!(" Position of `", "access_mode", "`.")]
+    /// Position of `access_mode`.
     pub const ACCESS_MODE: rt::Field = rt::Field::new("access_mode", 8, 2);
-    #[doc = concat!(" Position of `", "writer_id", "`.")]
+    /// Position of `writer_id`.
     pub const WRITER_ID: rt::Field = rt::Field::new("writer_id", 11, 5);
-    #[doc = concat!(" Position of `", "version", "`.")]
+    /// Position of `version`.
     pub const VERSION: rt::Field = rt::Field::new("version", 16, 4);
-    #[doc = concat!(" Position of `", "host_id_valid", "`.")]
+    /// Position of `host_id_valid`.
     pub const HOST_ID_VALID: rt::Field = rt::Field::new("host_id_valid", 22, 1);
-    #[doc = concat!(" Position of `", "length", "`.")]
+    /// Position of `length`.
     pub const LENGTH: rt::Field = rt::Field::new("length", 23, 9);
-    #[doc = concat!(" Position of `", "type", "`.")]
+    /// Position of `type`.
     pub const TYPE: rt::Field = rt::Field::new("type", 32, 32);
-    #[doc = concat!(" Position of `", "crc16", "`.")]
+    /// Position of `crc16`.
     pub const CRC16: rt::Field = rt::Field::new("crc16", 80, 16);
-    #[doc = concat!(" Position of `", "configuration_item_data", "`.")]
+    /// Position of `configuration_item_data`.
     pub const CONFIGURATION_ITEM_DATA: rt::Field = rt::Field::new(
         "configuration_item_data",
         96,
@@ -1401,15 +1401,15 @@ crate::__prm_view!(NvGlobalPciConf, "nv_global_pci_conf", 12);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(NvGlobalPciConf);
 impl NvGlobalPciConf<[u8; 12]> {
-    #[doc = concat!(" Position of `", "sriov_valid", "`.")]
+    /// Position of `sriov_valid`.
     pub const SRIOV_VALID: rt::Field = rt::Field::new("sriov_valid", 0, 1);
-    #[doc = concat!(" Position of `", "per_pf_num_sf", "`.")]
+    /// Position of `per_pf_num_sf`.
     pub const PER_PF_NUM_SF: rt::Field = rt::Field::new("per_pf_num_sf", 11, 1);
-    #[doc = concat!(" Position of `", "per_pf_total_vf", "`.")]
+    /// Position of `per_pf_total_vf`.
     pub const PER_PF_TOTAL_VF: rt::Field = rt::Field::new("per_pf_total_vf", 17, 1);
-    #[doc = concat!(" Position of `", "sriov_en", "`.")]
+    /// Position of `sriov_en`.
     pub const SRIOV_EN: rt::Field = rt::Field::new("sriov_en", 32, 1);
-    #[doc = concat!(" Position of `", "total_vfs", "`.")]
+    /// Position of `total_vfs`.
     pub const TOTAL_VFS: rt::Field = rt::Field::new("total_vfs", 48, 16);
     /// The position of every field of `nv_global_pci_conf`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -1613,21 +1613,21 @@ crate::__prm_view!(NvGlobalPciCap, "nv_global_pci_cap", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(NvGlobalPciCap);
 impl NvGlobalPciCap<[u8; 16]> {
-    #[doc = concat!(" Position of `", "max_vfs_per_pf_valid", "`.")]
+    /// Position of `max_vfs_per_pf_valid`.
     pub const MAX_VFS_PER_PF_VALID: rt::Field = rt::Field::new(
         "max_vfs_per_pf_valid",
         0,
         1,
     );
-    #[doc = concat!(" Position of `", "per_pf_total_vf_supported", "`.")]
+    /// Position of `per_pf_total_vf_supported`.
     pub const PER_PF_TOTAL_VF_SUPPORTED: rt::Field = rt::Field::new(
         "per_pf_total_vf_supported",
         20,
         1,
     );
-    #[doc = concat!(" Position of `", "sriov_support", "`.")]
+    /// Position of `sriov_support`.
     pub const SRIOV_SUPPORT: rt::Field = rt::Field::new("sriov_support", 32, 1);
-    #[doc = concat!(" Position of `", "max_vfs_per_pf", "`.")]
+    /// Position of `max_vfs_per_pf`.
     pub const MAX_VFS_PER_PF: rt::Field = rt::Field::new("max_vfs_per_pf", 48, 16);
     /// The position of every field of `nv_global_pci_cap`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -1802,15 +1802,15 @@ crate::__prm_view!(NvPfPciConf, "nv_pf_pci_conf", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(NvPfPciConf);
 impl NvPfPciConf<[u8; 16]> {
-    #[doc = concat!(" Position of `", "log_sf_bar_size", "`.")]
+    /// Position of `log_sf_bar_size`.
     pub const LOG_SF_BAR_SIZE: rt::Field = rt::Field::new("log_sf_bar_size", 0, 8);
-    #[doc = concat!(" Position of `", "pf_total_sf_en", "`.")]
+    /// Position of `pf_total_sf_en`.
     pub const PF_TOTAL_SF_EN: rt::Field = rt::Field::new("pf_total_sf_en", 8, 1);
-    #[doc = concat!(" Position of `", "pf_total_vf_en", "`.")]
+    /// Position of `pf_total_vf_en`.
     pub const PF_TOTAL_VF_EN: rt::Field = rt::Field::new("pf_total_vf_en", 9, 1);
-    #[doc = concat!(" Position of `", "total_sf", "`.")]
+    /// Position of `total_sf`.
     pub const TOTAL_SF: rt::Field = rt::Field::new("total_sf", 16, 16);
-    #[doc = concat!(" Position of `", "total_vf", "`.")]
+    /// Position of `total_vf`.
     pub const TOTAL_VF: rt::Field = rt::Field::new("total_vf", 80, 16);
     /// The position of every field of `nv_pf_pci_conf`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -2032,81 +2032,81 @@ crate::__prm_view!(NvSwOffloadConf, "nv_sw_offload_conf", 8);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(NvSwOffloadConf);
 impl NvSwOffloadConf<[u8; 8]> {
-    #[doc = concat!(" Position of `", "ip_over_vxlan_port", "`.")]
+    /// Position of `ip_over_vxlan_port`.
     pub const IP_OVER_VXLAN_PORT: rt::Field = rt::Field::new(
         "ip_over_vxlan_port",
         0,
         16,
     );
-    #[doc = concat!(" Position of `", "tunnel_ecn_copy_offload_disable", "`.")]
+    /// Position of `tunnel_ecn_copy_offload_disable`.
     pub const TUNNEL_ECN_COPY_OFFLOAD_DISABLE: rt::Field = rt::Field::new(
         "tunnel_ecn_copy_offload_disable",
         16,
         1,
     );
-    #[doc = concat!(" Position of `", "pci_atomic_mode", "`.")]
+    /// Position of `pci_atomic_mode`.
     pub const PCI_ATOMIC_MODE: rt::Field = rt::Field::new("pci_atomic_mode", 17, 3);
-    #[doc = concat!(" Position of `", "sr_enable", "`.")]
+    /// Position of `sr_enable`.
     pub const SR_ENABLE: rt::Field = rt::Field::new("sr_enable", 20, 1);
-    #[doc = concat!(" Position of `", "ptp_cyc2realtime", "`.")]
+    /// Position of `ptp_cyc2realtime`.
     pub const PTP_CYC2REALTIME: rt::Field = rt::Field::new("ptp_cyc2realtime", 21, 1);
-    #[doc = concat!(" Position of `", "vector_calc_disable", "`.")]
+    /// Position of `vector_calc_disable`.
     pub const VECTOR_CALC_DISABLE: rt::Field = rt::Field::new(
         "vector_calc_disable",
         22,
         1,
     );
-    #[doc = concat!(" Position of `", "uctx_en", "`.")]
+    /// Position of `uctx_en`.
     pub const UCTX_EN: rt::Field = rt::Field::new("uctx_en", 23, 1);
-    #[doc = concat!(" Position of `", "prio_tag_required_en", "`.")]
+    /// Position of `prio_tag_required_en`.
     pub const PRIO_TAG_REQUIRED_EN: rt::Field = rt::Field::new(
         "prio_tag_required_en",
         24,
         1,
     );
-    #[doc = concat!(" Position of `", "esw_fdb_ipv4_ttl_modify_enable", "`.")]
+    /// Position of `esw_fdb_ipv4_ttl_modify_enable`.
     pub const ESW_FDB_IPV4_TTL_MODIFY_ENABLE: rt::Field = rt::Field::new(
         "esw_fdb_ipv4_ttl_modify_enable",
         25,
         1,
     );
-    #[doc = concat!(" Position of `", "mkey_by_name", "`.")]
+    /// Position of `mkey_by_name`.
     pub const MKEY_BY_NAME: rt::Field = rt::Field::new("mkey_by_name", 26, 1);
-    #[doc = concat!(" Position of `", "ip_over_vxlan_en", "`.")]
+    /// Position of `ip_over_vxlan_en`.
     pub const IP_OVER_VXLAN_EN: rt::Field = rt::Field::new("ip_over_vxlan_en", 27, 1);
-    #[doc = concat!(" Position of `", "one_qp_per_recovery", "`.")]
+    /// Position of `one_qp_per_recovery`.
     pub const ONE_QP_PER_RECOVERY: rt::Field = rt::Field::new(
         "one_qp_per_recovery",
         28,
         1,
     );
-    #[doc = concat!(" Position of `", "cqe_compression", "`.")]
+    /// Position of `cqe_compression`.
     pub const CQE_COMPRESSION: rt::Field = rt::Field::new("cqe_compression", 29, 3);
-    #[doc = concat!(" Position of `", "tunnel_udp_entropy_proto_disable", "`.")]
+    /// Position of `tunnel_udp_entropy_proto_disable`.
     pub const TUNNEL_UDP_ENTROPY_PROTO_DISABLE: rt::Field = rt::Field::new(
         "tunnel_udp_entropy_proto_disable",
         32,
         1,
     );
-    #[doc = concat!(" Position of `", "ar_enable", "`.")]
+    /// Position of `ar_enable`.
     pub const AR_ENABLE: rt::Field = rt::Field::new("ar_enable", 34, 1);
-    #[doc = concat!(" Position of `", "log_max_outstanding_wqe", "`.")]
+    /// Position of `log_max_outstanding_wqe`.
     pub const LOG_MAX_OUTSTANDING_WQE: rt::Field = rt::Field::new(
         "log_max_outstanding_wqe",
         35,
         5,
     );
-    #[doc = concat!(" Position of `", "vf_migration", "`.")]
+    /// Position of `vf_migration`.
     pub const VF_MIGRATION: rt::Field = rt::Field::new("vf_migration", 40, 2);
-    #[doc = concat!(" Position of `", "log_tx_psn_win", "`.")]
+    /// Position of `log_tx_psn_win`.
     pub const LOG_TX_PSN_WIN: rt::Field = rt::Field::new("log_tx_psn_win", 42, 6);
-    #[doc = concat!(" Position of `", "lro_log_timeout3", "`.")]
+    /// Position of `lro_log_timeout3`.
     pub const LRO_LOG_TIMEOUT3: rt::Field = rt::Field::new("lro_log_timeout3", 48, 4);
-    #[doc = concat!(" Position of `", "lro_log_timeout2", "`.")]
+    /// Position of `lro_log_timeout2`.
     pub const LRO_LOG_TIMEOUT2: rt::Field = rt::Field::new("lro_log_timeout2", 52, 4);
-    #[doc = concat!(" Position of `", "lro_log_timeout1", "`.")]
+    /// Position of `lro_log_timeout1`.
     pub const LRO_LOG_TIMEOUT1: rt::Field = rt::Field::new("lro_log_timeout1", 56, 4);
-    #[doc = concat!(" Position of `", "lro_log_timeout0", "`.")]
+    /// Position of `lro_log_timeout0`.
     pub const LRO_LOG_TIMEOUT0: rt::Field = rt::Field::new("lro_log_timeout0", 60, 4);
     /// The position of every field of `nv_sw_offload_conf`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -2877,7 +2877,7 @@ crate::__prm_view!(NvSwOffloadCap, "nv_sw_offload_cap", 4);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(NvSwOffloadCap);
 impl NvSwOffloadCap<[u8; 4]> {
-    #[doc = concat!(" Position of `", "swp_l4_csum_mode_l4_only", "`.")]
+    /// Position of `swp_l4_csum_mode_l4_only`.
     pub const SWP_L4_CSUM_MODE_L4_ONLY: rt::Field = rt::Field::new(
         "swp_l4_csum_mode_l4_only",
         25,
@@ -2960,7 +2960,7 @@ crate::__prm_view!(NvSwAccelerateConf, "nv_sw_accelerate_conf", 8);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(NvSwAccelerateConf);
 impl NvSwAccelerateConf<[u8; 8]> {
-    #[doc = concat!(" Position of `", "swp_l4_csum_mode", "`.")]
+    /// Position of `swp_l4_csum_mode`.
     pub const SWP_L4_CSUM_MODE: rt::Field = rt::Field::new("swp_l4_csum_mode", 0, 2);
     /// The position of every field of `nv_sw_accelerate_conf`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::SWP_L4_CSUM_MODE];
@@ -3068,13 +3068,13 @@ crate::__prm_view!(MnvqcReg, "mnvqc_reg", 8);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(MnvqcReg);
 impl MnvqcReg<[u8; 8]> {
-    #[doc = concat!(" Position of `", "type", "`.")]
+    /// Position of `type`.
     pub const TYPE: rt::Field = rt::Field::new("type", 0, 32);
-    #[doc = concat!(" Position of `", "version", "`.")]
+    /// Position of `version`.
     pub const VERSION: rt::Field = rt::Field::new("version", 56, 4);
-    #[doc = concat!(" Position of `", "support_wr", "`.")]
+    /// Position of `support_wr`.
     pub const SUPPORT_WR: rt::Field = rt::Field::new("support_wr", 62, 1);
-    #[doc = concat!(" Position of `", "support_rd", "`.")]
+    /// Position of `support_rd`.
     pub const SUPPORT_RD: rt::Field = rt::Field::new("support_rd", 63, 1);
     /// The position of every field of `mnvqc_reg`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[

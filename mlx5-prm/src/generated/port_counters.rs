@@ -58,229 +58,229 @@ crate::__prm_view!(Eth8023CntrsGrpDataLayout, "eth_802_3_cntrs_grp_data_layout",
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(Eth8023CntrsGrpDataLayout);
 impl Eth8023CntrsGrpDataLayout<[u8; 248]> {
-    #[doc = concat!(" Position of `", "a_frames_transmitted_ok_high", "`.")]
+    /// Position of `a_frames_transmitted_ok_high`.
     pub const A_FRAMES_TRANSMITTED_OK_HIGH: rt::Field = rt::Field::new(
         "a_frames_transmitted_ok_high",
         0,
         32,
     );
-    #[doc = concat!(" Position of `", "a_frames_transmitted_ok_low", "`.")]
+    /// Position of `a_frames_transmitted_ok_low`.
     pub const A_FRAMES_TRANSMITTED_OK_LOW: rt::Field = rt::Field::new(
         "a_frames_transmitted_ok_low",
         32,
         32,
     );
-    #[doc = concat!(" Position of `", "a_frames_received_ok_high", "`.")]
+    /// Position of `a_frames_received_ok_high`.
     pub const A_FRAMES_RECEIVED_OK_HIGH: rt::Field = rt::Field::new(
         "a_frames_received_ok_high",
         64,
         32,
     );
-    #[doc = concat!(" Position of `", "a_frames_received_ok_low", "`.")]
+    /// Position of `a_frames_received_ok_low`.
     pub const A_FRAMES_RECEIVED_OK_LOW: rt::Field = rt::Field::new(
         "a_frames_received_ok_low",
         96,
         32,
     );
-    #[doc = concat!(" Position of `", "a_frame_check_sequence_errors_high", "`.")]
+    /// Position of `a_frame_check_sequence_errors_high`.
     pub const A_FRAME_CHECK_SEQUENCE_ERRORS_HIGH: rt::Field = rt::Field::new(
         "a_frame_check_sequence_errors_high",
         128,
         32,
     );
-    #[doc = concat!(" Position of `", "a_frame_check_sequence_errors_low", "`.")]
+    /// Position of `a_frame_check_sequence_errors_low`.
     pub const A_FRAME_CHECK_SEQUENCE_ERRORS_LOW: rt::Field = rt::Field::new(
         "a_frame_check_sequence_errors_low",
         160,
         32,
     );
-    #[doc = concat!(" Position of `", "a_alignment_errors_high", "`.")]
+    /// Position of `a_alignment_errors_high`.
     pub const A_ALIGNMENT_ERRORS_HIGH: rt::Field = rt::Field::new(
         "a_alignment_errors_high",
         192,
         32,
     );
-    #[doc = concat!(" Position of `", "a_alignment_errors_low", "`.")]
+    /// Position of `a_alignment_errors_low`.
     pub const A_ALIGNMENT_ERRORS_LOW: rt::Field = rt::Field::new(
         "a_alignment_errors_low",
         224,
         32,
     );
-    #[doc = concat!(" Position of `", "a_octets_transmitted_ok_high", "`.")]
+    /// Position of `a_octets_transmitted_ok_high`.
     pub const A_OCTETS_TRANSMITTED_OK_HIGH: rt::Field = rt::Field::new(
         "a_octets_transmitted_ok_high",
         256,
         32,
     );
-    #[doc = concat!(" Position of `", "a_octets_transmitted_ok_low", "`.")]
+    /// Position of `a_octets_transmitted_ok_low`.
     pub const A_OCTETS_TRANSMITTED_OK_LOW: rt::Field = rt::Field::new(
         "a_octets_transmitted_ok_low",
         288,
         32,
     );
-    #[doc = concat!(" Position of `", "a_octets_received_ok_high", "`.")]
+    /// Position of `a_octets_received_ok_high`.
     pub const A_OCTETS_RECEIVED_OK_HIGH: rt::Field = rt::Field::new(
         "a_octets_received_ok_high",
         320,
         32,
     );
-    #[doc = concat!(" Position of `", "a_octets_received_ok_low", "`.")]
+    /// Position of `a_octets_received_ok_low`.
     pub const A_OCTETS_RECEIVED_OK_LOW: rt::Field = rt::Field::new(
         "a_octets_received_ok_low",
         352,
         32,
     );
-    #[doc = concat!(" Position of `", "a_multicast_frames_xmitted_ok_high", "`.")]
+    /// Position of `a_multicast_frames_xmitted_ok_high`.
     pub const A_MULTICAST_FRAMES_XMITTED_OK_HIGH: rt::Field = rt::Field::new(
         "a_multicast_frames_xmitted_ok_high",
         384,
         32,
     );
-    #[doc = concat!(" Position of `", "a_multicast_frames_xmitted_ok_low", "`.")]
+    /// Position of `a_multicast_frames_xmitted_ok_low`.
     pub const A_MULTICAST_FRAMES_XMITTED_OK_LOW: rt::Field = rt::Field::new(
         "a_multicast_frames_xmitted_ok_low",
         416,
         32,
     );
-    #[doc = concat!(" Position of `", "a_broadcast_frames_xmitted_ok_high", "`.")]
+    /// Position of `a_broadcast_frames_xmitted_ok_high`.
     pub const A_BROADCAST_FRAMES_XMITTED_OK_HIGH: rt::Field = rt::Field::new(
         "a_broadcast_frames_xmitted_ok_high",
         448,
         32,
     );
-    #[doc = concat!(" Position of `", "a_broadcast_frames_xmitted_ok_low", "`.")]
+    /// Position of `a_broadcast_frames_xmitted_ok_low`.
     pub const A_BROADCAST_FRAMES_XMITTED_OK_LOW: rt::Field = rt::Field::new(
         "a_broadcast_frames_xmitted_ok_low",
         480,
         32,
     );
-    #[doc = concat!(" Position of `", "a_multicast_frames_received_ok_high", "`.")]
+    /// Position of `a_multicast_frames_received_ok_high`.
     pub const A_MULTICAST_FRAMES_RECEIVED_OK_HIGH: rt::Field = rt::Field::new(
         "a_multicast_frames_received_ok_high",
         512,
         32,
     );
-    #[doc = concat!(" Position of `", "a_multicast_frames_received_ok_low", "`.")]
+    /// Position of `a_multicast_frames_received_ok_low`.
     pub const A_MULTICAST_FRAMES_RECEIVED_OK_LOW: rt::Field = rt::Field::new(
         "a_multicast_frames_received_ok_low",
         544,
         32,
     );
-    #[doc = concat!(" Position of `", "a_broadcast_frames_received_ok_high", "`.")]
+    /// Position of `a_broadcast_frames_received_ok_high`.
     pub const A_BROADCAST_FRAMES_RECEIVED_OK_HIGH: rt::Field = rt::Field::new(
         "a_broadcast_frames_received_ok_high",
         576,
         32,
     );
-    #[doc = concat!(" Position of `", "a_broadcast_frames_received_ok_low", "`.")]
+    /// Position of `a_broadcast_frames_received_ok_low`.
     pub const A_BROADCAST_FRAMES_RECEIVED_OK_LOW: rt::Field = rt::Field::new(
         "a_broadcast_frames_received_ok_low",
         608,
         32,
     );
-    #[doc = concat!(" Position of `", "a_in_range_length_errors_high", "`.")]
+    /// Position of `a_in_range_length_errors_high`.
     pub const A_IN_RANGE_LENGTH_ERRORS_HIGH: rt::Field = rt::Field::new(
         "a_in_range_length_errors_high",
         640,
         32,
     );
-    #[doc = concat!(" Position of `", "a_in_range_length_errors_low", "`.")]
+    /// Position of `a_in_range_length_errors_low`.
     pub const A_IN_RANGE_LENGTH_ERRORS_LOW: rt::Field = rt::Field::new(
         "a_in_range_length_errors_low",
         672,
         32,
     );
-    #[doc = concat!(" Position of `", "a_out_of_range_length_field_high", "`.")]
+    /// Position of `a_out_of_range_length_field_high`.
     pub const A_OUT_OF_RANGE_LENGTH_FIELD_HIGH: rt::Field = rt::Field::new(
         "a_out_of_range_length_field_high",
         704,
         32,
     );
-    #[doc = concat!(" Position of `", "a_out_of_range_length_field_low", "`.")]
+    /// Position of `a_out_of_range_length_field_low`.
     pub const A_OUT_OF_RANGE_LENGTH_FIELD_LOW: rt::Field = rt::Field::new(
         "a_out_of_range_length_field_low",
         736,
         32,
     );
-    #[doc = concat!(" Position of `", "a_frame_too_long_errors_high", "`.")]
+    /// Position of `a_frame_too_long_errors_high`.
     pub const A_FRAME_TOO_LONG_ERRORS_HIGH: rt::Field = rt::Field::new(
         "a_frame_too_long_errors_high",
         768,
         32,
     );
-    #[doc = concat!(" Position of `", "a_frame_too_long_errors_low", "`.")]
+    /// Position of `a_frame_too_long_errors_low`.
     pub const A_FRAME_TOO_LONG_ERRORS_LOW: rt::Field = rt::Field::new(
         "a_frame_too_long_errors_low",
         800,
         32,
     );
-    #[doc = concat!(" Position of `", "a_symbol_error_during_carrier_high", "`.")]
+    /// Position of `a_symbol_error_during_carrier_high`.
     pub const A_SYMBOL_ERROR_DURING_CARRIER_HIGH: rt::Field = rt::Field::new(
         "a_symbol_error_during_carrier_high",
         832,
         32,
     );
-    #[doc = concat!(" Position of `", "a_symbol_error_during_carrier_low", "`.")]
+    /// Position of `a_symbol_error_during_carrier_low`.
     pub const A_SYMBOL_ERROR_DURING_CARRIER_LOW: rt::Field = rt::Field::new(
         "a_symbol_error_during_carrier_low",
         864,
         32,
     );
-    #[doc = concat!(" Position of `", "a_mac_control_frames_transmitted_high", "`.")]
+    /// Position of `a_mac_control_frames_transmitted_high`.
     pub const A_MAC_CONTROL_FRAMES_TRANSMITTED_HIGH: rt::Field = rt::Field::new(
         "a_mac_control_frames_transmitted_high",
         896,
         32,
     );
-    #[doc = concat!(" Position of `", "a_mac_control_frames_transmitted_low", "`.")]
+    /// Position of `a_mac_control_frames_transmitted_low`.
     pub const A_MAC_CONTROL_FRAMES_TRANSMITTED_LOW: rt::Field = rt::Field::new(
         "a_mac_control_frames_transmitted_low",
         928,
         32,
     );
-    #[doc = concat!(" Position of `", "a_mac_control_frames_received_high", "`.")]
+    /// Position of `a_mac_control_frames_received_high`.
     pub const A_MAC_CONTROL_FRAMES_RECEIVED_HIGH: rt::Field = rt::Field::new(
         "a_mac_control_frames_received_high",
         960,
         32,
     );
-    #[doc = concat!(" Position of `", "a_mac_control_frames_received_low", "`.")]
+    /// Position of `a_mac_control_frames_received_low`.
     pub const A_MAC_CONTROL_FRAMES_RECEIVED_LOW: rt::Field = rt::Field::new(
         "a_mac_control_frames_received_low",
         992,
         32,
     );
-    #[doc = concat!(" Position of `", "a_unsupported_opcodes_received_high", "`.")]
+    /// Position of `a_unsupported_opcodes_received_high`.
     pub const A_UNSUPPORTED_OPCODES_RECEIVED_HIGH: rt::Field = rt::Field::new(
         "a_unsupported_opcodes_received_high",
         1024,
         32,
     );
-    #[doc = concat!(" Position of `", "a_unsupported_opcodes_received_low", "`.")]
+    /// Position of `a_unsupported_opcodes_received_low`.
     pub const A_UNSUPPORTED_OPCODES_RECEIVED_LOW: rt::Field = rt::Field::new(
         "a_unsupported_opcodes_received_low",
         1056,
         32,
     );
-    #[doc = concat!(" Position of `", "a_pause_mac_ctrl_frames_received_high", "`.")]
+    /// Position of `a_pause_mac_ctrl_frames_received_high`.
     pub const A_PAUSE_MAC_CTRL_FRAMES_RECEIVED_HIGH: rt::Field = rt::Field::new(
         "a_pause_mac_ctrl_frames_received_high",
         1088,
         32,
     );
-    #[doc = concat!(" Position of `", "a_pause_mac_ctrl_frames_received_low", "`.")]
+    /// Position of `a_pause_mac_ctrl_frames_received_low`.
     pub const A_PAUSE_MAC_CTRL_FRAMES_RECEIVED_LOW: rt::Field = rt::Field::new(
         "a_pause_mac_ctrl_frames_received_low",
         1120,
         32,
     );
-    #[doc = concat!(" Position of `", "a_pause_mac_ctrl_frames_transmitted_high", "`.")]
+    /// Position of `a_pause_mac_ctrl_frames_transmitted_high`.
     pub const A_PAUSE_MAC_CTRL_FRAMES_TRANSMITTED_HIGH: rt::Field = rt::Field::new(
         "a_pause_mac_ctrl_frames_transmitted_high",
         1152,
         32,
     );
-    #[doc = concat!(" Position of `", "a_pause_mac_ctrl_frames_transmitted_low", "`.")]
+    /// Position of `a_pause_mac_ctrl_frames_transmitted_low`.
     pub const A_PAUSE_MAC_CTRL_FRAMES_TRANSMITTED_LOW: rt::Field = rt::Field::new(
         "a_pause_mac_ctrl_frames_transmitted_low",
         1184,
@@ -1528,145 +1528,145 @@ crate::__prm_view!(Eth2863CntrsGrpDataLayout, "eth_2863_cntrs_grp_data_layout", 
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(Eth2863CntrsGrpDataLayout);
 impl Eth2863CntrsGrpDataLayout<[u8; 248]> {
-    #[doc = concat!(" Position of `", "if_in_octets_high", "`.")]
+    /// Position of `if_in_octets_high`.
     pub const IF_IN_OCTETS_HIGH: rt::Field = rt::Field::new("if_in_octets_high", 0, 32);
-    #[doc = concat!(" Position of `", "if_in_octets_low", "`.")]
+    /// Position of `if_in_octets_low`.
     pub const IF_IN_OCTETS_LOW: rt::Field = rt::Field::new("if_in_octets_low", 32, 32);
-    #[doc = concat!(" Position of `", "if_in_ucast_pkts_high", "`.")]
+    /// Position of `if_in_ucast_pkts_high`.
     pub const IF_IN_UCAST_PKTS_HIGH: rt::Field = rt::Field::new(
         "if_in_ucast_pkts_high",
         64,
         32,
     );
-    #[doc = concat!(" Position of `", "if_in_ucast_pkts_low", "`.")]
+    /// Position of `if_in_ucast_pkts_low`.
     pub const IF_IN_UCAST_PKTS_LOW: rt::Field = rt::Field::new(
         "if_in_ucast_pkts_low",
         96,
         32,
     );
-    #[doc = concat!(" Position of `", "if_in_discards_high", "`.")]
+    /// Position of `if_in_discards_high`.
     pub const IF_IN_DISCARDS_HIGH: rt::Field = rt::Field::new(
         "if_in_discards_high",
         128,
         32,
     );
-    #[doc = concat!(" Position of `", "if_in_discards_low", "`.")]
+    /// Position of `if_in_discards_low`.
     pub const IF_IN_DISCARDS_LOW: rt::Field = rt::Field::new(
         "if_in_discards_low",
         160,
         32,
     );
-    #[doc = concat!(" Position of `", "if_in_errors_high", "`.")]
+    /// Position of `if_in_errors_high`.
     pub const IF_IN_ERRORS_HIGH: rt::Field = rt::Field::new(
         "if_in_errors_high",
         192,
         32,
     );
-    #[doc = concat!(" Position of `", "if_in_errors_low", "`.")]
+    /// Position of `if_in_errors_low`.
     pub const IF_IN_ERRORS_LOW: rt::Field = rt::Field::new("if_in_errors_low", 224, 32);
-    #[doc = concat!(" Position of `", "if_in_unknown_protos_high", "`.")]
+    /// Position of `if_in_unknown_protos_high`.
     pub const IF_IN_UNKNOWN_PROTOS_HIGH: rt::Field = rt::Field::new(
         "if_in_unknown_protos_high",
         256,
         32,
     );
-    #[doc = concat!(" Position of `", "if_in_unknown_protos_low", "`.")]
+    /// Position of `if_in_unknown_protos_low`.
     pub const IF_IN_UNKNOWN_PROTOS_LOW: rt::Field = rt::Field::new(
         "if_in_unknown_protos_low",
         288,
         32,
     );
-    #[doc = concat!(" Position of `", "if_out_octets_high", "`.")]
+    /// Position of `if_out_octets_high`.
     pub const IF_OUT_OCTETS_HIGH: rt::Field = rt::Field::new(
         "if_out_octets_high",
         320,
         32,
     );
-    #[doc = concat!(" Position of `", "if_out_octets_low", "`.")]
+    /// Position of `if_out_octets_low`.
     pub const IF_OUT_OCTETS_LOW: rt::Field = rt::Field::new(
         "if_out_octets_low",
         352,
         32,
     );
-    #[doc = concat!(" Position of `", "if_out_ucast_pkts_high", "`.")]
+    /// Position of `if_out_ucast_pkts_high`.
     pub const IF_OUT_UCAST_PKTS_HIGH: rt::Field = rt::Field::new(
         "if_out_ucast_pkts_high",
         384,
         32,
     );
-    #[doc = concat!(" Position of `", "if_out_ucast_pkts_low", "`.")]
+    /// Position of `if_out_ucast_pkts_low`.
     pub const IF_OUT_UCAST_PKTS_LOW: rt::Field = rt::Field::new(
         "if_out_ucast_pkts_low",
         416,
         32,
     );
-    #[doc = concat!(" Position of `", "if_out_discards_high", "`.")]
+    /// Position of `if_out_discards_high`.
     pub const IF_OUT_DISCARDS_HIGH: rt::Field = rt::Field::new(
         "if_out_discards_high",
         448,
         32,
     );
-    #[doc = concat!(" Position of `", "if_out_discards_low", "`.")]
+    /// Position of `if_out_discards_low`.
     pub const IF_OUT_DISCARDS_LOW: rt::Field = rt::Field::new(
         "if_out_discards_low",
         480,
         32,
     );
-    #[doc = concat!(" Position of `", "if_out_errors_high", "`.")]
+    /// Position of `if_out_errors_high`.
     pub const IF_OUT_ERRORS_HIGH: rt::Field = rt::Field::new(
         "if_out_errors_high",
         512,
         32,
     );
-    #[doc = concat!(" Position of `", "if_out_errors_low", "`.")]
+    /// Position of `if_out_errors_low`.
     pub const IF_OUT_ERRORS_LOW: rt::Field = rt::Field::new(
         "if_out_errors_low",
         544,
         32,
     );
-    #[doc = concat!(" Position of `", "if_in_multicast_pkts_high", "`.")]
+    /// Position of `if_in_multicast_pkts_high`.
     pub const IF_IN_MULTICAST_PKTS_HIGH: rt::Field = rt::Field::new(
         "if_in_multicast_pkts_high",
         576,
         32,
     );
-    #[doc = concat!(" Position of `", "if_in_multicast_pkts_low", "`.")]
+    /// Position of `if_in_multicast_pkts_low`.
     pub const IF_IN_MULTICAST_PKTS_LOW: rt::Field = rt::Field::new(
         "if_in_multicast_pkts_low",
         608,
         32,
     );
-    #[doc = concat!(" Position of `", "if_in_broadcast_pkts_high", "`.")]
+    /// Position of `if_in_broadcast_pkts_high`.
     pub const IF_IN_BROADCAST_PKTS_HIGH: rt::Field = rt::Field::new(
         "if_in_broadcast_pkts_high",
         640,
         32,
     );
-    #[doc = concat!(" Position of `", "if_in_broadcast_pkts_low", "`.")]
+    /// Position of `if_in_broadcast_pkts_low`.
     pub const IF_IN_BROADCAST_PKTS_LOW: rt::Field = rt::Field::new(
         "if_in_broadcast_pkts_low",
         672,
         32,
     );
-    #[doc = concat!(" Position of `", "if_out_multicast_pkts_high", "`.")]
+    /// Position of `if_out_multicast_pkts_high`.
     pub const IF_OUT_MULTICAST_PKTS_HIGH: rt::Field = rt::Field::new(
         "if_out_multicast_pkts_high",
         704,
         32,
     );
-    #[doc = concat!(" Position of `", "if_out_multicast_pkts_low", "`.")]
+    /// Position of `if_out_multicast_pkts_low`.
     pub const IF_OUT_MULTICAST_PKTS_LOW: rt::Field = rt::Field::new(
         "if_out_multicast_pkts_low",
         736,
         32,
     );
-    #[doc = concat!(" Position of `", "if_out_broadcast_pkts_high", "`.")]
+    /// Position of `if_out_broadcast_pkts_high`.
     pub const IF_OUT_BROADCAST_PKTS_HIGH: rt::Field = rt::Field::new(
         "if_out_broadcast_pkts_high",
         768,
         32,
     );
-    #[doc = concat!(" Position of `", "if_out_broadcast_pkts_low", "`.")]
+    /// Position of `if_out_broadcast_pkts_low`.
     pub const IF_OUT_BROADCAST_PKTS_LOW: rt::Field = rt::Field::new(
         "if_out_broadcast_pkts_low",
         800,
@@ -2550,49 +2550,49 @@ crate::__prm_view!(
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(EthExtendedCntrsGrpDataLayout);
 impl EthExtendedCntrsGrpDataLayout<[u8; 248]> {
-    #[doc = concat!(" Position of `", "port_transmit_wait_high", "`.")]
+    /// Position of `port_transmit_wait_high`.
     pub const PORT_TRANSMIT_WAIT_HIGH: rt::Field = rt::Field::new(
         "port_transmit_wait_high",
         0,
         32,
     );
-    #[doc = concat!(" Position of `", "port_transmit_wait_low", "`.")]
+    /// Position of `port_transmit_wait_low`.
     pub const PORT_TRANSMIT_WAIT_LOW: rt::Field = rt::Field::new(
         "port_transmit_wait_low",
         32,
         32,
     );
-    #[doc = concat!(" Position of `", "rx_buffer_almost_full_high", "`.")]
+    /// Position of `rx_buffer_almost_full_high`.
     pub const RX_BUFFER_ALMOST_FULL_HIGH: rt::Field = rt::Field::new(
         "rx_buffer_almost_full_high",
         320,
         32,
     );
-    #[doc = concat!(" Position of `", "rx_buffer_almost_full_low", "`.")]
+    /// Position of `rx_buffer_almost_full_low`.
     pub const RX_BUFFER_ALMOST_FULL_LOW: rt::Field = rt::Field::new(
         "rx_buffer_almost_full_low",
         352,
         32,
     );
-    #[doc = concat!(" Position of `", "rx_buffer_full_high", "`.")]
+    /// Position of `rx_buffer_full_high`.
     pub const RX_BUFFER_FULL_HIGH: rt::Field = rt::Field::new(
         "rx_buffer_full_high",
         384,
         32,
     );
-    #[doc = concat!(" Position of `", "rx_buffer_full_low", "`.")]
+    /// Position of `rx_buffer_full_low`.
     pub const RX_BUFFER_FULL_LOW: rt::Field = rt::Field::new(
         "rx_buffer_full_low",
         416,
         32,
     );
-    #[doc = concat!(" Position of `", "rx_icrc_encapsulated_high", "`.")]
+    /// Position of `rx_icrc_encapsulated_high`.
     pub const RX_ICRC_ENCAPSULATED_HIGH: rt::Field = rt::Field::new(
         "rx_icrc_encapsulated_high",
         448,
         32,
     );
-    #[doc = concat!(" Position of `", "rx_icrc_encapsulated_low", "`.")]
+    /// Position of `rx_icrc_encapsulated_low`.
     pub const RX_ICRC_ENCAPSULATED_LOW: rt::Field = rt::Field::new(
         "rx_icrc_encapsulated_low",
         480,
@@ -2994,253 +2994,253 @@ crate::__prm_view!(Eth2819CntrsGrpDataLayout, "eth_2819_cntrs_grp_data_layout", 
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(Eth2819CntrsGrpDataLayout);
 impl Eth2819CntrsGrpDataLayout<[u8; 248]> {
-    #[doc = concat!(" Position of `", "ether_stats_drop_events_high", "`.")]
+    /// Position of `ether_stats_drop_events_high`.
     pub const ETHER_STATS_DROP_EVENTS_HIGH: rt::Field = rt::Field::new(
         "ether_stats_drop_events_high",
         0,
         32,
     );
-    #[doc = concat!(" Position of `", "ether_stats_drop_events_low", "`.")]
+    /// Position of `ether_stats_drop_events_low`.
     pub const ETHER_STATS_DROP_EVENTS_LOW: rt::Field = rt::Field::new(
         "ether_stats_drop_events_low",
         32,
         32,
     );
-    #[doc = concat!(" Position of `", "ether_stats_octets_high", "`.")]
+    /// Position of `ether_stats_octets_high`.
     pub const ETHER_STATS_OCTETS_HIGH: rt::Field = rt::Field::new(
         "ether_stats_octets_high",
         64,
         32,
     );
-    #[doc = concat!(" Position of `", "ether_stats_octets_low", "`.")]
+    /// Position of `ether_stats_octets_low`.
     pub const ETHER_STATS_OCTETS_LOW: rt::Field = rt::Field::new(
         "ether_stats_octets_low",
         96,
         32,
     );
-    #[doc = concat!(" Position of `", "ether_stats_pkts_high", "`.")]
+    /// Position of `ether_stats_pkts_high`.
     pub const ETHER_STATS_PKTS_HIGH: rt::Field = rt::Field::new(
         "ether_stats_pkts_high",
         128,
         32,
     );
-    #[doc = concat!(" Position of `", "ether_stats_pkts_low", "`.")]
+    /// Position of `ether_stats_pkts_low`.
     pub const ETHER_STATS_PKTS_LOW: rt::Field = rt::Field::new(
         "ether_stats_pkts_low",
         160,
         32,
     );
-    #[doc = concat!(" Position of `", "ether_stats_broadcast_pkts_high", "`.")]
+    /// Position of `ether_stats_broadcast_pkts_high`.
     pub const ETHER_STATS_BROADCAST_PKTS_HIGH: rt::Field = rt::Field::new(
         "ether_stats_broadcast_pkts_high",
         192,
         32,
     );
-    #[doc = concat!(" Position of `", "ether_stats_broadcast_pkts_low", "`.")]
+    /// Position of `ether_stats_broadcast_pkts_low`.
     pub const ETHER_STATS_BROADCAST_PKTS_LOW: rt::Field = rt::Field::new(
         "ether_stats_broadcast_pkts_low",
         224,
         32,
     );
-    #[doc = concat!(" Position of `", "ether_stats_multicast_pkts_high", "`.")]
+    /// Position of `ether_stats_multicast_pkts_high`.
     pub const ETHER_STATS_MULTICAST_PKTS_HIGH: rt::Field = rt::Field::new(
         "ether_stats_multicast_pkts_high",
         256,
         32,
     );
-    #[doc = concat!(" Position of `", "ether_stats_multicast_pkts_low", "`.")]
+    /// Position of `ether_stats_multicast_pkts_low`.
     pub const ETHER_STATS_MULTICAST_PKTS_LOW: rt::Field = rt::Field::new(
         "ether_stats_multicast_pkts_low",
         288,
         32,
     );
-    #[doc = concat!(" Position of `", "ether_stats_crc_align_errors_high", "`.")]
+    /// Position of `ether_stats_crc_align_errors_high`.
     pub const ETHER_STATS_CRC_ALIGN_ERRORS_HIGH: rt::Field = rt::Field::new(
         "ether_stats_crc_align_errors_high",
         320,
         32,
     );
-    #[doc = concat!(" Position of `", "ether_stats_crc_align_errors_low", "`.")]
+    /// Position of `ether_stats_crc_align_errors_low`.
     pub const ETHER_STATS_CRC_ALIGN_ERRORS_LOW: rt::Field = rt::Field::new(
         "ether_stats_crc_align_errors_low",
         352,
         32,
     );
-    #[doc = concat!(" Position of `", "ether_stats_undersize_pkts_high", "`.")]
+    /// Position of `ether_stats_undersize_pkts_high`.
     pub const ETHER_STATS_UNDERSIZE_PKTS_HIGH: rt::Field = rt::Field::new(
         "ether_stats_undersize_pkts_high",
         384,
         32,
     );
-    #[doc = concat!(" Position of `", "ether_stats_undersize_pkts_low", "`.")]
+    /// Position of `ether_stats_undersize_pkts_low`.
     pub const ETHER_STATS_UNDERSIZE_PKTS_LOW: rt::Field = rt::Field::new(
         "ether_stats_undersize_pkts_low",
         416,
         32,
     );
-    #[doc = concat!(" Position of `", "ether_stats_oversize_pkts_high", "`.")]
+    /// Position of `ether_stats_oversize_pkts_high`.
     pub const ETHER_STATS_OVERSIZE_PKTS_HIGH: rt::Field = rt::Field::new(
         "ether_stats_oversize_pkts_high",
         448,
         32,
     );
-    #[doc = concat!(" Position of `", "ether_stats_oversize_pkts_low", "`.")]
+    /// Position of `ether_stats_oversize_pkts_low`.
     pub const ETHER_STATS_OVERSIZE_PKTS_LOW: rt::Field = rt::Field::new(
         "ether_stats_oversize_pkts_low",
         480,
         32,
     );
-    #[doc = concat!(" Position of `", "ether_stats_fragments_high", "`.")]
+    /// Position of `ether_stats_fragments_high`.
     pub const ETHER_STATS_FRAGMENTS_HIGH: rt::Field = rt::Field::new(
         "ether_stats_fragments_high",
         512,
         32,
     );
-    #[doc = concat!(" Position of `", "ether_stats_fragments_low", "`.")]
+    /// Position of `ether_stats_fragments_low`.
     pub const ETHER_STATS_FRAGMENTS_LOW: rt::Field = rt::Field::new(
         "ether_stats_fragments_low",
         544,
         32,
     );
-    #[doc = concat!(" Position of `", "ether_stats_jabbers_high", "`.")]
+    /// Position of `ether_stats_jabbers_high`.
     pub const ETHER_STATS_JABBERS_HIGH: rt::Field = rt::Field::new(
         "ether_stats_jabbers_high",
         576,
         32,
     );
-    #[doc = concat!(" Position of `", "ether_stats_jabbers_low", "`.")]
+    /// Position of `ether_stats_jabbers_low`.
     pub const ETHER_STATS_JABBERS_LOW: rt::Field = rt::Field::new(
         "ether_stats_jabbers_low",
         608,
         32,
     );
-    #[doc = concat!(" Position of `", "ether_stats_collisions_high", "`.")]
+    /// Position of `ether_stats_collisions_high`.
     pub const ETHER_STATS_COLLISIONS_HIGH: rt::Field = rt::Field::new(
         "ether_stats_collisions_high",
         640,
         32,
     );
-    #[doc = concat!(" Position of `", "ether_stats_collisions_low", "`.")]
+    /// Position of `ether_stats_collisions_low`.
     pub const ETHER_STATS_COLLISIONS_LOW: rt::Field = rt::Field::new(
         "ether_stats_collisions_low",
         672,
         32,
     );
-    #[doc = concat!(" Position of `", "ether_stats_pkts64octets_high", "`.")]
+    /// Position of `ether_stats_pkts64octets_high`.
     pub const ETHER_STATS_PKTS64OCTETS_HIGH: rt::Field = rt::Field::new(
         "ether_stats_pkts64octets_high",
         704,
         32,
     );
-    #[doc = concat!(" Position of `", "ether_stats_pkts64octets_low", "`.")]
+    /// Position of `ether_stats_pkts64octets_low`.
     pub const ETHER_STATS_PKTS64OCTETS_LOW: rt::Field = rt::Field::new(
         "ether_stats_pkts64octets_low",
         736,
         32,
     );
-    #[doc = concat!(" Position of `", "ether_stats_pkts65to127octets_high", "`.")]
+    /// Position of `ether_stats_pkts65to127octets_high`.
     pub const ETHER_STATS_PKTS65TO127OCTETS_HIGH: rt::Field = rt::Field::new(
         "ether_stats_pkts65to127octets_high",
         768,
         32,
     );
-    #[doc = concat!(" Position of `", "ether_stats_pkts65to127octets_low", "`.")]
+    /// Position of `ether_stats_pkts65to127octets_low`.
     pub const ETHER_STATS_PKTS65TO127OCTETS_LOW: rt::Field = rt::Field::new(
         "ether_stats_pkts65to127octets_low",
         800,
         32,
     );
-    #[doc = concat!(" Position of `", "ether_stats_pkts128to255octets_high", "`.")]
+    /// Position of `ether_stats_pkts128to255octets_high`.
     pub const ETHER_STATS_PKTS128TO255OCTETS_HIGH: rt::Field = rt::Field::new(
         "ether_stats_pkts128to255octets_high",
         832,
         32,
     );
-    #[doc = concat!(" Position of `", "ether_stats_pkts128to255octets_low", "`.")]
+    /// Position of `ether_stats_pkts128to255octets_low`.
     pub const ETHER_STATS_PKTS128TO255OCTETS_LOW: rt::Field = rt::Field::new(
         "ether_stats_pkts128to255octets_low",
         864,
         32,
     );
-    #[doc = concat!(" Position of `", "ether_stats_pkts256to511octets_high", "`.")]
+    /// Position of `ether_stats_pkts256to511octets_high`.
     pub const ETHER_STATS_PKTS256TO511OCTETS_HIGH: rt::Field = rt::Field::new(
         "ether_stats_pkts256to511octets_high",
         896,
         32,
     );
-    #[doc = concat!(" Position of `", "ether_stats_pkts256to511octets_low", "`.")]
+    /// Position of `ether_stats_pkts256to511octets_low`.
     pub const ETHER_STATS_PKTS256TO511OCTETS_LOW: rt::Field = rt::Field::new(
         "ether_stats_pkts256to511octets_low",
         928,
         32,
     );
-    #[doc = concat!(" Position of `", "ether_stats_pkts512to1023octets_high", "`.")]
+    /// Position of `ether_stats_pkts512to1023octets_high`.
     pub const ETHER_STATS_PKTS512TO1023OCTETS_HIGH: rt::Field = rt::Field::new(
         "ether_stats_pkts512to1023octets_high",
         960,
         32,
     );
-    #[doc = concat!(" Position of `", "ether_stats_pkts512to1023octets_low", "`.")]
+    /// Position of `ether_stats_pkts512to1023octets_low`.
     pub const ETHER_STATS_PKTS512TO1023OCTETS_LOW: rt::Field = rt::Field::new(
         "ether_stats_pkts512to1023octets_low",
         992,
         32,
     );
-    #[doc = concat!(" Position of `", "ether_stats_pkts1024to1518octets_high", "`.")]
+    /// Position of `ether_stats_pkts1024to1518octets_high`.
     pub const ETHER_STATS_PKTS1024TO1518OCTETS_HIGH: rt::Field = rt::Field::new(
         "ether_stats_pkts1024to1518octets_high",
         1024,
         32,
     );
-    #[doc = concat!(" Position of `", "ether_stats_pkts1024to1518octets_low", "`.")]
+    /// Position of `ether_stats_pkts1024to1518octets_low`.
     pub const ETHER_STATS_PKTS1024TO1518OCTETS_LOW: rt::Field = rt::Field::new(
         "ether_stats_pkts1024to1518octets_low",
         1056,
         32,
     );
-    #[doc = concat!(" Position of `", "ether_stats_pkts1519to2047octets_high", "`.")]
+    /// Position of `ether_stats_pkts1519to2047octets_high`.
     pub const ETHER_STATS_PKTS1519TO2047OCTETS_HIGH: rt::Field = rt::Field::new(
         "ether_stats_pkts1519to2047octets_high",
         1088,
         32,
     );
-    #[doc = concat!(" Position of `", "ether_stats_pkts1519to2047octets_low", "`.")]
+    /// Position of `ether_stats_pkts1519to2047octets_low`.
     pub const ETHER_STATS_PKTS1519TO2047OCTETS_LOW: rt::Field = rt::Field::new(
         "ether_stats_pkts1519to2047octets_low",
         1120,
         32,
     );
-    #[doc = concat!(" Position of `", "ether_stats_pkts2048to4095octets_high", "`.")]
+    /// Position of `ether_stats_pkts2048to4095octets_high`.
     pub const ETHER_STATS_PKTS2048TO4095OCTETS_HIGH: rt::Field = rt::Field::new(
         "ether_stats_pkts2048to4095octets_high",
         1152,
         32,
     );
-    #[doc = concat!(" Position of `", "ether_stats_pkts2048to4095octets_low", "`.")]
+    /// Position of `ether_stats_pkts2048to4095octets_low`.
     pub const ETHER_STATS_PKTS2048TO4095OCTETS_LOW: rt::Field = rt::Field::new(
         "ether_stats_pkts2048to4095octets_low",
         1184,
         32,
     );
-    #[doc = concat!(" Position of `", "ether_stats_pkts4096to8191octets_high", "`.")]
+    /// Position of `ether_stats_pkts4096to8191octets_high`.
     pub const ETHER_STATS_PKTS4096TO8191OCTETS_HIGH: rt::Field = rt::Field::new(
         "ether_stats_pkts4096to8191octets_high",
         1216,
         32,
     );
-    #[doc = concat!(" Position of `", "ether_stats_pkts4096to8191octets_low", "`.")]
+    /// Position of `ether_stats_pkts4096to8191octets_low`.
     pub const ETHER_STATS_PKTS4096TO8191OCTETS_LOW: rt::Field = rt::Field::new(
         "ether_stats_pkts4096to8191octets_low",
         1248,
         32,
     );
-    #[doc = concat!(" Position of `", "ether_stats_pkts8192to10239octets_high", "`.")]
+    /// Position of `ether_stats_pkts8192to10239octets_high`.
     pub const ETHER_STATS_PKTS8192TO10239OCTETS_HIGH: rt::Field = rt::Field::new(
         "ether_stats_pkts8192to10239octets_high",
         1280,
         32,
     );
-    #[doc = concat!(" Position of `", "ether_stats_pkts8192to10239octets_low", "`.")]
+    /// Position of `ether_stats_pkts8192to10239octets_low`.
     pub const ETHER_STATS_PKTS8192TO10239OCTETS_LOW: rt::Field = rt::Field::new(
         "ether_stats_pkts8192to10239octets_low",
         1312,
@@ -4526,199 +4526,193 @@ crate::__prm_view!(Eth3635CntrsGrpDataLayout, "eth_3635_cntrs_grp_data_layout", 
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(Eth3635CntrsGrpDataLayout);
 impl Eth3635CntrsGrpDataLayout<[u8; 248]> {
-    #[doc = concat!(" Position of `", "dot3stats_alignment_errors_high", "`.")]
+    /// Position of `dot3stats_alignment_errors_high`.
     pub const DOT3STATS_ALIGNMENT_ERRORS_HIGH: rt::Field = rt::Field::new(
         "dot3stats_alignment_errors_high",
         0,
         32,
     );
-    #[doc = concat!(" Position of `", "dot3stats_alignment_errors_low", "`.")]
+    /// Position of `dot3stats_alignment_errors_low`.
     pub const DOT3STATS_ALIGNMENT_ERRORS_LOW: rt::Field = rt::Field::new(
         "dot3stats_alignment_errors_low",
         32,
         32,
     );
-    #[doc = concat!(" Position of `", "dot3stats_fcs_errors_high", "`.")]
+    /// Position of `dot3stats_fcs_errors_high`.
     pub const DOT3STATS_FCS_ERRORS_HIGH: rt::Field = rt::Field::new(
         "dot3stats_fcs_errors_high",
         64,
         32,
     );
-    #[doc = concat!(" Position of `", "dot3stats_fcs_errors_low", "`.")]
+    /// Position of `dot3stats_fcs_errors_low`.
     pub const DOT3STATS_FCS_ERRORS_LOW: rt::Field = rt::Field::new(
         "dot3stats_fcs_errors_low",
         96,
         32,
     );
-    #[doc = concat!(" Position of `", "dot3stats_single_collision_frames_high", "`.")]
+    /// Position of `dot3stats_single_collision_frames_high`.
     pub const DOT3STATS_SINGLE_COLLISION_FRAMES_HIGH: rt::Field = rt::Field::new(
         "dot3stats_single_collision_frames_high",
         128,
         32,
     );
-    #[doc = concat!(" Position of `", "dot3stats_single_collision_frames_low", "`.")]
+    /// Position of `dot3stats_single_collision_frames_low`.
     pub const DOT3STATS_SINGLE_COLLISION_FRAMES_LOW: rt::Field = rt::Field::new(
         "dot3stats_single_collision_frames_low",
         160,
         32,
     );
-    #[doc = concat!(" Position of `", "dot3stats_multiple_collision_frames_high", "`.")]
+    /// Position of `dot3stats_multiple_collision_frames_high`.
     pub const DOT3STATS_MULTIPLE_COLLISION_FRAMES_HIGH: rt::Field = rt::Field::new(
         "dot3stats_multiple_collision_frames_high",
         192,
         32,
     );
-    #[doc = concat!(" Position of `", "dot3stats_multiple_collision_frames_low", "`.")]
+    /// Position of `dot3stats_multiple_collision_frames_low`.
     pub const DOT3STATS_MULTIPLE_COLLISION_FRAMES_LOW: rt::Field = rt::Field::new(
         "dot3stats_multiple_collision_frames_low",
         224,
         32,
     );
-    #[doc = concat!(" Position of `", "dot3stats_sqe_test_errors_high", "`.")]
+    /// Position of `dot3stats_sqe_test_errors_high`.
     pub const DOT3STATS_SQE_TEST_ERRORS_HIGH: rt::Field = rt::Field::new(
         "dot3stats_sqe_test_errors_high",
         256,
         32,
     );
-    #[doc = concat!(" Position of `", "dot3stats_sqe_test_errors_low", "`.")]
+    /// Position of `dot3stats_sqe_test_errors_low`.
     pub const DOT3STATS_SQE_TEST_ERRORS_LOW: rt::Field = rt::Field::new(
         "dot3stats_sqe_test_errors_low",
         288,
         32,
     );
-    #[doc = concat!(" Position of `", "dot3stats_deferred_transmissions_high", "`.")]
+    /// Position of `dot3stats_deferred_transmissions_high`.
     pub const DOT3STATS_DEFERRED_TRANSMISSIONS_HIGH: rt::Field = rt::Field::new(
         "dot3stats_deferred_transmissions_high",
         320,
         32,
     );
-    #[doc = concat!(" Position of `", "dot3stats_deferred_transmissions_low", "`.")]
+    /// Position of `dot3stats_deferred_transmissions_low`.
     pub const DOT3STATS_DEFERRED_TRANSMISSIONS_LOW: rt::Field = rt::Field::new(
         "dot3stats_deferred_transmissions_low",
         352,
         32,
     );
-    #[doc = concat!(" Position of `", "dot3stats_late_collisions_high", "`.")]
+    /// Position of `dot3stats_late_collisions_high`.
     pub const DOT3STATS_LATE_COLLISIONS_HIGH: rt::Field = rt::Field::new(
         "dot3stats_late_collisions_high",
         384,
         32,
     );
-    #[doc = concat!(" Position of `", "dot3stats_late_collisions_low", "`.")]
+    /// Position of `dot3stats_late_collisions_low`.
     pub const DOT3STATS_LATE_COLLISIONS_LOW: rt::Field = rt::Field::new(
         "dot3stats_late_collisions_low",
         416,
         32,
     );
-    #[doc = concat!(" Position of `", "dot3stats_excessive_collisions_high", "`.")]
+    /// Position of `dot3stats_excessive_collisions_high`.
     pub const DOT3STATS_EXCESSIVE_COLLISIONS_HIGH: rt::Field = rt::Field::new(
         "dot3stats_excessive_collisions_high",
         448,
         32,
     );
-    #[doc = concat!(" Position of `", "dot3stats_excessive_collisions_low", "`.")]
+    /// Position of `dot3stats_excessive_collisions_low`.
     pub const DOT3STATS_EXCESSIVE_COLLISIONS_LOW: rt::Field = rt::Field::new(
         "dot3stats_excessive_collisions_low",
         480,
         32,
     );
-    #[doc = concat!(
-        " Position of `", "dot3stats_internal_mac_transmit_errors_high", "`."
-    )]
+    /// Position of `dot3stats_internal_mac_transmit_errors_high`.
     pub const DOT3STATS_INTERNAL_MAC_TRANSMIT_ERRORS_HIGH: rt::Field = rt::Field::new(
         "dot3stats_internal_mac_transmit_errors_high",
         512,
         32,
     );
-    #[doc = concat!(
-        " Position of `", "dot3stats_internal_mac_transmit_errors_low", "`."
-    )]
+    /// Position of `dot3stats_internal_mac_transmit_errors_low`.
     pub const DOT3STATS_INTERNAL_MAC_TRANSMIT_ERRORS_LOW: rt::Field = rt::Field::new(
         "dot3stats_internal_mac_transmit_errors_low",
         544,
         32,
     );
-    #[doc = concat!(" Position of `", "dot3stats_carrier_sense_errors_high", "`.")]
+    /// Position of `dot3stats_carrier_sense_errors_high`.
     pub const DOT3STATS_CARRIER_SENSE_ERRORS_HIGH: rt::Field = rt::Field::new(
         "dot3stats_carrier_sense_errors_high",
         576,
         32,
     );
-    #[doc = concat!(" Position of `", "dot3stats_carrier_sense_errors_low", "`.")]
+    /// Position of `dot3stats_carrier_sense_errors_low`.
     pub const DOT3STATS_CARRIER_SENSE_ERRORS_LOW: rt::Field = rt::Field::new(
         "dot3stats_carrier_sense_errors_low",
         608,
         32,
     );
-    #[doc = concat!(" Position of `", "dot3stats_frame_too_longs_high", "`.")]
+    /// Position of `dot3stats_frame_too_longs_high`.
     pub const DOT3STATS_FRAME_TOO_LONGS_HIGH: rt::Field = rt::Field::new(
         "dot3stats_frame_too_longs_high",
         640,
         32,
     );
-    #[doc = concat!(" Position of `", "dot3stats_frame_too_longs_low", "`.")]
+    /// Position of `dot3stats_frame_too_longs_low`.
     pub const DOT3STATS_FRAME_TOO_LONGS_LOW: rt::Field = rt::Field::new(
         "dot3stats_frame_too_longs_low",
         672,
         32,
     );
-    #[doc = concat!(
-        " Position of `", "dot3stats_internal_mac_receive_errors_high", "`."
-    )]
+    /// Position of `dot3stats_internal_mac_receive_errors_high`.
     pub const DOT3STATS_INTERNAL_MAC_RECEIVE_ERRORS_HIGH: rt::Field = rt::Field::new(
         "dot3stats_internal_mac_receive_errors_high",
         704,
         32,
     );
-    #[doc = concat!(" Position of `", "dot3stats_internal_mac_receive_errors_low", "`.")]
+    /// Position of `dot3stats_internal_mac_receive_errors_low`.
     pub const DOT3STATS_INTERNAL_MAC_RECEIVE_ERRORS_LOW: rt::Field = rt::Field::new(
         "dot3stats_internal_mac_receive_errors_low",
         736,
         32,
     );
-    #[doc = concat!(" Position of `", "dot3stats_symbol_errors_high", "`.")]
+    /// Position of `dot3stats_symbol_errors_high`.
     pub const DOT3STATS_SYMBOL_ERRORS_HIGH: rt::Field = rt::Field::new(
         "dot3stats_symbol_errors_high",
         768,
         32,
     );
-    #[doc = concat!(" Position of `", "dot3stats_symbol_errors_low", "`.")]
+    /// Position of `dot3stats_symbol_errors_low`.
     pub const DOT3STATS_SYMBOL_ERRORS_LOW: rt::Field = rt::Field::new(
         "dot3stats_symbol_errors_low",
         800,
         32,
     );
-    #[doc = concat!(" Position of `", "dot3control_in_unknown_opcodes_high", "`.")]
+    /// Position of `dot3control_in_unknown_opcodes_high`.
     pub const DOT3CONTROL_IN_UNKNOWN_OPCODES_HIGH: rt::Field = rt::Field::new(
         "dot3control_in_unknown_opcodes_high",
         832,
         32,
     );
-    #[doc = concat!(" Position of `", "dot3control_in_unknown_opcodes_low", "`.")]
+    /// Position of `dot3control_in_unknown_opcodes_low`.
     pub const DOT3CONTROL_IN_UNKNOWN_OPCODES_LOW: rt::Field = rt::Field::new(
         "dot3control_in_unknown_opcodes_low",
         864,
         32,
     );
-    #[doc = concat!(" Position of `", "dot3in_pause_frames_high", "`.")]
+    /// Position of `dot3in_pause_frames_high`.
     pub const DOT3IN_PAUSE_FRAMES_HIGH: rt::Field = rt::Field::new(
         "dot3in_pause_frames_high",
         896,
         32,
     );
-    #[doc = concat!(" Position of `", "dot3in_pause_frames_low", "`.")]
+    /// Position of `dot3in_pause_frames_low`.
     pub const DOT3IN_PAUSE_FRAMES_LOW: rt::Field = rt::Field::new(
         "dot3in_pause_frames_low",
         928,
         32,
     );
-    #[doc = concat!(" Position of `", "dot3out_pause_frames_high", "`.")]
+    /// Position of `dot3out_pause_frames_high`.
     pub const DOT3OUT_PAUSE_FRAMES_HIGH: rt::Field = rt::Field::new(
         "dot3out_pause_frames_high",
         960,
         32,
     );
-    #[doc = concat!(" Position of `", "dot3out_pause_frames_low", "`.")]
+    /// Position of `dot3out_pause_frames_low`.
     pub const DOT3OUT_PAUSE_FRAMES_LOW: rt::Field = rt::Field::new(
         "dot3out_pause_frames_low",
         992,
@@ -5730,89 +5724,89 @@ crate::__prm_view!(EthPerPrioGrpDataLayout, "eth_per_prio_grp_data_layout", 248)
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(EthPerPrioGrpDataLayout);
 impl EthPerPrioGrpDataLayout<[u8; 248]> {
-    #[doc = concat!(" Position of `", "rx_octets_high", "`.")]
+    /// Position of `rx_octets_high`.
     pub const RX_OCTETS_HIGH: rt::Field = rt::Field::new("rx_octets_high", 0, 32);
-    #[doc = concat!(" Position of `", "rx_octets_low", "`.")]
+    /// Position of `rx_octets_low`.
     pub const RX_OCTETS_LOW: rt::Field = rt::Field::new("rx_octets_low", 32, 32);
-    #[doc = concat!(" Position of `", "rx_frames_high", "`.")]
+    /// Position of `rx_frames_high`.
     pub const RX_FRAMES_HIGH: rt::Field = rt::Field::new("rx_frames_high", 256, 32);
-    #[doc = concat!(" Position of `", "rx_frames_low", "`.")]
+    /// Position of `rx_frames_low`.
     pub const RX_FRAMES_LOW: rt::Field = rt::Field::new("rx_frames_low", 288, 32);
-    #[doc = concat!(" Position of `", "tx_octets_high", "`.")]
+    /// Position of `tx_octets_high`.
     pub const TX_OCTETS_HIGH: rt::Field = rt::Field::new("tx_octets_high", 320, 32);
-    #[doc = concat!(" Position of `", "tx_octets_low", "`.")]
+    /// Position of `tx_octets_low`.
     pub const TX_OCTETS_LOW: rt::Field = rt::Field::new("tx_octets_low", 352, 32);
-    #[doc = concat!(" Position of `", "tx_frames_high", "`.")]
+    /// Position of `tx_frames_high`.
     pub const TX_FRAMES_HIGH: rt::Field = rt::Field::new("tx_frames_high", 576, 32);
-    #[doc = concat!(" Position of `", "tx_frames_low", "`.")]
+    /// Position of `tx_frames_low`.
     pub const TX_FRAMES_LOW: rt::Field = rt::Field::new("tx_frames_low", 608, 32);
-    #[doc = concat!(" Position of `", "rx_pause_high", "`.")]
+    /// Position of `rx_pause_high`.
     pub const RX_PAUSE_HIGH: rt::Field = rt::Field::new("rx_pause_high", 640, 32);
-    #[doc = concat!(" Position of `", "rx_pause_low", "`.")]
+    /// Position of `rx_pause_low`.
     pub const RX_PAUSE_LOW: rt::Field = rt::Field::new("rx_pause_low", 672, 32);
-    #[doc = concat!(" Position of `", "rx_pause_duration_high", "`.")]
+    /// Position of `rx_pause_duration_high`.
     pub const RX_PAUSE_DURATION_HIGH: rt::Field = rt::Field::new(
         "rx_pause_duration_high",
         704,
         32,
     );
-    #[doc = concat!(" Position of `", "rx_pause_duration_low", "`.")]
+    /// Position of `rx_pause_duration_low`.
     pub const RX_PAUSE_DURATION_LOW: rt::Field = rt::Field::new(
         "rx_pause_duration_low",
         736,
         32,
     );
-    #[doc = concat!(" Position of `", "tx_pause_high", "`.")]
+    /// Position of `tx_pause_high`.
     pub const TX_PAUSE_HIGH: rt::Field = rt::Field::new("tx_pause_high", 768, 32);
-    #[doc = concat!(" Position of `", "tx_pause_low", "`.")]
+    /// Position of `tx_pause_low`.
     pub const TX_PAUSE_LOW: rt::Field = rt::Field::new("tx_pause_low", 800, 32);
-    #[doc = concat!(" Position of `", "tx_pause_duration_high", "`.")]
+    /// Position of `tx_pause_duration_high`.
     pub const TX_PAUSE_DURATION_HIGH: rt::Field = rt::Field::new(
         "tx_pause_duration_high",
         832,
         32,
     );
-    #[doc = concat!(" Position of `", "tx_pause_duration_low", "`.")]
+    /// Position of `tx_pause_duration_low`.
     pub const TX_PAUSE_DURATION_LOW: rt::Field = rt::Field::new(
         "tx_pause_duration_low",
         864,
         32,
     );
-    #[doc = concat!(" Position of `", "rx_pause_transition_high", "`.")]
+    /// Position of `rx_pause_transition_high`.
     pub const RX_PAUSE_TRANSITION_HIGH: rt::Field = rt::Field::new(
         "rx_pause_transition_high",
         896,
         32,
     );
-    #[doc = concat!(" Position of `", "rx_pause_transition_low", "`.")]
+    /// Position of `rx_pause_transition_low`.
     pub const RX_PAUSE_TRANSITION_LOW: rt::Field = rt::Field::new(
         "rx_pause_transition_low",
         928,
         32,
     );
-    #[doc = concat!(" Position of `", "rx_discards_high", "`.")]
+    /// Position of `rx_discards_high`.
     pub const RX_DISCARDS_HIGH: rt::Field = rt::Field::new("rx_discards_high", 960, 32);
-    #[doc = concat!(" Position of `", "rx_discards_low", "`.")]
+    /// Position of `rx_discards_low`.
     pub const RX_DISCARDS_LOW: rt::Field = rt::Field::new("rx_discards_low", 992, 32);
-    #[doc = concat!(" Position of `", "device_stall_minor_watermark_cnt_high", "`.")]
+    /// Position of `device_stall_minor_watermark_cnt_high`.
     pub const DEVICE_STALL_MINOR_WATERMARK_CNT_HIGH: rt::Field = rt::Field::new(
         "device_stall_minor_watermark_cnt_high",
         1024,
         32,
     );
-    #[doc = concat!(" Position of `", "device_stall_minor_watermark_cnt_low", "`.")]
+    /// Position of `device_stall_minor_watermark_cnt_low`.
     pub const DEVICE_STALL_MINOR_WATERMARK_CNT_LOW: rt::Field = rt::Field::new(
         "device_stall_minor_watermark_cnt_low",
         1056,
         32,
     );
-    #[doc = concat!(" Position of `", "device_stall_critical_watermark_cnt_high", "`.")]
+    /// Position of `device_stall_critical_watermark_cnt_high`.
     pub const DEVICE_STALL_CRITICAL_WATERMARK_CNT_HIGH: rt::Field = rt::Field::new(
         "device_stall_critical_watermark_cnt_high",
         1088,
         32,
     );
-    #[doc = concat!(" Position of `", "device_stall_critical_watermark_cnt_low", "`.")]
+    /// Position of `device_stall_critical_watermark_cnt_low`.
     pub const DEVICE_STALL_CRITICAL_WATERMARK_CNT_LOW: rt::Field = rt::Field::new(
         "device_stall_critical_watermark_cnt_low",
         1120,
@@ -6627,293 +6621,293 @@ crate::__prm_view!(PhysLayerCntrs, "phys_layer_cntrs", 248);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(PhysLayerCntrs);
 impl PhysLayerCntrs<[u8; 248]> {
-    #[doc = concat!(" Position of `", "time_since_last_clear_high", "`.")]
+    /// Position of `time_since_last_clear_high`.
     pub const TIME_SINCE_LAST_CLEAR_HIGH: rt::Field = rt::Field::new(
         "time_since_last_clear_high",
         0,
         32,
     );
-    #[doc = concat!(" Position of `", "time_since_last_clear_low", "`.")]
+    /// Position of `time_since_last_clear_low`.
     pub const TIME_SINCE_LAST_CLEAR_LOW: rt::Field = rt::Field::new(
         "time_since_last_clear_low",
         32,
         32,
     );
-    #[doc = concat!(" Position of `", "symbol_errors_high", "`.")]
+    /// Position of `symbol_errors_high`.
     pub const SYMBOL_ERRORS_HIGH: rt::Field = rt::Field::new(
         "symbol_errors_high",
         64,
         32,
     );
-    #[doc = concat!(" Position of `", "symbol_errors_low", "`.")]
+    /// Position of `symbol_errors_low`.
     pub const SYMBOL_ERRORS_LOW: rt::Field = rt::Field::new("symbol_errors_low", 96, 32);
-    #[doc = concat!(" Position of `", "sync_headers_errors_high", "`.")]
+    /// Position of `sync_headers_errors_high`.
     pub const SYNC_HEADERS_ERRORS_HIGH: rt::Field = rt::Field::new(
         "sync_headers_errors_high",
         128,
         32,
     );
-    #[doc = concat!(" Position of `", "sync_headers_errors_low", "`.")]
+    /// Position of `sync_headers_errors_low`.
     pub const SYNC_HEADERS_ERRORS_LOW: rt::Field = rt::Field::new(
         "sync_headers_errors_low",
         160,
         32,
     );
-    #[doc = concat!(" Position of `", "edpl_bip_errors_lane0_high", "`.")]
+    /// Position of `edpl_bip_errors_lane0_high`.
     pub const EDPL_BIP_ERRORS_LANE0_HIGH: rt::Field = rt::Field::new(
         "edpl_bip_errors_lane0_high",
         192,
         32,
     );
-    #[doc = concat!(" Position of `", "edpl_bip_errors_lane0_low", "`.")]
+    /// Position of `edpl_bip_errors_lane0_low`.
     pub const EDPL_BIP_ERRORS_LANE0_LOW: rt::Field = rt::Field::new(
         "edpl_bip_errors_lane0_low",
         224,
         32,
     );
-    #[doc = concat!(" Position of `", "edpl_bip_errors_lane1_high", "`.")]
+    /// Position of `edpl_bip_errors_lane1_high`.
     pub const EDPL_BIP_ERRORS_LANE1_HIGH: rt::Field = rt::Field::new(
         "edpl_bip_errors_lane1_high",
         256,
         32,
     );
-    #[doc = concat!(" Position of `", "edpl_bip_errors_lane1_low", "`.")]
+    /// Position of `edpl_bip_errors_lane1_low`.
     pub const EDPL_BIP_ERRORS_LANE1_LOW: rt::Field = rt::Field::new(
         "edpl_bip_errors_lane1_low",
         288,
         32,
     );
-    #[doc = concat!(" Position of `", "edpl_bip_errors_lane2_high", "`.")]
+    /// Position of `edpl_bip_errors_lane2_high`.
     pub const EDPL_BIP_ERRORS_LANE2_HIGH: rt::Field = rt::Field::new(
         "edpl_bip_errors_lane2_high",
         320,
         32,
     );
-    #[doc = concat!(" Position of `", "edpl_bip_errors_lane2_low", "`.")]
+    /// Position of `edpl_bip_errors_lane2_low`.
     pub const EDPL_BIP_ERRORS_LANE2_LOW: rt::Field = rt::Field::new(
         "edpl_bip_errors_lane2_low",
         352,
         32,
     );
-    #[doc = concat!(" Position of `", "edpl_bip_errors_lane3_high", "`.")]
+    /// Position of `edpl_bip_errors_lane3_high`.
     pub const EDPL_BIP_ERRORS_LANE3_HIGH: rt::Field = rt::Field::new(
         "edpl_bip_errors_lane3_high",
         384,
         32,
     );
-    #[doc = concat!(" Position of `", "edpl_bip_errors_lane3_low", "`.")]
+    /// Position of `edpl_bip_errors_lane3_low`.
     pub const EDPL_BIP_ERRORS_LANE3_LOW: rt::Field = rt::Field::new(
         "edpl_bip_errors_lane3_low",
         416,
         32,
     );
-    #[doc = concat!(" Position of `", "fc_fec_corrected_blocks_lane0_high", "`.")]
+    /// Position of `fc_fec_corrected_blocks_lane0_high`.
     pub const FC_FEC_CORRECTED_BLOCKS_LANE0_HIGH: rt::Field = rt::Field::new(
         "fc_fec_corrected_blocks_lane0_high",
         448,
         32,
     );
-    #[doc = concat!(" Position of `", "fc_fec_corrected_blocks_lane0_low", "`.")]
+    /// Position of `fc_fec_corrected_blocks_lane0_low`.
     pub const FC_FEC_CORRECTED_BLOCKS_LANE0_LOW: rt::Field = rt::Field::new(
         "fc_fec_corrected_blocks_lane0_low",
         480,
         32,
     );
-    #[doc = concat!(" Position of `", "fc_fec_corrected_blocks_lane1_high", "`.")]
+    /// Position of `fc_fec_corrected_blocks_lane1_high`.
     pub const FC_FEC_CORRECTED_BLOCKS_LANE1_HIGH: rt::Field = rt::Field::new(
         "fc_fec_corrected_blocks_lane1_high",
         512,
         32,
     );
-    #[doc = concat!(" Position of `", "fc_fec_corrected_blocks_lane1_low", "`.")]
+    /// Position of `fc_fec_corrected_blocks_lane1_low`.
     pub const FC_FEC_CORRECTED_BLOCKS_LANE1_LOW: rt::Field = rt::Field::new(
         "fc_fec_corrected_blocks_lane1_low",
         544,
         32,
     );
-    #[doc = concat!(" Position of `", "fc_fec_corrected_blocks_lane2_high", "`.")]
+    /// Position of `fc_fec_corrected_blocks_lane2_high`.
     pub const FC_FEC_CORRECTED_BLOCKS_LANE2_HIGH: rt::Field = rt::Field::new(
         "fc_fec_corrected_blocks_lane2_high",
         576,
         32,
     );
-    #[doc = concat!(" Position of `", "fc_fec_corrected_blocks_lane2_low", "`.")]
+    /// Position of `fc_fec_corrected_blocks_lane2_low`.
     pub const FC_FEC_CORRECTED_BLOCKS_LANE2_LOW: rt::Field = rt::Field::new(
         "fc_fec_corrected_blocks_lane2_low",
         608,
         32,
     );
-    #[doc = concat!(" Position of `", "fc_fec_corrected_blocks_lane3_high", "`.")]
+    /// Position of `fc_fec_corrected_blocks_lane3_high`.
     pub const FC_FEC_CORRECTED_BLOCKS_LANE3_HIGH: rt::Field = rt::Field::new(
         "fc_fec_corrected_blocks_lane3_high",
         640,
         32,
     );
-    #[doc = concat!(" Position of `", "fc_fec_corrected_blocks_lane3_low", "`.")]
+    /// Position of `fc_fec_corrected_blocks_lane3_low`.
     pub const FC_FEC_CORRECTED_BLOCKS_LANE3_LOW: rt::Field = rt::Field::new(
         "fc_fec_corrected_blocks_lane3_low",
         672,
         32,
     );
-    #[doc = concat!(" Position of `", "fc_fec_uncorrectable_blocks_lane0_high", "`.")]
+    /// Position of `fc_fec_uncorrectable_blocks_lane0_high`.
     pub const FC_FEC_UNCORRECTABLE_BLOCKS_LANE0_HIGH: rt::Field = rt::Field::new(
         "fc_fec_uncorrectable_blocks_lane0_high",
         704,
         32,
     );
-    #[doc = concat!(" Position of `", "fc_fec_uncorrectable_blocks_lane0_low", "`.")]
+    /// Position of `fc_fec_uncorrectable_blocks_lane0_low`.
     pub const FC_FEC_UNCORRECTABLE_BLOCKS_LANE0_LOW: rt::Field = rt::Field::new(
         "fc_fec_uncorrectable_blocks_lane0_low",
         736,
         32,
     );
-    #[doc = concat!(" Position of `", "fc_fec_uncorrectable_blocks_lane1_high", "`.")]
+    /// Position of `fc_fec_uncorrectable_blocks_lane1_high`.
     pub const FC_FEC_UNCORRECTABLE_BLOCKS_LANE1_HIGH: rt::Field = rt::Field::new(
         "fc_fec_uncorrectable_blocks_lane1_high",
         768,
         32,
     );
-    #[doc = concat!(" Position of `", "fc_fec_uncorrectable_blocks_lane1_low", "`.")]
+    /// Position of `fc_fec_uncorrectable_blocks_lane1_low`.
     pub const FC_FEC_UNCORRECTABLE_BLOCKS_LANE1_LOW: rt::Field = rt::Field::new(
         "fc_fec_uncorrectable_blocks_lane1_low",
         800,
         32,
     );
-    #[doc = concat!(" Position of `", "fc_fec_uncorrectable_blocks_lane2_high", "`.")]
+    /// Position of `fc_fec_uncorrectable_blocks_lane2_high`.
     pub const FC_FEC_UNCORRECTABLE_BLOCKS_LANE2_HIGH: rt::Field = rt::Field::new(
         "fc_fec_uncorrectable_blocks_lane2_high",
         832,
         32,
     );
-    #[doc = concat!(" Position of `", "fc_fec_uncorrectable_blocks_lane2_low", "`.")]
+    /// Position of `fc_fec_uncorrectable_blocks_lane2_low`.
     pub const FC_FEC_UNCORRECTABLE_BLOCKS_LANE2_LOW: rt::Field = rt::Field::new(
         "fc_fec_uncorrectable_blocks_lane2_low",
         864,
         32,
     );
-    #[doc = concat!(" Position of `", "fc_fec_uncorrectable_blocks_lane3_high", "`.")]
+    /// Position of `fc_fec_uncorrectable_blocks_lane3_high`.
     pub const FC_FEC_UNCORRECTABLE_BLOCKS_LANE3_HIGH: rt::Field = rt::Field::new(
         "fc_fec_uncorrectable_blocks_lane3_high",
         896,
         32,
     );
-    #[doc = concat!(" Position of `", "fc_fec_uncorrectable_blocks_lane3_low", "`.")]
+    /// Position of `fc_fec_uncorrectable_blocks_lane3_low`.
     pub const FC_FEC_UNCORRECTABLE_BLOCKS_LANE3_LOW: rt::Field = rt::Field::new(
         "fc_fec_uncorrectable_blocks_lane3_low",
         928,
         32,
     );
-    #[doc = concat!(" Position of `", "rs_fec_corrected_blocks_high", "`.")]
+    /// Position of `rs_fec_corrected_blocks_high`.
     pub const RS_FEC_CORRECTED_BLOCKS_HIGH: rt::Field = rt::Field::new(
         "rs_fec_corrected_blocks_high",
         960,
         32,
     );
-    #[doc = concat!(" Position of `", "rs_fec_corrected_blocks_low", "`.")]
+    /// Position of `rs_fec_corrected_blocks_low`.
     pub const RS_FEC_CORRECTED_BLOCKS_LOW: rt::Field = rt::Field::new(
         "rs_fec_corrected_blocks_low",
         992,
         32,
     );
-    #[doc = concat!(" Position of `", "rs_fec_uncorrectable_blocks_high", "`.")]
+    /// Position of `rs_fec_uncorrectable_blocks_high`.
     pub const RS_FEC_UNCORRECTABLE_BLOCKS_HIGH: rt::Field = rt::Field::new(
         "rs_fec_uncorrectable_blocks_high",
         1024,
         32,
     );
-    #[doc = concat!(" Position of `", "rs_fec_uncorrectable_blocks_low", "`.")]
+    /// Position of `rs_fec_uncorrectable_blocks_low`.
     pub const RS_FEC_UNCORRECTABLE_BLOCKS_LOW: rt::Field = rt::Field::new(
         "rs_fec_uncorrectable_blocks_low",
         1056,
         32,
     );
-    #[doc = concat!(" Position of `", "rs_fec_no_errors_blocks_high", "`.")]
+    /// Position of `rs_fec_no_errors_blocks_high`.
     pub const RS_FEC_NO_ERRORS_BLOCKS_HIGH: rt::Field = rt::Field::new(
         "rs_fec_no_errors_blocks_high",
         1088,
         32,
     );
-    #[doc = concat!(" Position of `", "rs_fec_no_errors_blocks_low", "`.")]
+    /// Position of `rs_fec_no_errors_blocks_low`.
     pub const RS_FEC_NO_ERRORS_BLOCKS_LOW: rt::Field = rt::Field::new(
         "rs_fec_no_errors_blocks_low",
         1120,
         32,
     );
-    #[doc = concat!(" Position of `", "rs_fec_single_error_blocks_high", "`.")]
+    /// Position of `rs_fec_single_error_blocks_high`.
     pub const RS_FEC_SINGLE_ERROR_BLOCKS_HIGH: rt::Field = rt::Field::new(
         "rs_fec_single_error_blocks_high",
         1152,
         32,
     );
-    #[doc = concat!(" Position of `", "rs_fec_single_error_blocks_low", "`.")]
+    /// Position of `rs_fec_single_error_blocks_low`.
     pub const RS_FEC_SINGLE_ERROR_BLOCKS_LOW: rt::Field = rt::Field::new(
         "rs_fec_single_error_blocks_low",
         1184,
         32,
     );
-    #[doc = concat!(" Position of `", "rs_fec_corrected_symbols_total_high", "`.")]
+    /// Position of `rs_fec_corrected_symbols_total_high`.
     pub const RS_FEC_CORRECTED_SYMBOLS_TOTAL_HIGH: rt::Field = rt::Field::new(
         "rs_fec_corrected_symbols_total_high",
         1216,
         32,
     );
-    #[doc = concat!(" Position of `", "rs_fec_corrected_symbols_total_low", "`.")]
+    /// Position of `rs_fec_corrected_symbols_total_low`.
     pub const RS_FEC_CORRECTED_SYMBOLS_TOTAL_LOW: rt::Field = rt::Field::new(
         "rs_fec_corrected_symbols_total_low",
         1248,
         32,
     );
-    #[doc = concat!(" Position of `", "rs_fec_corrected_symbols_lane0_high", "`.")]
+    /// Position of `rs_fec_corrected_symbols_lane0_high`.
     pub const RS_FEC_CORRECTED_SYMBOLS_LANE0_HIGH: rt::Field = rt::Field::new(
         "rs_fec_corrected_symbols_lane0_high",
         1280,
         32,
     );
-    #[doc = concat!(" Position of `", "rs_fec_corrected_symbols_lane0_low", "`.")]
+    /// Position of `rs_fec_corrected_symbols_lane0_low`.
     pub const RS_FEC_CORRECTED_SYMBOLS_LANE0_LOW: rt::Field = rt::Field::new(
         "rs_fec_corrected_symbols_lane0_low",
         1312,
         32,
     );
-    #[doc = concat!(" Position of `", "rs_fec_corrected_symbols_lane1_high", "`.")]
+    /// Position of `rs_fec_corrected_symbols_lane1_high`.
     pub const RS_FEC_CORRECTED_SYMBOLS_LANE1_HIGH: rt::Field = rt::Field::new(
         "rs_fec_corrected_symbols_lane1_high",
         1344,
         32,
     );
-    #[doc = concat!(" Position of `", "rs_fec_corrected_symbols_lane1_low", "`.")]
+    /// Position of `rs_fec_corrected_symbols_lane1_low`.
     pub const RS_FEC_CORRECTED_SYMBOLS_LANE1_LOW: rt::Field = rt::Field::new(
         "rs_fec_corrected_symbols_lane1_low",
         1376,
         32,
     );
-    #[doc = concat!(" Position of `", "rs_fec_corrected_symbols_lane2_high", "`.")]
+    /// Position of `rs_fec_corrected_symbols_lane2_high`.
     pub const RS_FEC_CORRECTED_SYMBOLS_LANE2_HIGH: rt::Field = rt::Field::new(
         "rs_fec_corrected_symbols_lane2_high",
         1408,
         32,
     );
-    #[doc = concat!(" Position of `", "rs_fec_corrected_symbols_lane2_low", "`.")]
+    /// Position of `rs_fec_corrected_symbols_lane2_low`.
     pub const RS_FEC_CORRECTED_SYMBOLS_LANE2_LOW: rt::Field = rt::Field::new(
         "rs_fec_corrected_symbols_lane2_low",
         1440,
         32,
     );
-    #[doc = concat!(" Position of `", "rs_fec_corrected_symbols_lane3_high", "`.")]
+    /// Position of `rs_fec_corrected_symbols_lane3_high`.
     pub const RS_FEC_CORRECTED_SYMBOLS_LANE3_HIGH: rt::Field = rt::Field::new(
         "rs_fec_corrected_symbols_lane3_high",
         1472,
         32,
     );
-    #[doc = concat!(" Position of `", "rs_fec_corrected_symbols_lane3_low", "`.")]
+    /// Position of `rs_fec_corrected_symbols_lane3_low`.
     pub const RS_FEC_CORRECTED_SYMBOLS_LANE3_LOW: rt::Field = rt::Field::new(
         "rs_fec_corrected_symbols_lane3_low",
         1504,
         32,
     );
-    #[doc = concat!(" Position of `", "link_down_events", "`.")]
+    /// Position of `link_down_events`.
     pub const LINK_DOWN_EVENTS: rt::Field = rt::Field::new("link_down_events", 1536, 32);
-    #[doc = concat!(" Position of `", "successful_recovery_events", "`.")]
+    /// Position of `successful_recovery_events`.
     pub const SUCCESSFUL_RECOVERY_EVENTS: rt::Field = rt::Field::new(
         "successful_recovery_events",
         1568,
@@ -8396,97 +8390,97 @@ crate::__prm_view!(PhysLayerStatisticalCntrs, "phys_layer_statistical_cntrs", 24
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(PhysLayerStatisticalCntrs);
 impl PhysLayerStatisticalCntrs<[u8; 248]> {
-    #[doc = concat!(" Position of `", "time_since_last_clear_high", "`.")]
+    /// Position of `time_since_last_clear_high`.
     pub const TIME_SINCE_LAST_CLEAR_HIGH: rt::Field = rt::Field::new(
         "time_since_last_clear_high",
         0,
         32,
     );
-    #[doc = concat!(" Position of `", "time_since_last_clear_low", "`.")]
+    /// Position of `time_since_last_clear_low`.
     pub const TIME_SINCE_LAST_CLEAR_LOW: rt::Field = rt::Field::new(
         "time_since_last_clear_low",
         32,
         32,
     );
-    #[doc = concat!(" Position of `", "phy_received_bits_high", "`.")]
+    /// Position of `phy_received_bits_high`.
     pub const PHY_RECEIVED_BITS_HIGH: rt::Field = rt::Field::new(
         "phy_received_bits_high",
         64,
         32,
     );
-    #[doc = concat!(" Position of `", "phy_received_bits_low", "`.")]
+    /// Position of `phy_received_bits_low`.
     pub const PHY_RECEIVED_BITS_LOW: rt::Field = rt::Field::new(
         "phy_received_bits_low",
         96,
         32,
     );
-    #[doc = concat!(" Position of `", "phy_symbol_errors_high", "`.")]
+    /// Position of `phy_symbol_errors_high`.
     pub const PHY_SYMBOL_ERRORS_HIGH: rt::Field = rt::Field::new(
         "phy_symbol_errors_high",
         128,
         32,
     );
-    #[doc = concat!(" Position of `", "phy_symbol_errors_low", "`.")]
+    /// Position of `phy_symbol_errors_low`.
     pub const PHY_SYMBOL_ERRORS_LOW: rt::Field = rt::Field::new(
         "phy_symbol_errors_low",
         160,
         32,
     );
-    #[doc = concat!(" Position of `", "phy_corrected_bits_high", "`.")]
+    /// Position of `phy_corrected_bits_high`.
     pub const PHY_CORRECTED_BITS_HIGH: rt::Field = rt::Field::new(
         "phy_corrected_bits_high",
         192,
         32,
     );
-    #[doc = concat!(" Position of `", "phy_corrected_bits_low", "`.")]
+    /// Position of `phy_corrected_bits_low`.
     pub const PHY_CORRECTED_BITS_LOW: rt::Field = rt::Field::new(
         "phy_corrected_bits_low",
         224,
         32,
     );
-    #[doc = concat!(" Position of `", "phy_corrected_bits_lane0_high", "`.")]
+    /// Position of `phy_corrected_bits_lane0_high`.
     pub const PHY_CORRECTED_BITS_LANE0_HIGH: rt::Field = rt::Field::new(
         "phy_corrected_bits_lane0_high",
         256,
         32,
     );
-    #[doc = concat!(" Position of `", "phy_corrected_bits_lane0_low", "`.")]
+    /// Position of `phy_corrected_bits_lane0_low`.
     pub const PHY_CORRECTED_BITS_LANE0_LOW: rt::Field = rt::Field::new(
         "phy_corrected_bits_lane0_low",
         288,
         32,
     );
-    #[doc = concat!(" Position of `", "phy_corrected_bits_lane1_high", "`.")]
+    /// Position of `phy_corrected_bits_lane1_high`.
     pub const PHY_CORRECTED_BITS_LANE1_HIGH: rt::Field = rt::Field::new(
         "phy_corrected_bits_lane1_high",
         320,
         32,
     );
-    #[doc = concat!(" Position of `", "phy_corrected_bits_lane1_low", "`.")]
+    /// Position of `phy_corrected_bits_lane1_low`.
     pub const PHY_CORRECTED_BITS_LANE1_LOW: rt::Field = rt::Field::new(
         "phy_corrected_bits_lane1_low",
         352,
         32,
     );
-    #[doc = concat!(" Position of `", "phy_corrected_bits_lane2_high", "`.")]
+    /// Position of `phy_corrected_bits_lane2_high`.
     pub const PHY_CORRECTED_BITS_LANE2_HIGH: rt::Field = rt::Field::new(
         "phy_corrected_bits_lane2_high",
         384,
         32,
     );
-    #[doc = concat!(" Position of `", "phy_corrected_bits_lane2_low", "`.")]
+    /// Position of `phy_corrected_bits_lane2_low`.
     pub const PHY_CORRECTED_BITS_LANE2_LOW: rt::Field = rt::Field::new(
         "phy_corrected_bits_lane2_low",
         416,
         32,
     );
-    #[doc = concat!(" Position of `", "phy_corrected_bits_lane3_high", "`.")]
+    /// Position of `phy_corrected_bits_lane3_high`.
     pub const PHY_CORRECTED_BITS_LANE3_HIGH: rt::Field = rt::Field::new(
         "phy_corrected_bits_lane3_high",
         448,
         32,
     );
-    #[doc = concat!(" Position of `", "phy_corrected_bits_lane3_low", "`.")]
+    /// Position of `phy_corrected_bits_lane3_low`.
     pub const PHY_CORRECTED_BITS_LANE3_LOW: rt::Field = rt::Field::new(
         "phy_corrected_bits_lane3_low",
         480,

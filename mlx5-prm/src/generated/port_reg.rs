@@ -102,49 +102,49 @@ crate::__prm_view!(PfccReg, "pfcc_reg", 32);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(PfccReg);
 impl PfccReg<[u8; 32]> {
-    #[doc = concat!(" Position of `", "buf_ownership", "`.")]
+    /// Position of `buf_ownership`.
     pub const BUF_OWNERSHIP: rt::Field = rt::Field::new("buf_ownership", 4, 2);
-    #[doc = concat!(" Position of `", "local_port", "`.")]
+    /// Position of `local_port`.
     pub const LOCAL_PORT: rt::Field = rt::Field::new("local_port", 8, 8);
-    #[doc = concat!(" Position of `", "ppan_mask_n", "`.")]
+    /// Position of `ppan_mask_n`.
     pub const PPAN_MASK_N: rt::Field = rt::Field::new("ppan_mask_n", 27, 1);
-    #[doc = concat!(" Position of `", "minor_stall_mask", "`.")]
+    /// Position of `minor_stall_mask`.
     pub const MINOR_STALL_MASK: rt::Field = rt::Field::new("minor_stall_mask", 28, 1);
-    #[doc = concat!(" Position of `", "critical_stall_mask", "`.")]
+    /// Position of `critical_stall_mask`.
     pub const CRITICAL_STALL_MASK: rt::Field = rt::Field::new(
         "critical_stall_mask",
         29,
         1,
     );
-    #[doc = concat!(" Position of `", "ppan", "`.")]
+    /// Position of `ppan`.
     pub const PPAN: rt::Field = rt::Field::new("ppan", 32, 4);
-    #[doc = concat!(" Position of `", "prio_mask_tx", "`.")]
+    /// Position of `prio_mask_tx`.
     pub const PRIO_MASK_TX: rt::Field = rt::Field::new("prio_mask_tx", 40, 8);
-    #[doc = concat!(" Position of `", "prio_mask_rx", "`.")]
+    /// Position of `prio_mask_rx`.
     pub const PRIO_MASK_RX: rt::Field = rt::Field::new("prio_mask_rx", 56, 8);
-    #[doc = concat!(" Position of `", "pptx", "`.")]
+    /// Position of `pptx`.
     pub const PPTX: rt::Field = rt::Field::new("pptx", 64, 1);
-    #[doc = concat!(" Position of `", "aptx", "`.")]
+    /// Position of `aptx`.
     pub const APTX: rt::Field = rt::Field::new("aptx", 65, 1);
-    #[doc = concat!(" Position of `", "pptx_mask_n", "`.")]
+    /// Position of `pptx_mask_n`.
     pub const PPTX_MASK_N: rt::Field = rt::Field::new("pptx_mask_n", 66, 1);
-    #[doc = concat!(" Position of `", "pfctx", "`.")]
+    /// Position of `pfctx`.
     pub const PFCTX: rt::Field = rt::Field::new("pfctx", 72, 8);
-    #[doc = concat!(" Position of `", "pprx", "`.")]
+    /// Position of `pprx`.
     pub const PPRX: rt::Field = rt::Field::new("pprx", 96, 1);
-    #[doc = concat!(" Position of `", "aprx", "`.")]
+    /// Position of `aprx`.
     pub const APRX: rt::Field = rt::Field::new("aprx", 97, 1);
-    #[doc = concat!(" Position of `", "pprx_mask_n", "`.")]
+    /// Position of `pprx_mask_n`.
     pub const PPRX_MASK_N: rt::Field = rt::Field::new("pprx_mask_n", 98, 1);
-    #[doc = concat!(" Position of `", "pfcrx", "`.")]
+    /// Position of `pfcrx`.
     pub const PFCRX: rt::Field = rt::Field::new("pfcrx", 104, 8);
-    #[doc = concat!(" Position of `", "device_stall_minor_watermark", "`.")]
+    /// Position of `device_stall_minor_watermark`.
     pub const DEVICE_STALL_MINOR_WATERMARK: rt::Field = rt::Field::new(
         "device_stall_minor_watermark",
         128,
         16,
     );
-    #[doc = concat!(" Position of `", "device_stall_critical_watermark", "`.")]
+    /// Position of `device_stall_critical_watermark`.
     pub const DEVICE_STALL_CRITICAL_WATERMARK: rt::Field = rt::Field::new(
         "device_stall_critical_watermark",
         144,
@@ -757,11 +757,11 @@ crate::__prm_view!(Lane2ModuleMapping, "lane_2_module_mapping", 4);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(Lane2ModuleMapping);
 impl Lane2ModuleMapping<[u8; 4]> {
-    #[doc = concat!(" Position of `", "rx_lane", "`.")]
+    /// Position of `rx_lane`.
     pub const RX_LANE: rt::Field = rt::Field::new("rx_lane", 4, 4);
-    #[doc = concat!(" Position of `", "tx_lane", "`.")]
+    /// Position of `tx_lane`.
     pub const TX_LANE: rt::Field = rt::Field::new("tx_lane", 12, 4);
-    #[doc = concat!(" Position of `", "module", "`.")]
+    /// Position of `module`.
     pub const MODULE: rt::Field = rt::Field::new("module", 24, 8);
     /// The position of every field of `lane_2_module_mapping`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -924,31 +924,31 @@ crate::__prm_view!(PmlpReg, "pmlp_reg", 64);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(PmlpReg);
 impl PmlpReg<[u8; 64]> {
-    #[doc = concat!(" Position of `", "rxtx", "`.")]
+    /// Position of `rxtx`.
     pub const RXTX: rt::Field = rt::Field::new("rxtx", 0, 1);
-    #[doc = concat!(" Position of `", "local_port", "`.")]
+    /// Position of `local_port`.
     pub const LOCAL_PORT: rt::Field = rt::Field::new("local_port", 8, 8);
-    #[doc = concat!(" Position of `", "width", "`.")]
+    /// Position of `width`.
     pub const WIDTH: rt::Field = rt::Field::new("width", 24, 8);
-    #[doc = concat!(" Position of `", "lane0_module_mapping", "`.")]
+    /// Position of `lane0_module_mapping`.
     pub const LANE0_MODULE_MAPPING: rt::Field = rt::Field::new(
         "lane0_module_mapping",
         32,
         32,
     );
-    #[doc = concat!(" Position of `", "lane1_module_mapping", "`.")]
+    /// Position of `lane1_module_mapping`.
     pub const LANE1_MODULE_MAPPING: rt::Field = rt::Field::new(
         "lane1_module_mapping",
         64,
         32,
     );
-    #[doc = concat!(" Position of `", "lane2_module_mapping", "`.")]
+    /// Position of `lane2_module_mapping`.
     pub const LANE2_MODULE_MAPPING: rt::Field = rt::Field::new(
         "lane2_module_mapping",
         96,
         32,
     );
-    #[doc = concat!(" Position of `", "lane3_module_mapping", "`.")]
+    /// Position of `lane3_module_mapping`.
     pub const LANE3_MODULE_MAPPING: rt::Field = rt::Field::new(
         "lane3_module_mapping",
         128,
@@ -1227,13 +1227,13 @@ crate::__prm_view!(PddrReg, "pddr_reg", 256);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(PddrReg);
 impl PddrReg<[u8; 256]> {
-    #[doc = concat!(" Position of `", "local_port", "`.")]
+    /// Position of `local_port`.
     pub const LOCAL_PORT: rt::Field = rt::Field::new("local_port", 8, 8);
-    #[doc = concat!(" Position of `", "pnat", "`.")]
+    /// Position of `pnat`.
     pub const PNAT: rt::Field = rt::Field::new("pnat", 16, 2);
-    #[doc = concat!(" Position of `", "page_select", "`.")]
+    /// Position of `page_select`.
     pub const PAGE_SELECT: rt::Field = rt::Field::new("page_select", 56, 8);
-    #[doc = concat!(" Position of `", "page_data", "`.")]
+    /// Position of `page_data`.
     pub const PAGE_DATA: rt::Field = rt::Field::new("page_data", 64, 1984);
     /// The position of every field of `pddr_reg`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -1431,11 +1431,11 @@ crate::__prm_view!(PddrTroubleshootingPage, "pddr_troubleshooting_page", 248);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(PddrTroubleshootingPage);
 impl PddrTroubleshootingPage<[u8; 248]> {
-    #[doc = concat!(" Position of `", "group_opcode", "`.")]
+    /// Position of `group_opcode`.
     pub const GROUP_OPCODE: rt::Field = rt::Field::new("group_opcode", 16, 16);
-    #[doc = concat!(" Position of `", "status_opcode", "`.")]
+    /// Position of `status_opcode`.
     pub const STATUS_OPCODE: rt::Field = rt::Field::new("status_opcode", 32, 32);
-    #[doc = concat!(" Position of `", "status_message", "`.")]
+    /// Position of `status_message`.
     pub const STATUS_MESSAGE: rt::Field = rt::Field::new("status_message", 96, 32);
     /// The position of every field of `pddr_troubleshooting_page`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -1615,7 +1615,7 @@ crate::__prm_view!(PddrMonitorOpcode, "pddr_monitor_opcode", 4);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(PddrMonitorOpcode);
 impl PddrMonitorOpcode<[u8; 4]> {
-    #[doc = concat!(" Position of `", "monitor_opcode", "`.")]
+    /// Position of `monitor_opcode`.
     pub const MONITOR_OPCODE: rt::Field = rt::Field::new("monitor_opcode", 16, 16);
     /// The position of every field of `pddr_monitor_opcode`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::MONITOR_OPCODE];

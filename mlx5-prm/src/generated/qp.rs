@@ -1062,29 +1062,29 @@ crate::__prm_view!(CreateQpIn, "create_qp_in", 272, runs_on);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(CreateQpIn);
 impl CreateQpIn<[u8; 272]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "uid", "`.")]
+    /// Position of `uid`.
     pub const UID: rt::Field = rt::Field::new("uid", 16, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "qpc_ext", "`.")]
+    /// Position of `qpc_ext`.
     pub const QPC_EXT: rt::Field = rt::Field::new("qpc_ext", 64, 1);
-    #[doc = concat!(" Position of `", "input_qpn", "`.")]
+    /// Position of `input_qpn`.
     pub const INPUT_QPN: rt::Field = rt::Field::new("input_qpn", 72, 24);
-    #[doc = concat!(" Position of `", "opt_param_mask", "`.")]
+    /// Position of `opt_param_mask`.
     pub const OPT_PARAM_MASK: rt::Field = rt::Field::new("opt_param_mask", 128, 32);
-    #[doc = concat!(" Position of `", "ece", "`.")]
+    /// Position of `ece`.
     pub const ECE: rt::Field = rt::Field::new("ece", 160, 32);
-    #[doc = concat!(" Position of `", "qpc", "`.")]
+    /// Position of `qpc`.
     pub const QPC: rt::Field = rt::Field::new("qpc", 192, 1856);
-    #[doc = concat!(" Position of `", "wq_umem_offset", "`.")]
+    /// Position of `wq_umem_offset`.
     pub const WQ_UMEM_OFFSET: rt::Field = rt::Field::new("wq_umem_offset", 2048, 64);
-    #[doc = concat!(" Position of `", "wq_umem_id", "`.")]
+    /// Position of `wq_umem_id`.
     pub const WQ_UMEM_ID: rt::Field = rt::Field::new("wq_umem_id", 2112, 32);
-    #[doc = concat!(" Position of `", "wq_umem_valid", "`.")]
+    /// Position of `wq_umem_valid`.
     pub const WQ_UMEM_VALID: rt::Field = rt::Field::new("wq_umem_valid", 2144, 1);
-    #[doc = concat!(" Position of `", "pas", "`.")]
+    /// Position of `pas`.
     pub const PAS: rt::Field = rt::Field::new("pas", 2176, 64);
     /// The position of every field of `create_qp_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -1597,189 +1597,189 @@ crate::__prm_view!(Qpc, "qpc", 232);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(Qpc);
 impl Qpc<[u8; 232]> {
-    #[doc = concat!(" Position of `", "state", "`.")]
+    /// Position of `state`.
     pub const STATE: rt::Field = rt::Field::new("state", 0, 4);
-    #[doc = concat!(" Position of `", "lag_tx_port_affinity", "`.")]
+    /// Position of `lag_tx_port_affinity`.
     pub const LAG_TX_PORT_AFFINITY: rt::Field = rt::Field::new(
         "lag_tx_port_affinity",
         4,
         4,
     );
-    #[doc = concat!(" Position of `", "st", "`.")]
+    /// Position of `st`.
     pub const ST: rt::Field = rt::Field::new("st", 8, 8);
-    #[doc = concat!(" Position of `", "isolate_vl_tc", "`.")]
+    /// Position of `isolate_vl_tc`.
     pub const ISOLATE_VL_TC: rt::Field = rt::Field::new("isolate_vl_tc", 18, 1);
-    #[doc = concat!(" Position of `", "pm_state", "`.")]
+    /// Position of `pm_state`.
     pub const PM_STATE: rt::Field = rt::Field::new("pm_state", 19, 2);
-    #[doc = concat!(" Position of `", "req_e2e_credit_mode", "`.")]
+    /// Position of `req_e2e_credit_mode`.
     pub const REQ_E2E_CREDIT_MODE: rt::Field = rt::Field::new(
         "req_e2e_credit_mode",
         22,
         2,
     );
-    #[doc = concat!(" Position of `", "offload_type", "`.")]
+    /// Position of `offload_type`.
     pub const OFFLOAD_TYPE: rt::Field = rt::Field::new("offload_type", 24, 4);
-    #[doc = concat!(" Position of `", "end_padding_mode", "`.")]
+    /// Position of `end_padding_mode`.
     pub const END_PADDING_MODE: rt::Field = rt::Field::new("end_padding_mode", 28, 2);
-    #[doc = concat!(" Position of `", "wq_signature", "`.")]
+    /// Position of `wq_signature`.
     pub const WQ_SIGNATURE: rt::Field = rt::Field::new("wq_signature", 32, 1);
-    #[doc = concat!(" Position of `", "block_lb_mc", "`.")]
+    /// Position of `block_lb_mc`.
     pub const BLOCK_LB_MC: rt::Field = rt::Field::new("block_lb_mc", 33, 1);
-    #[doc = concat!(" Position of `", "atomic_like_write_en", "`.")]
+    /// Position of `atomic_like_write_en`.
     pub const ATOMIC_LIKE_WRITE_EN: rt::Field = rt::Field::new(
         "atomic_like_write_en",
         34,
         1,
     );
-    #[doc = concat!(" Position of `", "latency_sensitive", "`.")]
+    /// Position of `latency_sensitive`.
     pub const LATENCY_SENSITIVE: rt::Field = rt::Field::new("latency_sensitive", 35, 1);
-    #[doc = concat!(" Position of `", "drain_sigerr", "`.")]
+    /// Position of `drain_sigerr`.
     pub const DRAIN_SIGERR: rt::Field = rt::Field::new("drain_sigerr", 37, 1);
-    #[doc = concat!(" Position of `", "pd", "`.")]
+    /// Position of `pd`.
     pub const PD: rt::Field = rt::Field::new("pd", 40, 24);
-    #[doc = concat!(" Position of `", "mtu", "`.")]
+    /// Position of `mtu`.
     pub const MTU: rt::Field = rt::Field::new("mtu", 64, 3);
-    #[doc = concat!(" Position of `", "log_msg_max", "`.")]
+    /// Position of `log_msg_max`.
     pub const LOG_MSG_MAX: rt::Field = rt::Field::new("log_msg_max", 67, 5);
-    #[doc = concat!(" Position of `", "log_rq_size", "`.")]
+    /// Position of `log_rq_size`.
     pub const LOG_RQ_SIZE: rt::Field = rt::Field::new("log_rq_size", 73, 4);
-    #[doc = concat!(" Position of `", "log_rq_stride", "`.")]
+    /// Position of `log_rq_stride`.
     pub const LOG_RQ_STRIDE: rt::Field = rt::Field::new("log_rq_stride", 77, 3);
-    #[doc = concat!(" Position of `", "no_sq", "`.")]
+    /// Position of `no_sq`.
     pub const NO_SQ: rt::Field = rt::Field::new("no_sq", 80, 1);
-    #[doc = concat!(" Position of `", "log_sq_size", "`.")]
+    /// Position of `log_sq_size`.
     pub const LOG_SQ_SIZE: rt::Field = rt::Field::new("log_sq_size", 81, 4);
-    #[doc = concat!(" Position of `", "retry_mode", "`.")]
+    /// Position of `retry_mode`.
     pub const RETRY_MODE: rt::Field = rt::Field::new("retry_mode", 86, 2);
-    #[doc = concat!(" Position of `", "ts_format", "`.")]
+    /// Position of `ts_format`.
     pub const TS_FORMAT: rt::Field = rt::Field::new("ts_format", 88, 2);
-    #[doc = concat!(" Position of `", "rlky", "`.")]
+    /// Position of `rlky`.
     pub const RLKY: rt::Field = rt::Field::new("rlky", 91, 1);
-    #[doc = concat!(" Position of `", "ulp_stateless_offload_mode", "`.")]
+    /// Position of `ulp_stateless_offload_mode`.
     pub const ULP_STATELESS_OFFLOAD_MODE: rt::Field = rt::Field::new(
         "ulp_stateless_offload_mode",
         92,
         4,
     );
-    #[doc = concat!(" Position of `", "counter_set_id", "`.")]
+    /// Position of `counter_set_id`.
     pub const COUNTER_SET_ID: rt::Field = rt::Field::new("counter_set_id", 96, 8);
-    #[doc = concat!(" Position of `", "uar_page", "`.")]
+    /// Position of `uar_page`.
     pub const UAR_PAGE: rt::Field = rt::Field::new("uar_page", 104, 24);
-    #[doc = concat!(" Position of `", "user_index", "`.")]
+    /// Position of `user_index`.
     pub const USER_INDEX: rt::Field = rt::Field::new("user_index", 136, 24);
-    #[doc = concat!(" Position of `", "log_page_size", "`.")]
+    /// Position of `log_page_size`.
     pub const LOG_PAGE_SIZE: rt::Field = rt::Field::new("log_page_size", 163, 5);
-    #[doc = concat!(" Position of `", "remote_qpn", "`.")]
+    /// Position of `remote_qpn`.
     pub const REMOTE_QPN: rt::Field = rt::Field::new("remote_qpn", 168, 24);
-    #[doc = concat!(" Position of `", "primary_address_path", "`.")]
+    /// Position of `primary_address_path`.
     pub const PRIMARY_ADDRESS_PATH: rt::Field = rt::Field::new(
         "primary_address_path",
         192,
         352,
     );
-    #[doc = concat!(" Position of `", "secondary_address_path", "`.")]
+    /// Position of `secondary_address_path`.
     pub const SECONDARY_ADDRESS_PATH: rt::Field = rt::Field::new(
         "secondary_address_path",
         544,
         352,
     );
-    #[doc = concat!(" Position of `", "log_ack_req_freq", "`.")]
+    /// Position of `log_ack_req_freq`.
     pub const LOG_ACK_REQ_FREQ: rt::Field = rt::Field::new("log_ack_req_freq", 896, 4);
-    #[doc = concat!(" Position of `", "log_sra_max", "`.")]
+    /// Position of `log_sra_max`.
     pub const LOG_SRA_MAX: rt::Field = rt::Field::new("log_sra_max", 904, 3);
-    #[doc = concat!(" Position of `", "retry_count", "`.")]
+    /// Position of `retry_count`.
     pub const RETRY_COUNT: rt::Field = rt::Field::new("retry_count", 909, 3);
-    #[doc = concat!(" Position of `", "rnr_retry", "`.")]
+    /// Position of `rnr_retry`.
     pub const RNR_RETRY: rt::Field = rt::Field::new("rnr_retry", 912, 3);
-    #[doc = concat!(" Position of `", "fre", "`.")]
+    /// Position of `fre`.
     pub const FRE: rt::Field = rt::Field::new("fre", 916, 1);
-    #[doc = concat!(" Position of `", "cur_rnr_retry", "`.")]
+    /// Position of `cur_rnr_retry`.
     pub const CUR_RNR_RETRY: rt::Field = rt::Field::new("cur_rnr_retry", 917, 3);
-    #[doc = concat!(" Position of `", "cur_retry_count", "`.")]
+    /// Position of `cur_retry_count`.
     pub const CUR_RETRY_COUNT: rt::Field = rt::Field::new("cur_retry_count", 920, 3);
-    #[doc = concat!(" Position of `", "next_send_psn", "`.")]
+    /// Position of `next_send_psn`.
     pub const NEXT_SEND_PSN: rt::Field = rt::Field::new("next_send_psn", 968, 24);
-    #[doc = concat!(" Position of `", "log_num_dci_stream_channels", "`.")]
+    /// Position of `log_num_dci_stream_channels`.
     pub const LOG_NUM_DCI_STREAM_CHANNELS: rt::Field = rt::Field::new(
         "log_num_dci_stream_channels",
         995,
         5,
     );
-    #[doc = concat!(" Position of `", "cqn_snd", "`.")]
+    /// Position of `cqn_snd`.
     pub const CQN_SND: rt::Field = rt::Field::new("cqn_snd", 1000, 24);
-    #[doc = concat!(" Position of `", "log_num_dci_errored_streams", "`.")]
+    /// Position of `log_num_dci_errored_streams`.
     pub const LOG_NUM_DCI_ERRORED_STREAMS: rt::Field = rt::Field::new(
         "log_num_dci_errored_streams",
         1027,
         5,
     );
-    #[doc = concat!(" Position of `", "deth_sqpn", "`.")]
+    /// Position of `deth_sqpn`.
     pub const DETH_SQPN: rt::Field = rt::Field::new("deth_sqpn", 1032, 24);
-    #[doc = concat!(" Position of `", "last_acked_psn", "`.")]
+    /// Position of `last_acked_psn`.
     pub const LAST_ACKED_PSN: rt::Field = rt::Field::new("last_acked_psn", 1096, 24);
-    #[doc = concat!(" Position of `", "ssn", "`.")]
+    /// Position of `ssn`.
     pub const SSN: rt::Field = rt::Field::new("ssn", 1128, 24);
-    #[doc = concat!(" Position of `", "log_rra_max", "`.")]
+    /// Position of `log_rra_max`.
     pub const LOG_RRA_MAX: rt::Field = rt::Field::new("log_rra_max", 1160, 3);
-    #[doc = concat!(" Position of `", "atomic_mode", "`.")]
+    /// Position of `atomic_mode`.
     pub const ATOMIC_MODE: rt::Field = rt::Field::new("atomic_mode", 1164, 4);
-    #[doc = concat!(" Position of `", "rre", "`.")]
+    /// Position of `rre`.
     pub const RRE: rt::Field = rt::Field::new("rre", 1168, 1);
-    #[doc = concat!(" Position of `", "rwe", "`.")]
+    /// Position of `rwe`.
     pub const RWE: rt::Field = rt::Field::new("rwe", 1169, 1);
-    #[doc = concat!(" Position of `", "rae", "`.")]
+    /// Position of `rae`.
     pub const RAE: rt::Field = rt::Field::new("rae", 1170, 1);
-    #[doc = concat!(" Position of `", "page_offset", "`.")]
+    /// Position of `page_offset`.
     pub const PAGE_OFFSET: rt::Field = rt::Field::new("page_offset", 1172, 6);
-    #[doc = concat!(" Position of `", "cd_slave_receive", "`.")]
+    /// Position of `cd_slave_receive`.
     pub const CD_SLAVE_RECEIVE: rt::Field = rt::Field::new("cd_slave_receive", 1181, 1);
-    #[doc = concat!(" Position of `", "cd_slave_send", "`.")]
+    /// Position of `cd_slave_send`.
     pub const CD_SLAVE_SEND: rt::Field = rt::Field::new("cd_slave_send", 1182, 1);
-    #[doc = concat!(" Position of `", "cd_master", "`.")]
+    /// Position of `cd_master`.
     pub const CD_MASTER: rt::Field = rt::Field::new("cd_master", 1183, 1);
-    #[doc = concat!(" Position of `", "min_rnr_nak", "`.")]
+    /// Position of `min_rnr_nak`.
     pub const MIN_RNR_NAK: rt::Field = rt::Field::new("min_rnr_nak", 1187, 5);
-    #[doc = concat!(" Position of `", "next_rcv_psn", "`.")]
+    /// Position of `next_rcv_psn`.
     pub const NEXT_RCV_PSN: rt::Field = rt::Field::new("next_rcv_psn", 1192, 24);
-    #[doc = concat!(" Position of `", "xrcd", "`.")]
+    /// Position of `xrcd`.
     pub const XRCD: rt::Field = rt::Field::new("xrcd", 1224, 24);
-    #[doc = concat!(" Position of `", "cqn_rcv", "`.")]
+    /// Position of `cqn_rcv`.
     pub const CQN_RCV: rt::Field = rt::Field::new("cqn_rcv", 1256, 24);
-    #[doc = concat!(" Position of `", "dbr_addr", "`.")]
+    /// Position of `dbr_addr`.
     pub const DBR_ADDR: rt::Field = rt::Field::new("dbr_addr", 1280, 64);
-    #[doc = concat!(" Position of `", "q_key", "`.")]
+    /// Position of `q_key`.
     pub const Q_KEY: rt::Field = rt::Field::new("q_key", 1344, 32);
-    #[doc = concat!(" Position of `", "rq_type", "`.")]
+    /// Position of `rq_type`.
     pub const RQ_TYPE: rt::Field = rt::Field::new("rq_type", 1381, 3);
-    #[doc = concat!(" Position of `", "srqn_rmpn_xrqn", "`.")]
+    /// Position of `srqn_rmpn_xrqn`.
     pub const SRQN_RMPN_XRQN: rt::Field = rt::Field::new("srqn_rmpn_xrqn", 1384, 24);
-    #[doc = concat!(" Position of `", "rmsn", "`.")]
+    /// Position of `rmsn`.
     pub const RMSN: rt::Field = rt::Field::new("rmsn", 1416, 24);
-    #[doc = concat!(" Position of `", "hw_sq_wqebb_counter", "`.")]
+    /// Position of `hw_sq_wqebb_counter`.
     pub const HW_SQ_WQEBB_COUNTER: rt::Field = rt::Field::new(
         "hw_sq_wqebb_counter",
         1440,
         16,
     );
-    #[doc = concat!(" Position of `", "sw_sq_wqebb_counter", "`.")]
+    /// Position of `sw_sq_wqebb_counter`.
     pub const SW_SQ_WQEBB_COUNTER: rt::Field = rt::Field::new(
         "sw_sq_wqebb_counter",
         1456,
         16,
     );
-    #[doc = concat!(" Position of `", "hw_rq_counter", "`.")]
+    /// Position of `hw_rq_counter`.
     pub const HW_RQ_COUNTER: rt::Field = rt::Field::new("hw_rq_counter", 1472, 32);
-    #[doc = concat!(" Position of `", "sw_rq_counter", "`.")]
+    /// Position of `sw_rq_counter`.
     pub const SW_RQ_COUNTER: rt::Field = rt::Field::new("sw_rq_counter", 1504, 32);
-    #[doc = concat!(" Position of `", "cgs", "`.")]
+    /// Position of `cgs`.
     pub const CGS: rt::Field = rt::Field::new("cgs", 1583, 1);
-    #[doc = concat!(" Position of `", "cs_req", "`.")]
+    /// Position of `cs_req`.
     pub const CS_REQ: rt::Field = rt::Field::new("cs_req", 1584, 8);
-    #[doc = concat!(" Position of `", "cs_res", "`.")]
+    /// Position of `cs_res`.
     pub const CS_RES: rt::Field = rt::Field::new("cs_res", 1592, 8);
-    #[doc = concat!(" Position of `", "dc_access_key", "`.")]
+    /// Position of `dc_access_key`.
     pub const DC_ACCESS_KEY: rt::Field = rt::Field::new("dc_access_key", 1600, 64);
-    #[doc = concat!(" Position of `", "dbr_umem_valid", "`.")]
+    /// Position of `dbr_umem_valid`.
     pub const DBR_UMEM_VALID: rt::Field = rt::Field::new("dbr_umem_valid", 1667, 1);
     /// The position of every field of `qpc`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -4470,57 +4470,57 @@ crate::__prm_view!(Ads, "ads", 44);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(Ads);
 impl Ads<[u8; 44]> {
-    #[doc = concat!(" Position of `", "fl", "`.")]
+    /// Position of `fl`.
     pub const FL: rt::Field = rt::Field::new("fl", 0, 1);
-    #[doc = concat!(" Position of `", "free_ar", "`.")]
+    /// Position of `free_ar`.
     pub const FREE_AR: rt::Field = rt::Field::new("free_ar", 1, 1);
-    #[doc = concat!(" Position of `", "pkey_index", "`.")]
+    /// Position of `pkey_index`.
     pub const PKEY_INDEX: rt::Field = rt::Field::new("pkey_index", 16, 16);
-    #[doc = concat!(" Position of `", "plane_index", "`.")]
+    /// Position of `plane_index`.
     pub const PLANE_INDEX: rt::Field = rt::Field::new("plane_index", 32, 8);
-    #[doc = concat!(" Position of `", "grh", "`.")]
+    /// Position of `grh`.
     pub const GRH: rt::Field = rt::Field::new("grh", 40, 1);
-    #[doc = concat!(" Position of `", "mlid", "`.")]
+    /// Position of `mlid`.
     pub const MLID: rt::Field = rt::Field::new("mlid", 41, 7);
-    #[doc = concat!(" Position of `", "rlid", "`.")]
+    /// Position of `rlid`.
     pub const RLID: rt::Field = rt::Field::new("rlid", 48, 16);
-    #[doc = concat!(" Position of `", "ack_timeout", "`.")]
+    /// Position of `ack_timeout`.
     pub const ACK_TIMEOUT: rt::Field = rt::Field::new("ack_timeout", 64, 5);
-    #[doc = concat!(" Position of `", "src_addr_index", "`.")]
+    /// Position of `src_addr_index`.
     pub const SRC_ADDR_INDEX: rt::Field = rt::Field::new("src_addr_index", 72, 8);
-    #[doc = concat!(" Position of `", "stat_rate", "`.")]
+    /// Position of `stat_rate`.
     pub const STAT_RATE: rt::Field = rt::Field::new("stat_rate", 84, 4);
-    #[doc = concat!(" Position of `", "hop_limit", "`.")]
+    /// Position of `hop_limit`.
     pub const HOP_LIMIT: rt::Field = rt::Field::new("hop_limit", 88, 8);
-    #[doc = concat!(" Position of `", "tclass", "`.")]
+    /// Position of `tclass`.
     pub const TCLASS: rt::Field = rt::Field::new("tclass", 100, 8);
-    #[doc = concat!(" Position of `", "flow_label", "`.")]
+    /// Position of `flow_label`.
     pub const FLOW_LABEL: rt::Field = rt::Field::new("flow_label", 108, 20);
-    #[doc = concat!(" Position of `", "rgid_rip", "`.")]
+    /// Position of `rgid_rip`.
     pub const RGID_RIP: rt::Field = rt::Field::new("rgid_rip", 128, 128);
-    #[doc = concat!(" Position of `", "f_dscp", "`.")]
+    /// Position of `f_dscp`.
     pub const F_DSCP: rt::Field = rt::Field::new("f_dscp", 260, 1);
-    #[doc = concat!(" Position of `", "f_ecn", "`.")]
+    /// Position of `f_ecn`.
     pub const F_ECN: rt::Field = rt::Field::new("f_ecn", 261, 1);
-    #[doc = concat!(" Position of `", "f_eth_prio", "`.")]
+    /// Position of `f_eth_prio`.
     pub const F_ETH_PRIO: rt::Field = rt::Field::new("f_eth_prio", 263, 1);
-    #[doc = concat!(" Position of `", "ecn", "`.")]
+    /// Position of `ecn`.
     pub const ECN: rt::Field = rt::Field::new("ecn", 264, 2);
-    #[doc = concat!(" Position of `", "dscp", "`.")]
+    /// Position of `dscp`.
     pub const DSCP: rt::Field = rt::Field::new("dscp", 266, 6);
-    #[doc = concat!(" Position of `", "udp_sport", "`.")]
+    /// Position of `udp_sport`.
     pub const UDP_SPORT: rt::Field = rt::Field::new("udp_sport", 272, 16);
-    #[doc = concat!(" Position of `", "dei_cfi", "`.")]
+    /// Position of `dei_cfi`.
     pub const DEI_CFI: rt::Field = rt::Field::new("dei_cfi", 288, 1);
-    #[doc = concat!(" Position of `", "eth_prio", "`.")]
+    /// Position of `eth_prio`.
     pub const ETH_PRIO: rt::Field = rt::Field::new("eth_prio", 289, 3);
-    #[doc = concat!(" Position of `", "sl", "`.")]
+    /// Position of `sl`.
     pub const SL: rt::Field = rt::Field::new("sl", 292, 4);
-    #[doc = concat!(" Position of `", "vhca_port_num", "`.")]
+    /// Position of `vhca_port_num`.
     pub const VHCA_PORT_NUM: rt::Field = rt::Field::new("vhca_port_num", 296, 8);
-    #[doc = concat!(" Position of `", "rmac_47_32", "`.")]
+    /// Position of `rmac_47_32`.
     pub const RMAC_47_32: rt::Field = rt::Field::new("rmac_47_32", 304, 16);
-    #[doc = concat!(" Position of `", "rmac_31_0", "`.")]
+    /// Position of `rmac_31_0`.
     pub const RMAC_31_0: rt::Field = rt::Field::new("rmac_31_0", 320, 32);
     /// The position of every field of `ads`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -5376,13 +5376,13 @@ crate::__prm_view!(CreateQpOut, "create_qp_out", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(CreateQpOut);
 impl CreateQpOut<[u8; 16]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
-    #[doc = concat!(" Position of `", "qpn", "`.")]
+    /// Position of `qpn`.
     pub const QPN: rt::Field = rt::Field::new("qpn", 72, 24);
-    #[doc = concat!(" Position of `", "ece", "`.")]
+    /// Position of `ece`.
     pub const ECE: rt::Field = rt::Field::new("ece", 96, 32);
     /// The position of every field of `create_qp_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -5557,13 +5557,13 @@ crate::__prm_view!(DestroyQpIn, "destroy_qp_in", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(DestroyQpIn);
 impl DestroyQpIn<[u8; 16]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "uid", "`.")]
+    /// Position of `uid`.
     pub const UID: rt::Field = rt::Field::new("uid", 16, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "qpn", "`.")]
+    /// Position of `qpn`.
     pub const QPN: rt::Field = rt::Field::new("qpn", 72, 24);
     /// The position of every field of `destroy_qp_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -5733,9 +5733,9 @@ crate::__prm_view!(DestroyQpOut, "destroy_qp_out", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(DestroyQpOut);
 impl DestroyQpOut<[u8; 16]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `destroy_qp_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
@@ -5842,13 +5842,13 @@ crate::__prm_view!(QueryQpIn, "query_qp_in", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(QueryQpIn);
 impl QueryQpIn<[u8; 16]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "qpc_ext", "`.")]
+    /// Position of `qpc_ext`.
     pub const QPC_EXT: rt::Field = rt::Field::new("qpc_ext", 64, 1);
-    #[doc = concat!(" Position of `", "qpn", "`.")]
+    /// Position of `qpn`.
     pub const QPN: rt::Field = rt::Field::new("qpn", 72, 24);
     /// The position of every field of `query_qp_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -6024,17 +6024,17 @@ crate::__prm_view!(QueryQpOut, "query_qp_out", 272, runs_on);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(QueryQpOut);
 impl QueryQpOut<[u8; 272]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
-    #[doc = concat!(" Position of `", "opt_param_mask", "`.")]
+    /// Position of `opt_param_mask`.
     pub const OPT_PARAM_MASK: rt::Field = rt::Field::new("opt_param_mask", 128, 32);
-    #[doc = concat!(" Position of `", "ece", "`.")]
+    /// Position of `ece`.
     pub const ECE: rt::Field = rt::Field::new("ece", 160, 32);
-    #[doc = concat!(" Position of `", "qpc", "`.")]
+    /// Position of `qpc`.
     pub const QPC: rt::Field = rt::Field::new("qpc", 192, 1856);
-    #[doc = concat!(" Position of `", "pas", "`.")]
+    /// Position of `pas`.
     pub const PAS: rt::Field = rt::Field::new("pas", 2176, 64);
     /// The position of every field of `query_qp_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -6303,19 +6303,19 @@ crate::__prm_view!(Rst2initQpIn, "rst2init_qp_in", 272);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(Rst2initQpIn);
 impl Rst2initQpIn<[u8; 272]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "uid", "`.")]
+    /// Position of `uid`.
     pub const UID: rt::Field = rt::Field::new("uid", 16, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "qpn", "`.")]
+    /// Position of `qpn`.
     pub const QPN: rt::Field = rt::Field::new("qpn", 72, 24);
-    #[doc = concat!(" Position of `", "opt_param_mask", "`.")]
+    /// Position of `opt_param_mask`.
     pub const OPT_PARAM_MASK: rt::Field = rt::Field::new("opt_param_mask", 128, 32);
-    #[doc = concat!(" Position of `", "ece", "`.")]
+    /// Position of `ece`.
     pub const ECE: rt::Field = rt::Field::new("ece", 160, 32);
-    #[doc = concat!(" Position of `", "qpc", "`.")]
+    /// Position of `qpc`.
     pub const QPC: rt::Field = rt::Field::new("qpc", 192, 1856);
     /// The position of every field of `rst2init_qp_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -6586,11 +6586,11 @@ crate::__prm_view!(Rst2initQpOut, "rst2init_qp_out", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(Rst2initQpOut);
 impl Rst2initQpOut<[u8; 16]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
-    #[doc = concat!(" Position of `", "ece", "`.")]
+    /// Position of `ece`.
     pub const ECE: rt::Field = rt::Field::new("ece", 96, 32);
     /// The position of every field of `rst2init_qp_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME, Self::ECE];
@@ -6728,19 +6728,19 @@ crate::__prm_view!(Init2initQpIn, "init2init_qp_in", 272);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(Init2initQpIn);
 impl Init2initQpIn<[u8; 272]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "uid", "`.")]
+    /// Position of `uid`.
     pub const UID: rt::Field = rt::Field::new("uid", 16, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "qpn", "`.")]
+    /// Position of `qpn`.
     pub const QPN: rt::Field = rt::Field::new("qpn", 72, 24);
-    #[doc = concat!(" Position of `", "opt_param_mask", "`.")]
+    /// Position of `opt_param_mask`.
     pub const OPT_PARAM_MASK: rt::Field = rt::Field::new("opt_param_mask", 128, 32);
-    #[doc = concat!(" Position of `", "ece", "`.")]
+    /// Position of `ece`.
     pub const ECE: rt::Field = rt::Field::new("ece", 160, 32);
-    #[doc = concat!(" Position of `", "qpc", "`.")]
+    /// Position of `qpc`.
     pub const QPC: rt::Field = rt::Field::new("qpc", 192, 1856);
     /// The position of every field of `init2init_qp_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -7011,11 +7011,11 @@ crate::__prm_view!(Init2initQpOut, "init2init_qp_out", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(Init2initQpOut);
 impl Init2initQpOut<[u8; 16]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
-    #[doc = concat!(" Position of `", "ece", "`.")]
+    /// Position of `ece`.
     pub const ECE: rt::Field = rt::Field::new("ece", 96, 32);
     /// The position of every field of `init2init_qp_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME, Self::ECE];
@@ -7153,19 +7153,19 @@ crate::__prm_view!(Init2rtrQpIn, "init2rtr_qp_in", 272);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(Init2rtrQpIn);
 impl Init2rtrQpIn<[u8; 272]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "uid", "`.")]
+    /// Position of `uid`.
     pub const UID: rt::Field = rt::Field::new("uid", 16, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "qpn", "`.")]
+    /// Position of `qpn`.
     pub const QPN: rt::Field = rt::Field::new("qpn", 72, 24);
-    #[doc = concat!(" Position of `", "opt_param_mask", "`.")]
+    /// Position of `opt_param_mask`.
     pub const OPT_PARAM_MASK: rt::Field = rt::Field::new("opt_param_mask", 128, 32);
-    #[doc = concat!(" Position of `", "ece", "`.")]
+    /// Position of `ece`.
     pub const ECE: rt::Field = rt::Field::new("ece", 160, 32);
-    #[doc = concat!(" Position of `", "qpc", "`.")]
+    /// Position of `qpc`.
     pub const QPC: rt::Field = rt::Field::new("qpc", 192, 1856);
     /// The position of every field of `init2rtr_qp_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -7436,11 +7436,11 @@ crate::__prm_view!(Init2rtrQpOut, "init2rtr_qp_out", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(Init2rtrQpOut);
 impl Init2rtrQpOut<[u8; 16]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
-    #[doc = concat!(" Position of `", "ece", "`.")]
+    /// Position of `ece`.
     pub const ECE: rt::Field = rt::Field::new("ece", 96, 32);
     /// The position of every field of `init2rtr_qp_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME, Self::ECE];
@@ -7578,19 +7578,19 @@ crate::__prm_view!(Rtr2rtsQpIn, "rtr2rts_qp_in", 272);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(Rtr2rtsQpIn);
 impl Rtr2rtsQpIn<[u8; 272]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "uid", "`.")]
+    /// Position of `uid`.
     pub const UID: rt::Field = rt::Field::new("uid", 16, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "qpn", "`.")]
+    /// Position of `qpn`.
     pub const QPN: rt::Field = rt::Field::new("qpn", 72, 24);
-    #[doc = concat!(" Position of `", "opt_param_mask", "`.")]
+    /// Position of `opt_param_mask`.
     pub const OPT_PARAM_MASK: rt::Field = rt::Field::new("opt_param_mask", 128, 32);
-    #[doc = concat!(" Position of `", "ece", "`.")]
+    /// Position of `ece`.
     pub const ECE: rt::Field = rt::Field::new("ece", 160, 32);
-    #[doc = concat!(" Position of `", "qpc", "`.")]
+    /// Position of `qpc`.
     pub const QPC: rt::Field = rt::Field::new("qpc", 192, 1856);
     /// The position of every field of `rtr2rts_qp_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -7859,11 +7859,11 @@ crate::__prm_view!(Rtr2rtsQpOut, "rtr2rts_qp_out", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(Rtr2rtsQpOut);
 impl Rtr2rtsQpOut<[u8; 16]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
-    #[doc = concat!(" Position of `", "ece", "`.")]
+    /// Position of `ece`.
     pub const ECE: rt::Field = rt::Field::new("ece", 96, 32);
     /// The position of every field of `rtr2rts_qp_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME, Self::ECE];
@@ -8001,19 +8001,19 @@ crate::__prm_view!(Rts2rtsQpIn, "rts2rts_qp_in", 272);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(Rts2rtsQpIn);
 impl Rts2rtsQpIn<[u8; 272]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "uid", "`.")]
+    /// Position of `uid`.
     pub const UID: rt::Field = rt::Field::new("uid", 16, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "qpn", "`.")]
+    /// Position of `qpn`.
     pub const QPN: rt::Field = rt::Field::new("qpn", 72, 24);
-    #[doc = concat!(" Position of `", "opt_param_mask", "`.")]
+    /// Position of `opt_param_mask`.
     pub const OPT_PARAM_MASK: rt::Field = rt::Field::new("opt_param_mask", 128, 32);
-    #[doc = concat!(" Position of `", "ece", "`.")]
+    /// Position of `ece`.
     pub const ECE: rt::Field = rt::Field::new("ece", 160, 32);
-    #[doc = concat!(" Position of `", "qpc", "`.")]
+    /// Position of `qpc`.
     pub const QPC: rt::Field = rt::Field::new("qpc", 192, 1856);
     /// The position of every field of `rts2rts_qp_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -8282,11 +8282,11 @@ crate::__prm_view!(Rts2rtsQpOut, "rts2rts_qp_out", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(Rts2rtsQpOut);
 impl Rts2rtsQpOut<[u8; 16]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
-    #[doc = concat!(" Position of `", "ece", "`.")]
+    /// Position of `ece`.
     pub const ECE: rt::Field = rt::Field::new("ece", 96, 32);
     /// The position of every field of `rts2rts_qp_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME, Self::ECE];
@@ -8423,17 +8423,17 @@ crate::__prm_view!(Sqerr2rtsQpIn, "sqerr2rts_qp_in", 272);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(Sqerr2rtsQpIn);
 impl Sqerr2rtsQpIn<[u8; 272]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "uid", "`.")]
+    /// Position of `uid`.
     pub const UID: rt::Field = rt::Field::new("uid", 16, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "qpn", "`.")]
+    /// Position of `qpn`.
     pub const QPN: rt::Field = rt::Field::new("qpn", 72, 24);
-    #[doc = concat!(" Position of `", "opt_param_mask", "`.")]
+    /// Position of `opt_param_mask`.
     pub const OPT_PARAM_MASK: rt::Field = rt::Field::new("opt_param_mask", 128, 32);
-    #[doc = concat!(" Position of `", "qpc", "`.")]
+    /// Position of `qpc`.
     pub const QPC: rt::Field = rt::Field::new("qpc", 192, 1856);
     /// The position of every field of `sqerr2rts_qp_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -8675,9 +8675,9 @@ crate::__prm_view!(Sqerr2rtsQpOut, "sqerr2rts_qp_out", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(Sqerr2rtsQpOut);
 impl Sqerr2rtsQpOut<[u8; 16]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `sqerr2rts_qp_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
@@ -8784,13 +8784,13 @@ crate::__prm_view!(Qp2errIn, "qp_2err_in", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(Qp2errIn);
 impl Qp2errIn<[u8; 16]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "uid", "`.")]
+    /// Position of `uid`.
     pub const UID: rt::Field = rt::Field::new("uid", 16, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "qpn", "`.")]
+    /// Position of `qpn`.
     pub const QPN: rt::Field = rt::Field::new("qpn", 72, 24);
     /// The position of every field of `qp_2err_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -8960,9 +8960,9 @@ crate::__prm_view!(Qp2errOut, "qp_2err_out", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(Qp2errOut);
 impl Qp2errOut<[u8; 16]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `qp_2err_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
@@ -9067,13 +9067,13 @@ crate::__prm_view!(Qp2rstIn, "qp_2rst_in", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(Qp2rstIn);
 impl Qp2rstIn<[u8; 16]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "uid", "`.")]
+    /// Position of `uid`.
     pub const UID: rt::Field = rt::Field::new("uid", 16, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "qpn", "`.")]
+    /// Position of `qpn`.
     pub const QPN: rt::Field = rt::Field::new("qpn", 72, 24);
     /// The position of every field of `qp_2rst_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -9243,9 +9243,9 @@ crate::__prm_view!(Qp2rstOut, "qp_2rst_out", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(Qp2rstOut);
 impl Qp2rstOut<[u8; 16]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `qp_2rst_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];

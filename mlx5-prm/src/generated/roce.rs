@@ -161,19 +161,19 @@ crate::__prm_view!(RoceAddrLayout, "roce_addr_layout", 32);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(RoceAddrLayout);
 impl RoceAddrLayout<[u8; 32]> {
-    #[doc = concat!(" Position of `", "source_l3_address", "`.")]
+    /// Position of `source_l3_address`.
     pub const SOURCE_L3_ADDRESS: rt::Field = rt::Field::new("source_l3_address", 0, 128);
-    #[doc = concat!(" Position of `", "vlan_valid", "`.")]
+    /// Position of `vlan_valid`.
     pub const VLAN_VALID: rt::Field = rt::Field::new("vlan_valid", 131, 1);
-    #[doc = concat!(" Position of `", "vlan_id", "`.")]
+    /// Position of `vlan_id`.
     pub const VLAN_ID: rt::Field = rt::Field::new("vlan_id", 132, 12);
-    #[doc = concat!(" Position of `", "source_mac_47_32", "`.")]
+    /// Position of `source_mac_47_32`.
     pub const SOURCE_MAC_47_32: rt::Field = rt::Field::new("source_mac_47_32", 144, 16);
-    #[doc = concat!(" Position of `", "source_mac_31_0", "`.")]
+    /// Position of `source_mac_31_0`.
     pub const SOURCE_MAC_31_0: rt::Field = rt::Field::new("source_mac_31_0", 160, 32);
-    #[doc = concat!(" Position of `", "roce_l3_type", "`.")]
+    /// Position of `roce_l3_type`.
     pub const ROCE_L3_TYPE: rt::Field = rt::Field::new("roce_l3_type", 212, 4);
-    #[doc = concat!(" Position of `", "roce_version", "`.")]
+    /// Position of `roce_version`.
     pub const ROCE_VERSION: rt::Field = rt::Field::new("roce_version", 216, 8);
     /// The position of every field of `roce_addr_layout`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -482,19 +482,19 @@ crate::__prm_view!(SetRoceAddressIn, "set_roce_address_in", 48);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(SetRoceAddressIn);
 impl SetRoceAddressIn<[u8; 48]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "roce_address_index", "`.")]
+    /// Position of `roce_address_index`.
     pub const ROCE_ADDRESS_INDEX: rt::Field = rt::Field::new(
         "roce_address_index",
         64,
         16,
     );
-    #[doc = concat!(" Position of `", "vhca_port_num", "`.")]
+    /// Position of `vhca_port_num`.
     pub const VHCA_PORT_NUM: rt::Field = rt::Field::new("vhca_port_num", 92, 4);
-    #[doc = concat!(" Position of `", "roce_address", "`.")]
+    /// Position of `roce_address`.
     pub const ROCE_ADDRESS: rt::Field = rt::Field::new("roce_address", 128, 256);
     /// The position of every field of `set_roce_address_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -701,9 +701,9 @@ crate::__prm_view!(SetRoceAddressOut, "set_roce_address_out", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(SetRoceAddressOut);
 impl SetRoceAddressOut<[u8; 16]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `set_roce_address_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
@@ -810,17 +810,17 @@ crate::__prm_view!(QueryRoceAddressIn, "query_roce_address_in", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(QueryRoceAddressIn);
 impl QueryRoceAddressIn<[u8; 16]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "roce_address_index", "`.")]
+    /// Position of `roce_address_index`.
     pub const ROCE_ADDRESS_INDEX: rt::Field = rt::Field::new(
         "roce_address_index",
         64,
         16,
     );
-    #[doc = concat!(" Position of `", "vhca_port_num", "`.")]
+    /// Position of `vhca_port_num`.
     pub const VHCA_PORT_NUM: rt::Field = rt::Field::new("vhca_port_num", 92, 4);
     /// The position of every field of `query_roce_address_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -997,11 +997,11 @@ crate::__prm_view!(QueryRoceAddressOut, "query_roce_address_out", 48);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(QueryRoceAddressOut);
 impl QueryRoceAddressOut<[u8; 48]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
-    #[doc = concat!(" Position of `", "roce_address", "`.")]
+    /// Position of `roce_address`.
     pub const ROCE_ADDRESS: rt::Field = rt::Field::new("roce_address", 128, 256);
     /// The position of every field of `query_roce_address_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[

@@ -249,13 +249,13 @@ crate::__prm_view!(CreateTisIn, "create_tis_in", 192);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(CreateTisIn);
 impl CreateTisIn<[u8; 192]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "uid", "`.")]
+    /// Position of `uid`.
     pub const UID: rt::Field = rt::Field::new("uid", 16, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "ctx", "`.")]
+    /// Position of `ctx`.
     pub const CTX: rt::Field = rt::Field::new("ctx", 256, 1280);
     /// The position of every field of `create_tis_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -432,27 +432,27 @@ crate::__prm_view!(Tisc, "tisc", 160);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(Tisc);
 impl Tisc<[u8; 160]> {
-    #[doc = concat!(" Position of `", "strict_lag_tx_port_affinity", "`.")]
+    /// Position of `strict_lag_tx_port_affinity`.
     pub const STRICT_LAG_TX_PORT_AFFINITY: rt::Field = rt::Field::new(
         "strict_lag_tx_port_affinity",
         0,
         1,
     );
-    #[doc = concat!(" Position of `", "tls_en", "`.")]
+    /// Position of `tls_en`.
     pub const TLS_EN: rt::Field = rt::Field::new("tls_en", 1, 1);
-    #[doc = concat!(" Position of `", "lag_tx_port_affinity", "`.")]
+    /// Position of `lag_tx_port_affinity`.
     pub const LAG_TX_PORT_AFFINITY: rt::Field = rt::Field::new(
         "lag_tx_port_affinity",
         4,
         4,
     );
-    #[doc = concat!(" Position of `", "prio", "`.")]
+    /// Position of `prio`.
     pub const PRIO: rt::Field = rt::Field::new("prio", 12, 4);
-    #[doc = concat!(" Position of `", "transport_domain", "`.")]
+    /// Position of `transport_domain`.
     pub const TRANSPORT_DOMAIN: rt::Field = rt::Field::new("transport_domain", 296, 24);
-    #[doc = concat!(" Position of `", "underlay_qpn", "`.")]
+    /// Position of `underlay_qpn`.
     pub const UNDERLAY_QPN: rt::Field = rt::Field::new("underlay_qpn", 328, 24);
-    #[doc = concat!(" Position of `", "pd", "`.")]
+    /// Position of `pd`.
     pub const PD: rt::Field = rt::Field::new("pd", 360, 24);
     /// The position of every field of `tisc`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -796,11 +796,11 @@ crate::__prm_view!(CreateTisOut, "create_tis_out", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(CreateTisOut);
 impl CreateTisOut<[u8; 16]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
-    #[doc = concat!(" Position of `", "tisn", "`.")]
+    /// Position of `tisn`.
     pub const TISN: rt::Field = rt::Field::new("tisn", 72, 24);
     /// The position of every field of `create_tis_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME, Self::TISN];
@@ -943,13 +943,13 @@ crate::__prm_view!(DestroyTisIn, "destroy_tis_in", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(DestroyTisIn);
 impl DestroyTisIn<[u8; 16]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "uid", "`.")]
+    /// Position of `uid`.
     pub const UID: rt::Field = rt::Field::new("uid", 16, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "tisn", "`.")]
+    /// Position of `tisn`.
     pub const TISN: rt::Field = rt::Field::new("tisn", 72, 24);
     /// The position of every field of `destroy_tis_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -1121,9 +1121,9 @@ crate::__prm_view!(DestroyTisOut, "destroy_tis_out", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(DestroyTisOut);
 impl DestroyTisOut<[u8; 16]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `destroy_tis_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
@@ -1230,13 +1230,13 @@ crate::__prm_view!(CreateTirIn, "create_tir_in", 272);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(CreateTirIn);
 impl CreateTirIn<[u8; 272]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "uid", "`.")]
+    /// Position of `uid`.
     pub const UID: rt::Field = rt::Field::new("uid", 16, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "ctx", "`.")]
+    /// Position of `ctx`.
     pub const CTX: rt::Field = rt::Field::new("ctx", 256, 1920);
     /// The position of every field of `create_tir_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -1421,55 +1421,55 @@ crate::__prm_view!(Tirc, "tirc", 240);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(Tirc);
 impl Tirc<[u8; 240]> {
-    #[doc = concat!(" Position of `", "disp_type", "`.")]
+    /// Position of `disp_type`.
     pub const DISP_TYPE: rt::Field = rt::Field::new("disp_type", 32, 4);
-    #[doc = concat!(" Position of `", "tls_en", "`.")]
+    /// Position of `tls_en`.
     pub const TLS_EN: rt::Field = rt::Field::new("tls_en", 36, 1);
-    #[doc = concat!(" Position of `", "lro_timeout_period_usecs", "`.")]
+    /// Position of `lro_timeout_period_usecs`.
     pub const LRO_TIMEOUT_PERIOD_USECS: rt::Field = rt::Field::new(
         "lro_timeout_period_usecs",
         132,
         16,
     );
-    #[doc = concat!(" Position of `", "packet_merge_mask", "`.")]
+    /// Position of `packet_merge_mask`.
     pub const PACKET_MERGE_MASK: rt::Field = rt::Field::new("packet_merge_mask", 148, 4);
-    #[doc = concat!(" Position of `", "lro_max_ip_payload_size", "`.")]
+    /// Position of `lro_max_ip_payload_size`.
     pub const LRO_MAX_IP_PAYLOAD_SIZE: rt::Field = rt::Field::new(
         "lro_max_ip_payload_size",
         152,
         8,
     );
-    #[doc = concat!(" Position of `", "inline_rqn", "`.")]
+    /// Position of `inline_rqn`.
     pub const INLINE_RQN: rt::Field = rt::Field::new("inline_rqn", 232, 24);
-    #[doc = concat!(" Position of `", "rx_hash_symmetric", "`.")]
+    /// Position of `rx_hash_symmetric`.
     pub const RX_HASH_SYMMETRIC: rt::Field = rt::Field::new("rx_hash_symmetric", 256, 1);
-    #[doc = concat!(" Position of `", "tunneled_offload_en", "`.")]
+    /// Position of `tunneled_offload_en`.
     pub const TUNNELED_OFFLOAD_EN: rt::Field = rt::Field::new(
         "tunneled_offload_en",
         258,
         1,
     );
-    #[doc = concat!(" Position of `", "indirect_table", "`.")]
+    /// Position of `indirect_table`.
     pub const INDIRECT_TABLE: rt::Field = rt::Field::new("indirect_table", 264, 24);
-    #[doc = concat!(" Position of `", "rx_hash_fn", "`.")]
+    /// Position of `rx_hash_fn`.
     pub const RX_HASH_FN: rt::Field = rt::Field::new("rx_hash_fn", 288, 4);
-    #[doc = concat!(" Position of `", "self_lb_block", "`.")]
+    /// Position of `self_lb_block`.
     pub const SELF_LB_BLOCK: rt::Field = rt::Field::new("self_lb_block", 294, 2);
-    #[doc = concat!(" Position of `", "transport_domain", "`.")]
+    /// Position of `transport_domain`.
     pub const TRANSPORT_DOMAIN: rt::Field = rt::Field::new("transport_domain", 296, 24);
-    #[doc = concat!(" Position of `", "rx_hash_toeplitz_key", "`.")]
+    /// Position of `rx_hash_toeplitz_key`.
     pub const RX_HASH_TOEPLITZ_KEY: rt::Field = rt::Field::new(
         "rx_hash_toeplitz_key",
         320,
         32,
     );
-    #[doc = concat!(" Position of `", "rx_hash_field_selector_outer", "`.")]
+    /// Position of `rx_hash_field_selector_outer`.
     pub const RX_HASH_FIELD_SELECTOR_OUTER: rt::Field = rt::Field::new(
         "rx_hash_field_selector_outer",
         640,
         32,
     );
-    #[doc = concat!(" Position of `", "rx_hash_field_selector_inner", "`.")]
+    /// Position of `rx_hash_field_selector_inner`.
     pub const RX_HASH_FIELD_SELECTOR_INNER: rt::Field = rt::Field::new(
         "rx_hash_field_selector_inner",
         672,
@@ -2158,11 +2158,11 @@ crate::__prm_view!(RxHashFieldSelect, "rx_hash_field_select", 4);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(RxHashFieldSelect);
 impl RxHashFieldSelect<[u8; 4]> {
-    #[doc = concat!(" Position of `", "l3_prot_type", "`.")]
+    /// Position of `l3_prot_type`.
     pub const L3_PROT_TYPE: rt::Field = rt::Field::new("l3_prot_type", 0, 1);
-    #[doc = concat!(" Position of `", "l4_prot_type", "`.")]
+    /// Position of `l4_prot_type`.
     pub const L4_PROT_TYPE: rt::Field = rt::Field::new("l4_prot_type", 1, 1);
-    #[doc = concat!(" Position of `", "selected_fields", "`.")]
+    /// Position of `selected_fields`.
     pub const SELECTED_FIELDS: rt::Field = rt::Field::new("selected_fields", 2, 30);
     /// The position of every field of `rx_hash_field_select`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -2323,17 +2323,17 @@ crate::__prm_view!(CreateTirOut, "create_tir_out", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(CreateTirOut);
 impl CreateTirOut<[u8; 16]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "icm_address_63_40", "`.")]
+    /// Position of `icm_address_63_40`.
     pub const ICM_ADDRESS_63_40: rt::Field = rt::Field::new("icm_address_63_40", 8, 24);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
-    #[doc = concat!(" Position of `", "icm_address_39_32", "`.")]
+    /// Position of `icm_address_39_32`.
     pub const ICM_ADDRESS_39_32: rt::Field = rt::Field::new("icm_address_39_32", 64, 8);
-    #[doc = concat!(" Position of `", "tirn", "`.")]
+    /// Position of `tirn`.
     pub const TIRN: rt::Field = rt::Field::new("tirn", 72, 24);
-    #[doc = concat!(" Position of `", "icm_address_31_0", "`.")]
+    /// Position of `icm_address_31_0`.
     pub const ICM_ADDRESS_31_0: rt::Field = rt::Field::new("icm_address_31_0", 96, 32);
     /// The position of every field of `create_tir_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -2587,17 +2587,17 @@ crate::__prm_view!(ModifyTirIn, "modify_tir_in", 272);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(ModifyTirIn);
 impl ModifyTirIn<[u8; 272]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "uid", "`.")]
+    /// Position of `uid`.
     pub const UID: rt::Field = rt::Field::new("uid", 16, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "tirn", "`.")]
+    /// Position of `tirn`.
     pub const TIRN: rt::Field = rt::Field::new("tirn", 72, 24);
-    #[doc = concat!(" Position of `", "bitmask", "`.")]
+    /// Position of `bitmask`.
     pub const BITMASK: rt::Field = rt::Field::new("bitmask", 128, 64);
-    #[doc = concat!(" Position of `", "ctx", "`.")]
+    /// Position of `ctx`.
     pub const CTX: rt::Field = rt::Field::new("ctx", 256, 1920);
     /// The position of every field of `modify_tir_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -2835,11 +2835,11 @@ crate::__prm_view!(ModifyTirBitmask, "modify_tir_bitmask", 8);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(ModifyTirBitmask);
 impl ModifyTirBitmask<[u8; 8]> {
-    #[doc = concat!(" Position of `", "self_lb_en", "`.")]
+    /// Position of `self_lb_en`.
     pub const SELF_LB_EN: rt::Field = rt::Field::new("self_lb_en", 59, 1);
-    #[doc = concat!(" Position of `", "hash", "`.")]
+    /// Position of `hash`.
     pub const HASH: rt::Field = rt::Field::new("hash", 61, 1);
-    #[doc = concat!(" Position of `", "packet_merge", "`.")]
+    /// Position of `packet_merge`.
     pub const PACKET_MERGE: rt::Field = rt::Field::new("packet_merge", 63, 1);
     /// The position of every field of `modify_tir_bitmask`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -2981,9 +2981,9 @@ crate::__prm_view!(ModifyTirOut, "modify_tir_out", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(ModifyTirOut);
 impl ModifyTirOut<[u8; 16]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `modify_tir_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
@@ -3090,13 +3090,13 @@ crate::__prm_view!(DestroyTirIn, "destroy_tir_in", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(DestroyTirIn);
 impl DestroyTirIn<[u8; 16]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "uid", "`.")]
+    /// Position of `uid`.
     pub const UID: rt::Field = rt::Field::new("uid", 16, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "tirn", "`.")]
+    /// Position of `tirn`.
     pub const TIRN: rt::Field = rt::Field::new("tirn", 72, 24);
     /// The position of every field of `destroy_tir_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -3268,9 +3268,9 @@ crate::__prm_view!(DestroyTirOut, "destroy_tir_out", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(DestroyTirOut);
 impl DestroyTirOut<[u8; 16]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `destroy_tir_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
@@ -3377,13 +3377,13 @@ crate::__prm_view!(CreateRqtIn, "create_rqt_in", 272, runs_on);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(CreateRqtIn);
 impl CreateRqtIn<[u8; 272]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "uid", "`.")]
+    /// Position of `uid`.
     pub const UID: rt::Field = rt::Field::new("uid", 16, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "rqt_context", "`.")]
+    /// Position of `rqt_context`.
     pub const RQT_CONTEXT: rt::Field = rt::Field::new("rqt_context", 256, 1920);
     /// The position of every field of `create_rqt_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -3560,15 +3560,15 @@ crate::__prm_view!(Rqtc, "rqtc", 240, runs_on);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(Rqtc);
 impl Rqtc<[u8; 240]> {
-    #[doc = concat!(" Position of `", "list_q_type", "`.")]
+    /// Position of `list_q_type`.
     pub const LIST_Q_TYPE: rt::Field = rt::Field::new("list_q_type", 165, 3);
-    #[doc = concat!(" Position of `", "rqt_max_size", "`.")]
+    /// Position of `rqt_max_size`.
     pub const RQT_MAX_SIZE: rt::Field = rt::Field::new("rqt_max_size", 176, 16);
-    #[doc = concat!(" Position of `", "rq_vhca_id_format", "`.")]
+    /// Position of `rq_vhca_id_format`.
     pub const RQ_VHCA_ID_FORMAT: rt::Field = rt::Field::new("rq_vhca_id_format", 192, 1);
-    #[doc = concat!(" Position of `", "rqt_actual_size", "`.")]
+    /// Position of `rqt_actual_size`.
     pub const RQT_ACTUAL_SIZE: rt::Field = rt::Field::new("rqt_actual_size", 208, 16);
-    #[doc = concat!(" Position of `", "rq_num", "`.")]
+    /// Position of `rq_num`.
     pub const RQ_NUM: rt::Field = rt::Field::new("rq_num", 1920, 32);
     /// The position of every field of `rqtc`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -3873,7 +3873,7 @@ crate::__prm_view!(RqNum, "rq_num", 4);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(RqNum);
 impl RqNum<[u8; 4]> {
-    #[doc = concat!(" Position of `", "rq_num", "`.")]
+    /// Position of `rq_num`.
     pub const RQ_NUM: rt::Field = rt::Field::new("rq_num", 8, 24);
     /// The position of every field of `rq_num`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::RQ_NUM];
@@ -3958,11 +3958,11 @@ crate::__prm_view!(CreateRqtOut, "create_rqt_out", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(CreateRqtOut);
 impl CreateRqtOut<[u8; 16]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
-    #[doc = concat!(" Position of `", "rqtn", "`.")]
+    /// Position of `rqtn`.
     pub const RQTN: rt::Field = rt::Field::new("rqtn", 72, 24);
     /// The position of every field of `create_rqt_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME, Self::RQTN];
@@ -4107,17 +4107,17 @@ crate::__prm_view!(ModifyRqtIn, "modify_rqt_in", 272, runs_on);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(ModifyRqtIn);
 impl ModifyRqtIn<[u8; 272]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "uid", "`.")]
+    /// Position of `uid`.
     pub const UID: rt::Field = rt::Field::new("uid", 16, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "rqtn", "`.")]
+    /// Position of `rqtn`.
     pub const RQTN: rt::Field = rt::Field::new("rqtn", 72, 24);
-    #[doc = concat!(" Position of `", "bitmask", "`.")]
+    /// Position of `bitmask`.
     pub const BITMASK: rt::Field = rt::Field::new("bitmask", 128, 64);
-    #[doc = concat!(" Position of `", "ctx", "`.")]
+    /// Position of `ctx`.
     pub const CTX: rt::Field = rt::Field::new("ctx", 256, 1920);
     /// The position of every field of `modify_rqt_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -4355,7 +4355,7 @@ crate::__prm_view!(RqtBitmask, "rqt_bitmask", 8);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(RqtBitmask);
 impl RqtBitmask<[u8; 8]> {
-    #[doc = concat!(" Position of `", "rqn_list", "`.")]
+    /// Position of `rqn_list`.
     pub const RQN_LIST: rt::Field = rt::Field::new("rqn_list", 63, 1);
     /// The position of every field of `rqt_bitmask`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::RQN_LIST];
@@ -4435,9 +4435,9 @@ crate::__prm_view!(ModifyRqtOut, "modify_rqt_out", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(ModifyRqtOut);
 impl ModifyRqtOut<[u8; 16]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `modify_rqt_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
@@ -4544,13 +4544,13 @@ crate::__prm_view!(DestroyRqtIn, "destroy_rqt_in", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(DestroyRqtIn);
 impl DestroyRqtIn<[u8; 16]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "uid", "`.")]
+    /// Position of `uid`.
     pub const UID: rt::Field = rt::Field::new("uid", 16, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "rqtn", "`.")]
+    /// Position of `rqtn`.
     pub const RQTN: rt::Field = rt::Field::new("rqtn", 72, 24);
     /// The position of every field of `destroy_rqt_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -4722,9 +4722,9 @@ crate::__prm_view!(DestroyRqtOut, "destroy_rqt_out", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(DestroyRqtOut);
 impl DestroyRqtOut<[u8; 16]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `destroy_rqt_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];

@@ -97,13 +97,13 @@ crate::__prm_view!(CqDoorbellRecord, "cq_doorbell_record", 8);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(CqDoorbellRecord);
 impl CqDoorbellRecord<[u8; 8]> {
-    #[doc = concat!(" Position of `", "consumer_index", "`.")]
+    /// Position of `consumer_index`.
     pub const CONSUMER_INDEX: rt::Field = rt::Field::new("consumer_index", 8, 24);
-    #[doc = concat!(" Position of `", "arm_sn", "`.")]
+    /// Position of `arm_sn`.
     pub const ARM_SN: rt::Field = rt::Field::new("arm_sn", 34, 2);
-    #[doc = concat!(" Position of `", "arm_cmd", "`.")]
+    /// Position of `arm_cmd`.
     pub const ARM_CMD: rt::Field = rt::Field::new("arm_cmd", 37, 3);
-    #[doc = concat!(" Position of `", "arm_ci", "`.")]
+    /// Position of `arm_ci`.
     pub const ARM_CI: rt::Field = rt::Field::new("arm_ci", 40, 24);
     /// The position of every field of `cq_doorbell_record`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -445,9 +445,9 @@ crate::__prm_view!(QpDoorbellRecord, "qp_doorbell_record", 8);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(QpDoorbellRecord);
 impl QpDoorbellRecord<[u8; 8]> {
-    #[doc = concat!(" Position of `", "receive_counter", "`.")]
+    /// Position of `receive_counter`.
     pub const RECEIVE_COUNTER: rt::Field = rt::Field::new("receive_counter", 16, 16);
-    #[doc = concat!(" Position of `", "send_counter", "`.")]
+    /// Position of `send_counter`.
     pub const SEND_COUNTER: rt::Field = rt::Field::new("send_counter", 48, 16);
     /// The position of every field of `qp_doorbell_record`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -568,23 +568,23 @@ crate::__prm_view!(UarPage, "uar_page", 4096);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(UarPage);
 impl UarPage<[u8; 4096]> {
-    #[doc = concat!(" Position of `", "cq_arm_sn", "`.")]
+    /// Position of `cq_arm_sn`.
     pub const CQ_ARM_SN: rt::Field = rt::Field::new("cq_arm_sn", 258, 2);
-    #[doc = concat!(" Position of `", "cq_arm_cmd", "`.")]
+    /// Position of `cq_arm_cmd`.
     pub const CQ_ARM_CMD: rt::Field = rt::Field::new("cq_arm_cmd", 261, 3);
-    #[doc = concat!(" Position of `", "cq_arm_ci", "`.")]
+    /// Position of `cq_arm_ci`.
     pub const CQ_ARM_CI: rt::Field = rt::Field::new("cq_arm_ci", 264, 24);
-    #[doc = concat!(" Position of `", "cq_arm_cqn", "`.")]
+    /// Position of `cq_arm_cqn`.
     pub const CQ_ARM_CQN: rt::Field = rt::Field::new("cq_arm_cqn", 296, 24);
-    #[doc = concat!(" Position of `", "eq_arm_eqn", "`.")]
+    /// Position of `eq_arm_eqn`.
     pub const EQ_ARM_EQN: rt::Field = rt::Field::new("eq_arm_eqn", 512, 8);
-    #[doc = concat!(" Position of `", "eq_arm_ci", "`.")]
+    /// Position of `eq_arm_ci`.
     pub const EQ_ARM_CI: rt::Field = rt::Field::new("eq_arm_ci", 520, 24);
-    #[doc = concat!(" Position of `", "eq_update_eqn", "`.")]
+    /// Position of `eq_update_eqn`.
     pub const EQ_UPDATE_EQN: rt::Field = rt::Field::new("eq_update_eqn", 576, 8);
-    #[doc = concat!(" Position of `", "eq_update_ci", "`.")]
+    /// Position of `eq_update_ci`.
     pub const EQ_UPDATE_CI: rt::Field = rt::Field::new("eq_update_ci", 584, 24);
-    #[doc = concat!(" Position of `", "bf_regs", "`.")]
+    /// Position of `bf_regs`.
     pub const BF_REGS: rt::Field = rt::Field::new("bf_regs", 16384, 16384);
     /// The position of every field of `uar_page`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[

@@ -304,13 +304,13 @@ crate::__prm_view!(QueryVportStateIn, "query_vport_state_in", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(QueryVportStateIn);
 impl QueryVportStateIn<[u8; 16]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "other_vport", "`.")]
+    /// Position of `other_vport`.
     pub const OTHER_VPORT: rt::Field = rt::Field::new("other_vport", 64, 1);
-    #[doc = concat!(" Position of `", "vport_number", "`.")]
+    /// Position of `vport_number`.
     pub const VPORT_NUMBER: rt::Field = rt::Field::new("vport_number", 80, 16);
     /// The position of every field of `query_vport_state_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -480,13 +480,13 @@ crate::__prm_view!(QueryVportStateOut, "query_vport_state_out", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(QueryVportStateOut);
 impl QueryVportStateOut<[u8; 16]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
-    #[doc = concat!(" Position of `", "admin_state", "`.")]
+    /// Position of `admin_state`.
     pub const ADMIN_STATE: rt::Field = rt::Field::new("admin_state", 120, 4);
-    #[doc = concat!(" Position of `", "state", "`.")]
+    /// Position of `state`.
     pub const STATE: rt::Field = rt::Field::new("state", 124, 4);
     /// The position of every field of `query_vport_state_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -709,15 +709,15 @@ crate::__prm_view!(QueryNicVportContextIn, "query_nic_vport_context_in", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(QueryNicVportContextIn);
 impl QueryNicVportContextIn<[u8; 16]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "other_vport", "`.")]
+    /// Position of `other_vport`.
     pub const OTHER_VPORT: rt::Field = rt::Field::new("other_vport", 64, 1);
-    #[doc = concat!(" Position of `", "vport_number", "`.")]
+    /// Position of `vport_number`.
     pub const VPORT_NUMBER: rt::Field = rt::Field::new("vport_number", 80, 16);
-    #[doc = concat!(" Position of `", "allowed_list_type", "`.")]
+    /// Position of `allowed_list_type`.
     pub const ALLOWED_LIST_TYPE: rt::Field = rt::Field::new("allowed_list_type", 101, 3);
     /// The position of every field of `query_nic_vport_context_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -942,11 +942,11 @@ crate::__prm_view!(QueryNicVportContextOut, "query_nic_vport_context_out", 272, 
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(QueryNicVportContextOut);
 impl QueryNicVportContextOut<[u8; 272]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
-    #[doc = concat!(" Position of `", "nic_vport_context", "`.")]
+    /// Position of `nic_vport_context`.
     pub const NIC_VPORT_CONTEXT: rt::Field = rt::Field::new(
         "nic_vport_context",
         128,
@@ -1119,113 +1119,113 @@ crate::__prm_view!(NicVportContext, "nic_vport_context", 256, runs_on);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(NicVportContext);
 impl NicVportContext<[u8; 256]> {
-    #[doc = concat!(" Position of `", "min_wqe_inline_mode", "`.")]
+    /// Position of `min_wqe_inline_mode`.
     pub const MIN_WQE_INLINE_MODE: rt::Field = rt::Field::new(
         "min_wqe_inline_mode",
         5,
         3,
     );
-    #[doc = concat!(" Position of `", "disable_mc_local_lb", "`.")]
+    /// Position of `disable_mc_local_lb`.
     pub const DISABLE_MC_LOCAL_LB: rt::Field = rt::Field::new(
         "disable_mc_local_lb",
         29,
         1,
     );
-    #[doc = concat!(" Position of `", "disable_uc_local_lb", "`.")]
+    /// Position of `disable_uc_local_lb`.
     pub const DISABLE_UC_LOCAL_LB: rt::Field = rt::Field::new(
         "disable_uc_local_lb",
         30,
         1,
     );
-    #[doc = concat!(" Position of `", "roce_en", "`.")]
+    /// Position of `roce_en`.
     pub const ROCE_EN: rt::Field = rt::Field::new("roce_en", 31, 1);
-    #[doc = concat!(" Position of `", "arm_change_event", "`.")]
+    /// Position of `arm_change_event`.
     pub const ARM_CHANGE_EVENT: rt::Field = rt::Field::new("arm_change_event", 32, 1);
-    #[doc = concat!(" Position of `", "event_on_mtu", "`.")]
+    /// Position of `event_on_mtu`.
     pub const EVENT_ON_MTU: rt::Field = rt::Field::new("event_on_mtu", 59, 1);
-    #[doc = concat!(" Position of `", "event_on_promisc_change", "`.")]
+    /// Position of `event_on_promisc_change`.
     pub const EVENT_ON_PROMISC_CHANGE: rt::Field = rt::Field::new(
         "event_on_promisc_change",
         60,
         1,
     );
-    #[doc = concat!(" Position of `", "event_on_vlan_change", "`.")]
+    /// Position of `event_on_vlan_change`.
     pub const EVENT_ON_VLAN_CHANGE: rt::Field = rt::Field::new(
         "event_on_vlan_change",
         61,
         1,
     );
-    #[doc = concat!(" Position of `", "event_on_mc_address_change", "`.")]
+    /// Position of `event_on_mc_address_change`.
     pub const EVENT_ON_MC_ADDRESS_CHANGE: rt::Field = rt::Field::new(
         "event_on_mc_address_change",
         62,
         1,
     );
-    #[doc = concat!(" Position of `", "event_on_uc_address_change", "`.")]
+    /// Position of `event_on_uc_address_change`.
     pub const EVENT_ON_UC_ADDRESS_CHANGE: rt::Field = rt::Field::new(
         "event_on_uc_address_change",
         63,
         1,
     );
-    #[doc = concat!(" Position of `", "vhca_id_type", "`.")]
+    /// Position of `vhca_id_type`.
     pub const VHCA_ID_TYPE: rt::Field = rt::Field::new("vhca_id_type", 64, 1);
-    #[doc = concat!(" Position of `", "affiliation_criteria", "`.")]
+    /// Position of `affiliation_criteria`.
     pub const AFFILIATION_CRITERIA: rt::Field = rt::Field::new(
         "affiliation_criteria",
         76,
         4,
     );
-    #[doc = concat!(" Position of `", "affiliated_vhca_id", "`.")]
+    /// Position of `affiliated_vhca_id`.
     pub const AFFILIATED_VHCA_ID: rt::Field = rt::Field::new(
         "affiliated_vhca_id",
         80,
         16,
     );
-    #[doc = concat!(" Position of `", "sd_group", "`.")]
+    /// Position of `sd_group`.
     pub const SD_GROUP: rt::Field = rt::Field::new("sd_group", 257, 3);
-    #[doc = concat!(" Position of `", "mtu", "`.")]
+    /// Position of `mtu`.
     pub const MTU: rt::Field = rt::Field::new("mtu", 304, 16);
-    #[doc = concat!(" Position of `", "system_image_guid", "`.")]
+    /// Position of `system_image_guid`.
     pub const SYSTEM_IMAGE_GUID: rt::Field = rt::Field::new(
         "system_image_guid",
         320,
         64,
     );
-    #[doc = concat!(" Position of `", "port_guid", "`.")]
+    /// Position of `port_guid`.
     pub const PORT_GUID: rt::Field = rt::Field::new("port_guid", 384, 64);
-    #[doc = concat!(" Position of `", "node_guid", "`.")]
+    /// Position of `node_guid`.
     pub const NODE_GUID: rt::Field = rt::Field::new("node_guid", 448, 64);
-    #[doc = concat!(" Position of `", "qkey_violation_counter", "`.")]
+    /// Position of `qkey_violation_counter`.
     pub const QKEY_VIOLATION_COUNTER: rt::Field = rt::Field::new(
         "qkey_violation_counter",
         832,
         16,
     );
-    #[doc = concat!(" Position of `", "promisc_uc", "`.")]
+    /// Position of `promisc_uc`.
     pub const PROMISC_UC: rt::Field = rt::Field::new("promisc_uc", 1920, 1);
-    #[doc = concat!(" Position of `", "promisc_mc", "`.")]
+    /// Position of `promisc_mc`.
     pub const PROMISC_MC: rt::Field = rt::Field::new("promisc_mc", 1921, 1);
-    #[doc = concat!(" Position of `", "promisc_all", "`.")]
+    /// Position of `promisc_all`.
     pub const PROMISC_ALL: rt::Field = rt::Field::new("promisc_all", 1922, 1);
-    #[doc = concat!(" Position of `", "allowed_list_type", "`.")]
+    /// Position of `allowed_list_type`.
     pub const ALLOWED_LIST_TYPE: rt::Field = rt::Field::new(
         "allowed_list_type",
         1925,
         3,
     );
-    #[doc = concat!(" Position of `", "allowed_list_size", "`.")]
+    /// Position of `allowed_list_size`.
     pub const ALLOWED_LIST_SIZE: rt::Field = rt::Field::new(
         "allowed_list_size",
         1940,
         12,
     );
-    #[doc = concat!(" Position of `", "permanent_address", "`.")]
+    /// Position of `permanent_address`.
     pub const PERMANENT_ADDRESS: rt::Field = rt::Field::new(
         "permanent_address",
         1952,
         64,
     );
-    #[doc = concat!(" Position of `", "current_uc_mac_address", "`.")]
+    /// Position of `current_uc_mac_address`.
     pub const CURRENT_UC_MAC_ADDRESS: rt::Field = rt::Field::new(
         "current_uc_mac_address",
         2048,
@@ -2231,9 +2231,9 @@ crate::__prm_view!(MacAddressLayout, "mac_address_layout", 8);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(MacAddressLayout);
 impl MacAddressLayout<[u8; 8]> {
-    #[doc = concat!(" Position of `", "mac_addr_47_32", "`.")]
+    /// Position of `mac_addr_47_32`.
     pub const MAC_ADDR_47_32: rt::Field = rt::Field::new("mac_addr_47_32", 16, 16);
-    #[doc = concat!(" Position of `", "mac_addr_31_0", "`.")]
+    /// Position of `mac_addr_31_0`.
     pub const MAC_ADDR_31_0: rt::Field = rt::Field::new("mac_addr_31_0", 32, 32);
     /// The position of every field of `mac_address_layout`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -2349,17 +2349,17 @@ crate::__prm_view!(ModifyNicVportContextIn, "modify_nic_vport_context_in", 512, 
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(ModifyNicVportContextIn);
 impl ModifyNicVportContextIn<[u8; 512]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "other_vport", "`.")]
+    /// Position of `other_vport`.
     pub const OTHER_VPORT: rt::Field = rt::Field::new("other_vport", 64, 1);
-    #[doc = concat!(" Position of `", "vport_number", "`.")]
+    /// Position of `vport_number`.
     pub const VPORT_NUMBER: rt::Field = rt::Field::new("vport_number", 80, 16);
-    #[doc = concat!(" Position of `", "field_select", "`.")]
+    /// Position of `field_select`.
     pub const FIELD_SELECT: rt::Field = rt::Field::new("field_select", 96, 32);
-    #[doc = concat!(" Position of `", "nic_vport_context", "`.")]
+    /// Position of `nic_vport_context`.
     pub const NIC_VPORT_CONTEXT: rt::Field = rt::Field::new(
         "nic_vport_context",
         2048,
@@ -2674,37 +2674,37 @@ crate::__prm_view!(ModifyNicVportFieldSelect, "modify_nic_vport_field_select", 4
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(ModifyNicVportFieldSelect);
 impl ModifyNicVportFieldSelect<[u8; 4]> {
-    #[doc = concat!(" Position of `", "affiliation", "`.")]
+    /// Position of `affiliation`.
     pub const AFFILIATION: rt::Field = rt::Field::new("affiliation", 18, 1);
-    #[doc = concat!(" Position of `", "disable_uc_local_lb", "`.")]
+    /// Position of `disable_uc_local_lb`.
     pub const DISABLE_UC_LOCAL_LB: rt::Field = rt::Field::new(
         "disable_uc_local_lb",
         20,
         1,
     );
-    #[doc = concat!(" Position of `", "disable_mc_local_lb", "`.")]
+    /// Position of `disable_mc_local_lb`.
     pub const DISABLE_MC_LOCAL_LB: rt::Field = rt::Field::new(
         "disable_mc_local_lb",
         21,
         1,
     );
-    #[doc = concat!(" Position of `", "node_guid", "`.")]
+    /// Position of `node_guid`.
     pub const NODE_GUID: rt::Field = rt::Field::new("node_guid", 22, 1);
-    #[doc = concat!(" Position of `", "port_guid", "`.")]
+    /// Position of `port_guid`.
     pub const PORT_GUID: rt::Field = rt::Field::new("port_guid", 23, 1);
-    #[doc = concat!(" Position of `", "min_inline", "`.")]
+    /// Position of `min_inline`.
     pub const MIN_INLINE: rt::Field = rt::Field::new("min_inline", 24, 1);
-    #[doc = concat!(" Position of `", "mtu", "`.")]
+    /// Position of `mtu`.
     pub const MTU: rt::Field = rt::Field::new("mtu", 25, 1);
-    #[doc = concat!(" Position of `", "change_event", "`.")]
+    /// Position of `change_event`.
     pub const CHANGE_EVENT: rt::Field = rt::Field::new("change_event", 26, 1);
-    #[doc = concat!(" Position of `", "promisc", "`.")]
+    /// Position of `promisc`.
     pub const PROMISC: rt::Field = rt::Field::new("promisc", 27, 1);
-    #[doc = concat!(" Position of `", "permanent_address", "`.")]
+    /// Position of `permanent_address`.
     pub const PERMANENT_ADDRESS: rt::Field = rt::Field::new("permanent_address", 28, 1);
-    #[doc = concat!(" Position of `", "addresses_list", "`.")]
+    /// Position of `addresses_list`.
     pub const ADDRESSES_LIST: rt::Field = rt::Field::new("addresses_list", 29, 1);
-    #[doc = concat!(" Position of `", "roce_en", "`.")]
+    /// Position of `roce_en`.
     pub const ROCE_EN: rt::Field = rt::Field::new("roce_en", 30, 1);
     /// The position of every field of `modify_nic_vport_field_select`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -3116,9 +3116,9 @@ crate::__prm_view!(ModifyNicVportContextOut, "modify_nic_vport_context_out", 16)
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(ModifyNicVportContextOut);
 impl ModifyNicVportContextOut<[u8; 16]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `modify_nic_vport_context_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];

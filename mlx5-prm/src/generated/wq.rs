@@ -595,13 +595,13 @@ crate::__prm_view!(CreateSqIn, "create_sq_in", 272, runs_on);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(CreateSqIn);
 impl CreateSqIn<[u8; 272]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "uid", "`.")]
+    /// Position of `uid`.
     pub const UID: rt::Field = rt::Field::new("uid", 16, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "ctx", "`.")]
+    /// Position of `ctx`.
     pub const CTX: rt::Field = rt::Field::new("ctx", 256, 1920);
     /// The position of every field of `create_sq_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -797,73 +797,73 @@ crate::__prm_view!(Sqc, "sqc", 240, runs_on);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(Sqc);
 impl Sqc<[u8; 240]> {
-    #[doc = concat!(" Position of `", "rlky", "`.")]
+    /// Position of `rlky`.
     pub const RLKY: rt::Field = rt::Field::new("rlky", 0, 1);
-    #[doc = concat!(" Position of `", "cd_master", "`.")]
+    /// Position of `cd_master`.
     pub const CD_MASTER: rt::Field = rt::Field::new("cd_master", 1, 1);
-    #[doc = concat!(" Position of `", "fre", "`.")]
+    /// Position of `fre`.
     pub const FRE: rt::Field = rt::Field::new("fre", 2, 1);
-    #[doc = concat!(" Position of `", "flush_in_error_en", "`.")]
+    /// Position of `flush_in_error_en`.
     pub const FLUSH_IN_ERROR_EN: rt::Field = rt::Field::new("flush_in_error_en", 3, 1);
-    #[doc = concat!(" Position of `", "allow_multi_pkt_send_wqe", "`.")]
+    /// Position of `allow_multi_pkt_send_wqe`.
     pub const ALLOW_MULTI_PKT_SEND_WQE: rt::Field = rt::Field::new(
         "allow_multi_pkt_send_wqe",
         4,
         1,
     );
-    #[doc = concat!(" Position of `", "min_wqe_inline_mode", "`.")]
+    /// Position of `min_wqe_inline_mode`.
     pub const MIN_WQE_INLINE_MODE: rt::Field = rt::Field::new(
         "min_wqe_inline_mode",
         5,
         3,
     );
-    #[doc = concat!(" Position of `", "state", "`.")]
+    /// Position of `state`.
     pub const STATE: rt::Field = rt::Field::new("state", 8, 4);
-    #[doc = concat!(" Position of `", "reg_umr", "`.")]
+    /// Position of `reg_umr`.
     pub const REG_UMR: rt::Field = rt::Field::new("reg_umr", 12, 1);
-    #[doc = concat!(" Position of `", "allow_swp", "`.")]
+    /// Position of `allow_swp`.
     pub const ALLOW_SWP: rt::Field = rt::Field::new("allow_swp", 13, 1);
-    #[doc = concat!(" Position of `", "hairpin", "`.")]
+    /// Position of `hairpin`.
     pub const HAIRPIN: rt::Field = rt::Field::new("hairpin", 14, 1);
-    #[doc = concat!(" Position of `", "non_wire", "`.")]
+    /// Position of `non_wire`.
     pub const NON_WIRE: rt::Field = rt::Field::new("non_wire", 15, 1);
-    #[doc = concat!(" Position of `", "ts_format", "`.")]
+    /// Position of `ts_format`.
     pub const TS_FORMAT: rt::Field = rt::Field::new("ts_format", 26, 2);
-    #[doc = concat!(" Position of `", "user_index", "`.")]
+    /// Position of `user_index`.
     pub const USER_INDEX: rt::Field = rt::Field::new("user_index", 40, 24);
-    #[doc = concat!(" Position of `", "cqn", "`.")]
+    /// Position of `cqn`.
     pub const CQN: rt::Field = rt::Field::new("cqn", 72, 24);
-    #[doc = concat!(" Position of `", "hairpin_peer_rq", "`.")]
+    /// Position of `hairpin_peer_rq`.
     pub const HAIRPIN_PEER_RQ: rt::Field = rt::Field::new("hairpin_peer_rq", 104, 24);
-    #[doc = concat!(" Position of `", "hairpin_peer_vhca", "`.")]
+    /// Position of `hairpin_peer_vhca`.
     pub const HAIRPIN_PEER_VHCA: rt::Field = rt::Field::new(
         "hairpin_peer_vhca",
         144,
         16,
     );
-    #[doc = concat!(" Position of `", "ts_cqe_to_dest_cqn", "`.")]
+    /// Position of `ts_cqe_to_dest_cqn`.
     pub const TS_CQE_TO_DEST_CQN: rt::Field = rt::Field::new(
         "ts_cqe_to_dest_cqn",
         200,
         24,
     );
-    #[doc = concat!(" Position of `", "packet_pacing_rate_limit_index", "`.")]
+    /// Position of `packet_pacing_rate_limit_index`.
     pub const PACKET_PACING_RATE_LIMIT_INDEX: rt::Field = rt::Field::new(
         "packet_pacing_rate_limit_index",
         240,
         16,
     );
-    #[doc = concat!(" Position of `", "tis_lst_sz", "`.")]
+    /// Position of `tis_lst_sz`.
     pub const TIS_LST_SZ: rt::Field = rt::Field::new("tis_lst_sz", 256, 16);
-    #[doc = concat!(" Position of `", "qos_queue_group_id", "`.")]
+    /// Position of `qos_queue_group_id`.
     pub const QOS_QUEUE_GROUP_ID: rt::Field = rt::Field::new(
         "qos_queue_group_id",
         272,
         16,
     );
-    #[doc = concat!(" Position of `", "tis_num_0", "`.")]
+    /// Position of `tis_num_0`.
     pub const TIS_NUM_0: rt::Field = rt::Field::new("tis_num_0", 360, 24);
-    #[doc = concat!(" Position of `", "wq", "`.")]
+    /// Position of `wq`.
     pub const WQ: rt::Field = rt::Field::new("wq", 384, 1536);
     /// The position of every field of `sqc`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -1725,107 +1725,107 @@ crate::__prm_view!(Wq, "wq", 192, runs_on);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(Wq);
 impl Wq<[u8; 192]> {
-    #[doc = concat!(" Position of `", "wq_type", "`.")]
+    /// Position of `wq_type`.
     pub const WQ_TYPE: rt::Field = rt::Field::new("wq_type", 0, 4);
-    #[doc = concat!(" Position of `", "wq_signature", "`.")]
+    /// Position of `wq_signature`.
     pub const WQ_SIGNATURE: rt::Field = rt::Field::new("wq_signature", 4, 1);
-    #[doc = concat!(" Position of `", "end_padding_mode", "`.")]
+    /// Position of `end_padding_mode`.
     pub const END_PADDING_MODE: rt::Field = rt::Field::new("end_padding_mode", 5, 2);
-    #[doc = concat!(" Position of `", "cd_slave", "`.")]
+    /// Position of `cd_slave`.
     pub const CD_SLAVE: rt::Field = rt::Field::new("cd_slave", 7, 1);
-    #[doc = concat!(" Position of `", "hds_skip_first_sge", "`.")]
+    /// Position of `hds_skip_first_sge`.
     pub const HDS_SKIP_FIRST_SGE: rt::Field = rt::Field::new(
         "hds_skip_first_sge",
         32,
         1,
     );
-    #[doc = concat!(" Position of `", "log2_hds_buf_size", "`.")]
+    /// Position of `log2_hds_buf_size`.
     pub const LOG2_HDS_BUF_SIZE: rt::Field = rt::Field::new("log2_hds_buf_size", 33, 3);
-    #[doc = concat!(" Position of `", "page_offset", "`.")]
+    /// Position of `page_offset`.
     pub const PAGE_OFFSET: rt::Field = rt::Field::new("page_offset", 43, 5);
-    #[doc = concat!(" Position of `", "lwm", "`.")]
+    /// Position of `lwm`.
     pub const LWM: rt::Field = rt::Field::new("lwm", 48, 16);
-    #[doc = concat!(" Position of `", "pd", "`.")]
+    /// Position of `pd`.
     pub const PD: rt::Field = rt::Field::new("pd", 72, 24);
-    #[doc = concat!(" Position of `", "uar_page", "`.")]
+    /// Position of `uar_page`.
     pub const UAR_PAGE: rt::Field = rt::Field::new("uar_page", 104, 24);
-    #[doc = concat!(" Position of `", "dbr_addr", "`.")]
+    /// Position of `dbr_addr`.
     pub const DBR_ADDR: rt::Field = rt::Field::new("dbr_addr", 128, 64);
-    #[doc = concat!(" Position of `", "hw_counter", "`.")]
+    /// Position of `hw_counter`.
     pub const HW_COUNTER: rt::Field = rt::Field::new("hw_counter", 192, 32);
-    #[doc = concat!(" Position of `", "sw_counter", "`.")]
+    /// Position of `sw_counter`.
     pub const SW_COUNTER: rt::Field = rt::Field::new("sw_counter", 224, 32);
-    #[doc = concat!(" Position of `", "log_wq_stride", "`.")]
+    /// Position of `log_wq_stride`.
     pub const LOG_WQ_STRIDE: rt::Field = rt::Field::new("log_wq_stride", 268, 4);
-    #[doc = concat!(" Position of `", "log_wq_pg_sz", "`.")]
+    /// Position of `log_wq_pg_sz`.
     pub const LOG_WQ_PG_SZ: rt::Field = rt::Field::new("log_wq_pg_sz", 275, 5);
-    #[doc = concat!(" Position of `", "log_wq_sz", "`.")]
+    /// Position of `log_wq_sz`.
     pub const LOG_WQ_SZ: rt::Field = rt::Field::new("log_wq_sz", 283, 5);
-    #[doc = concat!(" Position of `", "dbr_umem_valid", "`.")]
+    /// Position of `dbr_umem_valid`.
     pub const DBR_UMEM_VALID: rt::Field = rt::Field::new("dbr_umem_valid", 288, 1);
-    #[doc = concat!(" Position of `", "wq_umem_valid", "`.")]
+    /// Position of `wq_umem_valid`.
     pub const WQ_UMEM_VALID: rt::Field = rt::Field::new("wq_umem_valid", 289, 1);
-    #[doc = concat!(" Position of `", "log_hairpin_num_packets", "`.")]
+    /// Position of `log_hairpin_num_packets`.
     pub const LOG_HAIRPIN_NUM_PACKETS: rt::Field = rt::Field::new(
         "log_hairpin_num_packets",
         291,
         5,
     );
-    #[doc = concat!(" Position of `", "log_hairpin_data_sz", "`.")]
+    /// Position of `log_hairpin_data_sz`.
     pub const LOG_HAIRPIN_DATA_SZ: rt::Field = rt::Field::new(
         "log_hairpin_data_sz",
         299,
         5,
     );
-    #[doc = concat!(" Position of `", "log_wqe_num_of_strides", "`.")]
+    /// Position of `log_wqe_num_of_strides`.
     pub const LOG_WQE_NUM_OF_STRIDES: rt::Field = rt::Field::new(
         "log_wqe_num_of_strides",
         308,
         4,
     );
-    #[doc = concat!(" Position of `", "two_byte_shift_en", "`.")]
+    /// Position of `two_byte_shift_en`.
     pub const TWO_BYTE_SHIFT_EN: rt::Field = rt::Field::new("two_byte_shift_en", 312, 1);
-    #[doc = concat!(" Position of `", "log_wqe_stride_size", "`.")]
+    /// Position of `log_wqe_stride_size`.
     pub const LOG_WQE_STRIDE_SIZE: rt::Field = rt::Field::new(
         "log_wqe_stride_size",
         317,
         3,
     );
-    #[doc = concat!(" Position of `", "dbr_umem_id", "`.")]
+    /// Position of `dbr_umem_id`.
     pub const DBR_UMEM_ID: rt::Field = rt::Field::new("dbr_umem_id", 320, 32);
-    #[doc = concat!(" Position of `", "wq_umem_id", "`.")]
+    /// Position of `wq_umem_id`.
     pub const WQ_UMEM_ID: rt::Field = rt::Field::new("wq_umem_id", 352, 32);
-    #[doc = concat!(" Position of `", "wq_umem_offset", "`.")]
+    /// Position of `wq_umem_offset`.
     pub const WQ_UMEM_OFFSET: rt::Field = rt::Field::new("wq_umem_offset", 384, 64);
-    #[doc = concat!(" Position of `", "headers_mkey", "`.")]
+    /// Position of `headers_mkey`.
     pub const HEADERS_MKEY: rt::Field = rt::Field::new("headers_mkey", 448, 32);
-    #[doc = concat!(" Position of `", "shampo_enable", "`.")]
+    /// Position of `shampo_enable`.
     pub const SHAMPO_ENABLE: rt::Field = rt::Field::new("shampo_enable", 480, 1);
-    #[doc = concat!(" Position of `", "log_reservation_size", "`.")]
+    /// Position of `log_reservation_size`.
     pub const LOG_RESERVATION_SIZE: rt::Field = rt::Field::new(
         "log_reservation_size",
         485,
         3,
     );
-    #[doc = concat!(" Position of `", "log_max_num_of_packets_per_reservation", "`.")]
+    /// Position of `log_max_num_of_packets_per_reservation`.
     pub const LOG_MAX_NUM_OF_PACKETS_PER_RESERVATION: rt::Field = rt::Field::new(
         "log_max_num_of_packets_per_reservation",
         493,
         3,
     );
-    #[doc = concat!(" Position of `", "log_headers_entry_size", "`.")]
+    /// Position of `log_headers_entry_size`.
     pub const LOG_HEADERS_ENTRY_SIZE: rt::Field = rt::Field::new(
         "log_headers_entry_size",
         502,
         2,
     );
-    #[doc = concat!(" Position of `", "log_headers_buffer_entry_num", "`.")]
+    /// Position of `log_headers_buffer_entry_num`.
     pub const LOG_HEADERS_BUFFER_ENTRY_NUM: rt::Field = rt::Field::new(
         "log_headers_buffer_entry_num",
         508,
         4,
     );
-    #[doc = concat!(" Position of `", "pas", "`.")]
+    /// Position of `pas`.
     pub const PAS: rt::Field = rt::Field::new("pas", 1536, 64);
     /// The position of every field of `wq`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -3134,9 +3134,9 @@ crate::__prm_view!(CmdPas, "cmd_pas", 8);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(CmdPas);
 impl CmdPas<[u8; 8]> {
-    #[doc = concat!(" Position of `", "pa_h", "`.")]
+    /// Position of `pa_h`.
     pub const PA_H: rt::Field = rt::Field::new("pa_h", 0, 32);
-    #[doc = concat!(" Position of `", "pa_l", "`.")]
+    /// Position of `pa_l`.
     pub const PA_L: rt::Field = rt::Field::new("pa_l", 32, 20);
     /// The position of every field of `cmd_pas`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::PA_H, Self::PA_L];
@@ -3252,11 +3252,11 @@ crate::__prm_view!(CreateSqOut, "create_sq_out", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(CreateSqOut);
 impl CreateSqOut<[u8; 16]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
-    #[doc = concat!(" Position of `", "sqn", "`.")]
+    /// Position of `sqn`.
     pub const SQN: rt::Field = rt::Field::new("sqn", 72, 24);
     /// The position of every field of `create_sq_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME, Self::SQN];
@@ -3401,19 +3401,19 @@ crate::__prm_view!(ModifySqIn, "modify_sq_in", 272, runs_on);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(ModifySqIn);
 impl ModifySqIn<[u8; 272]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "uid", "`.")]
+    /// Position of `uid`.
     pub const UID: rt::Field = rt::Field::new("uid", 16, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "sq_state", "`.")]
+    /// Position of `sq_state`.
     pub const SQ_STATE: rt::Field = rt::Field::new("sq_state", 64, 4);
-    #[doc = concat!(" Position of `", "sqn", "`.")]
+    /// Position of `sqn`.
     pub const SQN: rt::Field = rt::Field::new("sqn", 72, 24);
-    #[doc = concat!(" Position of `", "modify_bitmask", "`.")]
+    /// Position of `modify_bitmask`.
     pub const MODIFY_BITMASK: rt::Field = rt::Field::new("modify_bitmask", 128, 64);
-    #[doc = concat!(" Position of `", "ctx", "`.")]
+    /// Position of `ctx`.
     pub const CTX: rt::Field = rt::Field::new("ctx", 256, 1920);
     /// The position of every field of `modify_sq_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -3708,9 +3708,9 @@ crate::__prm_view!(ModifySqOut, "modify_sq_out", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(ModifySqOut);
 impl ModifySqOut<[u8; 16]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `modify_sq_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
@@ -3816,13 +3816,13 @@ crate::__prm_view!(DestroySqIn, "destroy_sq_in", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(DestroySqIn);
 impl DestroySqIn<[u8; 16]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "uid", "`.")]
+    /// Position of `uid`.
     pub const UID: rt::Field = rt::Field::new("uid", 16, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "sqn", "`.")]
+    /// Position of `sqn`.
     pub const SQN: rt::Field = rt::Field::new("sqn", 72, 24);
     /// The position of every field of `destroy_sq_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -3992,9 +3992,9 @@ crate::__prm_view!(DestroySqOut, "destroy_sq_out", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(DestroySqOut);
 impl DestroySqOut<[u8; 16]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `destroy_sq_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
@@ -4100,11 +4100,11 @@ crate::__prm_view!(QuerySqIn, "query_sq_in", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(QuerySqIn);
 impl QuerySqIn<[u8; 16]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "sqn", "`.")]
+    /// Position of `sqn`.
     pub const SQN: rt::Field = rt::Field::new("sqn", 72, 24);
     /// The position of every field of `query_sq_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::OPCODE, Self::OP_MOD, Self::SQN];
@@ -4244,11 +4244,11 @@ crate::__prm_view!(QuerySqOut, "query_sq_out", 272, runs_on);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(QuerySqOut);
 impl QuerySqOut<[u8; 272]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
-    #[doc = concat!(" Position of `", "sq_context", "`.")]
+    /// Position of `sq_context`.
     pub const SQ_CONTEXT: rt::Field = rt::Field::new("sq_context", 256, 1920);
     /// The position of every field of `query_sq_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -4398,13 +4398,13 @@ crate::__prm_view!(CreateRqIn, "create_rq_in", 272, runs_on);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(CreateRqIn);
 impl CreateRqIn<[u8; 272]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "uid", "`.")]
+    /// Position of `uid`.
     pub const UID: rt::Field = rt::Field::new("uid", 16, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "ctx", "`.")]
+    /// Position of `ctx`.
     pub const CTX: rt::Field = rt::Field::new("ctx", 256, 1920);
     /// The position of every field of `create_rq_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -4597,59 +4597,59 @@ crate::__prm_view!(Rqc, "rqc", 240, runs_on);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(Rqc);
 impl Rqc<[u8; 240]> {
-    #[doc = concat!(" Position of `", "rlky", "`.")]
+    /// Position of `rlky`.
     pub const RLKY: rt::Field = rt::Field::new("rlky", 0, 1);
-    #[doc = concat!(" Position of `", "delay_drop_en", "`.")]
+    /// Position of `delay_drop_en`.
     pub const DELAY_DROP_EN: rt::Field = rt::Field::new("delay_drop_en", 1, 1);
-    #[doc = concat!(" Position of `", "scatter_fcs", "`.")]
+    /// Position of `scatter_fcs`.
     pub const SCATTER_FCS: rt::Field = rt::Field::new("scatter_fcs", 2, 1);
-    #[doc = concat!(" Position of `", "vsd", "`.")]
+    /// Position of `vsd`.
     pub const VSD: rt::Field = rt::Field::new("vsd", 3, 1);
-    #[doc = concat!(" Position of `", "mem_rq_type", "`.")]
+    /// Position of `mem_rq_type`.
     pub const MEM_RQ_TYPE: rt::Field = rt::Field::new("mem_rq_type", 4, 4);
-    #[doc = concat!(" Position of `", "state", "`.")]
+    /// Position of `state`.
     pub const STATE: rt::Field = rt::Field::new("state", 8, 4);
-    #[doc = concat!(" Position of `", "flush_in_error_en", "`.")]
+    /// Position of `flush_in_error_en`.
     pub const FLUSH_IN_ERROR_EN: rt::Field = rt::Field::new("flush_in_error_en", 13, 1);
-    #[doc = concat!(" Position of `", "hairpin", "`.")]
+    /// Position of `hairpin`.
     pub const HAIRPIN: rt::Field = rt::Field::new("hairpin", 14, 1);
-    #[doc = concat!(" Position of `", "ts_format", "`.")]
+    /// Position of `ts_format`.
     pub const TS_FORMAT: rt::Field = rt::Field::new("ts_format", 26, 2);
-    #[doc = concat!(" Position of `", "user_index", "`.")]
+    /// Position of `user_index`.
     pub const USER_INDEX: rt::Field = rt::Field::new("user_index", 40, 24);
-    #[doc = concat!(" Position of `", "cqn", "`.")]
+    /// Position of `cqn`.
     pub const CQN: rt::Field = rt::Field::new("cqn", 72, 24);
-    #[doc = concat!(" Position of `", "counter_set_id", "`.")]
+    /// Position of `counter_set_id`.
     pub const COUNTER_SET_ID: rt::Field = rt::Field::new("counter_set_id", 96, 8);
-    #[doc = concat!(" Position of `", "rmpn", "`.")]
+    /// Position of `rmpn`.
     pub const RMPN: rt::Field = rt::Field::new("rmpn", 136, 24);
-    #[doc = concat!(" Position of `", "hairpin_peer_sq", "`.")]
+    /// Position of `hairpin_peer_sq`.
     pub const HAIRPIN_PEER_SQ: rt::Field = rt::Field::new("hairpin_peer_sq", 168, 24);
-    #[doc = concat!(" Position of `", "hairpin_peer_vhca", "`.")]
+    /// Position of `hairpin_peer_vhca`.
     pub const HAIRPIN_PEER_VHCA: rt::Field = rt::Field::new(
         "hairpin_peer_vhca",
         208,
         16,
     );
-    #[doc = concat!(" Position of `", "shampo_no_match_alignment_granularity", "`.")]
+    /// Position of `shampo_no_match_alignment_granularity`.
     pub const SHAMPO_NO_MATCH_ALIGNMENT_GRANULARITY: rt::Field = rt::Field::new(
         "shampo_no_match_alignment_granularity",
         294,
         2,
     );
-    #[doc = concat!(" Position of `", "shampo_match_criteria_type", "`.")]
+    /// Position of `shampo_match_criteria_type`.
     pub const SHAMPO_MATCH_CRITERIA_TYPE: rt::Field = rt::Field::new(
         "shampo_match_criteria_type",
         302,
         2,
     );
-    #[doc = concat!(" Position of `", "reservation_timeout", "`.")]
+    /// Position of `reservation_timeout`.
     pub const RESERVATION_TIMEOUT: rt::Field = rt::Field::new(
         "reservation_timeout",
         304,
         16,
     );
-    #[doc = concat!(" Position of `", "wq", "`.")]
+    /// Position of `wq`.
     pub const WQ: rt::Field = rt::Field::new("wq", 384, 1536);
     /// The position of every field of `rqc`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -5459,11 +5459,11 @@ crate::__prm_view!(CreateRqOut, "create_rq_out", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(CreateRqOut);
 impl CreateRqOut<[u8; 16]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
-    #[doc = concat!(" Position of `", "rqn", "`.")]
+    /// Position of `rqn`.
     pub const RQN: rt::Field = rt::Field::new("rqn", 72, 24);
     /// The position of every field of `create_rq_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME, Self::RQN];
@@ -5608,19 +5608,19 @@ crate::__prm_view!(ModifyRqIn, "modify_rq_in", 272, runs_on);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(ModifyRqIn);
 impl ModifyRqIn<[u8; 272]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "uid", "`.")]
+    /// Position of `uid`.
     pub const UID: rt::Field = rt::Field::new("uid", 16, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "rq_state", "`.")]
+    /// Position of `rq_state`.
     pub const RQ_STATE: rt::Field = rt::Field::new("rq_state", 64, 4);
-    #[doc = concat!(" Position of `", "rqn", "`.")]
+    /// Position of `rqn`.
     pub const RQN: rt::Field = rt::Field::new("rqn", 72, 24);
-    #[doc = concat!(" Position of `", "modify_bitmask", "`.")]
+    /// Position of `modify_bitmask`.
     pub const MODIFY_BITMASK: rt::Field = rt::Field::new("modify_bitmask", 128, 64);
-    #[doc = concat!(" Position of `", "ctx", "`.")]
+    /// Position of `ctx`.
     pub const CTX: rt::Field = rt::Field::new("ctx", 256, 1920);
     /// The position of every field of `modify_rq_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -5915,9 +5915,9 @@ crate::__prm_view!(ModifyRqOut, "modify_rq_out", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(ModifyRqOut);
 impl ModifyRqOut<[u8; 16]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `modify_rq_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];
@@ -6023,13 +6023,13 @@ crate::__prm_view!(DestroyRqIn, "destroy_rq_in", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(DestroyRqIn);
 impl DestroyRqIn<[u8; 16]> {
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
-    #[doc = concat!(" Position of `", "uid", "`.")]
+    /// Position of `uid`.
     pub const UID: rt::Field = rt::Field::new("uid", 16, 16);
-    #[doc = concat!(" Position of `", "op_mod", "`.")]
+    /// Position of `op_mod`.
     pub const OP_MOD: rt::Field = rt::Field::new("op_mod", 48, 16);
-    #[doc = concat!(" Position of `", "rqn", "`.")]
+    /// Position of `rqn`.
     pub const RQN: rt::Field = rt::Field::new("rqn", 72, 24);
     /// The position of every field of `destroy_rq_in`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -6199,9 +6199,9 @@ crate::__prm_view!(DestroyRqOut, "destroy_rq_out", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(DestroyRqOut);
 impl DestroyRqOut<[u8; 16]> {
-    #[doc = concat!(" Position of `", "status", "`.")]
+    /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
-    #[doc = concat!(" Position of `", "syndrome", "`.")]
+    /// Position of `syndrome`.
     pub const SYNDROME: rt::Field = rt::Field::new("syndrome", 32, 32);
     /// The position of every field of `destroy_rq_out`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::STATUS, Self::SYNDROME];

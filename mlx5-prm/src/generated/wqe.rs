@@ -382,25 +382,25 @@ crate::__prm_view!(WqeCtrlSeg, "wqe_ctrl_seg", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(WqeCtrlSeg);
 impl WqeCtrlSeg<[u8; 16]> {
-    #[doc = concat!(" Position of `", "opmod", "`.")]
+    /// Position of `opmod`.
     pub const OPMOD: rt::Field = rt::Field::new("opmod", 0, 8);
-    #[doc = concat!(" Position of `", "wqe_index", "`.")]
+    /// Position of `wqe_index`.
     pub const WQE_INDEX: rt::Field = rt::Field::new("wqe_index", 8, 16);
-    #[doc = concat!(" Position of `", "opcode", "`.")]
+    /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 24, 8);
-    #[doc = concat!(" Position of `", "qpn", "`.")]
+    /// Position of `qpn`.
     pub const QPN: rt::Field = rt::Field::new("qpn", 32, 24);
-    #[doc = concat!(" Position of `", "ds", "`.")]
+    /// Position of `ds`.
     pub const DS: rt::Field = rt::Field::new("ds", 58, 6);
-    #[doc = concat!(" Position of `", "signature", "`.")]
+    /// Position of `signature`.
     pub const SIGNATURE: rt::Field = rt::Field::new("signature", 64, 8);
-    #[doc = concat!(" Position of `", "fm", "`.")]
+    /// Position of `fm`.
     pub const FM: rt::Field = rt::Field::new("fm", 88, 3);
-    #[doc = concat!(" Position of `", "ce", "`.")]
+    /// Position of `ce`.
     pub const CE: rt::Field = rt::Field::new("ce", 92, 2);
-    #[doc = concat!(" Position of `", "se", "`.")]
+    /// Position of `se`.
     pub const SE: rt::Field = rt::Field::new("se", 94, 1);
-    #[doc = concat!(" Position of `", "imm", "`.")]
+    /// Position of `imm`.
     pub const IMM: rt::Field = rt::Field::new("imm", 96, 32);
     /// The position of every field of `wqe_ctrl_seg`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -845,57 +845,57 @@ crate::__prm_view!(WqeEthSeg, "wqe_eth_seg", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(WqeEthSeg);
 impl WqeEthSeg<[u8; 16]> {
-    #[doc = concat!(" Position of `", "swp_outer_l4_offset", "`.")]
+    /// Position of `swp_outer_l4_offset`.
     pub const SWP_OUTER_L4_OFFSET: rt::Field = rt::Field::new(
         "swp_outer_l4_offset",
         0,
         8,
     );
-    #[doc = concat!(" Position of `", "swp_outer_l3_offset", "`.")]
+    /// Position of `swp_outer_l3_offset`.
     pub const SWP_OUTER_L3_OFFSET: rt::Field = rt::Field::new(
         "swp_outer_l3_offset",
         8,
         8,
     );
-    #[doc = concat!(" Position of `", "swp_inner_l4_offset", "`.")]
+    /// Position of `swp_inner_l4_offset`.
     pub const SWP_INNER_L4_OFFSET: rt::Field = rt::Field::new(
         "swp_inner_l4_offset",
         16,
         8,
     );
-    #[doc = concat!(" Position of `", "swp_inner_l3_offset", "`.")]
+    /// Position of `swp_inner_l3_offset`.
     pub const SWP_INNER_L3_OFFSET: rt::Field = rt::Field::new(
         "swp_inner_l3_offset",
         24,
         8,
     );
-    #[doc = concat!(" Position of `", "l4_csum", "`.")]
+    /// Position of `l4_csum`.
     pub const L4_CSUM: rt::Field = rt::Field::new("l4_csum", 32, 1);
-    #[doc = concat!(" Position of `", "l3_csum", "`.")]
+    /// Position of `l3_csum`.
     pub const L3_CSUM: rt::Field = rt::Field::new("l3_csum", 33, 1);
-    #[doc = concat!(" Position of `", "l4_inner_csum", "`.")]
+    /// Position of `l4_inner_csum`.
     pub const L4_INNER_CSUM: rt::Field = rt::Field::new("l4_inner_csum", 34, 1);
-    #[doc = concat!(" Position of `", "l3_inner_csum", "`.")]
+    /// Position of `l3_inner_csum`.
     pub const L3_INNER_CSUM: rt::Field = rt::Field::new("l3_inner_csum", 35, 1);
-    #[doc = concat!(" Position of `", "swp_outer_l4_udp", "`.")]
+    /// Position of `swp_outer_l4_udp`.
     pub const SWP_OUTER_L4_UDP: rt::Field = rt::Field::new("swp_outer_l4_udp", 42, 1);
-    #[doc = concat!(" Position of `", "swp_outer_l3_ipv6", "`.")]
+    /// Position of `swp_outer_l3_ipv6`.
     pub const SWP_OUTER_L3_IPV6: rt::Field = rt::Field::new("swp_outer_l3_ipv6", 43, 1);
-    #[doc = concat!(" Position of `", "swp_inner_l4_udp", "`.")]
+    /// Position of `swp_inner_l4_udp`.
     pub const SWP_INNER_L4_UDP: rt::Field = rt::Field::new("swp_inner_l4_udp", 46, 1);
-    #[doc = concat!(" Position of `", "swp_inner_l3_ipv6", "`.")]
+    /// Position of `swp_inner_l3_ipv6`.
     pub const SWP_INNER_L3_IPV6: rt::Field = rt::Field::new("swp_inner_l3_ipv6", 47, 1);
-    #[doc = concat!(" Position of `", "mss", "`.")]
+    /// Position of `mss`.
     pub const MSS: rt::Field = rt::Field::new("mss", 48, 16);
-    #[doc = concat!(" Position of `", "flow_table_metadata", "`.")]
+    /// Position of `flow_table_metadata`.
     pub const FLOW_TABLE_METADATA: rt::Field = rt::Field::new(
         "flow_table_metadata",
         64,
         32,
     );
-    #[doc = concat!(" Position of `", "inline_hdr_sz", "`.")]
+    /// Position of `inline_hdr_sz`.
     pub const INLINE_HDR_SZ: rt::Field = rt::Field::new("inline_hdr_sz", 96, 16);
-    #[doc = concat!(" Position of `", "inline_hdr_start", "`.")]
+    /// Position of `inline_hdr_start`.
     pub const INLINE_HDR_START: rt::Field = rt::Field::new("inline_hdr_start", 112, 16);
     /// The position of every field of `wqe_eth_seg`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -1422,13 +1422,13 @@ crate::__prm_view!(WqeEthSegInsert, "wqe_eth_seg_insert", 4);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(WqeEthSegInsert);
 impl WqeEthSegInsert<[u8; 4]> {
-    #[doc = concat!(" Position of `", "insert_vlan", "`.")]
+    /// Position of `insert_vlan`.
     pub const INSERT_VLAN: rt::Field = rt::Field::new("insert_vlan", 0, 1);
-    #[doc = concat!(" Position of `", "insert_trailer", "`.")]
+    /// Position of `insert_trailer`.
     pub const INSERT_TRAILER: rt::Field = rt::Field::new("insert_trailer", 1, 1);
-    #[doc = concat!(" Position of `", "svlan", "`.")]
+    /// Position of `svlan`.
     pub const SVLAN: rt::Field = rt::Field::new("svlan", 15, 1);
-    #[doc = concat!(" Position of `", "vlan_tci", "`.")]
+    /// Position of `vlan_tci`.
     pub const VLAN_TCI: rt::Field = rt::Field::new("vlan_tci", 16, 16);
     /// The position of every field of `wqe_eth_seg_insert`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -1601,11 +1601,11 @@ crate::__prm_view!(WqeDataSeg, "wqe_data_seg", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(WqeDataSeg);
 impl WqeDataSeg<[u8; 16]> {
-    #[doc = concat!(" Position of `", "byte_count", "`.")]
+    /// Position of `byte_count`.
     pub const BYTE_COUNT: rt::Field = rt::Field::new("byte_count", 0, 32);
-    #[doc = concat!(" Position of `", "lkey", "`.")]
+    /// Position of `lkey`.
     pub const LKEY: rt::Field = rt::Field::new("lkey", 32, 32);
-    #[doc = concat!(" Position of `", "addr", "`.")]
+    /// Position of `addr`.
     pub const ADDR: rt::Field = rt::Field::new("addr", 64, 64);
     /// The position of every field of `wqe_data_seg`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::BYTE_COUNT, Self::LKEY, Self::ADDR];
@@ -1741,9 +1741,9 @@ crate::__prm_view!(WqeRaddrSeg, "wqe_raddr_seg", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(WqeRaddrSeg);
 impl WqeRaddrSeg<[u8; 16]> {
-    #[doc = concat!(" Position of `", "raddr", "`.")]
+    /// Position of `raddr`.
     pub const RADDR: rt::Field = rt::Field::new("raddr", 0, 64);
-    #[doc = concat!(" Position of `", "rkey", "`.")]
+    /// Position of `rkey`.
     pub const RKEY: rt::Field = rt::Field::new("rkey", 64, 32);
     /// The position of every field of `wqe_raddr_seg`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::RADDR, Self::RKEY];
@@ -1850,9 +1850,9 @@ crate::__prm_view!(WqeAtomicSeg, "wqe_atomic_seg", 16);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(WqeAtomicSeg);
 impl WqeAtomicSeg<[u8; 16]> {
-    #[doc = concat!(" Position of `", "swap_add", "`.")]
+    /// Position of `swap_add`.
     pub const SWAP_ADD: rt::Field = rt::Field::new("swap_add", 0, 64);
-    #[doc = concat!(" Position of `", "compare", "`.")]
+    /// Position of `compare`.
     pub const COMPARE: rt::Field = rt::Field::new("compare", 64, 64);
     /// The position of every field of `wqe_atomic_seg`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::SWAP_ADD, Self::COMPARE];
@@ -1963,13 +1963,13 @@ crate::__prm_view!(WqeMaskedAtomicSeg, "wqe_masked_atomic_seg", 32);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(WqeMaskedAtomicSeg);
 impl WqeMaskedAtomicSeg<[u8; 32]> {
-    #[doc = concat!(" Position of `", "swap_add", "`.")]
+    /// Position of `swap_add`.
     pub const SWAP_ADD: rt::Field = rt::Field::new("swap_add", 0, 64);
-    #[doc = concat!(" Position of `", "compare", "`.")]
+    /// Position of `compare`.
     pub const COMPARE: rt::Field = rt::Field::new("compare", 64, 64);
-    #[doc = concat!(" Position of `", "swap_add_mask", "`.")]
+    /// Position of `swap_add_mask`.
     pub const SWAP_ADD_MASK: rt::Field = rt::Field::new("swap_add_mask", 128, 64);
-    #[doc = concat!(" Position of `", "compare_mask", "`.")]
+    /// Position of `compare_mask`.
     pub const COMPARE_MASK: rt::Field = rt::Field::new("compare_mask", 192, 64);
     /// The position of every field of `wqe_masked_atomic_seg`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -2142,11 +2142,11 @@ crate::__prm_view!(WqeInlineSeg, "wqe_inline_seg", 4, runs_on);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(WqeInlineSeg);
 impl WqeInlineSeg<[u8; 4]> {
-    #[doc = concat!(" Position of `", "inline", "`.")]
+    /// Position of `inline`.
     pub const INLINE: rt::Field = rt::Field::new("inline", 0, 1);
-    #[doc = concat!(" Position of `", "byte_count", "`.")]
+    /// Position of `byte_count`.
     pub const BYTE_COUNT: rt::Field = rt::Field::new("byte_count", 22, 10);
-    #[doc = concat!(" Position of `", "data", "`.")]
+    /// Position of `data`.
     pub const DATA: rt::Field = rt::Field::new("data", 32, 8);
     /// The position of every field of `wqe_inline_seg`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[
@@ -2328,9 +2328,9 @@ crate::__prm_view!(RecvWqe, "recv_wqe", 16, runs_on);
 #[cfg(not(feature = "debug"))]
 crate::__prm_raw_debug!(RecvWqe);
 impl RecvWqe<[u8; 16]> {
-    #[doc = concat!(" Position of `", "scatter", "`.")]
+    /// Position of `scatter`.
     pub const SCATTER: rt::Field = rt::Field::new("scatter", 0, 128);
-    #[doc = concat!(" Position of `", "scatter_more", "`.")]
+    /// Position of `scatter_more`.
     pub const SCATTER_MORE: rt::Field = rt::Field::new("scatter_more", 128, 128);
     /// The position of every field of `recv_wqe`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[Self::SCATTER, Self::SCATTER_MORE];
