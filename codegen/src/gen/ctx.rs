@@ -17,10 +17,6 @@ pub struct Ctx {
     /// The attribute to put on `Debug` implementations (empty when unconditional); `None`
     /// when they are not generated.
     pub debug_cfg: Option<TokenStream>,
-    /// The attribute to put on the plain `Debug` (name, length, hex bytes) that stands in
-    /// when the decoding one is not built, so every view has one; `None` when the decoding
-    /// one is always built.
-    pub raw_debug_cfg: Option<TokenStream>,
     /// The same for reflection tables.
     pub reflect_cfg: Option<TokenStream>,
     /// The attribute for the per-layout tables (`FOO_ACCESS`), which both the reflection
@@ -45,11 +41,6 @@ impl Ctx {
             rt_full: quote!(#krate::rt),
             krate,
             debug_cfg: cfg(&config.debug),
-            raw_debug_cfg: match &config.debug {
-                Emit::Never => Some(quote!()),
-                Emit::Always => None,
-                Emit::Feature(f) => Some(quote!(#[cfg(not(feature = #f))])),
-            },
             reflect_cfg: cfg(&config.reflect),
             table_cfg: table_cfg(&config.debug, &config.reflect),
         }

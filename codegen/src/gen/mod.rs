@@ -22,6 +22,7 @@ pub mod state_machines;
 pub mod structs;
 pub mod typestate;
 pub mod unions;
+pub mod views;
 pub mod words;
 
 use crate::ir::Ir;

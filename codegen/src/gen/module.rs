@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 /// Module names the generated code defines or imports itself.
-const RESERVED_MODULES: &[&str] = &["rt", "cmd", "reg"];
+const RESERVED_MODULES: &[&str] = &["rt", "cmd", "reg", "layouts"];
 
 /// Prelude names the generated code uses unqualified; a spec type may not shadow them.
 const RESERVED_TYPES: &[&str] = &[
@@ -61,6 +61,10 @@ pub fn check_names(ir: &Ir) -> Result<(), GenError> {
             )
         })
         .collect();
+    seen.insert(
+        "ViewOf".to_string(),
+        "the generic view type that every layout is an alias of".to_string(),
+    );
     let mut add = |rust: String, what: String| -> Result<(), GenError> {
         match seen.insert(rust.clone(), what.clone()) {
             Some(first) => Err(GenError::NameClash(format!(
@@ -379,11 +383,14 @@ pub fn files(config: &Config, ir: &Ir) -> Result<Vec<GeneratedFile>, GenError> {
             #(pub mod #mods;)*
         }
     };
+    let views = super::views::crate_items(&ctx, ir);
     let command_table = super::commands::table(&ctx, ir);
     let register_table = super::access_registers::table(&ctx, ir);
     let tokens = quote! {
         #declarations
         #(pub use #mods::*;)*
+
+        #views
 
         /// Every command, typed by opcode; and described by value in [`cmd::ALL`].
         pub mod cmd {

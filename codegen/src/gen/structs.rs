@@ -47,7 +47,6 @@ fn field_doc(f: &Field, ir: &Ir) -> TokenStream {
 /// Everything generated for one structure.
 pub fn emit(ctx: &Ctx, ir: &Ir, s: &Struct) -> TokenStream {
     let rt = &ctx.rt;
-    let krate = &ctx.krate;
     let ty = camel(&s.name);
     let name = &s.name;
     let size = usize_lit(s.size);
@@ -68,6 +67,8 @@ pub fn emit(ctx: &Ctx, ir: &Ir, s: &Struct) -> TokenStream {
             "rt"
         ));
     }
+    doc.push(String::new());
+    doc.push(super::views::doc_line(ir.tail_field(s).is_none()));
     layout_table(s, &mut doc);
 
     let mut consts = Vec::new();
@@ -108,18 +109,12 @@ pub fn emit(ctx: &Ctx, ir: &Ir, s: &Struct) -> TokenStream {
         }
     }
 
-    let raw_debug = match &ctx.raw_debug_cfg {
-        Some(cfg) => quote!(#cfg #krate::__prm_raw_debug!(#ty);),
-        None => quote!(),
-    };
     let rname = shouty(&format!("{name}_access"));
-    let debug_impl = match &ctx.debug_cfg {
+    let debug_fn = match &ctx.debug_cfg {
         Some(cfg) => quote! {
             #cfg
-            impl<B: #rt::Bytes> ::core::fmt::Debug for #ty<B> {
-                fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-                    ::core::fmt::Debug::fmt(&#rt::reflect::Decoded::new(&#rname, &self.buf), f)
-                }
+            fn debug<B: #rt::Bytes>(f: &mut ::core::fmt::Formatter<'_>, buf: &B) -> ::core::fmt::Result {
+                ::core::fmt::Debug::fmt(&#rt::reflect::Decoded::new(&#rname, buf), f)
             }
         },
         None => quote!(),
@@ -161,22 +156,19 @@ pub fn emit(ctx: &Ctx, ir: &Ir, s: &Struct) -> TokenStream {
     setters.extend(word_writers);
 
     // A layout whose storage runs on past its fixed part gets no constructors over exactly
-    // `SIZE` bytes (`from_slice`): its trailing elements would be cut off (see `__prm_view`).
-    let view = if ir.tail_field(s).is_some() {
-        quote!(#krate::__prm_view!(#ty, #name, #size, runs_on);)
+    // `SIZE` bytes (`from_slice`): its trailing elements would be cut off (see `FixedLayout`).
+    let fixed = if ir.tail_field(s).is_some() {
+        quote!()
     } else {
-        quote!(#krate::__prm_view!(#ty, #name, #size);)
+        quote!(impl #rt::FixedLayout for layouts::#ty {})
     };
+    let layout = super::views::layout_impl(ctx, &ty, name, &quote!(#size), debug_fn);
     let fields_doc = format!(" The position of every field of `{name}`, by offset.");
     quote! {
         #(#[doc = #doc])*
-        #[derive(Clone, Copy, PartialEq, Eq)]
-        pub struct #ty<B = [u8; #size]> {
-            buf: B,
-        }
-
-        #view
-        #raw_debug
+        pub type #ty<B = [u8; #size]> = ViewOf<layouts::#ty, B>;
+        #layout
+        #fixed
 
         impl #ty<[u8; #size]> {
             #(#consts)*
@@ -198,7 +190,6 @@ pub fn emit(ctx: &Ctx, ir: &Ir, s: &Struct) -> TokenStream {
             #(#setters)*
         }
 
-        #debug_impl
         #table
         #word_items
     }

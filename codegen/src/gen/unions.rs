@@ -11,7 +11,6 @@ use quote::quote;
 /// Everything generated for one union.
 pub fn emit(ctx: &Ctx, ir: &Ir, u: &Union) -> TokenStream {
     let rt = &ctx.rt;
-    let krate = &ctx.krate;
     let ty = camel(&u.name);
     let name = &u.name;
     let size = Literal::usize_unsuffixed(u.size as usize);
@@ -23,6 +22,8 @@ pub fn emit(ctx: &Ctx, ir: &Ir, u: &Union) -> TokenStream {
         " PRM union `{name}`: 0x{:x} bytes, read as one of its members.",
         u.size
     ));
+    doc.push(String::new());
+    doc.push(super::views::doc_line(true));
     if let Some(sel) = &u.selector {
         let shift = if sel.shift > 0 {
             format!(" >> {}", sel.shift)
@@ -157,34 +158,25 @@ pub fn emit(ctx: &Ctx, ir: &Ir, u: &Union) -> TokenStream {
         None => (quote!(), quote!(), quote!()),
     };
 
-    let raw_debug = match &ctx.raw_debug_cfg {
-        Some(cfg) => quote!(#cfg #krate::__prm_raw_debug!(#ty);),
-        None => quote!(),
-    };
     let rname = shouty(&format!("{name}_access"));
-    let debug_impl = match &ctx.debug_cfg {
+    let debug_fn = match &ctx.debug_cfg {
         None => quote!(),
         Some(cfg) => quote! {
             #cfg
-            impl<B: #rt::Bytes> ::core::fmt::Debug for #ty<B> {
-                fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-                    #rt::reflect::debug_union(f, &#rname, &self.buf)
-                }
+            fn debug<B: #rt::Bytes>(f: &mut ::core::fmt::Formatter<'_>, buf: &B) -> ::core::fmt::Result {
+                #rt::reflect::debug_union(f, &#rname, buf)
             }
         },
     };
+    let layout = super::views::layout_impl(ctx, &ty, name, &quote!(#size), debug_fn);
 
     let reflect = reflect_table(ctx, u);
 
     quote! {
         #(#[doc = #doc])*
-        #[derive(Clone, Copy, PartialEq, Eq)]
-        pub struct #ty<B = [u8; #size]> {
-            buf: B,
-        }
-
-        #krate::__prm_view!(#ty, #name, #size);
-        #raw_debug
+        pub type #ty<B = [u8; #size]> = ViewOf<layouts::#ty, B>;
+        #layout
+        impl #rt::FixedLayout for layouts::#ty {}
 
         impl<B: #rt::Bytes> #ty<B> {
             #(#getters)*
@@ -197,7 +189,6 @@ pub fn emit(ctx: &Ctx, ir: &Ir, u: &Union) -> TokenStream {
         }
 
         #ref_enum
-        #debug_impl
         #reflect
     }
 }

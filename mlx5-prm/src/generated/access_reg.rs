@@ -845,6 +845,8 @@ impl ::core::convert::From<PtysConnectorType> for u8 {
 ///
 /// PRM layout `paos_reg`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `swid` |
@@ -854,13 +856,21 @@ impl ::core::convert::From<PtysConnectorType> for u8 {
 /// | 0x04 | 31 | `ase` |
 /// | 0x04 | 30 | `ee` |
 /// | 0x04 | 1:0 | `e` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct PaosReg<B = [u8; 16]> {
-    buf: B,
+pub type PaosReg<B = [u8; 16]> = ViewOf<layouts::PaosReg, B>;
+impl rt::ViewLayout for layouts::PaosReg {
+    const NAME: &'static str = "paos_reg";
+    const TYPE: &'static str = "PaosReg";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&PAOS_REG_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(PaosReg, "paos_reg", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(PaosReg);
+impl rt::FixedLayout for layouts::PaosReg {}
 impl PaosReg<[u8; 16]> {
     /// Position of `swid`.
     pub const SWID: rt::Field = rt::Field::new("swid", 0, 8);
@@ -1029,15 +1039,6 @@ impl<B: rt::BytesMut> PaosReg<B> {
         Ok(())
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for PaosReg<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&PAOS_REG_ACCESS, &self.buf),
-            f,
-        )
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `paos_reg`: what the decoding `Debug` shows and generic tools read.
 pub const PAOS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -1179,6 +1180,8 @@ pub const PAOS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
 ///
 /// PRM layout `ptys_reg`: 0x40 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 30 | `an_disable_admin` |
@@ -1202,13 +1205,21 @@ pub const PAOS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
 /// | 0x28 | 15:0 | `ib_proto_oper` |
 /// | 0x2c | 3:0 | `connector_type` |
 /// | 0x30 | 31:0 | `eth_proto_lp_advertise` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct PtysReg<B = [u8; 64]> {
-    buf: B,
+pub type PtysReg<B = [u8; 64]> = ViewOf<layouts::PtysReg, B>;
+impl rt::ViewLayout for layouts::PtysReg {
+    const NAME: &'static str = "ptys_reg";
+    const TYPE: &'static str = "PtysReg";
+    const SIZE: usize = 64;
+    type Array = [u8; 64];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&PTYS_REG_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(PtysReg, "ptys_reg", 64);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(PtysReg);
+impl rt::FixedLayout for layouts::PtysReg {}
 impl PtysReg<[u8; 64]> {
     /// Position of `an_disable_admin`.
     pub const AN_DISABLE_ADMIN: rt::Field = rt::Field::new("an_disable_admin", 1, 1);
@@ -1631,15 +1642,6 @@ impl<B: rt::BytesMut> PtysReg<B> {
         self.buf.write_be32(48, v)
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for PtysReg<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&PTYS_REG_ACCESS, &self.buf),
-            f,
-        )
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `ptys_reg`: what the decoding `Debug` shows and generic tools read.
 pub const PTYS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -2028,19 +2030,29 @@ pub const PTYS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
 ///
 /// PRM layout `pmtu_reg`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 23:16 | `local_port` |
 /// | 0x04 | 31:16 | `max_mtu` |
 /// | 0x08 | 31:16 | `admin_mtu` |
 /// | 0x0c | 31:16 | `oper_mtu` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct PmtuReg<B = [u8; 16]> {
-    buf: B,
+pub type PmtuReg<B = [u8; 16]> = ViewOf<layouts::PmtuReg, B>;
+impl rt::ViewLayout for layouts::PmtuReg {
+    const NAME: &'static str = "pmtu_reg";
+    const TYPE: &'static str = "PmtuReg";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&PMTU_REG_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(PmtuReg, "pmtu_reg", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(PmtuReg);
+impl rt::FixedLayout for layouts::PmtuReg {}
 impl PmtuReg<[u8; 16]> {
     /// Position of `local_port`.
     pub const LOCAL_PORT: rt::Field = rt::Field::new("local_port", 8, 8);
@@ -2114,15 +2126,6 @@ impl<B: rt::BytesMut> PmtuReg<B> {
     #[inline]
     pub fn set_oper_mtu(&mut self, v: u16) {
         rt::set32(&mut self.buf, 12, 16, 0xffff, u32::from(v))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for PmtuReg<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&PMTU_REG_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -2204,6 +2207,8 @@ pub const PMTU_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
 ///
 /// PRM layout `ppcnt_reg`: 0x100 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `swid` |
@@ -2214,13 +2219,21 @@ pub const PMTU_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
 /// | 0x04 | 11:8 | `plane_ind` |
 /// | 0x04 | 4:0 | `prio_tc` |
 /// | 0x08..0x100 | — | `counter_set` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct PpcntReg<B = [u8; 256]> {
-    buf: B,
+pub type PpcntReg<B = [u8; 256]> = ViewOf<layouts::PpcntReg, B>;
+impl rt::ViewLayout for layouts::PpcntReg {
+    const NAME: &'static str = "ppcnt_reg";
+    const TYPE: &'static str = "PpcntReg";
+    const SIZE: usize = 256;
+    type Array = [u8; 256];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&PPCNT_REG_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(PpcntReg, "ppcnt_reg", 256);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(PpcntReg);
+impl rt::FixedLayout for layouts::PpcntReg {}
 impl PpcntReg<[u8; 256]> {
     /// Position of `swid`.
     pub const SWID: rt::Field = rt::Field::new("swid", 0, 8);
@@ -2400,15 +2413,6 @@ impl<B: rt::BytesMut> PpcntReg<B> {
         EthCntrsGrpDataLayoutAuto::new_unchecked(self.buf.sub_mut(8, 248))
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for PpcntReg<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&PPCNT_REG_ACCESS, &self.buf),
-            f,
-        )
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `ppcnt_reg`: what the decoding `Debug` shows and generic tools read.
 pub const PPCNT_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -2563,6 +2567,8 @@ pub const PPCNT_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
 ///
 /// PRM layout `mcia_reg`: 0x90 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31 | `l` |
@@ -2573,13 +2579,21 @@ pub const PPCNT_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
 /// | 0x04 | 15:0 | `device_address` |
 /// | 0x08 | 15:0 | `size` |
 /// | 0x10..0x90 | — | `dwords` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct MciaReg<B = [u8; 144]> {
-    buf: B,
+pub type MciaReg<B = [u8; 144]> = ViewOf<layouts::MciaReg, B>;
+impl rt::ViewLayout for layouts::MciaReg {
+    const NAME: &'static str = "mcia_reg";
+    const TYPE: &'static str = "MciaReg";
+    const SIZE: usize = 144;
+    type Array = [u8; 144];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&MCIA_REG_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(MciaReg, "mcia_reg", 144);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(MciaReg);
+impl rt::FixedLayout for layouts::MciaReg {}
 impl MciaReg<[u8; 144]> {
     /// Position of `l`.
     pub const L: rt::Field = rt::Field::new("l", 0, 1);
@@ -2719,15 +2733,6 @@ impl<B: rt::BytesMut> MciaReg<B> {
     #[inline]
     pub fn set_dwords(&mut self, v: &[u8; 128]) {
         self.buf.write_bytes(16, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for MciaReg<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&MCIA_REG_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -2871,6 +2876,8 @@ pub const MCIA_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
 ///
 /// PRM layout `pplm_reg`: 0x50 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 23:16 | `local_port` |
@@ -2907,13 +2914,21 @@ pub const MCIA_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
 /// | 0x44 | 15:0 | `fec_override_admin_400g_4x` |
 /// | 0x48 | 31:16 | `fec_override_admin_200g_2x` |
 /// | 0x48 | 15:0 | `fec_override_admin_100g_1x` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct PplmReg<B = [u8; 80]> {
-    buf: B,
+pub type PplmReg<B = [u8; 80]> = ViewOf<layouts::PplmReg, B>;
+impl rt::ViewLayout for layouts::PplmReg {
+    const NAME: &'static str = "pplm_reg";
+    const TYPE: &'static str = "PplmReg";
+    const SIZE: usize = 80;
+    type Array = [u8; 80];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&PPLM_REG_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(PplmReg, "pplm_reg", 80);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(PplmReg);
+impl rt::FixedLayout for layouts::PplmReg {}
 impl PplmReg<[u8; 80]> {
     /// Position of `local_port`.
     pub const LOCAL_PORT: rt::Field = rt::Field::new("local_port", 8, 8);
@@ -3702,15 +3717,6 @@ impl<B: rt::BytesMut> PplmReg<B> {
     #[inline]
     pub fn set_fec_override_admin_100g_1x(&mut self, v: u16) {
         rt::set32(&mut self.buf, 72, 0, 0xffff, u32::from(v))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for PplmReg<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&PPLM_REG_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]

@@ -784,6 +784,8 @@ impl ::core::convert::From<EthWqeInlineModeCap> for u8 {
 ///
 /// PRM layout `query_hca_cap_in`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
@@ -791,13 +793,24 @@ impl ::core::convert::From<EthWqeInlineModeCap> for u8 {
 /// | 0x08 | 31 | `other_function` |
 /// | 0x08 | 30 | `ec_vf_function` |
 /// | 0x08 | 15:0 | `function_id` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct QueryHcaCapIn<B = [u8; 16]> {
-    buf: B,
+pub type QueryHcaCapIn<B = [u8; 16]> = ViewOf<layouts::QueryHcaCapIn, B>;
+impl rt::ViewLayout for layouts::QueryHcaCapIn {
+    const NAME: &'static str = "query_hca_cap_in";
+    const TYPE: &'static str = "QueryHcaCapIn";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QUERY_HCA_CAP_IN_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(QueryHcaCapIn, "query_hca_cap_in", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(QueryHcaCapIn);
+impl rt::FixedLayout for layouts::QueryHcaCapIn {}
 impl QueryHcaCapIn<[u8; 16]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -884,15 +897,6 @@ impl<B: rt::BytesMut> QueryHcaCapIn<B> {
     #[inline]
     pub fn set_function_id(&mut self, v: u16) {
         rt::set32(&mut self.buf, 8, 0, 0xffff, u32::from(v))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for QueryHcaCapIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&QUERY_HCA_CAP_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -995,18 +999,31 @@ pub const QUERY_HCA_CAP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
 ///
 /// PRM layout `query_hca_cap_out`: 0x1010 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
 /// | 0x10..0x1010 | — | `capability` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct QueryHcaCapOut<B = [u8; 4112]> {
-    buf: B,
+pub type QueryHcaCapOut<B = [u8; 4112]> = ViewOf<layouts::QueryHcaCapOut, B>;
+impl rt::ViewLayout for layouts::QueryHcaCapOut {
+    const NAME: &'static str = "query_hca_cap_out";
+    const TYPE: &'static str = "QueryHcaCapOut";
+    const SIZE: usize = 4112;
+    type Array = [u8; 4112];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QUERY_HCA_CAP_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(QueryHcaCapOut, "query_hca_cap_out", 4112);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(QueryHcaCapOut);
+impl rt::FixedLayout for layouts::QueryHcaCapOut {}
 impl QueryHcaCapOut<[u8; 4112]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -1061,15 +1078,6 @@ impl<B: rt::BytesMut> QueryHcaCapOut<B> {
     #[inline]
     pub fn capability_mut(&mut self) -> HcaCapUnion<B::SubMut<'_>> {
         HcaCapUnion::new_unchecked(self.buf.sub_mut(16, 4096))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for QueryHcaCapOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&QUERY_HCA_CAP_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -1138,6 +1146,8 @@ pub const QUERY_HCA_CAP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
 /// General device capabilities (capability type 0), the page every driver reads first. Queried for the maximum and current values during bring-up; a driver changes a few of them with SET_HCA_CAP before INIT_HCA. log_max_* fields hold the base-2 log of a limit.
 ///
 /// PRM layout `cmd_hca_cap`: 0x100 bytes.
+///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
 ///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
@@ -1456,13 +1466,21 @@ pub const QUERY_HCA_CAP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
 /// | 0xec | 12:8 | `log_header_modify_argument_max_alloc` |
 /// | 0xf0 | 63:0 | `vhca_tunnel_commands` |
 /// | 0xf8 | 63:0 | `match_definer_format_supported` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct CmdHcaCap<B = [u8; 256]> {
-    buf: B,
+pub type CmdHcaCap<B = [u8; 256]> = ViewOf<layouts::CmdHcaCap, B>;
+impl rt::ViewLayout for layouts::CmdHcaCap {
+    const NAME: &'static str = "cmd_hca_cap";
+    const TYPE: &'static str = "CmdHcaCap";
+    const SIZE: usize = 256;
+    type Array = [u8; 256];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&CMD_HCA_CAP_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(CmdHcaCap, "cmd_hca_cap", 256);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(CmdHcaCap);
+impl rt::FixedLayout for layouts::CmdHcaCap {}
 impl CmdHcaCap<[u8; 256]> {
     /// Position of `page_request_disable`.
     pub const PAGE_REQUEST_DISABLE: rt::Field = rt::Field::new(
@@ -7407,15 +7425,6 @@ impl<B: rt::BytesMut> CmdHcaCap<B> {
         rt::set64(&mut self.buf, 248, v)
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for CmdHcaCap<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&CMD_HCA_CAP_ACCESS, &self.buf),
-            f,
-        )
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `cmd_hca_cap`: what the decoding `Debug` shows and generic tools read.
 pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -12820,6 +12829,8 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
 ///
 /// PRM layout `per_protocol_networking_offload_caps`: 0x100 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31 | `csum_cap` |
@@ -12860,15 +12871,30 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
 /// | 0x04 | 0 | `tunnel_stateless_geneve_rx` |
 /// | 0x08 | 15:0 | `lro_min_mss_size` |
 /// | 0x30..0x40 | — | `lro_timer_supported_periods[4]` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct PerProtocolNetworkingOffloadCaps<B = [u8; 256]> {
-    buf: B,
+pub type PerProtocolNetworkingOffloadCaps<B = [u8; 256]> = ViewOf<
+    layouts::PerProtocolNetworkingOffloadCaps,
+    B,
+>;
+impl rt::ViewLayout for layouts::PerProtocolNetworkingOffloadCaps {
+    const NAME: &'static str = "per_protocol_networking_offload_caps";
+    const TYPE: &'static str = "PerProtocolNetworkingOffloadCaps";
+    const SIZE: usize = 256;
+    type Array = [u8; 256];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(
+                &PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS,
+                buf,
+            ),
+            f,
+        )
+    }
 }
-crate::__prm_view!(
-    PerProtocolNetworkingOffloadCaps, "per_protocol_networking_offload_caps", 256
-);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(PerProtocolNetworkingOffloadCaps);
+impl rt::FixedLayout for layouts::PerProtocolNetworkingOffloadCaps {}
 impl PerProtocolNetworkingOffloadCaps<[u8; 256]> {
     /// Position of `csum_cap`.
     pub const CSUM_CAP: rt::Field = rt::Field::new("csum_cap", 0, 1);
@@ -13570,18 +13596,6 @@ impl<B: rt::BytesMut> PerProtocolNetworkingOffloadCaps<B> {
         let v = u64::from(v);
         rt::set_bits(&mut self.buf, 384 + i * 32, 32, v);
         Ok(())
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for PerProtocolNetworkingOffloadCaps<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(
-                &PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS,
-                &self.buf,
-            ),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -14351,6 +14365,8 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
 ///
 /// PRM layout `roce_cap`: 0x100 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31 | `roce_apm` |
@@ -14366,13 +14382,21 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
 /// | 0x18 | 31:16 | `r_roce_max_src_udp_port` |
 /// | 0x18 | 15:0 | `r_roce_min_src_udp_port` |
 /// | 0x1c | 15:0 | `roce_address_table_size` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct RoceCap<B = [u8; 256]> {
-    buf: B,
+pub type RoceCap<B = [u8; 256]> = ViewOf<layouts::RoceCap, B>;
+impl rt::ViewLayout for layouts::RoceCap {
+    const NAME: &'static str = "roce_cap";
+    const TYPE: &'static str = "RoceCap";
+    const SIZE: usize = 256;
+    type Array = [u8; 256];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&ROCE_CAP_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(RoceCap, "roce_cap", 256);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(RoceCap);
+impl rt::FixedLayout for layouts::RoceCap {}
 impl RoceCap<[u8; 256]> {
     /// Position of `roce_apm`.
     pub const ROCE_APM: rt::Field = rt::Field::new("roce_apm", 0, 1);
@@ -14637,15 +14661,6 @@ impl<B: rt::BytesMut> RoceCap<B> {
     #[inline]
     pub fn set_roce_address_table_size(&mut self, v: u16) {
         rt::set32(&mut self.buf, 28, 0, 0xffff, u32::from(v))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for RoceCap<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&ROCE_CAP_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -14952,6 +14967,8 @@ pub const ROCE_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
 ///
 /// PRM layout `atomic_caps`: 0x100 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x08 | 31:30 | `atomic_req_8b_endianness_mode` |
@@ -14959,13 +14976,21 @@ pub const ROCE_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
 /// | 0x10 | 15:0 | `atomic_operations` |
 /// | 0x14 | 15:0 | `atomic_size_qp` |
 /// | 0x18 | 15:0 | `atomic_size_dc` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct AtomicCaps<B = [u8; 256]> {
-    buf: B,
+pub type AtomicCaps<B = [u8; 256]> = ViewOf<layouts::AtomicCaps, B>;
+impl rt::ViewLayout for layouts::AtomicCaps {
+    const NAME: &'static str = "atomic_caps";
+    const TYPE: &'static str = "AtomicCaps";
+    const SIZE: usize = 256;
+    type Array = [u8; 256];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&ATOMIC_CAPS_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(AtomicCaps, "atomic_caps", 256);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(AtomicCaps);
+impl rt::FixedLayout for layouts::AtomicCaps {}
 impl AtomicCaps<[u8; 256]> {
     /// Position of `atomic_req_8b_endianness_mode`.
     pub const ATOMIC_REQ_8B_ENDIANNESS_MODE: rt::Field = rt::Field::new(
@@ -15100,15 +15125,6 @@ impl<B: rt::BytesMut> AtomicCaps<B> {
     #[inline]
     pub fn set_atomic_size_dc(&mut self, v: u16) {
         rt::set32(&mut self.buf, 24, 0, 0xffff, u32::from(v))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for AtomicCaps<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&ATOMIC_CAPS_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -15282,6 +15298,8 @@ pub const ATOMIC_CAPS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
 ///
 /// PRM layout `set_hca_cap_in`: 0x1010 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
@@ -15290,13 +15308,24 @@ pub const ATOMIC_CAPS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
 /// | 0x08 | 30 | `ec_vf_function` |
 /// | 0x08 | 15:0 | `function_id` |
 /// | 0x10..0x1010 | — | `capability` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct SetHcaCapIn<B = [u8; 4112]> {
-    buf: B,
+pub type SetHcaCapIn<B = [u8; 4112]> = ViewOf<layouts::SetHcaCapIn, B>;
+impl rt::ViewLayout for layouts::SetHcaCapIn {
+    const NAME: &'static str = "set_hca_cap_in";
+    const TYPE: &'static str = "SetHcaCapIn";
+    const SIZE: usize = 4112;
+    type Array = [u8; 4112];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&SET_HCA_CAP_IN_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(SetHcaCapIn, "set_hca_cap_in", 4112);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(SetHcaCapIn);
+impl rt::FixedLayout for layouts::SetHcaCapIn {}
 impl SetHcaCapIn<[u8; 4112]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -15398,15 +15427,6 @@ impl<B: rt::BytesMut> SetHcaCapIn<B> {
     #[inline]
     pub fn capability_mut(&mut self) -> HcaCapUnion<B::SubMut<'_>> {
         HcaCapUnion::new_unchecked(self.buf.sub_mut(16, 4096))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for SetHcaCapIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&SET_HCA_CAP_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -15525,17 +15545,30 @@ pub const SET_HCA_CAP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
 ///
 /// PRM layout `set_hca_cap_out`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct SetHcaCapOut<B = [u8; 16]> {
-    buf: B,
+pub type SetHcaCapOut<B = [u8; 16]> = ViewOf<layouts::SetHcaCapOut, B>;
+impl rt::ViewLayout for layouts::SetHcaCapOut {
+    const NAME: &'static str = "set_hca_cap_out";
+    const TYPE: &'static str = "SetHcaCapOut";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&SET_HCA_CAP_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(SetHcaCapOut, "set_hca_cap_out", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(SetHcaCapOut);
+impl rt::FixedLayout for layouts::SetHcaCapOut {}
 impl SetHcaCapOut<[u8; 16]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -15572,15 +15605,6 @@ impl<B: rt::BytesMut> SetHcaCapOut<B> {
     #[inline]
     pub fn set_syndrome(&mut self, v: u32) {
         self.buf.write_be32(4, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for SetHcaCapOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&SET_HCA_CAP_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -15631,14 +15655,24 @@ pub const SET_HCA_CAP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
 /// The 4 KiB capability page carried by QUERY_HCA_CAP and SET_HCA_CAP. The member follows the capability type in op_mod bits 15:1; the general, Ethernet-offload, atomic, RoCE and NIC flow-table pages are described here.
 ///
 /// PRM union `hca_cap_union`: 0x1000 bytes, read as one of its members.
+///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
 /// The member is picked by `query_hca_cap_in.op_mod >> 1`.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct HcaCapUnion<B = [u8; 4096]> {
-    buf: B,
+pub type HcaCapUnion<B = [u8; 4096]> = ViewOf<layouts::HcaCapUnion, B>;
+impl rt::ViewLayout for layouts::HcaCapUnion {
+    const NAME: &'static str = "hca_cap_union";
+    const TYPE: &'static str = "HcaCapUnion";
+    const SIZE: usize = 4096;
+    type Array = [u8; 4096];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        rt::reflect::debug_union(f, &HCA_CAP_UNION_ACCESS, buf)
+    }
 }
-crate::__prm_view!(HcaCapUnion, "hca_cap_union", 4096);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(HcaCapUnion);
+impl rt::FixedLayout for layouts::HcaCapUnion {}
 impl<B: rt::Bytes> HcaCapUnion<B> {
     /// General capabilities.
     /// The bytes read as `cmd_hca_cap`. Selected by 0x0.
@@ -15775,12 +15809,6 @@ pub enum HcaCapUnionRef<S> {
     RoceCap(RoceCap<S>),
     #[allow(missing_docs)]
     FlowTableNicCap(FlowTableNicCap<S>),
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for HcaCapUnion<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        rt::reflect::debug_union(f, &HCA_CAP_UNION_ACCESS, &self.buf)
-    }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// The members of union `hca_cap_union` and the field that selects one: what the decoding `Debug` and generic tools read.

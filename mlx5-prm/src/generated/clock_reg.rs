@@ -328,6 +328,8 @@ impl ::core::convert::From<MtppseEventMode> for u8 {
 ///
 /// PRM layout `mtutc_reg`: 0x1c bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 26:24 | `freq_adj_units` |
@@ -337,13 +339,21 @@ impl ::core::convert::From<MtppseEventMode> for u8 {
 /// | 0x10 | 31:0 | `utc_sec` |
 /// | 0x14 | 29:0 | `utc_nsec` |
 /// | 0x18 | 31:0 | `time_adjustment` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct MtutcReg<B = [u8; 28]> {
-    buf: B,
+pub type MtutcReg<B = [u8; 28]> = ViewOf<layouts::MtutcReg, B>;
+impl rt::ViewLayout for layouts::MtutcReg {
+    const NAME: &'static str = "mtutc_reg";
+    const TYPE: &'static str = "MtutcReg";
+    const SIZE: usize = 28;
+    type Array = [u8; 28];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&MTUTC_REG_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(MtutcReg, "mtutc_reg", 28);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(MtutcReg);
+impl rt::FixedLayout for layouts::MtutcReg {}
 impl MtutcReg<[u8; 28]> {
     /// Position of `freq_adj_units`.
     pub const FREQ_ADJ_UNITS: rt::Field = rt::Field::new("freq_adj_units", 5, 3);
@@ -534,15 +544,6 @@ impl<B: rt::BytesMut> MtutcReg<B> {
         self.buf.write_be32(24, v)
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for MtutcReg<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&MTUTC_REG_ACCESS, &self.buf),
-            f,
-        )
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `mtutc_reg`: what the decoding `Debug` shows and generic tools read.
 pub const MTUTC_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -687,6 +688,8 @@ pub const MTUTC_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
 ///
 /// PRM layout `mtpps_reg`: 0x3c bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 19:16 | `cap_number_of_pps_pins` |
@@ -713,13 +716,21 @@ pub const MTUTC_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
 /// | 0x30 | 31:16 | `out_pulse_duration` |
 /// | 0x30 | 15:0 | `out_periodic_adjustment` |
 /// | 0x34 | 31:0 | `enhanced_out_periodic_adjustment` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct MtppsReg<B = [u8; 60]> {
-    buf: B,
+pub type MtppsReg<B = [u8; 60]> = ViewOf<layouts::MtppsReg, B>;
+impl rt::ViewLayout for layouts::MtppsReg {
+    const NAME: &'static str = "mtpps_reg";
+    const TYPE: &'static str = "MtppsReg";
+    const SIZE: usize = 60;
+    type Array = [u8; 60];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&MTPPS_REG_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(MtppsReg, "mtpps_reg", 60);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(MtppsReg);
+impl rt::FixedLayout for layouts::MtppsReg {}
 impl MtppsReg<[u8; 60]> {
     /// Position of `cap_number_of_pps_pins`.
     pub const CAP_NUMBER_OF_PPS_PINS: rt::Field = rt::Field::new(
@@ -1325,15 +1336,6 @@ impl<B: rt::BytesMut> MtppsReg<B> {
         self.buf.write_be32(52, v)
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for MtppsReg<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&MTPPS_REG_ACCESS, &self.buf),
-            f,
-        )
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `mtpps_reg`: what the decoding `Debug` shows and generic tools read.
 pub const MTPPS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -1769,18 +1771,28 @@ pub const MTPPS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
 ///
 /// PRM layout `mtppse_reg`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 7:0 | `pin` |
 /// | 0x04 | 31 | `event_arm` |
 /// | 0x04 | 3:0 | `event_generation_mode` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct MtppseReg<B = [u8; 16]> {
-    buf: B,
+pub type MtppseReg<B = [u8; 16]> = ViewOf<layouts::MtppseReg, B>;
+impl rt::ViewLayout for layouts::MtppseReg {
+    const NAME: &'static str = "mtppse_reg";
+    const TYPE: &'static str = "MtppseReg";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&MTPPSE_REG_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(MtppseReg, "mtppse_reg", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(MtppseReg);
+impl rt::FixedLayout for layouts::MtppseReg {}
 impl MtppseReg<[u8; 16]> {
     /// Position of `pin`.
     pub const PIN: rt::Field = rt::Field::new("pin", 24, 8);
@@ -1866,15 +1878,6 @@ impl<B: rt::BytesMut> MtppseReg<B> {
         rt::check_fits("event_generation_mode", u64::from(v), 0xf)?;
         self.set_event_generation_mode_raw(v);
         Ok(())
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for MtppseReg<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&MTPPSE_REG_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]

@@ -353,6 +353,8 @@ impl ::core::convert::From<CmdStatus> for u8 {
 ///
 /// PRM layout `cmd_queue_entry`: 0x40 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `type` |
@@ -368,13 +370,24 @@ impl ::core::convert::From<CmdStatus> for u8 {
 /// | 0x3c | 23:16 | `signature` |
 /// | 0x3c | 7:1 | `status` |
 /// | 0x3c | 0 | `ownership` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct CmdQueueEntry<B = [u8; 64]> {
-    buf: B,
+pub type CmdQueueEntry<B = [u8; 64]> = ViewOf<layouts::CmdQueueEntry, B>;
+impl rt::ViewLayout for layouts::CmdQueueEntry {
+    const NAME: &'static str = "cmd_queue_entry";
+    const TYPE: &'static str = "CmdQueueEntry";
+    const SIZE: usize = 64;
+    type Array = [u8; 64];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&CMD_QUEUE_ENTRY_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(CmdQueueEntry, "cmd_queue_entry", 64);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(CmdQueueEntry);
+impl rt::FixedLayout for layouts::CmdQueueEntry {}
 impl CmdQueueEntry<[u8; 64]> {
     /// Position of `type`.
     pub const TYPE: rt::Field = rt::Field::new("type", 0, 8);
@@ -681,15 +694,6 @@ impl<B: rt::BytesMut> CmdQueueEntry<B> {
         rt::set32(&mut self.buf, 60, 0, 0x1, u32::from(u8::from(v)))
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for CmdQueueEntry<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&CMD_QUEUE_ENTRY_ACCESS, &self.buf),
-            f,
-        )
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `cmd_queue_entry`: what the decoding `Debug` shows and generic tools read.
 pub const CMD_QUEUE_ENTRY_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -926,6 +930,8 @@ pub const CMD_QUEUE_ENTRY_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
 ///
 /// PRM layout `cmd_if_box`: 0x240 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00..0x200 | — | `mailbox_data` |
@@ -935,13 +941,21 @@ pub const CMD_QUEUE_ENTRY_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
 /// | 0x23c | 23:16 | `token` |
 /// | 0x23c | 15:8 | `ctrl_signature` |
 /// | 0x23c | 7:0 | `signature` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct CmdIfBox<B = [u8; 576]> {
-    buf: B,
+pub type CmdIfBox<B = [u8; 576]> = ViewOf<layouts::CmdIfBox, B>;
+impl rt::ViewLayout for layouts::CmdIfBox {
+    const NAME: &'static str = "cmd_if_box";
+    const TYPE: &'static str = "CmdIfBox";
+    const SIZE: usize = 576;
+    type Array = [u8; 576];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&CMD_IF_BOX_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(CmdIfBox, "cmd_if_box", 576);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(CmdIfBox);
+impl rt::FixedLayout for layouts::CmdIfBox {}
 impl CmdIfBox<[u8; 576]> {
     /// Position of `mailbox_data`.
     pub const MAILBOX_DATA: rt::Field = rt::Field::new("mailbox_data", 0, 4096);
@@ -1087,15 +1101,6 @@ impl<B: rt::BytesMut> CmdIfBox<B> {
         rt::set32(&mut self.buf, 572, 0, 0xff, u32::from(v))
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for CmdIfBox<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&CMD_IF_BOX_ACCESS, &self.buf),
-            f,
-        )
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `cmd_if_box`: what the decoding `Debug` shows and generic tools read.
 pub const CMD_IF_BOX_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -1237,18 +1242,27 @@ pub const CMD_IF_BOX_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
 ///
 /// PRM layout `cmd_in`: 0x8 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
 /// | 0x04 | 15:0 | `op_mod` |
 /// | 0x08 | … | `command[]` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct CmdIn<B = [u8; 8]> {
-    buf: B,
+pub type CmdIn<B = [u8; 8]> = ViewOf<layouts::CmdIn, B>;
+impl rt::ViewLayout for layouts::CmdIn {
+    const NAME: &'static str = "cmd_in";
+    const TYPE: &'static str = "CmdIn";
+    const SIZE: usize = 8;
+    type Array = [u8; 8];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&CMD_IN_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(CmdIn, "cmd_in", 8, runs_on);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(CmdIn);
 impl CmdIn<[u8; 8]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -1341,12 +1355,6 @@ impl<B: rt::BytesMut> CmdIn<B> {
         Ok(())
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for CmdIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&CMD_IN_ACCESS, &self.buf), f)
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `cmd_in`: what the decoding `Debug` shows and generic tools read.
 pub const CMD_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -1411,18 +1419,28 @@ pub const CMD_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
 ///
 /// PRM layout `cmd_out`: 0xc bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
 /// | 0x08 | 31:0 | `command_output` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct CmdOut<B = [u8; 12]> {
-    buf: B,
+pub type CmdOut<B = [u8; 12]> = ViewOf<layouts::CmdOut, B>;
+impl rt::ViewLayout for layouts::CmdOut {
+    const NAME: &'static str = "cmd_out";
+    const TYPE: &'static str = "CmdOut";
+    const SIZE: usize = 12;
+    type Array = [u8; 12];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&CMD_OUT_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(CmdOut, "cmd_out", 12);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(CmdOut);
+impl rt::FixedLayout for layouts::CmdOut {}
 impl CmdOut<[u8; 12]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -1493,15 +1511,6 @@ impl<B: rt::BytesMut> CmdOut<B> {
     #[inline]
     pub fn set_command_output(&mut self, v: u32) {
         self.buf.write_be32(8, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for CmdOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&CMD_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]

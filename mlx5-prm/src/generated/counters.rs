@@ -10,18 +10,31 @@ use crate::rt::{self, Bytes as _, BytesMut as _};
 ///
 /// PRM layout `alloc_q_counter_in`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
 /// | 0x00 | 15:0 | `uid` |
 /// | 0x04 | 15:0 | `op_mod` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct AllocQCounterIn<B = [u8; 16]> {
-    buf: B,
+pub type AllocQCounterIn<B = [u8; 16]> = ViewOf<layouts::AllocQCounterIn, B>;
+impl rt::ViewLayout for layouts::AllocQCounterIn {
+    const NAME: &'static str = "alloc_q_counter_in";
+    const TYPE: &'static str = "AllocQCounterIn";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&ALLOC_Q_COUNTER_IN_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(AllocQCounterIn, "alloc_q_counter_in", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(AllocQCounterIn);
+impl rt::FixedLayout for layouts::AllocQCounterIn {}
 impl AllocQCounterIn<[u8; 16]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -70,15 +83,6 @@ impl<B: rt::BytesMut> AllocQCounterIn<B> {
     #[inline]
     pub fn set_op_mod(&mut self, v: u16) {
         rt::set32(&mut self.buf, 4, 0, 0xffff, u32::from(v))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for AllocQCounterIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&ALLOC_Q_COUNTER_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -147,18 +151,31 @@ pub const ALLOC_Q_COUNTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
 ///
 /// PRM layout `alloc_q_counter_out`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
 /// | 0x08 | 7:0 | `counter_set_id` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct AllocQCounterOut<B = [u8; 16]> {
-    buf: B,
+pub type AllocQCounterOut<B = [u8; 16]> = ViewOf<layouts::AllocQCounterOut, B>;
+impl rt::ViewLayout for layouts::AllocQCounterOut {
+    const NAME: &'static str = "alloc_q_counter_out";
+    const TYPE: &'static str = "AllocQCounterOut";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&ALLOC_Q_COUNTER_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(AllocQCounterOut, "alloc_q_counter_out", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(AllocQCounterOut);
+impl rt::FixedLayout for layouts::AllocQCounterOut {}
 impl AllocQCounterOut<[u8; 16]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -213,15 +230,6 @@ impl<B: rt::BytesMut> AllocQCounterOut<B> {
     #[inline]
     pub fn set_counter_set_id(&mut self, v: u8) {
         rt::set32(&mut self.buf, 8, 0, 0xff, u32::from(v))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for AllocQCounterOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&ALLOC_Q_COUNTER_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -290,18 +298,31 @@ pub const ALLOC_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
 ///
 /// PRM layout `dealloc_q_counter_in`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
 /// | 0x04 | 15:0 | `op_mod` |
 /// | 0x08 | 7:0 | `counter_set_id` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct DeallocQCounterIn<B = [u8; 16]> {
-    buf: B,
+pub type DeallocQCounterIn<B = [u8; 16]> = ViewOf<layouts::DeallocQCounterIn, B>;
+impl rt::ViewLayout for layouts::DeallocQCounterIn {
+    const NAME: &'static str = "dealloc_q_counter_in";
+    const TYPE: &'static str = "DeallocQCounterIn";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DEALLOC_Q_COUNTER_IN_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(DeallocQCounterIn, "dealloc_q_counter_in", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(DeallocQCounterIn);
+impl rt::FixedLayout for layouts::DeallocQCounterIn {}
 impl DeallocQCounterIn<[u8; 16]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -356,15 +377,6 @@ impl<B: rt::BytesMut> DeallocQCounterIn<B> {
     #[inline]
     pub fn set_counter_set_id(&mut self, v: u8) {
         rt::set32(&mut self.buf, 8, 0, 0xff, u32::from(v))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for DeallocQCounterIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&DEALLOC_Q_COUNTER_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -433,17 +445,30 @@ pub const DEALLOC_Q_COUNTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
 ///
 /// PRM layout `dealloc_q_counter_out`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct DeallocQCounterOut<B = [u8; 16]> {
-    buf: B,
+pub type DeallocQCounterOut<B = [u8; 16]> = ViewOf<layouts::DeallocQCounterOut, B>;
+impl rt::ViewLayout for layouts::DeallocQCounterOut {
+    const NAME: &'static str = "dealloc_q_counter_out";
+    const TYPE: &'static str = "DeallocQCounterOut";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DEALLOC_Q_COUNTER_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(DeallocQCounterOut, "dealloc_q_counter_out", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(DeallocQCounterOut);
+impl rt::FixedLayout for layouts::DeallocQCounterOut {}
 impl DeallocQCounterOut<[u8; 16]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -480,15 +505,6 @@ impl<B: rt::BytesMut> DeallocQCounterOut<B> {
     #[inline]
     pub fn set_syndrome(&mut self, v: u32) {
         self.buf.write_be32(4, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for DeallocQCounterOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&DEALLOC_Q_COUNTER_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -540,6 +556,8 @@ pub const DEALLOC_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
 ///
 /// PRM layout `query_q_counter_in`: 0x20 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
@@ -549,13 +567,24 @@ pub const DEALLOC_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
 /// | 0x18 | 31 | `clear` |
 /// | 0x18 | 30 | `aggregate` |
 /// | 0x1c | 7:0 | `counter_set_id` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct QueryQCounterIn<B = [u8; 32]> {
-    buf: B,
+pub type QueryQCounterIn<B = [u8; 32]> = ViewOf<layouts::QueryQCounterIn, B>;
+impl rt::ViewLayout for layouts::QueryQCounterIn {
+    const NAME: &'static str = "query_q_counter_in";
+    const TYPE: &'static str = "QueryQCounterIn";
+    const SIZE: usize = 32;
+    type Array = [u8; 32];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QUERY_Q_COUNTER_IN_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(QueryQCounterIn, "query_q_counter_in", 32);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(QueryQCounterIn);
+impl rt::FixedLayout for layouts::QueryQCounterIn {}
 impl QueryQCounterIn<[u8; 32]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -668,15 +697,6 @@ impl<B: rt::BytesMut> QueryQCounterIn<B> {
     #[inline]
     pub fn set_counter_set_id(&mut self, v: u8) {
         rt::set32(&mut self.buf, 28, 0, 0xff, u32::from(v))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for QueryQCounterIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&QUERY_Q_COUNTER_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -822,6 +842,8 @@ pub const QUERY_Q_COUNTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
 ///
 /// PRM layout `query_q_counter_out`: 0x100 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
@@ -862,13 +884,24 @@ pub const QUERY_Q_COUNTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
 /// | 0xd0 | 31:0 | `roce_slow_restart` |
 /// | 0xd4 | 31:0 | `roce_slow_restart_cnps` |
 /// | 0xd8 | 31:0 | `roce_slow_restart_trans` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct QueryQCounterOut<B = [u8; 256]> {
-    buf: B,
+pub type QueryQCounterOut<B = [u8; 256]> = ViewOf<layouts::QueryQCounterOut, B>;
+impl rt::ViewLayout for layouts::QueryQCounterOut {
+    const NAME: &'static str = "query_q_counter_out";
+    const TYPE: &'static str = "QueryQCounterOut";
+    const SIZE: usize = 256;
+    type Array = [u8; 256];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QUERY_Q_COUNTER_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(QueryQCounterOut, "query_q_counter_out", 256);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(QueryQCounterOut);
+impl rt::FixedLayout for layouts::QueryQCounterOut {}
 impl QueryQCounterOut<[u8; 256]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -1488,15 +1521,6 @@ impl<B: rt::BytesMut> QueryQCounterOut<B> {
     #[inline]
     pub fn set_roce_slow_restart_trans(&mut self, v: u32) {
         self.buf.write_be32(216, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for QueryQCounterOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&QUERY_Q_COUNTER_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -2188,6 +2212,8 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
 ///
 /// PRM layout `query_vport_counter_in`: 0x20 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
@@ -2196,13 +2222,24 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
 /// | 0x08 | 19:16 | `port_num` |
 /// | 0x08 | 15:0 | `vport_number` |
 /// | 0x18 | 31 | `clear` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct QueryVportCounterIn<B = [u8; 32]> {
-    buf: B,
+pub type QueryVportCounterIn<B = [u8; 32]> = ViewOf<layouts::QueryVportCounterIn, B>;
+impl rt::ViewLayout for layouts::QueryVportCounterIn {
+    const NAME: &'static str = "query_vport_counter_in";
+    const TYPE: &'static str = "QueryVportCounterIn";
+    const SIZE: usize = 32;
+    type Array = [u8; 32];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QUERY_VPORT_COUNTER_IN_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(QueryVportCounterIn, "query_vport_counter_in", 32);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(QueryVportCounterIn);
+impl rt::FixedLayout for layouts::QueryVportCounterIn {}
 impl QueryVportCounterIn<[u8; 32]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -2308,15 +2345,6 @@ impl<B: rt::BytesMut> QueryVportCounterIn<B> {
     #[inline]
     pub fn set_clear(&mut self, v: bool) {
         rt::set32(&mut self.buf, 24, 31, 0x1, u32::from(u8::from(v)))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for QueryVportCounterIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&QUERY_VPORT_COUNTER_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -2445,17 +2473,30 @@ pub const QUERY_VPORT_COUNTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect
 ///
 /// PRM layout `traffic_counter`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 63:0 | `packets` |
 /// | 0x08 | 63:0 | `octets` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct TrafficCounter<B = [u8; 16]> {
-    buf: B,
+pub type TrafficCounter<B = [u8; 16]> = ViewOf<layouts::TrafficCounter, B>;
+impl rt::ViewLayout for layouts::TrafficCounter {
+    const NAME: &'static str = "traffic_counter";
+    const TYPE: &'static str = "TrafficCounter";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&TRAFFIC_COUNTER_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(TrafficCounter, "traffic_counter", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(TrafficCounter);
+impl rt::FixedLayout for layouts::TrafficCounter {}
 impl TrafficCounter<[u8; 16]> {
     /// Position of `packets`.
     pub const PACKETS: rt::Field = rt::Field::new("packets", 0, 64);
@@ -2492,15 +2533,6 @@ impl<B: rt::BytesMut> TrafficCounter<B> {
     #[inline]
     pub fn set_octets(&mut self, v: u64) {
         rt::set64(&mut self.buf, 8, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for TrafficCounter<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&TRAFFIC_COUNTER_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -2552,6 +2584,8 @@ pub const TRAFFIC_COUNTER_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
 ///
 /// PRM layout `query_vport_counter_out`: 0x210 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
@@ -2569,13 +2603,24 @@ pub const TRAFFIC_COUNTER_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
 /// | 0xb0..0xc0 | — | `received_eth_multicast` |
 /// | 0xc0..0xd0 | — | `transmitted_eth_multicast` |
 /// | 0xd0..0xe0 | — | `local_loopback` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct QueryVportCounterOut<B = [u8; 528]> {
-    buf: B,
+pub type QueryVportCounterOut<B = [u8; 528]> = ViewOf<layouts::QueryVportCounterOut, B>;
+impl rt::ViewLayout for layouts::QueryVportCounterOut {
+    const NAME: &'static str = "query_vport_counter_out";
+    const TYPE: &'static str = "QueryVportCounterOut";
+    const SIZE: usize = 528;
+    type Array = [u8; 528];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QUERY_VPORT_COUNTER_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(QueryVportCounterOut, "query_vport_counter_out", 528);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(QueryVportCounterOut);
+impl rt::FixedLayout for layouts::QueryVportCounterOut {}
 impl QueryVportCounterOut<[u8; 528]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -2824,15 +2869,6 @@ impl<B: rt::BytesMut> QueryVportCounterOut<B> {
     #[inline]
     pub fn local_loopback_mut(&mut self) -> TrafficCounter<B::SubMut<'_>> {
         TrafficCounter::new_unchecked(self.buf.sub_mut(208, 16))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for QueryVportCounterOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&QUERY_VPORT_COUNTER_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -3186,19 +3222,32 @@ pub const QUERY_VPORT_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflec
 ///
 /// PRM layout `query_vnic_env_in`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
 /// | 0x04 | 15:0 | `op_mod` |
 /// | 0x08 | 31 | `other_vport` |
 /// | 0x08 | 15:0 | `vport_number` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct QueryVnicEnvIn<B = [u8; 16]> {
-    buf: B,
+pub type QueryVnicEnvIn<B = [u8; 16]> = ViewOf<layouts::QueryVnicEnvIn, B>;
+impl rt::ViewLayout for layouts::QueryVnicEnvIn {
+    const NAME: &'static str = "query_vnic_env_in";
+    const TYPE: &'static str = "QueryVnicEnvIn";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QUERY_VNIC_ENV_IN_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(QueryVnicEnvIn, "query_vnic_env_in", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(QueryVnicEnvIn);
+impl rt::FixedLayout for layouts::QueryVnicEnvIn {}
 impl QueryVnicEnvIn<[u8; 16]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -3266,15 +3315,6 @@ impl<B: rt::BytesMut> QueryVnicEnvIn<B> {
     #[inline]
     pub fn set_vport_number(&mut self, v: u16) {
         rt::set32(&mut self.buf, 8, 0, 0xffff, u32::from(v))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for QueryVnicEnvIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&QUERY_VNIC_ENV_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -3360,18 +3400,31 @@ pub const QUERY_VNIC_ENV_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
 ///
 /// PRM layout `query_vnic_env_out`: 0x210 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
 /// | 0x10..0x210 | — | `vport_env` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct QueryVnicEnvOut<B = [u8; 528]> {
-    buf: B,
+pub type QueryVnicEnvOut<B = [u8; 528]> = ViewOf<layouts::QueryVnicEnvOut, B>;
+impl rt::ViewLayout for layouts::QueryVnicEnvOut {
+    const NAME: &'static str = "query_vnic_env_out";
+    const TYPE: &'static str = "QueryVnicEnvOut";
+    const SIZE: usize = 528;
+    type Array = [u8; 528];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QUERY_VNIC_ENV_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(QueryVnicEnvOut, "query_vnic_env_out", 528);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(QueryVnicEnvOut);
+impl rt::FixedLayout for layouts::QueryVnicEnvOut {}
 impl QueryVnicEnvOut<[u8; 528]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -3426,15 +3479,6 @@ impl<B: rt::BytesMut> QueryVnicEnvOut<B> {
     #[inline]
     pub fn vport_env_mut(&mut self) -> VnicDiagnosticStatistics<B::SubMut<'_>> {
         VnicDiagnosticStatistics::new_unchecked(self.buf.sub_mut(16, 512))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for QueryVnicEnvOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&QUERY_VNIC_ENV_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -3504,6 +3548,8 @@ pub const QUERY_VNIC_ENV_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
 ///
 /// PRM layout `vnic_diagnostic_statistics`: 0x200 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:0 | `counter_error_queues` |
@@ -3521,13 +3567,27 @@ pub const QUERY_VNIC_ENV_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
 /// | 0x44 | 31:0 | `eth_wqe_too_small` |
 /// | 0x60 | 63:0 | `generated_pkt_steering_fail` |
 /// | 0x68 | 63:0 | `handled_pkt_steering_fail` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct VnicDiagnosticStatistics<B = [u8; 512]> {
-    buf: B,
+pub type VnicDiagnosticStatistics<B = [u8; 512]> = ViewOf<
+    layouts::VnicDiagnosticStatistics,
+    B,
+>;
+impl rt::ViewLayout for layouts::VnicDiagnosticStatistics {
+    const NAME: &'static str = "vnic_diagnostic_statistics";
+    const TYPE: &'static str = "VnicDiagnosticStatistics";
+    const SIZE: usize = 512;
+    type Array = [u8; 512];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&VNIC_DIAGNOSTIC_STATISTICS_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(VnicDiagnosticStatistics, "vnic_diagnostic_statistics", 512);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(VnicDiagnosticStatistics);
+impl rt::FixedLayout for layouts::VnicDiagnosticStatistics {}
 impl VnicDiagnosticStatistics<[u8; 512]> {
     /// Position of `counter_error_queues`.
     pub const COUNTER_ERROR_QUEUES: rt::Field = rt::Field::new(
@@ -3794,15 +3854,6 @@ impl<B: rt::BytesMut> VnicDiagnosticStatistics<B> {
     #[inline]
     pub fn set_handled_pkt_steering_fail(&mut self, v: u64) {
         rt::set64(&mut self.buf, 104, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for VnicDiagnosticStatistics<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&VNIC_DIAGNOSTIC_STATISTICS_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]

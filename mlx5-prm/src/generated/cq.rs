@@ -144,6 +144,8 @@ impl ::core::convert::From<CqPeriodMode> for u8 {
 ///
 /// PRM layout `cqc`: 0x40 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:28 | `status` |
@@ -170,13 +172,21 @@ impl ::core::convert::From<CqPeriodMode> for u8 {
 /// | 0x28 | 23:0 | `consumer_counter` |
 /// | 0x2c | 23:0 | `producer_counter` |
 /// | 0x38 | 63:0 | `dbr_addr` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct Cqc<B = [u8; 64]> {
-    buf: B,
+pub type Cqc<B = [u8; 64]> = ViewOf<layouts::Cqc, B>;
+impl rt::ViewLayout for layouts::Cqc {
+    const NAME: &'static str = "cqc";
+    const TYPE: &'static str = "Cqc";
+    const SIZE: usize = 64;
+    type Array = [u8; 64];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&CQC_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(Cqc, "cqc", 64);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(Cqc);
+impl rt::FixedLayout for layouts::Cqc {}
 impl Cqc<[u8; 64]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 4);
@@ -737,12 +747,6 @@ impl<B: rt::BytesMut> Cqc<B> {
         rt::set64(&mut self.buf, 56, v)
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for Cqc<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&CQC_ACCESS, &self.buf), f)
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `cqc`: what the decoding `Debug` shows and generic tools read.
 pub const CQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -1175,6 +1179,8 @@ pub const CQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
 ///
 /// PRM layout `create_cq_in`: 0x110 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
@@ -1183,13 +1189,20 @@ pub const CQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
 /// | 0x10..0x50 | — | `cq_context` |
 /// | 0x5c | 31 | `cq_umem_valid` |
 /// | 0x110 | … | `pas[]` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct CreateCqIn<B = [u8; 272]> {
-    buf: B,
+pub type CreateCqIn<B = [u8; 272]> = ViewOf<layouts::CreateCqIn, B>;
+impl rt::ViewLayout for layouts::CreateCqIn {
+    const NAME: &'static str = "create_cq_in";
+    const TYPE: &'static str = "CreateCqIn";
+    const SIZE: usize = 272;
+    type Array = [u8; 272];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&CREATE_CQ_IN_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(CreateCqIn, "create_cq_in", 272, runs_on);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(CreateCqIn);
 impl CreateCqIn<[u8; 272]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -1315,15 +1328,6 @@ impl<B: rt::BytesMut> CreateCqIn<B> {
         let v = u64::from(v);
         rt::set_bits(&mut self.buf, 2176 + i * 64, 64, v);
         Ok(())
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for CreateCqIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&CREATE_CQ_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -1494,18 +1498,31 @@ pub const CREATE_CQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
 ///
 /// PRM layout `create_cq_out`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
 /// | 0x08 | 23:0 | `cqn` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct CreateCqOut<B = [u8; 16]> {
-    buf: B,
+pub type CreateCqOut<B = [u8; 16]> = ViewOf<layouts::CreateCqOut, B>;
+impl rt::ViewLayout for layouts::CreateCqOut {
+    const NAME: &'static str = "create_cq_out";
+    const TYPE: &'static str = "CreateCqOut";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&CREATE_CQ_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(CreateCqOut, "create_cq_out", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(CreateCqOut);
+impl rt::FixedLayout for layouts::CreateCqOut {}
 impl CreateCqOut<[u8; 16]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -1564,15 +1581,6 @@ impl<B: rt::BytesMut> CreateCqOut<B> {
         rt::check_fits("cqn", u64::from(v), 0xffffff)?;
         self.set_cqn(v);
         Ok(())
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for CreateCqOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&CREATE_CQ_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -1639,19 +1647,32 @@ pub const CREATE_CQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
 ///
 /// PRM layout `destroy_cq_in`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
 /// | 0x00 | 15:0 | `uid` |
 /// | 0x04 | 15:0 | `op_mod` |
 /// | 0x08 | 23:0 | `cqn` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct DestroyCqIn<B = [u8; 16]> {
-    buf: B,
+pub type DestroyCqIn<B = [u8; 16]> = ViewOf<layouts::DestroyCqIn, B>;
+impl rt::ViewLayout for layouts::DestroyCqIn {
+    const NAME: &'static str = "destroy_cq_in";
+    const TYPE: &'static str = "DestroyCqIn";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DESTROY_CQ_IN_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(DestroyCqIn, "destroy_cq_in", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(DestroyCqIn);
+impl rt::FixedLayout for layouts::DestroyCqIn {}
 impl DestroyCqIn<[u8; 16]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -1727,15 +1748,6 @@ impl<B: rt::BytesMut> DestroyCqIn<B> {
         rt::check_fits("cqn", u64::from(v), 0xffffff)?;
         self.set_cqn(v);
         Ok(())
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for DestroyCqIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&DESTROY_CQ_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -1817,17 +1829,30 @@ pub const DESTROY_CQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
 ///
 /// PRM layout `destroy_cq_out`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct DestroyCqOut<B = [u8; 16]> {
-    buf: B,
+pub type DestroyCqOut<B = [u8; 16]> = ViewOf<layouts::DestroyCqOut, B>;
+impl rt::ViewLayout for layouts::DestroyCqOut {
+    const NAME: &'static str = "destroy_cq_out";
+    const TYPE: &'static str = "DestroyCqOut";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DESTROY_CQ_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(DestroyCqOut, "destroy_cq_out", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(DestroyCqOut);
+impl rt::FixedLayout for layouts::DestroyCqOut {}
 impl DestroyCqOut<[u8; 16]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -1864,15 +1889,6 @@ impl<B: rt::BytesMut> DestroyCqOut<B> {
     #[inline]
     pub fn set_syndrome(&mut self, v: u32) {
         self.buf.write_be32(4, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for DestroyCqOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&DESTROY_CQ_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -1924,18 +1940,28 @@ pub const DESTROY_CQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
 ///
 /// PRM layout `query_cq_in`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
 /// | 0x04 | 15:0 | `op_mod` |
 /// | 0x08 | 23:0 | `cqn` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct QueryCqIn<B = [u8; 16]> {
-    buf: B,
+pub type QueryCqIn<B = [u8; 16]> = ViewOf<layouts::QueryCqIn, B>;
+impl rt::ViewLayout for layouts::QueryCqIn {
+    const NAME: &'static str = "query_cq_in";
+    const TYPE: &'static str = "QueryCqIn";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&QUERY_CQ_IN_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(QueryCqIn, "query_cq_in", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(QueryCqIn);
+impl rt::FixedLayout for layouts::QueryCqIn {}
 impl QueryCqIn<[u8; 16]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -1994,15 +2020,6 @@ impl<B: rt::BytesMut> QueryCqIn<B> {
         rt::check_fits("cqn", u64::from(v), 0xffffff)?;
         self.set_cqn(v);
         Ok(())
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for QueryCqIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&QUERY_CQ_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -2068,19 +2085,28 @@ pub const QUERY_CQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
 ///
 /// PRM layout `query_cq_out`: 0x110 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
 /// | 0x10..0x50 | — | `cq_context` |
 /// | 0x110 | … | `pas[]` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct QueryCqOut<B = [u8; 272]> {
-    buf: B,
+pub type QueryCqOut<B = [u8; 272]> = ViewOf<layouts::QueryCqOut, B>;
+impl rt::ViewLayout for layouts::QueryCqOut {
+    const NAME: &'static str = "query_cq_out";
+    const TYPE: &'static str = "QueryCqOut";
+    const SIZE: usize = 272;
+    type Array = [u8; 272];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&QUERY_CQ_OUT_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(QueryCqOut, "query_cq_out", 272, runs_on);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(QueryCqOut);
 impl QueryCqOut<[u8; 272]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -2182,15 +2208,6 @@ impl<B: rt::BytesMut> QueryCqOut<B> {
         let v = u64::from(v);
         rt::set_bits(&mut self.buf, 2176 + i * 64, 64, v);
         Ok(())
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for QueryCqOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&QUERY_CQ_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -2329,6 +2346,8 @@ pub const QUERY_CQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
 ///
 /// PRM layout `modify_cq_in`: 0x110 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
@@ -2339,13 +2358,20 @@ pub const QUERY_CQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
 /// | 0x10..0x50 | — | `cq_context` |
 /// | 0x5c | 31 | `cq_umem_valid` |
 /// | 0x110 | … | `pas[]` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct ModifyCqIn<B = [u8; 272]> {
-    buf: B,
+pub type ModifyCqIn<B = [u8; 272]> = ViewOf<layouts::ModifyCqIn, B>;
+impl rt::ViewLayout for layouts::ModifyCqIn {
+    const NAME: &'static str = "modify_cq_in";
+    const TYPE: &'static str = "ModifyCqIn";
+    const SIZE: usize = 272;
+    type Array = [u8; 272];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&MODIFY_CQ_IN_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(ModifyCqIn, "modify_cq_in", 272, runs_on);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(ModifyCqIn);
 impl ModifyCqIn<[u8; 272]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -2523,15 +2549,6 @@ impl<B: rt::BytesMut> ModifyCqIn<B> {
         let v = u64::from(v);
         rt::set_bits(&mut self.buf, 2176 + i * 64, 64, v);
         Ok(())
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for ModifyCqIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&MODIFY_CQ_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -2736,16 +2753,29 @@ pub const MODIFY_CQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
 ///
 /// PRM layout `modify_field_select`: 0x4 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:0 | `modify_field_select` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct ModifyFieldSelect<B = [u8; 4]> {
-    buf: B,
+pub type ModifyFieldSelect<B = [u8; 4]> = ViewOf<layouts::ModifyFieldSelect, B>;
+impl rt::ViewLayout for layouts::ModifyFieldSelect {
+    const NAME: &'static str = "modify_field_select";
+    const TYPE: &'static str = "ModifyFieldSelect";
+    const SIZE: usize = 4;
+    type Array = [u8; 4];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&MODIFY_FIELD_SELECT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(ModifyFieldSelect, "modify_field_select", 4);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(ModifyFieldSelect);
+impl rt::FixedLayout for layouts::ModifyFieldSelect {}
 impl ModifyFieldSelect<[u8; 4]> {
     /// Position of `modify_field_select`.
     pub const MODIFY_FIELD_SELECT: rt::Field = rt::Field::new(
@@ -2776,15 +2806,6 @@ impl<B: rt::BytesMut> ModifyFieldSelect<B> {
     #[inline]
     pub fn set_modify_field_select(&mut self, v: u32) {
         self.buf.write_be32(0, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for ModifyFieldSelect<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&MODIFY_FIELD_SELECT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -2819,16 +2840,29 @@ pub const MODIFY_FIELD_SELECT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
 ///
 /// PRM layout `resize_field_select`: 0x4 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:0 | `resize_field_select` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct ResizeFieldSelect<B = [u8; 4]> {
-    buf: B,
+pub type ResizeFieldSelect<B = [u8; 4]> = ViewOf<layouts::ResizeFieldSelect, B>;
+impl rt::ViewLayout for layouts::ResizeFieldSelect {
+    const NAME: &'static str = "resize_field_select";
+    const TYPE: &'static str = "ResizeFieldSelect";
+    const SIZE: usize = 4;
+    type Array = [u8; 4];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&RESIZE_FIELD_SELECT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(ResizeFieldSelect, "resize_field_select", 4);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(ResizeFieldSelect);
+impl rt::FixedLayout for layouts::ResizeFieldSelect {}
 impl ResizeFieldSelect<[u8; 4]> {
     /// Position of `resize_field_select`.
     pub const RESIZE_FIELD_SELECT: rt::Field = rt::Field::new(
@@ -2859,15 +2893,6 @@ impl<B: rt::BytesMut> ResizeFieldSelect<B> {
     #[inline]
     pub fn set_resize_field_select(&mut self, v: u32) {
         self.buf.write_be32(0, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for ResizeFieldSelect<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&RESIZE_FIELD_SELECT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -2902,17 +2927,30 @@ pub const RESIZE_FIELD_SELECT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
 ///
 /// PRM layout `modify_cq_out`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct ModifyCqOut<B = [u8; 16]> {
-    buf: B,
+pub type ModifyCqOut<B = [u8; 16]> = ViewOf<layouts::ModifyCqOut, B>;
+impl rt::ViewLayout for layouts::ModifyCqOut {
+    const NAME: &'static str = "modify_cq_out";
+    const TYPE: &'static str = "ModifyCqOut";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&MODIFY_CQ_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(ModifyCqOut, "modify_cq_out", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(ModifyCqOut);
+impl rt::FixedLayout for layouts::ModifyCqOut {}
 impl ModifyCqOut<[u8; 16]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -2949,15 +2987,6 @@ impl<B: rt::BytesMut> ModifyCqOut<B> {
     #[inline]
     pub fn set_syndrome(&mut self, v: u32) {
         self.buf.write_be32(4, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for ModifyCqOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&MODIFY_CQ_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -3007,17 +3036,31 @@ pub const MODIFY_CQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
 /// The field mask word of MODIFY_CQ. Its meaning depends on MODIFY_CQ's op_mod, 0 for a change in place and 1 for a resize.
 ///
 /// PRM union `modify_field_select_resize_field_select_auto`: 0x4 bytes, read as one of its members.
+///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
 /// The member is picked by `modify_cq_in.op_mod`.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct ModifyFieldSelectResizeFieldSelectAuto<B = [u8; 4]> {
-    buf: B,
+pub type ModifyFieldSelectResizeFieldSelectAuto<B = [u8; 4]> = ViewOf<
+    layouts::ModifyFieldSelectResizeFieldSelectAuto,
+    B,
+>;
+impl rt::ViewLayout for layouts::ModifyFieldSelectResizeFieldSelectAuto {
+    const NAME: &'static str = "modify_field_select_resize_field_select_auto";
+    const TYPE: &'static str = "ModifyFieldSelectResizeFieldSelectAuto";
+    const SIZE: usize = 4;
+    type Array = [u8; 4];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        rt::reflect::debug_union(
+            f,
+            &MODIFY_FIELD_SELECT_RESIZE_FIELD_SELECT_AUTO_ACCESS,
+            buf,
+        )
+    }
 }
-crate::__prm_view!(
-    ModifyFieldSelectResizeFieldSelectAuto,
-    "modify_field_select_resize_field_select_auto", 4
-);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(ModifyFieldSelectResizeFieldSelectAuto);
+impl rt::FixedLayout for layouts::ModifyFieldSelectResizeFieldSelectAuto {}
 impl<B: rt::Bytes> ModifyFieldSelectResizeFieldSelectAuto<B> {
     /// Fields to change in place.
     /// The bytes read as `modify_field_select`. Selected by 0x0.
@@ -3126,16 +3169,6 @@ pub enum ModifyFieldSelectResizeFieldSelectAutoRef<S> {
     ModifyFieldSelect(ModifyFieldSelect<S>),
     #[allow(missing_docs)]
     ResizeFieldSelect(ResizeFieldSelect<S>),
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for ModifyFieldSelectResizeFieldSelectAuto<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        rt::reflect::debug_union(
-            f,
-            &MODIFY_FIELD_SELECT_RESIZE_FIELD_SELECT_AUTO_ACCESS,
-            &self.buf,
-        )
-    }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// The members of union `modify_field_select_resize_field_select_auto` and the field that selects one: what the decoding `Debug` and generic tools read.

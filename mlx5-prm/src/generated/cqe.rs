@@ -725,6 +725,8 @@ impl ::core::convert::From<CqeTlsOffload> for u8 {
 ///
 /// PRM layout `cqe64`: 0x40 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 28:27 | `tls_offload` |
@@ -761,13 +763,21 @@ impl ::core::convert::From<CqeTlsOffload> for u8 {
 /// | 0x3c | 3:2 | `format` |
 /// | 0x3c | 1 | `se` |
 /// | 0x3c | 0 | `owner` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct Cqe64<B = [u8; 64]> {
-    buf: B,
+pub type Cqe64<B = [u8; 64]> = ViewOf<layouts::Cqe64, B>;
+impl rt::ViewLayout for layouts::Cqe64 {
+    const NAME: &'static str = "cqe64";
+    const TYPE: &'static str = "Cqe64";
+    const SIZE: usize = 64;
+    type Array = [u8; 64];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&CQE64_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(Cqe64, "cqe64", 64);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(Cqe64);
+impl rt::FixedLayout for layouts::Cqe64 {}
 impl Cqe64<[u8; 64]> {
     /// Position of `tls_offload`.
     pub const TLS_OFFLOAD: rt::Field = rt::Field::new("tls_offload", 3, 2);
@@ -1421,12 +1431,6 @@ impl<B: rt::BytesMut> Cqe64<B> {
         rt::set32(&mut self.buf, 60, 0, 0x1, u32::from(u8::from(v)))
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for Cqe64<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&CQE64_ACCESS, &self.buf), f)
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `cqe64`: what the decoding `Debug` shows and generic tools read.
 pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -2024,6 +2028,8 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
 ///
 /// PRM layout `err_cqe`: 0x40 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x20 | 23:0 | `srqn` |
@@ -2035,13 +2041,21 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
 /// | 0x3c | 15:8 | `signature` |
 /// | 0x3c | 7:4 | `opcode` |
 /// | 0x3c | 0 | `owner` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct ErrCqe<B = [u8; 64]> {
-    buf: B,
+pub type ErrCqe<B = [u8; 64]> = ViewOf<layouts::ErrCqe, B>;
+impl rt::ViewLayout for layouts::ErrCqe {
+    const NAME: &'static str = "err_cqe";
+    const TYPE: &'static str = "ErrCqe";
+    const SIZE: usize = 64;
+    type Array = [u8; 64];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&ERR_CQE_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(ErrCqe, "err_cqe", 64);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(ErrCqe);
+impl rt::FixedLayout for layouts::ErrCqe {}
 impl ErrCqe<[u8; 64]> {
     /// Position of `srqn`.
     pub const SRQN: rt::Field = rt::Field::new("srqn", 264, 24);
@@ -2238,15 +2252,6 @@ impl<B: rt::BytesMut> ErrCqe<B> {
     #[inline]
     pub fn set_owner(&mut self, v: bool) {
         rt::set32(&mut self.buf, 60, 0, 0x1, u32::from(u8::from(v)))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for ErrCqe<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&ERR_CQE_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]

@@ -144,6 +144,8 @@ impl ::core::convert::From<EqStatus> for u8 {
 ///
 /// PRM layout `create_eq_in`: 0x110 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
@@ -152,13 +154,20 @@ impl ::core::convert::From<EqStatus> for u8 {
 /// | 0x10..0x50 | — | `eq_context_entry` |
 /// | 0x58..0x78 | — | `event_bitmask[4]` |
 /// | 0x110 | … | `pas[]` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct CreateEqIn<B = [u8; 272]> {
-    buf: B,
+pub type CreateEqIn<B = [u8; 272]> = ViewOf<layouts::CreateEqIn, B>;
+impl rt::ViewLayout for layouts::CreateEqIn {
+    const NAME: &'static str = "create_eq_in";
+    const TYPE: &'static str = "CreateEqIn";
+    const SIZE: usize = 272;
+    type Array = [u8; 272];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&CREATE_EQ_IN_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(CreateEqIn, "create_eq_in", 272, runs_on);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(CreateEqIn);
 impl CreateEqIn<[u8; 272]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -324,15 +333,6 @@ impl<B: rt::BytesMut> CreateEqIn<B> {
         Ok(())
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for CreateEqIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&CREATE_EQ_IN_ACCESS, &self.buf),
-            f,
-        )
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `create_eq_in`: what the decoding `Debug` shows and generic tools read.
 pub const CREATE_EQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -494,6 +494,8 @@ pub const CREATE_EQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
 ///
 /// PRM layout `eqc`: 0x40 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:28 | `status` |
@@ -507,13 +509,21 @@ pub const CREATE_EQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
 /// | 0x18 | 28:24 | `log_page_size` |
 /// | 0x28 | 23:0 | `consumer_counter` |
 /// | 0x2c | 23:0 | `producer_counter` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct Eqc<B = [u8; 64]> {
-    buf: B,
+pub type Eqc<B = [u8; 64]> = ViewOf<layouts::Eqc, B>;
+impl rt::ViewLayout for layouts::Eqc {
+    const NAME: &'static str = "eqc";
+    const TYPE: &'static str = "Eqc";
+    const SIZE: usize = 64;
+    type Array = [u8; 64];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&EQC_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(Eqc, "eqc", 64);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(Eqc);
+impl rt::FixedLayout for layouts::Eqc {}
 impl Eqc<[u8; 64]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 4);
@@ -804,12 +814,6 @@ impl<B: rt::BytesMut> Eqc<B> {
         Ok(())
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for Eqc<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&EQC_ACCESS, &self.buf), f)
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `eqc`: what the decoding `Debug` shows and generic tools read.
 pub const EQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -1030,18 +1034,31 @@ pub const EQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
 ///
 /// PRM layout `create_eq_out`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
 /// | 0x08 | 7:0 | `eq_number` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct CreateEqOut<B = [u8; 16]> {
-    buf: B,
+pub type CreateEqOut<B = [u8; 16]> = ViewOf<layouts::CreateEqOut, B>;
+impl rt::ViewLayout for layouts::CreateEqOut {
+    const NAME: &'static str = "create_eq_out";
+    const TYPE: &'static str = "CreateEqOut";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&CREATE_EQ_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(CreateEqOut, "create_eq_out", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(CreateEqOut);
+impl rt::FixedLayout for layouts::CreateEqOut {}
 impl CreateEqOut<[u8; 16]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -1096,15 +1113,6 @@ impl<B: rt::BytesMut> CreateEqOut<B> {
     #[inline]
     pub fn set_eq_number(&mut self, v: u8) {
         rt::set32(&mut self.buf, 8, 0, 0xff, u32::from(v))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for CreateEqOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&CREATE_EQ_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -1172,18 +1180,31 @@ pub const CREATE_EQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
 ///
 /// PRM layout `destroy_eq_in`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
 /// | 0x04 | 15:0 | `op_mod` |
 /// | 0x08 | 7:0 | `eq_number` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct DestroyEqIn<B = [u8; 16]> {
-    buf: B,
+pub type DestroyEqIn<B = [u8; 16]> = ViewOf<layouts::DestroyEqIn, B>;
+impl rt::ViewLayout for layouts::DestroyEqIn {
+    const NAME: &'static str = "destroy_eq_in";
+    const TYPE: &'static str = "DestroyEqIn";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DESTROY_EQ_IN_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(DestroyEqIn, "destroy_eq_in", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(DestroyEqIn);
+impl rt::FixedLayout for layouts::DestroyEqIn {}
 impl DestroyEqIn<[u8; 16]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -1238,15 +1259,6 @@ impl<B: rt::BytesMut> DestroyEqIn<B> {
     #[inline]
     pub fn set_eq_number(&mut self, v: u8) {
         rt::set32(&mut self.buf, 8, 0, 0xff, u32::from(v))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for DestroyEqIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&DESTROY_EQ_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -1313,17 +1325,30 @@ pub const DESTROY_EQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
 ///
 /// PRM layout `destroy_eq_out`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct DestroyEqOut<B = [u8; 16]> {
-    buf: B,
+pub type DestroyEqOut<B = [u8; 16]> = ViewOf<layouts::DestroyEqOut, B>;
+impl rt::ViewLayout for layouts::DestroyEqOut {
+    const NAME: &'static str = "destroy_eq_out";
+    const TYPE: &'static str = "DestroyEqOut";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DESTROY_EQ_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(DestroyEqOut, "destroy_eq_out", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(DestroyEqOut);
+impl rt::FixedLayout for layouts::DestroyEqOut {}
 impl DestroyEqOut<[u8; 16]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -1360,15 +1385,6 @@ impl<B: rt::BytesMut> DestroyEqOut<B> {
     #[inline]
     pub fn set_syndrome(&mut self, v: u32) {
         self.buf.write_be32(4, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for DestroyEqOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&DESTROY_EQ_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -1420,18 +1436,28 @@ pub const DESTROY_EQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
 ///
 /// PRM layout `query_eq_in`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
 /// | 0x04 | 15:0 | `op_mod` |
 /// | 0x08 | 7:0 | `eq_number` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct QueryEqIn<B = [u8; 16]> {
-    buf: B,
+pub type QueryEqIn<B = [u8; 16]> = ViewOf<layouts::QueryEqIn, B>;
+impl rt::ViewLayout for layouts::QueryEqIn {
+    const NAME: &'static str = "query_eq_in";
+    const TYPE: &'static str = "QueryEqIn";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&QUERY_EQ_IN_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(QueryEqIn, "query_eq_in", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(QueryEqIn);
+impl rt::FixedLayout for layouts::QueryEqIn {}
 impl QueryEqIn<[u8; 16]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -1486,15 +1512,6 @@ impl<B: rt::BytesMut> QueryEqIn<B> {
     #[inline]
     pub fn set_eq_number(&mut self, v: u8) {
         rt::set32(&mut self.buf, 8, 0, 0xff, u32::from(v))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for QueryEqIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&QUERY_EQ_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -1561,6 +1578,8 @@ pub const QUERY_EQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
 ///
 /// PRM layout `query_eq_out`: 0x110 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
@@ -1568,13 +1587,20 @@ pub const QUERY_EQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
 /// | 0x10..0x50 | — | `eq_context_entry` |
 /// | 0x58 | 63:0 | `event_bitmask` |
 /// | 0x110 | … | `pas[]` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct QueryEqOut<B = [u8; 272]> {
-    buf: B,
+pub type QueryEqOut<B = [u8; 272]> = ViewOf<layouts::QueryEqOut, B>;
+impl rt::ViewLayout for layouts::QueryEqOut {
+    const NAME: &'static str = "query_eq_out";
+    const TYPE: &'static str = "QueryEqOut";
+    const SIZE: usize = 272;
+    type Array = [u8; 272];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&QUERY_EQ_OUT_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(QueryEqOut, "query_eq_out", 272, runs_on);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(QueryEqOut);
 impl QueryEqOut<[u8; 272]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -1691,15 +1717,6 @@ impl<B: rt::BytesMut> QueryEqOut<B> {
         let v = u64::from(v);
         rt::set_bits(&mut self.buf, 2176 + i * 64, 64, v);
         Ok(())
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for QueryEqOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&QUERY_EQ_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]

@@ -421,6 +421,8 @@ impl ::core::convert::From<PortChangeSubtype> for u8 {
 ///
 /// PRM layout `eqe`: 0x40 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 23:16 | `event_type` |
@@ -428,13 +430,21 @@ impl ::core::convert::From<PortChangeSubtype> for u8 {
 /// | 0x20..0x3c | — | `event_data` |
 /// | 0x3c | 15:8 | `signature` |
 /// | 0x3c | 0 | `owner` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct Eqe<B = [u8; 64]> {
-    buf: B,
+pub type Eqe<B = [u8; 64]> = ViewOf<layouts::Eqe, B>;
+impl rt::ViewLayout for layouts::Eqe {
+    const NAME: &'static str = "eqe";
+    const TYPE: &'static str = "Eqe";
+    const SIZE: usize = 64;
+    type Array = [u8; 64];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&EQE_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(Eqe, "eqe", 64);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(Eqe);
+impl rt::FixedLayout for layouts::Eqe {}
 impl Eqe<[u8; 64]> {
     /// Position of `event_type`.
     pub const EVENT_TYPE: rt::Field = rt::Field::new("event_type", 8, 8);
@@ -535,12 +545,6 @@ impl<B: rt::BytesMut> Eqe<B> {
     #[inline]
     pub fn set_owner(&mut self, v: bool) {
         rt::set32(&mut self.buf, 60, 0, 0x1, u32::from(u8::from(v)))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for Eqe<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&EQE_ACCESS, &self.buf), f)
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -656,16 +660,26 @@ pub const EQE_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
 ///
 /// PRM layout `comp_event`: 0x1c bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x18 | 23:0 | `cq_number` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct CompEvent<B = [u8; 28]> {
-    buf: B,
+pub type CompEvent<B = [u8; 28]> = ViewOf<layouts::CompEvent, B>;
+impl rt::ViewLayout for layouts::CompEvent {
+    const NAME: &'static str = "comp_event";
+    const TYPE: &'static str = "CompEvent";
+    const SIZE: usize = 28;
+    type Array = [u8; 28];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&COMP_EVENT_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(CompEvent, "comp_event", 28);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(CompEvent);
+impl rt::FixedLayout for layouts::CompEvent {}
 impl CompEvent<[u8; 28]> {
     /// Position of `cq_number`.
     pub const CQ_NUMBER: rt::Field = rt::Field::new("cq_number", 200, 24);
@@ -700,15 +714,6 @@ impl<B: rt::BytesMut> CompEvent<B> {
         rt::check_fits("cq_number", u64::from(v), 0xffffff)?;
         self.set_cq_number(v);
         Ok(())
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for CompEvent<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&COMP_EVENT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -751,16 +756,26 @@ pub const COMP_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
 ///
 /// PRM layout `dct_events`: 0x1c bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x18 | 23:0 | `dct_number` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct DctEvents<B = [u8; 28]> {
-    buf: B,
+pub type DctEvents<B = [u8; 28]> = ViewOf<layouts::DctEvents, B>;
+impl rt::ViewLayout for layouts::DctEvents {
+    const NAME: &'static str = "dct_events";
+    const TYPE: &'static str = "DctEvents";
+    const SIZE: usize = 28;
+    type Array = [u8; 28];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&DCT_EVENTS_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(DctEvents, "dct_events", 28);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(DctEvents);
+impl rt::FixedLayout for layouts::DctEvents {}
 impl DctEvents<[u8; 28]> {
     /// Position of `dct_number`.
     pub const DCT_NUMBER: rt::Field = rt::Field::new("dct_number", 200, 24);
@@ -795,15 +810,6 @@ impl<B: rt::BytesMut> DctEvents<B> {
         rt::check_fits("dct_number", u64::from(v), 0xffffff)?;
         self.set_dct_number(v);
         Ok(())
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for DctEvents<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&DCT_EVENTS_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -846,17 +852,27 @@ pub const DCT_EVENTS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
 ///
 /// PRM layout `qp_events`: 0x1c bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x14 | 31:24 | `type` |
 /// | 0x18 | 23:0 | `qpn_rqn_sqn` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct QpEvents<B = [u8; 28]> {
-    buf: B,
+pub type QpEvents<B = [u8; 28]> = ViewOf<layouts::QpEvents, B>;
+impl rt::ViewLayout for layouts::QpEvents {
+    const NAME: &'static str = "qp_events";
+    const TYPE: &'static str = "QpEvents";
+    const SIZE: usize = 28;
+    type Array = [u8; 28];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&QP_EVENTS_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(QpEvents, "qp_events", 28);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(QpEvents);
+impl rt::FixedLayout for layouts::QpEvents {}
 impl QpEvents<[u8; 28]> {
     /// Position of `type`.
     pub const TYPE: rt::Field = rt::Field::new("type", 160, 8);
@@ -905,15 +921,6 @@ impl<B: rt::BytesMut> QpEvents<B> {
         rt::check_fits("qpn_rqn_sqn", u64::from(v), 0xffffff)?;
         self.set_qpn_rqn_sqn(v);
         Ok(())
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for QpEvents<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&QP_EVENTS_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -972,6 +979,8 @@ pub const QP_EVENTS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
 ///
 /// PRM layout `wqe_associated_page_fault_event`: 0x1c bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:0 | `bytes_committed` |
@@ -981,13 +990,27 @@ pub const QP_EVENTS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
 /// | 0x18 | 25 | `write_read` |
 /// | 0x18 | 24 | `requestor` |
 /// | 0x18 | 23:0 | `qpn` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct WqeAssociatedPageFaultEvent<B = [u8; 28]> {
-    buf: B,
+pub type WqeAssociatedPageFaultEvent<B = [u8; 28]> = ViewOf<
+    layouts::WqeAssociatedPageFaultEvent,
+    B,
+>;
+impl rt::ViewLayout for layouts::WqeAssociatedPageFaultEvent {
+    const NAME: &'static str = "wqe_associated_page_fault_event";
+    const TYPE: &'static str = "WqeAssociatedPageFaultEvent";
+    const SIZE: usize = 28;
+    type Array = [u8; 28];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&WQE_ASSOCIATED_PAGE_FAULT_EVENT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(WqeAssociatedPageFaultEvent, "wqe_associated_page_fault_event", 28);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(WqeAssociatedPageFaultEvent);
+impl rt::FixedLayout for layouts::WqeAssociatedPageFaultEvent {}
 impl WqeAssociatedPageFaultEvent<[u8; 28]> {
     /// Position of `bytes_committed`.
     pub const BYTES_COMMITTED: rt::Field = rt::Field::new("bytes_committed", 0, 32);
@@ -1114,18 +1137,6 @@ impl<B: rt::BytesMut> WqeAssociatedPageFaultEvent<B> {
         rt::check_fits("qpn", u64::from(v), 0xffffff)?;
         self.set_qpn(v);
         Ok(())
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for WqeAssociatedPageFaultEvent<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(
-                &WQE_ASSOCIATED_PAGE_FAULT_EVENT_ACCESS,
-                &self.buf,
-            ),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -1269,6 +1280,8 @@ pub const WQE_ASSOCIATED_PAGE_FAULT_EVENT_ACCESS: rt::reflect::LayoutAccess = rt
 ///
 /// PRM layout `rdma_page_fault_event`: 0x1c bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:0 | `bytes_committed` |
@@ -1280,13 +1293,24 @@ pub const WQE_ASSOCIATED_PAGE_FAULT_EVENT_ACCESS: rt::reflect::LayoutAccess = rt
 /// | 0x18 | 25 | `write` |
 /// | 0x18 | 24 | `requestor` |
 /// | 0x18 | 23:0 | `qp_number` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct RdmaPageFaultEvent<B = [u8; 28]> {
-    buf: B,
+pub type RdmaPageFaultEvent<B = [u8; 28]> = ViewOf<layouts::RdmaPageFaultEvent, B>;
+impl rt::ViewLayout for layouts::RdmaPageFaultEvent {
+    const NAME: &'static str = "rdma_page_fault_event";
+    const TYPE: &'static str = "RdmaPageFaultEvent";
+    const SIZE: usize = 28;
+    type Array = [u8; 28];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&RDMA_PAGE_FAULT_EVENT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(RdmaPageFaultEvent, "rdma_page_fault_event", 28);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(RdmaPageFaultEvent);
+impl rt::FixedLayout for layouts::RdmaPageFaultEvent {}
 impl RdmaPageFaultEvent<[u8; 28]> {
     /// Position of `bytes_committed`.
     pub const BYTES_COMMITTED: rt::Field = rt::Field::new("bytes_committed", 0, 32);
@@ -1443,15 +1467,6 @@ impl<B: rt::BytesMut> RdmaPageFaultEvent<B> {
         rt::check_fits("qp_number", u64::from(v), 0xffffff)?;
         self.set_qp_number(v);
         Ok(())
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for RdmaPageFaultEvent<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&RDMA_PAGE_FAULT_EVENT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -1622,17 +1637,27 @@ pub const RDMA_PAGE_FAULT_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
 ///
 /// PRM layout `cq_error`: 0x1c bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 23:0 | `cqn` |
 /// | 0x08 | 7:0 | `syndrome` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct CqError<B = [u8; 28]> {
-    buf: B,
+pub type CqError<B = [u8; 28]> = ViewOf<layouts::CqError, B>;
+impl rt::ViewLayout for layouts::CqError {
+    const NAME: &'static str = "cq_error";
+    const TYPE: &'static str = "CqError";
+    const SIZE: usize = 28;
+    type Array = [u8; 28];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&CQ_ERROR_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(CqError, "cq_error", 28);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(CqError);
+impl rt::FixedLayout for layouts::CqError {}
 impl CqError<[u8; 28]> {
     /// Position of `cqn`.
     pub const CQN: rt::Field = rt::Field::new("cqn", 8, 24);
@@ -1693,15 +1718,6 @@ impl<B: rt::BytesMut> CqError<B> {
     #[inline]
     pub fn set_syndrome_raw(&mut self, v: u8) {
         rt::set32(&mut self.buf, 8, 0, 0xff, u32::from(v))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for CqError<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&CQ_ERROR_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -1765,13 +1781,26 @@ pub const CQ_ERROR_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
 /// Event data of a dropped-packet-logged event; it carries no fields.
 ///
 /// PRM layout `dropped_packet_logged`: 0x1c bytes.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct DroppedPacketLogged<B = [u8; 28]> {
-    buf: B,
+///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+pub type DroppedPacketLogged<B = [u8; 28]> = ViewOf<layouts::DroppedPacketLogged, B>;
+impl rt::ViewLayout for layouts::DroppedPacketLogged {
+    const NAME: &'static str = "dropped_packet_logged";
+    const TYPE: &'static str = "DroppedPacketLogged";
+    const SIZE: usize = 28;
+    type Array = [u8; 28];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DROPPED_PACKET_LOGGED_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(DroppedPacketLogged, "dropped_packet_logged", 28);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(DroppedPacketLogged);
+impl rt::FixedLayout for layouts::DroppedPacketLogged {}
 impl DroppedPacketLogged<[u8; 28]> {
     /// The position of every field of `dropped_packet_logged`, by offset.
     pub const FIELDS: &'static [rt::Field] = &[];
@@ -1784,15 +1813,6 @@ impl DroppedPacketLogged<[u8; 28]> {
 }
 impl<B: rt::Bytes> DroppedPacketLogged<B> {}
 impl<B: rt::BytesMut> DroppedPacketLogged<B> {}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for DroppedPacketLogged<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&DROPPED_PACKET_LOGGED_ACCESS, &self.buf),
-            f,
-        )
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `dropped_packet_logged`: what the decoding `Debug` shows and generic tools read.
 pub const DROPPED_PACKET_LOGGED_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -1815,16 +1835,29 @@ pub const DROPPED_PACKET_LOGGED_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
 ///
 /// PRM layout `port_state_change_event`: 0x1c bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x08 | 31:28 | `port_num` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct PortStateChangeEvent<B = [u8; 28]> {
-    buf: B,
+pub type PortStateChangeEvent<B = [u8; 28]> = ViewOf<layouts::PortStateChangeEvent, B>;
+impl rt::ViewLayout for layouts::PortStateChangeEvent {
+    const NAME: &'static str = "port_state_change_event";
+    const TYPE: &'static str = "PortStateChangeEvent";
+    const SIZE: usize = 28;
+    type Array = [u8; 28];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&PORT_STATE_CHANGE_EVENT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(PortStateChangeEvent, "port_state_change_event", 28);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(PortStateChangeEvent);
+impl rt::FixedLayout for layouts::PortStateChangeEvent {}
 impl PortStateChangeEvent<[u8; 28]> {
     /// Position of `port_num`.
     pub const PORT_NUM: rt::Field = rt::Field::new("port_num", 64, 4);
@@ -1859,15 +1892,6 @@ impl<B: rt::BytesMut> PortStateChangeEvent<B> {
         rt::check_fits("port_num", u64::from(v), 0xf)?;
         self.set_port_num(v);
         Ok(())
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for PortStateChangeEvent<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&PORT_STATE_CHANGE_EVENT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -1910,17 +1934,27 @@ pub const PORT_STATE_CHANGE_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflec
 ///
 /// PRM layout `gpio_event`: 0x1c bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x0c | 31:0 | `gpio_event_hi` |
 /// | 0x10 | 31:0 | `gpio_event_lo` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct GpioEvent<B = [u8; 28]> {
-    buf: B,
+pub type GpioEvent<B = [u8; 28]> = ViewOf<layouts::GpioEvent, B>;
+impl rt::ViewLayout for layouts::GpioEvent {
+    const NAME: &'static str = "gpio_event";
+    const TYPE: &'static str = "GpioEvent";
+    const SIZE: usize = 28;
+    type Array = [u8; 28];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&GPIO_EVENT_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(GpioEvent, "gpio_event", 28);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(GpioEvent);
+impl rt::FixedLayout for layouts::GpioEvent {}
 impl GpioEvent<[u8; 28]> {
     /// Position of `gpio_event_hi`.
     pub const GPIO_EVENT_HI: rt::Field = rt::Field::new("gpio_event_hi", 96, 32);
@@ -1961,15 +1995,6 @@ impl<B: rt::BytesMut> GpioEvent<B> {
     #[inline]
     pub fn set_gpio_event_lo(&mut self, v: u32) {
         self.buf.write_be32(16, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for GpioEvent<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&GPIO_EVENT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -2027,17 +2052,30 @@ pub const GPIO_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
 ///
 /// PRM layout `db_bf_congestion_event`: 0x18 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `event_subtype` |
 /// | 0x00 | 15:8 | `congestion_level` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct DbBfCongestionEvent<B = [u8; 24]> {
-    buf: B,
+pub type DbBfCongestionEvent<B = [u8; 24]> = ViewOf<layouts::DbBfCongestionEvent, B>;
+impl rt::ViewLayout for layouts::DbBfCongestionEvent {
+    const NAME: &'static str = "db_bf_congestion_event";
+    const TYPE: &'static str = "DbBfCongestionEvent";
+    const SIZE: usize = 24;
+    type Array = [u8; 24];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DB_BF_CONGESTION_EVENT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(DbBfCongestionEvent, "db_bf_congestion_event", 24);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(DbBfCongestionEvent);
+impl rt::FixedLayout for layouts::DbBfCongestionEvent {}
 impl DbBfCongestionEvent<[u8; 24]> {
     /// Position of `event_subtype`.
     pub const EVENT_SUBTYPE: rt::Field = rt::Field::new("event_subtype", 0, 8);
@@ -2081,15 +2119,6 @@ impl<B: rt::BytesMut> DbBfCongestionEvent<B> {
     #[inline]
     pub fn set_congestion_level(&mut self, v: u8) {
         rt::set32(&mut self.buf, 0, 8, 0xff, u32::from(v))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for DbBfCongestionEvent<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&DB_BF_CONGESTION_EVENT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -2148,17 +2177,30 @@ pub const DB_BF_CONGESTION_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
 ///
 /// PRM layout `stall_vl_event`: 0x18 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 7 | `port_num` |
 /// | 0x00 | 3:0 | `vl` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct StallVlEvent<B = [u8; 24]> {
-    buf: B,
+pub type StallVlEvent<B = [u8; 24]> = ViewOf<layouts::StallVlEvent, B>;
+impl rt::ViewLayout for layouts::StallVlEvent {
+    const NAME: &'static str = "stall_vl_event";
+    const TYPE: &'static str = "StallVlEvent";
+    const SIZE: usize = 24;
+    type Array = [u8; 24];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&STALL_VL_EVENT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(StallVlEvent, "stall_vl_event", 24);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(StallVlEvent);
+impl rt::FixedLayout for layouts::StallVlEvent {}
 impl StallVlEvent<[u8; 24]> {
     /// Position of `port_num`.
     pub const PORT_NUM: rt::Field = rt::Field::new("port_num", 24, 1);
@@ -2207,15 +2249,6 @@ impl<B: rt::BytesMut> StallVlEvent<B> {
         rt::check_fits("vl", u64::from(v), 0xf)?;
         self.set_vl(v);
         Ok(())
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for StallVlEvent<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&STALL_VL_EVENT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -2273,16 +2306,29 @@ pub const STALL_VL_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
 ///
 /// PRM layout `cmd_inter_comp_event`: 0x1c bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:0 | `command_completion_vector` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct CmdInterCompEvent<B = [u8; 28]> {
-    buf: B,
+pub type CmdInterCompEvent<B = [u8; 28]> = ViewOf<layouts::CmdInterCompEvent, B>;
+impl rt::ViewLayout for layouts::CmdInterCompEvent {
+    const NAME: &'static str = "cmd_inter_comp_event";
+    const TYPE: &'static str = "CmdInterCompEvent";
+    const SIZE: usize = 28;
+    type Array = [u8; 28];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&CMD_INTER_COMP_EVENT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(CmdInterCompEvent, "cmd_inter_comp_event", 28);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(CmdInterCompEvent);
+impl rt::FixedLayout for layouts::CmdInterCompEvent {}
 impl CmdInterCompEvent<[u8; 28]> {
     /// Position of `command_completion_vector`.
     pub const COMMAND_COMPLETION_VECTOR: rt::Field = rt::Field::new(
@@ -2313,15 +2359,6 @@ impl<B: rt::BytesMut> CmdInterCompEvent<B> {
     #[inline]
     pub fn set_command_completion_vector(&mut self, v: u32) {
         self.buf.write_be32(0, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for CmdInterCompEvent<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&CMD_INTER_COMP_EVENT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -2363,17 +2400,27 @@ pub const CMD_INTER_COMP_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
 ///
 /// PRM layout `pps_event`: 0x1c bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 7:0 | `pin` |
 /// | 0x08 | 63:0 | `time_stamp` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct PpsEvent<B = [u8; 28]> {
-    buf: B,
+pub type PpsEvent<B = [u8; 28]> = ViewOf<layouts::PpsEvent, B>;
+impl rt::ViewLayout for layouts::PpsEvent {
+    const NAME: &'static str = "pps_event";
+    const TYPE: &'static str = "PpsEvent";
+    const SIZE: usize = 28;
+    type Array = [u8; 28];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&PPS_EVENT_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(PpsEvent, "pps_event", 28);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(PpsEvent);
+impl rt::FixedLayout for layouts::PpsEvent {}
 impl PpsEvent<[u8; 28]> {
     /// Position of `pin`.
     pub const PIN: rt::Field = rt::Field::new("pin", 24, 8);
@@ -2414,15 +2461,6 @@ impl<B: rt::BytesMut> PpsEvent<B> {
     #[inline]
     pub fn set_time_stamp(&mut self, v: u64) {
         rt::set64(&mut self.buf, 8, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for PpsEvent<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&PPS_EVENT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -2479,19 +2517,32 @@ pub const PPS_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
 ///
 /// PRM layout `pages_req_event`: 0x1c bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31 | `ec_function` |
 /// | 0x00 | 30 | `release_all` |
 /// | 0x00 | 15:0 | `function_id` |
 /// | 0x04 | 31:0 | `num_pages` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct PagesReqEvent<B = [u8; 28]> {
-    buf: B,
+pub type PagesReqEvent<B = [u8; 28]> = ViewOf<layouts::PagesReqEvent, B>;
+impl rt::ViewLayout for layouts::PagesReqEvent {
+    const NAME: &'static str = "pages_req_event";
+    const TYPE: &'static str = "PagesReqEvent";
+    const SIZE: usize = 28;
+    type Array = [u8; 28];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&PAGES_REQ_EVENT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(PagesReqEvent, "pages_req_event", 28);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(PagesReqEvent);
+impl rt::FixedLayout for layouts::PagesReqEvent {}
 impl PagesReqEvent<[u8; 28]> {
     /// Position of `ec_function`.
     pub const EC_FUNCTION: rt::Field = rt::Field::new("ec_function", 0, 1);
@@ -2565,15 +2616,6 @@ impl<B: rt::BytesMut> PagesReqEvent<B> {
     #[inline]
     pub fn set_num_pages(&mut self, v: u32) {
         self.buf.write_be32(4, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for PagesReqEvent<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&PAGES_REQ_EVENT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -2665,13 +2707,23 @@ pub const PAGES_REQ_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
 /// The 28-byte event data of an EQE; which member applies follows from eqe.event_type (several types share qp_events). The members are those mlx5_ifc.h lists. The data of a page request is laid out as pages_req_event, which the header keeps outside this union; read it at the same offset (eqe byte 0x20).
 ///
 /// PRM union `event_auto`: 0x1c bytes, read as one of its members.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct EventAuto<B = [u8; 28]> {
-    buf: B,
+///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+pub type EventAuto<B = [u8; 28]> = ViewOf<layouts::EventAuto, B>;
+impl rt::ViewLayout for layouts::EventAuto {
+    const NAME: &'static str = "event_auto";
+    const TYPE: &'static str = "EventAuto";
+    const SIZE: usize = 28;
+    type Array = [u8; 28];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        rt::reflect::debug_union(f, &EVENT_AUTO_ACCESS, buf)
+    }
 }
-crate::__prm_view!(EventAuto, "event_auto", 28);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(EventAuto);
+impl rt::FixedLayout for layouts::EventAuto {}
 impl<B: rt::Bytes> EventAuto<B> {
     /// For event_type comp.
     /// The bytes read as `comp_event`.
@@ -2812,12 +2864,6 @@ impl<B: rt::BytesMut> EventAuto<B> {
     #[inline]
     pub fn cmd_inter_comp_event_mut(&mut self) -> CmdInterCompEvent<B::SubMut<'_>> {
         CmdInterCompEvent::new_unchecked(self.buf.sub_mut(0, 28))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for EventAuto<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        rt::reflect::debug_union(f, &EVENT_AUTO_ACCESS, &self.buf)
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]

@@ -613,6 +613,8 @@ impl ::core::convert::From<ExecuteAsoType> for u8 {
 ///
 /// PRM layout `create_flow_table_in`: 0x40 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
@@ -622,13 +624,24 @@ impl ::core::convert::From<ExecuteAsoType> for u8 {
 /// | 0x08 | 15:0 | `vport_number` |
 /// | 0x10 | 31:24 | `table_type` |
 /// | 0x18..0x40 | — | `flow_table_context` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct CreateFlowTableIn<B = [u8; 64]> {
-    buf: B,
+pub type CreateFlowTableIn<B = [u8; 64]> = ViewOf<layouts::CreateFlowTableIn, B>;
+impl rt::ViewLayout for layouts::CreateFlowTableIn {
+    const NAME: &'static str = "create_flow_table_in";
+    const TYPE: &'static str = "CreateFlowTableIn";
+    const SIZE: usize = 64;
+    type Array = [u8; 64];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&CREATE_FLOW_TABLE_IN_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(CreateFlowTableIn, "create_flow_table_in", 64);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(CreateFlowTableIn);
+impl rt::FixedLayout for layouts::CreateFlowTableIn {}
 impl CreateFlowTableIn<[u8; 64]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -757,15 +770,6 @@ impl<B: rt::BytesMut> CreateFlowTableIn<B> {
     #[inline]
     pub fn flow_table_context_mut(&mut self) -> FlowTableContext<B::SubMut<'_>> {
         FlowTableContext::new_unchecked(self.buf.sub_mut(24, 40))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for CreateFlowTableIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&CREATE_FLOW_TABLE_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -915,6 +919,8 @@ pub const CREATE_FLOW_TABLE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
 ///
 /// PRM layout `flow_table_context`: 0x28 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31 | `reformat_en` |
@@ -929,13 +935,24 @@ pub const CREATE_FLOW_TABLE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
 /// | 0x08 | 23:0 | `lag_master_next_table_id` |
 /// | 0x18 | 63:0 | `sw_owner_icm_root_1` |
 /// | 0x20 | 63:0 | `sw_owner_icm_root_0` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct FlowTableContext<B = [u8; 40]> {
-    buf: B,
+pub type FlowTableContext<B = [u8; 40]> = ViewOf<layouts::FlowTableContext, B>;
+impl rt::ViewLayout for layouts::FlowTableContext {
+    const NAME: &'static str = "flow_table_context";
+    const TYPE: &'static str = "FlowTableContext";
+    const SIZE: usize = 40;
+    type Array = [u8; 40];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&FLOW_TABLE_CONTEXT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(FlowTableContext, "flow_table_context", 40);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(FlowTableContext);
+impl rt::FixedLayout for layouts::FlowTableContext {}
 impl FlowTableContext<[u8; 40]> {
     /// Position of `reformat_en`.
     pub const REFORMAT_EN: rt::Field = rt::Field::new("reformat_en", 0, 1);
@@ -1189,15 +1206,6 @@ impl<B: rt::BytesMut> FlowTableContext<B> {
         rt::set64(&mut self.buf, 32, v)
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for FlowTableContext<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&FLOW_TABLE_CONTEXT_ACCESS, &self.buf),
-            f,
-        )
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `flow_table_context`: what the decoding `Debug` shows and generic tools read.
 pub const FLOW_TABLE_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -1430,6 +1438,8 @@ pub const FLOW_TABLE_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
 ///
 /// PRM layout `create_flow_table_out`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
@@ -1438,13 +1448,24 @@ pub const FLOW_TABLE_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
 /// | 0x08 | 31:24 | `icm_address_39_32` |
 /// | 0x08 | 23:0 | `table_id` |
 /// | 0x0c | 31:0 | `icm_address_31_0` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct CreateFlowTableOut<B = [u8; 16]> {
-    buf: B,
+pub type CreateFlowTableOut<B = [u8; 16]> = ViewOf<layouts::CreateFlowTableOut, B>;
+impl rt::ViewLayout for layouts::CreateFlowTableOut {
+    const NAME: &'static str = "create_flow_table_out";
+    const TYPE: &'static str = "CreateFlowTableOut";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&CREATE_FLOW_TABLE_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(CreateFlowTableOut, "create_flow_table_out", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(CreateFlowTableOut);
+impl rt::FixedLayout for layouts::CreateFlowTableOut {}
 impl CreateFlowTableOut<[u8; 16]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -1569,15 +1590,6 @@ impl<B: rt::BytesMut> CreateFlowTableOut<B> {
         self.buf.write_be32(12, v)
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for CreateFlowTableOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&CREATE_FLOW_TABLE_OUT_ACCESS, &self.buf),
-            f,
-        )
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `create_flow_table_out`: what the decoding `Debug` shows and generic tools read.
 pub const CREATE_FLOW_TABLE_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -1695,6 +1707,8 @@ pub const CREATE_FLOW_TABLE_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
 ///
 /// PRM layout `create_flow_group_in`: 0x400 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
@@ -1710,13 +1724,24 @@ pub const CREATE_FLOW_TABLE_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
 /// | 0x28 | 15:0 | `match_definer_id` |
 /// | 0x3c | 7:0 | `match_criteria_enable` |
 /// | 0x40..0x240 | — | `match_criteria` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct CreateFlowGroupIn<B = [u8; 1024]> {
-    buf: B,
+pub type CreateFlowGroupIn<B = [u8; 1024]> = ViewOf<layouts::CreateFlowGroupIn, B>;
+impl rt::ViewLayout for layouts::CreateFlowGroupIn {
+    const NAME: &'static str = "create_flow_group_in";
+    const TYPE: &'static str = "CreateFlowGroupIn";
+    const SIZE: usize = 1024;
+    type Array = [u8; 1024];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&CREATE_FLOW_GROUP_IN_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(CreateFlowGroupIn, "create_flow_group_in", 1024);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(CreateFlowGroupIn);
+impl rt::FixedLayout for layouts::CreateFlowGroupIn {}
 impl CreateFlowGroupIn<[u8; 1024]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -1969,15 +1994,6 @@ impl<B: rt::BytesMut> CreateFlowGroupIn<B> {
     #[inline]
     pub fn match_criteria_mut(&mut self) -> FteMatchParam<B::SubMut<'_>> {
         FteMatchParam::new_unchecked(self.buf.sub_mut(64, 512))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for CreateFlowGroupIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&CREATE_FLOW_GROUP_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -2356,6 +2372,8 @@ pub const CREATE_FLOW_GROUP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
 ///
 /// PRM layout `fte_match_param`: 0x200 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00..0x40 | — | `outer_headers` |
@@ -2365,13 +2383,24 @@ pub const CREATE_FLOW_GROUP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
 /// | 0x100..0x140 | — | `misc_parameters_3` |
 /// | 0x140..0x180 | — | `misc_parameters_4` |
 /// | 0x180..0x1c0 | — | `misc_parameters_5` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct FteMatchParam<B = [u8; 512]> {
-    buf: B,
+pub type FteMatchParam<B = [u8; 512]> = ViewOf<layouts::FteMatchParam, B>;
+impl rt::ViewLayout for layouts::FteMatchParam {
+    const NAME: &'static str = "fte_match_param";
+    const TYPE: &'static str = "FteMatchParam";
+    const SIZE: usize = 512;
+    type Array = [u8; 512];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&FTE_MATCH_PARAM_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(FteMatchParam, "fte_match_param", 512);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(FteMatchParam);
+impl rt::FixedLayout for layouts::FteMatchParam {}
 impl FteMatchParam<[u8; 512]> {
     /// Position of `outer_headers`.
     pub const OUTER_HEADERS: rt::Field = rt::Field::new("outer_headers", 0, 512);
@@ -2506,15 +2535,6 @@ impl<B: rt::BytesMut> FteMatchParam<B> {
     #[inline]
     pub fn misc_parameters_5_mut(&mut self) -> FteMatchSetMisc5<B::SubMut<'_>> {
         FteMatchSetMisc5::new_unchecked(self.buf.sub_mut(384, 64))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for FteMatchParam<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&FTE_MATCH_PARAM_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -2668,6 +2688,8 @@ pub const FTE_MATCH_PARAM_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
 ///
 /// PRM layout `fte_match_set_lyr_2_4`: 0x40 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:0 | `smac_47_16` |
@@ -2695,13 +2717,24 @@ pub const FTE_MATCH_PARAM_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
 /// | 0x1c | 15:0 | `udp_dport` |
 /// | 0x20..0x30 | — | `src_ipv4_src_ipv6` |
 /// | 0x30..0x40 | — | `dst_ipv4_dst_ipv6` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct FteMatchSetLyr24<B = [u8; 64]> {
-    buf: B,
+pub type FteMatchSetLyr24<B = [u8; 64]> = ViewOf<layouts::FteMatchSetLyr24, B>;
+impl rt::ViewLayout for layouts::FteMatchSetLyr24 {
+    const NAME: &'static str = "fte_match_set_lyr_2_4";
+    const TYPE: &'static str = "FteMatchSetLyr24";
+    const SIZE: usize = 64;
+    type Array = [u8; 64];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&FTE_MATCH_SET_LYR_2_4_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(FteMatchSetLyr24, "fte_match_set_lyr_2_4", 64);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(FteMatchSetLyr24);
+impl rt::FixedLayout for layouts::FteMatchSetLyr24 {}
 impl FteMatchSetLyr24<[u8; 64]> {
     /// Position of `smac_47_16`.
     pub const SMAC_47_16: rt::Field = rt::Field::new("smac_47_16", 0, 32);
@@ -3164,15 +3197,6 @@ impl<B: rt::BytesMut> FteMatchSetLyr24<B> {
         Ipv6LayoutIpv4LayoutAuto::new_unchecked(self.buf.sub_mut(48, 16))
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for FteMatchSetLyr24<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&FTE_MATCH_SET_LYR_2_4_ACCESS, &self.buf),
-            f,
-        )
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `fte_match_set_lyr_2_4`: what the decoding `Debug` shows and generic tools read.
 pub const FTE_MATCH_SET_LYR_2_4_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -3614,16 +3638,26 @@ pub const FTE_MATCH_SET_LYR_2_4_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
 ///
 /// PRM layout `ipv6_layout`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00..0x10 | — | `ipv6` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct Ipv6Layout<B = [u8; 16]> {
-    buf: B,
+pub type Ipv6Layout<B = [u8; 16]> = ViewOf<layouts::Ipv6Layout, B>;
+impl rt::ViewLayout for layouts::Ipv6Layout {
+    const NAME: &'static str = "ipv6_layout";
+    const TYPE: &'static str = "Ipv6Layout";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&IPV6_LAYOUT_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(Ipv6Layout, "ipv6_layout", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(Ipv6Layout);
+impl rt::FixedLayout for layouts::Ipv6Layout {}
 impl Ipv6Layout<[u8; 16]> {
     /// Position of `ipv6`.
     pub const IPV6: rt::Field = rt::Field::new("ipv6", 0, 128);
@@ -3654,15 +3688,6 @@ impl<B: rt::BytesMut> Ipv6Layout<B> {
         self.buf.write_bytes(0, v)
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for Ipv6Layout<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&IPV6_LAYOUT_ACCESS, &self.buf),
-            f,
-        )
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `ipv6_layout`: what the decoding `Debug` shows and generic tools read.
 pub const IPV6_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -3689,19 +3714,32 @@ pub const IPV6_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
 ///
 /// PRM layout `ipv6_simple_layout`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:0 | `ipv6_127_96` |
 /// | 0x04 | 31:0 | `ipv6_95_64` |
 /// | 0x08 | 31:0 | `ipv6_63_32` |
 /// | 0x0c | 31:0 | `ipv6_31_0` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct Ipv6SimpleLayout<B = [u8; 16]> {
-    buf: B,
+pub type Ipv6SimpleLayout<B = [u8; 16]> = ViewOf<layouts::Ipv6SimpleLayout, B>;
+impl rt::ViewLayout for layouts::Ipv6SimpleLayout {
+    const NAME: &'static str = "ipv6_simple_layout";
+    const TYPE: &'static str = "Ipv6SimpleLayout";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&IPV6_SIMPLE_LAYOUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(Ipv6SimpleLayout, "ipv6_simple_layout", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(Ipv6SimpleLayout);
+impl rt::FixedLayout for layouts::Ipv6SimpleLayout {}
 impl Ipv6SimpleLayout<[u8; 16]> {
     /// Position of `ipv6_127_96`.
     pub const IPV6_127_96: rt::Field = rt::Field::new("ipv6_127_96", 0, 32);
@@ -3775,15 +3813,6 @@ impl<B: rt::BytesMut> Ipv6SimpleLayout<B> {
     #[inline]
     pub fn set_ipv6_31_0(&mut self, v: u32) {
         self.buf.write_be32(12, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for Ipv6SimpleLayout<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&IPV6_SIMPLE_LAYOUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -3869,16 +3898,26 @@ pub const IPV6_SIMPLE_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
 ///
 /// PRM layout `ipv4_layout`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x0c | 31:0 | `ipv4` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct Ipv4Layout<B = [u8; 16]> {
-    buf: B,
+pub type Ipv4Layout<B = [u8; 16]> = ViewOf<layouts::Ipv4Layout, B>;
+impl rt::ViewLayout for layouts::Ipv4Layout {
+    const NAME: &'static str = "ipv4_layout";
+    const TYPE: &'static str = "Ipv4Layout";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&IPV4_LAYOUT_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(Ipv4Layout, "ipv4_layout", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(Ipv4Layout);
+impl rt::FixedLayout for layouts::Ipv4Layout {}
 impl Ipv4Layout<[u8; 16]> {
     /// Position of `ipv4`.
     pub const IPV4: rt::Field = rt::Field::new("ipv4", 96, 32);
@@ -3905,15 +3944,6 @@ impl<B: rt::BytesMut> Ipv4Layout<B> {
     #[inline]
     pub fn set_ipv4(&mut self, v: u32) {
         self.buf.write_be32(12, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for Ipv4Layout<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&IPV4_LAYOUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -3946,6 +3976,8 @@ pub const IPV4_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
 /// Miscellaneous match fields: the packet's source (SQ, vport, e-switch owner), the second VLAN tags, and tunnel fields (GRE, VXLAN, GENEVE, IPv6 flow label, ESP).
 ///
 /// PRM layout `fte_match_set_misc`: 0x40 bytes.
+///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
 ///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
@@ -3980,13 +4012,24 @@ pub const IPV4_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
 /// | 0x28 | 23:0 | `bth_dst_qp` |
 /// | 0x2c | 31:0 | `inner_esp_spi` |
 /// | 0x30 | 31:0 | `outer_esp_spi` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct FteMatchSetMisc<B = [u8; 64]> {
-    buf: B,
+pub type FteMatchSetMisc<B = [u8; 64]> = ViewOf<layouts::FteMatchSetMisc, B>;
+impl rt::ViewLayout for layouts::FteMatchSetMisc {
+    const NAME: &'static str = "fte_match_set_misc";
+    const TYPE: &'static str = "FteMatchSetMisc";
+    const SIZE: usize = 64;
+    type Array = [u8; 64];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&FTE_MATCH_SET_MISC_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(FteMatchSetMisc, "fte_match_set_misc", 64);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(FteMatchSetMisc);
+impl rt::FixedLayout for layouts::FteMatchSetMisc {}
 impl FteMatchSetMisc<[u8; 64]> {
     /// Position of `gre_c_present`.
     pub const GRE_C_PRESENT: rt::Field = rt::Field::new("gre_c_present", 0, 1);
@@ -4613,15 +4656,6 @@ impl<B: rt::BytesMut> FteMatchSetMisc<B> {
         self.buf.write_be32(48, v)
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for FteMatchSetMisc<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&FTE_MATCH_SET_MISC_ACCESS, &self.buf),
-            f,
-        )
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `fte_match_set_misc`: what the decoding `Debug` shows and generic tools read.
 pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -5176,17 +5210,27 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
 ///
 /// PRM layout `nvgre_key`: 0x4 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:8 | `hi` |
 /// | 0x00 | 7:0 | `lo` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct NvgreKey<B = [u8; 4]> {
-    buf: B,
+pub type NvgreKey<B = [u8; 4]> = ViewOf<layouts::NvgreKey, B>;
+impl rt::ViewLayout for layouts::NvgreKey {
+    const NAME: &'static str = "nvgre_key";
+    const TYPE: &'static str = "NvgreKey";
+    const SIZE: usize = 4;
+    type Array = [u8; 4];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&NVGRE_KEY_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(NvgreKey, "nvgre_key", 4);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(NvgreKey);
+impl rt::FixedLayout for layouts::NvgreKey {}
 impl NvgreKey<[u8; 4]> {
     /// Position of `hi`.
     pub const HI: rt::Field = rt::Field::new("hi", 0, 24);
@@ -5237,15 +5281,6 @@ impl<B: rt::BytesMut> NvgreKey<B> {
         rt::set32(&mut self.buf, 0, 0, 0xff, u32::from(v))
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for NvgreKey<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&NVGRE_KEY_ACCESS, &self.buf),
-            f,
-        )
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `nvgre_key`: what the decoding `Debug` shows and generic tools read.
 pub const NVGRE_KEY_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -5293,16 +5328,26 @@ pub const NVGRE_KEY_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
 ///
 /// PRM layout `gre_key_key`: 0x4 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:0 | `key` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct GreKeyKey<B = [u8; 4]> {
-    buf: B,
+pub type GreKeyKey<B = [u8; 4]> = ViewOf<layouts::GreKeyKey, B>;
+impl rt::ViewLayout for layouts::GreKeyKey {
+    const NAME: &'static str = "gre_key_key";
+    const TYPE: &'static str = "GreKeyKey";
+    const SIZE: usize = 4;
+    type Array = [u8; 4];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&GRE_KEY_KEY_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(GreKeyKey, "gre_key_key", 4);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(GreKeyKey);
+impl rt::FixedLayout for layouts::GreKeyKey {}
 impl GreKeyKey<[u8; 4]> {
     /// Position of `key`.
     pub const KEY: rt::Field = rt::Field::new("key", 0, 32);
@@ -5329,15 +5374,6 @@ impl<B: rt::BytesMut> GreKeyKey<B> {
     #[inline]
     pub fn set_key(&mut self, v: u32) {
         self.buf.write_be32(0, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for GreKeyKey<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&GRE_KEY_KEY_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -5371,6 +5407,8 @@ pub const GRE_KEY_KEY_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
 ///
 /// PRM layout `fte_match_set_misc2`: 0x40 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:0 | `outer_first_mpls` |
@@ -5388,13 +5426,24 @@ pub const GRE_KEY_KEY_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
 /// | 0x30 | 31:0 | `metadata_reg_a` |
 /// | 0x34 | 23:16 | `macsec_syndrome` |
 /// | 0x34 | 15:8 | `ipsec_syndrome` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct FteMatchSetMisc2<B = [u8; 64]> {
-    buf: B,
+pub type FteMatchSetMisc2<B = [u8; 64]> = ViewOf<layouts::FteMatchSetMisc2, B>;
+impl rt::ViewLayout for layouts::FteMatchSetMisc2 {
+    const NAME: &'static str = "fte_match_set_misc2";
+    const TYPE: &'static str = "FteMatchSetMisc2";
+    const SIZE: usize = 64;
+    type Array = [u8; 64];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&FTE_MATCH_SET_MISC2_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(FteMatchSetMisc2, "fte_match_set_misc2", 64);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(FteMatchSetMisc2);
+impl rt::FixedLayout for layouts::FteMatchSetMisc2 {}
 impl FteMatchSetMisc2<[u8; 64]> {
     /// Position of `outer_first_mpls`.
     pub const OUTER_FIRST_MPLS: rt::Field = rt::Field::new("outer_first_mpls", 0, 32);
@@ -5641,15 +5690,6 @@ impl<B: rt::BytesMut> FteMatchSetMisc2<B> {
     #[inline]
     pub fn set_ipsec_syndrome(&mut self, v: u8) {
         rt::set32(&mut self.buf, 52, 8, 0xff, u32::from(v))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for FteMatchSetMisc2<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&FTE_MATCH_SET_MISC2_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -5923,19 +5963,32 @@ pub const FTE_MATCH_SET_MISC2_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
 ///
 /// PRM layout `fte_match_mpls`: 0x4 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:12 | `mpls_label` |
 /// | 0x00 | 11:9 | `mpls_exp` |
 /// | 0x00 | 8 | `mpls_s_bos` |
 /// | 0x00 | 7:0 | `mpls_ttl` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct FteMatchMpls<B = [u8; 4]> {
-    buf: B,
+pub type FteMatchMpls<B = [u8; 4]> = ViewOf<layouts::FteMatchMpls, B>;
+impl rt::ViewLayout for layouts::FteMatchMpls {
+    const NAME: &'static str = "fte_match_mpls";
+    const TYPE: &'static str = "FteMatchMpls";
+    const SIZE: usize = 4;
+    type Array = [u8; 4];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&FTE_MATCH_MPLS_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(FteMatchMpls, "fte_match_mpls", 4);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(FteMatchMpls);
+impl rt::FixedLayout for layouts::FteMatchMpls {}
 impl FteMatchMpls<[u8; 4]> {
     /// Position of `mpls_label`.
     pub const MPLS_LABEL: rt::Field = rt::Field::new("mpls_label", 0, 20);
@@ -6027,15 +6080,6 @@ impl<B: rt::BytesMut> FteMatchMpls<B> {
         rt::set32(&mut self.buf, 0, 0, 0xff, u32::from(v))
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for FteMatchMpls<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&FTE_MATCH_MPLS_ACCESS, &self.buf),
-            f,
-        )
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `fte_match_mpls`: what the decoding `Debug` shows and generic tools read.
 pub const FTE_MATCH_MPLS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -6119,6 +6163,8 @@ pub const FTE_MATCH_MPLS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
 ///
 /// PRM layout `fte_match_set_misc3`: 0x40 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:0 | `inner_tcp_seq_num` |
@@ -6141,13 +6187,24 @@ pub const FTE_MATCH_MPLS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
 /// | 0x30 | 31:0 | `gtpu_dw_2` |
 /// | 0x34 | 31:0 | `gtpu_first_ext_dw_0` |
 /// | 0x38 | 31:0 | `gtpu_dw_0` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct FteMatchSetMisc3<B = [u8; 64]> {
-    buf: B,
+pub type FteMatchSetMisc3<B = [u8; 64]> = ViewOf<layouts::FteMatchSetMisc3, B>;
+impl rt::ViewLayout for layouts::FteMatchSetMisc3 {
+    const NAME: &'static str = "fte_match_set_misc3";
+    const TYPE: &'static str = "FteMatchSetMisc3";
+    const SIZE: usize = 64;
+    type Array = [u8; 64];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&FTE_MATCH_SET_MISC3_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(FteMatchSetMisc3, "fte_match_set_misc3", 64);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(FteMatchSetMisc3);
+impl rt::FixedLayout for layouts::FteMatchSetMisc3 {}
 impl FteMatchSetMisc3<[u8; 64]> {
     /// Position of `inner_tcp_seq_num`.
     pub const INNER_TCP_SEQ_NUM: rt::Field = rt::Field::new("inner_tcp_seq_num", 0, 32);
@@ -6500,15 +6557,6 @@ impl<B: rt::BytesMut> FteMatchSetMisc3<B> {
     #[inline]
     pub fn set_gtpu_dw_0(&mut self, v: u32) {
         self.buf.write_be32(56, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for FteMatchSetMisc3<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&FTE_MATCH_SET_MISC3_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -6866,6 +6914,8 @@ pub const FTE_MATCH_SET_MISC3_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
 ///
 /// PRM layout `fte_match_set_misc4`: 0x40 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:0 | `prog_sample_field_value_0` |
@@ -6876,13 +6926,24 @@ pub const FTE_MATCH_SET_MISC3_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
 /// | 0x14 | 31:0 | `prog_sample_field_id_2` |
 /// | 0x18 | 31:0 | `prog_sample_field_value_3` |
 /// | 0x1c | 31:0 | `prog_sample_field_id_3` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct FteMatchSetMisc4<B = [u8; 64]> {
-    buf: B,
+pub type FteMatchSetMisc4<B = [u8; 64]> = ViewOf<layouts::FteMatchSetMisc4, B>;
+impl rt::ViewLayout for layouts::FteMatchSetMisc4 {
+    const NAME: &'static str = "fte_match_set_misc4";
+    const TYPE: &'static str = "FteMatchSetMisc4";
+    const SIZE: usize = 64;
+    type Array = [u8; 64];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&FTE_MATCH_SET_MISC4_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(FteMatchSetMisc4, "fte_match_set_misc4", 64);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(FteMatchSetMisc4);
+impl rt::FixedLayout for layouts::FteMatchSetMisc4 {}
 impl FteMatchSetMisc4<[u8; 64]> {
     /// Position of `prog_sample_field_value_0`.
     pub const PROG_SAMPLE_FIELD_VALUE_0: rt::Field = rt::Field::new(
@@ -7050,15 +7111,6 @@ impl<B: rt::BytesMut> FteMatchSetMisc4<B> {
         self.buf.write_be32(28, v)
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for FteMatchSetMisc4<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&FTE_MATCH_SET_MISC4_ACCESS, &self.buf),
-            f,
-        )
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `fte_match_set_misc4`: what the decoding `Debug` shows and generic tools read.
 pub const FTE_MATCH_SET_MISC4_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -7219,6 +7271,8 @@ pub const FTE_MATCH_SET_MISC4_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
 ///
 /// PRM layout `fte_match_set_misc5`: 0x40 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:0 | `macsec_tag_0` |
@@ -7229,13 +7283,24 @@ pub const FTE_MATCH_SET_MISC4_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
 /// | 0x14 | 31:0 | `tunnel_header_1` |
 /// | 0x18 | 31:0 | `tunnel_header_2` |
 /// | 0x1c | 31:0 | `tunnel_header_3` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct FteMatchSetMisc5<B = [u8; 64]> {
-    buf: B,
+pub type FteMatchSetMisc5<B = [u8; 64]> = ViewOf<layouts::FteMatchSetMisc5, B>;
+impl rt::ViewLayout for layouts::FteMatchSetMisc5 {
+    const NAME: &'static str = "fte_match_set_misc5";
+    const TYPE: &'static str = "FteMatchSetMisc5";
+    const SIZE: usize = 64;
+    type Array = [u8; 64];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&FTE_MATCH_SET_MISC5_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(FteMatchSetMisc5, "fte_match_set_misc5", 64);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(FteMatchSetMisc5);
+impl rt::FixedLayout for layouts::FteMatchSetMisc5 {}
 impl FteMatchSetMisc5<[u8; 64]> {
     /// Position of `macsec_tag_0`.
     pub const MACSEC_TAG_0: rt::Field = rt::Field::new("macsec_tag_0", 0, 32);
@@ -7369,15 +7434,6 @@ impl<B: rt::BytesMut> FteMatchSetMisc5<B> {
     #[inline]
     pub fn set_tunnel_header_3(&mut self, v: u32) {
         self.buf.write_be32(28, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for FteMatchSetMisc5<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&FTE_MATCH_SET_MISC5_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -7540,18 +7596,31 @@ pub const FTE_MATCH_SET_MISC5_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
 ///
 /// PRM layout `create_flow_group_out`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
 /// | 0x08 | 23:0 | `group_id` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct CreateFlowGroupOut<B = [u8; 16]> {
-    buf: B,
+pub type CreateFlowGroupOut<B = [u8; 16]> = ViewOf<layouts::CreateFlowGroupOut, B>;
+impl rt::ViewLayout for layouts::CreateFlowGroupOut {
+    const NAME: &'static str = "create_flow_group_out";
+    const TYPE: &'static str = "CreateFlowGroupOut";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&CREATE_FLOW_GROUP_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(CreateFlowGroupOut, "create_flow_group_out", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(CreateFlowGroupOut);
+impl rt::FixedLayout for layouts::CreateFlowGroupOut {}
 impl CreateFlowGroupOut<[u8; 16]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -7614,15 +7683,6 @@ impl<B: rt::BytesMut> CreateFlowGroupOut<B> {
         rt::check_fits("group_id", u64::from(v), 0xffffff)?;
         self.set_group_id(v);
         Ok(())
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for CreateFlowGroupOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&CREATE_FLOW_GROUP_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -7691,6 +7751,8 @@ pub const CREATE_FLOW_GROUP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
 ///
 /// PRM layout `set_fte_in`: 0x340 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
@@ -7703,13 +7765,20 @@ pub const CREATE_FLOW_GROUP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
 /// | 0x18 | 7:0 | `modify_enable_mask` |
 /// | 0x20 | 31:0 | `flow_index` |
 /// | 0x40..0x340 | — | `flow_context` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct SetFteIn<B = [u8; 832]> {
-    buf: B,
+pub type SetFteIn<B = [u8; 832]> = ViewOf<layouts::SetFteIn, B>;
+impl rt::ViewLayout for layouts::SetFteIn {
+    const NAME: &'static str = "set_fte_in";
+    const TYPE: &'static str = "SetFteIn";
+    const SIZE: usize = 832;
+    type Array = [u8; 832];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&SET_FTE_IN_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(SetFteIn, "set_fte_in", 832, runs_on);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(SetFteIn);
 impl SetFteIn<[u8; 832]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -7898,15 +7967,6 @@ impl<B: rt::BytesMut> SetFteIn<B> {
     pub fn flow_context_mut(&mut self) -> FlowContext<B::SubMut<'_>> {
         FlowContext::new_unchecked(
             self.buf.sub_mut(64, rt::tail_len(self.buf.len(), 64, 768)),
-        )
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for SetFteIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&SET_FTE_IN_ACCESS, &self.buf),
-            f,
         )
     }
 }
@@ -8115,6 +8175,8 @@ pub const SET_FTE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
 ///
 /// PRM layout `flow_context`: 0x300 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:0 | `push_vlan` |
@@ -8134,13 +8196,20 @@ pub const SET_FTE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
 /// | 0x40..0x240 | — | `match_value` |
 /// | 0x240..0x260 | — | `execute_aso[4]` |
 /// | 0x300 | … | `destination[]` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct FlowContext<B = [u8; 768]> {
-    buf: B,
+pub type FlowContext<B = [u8; 768]> = ViewOf<layouts::FlowContext, B>;
+impl rt::ViewLayout for layouts::FlowContext {
+    const NAME: &'static str = "flow_context";
+    const TYPE: &'static str = "FlowContext";
+    const SIZE: usize = 768;
+    type Array = [u8; 768];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&FLOW_CONTEXT_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(FlowContext, "flow_context", 768, runs_on);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(FlowContext);
 impl FlowContext<[u8; 768]> {
     /// Position of `push_vlan`.
     pub const PUSH_VLAN: rt::Field = rt::Field::new("push_vlan", 0, 32);
@@ -8605,15 +8674,6 @@ impl<B: rt::BytesMut> FlowContext<B> {
         Some(V::new_unchecked(self.buf.sub_mut(768 + i * V::SIZE, V::SIZE)))
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for FlowContext<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&FLOW_CONTEXT_ACCESS, &self.buf),
-            f,
-        )
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `flow_context`: what the decoding `Debug` shows and generic tools read.
 pub const FLOW_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -8980,19 +9040,29 @@ pub const FLOW_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
 ///
 /// PRM layout `vlan`: 0x4 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `ethtype` |
 /// | 0x00 | 15:13 | `prio` |
 /// | 0x00 | 12 | `cfi` |
 /// | 0x00 | 11:0 | `vid` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct Vlan<B = [u8; 4]> {
-    buf: B,
+pub type Vlan<B = [u8; 4]> = ViewOf<layouts::Vlan, B>;
+impl rt::ViewLayout for layouts::Vlan {
+    const NAME: &'static str = "vlan";
+    const TYPE: &'static str = "Vlan";
+    const SIZE: usize = 4;
+    type Array = [u8; 4];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&VLAN_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(Vlan, "vlan", 4);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(Vlan);
+impl rt::FixedLayout for layouts::Vlan {}
 impl Vlan<[u8; 4]> {
     /// Position of `ethtype`.
     pub const ETHTYPE: rt::Field = rt::Field::new("ethtype", 0, 16);
@@ -9084,12 +9154,6 @@ impl<B: rt::BytesMut> Vlan<B> {
         Ok(())
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for Vlan<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&VLAN_ACCESS, &self.buf), f)
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `vlan`: what the decoding `Debug` shows and generic tools read.
 pub const VLAN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -9169,18 +9233,28 @@ pub const VLAN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
 ///
 /// PRM layout `execute_aso`: 0x8 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31 | `valid` |
 /// | 0x00 | 23:0 | `aso_object_id` |
 /// | 0x04 | 31:0 | `exe_aso_ctrl` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct ExecuteAso<B = [u8; 8]> {
-    buf: B,
+pub type ExecuteAso<B = [u8; 8]> = ViewOf<layouts::ExecuteAso, B>;
+impl rt::ViewLayout for layouts::ExecuteAso {
+    const NAME: &'static str = "execute_aso";
+    const TYPE: &'static str = "ExecuteAso";
+    const SIZE: usize = 8;
+    type Array = [u8; 8];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&EXECUTE_ASO_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(ExecuteAso, "execute_aso", 8);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(ExecuteAso);
+impl rt::FixedLayout for layouts::ExecuteAso {}
 impl ExecuteAso<[u8; 8]> {
     /// Position of `valid`.
     pub const VALID: rt::Field = rt::Field::new("valid", 0, 1);
@@ -9249,15 +9323,6 @@ impl<B: rt::BytesMut> ExecuteAso<B> {
         ExeAsoCtrl::new_unchecked(self.buf.sub_mut(4, 4))
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for ExecuteAso<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&EXECUTE_ASO_ACCESS, &self.buf),
-            f,
-        )
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `execute_aso`: what the decoding `Debug` shows and generic tools read.
 pub const EXECUTE_ASO_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -9324,6 +9389,8 @@ pub const EXECUTE_ASO_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
 ///
 /// PRM layout `exe_aso_ctrl_flow_meter`: 0x4 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:28 | `return_reg_id` |
@@ -9331,13 +9398,24 @@ pub const EXECUTE_ASO_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
 /// | 0x00 | 3 | `action` |
 /// | 0x00 | 2:1 | `init_color` |
 /// | 0x00 | 0 | `meter_id` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct ExeAsoCtrlFlowMeter<B = [u8; 4]> {
-    buf: B,
+pub type ExeAsoCtrlFlowMeter<B = [u8; 4]> = ViewOf<layouts::ExeAsoCtrlFlowMeter, B>;
+impl rt::ViewLayout for layouts::ExeAsoCtrlFlowMeter {
+    const NAME: &'static str = "exe_aso_ctrl_flow_meter";
+    const TYPE: &'static str = "ExeAsoCtrlFlowMeter";
+    const SIZE: usize = 4;
+    type Array = [u8; 4];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&EXE_ASO_CTRL_FLOW_METER_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(ExeAsoCtrlFlowMeter, "exe_aso_ctrl_flow_meter", 4);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(ExeAsoCtrlFlowMeter);
+impl rt::FixedLayout for layouts::ExeAsoCtrlFlowMeter {}
 impl ExeAsoCtrlFlowMeter<[u8; 4]> {
     /// Position of `return_reg_id`.
     pub const RETURN_REG_ID: rt::Field = rt::Field::new("return_reg_id", 0, 4);
@@ -9476,15 +9554,6 @@ impl<B: rt::BytesMut> ExeAsoCtrlFlowMeter<B> {
         rt::set32(&mut self.buf, 0, 0, 0x1, u32::from(u8::from(v)))
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for ExeAsoCtrlFlowMeter<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&EXE_ASO_CTRL_FLOW_METER_ACCESS, &self.buf),
-            f,
-        )
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `exe_aso_ctrl_flow_meter`: what the decoding `Debug` shows and generic tools read.
 pub const EXE_ASO_CTRL_FLOW_METER_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -9597,17 +9666,30 @@ pub const EXE_ASO_CTRL_FLOW_METER_ACCESS: rt::reflect::LayoutAccess = rt::reflec
 ///
 /// PRM layout `extended_dest_format`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 63:0 | `destination_entry` |
 /// | 0x08 | 31:0 | `packet_reformat_id` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct ExtendedDestFormat<B = [u8; 16]> {
-    buf: B,
+pub type ExtendedDestFormat<B = [u8; 16]> = ViewOf<layouts::ExtendedDestFormat, B>;
+impl rt::ViewLayout for layouts::ExtendedDestFormat {
+    const NAME: &'static str = "extended_dest_format";
+    const TYPE: &'static str = "ExtendedDestFormat";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&EXTENDED_DEST_FORMAT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(ExtendedDestFormat, "extended_dest_format", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(ExtendedDestFormat);
+impl rt::FixedLayout for layouts::ExtendedDestFormat {}
 impl ExtendedDestFormat<[u8; 16]> {
     /// Position of `destination_entry`.
     pub const DESTINATION_ENTRY: rt::Field = rt::Field::new("destination_entry", 0, 64);
@@ -9655,15 +9737,6 @@ impl<B: rt::BytesMut> ExtendedDestFormat<B> {
     #[inline]
     pub fn set_packet_reformat_id(&mut self, v: u32) {
         self.buf.write_be32(8, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for ExtendedDestFormat<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&EXTENDED_DEST_FORMAT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -9716,6 +9789,8 @@ pub const EXTENDED_DEST_FORMAT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
 ///
 /// PRM layout `dest_format_struct`: 0x8 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `destination_type` |
@@ -9724,13 +9799,24 @@ pub const EXTENDED_DEST_FORMAT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
 /// | 0x04 | 30 | `packet_reformat` |
 /// | 0x04 | 23:16 | `destination_table_type` |
 /// | 0x04 | 15:0 | `destination_eswitch_owner_vhca_id` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct DestFormatStruct<B = [u8; 8]> {
-    buf: B,
+pub type DestFormatStruct<B = [u8; 8]> = ViewOf<layouts::DestFormatStruct, B>;
+impl rt::ViewLayout for layouts::DestFormatStruct {
+    const NAME: &'static str = "dest_format_struct";
+    const TYPE: &'static str = "DestFormatStruct";
+    const SIZE: usize = 8;
+    type Array = [u8; 8];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DEST_FORMAT_STRUCT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(DestFormatStruct, "dest_format_struct", 8);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(DestFormatStruct);
+impl rt::FixedLayout for layouts::DestFormatStruct {}
 impl DestFormatStruct<[u8; 8]> {
     /// Position of `destination_type`.
     pub const DESTINATION_TYPE: rt::Field = rt::Field::new("destination_type", 0, 8);
@@ -9868,15 +9954,6 @@ impl<B: rt::BytesMut> DestFormatStruct<B> {
         rt::set32(&mut self.buf, 4, 0, 0xffff, u32::from(v))
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for DestFormatStruct<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&DEST_FORMAT_STRUCT_ACCESS, &self.buf),
-            f,
-        )
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `dest_format_struct`: what the decoding `Debug` shows and generic tools read.
 pub const DEST_FORMAT_STRUCT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -10000,16 +10077,29 @@ pub const DEST_FORMAT_STRUCT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
 ///
 /// PRM layout `flow_counter_list`: 0x8 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:0 | `flow_counter_id` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct FlowCounterList<B = [u8; 8]> {
-    buf: B,
+pub type FlowCounterList<B = [u8; 8]> = ViewOf<layouts::FlowCounterList, B>;
+impl rt::ViewLayout for layouts::FlowCounterList {
+    const NAME: &'static str = "flow_counter_list";
+    const TYPE: &'static str = "FlowCounterList";
+    const SIZE: usize = 8;
+    type Array = [u8; 8];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&FLOW_COUNTER_LIST_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(FlowCounterList, "flow_counter_list", 8);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(FlowCounterList);
+impl rt::FixedLayout for layouts::FlowCounterList {}
 impl FlowCounterList<[u8; 8]> {
     /// Position of `flow_counter_id`.
     pub const FLOW_COUNTER_ID: rt::Field = rt::Field::new("flow_counter_id", 0, 32);
@@ -10036,15 +10126,6 @@ impl<B: rt::BytesMut> FlowCounterList<B> {
     #[inline]
     pub fn set_flow_counter_id(&mut self, v: u32) {
         self.buf.write_be32(0, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for FlowCounterList<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&FLOW_COUNTER_LIST_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -10079,17 +10160,27 @@ pub const FLOW_COUNTER_LIST_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
 ///
 /// PRM layout `set_fte_out`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct SetFteOut<B = [u8; 16]> {
-    buf: B,
+pub type SetFteOut<B = [u8; 16]> = ViewOf<layouts::SetFteOut, B>;
+impl rt::ViewLayout for layouts::SetFteOut {
+    const NAME: &'static str = "set_fte_out";
+    const TYPE: &'static str = "SetFteOut";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&SET_FTE_OUT_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(SetFteOut, "set_fte_out", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(SetFteOut);
+impl rt::FixedLayout for layouts::SetFteOut {}
 impl SetFteOut<[u8; 16]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -10126,15 +10217,6 @@ impl<B: rt::BytesMut> SetFteOut<B> {
     #[inline]
     pub fn set_syndrome(&mut self, v: u32) {
         self.buf.write_be32(4, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for SetFteOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&SET_FTE_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -10184,6 +10266,8 @@ pub const SET_FTE_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
 ///
 /// PRM layout `set_flow_table_root_in`: 0x40 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
@@ -10197,13 +10281,24 @@ pub const SET_FTE_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
 /// | 0x18 | 23:0 | `underlay_qpn` |
 /// | 0x1c | 31 | `table_eswitch_owner_vhca_id_valid` |
 /// | 0x1c | 15:0 | `table_eswitch_owner_vhca_id` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct SetFlowTableRootIn<B = [u8; 64]> {
-    buf: B,
+pub type SetFlowTableRootIn<B = [u8; 64]> = ViewOf<layouts::SetFlowTableRootIn, B>;
+impl rt::ViewLayout for layouts::SetFlowTableRootIn {
+    const NAME: &'static str = "set_flow_table_root_in";
+    const TYPE: &'static str = "SetFlowTableRootIn";
+    const SIZE: usize = 64;
+    type Array = [u8; 64];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&SET_FLOW_TABLE_ROOT_IN_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(SetFlowTableRootIn, "set_flow_table_root_in", 64);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(SetFlowTableRootIn);
+impl rt::FixedLayout for layouts::SetFlowTableRootIn {}
 impl SetFlowTableRootIn<[u8; 64]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -10422,15 +10517,6 @@ impl<B: rt::BytesMut> SetFlowTableRootIn<B> {
     #[inline]
     pub fn set_table_eswitch_owner_vhca_id(&mut self, v: u16) {
         rt::set32(&mut self.buf, 28, 0, 0xffff, u32::from(v))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for SetFlowTableRootIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&SET_FLOW_TABLE_ROOT_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -10658,17 +10744,30 @@ pub const SET_FLOW_TABLE_ROOT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect
 ///
 /// PRM layout `set_flow_table_root_out`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct SetFlowTableRootOut<B = [u8; 16]> {
-    buf: B,
+pub type SetFlowTableRootOut<B = [u8; 16]> = ViewOf<layouts::SetFlowTableRootOut, B>;
+impl rt::ViewLayout for layouts::SetFlowTableRootOut {
+    const NAME: &'static str = "set_flow_table_root_out";
+    const TYPE: &'static str = "SetFlowTableRootOut";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&SET_FLOW_TABLE_ROOT_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(SetFlowTableRootOut, "set_flow_table_root_out", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(SetFlowTableRootOut);
+impl rt::FixedLayout for layouts::SetFlowTableRootOut {}
 impl SetFlowTableRootOut<[u8; 16]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -10705,15 +10804,6 @@ impl<B: rt::BytesMut> SetFlowTableRootOut<B> {
     #[inline]
     pub fn set_syndrome(&mut self, v: u32) {
         self.buf.write_be32(4, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for SetFlowTableRootOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&SET_FLOW_TABLE_ROOT_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -10765,6 +10855,8 @@ pub const SET_FLOW_TABLE_ROOT_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflec
 ///
 /// PRM layout `destroy_flow_table_in`: 0x40 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
@@ -10773,13 +10865,24 @@ pub const SET_FLOW_TABLE_ROOT_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflec
 /// | 0x08 | 15:0 | `vport_number` |
 /// | 0x10 | 31:24 | `table_type` |
 /// | 0x14 | 23:0 | `table_id` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct DestroyFlowTableIn<B = [u8; 64]> {
-    buf: B,
+pub type DestroyFlowTableIn<B = [u8; 64]> = ViewOf<layouts::DestroyFlowTableIn, B>;
+impl rt::ViewLayout for layouts::DestroyFlowTableIn {
+    const NAME: &'static str = "destroy_flow_table_in";
+    const TYPE: &'static str = "DestroyFlowTableIn";
+    const SIZE: usize = 64;
+    type Array = [u8; 64];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DESTROY_FLOW_TABLE_IN_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(DestroyFlowTableIn, "destroy_flow_table_in", 64);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(DestroyFlowTableIn);
+impl rt::FixedLayout for layouts::DestroyFlowTableIn {}
 impl DestroyFlowTableIn<[u8; 64]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -10899,15 +11002,6 @@ impl<B: rt::BytesMut> DestroyFlowTableIn<B> {
         rt::check_fits("table_id", u64::from(v), 0xffffff)?;
         self.set_table_id(v);
         Ok(())
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for DestroyFlowTableIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&DESTROY_FLOW_TABLE_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -11050,17 +11144,30 @@ pub const DESTROY_FLOW_TABLE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
 ///
 /// PRM layout `destroy_flow_table_out`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct DestroyFlowTableOut<B = [u8; 16]> {
-    buf: B,
+pub type DestroyFlowTableOut<B = [u8; 16]> = ViewOf<layouts::DestroyFlowTableOut, B>;
+impl rt::ViewLayout for layouts::DestroyFlowTableOut {
+    const NAME: &'static str = "destroy_flow_table_out";
+    const TYPE: &'static str = "DestroyFlowTableOut";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DESTROY_FLOW_TABLE_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(DestroyFlowTableOut, "destroy_flow_table_out", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(DestroyFlowTableOut);
+impl rt::FixedLayout for layouts::DestroyFlowTableOut {}
 impl DestroyFlowTableOut<[u8; 16]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -11097,15 +11204,6 @@ impl<B: rt::BytesMut> DestroyFlowTableOut<B> {
     #[inline]
     pub fn set_syndrome(&mut self, v: u32) {
         self.buf.write_be32(4, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for DestroyFlowTableOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&DESTROY_FLOW_TABLE_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -11157,6 +11255,8 @@ pub const DESTROY_FLOW_TABLE_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
 ///
 /// PRM layout `destroy_flow_group_in`: 0x40 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
@@ -11166,13 +11266,24 @@ pub const DESTROY_FLOW_TABLE_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
 /// | 0x10 | 31:24 | `table_type` |
 /// | 0x14 | 23:0 | `table_id` |
 /// | 0x18 | 31:0 | `group_id` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct DestroyFlowGroupIn<B = [u8; 64]> {
-    buf: B,
+pub type DestroyFlowGroupIn<B = [u8; 64]> = ViewOf<layouts::DestroyFlowGroupIn, B>;
+impl rt::ViewLayout for layouts::DestroyFlowGroupIn {
+    const NAME: &'static str = "destroy_flow_group_in";
+    const TYPE: &'static str = "DestroyFlowGroupIn";
+    const SIZE: usize = 64;
+    type Array = [u8; 64];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DESTROY_FLOW_GROUP_IN_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(DestroyFlowGroupIn, "destroy_flow_group_in", 64);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(DestroyFlowGroupIn);
+impl rt::FixedLayout for layouts::DestroyFlowGroupIn {}
 impl DestroyFlowGroupIn<[u8; 64]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -11307,15 +11418,6 @@ impl<B: rt::BytesMut> DestroyFlowGroupIn<B> {
     #[inline]
     pub fn set_group_id(&mut self, v: u32) {
         self.buf.write_be32(24, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for DestroyFlowGroupIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&DESTROY_FLOW_GROUP_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -11474,17 +11576,30 @@ pub const DESTROY_FLOW_GROUP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
 ///
 /// PRM layout `destroy_flow_group_out`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct DestroyFlowGroupOut<B = [u8; 16]> {
-    buf: B,
+pub type DestroyFlowGroupOut<B = [u8; 16]> = ViewOf<layouts::DestroyFlowGroupOut, B>;
+impl rt::ViewLayout for layouts::DestroyFlowGroupOut {
+    const NAME: &'static str = "destroy_flow_group_out";
+    const TYPE: &'static str = "DestroyFlowGroupOut";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DESTROY_FLOW_GROUP_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(DestroyFlowGroupOut, "destroy_flow_group_out", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(DestroyFlowGroupOut);
+impl rt::FixedLayout for layouts::DestroyFlowGroupOut {}
 impl DestroyFlowGroupOut<[u8; 16]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -11521,15 +11636,6 @@ impl<B: rt::BytesMut> DestroyFlowGroupOut<B> {
     #[inline]
     pub fn set_syndrome(&mut self, v: u32) {
         self.buf.write_be32(4, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for DestroyFlowGroupOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&DESTROY_FLOW_GROUP_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -11581,6 +11687,8 @@ pub const DESTROY_FLOW_GROUP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
 ///
 /// PRM layout `delete_fte_in`: 0x40 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
@@ -11590,13 +11698,24 @@ pub const DESTROY_FLOW_GROUP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
 /// | 0x10 | 31:24 | `table_type` |
 /// | 0x14 | 23:0 | `table_id` |
 /// | 0x20 | 31:0 | `flow_index` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct DeleteFteIn<B = [u8; 64]> {
-    buf: B,
+pub type DeleteFteIn<B = [u8; 64]> = ViewOf<layouts::DeleteFteIn, B>;
+impl rt::ViewLayout for layouts::DeleteFteIn {
+    const NAME: &'static str = "delete_fte_in";
+    const TYPE: &'static str = "DeleteFteIn";
+    const SIZE: usize = 64;
+    type Array = [u8; 64];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DELETE_FTE_IN_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(DeleteFteIn, "delete_fte_in", 64);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(DeleteFteIn);
+impl rt::FixedLayout for layouts::DeleteFteIn {}
 impl DeleteFteIn<[u8; 64]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -11731,15 +11850,6 @@ impl<B: rt::BytesMut> DeleteFteIn<B> {
     #[inline]
     pub fn set_flow_index(&mut self, v: u32) {
         self.buf.write_be32(32, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for DeleteFteIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&DELETE_FTE_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -11896,17 +12006,30 @@ pub const DELETE_FTE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
 ///
 /// PRM layout `delete_fte_out`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct DeleteFteOut<B = [u8; 16]> {
-    buf: B,
+pub type DeleteFteOut<B = [u8; 16]> = ViewOf<layouts::DeleteFteOut, B>;
+impl rt::ViewLayout for layouts::DeleteFteOut {
+    const NAME: &'static str = "delete_fte_out";
+    const TYPE: &'static str = "DeleteFteOut";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DELETE_FTE_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(DeleteFteOut, "delete_fte_out", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(DeleteFteOut);
+impl rt::FixedLayout for layouts::DeleteFteOut {}
 impl DeleteFteOut<[u8; 16]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -11943,15 +12066,6 @@ impl<B: rt::BytesMut> DeleteFteOut<B> {
     #[inline]
     pub fn set_syndrome(&mut self, v: u32) {
         self.buf.write_be32(4, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for DeleteFteOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&DELETE_FTE_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -12002,13 +12116,26 @@ pub const DELETE_FTE_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
 /// A 16-byte IP address slot of a match set, read as IPv6 or IPv4 depending on the packet's IP version.
 ///
 /// PRM union `ipv6_layout_ipv4_layout_auto`: 0x10 bytes, read as one of its members.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct Ipv6LayoutIpv4LayoutAuto<B = [u8; 16]> {
-    buf: B,
+///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+pub type Ipv6LayoutIpv4LayoutAuto<B = [u8; 16]> = ViewOf<
+    layouts::Ipv6LayoutIpv4LayoutAuto,
+    B,
+>;
+impl rt::ViewLayout for layouts::Ipv6LayoutIpv4LayoutAuto {
+    const NAME: &'static str = "ipv6_layout_ipv4_layout_auto";
+    const TYPE: &'static str = "Ipv6LayoutIpv4LayoutAuto";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        rt::reflect::debug_union(f, &IPV6_LAYOUT_IPV4_LAYOUT_AUTO_ACCESS, buf)
+    }
 }
-crate::__prm_view!(Ipv6LayoutIpv4LayoutAuto, "ipv6_layout_ipv4_layout_auto", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(Ipv6LayoutIpv4LayoutAuto);
+impl rt::FixedLayout for layouts::Ipv6LayoutIpv4LayoutAuto {}
 impl<B: rt::Bytes> Ipv6LayoutIpv4LayoutAuto<B> {
     /// IPv6 address as four dwords.
     /// The bytes read as `ipv6_simple_layout`.
@@ -12046,12 +12173,6 @@ impl<B: rt::BytesMut> Ipv6LayoutIpv4LayoutAuto<B> {
         Ipv4Layout::new_unchecked(self.buf.sub_mut(0, 16))
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for Ipv6LayoutIpv4LayoutAuto<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        rt::reflect::debug_union(f, &IPV6_LAYOUT_IPV4_LAYOUT_AUTO_ACCESS, &self.buf)
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// The members of union `ipv6_layout_ipv4_layout_auto` and the field that selects one: what the decoding `Debug` and generic tools read.
 pub const IPV6_LAYOUT_IPV4_LAYOUT_AUTO_ACCESS: rt::reflect::UnionAccess = rt::reflect::UnionAccess {
@@ -12083,13 +12204,23 @@ pub const IPV6_LAYOUT_IPV4_LAYOUT_AUTO_ACCESS: rt::reflect::UnionAccess = rt::re
 /// The GRE key word of a match set, as a plain key or as NVGRE fields.
 ///
 /// PRM union `gre_key`: 0x4 bytes, read as one of its members.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct GreKey<B = [u8; 4]> {
-    buf: B,
+///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+pub type GreKey<B = [u8; 4]> = ViewOf<layouts::GreKey, B>;
+impl rt::ViewLayout for layouts::GreKey {
+    const NAME: &'static str = "gre_key";
+    const TYPE: &'static str = "GreKey";
+    const SIZE: usize = 4;
+    type Array = [u8; 4];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        rt::reflect::debug_union(f, &GRE_KEY_ACCESS, buf)
+    }
 }
-crate::__prm_view!(GreKey, "gre_key", 4);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(GreKey);
+impl rt::FixedLayout for layouts::GreKey {}
 impl<B: rt::Bytes> GreKey<B> {
     /// NVGRE virtual subnet id and flow id.
     /// The bytes read as `nvgre_key`.
@@ -12114,12 +12245,6 @@ impl<B: rt::BytesMut> GreKey<B> {
     #[inline]
     pub fn key_mut(&mut self) -> GreKeyKey<B::SubMut<'_>> {
         GreKeyKey::new_unchecked(self.buf.sub_mut(0, 4))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for GreKey<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        rt::reflect::debug_union(f, &GRE_KEY_ACCESS, &self.buf)
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -12147,13 +12272,23 @@ pub const GRE_KEY_ACCESS: rt::reflect::UnionAccess = rt::reflect::UnionAccess {
 /// Control word of an execute-ASO slot; its layout depends on the ASO object.
 ///
 /// PRM union `exe_aso_ctrl`: 0x4 bytes, read as one of its members.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct ExeAsoCtrl<B = [u8; 4]> {
-    buf: B,
+///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+pub type ExeAsoCtrl<B = [u8; 4]> = ViewOf<layouts::ExeAsoCtrl, B>;
+impl rt::ViewLayout for layouts::ExeAsoCtrl {
+    const NAME: &'static str = "exe_aso_ctrl";
+    const TYPE: &'static str = "ExeAsoCtrl";
+    const SIZE: usize = 4;
+    type Array = [u8; 4];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        rt::reflect::debug_union(f, &EXE_ASO_CTRL_ACCESS, buf)
+    }
 }
-crate::__prm_view!(ExeAsoCtrl, "exe_aso_ctrl", 4);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(ExeAsoCtrl);
+impl rt::FixedLayout for layouts::ExeAsoCtrl {}
 impl<B: rt::Bytes> ExeAsoCtrl<B> {
     /// Flow meter control.
     /// The bytes read as `exe_aso_ctrl_flow_meter`.
@@ -12167,12 +12302,6 @@ impl<B: rt::BytesMut> ExeAsoCtrl<B> {
     #[inline]
     pub fn exe_aso_ctrl_flow_meter_mut(&mut self) -> ExeAsoCtrlFlowMeter<B::SubMut<'_>> {
         ExeAsoCtrlFlowMeter::new_unchecked(self.buf.sub_mut(0, 4))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for ExeAsoCtrl<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        rt::reflect::debug_union(f, &EXE_ASO_CTRL_ACCESS, &self.buf)
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -12194,15 +12323,30 @@ pub const EXE_ASO_CTRL_ACCESS: rt::reflect::UnionAccess = rt::reflect::UnionAcce
 /// One entry of a flow table entry's destination list, either a destination (in the extended format here) or a flow counter. The first destination_list_size entries are destinations.
 ///
 /// PRM union `dest_format_struct_flow_counter_list_auto`: 0x10 bytes, read as one of its members.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct DestFormatStructFlowCounterListAuto<B = [u8; 16]> {
-    buf: B,
+///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+pub type DestFormatStructFlowCounterListAuto<B = [u8; 16]> = ViewOf<
+    layouts::DestFormatStructFlowCounterListAuto,
+    B,
+>;
+impl rt::ViewLayout for layouts::DestFormatStructFlowCounterListAuto {
+    const NAME: &'static str = "dest_format_struct_flow_counter_list_auto";
+    const TYPE: &'static str = "DestFormatStructFlowCounterListAuto";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        rt::reflect::debug_union(
+            f,
+            &DEST_FORMAT_STRUCT_FLOW_COUNTER_LIST_AUTO_ACCESS,
+            buf,
+        )
+    }
 }
-crate::__prm_view!(
-    DestFormatStructFlowCounterListAuto, "dest_format_struct_flow_counter_list_auto", 16
-);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(DestFormatStructFlowCounterListAuto);
+impl rt::FixedLayout for layouts::DestFormatStructFlowCounterListAuto {}
 impl<B: rt::Bytes> DestFormatStructFlowCounterListAuto<B> {
     /// A destination.
     /// The bytes read as `extended_dest_format`.
@@ -12227,16 +12371,6 @@ impl<B: rt::BytesMut> DestFormatStructFlowCounterListAuto<B> {
     #[inline]
     pub fn flow_counter_list_mut(&mut self) -> FlowCounterList<B::SubMut<'_>> {
         FlowCounterList::new_unchecked(self.buf.sub_mut(0, 8))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for DestFormatStructFlowCounterListAuto<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        rt::reflect::debug_union(
-            f,
-            &DEST_FORMAT_STRUCT_FLOW_COUNTER_LIST_AUTO_ACCESS,
-            &self.buf,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]

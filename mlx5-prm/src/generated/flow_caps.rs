@@ -10,6 +10,8 @@ use crate::rt::{self, Bytes as _, BytesMut as _};
 ///
 /// PRM layout `flow_table_nic_cap`: 0x1000 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31 | `nic_rx_multi_path_tirs` |
@@ -31,13 +33,24 @@ use crate::rt::{self, Bytes as _, BytesMut as _};
 /// | 0x400 | 63:0 | `sw_steering_nic_rx_action_drop_icm_address` |
 /// | 0x408 | 63:0 | `sw_steering_nic_tx_action_drop_icm_address` |
 /// | 0x410 | 63:0 | `sw_steering_nic_tx_action_allow_icm_address` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct FlowTableNicCap<B = [u8; 4096]> {
-    buf: B,
+pub type FlowTableNicCap<B = [u8; 4096]> = ViewOf<layouts::FlowTableNicCap, B>;
+impl rt::ViewLayout for layouts::FlowTableNicCap {
+    const NAME: &'static str = "flow_table_nic_cap";
+    const TYPE: &'static str = "FlowTableNicCap";
+    const SIZE: usize = 4096;
+    type Array = [u8; 4096];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&FLOW_TABLE_NIC_CAP_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(FlowTableNicCap, "flow_table_nic_cap", 4096);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(FlowTableNicCap);
+impl rt::FixedLayout for layouts::FlowTableNicCap {}
 impl FlowTableNicCap<[u8; 4096]> {
     /// Position of `nic_rx_multi_path_tirs`.
     pub const NIC_RX_MULTI_PATH_TIRS: rt::Field = rt::Field::new(
@@ -473,15 +486,6 @@ impl<B: rt::BytesMut> FlowTableNicCap<B> {
     #[inline]
     pub fn set_sw_steering_nic_tx_action_allow_icm_address(&mut self, v: u64) {
         rt::set64(&mut self.buf, 1040, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for FlowTableNicCap<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&FLOW_TABLE_NIC_CAP_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -1743,6 +1747,8 @@ pub const FLOW_TABLE_NIC_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
 ///
 /// PRM layout `flow_table_prop_layout`: 0x40 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31 | `ft_support` |
@@ -1799,13 +1805,24 @@ pub const FLOW_TABLE_NIC_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
 /// | 0x14 | 7:0 | `log_max_flow` |
 /// | 0x20..0x30 | — | `ft_field_support` |
 /// | 0x30..0x40 | — | `ft_field_bitmask_support` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct FlowTablePropLayout<B = [u8; 64]> {
-    buf: B,
+pub type FlowTablePropLayout<B = [u8; 64]> = ViewOf<layouts::FlowTablePropLayout, B>;
+impl rt::ViewLayout for layouts::FlowTablePropLayout {
+    const NAME: &'static str = "flow_table_prop_layout";
+    const TYPE: &'static str = "FlowTablePropLayout";
+    const SIZE: usize = 64;
+    type Array = [u8; 64];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&FLOW_TABLE_PROP_LAYOUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(FlowTablePropLayout, "flow_table_prop_layout", 64);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(FlowTablePropLayout);
+impl rt::FixedLayout for layouts::FlowTablePropLayout {}
 impl FlowTablePropLayout<[u8; 64]> {
     /// Position of `ft_support`.
     pub const FT_SUPPORT: rt::Field = rt::Field::new("ft_support", 0, 1);
@@ -2685,15 +2702,6 @@ impl<B: rt::BytesMut> FlowTablePropLayout<B> {
         &mut self,
     ) -> FlowTableFieldsSupported<B::SubMut<'_>> {
         FlowTableFieldsSupported::new_unchecked(self.buf.sub_mut(48, 16))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for FlowTablePropLayout<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&FLOW_TABLE_PROP_LAYOUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -3639,6 +3647,8 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
 ///
 /// PRM layout `flow_table_fields_supported`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31 | `outer_dmac` |
@@ -3709,13 +3719,27 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
 /// | 0x0c | 2 | `metadata_reg_c_2` |
 /// | 0x0c | 1 | `metadata_reg_c_1` |
 /// | 0x0c | 0 | `metadata_reg_c_0` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct FlowTableFieldsSupported<B = [u8; 16]> {
-    buf: B,
+pub type FlowTableFieldsSupported<B = [u8; 16]> = ViewOf<
+    layouts::FlowTableFieldsSupported,
+    B,
+>;
+impl rt::ViewLayout for layouts::FlowTableFieldsSupported {
+    const NAME: &'static str = "flow_table_fields_supported";
+    const TYPE: &'static str = "FlowTableFieldsSupported";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&FLOW_TABLE_FIELDS_SUPPORTED_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(FlowTableFieldsSupported, "flow_table_fields_supported", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(FlowTableFieldsSupported);
+impl rt::FixedLayout for layouts::FlowTableFieldsSupported {}
 impl FlowTableFieldsSupported<[u8; 16]> {
     /// Position of `outer_dmac`.
     pub const OUTER_DMAC: rt::Field = rt::Field::new("outer_dmac", 0, 1);
@@ -4707,15 +4731,6 @@ impl<B: rt::BytesMut> FlowTableFieldsSupported<B> {
     #[inline]
     pub fn set_metadata_reg_c_0(&mut self, v: bool) {
         rt::set32(&mut self.buf, 12, 0, 0x1, u32::from(u8::from(v)))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for FlowTableFieldsSupported<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&FLOW_TABLE_FIELDS_SUPPORTED_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -5889,19 +5904,35 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
 ///
 /// PRM layout `flow_table_fields_supported_2`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 29 | `inner_l4_type` |
 /// | 0x00 | 28 | `outer_l4_type` |
 /// | 0x00 | 17 | `bth_opcode` |
 /// | 0x00 | 15 | `tunnel_header_0_1` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct FlowTableFieldsSupported2<B = [u8; 16]> {
-    buf: B,
+pub type FlowTableFieldsSupported2<B = [u8; 16]> = ViewOf<
+    layouts::FlowTableFieldsSupported2,
+    B,
+>;
+impl rt::ViewLayout for layouts::FlowTableFieldsSupported2 {
+    const NAME: &'static str = "flow_table_fields_supported_2";
+    const TYPE: &'static str = "FlowTableFieldsSupported2";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&FLOW_TABLE_FIELDS_SUPPORTED_2_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(FlowTableFieldsSupported2, "flow_table_fields_supported_2", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(FlowTableFieldsSupported2);
+impl rt::FixedLayout for layouts::FlowTableFieldsSupported2 {}
 impl FlowTableFieldsSupported2<[u8; 16]> {
     /// Position of `inner_l4_type`.
     pub const INNER_L4_TYPE: rt::Field = rt::Field::new("inner_l4_type", 2, 1);
@@ -5975,15 +6006,6 @@ impl<B: rt::BytesMut> FlowTableFieldsSupported2<B> {
     #[inline]
     pub fn set_tunnel_header_0_1(&mut self, v: bool) {
         rt::set32(&mut self.buf, 0, 15, 0x1, u32::from(u8::from(v)))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for FlowTableFieldsSupported2<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&FLOW_TABLE_FIELDS_SUPPORTED_2_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]

@@ -88,19 +88,32 @@ impl ::core::convert::From<TeardownHcaProfile> for u8 {
 ///
 /// PRM layout `enable_hca_in`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
 /// | 0x04 | 15:0 | `op_mod` |
 /// | 0x08 | 31 | `embedded_cpu_function` |
 /// | 0x08 | 15:0 | `function_id` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct EnableHcaIn<B = [u8; 16]> {
-    buf: B,
+pub type EnableHcaIn<B = [u8; 16]> = ViewOf<layouts::EnableHcaIn, B>;
+impl rt::ViewLayout for layouts::EnableHcaIn {
+    const NAME: &'static str = "enable_hca_in";
+    const TYPE: &'static str = "EnableHcaIn";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&ENABLE_HCA_IN_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(EnableHcaIn, "enable_hca_in", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(EnableHcaIn);
+impl rt::FixedLayout for layouts::EnableHcaIn {}
 impl EnableHcaIn<[u8; 16]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -174,15 +187,6 @@ impl<B: rt::BytesMut> EnableHcaIn<B> {
     #[inline]
     pub fn set_function_id(&mut self, v: u16) {
         rt::set32(&mut self.buf, 8, 0, 0xffff, u32::from(v))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for EnableHcaIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&ENABLE_HCA_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -266,17 +270,30 @@ pub const ENABLE_HCA_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
 ///
 /// PRM layout `enable_hca_out`: 0xc bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct EnableHcaOut<B = [u8; 12]> {
-    buf: B,
+pub type EnableHcaOut<B = [u8; 12]> = ViewOf<layouts::EnableHcaOut, B>;
+impl rt::ViewLayout for layouts::EnableHcaOut {
+    const NAME: &'static str = "enable_hca_out";
+    const TYPE: &'static str = "EnableHcaOut";
+    const SIZE: usize = 12;
+    type Array = [u8; 12];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&ENABLE_HCA_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(EnableHcaOut, "enable_hca_out", 12);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(EnableHcaOut);
+impl rt::FixedLayout for layouts::EnableHcaOut {}
 impl EnableHcaOut<[u8; 12]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -313,15 +330,6 @@ impl<B: rt::BytesMut> EnableHcaOut<B> {
     #[inline]
     pub fn set_syndrome(&mut self, v: u32) {
         self.buf.write_be32(4, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for EnableHcaOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&ENABLE_HCA_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -373,19 +381,32 @@ pub const ENABLE_HCA_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
 ///
 /// PRM layout `disable_hca_in`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
 /// | 0x04 | 15:0 | `op_mod` |
 /// | 0x08 | 31 | `embedded_cpu_function` |
 /// | 0x08 | 15:0 | `function_id` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct DisableHcaIn<B = [u8; 16]> {
-    buf: B,
+pub type DisableHcaIn<B = [u8; 16]> = ViewOf<layouts::DisableHcaIn, B>;
+impl rt::ViewLayout for layouts::DisableHcaIn {
+    const NAME: &'static str = "disable_hca_in";
+    const TYPE: &'static str = "DisableHcaIn";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DISABLE_HCA_IN_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(DisableHcaIn, "disable_hca_in", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(DisableHcaIn);
+impl rt::FixedLayout for layouts::DisableHcaIn {}
 impl DisableHcaIn<[u8; 16]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -459,15 +480,6 @@ impl<B: rt::BytesMut> DisableHcaIn<B> {
     #[inline]
     pub fn set_function_id(&mut self, v: u16) {
         rt::set32(&mut self.buf, 8, 0, 0xffff, u32::from(v))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for DisableHcaIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&DISABLE_HCA_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -553,17 +565,30 @@ pub const DISABLE_HCA_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
 ///
 /// PRM layout `disable_hca_out`: 0xc bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct DisableHcaOut<B = [u8; 12]> {
-    buf: B,
+pub type DisableHcaOut<B = [u8; 12]> = ViewOf<layouts::DisableHcaOut, B>;
+impl rt::ViewLayout for layouts::DisableHcaOut {
+    const NAME: &'static str = "disable_hca_out";
+    const TYPE: &'static str = "DisableHcaOut";
+    const SIZE: usize = 12;
+    type Array = [u8; 12];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DISABLE_HCA_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(DisableHcaOut, "disable_hca_out", 12);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(DisableHcaOut);
+impl rt::FixedLayout for layouts::DisableHcaOut {}
 impl DisableHcaOut<[u8; 12]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -600,15 +625,6 @@ impl<B: rt::BytesMut> DisableHcaOut<B> {
     #[inline]
     pub fn set_syndrome(&mut self, v: u32) {
         self.buf.write_be32(4, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for DisableHcaOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&DISABLE_HCA_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -660,17 +676,30 @@ pub const DISABLE_HCA_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
 ///
 /// PRM layout `query_issi_in`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
 /// | 0x04 | 15:0 | `op_mod` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct QueryIssiIn<B = [u8; 16]> {
-    buf: B,
+pub type QueryIssiIn<B = [u8; 16]> = ViewOf<layouts::QueryIssiIn, B>;
+impl rt::ViewLayout for layouts::QueryIssiIn {
+    const NAME: &'static str = "query_issi_in";
+    const TYPE: &'static str = "QueryIssiIn";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QUERY_ISSI_IN_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(QueryIssiIn, "query_issi_in", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(QueryIssiIn);
+impl rt::FixedLayout for layouts::QueryIssiIn {}
 impl QueryIssiIn<[u8; 16]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -707,15 +736,6 @@ impl<B: rt::BytesMut> QueryIssiIn<B> {
     #[inline]
     pub fn set_op_mod(&mut self, v: u16) {
         rt::set32(&mut self.buf, 4, 0, 0xffff, u32::from(v))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for QueryIssiIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&QUERY_ISSI_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -765,19 +785,32 @@ pub const QUERY_ISSI_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
 ///
 /// PRM layout `query_issi_out`: 0x70 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
 /// | 0x08 | 15:0 | `current_issi` |
 /// | 0x6c | 31:0 | `supported_issi_dw0` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct QueryIssiOut<B = [u8; 112]> {
-    buf: B,
+pub type QueryIssiOut<B = [u8; 112]> = ViewOf<layouts::QueryIssiOut, B>;
+impl rt::ViewLayout for layouts::QueryIssiOut {
+    const NAME: &'static str = "query_issi_out";
+    const TYPE: &'static str = "QueryIssiOut";
+    const SIZE: usize = 112;
+    type Array = [u8; 112];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QUERY_ISSI_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(QueryIssiOut, "query_issi_out", 112);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(QueryIssiOut);
+impl rt::FixedLayout for layouts::QueryIssiOut {}
 impl QueryIssiOut<[u8; 112]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -851,15 +884,6 @@ impl<B: rt::BytesMut> QueryIssiOut<B> {
     #[inline]
     pub fn set_supported_issi_dw0(&mut self, v: u32) {
         self.buf.write_be32(108, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for QueryIssiOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&QUERY_ISSI_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -972,18 +996,28 @@ pub const QUERY_ISSI_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
 ///
 /// PRM layout `set_issi_in`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
 /// | 0x04 | 15:0 | `op_mod` |
 /// | 0x08 | 15:0 | `current_issi` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct SetIssiIn<B = [u8; 16]> {
-    buf: B,
+pub type SetIssiIn<B = [u8; 16]> = ViewOf<layouts::SetIssiIn, B>;
+impl rt::ViewLayout for layouts::SetIssiIn {
+    const NAME: &'static str = "set_issi_in";
+    const TYPE: &'static str = "SetIssiIn";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&SET_ISSI_IN_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(SetIssiIn, "set_issi_in", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(SetIssiIn);
+impl rt::FixedLayout for layouts::SetIssiIn {}
 impl SetIssiIn<[u8; 16]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -1038,15 +1072,6 @@ impl<B: rt::BytesMut> SetIssiIn<B> {
     #[inline]
     pub fn set_current_issi(&mut self, v: u16) {
         rt::set32(&mut self.buf, 8, 0, 0xffff, u32::from(v))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for SetIssiIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&SET_ISSI_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -1113,17 +1138,27 @@ pub const SET_ISSI_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
 ///
 /// PRM layout `set_issi_out`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct SetIssiOut<B = [u8; 16]> {
-    buf: B,
+pub type SetIssiOut<B = [u8; 16]> = ViewOf<layouts::SetIssiOut, B>;
+impl rt::ViewLayout for layouts::SetIssiOut {
+    const NAME: &'static str = "set_issi_out";
+    const TYPE: &'static str = "SetIssiOut";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&SET_ISSI_OUT_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(SetIssiOut, "set_issi_out", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(SetIssiOut);
+impl rt::FixedLayout for layouts::SetIssiOut {}
 impl SetIssiOut<[u8; 16]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -1160,15 +1195,6 @@ impl<B: rt::BytesMut> SetIssiOut<B> {
     #[inline]
     pub fn set_syndrome(&mut self, v: u32) {
         self.buf.write_be32(4, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for SetIssiOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&SET_ISSI_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -1219,19 +1245,32 @@ pub const SET_ISSI_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
 ///
 /// PRM layout `query_pages_in`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
 /// | 0x04 | 15:0 | `op_mod` |
 /// | 0x08 | 31 | `embedded_cpu_function` |
 /// | 0x08 | 15:0 | `function_id` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct QueryPagesIn<B = [u8; 16]> {
-    buf: B,
+pub type QueryPagesIn<B = [u8; 16]> = ViewOf<layouts::QueryPagesIn, B>;
+impl rt::ViewLayout for layouts::QueryPagesIn {
+    const NAME: &'static str = "query_pages_in";
+    const TYPE: &'static str = "QueryPagesIn";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QUERY_PAGES_IN_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(QueryPagesIn, "query_pages_in", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(QueryPagesIn);
+impl rt::FixedLayout for layouts::QueryPagesIn {}
 impl QueryPagesIn<[u8; 16]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -1305,15 +1344,6 @@ impl<B: rt::BytesMut> QueryPagesIn<B> {
     #[inline]
     pub fn set_function_id(&mut self, v: u16) {
         rt::set32(&mut self.buf, 8, 0, 0xffff, u32::from(v))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for QueryPagesIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&QUERY_PAGES_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -1399,6 +1429,8 @@ pub const QUERY_PAGES_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
 ///
 /// PRM layout `query_pages_out`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
@@ -1406,13 +1438,24 @@ pub const QUERY_PAGES_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
 /// | 0x08 | 31 | `embedded_cpu_function` |
 /// | 0x08 | 15:0 | `function_id` |
 /// | 0x0c | 31:0 | `num_pages` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct QueryPagesOut<B = [u8; 16]> {
-    buf: B,
+pub type QueryPagesOut<B = [u8; 16]> = ViewOf<layouts::QueryPagesOut, B>;
+impl rt::ViewLayout for layouts::QueryPagesOut {
+    const NAME: &'static str = "query_pages_out";
+    const TYPE: &'static str = "QueryPagesOut";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QUERY_PAGES_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(QueryPagesOut, "query_pages_out", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(QueryPagesOut);
+impl rt::FixedLayout for layouts::QueryPagesOut {}
 impl QueryPagesOut<[u8; 16]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -1501,15 +1544,6 @@ impl<B: rt::BytesMut> QueryPagesOut<B> {
     #[inline]
     pub fn set_num_pages(&mut self, v: u32) {
         self.buf.write_be32(12, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for QueryPagesOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&QUERY_PAGES_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -1612,6 +1646,8 @@ pub const QUERY_PAGES_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
 ///
 /// PRM layout `manage_pages_in`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
@@ -1620,13 +1656,23 @@ pub const QUERY_PAGES_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
 /// | 0x08 | 15:0 | `function_id` |
 /// | 0x0c | 31:0 | `input_num_entries` |
 /// | 0x10 | … | `pas[]` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct ManagePagesIn<B = [u8; 16]> {
-    buf: B,
+pub type ManagePagesIn<B = [u8; 16]> = ViewOf<layouts::ManagePagesIn, B>;
+impl rt::ViewLayout for layouts::ManagePagesIn {
+    const NAME: &'static str = "manage_pages_in";
+    const TYPE: &'static str = "ManagePagesIn";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&MANAGE_PAGES_IN_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(ManagePagesIn, "manage_pages_in", 16, runs_on);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(ManagePagesIn);
 impl ManagePagesIn<[u8; 16]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -1764,15 +1810,6 @@ impl<B: rt::BytesMut> ManagePagesIn<B> {
         Ok(())
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for ManagePagesIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&MANAGE_PAGES_IN_ACCESS, &self.buf),
-            f,
-        )
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `manage_pages_in`: what the decoding `Debug` shows and generic tools read.
 pub const MANAGE_PAGES_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -1891,19 +1928,31 @@ pub const MANAGE_PAGES_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
 ///
 /// PRM layout `manage_pages_out`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
 /// | 0x08 | 31:0 | `output_num_entries` |
 /// | 0x10 | … | `pas[]` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct ManagePagesOut<B = [u8; 16]> {
-    buf: B,
+pub type ManagePagesOut<B = [u8; 16]> = ViewOf<layouts::ManagePagesOut, B>;
+impl rt::ViewLayout for layouts::ManagePagesOut {
+    const NAME: &'static str = "manage_pages_out";
+    const TYPE: &'static str = "ManagePagesOut";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&MANAGE_PAGES_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(ManagePagesOut, "manage_pages_out", 16, runs_on);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(ManagePagesOut);
 impl ManagePagesOut<[u8; 16]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -2011,15 +2060,6 @@ impl<B: rt::BytesMut> ManagePagesOut<B> {
         Ok(())
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for ManagePagesOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&MANAGE_PAGES_OUT_ACCESS, &self.buf),
-            f,
-        )
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `manage_pages_out`: what the decoding `Debug` shows and generic tools read.
 pub const MANAGE_PAGES_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -2104,17 +2144,30 @@ pub const MANAGE_PAGES_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
 ///
 /// PRM layout `query_adapter_in`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
 /// | 0x04 | 15:0 | `op_mod` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct QueryAdapterIn<B = [u8; 16]> {
-    buf: B,
+pub type QueryAdapterIn<B = [u8; 16]> = ViewOf<layouts::QueryAdapterIn, B>;
+impl rt::ViewLayout for layouts::QueryAdapterIn {
+    const NAME: &'static str = "query_adapter_in";
+    const TYPE: &'static str = "QueryAdapterIn";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QUERY_ADAPTER_IN_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(QueryAdapterIn, "query_adapter_in", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(QueryAdapterIn);
+impl rt::FixedLayout for layouts::QueryAdapterIn {}
 impl QueryAdapterIn<[u8; 16]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -2151,15 +2204,6 @@ impl<B: rt::BytesMut> QueryAdapterIn<B> {
     #[inline]
     pub fn set_op_mod(&mut self, v: u16) {
         rt::set32(&mut self.buf, 4, 0, 0xffff, u32::from(v))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for QueryAdapterIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&QUERY_ADAPTER_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -2211,18 +2255,31 @@ pub const QUERY_ADAPTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
 ///
 /// PRM layout `query_adapter_out`: 0x110 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
 /// | 0x10..0x110 | — | `query_adapter_struct` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct QueryAdapterOut<B = [u8; 272]> {
-    buf: B,
+pub type QueryAdapterOut<B = [u8; 272]> = ViewOf<layouts::QueryAdapterOut, B>;
+impl rt::ViewLayout for layouts::QueryAdapterOut {
+    const NAME: &'static str = "query_adapter_out";
+    const TYPE: &'static str = "QueryAdapterOut";
+    const SIZE: usize = 272;
+    type Array = [u8; 272];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QUERY_ADAPTER_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(QueryAdapterOut, "query_adapter_out", 272);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(QueryAdapterOut);
+impl rt::FixedLayout for layouts::QueryAdapterOut {}
 impl QueryAdapterOut<[u8; 272]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -2279,15 +2336,6 @@ impl<B: rt::BytesMut> QueryAdapterOut<B> {
     #[inline]
     pub fn query_adapter_struct_mut(&mut self) -> QueryAdapterParamBlock<B::SubMut<'_>> {
         QueryAdapterParamBlock::new_unchecked(self.buf.sub_mut(16, 256))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for QueryAdapterOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&QUERY_ADAPTER_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -2357,19 +2405,35 @@ pub const QUERY_ADAPTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
 ///
 /// PRM layout `query_adapter_param_block`: 0x100 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x18 | 23:0 | `ieee_vendor_id` |
 /// | 0x1c | 15:0 | `vsd_vendor_id` |
 /// | 0x20..0xf0 | — | `vsd` |
 /// | 0xf0..0x100 | — | `vsd_contd_psid` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct QueryAdapterParamBlock<B = [u8; 256]> {
-    buf: B,
+pub type QueryAdapterParamBlock<B = [u8; 256]> = ViewOf<
+    layouts::QueryAdapterParamBlock,
+    B,
+>;
+impl rt::ViewLayout for layouts::QueryAdapterParamBlock {
+    const NAME: &'static str = "query_adapter_param_block";
+    const TYPE: &'static str = "QueryAdapterParamBlock";
+    const SIZE: usize = 256;
+    type Array = [u8; 256];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QUERY_ADAPTER_PARAM_BLOCK_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(QueryAdapterParamBlock, "query_adapter_param_block", 256);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(QueryAdapterParamBlock);
+impl rt::FixedLayout for layouts::QueryAdapterParamBlock {}
 impl QueryAdapterParamBlock<[u8; 256]> {
     /// Position of `ieee_vendor_id`.
     pub const IEEE_VENDOR_ID: rt::Field = rt::Field::new("ieee_vendor_id", 200, 24);
@@ -2457,15 +2521,6 @@ impl<B: rt::BytesMut> QueryAdapterParamBlock<B> {
         self.buf.write_bytes(240, v)
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for QueryAdapterParamBlock<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&QUERY_ADAPTER_PARAM_BLOCK_ACCESS, &self.buf),
-            f,
-        )
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `query_adapter_param_block`: what the decoding `Debug` shows and generic tools read.
 pub const QUERY_ADAPTER_PARAM_BLOCK_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -2546,19 +2601,29 @@ pub const QUERY_ADAPTER_PARAM_BLOCK_ACCESS: rt::reflect::LayoutAccess = rt::refl
 ///
 /// PRM layout `init_hca_in`: 0x20 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
 /// | 0x04 | 15:0 | `op_mod` |
 /// | 0x0c | 29:16 | `sw_vhca_id` |
 /// | 0x10..0x20 | — | `sw_owner_id[4]` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct InitHcaIn<B = [u8; 32]> {
-    buf: B,
+pub type InitHcaIn<B = [u8; 32]> = ViewOf<layouts::InitHcaIn, B>;
+impl rt::ViewLayout for layouts::InitHcaIn {
+    const NAME: &'static str = "init_hca_in";
+    const TYPE: &'static str = "InitHcaIn";
+    const SIZE: usize = 32;
+    type Array = [u8; 32];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&INIT_HCA_IN_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(InitHcaIn, "init_hca_in", 32);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(InitHcaIn);
+impl rt::FixedLayout for layouts::InitHcaIn {}
 impl InitHcaIn<[u8; 32]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -2670,15 +2735,6 @@ impl<B: rt::BytesMut> InitHcaIn<B> {
         Ok(())
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for InitHcaIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&INIT_HCA_IN_ACCESS, &self.buf),
-            f,
-        )
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `init_hca_in`: what the decoding `Debug` shows and generic tools read.
 pub const INIT_HCA_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -2761,17 +2817,27 @@ pub const INIT_HCA_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
 ///
 /// PRM layout `init_hca_out`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct InitHcaOut<B = [u8; 16]> {
-    buf: B,
+pub type InitHcaOut<B = [u8; 16]> = ViewOf<layouts::InitHcaOut, B>;
+impl rt::ViewLayout for layouts::InitHcaOut {
+    const NAME: &'static str = "init_hca_out";
+    const TYPE: &'static str = "InitHcaOut";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&INIT_HCA_OUT_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(InitHcaOut, "init_hca_out", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(InitHcaOut);
+impl rt::FixedLayout for layouts::InitHcaOut {}
 impl InitHcaOut<[u8; 16]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -2808,15 +2874,6 @@ impl<B: rt::BytesMut> InitHcaOut<B> {
     #[inline]
     pub fn set_syndrome(&mut self, v: u32) {
         self.buf.write_be32(4, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for InitHcaOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&INIT_HCA_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -2867,18 +2924,31 @@ pub const INIT_HCA_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
 ///
 /// PRM layout `teardown_hca_in`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
 /// | 0x04 | 15:0 | `op_mod` |
 /// | 0x08 | 15:0 | `profile` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct TeardownHcaIn<B = [u8; 16]> {
-    buf: B,
+pub type TeardownHcaIn<B = [u8; 16]> = ViewOf<layouts::TeardownHcaIn, B>;
+impl rt::ViewLayout for layouts::TeardownHcaIn {
+    const NAME: &'static str = "teardown_hca_in";
+    const TYPE: &'static str = "TeardownHcaIn";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&TEARDOWN_HCA_IN_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(TeardownHcaIn, "teardown_hca_in", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(TeardownHcaIn);
+impl rt::FixedLayout for layouts::TeardownHcaIn {}
 impl TeardownHcaIn<[u8; 16]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -2945,15 +3015,6 @@ impl<B: rt::BytesMut> TeardownHcaIn<B> {
     #[inline]
     pub fn set_profile_raw(&mut self, v: u16) {
         rt::set32(&mut self.buf, 8, 0, 0xffff, u32::from(v))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for TeardownHcaIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&TEARDOWN_HCA_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -3028,18 +3089,31 @@ pub const TEARDOWN_HCA_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
 ///
 /// PRM layout `teardown_hca_out`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
 /// | 0x0c | 0 | `state` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct TeardownHcaOut<B = [u8; 16]> {
-    buf: B,
+pub type TeardownHcaOut<B = [u8; 16]> = ViewOf<layouts::TeardownHcaOut, B>;
+impl rt::ViewLayout for layouts::TeardownHcaOut {
+    const NAME: &'static str = "teardown_hca_out";
+    const TYPE: &'static str = "TeardownHcaOut";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&TEARDOWN_HCA_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(TeardownHcaOut, "teardown_hca_out", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(TeardownHcaOut);
+impl rt::FixedLayout for layouts::TeardownHcaOut {}
 impl TeardownHcaOut<[u8; 16]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -3094,15 +3168,6 @@ impl<B: rt::BytesMut> TeardownHcaOut<B> {
     #[inline]
     pub fn set_state(&mut self, v: bool) {
         rt::set32(&mut self.buf, 12, 0, 0x1, u32::from(u8::from(v)))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for TeardownHcaOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&TEARDOWN_HCA_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -3171,18 +3236,31 @@ pub const TEARDOWN_HCA_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
 ///
 /// PRM layout `set_driver_version_in`: 0x50 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
 /// | 0x04 | 15:0 | `op_mod` |
 /// | 0x10..0x50 | — | `driver_version` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct SetDriverVersionIn<B = [u8; 80]> {
-    buf: B,
+pub type SetDriverVersionIn<B = [u8; 80]> = ViewOf<layouts::SetDriverVersionIn, B>;
+impl rt::ViewLayout for layouts::SetDriverVersionIn {
+    const NAME: &'static str = "set_driver_version_in";
+    const TYPE: &'static str = "SetDriverVersionIn";
+    const SIZE: usize = 80;
+    type Array = [u8; 80];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&SET_DRIVER_VERSION_IN_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(SetDriverVersionIn, "set_driver_version_in", 80);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(SetDriverVersionIn);
+impl rt::FixedLayout for layouts::SetDriverVersionIn {}
 impl SetDriverVersionIn<[u8; 80]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -3239,15 +3317,6 @@ impl<B: rt::BytesMut> SetDriverVersionIn<B> {
     #[inline]
     pub fn set_driver_version(&mut self, v: &[u8; 64]) {
         self.buf.write_bytes(16, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for SetDriverVersionIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&SET_DRIVER_VERSION_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -3310,17 +3379,30 @@ pub const SET_DRIVER_VERSION_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
 ///
 /// PRM layout `set_driver_version_out`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct SetDriverVersionOut<B = [u8; 16]> {
-    buf: B,
+pub type SetDriverVersionOut<B = [u8; 16]> = ViewOf<layouts::SetDriverVersionOut, B>;
+impl rt::ViewLayout for layouts::SetDriverVersionOut {
+    const NAME: &'static str = "set_driver_version_out";
+    const TYPE: &'static str = "SetDriverVersionOut";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&SET_DRIVER_VERSION_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(SetDriverVersionOut, "set_driver_version_out", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(SetDriverVersionOut);
+impl rt::FixedLayout for layouts::SetDriverVersionOut {}
 impl SetDriverVersionOut<[u8; 16]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -3357,15 +3439,6 @@ impl<B: rt::BytesMut> SetDriverVersionOut<B> {
     #[inline]
     pub fn set_syndrome(&mut self, v: u32) {
         self.buf.write_be32(4, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for SetDriverVersionOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&SET_DRIVER_VERSION_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -3417,6 +3490,8 @@ pub const SET_DRIVER_VERSION_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
 ///
 /// PRM layout `access_register_in`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
@@ -3424,13 +3499,23 @@ pub const SET_DRIVER_VERSION_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
 /// | 0x08 | 15:0 | `register_id` |
 /// | 0x0c | 31:0 | `argument` |
 /// | 0x10 | … | `register_data[]` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct AccessRegisterIn<B = [u8; 16]> {
-    buf: B,
+pub type AccessRegisterIn<B = [u8; 16]> = ViewOf<layouts::AccessRegisterIn, B>;
+impl rt::ViewLayout for layouts::AccessRegisterIn {
+    const NAME: &'static str = "access_register_in";
+    const TYPE: &'static str = "AccessRegisterIn";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&ACCESS_REGISTER_IN_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(AccessRegisterIn, "access_register_in", 16, runs_on);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(AccessRegisterIn);
 impl AccessRegisterIn<[u8; 16]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -3549,15 +3634,6 @@ impl<B: rt::BytesMut> AccessRegisterIn<B> {
         Ok(())
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for AccessRegisterIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&ACCESS_REGISTER_IN_ACCESS, &self.buf),
-            f,
-        )
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `access_register_in`: what the decoding `Debug` shows and generic tools read.
 pub const ACCESS_REGISTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -3659,18 +3735,30 @@ pub const ACCESS_REGISTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
 ///
 /// PRM layout `access_register_out`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
 /// | 0x10 | … | `register_data[]` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct AccessRegisterOut<B = [u8; 16]> {
-    buf: B,
+pub type AccessRegisterOut<B = [u8; 16]> = ViewOf<layouts::AccessRegisterOut, B>;
+impl rt::ViewLayout for layouts::AccessRegisterOut {
+    const NAME: &'static str = "access_register_out";
+    const TYPE: &'static str = "AccessRegisterOut";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&ACCESS_REGISTER_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(AccessRegisterOut, "access_register_out", 16, runs_on);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(AccessRegisterOut);
 impl AccessRegisterOut<[u8; 16]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -3759,15 +3847,6 @@ impl<B: rt::BytesMut> AccessRegisterOut<B> {
         Ok(())
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for AccessRegisterOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&ACCESS_REGISTER_OUT_ACCESS, &self.buf),
-            f,
-        )
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `access_register_out`: what the decoding `Debug` shows and generic tools read.
 pub const ACCESS_REGISTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -3835,18 +3914,28 @@ pub const ACCESS_REGISTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
 ///
 /// PRM layout `alloc_uar_in`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
 /// | 0x00 | 15:0 | `uid` |
 /// | 0x04 | 15:0 | `op_mod` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct AllocUarIn<B = [u8; 16]> {
-    buf: B,
+pub type AllocUarIn<B = [u8; 16]> = ViewOf<layouts::AllocUarIn, B>;
+impl rt::ViewLayout for layouts::AllocUarIn {
+    const NAME: &'static str = "alloc_uar_in";
+    const TYPE: &'static str = "AllocUarIn";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&ALLOC_UAR_IN_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(AllocUarIn, "alloc_uar_in", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(AllocUarIn);
+impl rt::FixedLayout for layouts::AllocUarIn {}
 impl AllocUarIn<[u8; 16]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -3895,15 +3984,6 @@ impl<B: rt::BytesMut> AllocUarIn<B> {
     #[inline]
     pub fn set_op_mod(&mut self, v: u16) {
         rt::set32(&mut self.buf, 4, 0, 0xffff, u32::from(v))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for AllocUarIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&ALLOC_UAR_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -3969,18 +4049,31 @@ pub const ALLOC_UAR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
 ///
 /// PRM layout `alloc_uar_out`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
 /// | 0x08 | 23:0 | `uar` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct AllocUarOut<B = [u8; 16]> {
-    buf: B,
+pub type AllocUarOut<B = [u8; 16]> = ViewOf<layouts::AllocUarOut, B>;
+impl rt::ViewLayout for layouts::AllocUarOut {
+    const NAME: &'static str = "alloc_uar_out";
+    const TYPE: &'static str = "AllocUarOut";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&ALLOC_UAR_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(AllocUarOut, "alloc_uar_out", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(AllocUarOut);
+impl rt::FixedLayout for layouts::AllocUarOut {}
 impl AllocUarOut<[u8; 16]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -4039,15 +4132,6 @@ impl<B: rt::BytesMut> AllocUarOut<B> {
         rt::check_fits("uar", u64::from(v), 0xffffff)?;
         self.set_uar(v);
         Ok(())
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for AllocUarOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&ALLOC_UAR_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -4114,19 +4198,32 @@ pub const ALLOC_UAR_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
 ///
 /// PRM layout `dealloc_uar_in`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
 /// | 0x00 | 15:0 | `uid` |
 /// | 0x04 | 15:0 | `op_mod` |
 /// | 0x08 | 23:0 | `uar` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct DeallocUarIn<B = [u8; 16]> {
-    buf: B,
+pub type DeallocUarIn<B = [u8; 16]> = ViewOf<layouts::DeallocUarIn, B>;
+impl rt::ViewLayout for layouts::DeallocUarIn {
+    const NAME: &'static str = "dealloc_uar_in";
+    const TYPE: &'static str = "DeallocUarIn";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DEALLOC_UAR_IN_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(DeallocUarIn, "dealloc_uar_in", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(DeallocUarIn);
+impl rt::FixedLayout for layouts::DeallocUarIn {}
 impl DeallocUarIn<[u8; 16]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -4202,15 +4299,6 @@ impl<B: rt::BytesMut> DeallocUarIn<B> {
         rt::check_fits("uar", u64::from(v), 0xffffff)?;
         self.set_uar(v);
         Ok(())
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for DeallocUarIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&DEALLOC_UAR_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -4294,17 +4382,30 @@ pub const DEALLOC_UAR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
 ///
 /// PRM layout `dealloc_uar_out`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct DeallocUarOut<B = [u8; 16]> {
-    buf: B,
+pub type DeallocUarOut<B = [u8; 16]> = ViewOf<layouts::DeallocUarOut, B>;
+impl rt::ViewLayout for layouts::DeallocUarOut {
+    const NAME: &'static str = "dealloc_uar_out";
+    const TYPE: &'static str = "DeallocUarOut";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DEALLOC_UAR_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(DeallocUarOut, "dealloc_uar_out", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(DeallocUarOut);
+impl rt::FixedLayout for layouts::DeallocUarOut {}
 impl DeallocUarOut<[u8; 16]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -4341,15 +4442,6 @@ impl<B: rt::BytesMut> DeallocUarOut<B> {
     #[inline]
     pub fn set_syndrome(&mut self, v: u32) {
         self.buf.write_be32(4, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for DeallocUarOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&DEALLOC_UAR_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -4401,18 +4493,28 @@ pub const DEALLOC_UAR_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
 ///
 /// PRM layout `alloc_pd_in`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
 /// | 0x00 | 15:0 | `uid` |
 /// | 0x04 | 15:0 | `op_mod` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct AllocPdIn<B = [u8; 16]> {
-    buf: B,
+pub type AllocPdIn<B = [u8; 16]> = ViewOf<layouts::AllocPdIn, B>;
+impl rt::ViewLayout for layouts::AllocPdIn {
+    const NAME: &'static str = "alloc_pd_in";
+    const TYPE: &'static str = "AllocPdIn";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&ALLOC_PD_IN_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(AllocPdIn, "alloc_pd_in", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(AllocPdIn);
+impl rt::FixedLayout for layouts::AllocPdIn {}
 impl AllocPdIn<[u8; 16]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -4461,15 +4563,6 @@ impl<B: rt::BytesMut> AllocPdIn<B> {
     #[inline]
     pub fn set_op_mod(&mut self, v: u16) {
         rt::set32(&mut self.buf, 4, 0, 0xffff, u32::from(v))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for AllocPdIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&ALLOC_PD_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -4535,18 +4628,28 @@ pub const ALLOC_PD_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
 ///
 /// PRM layout `alloc_pd_out`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
 /// | 0x08 | 23:0 | `pd` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct AllocPdOut<B = [u8; 16]> {
-    buf: B,
+pub type AllocPdOut<B = [u8; 16]> = ViewOf<layouts::AllocPdOut, B>;
+impl rt::ViewLayout for layouts::AllocPdOut {
+    const NAME: &'static str = "alloc_pd_out";
+    const TYPE: &'static str = "AllocPdOut";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&ALLOC_PD_OUT_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(AllocPdOut, "alloc_pd_out", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(AllocPdOut);
+impl rt::FixedLayout for layouts::AllocPdOut {}
 impl AllocPdOut<[u8; 16]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -4605,15 +4708,6 @@ impl<B: rt::BytesMut> AllocPdOut<B> {
         rt::check_fits("pd", u64::from(v), 0xffffff)?;
         self.set_pd(v);
         Ok(())
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for AllocPdOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&ALLOC_PD_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -4680,19 +4774,32 @@ pub const ALLOC_PD_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
 ///
 /// PRM layout `dealloc_pd_in`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
 /// | 0x00 | 15:0 | `uid` |
 /// | 0x04 | 15:0 | `op_mod` |
 /// | 0x08 | 23:0 | `pd` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct DeallocPdIn<B = [u8; 16]> {
-    buf: B,
+pub type DeallocPdIn<B = [u8; 16]> = ViewOf<layouts::DeallocPdIn, B>;
+impl rt::ViewLayout for layouts::DeallocPdIn {
+    const NAME: &'static str = "dealloc_pd_in";
+    const TYPE: &'static str = "DeallocPdIn";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DEALLOC_PD_IN_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(DeallocPdIn, "dealloc_pd_in", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(DeallocPdIn);
+impl rt::FixedLayout for layouts::DeallocPdIn {}
 impl DeallocPdIn<[u8; 16]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -4768,15 +4875,6 @@ impl<B: rt::BytesMut> DeallocPdIn<B> {
         rt::check_fits("pd", u64::from(v), 0xffffff)?;
         self.set_pd(v);
         Ok(())
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for DeallocPdIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&DEALLOC_PD_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -4858,17 +4956,30 @@ pub const DEALLOC_PD_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
 ///
 /// PRM layout `dealloc_pd_out`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct DeallocPdOut<B = [u8; 16]> {
-    buf: B,
+pub type DeallocPdOut<B = [u8; 16]> = ViewOf<layouts::DeallocPdOut, B>;
+impl rt::ViewLayout for layouts::DeallocPdOut {
+    const NAME: &'static str = "dealloc_pd_out";
+    const TYPE: &'static str = "DeallocPdOut";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DEALLOC_PD_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(DeallocPdOut, "dealloc_pd_out", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(DeallocPdOut);
+impl rt::FixedLayout for layouts::DeallocPdOut {}
 impl DeallocPdOut<[u8; 16]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -4905,15 +5016,6 @@ impl<B: rt::BytesMut> DeallocPdOut<B> {
     #[inline]
     pub fn set_syndrome(&mut self, v: u32) {
         self.buf.write_be32(4, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for DeallocPdOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&DEALLOC_PD_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -4965,18 +5067,34 @@ pub const DEALLOC_PD_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
 ///
 /// PRM layout `alloc_transport_domain_in`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
 /// | 0x00 | 15:0 | `uid` |
 /// | 0x04 | 15:0 | `op_mod` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct AllocTransportDomainIn<B = [u8; 16]> {
-    buf: B,
+pub type AllocTransportDomainIn<B = [u8; 16]> = ViewOf<
+    layouts::AllocTransportDomainIn,
+    B,
+>;
+impl rt::ViewLayout for layouts::AllocTransportDomainIn {
+    const NAME: &'static str = "alloc_transport_domain_in";
+    const TYPE: &'static str = "AllocTransportDomainIn";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&ALLOC_TRANSPORT_DOMAIN_IN_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(AllocTransportDomainIn, "alloc_transport_domain_in", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(AllocTransportDomainIn);
+impl rt::FixedLayout for layouts::AllocTransportDomainIn {}
 impl AllocTransportDomainIn<[u8; 16]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -5025,15 +5143,6 @@ impl<B: rt::BytesMut> AllocTransportDomainIn<B> {
     #[inline]
     pub fn set_op_mod(&mut self, v: u16) {
         rt::set32(&mut self.buf, 4, 0, 0xffff, u32::from(v))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for AllocTransportDomainIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&ALLOC_TRANSPORT_DOMAIN_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -5102,18 +5211,34 @@ pub const ALLOC_TRANSPORT_DOMAIN_IN_ACCESS: rt::reflect::LayoutAccess = rt::refl
 ///
 /// PRM layout `alloc_transport_domain_out`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
 /// | 0x08 | 23:0 | `transport_domain` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct AllocTransportDomainOut<B = [u8; 16]> {
-    buf: B,
+pub type AllocTransportDomainOut<B = [u8; 16]> = ViewOf<
+    layouts::AllocTransportDomainOut,
+    B,
+>;
+impl rt::ViewLayout for layouts::AllocTransportDomainOut {
+    const NAME: &'static str = "alloc_transport_domain_out";
+    const TYPE: &'static str = "AllocTransportDomainOut";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&ALLOC_TRANSPORT_DOMAIN_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(AllocTransportDomainOut, "alloc_transport_domain_out", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(AllocTransportDomainOut);
+impl rt::FixedLayout for layouts::AllocTransportDomainOut {}
 impl AllocTransportDomainOut<[u8; 16]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -5176,15 +5301,6 @@ impl<B: rt::BytesMut> AllocTransportDomainOut<B> {
         rt::check_fits("transport_domain", u64::from(v), 0xffffff)?;
         self.set_transport_domain(v);
         Ok(())
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for AllocTransportDomainOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&ALLOC_TRANSPORT_DOMAIN_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -5253,19 +5369,35 @@ pub const ALLOC_TRANSPORT_DOMAIN_OUT_ACCESS: rt::reflect::LayoutAccess = rt::ref
 ///
 /// PRM layout `dealloc_transport_domain_in`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
 /// | 0x00 | 15:0 | `uid` |
 /// | 0x04 | 15:0 | `op_mod` |
 /// | 0x08 | 23:0 | `transport_domain` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct DeallocTransportDomainIn<B = [u8; 16]> {
-    buf: B,
+pub type DeallocTransportDomainIn<B = [u8; 16]> = ViewOf<
+    layouts::DeallocTransportDomainIn,
+    B,
+>;
+impl rt::ViewLayout for layouts::DeallocTransportDomainIn {
+    const NAME: &'static str = "dealloc_transport_domain_in";
+    const TYPE: &'static str = "DeallocTransportDomainIn";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DEALLOC_TRANSPORT_DOMAIN_IN_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(DeallocTransportDomainIn, "dealloc_transport_domain_in", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(DeallocTransportDomainIn);
+impl rt::FixedLayout for layouts::DeallocTransportDomainIn {}
 impl DeallocTransportDomainIn<[u8; 16]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -5341,15 +5473,6 @@ impl<B: rt::BytesMut> DeallocTransportDomainIn<B> {
         rt::check_fits("transport_domain", u64::from(v), 0xffffff)?;
         self.set_transport_domain(v);
         Ok(())
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for DeallocTransportDomainIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&DEALLOC_TRANSPORT_DOMAIN_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -5435,17 +5558,33 @@ pub const DEALLOC_TRANSPORT_DOMAIN_IN_ACCESS: rt::reflect::LayoutAccess = rt::re
 ///
 /// PRM layout `dealloc_transport_domain_out`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct DeallocTransportDomainOut<B = [u8; 16]> {
-    buf: B,
+pub type DeallocTransportDomainOut<B = [u8; 16]> = ViewOf<
+    layouts::DeallocTransportDomainOut,
+    B,
+>;
+impl rt::ViewLayout for layouts::DeallocTransportDomainOut {
+    const NAME: &'static str = "dealloc_transport_domain_out";
+    const TYPE: &'static str = "DeallocTransportDomainOut";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DEALLOC_TRANSPORT_DOMAIN_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(DeallocTransportDomainOut, "dealloc_transport_domain_out", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(DeallocTransportDomainOut);
+impl rt::FixedLayout for layouts::DeallocTransportDomainOut {}
 impl DeallocTransportDomainOut<[u8; 16]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -5482,15 +5621,6 @@ impl<B: rt::BytesMut> DeallocTransportDomainOut<B> {
     #[inline]
     pub fn set_syndrome(&mut self, v: u32) {
         self.buf.write_be32(4, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for DeallocTransportDomainOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&DEALLOC_TRANSPORT_DOMAIN_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -5542,17 +5672,33 @@ pub const DEALLOC_TRANSPORT_DOMAIN_OUT_ACCESS: rt::reflect::LayoutAccess = rt::r
 ///
 /// PRM layout `query_special_contexts_in`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
 /// | 0x04 | 15:0 | `op_mod` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct QuerySpecialContextsIn<B = [u8; 16]> {
-    buf: B,
+pub type QuerySpecialContextsIn<B = [u8; 16]> = ViewOf<
+    layouts::QuerySpecialContextsIn,
+    B,
+>;
+impl rt::ViewLayout for layouts::QuerySpecialContextsIn {
+    const NAME: &'static str = "query_special_contexts_in";
+    const TYPE: &'static str = "QuerySpecialContextsIn";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QUERY_SPECIAL_CONTEXTS_IN_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(QuerySpecialContextsIn, "query_special_contexts_in", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(QuerySpecialContextsIn);
+impl rt::FixedLayout for layouts::QuerySpecialContextsIn {}
 impl QuerySpecialContextsIn<[u8; 16]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -5589,15 +5735,6 @@ impl<B: rt::BytesMut> QuerySpecialContextsIn<B> {
     #[inline]
     pub fn set_op_mod(&mut self, v: u16) {
         rt::set32(&mut self.buf, 4, 0, 0xffff, u32::from(v))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for QuerySpecialContextsIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&QUERY_SPECIAL_CONTEXTS_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -5649,6 +5786,8 @@ pub const QUERY_SPECIAL_CONTEXTS_IN_ACCESS: rt::reflect::LayoutAccess = rt::refl
 ///
 /// PRM layout `query_special_contexts_out`: 0x20 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
@@ -5658,13 +5797,27 @@ pub const QUERY_SPECIAL_CONTEXTS_IN_ACCESS: rt::reflect::LayoutAccess = rt::refl
 /// | 0x10 | 31:0 | `null_mkey` |
 /// | 0x14 | 31:0 | `terminate_scatter_list_mkey` |
 /// | 0x18 | 31:0 | `repeated_mkey` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct QuerySpecialContextsOut<B = [u8; 32]> {
-    buf: B,
+pub type QuerySpecialContextsOut<B = [u8; 32]> = ViewOf<
+    layouts::QuerySpecialContextsOut,
+    B,
+>;
+impl rt::ViewLayout for layouts::QuerySpecialContextsOut {
+    const NAME: &'static str = "query_special_contexts_out";
+    const TYPE: &'static str = "QuerySpecialContextsOut";
+    const SIZE: usize = 32;
+    type Array = [u8; 32];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QUERY_SPECIAL_CONTEXTS_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(QuerySpecialContextsOut, "query_special_contexts_out", 32);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(QuerySpecialContextsOut);
+impl rt::FixedLayout for layouts::QuerySpecialContextsOut {}
 impl QuerySpecialContextsOut<[u8; 32]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -5783,15 +5936,6 @@ impl<B: rt::BytesMut> QuerySpecialContextsOut<B> {
     #[inline]
     pub fn set_repeated_mkey(&mut self, v: u32) {
         self.buf.write_be32(24, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for QuerySpecialContextsOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&QUERY_SPECIAL_CONTEXTS_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]

@@ -214,6 +214,8 @@ impl ::core::convert::From<HealthSyndrome> for u8 {
 ///
 /// Use it over [`rt::MmioBytes`] so that every access is a 32-bit big-endian register access.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x20 | 31:0 | `assert_existptr` |
@@ -227,13 +229,24 @@ impl ::core::convert::From<HealthSyndrome> for u8 {
 /// | 0x3c | 31:24 | `irisc_index` |
 /// | 0x3c | 23:16 | `synd` |
 /// | 0x3c | 15:0 | `ext_synd` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct HealthBuffer<B = [u8; 64]> {
-    buf: B,
+pub type HealthBuffer<B = [u8; 64]> = ViewOf<layouts::HealthBuffer, B>;
+impl rt::ViewLayout for layouts::HealthBuffer {
+    const NAME: &'static str = "health_buffer";
+    const TYPE: &'static str = "HealthBuffer";
+    const SIZE: usize = 64;
+    type Array = [u8; 64];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&HEALTH_BUFFER_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(HealthBuffer, "health_buffer", 64);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(HealthBuffer);
+impl rt::FixedLayout for layouts::HealthBuffer {}
 impl HealthBuffer<[u8; 64]> {
     /// Position of `assert_existptr`.
     pub const ASSERT_EXISTPTR: rt::Field = rt::Field::new("assert_existptr", 256, 32);
@@ -365,15 +378,6 @@ impl<B: rt::Bytes> HealthBuffer<B> {
     }
 }
 impl<B: rt::BytesMut> HealthBuffer<B> {}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for HealthBuffer<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&HEALTH_BUFFER_ACCESS, &self.buf),
-            f,
-        )
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `health_buffer`: what the decoding `Debug` shows and generic tools read.
 pub const HEALTH_BUFFER_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -547,6 +551,8 @@ pub const HEALTH_BUFFER_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
 ///
 /// Use it over [`rt::MmioBytes`] so that every access is a 32-bit big-endian register access.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `fw_rev_minor` |
@@ -574,13 +580,21 @@ pub const HEALTH_BUFFER_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
 /// | 0x1010 | 23:0 | `health_counter` |
 /// | 0x1040 | 31:0 | `real_time_h` |
 /// | 0x1044 | 31:0 | `real_time_l` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct InitialSeg<B = [u8; 16396]> {
-    buf: B,
+pub type InitialSeg<B = [u8; 16396]> = ViewOf<layouts::InitialSeg, B>;
+impl rt::ViewLayout for layouts::InitialSeg {
+    const NAME: &'static str = "initial_seg";
+    const TYPE: &'static str = "InitialSeg";
+    const SIZE: usize = 16396;
+    type Array = [u8; 16396];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&INITIAL_SEG_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(InitialSeg, "initial_seg", 16396);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(InitialSeg);
+impl rt::FixedLayout for layouts::InitialSeg {}
 impl InitialSeg<[u8; 16396]> {
     /// Position of `fw_rev_minor`.
     pub const FW_REV_MINOR: rt::Field = rt::Field::new("fw_rev_minor", 0, 16);
@@ -944,15 +958,6 @@ impl<B: rt::BytesMut> InitialSeg<B> {
     #[inline]
     pub fn set_clear_int(&mut self, v: bool) {
         rt::put32(&mut self.buf, 4108, 0, 0x1, u32::from(u8::from(v)))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for InitialSeg<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&INITIAL_SEG_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]

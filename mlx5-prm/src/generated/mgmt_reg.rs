@@ -262,6 +262,8 @@ impl ::core::convert::From<TimeoutUnit> for u8 {
 ///
 /// PRM layout `pcam_regs_5000_to_507f`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:0 | `port_access_reg_cap_mask_127_to_96` |
@@ -275,13 +277,24 @@ impl ::core::convert::From<TimeoutUnit> for u8 {
 /// | 0x0c | 10:9 | `port_access_reg_cap_mask_10_to_09` |
 /// | 0x0c | 8 | `ppcnt` |
 /// | 0x0c | 7:0 | `port_access_reg_cap_mask_07_to_00` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct PcamRegs5000To507f<B = [u8; 16]> {
-    buf: B,
+pub type PcamRegs5000To507f<B = [u8; 16]> = ViewOf<layouts::PcamRegs5000To507f, B>;
+impl rt::ViewLayout for layouts::PcamRegs5000To507f {
+    const NAME: &'static str = "pcam_regs_5000_to_507f";
+    const TYPE: &'static str = "PcamRegs5000To507f";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&PCAM_REGS_5000_TO_507F_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(PcamRegs5000To507f, "pcam_regs_5000_to_507f", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(PcamRegs5000To507f);
+impl rt::FixedLayout for layouts::PcamRegs5000To507f {}
 impl PcamRegs5000To507f<[u8; 16]> {
     /// Position of `port_access_reg_cap_mask_127_to_96`.
     pub const PORT_ACCESS_REG_CAP_MASK_127_TO_96: rt::Field = rt::Field::new(
@@ -552,15 +565,6 @@ impl<B: rt::BytesMut> PcamRegs5000To507f<B> {
         rt::set32(&mut self.buf, 12, 0, 0xff, u32::from(v))
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for PcamRegs5000To507f<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&PCAM_REGS_5000_TO_507F_ACCESS, &self.buf),
-            f,
-        )
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `pcam_regs_5000_to_507f`: what the decoding `Debug` shows and generic tools read.
 pub const PCAM_REGS_5000_TO_507F_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -763,6 +767,8 @@ pub const PCAM_REGS_5000_TO_507F_ACCESS: rt::reflect::LayoutAccess = rt::reflect
 ///
 /// PRM layout `pcam_enhanced_features`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x08 | 23 | `fec_100g_per_lane_in_pplm` |
@@ -776,13 +782,24 @@ pub const PCAM_REGS_5000_TO_507F_ACCESS: rt::reflect::LayoutAccess = rt::reflect
 /// | 0x0c | 3 | `ptys_connector_type` |
 /// | 0x0c | 1 | `ppcnt_discard_group` |
 /// | 0x0c | 0 | `ppcnt_statistical_group` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct PcamEnhancedFeatures<B = [u8; 16]> {
-    buf: B,
+pub type PcamEnhancedFeatures<B = [u8; 16]> = ViewOf<layouts::PcamEnhancedFeatures, B>;
+impl rt::ViewLayout for layouts::PcamEnhancedFeatures {
+    const NAME: &'static str = "pcam_enhanced_features";
+    const TYPE: &'static str = "PcamEnhancedFeatures";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&PCAM_ENHANCED_FEATURES_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(PcamEnhancedFeatures, "pcam_enhanced_features", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(PcamEnhancedFeatures);
+impl rt::FixedLayout for layouts::PcamEnhancedFeatures {}
 impl PcamEnhancedFeatures<[u8; 16]> {
     /// Position of `fec_100g_per_lane_in_pplm`.
     pub const FEC_100G_PER_LANE_IN_PPLM: rt::Field = rt::Field::new(
@@ -981,15 +998,6 @@ impl<B: rt::BytesMut> PcamEnhancedFeatures<B> {
     #[inline]
     pub fn set_ppcnt_statistical_group(&mut self, v: bool) {
         rt::set32(&mut self.buf, 12, 0, 0x1, u32::from(u8::from(v)))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for PcamEnhancedFeatures<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&PCAM_ENHANCED_FEATURES_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -1194,19 +1202,29 @@ pub const PCAM_ENHANCED_FEATURES_ACCESS: rt::reflect::LayoutAccess = rt::reflect
 ///
 /// PRM layout `pcam_reg`: 0x50 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 23:16 | `feature_group` |
 /// | 0x00 | 7:0 | `access_reg_group` |
 /// | 0x08..0x18 | — | `port_access_reg_cap_mask` |
 /// | 0x28..0x38 | — | `feature_cap_mask` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct PcamReg<B = [u8; 80]> {
-    buf: B,
+pub type PcamReg<B = [u8; 80]> = ViewOf<layouts::PcamReg, B>;
+impl rt::ViewLayout for layouts::PcamReg {
+    const NAME: &'static str = "pcam_reg";
+    const TYPE: &'static str = "PcamReg";
+    const SIZE: usize = 80;
+    type Array = [u8; 80];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&PCAM_REG_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(PcamReg, "pcam_reg", 80);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(PcamReg);
+impl rt::FixedLayout for layouts::PcamReg {}
 impl PcamReg<[u8; 80]> {
     /// Position of `feature_group`.
     pub const FEATURE_GROUP: rt::Field = rt::Field::new("feature_group", 8, 8);
@@ -1286,15 +1304,6 @@ impl<B: rt::BytesMut> PcamReg<B> {
     #[inline]
     pub fn feature_cap_mask_mut(&mut self) -> PcamRegFeatureCapMask<B::SubMut<'_>> {
         PcamRegFeatureCapMask::new_unchecked(self.buf.sub_mut(40, 16))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for PcamReg<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&PCAM_REG_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -1396,6 +1405,8 @@ pub const PCAM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
 ///
 /// PRM layout `mcam_access_reg`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 3 | `mcda` |
@@ -1417,13 +1428,24 @@ pub const PCAM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
 /// | 0x0c | 31:11 | `regs_31_to_11` |
 /// | 0x0c | 10 | `mtmp` |
 /// | 0x0c | 9:0 | `regs_9_to_0` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct McamAccessReg<B = [u8; 16]> {
-    buf: B,
+pub type McamAccessReg<B = [u8; 16]> = ViewOf<layouts::McamAccessReg, B>;
+impl rt::ViewLayout for layouts::McamAccessReg {
+    const NAME: &'static str = "mcam_access_reg";
+    const TYPE: &'static str = "McamAccessReg";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&MCAM_ACCESS_REG_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(McamAccessReg, "mcam_access_reg", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(McamAccessReg);
+impl rt::FixedLayout for layouts::McamAccessReg {}
 impl McamAccessReg<[u8; 16]> {
     /// Position of `mcda`.
     pub const MCDA: rt::Field = rt::Field::new("mcda", 28, 1);
@@ -1770,15 +1792,6 @@ impl<B: rt::BytesMut> McamAccessReg<B> {
         Ok(())
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for McamAccessReg<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&MCAM_ACCESS_REG_ACCESS, &self.buf),
-            f,
-        )
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `mcam_access_reg`: what the decoding `Debug` shows and generic tools read.
 pub const MCAM_ACCESS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -2109,19 +2122,32 @@ pub const MCAM_ACCESS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
 ///
 /// PRM layout `mcam_access_reg_bits1`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:0 | `regs_127_to_96` |
 /// | 0x04 | 31:0 | `regs_95_to_64` |
 /// | 0x08 | 31:0 | `regs_63_to_32` |
 /// | 0x0c | 31:0 | `regs_31_to_0` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct McamAccessRegBits1<B = [u8; 16]> {
-    buf: B,
+pub type McamAccessRegBits1<B = [u8; 16]> = ViewOf<layouts::McamAccessRegBits1, B>;
+impl rt::ViewLayout for layouts::McamAccessRegBits1 {
+    const NAME: &'static str = "mcam_access_reg_bits1";
+    const TYPE: &'static str = "McamAccessRegBits1";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&MCAM_ACCESS_REG_BITS1_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(McamAccessRegBits1, "mcam_access_reg_bits1", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(McamAccessRegBits1);
+impl rt::FixedLayout for layouts::McamAccessRegBits1 {}
 impl McamAccessRegBits1<[u8; 16]> {
     /// Position of `regs_127_to_96`.
     pub const REGS_127_TO_96: rt::Field = rt::Field::new("regs_127_to_96", 0, 32);
@@ -2187,15 +2213,6 @@ impl<B: rt::BytesMut> McamAccessRegBits1<B> {
     #[inline]
     pub fn set_regs_31_to_0(&mut self, v: u32) {
         self.buf.write_be32(12, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for McamAccessRegBits1<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&MCAM_ACCESS_REG_BITS1_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -2281,6 +2298,8 @@ pub const MCAM_ACCESS_REG_BITS1_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
 ///
 /// PRM layout `mcam_access_reg_bits2`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:3 | `regs_127_to_99` |
@@ -2291,13 +2310,24 @@ pub const MCAM_ACCESS_REG_BITS1_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
 /// | 0x04 | 20:0 | `regs_84_to_64` |
 /// | 0x08 | 31:0 | `regs_63_to_32` |
 /// | 0x0c | 31:0 | `regs_31_to_0` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct McamAccessRegBits2<B = [u8; 16]> {
-    buf: B,
+pub type McamAccessRegBits2<B = [u8; 16]> = ViewOf<layouts::McamAccessRegBits2, B>;
+impl rt::ViewLayout for layouts::McamAccessRegBits2 {
+    const NAME: &'static str = "mcam_access_reg_bits2";
+    const TYPE: &'static str = "McamAccessRegBits2";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&MCAM_ACCESS_REG_BITS2_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(McamAccessRegBits2, "mcam_access_reg_bits2", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(McamAccessRegBits2);
+impl rt::FixedLayout for layouts::McamAccessRegBits2 {}
 impl McamAccessRegBits2<[u8; 16]> {
     /// Position of `regs_127_to_99`.
     pub const REGS_127_TO_99: rt::Field = rt::Field::new("regs_127_to_99", 0, 29);
@@ -2461,15 +2491,6 @@ impl<B: rt::BytesMut> McamAccessRegBits2<B> {
         self.buf.write_be32(12, v)
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for McamAccessRegBits2<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&MCAM_ACCESS_REG_BITS2_ACCESS, &self.buf),
-            f,
-        )
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `mcam_access_reg_bits2`: what the decoding `Debug` shows and generic tools read.
 pub const MCAM_ACCESS_REG_BITS2_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -2621,6 +2642,8 @@ pub const MCAM_ACCESS_REG_BITS2_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
 ///
 /// PRM layout `mcam_access_reg_bits3`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:0 | `regs_127_to_96` |
@@ -2629,13 +2652,24 @@ pub const MCAM_ACCESS_REG_BITS2_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
 /// | 0x0c | 31:2 | `regs_31_to_2` |
 /// | 0x0c | 1 | `mtctr` |
 /// | 0x0c | 0 | `mtptm` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct McamAccessRegBits3<B = [u8; 16]> {
-    buf: B,
+pub type McamAccessRegBits3<B = [u8; 16]> = ViewOf<layouts::McamAccessRegBits3, B>;
+impl rt::ViewLayout for layouts::McamAccessRegBits3 {
+    const NAME: &'static str = "mcam_access_reg_bits3";
+    const TYPE: &'static str = "McamAccessRegBits3";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&MCAM_ACCESS_REG_BITS3_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(McamAccessRegBits3, "mcam_access_reg_bits3", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(McamAccessRegBits3);
+impl rt::FixedLayout for layouts::McamAccessRegBits3 {}
 impl McamAccessRegBits3<[u8; 16]> {
     /// Position of `regs_127_to_96`.
     pub const REGS_127_TO_96: rt::Field = rt::Field::new("regs_127_to_96", 0, 32);
@@ -2739,15 +2773,6 @@ impl<B: rt::BytesMut> McamAccessRegBits3<B> {
     #[inline]
     pub fn set_mtptm(&mut self, v: bool) {
         rt::set32(&mut self.buf, 12, 0, 0x1, u32::from(u8::from(v)))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for McamAccessRegBits3<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&MCAM_ACCESS_REG_BITS3_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -2867,6 +2892,8 @@ pub const MCAM_ACCESS_REG_BITS3_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
 ///
 /// PRM layout `mcam_enhanced_features`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x08 | 15 | `mtutc_freq_adj_units` |
@@ -2885,13 +2912,24 @@ pub const MCAM_ACCESS_REG_BITS3_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
 /// | 0x0c | 2 | `mtpps_enh_out_per_adj` |
 /// | 0x0c | 1 | `mtpps_fs` |
 /// | 0x0c | 0 | `pcie_performance_group` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct McamEnhancedFeatures<B = [u8; 16]> {
-    buf: B,
+pub type McamEnhancedFeatures<B = [u8; 16]> = ViewOf<layouts::McamEnhancedFeatures, B>;
+impl rt::ViewLayout for layouts::McamEnhancedFeatures {
+    const NAME: &'static str = "mcam_enhanced_features";
+    const TYPE: &'static str = "McamEnhancedFeatures";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&MCAM_ENHANCED_FEATURES_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(McamEnhancedFeatures, "mcam_enhanced_features", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(McamEnhancedFeatures);
+impl rt::FixedLayout for layouts::McamEnhancedFeatures {}
 impl McamEnhancedFeatures<[u8; 16]> {
     /// Position of `mtutc_freq_adj_units`.
     pub const MTUTC_FREQ_ADJ_UNITS: rt::Field = rt::Field::new(
@@ -3163,15 +3201,6 @@ impl<B: rt::BytesMut> McamEnhancedFeatures<B> {
     #[inline]
     pub fn set_pcie_performance_group(&mut self, v: bool) {
         rt::set32(&mut self.buf, 12, 0, 0x1, u32::from(u8::from(v)))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for McamEnhancedFeatures<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&MCAM_ENHANCED_FEATURES_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -3461,19 +3490,29 @@ pub const MCAM_ENHANCED_FEATURES_ACCESS: rt::reflect::LayoutAccess = rt::reflect
 ///
 /// PRM layout `mcam_reg`: 0x48 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 23:16 | `feature_group` |
 /// | 0x00 | 7:0 | `access_reg_group` |
 /// | 0x08..0x18 | — | `mng_access_reg_cap_mask` |
 /// | 0x28..0x38 | — | `mng_feature_cap_mask` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct McamReg<B = [u8; 72]> {
-    buf: B,
+pub type McamReg<B = [u8; 72]> = ViewOf<layouts::McamReg, B>;
+impl rt::ViewLayout for layouts::McamReg {
+    const NAME: &'static str = "mcam_reg";
+    const TYPE: &'static str = "McamReg";
+    const SIZE: usize = 72;
+    type Array = [u8; 72];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&MCAM_REG_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(McamReg, "mcam_reg", 72);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(McamReg);
+impl rt::FixedLayout for layouts::McamReg {}
 impl McamReg<[u8; 72]> {
     /// Position of `feature_group`.
     pub const FEATURE_GROUP: rt::Field = rt::Field::new("feature_group", 8, 8);
@@ -3559,15 +3598,6 @@ impl<B: rt::BytesMut> McamReg<B> {
         &mut self,
     ) -> McamRegMngFeatureCapMask<B::SubMut<'_>> {
         McamRegMngFeatureCapMask::new_unchecked(self.buf.sub_mut(40, 16))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for McamReg<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&MCAM_REG_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -3669,6 +3699,8 @@ pub const MCAM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
 ///
 /// PRM layout `qcam_access_reg_cap_mask`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | bit 0x0 | +108 | `qcam_access_reg_cap_mask_127_to_20[108]` |
@@ -3678,13 +3710,24 @@ pub const MCAM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
 /// | 0x0c | 2 | `qpts` |
 /// | 0x0c | 1 | `qcap` |
 /// | 0x0c | 0 | `qcam_access_reg_cap_mask_0` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct QcamAccessRegCapMask<B = [u8; 16]> {
-    buf: B,
+pub type QcamAccessRegCapMask<B = [u8; 16]> = ViewOf<layouts::QcamAccessRegCapMask, B>;
+impl rt::ViewLayout for layouts::QcamAccessRegCapMask {
+    const NAME: &'static str = "qcam_access_reg_cap_mask";
+    const TYPE: &'static str = "QcamAccessRegCapMask";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QCAM_ACCESS_REG_CAP_MASK_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(QcamAccessRegCapMask, "qcam_access_reg_cap_mask", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(QcamAccessRegCapMask);
+impl rt::FixedLayout for layouts::QcamAccessRegCapMask {}
 impl QcamAccessRegCapMask<[u8; 16]> {
     /// Position of `qcam_access_reg_cap_mask_127_to_20`.
     pub const QCAM_ACCESS_REG_CAP_MASK_127_TO_20: rt::Field = rt::Field::new(
@@ -3886,15 +3929,6 @@ impl<B: rt::BytesMut> QcamAccessRegCapMask<B> {
         Ok(())
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for QcamAccessRegCapMask<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&QCAM_ACCESS_REG_CAP_MASK_ACCESS, &self.buf),
-            f,
-        )
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `qcam_access_reg_cap_mask`: what the decoding `Debug` shows and generic tools read.
 pub const QCAM_ACCESS_REG_CAP_MASK_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -4030,17 +4064,30 @@ pub const QCAM_ACCESS_REG_CAP_MASK_ACCESS: rt::reflect::LayoutAccess = rt::refle
 ///
 /// PRM layout `qcam_qos_feature_cap_mask`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | bit 0x0 | +127 | `qcam_qos_feature_cap_mask_127_to_1[127]` |
 /// | 0x0c | 0 | `qpts_trust_both` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct QcamQosFeatureCapMask<B = [u8; 16]> {
-    buf: B,
+pub type QcamQosFeatureCapMask<B = [u8; 16]> = ViewOf<layouts::QcamQosFeatureCapMask, B>;
+impl rt::ViewLayout for layouts::QcamQosFeatureCapMask {
+    const NAME: &'static str = "qcam_qos_feature_cap_mask";
+    const TYPE: &'static str = "QcamQosFeatureCapMask";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QCAM_QOS_FEATURE_CAP_MASK_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(QcamQosFeatureCapMask, "qcam_qos_feature_cap_mask", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(QcamQosFeatureCapMask);
+impl rt::FixedLayout for layouts::QcamQosFeatureCapMask {}
 impl QcamQosFeatureCapMask<[u8; 16]> {
     /// Position of `qcam_qos_feature_cap_mask_127_to_1`.
     pub const QCAM_QOS_FEATURE_CAP_MASK_127_TO_1: rt::Field = rt::Field::new(
@@ -4127,15 +4174,6 @@ impl<B: rt::BytesMut> QcamQosFeatureCapMask<B> {
         rt::set32(&mut self.buf, 12, 0, 0x1, u32::from(u8::from(v)))
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for QcamQosFeatureCapMask<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&QCAM_QOS_FEATURE_CAP_MASK_ACCESS, &self.buf),
-            f,
-        )
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `qcam_qos_feature_cap_mask`: what the decoding `Debug` shows and generic tools read.
 pub const QCAM_QOS_FEATURE_CAP_MASK_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -4187,19 +4225,29 @@ pub const QCAM_QOS_FEATURE_CAP_MASK_ACCESS: rt::reflect::LayoutAccess = rt::refl
 ///
 /// PRM layout `qcam_reg`: 0x48 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 23:16 | `feature_group` |
 /// | 0x00 | 7:0 | `access_reg_group` |
 /// | 0x08..0x18 | — | `qos_access_reg_cap_mask` |
 /// | 0x28..0x38 | — | `qos_feature_cap_mask` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct QcamReg<B = [u8; 72]> {
-    buf: B,
+pub type QcamReg<B = [u8; 72]> = ViewOf<layouts::QcamReg, B>;
+impl rt::ViewLayout for layouts::QcamReg {
+    const NAME: &'static str = "qcam_reg";
+    const TYPE: &'static str = "QcamReg";
+    const SIZE: usize = 72;
+    type Array = [u8; 72];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&QCAM_REG_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(QcamReg, "qcam_reg", 72);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(QcamReg);
+impl rt::FixedLayout for layouts::QcamReg {}
 impl QcamReg<[u8; 72]> {
     /// Position of `feature_group`.
     pub const FEATURE_GROUP: rt::Field = rt::Field::new("feature_group", 8, 8);
@@ -4285,15 +4333,6 @@ impl<B: rt::BytesMut> QcamReg<B> {
         &mut self,
     ) -> QcamRegQosFeatureCapMask<B::SubMut<'_>> {
         QcamRegQosFeatureCapMask::new_unchecked(self.buf.sub_mut(40, 16))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for QcamReg<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&QCAM_REG_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -4395,17 +4434,30 @@ pub const QCAM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
 ///
 /// PRM layout `default_timeout`: 0x4 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:29 | `to_multiplier` |
 /// | 0x00 | 19:0 | `to_value` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct DefaultTimeout<B = [u8; 4]> {
-    buf: B,
+pub type DefaultTimeout<B = [u8; 4]> = ViewOf<layouts::DefaultTimeout, B>;
+impl rt::ViewLayout for layouts::DefaultTimeout {
+    const NAME: &'static str = "default_timeout";
+    const TYPE: &'static str = "DefaultTimeout";
+    const SIZE: usize = 4;
+    type Array = [u8; 4];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DEFAULT_TIMEOUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(DefaultTimeout, "default_timeout", 4);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(DefaultTimeout);
+impl rt::FixedLayout for layouts::DefaultTimeout {}
 impl DefaultTimeout<[u8; 4]> {
     /// Position of `to_multiplier`.
     pub const TO_MULTIPLIER: rt::Field = rt::Field::new("to_multiplier", 0, 3);
@@ -4476,15 +4528,6 @@ impl<B: rt::BytesMut> DefaultTimeout<B> {
         Ok(())
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for DefaultTimeout<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&DEFAULT_TIMEOUT_ACCESS, &self.buf),
-            f,
-        )
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `default_timeout`: what the decoding `Debug` shows and generic tools read.
 pub const DEFAULT_TIMEOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -4540,6 +4583,8 @@ pub const DEFAULT_TIMEOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
 ///
 /// PRM layout `dtor_reg`: 0x40 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x04 | 31:0 | `pcie_toggle_to` |
@@ -4553,13 +4598,21 @@ pub const DEFAULT_TIMEOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
 /// | 0x30 | 31:0 | `reclaim_pages_to` |
 /// | 0x34 | 31:0 | `reclaim_vfs_pages_to` |
 /// | 0x38 | 31:0 | `reset_unload_to` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct DtorReg<B = [u8; 64]> {
-    buf: B,
+pub type DtorReg<B = [u8; 64]> = ViewOf<layouts::DtorReg, B>;
+impl rt::ViewLayout for layouts::DtorReg {
+    const NAME: &'static str = "dtor_reg";
+    const TYPE: &'static str = "DtorReg";
+    const SIZE: usize = 64;
+    type Array = [u8; 64];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&DTOR_REG_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(DtorReg, "dtor_reg", 64);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(DtorReg);
+impl rt::FixedLayout for layouts::DtorReg {}
 impl DtorReg<[u8; 64]> {
     /// Position of `pcie_toggle_to`.
     pub const PCIE_TOGGLE_TO: rt::Field = rt::Field::new("pcie_toggle_to", 32, 32);
@@ -4750,15 +4803,6 @@ impl<B: rt::BytesMut> DtorReg<B> {
     #[inline]
     pub fn reset_unload_to_mut(&mut self) -> DefaultTimeout<B::SubMut<'_>> {
         DefaultTimeout::new_unchecked(self.buf.sub_mut(56, 4))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for DtorReg<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&DTOR_REG_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -4969,16 +5013,29 @@ pub const DTOR_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
 ///
 /// PRM layout `host_endianness_reg`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31 | `he` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct HostEndiannessReg<B = [u8; 16]> {
-    buf: B,
+pub type HostEndiannessReg<B = [u8; 16]> = ViewOf<layouts::HostEndiannessReg, B>;
+impl rt::ViewLayout for layouts::HostEndiannessReg {
+    const NAME: &'static str = "host_endianness_reg";
+    const TYPE: &'static str = "HostEndiannessReg";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&HOST_ENDIANNESS_REG_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(HostEndiannessReg, "host_endianness_reg", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(HostEndiannessReg);
+impl rt::FixedLayout for layouts::HostEndiannessReg {}
 impl HostEndiannessReg<[u8; 16]> {
     /// Position of `he`.
     pub const HE: rt::Field = rt::Field::new("he", 0, 1);
@@ -5005,15 +5062,6 @@ impl<B: rt::BytesMut> HostEndiannessReg<B> {
     #[inline]
     pub fn set_he(&mut self, v: bool) {
         rt::set32(&mut self.buf, 0, 31, 0x1, u32::from(u8::from(v)))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for HostEndiannessReg<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&HOST_ENDIANNESS_REG_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -5047,14 +5095,27 @@ pub const HOST_ENDIANNESS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
 /// The register mask of PCAM, by access register group.
 ///
 /// PRM union `pcam_reg_port_access_reg_cap_mask`: 0x10 bytes, read as one of its members.
+///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
 /// The member is picked by `pcam_reg.access_reg_group`.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct PcamRegPortAccessRegCapMask<B = [u8; 16]> {
-    buf: B,
+pub type PcamRegPortAccessRegCapMask<B = [u8; 16]> = ViewOf<
+    layouts::PcamRegPortAccessRegCapMask,
+    B,
+>;
+impl rt::ViewLayout for layouts::PcamRegPortAccessRegCapMask {
+    const NAME: &'static str = "pcam_reg_port_access_reg_cap_mask";
+    const TYPE: &'static str = "PcamRegPortAccessRegCapMask";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        rt::reflect::debug_union(f, &PCAM_REG_PORT_ACCESS_REG_CAP_MASK_ACCESS, buf)
+    }
 }
-crate::__prm_view!(PcamRegPortAccessRegCapMask, "pcam_reg_port_access_reg_cap_mask", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(PcamRegPortAccessRegCapMask);
+impl rt::FixedLayout for layouts::PcamRegPortAccessRegCapMask {}
 impl<B: rt::Bytes> PcamRegPortAccessRegCapMask<B> {
     /// Group 0: registers 0x5000..0x507f.
     /// The bytes read as `pcam_regs_5000_to_507f`. Selected by 0x0.
@@ -5128,12 +5189,6 @@ pub enum PcamRegPortAccessRegCapMaskRef<S> {
     #[allow(missing_docs)]
     Regs5000To507f(PcamRegs5000To507f<S>),
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for PcamRegPortAccessRegCapMask<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        rt::reflect::debug_union(f, &PCAM_REG_PORT_ACCESS_REG_CAP_MASK_ACCESS, &self.buf)
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// The members of union `pcam_reg_port_access_reg_cap_mask` and the field that selects one: what the decoding `Debug` and generic tools read.
 pub const PCAM_REG_PORT_ACCESS_REG_CAP_MASK_ACCESS: rt::reflect::UnionAccess = rt::reflect::UnionAccess {
@@ -5159,14 +5214,24 @@ pub const PCAM_REG_PORT_ACCESS_REG_CAP_MASK_ACCESS: rt::reflect::UnionAccess = r
 /// The feature mask of PCAM, by feature group.
 ///
 /// PRM union `pcam_reg_feature_cap_mask`: 0x10 bytes, read as one of its members.
+///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
 /// The member is picked by `pcam_reg.feature_group`.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct PcamRegFeatureCapMask<B = [u8; 16]> {
-    buf: B,
+pub type PcamRegFeatureCapMask<B = [u8; 16]> = ViewOf<layouts::PcamRegFeatureCapMask, B>;
+impl rt::ViewLayout for layouts::PcamRegFeatureCapMask {
+    const NAME: &'static str = "pcam_reg_feature_cap_mask";
+    const TYPE: &'static str = "PcamRegFeatureCapMask";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        rt::reflect::debug_union(f, &PCAM_REG_FEATURE_CAP_MASK_ACCESS, buf)
+    }
 }
-crate::__prm_view!(PcamRegFeatureCapMask, "pcam_reg_feature_cap_mask", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(PcamRegFeatureCapMask);
+impl rt::FixedLayout for layouts::PcamRegFeatureCapMask {}
 impl<B: rt::Bytes> PcamRegFeatureCapMask<B> {
     /// Feature group 0.
     /// The bytes read as `pcam_enhanced_features`. Selected by 0x0.
@@ -5236,12 +5301,6 @@ pub enum PcamRegFeatureCapMaskRef<S> {
     #[allow(missing_docs)]
     EnhancedFeatures(PcamEnhancedFeatures<S>),
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for PcamRegFeatureCapMask<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        rt::reflect::debug_union(f, &PCAM_REG_FEATURE_CAP_MASK_ACCESS, &self.buf)
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// The members of union `pcam_reg_feature_cap_mask` and the field that selects one: what the decoding `Debug` and generic tools read.
 pub const PCAM_REG_FEATURE_CAP_MASK_ACCESS: rt::reflect::UnionAccess = rt::reflect::UnionAccess {
@@ -5267,14 +5326,27 @@ pub const PCAM_REG_FEATURE_CAP_MASK_ACCESS: rt::reflect::UnionAccess = rt::refle
 /// The register mask of MCAM, by access register group.
 ///
 /// PRM union `mcam_reg_mng_access_reg_cap_mask`: 0x10 bytes, read as one of its members.
+///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
 /// The member is picked by `mcam_reg.access_reg_group`.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct McamRegMngAccessRegCapMask<B = [u8; 16]> {
-    buf: B,
+pub type McamRegMngAccessRegCapMask<B = [u8; 16]> = ViewOf<
+    layouts::McamRegMngAccessRegCapMask,
+    B,
+>;
+impl rt::ViewLayout for layouts::McamRegMngAccessRegCapMask {
+    const NAME: &'static str = "mcam_reg_mng_access_reg_cap_mask";
+    const TYPE: &'static str = "McamRegMngAccessRegCapMask";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        rt::reflect::debug_union(f, &MCAM_REG_MNG_ACCESS_REG_CAP_MASK_ACCESS, buf)
+    }
 }
-crate::__prm_view!(McamRegMngAccessRegCapMask, "mcam_reg_mng_access_reg_cap_mask", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(McamRegMngAccessRegCapMask);
+impl rt::FixedLayout for layouts::McamRegMngAccessRegCapMask {}
 impl<B: rt::Bytes> McamRegMngAccessRegCapMask<B> {
     /// Group 0: registers 0x9000..0x907f.
     /// The bytes read as `mcam_access_reg`. Selected by 0x0.
@@ -5387,12 +5459,6 @@ pub enum McamRegMngAccessRegCapMaskRef<S> {
     #[allow(missing_docs)]
     AccessRegs3(McamAccessRegBits3<S>),
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for McamRegMngAccessRegCapMask<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        rt::reflect::debug_union(f, &MCAM_REG_MNG_ACCESS_REG_CAP_MASK_ACCESS, &self.buf)
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// The members of union `mcam_reg_mng_access_reg_cap_mask` and the field that selects one: what the decoding `Debug` and generic tools read.
 pub const MCAM_REG_MNG_ACCESS_REG_CAP_MASK_ACCESS: rt::reflect::UnionAccess = rt::reflect::UnionAccess {
@@ -5436,14 +5502,27 @@ pub const MCAM_REG_MNG_ACCESS_REG_CAP_MASK_ACCESS: rt::reflect::UnionAccess = rt
 /// The feature mask of MCAM, by feature group.
 ///
 /// PRM union `mcam_reg_mng_feature_cap_mask`: 0x10 bytes, read as one of its members.
+///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
 /// The member is picked by `mcam_reg.feature_group`.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct McamRegMngFeatureCapMask<B = [u8; 16]> {
-    buf: B,
+pub type McamRegMngFeatureCapMask<B = [u8; 16]> = ViewOf<
+    layouts::McamRegMngFeatureCapMask,
+    B,
+>;
+impl rt::ViewLayout for layouts::McamRegMngFeatureCapMask {
+    const NAME: &'static str = "mcam_reg_mng_feature_cap_mask";
+    const TYPE: &'static str = "McamRegMngFeatureCapMask";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        rt::reflect::debug_union(f, &MCAM_REG_MNG_FEATURE_CAP_MASK_ACCESS, buf)
+    }
 }
-crate::__prm_view!(McamRegMngFeatureCapMask, "mcam_reg_mng_feature_cap_mask", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(McamRegMngFeatureCapMask);
+impl rt::FixedLayout for layouts::McamRegMngFeatureCapMask {}
 impl<B: rt::Bytes> McamRegMngFeatureCapMask<B> {
     /// Feature group 0.
     /// The bytes read as `mcam_enhanced_features`. Selected by 0x0.
@@ -5517,12 +5596,6 @@ pub enum McamRegMngFeatureCapMaskRef<S> {
     #[allow(missing_docs)]
     EnhancedFeatures(McamEnhancedFeatures<S>),
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for McamRegMngFeatureCapMask<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        rt::reflect::debug_union(f, &MCAM_REG_MNG_FEATURE_CAP_MASK_ACCESS, &self.buf)
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// The members of union `mcam_reg_mng_feature_cap_mask` and the field that selects one: what the decoding `Debug` and generic tools read.
 pub const MCAM_REG_MNG_FEATURE_CAP_MASK_ACCESS: rt::reflect::UnionAccess = rt::reflect::UnionAccess {
@@ -5548,14 +5621,27 @@ pub const MCAM_REG_MNG_FEATURE_CAP_MASK_ACCESS: rt::reflect::UnionAccess = rt::r
 /// The register mask of QCAM, by access register group.
 ///
 /// PRM union `qcam_reg_qos_access_reg_cap_mask`: 0x10 bytes, read as one of its members.
+///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
 /// The member is picked by `qcam_reg.access_reg_group`.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct QcamRegQosAccessRegCapMask<B = [u8; 16]> {
-    buf: B,
+pub type QcamRegQosAccessRegCapMask<B = [u8; 16]> = ViewOf<
+    layouts::QcamRegQosAccessRegCapMask,
+    B,
+>;
+impl rt::ViewLayout for layouts::QcamRegQosAccessRegCapMask {
+    const NAME: &'static str = "qcam_reg_qos_access_reg_cap_mask";
+    const TYPE: &'static str = "QcamRegQosAccessRegCapMask";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        rt::reflect::debug_union(f, &QCAM_REG_QOS_ACCESS_REG_CAP_MASK_ACCESS, buf)
+    }
 }
-crate::__prm_view!(QcamRegQosAccessRegCapMask, "qcam_reg_qos_access_reg_cap_mask", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(QcamRegQosAccessRegCapMask);
+impl rt::FixedLayout for layouts::QcamRegQosAccessRegCapMask {}
 impl<B: rt::Bytes> QcamRegQosAccessRegCapMask<B> {
     /// Group 0: registers 0x4000..0x407f.
     /// The bytes read as `qcam_access_reg_cap_mask`. Selected by 0x0.
@@ -5617,12 +5703,6 @@ pub enum QcamRegQosAccessRegCapMaskRef<S> {
     #[allow(missing_docs)]
     RegCap(QcamAccessRegCapMask<S>),
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for QcamRegQosAccessRegCapMask<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        rt::reflect::debug_union(f, &QCAM_REG_QOS_ACCESS_REG_CAP_MASK_ACCESS, &self.buf)
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// The members of union `qcam_reg_qos_access_reg_cap_mask` and the field that selects one: what the decoding `Debug` and generic tools read.
 pub const QCAM_REG_QOS_ACCESS_REG_CAP_MASK_ACCESS: rt::reflect::UnionAccess = rt::reflect::UnionAccess {
@@ -5648,14 +5728,27 @@ pub const QCAM_REG_QOS_ACCESS_REG_CAP_MASK_ACCESS: rt::reflect::UnionAccess = rt
 /// The feature mask of QCAM, by feature group.
 ///
 /// PRM union `qcam_reg_qos_feature_cap_mask`: 0x10 bytes, read as one of its members.
+///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
 /// The member is picked by `qcam_reg.feature_group`.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct QcamRegQosFeatureCapMask<B = [u8; 16]> {
-    buf: B,
+pub type QcamRegQosFeatureCapMask<B = [u8; 16]> = ViewOf<
+    layouts::QcamRegQosFeatureCapMask,
+    B,
+>;
+impl rt::ViewLayout for layouts::QcamRegQosFeatureCapMask {
+    const NAME: &'static str = "qcam_reg_qos_feature_cap_mask";
+    const TYPE: &'static str = "QcamRegQosFeatureCapMask";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        rt::reflect::debug_union(f, &QCAM_REG_QOS_FEATURE_CAP_MASK_ACCESS, buf)
+    }
 }
-crate::__prm_view!(QcamRegQosFeatureCapMask, "qcam_reg_qos_feature_cap_mask", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(QcamRegQosFeatureCapMask);
+impl rt::FixedLayout for layouts::QcamRegQosFeatureCapMask {}
 impl<B: rt::Bytes> QcamRegQosFeatureCapMask<B> {
     /// Feature group 0.
     /// The bytes read as `qcam_qos_feature_cap_mask`. Selected by 0x0.
@@ -5716,12 +5809,6 @@ impl<B: rt::BytesMut> QcamRegQosFeatureCapMask<B> {
 pub enum QcamRegQosFeatureCapMaskRef<S> {
     #[allow(missing_docs)]
     FeatureCap(QcamQosFeatureCapMask<S>),
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for QcamRegQosFeatureCapMask<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        rt::reflect::debug_union(f, &QCAM_REG_QOS_FEATURE_CAP_MASK_ACCESS, &self.buf)
-    }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// The members of union `qcam_reg_qos_feature_cap_mask` and the field that selects one: what the decoding `Debug` and generic tools read.

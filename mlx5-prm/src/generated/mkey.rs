@@ -108,6 +108,8 @@ impl ::core::convert::From<MkeyAccessMode> for u8 {
 ///
 /// PRM layout `create_mkey_in`: 0x110 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
@@ -119,13 +121,23 @@ impl ::core::convert::From<MkeyAccessMode> for u8 {
 /// | 0x10..0x50 | — | `memory_key_mkey_entry` |
 /// | 0x60 | 31:0 | `translations_octword_actual_size` |
 /// | 0x110 | … | `klm_pas_mtt[]` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct CreateMkeyIn<B = [u8; 272]> {
-    buf: B,
+pub type CreateMkeyIn<B = [u8; 272]> = ViewOf<layouts::CreateMkeyIn, B>;
+impl rt::ViewLayout for layouts::CreateMkeyIn {
+    const NAME: &'static str = "create_mkey_in";
+    const TYPE: &'static str = "CreateMkeyIn";
+    const SIZE: usize = 272;
+    type Array = [u8; 272];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&CREATE_MKEY_IN_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(CreateMkeyIn, "create_mkey_in", 272, runs_on);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(CreateMkeyIn);
 impl CreateMkeyIn<[u8; 272]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -306,15 +318,6 @@ impl<B: rt::BytesMut> CreateMkeyIn<B> {
         let v = u64::from(v);
         rt::set_bits(&mut self.buf, 2176 + i * 32, 32, v);
         Ok(())
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for CreateMkeyIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&CREATE_MKEY_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -537,6 +540,8 @@ pub const CREATE_MKEY_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
 ///
 /// PRM layout `mkc`: 0x40 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 30 | `free` |
@@ -566,13 +571,21 @@ pub const CREATE_MKEY_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
 /// | 0x34 | 31:0 | `translations_octword_size` |
 /// | 0x38 | 6 | `relaxed_ordering_read` |
 /// | 0x38 | 5:0 | `log_page_size` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct Mkc<B = [u8; 64]> {
-    buf: B,
+pub type Mkc<B = [u8; 64]> = ViewOf<layouts::Mkc, B>;
+impl rt::ViewLayout for layouts::Mkc {
+    const NAME: &'static str = "mkc";
+    const TYPE: &'static str = "Mkc";
+    const SIZE: usize = 64;
+    type Array = [u8; 64];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&MKC_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(Mkc, "mkc", 64);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(Mkc);
+impl rt::FixedLayout for layouts::Mkc {}
 impl Mkc<[u8; 64]> {
     /// Position of `free`.
     pub const FREE: rt::Field = rt::Field::new("free", 1, 1);
@@ -1061,12 +1074,6 @@ impl<B: rt::BytesMut> Mkc<B> {
         Ok(())
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for Mkc<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&MKC_ACCESS, &self.buf), f)
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `mkc`: what the decoding `Debug` shows and generic tools read.
 pub const MKC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -1529,18 +1536,31 @@ pub const MKC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
 ///
 /// PRM layout `create_mkey_out`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
 /// | 0x08 | 23:0 | `mkey_index` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct CreateMkeyOut<B = [u8; 16]> {
-    buf: B,
+pub type CreateMkeyOut<B = [u8; 16]> = ViewOf<layouts::CreateMkeyOut, B>;
+impl rt::ViewLayout for layouts::CreateMkeyOut {
+    const NAME: &'static str = "create_mkey_out";
+    const TYPE: &'static str = "CreateMkeyOut";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&CREATE_MKEY_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(CreateMkeyOut, "create_mkey_out", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(CreateMkeyOut);
+impl rt::FixedLayout for layouts::CreateMkeyOut {}
 impl CreateMkeyOut<[u8; 16]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -1603,15 +1623,6 @@ impl<B: rt::BytesMut> CreateMkeyOut<B> {
         rt::check_fits("mkey_index", u64::from(v), 0xffffff)?;
         self.set_mkey_index(v);
         Ok(())
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for CreateMkeyOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&CREATE_MKEY_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -1680,19 +1691,32 @@ pub const CREATE_MKEY_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
 ///
 /// PRM layout `destroy_mkey_in`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
 /// | 0x00 | 15:0 | `uid` |
 /// | 0x04 | 15:0 | `op_mod` |
 /// | 0x08 | 23:0 | `mkey_index` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct DestroyMkeyIn<B = [u8; 16]> {
-    buf: B,
+pub type DestroyMkeyIn<B = [u8; 16]> = ViewOf<layouts::DestroyMkeyIn, B>;
+impl rt::ViewLayout for layouts::DestroyMkeyIn {
+    const NAME: &'static str = "destroy_mkey_in";
+    const TYPE: &'static str = "DestroyMkeyIn";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DESTROY_MKEY_IN_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(DestroyMkeyIn, "destroy_mkey_in", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(DestroyMkeyIn);
+impl rt::FixedLayout for layouts::DestroyMkeyIn {}
 impl DestroyMkeyIn<[u8; 16]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -1768,15 +1792,6 @@ impl<B: rt::BytesMut> DestroyMkeyIn<B> {
         rt::check_fits("mkey_index", u64::from(v), 0xffffff)?;
         self.set_mkey_index(v);
         Ok(())
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for DestroyMkeyIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&DESTROY_MKEY_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -1861,17 +1876,30 @@ pub const DESTROY_MKEY_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
 ///
 /// PRM layout `destroy_mkey_out`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct DestroyMkeyOut<B = [u8; 16]> {
-    buf: B,
+pub type DestroyMkeyOut<B = [u8; 16]> = ViewOf<layouts::DestroyMkeyOut, B>;
+impl rt::ViewLayout for layouts::DestroyMkeyOut {
+    const NAME: &'static str = "destroy_mkey_out";
+    const TYPE: &'static str = "DestroyMkeyOut";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DESTROY_MKEY_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(DestroyMkeyOut, "destroy_mkey_out", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(DestroyMkeyOut);
+impl rt::FixedLayout for layouts::DestroyMkeyOut {}
 impl DestroyMkeyOut<[u8; 16]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -1908,15 +1936,6 @@ impl<B: rt::BytesMut> DestroyMkeyOut<B> {
     #[inline]
     pub fn set_syndrome(&mut self, v: u32) {
         self.buf.write_be32(4, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for DestroyMkeyOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&DESTROY_MKEY_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -1968,19 +1987,32 @@ pub const DESTROY_MKEY_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
 ///
 /// PRM layout `query_mkey_in`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
 /// | 0x04 | 15:0 | `op_mod` |
 /// | 0x08 | 23:0 | `mkey_index` |
 /// | 0x0c | 31 | `pg_access` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct QueryMkeyIn<B = [u8; 16]> {
-    buf: B,
+pub type QueryMkeyIn<B = [u8; 16]> = ViewOf<layouts::QueryMkeyIn, B>;
+impl rt::ViewLayout for layouts::QueryMkeyIn {
+    const NAME: &'static str = "query_mkey_in";
+    const TYPE: &'static str = "QueryMkeyIn";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QUERY_MKEY_IN_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(QueryMkeyIn, "query_mkey_in", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(QueryMkeyIn);
+impl rt::FixedLayout for layouts::QueryMkeyIn {}
 impl QueryMkeyIn<[u8; 16]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -2056,15 +2088,6 @@ impl<B: rt::BytesMut> QueryMkeyIn<B> {
     #[inline]
     pub fn set_pg_access(&mut self, v: bool) {
         rt::set32(&mut self.buf, 12, 31, 0x1, u32::from(u8::from(v)))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for QueryMkeyIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&QUERY_MKEY_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -2148,6 +2171,8 @@ pub const QUERY_MKEY_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
 ///
 /// PRM layout `query_mkey_out`: 0x130 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
@@ -2155,13 +2180,24 @@ pub const QUERY_MKEY_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
 /// | 0x10..0x50 | — | `memory_key_mkey_entry` |
 /// | 0x110..0x120 | — | `bsf0_klm0_pas_mtt0_1` |
 /// | 0x120..0x130 | — | `bsf1_klm1_pas_mtt2_3` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct QueryMkeyOut<B = [u8; 304]> {
-    buf: B,
+pub type QueryMkeyOut<B = [u8; 304]> = ViewOf<layouts::QueryMkeyOut, B>;
+impl rt::ViewLayout for layouts::QueryMkeyOut {
+    const NAME: &'static str = "query_mkey_out";
+    const TYPE: &'static str = "QueryMkeyOut";
+    const SIZE: usize = 304;
+    type Array = [u8; 304];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QUERY_MKEY_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(QueryMkeyOut, "query_mkey_out", 304);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(QueryMkeyOut);
+impl rt::FixedLayout for layouts::QueryMkeyOut {}
 impl QueryMkeyOut<[u8; 304]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -2262,15 +2298,6 @@ impl<B: rt::BytesMut> QueryMkeyOut<B> {
     #[inline]
     pub fn set_bsf1_klm1_pas_mtt2_3(&mut self, v: &[u8; 16]) {
         self.buf.write_bytes(288, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for QueryMkeyOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&QUERY_MKEY_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]

@@ -54,6 +54,613 @@ pub use uar::*;
 pub use vport::*;
 pub use wq::*;
 pub use wqe::*;
+crate::__prm_views!();
+/// One marker type per layout: the `L` of [`ViewOf<L, B>`](ViewOf) that each view
+/// is an alias of. They have no values.
+pub mod layouts {
+    /// Layout `paos_reg`: the view is [`PaosReg`](super::PaosReg).
+    pub enum PaosReg {}
+    /// Layout `ptys_reg`: the view is [`PtysReg`](super::PtysReg).
+    pub enum PtysReg {}
+    /// Layout `pmtu_reg`: the view is [`PmtuReg`](super::PmtuReg).
+    pub enum PmtuReg {}
+    /// Layout `ppcnt_reg`: the view is [`PpcntReg`](super::PpcntReg).
+    pub enum PpcntReg {}
+    /// Layout `mcia_reg`: the view is [`MciaReg`](super::MciaReg).
+    pub enum MciaReg {}
+    /// Layout `pplm_reg`: the view is [`PplmReg`](super::PplmReg).
+    pub enum PplmReg {}
+    /// Layout `query_hca_cap_in`: the view is [`QueryHcaCapIn`](super::QueryHcaCapIn).
+    pub enum QueryHcaCapIn {}
+    /// Layout `query_hca_cap_out`: the view is [`QueryHcaCapOut`](super::QueryHcaCapOut).
+    pub enum QueryHcaCapOut {}
+    /// Layout `cmd_hca_cap`: the view is [`CmdHcaCap`](super::CmdHcaCap).
+    pub enum CmdHcaCap {}
+    /// Layout `per_protocol_networking_offload_caps`: the view is [`PerProtocolNetworkingOffloadCaps`](super::PerProtocolNetworkingOffloadCaps).
+    pub enum PerProtocolNetworkingOffloadCaps {}
+    /// Layout `roce_cap`: the view is [`RoceCap`](super::RoceCap).
+    pub enum RoceCap {}
+    /// Layout `atomic_caps`: the view is [`AtomicCaps`](super::AtomicCaps).
+    pub enum AtomicCaps {}
+    /// Layout `set_hca_cap_in`: the view is [`SetHcaCapIn`](super::SetHcaCapIn).
+    pub enum SetHcaCapIn {}
+    /// Layout `set_hca_cap_out`: the view is [`SetHcaCapOut`](super::SetHcaCapOut).
+    pub enum SetHcaCapOut {}
+    /// Layout `mtutc_reg`: the view is [`MtutcReg`](super::MtutcReg).
+    pub enum MtutcReg {}
+    /// Layout `mtpps_reg`: the view is [`MtppsReg`](super::MtppsReg).
+    pub enum MtppsReg {}
+    /// Layout `mtppse_reg`: the view is [`MtppseReg`](super::MtppseReg).
+    pub enum MtppseReg {}
+    /// Layout `cmd_queue_entry`: the view is [`CmdQueueEntry`](super::CmdQueueEntry).
+    pub enum CmdQueueEntry {}
+    /// Layout `cmd_if_box`: the view is [`CmdIfBox`](super::CmdIfBox).
+    pub enum CmdIfBox {}
+    /// Layout `cmd_in`: the view is [`CmdIn`](super::CmdIn).
+    pub enum CmdIn {}
+    /// Layout `cmd_out`: the view is [`CmdOut`](super::CmdOut).
+    pub enum CmdOut {}
+    /// Layout `alloc_q_counter_in`: the view is [`AllocQCounterIn`](super::AllocQCounterIn).
+    pub enum AllocQCounterIn {}
+    /// Layout `alloc_q_counter_out`: the view is [`AllocQCounterOut`](super::AllocQCounterOut).
+    pub enum AllocQCounterOut {}
+    /// Layout `dealloc_q_counter_in`: the view is [`DeallocQCounterIn`](super::DeallocQCounterIn).
+    pub enum DeallocQCounterIn {}
+    /// Layout `dealloc_q_counter_out`: the view is [`DeallocQCounterOut`](super::DeallocQCounterOut).
+    pub enum DeallocQCounterOut {}
+    /// Layout `query_q_counter_in`: the view is [`QueryQCounterIn`](super::QueryQCounterIn).
+    pub enum QueryQCounterIn {}
+    /// Layout `query_q_counter_out`: the view is [`QueryQCounterOut`](super::QueryQCounterOut).
+    pub enum QueryQCounterOut {}
+    /// Layout `query_vport_counter_in`: the view is [`QueryVportCounterIn`](super::QueryVportCounterIn).
+    pub enum QueryVportCounterIn {}
+    /// Layout `traffic_counter`: the view is [`TrafficCounter`](super::TrafficCounter).
+    pub enum TrafficCounter {}
+    /// Layout `query_vport_counter_out`: the view is [`QueryVportCounterOut`](super::QueryVportCounterOut).
+    pub enum QueryVportCounterOut {}
+    /// Layout `query_vnic_env_in`: the view is [`QueryVnicEnvIn`](super::QueryVnicEnvIn).
+    pub enum QueryVnicEnvIn {}
+    /// Layout `query_vnic_env_out`: the view is [`QueryVnicEnvOut`](super::QueryVnicEnvOut).
+    pub enum QueryVnicEnvOut {}
+    /// Layout `vnic_diagnostic_statistics`: the view is [`VnicDiagnosticStatistics`](super::VnicDiagnosticStatistics).
+    pub enum VnicDiagnosticStatistics {}
+    /// Layout `cqc`: the view is [`Cqc`](super::Cqc).
+    pub enum Cqc {}
+    /// Layout `create_cq_in`: the view is [`CreateCqIn`](super::CreateCqIn).
+    pub enum CreateCqIn {}
+    /// Layout `create_cq_out`: the view is [`CreateCqOut`](super::CreateCqOut).
+    pub enum CreateCqOut {}
+    /// Layout `destroy_cq_in`: the view is [`DestroyCqIn`](super::DestroyCqIn).
+    pub enum DestroyCqIn {}
+    /// Layout `destroy_cq_out`: the view is [`DestroyCqOut`](super::DestroyCqOut).
+    pub enum DestroyCqOut {}
+    /// Layout `query_cq_in`: the view is [`QueryCqIn`](super::QueryCqIn).
+    pub enum QueryCqIn {}
+    /// Layout `query_cq_out`: the view is [`QueryCqOut`](super::QueryCqOut).
+    pub enum QueryCqOut {}
+    /// Layout `modify_cq_in`: the view is [`ModifyCqIn`](super::ModifyCqIn).
+    pub enum ModifyCqIn {}
+    /// Layout `modify_field_select`: the view is [`ModifyFieldSelect`](super::ModifyFieldSelect).
+    pub enum ModifyFieldSelect {}
+    /// Layout `resize_field_select`: the view is [`ResizeFieldSelect`](super::ResizeFieldSelect).
+    pub enum ResizeFieldSelect {}
+    /// Layout `modify_cq_out`: the view is [`ModifyCqOut`](super::ModifyCqOut).
+    pub enum ModifyCqOut {}
+    /// Layout `cqe64`: the view is [`Cqe64`](super::Cqe64).
+    pub enum Cqe64 {}
+    /// Layout `err_cqe`: the view is [`ErrCqe`](super::ErrCqe).
+    pub enum ErrCqe {}
+    /// Layout `create_eq_in`: the view is [`CreateEqIn`](super::CreateEqIn).
+    pub enum CreateEqIn {}
+    /// Layout `eqc`: the view is [`Eqc`](super::Eqc).
+    pub enum Eqc {}
+    /// Layout `create_eq_out`: the view is [`CreateEqOut`](super::CreateEqOut).
+    pub enum CreateEqOut {}
+    /// Layout `destroy_eq_in`: the view is [`DestroyEqIn`](super::DestroyEqIn).
+    pub enum DestroyEqIn {}
+    /// Layout `destroy_eq_out`: the view is [`DestroyEqOut`](super::DestroyEqOut).
+    pub enum DestroyEqOut {}
+    /// Layout `query_eq_in`: the view is [`QueryEqIn`](super::QueryEqIn).
+    pub enum QueryEqIn {}
+    /// Layout `query_eq_out`: the view is [`QueryEqOut`](super::QueryEqOut).
+    pub enum QueryEqOut {}
+    /// Layout `eqe`: the view is [`Eqe`](super::Eqe).
+    pub enum Eqe {}
+    /// Layout `comp_event`: the view is [`CompEvent`](super::CompEvent).
+    pub enum CompEvent {}
+    /// Layout `dct_events`: the view is [`DctEvents`](super::DctEvents).
+    pub enum DctEvents {}
+    /// Layout `qp_events`: the view is [`QpEvents`](super::QpEvents).
+    pub enum QpEvents {}
+    /// Layout `wqe_associated_page_fault_event`: the view is [`WqeAssociatedPageFaultEvent`](super::WqeAssociatedPageFaultEvent).
+    pub enum WqeAssociatedPageFaultEvent {}
+    /// Layout `rdma_page_fault_event`: the view is [`RdmaPageFaultEvent`](super::RdmaPageFaultEvent).
+    pub enum RdmaPageFaultEvent {}
+    /// Layout `cq_error`: the view is [`CqError`](super::CqError).
+    pub enum CqError {}
+    /// Layout `dropped_packet_logged`: the view is [`DroppedPacketLogged`](super::DroppedPacketLogged).
+    pub enum DroppedPacketLogged {}
+    /// Layout `port_state_change_event`: the view is [`PortStateChangeEvent`](super::PortStateChangeEvent).
+    pub enum PortStateChangeEvent {}
+    /// Layout `gpio_event`: the view is [`GpioEvent`](super::GpioEvent).
+    pub enum GpioEvent {}
+    /// Layout `db_bf_congestion_event`: the view is [`DbBfCongestionEvent`](super::DbBfCongestionEvent).
+    pub enum DbBfCongestionEvent {}
+    /// Layout `stall_vl_event`: the view is [`StallVlEvent`](super::StallVlEvent).
+    pub enum StallVlEvent {}
+    /// Layout `cmd_inter_comp_event`: the view is [`CmdInterCompEvent`](super::CmdInterCompEvent).
+    pub enum CmdInterCompEvent {}
+    /// Layout `pps_event`: the view is [`PpsEvent`](super::PpsEvent).
+    pub enum PpsEvent {}
+    /// Layout `pages_req_event`: the view is [`PagesReqEvent`](super::PagesReqEvent).
+    pub enum PagesReqEvent {}
+    /// Layout `create_flow_table_in`: the view is [`CreateFlowTableIn`](super::CreateFlowTableIn).
+    pub enum CreateFlowTableIn {}
+    /// Layout `flow_table_context`: the view is [`FlowTableContext`](super::FlowTableContext).
+    pub enum FlowTableContext {}
+    /// Layout `create_flow_table_out`: the view is [`CreateFlowTableOut`](super::CreateFlowTableOut).
+    pub enum CreateFlowTableOut {}
+    /// Layout `create_flow_group_in`: the view is [`CreateFlowGroupIn`](super::CreateFlowGroupIn).
+    pub enum CreateFlowGroupIn {}
+    /// Layout `fte_match_param`: the view is [`FteMatchParam`](super::FteMatchParam).
+    pub enum FteMatchParam {}
+    /// Layout `fte_match_set_lyr_2_4`: the view is [`FteMatchSetLyr24`](super::FteMatchSetLyr24).
+    pub enum FteMatchSetLyr24 {}
+    /// Layout `ipv6_layout`: the view is [`Ipv6Layout`](super::Ipv6Layout).
+    pub enum Ipv6Layout {}
+    /// Layout `ipv6_simple_layout`: the view is [`Ipv6SimpleLayout`](super::Ipv6SimpleLayout).
+    pub enum Ipv6SimpleLayout {}
+    /// Layout `ipv4_layout`: the view is [`Ipv4Layout`](super::Ipv4Layout).
+    pub enum Ipv4Layout {}
+    /// Layout `fte_match_set_misc`: the view is [`FteMatchSetMisc`](super::FteMatchSetMisc).
+    pub enum FteMatchSetMisc {}
+    /// Layout `nvgre_key`: the view is [`NvgreKey`](super::NvgreKey).
+    pub enum NvgreKey {}
+    /// Layout `gre_key_key`: the view is [`GreKeyKey`](super::GreKeyKey).
+    pub enum GreKeyKey {}
+    /// Layout `fte_match_set_misc2`: the view is [`FteMatchSetMisc2`](super::FteMatchSetMisc2).
+    pub enum FteMatchSetMisc2 {}
+    /// Layout `fte_match_mpls`: the view is [`FteMatchMpls`](super::FteMatchMpls).
+    pub enum FteMatchMpls {}
+    /// Layout `fte_match_set_misc3`: the view is [`FteMatchSetMisc3`](super::FteMatchSetMisc3).
+    pub enum FteMatchSetMisc3 {}
+    /// Layout `fte_match_set_misc4`: the view is [`FteMatchSetMisc4`](super::FteMatchSetMisc4).
+    pub enum FteMatchSetMisc4 {}
+    /// Layout `fte_match_set_misc5`: the view is [`FteMatchSetMisc5`](super::FteMatchSetMisc5).
+    pub enum FteMatchSetMisc5 {}
+    /// Layout `create_flow_group_out`: the view is [`CreateFlowGroupOut`](super::CreateFlowGroupOut).
+    pub enum CreateFlowGroupOut {}
+    /// Layout `set_fte_in`: the view is [`SetFteIn`](super::SetFteIn).
+    pub enum SetFteIn {}
+    /// Layout `flow_context`: the view is [`FlowContext`](super::FlowContext).
+    pub enum FlowContext {}
+    /// Layout `vlan`: the view is [`Vlan`](super::Vlan).
+    pub enum Vlan {}
+    /// Layout `execute_aso`: the view is [`ExecuteAso`](super::ExecuteAso).
+    pub enum ExecuteAso {}
+    /// Layout `exe_aso_ctrl_flow_meter`: the view is [`ExeAsoCtrlFlowMeter`](super::ExeAsoCtrlFlowMeter).
+    pub enum ExeAsoCtrlFlowMeter {}
+    /// Layout `extended_dest_format`: the view is [`ExtendedDestFormat`](super::ExtendedDestFormat).
+    pub enum ExtendedDestFormat {}
+    /// Layout `dest_format_struct`: the view is [`DestFormatStruct`](super::DestFormatStruct).
+    pub enum DestFormatStruct {}
+    /// Layout `flow_counter_list`: the view is [`FlowCounterList`](super::FlowCounterList).
+    pub enum FlowCounterList {}
+    /// Layout `set_fte_out`: the view is [`SetFteOut`](super::SetFteOut).
+    pub enum SetFteOut {}
+    /// Layout `set_flow_table_root_in`: the view is [`SetFlowTableRootIn`](super::SetFlowTableRootIn).
+    pub enum SetFlowTableRootIn {}
+    /// Layout `set_flow_table_root_out`: the view is [`SetFlowTableRootOut`](super::SetFlowTableRootOut).
+    pub enum SetFlowTableRootOut {}
+    /// Layout `destroy_flow_table_in`: the view is [`DestroyFlowTableIn`](super::DestroyFlowTableIn).
+    pub enum DestroyFlowTableIn {}
+    /// Layout `destroy_flow_table_out`: the view is [`DestroyFlowTableOut`](super::DestroyFlowTableOut).
+    pub enum DestroyFlowTableOut {}
+    /// Layout `destroy_flow_group_in`: the view is [`DestroyFlowGroupIn`](super::DestroyFlowGroupIn).
+    pub enum DestroyFlowGroupIn {}
+    /// Layout `destroy_flow_group_out`: the view is [`DestroyFlowGroupOut`](super::DestroyFlowGroupOut).
+    pub enum DestroyFlowGroupOut {}
+    /// Layout `delete_fte_in`: the view is [`DeleteFteIn`](super::DeleteFteIn).
+    pub enum DeleteFteIn {}
+    /// Layout `delete_fte_out`: the view is [`DeleteFteOut`](super::DeleteFteOut).
+    pub enum DeleteFteOut {}
+    /// Layout `flow_table_nic_cap`: the view is [`FlowTableNicCap`](super::FlowTableNicCap).
+    pub enum FlowTableNicCap {}
+    /// Layout `flow_table_prop_layout`: the view is [`FlowTablePropLayout`](super::FlowTablePropLayout).
+    pub enum FlowTablePropLayout {}
+    /// Layout `flow_table_fields_supported`: the view is [`FlowTableFieldsSupported`](super::FlowTableFieldsSupported).
+    pub enum FlowTableFieldsSupported {}
+    /// Layout `flow_table_fields_supported_2`: the view is [`FlowTableFieldsSupported2`](super::FlowTableFieldsSupported2).
+    pub enum FlowTableFieldsSupported2 {}
+    /// Layout `enable_hca_in`: the view is [`EnableHcaIn`](super::EnableHcaIn).
+    pub enum EnableHcaIn {}
+    /// Layout `enable_hca_out`: the view is [`EnableHcaOut`](super::EnableHcaOut).
+    pub enum EnableHcaOut {}
+    /// Layout `disable_hca_in`: the view is [`DisableHcaIn`](super::DisableHcaIn).
+    pub enum DisableHcaIn {}
+    /// Layout `disable_hca_out`: the view is [`DisableHcaOut`](super::DisableHcaOut).
+    pub enum DisableHcaOut {}
+    /// Layout `query_issi_in`: the view is [`QueryIssiIn`](super::QueryIssiIn).
+    pub enum QueryIssiIn {}
+    /// Layout `query_issi_out`: the view is [`QueryIssiOut`](super::QueryIssiOut).
+    pub enum QueryIssiOut {}
+    /// Layout `set_issi_in`: the view is [`SetIssiIn`](super::SetIssiIn).
+    pub enum SetIssiIn {}
+    /// Layout `set_issi_out`: the view is [`SetIssiOut`](super::SetIssiOut).
+    pub enum SetIssiOut {}
+    /// Layout `query_pages_in`: the view is [`QueryPagesIn`](super::QueryPagesIn).
+    pub enum QueryPagesIn {}
+    /// Layout `query_pages_out`: the view is [`QueryPagesOut`](super::QueryPagesOut).
+    pub enum QueryPagesOut {}
+    /// Layout `manage_pages_in`: the view is [`ManagePagesIn`](super::ManagePagesIn).
+    pub enum ManagePagesIn {}
+    /// Layout `manage_pages_out`: the view is [`ManagePagesOut`](super::ManagePagesOut).
+    pub enum ManagePagesOut {}
+    /// Layout `query_adapter_in`: the view is [`QueryAdapterIn`](super::QueryAdapterIn).
+    pub enum QueryAdapterIn {}
+    /// Layout `query_adapter_out`: the view is [`QueryAdapterOut`](super::QueryAdapterOut).
+    pub enum QueryAdapterOut {}
+    /// Layout `query_adapter_param_block`: the view is [`QueryAdapterParamBlock`](super::QueryAdapterParamBlock).
+    pub enum QueryAdapterParamBlock {}
+    /// Layout `init_hca_in`: the view is [`InitHcaIn`](super::InitHcaIn).
+    pub enum InitHcaIn {}
+    /// Layout `init_hca_out`: the view is [`InitHcaOut`](super::InitHcaOut).
+    pub enum InitHcaOut {}
+    /// Layout `teardown_hca_in`: the view is [`TeardownHcaIn`](super::TeardownHcaIn).
+    pub enum TeardownHcaIn {}
+    /// Layout `teardown_hca_out`: the view is [`TeardownHcaOut`](super::TeardownHcaOut).
+    pub enum TeardownHcaOut {}
+    /// Layout `set_driver_version_in`: the view is [`SetDriverVersionIn`](super::SetDriverVersionIn).
+    pub enum SetDriverVersionIn {}
+    /// Layout `set_driver_version_out`: the view is [`SetDriverVersionOut`](super::SetDriverVersionOut).
+    pub enum SetDriverVersionOut {}
+    /// Layout `access_register_in`: the view is [`AccessRegisterIn`](super::AccessRegisterIn).
+    pub enum AccessRegisterIn {}
+    /// Layout `access_register_out`: the view is [`AccessRegisterOut`](super::AccessRegisterOut).
+    pub enum AccessRegisterOut {}
+    /// Layout `alloc_uar_in`: the view is [`AllocUarIn`](super::AllocUarIn).
+    pub enum AllocUarIn {}
+    /// Layout `alloc_uar_out`: the view is [`AllocUarOut`](super::AllocUarOut).
+    pub enum AllocUarOut {}
+    /// Layout `dealloc_uar_in`: the view is [`DeallocUarIn`](super::DeallocUarIn).
+    pub enum DeallocUarIn {}
+    /// Layout `dealloc_uar_out`: the view is [`DeallocUarOut`](super::DeallocUarOut).
+    pub enum DeallocUarOut {}
+    /// Layout `alloc_pd_in`: the view is [`AllocPdIn`](super::AllocPdIn).
+    pub enum AllocPdIn {}
+    /// Layout `alloc_pd_out`: the view is [`AllocPdOut`](super::AllocPdOut).
+    pub enum AllocPdOut {}
+    /// Layout `dealloc_pd_in`: the view is [`DeallocPdIn`](super::DeallocPdIn).
+    pub enum DeallocPdIn {}
+    /// Layout `dealloc_pd_out`: the view is [`DeallocPdOut`](super::DeallocPdOut).
+    pub enum DeallocPdOut {}
+    /// Layout `alloc_transport_domain_in`: the view is [`AllocTransportDomainIn`](super::AllocTransportDomainIn).
+    pub enum AllocTransportDomainIn {}
+    /// Layout `alloc_transport_domain_out`: the view is [`AllocTransportDomainOut`](super::AllocTransportDomainOut).
+    pub enum AllocTransportDomainOut {}
+    /// Layout `dealloc_transport_domain_in`: the view is [`DeallocTransportDomainIn`](super::DeallocTransportDomainIn).
+    pub enum DeallocTransportDomainIn {}
+    /// Layout `dealloc_transport_domain_out`: the view is [`DeallocTransportDomainOut`](super::DeallocTransportDomainOut).
+    pub enum DeallocTransportDomainOut {}
+    /// Layout `query_special_contexts_in`: the view is [`QuerySpecialContextsIn`](super::QuerySpecialContextsIn).
+    pub enum QuerySpecialContextsIn {}
+    /// Layout `query_special_contexts_out`: the view is [`QuerySpecialContextsOut`](super::QuerySpecialContextsOut).
+    pub enum QuerySpecialContextsOut {}
+    /// Layout `health_buffer`: the view is [`HealthBuffer`](super::HealthBuffer).
+    pub enum HealthBuffer {}
+    /// Layout `initial_seg`: the view is [`InitialSeg`](super::InitialSeg).
+    pub enum InitialSeg {}
+    /// Layout `pcam_regs_5000_to_507f`: the view is [`PcamRegs5000To507f`](super::PcamRegs5000To507f).
+    pub enum PcamRegs5000To507f {}
+    /// Layout `pcam_enhanced_features`: the view is [`PcamEnhancedFeatures`](super::PcamEnhancedFeatures).
+    pub enum PcamEnhancedFeatures {}
+    /// Layout `pcam_reg`: the view is [`PcamReg`](super::PcamReg).
+    pub enum PcamReg {}
+    /// Layout `mcam_access_reg`: the view is [`McamAccessReg`](super::McamAccessReg).
+    pub enum McamAccessReg {}
+    /// Layout `mcam_access_reg_bits1`: the view is [`McamAccessRegBits1`](super::McamAccessRegBits1).
+    pub enum McamAccessRegBits1 {}
+    /// Layout `mcam_access_reg_bits2`: the view is [`McamAccessRegBits2`](super::McamAccessRegBits2).
+    pub enum McamAccessRegBits2 {}
+    /// Layout `mcam_access_reg_bits3`: the view is [`McamAccessRegBits3`](super::McamAccessRegBits3).
+    pub enum McamAccessRegBits3 {}
+    /// Layout `mcam_enhanced_features`: the view is [`McamEnhancedFeatures`](super::McamEnhancedFeatures).
+    pub enum McamEnhancedFeatures {}
+    /// Layout `mcam_reg`: the view is [`McamReg`](super::McamReg).
+    pub enum McamReg {}
+    /// Layout `qcam_access_reg_cap_mask`: the view is [`QcamAccessRegCapMask`](super::QcamAccessRegCapMask).
+    pub enum QcamAccessRegCapMask {}
+    /// Layout `qcam_qos_feature_cap_mask`: the view is [`QcamQosFeatureCapMask`](super::QcamQosFeatureCapMask).
+    pub enum QcamQosFeatureCapMask {}
+    /// Layout `qcam_reg`: the view is [`QcamReg`](super::QcamReg).
+    pub enum QcamReg {}
+    /// Layout `default_timeout`: the view is [`DefaultTimeout`](super::DefaultTimeout).
+    pub enum DefaultTimeout {}
+    /// Layout `dtor_reg`: the view is [`DtorReg`](super::DtorReg).
+    pub enum DtorReg {}
+    /// Layout `host_endianness_reg`: the view is [`HostEndiannessReg`](super::HostEndiannessReg).
+    pub enum HostEndiannessReg {}
+    /// Layout `create_mkey_in`: the view is [`CreateMkeyIn`](super::CreateMkeyIn).
+    pub enum CreateMkeyIn {}
+    /// Layout `mkc`: the view is [`Mkc`](super::Mkc).
+    pub enum Mkc {}
+    /// Layout `create_mkey_out`: the view is [`CreateMkeyOut`](super::CreateMkeyOut).
+    pub enum CreateMkeyOut {}
+    /// Layout `destroy_mkey_in`: the view is [`DestroyMkeyIn`](super::DestroyMkeyIn).
+    pub enum DestroyMkeyIn {}
+    /// Layout `destroy_mkey_out`: the view is [`DestroyMkeyOut`](super::DestroyMkeyOut).
+    pub enum DestroyMkeyOut {}
+    /// Layout `query_mkey_in`: the view is [`QueryMkeyIn`](super::QueryMkeyIn).
+    pub enum QueryMkeyIn {}
+    /// Layout `query_mkey_out`: the view is [`QueryMkeyOut`](super::QueryMkeyOut).
+    pub enum QueryMkeyOut {}
+    /// Layout `configuration_item_type_class_global`: the view is [`ConfigurationItemTypeClassGlobal`](super::ConfigurationItemTypeClassGlobal).
+    pub enum ConfigurationItemTypeClassGlobal {}
+    /// Layout `configuration_item_type_class_per_host_pf`: the view is [`ConfigurationItemTypeClassPerHostPf`](super::ConfigurationItemTypeClassPerHostPf).
+    pub enum ConfigurationItemTypeClassPerHostPf {}
+    /// Layout `mnvda_reg`: the view is [`MnvdaReg`](super::MnvdaReg).
+    pub enum MnvdaReg {}
+    /// Layout `nv_global_pci_conf`: the view is [`NvGlobalPciConf`](super::NvGlobalPciConf).
+    pub enum NvGlobalPciConf {}
+    /// Layout `nv_global_pci_cap`: the view is [`NvGlobalPciCap`](super::NvGlobalPciCap).
+    pub enum NvGlobalPciCap {}
+    /// Layout `nv_pf_pci_conf`: the view is [`NvPfPciConf`](super::NvPfPciConf).
+    pub enum NvPfPciConf {}
+    /// Layout `nv_sw_offload_conf`: the view is [`NvSwOffloadConf`](super::NvSwOffloadConf).
+    pub enum NvSwOffloadConf {}
+    /// Layout `nv_sw_offload_cap`: the view is [`NvSwOffloadCap`](super::NvSwOffloadCap).
+    pub enum NvSwOffloadCap {}
+    /// Layout `nv_sw_accelerate_conf`: the view is [`NvSwAccelerateConf`](super::NvSwAccelerateConf).
+    pub enum NvSwAccelerateConf {}
+    /// Layout `mnvqc_reg`: the view is [`MnvqcReg`](super::MnvqcReg).
+    pub enum MnvqcReg {}
+    /// Layout `eth_802_3_cntrs_grp_data_layout`: the view is [`Eth8023CntrsGrpDataLayout`](super::Eth8023CntrsGrpDataLayout).
+    pub enum Eth8023CntrsGrpDataLayout {}
+    /// Layout `eth_2863_cntrs_grp_data_layout`: the view is [`Eth2863CntrsGrpDataLayout`](super::Eth2863CntrsGrpDataLayout).
+    pub enum Eth2863CntrsGrpDataLayout {}
+    /// Layout `eth_extended_cntrs_grp_data_layout`: the view is [`EthExtendedCntrsGrpDataLayout`](super::EthExtendedCntrsGrpDataLayout).
+    pub enum EthExtendedCntrsGrpDataLayout {}
+    /// Layout `eth_2819_cntrs_grp_data_layout`: the view is [`Eth2819CntrsGrpDataLayout`](super::Eth2819CntrsGrpDataLayout).
+    pub enum Eth2819CntrsGrpDataLayout {}
+    /// Layout `eth_3635_cntrs_grp_data_layout`: the view is [`Eth3635CntrsGrpDataLayout`](super::Eth3635CntrsGrpDataLayout).
+    pub enum Eth3635CntrsGrpDataLayout {}
+    /// Layout `eth_per_prio_grp_data_layout`: the view is [`EthPerPrioGrpDataLayout`](super::EthPerPrioGrpDataLayout).
+    pub enum EthPerPrioGrpDataLayout {}
+    /// Layout `phys_layer_cntrs`: the view is [`PhysLayerCntrs`](super::PhysLayerCntrs).
+    pub enum PhysLayerCntrs {}
+    /// Layout `phys_layer_statistical_cntrs`: the view is [`PhysLayerStatisticalCntrs`](super::PhysLayerStatisticalCntrs).
+    pub enum PhysLayerStatisticalCntrs {}
+    /// Layout `pfcc_reg`: the view is [`PfccReg`](super::PfccReg).
+    pub enum PfccReg {}
+    /// Layout `lane_2_module_mapping`: the view is [`Lane2ModuleMapping`](super::Lane2ModuleMapping).
+    pub enum Lane2ModuleMapping {}
+    /// Layout `pmlp_reg`: the view is [`PmlpReg`](super::PmlpReg).
+    pub enum PmlpReg {}
+    /// Layout `pddr_reg`: the view is [`PddrReg`](super::PddrReg).
+    pub enum PddrReg {}
+    /// Layout `pddr_troubleshooting_page`: the view is [`PddrTroubleshootingPage`](super::PddrTroubleshootingPage).
+    pub enum PddrTroubleshootingPage {}
+    /// Layout `pddr_monitor_opcode`: the view is [`PddrMonitorOpcode`](super::PddrMonitorOpcode).
+    pub enum PddrMonitorOpcode {}
+    /// Layout `create_qp_in`: the view is [`CreateQpIn`](super::CreateQpIn).
+    pub enum CreateQpIn {}
+    /// Layout `qpc`: the view is [`Qpc`](super::Qpc).
+    pub enum Qpc {}
+    /// Layout `ads`: the view is [`Ads`](super::Ads).
+    pub enum Ads {}
+    /// Layout `create_qp_out`: the view is [`CreateQpOut`](super::CreateQpOut).
+    pub enum CreateQpOut {}
+    /// Layout `destroy_qp_in`: the view is [`DestroyQpIn`](super::DestroyQpIn).
+    pub enum DestroyQpIn {}
+    /// Layout `destroy_qp_out`: the view is [`DestroyQpOut`](super::DestroyQpOut).
+    pub enum DestroyQpOut {}
+    /// Layout `query_qp_in`: the view is [`QueryQpIn`](super::QueryQpIn).
+    pub enum QueryQpIn {}
+    /// Layout `query_qp_out`: the view is [`QueryQpOut`](super::QueryQpOut).
+    pub enum QueryQpOut {}
+    /// Layout `rst2init_qp_in`: the view is [`Rst2initQpIn`](super::Rst2initQpIn).
+    pub enum Rst2initQpIn {}
+    /// Layout `rst2init_qp_out`: the view is [`Rst2initQpOut`](super::Rst2initQpOut).
+    pub enum Rst2initQpOut {}
+    /// Layout `init2init_qp_in`: the view is [`Init2initQpIn`](super::Init2initQpIn).
+    pub enum Init2initQpIn {}
+    /// Layout `init2init_qp_out`: the view is [`Init2initQpOut`](super::Init2initQpOut).
+    pub enum Init2initQpOut {}
+    /// Layout `init2rtr_qp_in`: the view is [`Init2rtrQpIn`](super::Init2rtrQpIn).
+    pub enum Init2rtrQpIn {}
+    /// Layout `init2rtr_qp_out`: the view is [`Init2rtrQpOut`](super::Init2rtrQpOut).
+    pub enum Init2rtrQpOut {}
+    /// Layout `rtr2rts_qp_in`: the view is [`Rtr2rtsQpIn`](super::Rtr2rtsQpIn).
+    pub enum Rtr2rtsQpIn {}
+    /// Layout `rtr2rts_qp_out`: the view is [`Rtr2rtsQpOut`](super::Rtr2rtsQpOut).
+    pub enum Rtr2rtsQpOut {}
+    /// Layout `rts2rts_qp_in`: the view is [`Rts2rtsQpIn`](super::Rts2rtsQpIn).
+    pub enum Rts2rtsQpIn {}
+    /// Layout `rts2rts_qp_out`: the view is [`Rts2rtsQpOut`](super::Rts2rtsQpOut).
+    pub enum Rts2rtsQpOut {}
+    /// Layout `sqerr2rts_qp_in`: the view is [`Sqerr2rtsQpIn`](super::Sqerr2rtsQpIn).
+    pub enum Sqerr2rtsQpIn {}
+    /// Layout `sqerr2rts_qp_out`: the view is [`Sqerr2rtsQpOut`](super::Sqerr2rtsQpOut).
+    pub enum Sqerr2rtsQpOut {}
+    /// Layout `qp_2err_in`: the view is [`Qp2errIn`](super::Qp2errIn).
+    pub enum Qp2errIn {}
+    /// Layout `qp_2err_out`: the view is [`Qp2errOut`](super::Qp2errOut).
+    pub enum Qp2errOut {}
+    /// Layout `qp_2rst_in`: the view is [`Qp2rstIn`](super::Qp2rstIn).
+    pub enum Qp2rstIn {}
+    /// Layout `qp_2rst_out`: the view is [`Qp2rstOut`](super::Qp2rstOut).
+    pub enum Qp2rstOut {}
+    /// Layout `roce_addr_layout`: the view is [`RoceAddrLayout`](super::RoceAddrLayout).
+    pub enum RoceAddrLayout {}
+    /// Layout `set_roce_address_in`: the view is [`SetRoceAddressIn`](super::SetRoceAddressIn).
+    pub enum SetRoceAddressIn {}
+    /// Layout `set_roce_address_out`: the view is [`SetRoceAddressOut`](super::SetRoceAddressOut).
+    pub enum SetRoceAddressOut {}
+    /// Layout `query_roce_address_in`: the view is [`QueryRoceAddressIn`](super::QueryRoceAddressIn).
+    pub enum QueryRoceAddressIn {}
+    /// Layout `query_roce_address_out`: the view is [`QueryRoceAddressOut`](super::QueryRoceAddressOut).
+    pub enum QueryRoceAddressOut {}
+    /// Layout `create_tis_in`: the view is [`CreateTisIn`](super::CreateTisIn).
+    pub enum CreateTisIn {}
+    /// Layout `tisc`: the view is [`Tisc`](super::Tisc).
+    pub enum Tisc {}
+    /// Layout `create_tis_out`: the view is [`CreateTisOut`](super::CreateTisOut).
+    pub enum CreateTisOut {}
+    /// Layout `destroy_tis_in`: the view is [`DestroyTisIn`](super::DestroyTisIn).
+    pub enum DestroyTisIn {}
+    /// Layout `destroy_tis_out`: the view is [`DestroyTisOut`](super::DestroyTisOut).
+    pub enum DestroyTisOut {}
+    /// Layout `create_tir_in`: the view is [`CreateTirIn`](super::CreateTirIn).
+    pub enum CreateTirIn {}
+    /// Layout `tirc`: the view is [`Tirc`](super::Tirc).
+    pub enum Tirc {}
+    /// Layout `rx_hash_field_select`: the view is [`RxHashFieldSelect`](super::RxHashFieldSelect).
+    pub enum RxHashFieldSelect {}
+    /// Layout `create_tir_out`: the view is [`CreateTirOut`](super::CreateTirOut).
+    pub enum CreateTirOut {}
+    /// Layout `modify_tir_in`: the view is [`ModifyTirIn`](super::ModifyTirIn).
+    pub enum ModifyTirIn {}
+    /// Layout `modify_tir_bitmask`: the view is [`ModifyTirBitmask`](super::ModifyTirBitmask).
+    pub enum ModifyTirBitmask {}
+    /// Layout `modify_tir_out`: the view is [`ModifyTirOut`](super::ModifyTirOut).
+    pub enum ModifyTirOut {}
+    /// Layout `destroy_tir_in`: the view is [`DestroyTirIn`](super::DestroyTirIn).
+    pub enum DestroyTirIn {}
+    /// Layout `destroy_tir_out`: the view is [`DestroyTirOut`](super::DestroyTirOut).
+    pub enum DestroyTirOut {}
+    /// Layout `create_rqt_in`: the view is [`CreateRqtIn`](super::CreateRqtIn).
+    pub enum CreateRqtIn {}
+    /// Layout `rqtc`: the view is [`Rqtc`](super::Rqtc).
+    pub enum Rqtc {}
+    /// Layout `rq_num`: the view is [`RqNum`](super::RqNum).
+    pub enum RqNum {}
+    /// Layout `create_rqt_out`: the view is [`CreateRqtOut`](super::CreateRqtOut).
+    pub enum CreateRqtOut {}
+    /// Layout `modify_rqt_in`: the view is [`ModifyRqtIn`](super::ModifyRqtIn).
+    pub enum ModifyRqtIn {}
+    /// Layout `rqt_bitmask`: the view is [`RqtBitmask`](super::RqtBitmask).
+    pub enum RqtBitmask {}
+    /// Layout `modify_rqt_out`: the view is [`ModifyRqtOut`](super::ModifyRqtOut).
+    pub enum ModifyRqtOut {}
+    /// Layout `destroy_rqt_in`: the view is [`DestroyRqtIn`](super::DestroyRqtIn).
+    pub enum DestroyRqtIn {}
+    /// Layout `destroy_rqt_out`: the view is [`DestroyRqtOut`](super::DestroyRqtOut).
+    pub enum DestroyRqtOut {}
+    /// Layout `cq_doorbell_record`: the view is [`CqDoorbellRecord`](super::CqDoorbellRecord).
+    pub enum CqDoorbellRecord {}
+    /// Layout `qp_doorbell_record`: the view is [`QpDoorbellRecord`](super::QpDoorbellRecord).
+    pub enum QpDoorbellRecord {}
+    /// Layout `uar_page`: the view is [`UarPage`](super::UarPage).
+    pub enum UarPage {}
+    /// Layout `query_vport_state_in`: the view is [`QueryVportStateIn`](super::QueryVportStateIn).
+    pub enum QueryVportStateIn {}
+    /// Layout `query_vport_state_out`: the view is [`QueryVportStateOut`](super::QueryVportStateOut).
+    pub enum QueryVportStateOut {}
+    /// Layout `query_nic_vport_context_in`: the view is [`QueryNicVportContextIn`](super::QueryNicVportContextIn).
+    pub enum QueryNicVportContextIn {}
+    /// Layout `query_nic_vport_context_out`: the view is [`QueryNicVportContextOut`](super::QueryNicVportContextOut).
+    pub enum QueryNicVportContextOut {}
+    /// Layout `nic_vport_context`: the view is [`NicVportContext`](super::NicVportContext).
+    pub enum NicVportContext {}
+    /// Layout `mac_address_layout`: the view is [`MacAddressLayout`](super::MacAddressLayout).
+    pub enum MacAddressLayout {}
+    /// Layout `modify_nic_vport_context_in`: the view is [`ModifyNicVportContextIn`](super::ModifyNicVportContextIn).
+    pub enum ModifyNicVportContextIn {}
+    /// Layout `modify_nic_vport_field_select`: the view is [`ModifyNicVportFieldSelect`](super::ModifyNicVportFieldSelect).
+    pub enum ModifyNicVportFieldSelect {}
+    /// Layout `modify_nic_vport_context_out`: the view is [`ModifyNicVportContextOut`](super::ModifyNicVportContextOut).
+    pub enum ModifyNicVportContextOut {}
+    /// Layout `create_sq_in`: the view is [`CreateSqIn`](super::CreateSqIn).
+    pub enum CreateSqIn {}
+    /// Layout `sqc`: the view is [`Sqc`](super::Sqc).
+    pub enum Sqc {}
+    /// Layout `wq`: the view is [`Wq`](super::Wq).
+    pub enum Wq {}
+    /// Layout `cmd_pas`: the view is [`CmdPas`](super::CmdPas).
+    pub enum CmdPas {}
+    /// Layout `create_sq_out`: the view is [`CreateSqOut`](super::CreateSqOut).
+    pub enum CreateSqOut {}
+    /// Layout `modify_sq_in`: the view is [`ModifySqIn`](super::ModifySqIn).
+    pub enum ModifySqIn {}
+    /// Layout `modify_sq_out`: the view is [`ModifySqOut`](super::ModifySqOut).
+    pub enum ModifySqOut {}
+    /// Layout `destroy_sq_in`: the view is [`DestroySqIn`](super::DestroySqIn).
+    pub enum DestroySqIn {}
+    /// Layout `destroy_sq_out`: the view is [`DestroySqOut`](super::DestroySqOut).
+    pub enum DestroySqOut {}
+    /// Layout `query_sq_in`: the view is [`QuerySqIn`](super::QuerySqIn).
+    pub enum QuerySqIn {}
+    /// Layout `query_sq_out`: the view is [`QuerySqOut`](super::QuerySqOut).
+    pub enum QuerySqOut {}
+    /// Layout `create_rq_in`: the view is [`CreateRqIn`](super::CreateRqIn).
+    pub enum CreateRqIn {}
+    /// Layout `rqc`: the view is [`Rqc`](super::Rqc).
+    pub enum Rqc {}
+    /// Layout `create_rq_out`: the view is [`CreateRqOut`](super::CreateRqOut).
+    pub enum CreateRqOut {}
+    /// Layout `modify_rq_in`: the view is [`ModifyRqIn`](super::ModifyRqIn).
+    pub enum ModifyRqIn {}
+    /// Layout `modify_rq_out`: the view is [`ModifyRqOut`](super::ModifyRqOut).
+    pub enum ModifyRqOut {}
+    /// Layout `destroy_rq_in`: the view is [`DestroyRqIn`](super::DestroyRqIn).
+    pub enum DestroyRqIn {}
+    /// Layout `destroy_rq_out`: the view is [`DestroyRqOut`](super::DestroyRqOut).
+    pub enum DestroyRqOut {}
+    /// Layout `wqe_ctrl_seg`: the view is [`WqeCtrlSeg`](super::WqeCtrlSeg).
+    pub enum WqeCtrlSeg {}
+    /// Layout `wqe_eth_seg`: the view is [`WqeEthSeg`](super::WqeEthSeg).
+    pub enum WqeEthSeg {}
+    /// Layout `wqe_eth_seg_insert`: the view is [`WqeEthSegInsert`](super::WqeEthSegInsert).
+    pub enum WqeEthSegInsert {}
+    /// Layout `wqe_data_seg`: the view is [`WqeDataSeg`](super::WqeDataSeg).
+    pub enum WqeDataSeg {}
+    /// Layout `wqe_raddr_seg`: the view is [`WqeRaddrSeg`](super::WqeRaddrSeg).
+    pub enum WqeRaddrSeg {}
+    /// Layout `wqe_atomic_seg`: the view is [`WqeAtomicSeg`](super::WqeAtomicSeg).
+    pub enum WqeAtomicSeg {}
+    /// Layout `wqe_masked_atomic_seg`: the view is [`WqeMaskedAtomicSeg`](super::WqeMaskedAtomicSeg).
+    pub enum WqeMaskedAtomicSeg {}
+    /// Layout `wqe_inline_seg`: the view is [`WqeInlineSeg`](super::WqeInlineSeg).
+    pub enum WqeInlineSeg {}
+    /// Layout `recv_wqe`: the view is [`RecvWqe`](super::RecvWqe).
+    pub enum RecvWqe {}
+    /// Layout `hca_cap_union`: the view is [`HcaCapUnion`](super::HcaCapUnion).
+    pub enum HcaCapUnion {}
+    /// Layout `modify_field_select_resize_field_select_auto`: the view is [`ModifyFieldSelectResizeFieldSelectAuto`](super::ModifyFieldSelectResizeFieldSelectAuto).
+    pub enum ModifyFieldSelectResizeFieldSelectAuto {}
+    /// Layout `event_auto`: the view is [`EventAuto`](super::EventAuto).
+    pub enum EventAuto {}
+    /// Layout `ipv6_layout_ipv4_layout_auto`: the view is [`Ipv6LayoutIpv4LayoutAuto`](super::Ipv6LayoutIpv4LayoutAuto).
+    pub enum Ipv6LayoutIpv4LayoutAuto {}
+    /// Layout `gre_key`: the view is [`GreKey`](super::GreKey).
+    pub enum GreKey {}
+    /// Layout `exe_aso_ctrl`: the view is [`ExeAsoCtrl`](super::ExeAsoCtrl).
+    pub enum ExeAsoCtrl {}
+    /// Layout `dest_format_struct_flow_counter_list_auto`: the view is [`DestFormatStructFlowCounterListAuto`](super::DestFormatStructFlowCounterListAuto).
+    pub enum DestFormatStructFlowCounterListAuto {}
+    /// Layout `pcam_reg_port_access_reg_cap_mask`: the view is [`PcamRegPortAccessRegCapMask`](super::PcamRegPortAccessRegCapMask).
+    pub enum PcamRegPortAccessRegCapMask {}
+    /// Layout `pcam_reg_feature_cap_mask`: the view is [`PcamRegFeatureCapMask`](super::PcamRegFeatureCapMask).
+    pub enum PcamRegFeatureCapMask {}
+    /// Layout `mcam_reg_mng_access_reg_cap_mask`: the view is [`McamRegMngAccessRegCapMask`](super::McamRegMngAccessRegCapMask).
+    pub enum McamRegMngAccessRegCapMask {}
+    /// Layout `mcam_reg_mng_feature_cap_mask`: the view is [`McamRegMngFeatureCapMask`](super::McamRegMngFeatureCapMask).
+    pub enum McamRegMngFeatureCapMask {}
+    /// Layout `qcam_reg_qos_access_reg_cap_mask`: the view is [`QcamRegQosAccessRegCapMask`](super::QcamRegQosAccessRegCapMask).
+    pub enum QcamRegQosAccessRegCapMask {}
+    /// Layout `qcam_reg_qos_feature_cap_mask`: the view is [`QcamRegQosFeatureCapMask`](super::QcamRegQosFeatureCapMask).
+    pub enum QcamRegQosFeatureCapMask {}
+    /// Layout `config_item_type_auto`: the view is [`ConfigItemTypeAuto`](super::ConfigItemTypeAuto).
+    pub enum ConfigItemTypeAuto {}
+    /// Layout `nv_config_item_data`: the view is [`NvConfigItemData`](super::NvConfigItemData).
+    pub enum NvConfigItemData {}
+    /// Layout `eth_cntrs_grp_data_layout_auto`: the view is [`EthCntrsGrpDataLayoutAuto`](super::EthCntrsGrpDataLayoutAuto).
+    pub enum EthCntrsGrpDataLayoutAuto {}
+    /// Layout `pddr_reg_page_data_auto`: the view is [`PddrRegPageDataAuto`](super::PddrRegPageDataAuto).
+    pub enum PddrRegPageDataAuto {}
+    /// Layout `pddr_troubleshooting_page_status_opcode_auto`: the view is [`PddrTroubleshootingPageStatusOpcodeAuto`](super::PddrTroubleshootingPageStatusOpcodeAuto).
+    pub enum PddrTroubleshootingPageStatusOpcodeAuto {}
+}
 /// Every command, typed by opcode; and described by value in [`cmd::ALL`].
 pub mod cmd {
     pub use super::caps::cmd::*;

@@ -436,19 +436,36 @@ impl ::core::convert::From<NvSwpL4CsumMode> for u8 {
 ///
 /// PRM layout `configuration_item_type_class_global`: 0x4 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `type_class` |
 /// | 0x00 | 23:0 | `parameter_index` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct ConfigurationItemTypeClassGlobal<B = [u8; 4]> {
-    buf: B,
+pub type ConfigurationItemTypeClassGlobal<B = [u8; 4]> = ViewOf<
+    layouts::ConfigurationItemTypeClassGlobal,
+    B,
+>;
+impl rt::ViewLayout for layouts::ConfigurationItemTypeClassGlobal {
+    const NAME: &'static str = "configuration_item_type_class_global";
+    const TYPE: &'static str = "ConfigurationItemTypeClassGlobal";
+    const SIZE: usize = 4;
+    type Array = [u8; 4];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(
+                &CONFIGURATION_ITEM_TYPE_CLASS_GLOBAL_ACCESS,
+                buf,
+            ),
+            f,
+        )
+    }
 }
-crate::__prm_view!(
-    ConfigurationItemTypeClassGlobal, "configuration_item_type_class_global", 4
-);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(ConfigurationItemTypeClassGlobal);
+impl rt::FixedLayout for layouts::ConfigurationItemTypeClassGlobal {}
 impl ConfigurationItemTypeClassGlobal<[u8; 4]> {
     /// Position of `type_class`.
     pub const TYPE_CLASS: rt::Field = rt::Field::new("type_class", 0, 8);
@@ -523,18 +540,6 @@ impl<B: rt::BytesMut> ConfigurationItemTypeClassGlobal<B> {
         Ok(())
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for ConfigurationItemTypeClassGlobal<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(
-                &CONFIGURATION_ITEM_TYPE_CLASS_GLOBAL_ACCESS,
-                &self.buf,
-            ),
-            f,
-        )
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `configuration_item_type_class_global`: what the decoding `Debug` shows and generic tools read.
 pub const CONFIGURATION_ITEM_TYPE_CLASS_GLOBAL_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -598,21 +603,38 @@ pub const CONFIGURATION_ITEM_TYPE_CLASS_GLOBAL_ACCESS: rt::reflect::LayoutAccess
 ///
 /// PRM layout `configuration_item_type_class_per_host_pf`: 0x4 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `type_class` |
 /// | 0x00 | 23:18 | `pf_index` |
 /// | 0x00 | 17:10 | `pci_bus_index` |
 /// | 0x00 | 9:0 | `parameter_index` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct ConfigurationItemTypeClassPerHostPf<B = [u8; 4]> {
-    buf: B,
+pub type ConfigurationItemTypeClassPerHostPf<B = [u8; 4]> = ViewOf<
+    layouts::ConfigurationItemTypeClassPerHostPf,
+    B,
+>;
+impl rt::ViewLayout for layouts::ConfigurationItemTypeClassPerHostPf {
+    const NAME: &'static str = "configuration_item_type_class_per_host_pf";
+    const TYPE: &'static str = "ConfigurationItemTypeClassPerHostPf";
+    const SIZE: usize = 4;
+    type Array = [u8; 4];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(
+                &CONFIGURATION_ITEM_TYPE_CLASS_PER_HOST_PF_ACCESS,
+                buf,
+            ),
+            f,
+        )
+    }
 }
-crate::__prm_view!(
-    ConfigurationItemTypeClassPerHostPf, "configuration_item_type_class_per_host_pf", 4
-);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(ConfigurationItemTypeClassPerHostPf);
+impl rt::FixedLayout for layouts::ConfigurationItemTypeClassPerHostPf {}
 impl ConfigurationItemTypeClassPerHostPf<[u8; 4]> {
     /// Position of `type_class`.
     pub const TYPE_CLASS: rt::Field = rt::Field::new("type_class", 0, 8);
@@ -728,18 +750,6 @@ impl<B: rt::BytesMut> ConfigurationItemTypeClassPerHostPf<B> {
         Ok(())
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for ConfigurationItemTypeClassPerHostPf<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(
-                &CONFIGURATION_ITEM_TYPE_CLASS_PER_HOST_PF_ACCESS,
-                &self.buf,
-            ),
-            f,
-        )
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `configuration_item_type_class_per_host_pf`: what the decoding `Debug` shows and generic tools read.
 pub const CONFIGURATION_ITEM_TYPE_CLASS_PER_HOST_PF_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -839,6 +849,8 @@ pub const CONFIGURATION_ITEM_TYPE_CLASS_PER_HOST_PF_ACCESS: rt::reflect::LayoutA
 ///
 /// PRM layout `mnvda_reg`: 0x10c bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:30 | `valid` |
@@ -854,13 +866,21 @@ pub const CONFIGURATION_ITEM_TYPE_CLASS_PER_HOST_PF_ACCESS: rt::reflect::LayoutA
 /// | 0x04 | 31:0 | `type` |
 /// | 0x08 | 15:0 | `crc16` |
 /// | 0x0c..0x10c | — | `configuration_item_data` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct MnvdaReg<B = [u8; 268]> {
-    buf: B,
+pub type MnvdaReg<B = [u8; 268]> = ViewOf<layouts::MnvdaReg, B>;
+impl rt::ViewLayout for layouts::MnvdaReg {
+    const NAME: &'static str = "mnvda_reg";
+    const TYPE: &'static str = "MnvdaReg";
+    const SIZE: usize = 268;
+    type Array = [u8; 268];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&MNVDA_REG_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(MnvdaReg, "mnvda_reg", 268);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(MnvdaReg);
+impl rt::FixedLayout for layouts::MnvdaReg {}
 impl MnvdaReg<[u8; 268]> {
     /// Position of `valid`.
     pub const VALID: rt::Field = rt::Field::new("valid", 0, 2);
@@ -1143,15 +1163,6 @@ impl<B: rt::BytesMut> MnvdaReg<B> {
         NvConfigItemData::new_unchecked(self.buf.sub_mut(12, 256))
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for MnvdaReg<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&MNVDA_REG_ACCESS, &self.buf),
-            f,
-        )
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `mnvda_reg`: what the decoding `Debug` shows and generic tools read.
 pub const MNVDA_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -1386,6 +1397,8 @@ pub const MNVDA_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
 ///
 /// PRM layout `nv_global_pci_conf`: 0xc bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31 | `sriov_valid` |
@@ -1393,13 +1406,24 @@ pub const MNVDA_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
 /// | 0x00 | 14 | `per_pf_total_vf` |
 /// | 0x04 | 31 | `sriov_en` |
 /// | 0x04 | 15:0 | `total_vfs` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct NvGlobalPciConf<B = [u8; 12]> {
-    buf: B,
+pub type NvGlobalPciConf<B = [u8; 12]> = ViewOf<layouts::NvGlobalPciConf, B>;
+impl rt::ViewLayout for layouts::NvGlobalPciConf {
+    const NAME: &'static str = "nv_global_pci_conf";
+    const TYPE: &'static str = "NvGlobalPciConf";
+    const SIZE: usize = 12;
+    type Array = [u8; 12];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&NV_GLOBAL_PCI_CONF_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(NvGlobalPciConf, "nv_global_pci_conf", 12);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(NvGlobalPciConf);
+impl rt::FixedLayout for layouts::NvGlobalPciConf {}
 impl NvGlobalPciConf<[u8; 12]> {
     /// Position of `sriov_valid`.
     pub const SRIOV_VALID: rt::Field = rt::Field::new("sriov_valid", 0, 1);
@@ -1488,15 +1512,6 @@ impl<B: rt::BytesMut> NvGlobalPciConf<B> {
     #[inline]
     pub fn set_total_vfs(&mut self, v: u16) {
         rt::set32(&mut self.buf, 4, 0, 0xffff, u32::from(v))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for NvGlobalPciConf<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&NV_GLOBAL_PCI_CONF_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -1599,19 +1614,32 @@ pub const NV_GLOBAL_PCI_CONF_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
 ///
 /// PRM layout `nv_global_pci_cap`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31 | `max_vfs_per_pf_valid` |
 /// | 0x00 | 11 | `per_pf_total_vf_supported` |
 /// | 0x04 | 31 | `sriov_support` |
 /// | 0x04 | 15:0 | `max_vfs_per_pf` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct NvGlobalPciCap<B = [u8; 16]> {
-    buf: B,
+pub type NvGlobalPciCap<B = [u8; 16]> = ViewOf<layouts::NvGlobalPciCap, B>;
+impl rt::ViewLayout for layouts::NvGlobalPciCap {
+    const NAME: &'static str = "nv_global_pci_cap";
+    const TYPE: &'static str = "NvGlobalPciCap";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&NV_GLOBAL_PCI_CAP_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(NvGlobalPciCap, "nv_global_pci_cap", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(NvGlobalPciCap);
+impl rt::FixedLayout for layouts::NvGlobalPciCap {}
 impl NvGlobalPciCap<[u8; 16]> {
     /// Position of `max_vfs_per_pf_valid`.
     pub const MAX_VFS_PER_PF_VALID: rt::Field = rt::Field::new(
@@ -1693,15 +1721,6 @@ impl<B: rt::BytesMut> NvGlobalPciCap<B> {
     #[inline]
     pub fn set_max_vfs_per_pf(&mut self, v: u16) {
         rt::set32(&mut self.buf, 4, 0, 0xffff, u32::from(v))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for NvGlobalPciCap<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&NV_GLOBAL_PCI_CAP_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -1787,6 +1806,8 @@ pub const NV_GLOBAL_PCI_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
 ///
 /// PRM layout `nv_pf_pci_conf`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `log_sf_bar_size` |
@@ -1794,13 +1815,24 @@ pub const NV_GLOBAL_PCI_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
 /// | 0x00 | 22 | `pf_total_vf_en` |
 /// | 0x00 | 15:0 | `total_sf` |
 /// | 0x08 | 15:0 | `total_vf` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct NvPfPciConf<B = [u8; 16]> {
-    buf: B,
+pub type NvPfPciConf<B = [u8; 16]> = ViewOf<layouts::NvPfPciConf, B>;
+impl rt::ViewLayout for layouts::NvPfPciConf {
+    const NAME: &'static str = "nv_pf_pci_conf";
+    const TYPE: &'static str = "NvPfPciConf";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&NV_PF_PCI_CONF_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(NvPfPciConf, "nv_pf_pci_conf", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(NvPfPciConf);
+impl rt::FixedLayout for layouts::NvPfPciConf {}
 impl NvPfPciConf<[u8; 16]> {
     /// Position of `log_sf_bar_size`.
     pub const LOG_SF_BAR_SIZE: rt::Field = rt::Field::new("log_sf_bar_size", 0, 8);
@@ -1889,15 +1921,6 @@ impl<B: rt::BytesMut> NvPfPciConf<B> {
     #[inline]
     pub fn set_total_vf(&mut self, v: u16) {
         rt::set32(&mut self.buf, 8, 0, 0xffff, u32::from(v))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for NvPfPciConf<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&NV_PF_PCI_CONF_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -2000,6 +2023,8 @@ pub const NV_PF_PCI_CONF_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
 ///
 /// PRM layout `nv_sw_offload_conf`: 0x8 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `ip_over_vxlan_port` |
@@ -2024,13 +2049,24 @@ pub const NV_PF_PCI_CONF_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
 /// | 0x04 | 11:8 | `lro_log_timeout2` |
 /// | 0x04 | 7:4 | `lro_log_timeout1` |
 /// | 0x04 | 3:0 | `lro_log_timeout0` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct NvSwOffloadConf<B = [u8; 8]> {
-    buf: B,
+pub type NvSwOffloadConf<B = [u8; 8]> = ViewOf<layouts::NvSwOffloadConf, B>;
+impl rt::ViewLayout for layouts::NvSwOffloadConf {
+    const NAME: &'static str = "nv_sw_offload_conf";
+    const TYPE: &'static str = "NvSwOffloadConf";
+    const SIZE: usize = 8;
+    type Array = [u8; 8];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&NV_SW_OFFLOAD_CONF_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(NvSwOffloadConf, "nv_sw_offload_conf", 8);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(NvSwOffloadConf);
+impl rt::FixedLayout for layouts::NvSwOffloadConf {}
 impl NvSwOffloadConf<[u8; 8]> {
     /// Position of `ip_over_vxlan_port`.
     pub const IP_OVER_VXLAN_PORT: rt::Field = rt::Field::new(
@@ -2462,15 +2498,6 @@ impl<B: rt::BytesMut> NvSwOffloadConf<B> {
         Ok(())
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for NvSwOffloadConf<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&NV_SW_OFFLOAD_CONF_ACCESS, &self.buf),
-            f,
-        )
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `nv_sw_offload_conf`: what the decoding `Debug` shows and generic tools read.
 pub const NV_SW_OFFLOAD_CONF_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -2866,16 +2893,29 @@ pub const NV_SW_OFFLOAD_CONF_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
 ///
 /// PRM layout `nv_sw_offload_cap`: 0x4 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 6 | `swp_l4_csum_mode_l4_only` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct NvSwOffloadCap<B = [u8; 4]> {
-    buf: B,
+pub type NvSwOffloadCap<B = [u8; 4]> = ViewOf<layouts::NvSwOffloadCap, B>;
+impl rt::ViewLayout for layouts::NvSwOffloadCap {
+    const NAME: &'static str = "nv_sw_offload_cap";
+    const TYPE: &'static str = "NvSwOffloadCap";
+    const SIZE: usize = 4;
+    type Array = [u8; 4];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&NV_SW_OFFLOAD_CAP_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(NvSwOffloadCap, "nv_sw_offload_cap", 4);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(NvSwOffloadCap);
+impl rt::FixedLayout for layouts::NvSwOffloadCap {}
 impl NvSwOffloadCap<[u8; 4]> {
     /// Position of `swp_l4_csum_mode_l4_only`.
     pub const SWP_L4_CSUM_MODE_L4_ONLY: rt::Field = rt::Field::new(
@@ -2906,15 +2946,6 @@ impl<B: rt::BytesMut> NvSwOffloadCap<B> {
     #[inline]
     pub fn set_swp_l4_csum_mode_l4_only(&mut self, v: bool) {
         rt::set32(&mut self.buf, 0, 6, 0x1, u32::from(u8::from(v)))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for NvSwOffloadCap<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&NV_SW_OFFLOAD_CAP_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -2949,16 +2980,29 @@ pub const NV_SW_OFFLOAD_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
 ///
 /// PRM layout `nv_sw_accelerate_conf`: 0x8 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:30 | `swp_l4_csum_mode` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct NvSwAccelerateConf<B = [u8; 8]> {
-    buf: B,
+pub type NvSwAccelerateConf<B = [u8; 8]> = ViewOf<layouts::NvSwAccelerateConf, B>;
+impl rt::ViewLayout for layouts::NvSwAccelerateConf {
+    const NAME: &'static str = "nv_sw_accelerate_conf";
+    const TYPE: &'static str = "NvSwAccelerateConf";
+    const SIZE: usize = 8;
+    type Array = [u8; 8];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&NV_SW_ACCELERATE_CONF_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(NvSwAccelerateConf, "nv_sw_accelerate_conf", 8);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(NvSwAccelerateConf);
+impl rt::FixedLayout for layouts::NvSwAccelerateConf {}
 impl NvSwAccelerateConf<[u8; 8]> {
     /// Position of `swp_l4_csum_mode`.
     pub const SWP_L4_CSUM_MODE: rt::Field = rt::Field::new("swp_l4_csum_mode", 0, 2);
@@ -3007,15 +3051,6 @@ impl<B: rt::BytesMut> NvSwAccelerateConf<B> {
         Ok(())
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for NvSwAccelerateConf<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&NV_SW_ACCELERATE_CONF_ACCESS, &self.buf),
-            f,
-        )
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `nv_sw_accelerate_conf`: what the decoding `Debug` shows and generic tools read.
 pub const NV_SW_ACCELERATE_CONF_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -3054,19 +3089,29 @@ pub const NV_SW_ACCELERATE_CONF_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
 ///
 /// PRM layout `mnvqc_reg`: 0x8 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:0 | `type` |
 /// | 0x04 | 7:4 | `version` |
 /// | 0x04 | 1 | `support_wr` |
 /// | 0x04 | 0 | `support_rd` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct MnvqcReg<B = [u8; 8]> {
-    buf: B,
+pub type MnvqcReg<B = [u8; 8]> = ViewOf<layouts::MnvqcReg, B>;
+impl rt::ViewLayout for layouts::MnvqcReg {
+    const NAME: &'static str = "mnvqc_reg";
+    const TYPE: &'static str = "MnvqcReg";
+    const SIZE: usize = 8;
+    type Array = [u8; 8];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&MNVQC_REG_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(MnvqcReg, "mnvqc_reg", 8);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(MnvqcReg);
+impl rt::FixedLayout for layouts::MnvqcReg {}
 impl MnvqcReg<[u8; 8]> {
     /// Position of `type`.
     pub const TYPE: rt::Field = rt::Field::new("type", 0, 32);
@@ -3150,15 +3195,6 @@ impl<B: rt::BytesMut> MnvqcReg<B> {
         rt::set32(&mut self.buf, 4, 0, 0x1, u32::from(u8::from(v)))
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for MnvqcReg<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&MNVQC_REG_ACCESS, &self.buf),
-            f,
-        )
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `mnvqc_reg`: what the decoding `Debug` shows and generic tools read.
 pub const MNVQC_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -3239,13 +3275,23 @@ pub const MNVQC_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
 /// A type word (mnvda_reg.type, mnvqc_reg.type) read as its class's layout. The class is the top byte of either member.
 ///
 /// PRM union `config_item_type_auto`: 0x4 bytes, read as one of its members.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct ConfigItemTypeAuto<B = [u8; 4]> {
-    buf: B,
+///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+pub type ConfigItemTypeAuto<B = [u8; 4]> = ViewOf<layouts::ConfigItemTypeAuto, B>;
+impl rt::ViewLayout for layouts::ConfigItemTypeAuto {
+    const NAME: &'static str = "config_item_type_auto";
+    const TYPE: &'static str = "ConfigItemTypeAuto";
+    const SIZE: usize = 4;
+    type Array = [u8; 4];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        rt::reflect::debug_union(f, &CONFIG_ITEM_TYPE_AUTO_ACCESS, buf)
+    }
 }
-crate::__prm_view!(ConfigItemTypeAuto, "config_item_type_auto", 4);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(ConfigItemTypeAuto);
+impl rt::FixedLayout for layouts::ConfigItemTypeAuto {}
 impl<B: rt::Bytes> ConfigItemTypeAuto<B> {
     /// Class 0: global items.
     /// The bytes read as `configuration_item_type_class_global`.
@@ -3280,12 +3326,6 @@ impl<B: rt::BytesMut> ConfigItemTypeAuto<B> {
         ConfigurationItemTypeClassPerHostPf::new_unchecked(self.buf.sub_mut(0, 4))
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for ConfigItemTypeAuto<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        rt::reflect::debug_union(f, &CONFIG_ITEM_TYPE_AUTO_ACCESS, &self.buf)
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// The members of union `config_item_type_auto` and the field that selects one: what the decoding `Debug` and generic tools read.
 pub const CONFIG_ITEM_TYPE_AUTO_ACCESS: rt::reflect::UnionAccess = rt::reflect::UnionAccess {
@@ -3311,13 +3351,23 @@ pub const CONFIG_ITEM_TYPE_AUTO_ACCESS: rt::reflect::UnionAccess = rt::reflect::
 /// The data of a configuration item, read as the layout its type names (mnvda_reg.type; the kernel's configuration_item_data, 64 dwords).
 ///
 /// PRM union `nv_config_item_data`: 0x100 bytes, read as one of its members.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct NvConfigItemData<B = [u8; 256]> {
-    buf: B,
+///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+pub type NvConfigItemData<B = [u8; 256]> = ViewOf<layouts::NvConfigItemData, B>;
+impl rt::ViewLayout for layouts::NvConfigItemData {
+    const NAME: &'static str = "nv_config_item_data";
+    const TYPE: &'static str = "NvConfigItemData";
+    const SIZE: usize = 256;
+    type Array = [u8; 256];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        rt::reflect::debug_union(f, &NV_CONFIG_ITEM_DATA_ACCESS, buf)
+    }
 }
-crate::__prm_view!(NvConfigItemData, "nv_config_item_data", 256);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(NvConfigItemData);
+impl rt::FixedLayout for layouts::NvConfigItemData {}
 impl<B: rt::Bytes> NvConfigItemData<B> {
     /// Global class, index 0x80.
     /// The bytes read as `nv_global_pci_conf`.
@@ -3386,12 +3436,6 @@ impl<B: rt::BytesMut> NvConfigItemData<B> {
     #[inline]
     pub fn pf_pci_conf_mut(&mut self) -> NvPfPciConf<B::SubMut<'_>> {
         NvPfPciConf::new_unchecked(self.buf.sub_mut(0, 16))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for NvConfigItemData<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        rt::reflect::debug_union(f, &NV_CONFIG_ITEM_DATA_ACCESS, &self.buf)
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]

@@ -10,6 +10,8 @@ use crate::rt::{self, Bytes as _, BytesMut as _};
 ///
 /// PRM layout `eth_802_3_cntrs_grp_data_layout`: 0xf8 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:0 | `a_frames_transmitted_ok_high` |
@@ -50,13 +52,27 @@ use crate::rt::{self, Bytes as _, BytesMut as _};
 /// | 0x8c | 31:0 | `a_pause_mac_ctrl_frames_received_low` |
 /// | 0x90 | 31:0 | `a_pause_mac_ctrl_frames_transmitted_high` |
 /// | 0x94 | 31:0 | `a_pause_mac_ctrl_frames_transmitted_low` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct Eth8023CntrsGrpDataLayout<B = [u8; 248]> {
-    buf: B,
+pub type Eth8023CntrsGrpDataLayout<B = [u8; 248]> = ViewOf<
+    layouts::Eth8023CntrsGrpDataLayout,
+    B,
+>;
+impl rt::ViewLayout for layouts::Eth8023CntrsGrpDataLayout {
+    const NAME: &'static str = "eth_802_3_cntrs_grp_data_layout";
+    const TYPE: &'static str = "Eth8023CntrsGrpDataLayout";
+    const SIZE: usize = 248;
+    type Array = [u8; 248];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(Eth8023CntrsGrpDataLayout, "eth_802_3_cntrs_grp_data_layout", 248);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(Eth8023CntrsGrpDataLayout);
+impl rt::FixedLayout for layouts::Eth8023CntrsGrpDataLayout {}
 impl Eth8023CntrsGrpDataLayout<[u8; 248]> {
     /// Position of `a_frames_transmitted_ok_high`.
     pub const A_FRAMES_TRANSMITTED_OK_HIGH: rt::Field = rt::Field::new(
@@ -794,18 +810,6 @@ impl<B: rt::BytesMut> Eth8023CntrsGrpDataLayout<B> {
         self.buf.write_be32(148, v)
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for Eth8023CntrsGrpDataLayout<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(
-                &ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS,
-                &self.buf,
-            ),
-            f,
-        )
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `eth_802_3_cntrs_grp_data_layout`: what the decoding `Debug` shows and generic tools read.
 pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -1492,6 +1496,8 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
 ///
 /// PRM layout `eth_2863_cntrs_grp_data_layout`: 0xf8 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:0 | `if_in_octets_high` |
@@ -1520,13 +1526,27 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
 /// | 0x5c | 31:0 | `if_out_multicast_pkts_low` |
 /// | 0x60 | 31:0 | `if_out_broadcast_pkts_high` |
 /// | 0x64 | 31:0 | `if_out_broadcast_pkts_low` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct Eth2863CntrsGrpDataLayout<B = [u8; 248]> {
-    buf: B,
+pub type Eth2863CntrsGrpDataLayout<B = [u8; 248]> = ViewOf<
+    layouts::Eth2863CntrsGrpDataLayout,
+    B,
+>;
+impl rt::ViewLayout for layouts::Eth2863CntrsGrpDataLayout {
+    const NAME: &'static str = "eth_2863_cntrs_grp_data_layout";
+    const TYPE: &'static str = "Eth2863CntrsGrpDataLayout";
+    const SIZE: usize = 248;
+    type Array = [u8; 248];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(Eth2863CntrsGrpDataLayout, "eth_2863_cntrs_grp_data_layout", 248);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(Eth2863CntrsGrpDataLayout);
+impl rt::FixedLayout for layouts::Eth2863CntrsGrpDataLayout {}
 impl Eth2863CntrsGrpDataLayout<[u8; 248]> {
     /// Position of `if_in_octets_high`.
     pub const IF_IN_OCTETS_HIGH: rt::Field = rt::Field::new("if_in_octets_high", 0, 32);
@@ -2024,18 +2044,6 @@ impl<B: rt::BytesMut> Eth2863CntrsGrpDataLayout<B> {
         self.buf.write_be32(100, v)
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for Eth2863CntrsGrpDataLayout<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(
-                &ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS,
-                &self.buf,
-            ),
-            f,
-        )
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `eth_2863_cntrs_grp_data_layout`: what the decoding `Debug` shows and generic tools read.
 pub const ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -2530,6 +2538,8 @@ pub const ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
 ///
 /// PRM layout `eth_extended_cntrs_grp_data_layout`: 0xf8 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:0 | `port_transmit_wait_high` |
@@ -2540,15 +2550,27 @@ pub const ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
 /// | 0x34 | 31:0 | `rx_buffer_full_low` |
 /// | 0x38 | 31:0 | `rx_icrc_encapsulated_high` |
 /// | 0x3c | 31:0 | `rx_icrc_encapsulated_low` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct EthExtendedCntrsGrpDataLayout<B = [u8; 248]> {
-    buf: B,
+pub type EthExtendedCntrsGrpDataLayout<B = [u8; 248]> = ViewOf<
+    layouts::EthExtendedCntrsGrpDataLayout,
+    B,
+>;
+impl rt::ViewLayout for layouts::EthExtendedCntrsGrpDataLayout {
+    const NAME: &'static str = "eth_extended_cntrs_grp_data_layout";
+    const TYPE: &'static str = "EthExtendedCntrsGrpDataLayout";
+    const SIZE: usize = 248;
+    type Array = [u8; 248];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&ETH_EXTENDED_CNTRS_GRP_DATA_LAYOUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(
-    EthExtendedCntrsGrpDataLayout, "eth_extended_cntrs_grp_data_layout", 248
-);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(EthExtendedCntrsGrpDataLayout);
+impl rt::FixedLayout for layouts::EthExtendedCntrsGrpDataLayout {}
 impl EthExtendedCntrsGrpDataLayout<[u8; 248]> {
     /// Position of `port_transmit_wait_high`.
     pub const PORT_TRANSMIT_WAIT_HIGH: rt::Field = rt::Field::new(
@@ -2714,18 +2736,6 @@ impl<B: rt::BytesMut> EthExtendedCntrsGrpDataLayout<B> {
     #[inline]
     pub fn set_rx_icrc_encapsulated_low(&mut self, v: u32) {
         self.buf.write_be32(60, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for EthExtendedCntrsGrpDataLayout<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(
-                &ETH_EXTENDED_CNTRS_GRP_DATA_LAYOUT_ACCESS,
-                &self.buf,
-            ),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -2942,6 +2952,8 @@ pub const ETH_EXTENDED_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess =
 ///
 /// PRM layout `eth_2819_cntrs_grp_data_layout`: 0xf8 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:0 | `ether_stats_drop_events_high` |
@@ -2986,13 +2998,27 @@ pub const ETH_EXTENDED_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess =
 /// | 0x9c | 31:0 | `ether_stats_pkts4096to8191octets_low` |
 /// | 0xa0 | 31:0 | `ether_stats_pkts8192to10239octets_high` |
 /// | 0xa4 | 31:0 | `ether_stats_pkts8192to10239octets_low` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct Eth2819CntrsGrpDataLayout<B = [u8; 248]> {
-    buf: B,
+pub type Eth2819CntrsGrpDataLayout<B = [u8; 248]> = ViewOf<
+    layouts::Eth2819CntrsGrpDataLayout,
+    B,
+>;
+impl rt::ViewLayout for layouts::Eth2819CntrsGrpDataLayout {
+    const NAME: &'static str = "eth_2819_cntrs_grp_data_layout";
+    const TYPE: &'static str = "Eth2819CntrsGrpDataLayout";
+    const SIZE: usize = 248;
+    type Array = [u8; 248];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&ETH_2819_CNTRS_GRP_DATA_LAYOUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(Eth2819CntrsGrpDataLayout, "eth_2819_cntrs_grp_data_layout", 248);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(Eth2819CntrsGrpDataLayout);
+impl rt::FixedLayout for layouts::Eth2819CntrsGrpDataLayout {}
 impl Eth2819CntrsGrpDataLayout<[u8; 248]> {
     /// Position of `ether_stats_drop_events_high`.
     pub const ETHER_STATS_DROP_EVENTS_HIGH: rt::Field = rt::Field::new(
@@ -3720,18 +3746,6 @@ impl<B: rt::BytesMut> Eth2819CntrsGrpDataLayout<B> {
     #[inline]
     pub fn set_ether_stats_pkts8192to10239octets_low(&mut self, v: u32) {
         self.buf.write_be32(164, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for Eth2819CntrsGrpDataLayout<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(
-                &ETH_2819_CNTRS_GRP_DATA_LAYOUT_ACCESS,
-                &self.buf,
-            ),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -4484,6 +4498,8 @@ pub const ETH_2819_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
 ///
 /// PRM layout `eth_3635_cntrs_grp_data_layout`: 0xf8 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:0 | `dot3stats_alignment_errors_high` |
@@ -4518,13 +4534,27 @@ pub const ETH_2819_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
 /// | 0x74 | 31:0 | `dot3in_pause_frames_low` |
 /// | 0x78 | 31:0 | `dot3out_pause_frames_high` |
 /// | 0x7c | 31:0 | `dot3out_pause_frames_low` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct Eth3635CntrsGrpDataLayout<B = [u8; 248]> {
-    buf: B,
+pub type Eth3635CntrsGrpDataLayout<B = [u8; 248]> = ViewOf<
+    layouts::Eth3635CntrsGrpDataLayout,
+    B,
+>;
+impl rt::ViewLayout for layouts::Eth3635CntrsGrpDataLayout {
+    const NAME: &'static str = "eth_3635_cntrs_grp_data_layout";
+    const TYPE: &'static str = "Eth3635CntrsGrpDataLayout";
+    const SIZE: usize = 248;
+    type Array = [u8; 248];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&ETH_3635_CNTRS_GRP_DATA_LAYOUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(Eth3635CntrsGrpDataLayout, "eth_3635_cntrs_grp_data_layout", 248);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(Eth3635CntrsGrpDataLayout);
+impl rt::FixedLayout for layouts::Eth3635CntrsGrpDataLayout {}
 impl Eth3635CntrsGrpDataLayout<[u8; 248]> {
     /// Position of `dot3stats_alignment_errors_high`.
     pub const DOT3STATS_ALIGNMENT_ERRORS_HIGH: rt::Field = rt::Field::new(
@@ -5082,18 +5112,6 @@ impl<B: rt::BytesMut> Eth3635CntrsGrpDataLayout<B> {
     #[inline]
     pub fn set_dot3out_pause_frames_low(&mut self, v: u32) {
         self.buf.write_be32(124, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for Eth3635CntrsGrpDataLayout<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(
-                &ETH_3635_CNTRS_GRP_DATA_LAYOUT_ACCESS,
-                &self.buf,
-            ),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -5690,6 +5708,8 @@ pub const ETH_3635_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
 ///
 /// PRM layout `eth_per_prio_grp_data_layout`: 0xf8 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:0 | `rx_octets_high` |
@@ -5716,13 +5736,27 @@ pub const ETH_3635_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
 /// | 0x84 | 31:0 | `device_stall_minor_watermark_cnt_low` |
 /// | 0x88 | 31:0 | `device_stall_critical_watermark_cnt_high` |
 /// | 0x8c | 31:0 | `device_stall_critical_watermark_cnt_low` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct EthPerPrioGrpDataLayout<B = [u8; 248]> {
-    buf: B,
+pub type EthPerPrioGrpDataLayout<B = [u8; 248]> = ViewOf<
+    layouts::EthPerPrioGrpDataLayout,
+    B,
+>;
+impl rt::ViewLayout for layouts::EthPerPrioGrpDataLayout {
+    const NAME: &'static str = "eth_per_prio_grp_data_layout";
+    const TYPE: &'static str = "EthPerPrioGrpDataLayout";
+    const SIZE: usize = 248;
+    type Array = [u8; 248];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&ETH_PER_PRIO_GRP_DATA_LAYOUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(EthPerPrioGrpDataLayout, "eth_per_prio_grp_data_layout", 248);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(EthPerPrioGrpDataLayout);
+impl rt::FixedLayout for layouts::EthPerPrioGrpDataLayout {}
 impl EthPerPrioGrpDataLayout<[u8; 248]> {
     /// Position of `rx_octets_high`.
     pub const RX_OCTETS_HIGH: rt::Field = rt::Field::new("rx_octets_high", 0, 32);
@@ -6088,15 +6122,6 @@ impl<B: rt::BytesMut> EthPerPrioGrpDataLayout<B> {
     #[inline]
     pub fn set_device_stall_critical_watermark_cnt_low(&mut self, v: u32) {
         self.buf.write_be32(140, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for EthPerPrioGrpDataLayout<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&ETH_PER_PRIO_GRP_DATA_LAYOUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -6561,6 +6586,8 @@ pub const ETH_PER_PRIO_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::r
 ///
 /// PRM layout `phys_layer_cntrs`: 0xf8 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:0 | `time_since_last_clear_high` |
@@ -6613,13 +6640,24 @@ pub const ETH_PER_PRIO_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::r
 /// | 0xbc | 31:0 | `rs_fec_corrected_symbols_lane3_low` |
 /// | 0xc0 | 31:0 | `link_down_events` |
 /// | 0xc4 | 31:0 | `successful_recovery_events` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct PhysLayerCntrs<B = [u8; 248]> {
-    buf: B,
+pub type PhysLayerCntrs<B = [u8; 248]> = ViewOf<layouts::PhysLayerCntrs, B>;
+impl rt::ViewLayout for layouts::PhysLayerCntrs {
+    const NAME: &'static str = "phys_layer_cntrs";
+    const TYPE: &'static str = "PhysLayerCntrs";
+    const SIZE: usize = 248;
+    type Array = [u8; 248];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&PHYS_LAYER_CNTRS_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(PhysLayerCntrs, "phys_layer_cntrs", 248);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(PhysLayerCntrs);
+impl rt::FixedLayout for layouts::PhysLayerCntrs {}
 impl PhysLayerCntrs<[u8; 248]> {
     /// Position of `time_since_last_clear_high`.
     pub const TIME_SINCE_LAST_CLEAR_HIGH: rt::Field = rt::Field::new(
@@ -7475,15 +7513,6 @@ impl<B: rt::BytesMut> PhysLayerCntrs<B> {
     #[inline]
     pub fn set_successful_recovery_events(&mut self, v: u32) {
         self.buf.write_be32(196, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for PhysLayerCntrs<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&PHYS_LAYER_CNTRS_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -8364,6 +8393,8 @@ pub const PHYS_LAYER_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
 ///
 /// PRM layout `phys_layer_statistical_cntrs`: 0xf8 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:0 | `time_since_last_clear_high` |
@@ -8382,13 +8413,27 @@ pub const PHYS_LAYER_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
 /// | 0x34 | 31:0 | `phy_corrected_bits_lane2_low` |
 /// | 0x38 | 31:0 | `phy_corrected_bits_lane3_high` |
 /// | 0x3c | 31:0 | `phy_corrected_bits_lane3_low` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct PhysLayerStatisticalCntrs<B = [u8; 248]> {
-    buf: B,
+pub type PhysLayerStatisticalCntrs<B = [u8; 248]> = ViewOf<
+    layouts::PhysLayerStatisticalCntrs,
+    B,
+>;
+impl rt::ViewLayout for layouts::PhysLayerStatisticalCntrs {
+    const NAME: &'static str = "phys_layer_statistical_cntrs";
+    const TYPE: &'static str = "PhysLayerStatisticalCntrs";
+    const SIZE: usize = 248;
+    type Array = [u8; 248];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&PHYS_LAYER_STATISTICAL_CNTRS_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(PhysLayerStatisticalCntrs, "phys_layer_statistical_cntrs", 248);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(PhysLayerStatisticalCntrs);
+impl rt::FixedLayout for layouts::PhysLayerStatisticalCntrs {}
 impl PhysLayerStatisticalCntrs<[u8; 248]> {
     /// Position of `time_since_last_clear_high`.
     pub const TIME_SINCE_LAST_CLEAR_HIGH: rt::Field = rt::Field::new(
@@ -8674,15 +8719,6 @@ impl<B: rt::BytesMut> PhysLayerStatisticalCntrs<B> {
     #[inline]
     pub fn set_phy_corrected_bits_lane3_low(&mut self, v: u32) {
         self.buf.write_be32(60, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for PhysLayerStatisticalCntrs<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&PHYS_LAYER_STATISTICAL_CNTRS_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -9018,14 +9054,27 @@ pub const PHYS_LAYER_STATISTICAL_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::r
 /// The counter_set of PPCNT. Its layout depends on the counter group in ppcnt_reg.grp; this spec describes the IEEE 802.3, RFC 2863, RFC 2819, RFC 3635, extended Ethernet, per-priority, physical layer and physical layer statistical groups (not the per-traffic- class and congestion groups).
 ///
 /// PRM union `eth_cntrs_grp_data_layout_auto`: 0xf8 bytes, read as one of its members.
+///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
 /// The member is picked by `ppcnt_reg.grp`.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct EthCntrsGrpDataLayoutAuto<B = [u8; 248]> {
-    buf: B,
+pub type EthCntrsGrpDataLayoutAuto<B = [u8; 248]> = ViewOf<
+    layouts::EthCntrsGrpDataLayoutAuto,
+    B,
+>;
+impl rt::ViewLayout for layouts::EthCntrsGrpDataLayoutAuto {
+    const NAME: &'static str = "eth_cntrs_grp_data_layout_auto";
+    const TYPE: &'static str = "EthCntrsGrpDataLayoutAuto";
+    const SIZE: usize = 248;
+    type Array = [u8; 248];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        rt::reflect::debug_union(f, &ETH_CNTRS_GRP_DATA_LAYOUT_AUTO_ACCESS, buf)
+    }
 }
-crate::__prm_view!(EthCntrsGrpDataLayoutAuto, "eth_cntrs_grp_data_layout_auto", 248);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(EthCntrsGrpDataLayoutAuto);
+impl rt::FixedLayout for layouts::EthCntrsGrpDataLayoutAuto {}
 impl<B: rt::Bytes> EthCntrsGrpDataLayoutAuto<B> {
     /// IEEE 802.3 counters (group 0x0).
     /// The bytes read as `eth_802_3_cntrs_grp_data_layout`. Selected by 0x0.
@@ -9307,12 +9356,6 @@ pub enum EthCntrsGrpDataLayoutAutoRef<S> {
     PhysLayerCntrs(PhysLayerCntrs<S>),
     #[allow(missing_docs)]
     PhysLayerStatisticalCntrs(PhysLayerStatisticalCntrs<S>),
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for EthCntrsGrpDataLayoutAuto<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        rt::reflect::debug_union(f, &ETH_CNTRS_GRP_DATA_LAYOUT_AUTO_ACCESS, &self.buf)
-    }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// The members of union `eth_cntrs_grp_data_layout_auto` and the field that selects one: what the decoding `Debug` and generic tools read.

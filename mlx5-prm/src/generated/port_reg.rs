@@ -74,6 +74,8 @@ impl ::core::convert::From<PddrPageSelect> for u8 {
 ///
 /// PRM layout `pfcc_reg`: 0x20 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 27:26 | `buf_ownership` |
@@ -94,13 +96,21 @@ impl ::core::convert::From<PddrPageSelect> for u8 {
 /// | 0x0c | 23:16 | `pfcrx` |
 /// | 0x10 | 31:16 | `device_stall_minor_watermark` |
 /// | 0x10 | 15:0 | `device_stall_critical_watermark` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct PfccReg<B = [u8; 32]> {
-    buf: B,
+pub type PfccReg<B = [u8; 32]> = ViewOf<layouts::PfccReg, B>;
+impl rt::ViewLayout for layouts::PfccReg {
+    const NAME: &'static str = "pfcc_reg";
+    const TYPE: &'static str = "PfccReg";
+    const SIZE: usize = 32;
+    type Array = [u8; 32];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&PFCC_REG_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(PfccReg, "pfcc_reg", 32);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(PfccReg);
+impl rt::FixedLayout for layouts::PfccReg {}
 impl PfccReg<[u8; 32]> {
     /// Position of `buf_ownership`.
     pub const BUF_OWNERSHIP: rt::Field = rt::Field::new("buf_ownership", 4, 2);
@@ -412,15 +422,6 @@ impl<B: rt::BytesMut> PfccReg<B> {
     #[inline]
     pub fn set_device_stall_critical_watermark(&mut self, v: u16) {
         rt::set32(&mut self.buf, 16, 0, 0xffff, u32::from(v))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for PfccReg<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&PFCC_REG_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -744,18 +745,31 @@ pub const PFCC_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
 ///
 /// PRM layout `lane_2_module_mapping`: 0x4 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 27:24 | `rx_lane` |
 /// | 0x00 | 19:16 | `tx_lane` |
 /// | 0x00 | 7:0 | `module` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct Lane2ModuleMapping<B = [u8; 4]> {
-    buf: B,
+pub type Lane2ModuleMapping<B = [u8; 4]> = ViewOf<layouts::Lane2ModuleMapping, B>;
+impl rt::ViewLayout for layouts::Lane2ModuleMapping {
+    const NAME: &'static str = "lane_2_module_mapping";
+    const TYPE: &'static str = "Lane2ModuleMapping";
+    const SIZE: usize = 4;
+    type Array = [u8; 4];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&LANE_2_MODULE_MAPPING_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(Lane2ModuleMapping, "lane_2_module_mapping", 4);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(Lane2ModuleMapping);
+impl rt::FixedLayout for layouts::Lane2ModuleMapping {}
 impl Lane2ModuleMapping<[u8; 4]> {
     /// Position of `rx_lane`.
     pub const RX_LANE: rt::Field = rt::Field::new("rx_lane", 4, 4);
@@ -832,15 +846,6 @@ impl<B: rt::BytesMut> Lane2ModuleMapping<B> {
         rt::set32(&mut self.buf, 0, 0, 0xff, u32::from(v))
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for Lane2ModuleMapping<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&LANE_2_MODULE_MAPPING_ACCESS, &self.buf),
-            f,
-        )
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `lane_2_module_mapping`: what the decoding `Debug` shows and generic tools read.
 pub const LANE_2_MODULE_MAPPING_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -907,6 +912,8 @@ pub const LANE_2_MODULE_MAPPING_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
 ///
 /// PRM layout `pmlp_reg`: 0x40 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31 | `rxtx` |
@@ -916,13 +923,21 @@ pub const LANE_2_MODULE_MAPPING_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
 /// | 0x08 | 31:0 | `lane1_module_mapping` |
 /// | 0x0c | 31:0 | `lane2_module_mapping` |
 /// | 0x10 | 31:0 | `lane3_module_mapping` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct PmlpReg<B = [u8; 64]> {
-    buf: B,
+pub type PmlpReg<B = [u8; 64]> = ViewOf<layouts::PmlpReg, B>;
+impl rt::ViewLayout for layouts::PmlpReg {
+    const NAME: &'static str = "pmlp_reg";
+    const TYPE: &'static str = "PmlpReg";
+    const SIZE: usize = 64;
+    type Array = [u8; 64];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&PMLP_REG_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(PmlpReg, "pmlp_reg", 64);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(PmlpReg);
+impl rt::FixedLayout for layouts::PmlpReg {}
 impl PmlpReg<[u8; 64]> {
     /// Position of `rxtx`.
     pub const RXTX: rt::Field = rt::Field::new("rxtx", 0, 1);
@@ -1057,15 +1072,6 @@ impl<B: rt::BytesMut> PmlpReg<B> {
     #[inline]
     pub fn lane3_module_mapping_mut(&mut self) -> Lane2ModuleMapping<B::SubMut<'_>> {
         Lane2ModuleMapping::new_unchecked(self.buf.sub_mut(16, 4))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for PmlpReg<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&PMLP_REG_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -1213,19 +1219,29 @@ pub const PMLP_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
 ///
 /// PRM layout `pddr_reg`: 0x100 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 23:16 | `local_port` |
 /// | 0x00 | 15:14 | `pnat` |
 /// | 0x04 | 7:0 | `page_select` |
 /// | 0x08..0x100 | — | `page_data` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct PddrReg<B = [u8; 256]> {
-    buf: B,
+pub type PddrReg<B = [u8; 256]> = ViewOf<layouts::PddrReg, B>;
+impl rt::ViewLayout for layouts::PddrReg {
+    const NAME: &'static str = "pddr_reg";
+    const TYPE: &'static str = "PddrReg";
+    const SIZE: usize = 256;
+    type Array = [u8; 256];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&PDDR_REG_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(PddrReg, "pddr_reg", 256);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(PddrReg);
+impl rt::FixedLayout for layouts::PddrReg {}
 impl PddrReg<[u8; 256]> {
     /// Position of `local_port`.
     pub const LOCAL_PORT: rt::Field = rt::Field::new("local_port", 8, 8);
@@ -1321,15 +1337,6 @@ impl<B: rt::BytesMut> PddrReg<B> {
         PddrRegPageDataAuto::new_unchecked(self.buf.sub_mut(8, 248))
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for PddrReg<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&PDDR_REG_ACCESS, &self.buf),
-            f,
-        )
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `pddr_reg`: what the decoding `Debug` shows and generic tools read.
 pub const PDDR_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -1418,18 +1425,34 @@ pub const PDDR_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
 ///
 /// PRM layout `pddr_troubleshooting_page`: 0xf8 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 15:0 | `group_opcode` |
 /// | 0x04 | 31:0 | `status_opcode` |
 /// | 0x0c..0xf8 | — | `status_message[59]` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct PddrTroubleshootingPage<B = [u8; 248]> {
-    buf: B,
+pub type PddrTroubleshootingPage<B = [u8; 248]> = ViewOf<
+    layouts::PddrTroubleshootingPage,
+    B,
+>;
+impl rt::ViewLayout for layouts::PddrTroubleshootingPage {
+    const NAME: &'static str = "pddr_troubleshooting_page";
+    const TYPE: &'static str = "PddrTroubleshootingPage";
+    const SIZE: usize = 248;
+    type Array = [u8; 248];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&PDDR_TROUBLESHOOTING_PAGE_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(PddrTroubleshootingPage, "pddr_troubleshooting_page", 248);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(PddrTroubleshootingPage);
+impl rt::FixedLayout for layouts::PddrTroubleshootingPage {}
 impl PddrTroubleshootingPage<[u8; 248]> {
     /// Position of `group_opcode`.
     pub const GROUP_OPCODE: rt::Field = rt::Field::new("group_opcode", 16, 16);
@@ -1524,15 +1547,6 @@ impl<B: rt::BytesMut> PddrTroubleshootingPage<B> {
         Ok(())
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for PddrTroubleshootingPage<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&PDDR_TROUBLESHOOTING_PAGE_ACCESS, &self.buf),
-            f,
-        )
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `pddr_troubleshooting_page`: what the decoding `Debug` shows and generic tools read.
 pub const PDDR_TROUBLESHOOTING_PAGE_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -1604,16 +1618,29 @@ pub const PDDR_TROUBLESHOOTING_PAGE_ACCESS: rt::reflect::LayoutAccess = rt::refl
 ///
 /// PRM layout `pddr_monitor_opcode`: 0x4 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 15:0 | `monitor_opcode` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct PddrMonitorOpcode<B = [u8; 4]> {
-    buf: B,
+pub type PddrMonitorOpcode<B = [u8; 4]> = ViewOf<layouts::PddrMonitorOpcode, B>;
+impl rt::ViewLayout for layouts::PddrMonitorOpcode {
+    const NAME: &'static str = "pddr_monitor_opcode";
+    const TYPE: &'static str = "PddrMonitorOpcode";
+    const SIZE: usize = 4;
+    type Array = [u8; 4];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&PDDR_MONITOR_OPCODE_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(PddrMonitorOpcode, "pddr_monitor_opcode", 4);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(PddrMonitorOpcode);
+impl rt::FixedLayout for layouts::PddrMonitorOpcode {}
 impl PddrMonitorOpcode<[u8; 4]> {
     /// Position of `monitor_opcode`.
     pub const MONITOR_OPCODE: rt::Field = rt::Field::new("monitor_opcode", 16, 16);
@@ -1640,15 +1667,6 @@ impl<B: rt::BytesMut> PddrMonitorOpcode<B> {
     #[inline]
     pub fn set_monitor_opcode(&mut self, v: u16) {
         rt::set32(&mut self.buf, 0, 0, 0xffff, u32::from(v))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for PddrMonitorOpcode<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&PDDR_MONITOR_OPCODE_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -1682,14 +1700,24 @@ pub const PDDR_MONITOR_OPCODE_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
 /// The page of PDDR that page_select names; the troubleshooting page is described here.
 ///
 /// PRM union `pddr_reg_page_data_auto`: 0xf8 bytes, read as one of its members.
+///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
 /// The member is picked by `pddr_reg.page_select`.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct PddrRegPageDataAuto<B = [u8; 248]> {
-    buf: B,
+pub type PddrRegPageDataAuto<B = [u8; 248]> = ViewOf<layouts::PddrRegPageDataAuto, B>;
+impl rt::ViewLayout for layouts::PddrRegPageDataAuto {
+    const NAME: &'static str = "pddr_reg_page_data_auto";
+    const TYPE: &'static str = "PddrRegPageDataAuto";
+    const SIZE: usize = 248;
+    type Array = [u8; 248];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        rt::reflect::debug_union(f, &PDDR_REG_PAGE_DATA_AUTO_ACCESS, buf)
+    }
 }
-crate::__prm_view!(PddrRegPageDataAuto, "pddr_reg_page_data_auto", 248);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(PddrRegPageDataAuto);
+impl rt::FixedLayout for layouts::PddrRegPageDataAuto {}
 impl<B: rt::Bytes> PddrRegPageDataAuto<B> {
     /// Troubleshooting page (page_select 1).
     /// The bytes read as `pddr_troubleshooting_page`. Selected by 0x1.
@@ -1765,12 +1793,6 @@ pub enum PddrRegPageDataAutoRef<S> {
     #[allow(missing_docs)]
     PddrTroubleshootingPage(PddrTroubleshootingPage<S>),
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for PddrRegPageDataAuto<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        rt::reflect::debug_union(f, &PDDR_REG_PAGE_DATA_AUTO_ACCESS, &self.buf)
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// The members of union `pddr_reg_page_data_auto` and the field that selects one: what the decoding `Debug` and generic tools read.
 pub const PDDR_REG_PAGE_DATA_AUTO_ACCESS: rt::reflect::UnionAccess = rt::reflect::UnionAccess {
@@ -1796,17 +1818,31 @@ pub const PDDR_REG_PAGE_DATA_AUTO_ACCESS: rt::reflect::UnionAccess = rt::reflect
 /// The status opcode of the troubleshooting page, in the form of the group asked for.
 ///
 /// PRM union `pddr_troubleshooting_page_status_opcode_auto`: 0x4 bytes, read as one of its members.
+///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
 /// The member is picked by `pddr_troubleshooting_page.group_opcode`.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct PddrTroubleshootingPageStatusOpcodeAuto<B = [u8; 4]> {
-    buf: B,
+pub type PddrTroubleshootingPageStatusOpcodeAuto<B = [u8; 4]> = ViewOf<
+    layouts::PddrTroubleshootingPageStatusOpcodeAuto,
+    B,
+>;
+impl rt::ViewLayout for layouts::PddrTroubleshootingPageStatusOpcodeAuto {
+    const NAME: &'static str = "pddr_troubleshooting_page_status_opcode_auto";
+    const TYPE: &'static str = "PddrTroubleshootingPageStatusOpcodeAuto";
+    const SIZE: usize = 4;
+    type Array = [u8; 4];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        rt::reflect::debug_union(
+            f,
+            &PDDR_TROUBLESHOOTING_PAGE_STATUS_OPCODE_AUTO_ACCESS,
+            buf,
+        )
+    }
 }
-crate::__prm_view!(
-    PddrTroubleshootingPageStatusOpcodeAuto,
-    "pddr_troubleshooting_page_status_opcode_auto", 4
-);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(PddrTroubleshootingPageStatusOpcodeAuto);
+impl rt::FixedLayout for layouts::PddrTroubleshootingPageStatusOpcodeAuto {}
 impl<B: rt::Bytes> PddrTroubleshootingPageStatusOpcodeAuto<B> {
     /// Link monitor group.
     /// The bytes read as `pddr_monitor_opcode`. Selected by 0x0.
@@ -1888,16 +1924,6 @@ impl<B: rt::BytesMut> PddrTroubleshootingPageStatusOpcodeAuto<B> {
 pub enum PddrTroubleshootingPageStatusOpcodeAutoRef<S> {
     #[allow(missing_docs)]
     PddrMonitorOpcode(PddrMonitorOpcode<S>),
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for PddrTroubleshootingPageStatusOpcodeAuto<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        rt::reflect::debug_union(
-            f,
-            &PDDR_TROUBLESHOOTING_PAGE_STATUS_OPCODE_AUTO_ACCESS,
-            &self.buf,
-        )
-    }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// The members of union `pddr_troubleshooting_page_status_opcode_auto` and the field that selects one: what the decoding `Debug` and generic tools read.

@@ -1040,6 +1040,8 @@ impl ::core::convert::From<QpOptParam> for u32 {
 ///
 /// PRM layout `create_qp_in`: 0x110 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
@@ -1054,13 +1056,20 @@ impl ::core::convert::From<QpOptParam> for u32 {
 /// | 0x108 | 31:0 | `wq_umem_id` |
 /// | 0x10c | 31 | `wq_umem_valid` |
 /// | 0x110 | … | `pas[]` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct CreateQpIn<B = [u8; 272]> {
-    buf: B,
+pub type CreateQpIn<B = [u8; 272]> = ViewOf<layouts::CreateQpIn, B>;
+impl rt::ViewLayout for layouts::CreateQpIn {
+    const NAME: &'static str = "create_qp_in";
+    const TYPE: &'static str = "CreateQpIn";
+    const SIZE: usize = 272;
+    type Array = [u8; 272];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&CREATE_QP_IN_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(CreateQpIn, "create_qp_in", 272, runs_on);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(CreateQpIn);
 impl CreateQpIn<[u8; 272]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -1290,15 +1299,6 @@ impl<B: rt::BytesMut> CreateQpIn<B> {
         Ok(())
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for CreateQpIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&CREATE_QP_IN_ACCESS, &self.buf),
-            f,
-        )
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `create_qp_in`: what the decoding `Debug` shows and generic tools read.
 pub const CREATE_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -1515,6 +1515,8 @@ pub const CREATE_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
 ///
 /// PRM layout `qpc`: 0xe8 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:28 | `state` |
@@ -1589,13 +1591,21 @@ pub const CREATE_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
 /// | 0xc4 | 7:0 | `cs_res` |
 /// | 0xc8 | 63:0 | `dc_access_key` |
 /// | 0xd0 | 28 | `dbr_umem_valid` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct Qpc<B = [u8; 232]> {
-    buf: B,
+pub type Qpc<B = [u8; 232]> = ViewOf<layouts::Qpc, B>;
+impl rt::ViewLayout for layouts::Qpc {
+    const NAME: &'static str = "qpc";
+    const TYPE: &'static str = "Qpc";
+    const SIZE: usize = 232;
+    type Array = [u8; 232];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&QPC_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(Qpc, "qpc", 232);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(Qpc);
+impl rt::FixedLayout for layouts::Qpc {}
 impl Qpc<[u8; 232]> {
     /// Position of `state`.
     pub const STATE: rt::Field = rt::Field::new("state", 0, 4);
@@ -3161,12 +3171,6 @@ impl<B: rt::BytesMut> Qpc<B> {
         rt::set32(&mut self.buf, 208, 28, 0x1, u32::from(u8::from(v)))
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for Qpc<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&QPC_ACCESS, &self.buf), f)
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `qpc`: what the decoding `Debug` shows and generic tools read.
 pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -4434,6 +4438,8 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
 ///
 /// PRM layout `ads`: 0x2c bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31 | `fl` |
@@ -4462,13 +4468,21 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
 /// | 0x24 | 23:16 | `vhca_port_num` |
 /// | 0x24 | 15:0 | `rmac_47_32` |
 /// | 0x28 | 31:0 | `rmac_31_0` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct Ads<B = [u8; 44]> {
-    buf: B,
+pub type Ads<B = [u8; 44]> = ViewOf<layouts::Ads, B>;
+impl rt::ViewLayout for layouts::Ads {
+    const NAME: &'static str = "ads";
+    const TYPE: &'static str = "Ads";
+    const SIZE: usize = 44;
+    type Array = [u8; 44];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&ADS_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(Ads, "ads", 44);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(Ads);
+impl rt::FixedLayout for layouts::Ads {}
 impl Ads<[u8; 44]> {
     /// Position of `fl`.
     pub const FL: rt::Field = rt::Field::new("fl", 0, 1);
@@ -4932,12 +4946,6 @@ impl<B: rt::BytesMut> Ads<B> {
         self.buf.write_be32(40, v)
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for Ads<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&ADS_ACCESS, &self.buf), f)
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `ads`: what the decoding `Debug` shows and generic tools read.
 pub const ADS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -5362,19 +5370,32 @@ pub const ADS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
 ///
 /// PRM layout `create_qp_out`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
 /// | 0x08 | 23:0 | `qpn` |
 /// | 0x0c | 31:0 | `ece` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct CreateQpOut<B = [u8; 16]> {
-    buf: B,
+pub type CreateQpOut<B = [u8; 16]> = ViewOf<layouts::CreateQpOut, B>;
+impl rt::ViewLayout for layouts::CreateQpOut {
+    const NAME: &'static str = "create_qp_out";
+    const TYPE: &'static str = "CreateQpOut";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&CREATE_QP_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(CreateQpOut, "create_qp_out", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(CreateQpOut);
+impl rt::FixedLayout for layouts::CreateQpOut {}
 impl CreateQpOut<[u8; 16]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -5452,15 +5473,6 @@ impl<B: rt::BytesMut> CreateQpOut<B> {
     #[inline]
     pub fn set_ece(&mut self, v: u32) {
         self.buf.write_be32(12, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for CreateQpOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&CREATE_QP_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -5543,19 +5555,32 @@ pub const CREATE_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
 ///
 /// PRM layout `destroy_qp_in`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
 /// | 0x00 | 15:0 | `uid` |
 /// | 0x04 | 15:0 | `op_mod` |
 /// | 0x08 | 23:0 | `qpn` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct DestroyQpIn<B = [u8; 16]> {
-    buf: B,
+pub type DestroyQpIn<B = [u8; 16]> = ViewOf<layouts::DestroyQpIn, B>;
+impl rt::ViewLayout for layouts::DestroyQpIn {
+    const NAME: &'static str = "destroy_qp_in";
+    const TYPE: &'static str = "DestroyQpIn";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DESTROY_QP_IN_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(DestroyQpIn, "destroy_qp_in", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(DestroyQpIn);
+impl rt::FixedLayout for layouts::DestroyQpIn {}
 impl DestroyQpIn<[u8; 16]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -5631,15 +5656,6 @@ impl<B: rt::BytesMut> DestroyQpIn<B> {
         rt::check_fits("qpn", u64::from(v), 0xffffff)?;
         self.set_qpn(v);
         Ok(())
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for DestroyQpIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&DESTROY_QP_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -5721,17 +5737,30 @@ pub const DESTROY_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
 ///
 /// PRM layout `destroy_qp_out`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct DestroyQpOut<B = [u8; 16]> {
-    buf: B,
+pub type DestroyQpOut<B = [u8; 16]> = ViewOf<layouts::DestroyQpOut, B>;
+impl rt::ViewLayout for layouts::DestroyQpOut {
+    const NAME: &'static str = "destroy_qp_out";
+    const TYPE: &'static str = "DestroyQpOut";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DESTROY_QP_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(DestroyQpOut, "destroy_qp_out", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(DestroyQpOut);
+impl rt::FixedLayout for layouts::DestroyQpOut {}
 impl DestroyQpOut<[u8; 16]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -5768,15 +5797,6 @@ impl<B: rt::BytesMut> DestroyQpOut<B> {
     #[inline]
     pub fn set_syndrome(&mut self, v: u32) {
         self.buf.write_be32(4, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for DestroyQpOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&DESTROY_QP_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -5828,19 +5848,29 @@ pub const DESTROY_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
 ///
 /// PRM layout `query_qp_in`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
 /// | 0x04 | 15:0 | `op_mod` |
 /// | 0x08 | 31 | `qpc_ext` |
 /// | 0x08 | 23:0 | `qpn` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct QueryQpIn<B = [u8; 16]> {
-    buf: B,
+pub type QueryQpIn<B = [u8; 16]> = ViewOf<layouts::QueryQpIn, B>;
+impl rt::ViewLayout for layouts::QueryQpIn {
+    const NAME: &'static str = "query_qp_in";
+    const TYPE: &'static str = "QueryQpIn";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&QUERY_QP_IN_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(QueryQpIn, "query_qp_in", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(QueryQpIn);
+impl rt::FixedLayout for layouts::QueryQpIn {}
 impl QueryQpIn<[u8; 16]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -5918,15 +5948,6 @@ impl<B: rt::BytesMut> QueryQpIn<B> {
         rt::check_fits("qpn", u64::from(v), 0xffffff)?;
         self.set_qpn(v);
         Ok(())
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for QueryQpIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&QUERY_QP_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -6008,6 +6029,8 @@ pub const QUERY_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
 ///
 /// PRM layout `query_qp_out`: 0x110 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
@@ -6016,13 +6039,20 @@ pub const QUERY_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
 /// | 0x14 | 31:0 | `ece` |
 /// | 0x18..0x100 | — | `qpc` |
 /// | 0x110 | … | `pas[]` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct QueryQpOut<B = [u8; 272]> {
-    buf: B,
+pub type QueryQpOut<B = [u8; 272]> = ViewOf<layouts::QueryQpOut, B>;
+impl rt::ViewLayout for layouts::QueryQpOut {
+    const NAME: &'static str = "query_qp_out";
+    const TYPE: &'static str = "QueryQpOut";
+    const SIZE: usize = 272;
+    type Array = [u8; 272];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&QUERY_QP_OUT_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(QueryQpOut, "query_qp_out", 272, runs_on);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(QueryQpOut);
 impl QueryQpOut<[u8; 272]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -6152,15 +6182,6 @@ impl<B: rt::BytesMut> QueryQpOut<B> {
         Ok(())
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for QueryQpOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&QUERY_QP_OUT_ACCESS, &self.buf),
-            f,
-        )
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `query_qp_out`: what the decoding `Debug` shows and generic tools read.
 pub const QUERY_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -6286,6 +6307,8 @@ pub const QUERY_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
 ///
 /// PRM layout `rst2init_qp_in`: 0x110 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
@@ -6295,13 +6318,24 @@ pub const QUERY_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
 /// | 0x10 | 31:0 | `opt_param_mask` |
 /// | 0x14 | 31:0 | `ece` |
 /// | 0x18..0x100 | — | `qpc` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct Rst2initQpIn<B = [u8; 272]> {
-    buf: B,
+pub type Rst2initQpIn<B = [u8; 272]> = ViewOf<layouts::Rst2initQpIn, B>;
+impl rt::ViewLayout for layouts::Rst2initQpIn {
+    const NAME: &'static str = "rst2init_qp_in";
+    const TYPE: &'static str = "Rst2initQpIn";
+    const SIZE: usize = 272;
+    type Array = [u8; 272];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&RST2INIT_QP_IN_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(Rst2initQpIn, "rst2init_qp_in", 272);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(Rst2initQpIn);
+impl rt::FixedLayout for layouts::Rst2initQpIn {}
 impl Rst2initQpIn<[u8; 272]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -6422,15 +6456,6 @@ impl<B: rt::BytesMut> Rst2initQpIn<B> {
     #[inline]
     pub fn qpc_mut(&mut self) -> Qpc<B::SubMut<'_>> {
         Qpc::new_unchecked(self.buf.sub_mut(24, 232))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for Rst2initQpIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&RST2INIT_QP_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -6573,18 +6598,31 @@ pub const RST2INIT_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
 ///
 /// PRM layout `rst2init_qp_out`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
 /// | 0x0c | 31:0 | `ece` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct Rst2initQpOut<B = [u8; 16]> {
-    buf: B,
+pub type Rst2initQpOut<B = [u8; 16]> = ViewOf<layouts::Rst2initQpOut, B>;
+impl rt::ViewLayout for layouts::Rst2initQpOut {
+    const NAME: &'static str = "rst2init_qp_out";
+    const TYPE: &'static str = "Rst2initQpOut";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&RST2INIT_QP_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(Rst2initQpOut, "rst2init_qp_out", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(Rst2initQpOut);
+impl rt::FixedLayout for layouts::Rst2initQpOut {}
 impl Rst2initQpOut<[u8; 16]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -6635,15 +6673,6 @@ impl<B: rt::BytesMut> Rst2initQpOut<B> {
     #[inline]
     pub fn set_ece(&mut self, v: u32) {
         self.buf.write_be32(12, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for Rst2initQpOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&RST2INIT_QP_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -6711,6 +6740,8 @@ pub const RST2INIT_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
 ///
 /// PRM layout `init2init_qp_in`: 0x110 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
@@ -6720,13 +6751,24 @@ pub const RST2INIT_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
 /// | 0x10 | 31:0 | `opt_param_mask` |
 /// | 0x14 | 31:0 | `ece` |
 /// | 0x18..0x100 | — | `qpc` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct Init2initQpIn<B = [u8; 272]> {
-    buf: B,
+pub type Init2initQpIn<B = [u8; 272]> = ViewOf<layouts::Init2initQpIn, B>;
+impl rt::ViewLayout for layouts::Init2initQpIn {
+    const NAME: &'static str = "init2init_qp_in";
+    const TYPE: &'static str = "Init2initQpIn";
+    const SIZE: usize = 272;
+    type Array = [u8; 272];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&INIT2INIT_QP_IN_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(Init2initQpIn, "init2init_qp_in", 272);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(Init2initQpIn);
+impl rt::FixedLayout for layouts::Init2initQpIn {}
 impl Init2initQpIn<[u8; 272]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -6847,15 +6889,6 @@ impl<B: rt::BytesMut> Init2initQpIn<B> {
     #[inline]
     pub fn qpc_mut(&mut self) -> Qpc<B::SubMut<'_>> {
         Qpc::new_unchecked(self.buf.sub_mut(24, 232))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for Init2initQpIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&INIT2INIT_QP_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -6998,18 +7031,31 @@ pub const INIT2INIT_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
 ///
 /// PRM layout `init2init_qp_out`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
 /// | 0x0c | 31:0 | `ece` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct Init2initQpOut<B = [u8; 16]> {
-    buf: B,
+pub type Init2initQpOut<B = [u8; 16]> = ViewOf<layouts::Init2initQpOut, B>;
+impl rt::ViewLayout for layouts::Init2initQpOut {
+    const NAME: &'static str = "init2init_qp_out";
+    const TYPE: &'static str = "Init2initQpOut";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&INIT2INIT_QP_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(Init2initQpOut, "init2init_qp_out", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(Init2initQpOut);
+impl rt::FixedLayout for layouts::Init2initQpOut {}
 impl Init2initQpOut<[u8; 16]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -7060,15 +7106,6 @@ impl<B: rt::BytesMut> Init2initQpOut<B> {
     #[inline]
     pub fn set_ece(&mut self, v: u32) {
         self.buf.write_be32(12, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for Init2initQpOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&INIT2INIT_QP_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -7136,6 +7173,8 @@ pub const INIT2INIT_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
 ///
 /// PRM layout `init2rtr_qp_in`: 0x110 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
@@ -7145,13 +7184,24 @@ pub const INIT2INIT_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
 /// | 0x10 | 31:0 | `opt_param_mask` |
 /// | 0x14 | 31:0 | `ece` |
 /// | 0x18..0x100 | — | `qpc` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct Init2rtrQpIn<B = [u8; 272]> {
-    buf: B,
+pub type Init2rtrQpIn<B = [u8; 272]> = ViewOf<layouts::Init2rtrQpIn, B>;
+impl rt::ViewLayout for layouts::Init2rtrQpIn {
+    const NAME: &'static str = "init2rtr_qp_in";
+    const TYPE: &'static str = "Init2rtrQpIn";
+    const SIZE: usize = 272;
+    type Array = [u8; 272];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&INIT2RTR_QP_IN_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(Init2rtrQpIn, "init2rtr_qp_in", 272);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(Init2rtrQpIn);
+impl rt::FixedLayout for layouts::Init2rtrQpIn {}
 impl Init2rtrQpIn<[u8; 272]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -7272,15 +7322,6 @@ impl<B: rt::BytesMut> Init2rtrQpIn<B> {
     #[inline]
     pub fn qpc_mut(&mut self) -> Qpc<B::SubMut<'_>> {
         Qpc::new_unchecked(self.buf.sub_mut(24, 232))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for Init2rtrQpIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&INIT2RTR_QP_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -7423,18 +7464,31 @@ pub const INIT2RTR_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
 ///
 /// PRM layout `init2rtr_qp_out`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
 /// | 0x0c | 31:0 | `ece` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct Init2rtrQpOut<B = [u8; 16]> {
-    buf: B,
+pub type Init2rtrQpOut<B = [u8; 16]> = ViewOf<layouts::Init2rtrQpOut, B>;
+impl rt::ViewLayout for layouts::Init2rtrQpOut {
+    const NAME: &'static str = "init2rtr_qp_out";
+    const TYPE: &'static str = "Init2rtrQpOut";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&INIT2RTR_QP_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(Init2rtrQpOut, "init2rtr_qp_out", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(Init2rtrQpOut);
+impl rt::FixedLayout for layouts::Init2rtrQpOut {}
 impl Init2rtrQpOut<[u8; 16]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -7485,15 +7539,6 @@ impl<B: rt::BytesMut> Init2rtrQpOut<B> {
     #[inline]
     pub fn set_ece(&mut self, v: u32) {
         self.buf.write_be32(12, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for Init2rtrQpOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&INIT2RTR_QP_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -7561,6 +7606,8 @@ pub const INIT2RTR_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
 ///
 /// PRM layout `rtr2rts_qp_in`: 0x110 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
@@ -7570,13 +7617,24 @@ pub const INIT2RTR_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
 /// | 0x10 | 31:0 | `opt_param_mask` |
 /// | 0x14 | 31:0 | `ece` |
 /// | 0x18..0x100 | — | `qpc` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct Rtr2rtsQpIn<B = [u8; 272]> {
-    buf: B,
+pub type Rtr2rtsQpIn<B = [u8; 272]> = ViewOf<layouts::Rtr2rtsQpIn, B>;
+impl rt::ViewLayout for layouts::Rtr2rtsQpIn {
+    const NAME: &'static str = "rtr2rts_qp_in";
+    const TYPE: &'static str = "Rtr2rtsQpIn";
+    const SIZE: usize = 272;
+    type Array = [u8; 272];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&RTR2RTS_QP_IN_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(Rtr2rtsQpIn, "rtr2rts_qp_in", 272);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(Rtr2rtsQpIn);
+impl rt::FixedLayout for layouts::Rtr2rtsQpIn {}
 impl Rtr2rtsQpIn<[u8; 272]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -7697,15 +7755,6 @@ impl<B: rt::BytesMut> Rtr2rtsQpIn<B> {
     #[inline]
     pub fn qpc_mut(&mut self) -> Qpc<B::SubMut<'_>> {
         Qpc::new_unchecked(self.buf.sub_mut(24, 232))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for Rtr2rtsQpIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&RTR2RTS_QP_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -7846,18 +7895,31 @@ pub const RTR2RTS_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
 ///
 /// PRM layout `rtr2rts_qp_out`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
 /// | 0x0c | 31:0 | `ece` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct Rtr2rtsQpOut<B = [u8; 16]> {
-    buf: B,
+pub type Rtr2rtsQpOut<B = [u8; 16]> = ViewOf<layouts::Rtr2rtsQpOut, B>;
+impl rt::ViewLayout for layouts::Rtr2rtsQpOut {
+    const NAME: &'static str = "rtr2rts_qp_out";
+    const TYPE: &'static str = "Rtr2rtsQpOut";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&RTR2RTS_QP_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(Rtr2rtsQpOut, "rtr2rts_qp_out", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(Rtr2rtsQpOut);
+impl rt::FixedLayout for layouts::Rtr2rtsQpOut {}
 impl Rtr2rtsQpOut<[u8; 16]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -7908,15 +7970,6 @@ impl<B: rt::BytesMut> Rtr2rtsQpOut<B> {
     #[inline]
     pub fn set_ece(&mut self, v: u32) {
         self.buf.write_be32(12, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for Rtr2rtsQpOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&RTR2RTS_QP_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -7984,6 +8037,8 @@ pub const RTR2RTS_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
 ///
 /// PRM layout `rts2rts_qp_in`: 0x110 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
@@ -7993,13 +8048,24 @@ pub const RTR2RTS_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
 /// | 0x10 | 31:0 | `opt_param_mask` |
 /// | 0x14 | 31:0 | `ece` |
 /// | 0x18..0x100 | — | `qpc` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct Rts2rtsQpIn<B = [u8; 272]> {
-    buf: B,
+pub type Rts2rtsQpIn<B = [u8; 272]> = ViewOf<layouts::Rts2rtsQpIn, B>;
+impl rt::ViewLayout for layouts::Rts2rtsQpIn {
+    const NAME: &'static str = "rts2rts_qp_in";
+    const TYPE: &'static str = "Rts2rtsQpIn";
+    const SIZE: usize = 272;
+    type Array = [u8; 272];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&RTS2RTS_QP_IN_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(Rts2rtsQpIn, "rts2rts_qp_in", 272);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(Rts2rtsQpIn);
+impl rt::FixedLayout for layouts::Rts2rtsQpIn {}
 impl Rts2rtsQpIn<[u8; 272]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -8120,15 +8186,6 @@ impl<B: rt::BytesMut> Rts2rtsQpIn<B> {
     #[inline]
     pub fn qpc_mut(&mut self) -> Qpc<B::SubMut<'_>> {
         Qpc::new_unchecked(self.buf.sub_mut(24, 232))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for Rts2rtsQpIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&RTS2RTS_QP_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -8269,18 +8326,31 @@ pub const RTS2RTS_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
 ///
 /// PRM layout `rts2rts_qp_out`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
 /// | 0x0c | 31:0 | `ece` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct Rts2rtsQpOut<B = [u8; 16]> {
-    buf: B,
+pub type Rts2rtsQpOut<B = [u8; 16]> = ViewOf<layouts::Rts2rtsQpOut, B>;
+impl rt::ViewLayout for layouts::Rts2rtsQpOut {
+    const NAME: &'static str = "rts2rts_qp_out";
+    const TYPE: &'static str = "Rts2rtsQpOut";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&RTS2RTS_QP_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(Rts2rtsQpOut, "rts2rts_qp_out", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(Rts2rtsQpOut);
+impl rt::FixedLayout for layouts::Rts2rtsQpOut {}
 impl Rts2rtsQpOut<[u8; 16]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -8331,15 +8401,6 @@ impl<B: rt::BytesMut> Rts2rtsQpOut<B> {
     #[inline]
     pub fn set_ece(&mut self, v: u32) {
         self.buf.write_be32(12, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for Rts2rtsQpOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&RTS2RTS_QP_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -8407,6 +8468,8 @@ pub const RTS2RTS_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
 ///
 /// PRM layout `sqerr2rts_qp_in`: 0x110 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
@@ -8415,13 +8478,24 @@ pub const RTS2RTS_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
 /// | 0x08 | 23:0 | `qpn` |
 /// | 0x10 | 31:0 | `opt_param_mask` |
 /// | 0x18..0x100 | — | `qpc` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct Sqerr2rtsQpIn<B = [u8; 272]> {
-    buf: B,
+pub type Sqerr2rtsQpIn<B = [u8; 272]> = ViewOf<layouts::Sqerr2rtsQpIn, B>;
+impl rt::ViewLayout for layouts::Sqerr2rtsQpIn {
+    const NAME: &'static str = "sqerr2rts_qp_in";
+    const TYPE: &'static str = "Sqerr2rtsQpIn";
+    const SIZE: usize = 272;
+    type Array = [u8; 272];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&SQERR2RTS_QP_IN_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(Sqerr2rtsQpIn, "sqerr2rts_qp_in", 272);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(Sqerr2rtsQpIn);
+impl rt::FixedLayout for layouts::Sqerr2rtsQpIn {}
 impl Sqerr2rtsQpIn<[u8; 272]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -8527,15 +8601,6 @@ impl<B: rt::BytesMut> Sqerr2rtsQpIn<B> {
     #[inline]
     pub fn qpc_mut(&mut self) -> Qpc<B::SubMut<'_>> {
         Qpc::new_unchecked(self.buf.sub_mut(24, 232))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for Sqerr2rtsQpIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&SQERR2RTS_QP_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -8663,17 +8728,30 @@ pub const SQERR2RTS_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
 ///
 /// PRM layout `sqerr2rts_qp_out`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct Sqerr2rtsQpOut<B = [u8; 16]> {
-    buf: B,
+pub type Sqerr2rtsQpOut<B = [u8; 16]> = ViewOf<layouts::Sqerr2rtsQpOut, B>;
+impl rt::ViewLayout for layouts::Sqerr2rtsQpOut {
+    const NAME: &'static str = "sqerr2rts_qp_out";
+    const TYPE: &'static str = "Sqerr2rtsQpOut";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&SQERR2RTS_QP_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(Sqerr2rtsQpOut, "sqerr2rts_qp_out", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(Sqerr2rtsQpOut);
+impl rt::FixedLayout for layouts::Sqerr2rtsQpOut {}
 impl Sqerr2rtsQpOut<[u8; 16]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -8710,15 +8788,6 @@ impl<B: rt::BytesMut> Sqerr2rtsQpOut<B> {
     #[inline]
     pub fn set_syndrome(&mut self, v: u32) {
         self.buf.write_be32(4, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for Sqerr2rtsQpOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&SQERR2RTS_QP_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -8770,19 +8839,29 @@ pub const SQERR2RTS_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
 ///
 /// PRM layout `qp_2err_in`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
 /// | 0x00 | 15:0 | `uid` |
 /// | 0x04 | 15:0 | `op_mod` |
 /// | 0x08 | 23:0 | `qpn` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct Qp2errIn<B = [u8; 16]> {
-    buf: B,
+pub type Qp2errIn<B = [u8; 16]> = ViewOf<layouts::Qp2errIn, B>;
+impl rt::ViewLayout for layouts::Qp2errIn {
+    const NAME: &'static str = "qp_2err_in";
+    const TYPE: &'static str = "Qp2errIn";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&QP_2ERR_IN_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(Qp2errIn, "qp_2err_in", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(Qp2errIn);
+impl rt::FixedLayout for layouts::Qp2errIn {}
 impl Qp2errIn<[u8; 16]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -8858,15 +8937,6 @@ impl<B: rt::BytesMut> Qp2errIn<B> {
         rt::check_fits("qpn", u64::from(v), 0xffffff)?;
         self.set_qpn(v);
         Ok(())
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for Qp2errIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&QP_2ERR_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -8948,17 +9018,27 @@ pub const QP_2ERR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
 ///
 /// PRM layout `qp_2err_out`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct Qp2errOut<B = [u8; 16]> {
-    buf: B,
+pub type Qp2errOut<B = [u8; 16]> = ViewOf<layouts::Qp2errOut, B>;
+impl rt::ViewLayout for layouts::Qp2errOut {
+    const NAME: &'static str = "qp_2err_out";
+    const TYPE: &'static str = "Qp2errOut";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&QP_2ERR_OUT_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(Qp2errOut, "qp_2err_out", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(Qp2errOut);
+impl rt::FixedLayout for layouts::Qp2errOut {}
 impl Qp2errOut<[u8; 16]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -8995,15 +9075,6 @@ impl<B: rt::BytesMut> Qp2errOut<B> {
     #[inline]
     pub fn set_syndrome(&mut self, v: u32) {
         self.buf.write_be32(4, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for Qp2errOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&QP_2ERR_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -9053,19 +9124,29 @@ pub const QP_2ERR_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
 ///
 /// PRM layout `qp_2rst_in`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
 /// | 0x00 | 15:0 | `uid` |
 /// | 0x04 | 15:0 | `op_mod` |
 /// | 0x08 | 23:0 | `qpn` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct Qp2rstIn<B = [u8; 16]> {
-    buf: B,
+pub type Qp2rstIn<B = [u8; 16]> = ViewOf<layouts::Qp2rstIn, B>;
+impl rt::ViewLayout for layouts::Qp2rstIn {
+    const NAME: &'static str = "qp_2rst_in";
+    const TYPE: &'static str = "Qp2rstIn";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&QP_2RST_IN_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(Qp2rstIn, "qp_2rst_in", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(Qp2rstIn);
+impl rt::FixedLayout for layouts::Qp2rstIn {}
 impl Qp2rstIn<[u8; 16]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -9141,15 +9222,6 @@ impl<B: rt::BytesMut> Qp2rstIn<B> {
         rt::check_fits("qpn", u64::from(v), 0xffffff)?;
         self.set_qpn(v);
         Ok(())
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for Qp2rstIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&QP_2RST_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -9231,17 +9303,27 @@ pub const QP_2RST_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
 ///
 /// PRM layout `qp_2rst_out`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct Qp2rstOut<B = [u8; 16]> {
-    buf: B,
+pub type Qp2rstOut<B = [u8; 16]> = ViewOf<layouts::Qp2rstOut, B>;
+impl rt::ViewLayout for layouts::Qp2rstOut {
+    const NAME: &'static str = "qp_2rst_out";
+    const TYPE: &'static str = "Qp2rstOut";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&QP_2RST_OUT_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(Qp2rstOut, "qp_2rst_out", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(Qp2rstOut);
+impl rt::FixedLayout for layouts::Qp2rstOut {}
 impl Qp2rstOut<[u8; 16]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -9278,15 +9360,6 @@ impl<B: rt::BytesMut> Qp2rstOut<B> {
     #[inline]
     pub fn set_syndrome(&mut self, v: u32) {
         self.buf.write_be32(4, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for Qp2rstOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&QP_2RST_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]

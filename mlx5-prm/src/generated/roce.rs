@@ -144,6 +144,8 @@ impl ::core::convert::From<RoceVersion> for u8 {
 ///
 /// PRM layout `roce_addr_layout`: 0x20 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00..0x10 | — | `source_l3_address` |
@@ -153,13 +155,24 @@ impl ::core::convert::From<RoceVersion> for u8 {
 /// | 0x14 | 31:0 | `source_mac_31_0` |
 /// | 0x18 | 11:8 | `roce_l3_type` |
 /// | 0x18 | 7:0 | `roce_version` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct RoceAddrLayout<B = [u8; 32]> {
-    buf: B,
+pub type RoceAddrLayout<B = [u8; 32]> = ViewOf<layouts::RoceAddrLayout, B>;
+impl rt::ViewLayout for layouts::RoceAddrLayout {
+    const NAME: &'static str = "roce_addr_layout";
+    const TYPE: &'static str = "RoceAddrLayout";
+    const SIZE: usize = 32;
+    type Array = [u8; 32];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&ROCE_ADDR_LAYOUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(RoceAddrLayout, "roce_addr_layout", 32);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(RoceAddrLayout);
+impl rt::FixedLayout for layouts::RoceAddrLayout {}
 impl RoceAddrLayout<[u8; 32]> {
     /// Position of `source_l3_address`.
     pub const SOURCE_L3_ADDRESS: rt::Field = rt::Field::new("source_l3_address", 0, 128);
@@ -318,15 +331,6 @@ impl<B: rt::BytesMut> RoceAddrLayout<B> {
         rt::set32(&mut self.buf, 24, 0, 0xff, u32::from(v))
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for RoceAddrLayout<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&ROCE_ADDR_LAYOUT_ACCESS, &self.buf),
-            f,
-        )
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `roce_addr_layout`: what the decoding `Debug` shows and generic tools read.
 pub const ROCE_ADDR_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -467,6 +471,8 @@ pub const ROCE_ADDR_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
 ///
 /// PRM layout `set_roce_address_in`: 0x30 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
@@ -474,13 +480,24 @@ pub const ROCE_ADDR_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
 /// | 0x08 | 31:16 | `roce_address_index` |
 /// | 0x08 | 3:0 | `vhca_port_num` |
 /// | 0x10..0x30 | — | `roce_address` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct SetRoceAddressIn<B = [u8; 48]> {
-    buf: B,
+pub type SetRoceAddressIn<B = [u8; 48]> = ViewOf<layouts::SetRoceAddressIn, B>;
+impl rt::ViewLayout for layouts::SetRoceAddressIn {
+    const NAME: &'static str = "set_roce_address_in";
+    const TYPE: &'static str = "SetRoceAddressIn";
+    const SIZE: usize = 48;
+    type Array = [u8; 48];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&SET_ROCE_ADDRESS_IN_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(SetRoceAddressIn, "set_roce_address_in", 48);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(SetRoceAddressIn);
+impl rt::FixedLayout for layouts::SetRoceAddressIn {}
 impl SetRoceAddressIn<[u8; 48]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -577,15 +594,6 @@ impl<B: rt::BytesMut> SetRoceAddressIn<B> {
     #[inline]
     pub fn roce_address_mut(&mut self) -> RoceAddrLayout<B::SubMut<'_>> {
         RoceAddrLayout::new_unchecked(self.buf.sub_mut(16, 32))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for SetRoceAddressIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&SET_ROCE_ADDRESS_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -689,17 +697,30 @@ pub const SET_ROCE_ADDRESS_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
 ///
 /// PRM layout `set_roce_address_out`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct SetRoceAddressOut<B = [u8; 16]> {
-    buf: B,
+pub type SetRoceAddressOut<B = [u8; 16]> = ViewOf<layouts::SetRoceAddressOut, B>;
+impl rt::ViewLayout for layouts::SetRoceAddressOut {
+    const NAME: &'static str = "set_roce_address_out";
+    const TYPE: &'static str = "SetRoceAddressOut";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&SET_ROCE_ADDRESS_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(SetRoceAddressOut, "set_roce_address_out", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(SetRoceAddressOut);
+impl rt::FixedLayout for layouts::SetRoceAddressOut {}
 impl SetRoceAddressOut<[u8; 16]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -736,15 +757,6 @@ impl<B: rt::BytesMut> SetRoceAddressOut<B> {
     #[inline]
     pub fn set_syndrome(&mut self, v: u32) {
         self.buf.write_be32(4, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for SetRoceAddressOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&SET_ROCE_ADDRESS_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -796,19 +808,32 @@ pub const SET_ROCE_ADDRESS_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
 ///
 /// PRM layout `query_roce_address_in`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
 /// | 0x04 | 15:0 | `op_mod` |
 /// | 0x08 | 31:16 | `roce_address_index` |
 /// | 0x08 | 3:0 | `vhca_port_num` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct QueryRoceAddressIn<B = [u8; 16]> {
-    buf: B,
+pub type QueryRoceAddressIn<B = [u8; 16]> = ViewOf<layouts::QueryRoceAddressIn, B>;
+impl rt::ViewLayout for layouts::QueryRoceAddressIn {
+    const NAME: &'static str = "query_roce_address_in";
+    const TYPE: &'static str = "QueryRoceAddressIn";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QUERY_ROCE_ADDRESS_IN_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(QueryRoceAddressIn, "query_roce_address_in", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(QueryRoceAddressIn);
+impl rt::FixedLayout for layouts::QueryRoceAddressIn {}
 impl QueryRoceAddressIn<[u8; 16]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -890,15 +915,6 @@ impl<B: rt::BytesMut> QueryRoceAddressIn<B> {
         rt::check_fits("vhca_port_num", u64::from(v), 0xf)?;
         self.set_vhca_port_num(v);
         Ok(())
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for QueryRoceAddressIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&QUERY_ROCE_ADDRESS_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -984,18 +1000,31 @@ pub const QUERY_ROCE_ADDRESS_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
 ///
 /// PRM layout `query_roce_address_out`: 0x30 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
 /// | 0x10..0x30 | — | `roce_address` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct QueryRoceAddressOut<B = [u8; 48]> {
-    buf: B,
+pub type QueryRoceAddressOut<B = [u8; 48]> = ViewOf<layouts::QueryRoceAddressOut, B>;
+impl rt::ViewLayout for layouts::QueryRoceAddressOut {
+    const NAME: &'static str = "query_roce_address_out";
+    const TYPE: &'static str = "QueryRoceAddressOut";
+    const SIZE: usize = 48;
+    type Array = [u8; 48];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QUERY_ROCE_ADDRESS_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(QueryRoceAddressOut, "query_roce_address_out", 48);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(QueryRoceAddressOut);
+impl rt::FixedLayout for layouts::QueryRoceAddressOut {}
 impl QueryRoceAddressOut<[u8; 48]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -1050,15 +1079,6 @@ impl<B: rt::BytesMut> QueryRoceAddressOut<B> {
     #[inline]
     pub fn roce_address_mut(&mut self) -> RoceAddrLayout<B::SubMut<'_>> {
         RoceAddrLayout::new_unchecked(self.buf.sub_mut(16, 32))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for QueryRoceAddressOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&QUERY_ROCE_ADDRESS_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]

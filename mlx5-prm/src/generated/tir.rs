@@ -235,19 +235,32 @@ impl ::core::convert::From<RxHashField> for u8 {
 ///
 /// PRM layout `create_tis_in`: 0xc0 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
 /// | 0x00 | 15:0 | `uid` |
 /// | 0x04 | 15:0 | `op_mod` |
 /// | 0x20..0xc0 | — | `ctx` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct CreateTisIn<B = [u8; 192]> {
-    buf: B,
+pub type CreateTisIn<B = [u8; 192]> = ViewOf<layouts::CreateTisIn, B>;
+impl rt::ViewLayout for layouts::CreateTisIn {
+    const NAME: &'static str = "create_tis_in";
+    const TYPE: &'static str = "CreateTisIn";
+    const SIZE: usize = 192;
+    type Array = [u8; 192];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&CREATE_TIS_IN_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(CreateTisIn, "create_tis_in", 192);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(CreateTisIn);
+impl rt::FixedLayout for layouts::CreateTisIn {}
 impl CreateTisIn<[u8; 192]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -315,15 +328,6 @@ impl<B: rt::BytesMut> CreateTisIn<B> {
     #[inline]
     pub fn ctx_mut(&mut self) -> Tisc<B::SubMut<'_>> {
         Tisc::new_unchecked(self.buf.sub_mut(32, 160))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for CreateTisIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&CREATE_TIS_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -415,6 +419,8 @@ pub const CREATE_TIS_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
 ///
 /// PRM layout `tisc`: 0xa0 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31 | `strict_lag_tx_port_affinity` |
@@ -424,13 +430,21 @@ pub const CREATE_TIS_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
 /// | 0x24 | 23:0 | `transport_domain` |
 /// | 0x28 | 23:0 | `underlay_qpn` |
 /// | 0x2c | 23:0 | `pd` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct Tisc<B = [u8; 160]> {
-    buf: B,
+pub type Tisc<B = [u8; 160]> = ViewOf<layouts::Tisc, B>;
+impl rt::ViewLayout for layouts::Tisc {
+    const NAME: &'static str = "tisc";
+    const TYPE: &'static str = "Tisc";
+    const SIZE: usize = 160;
+    type Array = [u8; 160];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&TISC_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(Tisc, "tisc", 160);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(Tisc);
+impl rt::FixedLayout for layouts::Tisc {}
 impl Tisc<[u8; 160]> {
     /// Position of `strict_lag_tx_port_affinity`.
     pub const STRICT_LAG_TX_PORT_AFFINITY: rt::Field = rt::Field::new(
@@ -606,12 +620,6 @@ impl<B: rt::BytesMut> Tisc<B> {
         Ok(())
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for Tisc<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&TISC_ACCESS, &self.buf), f)
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `tisc`: what the decoding `Debug` shows and generic tools read.
 pub const TISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -783,18 +791,31 @@ pub const TISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
 ///
 /// PRM layout `create_tis_out`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
 /// | 0x08 | 23:0 | `tisn` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct CreateTisOut<B = [u8; 16]> {
-    buf: B,
+pub type CreateTisOut<B = [u8; 16]> = ViewOf<layouts::CreateTisOut, B>;
+impl rt::ViewLayout for layouts::CreateTisOut {
+    const NAME: &'static str = "create_tis_out";
+    const TYPE: &'static str = "CreateTisOut";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&CREATE_TIS_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(CreateTisOut, "create_tis_out", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(CreateTisOut);
+impl rt::FixedLayout for layouts::CreateTisOut {}
 impl CreateTisOut<[u8; 16]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -853,15 +874,6 @@ impl<B: rt::BytesMut> CreateTisOut<B> {
         rt::check_fits("tisn", u64::from(v), 0xffffff)?;
         self.set_tisn(v);
         Ok(())
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for CreateTisOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&CREATE_TIS_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -929,19 +941,32 @@ pub const CREATE_TIS_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
 ///
 /// PRM layout `destroy_tis_in`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
 /// | 0x00 | 15:0 | `uid` |
 /// | 0x04 | 15:0 | `op_mod` |
 /// | 0x08 | 23:0 | `tisn` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct DestroyTisIn<B = [u8; 16]> {
-    buf: B,
+pub type DestroyTisIn<B = [u8; 16]> = ViewOf<layouts::DestroyTisIn, B>;
+impl rt::ViewLayout for layouts::DestroyTisIn {
+    const NAME: &'static str = "destroy_tis_in";
+    const TYPE: &'static str = "DestroyTisIn";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DESTROY_TIS_IN_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(DestroyTisIn, "destroy_tis_in", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(DestroyTisIn);
+impl rt::FixedLayout for layouts::DestroyTisIn {}
 impl DestroyTisIn<[u8; 16]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -1017,15 +1042,6 @@ impl<B: rt::BytesMut> DestroyTisIn<B> {
         rt::check_fits("tisn", u64::from(v), 0xffffff)?;
         self.set_tisn(v);
         Ok(())
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for DestroyTisIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&DESTROY_TIS_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -1109,17 +1125,30 @@ pub const DESTROY_TIS_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
 ///
 /// PRM layout `destroy_tis_out`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct DestroyTisOut<B = [u8; 16]> {
-    buf: B,
+pub type DestroyTisOut<B = [u8; 16]> = ViewOf<layouts::DestroyTisOut, B>;
+impl rt::ViewLayout for layouts::DestroyTisOut {
+    const NAME: &'static str = "destroy_tis_out";
+    const TYPE: &'static str = "DestroyTisOut";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DESTROY_TIS_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(DestroyTisOut, "destroy_tis_out", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(DestroyTisOut);
+impl rt::FixedLayout for layouts::DestroyTisOut {}
 impl DestroyTisOut<[u8; 16]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -1156,15 +1185,6 @@ impl<B: rt::BytesMut> DestroyTisOut<B> {
     #[inline]
     pub fn set_syndrome(&mut self, v: u32) {
         self.buf.write_be32(4, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for DestroyTisOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&DESTROY_TIS_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -1216,19 +1236,32 @@ pub const DESTROY_TIS_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
 ///
 /// PRM layout `create_tir_in`: 0x110 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
 /// | 0x00 | 15:0 | `uid` |
 /// | 0x04 | 15:0 | `op_mod` |
 /// | 0x20..0x110 | — | `ctx` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct CreateTirIn<B = [u8; 272]> {
-    buf: B,
+pub type CreateTirIn<B = [u8; 272]> = ViewOf<layouts::CreateTirIn, B>;
+impl rt::ViewLayout for layouts::CreateTirIn {
+    const NAME: &'static str = "create_tir_in";
+    const TYPE: &'static str = "CreateTirIn";
+    const SIZE: usize = 272;
+    type Array = [u8; 272];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&CREATE_TIR_IN_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(CreateTirIn, "create_tir_in", 272);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(CreateTirIn);
+impl rt::FixedLayout for layouts::CreateTirIn {}
 impl CreateTirIn<[u8; 272]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -1296,15 +1329,6 @@ impl<B: rt::BytesMut> CreateTirIn<B> {
     #[inline]
     pub fn ctx_mut(&mut self) -> Tirc<B::SubMut<'_>> {
         Tirc::new_unchecked(self.buf.sub_mut(32, 240))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for CreateTirIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&CREATE_TIR_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -1396,6 +1420,8 @@ pub const CREATE_TIR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
 ///
 /// PRM layout `tirc`: 0xf0 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x04 | 31:28 | `disp_type` |
@@ -1413,13 +1439,21 @@ pub const CREATE_TIR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
 /// | 0x28..0x50 | — | `rx_hash_toeplitz_key[10]` |
 /// | 0x50 | 31:0 | `rx_hash_field_selector_outer` |
 /// | 0x54 | 31:0 | `rx_hash_field_selector_inner` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct Tirc<B = [u8; 240]> {
-    buf: B,
+pub type Tirc<B = [u8; 240]> = ViewOf<layouts::Tirc, B>;
+impl rt::ViewLayout for layouts::Tirc {
+    const NAME: &'static str = "tirc";
+    const TYPE: &'static str = "Tirc";
+    const SIZE: usize = 240;
+    type Array = [u8; 240];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&TIRC_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(Tirc, "tirc", 240);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(Tirc);
+impl rt::FixedLayout for layouts::Tirc {}
 impl Tirc<[u8; 240]> {
     /// Position of `disp_type`.
     pub const DISP_TYPE: rt::Field = rt::Field::new("disp_type", 32, 4);
@@ -1811,12 +1845,6 @@ impl<B: rt::BytesMut> Tirc<B> {
         RxHashFieldSelect::new_unchecked(self.buf.sub_mut(84, 4))
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for Tirc<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&TIRC_ACCESS, &self.buf), f)
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `tirc`: what the decoding `Debug` shows and generic tools read.
 pub const TIRC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -2145,18 +2173,31 @@ pub const TIRC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
 ///
 /// PRM layout `rx_hash_field_select`: 0x4 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31 | `l3_prot_type` |
 /// | 0x00 | 30 | `l4_prot_type` |
 /// | 0x00 | 29:0 | `selected_fields` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct RxHashFieldSelect<B = [u8; 4]> {
-    buf: B,
+pub type RxHashFieldSelect<B = [u8; 4]> = ViewOf<layouts::RxHashFieldSelect, B>;
+impl rt::ViewLayout for layouts::RxHashFieldSelect {
+    const NAME: &'static str = "rx_hash_field_select";
+    const TYPE: &'static str = "RxHashFieldSelect";
+    const SIZE: usize = 4;
+    type Array = [u8; 4];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&RX_HASH_FIELD_SELECT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(RxHashFieldSelect, "rx_hash_field_select", 4);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(RxHashFieldSelect);
+impl rt::FixedLayout for layouts::RxHashFieldSelect {}
 impl RxHashFieldSelect<[u8; 4]> {
     /// Position of `l3_prot_type`.
     pub const L3_PROT_TYPE: rt::Field = rt::Field::new("l3_prot_type", 0, 1);
@@ -2232,15 +2273,6 @@ impl<B: rt::BytesMut> RxHashFieldSelect<B> {
         Ok(())
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for RxHashFieldSelect<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&RX_HASH_FIELD_SELECT_ACCESS, &self.buf),
-            f,
-        )
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `rx_hash_field_select`: what the decoding `Debug` shows and generic tools read.
 pub const RX_HASH_FIELD_SELECT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -2307,6 +2339,8 @@ pub const RX_HASH_FIELD_SELECT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
 ///
 /// PRM layout `create_tir_out`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
@@ -2315,13 +2349,24 @@ pub const RX_HASH_FIELD_SELECT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
 /// | 0x08 | 31:24 | `icm_address_39_32` |
 /// | 0x08 | 23:0 | `tirn` |
 /// | 0x0c | 31:0 | `icm_address_31_0` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct CreateTirOut<B = [u8; 16]> {
-    buf: B,
+pub type CreateTirOut<B = [u8; 16]> = ViewOf<layouts::CreateTirOut, B>;
+impl rt::ViewLayout for layouts::CreateTirOut {
+    const NAME: &'static str = "create_tir_out";
+    const TYPE: &'static str = "CreateTirOut";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&CREATE_TIR_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(CreateTirOut, "create_tir_out", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(CreateTirOut);
+impl rt::FixedLayout for layouts::CreateTirOut {}
 impl CreateTirOut<[u8; 16]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -2446,15 +2491,6 @@ impl<B: rt::BytesMut> CreateTirOut<B> {
         self.buf.write_be32(12, v)
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for CreateTirOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&CREATE_TIR_OUT_ACCESS, &self.buf),
-            f,
-        )
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `create_tir_out`: what the decoding `Debug` shows and generic tools read.
 pub const CREATE_TIR_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -2571,6 +2607,8 @@ pub const CREATE_TIR_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
 ///
 /// PRM layout `modify_tir_in`: 0x110 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
@@ -2579,13 +2617,24 @@ pub const CREATE_TIR_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
 /// | 0x08 | 23:0 | `tirn` |
 /// | 0x10 | 63:0 | `bitmask` |
 /// | 0x20..0x110 | — | `ctx` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct ModifyTirIn<B = [u8; 272]> {
-    buf: B,
+pub type ModifyTirIn<B = [u8; 272]> = ViewOf<layouts::ModifyTirIn, B>;
+impl rt::ViewLayout for layouts::ModifyTirIn {
+    const NAME: &'static str = "modify_tir_in";
+    const TYPE: &'static str = "ModifyTirIn";
+    const SIZE: usize = 272;
+    type Array = [u8; 272];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&MODIFY_TIR_IN_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(ModifyTirIn, "modify_tir_in", 272);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(ModifyTirIn);
+impl rt::FixedLayout for layouts::ModifyTirIn {}
 impl ModifyTirIn<[u8; 272]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -2691,15 +2740,6 @@ impl<B: rt::BytesMut> ModifyTirIn<B> {
     #[inline]
     pub fn ctx_mut(&mut self) -> Tirc<B::SubMut<'_>> {
         Tirc::new_unchecked(self.buf.sub_mut(32, 240))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for ModifyTirIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&MODIFY_TIR_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -2822,18 +2862,31 @@ pub const MODIFY_TIR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
 ///
 /// PRM layout `modify_tir_bitmask`: 0x8 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x04 | 4 | `self_lb_en` |
 /// | 0x04 | 2 | `hash` |
 /// | 0x04 | 0 | `packet_merge` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct ModifyTirBitmask<B = [u8; 8]> {
-    buf: B,
+pub type ModifyTirBitmask<B = [u8; 8]> = ViewOf<layouts::ModifyTirBitmask, B>;
+impl rt::ViewLayout for layouts::ModifyTirBitmask {
+    const NAME: &'static str = "modify_tir_bitmask";
+    const TYPE: &'static str = "ModifyTirBitmask";
+    const SIZE: usize = 8;
+    type Array = [u8; 8];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&MODIFY_TIR_BITMASK_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(ModifyTirBitmask, "modify_tir_bitmask", 8);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(ModifyTirBitmask);
+impl rt::FixedLayout for layouts::ModifyTirBitmask {}
 impl ModifyTirBitmask<[u8; 8]> {
     /// Position of `self_lb_en`.
     pub const SELF_LB_EN: rt::Field = rt::Field::new("self_lb_en", 59, 1);
@@ -2892,15 +2945,6 @@ impl<B: rt::BytesMut> ModifyTirBitmask<B> {
     #[inline]
     pub fn set_packet_merge(&mut self, v: bool) {
         rt::set32(&mut self.buf, 4, 0, 0x1, u32::from(u8::from(v)))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for ModifyTirBitmask<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&MODIFY_TIR_BITMASK_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -2969,17 +3013,30 @@ pub const MODIFY_TIR_BITMASK_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
 ///
 /// PRM layout `modify_tir_out`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct ModifyTirOut<B = [u8; 16]> {
-    buf: B,
+pub type ModifyTirOut<B = [u8; 16]> = ViewOf<layouts::ModifyTirOut, B>;
+impl rt::ViewLayout for layouts::ModifyTirOut {
+    const NAME: &'static str = "modify_tir_out";
+    const TYPE: &'static str = "ModifyTirOut";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&MODIFY_TIR_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(ModifyTirOut, "modify_tir_out", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(ModifyTirOut);
+impl rt::FixedLayout for layouts::ModifyTirOut {}
 impl ModifyTirOut<[u8; 16]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -3016,15 +3073,6 @@ impl<B: rt::BytesMut> ModifyTirOut<B> {
     #[inline]
     pub fn set_syndrome(&mut self, v: u32) {
         self.buf.write_be32(4, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for ModifyTirOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&MODIFY_TIR_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -3076,19 +3124,32 @@ pub const MODIFY_TIR_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
 ///
 /// PRM layout `destroy_tir_in`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
 /// | 0x00 | 15:0 | `uid` |
 /// | 0x04 | 15:0 | `op_mod` |
 /// | 0x08 | 23:0 | `tirn` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct DestroyTirIn<B = [u8; 16]> {
-    buf: B,
+pub type DestroyTirIn<B = [u8; 16]> = ViewOf<layouts::DestroyTirIn, B>;
+impl rt::ViewLayout for layouts::DestroyTirIn {
+    const NAME: &'static str = "destroy_tir_in";
+    const TYPE: &'static str = "DestroyTirIn";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DESTROY_TIR_IN_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(DestroyTirIn, "destroy_tir_in", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(DestroyTirIn);
+impl rt::FixedLayout for layouts::DestroyTirIn {}
 impl DestroyTirIn<[u8; 16]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -3164,15 +3225,6 @@ impl<B: rt::BytesMut> DestroyTirIn<B> {
         rt::check_fits("tirn", u64::from(v), 0xffffff)?;
         self.set_tirn(v);
         Ok(())
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for DestroyTirIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&DESTROY_TIR_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -3256,17 +3308,30 @@ pub const DESTROY_TIR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
 ///
 /// PRM layout `destroy_tir_out`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct DestroyTirOut<B = [u8; 16]> {
-    buf: B,
+pub type DestroyTirOut<B = [u8; 16]> = ViewOf<layouts::DestroyTirOut, B>;
+impl rt::ViewLayout for layouts::DestroyTirOut {
+    const NAME: &'static str = "destroy_tir_out";
+    const TYPE: &'static str = "DestroyTirOut";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DESTROY_TIR_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(DestroyTirOut, "destroy_tir_out", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(DestroyTirOut);
+impl rt::FixedLayout for layouts::DestroyTirOut {}
 impl DestroyTirOut<[u8; 16]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -3303,15 +3368,6 @@ impl<B: rt::BytesMut> DestroyTirOut<B> {
     #[inline]
     pub fn set_syndrome(&mut self, v: u32) {
         self.buf.write_be32(4, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for DestroyTirOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&DESTROY_TIR_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -3363,19 +3419,31 @@ pub const DESTROY_TIR_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
 ///
 /// PRM layout `create_rqt_in`: 0x110 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
 /// | 0x00 | 15:0 | `uid` |
 /// | 0x04 | 15:0 | `op_mod` |
 /// | 0x20..0x110 | — | `rqt_context` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct CreateRqtIn<B = [u8; 272]> {
-    buf: B,
+pub type CreateRqtIn<B = [u8; 272]> = ViewOf<layouts::CreateRqtIn, B>;
+impl rt::ViewLayout for layouts::CreateRqtIn {
+    const NAME: &'static str = "create_rqt_in";
+    const TYPE: &'static str = "CreateRqtIn";
+    const SIZE: usize = 272;
+    type Array = [u8; 272];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&CREATE_RQT_IN_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(CreateRqtIn, "create_rqt_in", 272, runs_on);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(CreateRqtIn);
 impl CreateRqtIn<[u8; 272]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -3445,15 +3513,6 @@ impl<B: rt::BytesMut> CreateRqtIn<B> {
     #[inline]
     pub fn rqt_context_mut(&mut self) -> Rqtc<B::SubMut<'_>> {
         Rqtc::new_unchecked(self.buf.sub_mut(32, rt::tail_len(self.buf.len(), 32, 240)))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for CreateRqtIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&CREATE_RQT_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -3545,6 +3604,8 @@ pub const CREATE_RQT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
 ///
 /// PRM layout `rqtc`: 0xf0 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x14 | 26:24 | `list_q_type` |
@@ -3552,13 +3613,20 @@ pub const CREATE_RQT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
 /// | 0x18 | 31 | `rq_vhca_id_format` |
 /// | 0x18 | 15:0 | `rqt_actual_size` |
 /// | 0xf0 | … | `rq_num[]` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct Rqtc<B = [u8; 240]> {
-    buf: B,
+pub type Rqtc<B = [u8; 240]> = ViewOf<layouts::Rqtc, B>;
+impl rt::ViewLayout for layouts::Rqtc {
+    const NAME: &'static str = "rqtc";
+    const TYPE: &'static str = "Rqtc";
+    const SIZE: usize = 240;
+    type Array = [u8; 240];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&RQTC_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(Rqtc, "rqtc", 240, runs_on);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(Rqtc);
 impl Rqtc<[u8; 240]> {
     /// Position of `list_q_type`.
     pub const LIST_Q_TYPE: rt::Field = rt::Field::new("list_q_type", 165, 3);
@@ -3695,12 +3763,6 @@ impl<B: rt::BytesMut> Rqtc<B> {
             return None;
         }
         Some(V::new_unchecked(self.buf.sub_mut(240 + i * V::SIZE, V::SIZE)))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for Rqtc<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&RQTC_ACCESS, &self.buf), f)
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -3862,16 +3924,26 @@ pub const RQTC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
 ///
 /// PRM layout `rq_num`: 0x4 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 23:0 | `rq_num` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct RqNum<B = [u8; 4]> {
-    buf: B,
+pub type RqNum<B = [u8; 4]> = ViewOf<layouts::RqNum, B>;
+impl rt::ViewLayout for layouts::RqNum {
+    const NAME: &'static str = "rq_num";
+    const TYPE: &'static str = "RqNum";
+    const SIZE: usize = 4;
+    type Array = [u8; 4];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&RQ_NUM_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(RqNum, "rq_num", 4);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(RqNum);
+impl rt::FixedLayout for layouts::RqNum {}
 impl RqNum<[u8; 4]> {
     /// Position of `rq_num`.
     pub const RQ_NUM: rt::Field = rt::Field::new("rq_num", 8, 24);
@@ -3908,12 +3980,6 @@ impl<B: rt::BytesMut> RqNum<B> {
         Ok(())
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for RqNum<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&RQ_NUM_ACCESS, &self.buf), f)
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `rq_num`: what the decoding `Debug` shows and generic tools read.
 pub const RQ_NUM_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -3945,18 +4011,31 @@ pub const RQ_NUM_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
 ///
 /// PRM layout `create_rqt_out`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
 /// | 0x08 | 23:0 | `rqtn` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct CreateRqtOut<B = [u8; 16]> {
-    buf: B,
+pub type CreateRqtOut<B = [u8; 16]> = ViewOf<layouts::CreateRqtOut, B>;
+impl rt::ViewLayout for layouts::CreateRqtOut {
+    const NAME: &'static str = "create_rqt_out";
+    const TYPE: &'static str = "CreateRqtOut";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&CREATE_RQT_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(CreateRqtOut, "create_rqt_out", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(CreateRqtOut);
+impl rt::FixedLayout for layouts::CreateRqtOut {}
 impl CreateRqtOut<[u8; 16]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -4015,15 +4094,6 @@ impl<B: rt::BytesMut> CreateRqtOut<B> {
         rt::check_fits("rqtn", u64::from(v), 0xffffff)?;
         self.set_rqtn(v);
         Ok(())
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for CreateRqtOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&CREATE_RQT_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -4091,6 +4161,8 @@ pub const CREATE_RQT_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
 ///
 /// PRM layout `modify_rqt_in`: 0x110 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
@@ -4099,13 +4171,23 @@ pub const CREATE_RQT_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
 /// | 0x08 | 23:0 | `rqtn` |
 /// | 0x10 | 63:0 | `bitmask` |
 /// | 0x20..0x110 | — | `ctx` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct ModifyRqtIn<B = [u8; 272]> {
-    buf: B,
+pub type ModifyRqtIn<B = [u8; 272]> = ViewOf<layouts::ModifyRqtIn, B>;
+impl rt::ViewLayout for layouts::ModifyRqtIn {
+    const NAME: &'static str = "modify_rqt_in";
+    const TYPE: &'static str = "ModifyRqtIn";
+    const SIZE: usize = 272;
+    type Array = [u8; 272];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&MODIFY_RQT_IN_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(ModifyRqtIn, "modify_rqt_in", 272, runs_on);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(ModifyRqtIn);
 impl ModifyRqtIn<[u8; 272]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -4213,15 +4295,6 @@ impl<B: rt::BytesMut> ModifyRqtIn<B> {
     #[inline]
     pub fn ctx_mut(&mut self) -> Rqtc<B::SubMut<'_>> {
         Rqtc::new_unchecked(self.buf.sub_mut(32, rt::tail_len(self.buf.len(), 32, 240)))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for ModifyRqtIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&MODIFY_RQT_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -4344,16 +4417,26 @@ pub const MODIFY_RQT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
 ///
 /// PRM layout `rqt_bitmask`: 0x8 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x04 | 0 | `rqn_list` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct RqtBitmask<B = [u8; 8]> {
-    buf: B,
+pub type RqtBitmask<B = [u8; 8]> = ViewOf<layouts::RqtBitmask, B>;
+impl rt::ViewLayout for layouts::RqtBitmask {
+    const NAME: &'static str = "rqt_bitmask";
+    const TYPE: &'static str = "RqtBitmask";
+    const SIZE: usize = 8;
+    type Array = [u8; 8];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&RQT_BITMASK_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(RqtBitmask, "rqt_bitmask", 8);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(RqtBitmask);
+impl rt::FixedLayout for layouts::RqtBitmask {}
 impl RqtBitmask<[u8; 8]> {
     /// Position of `rqn_list`.
     pub const RQN_LIST: rt::Field = rt::Field::new("rqn_list", 63, 1);
@@ -4380,15 +4463,6 @@ impl<B: rt::BytesMut> RqtBitmask<B> {
     #[inline]
     pub fn set_rqn_list(&mut self, v: bool) {
         rt::set32(&mut self.buf, 4, 0, 0x1, u32::from(u8::from(v)))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for RqtBitmask<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&RQT_BITMASK_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -4423,17 +4497,30 @@ pub const RQT_BITMASK_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
 ///
 /// PRM layout `modify_rqt_out`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct ModifyRqtOut<B = [u8; 16]> {
-    buf: B,
+pub type ModifyRqtOut<B = [u8; 16]> = ViewOf<layouts::ModifyRqtOut, B>;
+impl rt::ViewLayout for layouts::ModifyRqtOut {
+    const NAME: &'static str = "modify_rqt_out";
+    const TYPE: &'static str = "ModifyRqtOut";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&MODIFY_RQT_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(ModifyRqtOut, "modify_rqt_out", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(ModifyRqtOut);
+impl rt::FixedLayout for layouts::ModifyRqtOut {}
 impl ModifyRqtOut<[u8; 16]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -4470,15 +4557,6 @@ impl<B: rt::BytesMut> ModifyRqtOut<B> {
     #[inline]
     pub fn set_syndrome(&mut self, v: u32) {
         self.buf.write_be32(4, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for ModifyRqtOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&MODIFY_RQT_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -4530,19 +4608,32 @@ pub const MODIFY_RQT_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
 ///
 /// PRM layout `destroy_rqt_in`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
 /// | 0x00 | 15:0 | `uid` |
 /// | 0x04 | 15:0 | `op_mod` |
 /// | 0x08 | 23:0 | `rqtn` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct DestroyRqtIn<B = [u8; 16]> {
-    buf: B,
+pub type DestroyRqtIn<B = [u8; 16]> = ViewOf<layouts::DestroyRqtIn, B>;
+impl rt::ViewLayout for layouts::DestroyRqtIn {
+    const NAME: &'static str = "destroy_rqt_in";
+    const TYPE: &'static str = "DestroyRqtIn";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DESTROY_RQT_IN_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(DestroyRqtIn, "destroy_rqt_in", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(DestroyRqtIn);
+impl rt::FixedLayout for layouts::DestroyRqtIn {}
 impl DestroyRqtIn<[u8; 16]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -4618,15 +4709,6 @@ impl<B: rt::BytesMut> DestroyRqtIn<B> {
         rt::check_fits("rqtn", u64::from(v), 0xffffff)?;
         self.set_rqtn(v);
         Ok(())
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for DestroyRqtIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&DESTROY_RQT_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -4710,17 +4792,30 @@ pub const DESTROY_RQT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
 ///
 /// PRM layout `destroy_rqt_out`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct DestroyRqtOut<B = [u8; 16]> {
-    buf: B,
+pub type DestroyRqtOut<B = [u8; 16]> = ViewOf<layouts::DestroyRqtOut, B>;
+impl rt::ViewLayout for layouts::DestroyRqtOut {
+    const NAME: &'static str = "destroy_rqt_out";
+    const TYPE: &'static str = "DestroyRqtOut";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DESTROY_RQT_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(DestroyRqtOut, "destroy_rqt_out", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(DestroyRqtOut);
+impl rt::FixedLayout for layouts::DestroyRqtOut {}
 impl DestroyRqtOut<[u8; 16]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -4757,15 +4852,6 @@ impl<B: rt::BytesMut> DestroyRqtOut<B> {
     #[inline]
     pub fn set_syndrome(&mut self, v: u32) {
         self.buf.write_be32(4, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for DestroyRqtOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&DESTROY_RQT_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]

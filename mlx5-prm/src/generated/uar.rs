@@ -83,19 +83,32 @@ impl ::core::convert::From<CqArmCmd> for u8 {
 ///
 /// PRM layout `cq_doorbell_record`: 0x8 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 23:0 | `consumer_index` |
 /// | 0x04 | 29:28 | `arm_sn` |
 /// | 0x04 | 26:24 | `arm_cmd` |
 /// | 0x04 | 23:0 | `arm_ci` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct CqDoorbellRecord<B = [u8; 8]> {
-    buf: B,
+pub type CqDoorbellRecord<B = [u8; 8]> = ViewOf<layouts::CqDoorbellRecord, B>;
+impl rt::ViewLayout for layouts::CqDoorbellRecord {
+    const NAME: &'static str = "cq_doorbell_record";
+    const TYPE: &'static str = "CqDoorbellRecord";
+    const SIZE: usize = 8;
+    type Array = [u8; 8];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&CQ_DOORBELL_RECORD_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(CqDoorbellRecord, "cq_doorbell_record", 8);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(CqDoorbellRecord);
+impl rt::FixedLayout for layouts::CqDoorbellRecord {}
 impl CqDoorbellRecord<[u8; 8]> {
     /// Position of `consumer_index`.
     pub const CONSUMER_INDEX: rt::Field = rt::Field::new("consumer_index", 8, 24);
@@ -239,15 +252,6 @@ impl<B: rt::BytesMut> CqDoorbellRecord<B> {
         f: impl FnOnce(CqDoorbellRecordArmWord) -> CqDoorbellRecordArmWord,
     ) {
         self.write_arm(f(CqDoorbellRecordArmWord::new()))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for CqDoorbellRecord<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&CQ_DOORBELL_RECORD_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -433,17 +437,30 @@ impl CqDoorbellRecordArmWord {
 ///
 /// PRM layout `qp_doorbell_record`: 0x8 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 15:0 | `receive_counter` |
 /// | 0x04 | 15:0 | `send_counter` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct QpDoorbellRecord<B = [u8; 8]> {
-    buf: B,
+pub type QpDoorbellRecord<B = [u8; 8]> = ViewOf<layouts::QpDoorbellRecord, B>;
+impl rt::ViewLayout for layouts::QpDoorbellRecord {
+    const NAME: &'static str = "qp_doorbell_record";
+    const TYPE: &'static str = "QpDoorbellRecord";
+    const SIZE: usize = 8;
+    type Array = [u8; 8];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QP_DOORBELL_RECORD_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(QpDoorbellRecord, "qp_doorbell_record", 8);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(QpDoorbellRecord);
+impl rt::FixedLayout for layouts::QpDoorbellRecord {}
 impl QpDoorbellRecord<[u8; 8]> {
     /// Position of `receive_counter`.
     pub const RECEIVE_COUNTER: rt::Field = rt::Field::new("receive_counter", 16, 16);
@@ -487,15 +504,6 @@ impl<B: rt::BytesMut> QpDoorbellRecord<B> {
     #[inline]
     pub fn set_send_counter(&mut self, v: u16) {
         rt::set32(&mut self.buf, 4, 0, 0xffff, u32::from(v))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for QpDoorbellRecord<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&QP_DOORBELL_RECORD_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -549,6 +557,8 @@ pub const QP_DOORBELL_RECORD_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
 ///
 /// Use it over [`rt::MmioBytes`] so that every access is a 32-bit big-endian register access.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x20 | 29:28 | `cq_arm_sn` |
@@ -560,13 +570,21 @@ pub const QP_DOORBELL_RECORD_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
 /// | 0x48 | 31:24 | `eq_update_eqn` |
 /// | 0x48 | 23:0 | `eq_update_ci` |
 /// | 0x800..0x1000 | — | `bf_regs` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct UarPage<B = [u8; 4096]> {
-    buf: B,
+pub type UarPage<B = [u8; 4096]> = ViewOf<layouts::UarPage, B>;
+impl rt::ViewLayout for layouts::UarPage {
+    const NAME: &'static str = "uar_page";
+    const TYPE: &'static str = "UarPage";
+    const SIZE: usize = 4096;
+    type Array = [u8; 4096];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&UAR_PAGE_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(UarPage, "uar_page", 4096);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(UarPage);
+impl rt::FixedLayout for layouts::UarPage {}
 impl UarPage<[u8; 4096]> {
     /// Position of `cq_arm_sn`.
     pub const CQ_ARM_SN: rt::Field = rt::Field::new("cq_arm_sn", 258, 2);
@@ -789,15 +807,6 @@ impl<B: rt::BytesMut> UarPage<B> {
         f: impl FnOnce(UarPageEqUpdateWord) -> UarPageEqUpdateWord,
     ) {
         self.write_eq_update(f(UarPageEqUpdateWord::new()))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for UarPage<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&UAR_PAGE_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]

@@ -290,19 +290,32 @@ impl ::core::convert::From<NicVportInlineMode> for u8 {
 ///
 /// PRM layout `query_vport_state_in`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
 /// | 0x04 | 15:0 | `op_mod` |
 /// | 0x08 | 31 | `other_vport` |
 /// | 0x08 | 15:0 | `vport_number` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct QueryVportStateIn<B = [u8; 16]> {
-    buf: B,
+pub type QueryVportStateIn<B = [u8; 16]> = ViewOf<layouts::QueryVportStateIn, B>;
+impl rt::ViewLayout for layouts::QueryVportStateIn {
+    const NAME: &'static str = "query_vport_state_in";
+    const TYPE: &'static str = "QueryVportStateIn";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QUERY_VPORT_STATE_IN_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(QueryVportStateIn, "query_vport_state_in", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(QueryVportStateIn);
+impl rt::FixedLayout for layouts::QueryVportStateIn {}
 impl QueryVportStateIn<[u8; 16]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -372,15 +385,6 @@ impl<B: rt::BytesMut> QueryVportStateIn<B> {
     #[inline]
     pub fn set_vport_number(&mut self, v: u16) {
         rt::set32(&mut self.buf, 8, 0, 0xffff, u32::from(v))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for QueryVportStateIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&QUERY_VPORT_STATE_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -466,19 +470,32 @@ pub const QUERY_VPORT_STATE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
 ///
 /// PRM layout `query_vport_state_out`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
 /// | 0x0c | 7:4 | `admin_state` |
 /// | 0x0c | 3:0 | `state` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct QueryVportStateOut<B = [u8; 16]> {
-    buf: B,
+pub type QueryVportStateOut<B = [u8; 16]> = ViewOf<layouts::QueryVportStateOut, B>;
+impl rt::ViewLayout for layouts::QueryVportStateOut {
+    const NAME: &'static str = "query_vport_state_out";
+    const TYPE: &'static str = "QueryVportStateOut";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QUERY_VPORT_STATE_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(QueryVportStateOut, "query_vport_state_out", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(QueryVportStateOut);
+impl rt::FixedLayout for layouts::QueryVportStateOut {}
 impl QueryVportStateOut<[u8; 16]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -590,15 +607,6 @@ impl<B: rt::BytesMut> QueryVportStateOut<B> {
         Ok(())
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for QueryVportStateOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&QUERY_VPORT_STATE_OUT_ACCESS, &self.buf),
-            f,
-        )
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `query_vport_state_out`: what the decoding `Debug` shows and generic tools read.
 pub const QUERY_VPORT_STATE_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -694,6 +702,8 @@ pub const QUERY_VPORT_STATE_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
 ///
 /// PRM layout `query_nic_vport_context_in`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
@@ -701,13 +711,27 @@ pub const QUERY_VPORT_STATE_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
 /// | 0x08 | 31 | `other_vport` |
 /// | 0x08 | 15:0 | `vport_number` |
 /// | 0x0c | 26:24 | `allowed_list_type` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct QueryNicVportContextIn<B = [u8; 16]> {
-    buf: B,
+pub type QueryNicVportContextIn<B = [u8; 16]> = ViewOf<
+    layouts::QueryNicVportContextIn,
+    B,
+>;
+impl rt::ViewLayout for layouts::QueryNicVportContextIn {
+    const NAME: &'static str = "query_nic_vport_context_in";
+    const TYPE: &'static str = "QueryNicVportContextIn";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QUERY_NIC_VPORT_CONTEXT_IN_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(QueryNicVportContextIn, "query_nic_vport_context_in", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(QueryNicVportContextIn);
+impl rt::FixedLayout for layouts::QueryNicVportContextIn {}
 impl QueryNicVportContextIn<[u8; 16]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -812,15 +836,6 @@ impl<B: rt::BytesMut> QueryNicVportContextIn<B> {
         rt::check_fits("allowed_list_type", u64::from(v), 0x7)?;
         self.set_allowed_list_type_raw(v);
         Ok(())
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for QueryNicVportContextIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&QUERY_NIC_VPORT_CONTEXT_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -929,18 +944,33 @@ pub const QUERY_NIC_VPORT_CONTEXT_IN_ACCESS: rt::reflect::LayoutAccess = rt::ref
 ///
 /// PRM layout `query_nic_vport_context_out`: 0x110 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
 /// | 0x10..0x110 | — | `nic_vport_context` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct QueryNicVportContextOut<B = [u8; 272]> {
-    buf: B,
+pub type QueryNicVportContextOut<B = [u8; 272]> = ViewOf<
+    layouts::QueryNicVportContextOut,
+    B,
+>;
+impl rt::ViewLayout for layouts::QueryNicVportContextOut {
+    const NAME: &'static str = "query_nic_vport_context_out";
+    const TYPE: &'static str = "QueryNicVportContextOut";
+    const SIZE: usize = 272;
+    type Array = [u8; 272];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&QUERY_NIC_VPORT_CONTEXT_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(QueryNicVportContextOut, "query_nic_vport_context_out", 272, runs_on);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(QueryNicVportContextOut);
 impl QueryNicVportContextOut<[u8; 272]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -1004,15 +1034,6 @@ impl<B: rt::BytesMut> QueryNicVportContextOut<B> {
     pub fn nic_vport_context_mut(&mut self) -> NicVportContext<B::SubMut<'_>> {
         NicVportContext::new_unchecked(
             self.buf.sub_mut(16, rt::tail_len(self.buf.len(), 16, 256)),
-        )
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for QueryNicVportContextOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&QUERY_NIC_VPORT_CONTEXT_OUT_ACCESS, &self.buf),
-            f,
         )
     }
 }
@@ -1083,6 +1104,8 @@ pub const QUERY_NIC_VPORT_CONTEXT_OUT_ACCESS: rt::reflect::LayoutAccess = rt::re
 ///
 /// PRM layout `nic_vport_context`: 0x100 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 26:24 | `min_wqe_inline_mode` |
@@ -1111,13 +1134,23 @@ pub const QUERY_NIC_VPORT_CONTEXT_OUT_ACCESS: rt::reflect::LayoutAccess = rt::re
 /// | 0xf0 | 11:0 | `allowed_list_size` |
 /// | 0xf4 | 63:0 | `permanent_address` |
 /// | 0x100 | … | `current_uc_mac_address[]` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct NicVportContext<B = [u8; 256]> {
-    buf: B,
+pub type NicVportContext<B = [u8; 256]> = ViewOf<layouts::NicVportContext, B>;
+impl rt::ViewLayout for layouts::NicVportContext {
+    const NAME: &'static str = "nic_vport_context";
+    const TYPE: &'static str = "NicVportContext";
+    const SIZE: usize = 256;
+    type Array = [u8; 256];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&NIC_VPORT_CONTEXT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(NicVportContext, "nic_vport_context", 256, runs_on);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(NicVportContext);
 impl NicVportContext<[u8; 256]> {
     /// Position of `min_wqe_inline_mode`.
     pub const MIN_WQE_INLINE_MODE: rt::Field = rt::Field::new(
@@ -1682,15 +1715,6 @@ impl<B: rt::BytesMut> NicVportContext<B> {
         Ok(())
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for NicVportContext<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&NIC_VPORT_CONTEXT_ACCESS, &self.buf),
-            f,
-        )
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `nic_vport_context`: what the decoding `Debug` shows and generic tools read.
 pub const NIC_VPORT_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -2219,17 +2243,30 @@ pub const NIC_VPORT_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
 ///
 /// PRM layout `mac_address_layout`: 0x8 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 15:0 | `mac_addr_47_32` |
 /// | 0x04 | 31:0 | `mac_addr_31_0` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct MacAddressLayout<B = [u8; 8]> {
-    buf: B,
+pub type MacAddressLayout<B = [u8; 8]> = ViewOf<layouts::MacAddressLayout, B>;
+impl rt::ViewLayout for layouts::MacAddressLayout {
+    const NAME: &'static str = "mac_address_layout";
+    const TYPE: &'static str = "MacAddressLayout";
+    const SIZE: usize = 8;
+    type Array = [u8; 8];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&MAC_ADDRESS_LAYOUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(MacAddressLayout, "mac_address_layout", 8);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(MacAddressLayout);
+impl rt::FixedLayout for layouts::MacAddressLayout {}
 impl MacAddressLayout<[u8; 8]> {
     /// Position of `mac_addr_47_32`.
     pub const MAC_ADDR_47_32: rt::Field = rt::Field::new("mac_addr_47_32", 16, 16);
@@ -2273,15 +2310,6 @@ impl<B: rt::BytesMut> MacAddressLayout<B> {
     #[inline]
     pub fn set_mac_addr_31_0(&mut self, v: u32) {
         self.buf.write_be32(4, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for MacAddressLayout<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&MAC_ADDRESS_LAYOUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -2333,6 +2361,8 @@ pub const MAC_ADDRESS_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
 ///
 /// PRM layout `modify_nic_vport_context_in`: 0x200 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
@@ -2341,13 +2371,26 @@ pub const MAC_ADDRESS_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
 /// | 0x08 | 15:0 | `vport_number` |
 /// | 0x0c | 31:0 | `field_select` |
 /// | 0x100..0x200 | — | `nic_vport_context` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct ModifyNicVportContextIn<B = [u8; 512]> {
-    buf: B,
+pub type ModifyNicVportContextIn<B = [u8; 512]> = ViewOf<
+    layouts::ModifyNicVportContextIn,
+    B,
+>;
+impl rt::ViewLayout for layouts::ModifyNicVportContextIn {
+    const NAME: &'static str = "modify_nic_vport_context_in";
+    const TYPE: &'static str = "ModifyNicVportContextIn";
+    const SIZE: usize = 512;
+    type Array = [u8; 512];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&MODIFY_NIC_VPORT_CONTEXT_IN_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(ModifyNicVportContextIn, "modify_nic_vport_context_in", 512, runs_on);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(ModifyNicVportContextIn);
 impl ModifyNicVportContextIn<[u8; 512]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -2456,15 +2499,6 @@ impl<B: rt::BytesMut> ModifyNicVportContextIn<B> {
     pub fn nic_vport_context_mut(&mut self) -> NicVportContext<B::SubMut<'_>> {
         NicVportContext::new_unchecked(
             self.buf.sub_mut(256, rt::tail_len(self.buf.len(), 256, 256)),
-        )
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for ModifyNicVportContextIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&MODIFY_NIC_VPORT_CONTEXT_IN_ACCESS, &self.buf),
-            f,
         )
     }
 }
@@ -2652,6 +2686,8 @@ pub const MODIFY_NIC_VPORT_CONTEXT_IN_ACCESS: rt::reflect::LayoutAccess = rt::re
 ///
 /// PRM layout `modify_nic_vport_field_select`: 0x4 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 13 | `affiliation` |
@@ -2666,13 +2702,27 @@ pub const MODIFY_NIC_VPORT_CONTEXT_IN_ACCESS: rt::reflect::LayoutAccess = rt::re
 /// | 0x00 | 3 | `permanent_address` |
 /// | 0x00 | 2 | `addresses_list` |
 /// | 0x00 | 1 | `roce_en` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct ModifyNicVportFieldSelect<B = [u8; 4]> {
-    buf: B,
+pub type ModifyNicVportFieldSelect<B = [u8; 4]> = ViewOf<
+    layouts::ModifyNicVportFieldSelect,
+    B,
+>;
+impl rt::ViewLayout for layouts::ModifyNicVportFieldSelect {
+    const NAME: &'static str = "modify_nic_vport_field_select";
+    const TYPE: &'static str = "ModifyNicVportFieldSelect";
+    const SIZE: usize = 4;
+    type Array = [u8; 4];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&MODIFY_NIC_VPORT_FIELD_SELECT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(ModifyNicVportFieldSelect, "modify_nic_vport_field_select", 4);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(ModifyNicVportFieldSelect);
+impl rt::FixedLayout for layouts::ModifyNicVportFieldSelect {}
 impl ModifyNicVportFieldSelect<[u8; 4]> {
     /// Position of `affiliation`.
     pub const AFFILIATION: rt::Field = rt::Field::new("affiliation", 18, 1);
@@ -2874,15 +2924,6 @@ impl<B: rt::BytesMut> ModifyNicVportFieldSelect<B> {
     #[inline]
     pub fn set_roce_en(&mut self, v: bool) {
         rt::set32(&mut self.buf, 0, 1, 0x1, u32::from(u8::from(v)))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for ModifyNicVportFieldSelect<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&MODIFY_NIC_VPORT_FIELD_SELECT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -3104,17 +3145,33 @@ pub const MODIFY_NIC_VPORT_FIELD_SELECT_ACCESS: rt::reflect::LayoutAccess = rt::
 ///
 /// PRM layout `modify_nic_vport_context_out`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct ModifyNicVportContextOut<B = [u8; 16]> {
-    buf: B,
+pub type ModifyNicVportContextOut<B = [u8; 16]> = ViewOf<
+    layouts::ModifyNicVportContextOut,
+    B,
+>;
+impl rt::ViewLayout for layouts::ModifyNicVportContextOut {
+    const NAME: &'static str = "modify_nic_vport_context_out";
+    const TYPE: &'static str = "ModifyNicVportContextOut";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&MODIFY_NIC_VPORT_CONTEXT_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(ModifyNicVportContextOut, "modify_nic_vport_context_out", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(ModifyNicVportContextOut);
+impl rt::FixedLayout for layouts::ModifyNicVportContextOut {}
 impl ModifyNicVportContextOut<[u8; 16]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -3151,15 +3208,6 @@ impl<B: rt::BytesMut> ModifyNicVportContextOut<B> {
     #[inline]
     pub fn set_syndrome(&mut self, v: u32) {
         self.buf.write_be32(4, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for ModifyNicVportContextOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&MODIFY_NIC_VPORT_CONTEXT_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]

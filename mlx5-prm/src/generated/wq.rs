@@ -581,19 +581,28 @@ impl ::core::convert::From<ModifyRqBitmask> for u8 {
 ///
 /// PRM layout `create_sq_in`: 0x110 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
 /// | 0x00 | 15:0 | `uid` |
 /// | 0x04 | 15:0 | `op_mod` |
 /// | 0x20..0x110 | — | `ctx` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct CreateSqIn<B = [u8; 272]> {
-    buf: B,
+pub type CreateSqIn<B = [u8; 272]> = ViewOf<layouts::CreateSqIn, B>;
+impl rt::ViewLayout for layouts::CreateSqIn {
+    const NAME: &'static str = "create_sq_in";
+    const TYPE: &'static str = "CreateSqIn";
+    const SIZE: usize = 272;
+    type Array = [u8; 272];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&CREATE_SQ_IN_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(CreateSqIn, "create_sq_in", 272, runs_on);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(CreateSqIn);
 impl CreateSqIn<[u8; 272]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -665,15 +674,6 @@ impl<B: rt::BytesMut> CreateSqIn<B> {
     #[inline]
     pub fn ctx_mut(&mut self) -> Sqc<B::SubMut<'_>> {
         Sqc::new_unchecked(self.buf.sub_mut(32, rt::tail_len(self.buf.len(), 32, 240)))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for CreateSqIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&CREATE_SQ_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -765,6 +765,8 @@ pub const CREATE_SQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
 ///
 /// PRM layout `sqc`: 0xf0 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31 | `rlky` |
@@ -789,13 +791,20 @@ pub const CREATE_SQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
 /// | 0x20 | 15:0 | `qos_queue_group_id` |
 /// | 0x2c | 23:0 | `tis_num_0` |
 /// | 0x30..0xf0 | — | `wq` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct Sqc<B = [u8; 240]> {
-    buf: B,
+pub type Sqc<B = [u8; 240]> = ViewOf<layouts::Sqc, B>;
+impl rt::ViewLayout for layouts::Sqc {
+    const NAME: &'static str = "sqc";
+    const TYPE: &'static str = "Sqc";
+    const SIZE: usize = 240;
+    type Array = [u8; 240];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&SQC_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(Sqc, "sqc", 240, runs_on);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(Sqc);
 impl Sqc<[u8; 240]> {
     /// Position of `rlky`.
     pub const RLKY: rt::Field = rt::Field::new("rlky", 0, 1);
@@ -1271,12 +1280,6 @@ impl<B: rt::BytesMut> Sqc<B> {
         Wq::new_unchecked(self.buf.sub_mut(48, rt::tail_len(self.buf.len(), 48, 192)))
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for Sqc<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&SQC_ACCESS, &self.buf), f)
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `sqc`: what the decoding `Debug` shows and generic tools read.
 pub const SQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -1682,6 +1685,8 @@ pub const SQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
 ///
 /// PRM layout `wq`: 0xc0 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:28 | `wq_type` |
@@ -1717,13 +1722,20 @@ pub const SQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
 /// | 0x3c | 9:8 | `log_headers_entry_size` |
 /// | 0x3c | 3:0 | `log_headers_buffer_entry_num` |
 /// | 0xc0 | … | `pas[]` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct Wq<B = [u8; 192]> {
-    buf: B,
+pub type Wq<B = [u8; 192]> = ViewOf<layouts::Wq, B>;
+impl rt::ViewLayout for layouts::Wq {
+    const NAME: &'static str = "wq";
+    const TYPE: &'static str = "Wq";
+    const SIZE: usize = 192;
+    type Array = [u8; 192];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&WQ_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(Wq, "wq", 192, runs_on);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(Wq);
 impl Wq<[u8; 192]> {
     /// Position of `wq_type`.
     pub const WQ_TYPE: rt::Field = rt::Field::new("wq_type", 0, 4);
@@ -2508,12 +2520,6 @@ impl<B: rt::BytesMut> Wq<B> {
         Some(V::new_unchecked(self.buf.sub_mut(192 + i * V::SIZE, V::SIZE)))
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for Wq<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&WQ_ACCESS, &self.buf), f)
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `wq`: what the decoding `Debug` shows and generic tools read.
 pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -3122,17 +3128,27 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
 ///
 /// PRM layout `cmd_pas`: 0x8 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:0 | `pa_h` |
 /// | 0x04 | 31:12 | `pa_l` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct CmdPas<B = [u8; 8]> {
-    buf: B,
+pub type CmdPas<B = [u8; 8]> = ViewOf<layouts::CmdPas, B>;
+impl rt::ViewLayout for layouts::CmdPas {
+    const NAME: &'static str = "cmd_pas";
+    const TYPE: &'static str = "CmdPas";
+    const SIZE: usize = 8;
+    type Array = [u8; 8];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&CMD_PAS_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(CmdPas, "cmd_pas", 8);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(CmdPas);
+impl rt::FixedLayout for layouts::CmdPas {}
 impl CmdPas<[u8; 8]> {
     /// Position of `pa_h`.
     pub const PA_H: rt::Field = rt::Field::new("pa_h", 0, 32);
@@ -3183,15 +3199,6 @@ impl<B: rt::BytesMut> CmdPas<B> {
         Ok(())
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for CmdPas<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&CMD_PAS_ACCESS, &self.buf),
-            f,
-        )
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `cmd_pas`: what the decoding `Debug` shows and generic tools read.
 pub const CMD_PAS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -3239,18 +3246,31 @@ pub const CMD_PAS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess 
 ///
 /// PRM layout `create_sq_out`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
 /// | 0x08 | 23:0 | `sqn` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct CreateSqOut<B = [u8; 16]> {
-    buf: B,
+pub type CreateSqOut<B = [u8; 16]> = ViewOf<layouts::CreateSqOut, B>;
+impl rt::ViewLayout for layouts::CreateSqOut {
+    const NAME: &'static str = "create_sq_out";
+    const TYPE: &'static str = "CreateSqOut";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&CREATE_SQ_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(CreateSqOut, "create_sq_out", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(CreateSqOut);
+impl rt::FixedLayout for layouts::CreateSqOut {}
 impl CreateSqOut<[u8; 16]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -3309,15 +3329,6 @@ impl<B: rt::BytesMut> CreateSqOut<B> {
         rt::check_fits("sqn", u64::from(v), 0xffffff)?;
         self.set_sqn(v);
         Ok(())
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for CreateSqOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&CREATE_SQ_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -3384,6 +3395,8 @@ pub const CREATE_SQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
 ///
 /// PRM layout `modify_sq_in`: 0x110 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
@@ -3393,13 +3406,20 @@ pub const CREATE_SQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
 /// | 0x08 | 23:0 | `sqn` |
 /// | 0x10 | 63:0 | `modify_bitmask` |
 /// | 0x20..0x110 | — | `ctx` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct ModifySqIn<B = [u8; 272]> {
-    buf: B,
+pub type ModifySqIn<B = [u8; 272]> = ViewOf<layouts::ModifySqIn, B>;
+impl rt::ViewLayout for layouts::ModifySqIn {
+    const NAME: &'static str = "modify_sq_in";
+    const TYPE: &'static str = "ModifySqIn";
+    const SIZE: usize = 272;
+    type Array = [u8; 272];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&MODIFY_SQ_IN_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(ModifySqIn, "modify_sq_in", 272, runs_on);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(ModifySqIn);
 impl ModifySqIn<[u8; 272]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -3542,15 +3562,6 @@ impl<B: rt::BytesMut> ModifySqIn<B> {
     #[inline]
     pub fn ctx_mut(&mut self) -> Sqc<B::SubMut<'_>> {
         Sqc::new_unchecked(self.buf.sub_mut(32, rt::tail_len(self.buf.len(), 32, 240)))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for ModifySqIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&MODIFY_SQ_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -3696,17 +3707,30 @@ pub const MODIFY_SQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
 ///
 /// PRM layout `modify_sq_out`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct ModifySqOut<B = [u8; 16]> {
-    buf: B,
+pub type ModifySqOut<B = [u8; 16]> = ViewOf<layouts::ModifySqOut, B>;
+impl rt::ViewLayout for layouts::ModifySqOut {
+    const NAME: &'static str = "modify_sq_out";
+    const TYPE: &'static str = "ModifySqOut";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&MODIFY_SQ_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(ModifySqOut, "modify_sq_out", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(ModifySqOut);
+impl rt::FixedLayout for layouts::ModifySqOut {}
 impl ModifySqOut<[u8; 16]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -3743,15 +3767,6 @@ impl<B: rt::BytesMut> ModifySqOut<B> {
     #[inline]
     pub fn set_syndrome(&mut self, v: u32) {
         self.buf.write_be32(4, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for ModifySqOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&MODIFY_SQ_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -3802,19 +3817,32 @@ pub const MODIFY_SQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
 ///
 /// PRM layout `destroy_sq_in`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
 /// | 0x00 | 15:0 | `uid` |
 /// | 0x04 | 15:0 | `op_mod` |
 /// | 0x08 | 23:0 | `sqn` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct DestroySqIn<B = [u8; 16]> {
-    buf: B,
+pub type DestroySqIn<B = [u8; 16]> = ViewOf<layouts::DestroySqIn, B>;
+impl rt::ViewLayout for layouts::DestroySqIn {
+    const NAME: &'static str = "destroy_sq_in";
+    const TYPE: &'static str = "DestroySqIn";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DESTROY_SQ_IN_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(DestroySqIn, "destroy_sq_in", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(DestroySqIn);
+impl rt::FixedLayout for layouts::DestroySqIn {}
 impl DestroySqIn<[u8; 16]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -3890,15 +3918,6 @@ impl<B: rt::BytesMut> DestroySqIn<B> {
         rt::check_fits("sqn", u64::from(v), 0xffffff)?;
         self.set_sqn(v);
         Ok(())
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for DestroySqIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&DESTROY_SQ_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -3980,17 +3999,30 @@ pub const DESTROY_SQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
 ///
 /// PRM layout `destroy_sq_out`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct DestroySqOut<B = [u8; 16]> {
-    buf: B,
+pub type DestroySqOut<B = [u8; 16]> = ViewOf<layouts::DestroySqOut, B>;
+impl rt::ViewLayout for layouts::DestroySqOut {
+    const NAME: &'static str = "destroy_sq_out";
+    const TYPE: &'static str = "DestroySqOut";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DESTROY_SQ_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(DestroySqOut, "destroy_sq_out", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(DestroySqOut);
+impl rt::FixedLayout for layouts::DestroySqOut {}
 impl DestroySqOut<[u8; 16]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -4027,15 +4059,6 @@ impl<B: rt::BytesMut> DestroySqOut<B> {
     #[inline]
     pub fn set_syndrome(&mut self, v: u32) {
         self.buf.write_be32(4, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for DestroySqOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&DESTROY_SQ_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -4087,18 +4110,28 @@ pub const DESTROY_SQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
 ///
 /// PRM layout `query_sq_in`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
 /// | 0x04 | 15:0 | `op_mod` |
 /// | 0x08 | 23:0 | `sqn` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct QuerySqIn<B = [u8; 16]> {
-    buf: B,
+pub type QuerySqIn<B = [u8; 16]> = ViewOf<layouts::QuerySqIn, B>;
+impl rt::ViewLayout for layouts::QuerySqIn {
+    const NAME: &'static str = "query_sq_in";
+    const TYPE: &'static str = "QuerySqIn";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&QUERY_SQ_IN_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(QuerySqIn, "query_sq_in", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(QuerySqIn);
+impl rt::FixedLayout for layouts::QuerySqIn {}
 impl QuerySqIn<[u8; 16]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -4157,15 +4190,6 @@ impl<B: rt::BytesMut> QuerySqIn<B> {
         rt::check_fits("sqn", u64::from(v), 0xffffff)?;
         self.set_sqn(v);
         Ok(())
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for QuerySqIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&QUERY_SQ_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -4231,18 +4255,27 @@ pub const QUERY_SQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
 ///
 /// PRM layout `query_sq_out`: 0x110 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
 /// | 0x20..0x110 | — | `sq_context` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct QuerySqOut<B = [u8; 272]> {
-    buf: B,
+pub type QuerySqOut<B = [u8; 272]> = ViewOf<layouts::QuerySqOut, B>;
+impl rt::ViewLayout for layouts::QuerySqOut {
+    const NAME: &'static str = "query_sq_out";
+    const TYPE: &'static str = "QuerySqOut";
+    const SIZE: usize = 272;
+    type Array = [u8; 272];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&QUERY_SQ_OUT_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(QuerySqOut, "query_sq_out", 272, runs_on);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(QuerySqOut);
 impl QuerySqOut<[u8; 272]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -4299,15 +4332,6 @@ impl<B: rt::BytesMut> QuerySqOut<B> {
     #[inline]
     pub fn sq_context_mut(&mut self) -> Sqc<B::SubMut<'_>> {
         Sqc::new_unchecked(self.buf.sub_mut(32, rt::tail_len(self.buf.len(), 32, 240)))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for QuerySqOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&QUERY_SQ_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -4384,19 +4408,28 @@ pub const QUERY_SQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
 ///
 /// PRM layout `create_rq_in`: 0x110 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
 /// | 0x00 | 15:0 | `uid` |
 /// | 0x04 | 15:0 | `op_mod` |
 /// | 0x20..0x110 | — | `ctx` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct CreateRqIn<B = [u8; 272]> {
-    buf: B,
+pub type CreateRqIn<B = [u8; 272]> = ViewOf<layouts::CreateRqIn, B>;
+impl rt::ViewLayout for layouts::CreateRqIn {
+    const NAME: &'static str = "create_rq_in";
+    const TYPE: &'static str = "CreateRqIn";
+    const SIZE: usize = 272;
+    type Array = [u8; 272];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&CREATE_RQ_IN_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(CreateRqIn, "create_rq_in", 272, runs_on);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(CreateRqIn);
 impl CreateRqIn<[u8; 272]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -4468,15 +4501,6 @@ impl<B: rt::BytesMut> CreateRqIn<B> {
     #[inline]
     pub fn ctx_mut(&mut self) -> Rqc<B::SubMut<'_>> {
         Rqc::new_unchecked(self.buf.sub_mut(32, rt::tail_len(self.buf.len(), 32, 240)))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for CreateRqIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&CREATE_RQ_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -4568,6 +4592,8 @@ pub const CREATE_RQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
 ///
 /// PRM layout `rqc`: 0xf0 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31 | `rlky` |
@@ -4589,13 +4615,20 @@ pub const CREATE_RQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
 /// | 0x24 | 17:16 | `shampo_match_criteria_type` |
 /// | 0x24 | 15:0 | `reservation_timeout` |
 /// | 0x30..0xf0 | — | `wq` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct Rqc<B = [u8; 240]> {
-    buf: B,
+pub type Rqc<B = [u8; 240]> = ViewOf<layouts::Rqc, B>;
+impl rt::ViewLayout for layouts::Rqc {
+    const NAME: &'static str = "rqc";
+    const TYPE: &'static str = "Rqc";
+    const SIZE: usize = 240;
+    type Array = [u8; 240];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&RQC_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(Rqc, "rqc", 240, runs_on);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(Rqc);
 impl Rqc<[u8; 240]> {
     /// Position of `rlky`.
     pub const RLKY: rt::Field = rt::Field::new("rlky", 0, 1);
@@ -5071,12 +5104,6 @@ impl<B: rt::BytesMut> Rqc<B> {
         Wq::new_unchecked(self.buf.sub_mut(48, rt::tail_len(self.buf.len(), 48, 192)))
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for Rqc<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&RQC_ACCESS, &self.buf), f)
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `rqc`: what the decoding `Debug` shows and generic tools read.
 pub const RQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -5446,18 +5473,31 @@ pub const RQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
 ///
 /// PRM layout `create_rq_out`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
 /// | 0x08 | 23:0 | `rqn` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct CreateRqOut<B = [u8; 16]> {
-    buf: B,
+pub type CreateRqOut<B = [u8; 16]> = ViewOf<layouts::CreateRqOut, B>;
+impl rt::ViewLayout for layouts::CreateRqOut {
+    const NAME: &'static str = "create_rq_out";
+    const TYPE: &'static str = "CreateRqOut";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&CREATE_RQ_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(CreateRqOut, "create_rq_out", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(CreateRqOut);
+impl rt::FixedLayout for layouts::CreateRqOut {}
 impl CreateRqOut<[u8; 16]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -5516,15 +5556,6 @@ impl<B: rt::BytesMut> CreateRqOut<B> {
         rt::check_fits("rqn", u64::from(v), 0xffffff)?;
         self.set_rqn(v);
         Ok(())
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for CreateRqOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&CREATE_RQ_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -5591,6 +5622,8 @@ pub const CREATE_RQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
 ///
 /// PRM layout `modify_rq_in`: 0x110 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
@@ -5600,13 +5633,20 @@ pub const CREATE_RQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
 /// | 0x08 | 23:0 | `rqn` |
 /// | 0x10 | 63:0 | `modify_bitmask` |
 /// | 0x20..0x110 | — | `ctx` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct ModifyRqIn<B = [u8; 272]> {
-    buf: B,
+pub type ModifyRqIn<B = [u8; 272]> = ViewOf<layouts::ModifyRqIn, B>;
+impl rt::ViewLayout for layouts::ModifyRqIn {
+    const NAME: &'static str = "modify_rq_in";
+    const TYPE: &'static str = "ModifyRqIn";
+    const SIZE: usize = 272;
+    type Array = [u8; 272];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&MODIFY_RQ_IN_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(ModifyRqIn, "modify_rq_in", 272, runs_on);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(ModifyRqIn);
 impl ModifyRqIn<[u8; 272]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -5749,15 +5789,6 @@ impl<B: rt::BytesMut> ModifyRqIn<B> {
     #[inline]
     pub fn ctx_mut(&mut self) -> Rqc<B::SubMut<'_>> {
         Rqc::new_unchecked(self.buf.sub_mut(32, rt::tail_len(self.buf.len(), 32, 240)))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for ModifyRqIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&MODIFY_RQ_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -5903,17 +5934,30 @@ pub const MODIFY_RQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
 ///
 /// PRM layout `modify_rq_out`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct ModifyRqOut<B = [u8; 16]> {
-    buf: B,
+pub type ModifyRqOut<B = [u8; 16]> = ViewOf<layouts::ModifyRqOut, B>;
+impl rt::ViewLayout for layouts::ModifyRqOut {
+    const NAME: &'static str = "modify_rq_out";
+    const TYPE: &'static str = "ModifyRqOut";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&MODIFY_RQ_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(ModifyRqOut, "modify_rq_out", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(ModifyRqOut);
+impl rt::FixedLayout for layouts::ModifyRqOut {}
 impl ModifyRqOut<[u8; 16]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -5950,15 +5994,6 @@ impl<B: rt::BytesMut> ModifyRqOut<B> {
     #[inline]
     pub fn set_syndrome(&mut self, v: u32) {
         self.buf.write_be32(4, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for ModifyRqOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&MODIFY_RQ_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -6009,19 +6044,32 @@ pub const MODIFY_RQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
 ///
 /// PRM layout `destroy_rq_in`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:16 | `opcode` |
 /// | 0x00 | 15:0 | `uid` |
 /// | 0x04 | 15:0 | `op_mod` |
 /// | 0x08 | 23:0 | `rqn` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct DestroyRqIn<B = [u8; 16]> {
-    buf: B,
+pub type DestroyRqIn<B = [u8; 16]> = ViewOf<layouts::DestroyRqIn, B>;
+impl rt::ViewLayout for layouts::DestroyRqIn {
+    const NAME: &'static str = "destroy_rq_in";
+    const TYPE: &'static str = "DestroyRqIn";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DESTROY_RQ_IN_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(DestroyRqIn, "destroy_rq_in", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(DestroyRqIn);
+impl rt::FixedLayout for layouts::DestroyRqIn {}
 impl DestroyRqIn<[u8; 16]> {
     /// Position of `opcode`.
     pub const OPCODE: rt::Field = rt::Field::new("opcode", 0, 16);
@@ -6097,15 +6145,6 @@ impl<B: rt::BytesMut> DestroyRqIn<B> {
         rt::check_fits("rqn", u64::from(v), 0xffffff)?;
         self.set_rqn(v);
         Ok(())
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for DestroyRqIn<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&DESTROY_RQ_IN_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -6187,17 +6226,30 @@ pub const DESTROY_RQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
 ///
 /// PRM layout `destroy_rq_out`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `status` |
 /// | 0x04 | 31:0 | `syndrome` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct DestroyRqOut<B = [u8; 16]> {
-    buf: B,
+pub type DestroyRqOut<B = [u8; 16]> = ViewOf<layouts::DestroyRqOut, B>;
+impl rt::ViewLayout for layouts::DestroyRqOut {
+    const NAME: &'static str = "destroy_rq_out";
+    const TYPE: &'static str = "DestroyRqOut";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&DESTROY_RQ_OUT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(DestroyRqOut, "destroy_rq_out", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(DestroyRqOut);
+impl rt::FixedLayout for layouts::DestroyRqOut {}
 impl DestroyRqOut<[u8; 16]> {
     /// Position of `status`.
     pub const STATUS: rt::Field = rt::Field::new("status", 0, 8);
@@ -6234,15 +6286,6 @@ impl<B: rt::BytesMut> DestroyRqOut<B> {
     #[inline]
     pub fn set_syndrome(&mut self, v: u32) {
         self.buf.write_be32(4, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for DestroyRqOut<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&DESTROY_RQ_OUT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]

@@ -362,6 +362,8 @@ impl ::core::convert::From<WqeCompletionMode> for u8 {
 ///
 /// PRM layout `wqe_ctrl_seg`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `opmod` |
@@ -374,13 +376,21 @@ impl ::core::convert::From<WqeCompletionMode> for u8 {
 /// | 0x08 | 3:2 | `ce` |
 /// | 0x08 | 1 | `se` |
 /// | 0x0c | 31:0 | `imm` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct WqeCtrlSeg<B = [u8; 16]> {
-    buf: B,
+pub type WqeCtrlSeg<B = [u8; 16]> = ViewOf<layouts::WqeCtrlSeg, B>;
+impl rt::ViewLayout for layouts::WqeCtrlSeg {
+    const NAME: &'static str = "wqe_ctrl_seg";
+    const TYPE: &'static str = "WqeCtrlSeg";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&WQE_CTRL_SEG_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(WqeCtrlSeg, "wqe_ctrl_seg", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(WqeCtrlSeg);
+impl rt::FixedLayout for layouts::WqeCtrlSeg {}
 impl WqeCtrlSeg<[u8; 16]> {
     /// Position of `opmod`.
     pub const OPMOD: rt::Field = rt::Field::new("opmod", 0, 8);
@@ -614,15 +624,6 @@ impl<B: rt::BytesMut> WqeCtrlSeg<B> {
         self.buf.write_be32(12, v)
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for WqeCtrlSeg<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&WQE_CTRL_SEG_ACCESS, &self.buf),
-            f,
-        )
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `wqe_ctrl_seg`: what the decoding `Debug` shows and generic tools read.
 pub const WQE_CTRL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -819,6 +820,8 @@ pub const WQE_CTRL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
 ///
 /// PRM layout `wqe_eth_seg`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:24 | `swp_outer_l4_offset` |
@@ -837,13 +840,21 @@ pub const WQE_CTRL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
 /// | 0x08 | 31:0 | `flow_table_metadata` |
 /// | 0x0c | 31:16 | `inline_hdr_sz` |
 /// | 0x0c | 15:0 | `inline_hdr_start` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct WqeEthSeg<B = [u8; 16]> {
-    buf: B,
+pub type WqeEthSeg<B = [u8; 16]> = ViewOf<layouts::WqeEthSeg, B>;
+impl rt::ViewLayout for layouts::WqeEthSeg {
+    const NAME: &'static str = "wqe_eth_seg";
+    const TYPE: &'static str = "WqeEthSeg";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&WQE_ETH_SEG_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(WqeEthSeg, "wqe_eth_seg", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(WqeEthSeg);
+impl rt::FixedLayout for layouts::WqeEthSeg {}
 impl WqeEthSeg<[u8; 16]> {
     /// Position of `swp_outer_l4_offset`.
     pub const SWP_OUTER_L4_OFFSET: rt::Field = rt::Field::new(
@@ -1119,15 +1130,6 @@ impl<B: rt::BytesMut> WqeEthSeg<B> {
     #[inline]
     pub fn set_inline_hdr_start(&mut self, v: &[u8; 2]) {
         self.buf.write_bytes(14, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for WqeEthSeg<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&WQE_ETH_SEG_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -1408,19 +1410,32 @@ pub const WQE_ETH_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
 ///
 /// PRM layout `wqe_eth_seg_insert`: 0x4 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31 | `insert_vlan` |
 /// | 0x00 | 30 | `insert_trailer` |
 /// | 0x00 | 16 | `svlan` |
 /// | 0x00 | 15:0 | `vlan_tci` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct WqeEthSegInsert<B = [u8; 4]> {
-    buf: B,
+pub type WqeEthSegInsert<B = [u8; 4]> = ViewOf<layouts::WqeEthSegInsert, B>;
+impl rt::ViewLayout for layouts::WqeEthSegInsert {
+    const NAME: &'static str = "wqe_eth_seg_insert";
+    const TYPE: &'static str = "WqeEthSegInsert";
+    const SIZE: usize = 4;
+    type Array = [u8; 4];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&WQE_ETH_SEG_INSERT_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(WqeEthSegInsert, "wqe_eth_seg_insert", 4);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(WqeEthSegInsert);
+impl rt::FixedLayout for layouts::WqeEthSegInsert {}
 impl WqeEthSegInsert<[u8; 4]> {
     /// Position of `insert_vlan`.
     pub const INSERT_VLAN: rt::Field = rt::Field::new("insert_vlan", 0, 1);
@@ -1494,15 +1509,6 @@ impl<B: rt::BytesMut> WqeEthSegInsert<B> {
     #[inline]
     pub fn set_vlan_tci(&mut self, v: u16) {
         rt::set32(&mut self.buf, 0, 0, 0xffff, u32::from(v))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for WqeEthSegInsert<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&WQE_ETH_SEG_INSERT_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -1588,18 +1594,28 @@ pub const WQE_ETH_SEG_INSERT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
 ///
 /// PRM layout `wqe_data_seg`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31:0 | `byte_count` |
 /// | 0x04 | 31:0 | `lkey` |
 /// | 0x08 | 63:0 | `addr` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct WqeDataSeg<B = [u8; 16]> {
-    buf: B,
+pub type WqeDataSeg<B = [u8; 16]> = ViewOf<layouts::WqeDataSeg, B>;
+impl rt::ViewLayout for layouts::WqeDataSeg {
+    const NAME: &'static str = "wqe_data_seg";
+    const TYPE: &'static str = "WqeDataSeg";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&WQE_DATA_SEG_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(WqeDataSeg, "wqe_data_seg", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(WqeDataSeg);
+impl rt::FixedLayout for layouts::WqeDataSeg {}
 impl WqeDataSeg<[u8; 16]> {
     /// Position of `byte_count`.
     pub const BYTE_COUNT: rt::Field = rt::Field::new("byte_count", 0, 32);
@@ -1654,15 +1670,6 @@ impl<B: rt::BytesMut> WqeDataSeg<B> {
     #[inline]
     pub fn set_addr(&mut self, v: u64) {
         rt::set64(&mut self.buf, 8, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for WqeDataSeg<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&WQE_DATA_SEG_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -1729,17 +1736,30 @@ pub const WQE_DATA_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
 ///
 /// PRM layout `wqe_raddr_seg`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 63:0 | `raddr` |
 /// | 0x08 | 31:0 | `rkey` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct WqeRaddrSeg<B = [u8; 16]> {
-    buf: B,
+pub type WqeRaddrSeg<B = [u8; 16]> = ViewOf<layouts::WqeRaddrSeg, B>;
+impl rt::ViewLayout for layouts::WqeRaddrSeg {
+    const NAME: &'static str = "wqe_raddr_seg";
+    const TYPE: &'static str = "WqeRaddrSeg";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&WQE_RADDR_SEG_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(WqeRaddrSeg, "wqe_raddr_seg", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(WqeRaddrSeg);
+impl rt::FixedLayout for layouts::WqeRaddrSeg {}
 impl WqeRaddrSeg<[u8; 16]> {
     /// Position of `raddr`.
     pub const RADDR: rt::Field = rt::Field::new("raddr", 0, 64);
@@ -1780,15 +1800,6 @@ impl<B: rt::BytesMut> WqeRaddrSeg<B> {
     #[inline]
     pub fn set_rkey(&mut self, v: u32) {
         self.buf.write_be32(8, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for WqeRaddrSeg<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&WQE_RADDR_SEG_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -1838,17 +1849,30 @@ pub const WQE_RADDR_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
 ///
 /// PRM layout `wqe_atomic_seg`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 63:0 | `swap_add` |
 /// | 0x08 | 63:0 | `compare` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct WqeAtomicSeg<B = [u8; 16]> {
-    buf: B,
+pub type WqeAtomicSeg<B = [u8; 16]> = ViewOf<layouts::WqeAtomicSeg, B>;
+impl rt::ViewLayout for layouts::WqeAtomicSeg {
+    const NAME: &'static str = "wqe_atomic_seg";
+    const TYPE: &'static str = "WqeAtomicSeg";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&WQE_ATOMIC_SEG_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(WqeAtomicSeg, "wqe_atomic_seg", 16);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(WqeAtomicSeg);
+impl rt::FixedLayout for layouts::WqeAtomicSeg {}
 impl WqeAtomicSeg<[u8; 16]> {
     /// Position of `swap_add`.
     pub const SWAP_ADD: rt::Field = rt::Field::new("swap_add", 0, 64);
@@ -1889,15 +1913,6 @@ impl<B: rt::BytesMut> WqeAtomicSeg<B> {
     #[inline]
     pub fn set_compare(&mut self, v: u64) {
         rt::set64(&mut self.buf, 8, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for WqeAtomicSeg<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&WQE_ATOMIC_SEG_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -1949,19 +1964,32 @@ pub const WQE_ATOMIC_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
 ///
 /// PRM layout `wqe_masked_atomic_seg`: 0x20 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `from_slice`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 63:0 | `swap_add` |
 /// | 0x08 | 63:0 | `compare` |
 /// | 0x10 | 63:0 | `swap_add_mask` |
 /// | 0x18 | 63:0 | `compare_mask` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct WqeMaskedAtomicSeg<B = [u8; 32]> {
-    buf: B,
+pub type WqeMaskedAtomicSeg<B = [u8; 32]> = ViewOf<layouts::WqeMaskedAtomicSeg, B>;
+impl rt::ViewLayout for layouts::WqeMaskedAtomicSeg {
+    const NAME: &'static str = "wqe_masked_atomic_seg";
+    const TYPE: &'static str = "WqeMaskedAtomicSeg";
+    const SIZE: usize = 32;
+    type Array = [u8; 32];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&WQE_MASKED_ATOMIC_SEG_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(WqeMaskedAtomicSeg, "wqe_masked_atomic_seg", 32);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(WqeMaskedAtomicSeg);
+impl rt::FixedLayout for layouts::WqeMaskedAtomicSeg {}
 impl WqeMaskedAtomicSeg<[u8; 32]> {
     /// Position of `swap_add`.
     pub const SWAP_ADD: rt::Field = rt::Field::new("swap_add", 0, 64);
@@ -2035,15 +2063,6 @@ impl<B: rt::BytesMut> WqeMaskedAtomicSeg<B> {
     #[inline]
     pub fn set_compare_mask(&mut self, v: u64) {
         rt::set64(&mut self.buf, 24, v)
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for WqeMaskedAtomicSeg<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&WQE_MASKED_ATOMIC_SEG_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]
@@ -2129,18 +2148,30 @@ pub const WQE_MASKED_ATOMIC_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
 ///
 /// PRM layout `wqe_inline_seg`: 0x4 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00 | 31 | `inline` |
 /// | 0x00 | 9:0 | `byte_count` |
 /// | 0x04 | … | `data[]` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct WqeInlineSeg<B = [u8; 4]> {
-    buf: B,
+pub type WqeInlineSeg<B = [u8; 4]> = ViewOf<layouts::WqeInlineSeg, B>;
+impl rt::ViewLayout for layouts::WqeInlineSeg {
+    const NAME: &'static str = "wqe_inline_seg";
+    const TYPE: &'static str = "WqeInlineSeg";
+    const SIZE: usize = 4;
+    type Array = [u8; 4];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(
+            &rt::reflect::Decoded::new(&WQE_INLINE_SEG_ACCESS, buf),
+            f,
+        )
+    }
 }
-crate::__prm_view!(WqeInlineSeg, "wqe_inline_seg", 4, runs_on);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(WqeInlineSeg);
 impl WqeInlineSeg<[u8; 4]> {
     /// Position of `inline`.
     pub const INLINE: rt::Field = rt::Field::new("inline", 0, 1);
@@ -2241,15 +2272,6 @@ impl<B: rt::BytesMut> WqeInlineSeg<B> {
         Ok(())
     }
 }
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for WqeInlineSeg<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&WQE_INLINE_SEG_ACCESS, &self.buf),
-            f,
-        )
-    }
-}
 #[cfg(any(feature = "debug", feature = "reflect"))]
 /// Every field of `wqe_inline_seg`: what the decoding `Debug` shows and generic tools read.
 pub const WQE_INLINE_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
@@ -2316,17 +2338,26 @@ pub const WQE_INLINE_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
 ///
 /// PRM layout `recv_wqe`: 0x10 bytes.
 ///
+/// Made and unwrapped through [`ViewOf`], as every view: `zeroed`, `new_checked`, `storage`, `into_inner`, `Clone`, `Debug`, …
+///
 /// | offset | bits | field |
 /// |-------:|-----:|:------|
 /// | 0x00..0x10 | — | `scatter` |
 /// | 0x10 | … | `scatter_more[]` |
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct RecvWqe<B = [u8; 16]> {
-    buf: B,
+pub type RecvWqe<B = [u8; 16]> = ViewOf<layouts::RecvWqe, B>;
+impl rt::ViewLayout for layouts::RecvWqe {
+    const NAME: &'static str = "recv_wqe";
+    const TYPE: &'static str = "RecvWqe";
+    const SIZE: usize = 16;
+    type Array = [u8; 16];
+    #[cfg(feature = "debug")]
+    fn debug<B: rt::Bytes>(
+        f: &mut ::core::fmt::Formatter<'_>,
+        buf: &B,
+    ) -> ::core::fmt::Result {
+        ::core::fmt::Debug::fmt(&rt::reflect::Decoded::new(&RECV_WQE_ACCESS, buf), f)
+    }
 }
-crate::__prm_view!(RecvWqe, "recv_wqe", 16, runs_on);
-#[cfg(not(feature = "debug"))]
-crate::__prm_raw_debug!(RecvWqe);
 impl RecvWqe<[u8; 16]> {
     /// Position of `scatter`.
     pub const SCATTER: rt::Field = rt::Field::new("scatter", 0, 128);
@@ -2412,15 +2443,6 @@ impl<B: rt::BytesMut> RecvWqe<B> {
             return None;
         }
         Some(V::new_unchecked(self.buf.sub_mut(16 + i * V::SIZE, V::SIZE)))
-    }
-}
-#[cfg(feature = "debug")]
-impl<B: rt::Bytes> ::core::fmt::Debug for RecvWqe<B> {
-    fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-        ::core::fmt::Debug::fmt(
-            &rt::reflect::Decoded::new(&RECV_WQE_ACCESS, &self.buf),
-            f,
-        )
     }
 }
 #[cfg(any(feature = "debug", feature = "reflect"))]

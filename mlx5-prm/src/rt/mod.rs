@@ -20,6 +20,7 @@ pub mod shared;
 pub mod sm;
 pub mod typestate;
 mod view;
+mod view_of;
 
 pub use access::*;
 pub use bytes::{Bytes, BytesMut};
@@ -31,6 +32,7 @@ pub use layout::Layout;
 pub use mmio::{Mmio32, MmioBytes, MmioPtr, RegisterFile};
 pub use register::{AccessReg, Readable, RegAccess, RegisterInfo, Writable};
 pub use view::{check_len, fixed_prefix, fixed_prefix_mut, View};
+pub use view_of::{ByteArray, FixedLayout, ViewLayout};
 
 /// A field's place in its layout: the facts `mlx5_ifc.h` encodes, as constants.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
