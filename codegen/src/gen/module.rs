@@ -279,11 +279,13 @@ fn all_modules(config: &Config, ir: &Ir) -> Result<Vec<ModuleText>, GenError> {
             quote!()
         };
         let doc = doc_lines(m.doc.as_deref());
+        let views = super::views::module_items(&ctx);
         let head = quote! {
             #[allow(unused_imports)]
             use super::*;
             #[allow(unused_imports)]
             use #rt::{self, Bytes as _, BytesMut as _};
+            #views
             #(#constants)*
         };
         let mut items = String::new();
@@ -383,12 +385,14 @@ pub fn files(config: &Config, ir: &Ir) -> Result<Vec<GeneratedFile>, GenError> {
             #(pub mod #mods;)*
         }
     };
-    let views = super::views::crate_items(&ctx, ir);
+    let views = super::views::crate_items(ir);
     let command_table = super::commands::table(&ctx, ir);
     let register_table = super::access_registers::table(&ctx, ir);
     let tokens = quote! {
         #declarations
-        #(pub use #mods::*;)*
+        // Every module declares its own `ViewOf` (see `views.rs`); they are not meant to be
+        // named from here.
+        #(#[allow(ambiguous_glob_reexports)] pub use #mods::*;)*
 
         #views
 

@@ -6,6 +6,7 @@
 use super::*;
 #[allow(unused_imports)]
 use crate::rt::{self, Bytes as _, BytesMut as _};
+crate::__prm_views!();
 /// Administrative or operational state of a port (paos_reg.admin_status and oper_status).
 ///
 /// PRM enum `paos_port_status`.

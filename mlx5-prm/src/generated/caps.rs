@@ -6,6 +6,7 @@
 use super::*;
 #[allow(unused_imports)]
 use crate::rt::{self, Bytes as _, BytesMut as _};
+crate::__prm_views!();
 /// Capability page types of QUERY_HCA_CAP and SET_HCA_CAP. The command's op_mod carries the type shifted left by one; for a query, bit 0 then picks current (1) or maximum (0) values.
 ///
 /// PRM enum `hca_cap_type`.

@@ -6,6 +6,7 @@
 use super::*;
 #[allow(unused_imports)]
 use crate::rt::{self, Bytes as _, BytesMut as _};
+crate::__prm_views!();
 /// Largest ADJUST_TIME step in nanoseconds, either way (a signed 16-bit range). Linux sets the clock to its time plus the step (SET_TIME_IMMEDIATE) for anything larger.
 /// PRM constant `mtutc_adjust_time_max`.
 pub const MTUTC_ADJUST_TIME_MAX: u64 = 0x7fff;

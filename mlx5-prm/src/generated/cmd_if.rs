@@ -6,6 +6,7 @@
 use super::*;
 #[allow(unused_imports)]
 use crate::rt::{self, Bytes as _, BytesMut as _};
+crate::__prm_views!();
 /// The only command interface revision (initial_seg.cmd_interface_rev) the driver accepts.
 /// PRM constant `cmd_if_rev`.
 pub const CMD_IF_REV: u64 = 0x5;

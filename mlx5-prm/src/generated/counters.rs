@@ -6,6 +6,7 @@
 use super::*;
 #[allow(unused_imports)]
 use crate::rt::{self, Bytes as _, BytesMut as _};
+crate::__prm_views!();
 /// Input of ALLOC_Q_COUNTER.
 ///
 /// PRM layout `alloc_q_counter_in`: 0x10 bytes.

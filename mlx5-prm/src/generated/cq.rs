@@ -6,6 +6,7 @@
 use super::*;
 #[allow(unused_imports)]
 use crate::rt::{self, Bytes as _, BytesMut as _};
+crate::__prm_views!();
 /// Size of each entry in the CQ ring, as encoded in cqc.cqe_sz.
 ///
 /// PRM enum `cqe_size`.

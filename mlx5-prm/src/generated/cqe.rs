@@ -6,6 +6,7 @@
 use super::*;
 #[allow(unused_imports)]
 use crate::rt::{self, Bytes as _, BytesMut as _};
+crate::__prm_views!();
 /// Position in cqe64.rss_hash_type of the cqe_rss_ip_type of the hashed source address.
 /// PRM constant `cqe_rss_src_ip_shift`.
 pub const CQE_RSS_SRC_IP_SHIFT: u64 = 0x0;

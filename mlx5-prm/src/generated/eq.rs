@@ -6,6 +6,7 @@
 use super::*;
 #[allow(unused_imports)]
 use crate::rt::{self, Bytes as _, BytesMut as _};
+crate::__prm_views!();
 /// Arming state of an EQ (eqc.st).
 ///
 /// PRM enum `eq_state`.

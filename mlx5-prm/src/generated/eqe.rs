@@ -6,6 +6,7 @@
 use super::*;
 #[allow(unused_imports)]
 use crate::rt::{self, Bytes as _, BytesMut as _};
+crate::__prm_views!();
 /// Size in bytes of one EQE; the EQ ring is an array of them.
 /// PRM constant `eqe_size`.
 pub const EQE_SIZE: u64 = 0x40;

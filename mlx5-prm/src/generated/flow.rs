@@ -6,6 +6,7 @@
 use super::*;
 #[allow(unused_imports)]
 use crate::rt::{self, Bytes as _, BytesMut as _};
+crate::__prm_views!();
 /// The steering domain (namespace) a flow table belongs to; the table_type of every flow command.
 ///
 /// PRM enum `flow_table_type`.

@@ -6,6 +6,7 @@
 use super::*;
 #[allow(unused_imports)]
 use crate::rt::{self, Bytes as _, BytesMut as _};
+crate::__prm_views!();
 /// NIC flow-table capability page: a few device-wide bits and one property block per steering domain (receive, RDMA receive, receive sniffer, transmit, RDMA transmit, transmit sniffer).
 ///
 /// PRM layout `flow_table_nic_cap`: 0x1000 bytes.

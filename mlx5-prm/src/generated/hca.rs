@@ -6,6 +6,7 @@
 use super::*;
 #[allow(unused_imports)]
 use crate::rt::{self, Bytes as _, BytesMut as _};
+crate::__prm_views!();
 /// How TEARDOWN_HCA shuts the device down (teardown_hca_in.profile).
 ///
 /// PRM enum `teardown_hca_profile`.

@@ -6,6 +6,7 @@
 use super::*;
 #[allow(unused_imports)]
 use crate::rt::{self, Bytes as _, BytesMut as _};
+crate::__prm_views!();
 /// Operating mode of the function's NIC interface. The driver selects one through initial_seg.nic_interface; firmware lists the one it offers in nic_interface_supported.
 ///
 /// PRM enum `nic_interface_mode`.

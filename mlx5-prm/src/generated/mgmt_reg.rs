@@ -6,6 +6,7 @@
 use super::*;
 #[allow(unused_imports)]
 use crate::rt::{self, Bytes as _, BytesMut as _};
+crate::__prm_views!();
 /// Register ids of ACCESS_REGISTER (access_register_in.register_id) that the Linux driver uses during bring-up or that the device model serves. Capability masks number their bits from these ids: bit n of a mask group stands for the register at the group's base id + n.
 ///
 /// PRM enum `access_register_id`.

@@ -6,6 +6,7 @@
 use super::*;
 #[allow(unused_imports)]
 use crate::rt::{self, Bytes as _, BytesMut as _};
+crate::__prm_views!();
 /// How an mkey translates addresses. The 5-bit value is split in the context: mkc.access_mode_4_2 holds bits 4..2 and mkc.access_mode_1_0 holds bits 1..0, so no single field carries it and no field uses this enum as its type.
 ///
 /// PRM enum `mkey_access_mode`.

@@ -28,33 +28,58 @@ pub mod uar;
 pub mod vport;
 pub mod wq;
 pub mod wqe;
+#[allow(ambiguous_glob_reexports)]
 pub use access_reg::*;
+#[allow(ambiguous_glob_reexports)]
 pub use caps::*;
+#[allow(ambiguous_glob_reexports)]
 pub use clock_reg::*;
+#[allow(ambiguous_glob_reexports)]
 pub use cmd_if::*;
+#[allow(ambiguous_glob_reexports)]
 pub use counters::*;
+#[allow(ambiguous_glob_reexports)]
 pub use cq::*;
+#[allow(ambiguous_glob_reexports)]
 pub use cqe::*;
+#[allow(ambiguous_glob_reexports)]
 pub use eq::*;
+#[allow(ambiguous_glob_reexports)]
 pub use eqe::*;
+#[allow(ambiguous_glob_reexports)]
 pub use flow::*;
+#[allow(ambiguous_glob_reexports)]
 pub use flow_caps::*;
+#[allow(ambiguous_glob_reexports)]
 pub use hca::*;
+#[allow(ambiguous_glob_reexports)]
 pub use init_seg::*;
+#[allow(ambiguous_glob_reexports)]
 pub use mgmt_reg::*;
+#[allow(ambiguous_glob_reexports)]
 pub use mkey::*;
+#[allow(ambiguous_glob_reexports)]
 pub use nv_reg::*;
+#[allow(ambiguous_glob_reexports)]
 pub use port_counters::*;
+#[allow(ambiguous_glob_reexports)]
 pub use port_reg::*;
+#[allow(ambiguous_glob_reexports)]
 pub use qp::*;
+#[allow(ambiguous_glob_reexports)]
 pub use qp_states::*;
+#[allow(ambiguous_glob_reexports)]
 pub use roce::*;
+#[allow(ambiguous_glob_reexports)]
 pub use tir::*;
+#[allow(ambiguous_glob_reexports)]
 pub use uar::*;
+#[allow(ambiguous_glob_reexports)]
 pub use vport::*;
+#[allow(ambiguous_glob_reexports)]
 pub use wq::*;
+#[allow(ambiguous_glob_reexports)]
 pub use wqe::*;
-crate::__prm_views!();
 /// One marker type per layout: the `L` of [`ViewOf<L, B>`](ViewOf) that each view
 /// is an alias of. They have no values.
 pub mod layouts {

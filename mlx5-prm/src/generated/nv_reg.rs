@@ -6,6 +6,7 @@
 use super::*;
 #[allow(unused_imports)]
 use crate::rt::{self, Bytes as _, BytesMut as _};
+crate::__prm_views!();
 /// Which copy of a configuration item an MNVDA read returns (mnvda_reg.access_mode).
 ///
 /// PRM enum `nv_access_mode`.

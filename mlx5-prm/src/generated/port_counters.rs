@@ -6,6 +6,7 @@
 use super::*;
 #[allow(unused_imports)]
 use crate::rt::{self, Bytes as _, BytesMut as _};
+crate::__prm_views!();
 /// PPCNT counter group 0x0, the IEEE 802.3 MAC counters (frames, octets, errors and control frames of one port). Each counter is 64 bits, high half first.
 ///
 /// PRM layout `eth_802_3_cntrs_grp_data_layout`: 0xf8 bytes.

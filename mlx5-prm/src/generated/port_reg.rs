@@ -6,6 +6,7 @@
 use super::*;
 #[allow(unused_imports)]
 use crate::rt::{self, Bytes as _, BytesMut as _};
+crate::__prm_views!();
 /// Which page of diagnostics a PDDR access reads (pddr_reg.page_select).
 ///
 /// PRM enum `pddr_page_select`.

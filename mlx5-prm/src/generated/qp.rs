@@ -6,6 +6,7 @@
 use super::*;
 #[allow(unused_imports)]
 use crate::rt::{self, Bytes as _, BytesMut as _};
+crate::__prm_views!();
 /// QP states as the device numbers them in qpc.state (QUERY_QP reports it there), the numbering of mlx5_ifc.h. The kernel's software enum in qp.h differs: it puts SQD at 5, a value the device does not use, and calls 7 SQ_DRAINING.
 ///
 /// PRM enum `qp_state`.

@@ -6,6 +6,7 @@
 use super::*;
 #[allow(unused_imports)]
 use crate::rt::{self, Bytes as _, BytesMut as _};
+crate::__prm_views!();
 /// Optional-parameter mask bit `alt_addr_path` of state machine `qp`.
 pub const QP_OPT_ALT_ADDR_PATH: u64 = 0x1;
 /// Optional-parameter mask bit `rre` of state machine `qp`.

@@ -6,6 +6,7 @@
 use super::*;
 #[allow(unused_imports)]
 use crate::rt::{self, Bytes as _, BytesMut as _};
+crate::__prm_views!();
 /// The network-layer type of a RoCE address entry (roce_addr_layout.roce_l3_type); an IPv4 address is held in the IPv4-mapped IPv6 form all the same.
 ///
 /// PRM enum `roce_l3_type`.

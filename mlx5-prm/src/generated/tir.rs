@@ -6,6 +6,7 @@
 use super::*;
 #[allow(unused_imports)]
 use crate::rt::{self, Bytes as _, BytesMut as _};
+crate::__prm_views!();
 /// How a TIR hands received packets to receive queues (tirc.disp_type).
 ///
 /// PRM enum `tirc_disp_type`.

@@ -6,6 +6,7 @@
 use super::*;
 #[allow(unused_imports)]
 use crate::rt::{self, Bytes as _, BytesMut as _};
+crate::__prm_views!();
 /// Size in bytes of one UAR page. UAR n starts at BAR 0 + n * 4096 when the UAR page size capability is 4 KiB.
 /// PRM constant `uar_page_size`.
 pub const UAR_PAGE_SIZE: u64 = 0x1000;

@@ -6,6 +6,7 @@
 use super::*;
 #[allow(unused_imports)]
 use crate::rt::{self, Bytes as _, BytesMut as _};
+crate::__prm_views!();
 /// Operational state of a vport (query_vport_state_out.state).
 ///
 /// PRM enum `vport_oper_state`.

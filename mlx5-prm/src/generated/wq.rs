@@ -6,6 +6,7 @@
 use super::*;
 #[allow(unused_imports)]
 use crate::rt::{self, Bytes as _, BytesMut as _};
+crate::__prm_views!();
 /// States of an SQ (sqc.state and the current state in modify_sq_in.sq_state).
 ///
 /// PRM enum `sq_state`.

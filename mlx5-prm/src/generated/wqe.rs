@@ -6,6 +6,7 @@
 use super::*;
 #[allow(unused_imports)]
 use crate::rt::{self, Bytes as _, BytesMut as _};
+crate::__prm_views!();
 /// Size in bytes of a WQE basic block (WQEBB), the unit of the send ring and of wqe_index.
 /// PRM constant `send_wqe_bb`.
 pub const SEND_WQE_BB: u64 = 0x40;

@@ -3,10 +3,12 @@
 //!
 //! A layout used to be a struct of its own with some twenty constructor, conversion and
 //! trait items each; a crate of 700 layouts compiled 15,000 of those little functions. Now
-//! `__prm_views!` declares `ViewOf<L, B>` and those items once per generated crate, and a
-//! layout is `pub type Foo<B = [u8; N]> = ViewOf<layouts::Foo, B>` with a [`ViewLayout`]
-//! impl of constants: its getters and setters stay inherent methods of `Foo<B>`, written in
-//! the generated crate. (svd2rust's PACs are built the same way: `Reg<SPEC>`.)
+//! `__prm_views!` declares `ViewOf<L, B>` and those items once per generated module (one
+//! per spec file), and a layout is `pub type Foo<B = [u8; N]> = ViewOf<layouts::Foo, B>`
+//! with a [`ViewLayout`] impl of constants: its getters and setters stay inherent methods of
+//! `Foo<B>`, written in the generated crate. (svd2rust's PACs are built the same way:
+//! `Reg<SPEC>`.) One `ViewOf` per module rather than per crate keeps method calls cheap to
+//! compile: rustc weighs every inherent impl of the type that has an item of the called name.
 
 use super::{Bytes, BytesMut};
 use core::fmt;
@@ -59,9 +61,10 @@ impl<const N: usize> ByteArray for [u8; N] {
     }
 }
 
-/// Declares `ViewOf<L, B>`, the view type of every layout of a generated crate, with its
-/// constructors and trait implementations. Generated code invokes it once, in the generated
-/// crate (inherent methods of a type may only be written in the crate that declares it).
+/// Declares `ViewOf<L, B>`, the view type of the layouts of a generated module, with its
+/// constructors and trait implementations. Generated code invokes it once per module, in
+/// the generated crate (inherent methods of a type may only be written in the crate that
+/// declares it).
 ///
 /// `ViewOf<L, &[u8; N]>` (from `from_slice`) carries its length in its type, so accessors
 /// compile without bounds checks, to the owned form's instructions; a view over `&[u8]`
@@ -72,9 +75,9 @@ impl<const N: usize> ByteArray for [u8; N] {
 macro_rules! __prm_views {
     () => {
         /// A typed view of layout `L` (a marker in [`layouts`]) over storage `B`: every
-        /// generated layout `Foo` is `ViewOf<layouts::Foo, B>`, with `B` defaulting to the
-        /// owned `[u8; SIZE]`. Its accessors are the layout's; the constructors below are
-        /// every layout's.
+        /// layout `Foo` of this module is `ViewOf<layouts::Foo, B>`, with `B` defaulting to
+        /// the owned `[u8; SIZE]`. Its accessors are the layout's; the constructors below
+        /// are every layout's.
         #[repr(transparent)]
         pub struct ViewOf<L, B> {
             buf: B,
