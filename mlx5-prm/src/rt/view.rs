@@ -38,7 +38,7 @@ pub fn check_len<B: Bytes>(name: &'static str, size: usize, buf: &B) -> Result<(
 
 /// The first `N` bytes of `buf` as an array, whose length is then part of its type; the
 /// [`LayoutError`] of [`check_len`] when `buf` is shorter. The `from_slice` constructors of
-/// generated views use it.
+/// generated views use it (through `ByteArray`).
 #[inline]
 pub fn fixed_prefix<'a, const N: usize>(
     name: &'static str,

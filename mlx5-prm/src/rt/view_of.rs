@@ -10,7 +10,7 @@
 //! `Reg<SPEC>`.) One `ViewOf` per module rather than per crate keeps method calls cheap to
 //! compile: rustc weighs every inherent impl of the type that has an item of the called name.
 
-use super::{Bytes, BytesMut};
+use super::{Bytes, BytesMut, LayoutError};
 use core::fmt;
 
 /// A layout marker's facts, for the generic constructors and `Debug` of `ViewOf`.
@@ -43,21 +43,22 @@ pub trait FixedLayout: ViewLayout {}
 pub trait ByteArray: Bytes + BytesMut + Copy + 'static {
     /// All zeroes.
     const ZERO: Self;
-    /// The first `N` bytes of `buf`, if it has as many.
-    fn prefix(buf: &[u8]) -> Option<&Self>;
-    /// The first `N` bytes of `buf`, writably, if it has as many.
-    fn prefix_mut(buf: &mut [u8]) -> Option<&mut Self>;
+    /// The first `N` bytes of `buf`, or [`fixed_prefix`](super::fixed_prefix)'s error
+    /// naming layout `name`.
+    fn prefix<'a>(name: &'static str, buf: &'a [u8]) -> Result<&'a Self, LayoutError>;
+    /// The same, writably.
+    fn prefix_mut<'a>(name: &'static str, buf: &'a mut [u8]) -> Result<&'a mut Self, LayoutError>;
 }
 
 impl<const N: usize> ByteArray for [u8; N] {
     const ZERO: Self = [0; N];
     #[inline]
-    fn prefix(buf: &[u8]) -> Option<&Self> {
-        buf.first_chunk::<N>()
+    fn prefix<'a>(name: &'static str, buf: &'a [u8]) -> Result<&'a Self, LayoutError> {
+        super::fixed_prefix::<N>(name, buf)
     }
     #[inline]
-    fn prefix_mut(buf: &mut [u8]) -> Option<&mut Self> {
-        buf.first_chunk_mut::<N>()
+    fn prefix_mut<'a>(name: &'static str, buf: &'a mut [u8]) -> Result<&'a mut Self, LayoutError> {
+        super::fixed_prefix_mut::<N>(name, buf)
     }
 }
 
@@ -198,17 +199,11 @@ macro_rules! __prm_views {
             pub fn from_slice(
                 buf: &'a [u8],
             ) -> ::core::result::Result<Self, $crate::rt::LayoutError> {
-                match <L::Array as $crate::rt::ByteArray>::prefix(buf) {
-                    Some(b) => Ok(Self {
-                        buf: b,
-                        layout: ::core::marker::PhantomData,
-                    }),
-                    None => Err($crate::rt::LayoutError {
-                        layout: L::NAME,
-                        needed: L::SIZE,
-                        actual: buf.len(),
-                    }),
-                }
+                let buf = <L::Array as $crate::rt::ByteArray>::prefix(L::NAME, buf)?;
+                Ok(Self {
+                    buf,
+                    layout: ::core::marker::PhantomData,
+                })
             }
         }
 
@@ -222,18 +217,11 @@ macro_rules! __prm_views {
             pub fn from_slice_mut(
                 buf: &'a mut [u8],
             ) -> ::core::result::Result<Self, $crate::rt::LayoutError> {
-                let actual = buf.len();
-                match <L::Array as $crate::rt::ByteArray>::prefix_mut(buf) {
-                    Some(b) => Ok(Self {
-                        buf: b,
-                        layout: ::core::marker::PhantomData,
-                    }),
-                    None => Err($crate::rt::LayoutError {
-                        layout: L::NAME,
-                        needed: L::SIZE,
-                        actual,
-                    }),
-                }
+                let buf = <L::Array as $crate::rt::ByteArray>::prefix_mut(L::NAME, buf)?;
+                Ok(Self {
+                    buf,
+                    layout: ::core::marker::PhantomData,
+                })
             }
         }
 
