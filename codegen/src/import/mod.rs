@@ -14,12 +14,13 @@
 
 pub mod budget;
 pub mod commands;
-pub mod depth;
 pub mod emit;
 pub mod enum_spec;
 pub mod enums;
+mod excerpt;
 pub mod expr;
 pub mod flex;
+pub mod precheck;
 pub mod read;
 mod unread;
 mod yaml_out;
@@ -254,7 +255,11 @@ fn dimension(
             diags.push(Diagnostic::error(
                 "import",
                 span,
-                format!("array size `{text}`: {e}"),
+                format!(
+                    "array size `{}`: {}",
+                    excerpt::excerpt(&text),
+                    excerpt::excerpt(&e)
+                ),
             ));
             None
         }
@@ -306,23 +311,32 @@ pub fn parse_header_with_enums(
     diags: &mut Diagnostics,
 ) -> Vec<String> {
     let text = &sources.files[file].text;
-    if let Some(at) = depth::first_too_deep(text, depth::MAX_DEPTH) {
+    if let Some(refusal) = precheck::check(text, precheck::MAX_DEPTH) {
+        let (at, message) = match refusal {
+            precheck::Refusal::TooDeep(at) => (
+                at,
+                format!(
+                    "brackets nest deeper than {} levels here (Linux's mlx5 headers nest at most 6): the header is not read",
+                    precheck::MAX_DEPTH
+                ),
+            ),
+            precheck::Refusal::UnclosedComment(at) => (
+                at,
+                "this `/*` is never closed by a `*/`: the header is not read".to_string(),
+            ),
+        };
         let (line, col) = line_col(text, at);
         diags.push(Diagnostic::error(
             "import",
             Span::point(file, line, col),
-            format!(
-                "brackets nest deeper than {} levels here (Linux's mlx5 headers nest at most 6): the header is not read",
-                depth::MAX_DEPTH
-            ),
+            message,
         ));
         return Vec::new();
     }
-    budget::install();
-    let parsed = match HeaderParser::parse(Rule::file, text) {
+    let parsed = match budget::within(text, |t| HeaderParser::parse(Rule::file, t)) {
         Ok(mut p) => p.next().expect("grammar: file"),
         Err(e) => {
-            diags.push(budget::parse_error(&e, file));
+            diags.push(budget::parse_error(&e, file, text.len()));
             return Vec::new();
         }
     };

@@ -37,7 +37,9 @@ pub fn report(
 ) -> Option<Diagnostic> {
     let tag = layout_tag(skipped)?;
     let brace = skipped.find('{')?;
-    let (offset, message) = match HeaderParser::parse(Rule::body, &skipped[brace..]) {
+    let (offset, message) = match super::budget::within(&skipped[brace..], |t| {
+        HeaderParser::parse(Rule::body, t)
+    }) {
         Err(e) => {
             let (pest::error::InputLocation::Pos(p) | pest::error::InputLocation::Span((p, _))) =
                 e.location;
@@ -75,7 +77,7 @@ pub(super) fn report_bad(members: &[Member], tag: &str, diags: &mut Diagnostics)
     for m in members {
         match m {
             Member::Bad { text, span } => diags.push(
-                Diagnostic::error("import", *span, format!("cannot read `{text}` in `{tag}`"))
+                Diagnostic::error("import", *span, format!("cannot read `{}` in `{tag}`", super::excerpt::excerpt(text)))
                     .with_hint("layout members are `u8 name[0xN];`, `struct mlx5_ifc_X_bits name;` or an inline union"),
             ),
             Member::Inline { members, .. } => report_bad(members, tag, diags),
