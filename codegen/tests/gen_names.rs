@@ -38,3 +38,50 @@ fn a_spec_file_named_like_the_markers_module_is_refused() {
         "{e}"
     );
 }
+
+/// A field whose getter, setter or other accessor would have the name of another field's
+/// accessor (`b` and `set_b` both make `set_b`), or of a method every view has (`storage`,
+/// `zeroed`, …), is refused with the fields named: `gen` used to write code that did not
+/// compile (E0592, "duplicate definitions").
+#[test]
+fn fields_whose_methods_would_clash_are_refused() {
+    let spec = |fields: &str| format!("structs:\n  foo:\n    size: 0x8\n    fields:\n{fields}");
+    let e = gen_error(
+        "a.yaml",
+        &spec("      b: { at: \"0x00[7:0]\" }\n      set_b: { at: \"0x00[15:8]\" }\n"),
+    );
+    assert_eq!(
+        e,
+        "struct `foo` would get 2 methods named `set_b` (from fields `set_b` and `b`); rename a field"
+    );
+    let e = gen_error(
+        "a.yaml",
+        &spec("      storage: { at: \"0x00[7:0]\" }\n      zeroed: { at: \"0x04[7:0]\" }\n"),
+    );
+    let lines: Vec<&str> = e.lines().collect();
+    assert_eq!(lines.len(), 2, "{e}");
+    assert!(lines[0].contains("a method `storage` (from field `storage`), which every view already has (`ViewOf::storage`)"), "{e}");
+    assert!(lines[1].contains("`ViewOf::zeroed`"), "{e}");
+    // An array makes `mac_len`: a field of that name clashes with it.
+    let e = gen_error(
+        "a.yaml",
+        &spec("      mac: { at: \"0x00[7:0]\", count: 4 }\n      mac_len: { at: \"0x04[7:0]\" }\n"),
+    );
+    assert!(e.contains("2 methods named `mac_len`"), "{e}");
+    // Names that only look alike generate.
+    let ok = spec("      b: { at: \"0x00[7:0]\" }\n      set_bb: { at: \"0x00[15:8]\" }\n      stored: { at: \"0x04[7:0]\" }\n");
+    let c = prm_codegen::compile_sources(vec![(PathBuf::from("a.yaml"), ok)]);
+    assert!(c.diagnostics.is_empty(), "{}", c.render_human());
+    Config::for_mlx5_prm().generate(&c.ir).expect("generates");
+}
+
+/// A union member clashes the same way.
+#[test]
+fn union_members_whose_methods_would_clash_are_refused() {
+    let spec = "structs:\n  s:\n    size: 0x4\n    fields:\n      a: { at: \"0x00[7:0]\" }\nunions:\n  u:\n    size: 0x4\n    members:\n      storage: s\n";
+    let e = gen_error("a.yaml", spec);
+    assert!(
+        e.starts_with("union `u` would get a method `storage`"),
+        "{e}"
+    );
+}

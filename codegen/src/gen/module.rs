@@ -142,11 +142,32 @@ fn preamble(config: &Config, source: &str) -> String {
 }
 
 fn format(tokens: TokenStream) -> Result<String, GenError> {
+    format_checked(tokens, |_| Ok(()))
+}
+
+/// [`format`] for the items of a structure or union (`kind`), after [`super::methods::check`]
+/// on them.
+fn layout<'a>(
+    tokens: TokenStream,
+    kind: &str,
+    name: &str,
+    fields: impl Iterator<Item = &'a str>,
+) -> Result<String, GenError> {
+    let fields: Vec<&str> = fields.collect();
+    format_checked(tokens, |f| super::methods::check(f, kind, name, &fields))
+}
+
+/// [`format`], after `check` has looked at the parsed items.
+fn format_checked(
+    tokens: TokenStream,
+    check: impl FnOnce(&syn::File) -> Result<(), GenError>,
+) -> Result<String, GenError> {
     let file: syn::File = syn::parse2(tokens).map_err(|e| {
         GenError::NameClash(format!(
             "generated code does not parse (a generator bug): {e}"
         ))
     })?;
+    check(&file)?;
     Ok(prettyplease::unparse(&file))
 }
 
@@ -196,12 +217,30 @@ fn format_items(config: &Config, ir: &Ir, work: &[Work]) -> Result<Vec<String>, 
                     (w..n)
                         .step_by(workers)
                         .map(|i| {
-                            let tokens = match work[i] {
-                                Work::Enum(e) => super::enums::emit(&ctx, &ir.enums[e]),
-                                Work::Struct(s) => super::structs::emit(&ctx, ir, &ir.structs[s]),
-                                Work::Union(u) => super::unions::emit(&ctx, ir, &ir.unions[u]),
+                            let text = match work[i] {
+                                Work::Enum(e) => format(super::enums::emit(&ctx, &ir.enums[e])),
+                                Work::Struct(s) => {
+                                    let s = &ir.structs[s];
+                                    let names = s.fields.iter().map(|f| f.name.as_str());
+                                    layout(
+                                        super::structs::emit(&ctx, ir, s),
+                                        "struct",
+                                        &s.name,
+                                        names,
+                                    )
+                                }
+                                Work::Union(u) => {
+                                    let u = &ir.unions[u];
+                                    let names = u.members.iter().map(|m| m.name.as_str());
+                                    layout(
+                                        super::unions::emit(&ctx, ir, u),
+                                        "union",
+                                        &u.name,
+                                        names,
+                                    )
+                                }
                             };
-                            (i, format(tokens))
+                            (i, text)
                         })
                         .collect::<Vec<_>>()
                 })
