@@ -52,7 +52,7 @@ fn fields_whose_methods_would_clash_are_refused() {
     );
     assert_eq!(
         e,
-        "struct `foo` would get 2 methods named `set_b` (from fields `set_b` and `b`); rename a field"
+        "struct `foo` would get 2 methods named `set_b` (from fields `set_b` and `b`); rename one"
     );
     let e = gen_error(
         "a.yaml",
@@ -60,7 +60,7 @@ fn fields_whose_methods_would_clash_are_refused() {
     );
     let lines: Vec<&str> = e.lines().collect();
     assert_eq!(lines.len(), 2, "{e}");
-    assert!(lines[0].contains("a method `storage` (from field `storage`), which every view already has (`ViewOf::storage`)"), "{e}");
+    assert!(lines[0].contains("a method `storage` (from field `storage`), which every view already has (`ViewOf::storage`); rename it"), "{e}");
     assert!(lines[1].contains("`ViewOf::zeroed`"), "{e}");
     // An array makes `mac_len`: a field of that name clashes with it.
     let e = gen_error(
@@ -73,6 +73,22 @@ fn fields_whose_methods_would_clash_are_refused() {
     let c = prm_codegen::compile_sources(vec![(PathBuf::from("a.yaml"), ok)]);
     assert!(c.diagnostics.is_empty(), "{}", c.render_human());
     Config::for_mlx5_prm().generate(&c.ir).expect("generates");
+}
+
+/// Enum values whose Rust names meet (`x1` and `x_1` are both `X1`), and fields whose
+/// position constants do (`size` is `SIZE_FIELD`, as `SIZE` is the view's), likewise; all
+/// clashes of a spec are listed at once.
+#[test]
+fn enum_values_and_constants_that_would_clash_are_refused() {
+    let spec = "enums:\n  mode:\n    width: 3\n    values:\n      x1: { value: 0 }\n      x_1: { value: 1 }\nstructs:\n  foo:\n    size: 0x4\n    fields:\n      size_field: { at: \"0x00[7:0]\" }\n      size: { at: \"0x00[15:8]\" }\n";
+    let e = gen_error("a.yaml", spec);
+    assert_eq!(
+        e.lines().collect::<Vec<_>>(),
+        [
+            "enum `mode` would get 2 variants named `X1` (from values `x1` and `x_1`); rename one",
+            "struct `foo` would get 2 constants named `SIZE_FIELD` (from fields `size` and `size_field`); rename one",
+        ]
+    );
 }
 
 /// A union member clashes the same way.

@@ -1,5 +1,5 @@
 //! `prmc gen` refuses a field whose methods would clash with those every view has
-//! (`prm_codegen::gen::methods::VIEW_METHODS`); the runtime's `__prm_views!` declares them.
+//! (`prm_codegen::gen::item_names::VIEW_METHODS`); the runtime's `__prm_views!` declares them.
 //! The two lists must agree, or a clash would again surface as a compile error in the
 //! generated code instead of a message naming the field.
 
@@ -19,11 +19,11 @@ fn the_generator_knows_every_method_the_runtime_gives_a_view() {
         })
         .collect();
     declared.sort_unstable();
-    let mut known = prm_codegen::gen::methods::VIEW_METHODS.to_vec();
+    let mut known = prm_codegen::gen::item_names::VIEW_METHODS.to_vec();
     known.sort_unstable();
     assert!(!declared.is_empty(), "no `pub fn` found in {path}");
     assert_eq!(
         declared, known,
-        "update VIEW_METHODS in codegen/src/gen/methods.rs"
+        "update VIEW_METHODS in codegen/src/gen/item_names.rs"
     );
 }

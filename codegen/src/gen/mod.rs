@@ -15,7 +15,7 @@ pub mod commands;
 pub mod ctx;
 pub mod enums;
 pub mod fields;
-pub mod methods;
+pub mod item_names;
 pub mod module;
 pub mod names;
 pub mod reflect_index;

@@ -145,16 +145,16 @@ fn format(tokens: TokenStream) -> Result<String, GenError> {
     format_checked(tokens, |_| Ok(()))
 }
 
-/// [`format`] for the items of a structure or union (`kind`), after [`super::methods::check`]
-/// on them.
-fn layout<'a>(
+/// [`format`] for the items of a structure, union or enum (`kind`), after
+/// [`super::item_names::check`] on them.
+fn checked<'a>(
     tokens: TokenStream,
     kind: &str,
     name: &str,
     fields: impl Iterator<Item = &'a str>,
 ) -> Result<String, GenError> {
     let fields: Vec<&str> = fields.collect();
-    format_checked(tokens, |f| super::methods::check(f, kind, name, &fields))
+    format_checked(tokens, |f| super::item_names::check(f, kind, name, &fields))
 }
 
 /// [`format`], after `check` has looked at the parsed items.
@@ -218,11 +218,15 @@ fn format_items(config: &Config, ir: &Ir, work: &[Work]) -> Result<Vec<String>, 
                         .step_by(workers)
                         .map(|i| {
                             let text = match work[i] {
-                                Work::Enum(e) => format(super::enums::emit(&ctx, &ir.enums[e])),
+                                Work::Enum(e) => {
+                                    let e = &ir.enums[e];
+                                    let names = e.values.iter().map(|v| v.name.as_str());
+                                    checked(super::enums::emit(&ctx, e), "enum", &e.name, names)
+                                }
                                 Work::Struct(s) => {
                                     let s = &ir.structs[s];
                                     let names = s.fields.iter().map(|f| f.name.as_str());
-                                    layout(
+                                    checked(
                                         super::structs::emit(&ctx, ir, s),
                                         "struct",
                                         &s.name,
@@ -232,7 +236,7 @@ fn format_items(config: &Config, ir: &Ir, work: &[Work]) -> Result<Vec<String>, 
                                 Work::Union(u) => {
                                     let u = &ir.unions[u];
                                     let names = u.members.iter().map(|m| m.name.as_str());
-                                    layout(
+                                    checked(
                                         super::unions::emit(&ctx, ir, u),
                                         "union",
                                         &u.name,
@@ -253,7 +257,21 @@ fn format_items(config: &Config, ir: &Ir, work: &[Work]) -> Result<Vec<String>, 
     });
     let mut flat: Vec<(usize, Result<String, GenError>)> = results.into_iter().flatten().collect();
     flat.sort_by_key(|(i, _)| *i);
-    flat.into_iter().map(|(_, r)| r).collect()
+    // Every item's name clashes at once, in spec order, so that one run lists all to rename.
+    let mut texts = Vec::with_capacity(flat.len());
+    let mut clashes = Vec::new();
+    for (_, r) in flat {
+        match r {
+            Ok(t) => texts.push(t),
+            Err(GenError::NameClash(m)) => clashes.push(m),
+            Err(e) => return Err(e),
+        }
+    }
+    if clashes.is_empty() {
+        Ok(texts)
+    } else {
+        Err(GenError::NameClash(clashes.join("\n")))
+    }
 }
 
 /// Generates every module: items in parallel, then each module assembled in spec order.
